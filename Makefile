@@ -1,0 +1,39 @@
+# Every target sets itself up on a fresh machine: it creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint format bench docs clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "agentledger needs Python 3.11 or newer"'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	rm -rf demo-ledger
+	$(BIN)/agentledger demo demo-ledger
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py
+
+clean:
+	rm -rf $(VENV) demo-ledger bench/.work .pytest_cache .mypy_cache .ruff_cache

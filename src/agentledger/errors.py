@@ -1,0 +1,106 @@
+"""The exceptions agentledger raises.
+
+Every error a user can cause is one of these; the CLI maps each branch to an exit code::
+
+    AgentLedgerError                 base of everything below
+    ├── InputError                   exit 2: bad input or usage, nothing was written
+    │   ├── RecordError              a file on disk or on the way in does not match its schema
+    │   ├── UnsafeNameError          a run id or artifact name that is not safe as a path
+    │   ├── ArtifactTooLargeError    an artifact over the configured size limit
+    │   ├── RunExistsError           a run id that is already sealed in the ledger
+    │   ├── RunNotFoundError         a run id (or prefix) that matches no run
+    │   ├── LedgerNotFoundError      no ledger at the given path
+    │   ├── IndexVersionError        an index written by a newer agentledger
+    │   └── ReadOnlyQueryError       a query passed to `sql` that would write
+    └── IntegrityError               exit 3: stored evidence changed, vanished or is corrupt
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AgentLedgerError",
+    "ArtifactTooLargeError",
+    "IndexVersionError",
+    "InputError",
+    "IntegrityError",
+    "LedgerNotFoundError",
+    "ReadOnlyQueryError",
+    "RecordError",
+    "RunExistsError",
+    "RunNotFoundError",
+    "UnsafeNameError",
+]
+
+
+class AgentLedgerError(Exception):
+    """Base of every agentledger error."""
+
+    exit_code = 1
+
+
+class InputError(AgentLedgerError):
+    """Bad input or usage; the operation wrote nothing."""
+
+    exit_code = 2
+
+
+class RecordError(InputError):
+    """A record (JSON, JSONL, YAML) that cannot be parsed or does not match its schema.
+
+    The message always names the file, and the field or line when one is at fault.
+    """
+
+    def __init__(
+        self,
+        source: str | Path,
+        problem: str,
+        *,
+        field: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.source = str(source)
+        self.problem = problem
+        self.field = field
+        self.line = line
+        where = self.source
+        if line is not None:
+            where += f", line {line}"
+        if field:
+            where += f", field '{field}'"
+        super().__init__(f"{where}: {problem}")
+
+
+class UnsafeNameError(InputError):
+    """A run id or artifact name that could escape its directory or confuse a shell or terminal."""
+
+
+class ArtifactTooLargeError(InputError):
+    """An artifact larger than the ledger's limit."""
+
+
+class RunExistsError(InputError):
+    """A run id that is already sealed; sealed runs are never replaced."""
+
+
+class RunNotFoundError(InputError):
+    """No run matches the given id or prefix."""
+
+
+class LedgerNotFoundError(InputError):
+    """The path holds no ledger (or is not a directory)."""
+
+
+class IndexVersionError(InputError):
+    """The index was migrated by a newer agentledger than this one."""
+
+
+class ReadOnlyQueryError(InputError):
+    """A query given to the read-only SQL interface tried to write."""
+
+
+class IntegrityError(AgentLedgerError):
+    """Stored evidence no longer matches its manifest, or the index disagrees with the files."""
+
+    exit_code = 3

@@ -1,0 +1,451 @@
+"""The queryable index of runs, behind a small interface.
+
+The index is a cache of the files: everything in it is derived from sealed runs, and
+`Ledger.reindex()` rebuilds it. `SQLiteIndex` is the local implementation; a PostgreSQL one is
+a new module implementing `RunIndex`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentledger.errors import IndexVersionError, InputError, ReadOnlyQueryError
+from agentledger.records import Manifest, RunMetadata, RunSummary
+from agentledger.store.migrations import MIGRATIONS
+
+__all__ = [
+    "IndexEntry",
+    "IndexedRun",
+    "QueryResult",
+    "RunFilter",
+    "RunIndex",
+    "SQLiteIndex",
+    "format_time",
+]
+
+
+def format_time(moment: datetime | None) -> str | None:
+    """Fixed-width UTC ISO 8601, so that text order is time order in the index."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What `runs` and every report select on. Empty means everything."""
+
+    models: tuple[str, ...] = ()
+    scenarios: tuple[str, ...] = ()
+    prompt_hash: str | None = None
+    variant: str | None = None
+    model_served: str | None = None
+    agent_commit: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    tags: tuple[tuple[str, str], ...] = ()
+    backfilled: bool | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """Everything the index keeps about one sealed run."""
+
+    metadata: RunMetadata
+    summary: RunSummary | None
+    manifest: Manifest
+    manifest_sha256: str
+
+
+@dataclass(frozen=True)
+class IndexedRun:
+    """One run as the index knows it."""
+
+    run_id: str
+    scenario: str
+    model: str
+    model_served: str | None
+    system_prompt_hash: str | None
+    variant: str | None
+    started_at: str | None
+    backfilled: bool
+    commands_run: int | None
+    commands_denied: int | None
+    exit_status: str | None
+    sealed_at: str
+    manifest_sha256: str
+    metadata_json: str = field(repr=False)
+    summary_json: str | None = field(repr=False, default=None)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.metadata_json)
+        return value
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        return json.loads(self.summary_json) if self.summary_json else None
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Columns and rows of a read-only SQL query."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+class RunIndex(ABC):
+    """The operations callers need from an index, whatever the database."""
+
+    @abstractmethod
+    def add(self, entries: Sequence[IndexEntry]) -> None:
+        """Record sealed runs; an id already present is replaced by the new entry."""
+
+    @abstractmethod
+    def query(self, run_filter: RunFilter) -> list[IndexedRun]:
+        """Runs matching `run_filter`, newest first."""
+
+    @abstractmethod
+    def count(self, run_filter: RunFilter | None = None) -> int:
+        """How many runs match (all when no filter)."""
+
+    @abstractmethod
+    def get(self, run_id: str) -> IndexedRun | None:
+        """One run by exact id."""
+
+    @abstractmethod
+    def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
+        """Run ids starting with `prefix` (for unambiguous short ids)."""
+
+    @abstractmethod
+    def manifest_hashes(self) -> dict[str, str]:
+        """run_id -> sha256 of its MANIFEST.json, for every indexed run."""
+
+    @abstractmethod
+    def rebuild(self, entries: Iterable[IndexEntry]) -> int:
+        """Replace the whole index with `entries` in one transaction; returns the count."""
+
+    @abstractmethod
+    def sql(self, query: str, params: Sequence[Any] = ()) -> QueryResult:
+        """Run a read-only query; anything that would write raises ReadOnlyQueryError."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection."""
+
+
+_COLUMNS = (
+    "run_id, scenario, model, model_served, system_prompt_hash, variant, started_at, "
+    "backfilled, commands_run, commands_denied, exit_status, sealed_at, manifest_sha256, "
+    "metadata_json, summary_json"
+)
+
+_INSERT = """
+INSERT OR REPLACE INTO runs (
+    run_id, scenario, model, model_served, provider, system_fingerprint, system_prompt_hash,
+    base_prompt_hash, addon_name, addon_hash, variant, agent_name, agent_commit, agent_dirty,
+    started_at, ended_at, silent_update_detectable, backfilled, commands_run, commands_denied,
+    duration_s, tokens_in, tokens_out, cost_usd, exit_status, sealed_at, manifest_sha256,
+    metadata_json, summary_json
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+# Authorizer action codes that a read-only query may use.
+_READ_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
+
+
+def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
+    meta = entry.metadata
+    summary = entry.summary
+    addon = meta.prompt_addon
+    return (
+        meta.run_id,
+        meta.scenario,
+        meta.model,
+        meta.model_served,
+        meta.provider,
+        meta.system_fingerprint,
+        meta.system_prompt_hash,
+        meta.base_prompt_hash,
+        addon.name if addon else None,
+        addon.hash if addon else None,
+        meta.variant,
+        meta.agent.name,
+        meta.agent.commit,
+        None if meta.agent.dirty is None else int(meta.agent.dirty),
+        format_time(meta.started_at),
+        format_time(meta.ended_at),
+        int(meta.silent_update_detectable),
+        int(meta.backfilled),
+        summary.commands_run if summary else None,
+        summary.commands_denied if summary else None,
+        summary.duration_s if summary else None,
+        summary.tokens_in if summary else None,
+        summary.tokens_out if summary else None,
+        summary.cost_usd if summary else None,
+        summary.exit_status if summary else None,
+        format_time(entry.manifest.sealed_at),
+        entry.manifest_sha256,
+        meta.model_dump_json(),
+        summary.model_dump_json() if summary else None,
+    )
+
+
+def _where(run_filter: RunFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def one_of(column: str, values: tuple[str, ...]) -> None:
+        if len(values) == 1:
+            clauses.append(f"{column} = ?")
+        else:
+            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+        params.extend(values)
+
+    if run_filter.models:
+        one_of("model", run_filter.models)
+    if run_filter.scenarios:
+        one_of("scenario", run_filter.scenarios)
+    if run_filter.prompt_hash:
+        # GLOB is case-sensitive and can use the index; the prefix is validated hex.
+        clauses.append("system_prompt_hash GLOB ?")
+        params.append(run_filter.prompt_hash + "*")
+    if run_filter.variant is not None:
+        clauses.append("variant = ?")
+        params.append(run_filter.variant)
+    if run_filter.model_served is not None:
+        clauses.append("model_served = ?")
+        params.append(run_filter.model_served)
+    if run_filter.agent_commit is not None:
+        clauses.append("agent_commit GLOB ?")
+        params.append(run_filter.agent_commit + "*")
+    if run_filter.since is not None:
+        clauses.append("started_at >= ?")
+        params.append(format_time(run_filter.since))
+    if run_filter.until is not None:
+        clauses.append("started_at < ?")
+        params.append(format_time(run_filter.until))
+    if run_filter.backfilled is not None:
+        clauses.append("backfilled = ?")
+        params.append(int(run_filter.backfilled))
+    for key, value in run_filter.tags:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = runs.run_id "
+            "AND t.key = ? AND t.value = ?)"
+        )
+        params.extend((key, value))
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+class SQLiteIndex(RunIndex):
+    """The index as one SQLite file (WAL mode, busy timeout), migrated forward when opened."""
+
+    BUSY_TIMEOUT_MS = 60_000
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = self._connect(path)
+        try:
+            self.migrate()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                path, isolation_level=None, timeout=self.BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=False,
+            )
+            db.execute(f"PRAGMA busy_timeout = {self.BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            raise InputError(
+                f"{path}: not a usable SQLite index ({exc}); "
+                "rebuild it from the runs with `agentledger reindex`"
+            ) from None
+        return db
+
+    def applied_migrations(self) -> list[str]:
+        exists = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+        ).fetchone()
+        if not exists:
+            return []
+        return [row[0] for row in self.db.execute("SELECT name FROM _migrations ORDER BY name")]
+
+    def migrate(self) -> list[str]:
+        """Apply every migration this index lacks; refuse an index from a newer agentledger."""
+        known = [name for name, _ in MIGRATIONS]
+        applied = self.applied_migrations()
+        unknown = sorted(set(applied) - set(known))
+        if unknown:
+            raise IndexVersionError(
+                f"{self.path}: this index was migrated by a newer agentledger "
+                f"(unknown migration {unknown[0]}); upgrade agentledger, or rebuild the index "
+                "for this version with `agentledger reindex`"
+            )
+        if len(applied) == len(known):
+            return []
+        newly: list[str] = []
+        for name, migration in MIGRATIONS:
+            if name in applied:
+                continue
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute(
+                    "CREATE TABLE IF NOT EXISTS _migrations "
+                    "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+                done = self.db.execute(
+                    "SELECT 1 FROM _migrations WHERE name = ?", (name,)
+                ).fetchone()
+                if not done:
+                    migration(self.db)
+                    self.db.execute(
+                        "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                        (name, format_time(datetime.now(UTC))),
+                    )
+                    newly.append(name)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        return newly
+
+    def _insert(self, entries: Iterable[IndexEntry]) -> int:
+        count = 0
+        for entry in entries:
+            run_id = entry.metadata.run_id
+            self.db.execute("DELETE FROM run_tags WHERE run_id = ?", (run_id,))
+            self.db.execute(_INSERT, _row_values(entry))
+            if entry.metadata.tags:
+                self.db.executemany(
+                    "INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
+                    [(run_id, k, v) for k, v in entry.metadata.tags.items()],
+                )
+            count += 1
+        return count
+
+    def add(self, entries: Sequence[IndexEntry]) -> None:
+        if not entries:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._insert(entries)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def rebuild(self, entries: Iterable[IndexEntry]) -> int:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM run_tags")
+            self.db.execute("DELETE FROM runs")
+            count = self._insert(entries)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return count
+
+    @staticmethod
+    def _to_run(row: tuple[Any, ...]) -> IndexedRun:
+        return IndexedRun(
+            run_id=row[0],
+            scenario=row[1],
+            model=row[2],
+            model_served=row[3],
+            system_prompt_hash=row[4],
+            variant=row[5],
+            started_at=row[6],
+            backfilled=bool(row[7]),
+            commands_run=row[8],
+            commands_denied=row[9],
+            exit_status=row[10],
+            sealed_at=row[11],
+            manifest_sha256=row[12],
+            metadata_json=row[13],
+            summary_json=row[14],
+        )
+
+    def query(self, run_filter: RunFilter) -> list[IndexedRun]:
+        where, params = _where(run_filter)
+        sql = (
+            f"SELECT {_COLUMNS} FROM runs{where} "
+            "ORDER BY started_at IS NULL, started_at DESC, run_id"
+        )
+        if run_filter.limit is not None:
+            sql += " LIMIT ?"
+            params.append(run_filter.limit)
+        return [self._to_run(row) for row in self.db.execute(sql, params)]
+
+    def count(self, run_filter: RunFilter | None = None) -> int:
+        where, params = _where(run_filter or RunFilter())
+        row = self.db.execute(f"SELECT count(*) FROM runs{where}", params).fetchone()
+        return int(row[0])
+
+    def get(self, run_id: str) -> IndexedRun | None:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return self._to_run(row) if row else None
+
+    def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
+        escaped = prefix.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]")
+        rows = self.db.execute(
+            "SELECT run_id FROM runs WHERE run_id GLOB ? ORDER BY run_id LIMIT ?",
+            (escaped + "*", limit),
+        )
+        return [row[0] for row in rows]
+
+    def manifest_hashes(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT run_id, manifest_sha256 FROM runs"))
+
+    def iter_ids(self) -> Iterator[str]:
+        for row in self.db.execute("SELECT run_id FROM runs"):
+            yield row[0]
+
+    def sql(self, query: str, params: Sequence[Any] = ()) -> QueryResult:
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_MS / 1000)
+        try:
+            db.execute("PRAGMA query_only = ON")
+
+            def authorize(action: int, *_args: Any) -> int:
+                return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+
+            db.set_authorizer(authorize)
+            try:
+                cursor = db.execute(query, params)
+                rows = cursor.fetchall()
+            except sqlite3.DatabaseError as exc:
+                message = str(exc)
+                if "not authorized" in message or "readonly" in message:
+                    raise ReadOnlyQueryError(
+                        "only read-only queries (SELECT, WITH ... SELECT) are allowed: "
+                        f"{message}"
+                    ) from None
+                raise InputError(f"SQL error: {message}") from None
+            columns = [d[0] for d in cursor.description or ()]
+            return QueryResult(columns=columns, rows=rows)
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,333 @@
+"""The ledger: an append-only store of sealed runs plus a derived, queryable index."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from agentledger.errors import (
+    IndexVersionError,
+    InputError,
+    LedgerNotFoundError,
+    RecordError,
+    RunExistsError,
+    RunNotFoundError,
+)
+from agentledger.identity import sha256_bytes
+from agentledger.records import (
+    LedgerConfig,
+    Manifest,
+    RunMetadata,
+    RunSummary,
+    parse_record,
+)
+from agentledger.store.index import (
+    IndexEntry,
+    IndexedRun,
+    QueryResult,
+    RunFilter,
+    RunIndex,
+    SQLiteIndex,
+)
+from agentledger.store.storage import MANIFEST_NAME, LocalStorage, RunStorage
+from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
+
+__all__ = [
+    "CONFIG_NAME",
+    "DEFAULT_LEDGER",
+    "ENV_VAR",
+    "GcReport",
+    "Ledger",
+    "Progress",
+    "ReindexReport",
+    "StoredRun",
+    "default_ledger_path",
+]
+
+DEFAULT_LEDGER = ".agentledger"
+ENV_VAR = "AGENTLEDGER_DIR"
+CONFIG_NAME = "ledger.json"
+INDEX_NAME = "index.sqlite"
+
+# Called with (done, total) as long operations advance; total may be None when unknown.
+Progress = Callable[[int, int | None], None]
+
+
+def default_ledger_path() -> Path:
+    """Where the ledger is when no path is given: $AGENTLEDGER_DIR, else ./.agentledger."""
+    return Path(os.environ.get(ENV_VAR) or DEFAULT_LEDGER)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A sealed run read back from the files."""
+
+    metadata: RunMetadata
+    summary: RunSummary | None
+    manifest: Manifest
+    manifest_sha256: str
+
+    def index_entry(self) -> IndexEntry:
+        return IndexEntry(self.metadata, self.summary, self.manifest, self.manifest_sha256)
+
+
+@dataclass
+class GcReport:
+    """What `gc` cleaned up."""
+
+    removed: list[str] = field(default_factory=list)
+    in_progress: list[str] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ReindexReport:
+    """What `reindex` rebuilt, and the runs it had to leave out."""
+
+    indexed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    replaced_index: bool = False
+
+
+class Ledger:
+    """A ledger directory: sealed runs under ``runs/`` and ``index.sqlite`` derived from them."""
+
+    def __init__(
+        self, root: Path, config: LedgerConfig, storage: RunStorage, index: RunIndex
+    ) -> None:
+        self.root = root
+        self.config = config
+        self.storage = storage
+        self.index = index
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: str | Path, *, max_artifact_bytes: int | None = None) -> Ledger:
+        """Create a new ledger at `path` (which may exist as an empty directory)."""
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise LedgerNotFoundError(f"{root} is a file, not a directory; cannot create a ledger")
+        if (root / CONFIG_NAME).exists():
+            raise InputError(f"{root} already holds a ledger")
+        settings = {} if max_artifact_bytes is None else {"max_artifact_bytes": max_artifact_bytes}
+        config = LedgerConfig(**settings)
+        root.mkdir(parents=True, exist_ok=True)
+        for sub in ("runs", ".staging"):
+            (root / sub).mkdir(exist_ok=True)
+        # Written last and atomically: a ledger.json on disk means a complete ledger.
+        tmp = root / f".{CONFIG_NAME}.tmp"
+        tmp.write_bytes(record_bytes(config))
+        os.replace(tmp, root / CONFIG_NAME)
+        return cls.open(root)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Ledger:
+        """Open the ledger at `path`, migrating its index forward if needed."""
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise LedgerNotFoundError(f"{root} is a file, not a ledger directory")
+        config_path = root / CONFIG_NAME
+        if not config_path.is_file():
+            raise LedgerNotFoundError(
+                f"no ledger at {root} ({CONFIG_NAME} not found); "
+                "create one with `agentledger init` or point --ledger / AGENTLEDGER_DIR at it"
+            )
+        config = parse_record(LedgerConfig, config_path.read_bytes(), str(config_path))
+        storage = LocalStorage(root)
+        index = SQLiteIndex(root / INDEX_NAME)
+        return cls(root, config, storage, index)
+
+    @classmethod
+    def open_or_init(cls, path: str | Path) -> tuple[Ledger, bool]:
+        """Open the ledger at `path`, creating it first if there is none; says if it was created."""
+        root = Path(path)
+        if (root / CONFIG_NAME).is_file():
+            return cls.open(root), False
+        return cls.init(root), True
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def new_run(self, metadata: RunMetadata) -> RunWriter:
+        """Start writing a run; see RunWriter."""
+        return RunWriter(self, metadata)
+
+    def seal_batch(self, writers: Sequence[RunWriter]) -> list[SealedRun]:
+        """Seal several runs with one flush to disk and one index transaction.
+
+        All or nothing for the index; each run becomes visible atomically on its own. A run id
+        that turns out to be sealed already raises RunExistsError after the others landed.
+        """
+        prepared = [writer.prepare() for writer in writers]
+        existing = set(
+            self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
+        )
+        landed = [p for p in prepared if p[2].metadata.run_id not in existing]
+        self.index.add([p[2] for p in landed])
+        sealed: list[SealedRun] = []
+        for writer, (_staged, _manifest, entry) in zip(writers, prepared, strict=True):
+            if entry.metadata.run_id in existing:
+                writer.discard()
+                continue
+            result = SealedRun(
+                run_id=entry.metadata.run_id,
+                manifest=entry.manifest,
+                manifest_sha256=entry.manifest_sha256,
+                location=self.storage.locate(entry.metadata.run_id),
+            )
+            writer._mark_sealed(result)
+            sealed.append(result)
+        if existing:
+            raise RunExistsError(
+                f"run {sorted(existing)[0]} already exists in {self.root}; "
+                "sealed runs are never replaced"
+            )
+        return sealed
+
+    # -- reading -------------------------------------------------------------------------
+
+    def resolve(self, run_id_or_prefix: str) -> str:
+        """The full run id for an exact id or an unambiguous prefix of one."""
+        if self.index.get(run_id_or_prefix) is not None:
+            return run_id_or_prefix
+        matches = self.index.ids_with_prefix(run_id_or_prefix, limit=6)
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            if self.storage.has_run(run_id_or_prefix):
+                return run_id_or_prefix
+            raise RunNotFoundError(f"no run matches {run_id_or_prefix!r} in {self.root}")
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise RunNotFoundError(f"{run_id_or_prefix!r} matches several runs: {shown}")
+
+    def read_bytes(self, run_id: str, name: str) -> bytes:
+        """One artifact of a sealed run."""
+        try:
+            return self.storage.read(run_id, name)
+        except FileNotFoundError:
+            raise RunNotFoundError(
+                f"run {run_id} has no file {name!r} "
+                f"(it has: {', '.join(self.storage.list_files(run_id))})"
+            ) from None
+
+    def load(self, run_id: str) -> StoredRun:
+        """Read a run's records (metadata, summary, manifest) from its files."""
+        manifest_raw = self.read_bytes(run_id, MANIFEST_NAME)
+        manifest = parse_record(Manifest, manifest_raw, self.storage.locate(run_id, MANIFEST_NAME))
+        metadata = parse_record(
+            RunMetadata, self.read_bytes(run_id, METADATA), self.storage.locate(run_id, METADATA)
+        )
+        if metadata.run_id != run_id or manifest.run_id != run_id:
+            raise RecordError(
+                self.storage.locate(run_id, METADATA),
+                f"names run {metadata.run_id!r} but is stored as {run_id!r}",
+                field="run_id",
+            )
+        summary = None
+        if SUMMARY in manifest.files:
+            summary = parse_record(
+                RunSummary, self.read_bytes(run_id, SUMMARY), self.storage.locate(run_id, SUMMARY)
+            )
+        return StoredRun(metadata, summary, manifest, sha256_bytes(manifest_raw))
+
+    def runs(self, run_filter: RunFilter | None = None) -> list[IndexedRun]:
+        """Runs matching the filter, newest first, from the index."""
+        return self.index.query(run_filter or RunFilter())
+
+    def count(self, run_filter: RunFilter | None = None) -> int:
+        return self.index.count(run_filter)
+
+    def sql(self, query: str) -> QueryResult:
+        """A read-only SQL query against the index."""
+        return self.index.sql(query)
+
+    # -- maintenance ---------------------------------------------------------------------
+
+    def iter_stored(
+        self, progress: Progress | None = None
+    ) -> Iterator[tuple[str, StoredRun | None, str | None]]:
+        """Every visible run as (run_id, stored run or None, problem or None)."""
+        ids = sorted(self.storage.run_ids())
+        for done, run_id in enumerate(ids, start=1):
+            try:
+                yield run_id, self.load(run_id), None
+            except (InputError, OSError) as exc:
+                yield run_id, None, str(exc)
+            if progress:
+                progress(done, len(ids))
+
+    def reindex(self, progress: Progress | None = None) -> ReindexReport:
+        """Rebuild the index from the files. Runs that cannot be read are listed, not indexed."""
+        report = ReindexReport()
+
+        def entries() -> Iterable[IndexEntry]:
+            for run_id, stored, problem in self.iter_stored(progress):
+                if stored is None:
+                    report.skipped.append((run_id, problem or "unreadable"))
+                else:
+                    yield stored.index_entry()
+
+        report.indexed = self.index.rebuild(entries())
+        return report
+
+    @classmethod
+    def reindex_from_scratch(cls, path: str | Path, progress: Progress | None = None) -> ReindexReport:
+        """Rebuild an index that cannot be opened (corrupt, or from a newer agentledger)."""
+        root = Path(path)
+        try:
+            ledger = cls.open(root)
+            replaced = False
+        except IndexVersionError:
+            replaced = True
+        except InputError as exc:
+            if not (root / CONFIG_NAME).is_file() or "SQLite index" not in str(exc):
+                raise
+            replaced = True
+        if replaced:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    (root / (INDEX_NAME + suffix)).unlink()
+            ledger = cls.open(root)
+        with ledger:
+            report = ledger.reindex(progress)
+        report.replaced_index = replaced
+        return report
+
+    def gc(self) -> GcReport:
+        """Remove staging debris of dead writers; index sealed runs the index missed."""
+        report = GcReport()
+        for leftover in self.storage.leftovers():
+            if leftover.in_progress or not self.storage.remove_leftover(leftover):
+                report.in_progress.append(leftover.name)
+            else:
+                report.removed.append(leftover.name)
+        indexed = set(self.index.manifest_hashes())
+        missing = [run_id for run_id in self.storage.run_ids() if run_id not in indexed]
+        entries = []
+        for run_id in sorted(missing):
+            try:
+                entries.append(self.load(run_id).index_entry())
+            except (InputError, OSError) as exc:
+                report.unreadable.append((run_id, str(exc)))
+        self.index.add(entries)
+        report.indexed = [entry.metadata.run_id for entry in entries]
+        return report

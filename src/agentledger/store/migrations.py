@@ -1,0 +1,78 @@
+"""Forward-only migrations of the SQLite index.
+
+Each migration is named ``mNNN_what`` and applied in one transaction together with the row
+that records it. A released migration is never edited: a change is a new migration.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+__all__ = ["MIGRATIONS", "Migration"]
+
+Migration = tuple[str, Callable[[sqlite3.Connection], None]]
+
+
+def m001_runs(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            scenario TEXT NOT NULL,
+            model TEXT NOT NULL,
+            model_served TEXT,
+            provider TEXT,
+            system_fingerprint TEXT,
+            system_prompt_hash TEXT,
+            base_prompt_hash TEXT,
+            addon_name TEXT,
+            addon_hash TEXT,
+            variant TEXT,
+            agent_name TEXT,
+            agent_commit TEXT,
+            agent_dirty INTEGER,
+            started_at TEXT,
+            ended_at TEXT,
+            silent_update_detectable INTEGER NOT NULL,
+            backfilled INTEGER NOT NULL,
+            commands_run INTEGER,
+            commands_denied INTEGER,
+            duration_s REAL,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            cost_usd REAL,
+            exit_status TEXT,
+            sealed_at TEXT NOT NULL,
+            manifest_sha256 TEXT NOT NULL,
+            metadata_json TEXT NOT NULL,
+            summary_json TEXT
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE run_tags (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (run_id, key)
+        )
+        """
+    )
+    for statement in (
+        "CREATE INDEX runs_model_prompt ON runs (model, system_prompt_hash)",
+        "CREATE INDEX runs_prompt ON runs (system_prompt_hash)",
+        "CREATE INDEX runs_scenario ON runs (scenario, model)",
+        "CREATE INDEX runs_model_served ON runs (model_served)",
+        "CREATE INDEX runs_variant ON runs (variant)",
+        "CREATE INDEX runs_started ON runs (started_at)",
+        "CREATE INDEX runs_agent_commit ON runs (agent_commit)",
+        "CREATE INDEX run_tags_key_value ON run_tags (key, value)",
+    ):
+        db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [
+    ("m001_runs", m001_runs),
+]

@@ -1,0 +1,400 @@
+"""Where run artifacts live, behind a small interface.
+
+`RunStorage` is the seam: the local filesystem implementation is below; an S3-compatible one
+is a new module implementing the same methods (staging = objects under a staging prefix,
+publishing = copying them under `runs/` with MANIFEST.json last).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import hashlib
+import os
+import secrets
+import shutil
+import stat
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from agentledger.errors import ArtifactTooLargeError, InputError, RunExistsError, RunNotFoundError
+from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id
+from agentledger.records import FileEntry
+
+__all__ = [
+    "MANIFEST_NAME",
+    "Leftover",
+    "LocalStorage",
+    "RunStorage",
+    "StagedRun",
+    "format_size",
+]
+
+MANIFEST_NAME = "MANIFEST.json"
+_CHUNK = 1024 * 1024
+
+
+def format_size(size: int) -> str:
+    """A human size: ``100 MB``, ``1.5 KB``."""
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" or value == int(value) else (
+                f"{value:.1f} {unit}"
+            )
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class StagedRun(ABC):
+    """A run being written: files go in one by one; nothing is visible until published."""
+
+    run_id: str
+    max_artifact_bytes: int
+    entries: dict[str, FileEntry] = field(default_factory=dict)
+
+    def _claim(self, name: str) -> None:
+        check_artifact_name(name)
+        if name == MANIFEST_NAME:
+            raise InputError(f"{MANIFEST_NAME} is written by the ledger when it seals a run")
+        if name in self.entries:
+            raise InputError(f"artifact {name!r} was already written to run {self.run_id}")
+        for existing in self.entries:
+            if existing.startswith(name + "/") or name.startswith(existing + "/"):
+                raise InputError(f"artifact {name!r} clashes with {existing!r}")
+
+    def _too_large(self, name: str, size: int) -> ArtifactTooLargeError:
+        return ArtifactTooLargeError(
+            f"artifact {name!r} of run {self.run_id} is {format_size(size)}, over the "
+            f"{format_size(self.max_artifact_bytes)} limit (raise it with --max-artifact-size "
+            "or max_artifact_bytes in ledger.json)"
+        )
+
+    @abstractmethod
+    def write(self, name: str, data: bytes) -> FileEntry:
+        """Store `data` as artifact `name` and return its hash and size."""
+
+    @abstractmethod
+    def write_stream(self, name: str, source: BinaryIO) -> FileEntry:
+        """Copy `source` into artifact `name`, hashing as it goes."""
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """Staging debris from a writer that died before sealing."""
+
+    name: str
+    path: str
+    in_progress: bool
+
+
+class RunStorage(ABC):
+    """The artifacts of sealed runs, and the staging area that seals them atomically."""
+
+    @abstractmethod
+    def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
+        """Start writing a run; nothing is visible until `publish`."""
+
+    @abstractmethod
+    def publish(self, staged: Sequence[StagedRun], manifests: Sequence[bytes]) -> list[str]:
+        """Write each manifest last and make each run visible in one atomic step.
+
+        Returns the ids that were already sealed (and were therefore discarded, not replaced).
+        """
+
+    @abstractmethod
+    def discard(self, staged: StagedRun) -> None:
+        """Throw away a staged run that will not be published."""
+
+    @abstractmethod
+    def has_run(self, run_id: str) -> bool:
+        """True when a run directory with this id is visible."""
+
+    @abstractmethod
+    def run_ids(self) -> Iterator[str]:
+        """Every visible run id, in no particular order."""
+
+    @abstractmethod
+    def read(self, run_id: str, name: str) -> bytes:
+        """The bytes of one artifact; RunNotFoundError or FileNotFoundError when absent."""
+
+    @abstractmethod
+    def hash_file(self, run_id: str, name: str) -> FileEntry:
+        """Re-hash one stored artifact."""
+
+    @abstractmethod
+    def list_files(self, run_id: str) -> list[str]:
+        """Every file present in the run (relative names, MANIFEST.json included), sorted."""
+
+    @abstractmethod
+    def leftovers(self) -> list[Leftover]:
+        """Staging debris, with whether a live writer still holds it."""
+
+    @abstractmethod
+    def remove_leftover(self, leftover: Leftover) -> bool:
+        """Remove debris whose writer is gone; False if a writer took it back meanwhile."""
+
+    @abstractmethod
+    def locate(self, run_id: str, name: str | None = None) -> str:
+        """A human-readable location of a run or artifact, for messages."""
+
+
+def _syncfs(fd: int) -> bool:
+    """Flush the whole filesystem holding `fd` in one call (Linux); False if unavailable."""
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return False
+    try:
+        libc = ctypes.CDLL(libc_name, use_errno=True)
+        return bool(libc.syncfs(fd) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+class _LocalStagedRun(StagedRun):
+    def __init__(self, run_id: str, max_artifact_bytes: int, directory: Path, lock_fd: int):
+        super().__init__(run_id=run_id, max_artifact_bytes=max_artifact_bytes)
+        self.directory = directory
+        self.lock_fd = lock_fd
+
+    def _open(self, name: str) -> int:
+        target = self.directory / name
+        if "/" in name:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+
+    def write(self, name: str, data: bytes) -> FileEntry:
+        self._claim(name)
+        if len(data) > self.max_artifact_bytes:
+            raise self._too_large(name, len(data))
+        fd = self._open(name)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fchmod(fd, 0o444)
+        finally:
+            os.close(fd)
+        entry = FileEntry(sha256=HASH_PREFIX + hashlib.sha256(data).hexdigest(), size=len(data))
+        self.entries[name] = entry
+        return entry
+
+    def write_stream(self, name: str, source: BinaryIO) -> FileEntry:
+        self._claim(name)
+        digest = hashlib.sha256()
+        size = 0
+        fd = self._open(name)
+        try:
+            while chunk := source.read(_CHUNK):
+                size += len(chunk)
+                if size > self.max_artifact_bytes:
+                    raise self._too_large(name, size)
+                digest.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fchmod(fd, 0o444)
+        finally:
+            os.close(fd)
+        entry = FileEntry(sha256=HASH_PREFIX + digest.hexdigest(), size=size)
+        self.entries[name] = entry
+        return entry
+
+
+def _make_writable(path: Path) -> None:
+    """Give back write permission to a sealed tree so it can be removed."""
+    for root, dirs, _files in os.walk(path):
+        os.chmod(root, 0o755)
+        for name in dirs:
+            os.chmod(Path(root) / name, 0o755)
+
+
+def _remove_tree(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _make_writable(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class LocalStorage(RunStorage):
+    """Runs as directories under ``<ledger>/runs``, staged under ``<ledger>/.staging``.
+
+    Sealing: every file is written read-only into a private staging directory that its writer
+    holds locked; MANIFEST.json is written last; the data is flushed to disk; one rename makes
+    the run visible; the run's directories are then made read-only too. A writer that dies
+    leaves only an unlocked staging directory, which `leftovers()` reports and gc removes.
+    """
+
+    def __init__(self, root: Path, *, durable: bool = True) -> None:
+        self.root = root
+        self.runs_dir = root / "runs"
+        self.staging_dir = root / ".staging"
+        self.durable = durable
+
+    def run_path(self, run_id: str) -> Path:
+        return self.runs_dir / check_run_id(run_id)
+
+    def locate(self, run_id: str, name: str | None = None) -> str:
+        path = self.run_path(run_id)
+        return str(path / name) if name else str(path)
+
+    def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
+        check_run_id(run_id)
+        self.staging_dir.mkdir(exist_ok=True)
+        directory = self.staging_dir / f"{run_id}.{secrets.token_hex(4)}"
+        directory.mkdir()
+        lock_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        return _LocalStagedRun(run_id, max_artifact_bytes, directory, lock_fd)
+
+    def _flush(self, staged: Sequence[_LocalStagedRun]) -> None:
+        if not self.durable or not staged:
+            return
+        if len(staged) > 1 and _syncfs(staged[0].lock_fd):
+            return
+        for run in staged:
+            for name in [*run.entries, MANIFEST_NAME]:
+                fd = os.open(run.directory / name, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+    def publish(self, staged: Sequence[StagedRun], manifests: Sequence[bytes]) -> list[str]:
+        runs = [self._local(run) for run in staged]
+        for run, manifest in zip(runs, manifests, strict=True):
+            path = run.directory / MANIFEST_NAME
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+            try:
+                os.write(fd, manifest)
+            finally:
+                os.close(fd)
+        self._flush(runs)
+        self.runs_dir.mkdir(exist_ok=True)
+        existing: list[str] = []
+        for run in runs:
+            target = self.runs_dir / run.run_id
+            try:
+                if target.exists():
+                    raise FileExistsError(errno.EEXIST, "exists", str(target))
+                os.rename(run.directory, target)
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+                existing.append(run.run_id)
+                self.discard(run)
+                continue
+            for root, dirs, _files in os.walk(target):
+                for name in dirs:
+                    os.chmod(Path(root) / name, 0o555)
+            os.chmod(target, 0o555)
+            os.close(run.lock_fd)
+        if self.durable:
+            fd = os.open(self.runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return existing
+
+    def discard(self, staged: StagedRun) -> None:
+        run = self._local(staged)
+        _remove_tree(run.directory)
+        with contextlib.suppress(OSError):
+            os.close(run.lock_fd)
+
+    @staticmethod
+    def _local(staged: StagedRun) -> _LocalStagedRun:
+        if not isinstance(staged, _LocalStagedRun):
+            raise TypeError("this staged run belongs to another storage backend")
+        return staged
+
+    def has_run(self, run_id: str) -> bool:
+        return self.run_path(run_id).is_dir()
+
+    def run_ids(self) -> Iterator[str]:
+        try:
+            with os.scandir(self.runs_dir) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        yield entry.name
+        except FileNotFoundError:
+            return
+
+    def _file_path(self, run_id: str, name: str) -> Path:
+        run_dir = self.run_path(run_id)
+        if not run_dir.is_dir():
+            raise RunNotFoundError(f"no run {run_id!r} in {self.runs_dir}")
+        return run_dir / check_artifact_name(name)
+
+    def read(self, run_id: str, name: str) -> bytes:
+        return self._file_path(run_id, name).read_bytes()
+
+    def hash_file(self, run_id: str, name: str) -> FileEntry:
+        path = self._file_path(run_id, name)
+        with path.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256")
+            size = handle.tell()
+        return FileEntry(sha256=HASH_PREFIX + digest.hexdigest(), size=size)
+
+    def list_files(self, run_id: str) -> list[str]:
+        run_dir = self.run_path(run_id)
+        found: list[str] = []
+        for root, dirs, files in os.walk(run_dir):
+            dirs.sort()
+            rel_root = os.path.relpath(root, run_dir)
+            for name in files + [d for d in dirs if (Path(root) / d).is_symlink()]:
+                found.append(name if rel_root == "." else f"{rel_root}/{name}")
+        return sorted(found)
+
+    def leftovers(self) -> list[Leftover]:
+        found: list[Leftover] = []
+        try:
+            entries = sorted(os.scandir(self.staging_dir), key=lambda e: e.name)
+        except FileNotFoundError:
+            return found
+        for entry in entries:
+            found.append(
+                Leftover(name=entry.name, path=entry.path, in_progress=self._locked(entry.path))
+            )
+        return found
+
+    @staticmethod
+    def _locked(path: str) -> bool:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def remove_leftover(self, leftover: Leftover) -> bool:
+        path = Path(leftover.path)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return True
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                _remove_tree(path)
+            else:
+                path.unlink(missing_ok=True)
+            return True
+        finally:
+            os.close(fd)

@@ -1,0 +1,222 @@
+"""Writing one run: collect artifacts in staging, then seal.
+
+A `RunWriter` streams artifacts into a private staging place as they are added. Sealing writes
+metadata.json and run_summary.json, then MANIFEST.json last, and makes the run visible in one
+atomic step. A writer that is abandoned, raises, or is killed leaves nothing visible.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from agentledger.errors import InputError, RunExistsError
+from agentledger.identity import sha256_bytes
+from agentledger.records import (
+    Manifest,
+    RunMetadata,
+    RunSummary,
+    ShellEvent,
+    parse_shell_audit,
+    utc_now,
+)
+from agentledger.store.index import IndexEntry
+from agentledger.store.storage import StagedRun
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = [
+    "AUDIT",
+    "METADATA",
+    "PROMPT",
+    "REPORT",
+    "SHELL_AUDIT",
+    "SUMMARY",
+    "SYSTEM_PROMPT",
+    "RunWriter",
+    "SealedRun",
+    "derive_summary",
+    "record_bytes",
+]
+
+METADATA = "metadata.json"
+SUMMARY = "run_summary.json"
+PROMPT = "PROMPT.txt"
+SYSTEM_PROMPT = "system_prompt.txt"
+REPORT = "report.md"
+AUDIT = "audit.md"
+SHELL_AUDIT = "shell_audit.jsonl"
+_RESERVED = {METADATA, SUMMARY}
+
+
+def record_bytes(record: Any) -> bytes:
+    """How a record is written to disk: indented JSON, keys in model order, trailing newline."""
+    data = record.model_dump(mode="json", exclude_none=False)
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def derive_summary(
+    metadata: RunMetadata, events: Iterable[ShellEvent] | None
+) -> RunSummary:
+    """What can be computed about a run from its artifacts alone."""
+    commands_run = commands_denied = None
+    if events is not None:
+        listed = list(events)
+        commands_denied = sum(1 for event in listed if event.denied)
+        commands_run = len(listed) - commands_denied
+    duration = None
+    if metadata.started_at and metadata.ended_at:
+        duration = (metadata.ended_at - metadata.started_at).total_seconds()
+    return RunSummary(
+        commands_run=commands_run,
+        commands_denied=commands_denied,
+        duration_s=duration,
+        derived=True,
+    )
+
+
+@dataclass(frozen=True)
+class SealedRun:
+    """A run that is now part of the ledger."""
+
+    run_id: str
+    manifest: Manifest
+    manifest_sha256: str
+    location: str
+
+
+class RunWriter:
+    """Collects a run's artifacts and seals them. Use as a context manager::
+
+        with ledger.new_run(metadata) as run:
+            run.add_text("report.md", report)
+            run.add_shell_events(events)
+        # sealed here; an exception inside the block discards everything
+    """
+
+    def __init__(self, ledger: Ledger, metadata: RunMetadata) -> None:
+        if ledger.storage.has_run(metadata.run_id):
+            raise RunExistsError(
+                f"run {metadata.run_id} already exists in {ledger.root}; sealed runs are never "
+                "replaced"
+            )
+        self.ledger = ledger
+        self.metadata = metadata
+        self.summary: RunSummary | None = None
+        self._events: list[ShellEvent] | None = None
+        self._staged: StagedRun | None = ledger.storage.stage(
+            metadata.run_id, ledger.config.max_artifact_bytes
+        )
+        self.sealed: SealedRun | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.metadata.run_id
+
+    def _stage(self) -> StagedRun:
+        if self._staged is None:
+            raise InputError(f"run {self.run_id} is already sealed or discarded")
+        return self._staged
+
+    def _check_name(self, name: str) -> None:
+        if name in _RESERVED:
+            raise InputError(
+                f"{name} is written by the ledger from the run's records; "
+                "pass metadata to new_run() and the summary to set_summary()"
+            )
+
+    def add_bytes(self, name: str, data: bytes) -> None:
+        """Add an artifact from bytes (shell_audit.jsonl is validated line by line)."""
+        self._check_name(name)
+        if name == SHELL_AUDIT:
+            self._events = parse_shell_audit(data, f"{self.run_id}/{name}")
+        self._stage().write(name, data)
+
+    def add_text(self, name: str, text: str) -> None:
+        """Add a text artifact, stored as UTF-8."""
+        self.add_bytes(name, text.encode("utf-8"))
+
+    def add_file(self, name: str, source: str | Path) -> None:
+        """Add an artifact by streaming a file from disk (big attachments, snapshots)."""
+        self._check_name(name)
+        if name == SHELL_AUDIT:
+            self.add_bytes(name, Path(source).read_bytes())
+            return
+        with Path(source).open("rb") as handle:
+            self._stage().write_stream(name, handle)
+
+    def add_shell_events(self, events: Iterable[ShellEvent]) -> None:
+        """Write the shell command log from ShellEvent records."""
+        listed = list(events)
+        lines = b"".join(
+            json.dumps(event.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+            .encode("utf-8")
+            + b"\n"
+            for event in listed
+        )
+        self._check_name(SHELL_AUDIT)
+        self._stage().write(SHELL_AUDIT, lines)
+        self._events = listed
+
+    def set_summary(self, summary: RunSummary) -> None:
+        """Record the run's metrics; without this the ledger derives what it can."""
+        self.summary = summary
+
+    def update_metadata(self, **changes: Any) -> None:
+        """Change identity fields before sealing (e.g. ended_at, model_served)."""
+        if "run_id" in changes and changes["run_id"] != self.run_id:
+            raise InputError("the run id cannot change once a run is being written")
+        merged = self.metadata.model_dump() | changes
+        self.metadata = RunMetadata.model_validate(merged)
+
+    def prepare(self) -> tuple[StagedRun, bytes, IndexEntry]:
+        """Write the records and build the manifest; the caller publishes."""
+        staged = self._stage()
+        summary = self.summary or derive_summary(self.metadata, self._events)
+        staged.write(METADATA, record_bytes(self.metadata))
+        staged.write(SUMMARY, record_bytes(summary))
+        manifest = Manifest(
+            run_id=self.run_id, sealed_at=utc_now(), files=dict(sorted(staged.entries.items()))
+        )
+        manifest_bytes = record_bytes(manifest)
+        entry = IndexEntry(
+            metadata=self.metadata,
+            summary=summary,
+            manifest=manifest,
+            manifest_sha256=sha256_bytes(manifest_bytes),
+        )
+        return staged, manifest_bytes, entry
+
+    def seal(self) -> SealedRun:
+        """Seal the run: after this it is visible, read-only, and indexed."""
+        sealed = self.ledger.seal_batch([self])
+        return sealed[0]
+
+    def discard(self) -> None:
+        """Throw away everything written so far."""
+        if self._staged is not None:
+            self.ledger.storage.discard(self._staged)
+            self._staged = None
+
+    def _mark_sealed(self, sealed: SealedRun) -> None:
+        self.sealed = sealed
+        self._staged = None
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.discard()
+        elif self.sealed is None and self._staged is not None:
+            self.seal()
