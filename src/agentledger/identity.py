@@ -88,10 +88,7 @@ def effective_prompt(base: bytes, addon: bytes | None = None) -> EffectivePrompt
     The addon is separated from the base by exactly one blank line, so the effective prompt
     is reproducible from the two files alone.
     """
-    if addon is None:
-        text = base
-    else:
-        text = base.rstrip(b"\n") + b"\n\n" + addon
+    text = base if addon is None else base.rstrip(b"\n") + b"\n\n" + addon
     return EffectivePrompt(
         text=text,
         system_prompt_hash=sha256_bytes(text),
@@ -101,7 +98,7 @@ def effective_prompt(base: bytes, addon: bytes | None = None) -> EffectivePrompt
 
 
 def slug(text: str, *, max_length: int = 60) -> str:
-    """A run-id-safe rendering of a scenario or model name (``models/gemini-2.5`` -> ``models-gemini-2.5``)."""
+    """A run-id-safe form of a name: ``models/gemini-2.5`` -> ``models-gemini-2.5``."""
     cleaned = _SLUG_UNSAFE.sub("-", text).strip("-._")
     cleaned = re.sub(r"\.{2,}", ".", cleaned)
     return cleaned[:max_length].strip("-._") or "x"
@@ -131,7 +128,7 @@ def check_run_id(run_id: str) -> str:
 
 
 def check_artifact_name(name: str) -> str:
-    """Return `name` if it is a safe relative artifact path (``report.md``, ``attachments/x.png``)."""
+    """Return `name` if it is a safe relative artifact path (``attachments/x.png``)."""
     if not isinstance(name, str) or not name:
         raise UnsafeNameError("artifact name is empty")
     parts = name.split("/")

@@ -118,7 +118,9 @@ class RunMetadata(Record):
     """Identity of one run (metadata.json). Same system_prompt_hash, same experiment."""
 
     run_id: str = Field(description="Readable unique id: <scenario>_<model>_<UTC time>_<random>.")
-    scenario: str = Field(min_length=1, description="Scenario (use case, fixture) the run answered.")
+    scenario: str = Field(
+        min_length=1, description="Scenario (use case, fixture) the run answered."
+    )
     model: str = Field(min_length=1, description="The model asked for.")
     model_served: str | None = Field(
         default=None, description="The model the provider said it served (a dated id), if told."
@@ -330,9 +332,7 @@ def _describe(error: ValidationError) -> tuple[str | None, str]:
 def parse_record_data(cls: type[R], data: Any, source: str, *, line: int | None = None) -> R:
     """Validate already-decoded JSON `data` as `cls`; errors name `source`, the line and field."""
     if not isinstance(data, dict):
-        raise RecordError(
-            source, f"expected a JSON object, found {type(data).__name__}", line=line
-        )
+        raise RecordError(source, f"expected a JSON object, found {type(data).__name__}", line=line)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -346,14 +346,17 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(
-            source, f"not valid UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})",
+            source,
+            f"not valid UTF-8 (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})",
             line=line,
         ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
-        raise RecordError(source, f"malformed JSON: {exc.msg} (column {exc.colno})", line=where) from None
+        raise RecordError(
+            source, f"malformed JSON: {exc.msg} (column {exc.colno})", line=where
+        ) from None
 
 
 def parse_record(cls: type[R], raw: bytes, source: str) -> R:

@@ -268,7 +268,9 @@ class SQLiteIndex(RunIndex):
     def _connect(self, path: Path) -> sqlite3.Connection:
         try:
             db = sqlite3.connect(
-                path, isolation_level=None, timeout=self.BUSY_TIMEOUT_MS / 1000,
+                path,
+                isolation_level=None,
+                timeout=self.BUSY_TIMEOUT_MS / 1000,
                 check_same_thread=False,
             )
             db.execute(f"PRAGMA busy_timeout = {self.BUSY_TIMEOUT_MS}")
@@ -438,8 +440,7 @@ class SQLiteIndex(RunIndex):
                 message = str(exc)
                 if "not authorized" in message or "readonly" in message:
                     raise ReadOnlyQueryError(
-                        "only read-only queries (SELECT, WITH ... SELECT) are allowed: "
-                        f"{message}"
+                        f"only read-only queries (SELECT, WITH ... SELECT) are allowed: {message}"
                     ) from None
                 raise InputError(f"SQL error: {message}") from None
             columns = [d[0] for d in cursor.description or ()]

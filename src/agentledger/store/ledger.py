@@ -26,8 +26,8 @@ from agentledger.records import (
     parse_record,
 )
 from agentledger.store.index import (
-    IndexEntry,
     IndexedRun,
+    IndexEntry,
     QueryResult,
     RunFilter,
     RunIndex,
@@ -178,9 +178,7 @@ class Ledger:
         that turns out to be sealed already raises RunExistsError after the others landed.
         """
         prepared = [writer.prepare() for writer in writers]
-        existing = set(
-            self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
-        )
+        existing = set(self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared]))
         landed = [p for p in prepared if p[2].metadata.run_id not in existing]
         self.index.add([p[2] for p in landed])
         sealed: list[SealedRun] = []
@@ -290,7 +288,9 @@ class Ledger:
         return report
 
     @classmethod
-    def reindex_from_scratch(cls, path: str | Path, progress: Progress | None = None) -> ReindexReport:
+    def reindex_from_scratch(
+        cls, path: str | Path, progress: Progress | None = None
+    ) -> ReindexReport:
         """Rebuild an index that cannot be opened (corrupt, or from a newer agentledger)."""
         root = Path(path)
         try:

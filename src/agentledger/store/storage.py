@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from agentledger.errors import ArtifactTooLargeError, InputError, RunExistsError, RunNotFoundError
+from agentledger.errors import ArtifactTooLargeError, InputError, RunNotFoundError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id
 from agentledger.records import FileEntry
 
@@ -45,8 +45,10 @@ def format_size(size: int) -> str:
     value = float(size)
     for unit in ("bytes", "KB", "MB", "GB"):
         if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "bytes" or value == int(value) else (
-                f"{value:.1f} {unit}"
+            return (
+                f"{value:.0f} {unit}"
+                if unit == "bytes" or value == int(value)
+                else (f"{value:.1f} {unit}")
             )
         value /= 1024
     raise AssertionError("unreachable")

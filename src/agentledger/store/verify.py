@@ -53,8 +53,9 @@ def _verify_run(ledger: Ledger, run_id: str, indexed: dict[str, str], report: Ve
     present = set(storage.list_files(run_id))
     if MANIFEST_NAME not in present:
         problems.append(
-            Problem(run_id, "manifest", "MANIFEST.json is missing: the run is not sealed",
-                    MANIFEST_NAME)
+            Problem(
+                run_id, "manifest", "MANIFEST.json is missing: the run is not sealed", MANIFEST_NAME
+            )
         )
         return
     raw = storage.read(run_id, MANIFEST_NAME)
@@ -100,13 +101,21 @@ def _verify_run(ledger: Ledger, run_id: str, indexed: dict[str, str], report: Ve
     digest = sha256_bytes(raw)
     if run_id not in indexed:
         problems.append(
-            Problem(run_id, "not-indexed", "sealed run missing from the index "
-                    "(`agentledger gc` or `agentledger reindex` adds it)")
+            Problem(
+                run_id,
+                "not-indexed",
+                "sealed run missing from the index "
+                "(`agentledger gc` or `agentledger reindex` adds it)",
+            )
         )
     elif indexed[run_id] != digest:
         problems.append(
-            Problem(run_id, "index-stale", "MANIFEST.json differs from the one indexed when "
-                    "the run was sealed", MANIFEST_NAME)
+            Problem(
+                run_id,
+                "index-stale",
+                "MANIFEST.json differs from the one indexed when the run was sealed",
+                MANIFEST_NAME,
+            )
         )
 
 
@@ -139,8 +148,12 @@ def verify_ledger(
                 report.in_progress.append(leftover.name)
             else:
                 report.problems.append(
-                    Problem(leftover.name, "leftover",
-                            "staging debris of a writer that died before sealing "
-                            "(`agentledger gc` removes it)", leftover.path)
+                    Problem(
+                        leftover.name,
+                        "leftover",
+                        "staging debris of a writer that died before sealing "
+                        "(`agentledger gc` removes it)",
+                        leftover.path,
+                    )
                 )
     return report

@@ -60,9 +60,7 @@ def record_bytes(record: Any) -> bytes:
     return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def derive_summary(
-    metadata: RunMetadata, events: Iterable[ShellEvent] | None
-) -> RunSummary:
+def derive_summary(metadata: RunMetadata, events: Iterable[ShellEvent] | None) -> RunSummary:
     """What can be computed about a run from its artifacts alone."""
     commands_run = commands_denied = None
     if events is not None:
@@ -93,10 +91,10 @@ class SealedRun:
 class RunWriter:
     """Collects a run's artifacts and seals them. Use as a context manager::
 
-        with ledger.new_run(metadata) as run:
-            run.add_text("report.md", report)
-            run.add_shell_events(events)
-        # sealed here; an exception inside the block discards everything
+    with ledger.new_run(metadata) as run:
+        run.add_text("report.md", report)
+        run.add_shell_events(events)
+    # sealed here; an exception inside the block discards everything
     """
 
     def __init__(self, ledger: Ledger, metadata: RunMetadata) -> None:
@@ -154,8 +152,9 @@ class RunWriter:
         """Write the shell command log from ShellEvent records."""
         listed = list(events)
         lines = b"".join(
-            json.dumps(event.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
-            .encode("utf-8")
+            json.dumps(event.model_dump(mode="json", exclude_none=True), ensure_ascii=False).encode(
+                "utf-8"
+            )
             + b"\n"
             for event in listed
         )

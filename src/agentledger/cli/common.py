@@ -1,0 +1,131 @@
+"""What every command shares: the --ledger option, error handling, progress, output formats."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from agentledger.errors import AgentLedgerError
+from agentledger.store import Ledger, default_ledger_path
+from agentledger.store.ledger import Progress
+
+__all__ = [
+    "LedgerPath",
+    "fail",
+    "handle_errors",
+    "ledger_option",
+    "open_ledger",
+    "parse_size",
+    "progress_bar",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LedgerPath:
+    """The ledger location chosen by --ledger, $AGENTLEDGER_DIR, or the default."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path or default_ledger_path()
+
+
+def ledger_option(func: F) -> F:
+    """Add ``--ledger PATH`` (env AGENTLEDGER_DIR, default ./.agentledger) to a command."""
+    return click.option(
+        "--ledger",
+        "ledger_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Ledger directory [env AGENTLEDGER_DIR; default ./.agentledger].",
+    )(func)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print an error to stderr and exit with `code` (2 = bad input, 3 = integrity)."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(func: F) -> F:
+    """Turn agentledger errors into a one-line message and their exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except AgentLedgerError as exc:
+            fail(str(exc), exc.exit_code)
+        except BrokenPipeError:
+            # `agentledger runs | head`: the reader went away; that is not an error.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
+    """Open the chosen ledger for the duration of a command."""
+    ledger = Ledger.open(LedgerPath(ledger_path).path)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
+def _interactive() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Progress | None]:
+    """A progress callback drawing a bar on a terminal; None when piped or in CI."""
+    if not _interactive():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        f"[bold]{description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+        console=Console(stderr=True),
+    ) as bar:
+        task = bar.add_task(description, total=None)
+
+        def advance(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def parse_size(text: str, option: str) -> int:
+    """Bytes from ``100MB``, ``1.5GB``, ``4096``; a clear usage error otherwise."""
+    cleaned = text.strip().upper().replace(" ", "").removesuffix("IB").removesuffix("I")
+    number = cleaned.rstrip("KMGTB")
+    unit = cleaned[len(number) :]
+    if unit and not unit.endswith("B"):
+        unit += "B"
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1
+    if unit not in _SIZE_UNITS or value <= 0:
+        raise click.BadParameter(
+            f"'{text}' is not a size: use bytes or a number with KB, MB or GB", param_hint=option
+        )
+    return int(value * _SIZE_UNITS[unit])

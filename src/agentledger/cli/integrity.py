@@ -1,0 +1,113 @@
+"""`verify`, `gc`, `reindex`: keeping the evidence honest."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from agentledger.cli.common import (
+    LedgerPath,
+    handle_errors,
+    ledger_option,
+    open_ledger,
+    progress_bar,
+)
+from agentledger.cli.output import print_rows
+from agentledger.store import Ledger, verify_ledger
+from agentledger.store.storage import format_size
+
+__all__ = ["gc_command", "reindex_command", "verify_command"]
+
+
+@click.command("verify")
+@ledger_option
+@click.argument("run_ids", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Output the report as JSON.")
+@handle_errors
+def verify_command(ledger_path: Path | None, run_ids: tuple[str, ...], as_json: bool) -> None:
+    """Re-hash sealed runs and cross-check the index (all runs, or RUN_IDS).
+
+    Reports changed, missing and extra files, broken manifests, index rows with no run,
+    runs missing from the index, and staging debris. Exits 3 when anything is wrong.
+    """
+    started = time.perf_counter()
+    with open_ledger(ledger_path) as ledger, progress_bar("Verifying") as progress:
+        report = verify_ledger(ledger, list(run_ids) or None, progress)
+    elapsed = time.perf_counter() - started
+    if as_json:
+        document = {
+            "ok": report.ok,
+            "runs_checked": report.runs_checked,
+            "files_checked": report.files_checked,
+            "bytes_checked": report.bytes_checked,
+            "problems": [asdict(problem) for problem in report.problems],
+            "in_progress": report.in_progress,
+        }
+        click.echo(json.dumps(document, indent=2))
+    else:
+        if report.problems:
+            print_rows(
+                ["run_id", "problem", "file", "detail"],
+                [(p.run_id, p.kind, p.file, p.detail) for p in report.problems],
+            )
+        status = "OK" if report.ok else f"{len(report.problems)} problem(s)"
+        click.echo(
+            f"Verified {report.runs_checked} runs, {report.files_checked} files "
+            f"({format_size(report.bytes_checked)}) in {elapsed:.1f}s: {status}",
+            err=not report.ok,
+        )
+        if report.in_progress:
+            click.echo(f"{len(report.in_progress)} run(s) are being written right now.", err=True)
+    if not report.ok:
+        sys.exit(3)
+
+
+@click.command("gc")
+@ledger_option
+@handle_errors
+def gc_command(ledger_path: Path | None) -> None:
+    """Remove the staging debris of writers that died, and index sealed runs the index missed.
+
+    Sealed runs are never removed.
+    """
+    with open_ledger(ledger_path) as ledger:
+        report = ledger.gc()
+    for name in report.removed:
+        click.echo(f"removed staging leftover {name}")
+    for run_id in report.indexed:
+        click.echo(f"indexed {run_id}")
+    for name in report.in_progress:
+        click.echo(f"kept {name}: its writer is still running", err=True)
+    for run_id, problem in report.unreadable:
+        click.echo(f"cannot index {run_id}: {problem}", err=True)
+    click.echo(
+        f"gc: {len(report.removed)} leftover(s) removed, {len(report.indexed)} run(s) indexed",
+        err=True,
+    )
+    if report.unreadable:
+        sys.exit(3)
+
+
+@click.command("reindex")
+@ledger_option
+@handle_errors
+def reindex_command(ledger_path: Path | None) -> None:
+    """Rebuild the index from the sealed runs (the files are the truth)."""
+    started = time.perf_counter()
+    with progress_bar("Reindexing") as progress:
+        report = Ledger.reindex_from_scratch(LedgerPath(ledger_path).path, progress)
+    if report.replaced_index:
+        click.echo("The old index could not be used and was replaced.", err=True)
+    for run_id, problem in report.skipped:
+        click.echo(f"skipped {run_id}: {problem}", err=True)
+    click.echo(f"Indexed {report.indexed} runs in {time.perf_counter() - started:.1f}s")
+    if report.skipped:
+        click.echo(
+            f"{len(report.skipped)} run(s) could not be read: run `agentledger verify`.", err=True
+        )
+        sys.exit(3)

@@ -1,0 +1,237 @@
+"""`runs`, `show`, `sql`, `export`: reading the ledger."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from agentledger.cli.common import handle_errors, ledger_option, open_ledger
+from agentledger.cli.filters import build_filter, run_filter_options
+from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
+from agentledger.export import EXPORT_FORMATS, ROW_COLUMNS, run_record, run_row, write_export
+from agentledger.identity import short_hash
+from agentledger.store.storage import format_size
+
+__all__ = ["export_command", "runs_command", "show_command", "sql_command"]
+
+_TABLE_LIMIT = 50
+_FORMATS = click.Choice(["table", "json", "csv"])
+
+
+def _format_option(func: Any) -> Any:
+    func = click.option("--csv", "fmt", flag_value="csv", help="Output CSV.")(func)
+    func = click.option("--json", "fmt", flag_value="json", help="Output JSON.")(func)
+    return click.option(
+        "--format", "fmt", type=_FORMATS, default="table", show_default=True, help="Output format."
+    )(func)
+
+
+@click.command("runs")
+@ledger_option
+@run_filter_options
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"At most this many runs, newest first (table default {_TABLE_LIMIT}; 0 = all).",
+)
+@_format_option
+@handle_errors
+def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filters: Any) -> None:
+    """List runs, newest first, filtered by identity fields.
+
+    \b
+    Examples:
+      agentledger runs --model gemini-2.5-flash --prompt-hash a3f9c2d1
+      agentledger runs --scenario use_case_f --since 2026-03-01 --json
+      agentledger runs --tag suite=netops --no-backfilled --csv
+    """
+    if limit is None:
+        limit = _TABLE_LIMIT if fmt == "table" else 0
+    with open_ledger(ledger_path) as ledger:
+        run_filter = build_filter(limit=limit or None, **filters)
+        found = ledger.runs(run_filter)
+        if fmt == "json":
+            click.echo(json.dumps([run_record(run) for run in found], indent=2, ensure_ascii=False))
+            return
+        if fmt == "csv":
+            print_rows(ROW_COLUMNS, [tuple(run_row(run).values()) for run in found], "csv")
+            return
+        total = ledger.count(build_filter(**filters)) if len(found) == limit else len(found)
+    rows = [
+        (
+            run.run_id,
+            run.scenario,
+            run.model,
+            short_hash(run.system_prompt_hash),
+            run.variant,
+            (run.started_at or "")[:16].replace("T", " ") or None,
+            f"{render_value(run.commands_run)}/{render_value(run.commands_denied)}",
+            run.backfilled,
+        )
+        for run in found
+    ]
+    if not rows:
+        click.echo("No runs match.", err=True)
+        return
+    print_rows(
+        [
+            "run_id",
+            "scenario",
+            "model",
+            "prompt",
+            "variant",
+            "started",
+            "cmds/denied",
+            "backfilled",
+        ],
+        rows,
+    )
+    if total > len(found):
+        click.echo(f"{len(found)} of {total} runs shown (--limit 0 for all).", err=True)
+
+
+@click.command("show")
+@ledger_option
+@click.argument("run_id")
+@click.option("--file", "file_name", help="Print this artifact's bytes (e.g. report.md).")
+@click.option("--json", "as_json", is_flag=True, help="Output the run's records as JSON.")
+@handle_errors
+def show_command(
+    ledger_path: Path | None, run_id: str, file_name: str | None, as_json: bool
+) -> None:
+    """Show one run: identity, summary and files. RUN_ID may be an unambiguous prefix."""
+    with open_ledger(ledger_path) as ledger:
+        full_id = ledger.resolve(run_id)
+        if file_name:
+            data = ledger.read_bytes(full_id, file_name)
+            if sys.stdout.isatty():
+                click.echo(terminal_safe(data.decode("utf-8", errors="replace")), nl=False)
+            else:
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            return
+        stored = ledger.load(full_id)
+        location = ledger.storage.locate(full_id)
+    if as_json:
+        document = {
+            "metadata": stored.metadata.model_dump(mode="json"),
+            "summary": stored.summary.model_dump(mode="json") if stored.summary else None,
+            "manifest": stored.manifest.model_dump(mode="json"),
+            "manifest_sha256": stored.manifest_sha256,
+            "path": location,
+        }
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    meta = stored.metadata
+    fields: list[tuple[str, Any]] = [
+        ("run", meta.run_id),
+        ("scenario", meta.scenario),
+        ("model", meta.model),
+        ("model served", meta.model_served),
+        ("provider", meta.provider),
+        ("fingerprint", meta.system_fingerprint),
+        ("system prompt", meta.system_prompt_hash),
+        ("base prompt", meta.base_prompt_hash),
+        (
+            "addon",
+            f"{meta.prompt_addon.name} {meta.prompt_addon.hash}" if meta.prompt_addon else None,
+        ),
+        ("variant", meta.variant),
+        ("agent", meta.agent.name),
+        ("commit", (meta.agent.commit or "-") + (" (dirty)" if meta.agent.dirty else "")),
+        ("params", meta.params or None),
+        ("started", meta.started_at.isoformat() if meta.started_at else None),
+        ("ended", meta.ended_at.isoformat() if meta.ended_at else None),
+        ("silent update detectable", meta.silent_update_detectable),
+        ("backfilled", meta.backfilled),
+        ("tags", meta.tags or None),
+        ("sealed", stored.manifest.sealed_at.isoformat()),
+        ("path", location),
+    ]
+    if stored.summary:
+        summary = stored.summary
+        fields += [
+            ("commands run", summary.commands_run),
+            ("commands denied", summary.commands_denied),
+            ("duration s", summary.duration_s),
+            (
+                "tokens in/out",
+                f"{render_value(summary.tokens_in)}/{render_value(summary.tokens_out)}",
+            ),
+            ("cost usd", summary.cost_usd),
+            ("exit status", summary.exit_status),
+        ]
+    info = Table.grid(padding=(0, 2))
+    info.add_column(style="bold")
+    info.add_column()
+    for label, value in fields:
+        info.add_row(label, Text(render_value(value)))
+    files = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("FILE", "SIZE", "SHA256"):
+        files.add_column(name, no_wrap=True)
+    for name, entry in stored.manifest.files.items():
+        files.add_row(Text(name), format_size(entry.size), short_hash(entry.sha256, 16))
+    emit(info, "", files)
+
+
+@click.command("sql")
+@ledger_option
+@click.argument("query")
+@_format_option
+@handle_errors
+def sql_command(ledger_path: Path | None, query: str, fmt: str) -> None:
+    """Run a read-only SQL query against the index (anything that writes is refused).
+
+    \b
+    Example:
+      agentledger sql "SELECT model, count(*) AS runs FROM runs GROUP BY model"
+    """
+    with open_ledger(ledger_path) as ledger:
+        result = ledger.sql(query)
+    print_rows(result.columns, result.rows, fmt)
+
+
+@click.command("export")
+@ledger_option
+@run_filter_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="run-index",
+    show_default=True,
+    help="run-index (the seed's run_index.json shape), csv, or jsonl.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Write to this file (default stdout)."
+)
+@handle_errors
+def export_command(ledger_path: Path | None, fmt: str, output: Path | None, **filters: Any) -> None:
+    """Export the index: run_index.json, CSV or JSON lines, optionally filtered."""
+    with open_ledger(ledger_path) as ledger:
+        found = ledger.runs(build_filter(**filters))
+    if output is None:
+        write_export(found, fmt, sys.stdout)
+        return
+    # Written beside the target and renamed: a reader never sees half an export.
+    directory = output.parent if str(output.parent) else Path()
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            count = write_export(found, fmt, handle)
+        Path(tmp).replace(output)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+    click.echo(f"Exported {count} runs to {output}", err=True)

@@ -1,0 +1,83 @@
+"""Shared fixtures: an isolated working directory, a fresh ledger, and a way to write runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger, RunMetadata, effective_prompt, make_run_id
+from agentledger.records import ShellEvent
+
+BASE_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
+T0 = datetime(2026, 3, 12, 10, 15, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test runs in its own directory with no ledger from the user's environment."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENTLEDGER_DIR", raising=False)
+    monkeypatch.setenv("CI", "true")
+    return tmp_path
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    with Ledger.init(tmp_path / "ledger") as opened:
+        yield opened
+
+
+WriteRun = Callable[..., str]
+
+
+@pytest.fixture
+def write_run(ledger: Ledger) -> WriteRun:
+    """Seal a small but complete run; keyword arguments override identity fields."""
+    counter = iter(range(10_000))
+
+    def write(
+        scenario: str = "use_case_m",
+        model: str = "gemini-2.5-flash",
+        *,
+        addon: bytes | None = None,
+        report: str = "# Report\nRoot cause: tc qdisc on eth0 drops 30% of packets.\n",
+        events: list[dict[str, Any]] | None = None,
+        **fields: Any,
+    ) -> str:
+        prompt = effective_prompt(BASE_PROMPT, addon)
+        started = fields.pop("started_at", T0 + timedelta(minutes=next(counter)))
+        metadata = RunMetadata(
+            run_id=fields.pop("run_id", None) or make_run_id(scenario, model, started),
+            scenario=scenario,
+            model=model,
+            system_prompt_hash=prompt.system_prompt_hash,
+            base_prompt_hash=prompt.base_prompt_hash,
+            started_at=started,
+            ended_at=started + timedelta(seconds=90),
+            **fields,
+        )
+        shell = (
+            events
+            if events is not None
+            else [
+                {"command": "tc qdisc show dev eth0", "exit_code": 0, "decision": "allowed"},
+                {
+                    "command": "tc qdisc del dev eth0 root",
+                    "decision": "denied",
+                    "reason": "mutating",
+                },
+            ]
+        )
+        with ledger.new_run(metadata) as run:
+            run.add_text("PROMPT.txt", "Packets to 10.0.2.4 are dropped intermittently.\n")
+            run.add_bytes("system_prompt.txt", prompt.text)
+            run.add_text("report.md", report)
+            run.add_text("audit.md", "Checked iptables first, then tc.\n")
+            run.add_shell_events(ShellEvent.model_validate(event) for event in shell)
+        return metadata.run_id
+
+    return write

@@ -1,0 +1,204 @@
+"""The command line, used the way a person uses it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger import Ledger
+from agentledger.cli import main
+from conftest import WriteRun
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def populated(ledger: Ledger, write_run: WriteRun) -> Ledger:
+    write_run("use_case_f", "claude-haiku-4-5", tags={"suite": "netops"})
+    write_run("use_case_f", "gemini-2.5-flash")
+    write_run("use_case_m", "gemini-2.5-flash", addon=b"MANDATORY", variant="variant-a")
+    return ledger
+
+
+def test_python_dash_m_works() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentledger", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "agentledger" in done.stdout
+
+
+def test_init_then_runs_in_the_default_location(tmp_path: Path) -> None:
+    code, out, _ = run("init")
+    assert code == 0 and "Created ledger at .agentledger" in out
+    assert (tmp_path / ".agentledger" / "ledger.json").is_file()
+    code, _, err = run("runs")
+    assert code == 0 and "No runs match." in err
+    code, _, err = run("init")
+    assert code == 2 and "already holds a ledger" in err
+
+
+def test_env_variable_chooses_the_ledger(
+    populated: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTLEDGER_DIR", str(populated.root))
+    code, out, _ = run("runs", "--csv")
+    assert code == 0 and len(out.strip().splitlines()) == 4
+
+
+def test_missing_ledger_is_exit_2(tmp_path: Path) -> None:
+    code, _, err = run("runs", "--ledger", str(tmp_path / "none"))
+    assert code == 2 and "no ledger at" in err and "agentledger init" in err
+
+
+def test_runs_table_filters_and_formats(populated: Ledger) -> None:
+    root = str(populated.root)
+    code, out, _ = run("runs", "--ledger", root, "--model", "gemini-2.5-flash")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split()[:3] == ["RUN_ID", "SCENARIO", "MODEL"]
+    assert len(lines) == 3 and all("gemini-2.5-flash" in line for line in lines[1:])
+    assert all(line == line.rstrip() for line in lines)
+
+    code, out, _ = run("runs", "--ledger", root, "--variant", "variant-a", "--json")
+    records = json.loads(out)
+    assert [r["variant"] for r in records] == ["variant-a"]
+    assert records[0]["summary"]["commands_denied"] == 1
+    prompt_hash = records[0]["system_prompt_hash"]
+
+    code, out, _ = run("runs", "--ledger", root, "--prompt-hash", prompt_hash[7:15], "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [row["variant"] for row in rows] == ["variant-a"]
+
+    code, out, _ = run("runs", "--ledger", root, "--tag", "suite=netops", "--json")
+    assert [r["model"] for r in json.loads(out)] == ["claude-haiku-4-5"]
+
+
+def test_runs_limit_says_how_many_are_hidden(populated: Ledger) -> None:
+    code, out, err = run("runs", "--ledger", str(populated.root), "--limit", "1")
+    assert code == 0 and len(out.splitlines()) == 2
+    assert "1 of 3 runs shown" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--prompt-hash", "zzz"], "not a sha256"),
+        (["--since", "yesterday-ish"], "is not a date"),
+        (["--tag", "novalue"], "is not KEY=VALUE"),
+    ],
+)
+def test_bad_filters_are_usage_errors(populated: Ledger, args: list[str], message: str) -> None:
+    code, _, err = run("runs", "--ledger", str(populated.root), *args)
+    assert code == 2 and message in err
+
+
+def test_show_prints_identity_and_files(populated: Ledger) -> None:
+    run_id = populated.runs()[0].run_id
+    code, out, _ = run("show", "--ledger", str(populated.root), run_id[:12])
+    assert code == 0
+    assert re.search(rf"^run\s+{run_id}$", out, re.M)
+    assert re.search(r"^variant\s+variant-a$", out, re.M)
+    assert re.search(r"^report\.md\s+\d+ bytes\s+[0-9a-f]{16}$", out, re.M)
+    code, out, _ = run("show", "--ledger", str(populated.root), run_id, "--file", "report.md")
+    assert code == 0 and out.startswith("# Report")
+    code, _, err = run("show", "--ledger", str(populated.root), run_id, "--file", "nope.md")
+    assert code == 2 and "has no file 'nope.md'" in err
+    code, _, err = run("show", "--ledger", str(populated.root), run_id, "--file", "../ledger.json")
+    assert code == 2 and "not safe" in err
+    code, out, _ = run("show", "--ledger", str(populated.root), run_id, "--json")
+    assert json.loads(out)["metadata"]["run_id"] == run_id
+
+
+def test_agent_output_cannot_drive_the_terminal() -> None:
+    from agentledger.cli.output import terminal_safe
+
+    assert terminal_safe("\x1b]0;pwned\x07\x1b[2J ok\n\ttab") == (
+        "\\x1b]0;pwned\\x07\\x1b[2J ok\n\ttab"
+    )
+
+
+def test_sql_reads_and_refuses_writes(populated: Ledger) -> None:
+    root = str(populated.root)
+    code, out, _ = run(
+        "sql",
+        "--ledger",
+        root,
+        "SELECT model, count(*) AS n FROM runs GROUP BY model ORDER BY model",
+        "--json",
+    )
+    assert code == 0
+    assert json.loads(out) == [
+        {"model": "claude-haiku-4-5", "n": 1},
+        {"model": "gemini-2.5-flash", "n": 2},
+    ]
+    for statement in (
+        "DELETE FROM runs",
+        "UPDATE runs SET model = 'x'",
+        "DROP TABLE runs",
+        "INSERT INTO run_tags VALUES ('a', 'b', 'c')",
+        "WITH x AS (SELECT 1) DELETE FROM runs",
+        "ATTACH DATABASE 'other.db' AS other",
+        "PRAGMA journal_mode = DELETE",
+        "CREATE TABLE t (x)",
+        "SELECT 1; DELETE FROM runs",
+    ):
+        code, _, err = run("sql", "--ledger", root, statement)
+        assert code == 2, statement
+        assert err.startswith("Error:"), statement
+    assert populated.count() == 3
+    code, _, err = run("sql", "--ledger", root, "SELEC nonsense")
+    assert code == 2 and "SQL error" in err
+
+
+def test_export_formats(populated: Ledger, tmp_path: Path) -> None:
+    root = str(populated.root)
+    code, out, _ = run("export", "--ledger", root)
+    document = json.loads(out)
+    assert document["count"] == 3 and len(document["runs"]) == 3
+    first = document["runs"][0]
+    assert {"run_id", "system_prompt_hash", "model", "agent", "silent_update_detectable"} <= set(
+        first
+    )
+    assert first["path"] == f"runs/{first['run_id']}"
+
+    code, out, _ = run(
+        "export", "--ledger", root, "--format", "jsonl", "--model", "gemini-2.5-flash"
+    )
+    assert [json.loads(line)["model"] for line in out.splitlines()] == ["gemini-2.5-flash"] * 2
+
+    target = tmp_path / "run_index.csv"
+    code, _, err = run("export", "--ledger", root, "--format", "csv", "-o", str(target))
+    assert code == 0 and "Exported 3 runs" in err
+    with target.open() as handle:
+        assert len(list(csv.DictReader(handle))) == 3
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run_index.csv")]
+
+
+def test_schema_lists_and_prints(tmp_path: Path) -> None:
+    code, out, _ = run("schema")
+    assert code == 0 and "metadata" in out and "shell-event" in out
+    code, out, _ = run("schema", "metadata")
+    schema = json.loads(out)
+    assert "system_prompt_hash" in schema["properties"]
+    code, _, err = run("schema", "nope")
+    assert code == 2 and "unknown record" in err
+
+
+def test_init_with_a_size_limit(tmp_path: Path) -> None:
+    code, out, _ = run("init", str(tmp_path / "l"), "--max-artifact-size", "5MB")
+    assert code == 0 and "artifacts up to 5 MB" in out
+    code, _, err = run("init", str(tmp_path / "l2"), "--max-artifact-size", "lots")
+    assert code == 2 and "is not a size" in err
+    (tmp_path / "afile").write_text("x")
+    code, _, err = run("init", str(tmp_path / "afile"))
+    assert code == 2 and "is a file" in err
