@@ -326,6 +326,7 @@ class Ledger:
         for run_id in sorted(missing):
             try:
                 entries.append(self.load(run_id).index_entry())
+                self.storage.protect(run_id)
             except (InputError, OSError) as exc:
                 report.unreadable.append((run_id, str(exc)))
         self.index.add(entries)

@@ -18,7 +18,7 @@ import secrets
 import shutil
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -147,6 +147,9 @@ class RunStorage(ABC):
     def locate(self, run_id: str, name: str | None = None) -> str:
         """A human-readable location of a run or artifact, for messages."""
 
+    def protect(self, run_id: str) -> None:  # noqa: B027 - optional for backends without modes
+        """Make a sealed run read-only again (after a writer died between publish and protect)."""
+
 
 def _syncfs(fd: int) -> bool:
     """Flush the whole filesystem holding `fd` in one call (Linux); False if unavailable."""
@@ -165,6 +168,12 @@ class _LocalStagedRun(StagedRun):
         super().__init__(run_id=run_id, max_artifact_bytes=max_artifact_bytes)
         self.directory = directory
         self.lock_fd = lock_fd
+
+    def release(self) -> None:
+        """Close the lock, once: a second close could hit a file another thread opened since."""
+        fd, self.lock_fd = self.lock_fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def _open(self, name: str) -> int:
         target = self.directory / name
@@ -232,6 +241,9 @@ class LocalStorage(RunStorage):
     holds locked; MANIFEST.json is written last; the data is flushed to disk; one rename makes
     the run visible; the run's directories are then made read-only too. A writer that dies
     leaves only an unlocked staging directory, which `leftovers()` reports and gc removes.
+    Writers create and lock their staging directory under a shared lock on ``.staging``, and
+    `leftovers()` looks under an exclusive one, so it never mistakes a writer that has not
+    locked its directory yet for a dead one.
     """
 
     def __init__(self, root: Path, *, durable: bool = True) -> None:
@@ -247,13 +259,26 @@ class LocalStorage(RunStorage):
         path = self.run_path(run_id)
         return str(path / name) if name else str(path)
 
+    @contextlib.contextmanager
+    def _staging_lock(self, operation: int) -> Iterator[None]:
+        """Hold a lock on the staging directory itself (shared: stage; exclusive: leftovers)."""
+        fd = os.open(self.staging_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, operation)
+            yield
+        finally:
+            os.close(fd)
+
     def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
         check_run_id(run_id)
         self.staging_dir.mkdir(exist_ok=True)
         directory = self.staging_dir / f"{run_id}.{secrets.token_hex(4)}"
-        directory.mkdir()
-        lock_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        # Between mkdir and flock the new directory looks like a dead writer's debris; doing
+        # both under a shared lock that leftovers() takes exclusively closes that window.
+        with self._staging_lock(fcntl.LOCK_SH):
+            directory.mkdir()
+            lock_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
         return _LocalStagedRun(run_id, max_artifact_bytes, directory, lock_fd)
 
     def _flush(self, staged: Sequence[_LocalStagedRun]) -> None:
@@ -293,11 +318,8 @@ class LocalStorage(RunStorage):
                 existing.append(run.run_id)
                 self.discard(run)
                 continue
-            for root, dirs, _files in os.walk(target):
-                for name in dirs:
-                    os.chmod(Path(root) / name, 0o555)
-            os.chmod(target, 0o555)
-            os.close(run.lock_fd)
+            self._protect(target, run.entries)
+            run.release()
         if self.durable:
             fd = os.open(self.runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
@@ -306,11 +328,24 @@ class LocalStorage(RunStorage):
                 os.close(fd)
         return existing
 
+    @staticmethod
+    def _protect(target: Path, names: Iterable[str]) -> None:
+        subdirs = {str(parent) for name in names for parent in Path(name).parents}
+        subdirs.discard(".")
+        # Deepest first, so each directory is still writable when its children change mode.
+        for sub in sorted(subdirs, key=lambda d: d.count("/"), reverse=True):
+            os.chmod(target / sub, 0o555)
+        os.chmod(target, 0o555)
+
+    def protect(self, run_id: str) -> None:
+        target = self.run_path(run_id)
+        self._protect(target, self.list_files(run_id))
+
     def discard(self, staged: StagedRun) -> None:
         run = self._local(staged)
         _remove_tree(run.directory)
         with contextlib.suppress(OSError):
-            os.close(run.lock_fd)
+            run.release()
 
     @staticmethod
     def _local(staged: StagedRun) -> _LocalStagedRun:
@@ -359,25 +394,40 @@ class LocalStorage(RunStorage):
     def leftovers(self) -> list[Leftover]:
         found: list[Leftover] = []
         try:
-            entries = sorted(os.scandir(self.staging_dir), key=lambda e: e.name)
+            with self._staging_lock(fcntl.LOCK_EX):
+                entries = sorted(os.scandir(self.staging_dir), key=lambda e: e.name)
+                for entry in entries:
+                    locked = self._locked(entry.path)
+                    if locked is None:
+                        continue  # gone since the listing: its writer published or discarded it
+                    found.append(Leftover(name=entry.name, path=entry.path, in_progress=locked))
         except FileNotFoundError:
-            return found
-        for entry in entries:
-            found.append(
-                Leftover(name=entry.name, path=entry.path, in_progress=self._locked(entry.path))
-            )
+            return []
         return found
 
     @staticmethod
-    def _locked(path: str) -> bool:
+    def _locked(path: str) -> bool | None:
+        """Whether a live writer holds `path`; None when it no longer exists."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
         except OSError:
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
+        else:
+            # Unlocked: either debris, or its writer published (renamed) or discarded it and
+            # let go of the lock after we opened it. Only debris is still at `path`.
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                return None
+            opened = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+                return None
         finally:
             os.close(fd)
         return False

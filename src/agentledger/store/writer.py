@@ -218,4 +218,8 @@ class RunWriter:
         if exc_type is not None:
             self.discard()
         elif self.sealed is None and self._staged is not None:
-            self.seal()
+            try:
+                self.seal()
+            except BaseException:
+                self.discard()
+                raise
