@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from agentledger import __version__
+from agentledger.cli.demo import demo_command
 from agentledger.cli.importing import import_command
 from agentledger.cli.integrity import gc_command, reindex_command, verify_command
 from agentledger.cli.ledger import init_command, schema_command
@@ -34,5 +35,6 @@ for command in (
     gc_command,
     reindex_command,
     schema_command,
+    demo_command,
 ):
     main.add_command(command)

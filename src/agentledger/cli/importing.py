@@ -1,11 +1,214 @@
-"""`agentledger import`: backfill existing runs (being written)."""
+"""`agentledger import`: backfill runs kept as directories (the seed's layout, or any other)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from agentledger.cli.common import LedgerPath, handle_errors, ledger_option, progress_bar
+from agentledger.cli.output import terminal_safe
+from agentledger.errors import LedgerNotFoundError
+from agentledger.importers import (
+    ARTIFACT_KEYS,
+    ImportOptions,
+    PreparedImport,
+    parse_size,
+    prepare_import,
+)
+from agentledger.store import Ledger
+
+__all__ = ["import_command"]
+
+
+def _pairs(option: str, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key.strip() or not rest:
+            raise click.BadParameter(f"{value!r}: expected KEY=VALUE", param_hint=option)
+        pairs.append((key.strip(), rest))
+    return pairs
+
+
+def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _plural(count: int, word: str = "run") -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
+    for run in prepared.runs:
+        if run.identical:
+            click.echo(f"{run.run_id}: already imported, identical")
+        else:
+            verb = "would import" if dry_run else "imported"
+            click.echo(f"{run.run_id}: {verb} from {terminal_safe(str(run.directory))}")
 
 
 @click.command("import")
-def import_command() -> None:
-    """Import existing runs into the ledger."""
-    raise click.ClickException("not implemented yet")
+@click.argument(
+    "paths",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@ledger_option
+@click.option(
+    "--map",
+    "mappings",
+    multiple=True,
+    metavar="KEY=GLOB",
+    help=(
+        "Which file is which artifact, replacing the default pattern of KEY (repeatable). "
+        f"Keys: {', '.join(ARTIFACT_KEYS)}. A GLOB with '/' matches paths inside the run."
+    ),
+)
+@click.option(
+    "--sidecar",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CSV or JSON file of identity fields per run directory name (column 'directory').",
+)
+@click.option("--model", help="Model asked for, for runs that do not say.")
+@click.option("--scenario", help="Scenario (use case), for runs that do not say.")
+@click.option("--provider", help="Model provider (anthropic, google, openai, ...).")
+@click.option("--agent-name", help="Name of the agent that made the runs.")
+@click.option("--agent-commit", help="Commit of the agent's code.")
+@click.option("--variant", help="Prompt variant name (omit for baseline runs).")
+@click.option(
+    "--system-prompt-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The exact system prompt the runs used: stored, hashed, checked against their hash.",
+)
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag (repeatable).")
+@click.option(
+    "--name-pattern",
+    metavar="REGEX",
+    help=(
+        "Regex matched against each run directory's name; named groups scenario, model, date "
+        "and variant fill fields nothing else gives. Default reads use_case_m_haiku_20260312."
+    ),
+)
+@click.option(
+    "--exclude", multiple=True, metavar="GLOB", help="Leave matching files out (repeatable)."
+)
+@click.option(
+    "--max-artifact-size",
+    metavar="SIZE",
+    callback=_size,
+    help="Largest file accepted in this import (100MB, 1.5GB, bytes) [default: the ledger's].",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=200,
+    show_default=True,
+    help="Runs sealed per disk flush and index transaction.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=None,
+    help="Processes that check and seal runs [default: one per CPU, up to 8, from 1000 runs].",
+)
+@click.option("--dry-run", is_flag=True, help="Check every run and report; write nothing.")
+@click.option("-v", "--verbose", is_flag=True, help="List every run and what happened to it.")
+@handle_errors
+def import_command(
+    paths: tuple[Path, ...],
+    ledger_path: Path | None,
+    mappings: tuple[str, ...],
+    sidecar: Path | None,
+    model: str | None,
+    scenario: str | None,
+    provider: str | None,
+    agent_name: str | None,
+    agent_commit: str | None,
+    variant: str | None,
+    system_prompt_file: Path | None,
+    tags: tuple[str, ...],
+    name_pattern: str | None,
+    exclude: tuple[str, ...],
+    max_artifact_size: int | None,
+    batch_size: int,
+    workers: int | None,
+    dry_run: bool,
+    verbose: bool,
+) -> None:
+    """Import existing runs: PATH is a run directory or a directory of run directories.
+
+    Every run is checked before anything is written: one bad run and nothing is imported.
+    Imported runs are marked backfilled. A run already in the ledger with identical content is
+    skipped; the same run id with different content is an error.
+    """
+    mapping: dict[str, list[str]] = {}
+    for key, pattern in _pairs("--map", mappings):
+        if key not in ARTIFACT_KEYS:
+            raise click.BadParameter(
+                f"unknown key {key!r}; use one of {', '.join(ARTIFACT_KEYS)}", param_hint="--map"
+            )
+        mapping.setdefault(key, []).append(pattern)
+    options = ImportOptions(
+        mapping=mapping,
+        sidecar=sidecar,
+        model=model,
+        scenario=scenario,
+        provider=provider,
+        agent_name=agent_name,
+        agent_commit=agent_commit,
+        variant=variant,
+        system_prompt_file=system_prompt_file,
+        tags=dict(_pairs("--tag", tags)),
+        name_pattern=name_pattern,
+        exclude=exclude,
+        max_artifact_bytes=max_artifact_size,
+        batch_size=batch_size,
+        workers=workers,
+    )
+    root = LedgerPath(ledger_path).path
+    try:
+        ledger: Ledger | None = Ledger.open(root)
+    except LedgerNotFoundError:
+        if root.exists() and not root.is_dir():
+            raise
+        ledger = None  # created once every run has been checked
+    try:
+        with progress_bar("Checking runs") as progress:
+            prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
+        with prepared:
+            new = len(prepared.new_runs)
+            identical = len(prepared.runs) - new
+            if dry_run:
+                if verbose:
+                    _list_runs(prepared, dry_run=True)
+                click.echo(
+                    f"Dry run: would import {_plural(new)} into {terminal_safe(str(root))}; "
+                    f"{identical} already imported, identical. Nothing was written."
+                )
+                return
+            if ledger is None:
+                ledger, created = Ledger.open_or_init(root)
+                if created:
+                    click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
+            with progress_bar("Importing runs") as progress:
+                report = prepared.commit(ledger, progress=progress)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    if verbose:
+        _list_runs(prepared, dry_run=False)
+    message = f"Imported {_plural(len(report.imported))} into {terminal_safe(str(root))}"
+    if report.identical:
+        message += f"; {len(report.identical)} already imported, identical"
+        if not report.imported:
+            message += " (nothing to do)"
+    click.echo(message + ".")

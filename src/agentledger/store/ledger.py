@@ -167,9 +167,9 @@ class Ledger:
 
     # -- writing -------------------------------------------------------------------------
 
-    def new_run(self, metadata: RunMetadata) -> RunWriter:
-        """Start writing a run; see RunWriter."""
-        return RunWriter(self, metadata)
+    def new_run(self, metadata: RunMetadata, *, max_artifact_bytes: int | None = None) -> RunWriter:
+        """Start writing a run (see RunWriter); `max_artifact_bytes` overrides the limit."""
+        return RunWriter(self, metadata, max_artifact_bytes=max_artifact_bytes)
 
     def seal_batch(self, writers: Sequence[RunWriter]) -> list[SealedRun]:
         """Seal several runs with one flush to disk and one index transaction.

@@ -176,9 +176,9 @@ class _LocalStagedRun(StagedRun):
             os.close(fd)
 
     def _open(self, name: str) -> int:
-        target = self.directory / name
+        target = os.path.join(self.directory, name)
         if "/" in name:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
         return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
 
     def write(self, name: str, data: bytes) -> FileEntry:
@@ -251,6 +251,7 @@ class LocalStorage(RunStorage):
         self.runs_dir = root / "runs"
         self.staging_dir = root / ".staging"
         self.durable = durable
+        self._dirs_ready = False
 
     def run_path(self, run_id: str) -> Path:
         return self.runs_dir / check_run_id(run_id)
@@ -271,7 +272,11 @@ class LocalStorage(RunStorage):
 
     def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
         check_run_id(run_id)
-        self.staging_dir.mkdir(exist_ok=True)
+        if not self._dirs_ready:
+            # Once per process, not per run: an mkdir costs as much as a file on some disks.
+            self.staging_dir.mkdir(exist_ok=True)
+            self.runs_dir.mkdir(exist_ok=True)
+            self._dirs_ready = True
         directory = self.staging_dir / f"{run_id}.{secrets.token_hex(4)}"
         # Between mkdir and flock the new directory looks like a dead writer's debris; doing
         # both under a shared lock that leftovers() takes exclusively closes that window.
@@ -304,7 +309,6 @@ class LocalStorage(RunStorage):
             finally:
                 os.close(fd)
         self._flush(runs)
-        self.runs_dir.mkdir(exist_ok=True)
         existing: list[str] = []
         for run in runs:
             target = self.runs_dir / run.run_id

@@ -8,11 +8,14 @@ atomic step. A writer that is abandoned, raises, or is killed leaves nothing vis
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from pydantic import BaseModel
 
 from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
@@ -54,10 +57,9 @@ SHELL_AUDIT = "shell_audit.jsonl"
 _RESERVED = {METADATA, SUMMARY}
 
 
-def record_bytes(record: Any) -> bytes:
-    """How a record is written to disk: indented JSON, keys in model order, trailing newline."""
-    data = record.model_dump(mode="json", exclude_none=False)
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+def record_bytes(record: BaseModel) -> bytes:
+    """How a record is written to disk: indented UTF-8 JSON, keys in model order, newline."""
+    return record.model_dump_json(indent=2).encode("utf-8") + b"\n"
 
 
 def derive_summary(metadata: RunMetadata, events: Iterable[ShellEvent] | None) -> RunSummary:
@@ -97,7 +99,9 @@ class RunWriter:
     # sealed here; an exception inside the block discards everything
     """
 
-    def __init__(self, ledger: Ledger, metadata: RunMetadata) -> None:
+    def __init__(
+        self, ledger: Ledger, metadata: RunMetadata, *, max_artifact_bytes: int | None = None
+    ) -> None:
         if ledger.storage.has_run(metadata.run_id):
             raise RunExistsError(
                 f"run {metadata.run_id} already exists in {ledger.root}; sealed runs are never "
@@ -107,8 +111,9 @@ class RunWriter:
         self.metadata = metadata
         self.summary: RunSummary | None = None
         self._events: list[ShellEvent] | None = None
+        self._shell_checked = False
         self._staged: StagedRun | None = ledger.storage.stage(
-            metadata.run_id, ledger.config.max_artifact_bytes
+            metadata.run_id, max_artifact_bytes or ledger.config.max_artifact_bytes
         )
         self.sealed: SealedRun | None = None
 
@@ -128,25 +133,39 @@ class RunWriter:
                 "pass metadata to new_run() and the summary to set_summary()"
             )
 
-    def add_bytes(self, name: str, data: bytes) -> None:
-        """Add an artifact from bytes (shell_audit.jsonl is validated line by line)."""
+    def add_bytes(self, name: str, data: bytes, *, checked: bool = False) -> None:
+        """Add an artifact from bytes.
+
+        shell_audit.jsonl is validated line by line; `checked=True` says the caller already
+        validated it (an import's planning pass) and will call set_summary().
+        """
         self._check_name(name)
         if name == SHELL_AUDIT:
-            self._events = parse_shell_audit(data, f"{self.run_id}/{name}")
+            self._note_shell_audit(data, name, checked)
         self._stage().write(name, data)
 
     def add_text(self, name: str, text: str) -> None:
         """Add a text artifact, stored as UTF-8."""
         self.add_bytes(name, text.encode("utf-8"))
 
-    def add_file(self, name: str, source: str | Path) -> None:
+    def add_file(self, name: str, source: str | Path, *, checked: bool = False) -> None:
         """Add an artifact by streaming a file from disk (big attachments, snapshots)."""
         self._check_name(name)
-        if name == SHELL_AUDIT:
-            self.add_bytes(name, Path(source).read_bytes())
-            return
-        with Path(source).open("rb") as handle:
-            self._stage().write_stream(name, handle)
+        staged = self._stage()
+        with open(source, "rb") as handle:  # a str path: cheaper in bulk
+            if name == SHELL_AUDIT:
+                too_big = os.fstat(handle.fileno()).st_size > staged.max_artifact_bytes
+                # An oversized log is refused by write_stream below, before it is parsed.
+                self._note_shell_audit(None if too_big else handle, str(source), checked)
+                handle.seek(0)
+            staged.write_stream(name, handle)
+
+    def _note_shell_audit(self, data: bytes | BinaryIO | None, source: str, checked: bool) -> None:
+        if checked:
+            self._shell_checked = True
+        elif data is not None:
+            raw = data if isinstance(data, bytes) else data.read()
+            self._events = parse_shell_audit(raw, f"{self.run_id}: {source}")
 
     def add_shell_events(self, events: Iterable[ShellEvent]) -> None:
         """Write the shell command log from ShellEvent records."""
@@ -176,6 +195,8 @@ class RunWriter:
     def prepare(self) -> tuple[StagedRun, bytes, IndexEntry]:
         """Write the records and build the manifest; the caller publishes."""
         staged = self._stage()
+        if self.summary is None and self._shell_checked:
+            raise InputError("set_summary() is required when the shell log was added checked=True")
         summary = self.summary or derive_summary(self.metadata, self._events)
         staged.write(METADATA, record_bytes(self.metadata))
         staged.write(SUMMARY, record_bytes(summary))

@@ -1,0 +1,110 @@
+"""`agentledger demo`: a guided tour on the bundled sample runs, using the real commands."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+import click
+
+from agentledger.cli.common import fail, handle_errors
+from agentledger.importers import sample_runs_dir
+from agentledger.store import Ledger
+from agentledger.store.ledger import CONFIG_NAME
+
+__all__ = ["demo_command"]
+
+DEFAULT_DIR = Path("agentledger-demo")
+
+
+def _step(title: str, args: list[str], *, expect: int = 0) -> None:
+    """Print a command the way a user would type it, then run it in this process."""
+    from agentledger.cli import main
+
+    click.secho(f"\n# {title}", fg="cyan", bold=True)
+    click.secho("$ agentledger " + shlex.join(args), bold=True)
+    code = 0
+    try:
+        main.main(args=args, prog_name="agentledger", standalone_mode=False)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    if code != expect:
+        raise click.ClickException(f"the demo step `{shlex.join(args)}` exited {code}")
+    if code:
+        click.echo(f"(exit code {code})")
+
+
+def _tamper_demo(ledger_dir: Path) -> None:
+    """Flip one byte of a copy of the ledger and show that verify catches it."""
+    with tempfile.TemporaryDirectory(prefix="agentledger-demo-") as scratch:
+        copy = Path(scratch) / "tampered"
+        shutil.copytree(ledger_dir, copy)
+        with Ledger.open(copy) as ledger:
+            run_id = ledger.runs()[0].run_id
+        report = copy / "runs" / run_id / "report.md"
+        report.parent.chmod(0o755)
+        report.chmod(0o644)
+        data = bytearray(report.read_bytes())
+        data[len(data) // 2] ^= 0x20
+        report.write_bytes(bytes(data))
+        _step(
+            f"Tampering: one byte of {run_id}/report.md changed, in a copy of the ledger",
+            ["verify", "--ledger", str(copy)],
+            expect=3,
+        )
+
+
+@click.command("demo")
+@click.argument("directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
+@handle_errors
+def demo_command(directory: Path) -> None:
+    """Create a ledger in DIRECTORY, backfill the bundled sample runs, and query them.
+
+    The sample runs are synthetic runs of a network forensics agent in the seed's layout,
+    tagged sample=true. DIRECTORY defaults to ./agentledger-demo and must not hold a ledger.
+    """
+    if (directory / CONFIG_NAME).exists():
+        fail(f"{directory} already holds a ledger; remove it or pass another DIRECTORY")
+    root = str(directory)
+    samples = sample_runs_dir()
+    click.echo(
+        f"agentledger demo: a ledger in {root}, backfilled with the sample runs in {samples}"
+    )
+    _step(
+        "Backfill runs recorded before the ledger existed (the seed's layout)",
+        ["import", "--ledger", root, "--tag", "sample=true", "--agent-name", "ghost", str(samples)],
+    )
+    _step("Every run, newest first", ["runs", "--ledger", root])
+    _step("One model's runs", ["runs", "--ledger", root, "--model", "gemini-2.5-flash"])
+    with Ledger.open(directory) as ledger:
+        variant = ledger.runs()[0]
+        prompt_hash = (variant.system_prompt_hash or "")[7:15]
+    _step(
+        "Runs of one experiment: same system prompt hash (the variant-a addon changed it)",
+        ["runs", "--ledger", root, "--prompt-hash", prompt_hash],
+    )
+    _step(
+        "Anything else is SQL over the index (read-only)",
+        [
+            "sql",
+            "--ledger",
+            root,
+            "SELECT model, substr(system_prompt_hash, 8, 8) AS prompt, count(*) AS runs, "
+            "sum(commands_run) AS commands, sum(commands_denied) AS denied "
+            "FROM runs GROUP BY model, prompt ORDER BY model, prompt",
+        ],
+    )
+    _step("Re-hash every stored file", ["verify", "--ledger", root])
+    _tamper_demo(directory)
+    click.secho("\nTry next:", bold=True)
+    for line in (
+        f"agentledger show --ledger {root} {variant.run_id}",
+        f"agentledger show --ledger {root} {variant.run_id} --file report.md",
+        f"agentledger runs --ledger {root} --scenario use_case_f --json",
+        f"agentledger export --ledger {root} -o run_index.json",
+        f"agentledger import --ledger {root} --tag sample=true --agent-name ghost {samples}"
+        "   # again: a no-op that says so",
+    ):
+        click.echo(f"  {line}")

@@ -1,0 +1,697 @@
+"""Backfill: bring runs kept as plain directories into the ledger.
+
+The seed's layout is understood as it is: one directory per run holding ``PROMPT.txt``,
+``ghost_report_<date>.md``, ``ghost_audit_<date>.md``, ``shell_audit_<date>.jsonl`` and
+optionally ``metadata.json`` and ``run_summary.json``. Other layouts are described with glob
+patterns per artifact (`ImportOptions.mapping`); identity fields a run does not carry come from
+a sidecar file, options, or the directory name (see `agentledger.importers.fields`).
+
+Importing is two steps. `plan_import` reads and checks every run and writes nothing, so a batch
+with one bad run writes none. `write_plan` seals the new runs in batches (one flush to disk and
+one index transaction per batch). `agentledger.importers.batch` runs both, in several processes
+for large imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agentledger.errors import (
+    InputError,
+    RecordError,
+    RunExistsError,
+    UnsafeNameError,
+)
+from agentledger.identity import HASH_PREFIX, check_artifact_name, sha256_bytes
+from agentledger.importers.fields import (
+    Claim,
+    Identity,
+    claim_metadata,
+    claim_tags,
+    field_value,
+    load_sidecar,
+    safe_run_id,
+    summary_values,
+    text_value,
+)
+from agentledger.importers.layout import (
+    ARTIFACT_KEYS,
+    DEFAULT_NAME_PATTERN,
+    DEFAULT_PATTERNS,
+    Layout,
+    SourceFile,
+    shown,
+)
+from agentledger.records import (
+    DEFAULT_MAX_ARTIFACT_BYTES,
+    Manifest,
+    RunMetadata,
+    RunSummary,
+    decode_json,
+    parse_record,
+    parse_record_data,
+    parse_shell_audit,
+)
+from agentledger.store.ledger import Ledger
+from agentledger.store.storage import MANIFEST_NAME
+from agentledger.store.writer import (
+    AUDIT,
+    METADATA,
+    PROMPT,
+    REPORT,
+    SHELL_AUDIT,
+    SUMMARY,
+    SYSTEM_PROMPT,
+    RunWriter,
+    derive_summary,
+    record_bytes,
+)
+
+__all__ = [
+    "ARTIFACT_KEYS",
+    "DEFAULT_NAME_PATTERN",
+    "DEFAULT_PATTERNS",
+    "IMPORTER",
+    "ImportOptions",
+    "ImportPlan",
+    "ImportReport",
+    "PlannedArtifact",
+    "PlannedRun",
+    "find_run_dirs",
+    "parse_size",
+    "plan_import",
+    "plan_runs",
+    "sample_runs_dir",
+    "write_plan",
+]
+
+IMPORTER = "directory"
+_CANONICAL = {
+    "prompt": PROMPT,
+    "system_prompt": SYSTEM_PROMPT,
+    "report": REPORT,
+    "audit": AUDIT,
+    "shell_audit": SHELL_AUDIT,
+}
+# A run's own identity and metrics records are not copied as files: the ledger writes its own
+# metadata.json and run_summary.json, and keeps the originals' JSON in metadata.source.
+_ORIGINALS = {"metadata": "original_metadata", "summary": "original_summary"}
+_WEAK = ("directory name", "file names")
+_FILE_DATE = re.compile(r"(?<!\d)(20\d{6})(?!\d)")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|bytes)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_OPTION_FIELDS = ("model", "scenario", "provider", "agent_name", "agent_commit", "variant")
+
+Progress = Callable[[int, int | None], None]
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as ``100MB``, ``1.5GB``, ``512 KiB`` or ``1048576`` (units of 1024)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size (examples: 100MB, 1.5GB, 52428800)")
+    unit = (match.group(2) or "").lower()
+    unit = unit if unit in ("b", "bytes") else unit[:1]
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"{text!r}: a size limit must be more than 0 bytes")
+    return size
+
+
+def sample_runs_dir() -> Path:
+    """The bundled sample runs (six runs in the seed's layout), for the demo and the tests."""
+    return Path(str(resources.files("agentledger") / "data" / "sample_runs"))
+
+
+# -- options, plan, report -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """How to read the runs: layout patterns, and identity fields the runs do not carry.
+
+    Identity fields come from the run's own metadata.json, the sidecar and these options, which
+    must agree (a run's metadata is evidence, never overwritten); `name_pattern` and dates in
+    file names only fill what is still missing. `workers`: processes for a large import (None:
+    one per CPU, up to 8, from 1000 runs on; 1: everything in this process).
+    """
+
+    mapping: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    sidecar: Path | None = None
+    model: str | None = None
+    scenario: str | None = None
+    provider: str | None = None
+    agent_name: str | None = None
+    agent_commit: str | None = None
+    variant: str | None = None
+    system_prompt_file: Path | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    name_pattern: str | None = None
+    exclude: Sequence[str] = ()
+    max_artifact_bytes: int | None = None
+    batch_size: int = 200
+    workers: int | None = None
+
+
+@dataclass(frozen=True)
+class PlannedArtifact:
+    """One file of a run to import: its name in the ledger and where its bytes come from."""
+
+    name: str
+    path: str | None
+    size: int
+    data: bytes | None = None
+
+    def sha256(self) -> str:
+        if self.data is not None:
+            return sha256_bytes(self.data)
+        assert self.path is not None
+        with open(self.path, "rb") as handle:
+            return HASH_PREFIX + hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A checked run, ready to seal (or already in the ledger with identical content)."""
+
+    directory: Path
+    metadata: RunMetadata
+    summary: RunSummary
+    artifacts: tuple[PlannedArtifact, ...]
+    identical: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return self.metadata.run_id
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Every run of an import, checked; nothing has been written yet."""
+
+    runs: list[PlannedRun]
+    max_artifact_bytes: int
+    batch_size: int = 200
+
+    @property
+    def new_runs(self) -> list[PlannedRun]:
+        return [run for run in self.runs if not run.identical]
+
+
+@dataclass
+class ImportReport:
+    """What an import did: run ids sealed, and run ids already present with identical content."""
+
+    imported: list[str] = field(default_factory=list)
+    identical: list[str] = field(default_factory=list)
+
+
+# -- finding runs and naming their files -----------------------------------------------------
+
+
+def _layout(options: ImportOptions) -> Layout:
+    return Layout.build(options.mapping, options.name_pattern, options.exclude)
+
+
+def find_run_dirs(paths: Sequence[Path], options: ImportOptions | None = None) -> list[Path]:
+    """Each PATH is a run directory, or a directory whose subdirectories are runs."""
+    return _layout(options or ImportOptions()).find_runs(paths)
+
+
+def _artifacts(
+    run_dir: Path, assigned: dict[str, SourceFile], attachments: list[SourceFile]
+) -> tuple[list[PlannedArtifact], dict[str, str]]:
+    """The ledger's name for every file, and the mapping kept as provenance."""
+    named: list[tuple[str, SourceFile]] = []
+    mapping: dict[str, str] = {}
+    for key, source in sorted(assigned.items()):
+        if key in _ORIGINALS:
+            mapping[source.rel] = f"metadata.json source.{_ORIGINALS[key]}"
+            continue
+        if key == "snapshot":
+            suffixes = Path(source.rel).suffixes
+            tar = suffixes[-2:-1] == [".tar"]
+            named.append(("snapshot" + "".join(suffixes[-2:] if tar else suffixes[-1:]), source))
+        else:
+            named.append((_CANONICAL[key], source))
+    named += [("attachments/" + source.rel, source) for source in attachments]
+    artifacts: list[PlannedArtifact] = []
+    for name, source in named:
+        try:
+            check_artifact_name(name)
+        except UnsafeNameError as exc:
+            raise UnsafeNameError(
+                f"{shown(run_dir / source.rel)}: cannot be stored: {exc}"
+            ) from None
+        artifacts.append(PlannedArtifact(name=name, path=source.path, size=source.size))
+        mapping[source.rel] = name
+    return artifacts, mapping
+
+
+def _check_names(run_dir: Path, artifacts: list[PlannedArtifact]) -> None:
+    """Refuse two files that would land on the same artifact name (or inside one another)."""
+    by_name: dict[str, PlannedArtifact] = {}
+    for artifact in artifacts:
+        if artifact.name in by_name:
+            raise InputError(
+                f"{run_dir}: {by_name[artifact.name].path} and {artifact.path} would both be "
+                f"stored as {artifact.name!r}; leave one out with --exclude GLOB"
+            )
+        by_name[artifact.name] = artifact
+    for name in by_name:
+        parent = name.rpartition("/")[0]
+        while parent:
+            if parent in by_name:
+                raise InputError(
+                    f"{run_dir}: {by_name[parent].path} would be stored as {parent!r}, which "
+                    f"{name!r} needs as a directory; leave one out with --exclude GLOB"
+                )
+            parent = parent.rpartition("/")[0]
+
+
+# -- planning one run ------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    layout: Layout
+    options: ImportOptions
+    limit: int
+    sidecar: dict[str, dict[str, Any]]
+    sidecar_origin: str
+    system_prompt: tuple[bytes, str] | None  # from --system-prompt-file: bytes, origin
+    ledger: Ledger | None
+
+
+def _read(path: str | Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InputError(f"{shown(path)}: cannot read ({exc.strerror})") from None
+
+
+def _identity(
+    run_dir: Path, assigned: dict[str, SourceFile], ctx: _Context
+) -> tuple[Identity, Any]:
+    """Identity claims from metadata.json, the sidecar, options, then the weak sources.
+
+    Returns the claims and the run's own metadata.json as decoded JSON (None if it has none).
+    """
+    identity = Identity()
+    original: Any = None
+    metadata_file = assigned.get("metadata")
+    if metadata_file is not None:
+        origin = shown(f"{run_dir}/{metadata_file.rel}")
+        original = decode_json(_read(metadata_file.path), origin)
+        claim_metadata(identity, original, origin)
+    row = ctx.sidecar.get(run_dir.name) or {}
+    origin = f"{ctx.sidecar_origin} (entry {run_dir.name!r})"
+    for column, value in row.items():
+        if column == "tags":
+            claim_tags(identity, value, origin, column, "sidecar")
+        elif column != "system_prompt_file":
+            checked = field_value(column, value, origin, column)
+            identity.claim(column, Claim(checked, origin, column, "sidecar"))
+    for name in _OPTION_FIELDS:
+        value = getattr(ctx.options, name)
+        if value is not None:
+            flag = "--" + name.replace("_", "-")
+            identity.claim(name, Claim(text_value(value, flag, flag), flag, flag, "option"))
+    for key, value in sorted(ctx.options.tags.items()):
+        identity.tag(key, Claim(value, f"--tag {key}", "--tag", "option"))
+
+    named = ctx.layout.name.fullmatch(run_dir.name)
+    for group, value in (named.groupdict() if named else {}).items():
+        name = "started_at" if group == "date" else group
+        try:
+            checked = field_value(name, value, run_dir.name, group)
+        except RecordError:  # a weak source that does not parse says nothing
+            continue
+        identity.claim(name, Claim(checked, "directory name", group, "directory name"), weak=True)
+    dates = sorted(
+        token
+        for key in ("report", "audit", "shell_audit")
+        if key in assigned
+        for token in _FILE_DATE.findall(assigned[key].rel.rpartition("/")[2])
+    )
+    for token in dates[:1]:
+        try:
+            moment = datetime.strptime(token, "%Y%m%d").replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        identity.claim("started_at", Claim(moment, "file names", "date", "file names"), weak=True)
+    return identity, original
+
+
+def _system_prompt(
+    run_dir: Path, assigned: dict[str, SourceFile], ctx: _Context
+) -> tuple[bytes, str, str, bool] | None:
+    """The run's system prompt: bytes, origin, provenance, whether it is the run's own file."""
+    found: list[tuple[bytes, str, str, bool]] = []
+    own = assigned.get("system_prompt")
+    if own is not None:
+        found.append((_read(own.path), shown(f"{run_dir}/{own.rel}"), "system_prompt.txt", True))
+    row = ctx.sidecar.get(run_dir.name) or {}
+    if row.get("system_prompt_file"):
+        label = "system_prompt_file"
+        relative = text_value(row[label], ctx.sidecar_origin, label)
+        path = Path(ctx.sidecar_origin).parent / relative
+        found.append((_read(path), str(path), f"sidecar {label}", False))
+    if ctx.system_prompt is not None:
+        data, origin = ctx.system_prompt
+        found.append((data, origin, "--system-prompt-file", False))
+    for other in found[1:]:
+        if other[0] != found[0][0]:
+            raise InputError(
+                f"{run_dir}: the system prompt {found[0][1]} differs from {other[1]}; "
+                "give the one this run used"
+            )
+    return found[0] if found else None
+
+
+def _check_prompt_hash(identity: Identity, prompt: bytes, origin: str, kind: str) -> None:
+    """The prompt's full hash replaces a short form, unless the short form contradicts it."""
+    full = sha256_bytes(prompt)
+    declared = identity.claims.get("system_prompt_hash")
+    if declared is not None and not full.startswith(declared.value):
+        raise RecordError(
+            declared.origin,
+            f"says {declared.value.removeprefix(HASH_PREFIX)}, but the system prompt {origin} "
+            f"hashes to {full.removeprefix(HASH_PREFIX)[:16]}...: it is not the prompt this run "
+            "used",
+            field=declared.label,
+        )
+    identity.claim("system_prompt_hash", Claim(full, origin, "sha256", kind))
+
+
+def _run_id(run_dir: Path, identity: Identity, source: dict[str, Any]) -> str:
+    run_id: str | None = identity.get("run_id")
+    unsafe = identity.unsafe_run_id
+    if unsafe is not None:
+        if run_id is None:
+            raise UnsafeNameError(
+                f"{unsafe.origin}, field '{unsafe.label}': {unsafe.value!r} is not a safe run id "
+                "(letters, digits, '.', '_' and '-' only, no '..'); give this run another id "
+                "with a --sidecar column 'run_id' (the original file is kept as it is)"
+            )
+        source["original_run_id"] = unsafe.value
+    if run_id is None:
+        run_id = run_dir.name
+        if not safe_run_id(run_id):
+            raise UnsafeNameError(
+                f"{run_dir}: the directory name {run_id!r} is not a safe run id (letters, "
+                "digits, '.', '_' and '-' only, no '..'); give the run an id with a --sidecar "
+                "column 'run_id' or a run_id in its metadata.json"
+            )
+    return run_id
+
+
+def _metadata(
+    run_dir: Path, identity: Identity, source: dict[str, Any], has_metadata: bool, ctx: _Context
+) -> RunMetadata:
+    for required in ("scenario", "model"):
+        if identity.get(required) is None:
+            said = "its metadata.json does not say" if has_metadata else "it has no metadata.json"
+            named = ctx.layout.name.fullmatch(run_dir.name)
+            pattern = (
+                "the name pattern has no such group"
+                if named
+                else f"the directory name {run_dir.name!r} does not match the name pattern"
+            )
+            raise RecordError(
+                run_dir,
+                f"cannot determine the run's {required}: {said} and {pattern}. Give it with "
+                f"--{required}, a --sidecar column '{required}', or a --name-pattern with a "
+                f"(?P<{required}>...) group",
+                field=required,
+            )
+    run_id = _run_id(run_dir, identity, source)
+    fields = {name: claim.kind for name, claim in identity.claims.items()}
+    fields.setdefault("run_id", "directory name")
+    source["fields"] = dict(sorted(fields.items()))
+    value = identity.get
+    data: dict[str, Any] = {
+        "run_id": run_id,
+        "scenario": value("scenario"),
+        "model": value("model"),
+        "model_served": value("model_served"),
+        "provider": value("provider"),
+        "system_fingerprint": value("system_fingerprint"),
+        "system_prompt_hash": value("system_prompt_hash"),
+        "base_prompt_hash": value("base_prompt_hash"),
+        "prompt_addon": value("prompt_addon"),
+        "variant": value("variant"),
+        "agent": {
+            "name": value("agent_name"),
+            "commit": value("agent_commit"),
+            "dirty": value("agent_dirty"),
+        },
+        "params": value("params") or {},
+        "started_at": value("started_at"),
+        "ended_at": value("ended_at"),
+        "silent_update_detectable": bool(value("silent_update_detectable")),
+        "backfilled": True,
+        "tags": {key: claim.value for key, claim in sorted(identity.tags.items())},
+        "source": dict(sorted(source.items())),
+    }
+    try:
+        return parse_record_data(RunMetadata, data, str(run_dir))
+    except RecordError as exc:
+        parts = (exc.field or "").split(".")
+        name = f"agent_{parts[-1]}" if parts[0] == "agent" else parts[0]
+        claim = identity.claims.get(name) or identity.tags.get(parts[-1])
+        if claim is None:
+            raise
+        raise RecordError(claim.origin, exc.problem, field=claim.label) from None
+
+
+def _summary(
+    run_dir: Path, assigned: dict[str, SourceFile], identity: Identity, metadata: RunMetadata
+) -> tuple[RunSummary, dict[str, Any]]:
+    """The run's own run_summary.json where it says something, gaps filled from the artifacts.
+
+    Returns the summary and its provenance: where each figure came from, and the run's own
+    run_summary.json as decoded JSON.
+    """
+    shell = assigned.get("shell_audit")
+    events = None
+    if shell is not None:
+        events = parse_shell_audit(_read(shell.path), shown(f"{run_dir}/{shell.rel}"))
+    derived = derive_summary(metadata, events)
+    values: dict[str, Any] = {}
+    original: Any = None
+    summary_file = assigned.get("summary")
+    if summary_file is not None:
+        origin = shown(f"{run_dir}/{summary_file.rel}")
+        raw = _read(summary_file.path)
+        values = summary_values(raw, origin)
+        original = decode_json(raw, origin)
+    provenance = {name: "run_summary.json" for name in values}
+    filled_from = {"commands_run": "shell audit", "commands_denied": "shell audit"}
+    if identity.kind("started_at") not in _WEAK:  # a day read from a name is no start time
+        filled_from["duration_s"] = "metadata times"
+    for name, kind in filled_from.items():
+        if name not in values and getattr(derived, name) is not None:
+            values[name] = getattr(derived, name)
+            provenance[name] = kind
+    values["derived"] = "run_summary.json" not in provenance.values()
+    sources: dict[str, Any] = {}
+    if provenance:
+        sources["summary"] = dict(sorted(provenance.items()))
+    if original is not None:
+        sources["original_summary"] = original
+    return RunSummary.model_validate(values), sources
+
+
+def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
+    files, skipped = ctx.layout.scan(run_dir, ctx.limit)
+    assigned, attachments = ctx.layout.assign(run_dir, files)
+    identity, original_metadata = _identity(run_dir, assigned, ctx)
+    artifacts, mapping = _artifacts(run_dir, assigned, attachments)
+    source: dict[str, Any] = {
+        "importer": IMPORTER,
+        "directory": run_dir.name,
+        "files": dict(sorted(mapping.items())),
+    }
+    if skipped:
+        source["skipped"] = sorted(skipped)
+    if original_metadata is not None:
+        source["original_metadata"] = original_metadata
+    prompt = _system_prompt(run_dir, assigned, ctx)
+    if prompt is not None:
+        data, origin, kind, from_run = prompt
+        _check_prompt_hash(identity, data, origin, kind)
+        source["system_prompt"] = kind
+        if not from_run:
+            artifacts.append(PlannedArtifact(SYSTEM_PROMPT, None, len(data), data))
+    _check_names(run_dir, artifacts)
+    metadata = _metadata(run_dir, identity, source, "metadata" in assigned, ctx)
+    summary, sources = _summary(run_dir, assigned, identity, metadata)
+    if sources:
+        merged = dict(sorted({**(metadata.source or {}), **sources}.items()))
+        metadata = metadata.model_copy(update={"source": merged})
+    run = PlannedRun(run_dir, metadata, summary, tuple(sorted(artifacts, key=lambda a: a.name)))
+    if ctx.ledger is not None and ctx.ledger.storage.has_run(metadata.run_id):
+        _check_identical(ctx.ledger, run)
+        run = replace(run, identical=True)
+    return run
+
+
+def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
+    """Pass when the stored run holds exactly what this import would write.
+
+    Every file must have the same sha256 as in the stored run's manifest. metadata.json may
+    differ only in `source`: the same run found under another directory name is the same run.
+    """
+    run_id = run.run_id
+    manifest = parse_record(
+        Manifest,
+        ledger.read_bytes(run_id, MANIFEST_NAME),
+        ledger.storage.locate(run_id, MANIFEST_NAME),
+    )
+    metadata_bytes = record_bytes(run.metadata)
+    expected = {artifact.name: artifact.sha256() for artifact in run.artifacts}
+    expected[METADATA] = sha256_bytes(metadata_bytes)
+    expected[SUMMARY] = sha256_bytes(record_bytes(run.summary))
+    differences = []
+    for name in sorted(set(expected) | set(manifest.files)):
+        stored = manifest.files.get(name)
+        if stored is None:
+            differences.append(f"{name} (not in the stored run)")
+        elif name not in expected:
+            differences.append(f"{name} (only in the stored run)")
+        elif stored.sha256 != expected[name]:
+            fields = _metadata_fields(ledger, run_id, metadata_bytes) if name == METADATA else []
+            if fields == ["source"]:
+                continue
+            differences.append(name + (f" (fields: {', '.join(fields)})" if fields else ""))
+    if differences:
+        raise RunExistsError(
+            f"run {run_id} (from {run.directory}) is already in the ledger with different "
+            f"content: {', '.join(differences)} differ. Sealed runs are never replaced; import "
+            "this one under another run id (a --sidecar column 'run_id')"
+        )
+
+
+def _metadata_fields(ledger: Ledger, run_id: str, new: bytes) -> list[str]:
+    """The top-level fields in which the stored metadata.json and `new` differ."""
+    try:
+        stored = json.loads(ledger.read_bytes(run_id, METADATA))
+        fresh = json.loads(new)
+    except (ValueError, InputError):
+        return []
+    if not isinstance(stored, dict):
+        return []
+    return sorted(key for key in set(stored) | set(fresh) if stored.get(key) != fresh.get(key))
+
+
+# -- planning and writing --------------------------------------------------------------------
+
+
+def plan_runs(
+    run_dirs: Sequence[Path],
+    options: ImportOptions,
+    *,
+    ledger: Ledger | None = None,
+    progress: Progress | None = None,
+) -> ImportPlan:
+    """Read and check the given run directories; write nothing."""
+    if options.batch_size < 1:
+        raise InputError("the batch size must be at least 1")
+    limit = options.max_artifact_bytes or (
+        ledger.config.max_artifact_bytes if ledger is not None else DEFAULT_MAX_ARTIFACT_BYTES
+    )
+    prompt_file = options.system_prompt_file
+    ctx = _Context(
+        layout=_layout(options),
+        options=options,
+        limit=limit,
+        sidecar=load_sidecar(options.sidecar) if options.sidecar else {},
+        sidecar_origin=str(options.sidecar or ""),
+        system_prompt=(_read(prompt_file), str(prompt_file)) if prompt_file else None,
+        ledger=ledger,
+    )
+    runs: list[PlannedRun] = []
+    seen: dict[str, Path] = {}
+    for done, run_dir in enumerate(run_dirs, start=1):
+        run = _plan_run(run_dir, ctx)
+        if run.run_id in seen:
+            raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
+        seen[run.run_id] = run_dir
+        runs.append(run)
+        if progress:
+            progress(done, len(run_dirs))
+    return ImportPlan(runs=runs, max_artifact_bytes=limit, batch_size=options.batch_size)
+
+
+def duplicate_run_id(run_id: str, first: Path, second: Path) -> InputError:
+    return InputError(
+        f"{first} and {second} both give run id {run_id!r}; give one another id with a "
+        "--sidecar column 'run_id'"
+    )
+
+
+def plan_import(
+    paths: Sequence[Path],
+    options: ImportOptions | None = None,
+    *,
+    ledger: Ledger | None = None,
+    progress: Progress | None = None,
+) -> ImportPlan:
+    """Read and check every run under `paths` in this process; write nothing.
+
+    Raises an InputError naming the file and field at the first bad run. With `ledger`, runs
+    already stored are compared with it: identical ones are marked, different ones refused.
+    """
+    options = options or ImportOptions()
+    run_dirs = find_run_dirs(paths, options)
+    return plan_runs(run_dirs, options, ledger=ledger, progress=progress)
+
+
+def _writer(ledger: Ledger, run: PlannedRun, max_artifact_bytes: int) -> RunWriter:
+    writer = ledger.new_run(run.metadata, max_artifact_bytes=max_artifact_bytes)
+    try:
+        for artifact in run.artifacts:
+            # Planning validated the shell log already; the writer need not parse it again.
+            if artifact.data is not None:
+                writer.add_bytes(artifact.name, artifact.data, checked=True)
+            else:
+                assert artifact.path is not None
+                writer.add_file(artifact.name, artifact.path, checked=True)
+        writer.set_summary(run.summary)
+    except BaseException:
+        writer.discard()
+        raise
+    return writer
+
+
+def write_plan(
+    ledger: Ledger, plan: ImportPlan, *, progress: Progress | None = None
+) -> ImportReport:
+    """Seal the plan's new runs in batches; runs already present and identical are skipped."""
+    report = ImportReport(identical=[run.run_id for run in plan.runs if run.identical])
+    new = plan.new_runs
+    for start in range(0, len(new), plan.batch_size):
+        writers: list[RunWriter] = []
+        try:
+            for run in new[start : start + plan.batch_size]:
+                writers.append(_writer(ledger, run, plan.max_artifact_bytes))
+            sealed = ledger.seal_batch(writers)
+        except BaseException:
+            for writer in writers:
+                if writer.sealed is None:
+                    writer.discard()
+            raise
+        report.imported.extend(result.run_id for result in sealed)
+        if progress:
+            progress(len(report.imported), len(new))
+    return report

@@ -1,0 +1,286 @@
+"""Where runs are and which file is which: layout patterns, run discovery, directory scans.
+
+A run directory is recognised by its files (PROMPT.txt, ghost_report_*.md, metadata.json, ...
+or the patterns given with --map). A directory that is not a run is a directory of runs. A scan
+lists a run's regular files: symlinks are followed when they stay inside the run and refused when
+they point outside it; hidden and excluded files are skipped (and listed as skipped).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
+from agentledger.store.storage import format_size
+
+__all__ = [
+    "ARTIFACT_KEYS",
+    "DEFAULT_NAME_PATTERN",
+    "DEFAULT_PATTERNS",
+    "Layout",
+    "SourceFile",
+    "shown",
+]
+
+ARTIFACT_KEYS = (
+    "prompt",
+    "system_prompt",
+    "report",
+    "audit",
+    "shell_audit",
+    "snapshot",
+    "metadata",
+    "summary",
+)
+DEFAULT_PATTERNS: Mapping[str, tuple[str, ...]] = {
+    "prompt": ("PROMPT.txt",),
+    "system_prompt": ("system_prompt.txt",),
+    "report": ("ghost_report_*.md", "report.md"),
+    "audit": ("ghost_audit_*.md", "audit.md"),
+    "shell_audit": ("shell_audit_*.jsonl", "shell_audit.jsonl"),
+    "snapshot": ("snapshot.*", "snapshot_*"),
+    "metadata": ("metadata.json",),
+    "summary": ("run_summary.json",),
+}
+# A directory is a run when one of its files matches one of these.
+_RUN_MARKERS = ("prompt", "report", "audit", "shell_audit", "metadata")
+# use_case_m_haiku_20260312, use_case_m_haiku_20260312_000123, ..._20260312T101500Z
+DEFAULT_NAME_PATTERN = (
+    r"(?P<scenario>.+?)_(?P<model>[^_]+)_(?P<date>\d{8}(?:T\d{4,6}Z?)?)(?:[_.-].*)?"
+)
+_NAME_GROUPS = ("scenario", "model", "date", "variant")
+
+
+def _globs(patterns: Sequence[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+@dataclass(frozen=True)
+class Layout:
+    top: dict[str, re.Pattern[str]]  # patterns for files at the top of a run
+    nested: dict[str, re.Pattern[str]]  # patterns with '/', matched against relative paths
+    exclude: re.Pattern[str] | None
+    name: re.Pattern[str]
+
+    @classmethod
+    def build(
+        cls,
+        mapping: Mapping[str, Sequence[str]],
+        name_pattern: str | None = None,
+        exclude: Sequence[str] = (),
+    ) -> Layout:
+        """The layout from --map patterns (KEY -> globs), --name-pattern and --exclude."""
+        unknown = sorted(set(mapping) - set(ARTIFACT_KEYS))
+        if unknown:
+            raise InputError(
+                f"--map {unknown[0]}: unknown artifact key; use one of {', '.join(ARTIFACT_KEYS)}"
+            )
+        top: dict[str, re.Pattern[str]] = {}
+        nested: dict[str, re.Pattern[str]] = {}
+        for key in ARTIFACT_KEYS:
+            patterns = tuple(mapping.get(key) or DEFAULT_PATTERNS[key])
+            if flat := [p for p in patterns if "/" not in p]:
+                top[key] = _globs(flat)
+            if deep := [p.strip("/") for p in patterns if "/" in p]:
+                nested[key] = _globs(deep)
+        try:
+            name = re.compile(name_pattern or DEFAULT_NAME_PATTERN)
+        except re.error as exc:
+            raise InputError(
+                f"--name-pattern {name_pattern!r}: not a regular expression: {exc}"
+            ) from None
+        extra = sorted(set(name.groupindex) - set(_NAME_GROUPS))
+        if extra:
+            raise InputError(
+                f"--name-pattern: unknown group (?P<{extra[0]}>...); "
+                f"named groups may be {', '.join(_NAME_GROUPS)}"
+            )
+        excluded = _globs(list(exclude)) if exclude else None
+        return cls(top=top, nested=nested, exclude=excluded, name=name)
+
+    def keys_for(self, rel: str) -> list[str]:
+        table = self.nested if "/" in rel else self.top
+        return [key for key, pattern in table.items() if pattern.fullmatch(rel)]
+
+    def is_run(self, directory: Path) -> bool:
+        try:
+            with os.scandir(directory) as entries:
+                names = [e.name for e in entries if not e.name.startswith(".")]
+        except OSError as exc:
+            raise InputError(f"{directory}: cannot read the directory ({exc.strerror})") from None
+        for key in _RUN_MARKERS:
+            pattern = self.top.get(key)
+            if pattern is not None and any(pattern.fullmatch(name) for name in names):
+                return True
+            deep = self.nested.get(key)
+            if deep is not None and any(
+                deep.fullmatch(p.relative_to(directory).as_posix())
+                for p in directory.rglob("*")
+                if p.is_file()
+            ):
+                return True
+        return False
+
+    # -- finding runs and their files --------------------------------------------------
+
+    def find_runs(self, paths: Sequence[Path]) -> list[Path]:
+        """Each PATH is a run directory, or a directory whose subdirectories are runs."""
+        return _find_runs(paths, self)
+
+    def scan(self, run_dir: Path, limit: int) -> tuple[list[SourceFile], list[str]]:
+        """Every regular file of a run (none over `limit` bytes), and the files skipped."""
+        return _scan(run_dir, self, limit)
+
+    def assign(
+        self, run_dir: Path, files: list[SourceFile]
+    ) -> tuple[dict[str, SourceFile], list[SourceFile]]:
+        """Which file is which artifact (by key); the rest are attachments."""
+        return _assign(run_dir, files, self)
+
+
+def shown(path: str | Path) -> str:
+    """A path as it can be printed: quoted when it holds control characters."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def _inside(target: str, root: str) -> bool:
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _subdirectories(path: Path) -> list[Path]:
+    root = os.path.realpath(path)
+    found = []
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            if entry.is_symlink() and not _inside(os.path.realpath(entry.path), root):
+                raise UnsafeNameError(
+                    f"{shown(entry.path)}: symlink points outside {path} "
+                    f"(to {shown(os.path.realpath(entry.path))}); refusing to import it"
+                )
+            found.append(Path(entry.path))
+    return sorted(found)
+
+
+def _find_runs(paths: Sequence[Path], layout: Layout) -> list[Path]:
+    found: dict[str, Path] = {}
+    for path in paths:
+        if not path.is_dir():
+            raise InputError(
+                f"{path}: not a directory (give a run directory or a directory of runs)"
+            )
+        if layout.is_run(path):
+            found.setdefault(os.path.realpath(path), path)
+            continue
+        runs = _subdirectories(path)
+        for sub in runs:
+            if not layout.is_run(sub):
+                raise InputError(
+                    f"{shown(sub)}: not a run directory: none of its files matches the prompt, "
+                    "report, audit, shell_audit or metadata patterns (PROMPT.txt, "
+                    "ghost_report_*.md, ...). Pass run directories one by one, or describe the "
+                    "layout with --map KEY=GLOB"
+                )
+            found.setdefault(os.path.realpath(sub), sub)
+        if not runs:
+            raise InputError(
+                f"{path}: no runs found: it holds no run files (PROMPT.txt, ghost_report_*.md, "
+                "metadata.json, ...) and no run directories; describe the layout with "
+                "--map KEY=GLOB"
+            )
+    for run_dir in found.values():
+        if not run_dir.name.isprintable():
+            raise UnsafeNameError(
+                f"{shown(run_dir)}: a run directory name with control characters is refused; "
+                "rename the directory"
+            )
+    return list(found.values())
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    rel: str  # path inside the run directory, with '/'
+    path: str  # where to read it (symlinks resolved)
+    size: int
+
+
+def _scan(run_dir: Path, layout: Layout, limit: int) -> tuple[list[SourceFile], list[str]]:
+    """Every regular file of a run, and those skipped; symlinks inside are followed."""
+    root = os.path.realpath(run_dir)
+    files: list[SourceFile] = []
+    skipped: list[str] = []
+    visited = {root}
+    stack = [("", root)]
+    while stack:
+        prefix, real = stack.pop()
+        with os.scandir(real) as entries:
+            listed = sorted(entries, key=lambda e: e.name)
+        for entry in listed:
+            rel = prefix + entry.name
+            if entry.name.startswith(".") or (layout.exclude and layout.exclude.fullmatch(rel)):
+                skipped.append(rel)
+                continue
+            target = entry.path
+            if entry.is_symlink():
+                target = os.path.realpath(entry.path)
+                if not _inside(target, root):
+                    raise UnsafeNameError(
+                        f"{shown(run_dir / rel)}: symlink points outside the run directory "
+                        f"(to {shown(target)}); refusing to import it"
+                    )
+            try:
+                info = os.stat(target)
+            except FileNotFoundError:
+                raise InputError(f"{shown(run_dir / rel)}: broken symlink") from None
+            if stat.S_ISDIR(info.st_mode):
+                if target in visited:  # a link to a directory already included
+                    skipped.append(rel)
+                else:
+                    visited.add(target)
+                    stack.append((rel + "/", target))
+            elif not stat.S_ISREG(info.st_mode):
+                raise InputError(f"{shown(run_dir / rel)}: not a regular file")
+            elif info.st_size > limit:
+                raise ArtifactTooLargeError(
+                    f"{shown(run_dir / rel)}: {format_size(info.st_size)} is over the "
+                    f"{format_size(limit)} artifact size limit (raise it for this import with "
+                    "--max-artifact-size, or set max_artifact_bytes in ledger.json)"
+                )
+            else:
+                files.append(SourceFile(rel, target, info.st_size))
+    return files, skipped
+
+
+def _assign(
+    run_dir: Path, files: list[SourceFile], layout: Layout
+) -> tuple[dict[str, SourceFile], list[SourceFile]]:
+    """Which file is which artifact; the rest are attachments."""
+    matched: dict[str, list[SourceFile]] = {}
+    rest: list[SourceFile] = []
+    for source in files:
+        keys = layout.keys_for(source.rel)
+        if len(keys) > 1:
+            raise InputError(
+                f"{shown(run_dir / source.rel)}: matches the patterns of both {keys[0]} and "
+                f"{keys[1]}; narrow one with --map KEY=GLOB"
+            )
+        if keys:
+            matched.setdefault(keys[0], []).append(source)
+        else:
+            rest.append(source)
+    for key, sources in matched.items():
+        if len(sources) > 1:
+            names = ", ".join(repr(s.rel) for s in sources)
+            raise InputError(
+                f"{run_dir}: several files match {key} ({names}); choose one with "
+                f"--map {key}=GLOB (or leave the others out with --exclude GLOB)"
+            )
+    return {key: sources[0] for key, sources in matched.items()}, rest

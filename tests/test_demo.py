@@ -1,0 +1,42 @@
+"""`agentledger demo` works on a fresh machine and shows what the store does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from agentledger import Ledger, RunFilter
+from agentledger.cli import main
+from agentledger.store import verify_ledger
+
+
+def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Imported 8 runs" in out
+    assert "$ agentledger runs --ledger" in out and "--prompt-hash 890181ac" in out
+    assert "Verified 8 runs" in out and ": OK" in out
+    assert "changed  report.md" in out and "(exit code 3)" in out
+    assert "Try next:" in out
+    with Ledger.open(tmp_path / "demo") as ledger:
+        assert ledger.count() == 8
+        assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 8
+        assert ledger.count(RunFilter(variant="variant-a")) == 2
+        assert verify_ledger(ledger).ok  # the tampering happened in a copy
+
+
+def test_demo_refuses_an_existing_ledger(tmp_path: Path) -> None:
+    Ledger.init(tmp_path / "demo").close()
+    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
+    assert result.exit_code == 2 and "already holds a ledger" in result.stderr
+
+
+def test_the_suggested_reimport_is_a_no_op(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
+    suggestion = next(line for line in result.stdout.splitlines() if "again: a no-op" in line)
+    args = suggestion.split("#")[0].split()[1:]
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert "8 already imported, identical" in again.output

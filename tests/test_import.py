@@ -1,0 +1,882 @@
+"""`agentledger import`: backfilling runs kept as directories, and refusing bad ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agentledger.cli import main
+from agentledger.importers import (
+    ImportOptions,
+    find_run_dirs,
+    import_runs,
+    parse_size,
+    plan_import,
+    sample_runs_dir,
+)
+from agentledger.records import RunMetadata, RunSummary
+from agentledger.store import Ledger, verify_ledger
+
+SYSTEM_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
+FULL_HASH = "sha256:" + hashlib.sha256(SYSTEM_PROMPT).hexdigest()
+SHORT_HASH = FULL_HASH[7:15]
+SHELL_AUDIT = [
+    {"timestamp": "2026-03-12T10:15:02Z", "command": "ping -c 5 10.0.3.5", "decision": "allowed"},
+    {"timestamp": "2026-03-12T10:15:41Z", "command": "iptables -L -n -v", "exit_code": 0},
+    {"timestamp": "2026-03-12T10:16:14Z", "command": "tc qdisc show dev eth0", "exit_code": 0},
+    {"timestamp": "2026-03-12T10:16:49Z", "command": "tc qdisc del dev eth0 root",
+     "decision": "denied", "reason": "mutating"},
+]  # fmt: skip
+
+SeedRun = Callable[..., Path]
+
+
+def agentledger(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def seed_metadata(run_id: str, **changes: Any) -> dict[str, Any]:
+    """metadata.json exactly as the seed's eval runner wrote it."""
+    data = {
+        "run_id": run_id,
+        "system_prompt_hash": SHORT_HASH,
+        "ghost_agent_commit": "7f555a1",
+        "model": "claude-haiku-4-5",
+        "silent_update_detectable": False,
+    }
+    data.update(changes)
+    return {key: value for key, value in data.items() if value is not None}
+
+
+@pytest.fixture
+def seed_run(tmp_path: Path) -> SeedRun:
+    """Write one run directory in the seed's layout; keyword arguments change its files."""
+
+    def write(
+        name: str = "use_case_m_haiku_20260312",
+        *,
+        parent: Path | None = None,
+        metadata: dict[str, Any] | bool | None = True,
+        summary: dict[str, Any] | None = None,
+        files: dict[str, bytes | str] | None = None,
+    ) -> Path:
+        day = "20260312"
+        directory = (parent or tmp_path / "runs") / name
+        directory.mkdir(parents=True)
+        content: dict[str, bytes | str] = {
+            "PROMPT.txt": "Requests from vm-api-01 to 10.0.3.5:5432 see 200 ms extra latency.\n",
+            f"ghost_report_{day}.md": "# Report\n\n## Root cause\nnetem qdisc on eth0.\n",
+            f"ghost_audit_{day}.md": "# Trace\nChecked iptables (empty), then tc.\n",
+            f"shell_audit_{day}.jsonl": "".join(json.dumps(e) + "\n" for e in SHELL_AUDIT),
+        }
+        if metadata is True:
+            content["metadata.json"] = json.dumps(seed_metadata(name), indent=2) + "\n"
+        elif isinstance(metadata, dict):
+            content["metadata.json"] = json.dumps(metadata, indent=2) + "\n"
+        if summary is not None:
+            content["run_summary.json"] = json.dumps(summary, indent=2) + "\n"
+        content.update(files or {})
+        for relative, data in content.items():
+            path = directory / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data.encode() if isinstance(data, str) else data)
+        return directory
+
+    return write
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ledger"
+
+
+def stored_runs(ledger_path: Path) -> list[str]:
+    runs = ledger_path / "runs"
+    return sorted(p.name for p in runs.iterdir()) if runs.is_dir() else []
+
+
+def stored_metadata(ledger_path: Path, run_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((ledger_path / "runs" / run_id / "metadata.json").read_text())
+    return data
+
+
+# -- the seed's layout ---------------------------------------------------------------------
+
+
+def test_import_one_run_in_the_seeds_layout(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run(summary={"commands_executed": 3, "duration_seconds": 118.6})
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"Imported 1 run into {ledger_path}.\n"
+    assert result.stderr == f"Created a new ledger at {ledger_path}\n"
+    stored = ledger_path / "runs" / "use_case_m_haiku_20260312"
+    assert sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*") if p.is_file()) == [
+        "MANIFEST.json",
+        "PROMPT.txt",
+        "audit.md",
+        "metadata.json",
+        "report.md",
+        "run_summary.json",
+        "shell_audit.jsonl",
+    ]
+    # the foreign records are kept, as JSON, in the provenance of the ledger's own metadata
+    kept = stored_metadata(ledger_path, "use_case_m_haiku_20260312")["source"]
+    for name, key in (
+        ("metadata.json", "original_metadata"),
+        ("run_summary.json", "original_summary"),
+    ):
+        assert kept[key] == json.loads((run / name).read_text())
+        assert kept["files"][name] == f"metadata.json source.{key}"
+    assert (stored / "report.md").read_bytes() == (run / "ghost_report_20260312.md").read_bytes()
+
+    metadata = stored_metadata(ledger_path, "use_case_m_haiku_20260312")
+    assert metadata["scenario"] == "use_case_m"  # from the directory name
+    assert metadata["model"] == "claude-haiku-4-5"  # from metadata.json, not "haiku"
+    assert metadata["system_prompt_hash"] == "sha256:" + SHORT_HASH
+    assert metadata["agent"] == {"name": None, "commit": "7f555a1", "dirty": None}
+    assert metadata["started_at"] == "2026-03-12T00:00:00Z"
+    assert metadata["backfilled"] is True
+    assert metadata["source"]["importer"] == "directory"
+    assert metadata["source"]["files"]["ghost_report_20260312.md"] == "report.md"
+    assert metadata["source"]["fields"]["scenario"] == "directory name"
+    assert metadata["source"]["fields"]["model"] == "metadata.json"
+
+    summary = json.loads((stored / "run_summary.json").read_text())
+    assert summary["commands_run"] == 3  # commands_executed in the runner's summary
+    assert summary["commands_denied"] == 1  # not in it: counted from the shell audit
+    assert summary["duration_s"] == 118.6
+    assert summary["derived"] is False
+
+
+def test_summary_is_derived_when_the_run_has_none(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run()
+
+    assert agentledger("import", run, "--ledger", ledger_path).exit_code == 0
+
+    summary = json.loads((ledger_path / "runs" / run.name / "run_summary.json").read_text())
+    assert summary["commands_run"] == 3
+    assert summary["commands_denied"] == 1
+    assert summary["duration_s"] is None  # a day from a name is no start time
+    assert summary["derived"] is True
+
+
+def test_a_directory_of_runs(seed_run: SeedRun, tmp_path: Path, ledger_path: Path) -> None:
+    names = ["use_case_b_gemini_20260308", "use_case_f_haiku_20260309", "use_case_m_haiku_20260312"]
+    for name in names:
+        seed_run(name, metadata=seed_metadata(name, model=None))
+    (tmp_path / "runs" / "run_index.json").write_text("{}\n")  # the seed's index: not a run
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path)
+
+    assert result.exit_code == 0, result.output
+    assert "Imported 3 runs" in result.stdout
+    assert stored_runs(ledger_path) == names
+    assert stored_metadata(ledger_path, names[0])["model"] == "gemini"  # from the name only
+
+
+def test_the_bundled_sample_runs(ledger_path: Path) -> None:
+    result = agentledger(
+        "import", sample_runs_dir(), "--ledger", ledger_path, "--tag", "sample=true",
+        "--agent-name", "ghost",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"Imported 8 runs into {ledger_path}.\n"
+    with Ledger.open(ledger_path) as ledger:
+        runs = ledger.runs()
+        assert {run.scenario for run in runs} == {"use_case_b", "use_case_f", "use_case_m"}
+        assert {run.model for run in runs} == {"gemini-2.5-flash", "claude-haiku-4-5"}
+        # the runs carry system_prompt.txt, so the short hash became the full one
+        # base prompt and the variant-a addon: two experiments, each with its full hash
+        assert len({run.system_prompt_hash for run in runs}) == 2
+        assert all(len(run.system_prompt_hash or "") == len("sha256:") + 64 for run in runs)
+        assert {run.run_id for run in runs if run.variant == "variant-a"} == {
+            "use_case_m_gemini_20260320",
+            "use_case_m_haiku_20260320",
+        }
+        assert all(run.metadata["tags"] == {"sample": "true"} for run in runs)
+        assert ledger.read_bytes("use_case_f_haiku_20260309", "snapshot.json").count(
+            b"Microsoft.Sql"
+        )
+        assert verify_ledger(ledger).ok
+
+
+def test_sample_runs_are_packaged_data() -> None:
+    directory = sample_runs_dir()
+    runs = [p for p in directory.iterdir() if p.is_dir()]
+    assert len(runs) == 8
+    for run in runs:
+        metadata = json.loads((run / "metadata.json").read_text())
+        seed_fields = {
+            "run_id", "system_prompt_hash", "ghost_agent_commit", "model",
+            "silent_update_detectable",
+        }  # fmt: skip
+        variant_fields = {"variant", "prompt_addon"}
+        assert seed_fields <= set(metadata) <= seed_fields | variant_fields
+        prompt = (run / "system_prompt.txt").read_bytes()
+        assert hashlib.sha256(prompt).hexdigest().startswith(metadata["system_prompt_hash"])
+        assert sum(f.stat().st_size for f in run.iterdir()) < 12_000
+
+
+# -- re-importing ----------------------------------------------------------------------------
+
+
+def test_reimporting_the_same_content_is_a_no_op(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run()
+    assert agentledger("import", run, "--ledger", ledger_path).exit_code == 0
+    manifest = (ledger_path / "runs" / run.name / "MANIFEST.json").read_bytes()
+
+    result = agentledger("import", run, "--ledger", ledger_path, "-v")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "use_case_m_haiku_20260312: already imported, identical\n"
+        f"Imported 0 runs into {ledger_path}; 1 already imported, identical (nothing to do).\n"
+    )
+    assert (ledger_path / "runs" / run.name / "MANIFEST.json").read_bytes() == manifest
+
+
+def test_the_same_run_found_under_another_name_is_identical(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    run = seed_run()
+    assert agentledger("import", run, "--ledger", ledger_path).exit_code == 0
+    moved = run.rename(tmp_path / "use_case_m_haiku_20260312_copy")
+
+    result = agentledger("import", moved, "--ledger", ledger_path)
+
+    assert result.exit_code == 0, result.output
+    assert "1 already imported, identical" in result.stdout
+    source = stored_metadata(ledger_path, run.name)["source"]
+    assert source["directory"] == "use_case_m_haiku_20260312"  # the first import's record stays
+
+
+def test_same_run_id_with_different_content_is_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    run = seed_run()
+    assert agentledger("import", run, "--ledger", ledger_path).exit_code == 0
+    (run / "ghost_report_20260312.md").write_text("# Report\nA different report.\n")
+    (run / "notes.txt").write_text("added later\n")
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    assert result.exit_code == 2
+    assert "use_case_m_haiku_20260312" in result.stderr
+    assert "different content" in result.stderr
+    assert "report.md" in result.stderr
+    assert "attachments/notes.txt (not in the stored run)" in result.stderr
+    assert "metadata.json" not in result.stderr  # only its provenance differs
+
+
+def test_imports_are_deterministic(seed_run: SeedRun, tmp_path: Path) -> None:
+    run = seed_run(summary={"commands_executed": 3})
+    for ledger in ("one", "two"):
+        assert agentledger("import", run, "--ledger", tmp_path / ledger).exit_code == 0
+
+    for name in ("metadata.json", "run_summary.json"):
+        first = (tmp_path / "one/runs" / run.name / name).read_bytes()
+        assert first == (tmp_path / "two/runs" / run.name / name).read_bytes()
+    metadata = (tmp_path / "one/runs" / run.name / "metadata.json").read_bytes()
+    assert str(tmp_path).encode() not in metadata  # no absolute paths, no import times
+
+
+def test_integrity_holds_after_import(seed_run: SeedRun, tmp_path: Path) -> None:
+    for name in ("use_case_b_haiku_20260308", "use_case_m_haiku_20260312"):
+        seed_run(name)
+    with Ledger.init(tmp_path / "ledger") as ledger:
+        report = import_runs(ledger, [tmp_path / "runs"])
+        assert report.imported == ["use_case_b_haiku_20260308", "use_case_m_haiku_20260312"]
+        assert verify_ledger(ledger).ok
+        assert ledger.count() == 2
+
+
+# -- other layouts ---------------------------------------------------------------------------
+
+
+def other_layout_run(root: Path, name: str) -> Path:
+    directory = root / name
+    (directory / "logs").mkdir(parents=True)
+    (directory / "task.txt").write_text("Storage returns 403 from snet-app.\n")
+    (directory / "final_answer.md").write_text("# Answer\nAdd Microsoft.Storage.\n")
+    (directory / "thinking.md").write_text("Checked the network rules.\n")
+    (directory / "logs" / "commands.jsonl").write_text(
+        json.dumps({"cmd": "az storage account show -n st1", "status": "ok"}) + "\n"
+    )
+    (directory / "screenshot.png").write_bytes(b"\x89PNG\r\n")
+    return directory
+
+
+LAYOUT = (
+    "--map", "prompt=task.txt", "--map", "report=final_answer.md",
+    "--map", "audit=thinking.md", "--map", "shell_audit=logs/*.jsonl",
+)  # fmt: skip
+
+
+def test_another_layout_with_a_csv_sidecar(tmp_path: Path, ledger_path: Path) -> None:
+    for name in ("run-a", "run-b"):
+        other_layout_run(tmp_path / "exported", name)
+    sidecar = tmp_path / "identity.csv"
+    sidecar.write_text(
+        "directory,scenario,model,started_at,run_id,tag:team\n"
+        "run-a,use_case_f,gpt-4o,2026-02-01T09:30:00Z,use_case_f_gpt-4o_a,netops\n"
+        "run-b,use_case_f,gpt-4o,2026-02-02T09:30:00Z,,netops\n"
+    )
+
+    result = agentledger(
+        "import", tmp_path / "exported", "--ledger", ledger_path, *LAYOUT, "--sidecar", sidecar,
+        "--provider", "openai",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert stored_runs(ledger_path) == ["run-b", "use_case_f_gpt-4o_a"]
+    metadata = stored_metadata(ledger_path, "use_case_f_gpt-4o_a")
+    assert metadata["model"] == "gpt-4o"
+    assert metadata["provider"] == "openai"
+    assert metadata["started_at"] == "2026-02-01T09:30:00Z"
+    assert metadata["tags"] == {"team": "netops"}
+    assert metadata["system_prompt_hash"] is None
+    assert metadata["source"]["files"] == {
+        "final_answer.md": "report.md",
+        "logs/commands.jsonl": "shell_audit.jsonl",
+        "screenshot.png": "attachments/screenshot.png",
+        "task.txt": "PROMPT.txt",
+        "thinking.md": "audit.md",
+    }
+    assert metadata["source"]["fields"]["model"] == "sidecar"
+
+
+@pytest.mark.parametrize("shape", ["object", "list"])
+def test_a_json_sidecar(shape: str, tmp_path: Path, ledger_path: Path) -> None:
+    other_layout_run(tmp_path / "exported", "run-a")
+    fields = {"scenario": "use_case_f", "model": "gpt-4o", "tags": {"team": "netops"}}
+    data: Any = {"run-a": fields} if shape == "object" else [{"directory": "run-a", **fields}]
+    sidecar = tmp_path / "identity.json"
+    sidecar.write_text(json.dumps(data))
+
+    result = agentledger(
+        "import", tmp_path / "exported", "--ledger", ledger_path, *LAYOUT, "--sidecar", sidecar
+    )
+
+    assert result.exit_code == 0, result.output
+    assert stored_metadata(ledger_path, "run-a")["tags"] == {"team": "netops"}
+
+
+def test_fields_from_options_and_a_name_pattern(tmp_path: Path, ledger_path: Path) -> None:
+    other_layout_run(tmp_path / "exported", "2026-02-01--use_case_f--r1")
+
+    result = agentledger(
+        "import", tmp_path / "exported", "--ledger", ledger_path, *LAYOUT, "--model", "gpt-4o",
+        "--name-pattern", r"(?P<date>[\d-]+)--(?P<scenario>\w+)--r\d+", "--agent-name", "ghost",
+        "--agent-commit", "7f555a1", "--variant", "variant-a",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    metadata = stored_metadata(ledger_path, "2026-02-01--use_case_f--r1")
+    assert (metadata["scenario"], metadata["model"]) == ("use_case_f", "gpt-4o")
+    assert metadata["started_at"] == "2026-02-01T00:00:00Z"
+    assert metadata["agent"] == {"name": "ghost", "commit": "7f555a1", "dirty": None}
+    assert metadata["variant"] == "variant-a"
+
+
+def test_system_prompt_file_gives_the_full_hash(seed_run: SeedRun, tmp_path: Path) -> None:
+    run = seed_run()
+    prompt = tmp_path / "base_prompt.txt"
+    prompt.write_bytes(SYSTEM_PROMPT)
+
+    result = agentledger(
+        "import", run, "--ledger", tmp_path / "ledger", "--system-prompt-file", prompt
+    )
+
+    assert result.exit_code == 0, result.output
+    metadata = stored_metadata(tmp_path / "ledger", run.name)
+    assert metadata["system_prompt_hash"] == FULL_HASH
+    assert metadata["source"]["system_prompt"] == "--system-prompt-file"
+    stored = tmp_path / "ledger/runs" / run.name / "system_prompt.txt"
+    assert stored.read_bytes() == SYSTEM_PROMPT
+
+
+def test_a_symlink_inside_the_run_is_followed(seed_run: SeedRun, tmp_path: Path) -> None:
+    run = seed_run(files={"shared/notes.txt": "notes\n"})
+    (run / "notes-link.txt").symlink_to(run / "shared" / "notes.txt")
+
+    result = agentledger("import", run, "--ledger", tmp_path / "ledger")
+
+    assert result.exit_code == 0, result.output
+    stored = tmp_path / "ledger/runs" / run.name / "attachments"
+    assert (stored / "notes-link.txt").read_text() == "notes\n"
+    assert not (stored / "notes-link.txt").is_symlink()
+
+
+def test_dry_run_writes_nothing(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run()
+
+    result = agentledger("import", run, "--ledger", ledger_path, "--dry-run")
+
+    assert result.exit_code == 0, result.output
+    assert "would import 1 run" in result.stdout
+    assert not ledger_path.exists()
+
+
+def test_the_library_reports_progress(seed_run: SeedRun, tmp_path: Path) -> None:
+    seed_run("use_case_b_haiku_20260308")
+    seed_run("use_case_m_haiku_20260312")
+    calls: list[tuple[int, int | None]] = []
+    with Ledger.init(tmp_path / "ledger") as ledger:
+        plan = plan_import([tmp_path / "runs"], ImportOptions(batch_size=1), ledger=ledger)
+        assert [run.run_id for run in plan.new_runs] == [
+            "use_case_b_haiku_20260308", "use_case_m_haiku_20260312",
+        ]  # fmt: skip
+
+        def progress(done: int, total: int | None) -> None:
+            calls.append((done, total))
+
+        import_runs(ledger, [tmp_path / "runs"], ImportOptions(batch_size=1), progress=progress)
+    assert calls == [(1, 2), (2, 2), (1, 2), (2, 2)]
+
+
+def test_find_run_dirs(seed_run: SeedRun, tmp_path: Path) -> None:
+    one = seed_run("use_case_b_haiku_20260308")
+    seed_run("use_case_m_haiku_20260312")
+    found = find_run_dirs([tmp_path / "runs", one])
+    assert [p.name for p in found] == ["use_case_b_haiku_20260308", "use_case_m_haiku_20260312"]
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("100MB", 100 * 2**20), ("1.5GB", int(1.5 * 2**30)), ("2048", 2048), ("512 KiB", 2**19)],
+)
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_hidden_and_excluded_files_are_left_out(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run(files={".DS_Store": "x", "core.12345": "x" * 100, "notes.txt": "kept\n"})
+
+    result = agentledger("import", run, "--ledger", ledger_path, "--exclude", "core.*")
+
+    assert result.exit_code == 0, result.output
+    stored = ledger_path / "runs" / run.name
+    assert (stored / "attachments/notes.txt").read_text() == "kept\n"
+    assert not (stored / "attachments/core.12345").exists()
+    source = stored_metadata(ledger_path, run.name)["source"]
+    assert source["skipped"] == [".DS_Store", "core.12345"]
+
+
+def test_dates_in_file_names_when_the_directory_name_has_none(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    seed_run("haiku-m-rerun", metadata=seed_metadata("haiku-m-rerun"))
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path, "--scenario", "m")
+
+    assert result.exit_code == 0, result.output
+    metadata = stored_metadata(ledger_path, "haiku-m-rerun")
+    assert metadata["started_at"] == "2026-03-12T00:00:00Z"
+    assert metadata["source"]["fields"]["started_at"] == "file names"
+
+
+def test_a_system_prompt_per_run_from_a_json_sidecar(tmp_path: Path, ledger_path: Path) -> None:
+    other_layout_run(tmp_path / "exported", "run-a")
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "v2.txt").write_bytes(SYSTEM_PROMPT)
+    sidecar = tmp_path / "identity.json"
+    sidecar.write_text(
+        json.dumps(
+            [
+                {
+                    "directory": "run-a",
+                    "scenario": "use_case_f",
+                    "model": "gpt-4o",
+                    "system_prompt_hash": SHORT_HASH,
+                    "system_prompt_file": "prompts/v2.txt",
+                }
+            ]
+        )
+    )
+
+    result = agentledger(
+        "import", tmp_path / "exported", "--ledger", ledger_path, *LAYOUT, "--sidecar", sidecar
+    )
+
+    assert result.exit_code == 0, result.output
+    assert stored_metadata(ledger_path, "run-a")["system_prompt_hash"] == FULL_HASH
+    stored = ledger_path / "runs/run-a/system_prompt.txt"
+    assert stored.read_bytes() == SYSTEM_PROMPT
+
+
+# -- bad input: exit 2, the file and field named, nothing written -------------------------
+
+
+def refused(result: Result, ledger_path: Path, *expected: str) -> None:
+    assert result.exit_code == 2, result.output
+    for text in expected:
+        assert text in result.stderr, result.stderr
+    assert stored_runs(ledger_path) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"metadata.json": '{"run_id": "x",'}, ["metadata.json", "malformed JSON"]),
+        ({"metadata.json": b'{"model": "caf\xe9"}'}, ["metadata.json", "not valid UTF-8"]),
+        ({"metadata.json": "[1, 2]"}, ["metadata.json", "expected a JSON object"]),
+        (
+            {"metadata.json": json.dumps({"schema_version": 9, "model": "m"})},
+            ["metadata.json", "field 'schema_version'", "newer agentledger"],
+        ),
+        (
+            {"metadata.json": json.dumps({"model": 42})},
+            ["metadata.json", "field 'model'", "expected a non-empty string"],
+        ),
+        (
+            {"metadata.json": json.dumps({"model": "m", "system_prompt_hash": "xyz"})},
+            ["metadata.json", "field 'system_prompt_hash'"],
+        ),
+        (
+            {"metadata.json": json.dumps({"model": "m", "started_at": "yesterday"})},
+            ["metadata.json", "field 'started_at'", "ISO 8601"],
+        ),
+        (
+            {"metadata.json": json.dumps({"model": "m\x1b[2J"})},
+            ["metadata.json", "field 'model'", "control characters"],
+        ),
+        (
+            {"shell_audit_20260312.jsonl": '{"command": "ls"}\n{"command": \n'},
+            ["shell_audit_20260312.jsonl, line 2", "malformed JSON"],
+        ),
+        (
+            {"shell_audit_20260312.jsonl": b'{"command": "ls \xff"}\n'},
+            ["shell_audit_20260312.jsonl, line 1", "not valid UTF-8"],
+        ),
+        (
+            {"shell_audit_20260312.jsonl": '{"exit_code": 0}\n'},
+            ["shell_audit_20260312.jsonl, line 1, field 'command'"],
+        ),
+        (
+            {"shell_audit_20260312.jsonl": '{"command": "ls", "schema_version": 5}\n'},
+            ["shell_audit_20260312.jsonl, line 1", "newer agentledger"],
+        ),
+        (
+            {"run_summary.json": '{"duration_seconds": -3}'},
+            ["run_summary.json", "field 'duration_seconds'"],
+        ),
+        (
+            {"run_summary.json": '{"schema_version": 2}'},
+            ["run_summary.json", "field 'schema_version'"],
+        ),
+        ({"run_summary.json": "{oops"}, ["run_summary.json", "malformed JSON"]),
+    ],
+    ids=[
+        "malformed-metadata", "non-utf8-metadata", "metadata-not-object", "metadata-version",
+        "metadata-type", "bad-prompt-hash", "bad-time", "control-chars", "malformed-jsonl",
+        "non-utf8-jsonl", "jsonl-missing-command", "jsonl-version", "summary-negative",
+        "summary-version", "malformed-summary",
+    ],
+)  # fmt: skip
+def test_bad_files_are_refused_and_nothing_is_written(
+    files: dict[str, str | bytes],
+    expected: list[str],
+    seed_run: SeedRun,
+    tmp_path: Path,
+    ledger_path: Path,
+) -> None:
+    seed_run("use_case_b_haiku_20260308")  # a good run in the same batch is not written either
+    seed_run(files=files)
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path)
+
+    refused(result, ledger_path, "use_case_m_haiku_20260312", *expected)
+
+
+def test_a_missing_model_says_how_to_give_it(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    seed_run("run-42", metadata=False)
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path)
+
+    refused(result, ledger_path, "run-42", "field 'scenario'", "--scenario", "--sidecar")
+
+
+def test_an_option_contradicting_the_runs_metadata_is_refused(
+    seed_run: SeedRun, ledger_path: Path
+) -> None:
+    run = seed_run()
+
+    result = agentledger("import", run, "--ledger", ledger_path, "--model", "gpt-4o")
+
+    refused(
+        result, ledger_path, "metadata.json", "field 'model'", "'claude-haiku-4-5'", "'gpt-4o'",
+        "never overwritten",
+    )  # fmt: skip
+
+
+def test_a_sidecar_contradicting_the_runs_metadata_is_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    run = seed_run()
+    sidecar = tmp_path / "sidecar.csv"
+    sidecar.write_text(f"directory,agent_commit\n{run.name},0000000\n")
+
+    result = agentledger("import", run, "--ledger", ledger_path, "--sidecar", sidecar)
+
+    refused(result, ledger_path, "field 'ghost_agent_commit'", "'7f555a1'", "'0000000'")
+
+
+def test_a_system_prompt_that_does_not_match_the_short_hash(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    run = seed_run(files={"system_prompt.txt": "You are a different agent.\n"})
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    refused(result, ledger_path, "metadata.json", "field 'system_prompt_hash'", SHORT_HASH)
+
+
+def test_a_bad_sidecar_is_refused(seed_run: SeedRun, tmp_path: Path, ledger_path: Path) -> None:
+    run = seed_run()
+    sidecar = tmp_path / "sidecar.csv"
+    sidecar.write_text(f"directory,modle\n{run.name},gpt-4o\n")
+
+    result = agentledger("import", run, "--ledger", ledger_path, "--sidecar", sidecar)
+
+    refused(result, ledger_path, "sidecar.csv", "field 'modle'", "unknown field")
+
+
+@pytest.mark.parametrize(
+    ("name", "metadata", "expected"),
+    [
+        ("use_case_m_haiku_20260312", {"run_id": "../../etc", "model": "m"}, "'../../etc'"),
+        ("use case m haiku 20260312", False, "'use case m haiku 20260312'"),
+    ],
+)
+def test_unsafe_run_ids_are_refused(
+    name: str,
+    metadata: Any,
+    expected: str,
+    seed_run: SeedRun,
+    tmp_path: Path,
+    ledger_path: Path,
+) -> None:
+    seed_run(name, metadata=metadata)
+
+    result = agentledger(
+        "import", tmp_path / "runs", "--ledger", ledger_path, "--scenario", "s", "--model", "m"
+    )
+
+    refused(result, ledger_path, expected, "not a safe run id", "--sidecar column 'run_id'")
+
+
+def test_an_unsafe_run_id_can_be_replaced_through_a_sidecar(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    run = seed_run(metadata=seed_metadata("use_case_m haiku"))
+    sidecar = tmp_path / "ids.json"
+    sidecar.write_text(json.dumps({run.name: {"run_id": "use_case_m_haiku_1"}}))
+
+    result = agentledger("import", run, "--ledger", ledger_path, "--sidecar", sidecar)
+
+    assert result.exit_code == 0, result.output
+    source = stored_metadata(ledger_path, "use_case_m_haiku_1")["source"]
+    assert source["original_run_id"] == "use_case_m haiku"
+
+
+@pytest.mark.parametrize("name", ["bad\x1bname.txt", "two words.txt"])
+def test_unsafe_file_names_are_refused(
+    name: str, seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    seed_run(files={name: "x"})
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path)
+
+    refused(result, ledger_path, "cannot be stored", repr(f"attachments/{name}"))
+    assert "\x1b" not in result.stderr
+
+
+def test_a_symlink_pointing_outside_the_run_is_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not part of the run\n")
+    run = seed_run()
+    (run / "evidence.txt").symlink_to(secret)
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    refused(result, ledger_path, "evidence.txt", "symlink points outside the run directory")
+
+
+def test_a_symlinked_run_outside_a_directory_of_runs_is_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    elsewhere = seed_run(parent=tmp_path / "elsewhere")
+    (tmp_path / "batch").mkdir()
+    (tmp_path / "batch" / "linked").symlink_to(elsewhere)
+
+    result = agentledger("import", tmp_path / "batch", "--ledger", ledger_path)
+
+    refused(result, ledger_path, "linked", "symlink points outside")
+
+
+def test_artifacts_over_the_size_limit_are_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    seed_run(files={"snapshot.tar.gz": os.urandom(3000)})
+
+    result = agentledger(
+        "import", tmp_path / "runs", "--ledger", ledger_path, "--max-artifact-size", "2KB"
+    )
+
+    refused(
+        result, ledger_path, "snapshot.tar.gz", "2.9 KB is over the 2 KB", "--max-artifact-size"
+    )
+
+
+def test_the_size_limit_can_be_raised_for_one_import(seed_run: SeedRun, tmp_path: Path) -> None:
+    run = seed_run(files={"snapshot.json": "[" + "0," * 3000 + "0]"})
+    Ledger.init(tmp_path / "ledger", max_artifact_bytes=4096).close()
+
+    assert agentledger("import", run, "--ledger", tmp_path / "ledger").exit_code == 2
+    result = agentledger(
+        "import", run, "--ledger", tmp_path / "ledger", "--max-artifact-size", "1MB"
+    )
+
+    assert result.exit_code == 0, result.output
+    stored = tmp_path / "ledger/runs" / run.name / "snapshot.json"
+    assert stored.read_bytes() == (run / "snapshot.json").read_bytes()
+    with Ledger.open(tmp_path / "ledger") as ledger:
+        assert ledger.config.max_artifact_bytes == 4096  # the ledger's own limit is unchanged
+
+
+def test_a_bad_size_is_a_usage_error(seed_run: SeedRun, ledger_path: Path) -> None:
+    result = agentledger(
+        "import", seed_run(), "--ledger", ledger_path, "--max-artifact-size", "lots"
+    )
+    refused(result, ledger_path, "'lots' is not a size")
+
+
+def test_a_ledger_path_that_is_a_file_is_refused(seed_run: SeedRun, tmp_path: Path) -> None:
+    (tmp_path / "ledger").write_text("not a ledger\n")
+
+    result = agentledger("import", seed_run(), "--ledger", tmp_path / "ledger")
+
+    assert result.exit_code == 2
+    assert "is a file" in result.stderr
+    assert (tmp_path / "ledger").read_text() == "not a ledger\n"
+
+
+def test_two_runs_with_one_id_are_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    seed_run("use_case_m_haiku_20260312")
+    seed_run("use_case_m_haiku_20260312_rerun", metadata=seed_metadata("use_case_m_haiku_20260312"))
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path)
+
+    refused(result, ledger_path, "both give run id 'use_case_m_haiku_20260312'")
+
+
+def test_ambiguous_files_ask_for_a_mapping(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run(files={"ghost_report_20260313.md": "# A second report\n"})
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    refused(result, ledger_path, "several files match report", "--map report=GLOB")
+
+
+def test_other_files_in_subdirectories_become_attachments(
+    seed_run: SeedRun, ledger_path: Path
+) -> None:
+    run = seed_run(files={"original/metadata.json": "{}", "captures/eth0.pcap": "\x00\x01"})
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    assert result.exit_code == 0, result.output
+    stored = ledger_path / "runs" / "use_case_m_haiku_20260312" / "attachments"
+    assert (stored / "original" / "metadata.json").read_text() == "{}"
+    assert (stored / "captures" / "eth0.pcap").read_bytes() == b"\x00\x01"
+
+
+def test_a_directory_that_is_not_a_run(tmp_path: Path, ledger_path: Path) -> None:
+    (tmp_path / "batch" / "notes").mkdir(parents=True)
+    (tmp_path / "batch" / "notes" / "todo.txt").write_text("x\n")
+
+    result = agentledger("import", tmp_path / "batch", "--ledger", ledger_path)
+
+    refused(result, ledger_path, "notes", "not a run directory", "--map")
+
+
+def test_an_unknown_map_key(seed_run: SeedRun, ledger_path: Path) -> None:
+    result = agentledger("import", seed_run(), "--ledger", ledger_path, "--map", "reprot=*.md")
+    refused(result, ledger_path, "unknown key 'reprot'")
+
+
+def test_records_stay_valid(seed_run: SeedRun, tmp_path: Path) -> None:
+    run = seed_run(summary={"commands_executed": 3, "tokens": {"in": 1}})
+    with Ledger.init(tmp_path / "ledger") as ledger:
+        import_runs(ledger, [run])
+        stored = ledger.load(run.name)
+    assert isinstance(stored.metadata, RunMetadata)
+    assert isinstance(stored.summary, RunSummary)
+    assert stored.metadata.backfilled
+
+
+# -- several worker processes ------------------------------------------------------------------
+
+
+def test_workers_import_what_one_process_imports(tmp_path: Path) -> None:
+    for ledger, workers in (("one", "1"), ("three", "3")):
+        result = agentledger(
+            "import", sample_runs_dir(), "--ledger", tmp_path / ledger, "--workers", workers
+        )
+        assert result.exit_code == 0, result.output
+        assert result.stdout == f"Imported 8 runs into {tmp_path / ledger}.\n"
+
+    for run in stored_runs(tmp_path / "one"):
+        for name in ("metadata.json", "run_summary.json", "report.md"):
+            one = (tmp_path / "one/runs" / run / name).read_bytes()
+            assert one == (tmp_path / "three/runs" / run / name).read_bytes()
+    with Ledger.open(tmp_path / "three") as ledger:
+        assert verify_ledger(ledger).ok
+    again = agentledger(
+        "import", sample_runs_dir(), "--ledger", tmp_path / "three", "--workers", "3"
+    )
+    assert "8 already imported, identical (nothing to do)" in again.stdout
+
+
+def test_a_bad_run_in_any_worker_writes_nothing(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    for name in ("use_case_a_haiku_20260301", "use_case_b_haiku_20260302"):
+        seed_run(name)
+    seed_run("use_case_c_haiku_20260303", files={"metadata.json": "{"})
+    seed_run("use_case_d_haiku_20260304")
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path, "--workers", "2")
+
+    refused(result, ledger_path, "use_case_c_haiku_20260303/metadata.json", "malformed JSON")
+    assert not ledger_path.exists()
+
+
+def test_one_run_id_in_two_workers_is_refused(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    seed_run("use_case_m_haiku_20260312")
+    seed_run("zz_rerun", metadata=seed_metadata("use_case_m_haiku_20260312"))
+
+    result = agentledger(
+        "import", tmp_path / "runs", "--ledger", ledger_path, "--workers", "2", "--scenario",
+        "use_case_m",
+    )  # fmt: skip
+
+    refused(result, ledger_path, "both give run id 'use_case_m_haiku_20260312'")
