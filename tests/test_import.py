@@ -17,12 +17,12 @@ from agentledger.importers import (
     ImportOptions,
     find_run_dirs,
     import_runs,
-    parse_size,
     plan_import,
     sample_runs_dir,
 )
 from agentledger.records import RunMetadata, RunSummary
 from agentledger.store import Ledger, verify_ledger
+from agentledger.store.storage import parse_size
 
 SYSTEM_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
 FULL_HASH = "sha256:" + hashlib.sha256(SYSTEM_PROMPT).hexdigest()

@@ -15,6 +15,7 @@ import click
 from agentledger.errors import AgentLedgerError
 from agentledger.store import Ledger, default_ledger_path
 from agentledger.store.ledger import Progress
+from agentledger.store.storage import parse_size as storage_parse_size
 
 __all__ = [
     "LedgerPath",
@@ -110,22 +111,9 @@ def progress_bar(description: str) -> Iterator[Progress | None]:
         yield advance
 
 
-_SIZE_UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
-
-
 def parse_size(text: str, option: str) -> int:
-    """Bytes from ``100MB``, ``1.5GB``, ``4096``; a clear usage error otherwise."""
-    cleaned = text.strip().upper().replace(" ", "").removesuffix("IB").removesuffix("I")
-    number = cleaned.rstrip("KMGTB")
-    unit = cleaned[len(number) :]
-    if unit and not unit.endswith("B"):
-        unit += "B"
+    """Bytes from ``100MB``, ``1.5GB``, ``4096``; a usage error naming `option` otherwise."""
     try:
-        value = float(number)
-    except ValueError:
-        value = -1
-    if unit not in _SIZE_UNITS or value <= 0:
-        raise click.BadParameter(
-            f"'{text}' is not a size: use bytes or a number with KB, MB or GB", param_hint=option
-        )
-    return int(value * _SIZE_UNITS[unit])
+        return storage_parse_size(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None

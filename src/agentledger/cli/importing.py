@@ -13,10 +13,10 @@ from agentledger.importers import (
     ARTIFACT_KEYS,
     ImportOptions,
     PreparedImport,
-    parse_size,
     prepare_import,
 )
 from agentledger.store import Ledger
+from agentledger.store.storage import parse_size
 
 __all__ = ["import_command"]
 

@@ -86,7 +86,6 @@ __all__ = [
     "PlannedArtifact",
     "PlannedRun",
     "find_run_dirs",
-    "parse_size",
     "plan_import",
     "plan_runs",
     "sample_runs_dir",
@@ -106,24 +105,9 @@ _CANONICAL = {
 _ORIGINALS = {"metadata": "original_metadata", "summary": "original_summary"}
 _WEAK = ("directory name", "file names")
 _FILE_DATE = re.compile(r"(?<!\d)(20\d{6})(?!\d)")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|bytes)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _OPTION_FIELDS = ("model", "scenario", "provider", "agent_name", "agent_commit", "variant")
 
 Progress = Callable[[int, int | None], None]
-
-
-def parse_size(text: str) -> int:
-    """Bytes in a size such as ``100MB``, ``1.5GB``, ``512 KiB`` or ``1048576`` (units of 1024)."""
-    match = _SIZE.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a size (examples: 100MB, 1.5GB, 52428800)")
-    unit = (match.group(2) or "").lower()
-    unit = unit if unit in ("b", "bytes") else unit[:1]
-    size = int(float(match.group(1)) * _UNITS[unit])
-    if size <= 0:
-        raise ValueError(f"{text!r}: a size limit must be more than 0 bytes")
-    return size
 
 
 def sample_runs_dir() -> Path:
