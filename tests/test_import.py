@@ -220,7 +220,7 @@ def test_sample_runs_are_packaged_data() -> None:
             "run_id", "system_prompt_hash", "ghost_agent_commit", "model",
             "silent_update_detectable",
         }  # fmt: skip
-        variant_fields = {"variant", "prompt_addon"}
+        variant_fields = {"variant", "prompt_addon", "base_prompt_hash"}
         assert seed_fields <= set(metadata) <= seed_fields | variant_fields
         prompt = (run / "system_prompt.txt").read_bytes()
         assert hashlib.sha256(prompt).hexdigest().startswith(metadata["system_prompt_hash"])
@@ -276,6 +276,31 @@ def test_same_run_id_with_different_content_is_refused(
     assert "report.md" in result.stderr
     assert "attachments/notes.txt (not in the stored run)" in result.stderr
     assert "metadata.json" not in result.stderr  # only its provenance differs
+
+
+def test_a_changed_original_record_is_a_difference(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run(summary={"commands_executed": 6})
+    assert agentledger("import", run, "--ledger", ledger_path).exit_code == 0
+    stored = stored_metadata(ledger_path, run.name)["source"]
+    assert stored["original_summary"] == {"commands_executed": 6}
+    assert stored["original_sha256"]["run_summary.json"] == (
+        "sha256:" + hashlib.sha256((run / "run_summary.json").read_bytes()).hexdigest()
+    )
+    (run / "run_summary.json").write_text('{"commands_executed": 6, "cost": 0.12}\n')
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    assert result.exit_code == 2
+    assert "source.original_summary" in result.stderr and "different content" in result.stderr
+
+
+def test_non_standard_json_numbers_are_refused(seed_run: SeedRun, ledger_path: Path) -> None:
+    run = seed_run()
+    (run / "run_summary.json").write_text('{"commands_executed": NaN}\n')
+
+    result = agentledger("import", run, "--ledger", ledger_path)
+
+    refused(result, ledger_path, "run_summary.json", "NaN is not a JSON number")
 
 
 def test_imports_are_deterministic(seed_run: SeedRun, tmp_path: Path) -> None:

@@ -340,6 +340,14 @@ def parse_record_data(cls: type[R], data: Any, source: str, *, line: int | None 
         raise RecordError(source, problem, field=field, line=line) from None
 
 
+class _NonStandardJSON(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonStandardJSON(name)
+
+
 def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
     """Decode UTF-8 JSON, raising RecordError that names the file (and line) on failure."""
     try:
@@ -351,11 +359,15 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
             line=line,
         ) from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
         raise RecordError(
             source, f"malformed JSON: {exc.msg} (column {exc.colno})", line=where
+        ) from None
+    except _NonStandardJSON as exc:
+        raise RecordError(
+            source, f"malformed JSON: {exc} is not a JSON number (use null or a string)", line=line
         ) from None
 
 

@@ -111,7 +111,7 @@ Progress = Callable[[int, int | None], None]
 
 
 def sample_runs_dir() -> Path:
-    """The bundled sample runs (six runs in the seed's layout), for the demo and the tests."""
+    """The bundled sample runs (eight runs in the seed's layout), for the demo and the tests."""
     return Path(str(resources.files("agentledger") / "data" / "sample_runs"))
 
 
@@ -510,6 +510,14 @@ def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
         source["skipped"] = sorted(skipped)
     if original_metadata is not None:
         source["original_metadata"] = original_metadata
+    originals = {
+        assigned[key].rel: PlannedArtifact("", assigned[key].path, assigned[key].size).sha256()
+        for key in _ORIGINALS
+        if key in assigned
+    }
+    if originals:
+        # Their JSON is kept key for key; these hashes tie it to the exact original bytes.
+        source["original_sha256"] = dict(sorted(originals.items()))
     prompt = _system_prompt(run_dir, assigned, ctx)
     if prompt is not None:
         data, origin, kind, from_run = prompt
@@ -534,7 +542,9 @@ def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
     """Pass when the stored run holds exactly what this import would write.
 
     Every file must have the same sha256 as in the stored run's manifest. metadata.json may
-    differ only in `source`: the same run found under another directory name is the same run.
+    differ only in where the files were found (`source.directory`, `source.files`): the same
+    run under another directory name is the same run. A changed original metadata.json or
+    run_summary.json is a difference.
     """
     run_id = run.run_id
     manifest = parse_record(
@@ -555,19 +565,21 @@ def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
             differences.append(f"{name} (only in the stored run)")
         elif stored.sha256 != expected[name]:
             fields = _metadata_fields(ledger, run_id, metadata_bytes) if name == METADATA else []
-            if fields == ["source"]:
+            if name == METADATA and fields and set(fields) <= {"source.directory", "source.files"}:
+                # The same run under another directory name; its files are compared above.
                 continue
             differences.append(name + (f" (fields: {', '.join(fields)})" if fields else ""))
     if differences:
         raise RunExistsError(
             f"run {run_id} (from {run.directory}) is already in the ledger with different "
-            f"content: {', '.join(differences)} differ. Sealed runs are never replaced; import "
+            f"content: {', '.join(differences)} {'differs' if len(differences) == 1 else 'differ'}."
+            " Sealed runs are never replaced; import "
             "this one under another run id (a --sidecar column 'run_id')"
         )
 
 
 def _metadata_fields(ledger: Ledger, run_id: str, new: bytes) -> list[str]:
-    """The top-level fields in which the stored metadata.json and `new` differ."""
+    """The fields in which the stored metadata.json and `new` differ (``source.*`` in detail)."""
     try:
         stored = json.loads(ledger.read_bytes(run_id, METADATA))
         fresh = json.loads(new)
@@ -575,7 +587,18 @@ def _metadata_fields(ledger: Ledger, run_id: str, new: bytes) -> list[str]:
         return []
     if not isinstance(stored, dict):
         return []
-    return sorted(key for key in set(stored) | set(fresh) if stored.get(key) != fresh.get(key))
+    fields = []
+    for key in sorted(set(stored) | set(fresh)):
+        old, now = stored.get(key), fresh.get(key)
+        if old == now:
+            continue
+        if key == "source" and isinstance(old, dict) and isinstance(now, dict):
+            fields += [
+                f"source.{k}" for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)
+            ]
+        else:
+            fields.append(key)
+    return fields
 
 
 # -- planning and writing --------------------------------------------------------------------
