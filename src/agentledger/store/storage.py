@@ -170,6 +170,12 @@ class RunStorage(ABC):
         """Make a sealed run read-only again (after a writer died between publish and protect)."""
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _syncfs(fd: int) -> bool:
     """Flush the whole filesystem holding `fd` in one call (Linux); False if unavailable."""
     libc_name = ctypes.util.find_library("c")
@@ -195,10 +201,16 @@ class _LocalStagedRun(StagedRun):
             os.close(fd)
 
     def _open(self, name: str) -> int:
-        target = os.path.join(self.directory, name)
+        # Relative to the staging directory's descriptor: no path walk per file.
         if "/" in name:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            parent = ""
+            for part in name.split("/")[:-1]:
+                parent = f"{parent}/{part}" if parent else part
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(parent, dir_fd=self.lock_fd)
+        return os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=self.lock_fd
+        )
 
     def write(self, name: str, data: bytes) -> FileEntry:
         self._claim(name)
@@ -206,10 +218,7 @@ class _LocalStagedRun(StagedRun):
             raise self._too_large(name, len(data))
         fd = self._open(name)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_all(fd, data)
             os.fchmod(fd, 0o444)
         finally:
             os.close(fd)
@@ -228,9 +237,7 @@ class _LocalStagedRun(StagedRun):
                 if size > self.max_artifact_bytes:
                     raise self._too_large(name, size)
                 digest.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view) :]
+                _write_all(fd, chunk)
             os.fchmod(fd, 0o444)
         finally:
             os.close(fd)
@@ -321,10 +328,10 @@ class LocalStorage(RunStorage):
     def publish(self, staged: Sequence[StagedRun], manifests: Sequence[bytes]) -> list[str]:
         runs = [self._local(run) for run in staged]
         for run, manifest in zip(runs, manifests, strict=True):
-            path = run.directory / MANIFEST_NAME
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+            fd = run._open(MANIFEST_NAME)
             try:
-                os.write(fd, manifest)
+                _write_all(fd, manifest)
+                os.fchmod(fd, 0o444)
             finally:
                 os.close(fd)
         self._flush(runs)
