@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentledger import Ledger, RunMetadata, effective_prompt, make_run_id
+from agentledger.identity import sha256_bytes
 from agentledger.records import ShellEvent
 
 BASE_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
@@ -29,6 +30,24 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
     with Ledger.init(tmp_path / "ledger") as opened:
         yield opened
+
+
+def make_metadata(run_id: str, **changes: object) -> RunMetadata:
+    """Identity of a minimal recorded run; keyword arguments override fields."""
+    fields: dict[str, object] = {
+        "run_id": run_id,
+        "scenario": "use_case_m",
+        "model": "claude-haiku-4-5",
+        "system_prompt_hash": sha256_bytes(b"system prompt"),
+        "started_at": datetime.now(UTC),
+    }
+    fields.update(changes)
+    return RunMetadata.model_validate(fields)
+
+
+def staging_entries(root: Path) -> list[str]:
+    """What is in a ledger's staging area: debris, or runs being written."""
+    return sorted(p.name for p in (root / ".staging").iterdir())
 
 
 WriteRun = Callable[..., str]

@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -24,8 +23,9 @@ import pytest
 
 from agentledger.errors import RunExistsError
 from agentledger.identity import normalize_hash_prefix, sha256_bytes
-from agentledger.records import RunMetadata
 from agentledger.store import Ledger, RunFilter, verify_ledger
+from conftest import make_metadata as metadata
+from conftest import staging_entries
 
 WRITER = Path(__file__).with_name("writer_process.py")
 WORKERS = 4
@@ -75,24 +75,8 @@ def parse_events(output: str) -> list[list[str]]:
     return [line.split() for line in output.splitlines() if line.strip()]
 
 
-def metadata(run_id: str, **changes: object) -> RunMetadata:
-    fields: dict[str, object] = {
-        "run_id": run_id,
-        "scenario": "use_case_m",
-        "model": "claude-haiku-4-5",
-        "system_prompt_hash": sha256_bytes(b"system prompt"),
-        "started_at": datetime.now(UTC),
-    }
-    fields.update(changes)
-    return RunMetadata.model_validate(fields)
-
-
 def sealed_dirs(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "runs").iterdir() if (p / "MANIFEST.json").is_file())
-
-
-def staging_entries(root: Path) -> list[str]:
-    return sorted(p.name for p in (root / ".staging").iterdir())
 
 
 def assert_sealed_modes(run_dir: Path) -> None:

@@ -21,7 +21,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -34,8 +33,9 @@ from agentledger.errors import (
     UnsafeNameError,
 )
 from agentledger.identity import sha256_bytes
-from agentledger.records import RunMetadata
 from agentledger.store import Ledger, RunWriter, verify_ledger
+from conftest import make_metadata as metadata
+from conftest import staging_entries
 
 WRITER = Path(__file__).with_name("writer_process.py")
 SEED = int(os.environ.get("AGENTLEDGER_FAULT_SEED", "20260312"))
@@ -56,22 +56,6 @@ def ledger_path(tmp_path: Path) -> Iterator[Path]:
     # The kill test leaves a few hundred MB behind; sealed directories are read-only.
     make_writable(root)
     shutil.rmtree(root, ignore_errors=True)
-
-
-def metadata(run_id: str, **changes: object) -> RunMetadata:
-    fields: dict[str, object] = {
-        "run_id": run_id,
-        "scenario": "use_case_m",
-        "model": "claude-haiku-4-5",
-        "system_prompt_hash": sha256_bytes(b"system prompt"),
-        "started_at": datetime.now(UTC),
-    }
-    fields.update(changes)
-    return RunMetadata.model_validate(fields)
-
-
-def staging_entries(root: Path) -> list[str]:
-    return sorted(p.name for p in (root / ".staging").iterdir())
 
 
 def run_dirs(root: Path) -> list[str]:

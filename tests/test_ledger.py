@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentledger import Ledger, RunFilter, RunMetadata, effective_prompt
+from agentledger import Ledger, RunFilter, effective_prompt
 from agentledger.errors import (
     ArtifactTooLargeError,
     InputError,
@@ -19,7 +19,7 @@ from agentledger.errors import (
     UnsafeNameError,
 )
 from agentledger.identity import normalize_hash_prefix, sha256_bytes
-from conftest import BASE_PROMPT, T0, WriteRun
+from conftest import BASE_PROMPT, T0, WriteRun, make_metadata
 
 
 def test_init_creates_a_ledger_that_opens(tmp_path: Path) -> None:
@@ -95,9 +95,7 @@ def test_existing_run_id_is_refused(ledger: Ledger, write_run: WriteRun) -> None
 
 
 def test_exception_while_writing_leaves_nothing(ledger: Ledger) -> None:
-    meta = RunMetadata(
-        run_id="r1", scenario="s", model="m", system_prompt_hash=sha256_bytes(b"p"), started_at=T0
-    )
+    meta = make_metadata("r1")
     with pytest.raises(RuntimeError), ledger.new_run(meta) as run:
         run.add_text("report.md", "half a report")
         raise RuntimeError("agent crashed")
@@ -108,9 +106,7 @@ def test_exception_while_writing_leaves_nothing(ledger: Ledger) -> None:
 
 @pytest.mark.parametrize("name", ["../escape.md", "/etc/passwd", "a/../../b", ".hidden", "x\ny"])
 def test_unsafe_artifact_names_are_refused(ledger: Ledger, name: str) -> None:
-    meta = RunMetadata(
-        run_id="r1", scenario="s", model="m", system_prompt_hash=sha256_bytes(b"p"), started_at=T0
-    )
+    meta = make_metadata("r1")
     with pytest.raises(UnsafeNameError), ledger.new_run(meta) as run:
         run.add_text(name, "x")
     assert ledger.count() == 0
@@ -118,9 +114,7 @@ def test_unsafe_artifact_names_are_refused(ledger: Ledger, name: str) -> None:
 
 
 def test_reserved_names_and_duplicates_are_refused(ledger: Ledger) -> None:
-    meta = RunMetadata(
-        run_id="r1", scenario="s", model="m", system_prompt_hash=sha256_bytes(b"p"), started_at=T0
-    )
+    meta = make_metadata("r1")
     with ledger.new_run(meta) as run:
         for reserved in ("metadata.json", "run_summary.json", "MANIFEST.json"):
             with pytest.raises(InputError):
@@ -133,9 +127,7 @@ def test_reserved_names_and_duplicates_are_refused(ledger: Ledger) -> None:
 
 def test_artifact_over_the_limit_is_refused(tmp_path: Path) -> None:
     small = Ledger.init(tmp_path / "small", max_artifact_bytes=1024)
-    meta = RunMetadata(
-        run_id="r1", scenario="s", model="m", system_prompt_hash=sha256_bytes(b"p"), started_at=T0
-    )
+    meta = make_metadata("r1")
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(4096))
     with (
@@ -149,9 +141,7 @@ def test_artifact_over_the_limit_is_refused(tmp_path: Path) -> None:
 def test_binary_attachments_are_kept_byte_for_byte(ledger: Ledger, tmp_path: Path) -> None:
     blob = bytes(range(256)) * 64
     (tmp_path / "pcap.bin").write_bytes(blob)
-    meta = RunMetadata(
-        run_id="r1", scenario="s", model="m", system_prompt_hash=sha256_bytes(b"p"), started_at=T0
-    )
+    meta = make_metadata("r1")
     with ledger.new_run(meta) as run:
         run.add_file("attachments/capture/pcap.bin", tmp_path / "pcap.bin")
     assert ledger.read_bytes("r1", "attachments/capture/pcap.bin") == blob

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.store import verify_ledger
-from conftest import WriteRun
+from conftest import WriteRun, make_metadata
 
 
 def _writable(path: Path) -> Path:
@@ -126,13 +126,8 @@ def test_gc_removes_dead_writers_debris_and_indexes_missed_runs(
 
 
 def test_gc_keeps_a_live_writers_staging(ledger: Ledger) -> None:
-    from agentledger import RunMetadata
-    from agentledger.identity import sha256_bytes
-    from conftest import T0
 
-    meta = RunMetadata(
-        run_id="live", scenario="s", model="m", system_prompt_hash=sha256_bytes(b"p"), started_at=T0
-    )
+    meta = make_metadata("live")
     writer = ledger.new_run(meta)
     writer.add_text("report.md", "in progress")
     report = ledger.gc()
