@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	rm -rf demo-ledger
 	$(BIN)/agentledger demo demo-ledger
+	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
