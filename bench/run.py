@@ -1,221 +1,76 @@
-"""The agentledger benchmarks (`make bench`): import, query, verify and reindex at realistic sizes.
+"""The agentledger benchmarks (`make bench`): import, verify, query and reindex at realistic sizes.
 
-    .venv/bin/python bench/run.py                   # the full sizes of issue 2 (about 15 minutes)
+    .venv/bin/python bench/run.py                   # the full sizes of issue 2 (10 to 15 minutes)
     .venv/bin/python bench/run.py --scale 0.1       # a smoke run: 1,000 / 10,000 runs
     .venv/bin/python bench/run.py --only query      # one benchmark (repeatable, or a,b)
     .venv/bin/python bench/run.py --keep            # keep the synthetic data for the next run
+    .venv/bin/python bench/run.py --show            # print the table of the last results again
 
-Benchmarks (sizes at --scale 1):
+Benchmarks (sizes at --scale 1; docs/benchmarks.md explains each figure):
 
-- import: `agentledger import SRC` of 10,000 runs in the seed's layout, as a subprocess and
-  through the library (plan_import + write_plan), against `cp -r` + `sha256sum` of the same
-  files measured before and after it. Goal: within 1.5x.
-- verify: `agentledger verify` of the 10,000 imported runs against `sha256sum` of the same files.
-  Goal: within 1.3x.
-- query: `runs --model X --prompt-hash P` over an index of 100,000 runs: median milliseconds of
-  Ledger.runs() over 50 (X, P) pairs (goal under 10 ms), and of the whole command over 10.
-- reindex: `agentledger reindex` of the 100,000-run ledger: seconds, and whether the answers of
-  the query benchmark are unchanged afterwards.
+- import: `agentledger import SRC` of 10,000 runs in the seed's layout (subprocess), the
+  library's import_runs(), and plan_import + write_plan in one process (where the time goes),
+  against `cp -r` + `sha256sum` of the same files, measured three times between them (median).
+  Goal: within 1.5x.
+- verify: `agentledger verify` and verify_ledger() of the 10,000 imported runs against
+  `sha256sum` of the same files (median of three). Goal: within 1.3x.
+- query: `runs --model X --prompt-hash P` over an index of 100,000 runs sealed through the
+  library: median milliseconds of Ledger.runs() over 50 (X, P) pairs (goal under 10 ms), and of
+  the whole command over 10.
+- reindex: `agentledger reindex` of the 100,000-run ledger: seconds, and whether the query
+  answers are the same afterwards.
 
-All synthetic data lives in bench/.work/ (git-ignored); results go to bench/.work/results.json.
-Big data is removed at the end unless --keep. Removal happens only at the end, never between
-measurements: on this VM deleting many files slows file creation down for minutes afterwards.
+All synthetic data lives in bench/.work/ (git-ignored); results go to bench/.work/results.json
+(the latest run) and results-<date>-scale<N>.json (kept).
+Big data is removed at the end unless --keep, and only at the end, never between measurements:
+on this VM deleting many files slows file creation down for minutes afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import json
 import os
-import platform
-import resource
-import shlex
 import shutil
-import sqlite3
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import report
 import synth
+from measure import (
+    Timed,
+    children_cpu,
+    loadavg,
+    machine_facts,
+    median,
+    percentile,
+    q,
+    run_timed,
+    settle,
+    shell_timed,
+    timed_block,
+    tree_size,
+    warm_up,
+)
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 DEFAULT_WORK = HERE / ".work"
 BENCHMARKS = ("import", "verify", "query", "reindex")
+# Written afresh by every session (datasets are the reusable rest).
+TARGETS = (
+    "import-cli",
+    "import-lib",
+    "import-single",
+    "import-volatile",
+    "copy-1",
+    "copy-2",
+    "copy-3",
+    "copy-sync",
+)
 FULL_SIZES = {"import": 10_000, "verify": 10_000, "index": 100_000}
-
-
-# -- measuring -----------------------------------------------------------------------------
-
-
-@dataclass
-class Timed:
-    """One timed command or block: wall seconds and CPU seconds (user, system)."""
-
-    seconds: float
-    user: float
-    system: float
-    returncode: int = 0
-    stdout: str = ""
-    stderr: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "seconds": round(self.seconds, 4),
-            "user_seconds": round(self.user, 3),
-            "system_seconds": round(self.system, 3),
-        }
-
-
-def _children_cpu() -> tuple[float, float]:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime, usage.ru_stime
-
-
-def run_timed(command: list[str], env: dict[str, str] | None = None) -> Timed:
-    """Run a command to completion; wall time and the CPU time of it and its descendants."""
-    user, system = _children_cpu()
-    started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    elapsed = time.perf_counter() - started
-    user_after, system_after = _children_cpu()
-    return Timed(
-        elapsed,
-        user_after - user,
-        system_after - system,
-        proc.returncode,
-        proc.stdout,
-        proc.stderr,
-    )
-
-
-def shell_timed(script: str) -> Timed:
-    """A bash pipeline, timed as one command; fails loudly if any part fails."""
-    timed = run_timed(["bash", "-c", "set -euo pipefail; " + script])
-    if timed.returncode != 0:
-        raise RuntimeError(
-            f"baseline command failed ({timed.returncode}): {script}\n{timed.stderr}"
-        )
-    return timed
-
-
-@contextlib.contextmanager
-def timed_block() -> Iterator[Timed]:
-    """Time a block of this process: wall and CPU seconds (filled in when the block ends)."""
-    result = Timed(0.0, 0.0, 0.0)
-    gc.collect()
-    before = os.times()
-    started = time.perf_counter()
-    try:
-        yield result
-    finally:
-        result.seconds = time.perf_counter() - started
-        after = os.times()
-        result.user = after.user - before.user
-        result.system = after.system - before.system
-
-
-def q(path: Path | str) -> str:
-    return shlex.quote(str(path))
-
-
-def warm_up(directory: Path, names: tuple[str, ...] = ()) -> float:
-    """Read every file under `directory` (or only those called `names`) into the page cache."""
-    selection = ""
-    if names:
-        selection = "\\( " + " -o ".join(f"-name {q(n)}" for n in names) + " \\) "
-    script = f"find {q(directory)} -type f {selection}-print0 | xargs -0 -r cat > /dev/null"
-    return shell_timed(script).seconds
-
-
-def settle() -> None:
-    """Flush dirty pages left by earlier steps so their writeback does not land in a timing."""
-    os.sync()
-    time.sleep(0.5)
-
-
-def tree_size(directory: Path) -> tuple[int, int]:
-    """(files, bytes) under a directory."""
-    files = size = 0
-    for root, _dirs, names in os.walk(directory):
-        for name in names:
-            files += 1
-            size += os.lstat(os.path.join(root, name)).st_size
-    return files, size
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return []
-
-
-# -- the machine ---------------------------------------------------------------------------
-
-
-def _read_first(path: str, prefix: str) -> str | None:
-    try:
-        with open(path) as handle:
-            for line in handle:
-                if line.startswith(prefix):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
-def _command_output(command: list[str], cwd: Path | None = None) -> str | None:
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False)
-    except OSError:
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
-
-
-def machine_facts(work: Path) -> dict[str, Any]:
-    mem_kb = _read_first("/proc/meminfo", "MemTotal")
-    commit = _command_output(["git", "rev-parse", "--short", "HEAD"], ROOT)
-    dirty = _command_output(["git", "status", "--porcelain", "--untracked-files=no"], ROOT)
-    try:
-        import agentledger
-
-        version = agentledger.__version__
-    except ImportError:
-        version = None
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "nproc": int(_command_output(["nproc"]) or os.cpu_count() or 0),
-        "cpu": _read_first("/proc/cpuinfo", "model name") or platform.processor(),
-        "memory_gb": round(int(mem_kb.split()[0]) / 1024**2, 1) if mem_kb else None,
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "kernel": platform.release(),
-        "filesystem": _command_output(["stat", "-f", "-c", "%T", str(work)]),
-        "agentledger": version,
-        "git_commit": (commit or "?") + (" (with uncommitted changes)" if dirty else ""),
-        "loadavg_at_start": loadavg(),
-    }
 
 
 # -- the benchmark session -----------------------------------------------------------------
@@ -326,7 +181,7 @@ class Session:
         )
         probe = self.probe_create()
         settle()
-        user, system = _children_cpu()
+        user, system = children_cpu()
         started = time.perf_counter()
         procs = [
             subprocess.Popen(
@@ -345,7 +200,7 @@ class Session:
         ]
         codes = [proc.wait() for proc in procs]
         elapsed = time.perf_counter() - started
-        user_after, system_after = _children_cpu()
+        user_after, system_after = children_cpu()
         if any(codes):
             raise RuntimeError(f"building the index failed (worker exit codes {codes})")
         with Ledger.open(directory) as ledger:
@@ -385,16 +240,43 @@ class Session:
             os.close(fd)
         return round((time.perf_counter() - started) / files * 1e6, 1)
 
+    def wait_for_quiet_filesystem(self) -> dict[str, Any]:
+        """Wait (up to --max-wait seconds) until creating a file costs what it normally does.
+
+        After many files are deleted, ext4 skips their inode numbers for a few minutes when it
+        allocates new ones (recently_deleted() in find_inode_bit), and creating a file then
+        costs several times more kernel CPU. A run started right after a big `rm -rf` (the
+        cleanup of a previous run, say) would measure that, not agentledger.
+        """
+        started = time.perf_counter()
+        probes = [self.probe_create()]
+        while (
+            probes[-1] > self.args.quiet_us and time.perf_counter() - started < self.args.max_wait
+        ):
+            if len(probes) == 1:
+                self.log(
+                    f"creating a file costs {probes[-1]:.0f} us (normally under "
+                    f"{self.args.quiet_us:.0f}): waiting for the filesystem to settle, as it "
+                    "does for a few minutes after many files are deleted"
+                )
+            time.sleep(15)
+            probes.append(self.probe_create())
+        waited = time.perf_counter() - started
+        if len(probes) > 1:
+            self.log(f"file creation at {probes[-1]:.0f} us after {waited:.0f} s")
+        return {"probes_us_per_file": probes, "waited_s": round(waited, 1)}
+
     # -- baselines ---------------------------------------------------------------------------
 
-    def copy_and_hash(self, source: Path, name: str) -> Timed:
-        """`cp -r SRC DST` then sha256sum of every copied file, timed together."""
+    def copy_and_hash(self, source: Path, name: str, *, sync: bool = False) -> Timed:
+        """`cp -r SRC DST` then sha256sum of every copied file, timed together (and `sync`)."""
         target = self.fresh(name)
         warm_up(source)
         settle()
         return shell_timed(
             f"cp -r {q(source)} {q(target)} && "
             f"find {q(target)} -type f -print0 | xargs -0 sha256sum > /dev/null"
+            + (" && sync" if sync else "")
         )
 
     def hash_tree(self, directory: Path) -> Timed:
@@ -442,43 +324,65 @@ class Session:
         baselines.append(self.copy_and_hash(source, "copy-2"))
 
         result["library"] = self._library_import(source, runs)
+        result["single_process"] = self._single_process_import(source, runs)
 
         self.log("import: baseline cp -r + sha256sum (3 of 3)")
         baselines.append(self.copy_and_hash(source, "copy-3"))
         baseline = median([b.seconds for b in baselines])
+        self.log("import: cp -r + sha256sum + sync (for reference: the baseline made durable)")
+        synced = self.copy_and_hash(source, "copy-sync", sync=True)
         result["baseline"] = {
             "command": "cp -r SRC DST && find DST -type f -print0 | xargs -0 sha256sum",
             "runs": [b.as_dict() for b in baselines],
             "median_seconds": round(baseline, 4),
+            "with_sync": synced.as_dict(),
         }
-        for key in ("cli", "library"):
+        for key in ("cli", "library", "single_process"):
             if "seconds" in result[key]:
                 result[key]["ratio_to_baseline"] = round(result[key]["seconds"] / baseline, 2)
         result["loadavg_after"] = loadavg()
         return result
 
     def _library_import(self, source: Path, runs: int) -> dict[str, Any]:
+        """The library's import_runs() with its default options (worker processes included)."""
+        import_runs = _library_import_runs()
+        if import_runs is None:
+            return {"unavailable": "the library has no import_runs()"}
+        from agentledger.store import Ledger
+
+        target = self.fresh("import-lib")
+        warm_up(source)
+        settle()
+        self.log(f"import: import_runs() of {runs:,} runs (library, default options)")
+        with Ledger.init(target) as ledger, timed_block() as took:
+            report = import_runs(ledger, [source])
+        if len(report.imported) != runs:
+            raise RuntimeError(f"the library import sealed {len(report.imported)} runs")
+        if self.imported_ledger is None:
+            self.imported_ledger = target
+        return took.as_dict() | {"runs_per_s": round(runs / took.seconds, 1)}
+
+    def _single_process_import(self, source: Path, runs: int) -> dict[str, Any]:
+        """plan_import + write_plan in this process: where the time of one worker goes."""
         try:
             from agentledger.importers.directory import plan_import, write_plan
         except ImportError as exc:
             return {"unavailable": f"agentledger.importers.directory: {exc}"}
         from agentledger.store import Ledger
 
-        target = self.fresh("import-lib")
+        target = self.fresh("import-single")
         warm_up(source)
         settle()
-        self.log(f"import: plan_import + write_plan of {runs:,} runs (library, in process)")
+        self.log(f"import: plan_import + write_plan of {runs:,} runs (one process)")
         with Ledger.init(target) as ledger:
             with timed_block() as plan_took:
                 plan = plan_import([source], ledger=ledger)
             with timed_block() as write_took:
                 report = write_plan(ledger, plan)
         if len(report.imported) != runs:
-            raise RuntimeError(f"the library import sealed {len(report.imported)} runs")
+            raise RuntimeError(f"the single-process import sealed {len(report.imported)} runs")
         seconds = plan_took.seconds + write_took.seconds
-        if self.imported_ledger is None:
-            self.imported_ledger = target
-        return {
+        result = {
             "seconds": round(seconds, 4),
             "user_seconds": round(plan_took.user + write_took.user, 3),
             "system_seconds": round(plan_took.system + write_took.system, 3),
@@ -486,6 +390,22 @@ class Session:
             "plan_seconds": round(plan_took.seconds, 4),
             "write_seconds": round(write_took.seconds, 4),
         }
+        # The same plan sealed once more into an empty ledger without the flushes to disk
+        # (LocalStorage(durable=False)): what crash safety costs in the write phase.
+        from agentledger.store import LocalStorage
+
+        try:
+            volatile_target = self.fresh("import-volatile")
+            with Ledger.init(volatile_target) as ledger:
+                ledger.storage = LocalStorage(ledger.root, durable=False)
+                settle()
+                with timed_block() as volatile_took:
+                    write_plan(ledger, plan)
+            result["write_without_flush_seconds"] = round(volatile_took.seconds, 4)
+        except (TypeError, AttributeError) as exc:  # the storage seam changed
+            result["write_without_flush_seconds"] = None
+            self.log(f"import: cannot measure sealing without flushes: {exc}")
+        return result
 
     def _count(self, ledger_path: Path) -> int:
         from agentledger.store import Ledger
@@ -505,16 +425,14 @@ class Session:
         source = self.ensure_source(runs)
         self.discard(directory)
         self.log(f"verify: importing {runs:,} runs to have a ledger to verify")
+        import_runs = _library_import_runs()
         with Ledger.init(directory) as ledger:
-            try:
-                from agentledger.importers.directory import import_runs
-
+            if import_runs is not None:
                 import_runs(ledger, [source])
                 how = "imported through the library (import_runs)"
-            except ImportError:
-                ledger.close()
-                synth.seal_runs(directory, range(runs), self.seed)
-                how = "sealed through the library (no importer available)"
+        if import_runs is None:
+            synth.seal_runs(directory, range(runs), self.seed)
+            how = "sealed through the library (no importer available)"
         done.write_text(json.dumps({"runs": runs, "how": how}))
         return directory, how
 
@@ -665,10 +583,10 @@ class Session:
     # -- cleaning up ---------------------------------------------------------------------------
 
     def clean_up(self, keep: bool) -> float:
-        """Empty the trash; without --keep also every dataset (results.json stays)."""
+        """Empty the trash; without --keep also every dataset (the results files stay)."""
         if not keep and self.work.is_dir():
             for entry in sorted(self.work.iterdir()):
-                if entry.name not in ("results.json", "trash"):
+                if not (entry.name == "trash" or entry.name.startswith("results")):
                     self.discard(entry)
         started = time.perf_counter()
         if self.trash.exists():
@@ -677,6 +595,18 @@ class Session:
             subprocess.run(["chmod", "-R", "u+w", str(self.trash)], check=False)
             shutil.rmtree(self.trash, ignore_errors=True)
         return time.perf_counter() - started
+
+
+def _library_import_runs() -> Any:
+    """The library's import function, wherever this version keeps it (None if it has none)."""
+    try:
+        from agentledger.importers import import_runs
+    except ImportError:
+        try:
+            from agentledger.importers.directory import import_runs
+        except ImportError:
+            return None
+    return import_runs
 
 
 def _query_filter(model: str, prefix: str) -> Any:
@@ -726,6 +656,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cli-reps", type=int, default=10, help="`runs` commands (default 10)")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work directory")
     parser.add_argument(
+        "--quiet-us",
+        type=float,
+        default=150.0,
+        help="file creation cost (us) under which the filesystem counts as settled (150)",
+    )
+    parser.add_argument(
+        "--max-wait",
+        type=float,
+        default=420.0,
+        help="longest wait for the filesystem to settle before measuring, seconds (420)",
+    )
+    parser.add_argument(
         "--show", action="store_true", help="print the table of the last results.json and exit"
     )
     args = parser.parse_args(argv)
@@ -739,6 +681,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def save_results(work: Path, results: dict[str, Any]) -> None:
+    """results.json (the latest run) and a copy named after the run, which later runs keep."""
+    text = json.dumps(results, indent=2) + "\n"
+    (work / "results.json").write_text(text)
+    stamp = results["machine"]["date"].replace(" UTC", "").replace(" ", "T").replace(":", "")
+    (work / f"results-{stamp}-scale{results['scale']:g}.json").write_text(text)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["_seal"]:
         return seal_worker(argv[1:])
@@ -749,7 +699,7 @@ def main(argv: list[str]) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     session = Session(args)
     # leftovers of a crashed earlier run that are not reusable datasets
-    for name in ("import-cli", "import-lib", "copy-1", "copy-2", "copy-3"):
+    for name in TARGETS:
         session.discard(args.work / name)
     results: dict[str, Any] = {
         "machine": machine_facts(args.work),
@@ -764,6 +714,7 @@ def main(argv: list[str]) -> int:
         f"benchmarks {', '.join(args.only)} at scale {args.scale:g} in {args.work} "
         f"({results['machine']['nproc']} CPUs, Python {results['machine']['python']})"
     )
+    results["filesystem_at_start"] = session.wait_for_quiet_filesystem()
     runners = {
         "import": session.bench_import,
         "verify": session.bench_verify,
@@ -781,10 +732,10 @@ def main(argv: list[str]) -> int:
                 results.setdefault("failures", {})[name] = str(exc)
     finally:
         results["total_seconds"] = round(time.perf_counter() - session.started, 1)
-        (args.work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        save_results(args.work, results)
         cleanup = session.clean_up(args.keep)
         results["cleanup_seconds"] = round(cleanup, 1)
-        (args.work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        save_results(args.work, results)
     print(report.render_table(results))
     for name, problem in results.get("failures", {}).items():
         print(f"FAILED {name}: {problem}")
