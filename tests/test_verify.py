@@ -135,3 +135,18 @@ def test_gc_keeps_a_live_writers_staging(ledger: Ledger) -> None:
     assert verify_ledger(ledger).ok
     writer.seal()
     assert ledger.read_bytes("live", "report.md") == b"in progress"
+
+
+def test_a_symlink_planted_in_a_run_is_reported_not_followed(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    run_id = write_run()
+    run_dir = _writable(ledger.root / "runs" / run_id)
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(ledger.read_bytes(run_id, "report.md"))
+    (run_dir / "report.md").unlink()
+    (run_dir / "report.md").symlink_to(outside)
+    (run_dir / "extra-link").symlink_to(tmp_path)
+    problems = {(p.kind, p.file): p.detail for p in verify_ledger(ledger).problems}
+    assert "not a regular file" in problems[("changed", "report.md")]
+    assert ("extra", "extra-link") in problems

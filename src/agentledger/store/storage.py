@@ -33,6 +33,7 @@ __all__ = [
     "Leftover",
     "LocalStorage",
     "RunStorage",
+    "ScannedRun",
     "StagedRun",
     "format_size",
     "parse_size",
@@ -108,6 +109,20 @@ class StagedRun(ABC):
 
 
 @dataclass(frozen=True)
+class ScannedRun:
+    """The files found in a run: (sha256, size) for each, and the bytes of those asked for.
+
+    A symlink or other non-regular file is reported with the hash ``not-a-file``.
+    """
+
+    files: dict[str, tuple[str, int]]
+    kept: dict[str, bytes]
+
+
+NOT_A_FILE = "not-a-file"
+
+
+@dataclass(frozen=True)
 class Leftover:
     """Staging debris from a writer that died before sealing."""
 
@@ -147,8 +162,8 @@ class RunStorage(ABC):
         """The bytes of one artifact; RunNotFoundError or FileNotFoundError when absent."""
 
     @abstractmethod
-    def hash_file(self, run_id: str, name: str) -> FileEntry:
-        """Re-hash one stored artifact."""
+    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
+        """Hash every file present in a sealed run in one pass (what `verify` compares)."""
 
     @abstractmethod
     def list_files(self, run_id: str) -> list[str]:
@@ -404,12 +419,51 @@ class LocalStorage(RunStorage):
     def read(self, run_id: str, name: str) -> bytes:
         return self._file_path(run_id, name).read_bytes()
 
-    def hash_file(self, run_id: str, name: str) -> FileEntry:
-        path = self._file_path(run_id, name)
-        with path.open("rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256")
-            size = handle.tell()
-        return FileEntry(sha256=HASH_PREFIX + digest.hexdigest(), size=size)
+    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
+        scanned = ScannedRun(files={}, kept={})
+        run_fd = os.open(self.run_path(run_id), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self._scan_dir(run_fd, "", keep, scanned)
+        finally:
+            os.close(run_fd)
+        return scanned
+
+    def _scan_dir(self, dir_fd: int, prefix: str, keep: frozenset[str], out: ScannedRun) -> None:
+        # Every open is relative to the directory's descriptor, and never follows a symlink:
+        # a link planted in a sealed run is reported, not followed out of the ledger.
+        with os.scandir(dir_fd) as entries:
+            listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        for name, is_dir in listed:
+            rel = prefix + name
+            if is_dir:
+                sub_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    self._scan_dir(sub_fd, rel + "/", keep, out)
+                finally:
+                    os.close(sub_fd)
+                continue
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            except OSError:
+                out.files[rel] = (NOT_A_FILE, 0)
+                continue
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    out.files[rel] = (NOT_A_FILE, 0)
+                    continue
+                digest = hashlib.sha256()
+                size = 0
+                chunks = []
+                while chunk := os.read(fd, _CHUNK):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if rel in keep:
+                        chunks.append(chunk)
+            finally:
+                os.close(fd)
+            out.files[rel] = (HASH_PREFIX + digest.hexdigest(), size)
+            if rel in keep:
+                out.kept[rel] = b"".join(chunks)
 
     def list_files(self, run_id: str) -> list[str]:
         run_dir = self.run_path(run_id)
