@@ -125,3 +125,18 @@ def test_every_schema_is_printable() -> None:
 def test_shell_event_keeps_foreign_keys() -> None:
     event = ShellEvent.model_validate({"cmd": "ls", "host": "vm-1"})
     assert event.model_extra == {"host": "vm-1"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b'{"duration_s": NaN}', "NaN is not a JSON number"),
+        (b'{"duration_s": Infinity}', "Infinity is not a JSON number"),
+        (b'{"cost_usd": 1e400}', "finite number"),
+    ],
+)
+def test_non_finite_numbers_are_refused(raw: bytes, problem: str) -> None:
+    from agentledger.records import RunSummary
+
+    with pytest.raises(RecordError, match=problem):
+        parse_record(RunSummary, raw, "run_summary.json")

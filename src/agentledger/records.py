@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -62,7 +63,7 @@ def utc_now() -> datetime:
 class Record(BaseModel):
     """Base of every versioned record."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     CURRENT_VERSION: ClassVar[int] = 1
     schema_version: int = Field(default=1, description="Version of this record's shape.")
@@ -239,7 +240,9 @@ class ShellEvent(Record):
     `cmd`); their extra keys are kept as they are.
     """
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="allow", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
 
     ts: datetime | None = Field(
         default=None,
@@ -373,7 +376,11 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
 
 def parse_record(cls: type[R], raw: bytes, source: str) -> R:
     """Parse the JSON file content `raw` as a `cls` record."""
-    return parse_record_data(cls, decode_json(raw, source), source)
+    try:
+        return cls.model_validate_json(raw)
+    except ValueError:
+        # The slow path, for a message that names the file, the line and the field.
+        return parse_record_data(cls, decode_json(raw, source), source)
 
 
 def parse_jsonl(raw: bytes, source: str) -> list[Any]:
@@ -386,8 +393,18 @@ def parse_jsonl(raw: bytes, source: str) -> list[Any]:
     return values
 
 
+_SHELL_LOG = TypeAdapter(list[ShellEvent])
+
+
 def parse_shell_audit(raw: bytes, source: str) -> list[ShellEvent]:
     """Parse shell_audit.jsonl into ShellEvents; each bad line is reported with its number."""
+    lines = [line for line in raw.split(b"\n") if line.strip()]
+    try:
+        # One validation of the whole log; a log with a bad line takes the slow path below,
+        # which names the line.
+        return _SHELL_LOG.validate_json(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        pass
     events: list[ShellEvent] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():

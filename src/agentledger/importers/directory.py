@@ -276,11 +276,21 @@ class _Context:
 
 
 def _read(path: str | Path) -> bytes:
+    """A small file's bytes, read once per run's planning (`_plan_run` clears the memo)."""
+    key = str(path)
+    cached = _recent.get(key)
+    if cached is not None:
+        return cached
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            data = handle.read()
     except OSError as exc:
         raise InputError(f"{shown(path)}: cannot read ({exc.strerror})") from None
+    _recent[key] = data
+    return data
+
+
+_recent: dict[str, bytes] = {}
 
 
 def _identity(
@@ -497,6 +507,7 @@ def _summary(
 
 
 def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
+    _recent.clear()
     files, skipped = ctx.layout.scan(run_dir, ctx.limit)
     assigned, attachments = ctx.layout.assign(run_dir, files)
     identity, original_metadata = _identity(run_dir, assigned, ctx)
@@ -511,7 +522,7 @@ def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
     if original_metadata is not None:
         source["original_metadata"] = original_metadata
     originals = {
-        assigned[key].rel: PlannedArtifact("", assigned[key].path, assigned[key].size).sha256()
+        assigned[key].rel: sha256_bytes(_read(assigned[key].path))
         for key in _ORIGINALS
         if key in assigned
     }

@@ -205,6 +205,17 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
     )
 
 
+def _chunks(entries: Iterable[IndexEntry], size: int) -> Iterator[list[IndexEntry]]:
+    chunk: list[IndexEntry] = []
+    for entry in entries:
+        chunk.append(entry)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _where(run_filter: RunFilter) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
@@ -331,18 +342,25 @@ class SQLiteIndex(RunIndex):
                 raise
         return newly
 
-    def _insert(self, entries: Iterable[IndexEntry]) -> int:
+    def _insert(self, entries: Iterable[IndexEntry], *, fresh: bool = False) -> int:
+        """Insert rows in chunks; `fresh` says the tables are empty (no old tags to drop)."""
         count = 0
-        for entry in entries:
-            run_id = entry.metadata.run_id
-            self.db.execute("DELETE FROM run_tags WHERE run_id = ?", (run_id,))
-            self.db.execute(_INSERT, _row_values(entry))
-            if entry.metadata.tags:
+        for chunk in _chunks(entries, 1000):
+            if not fresh:
                 self.db.executemany(
-                    "INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
-                    [(run_id, k, v) for k, v in entry.metadata.tags.items()],
+                    "DELETE FROM run_tags WHERE run_id = ?",
+                    [(entry.metadata.run_id,) for entry in chunk],
                 )
-            count += 1
+            self.db.executemany(_INSERT, [_row_values(entry) for entry in chunk])
+            self.db.executemany(
+                "INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
+                [
+                    (entry.metadata.run_id, key, value)
+                    for entry in chunk
+                    for key, value in entry.metadata.tags.items()
+                ],
+            )
+            count += len(chunk)
         return count
 
     def add(self, entries: Sequence[IndexEntry]) -> None:
@@ -361,7 +379,7 @@ class SQLiteIndex(RunIndex):
         try:
             self.db.execute("DELETE FROM run_tags")
             self.db.execute("DELETE FROM runs")
-            count = self._insert(entries)
+            count = self._insert(entries, fresh=True)
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
