@@ -375,7 +375,7 @@ class LocalStorage(RunStorage):
 
     @staticmethod
     def _protect(target: Path, names: Iterable[str]) -> None:
-        subdirs = {str(parent) for name in names for parent in Path(name).parents}
+        subdirs = {str(parent) for name in names if "/" in name for parent in Path(name).parents}
         subdirs.discard(".")
         # Deepest first, so each directory is still writable when its children change mode.
         for sub in sorted(subdirs, key=lambda d: d.count("/"), reverse=True):
