@@ -15,30 +15,26 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "emit", "print_rows", "render_value", "terminal_safe"]
+__all__ = ["emit", "print_rows", "render_value", "terminal_safe"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
-def console(*, stderr: bool = False) -> Console:
-    """A console that never wraps or truncates when output goes to a pipe or file."""
-    stream = sys.stderr if stderr else sys.stdout
-    if stream.isatty():
-        return Console(stderr=stderr, highlight=False)
-    return Console(file=stream, width=10_000, no_color=True, highlight=False, soft_wrap=True)
-
-
 def emit(*renderables: Any) -> None:
-    """Print rich renderables; to a pipe, as plain text without trailing padding."""
-    if sys.stdout.isatty():
-        out = console()
-        for item in renderables:
-            out.print(item)
-        return
+    """Print rich renderables at their natural width: a narrow terminal wraps lines rather
+    than cropping run ids and hashes; to a pipe, plain text without trailing padding."""
+    tty = sys.stdout.isatty()
     buffer = io.StringIO()
-    plain = Console(file=buffer, width=10_000, no_color=True, highlight=False, soft_wrap=True)
+    out = Console(
+        file=buffer,
+        width=10_000,
+        force_terminal=tty,
+        no_color=not tty,
+        highlight=False,
+        soft_wrap=True,
+    )
     for item in renderables:
-        plain.print(item)
+        out.print(item)
     click.echo("\n".join(line.rstrip() for line in buffer.getvalue().splitlines()))
 
 
