@@ -11,6 +11,7 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── RunNotFoundError         a run id (or prefix) that matches no run
     │   ├── LedgerNotFoundError      no ledger at the given path
     │   ├── IndexVersionError        an index written by a newer agentledger
+    │   ├── IndexUnusableError       an index file that is not a usable SQLite database
     │   └── ReadOnlyQueryError       a query passed to `sql` that would write
     └── IntegrityError               exit 3: stored evidence changed, vanished or is corrupt
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 __all__ = [
     "AgentLedgerError",
     "ArtifactTooLargeError",
+    "IndexUnusableError",
     "IndexVersionError",
     "InputError",
     "IntegrityError",
@@ -94,6 +96,10 @@ class LedgerNotFoundError(InputError):
 
 class IndexVersionError(InputError):
     """The index was migrated by a newer agentledger than this one."""
+
+
+class IndexUnusableError(InputError):
+    """The index file cannot be opened as an index (corrupt, or not SQLite); reindex rebuilds it."""
 
 
 class ReadOnlyQueryError(InputError):

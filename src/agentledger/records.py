@@ -383,16 +383,6 @@ def parse_record(cls: type[R], raw: bytes, source: str) -> R:
         return parse_record_data(cls, decode_json(raw, source), source)
 
 
-def parse_jsonl(raw: bytes, source: str) -> list[Any]:
-    """Decode a JSON-lines file; blank lines are skipped; errors name the file and line."""
-    values: list[Any] = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        values.append(decode_json(line, source, line=number))
-    return values
-
-
 _SHELL_LOG = TypeAdapter(list[ShellEvent])
 
 

@@ -18,9 +18,9 @@ from agentledger.store.ledger import Progress
 from agentledger.store.storage import parse_size as storage_parse_size
 
 __all__ = [
-    "LedgerPath",
     "fail",
     "handle_errors",
+    "ledger_location",
     "ledger_option",
     "open_ledger",
     "parse_size",
@@ -30,11 +30,9 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class LedgerPath:
-    """The ledger location chosen by --ledger, $AGENTLEDGER_DIR, or the default."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path or default_ledger_path()
+def ledger_location(path: Path | None) -> Path:
+    """The ledger chosen by --ledger, else $AGENTLEDGER_DIR, else ./.agentledger."""
+    return path or default_ledger_path()
 
 
 def ledger_option(func: F) -> F:
@@ -75,7 +73,7 @@ def handle_errors(func: F) -> F:
 @contextmanager
 def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
     """Open the chosen ledger for the duration of a command."""
-    ledger = Ledger.open(LedgerPath(ledger_path).path)
+    ledger = Ledger.open(ledger_location(ledger_path))
     try:
         yield ledger
     finally:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from agentledger.cli.common import LedgerPath, handle_errors, ledger_option, progress_bar
+from agentledger.cli.common import handle_errors, ledger_location, ledger_option, progress_bar
 from agentledger.cli.output import terminal_safe
 from agentledger.errors import LedgerNotFoundError
 from agentledger.importers import (
@@ -174,7 +174,7 @@ def import_command(
         batch_size=batch_size,
         workers=workers,
     )
-    root = LedgerPath(ledger_path).path
+    root = ledger_location(ledger_path)
     try:
         ledger: Ledger | None = Ledger.open(root)
     except LedgerNotFoundError:

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from agentledger.cli.common import (
-    LedgerPath,
     handle_errors,
+    ledger_location,
     ledger_option,
     open_ledger,
     progress_bar,
@@ -100,7 +100,7 @@ def reindex_command(ledger_path: Path | None) -> None:
     """Rebuild the index from the sealed runs (the files are the truth)."""
     started = time.perf_counter()
     with progress_bar("Reindexing") as progress:
-        report = Ledger.reindex_from_scratch(LedgerPath(ledger_path).path, progress)
+        report = Ledger.reindex_from_scratch(ledger_location(ledger_path), progress)
     if report.replaced_index:
         click.echo("The old index could not be used and was replaced.", err=True)
     for run_id, problem in report.skipped:

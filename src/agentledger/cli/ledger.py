@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from agentledger.cli.common import LedgerPath, handle_errors, parse_size
+from agentledger.cli.common import handle_errors, ledger_location, parse_size
 from agentledger.records import SCHEMAS, json_schema
 from agentledger.store import Ledger
 from agentledger.store.storage import format_size
@@ -24,7 +24,7 @@ __all__ = ["init_command", "schema_command"]
 @handle_errors
 def init_command(path: Path | None, max_artifact_size: str | None) -> None:
     """Create a ledger at PATH (default: $AGENTLEDGER_DIR or ./.agentledger)."""
-    target = LedgerPath(path).path
+    target = ledger_location(path)
     limit = parse_size(max_artifact_size, "--max-artifact-size") if max_artifact_size else None
     with Ledger.init(target, max_artifact_bytes=limit) as ledger:
         click.echo(

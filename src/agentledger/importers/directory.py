@@ -276,25 +276,15 @@ class _Context:
 
 
 def _read(path: str | Path) -> bytes:
-    """A small file's bytes, read once per run's planning (`_plan_run` clears the memo)."""
-    key = str(path)
-    cached = _recent.get(key)
-    if cached is not None:
-        return cached
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as exc:
         raise InputError(f"{shown(path)}: cannot read ({exc.strerror})") from None
-    _recent[key] = data
-    return data
-
-
-_recent: dict[str, bytes] = {}
 
 
 def _identity(
-    run_dir: Path, assigned: dict[str, SourceFile], ctx: _Context
+    run_dir: Path, assigned: dict[str, SourceFile], raw_metadata: bytes | None, ctx: _Context
 ) -> tuple[Identity, Any]:
     """Identity claims from metadata.json, the sidecar, options, then the weak sources.
 
@@ -302,10 +292,9 @@ def _identity(
     """
     identity = Identity()
     original: Any = None
-    metadata_file = assigned.get("metadata")
-    if metadata_file is not None:
-        origin = shown(f"{run_dir}/{metadata_file.rel}")
-        original = decode_json(_read(metadata_file.path), origin)
+    if raw_metadata is not None:
+        origin = shown(f"{run_dir}/{assigned['metadata'].rel}")
+        original = decode_json(raw_metadata, origin)
         claim_metadata(identity, original, origin)
     row = ctx.sidecar.get(run_dir.name) or {}
     origin = f"{ctx.sidecar_origin} (entry {run_dir.name!r})"
@@ -469,7 +458,11 @@ def _metadata(
 
 
 def _summary(
-    run_dir: Path, assigned: dict[str, SourceFile], identity: Identity, metadata: RunMetadata
+    run_dir: Path,
+    assigned: dict[str, SourceFile],
+    raw_summary: bytes | None,
+    identity: Identity,
+    metadata: RunMetadata,
 ) -> tuple[RunSummary, dict[str, Any]]:
     """The run's own run_summary.json where it says something, gaps filled from the artifacts.
 
@@ -483,12 +476,10 @@ def _summary(
     derived = derive_summary(metadata, events)
     values: dict[str, Any] = {}
     original: Any = None
-    summary_file = assigned.get("summary")
-    if summary_file is not None:
-        origin = shown(f"{run_dir}/{summary_file.rel}")
-        raw = _read(summary_file.path)
-        values = summary_values(raw, origin)
-        original = decode_json(raw, origin)
+    if raw_summary is not None:
+        origin = shown(f"{run_dir}/{assigned['summary'].rel}")
+        values = summary_values(raw_summary, origin)
+        original = decode_json(raw_summary, origin)
     provenance = {name: "run_summary.json" for name in values}
     filled_from = {"commands_run": "shell audit", "commands_denied": "shell audit"}
     if identity.kind("started_at") not in _WEAK:  # a day read from a name is no start time
@@ -507,10 +498,11 @@ def _summary(
 
 
 def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
-    _recent.clear()
     files, skipped = ctx.layout.scan(run_dir, ctx.limit)
     assigned, attachments = ctx.layout.assign(run_dir, files)
-    identity, original_metadata = _identity(run_dir, assigned, ctx)
+    # The run's own records are read once: for identity, metrics, and their hashes.
+    originals = {key: _read(assigned[key].path) for key in _ORIGINALS if key in assigned}
+    identity, original_metadata = _identity(run_dir, assigned, originals.get("metadata"), ctx)
     artifacts, mapping = _artifacts(run_dir, assigned, attachments)
     source: dict[str, Any] = {
         "importer": IMPORTER,
@@ -521,14 +513,11 @@ def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
         source["skipped"] = sorted(skipped)
     if original_metadata is not None:
         source["original_metadata"] = original_metadata
-    originals = {
-        assigned[key].rel: sha256_bytes(_read(assigned[key].path))
-        for key in _ORIGINALS
-        if key in assigned
-    }
     if originals:
         # Their JSON is kept key for key; these hashes tie it to the exact original bytes.
-        source["original_sha256"] = dict(sorted(originals.items()))
+        source["original_sha256"] = {
+            assigned[key].rel: sha256_bytes(raw) for key, raw in sorted(originals.items())
+        }
     prompt = _system_prompt(run_dir, assigned, ctx)
     if prompt is not None:
         data, origin, kind, from_run = prompt
@@ -538,7 +527,7 @@ def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
             artifacts.append(PlannedArtifact(SYSTEM_PROMPT, None, len(data), data))
     _check_names(run_dir, artifacts)
     metadata = _metadata(run_dir, identity, source, "metadata" in assigned, ctx)
-    summary, sources = _summary(run_dir, assigned, identity, metadata)
+    summary, sources = _summary(run_dir, assigned, originals.get("summary"), identity, metadata)
     if sources:
         merged = dict(sorted({**(metadata.source or {}), **sources}.items()))
         metadata = metadata.model_copy(update={"source": merged})

@@ -255,12 +255,11 @@ def safe_run_id(run_id: str) -> bool:
     return True
 
 
-def claim_metadata(identity: Identity, data: Any, origin: str) -> list[str]:
-    """Claims from a run's own metadata.json; returns the keys it does not map, sorted."""
+def claim_metadata(identity: Identity, data: Any, origin: str) -> None:
+    """Claims from a run's own metadata.json (keys it does not map are kept in `source`)."""
     if not isinstance(data, dict):
         raise RecordError(origin, f"expected a JSON object, found {type(data).__name__}")
     check_schema_version(data, RunMetadata, origin)
-    unmapped = []
     for key, value in data.items():
         name = _METADATA_ALIASES.get(key, key)
         if value is None or key in _METADATA_IGNORED:
@@ -282,9 +281,6 @@ def claim_metadata(identity: Identity, data: Any, origin: str) -> list[str]:
                 identity.unsafe_run_id = claim
                 continue
             identity.claim(name, claim)
-        else:
-            unmapped.append(key)
-    return sorted(unmapped)
 
 
 def _sidecar_rows(raw: bytes, path: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -16,7 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import IndexVersionError, InputError, ReadOnlyQueryError
+from agentledger.errors import (
+    IndexUnusableError,
+    IndexVersionError,
+    InputError,
+    ReadOnlyQueryError,
+)
 from agentledger.records import Manifest, RunMetadata, RunSummary
 from agentledger.store.migrations import MIGRATIONS
 
@@ -289,7 +294,7 @@ class SQLiteIndex(RunIndex):
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
-            raise InputError(
+            raise IndexUnusableError(
                 f"{path}: not a usable SQLite index ({exc}); "
                 "rebuild it from the runs with `agentledger reindex`"
             ) from None
@@ -436,10 +441,6 @@ class SQLiteIndex(RunIndex):
 
     def manifest_hashes(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT run_id, manifest_sha256 FROM runs"))
-
-    def iter_ids(self) -> Iterator[str]:
-        for row in self.db.execute("SELECT run_id FROM runs"):
-            yield row[0]
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> QueryResult:
         uri = self.path.resolve().as_uri() + "?mode=ro"

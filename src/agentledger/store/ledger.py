@@ -10,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 
 from agentledger.errors import (
+    IndexUnusableError,
     IndexVersionError,
     InputError,
     LedgerNotFoundError,
@@ -296,11 +297,7 @@ class Ledger:
         try:
             ledger = cls.open(root)
             replaced = False
-        except IndexVersionError:
-            replaced = True
-        except InputError as exc:
-            if not (root / CONFIG_NAME).is_file() or "SQLite index" not in str(exc):
-                raise
+        except (IndexVersionError, IndexUnusableError):
             replaced = True
         if replaced:
             for suffix in ("", "-wal", "-shm"):

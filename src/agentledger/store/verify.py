@@ -50,14 +50,6 @@ class VerifyReport:
         return not self.problems
 
 
-def _manifest(ledger: Ledger, run_id: str, raw: bytes) -> Manifest:
-    try:
-        return Manifest.model_validate_json(raw)
-    except ValueError:
-        # The slow path, for a message that names the file and the field.
-        return parse_record(Manifest, raw, ledger.storage.locate(run_id, MANIFEST_NAME))
-
-
 def _verify_run(ledger: Ledger, run_id: str, indexed: dict[str, str], report: VerifyReport) -> None:
     problems = report.problems
     scanned = ledger.storage.scan_run(run_id, keep=_KEEP)
@@ -71,7 +63,7 @@ def _verify_run(ledger: Ledger, run_id: str, indexed: dict[str, str], report: Ve
         )
         return
     try:
-        manifest = _manifest(ledger, run_id, raw)
+        manifest = parse_record(Manifest, raw, ledger.storage.locate(run_id, MANIFEST_NAME))
     except InputError as exc:
         problems.append(Problem(run_id, "manifest", f"broken manifest: {exc}", MANIFEST_NAME))
         return
