@@ -15,7 +15,7 @@ import click
 from click.testing import CliRunner
 
 from agentledger.cli import main
-from agentledger.records import SCHEMAS
+from agentledger.records import SCHEMAS, schema_model
 from agentledger.store import Ledger
 
 DOCS = Path(__file__).resolve().parent
@@ -60,7 +60,7 @@ def index_schema() -> str:
     parts.append("```\n\n## Record schemas\n\n")
     parts.append("Print any of these with `agentledger schema NAME`:\n\n")
     for name in sorted(SCHEMAS):
-        doc = (SCHEMAS[name].__doc__ or "").strip().splitlines()[0]
+        doc = (schema_model(name).__doc__ or "").strip().splitlines()[0]
         parts.append(f"- `{name}`: {doc}\n")
     return "".join(parts)
 

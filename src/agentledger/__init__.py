@@ -1,9 +1,19 @@
-"""agentledger: evidence, judges and gates for LLM agents that act on real infrastructure."""
+"""agentledger: evidence, judges and gates for LLM agents that act on real infrastructure.
 
-from agentledger.errors import AgentLedgerError, InputError, IntegrityError
-from agentledger.identity import effective_prompt, make_run_id
-from agentledger.records import RunMetadata, RunSummary, ShellEvent
-from agentledger.store import Ledger, RunFilter, RunWriter
+The public names below are loaded on first use, so that light entry points (the gated shell
+`agentledger exec`, which every agent command pays for) do not import the whole library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentledger.errors import AgentLedgerError, InputError, IntegrityError
+    from agentledger.identity import effective_prompt, make_run_id
+    from agentledger.records import RunMetadata, RunSummary, ShellEvent
+    from agentledger.store import Ledger, RunFilter, RunWriter
 
 __all__ = [
     "AgentLedgerError",
@@ -20,3 +30,30 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_HOMES = {
+    "AgentLedgerError": "agentledger.errors",
+    "InputError": "agentledger.errors",
+    "IntegrityError": "agentledger.errors",
+    "effective_prompt": "agentledger.identity",
+    "make_run_id": "agentledger.identity",
+    "RunMetadata": "agentledger.records",
+    "RunSummary": "agentledger.records",
+    "ShellEvent": "agentledger.records",
+    "Ledger": "agentledger.store",
+    "RunFilter": "agentledger.store",
+    "RunWriter": "agentledger.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentledger' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

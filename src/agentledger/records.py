@@ -6,6 +6,7 @@ with a clear error; older shapes are upgraded on read (`UPGRADES`), never rewrit
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable
@@ -39,6 +40,7 @@ __all__ = [
     "json_schema",
     "parse_record",
     "parse_record_data",
+    "schema_model",
 ]
 
 HASH_PATTERN = r"^sha256:[0-9a-f]{8,64}$"
@@ -307,19 +309,31 @@ class LedgerConfig(Record):
     )
 
 
-SCHEMAS: dict[str, type[BaseModel]] = {
+SCHEMAS: dict[str, type[BaseModel] | str] = {
     "ledger": LedgerConfig,
     "manifest": Manifest,
     "metadata": RunMetadata,
     "shell-event": ShellEvent,
     "summary": RunSummary,
 }
+"""Every file format the CLI can print a schema for. Records defined in other modules are named
+as "module:Class" and imported only when asked for, so this module stays light."""
+
+
+def schema_model(name: str) -> type[BaseModel]:
+    """The pydantic model of the record called `name` (KeyError when unknown)."""
+    model = SCHEMAS[name]
+    if isinstance(model, str):
+        module, _, attr = model.partition(":")
+        loaded = getattr(importlib.import_module(module), attr)
+        assert isinstance(loaded, type) and issubclass(loaded, BaseModel)
+        SCHEMAS[name] = model = loaded
+    return model
 
 
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of the record called `name` (see SCHEMAS)."""
-    model = SCHEMAS[name]
-    return model.model_json_schema(mode="validation")
+    return schema_model(name).model_json_schema(mode="validation")
 
 
 def _describe(error: ValidationError) -> tuple[str | None, str]:

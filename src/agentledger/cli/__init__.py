@@ -1,20 +1,55 @@
-"""The command-line interface: thin click commands over the library, one module per group."""
+"""The command-line interface: thin click commands over the library, one module per group.
+
+Commands are imported only when they are run (or listed with their help), so a command pays
+only for the parts of the library it uses.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from agentledger import __version__
-from agentledger.cli.demo import demo_command
-from agentledger.cli.importing import import_command
-from agentledger.cli.integrity import gc_command, reindex_command, verify_command
-from agentledger.cli.ledger import init_command, schema_command
-from agentledger.cli.query import export_command, runs_command, show_command, sql_command
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS: dict[str, str] = {
+    "init": "agentledger.cli.ledger:init_command",
+    "import": "agentledger.cli.importing:import_command",
+    "runs": "agentledger.cli.query:runs_command",
+    "show": "agentledger.cli.query:show_command",
+    "sql": "agentledger.cli.query:sql_command",
+    "export": "agentledger.cli.query:export_command",
+    "verify": "agentledger.cli.integrity:verify_command",
+    "gc": "agentledger.cli.integrity:gc_command",
+    "reindex": "agentledger.cli.integrity:reindex_command",
+    "schema": "agentledger.cli.ledger:schema_command",
+    "demo": "agentledger.cli.demo:demo_command",
+}
+"""Command name -> "module:attribute" of its click command."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported when first needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="agentledger")
 def main() -> None:
     """Turn runs of infrastructure agents into evidence, findings and decisions.
@@ -22,19 +57,3 @@ def main() -> None:
     Every run is sealed into an append-only ledger with its identity (system prompt hash,
     model asked for and served, agent commit) and indexed for queries.
     """
-
-
-for command in (
-    init_command,
-    import_command,
-    runs_command,
-    show_command,
-    sql_command,
-    export_command,
-    verify_command,
-    gc_command,
-    reindex_command,
-    schema_command,
-    demo_command,
-):
-    main.add_command(command)

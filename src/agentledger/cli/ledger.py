@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from agentledger.cli.common import handle_errors, ledger_location, parse_size
-from agentledger.records import SCHEMAS, json_schema
+from agentledger.records import SCHEMAS, json_schema, schema_model
 from agentledger.store import Ledger
 from agentledger.store.storage import format_size
 
@@ -37,13 +37,13 @@ def init_command(path: Path | None, max_artifact_size: str | None) -> None:
 @click.argument("name", required=False)
 @handle_errors
 def schema_command(name: str | None) -> None:
-    """Print the JSON Schema of a record (metadata, summary, shell-event, manifest, ledger).
+    """Print the JSON Schema of a record or file format (metadata, scenario, policy, ...).
 
     Without NAME, list the record names.
     """
     if name is None:
         for known in sorted(SCHEMAS):
-            doc = (SCHEMAS[known].__doc__ or "").strip().splitlines()[0]
+            doc = (schema_model(known).__doc__ or "").strip().splitlines()[0]
             click.echo(f"{known:<12} {doc}")
         return
     if name not in SCHEMAS:
