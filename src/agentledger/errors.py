@@ -12,7 +12,9 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── LedgerNotFoundError      no ledger at the given path
     │   ├── IndexVersionError        an index written by a newer agentledger
     │   ├── IndexUnusableError       an index file that is not a usable SQLite database
-    │   └── ReadOnlyQueryError       a query passed to `sql` that would write
+    │   ├── ReadOnlyQueryError       a query passed to `sql` that would write
+    │   └── ProviderSetupError       a model provider that cannot be used: unknown, SDK or key missing
+    ├── ProviderError                exit 1: a model call failed (after its retries)
     └── IntegrityError               exit 3: stored evidence changed, vanished or is corrupt
 """
 
@@ -28,6 +30,8 @@ __all__ = [
     "InputError",
     "IntegrityError",
     "LedgerNotFoundError",
+    "ProviderError",
+    "ProviderSetupError",
     "ReadOnlyQueryError",
     "RecordError",
     "RunExistsError",
@@ -110,3 +114,13 @@ class IntegrityError(AgentLedgerError):
     """Stored evidence no longer matches its manifest, or the index disagrees with the files."""
 
     exit_code = 3
+
+
+class ProviderSetupError(InputError):
+    """A model provider that cannot be used as configured: unknown name, SDK or API key missing."""
+
+
+class ProviderError(AgentLedgerError):
+    """A model call that failed, after its retries; says which provider, model and why."""
+
+    exit_code = 1
