@@ -13,7 +13,7 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── IndexVersionError        an index written by a newer agentledger
     │   ├── IndexUnusableError       an index file that is not a usable SQLite database
     │   ├── ReadOnlyQueryError       a query passed to `sql` that would write
-    │   └── ProviderSetupError       a model provider that cannot be used: unknown, SDK or key missing
+    │   └── ProviderSetupError       a provider that cannot be used: unknown, no SDK or no key
     ├── ProviderError                exit 1: a model call failed (after its retries)
     └── IntegrityError               exit 3: stored evidence changed, vanished or is corrupt
 """
