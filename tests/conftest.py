@@ -23,6 +23,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("AGENTLEDGER_DIR", raising=False)
     monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("AGENTLEDGER_CACHE_DIR", str(tmp_path / ".user-cache"))
     return tmp_path
 
 

@@ -1,6 +1,6 @@
-"""`python -m agentledger` runs the command-line interface."""
+"""`python -m agentledger` runs the command-line interface (as the `agentledger` script does)."""
 
-from agentledger.cli import main
+from agentledger._entry import main
 
 if __name__ == "__main__":
     main()

@@ -224,9 +224,19 @@ class RunSummary(Record):
     tokens_out: int | None = Field(default=None, ge=0, description="Completion tokens.")
     cost_usd: float | None = Field(default=None, ge=0, description="Model cost in US dollars.")
     exit_status: str | None = Field(
-        default=None, description="ok, failed, timeout or crashed; None when unknown."
+        default=None,
+        description=(
+            "ok, failed, timeout, interrupted, setup-failed or not-started; None if unknown."
+        ),
     )
     exit_code: int | None = Field(default=None, description="The agent process's exit code.")
+    error: str | None = Field(
+        default=None, description="Why the run did not end ok: the failure, in words."
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="What the runner noticed: skipped files, failed steps."
+    )
+    model_calls: int | None = Field(default=None, ge=0, description="Model calls made.")
     derived: bool = Field(
         default=False, description="True when agentledger computed this from the artifacts."
     )
@@ -269,6 +279,19 @@ class ShellEvent(Record):
     stderr_sha256: str | None = Field(default=None, description="sha256 of the full stderr.")
     stdout_bytes: int | None = Field(default=None, ge=0, description="Size of the full stdout.")
     stderr_bytes: int | None = Field(default=None, ge=0, description="Size of the full stderr.")
+    timed_out: bool | None = Field(
+        default=None, description="True when the gate killed the command on timeout."
+    )
+    truncated: bool | None = Field(
+        default=None, description="True when stdout or stderr was cut to the policy's limit."
+    )
+    parts: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Each simple command in the line: command, classification, reason, via.",
+    )
+    policy: str | None = Field(
+        default=None, description="The policy file that decided, or 'default'."
+    )
 
     @property
     def denied(self) -> bool:
@@ -310,9 +333,13 @@ class LedgerConfig(Record):
 
 
 SCHEMAS: dict[str, type[BaseModel] | str] = {
+    "agent": "agentledger.runner.agent_spec:AgentSpec",
     "ledger": LedgerConfig,
     "manifest": Manifest,
     "metadata": RunMetadata,
+    "policy": "agentledger.runner.gate.policy:Policy",
+    "response": "agentledger.providers.base:RecordedResponse",
+    "scenario": "agentledger.runner.scenario:Scenario",
     "shell-event": ShellEvent,
     "summary": RunSummary,
 }

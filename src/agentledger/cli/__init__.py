@@ -17,6 +17,7 @@ __all__ = ["COMMANDS", "main"]
 COMMANDS: dict[str, str] = {
     "init": "agentledger.cli.ledger:init_command",
     "import": "agentledger.cli.importing:import_command",
+    "run": "agentledger.cli.run:run_command",
     "runs": "agentledger.cli.query:runs_command",
     "show": "agentledger.cli.query:show_command",
     "sql": "agentledger.cli.query:sql_command",
@@ -26,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "reindex": "agentledger.cli.integrity:reindex_command",
     "schema": "agentledger.cli.ledger:schema_command",
     "demo": "agentledger.cli.demo:demo_command",
+    "exec": "agentledger.cli.gate:exec_command",
 }
 """Command name -> "module:attribute" of its click command."""
 

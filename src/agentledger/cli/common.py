@@ -115,3 +115,14 @@ def parse_size(text: str, option: str) -> int:
         return storage_parse_size(text)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
+
+
+def parse_pairs(option: str, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """KEY=VALUE option values as pairs; a usage error naming `option` otherwise."""
+    pairs = []
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key.strip() or not rest:
+            raise click.BadParameter(f"{value!r}: expected KEY=VALUE", param_hint=option)
+        pairs.append((key.strip(), rest))
+    return pairs

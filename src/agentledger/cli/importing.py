@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_location, ledger_option, progress_bar
+from agentledger.cli.common import (
+    handle_errors,
+    ledger_location,
+    ledger_option,
+    parse_pairs,
+    progress_bar,
+)
 from agentledger.cli.output import terminal_safe
 from agentledger.errors import LedgerNotFoundError
 from agentledger.importers import (
@@ -19,16 +25,6 @@ from agentledger.store import Ledger
 from agentledger.store.storage import parse_size
 
 __all__ = ["import_command"]
-
-
-def _pairs(option: str, values: tuple[str, ...]) -> list[tuple[str, str]]:
-    pairs = []
-    for value in values:
-        key, sep, rest = value.partition("=")
-        if not sep or not key.strip() or not rest:
-            raise click.BadParameter(f"{value!r}: expected KEY=VALUE", param_hint=option)
-        pairs.append((key.strip(), rest))
-    return pairs
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
@@ -151,7 +147,7 @@ def import_command(
     skipped; the same run id with different content is an error.
     """
     mapping: dict[str, list[str]] = {}
-    for key, pattern in _pairs("--map", mappings):
+    for key, pattern in parse_pairs("--map", mappings):
         if key not in ARTIFACT_KEYS:
             raise click.BadParameter(
                 f"unknown key {key!r}; use one of {', '.join(ARTIFACT_KEYS)}", param_hint="--map"
@@ -167,7 +163,7 @@ def import_command(
         agent_commit=agent_commit,
         variant=variant,
         system_prompt_file=system_prompt_file,
-        tags=dict(_pairs("--tag", tags)),
+        tags=dict(parse_pairs("--tag", tags)),
         name_pattern=name_pattern,
         exclude=exclude,
         max_artifact_bytes=max_artifact_size,

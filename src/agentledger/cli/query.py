@@ -170,6 +170,10 @@ def show_command(
             ),
             ("cost usd", summary.cost_usd),
             ("exit status", summary.exit_status),
+            ("exit code", summary.exit_code),
+            ("error", summary.error),
+            ("model calls", summary.model_calls),
+            ("notes", "; ".join(summary.notes) or None),
         ]
     info = Table.grid(padding=(0, 2))
     info.add_column(style="bold")

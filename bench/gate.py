@@ -1,0 +1,223 @@
+"""Benchmark of the gated shell (issue 3): start-up of `agentledger exec`, and the classifier.
+
+    .venv/bin/python bench/gate.py                  # 30 repeats, a corpus of 5,000 commands
+    .venv/bin/python bench/gate.py --repeats 50 --corpus 20000 --json results.json
+
+Every command an agent runs pays the gate's start-up, so the first figure is the median wall
+time of `agentledger exec --run-dir TMP -- true` (the installed console script, a whole
+process: parse, policy, classify, run `true` through bash, append the audit line) against
+`python -c pass` with the same interpreter, measured alternately in the same run. Goal: within
+3x. Then the same for `--dry-run` (no shell, no log) and for a pipeline that needs the
+tree-sitter parser, and the classifier alone on a generated corpus of realistic ops commands.
+
+The package's bytecode is compiled first, as an installed package has it (this matters where
+PYTHONDONTWRITEBYTECODE is set: without .pyc files every start compiles every module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOAL = 3.0
+
+
+def timed_runs(
+    commands: dict[str, list[str]], repeats: int, env: dict[str, str]
+) -> dict[str, float]:
+    """Median wall milliseconds of each command, run alternately `repeats` times."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for argv in commands.values():  # warm-up: page cache, policy cache
+        for _ in range(3):
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=False)
+    for _ in range(repeats):
+        for name, argv in commands.items():
+            started = time.perf_counter()
+            done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=False)
+            samples[name].append((time.perf_counter() - started) * 1000)
+            if done.returncode not in (0, 126):
+                raise SystemExit(f"{' '.join(argv)} exited {done.returncode}")
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# -- a corpus of realistic commands ------------------------------------------------------------
+
+HOSTS = ["vm-app-01", "vm-db-02", "10.0.2.4", "azureuser@10.0.0.5", "bastion"]
+DEVICES = ["eth0", "ens4", "eth1", "bond0"]
+UNITS = ["nginx", "fail2ban", "sshd", "kubelet", "postgresql"]
+NAMESPACES = ["prod", "kube-system", "staging", "monitoring"]
+TEMPLATES = [
+    "iptables -L -n -v",
+    "iptables -t nat -S",
+    "sudo iptables -nvL {chain} --line-numbers",
+    "iptables -A INPUT -s 10.0.{n}.0/24 -j DROP",
+    "iptables -F {chain}",
+    "iptables-save | grep -c {chain}",
+    "nft list ruleset",
+    "tc qdisc show dev {dev}",
+    "tc -s qdisc show dev {dev} | grep -A2 netem",
+    "tc qdisc del dev {dev} root",
+    "tc qdisc add dev {dev} root netem delay {n}ms loss 5%",
+    "ip route show table all",
+    "ip -br a",
+    "ip r get 10.0.{n}.4",
+    "ip route add 10.{n}.0.0/16 via 10.0.0.1 dev {dev}",
+    "ss -tlnp | grep :{port}",
+    "systemctl status {unit} --no-pager",
+    "systemctl restart {unit}",
+    "journalctl -u {unit} -n 200 --no-pager | grep -i error | tail -20",
+    "kubectl -n {ns} get pods -o wide",
+    "kubectl -n {ns} describe pod api-{n}",
+    "kubectl -n {ns} delete pod api-{n}",
+    "kubectl -n {ns} logs deploy/api --tail {n} | grep -i timeout",
+    "kubectl -n {ns} exec api-{n} -- cat /etc/resolv.conf",
+    "az network nic show-effective-route-table -g rg-ghost -n vm-{n}-nic -o table",
+    "az network nsg rule list -g rg-ghost --nsg-name nsg-{n} -o table",
+    "az network nsg rule update -g rg-ghost --nsg-name nsg-{n} -n allow-ssh --access Deny",
+    "aws ec2 describe-security-groups --group-ids sg-{n}",
+    "aws ec2 terminate-instances --instance-ids i-{n}",
+    "gcloud compute firewall-rules list --filter network=default",
+    "docker ps --format '{{{{.Names}}}}' | grep api",
+    "ssh {host} 'sudo iptables -S | grep f2b'",
+    "ssh {host} sudo tc qdisc show dev {dev}",
+    "sudo sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'",
+    "psql -h db -U app -c 'SELECT count(*) FROM sessions WHERE created_at > now() - 1'",
+    "psql -c 'DELETE FROM sessions WHERE id = {n}'",
+    "mysql -e 'SHOW FULL PROCESSLIST'",
+    "cat /etc/hosts | grep {host}",
+    "grep -rn 'Listen' /etc/nginx/ 2>/dev/null | head",
+    "curl -sS -o /dev/null -w '%{{http_code}}' https://{host}/health",
+    "for h in a b c; do dig +short $h.example.com; done",
+    "sed -i 's/^PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config",
+    "echo nameserver 1.1.1.1 | sudo tee -a /etc/resolv.conf",
+    "find /var/log -name '*.gz' -mtime +{n} -delete",
+    "rm -rf /tmp/cache-{n}",
+    "ps aux --sort=-%mem | head -{n}",
+    "df -h && free -m && uptime",
+    "mytool --check {n}",
+]
+
+
+def corpus(size: int, seed: int = 3) -> list[str]:
+    """`size` commands from the templates, with varied hosts, devices, units and numbers."""
+    pick = random.Random(seed)
+    chains = ["INPUT", "FORWARD", "f2b-sshd", "DOCKER-USER", "KUBE-SERVICES"]
+    return [
+        pick.choice(TEMPLATES).format(
+            chain=pick.choice(chains),
+            dev=pick.choice(DEVICES),
+            unit=pick.choice(UNITS),
+            ns=pick.choice(NAMESPACES),
+            host=pick.choice(HOSTS),
+            n=pick.randint(1, 250),
+            port=pick.choice([22, 80, 443, 5432, 8080]),
+        )
+        for _ in range(size)
+    ]
+
+
+def classifier_throughput(size: int) -> dict[str, float]:
+    from agentledger.runner.gate import classify
+    from agentledger.runner.gate.classifier import default_knowledge
+    from agentledger.runner.gate.words import simple_words
+
+    commands = corpus(size)
+    knowledge = default_knowledge()
+    for command in commands[:200]:
+        classify(command, knowledge)
+    started = time.perf_counter()
+    kinds: dict[str, int] = {}
+    for command in commands:
+        kind = classify(command, knowledge).kind
+        kinds[kind] = kinds.get(kind, 0) + 1
+    seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    for command in commands:
+        classify(command, knowledge, parser_only=True)
+    parser_seconds = time.perf_counter() - started
+    plain = sum(simple_words(command) is not None for command in commands)
+    return {
+        "commands": len(commands),
+        "commands_per_s": len(commands) / seconds,
+        "parser_only_commands_per_s": len(commands) / parser_seconds,
+        "plain_word_share": plain / len(commands),
+        **{f"share_{kind}": count / len(commands) for kind, count in sorted(kinds.items())},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--corpus", type=int, default=5000)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    options = parser.parse_args()
+
+    script = Path(sys.executable).parent / "agentledger"
+    if not script.exists():
+        raise SystemExit(f"{script} not found: install agentledger in this environment first")
+    import agentledger
+
+    package = Path(agentledger.__file__).parent
+    compileall.compile_dir(str(package), quiet=1)
+    with tempfile.TemporaryDirectory(prefix="agentledger-bench-gate-") as work:
+        run_dir = Path(work) / "run"
+        run_dir.mkdir()
+        env = {**os.environ, "AGENTLEDGER_CACHE_DIR": str(Path(work) / "cache")}
+        env.pop("CI", None)
+        exe = [str(script), "exec"]
+        medians = timed_runs(
+            {
+                "python -c pass": [sys.executable, "-c", "pass"],
+                "exec -- true": [*exe, "--run-dir", str(run_dir), "--", "true"],
+                "exec --dry-run -- true": [*exe, "--dry-run", "--", "true"],
+                "exec -- pipeline (parser)": [
+                    *exe, "--run-dir", str(run_dir), "--", "cat /etc/hostname | wc -c",
+                ],
+            },
+            options.repeats,
+            env,
+        )  # fmt: skip
+        logged = len((run_dir / "shell_audit.jsonl").read_text().splitlines())
+    baseline = medians["python -c pass"]
+    ratio = medians["exec -- true"] / baseline
+    throughput = classifier_throughput(options.corpus)
+
+    print(f"gated shell start-up (median of {options.repeats}, whole processes, ms)")
+    for name, value in medians.items():
+        print(f"  {name:<28} {value:7.1f}   {value / baseline:4.2f}x python")
+    verdict = "met" if ratio <= GOAL else "NOT met"
+    print(f"  goal: exec -- true within {GOAL:g}x of python -c pass: {ratio:.2f}x ({verdict})")
+    print(f"  audit lines written: {logged}")
+    print(f"classifier on {throughput['commands']:,} generated ops commands")
+    print(f"  {throughput['commands_per_s']:,.0f} commands/s")
+    print(f"  {throughput['parser_only_commands_per_s']:,.0f} commands/s with the parser for all")
+    print(f"  {throughput['plain_word_share']:.0%} plain-word lines (no parser needed)")
+    shares = ", ".join(
+        f"{key.removeprefix('share_')} {value:.0%}"
+        for key, value in throughput.items()
+        if key.startswith("share_")
+    )
+    print(f"  classes: {shares}")
+    if options.json:
+        figures = {
+            "startup_ms": medians,
+            "ratio": ratio,
+            "goal": GOAL,
+            "repeats": options.repeats,
+            "classifier": throughput,
+        }
+        options.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The `agentledger` console script.
+
+`agentledger exec` (the gated shell, run for every command an agent runs) is parsed by hand
+and imports only what it needs; every other command goes to the click application.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    """Run `agentledger` with the arguments in sys.argv."""
+    if len(sys.argv) > 1 and sys.argv[1] == "exec":
+        from agentledger.runner.gate.cli import fast_main
+
+        code = fast_main(sys.argv[2:])
+        if code is not None:
+            sys.exit(code)
+    from agentledger.cli import main as cli_main
+
+    cli_main()

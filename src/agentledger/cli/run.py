@@ -1,0 +1,168 @@
+"""`agentledger run`: run an agent over a suite of scenarios, one sealed run per combination."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from agentledger.cli.common import (
+    handle_errors,
+    ledger_location,
+    ledger_option,
+    parse_pairs,
+    progress_bar,
+)
+from agentledger.cli.output import terminal_safe
+from agentledger.runner.agent_spec import load_agent
+from agentledger.runner.run import RunOptions, RunOutcome, prepare_suite, run_suite
+from agentledger.runner.scenario import load_suite
+from agentledger.store import Ledger
+
+__all__ = ["run_command"]
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _line(run: RunOutcome) -> str:
+    status = run.status if run.status == "ok" else click.style(run.status, fg="red")
+    text = f"{run.run_id}  {status}"
+    if run.error:
+        text += f"  ({terminal_safe(run.error)})"
+    return text
+
+
+@click.command("run")
+@click.argument(
+    "suite", type=click.Path(exists=True, file_okay=False, path_type=Path), metavar="SUITE"
+)
+@click.option(
+    "--agent",
+    "agent_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The agent file (TOML): kind, system prompt, model, checkout, timeout.",
+)
+@ledger_option
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME",
+    help="Model to run (repeatable) [default: the agent file's model].",
+)
+@click.option(
+    "--scenario",
+    "scenario_ids",
+    multiple=True,
+    metavar="ID",
+    help="Run only this scenario of the suite (repeatable).",
+)
+@click.option(
+    "--prompt-addon",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Text appended to the base system prompt for these runs; the base file is not touched.",
+)
+@click.option("--variant", help="Variant name recorded on the runs [default: the addon's stem].")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per scenario and model.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs at the same time (and model calls in flight).",
+)
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag every run.")
+@click.option("--no-cache", is_flag=True, help="Call the model even when a cached answer exists.")
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write every model response here, for replay.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
+@handle_errors
+def run_command(
+    suite: Path,
+    agent_file: Path,
+    ledger_path: Path | None,
+    models: tuple[str, ...],
+    scenario_ids: tuple[str, ...],
+    prompt_addon: Path | None,
+    variant: str | None,
+    repeat: int,
+    concurrency: int,
+    tags: tuple[str, ...],
+    no_cache: bool,
+    record_dir: Path | None,
+    quiet: bool,
+) -> None:
+    """Run an agent over SUITE (a directory of scenarios, or one scenario).
+
+    One sealed run per scenario, model and repeat, with its full identity: the system prompt
+    hash (base + addon), the model asked for and served, the agent's commit. A failing,
+    crashing or timed-out agent still leaves a run, marked with how it ended. Exit status 1
+    when any run did not end ok; 130 after Ctrl-C (the runs already made are kept).
+    """
+    agent = load_agent(agent_file)
+    scenarios = load_suite(suite, list(scenario_ids) or None)
+    options = RunOptions(
+        models=models,
+        prompt_addon=prompt_addon,
+        variant=variant,
+        repeat=repeat,
+        concurrency=concurrency,
+        use_cache=not no_cache,
+        record_dir=record_dir,
+        tags=dict(parse_pairs("--tag", tags)),
+    )
+    root = ledger_location(ledger_path)
+    prepared = prepare_suite(root, agent, scenarios, options)
+    ledger, created = Ledger.open_or_init(root)
+    if created:
+        click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
+    total = len(prepared.plan())
+    try:
+        with progress_bar(f"Running {agent.spec.name}") as progress:
+            done = 0
+            if progress is not None:
+                progress(0, total)
+
+            def on_run(run: RunOutcome) -> None:
+                nonlocal done
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+                if not quiet:
+                    click.echo(_line(run))
+
+            report = run_suite(ledger, prepared, on_run=on_run)
+    finally:
+        ledger.close()
+    failed = len(report.failed)
+    summary = (
+        f"{len(report.runs)} of {report.planned} runs written to {terminal_safe(str(root))}; "
+        f"{failed} did not end ok; cost {_money(report.cost_usd)}"
+    )
+    if report.model_calls:
+        summary += f"; {report.model_calls} model calls ({report.cached_calls} from the cache)"
+    click.echo(summary + ".")
+    prompt = prepared.prompt
+    click.echo(f"System prompt {prompt.system_prompt_hash[:15]}", nl=False)
+    if prepared.variant:
+        click.echo(f" (base {prompt.base_prompt_hash[:15]} + {prepared.variant})", nl=False)
+    click.echo(".")
+    if report.interrupted:
+        click.echo("Interrupted: the runs not started were skipped.", err=True)
+        sys.exit(130)
+    if failed:
+        sys.exit(1)

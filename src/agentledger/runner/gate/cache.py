@@ -1,0 +1,99 @@
+"""A cache of validated YAML files (policies, command knowledge), keyed by their exact bytes.
+
+Parsing YAML and validating it with pydantic costs more than the rest of a gated command
+together, and the same policy is read by every command of a run. So the first read validates
+the file and stores the result; later reads of the same bytes load it back with `marshal`.
+A changed file has a new key, so it is validated again; an unusable cache is ignored.
+
+The cache lives in ``$AGENTLEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/agentledger``, else
+``~/.cache/agentledger``, in a directory only its owner can read or write.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+
+from agentledger import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+__all__ = ["cache_dir", "load_cached", "sha256_hex"]
+
+FORMAT = 1
+"""Bumped when the shape of what is cached changes."""
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex sha256 of `data`, without importing hashlib (and OpenSSL) when avoidable."""
+    return str(_sha256()(data).hexdigest())
+
+
+def _sha256() -> Callable[[bytes], Any]:
+    import importlib
+
+    for module in ("_sha256", "_sha2"):
+        try:
+            factory: Callable[[bytes], Any] = importlib.import_module(module).sha256
+            return factory
+        except (ImportError, AttributeError):
+            continue
+    import hashlib
+
+    return hashlib.sha256
+
+
+def cache_dir() -> str:
+    """Where validated files are cached (created on first write)."""
+    explicit = os.environ.get("AGENTLEDGER_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "agentledger")
+
+
+def read_source(path: str) -> bytes:
+    """The bytes of `path`; a RecordError naming it when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        from agentledger.errors import RecordError
+
+        raise RecordError(path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def load_cached(path: str, kind: str, build: Callable[[bytes, str], Any]) -> Any:
+    """The validated content of the file at `path`: from the cache, or `build(raw, path)`.
+
+    `build` parses and validates (raising RecordError for a bad file) and returns plain data
+    (dicts, lists, strings, numbers, booleans, None) that marshal can store.
+    """
+    raw = read_source(path)
+    key = sha256_hex(f"{kind}\0{FORMAT}\0{__version__}\0".encode() + raw)
+    cached = os.path.join(cache_dir(), "gate", f"{kind}-{key}.marshal")
+    try:
+        with open(cached, "rb") as handle:
+            # Written by _store, in a directory only this user can write to.
+            return marshal.loads(handle.read())  # noqa: S302
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    value = build(raw, path)
+    _store(cached, value)
+    return value
+
+
+def _store(cached: str, value: Any) -> None:
+    folder = os.path.dirname(cached)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        temporary = f"{cached}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(marshal.dumps(value))
+        os.replace(temporary, cached)
+    except (OSError, ValueError):
+        # A read-only home or a full disk only costs speed.
+        pass

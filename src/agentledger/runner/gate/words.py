@@ -1,0 +1,175 @@
+"""Shell words: what a word of a command line means once the shell has removed its quotes.
+
+A word whose value depends on the run (`$VAR`, `$(...)`, `${x:-y}`) has no static value; the
+classifier then cannot tell what it names and says so.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+__all__ = ["Word", "node_text", "node_word", "simple_words"]
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- \t")
+_RESERVED = frozenset(
+    [
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "for",
+        "while",
+        "until",
+        "do",
+        "done",
+        "case",
+        "esac",
+        "in",
+        "function",
+        "select",
+        "time",
+        "coproc",
+    ]
+)
+_ANSI_C = {
+    "n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
+    "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
+class Word:
+    """A word as written (`raw`) and its value after quote removal (None if only known at run)."""
+
+    __slots__ = ("raw", "value")
+
+    def __init__(self, raw: str, value: str | None) -> None:
+        self.raw = raw
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Word({self.raw!r}, {self.value!r})"
+
+
+def simple_words(line: str) -> list[str] | None:
+    """The words of a line made only of plain words, or None when the line needs the parser.
+
+    Plain means letters, digits and ``_./:=@%+,-`` separated by blanks, with no reserved word
+    in command position: such a line has no quoting, expansion or operator, so splitting it on
+    blanks is exactly what the shell does. Leading ``NAME=value`` assignments are dropped.
+    """
+    if not _PLAIN.issuperset(line):
+        return None
+    words = line.split()
+    start = 0
+    for word in words:
+        if "=" not in word:
+            break
+        if not word.split("=", 1)[0].isidentifier():
+            return None
+        start += 1
+    if start < len(words) and words[start] in _RESERVED:
+        return None
+    return words[start:]
+
+
+def node_text(node: Node) -> str:
+    """The source text of a tree-sitter node."""
+    text = node.text
+    return text.decode("utf-8", "surrogateescape") if text is not None else ""
+
+
+def node_word(node: Node) -> Word:
+    """The Word of an argument node (word, quoted string, concatenation, expansion, ...)."""
+    raw = node_text(node)
+    return Word(raw, _value(node, raw))
+
+
+def _value(node: Node, raw: str) -> str | None:
+    kind = node.type
+    if kind == "word":
+        return _unescape(raw) if "\\" in raw else raw
+    if kind == "number":
+        return raw
+    if kind == "raw_string":
+        return raw[1:-1]
+    if kind in ("string", "translated_string"):
+        if any(child.type != "string_content" for child in node.named_children):
+            return None
+        body = raw[1:-1] if kind == "string" else raw[2:-1]
+        return _unescape_double(body) if "\\" in body else body
+    if kind == "ansi_c_string":
+        return _ansi_c(raw[2:-1])
+    if kind == "concatenation":
+        pieces = []
+        for child in node.children:
+            piece = _value(child, node_text(child)) if child.is_named else node_text(child)
+            if piece is None:
+                return None
+            pieces.append(piece)
+        return "".join(pieces)
+    return None
+
+
+def _unescape(text: str) -> str:
+    out = []
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        if char == "\\" and index + 1 < end:
+            if text[index + 1] != "\n":
+                out.append(text[index + 1])
+            index += 2
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+def _unescape_double(text: str) -> str:
+    out = []
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        if char == "\\" and index + 1 < end and text[index + 1] in '$`"\\\n':
+            if text[index + 1] != "\n":
+                out.append(text[index + 1])
+            index += 2
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+def _ansi_c(text: str) -> str:
+    out = []
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        if char != "\\" or index + 1 >= end:
+            out.append(char)
+            index += 1
+            continue
+        code = text[index + 1]
+        if code in _ANSI_C:
+            out.append(_ANSI_C[code])
+            index += 2
+        elif code in "xuU0":
+            width = {"x": 2, "u": 4, "U": 8, "0": 3}[code]
+            base = 8 if code == "0" else 16
+            digits = ""
+            for digit in text[index + 2 : index + 2 + width]:
+                if digit not in "0123456789abcdefABCDEF"[: base + (6 if base == 16 else 0)]:
+                    break
+                digits += digit
+            try:
+                out.append(chr(int(digits, base)) if digits else "\\" + code)
+            except (ValueError, OverflowError):
+                out.append("\\" + code + digits)
+            index += 2 + len(digits)
+        else:
+            out.append("\\" + code)
+            index += 2
+    return "".join(out)
