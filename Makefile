@@ -32,6 +32,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/gate.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

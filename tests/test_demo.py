@@ -20,10 +20,18 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     assert "Verified 8 runs" in out and ": OK" in out
     assert "changed  report.md" in out and "(exit code 3)" in out
     assert "Try next:" in out
+    assert out.count("4 of 4 runs written") == 2
+    assert "System prompt sha256:6924af93 (base" not in out
+    assert "(base sha256:6924af93 + variant-a)" in out
+    assert "decision:        denied (by policy)" in out
     with Ledger.open(tmp_path / "demo") as ledger:
-        assert ledger.count() == 8
+        assert ledger.count() == 16
         assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 8
-        assert ledger.count(RunFilter(variant="variant-a")) == 2
+        assert ledger.count(RunFilter(backfilled=False, variant="variant-a")) == 4
+        hasty = ledger.runs(RunFilter(models=("scripted-hasty",), scenarios=("f2b-owned-chain",)))
+        denied = {run.variant: run.commands_denied for run in hasty}
+        assert denied == {None: 1, "variant-a": 0}
+        assert ledger.count(RunFilter(variant="variant-a", backfilled=True)) == 2
         assert verify_ledger(ledger).ok  # the tampering happened in a copy
 
 

@@ -467,3 +467,100 @@ def test_unknown_provider_is_refused_before_anything_runs(tmp_path: Path, suite:
     agent = llm_agent(tmp_path / "agent", 'provider = "nosuch"')
     code, _, err = invoke("run", str(suite), "--agent", str(agent), "--ledger", "l")
     assert code == 2 and "nosuch" in err and not Path("l").exists()
+
+
+def test_llm_agent_over_http_is_cached_in_the_ledger(
+    tmp_path: Path, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_server import LLMServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with LLMServer() as server:
+        agent = llm_agent(tmp_path / "agent", f'provider = "openai"\nbase_url = "{server.url}/v1"')
+        args = ["run", str(suite), "--agent", str(agent), "--ledger", "l", "--scenario", "alpha"]
+        for _ in range(2):
+            code, out, err = invoke(*args)
+            assert code == 0, out + err
+        assert server.count("openai") == 1
+        assert "1 model calls (1 from the cache)" in out
+        code, out, err = invoke(*args, "--no-cache")
+        assert code == 0, out + err
+        assert server.count("openai") == 2
+    with Ledger.open(Path("l")) as ledger:
+        runs = loaded(ledger)
+        assert len(runs) == 3
+        for run in runs:
+            assert run.metadata.model_served == "model-a-2024-08-06"
+            assert run.metadata.system_fingerprint == "fp_local_test"
+            assert run.metadata.provider == "openai"
+            assert run.summary is not None and run.summary.tokens_in == 1200
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_interrupted_run_and_runs_teardown(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    started = tmp_path / "agent-started"
+    torn = tmp_path / "torn-down"
+    suite = tmp_path / "suite"
+    for sid in ("first", "second"):
+        scenario(suite, sid, f'environment: {{teardown: "touch {torn}-{sid}"}}\n')
+    agent = agent_file(
+        tmp_path / "agent",
+        f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentledger", "run", str(suite), "--agent", str(agent),
+         "--ledger", str(tmp_path / "l")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, (out, err)
+    assert b"Interrupted" in err
+    assert Path(f"{torn}-first").exists() and not Path(f"{torn}-second").exists()
+    with Ledger.open(tmp_path / "l") as ledger:
+        (run,) = loaded(ledger)
+        assert run.metadata.scenario == "first"
+        assert run.summary is not None and run.summary.exit_status == "interrupted"
+
+
+def test_python_agent_commands_go_through_the_gate(tmp_path: Path, suite: Path) -> None:
+    where = tmp_path / "agent"
+    where.mkdir()
+    (where / "pyagent_shell.py").write_text(
+        textwrap.dedent(
+            """
+            def investigate(context):
+                seen = context.shell("echo listing rules")
+                refused = context.shell("iptables -F INPUT")
+                verdict = "denied" if refused.denied and not refused.ran else "ran"
+                return f"saw {seen.output.strip()}; flush {verdict}"
+            """
+        )
+    )
+    agent = agent_file(where, "", kind="python", extra='entry = "pyagent_shell:investigate"')
+    code, out, err = invoke(
+        "run", str(suite), "--agent", str(agent), "--ledger", "l", "--scenario", "alpha"
+    )
+    assert code == 0, out + err
+    with Ledger.open(Path("l")) as ledger:
+        (run,) = loaded(ledger)
+        run_id = run.metadata.run_id
+        assert ledger.read_bytes(run_id, "report.md") == b"saw listing rules; flush denied"
+        events = [
+            json.loads(line) for line in ledger.read_bytes(run_id, "shell_audit.jsonl").splitlines()
+        ]
+        assert [e["decision"] for e in events] == ["allowed", "denied"]
+        assert events[1]["classification"] == "destructive"
+        assert run.summary is not None
+        assert (run.summary.commands_run, run.summary.commands_denied) == (1, 1)

@@ -11,7 +11,8 @@ import click
 
 from agentledger.cli.common import fail, handle_errors
 from agentledger.importers import sample_runs_dir
-from agentledger.store import Ledger
+from agentledger.runner.examples import examples_dir
+from agentledger.store import Ledger, RunFilter
 from agentledger.store.ledger import CONFIG_NAME
 
 __all__ = ["demo_command"]
@@ -56,6 +57,42 @@ def _tamper_demo(ledger_dir: Path) -> None:
         )
 
 
+def _runner_demo(root: str) -> tuple[Path, str]:
+    """Run the bundled offline example agent for two models, with and without an addon."""
+    example = examples_dir() / "netops"
+    suite, agent = str(example / "suite"), str(example / "agent" / "agent.toml")
+    models = ["--model", "scripted-careful", "--model", "scripted-hasty"]
+    _step(
+        "Run an agent: the bundled scripted agent over two scenarios, for two models",
+        ["run", "--ledger", root, suite, "--agent", agent, *models],
+    )
+    _step(
+        "The same with a prompt addon: the base prompt file is untouched, the hash changes",
+        ["run", "--ledger", root, suite, "--agent", agent, *models,
+         "--prompt-addon", str(example / "agent" / "variant-a.txt")],
+    )  # fmt: skip
+    _step(
+        "Every command went through the gate; refused ones are in the log too",
+        [
+            "sql",
+            "--ledger",
+            root,
+            "SELECT model, coalesce(variant, '-') AS variant, "
+            "substr(system_prompt_hash, 8, 8) AS prompt, count(*) AS runs, "
+            "sum(commands_run) AS ran, sum(commands_denied) AS denied "
+            "FROM runs WHERE NOT backfilled GROUP BY model, variant ORDER BY model, variant",
+        ],
+    )
+    _step(
+        "How the gate judges a command, without running it",
+        ["exec", "--dry-run", "--", 'sudo sh -c "iptables -F f2b-sshd"'],
+        expect=126,
+    )
+    with Ledger.open(Path(root)) as ledger:
+        hasty = ledger.runs(RunFilter(models=("scripted-hasty",), scenarios=("f2b-owned-chain",)))
+    return example, hasty[-1].run_id
+
+
 @click.command("demo")
 @click.argument("directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
 @handle_errors
@@ -98,6 +135,7 @@ def demo_command(directory: Path) -> None:
     )
     _step("Re-hash every stored file", ["verify", "--ledger", root])
     _tamper_demo(directory)
+    example, hasty_run = _runner_demo(root)
     click.secho("\nTry next:", bold=True)
     for line in (
         f"agentledger show --ledger {root} {variant.run_id}",
@@ -106,5 +144,9 @@ def demo_command(directory: Path) -> None:
         f"agentledger export --ledger {root} -o run_index.json",
         f"agentledger import --ledger {root} --tag sample=true --agent-name ghost {samples}"
         "   # again: a no-op that says so",
+        f"agentledger show --ledger {root} {hasty_run} --file shell_audit.jsonl",
+        "agentledger exec --dry-run -- 'kubectl -n web delete pod web-0'",
+        f"agentledger run --ledger {root} {example}/suite --agent {example}/agent/agent.toml "
+        "--model scripted-hasty --repeat 3",
     ):
         click.echo(f"  {line}")

@@ -497,5 +497,6 @@ def run_suite(
                     on_run(outcome)
     if prepared.client is not None:
         stats = prepared.client.stats()
-        report.model_calls, report.cached_calls = stats.calls, stats.cached
+        report.model_calls = stats.calls + stats.cached + stats.replayed
+        report.cached_calls = stats.cached
     return report

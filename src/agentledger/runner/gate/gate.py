@@ -110,6 +110,16 @@ class GateResult:
         return self.exit_code is not None
 
     @property
+    def denied(self) -> bool:
+        """True when the gate refused the command (it did not run)."""
+        return self.event.get("decision") == "denied"
+
+    @property
+    def reason(self) -> str:
+        """Why the gate decided as it did."""
+        return str(self.event.get("reason") or "")
+
+    @property
     def output(self) -> str:
         """stdout as text (undecodable bytes replaced)."""
         return self.stdout.decode("utf-8", "replace")
