@@ -114,7 +114,13 @@ def test_two_models_and_an_addon_make_four_runs_with_the_right_identity(
             assert baseline.tags["fault_class"] == "demo" and baseline.tags["iptables"] == "true"
         stored = by_key[("model-b", "variant-a")]
         files = set(stored.manifest.files)
-        assert {"PROMPT.txt", "system_prompt.txt", "report.md", "audit.md"} <= files
+        assert {
+            "PROMPT.txt",
+            "system_prompt.txt",
+            "report.md",
+            "audit.md",
+            "scenario.yaml",
+        } <= files
         assert "attachments/notes/extra.txt" in files
         assert "attachments/result.json" in files
         assert "attachments/logs/agent_stdout.log" in files
@@ -564,3 +570,23 @@ def test_python_agent_commands_go_through_the_gate(tmp_path: Path, suite: Path) 
         assert events[1]["classification"] == "destructive"
         assert run.summary is not None
         assert (run.summary.commands_run, run.summary.commands_denied) == (1, 1)
+
+
+def test_relative_suite_paths_reach_the_agent_as_absolute(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    where = scenario(suite, "rel")
+    (where / "fixture.txt").write_text("fixture content\n")
+    agent = agent_file(
+        tmp_path / "agent",
+        """
+        import os, pathlib
+        here = pathlib.Path(os.environ["AGENTLEDGER_SCENARIO_DIR"])
+        out = pathlib.Path(os.environ["AGENTLEDGER_RUN_DIR"])
+        (out / "report.md").write_text((here / "fixture.txt").read_text())
+        """,
+    )
+    code, out, err = invoke("run", "suite", "--agent", str(agent), "--ledger", "l")
+    assert code == 0, out + err
+    with Ledger.open(Path("l")) as ledger:
+        (run,) = loaded(ledger)
+        assert ledger.read_bytes(run.metadata.run_id, "report.md") == b"fixture content\n"

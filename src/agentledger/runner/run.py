@@ -28,9 +28,9 @@ from agentledger.records import AgentInfo, PromptAddon, RunMetadata, parse_shell
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
-from agentledger.runner.scenario import LoadedScenario
-from agentledger.runner.specfiles import read_text_file
+from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
 from agentledger.runner.workspace import RunWorkspace
+from agentledger.specfiles import read_text_file
 from agentledger.store.writer import PROMPT, SHELL_AUDIT, SYSTEM_PROMPT, derive_summary
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RunOptions", "RunOutcome", "SuiteReport", "prepare_suite", "run_suite"]
 
+SCENARIO = "scenario.yaml"
+"""The scenario file, copied into every run made by the runner."""
 _DATED = re.compile(r"(19|20)\d{2}-?\d{2}-?\d{2}|@\d{8}|-\d{4}$|:[0-9a-f]{6,}")
 
 
@@ -419,6 +421,8 @@ def _seal(ledger: Ledger, prepared: PreparedSuite, done: _Finished) -> RunOutcom
     with ledger.new_run(metadata) as writer:
         writer.add_text(PROMPT, done.scenario.prompt)
         writer.add_bytes(SYSTEM_PROMPT, prepared.prompt.text)
+        # The scenario as it was: what a judge compares the diagnosis against, years later.
+        writer.add_file(SCENARIO, done.scenario.directory / SCENARIO_FILE)
         events = _add_outputs(writer, done, notes)
         if outcome.status == "ok" and not (done.work.out_dir / "report.md").is_file():
             notes.append("the agent wrote no report.md")

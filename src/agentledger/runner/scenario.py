@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentledger.errors import InputError, RecordError
 from agentledger.records import Record
-from agentledger.runner.specfiles import load_yaml_record, read_text_file
+from agentledger.specfiles import load_yaml_record, read_text_file
 
 __all__ = [
     "SCENARIO_FILE",
@@ -198,7 +198,8 @@ def load_scenario(directory: Path) -> LoadedScenario:
         if not prompt_path.exists():
             raise RecordError(path, f"no prompt: give 'prompt' or put {PROMPT_FILE} beside it")
         prompt = read_text_file(prompt_path, what="scenario prompt")
-    loaded = LoadedScenario(spec=spec, directory=directory, prompt=prompt)
+    # Absolute: agents and environment commands run elsewhere than the caller's directory.
+    loaded = LoadedScenario(spec=spec, directory=directory.absolute(), prompt=prompt)
     loaded.snapshot_file()
     return loaded
 
