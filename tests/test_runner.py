@@ -590,3 +590,13 @@ def test_relative_suite_paths_reach_the_agent_as_absolute(tmp_path: Path) -> Non
     with Ledger.open(Path("l")) as ledger:
         (run,) = loaded(ledger)
         assert ledger.read_bytes(run.metadata.run_id, "report.md") == b"fixture content\n"
+
+
+def test_a_policy_that_does_not_parse_is_refused_before_any_run(
+    tmp_path: Path, suite: Path
+) -> None:
+    agent = agent_file(tmp_path / "agent", WRITES_REPORT, extra='policy = "policy.yaml"')
+    (tmp_path / "agent" / "policy.yaml").write_text("mode: yolo\n")
+    code, _, err = invoke("run", str(suite), "--agent", str(agent), "--ledger", "l")
+    assert code == 2 and "policy.yaml" in err and "mode" in err
+    assert not Path("l").exists()

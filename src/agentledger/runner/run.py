@@ -182,6 +182,10 @@ def prepare_suite(
             "tags": options.tags,
         }
     )
+    if agent.spec.policy:
+        from agentledger.runner.gate import load_policy
+
+        load_policy(agent.resolve(agent.spec.policy))  # a policy that does not parse: exit 2 now
     adapter = make_adapter(agent)
     adapter.check(scenarios, models)
     checkout = (
