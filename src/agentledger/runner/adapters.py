@@ -29,8 +29,8 @@ from agentledger.errors import InputError
 from agentledger.runner.agent_spec import LoadedAgent
 from agentledger.runner.process import ProcessOutcome, Status, run_process
 from agentledger.runner.scenario import LoadedScenario
-from agentledger.runner.specfiles import validation_problem
 from agentledger.runner.workspace import RunWorkspace
+from agentledger.specfiles import validation_problem
 
 if TYPE_CHECKING:
     from agentledger.providers import Completion, ModelClient
