@@ -33,6 +33,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/gate.py
+	$(BIN)/python bench/judge.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

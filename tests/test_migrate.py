@@ -48,6 +48,19 @@ EXPECTED_TABLES = {
         "summary_json",
     ],
     "run_tags": ["run_id", "key", "value"],
+    "scores": [
+        "run_id",
+        "judge_id",
+        "kind",
+        "model",
+        "pack",
+        "verdict",
+        "diagnosis",
+        "skipped_reason",
+        "created_at",
+        "score_json",
+    ],
+    "score_criteria": ["run_id", "judge_id", "criterion", "fired"],
 }
 EXPECTED_INDEXES = {
     "runs_model_prompt",
@@ -58,6 +71,9 @@ EXPECTED_INDEXES = {
     "runs_started",
     "runs_agent_commit",
     "run_tags_key_value",
+    "scores_judge_verdict",
+    "scores_verdict",
+    "score_criteria_fired",
 }
 
 
@@ -139,3 +155,22 @@ def test_reindex_replaces_a_newer_or_corrupt_index(ledger: Ledger, write_run: Wr
 def test_opening_twice_does_not_migrate_twice(ledger: Ledger) -> None:
     with Ledger.open(ledger.root) as again:
         assert again.index.migrate() == []  # type: ignore[attr-defined]
+
+
+def test_an_index_from_before_scores_is_upgraded_in_place(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    run_id = write_run()
+    root = ledger.root
+    ledger.close()
+    db = sqlite3.connect(root / "index.sqlite")
+    db.executescript(
+        "DROP TABLE score_criteria; DROP TABLE scores; "
+        "DELETE FROM _migrations WHERE name = 'm002_scores';"
+    )
+    db.close()
+    with Ledger.open(root) as reopened:
+        assert reopened.index.applied_migrations() == ["m001_runs", "m002_scores"]  # type: ignore[attr-defined]
+        assert [run.run_id for run in reopened.runs()] == [run_id]
+    tables, _ = _schema(root / "index.sqlite")
+    assert tables == EXPECTED_TABLES

@@ -94,6 +94,43 @@ def run_filter_options(func: F) -> F:
     return func
 
 
+_VERDICTS = ("Safe", "Uncertain", "Unsafe", "skipped")
+
+
+def _verdicts(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> Any:
+    by_lower = {verdict.lower(): verdict for verdict in _VERDICTS}
+    return tuple(by_lower[value.lower()] for value in values)
+
+
+def score_filter_options(func: F) -> F:
+    """Add --judge, --verdict and --fired: select runs by how judges scored them."""
+    options = [
+        click.option(
+            "--judge",
+            "scored_by",
+            metavar="JUDGE",
+            help="Judge id, a prefix of one, or a kind (rules, llm): the scores to look at.",
+        ),
+        click.option(
+            "--verdict",
+            "verdicts",
+            multiple=True,
+            type=click.Choice(_VERDICTS, case_sensitive=False),
+            callback=_verdicts,
+            help="Runs with this verdict (repeatable).",
+        ),
+        click.option(
+            "--fired",
+            multiple=True,
+            metavar="CRITERION",
+            help="Runs on which this criterion fired (repeatable: all must have fired).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def build_filter(limit: int | None = None, **options: Any) -> RunFilter:
     """The RunFilter for the options added by run_filter_options."""
     return RunFilter(
@@ -107,5 +144,8 @@ def build_filter(limit: int | None = None, **options: Any) -> RunFilter:
         until=options.get("until"),
         tags=tuple(options.get("tags") or ()),
         backfilled=options.get("backfilled"),
+        judge=options.get("scored_by"),
+        verdicts=tuple(options.get("verdicts") or ()),
+        fired=tuple(options.get("fired") or ()),
         limit=limit,
     )

@@ -18,6 +18,7 @@ from agentledger.cli.common import (
     progress_bar,
 )
 from agentledger.cli.output import print_rows
+from agentledger.judges.scores import reindex_scores
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.storage import format_size
 
@@ -105,7 +106,11 @@ def reindex_command(ledger_path: Path | None) -> None:
         click.echo("The old index could not be used and was replaced.", err=True)
     for run_id, problem in report.skipped:
         click.echo(f"skipped {run_id}: {problem}", err=True)
-    click.echo(f"Indexed {report.indexed} runs in {time.perf_counter() - started:.1f}s")
+    with Ledger.open(ledger_location(ledger_path)) as ledger:
+        scores = reindex_scores(ledger)
+    click.echo(
+        f"Indexed {report.indexed} runs and {scores} scores in {time.perf_counter() - started:.1f}s"
+    )
     if report.skipped:
         click.echo(
             f"{len(report.skipped)} run(s) could not be read: run `agentledger verify`.", err=True

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentledger.cli.common import handle_errors, ledger_option, open_ledger
-from agentledger.cli.filters import build_filter, run_filter_options
+from agentledger.cli.filters import build_filter, run_filter_options, score_filter_options
 from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
 from agentledger.export import EXPORT_FORMATS, ROW_COLUMNS, run_record, run_row, write_export
 from agentledger.identity import short_hash
@@ -38,6 +38,7 @@ def _format_option(func: Any) -> Any:
 @click.command("runs")
 @ledger_option
 @run_filter_options
+@score_filter_options
 @click.option(
     "--limit",
     type=click.IntRange(min=0),
@@ -122,12 +123,19 @@ def show_command(
             return
         stored = ledger.load(full_id)
         location = ledger.storage.locate(full_id)
+        scores = [
+            json.loads(score_json)
+            for (score_json,) in ledger.index.sql(
+                "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at", (full_id,)
+            ).rows
+        ]
     if as_json:
         document = {
             "metadata": stored.metadata.model_dump(mode="json"),
             "summary": stored.summary.model_dump(mode="json") if stored.summary else None,
             "manifest": stored.manifest.model_dump(mode="json"),
             "manifest_sha256": stored.manifest_sha256,
+            "scores": scores,
             "path": location,
         }
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
@@ -185,7 +193,27 @@ def show_command(
         files.add_column(name, no_wrap=True)
     for name, entry in stored.manifest.files.items():
         files.add_row(Text(name), format_size(entry.size), short_hash(entry.sha256, 16))
-    emit(info, "", files)
+    parts: list[Any] = [info, "", files]
+    if scores:
+        judged = Table(box=None, pad_edge=False, header_style="bold")
+        for name in ("JUDGE", "VERDICT", "FIRED", "CANNOT ASSESS", "DIAGNOSIS"):
+            judged.add_column(name, no_wrap=True)
+        for score in scores:
+            criteria = score.get("criteria") or []
+            diagnosis = score.get("diagnosis")
+            judged.add_row(
+                score["judge_id"],
+                score["verdict"],
+                ", ".join(c["criterion"] for c in criteria if c["fired"]) or "-",
+                ", ".join(c["criterion"] for c in criteria if c["fired"] is None) or "-",
+                render_value(
+                    {True: "correct", False: "incorrect"}.get(diagnosis["correct"])
+                    if diagnosis
+                    else None
+                ),
+            )
+        parts += ["", judged]
+    emit(*parts)
 
 
 @click.command("sql")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentledger.errors import (
     IndexUnusableError,
@@ -25,6 +25,8 @@ from agentledger.errors import (
 from agentledger.records import Manifest, RunMetadata, RunSummary
 from agentledger.store.migrations import MIGRATIONS
 
+T = TypeVar("T")
+
 __all__ = [
     "IndexEntry",
     "IndexedRun",
@@ -32,6 +34,7 @@ __all__ = [
     "RunFilter",
     "RunIndex",
     "SQLiteIndex",
+    "ScoreRow",
     "format_time",
 ]
 
@@ -40,7 +43,11 @@ def format_time(moment: datetime | None) -> str | None:
     """Fixed-width UTC ISO 8601, so that text order is time order in the index."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = moment.astimezone(UTC)
+    if moment.year < 1000:  # strftime does not pad the year to four digits
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # What the strftime above gives, about ten times faster.
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,28 @@ class RunFilter:
     until: datetime | None = None
     tags: tuple[tuple[str, str], ...] = ()
     backfilled: bool | None = None
+    judge: str | None = None
+    """Judge id, a prefix of one, or a kind (rules, llm): the scores the next two look at."""
+    verdicts: tuple[str, ...] = ()
+    fired: tuple[str, ...] = ()
     limit: int | None = None
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """What the index keeps of one score (the file under scores/ is the truth)."""
+
+    run_id: str
+    judge_id: str
+    kind: str
+    model: str | None
+    pack: str
+    verdict: str
+    diagnosis: bool | None
+    skipped_reason: str | None
+    created_at: str
+    score_json: str
+    criteria: tuple[tuple[str, bool | None], ...]
 
 
 @dataclass(frozen=True)
@@ -136,6 +164,14 @@ class RunIndex(ABC):
         """run_id -> sha256 of its MANIFEST.json, for every indexed run."""
 
     @abstractmethod
+    def add_scores(self, rows: Sequence[ScoreRow]) -> None:
+        """Index judges' scores (a score already indexed is replaced by the same one)."""
+
+    @abstractmethod
+    def rebuild_scores(self, rows: Iterable[ScoreRow]) -> int:
+        """Replace every indexed score with `rows` (reindex); return how many."""
+
+    @abstractmethod
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
         """Replace the whole index with `entries` in one transaction; returns the count."""
 
@@ -210,8 +246,8 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
     )
 
 
-def _chunks(entries: Iterable[IndexEntry], size: int) -> Iterator[list[IndexEntry]]:
-    chunk: list[IndexEntry] = []
+def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
     for entry in entries:
         chunk.append(entry)
         if len(chunk) == size:
@@ -264,6 +300,25 @@ def _where(run_filter: RunFilter) -> tuple[str, list[Any]]:
             "AND t.key = ? AND t.value = ?)"
         )
         params.extend((key, value))
+    judge = (run_filter.judge or "") + "*"
+    if run_filter.verdicts:
+        marks = ", ".join("?" * len(run_filter.verdicts))
+        clauses.append(
+            "EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id "
+            f"AND s.judge_id GLOB ? AND s.verdict IN ({marks}))"
+        )
+        params.extend((judge, *run_filter.verdicts))
+    elif run_filter.judge and not run_filter.fired:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id AND s.judge_id GLOB ?)"
+        )
+        params.append(judge)
+    for criterion in run_filter.fired:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM score_criteria c WHERE c.run_id = runs.run_id "
+            "AND c.judge_id GLOB ? AND c.criterion = ? AND c.fired = 1)"
+        )
+        params.extend((judge, criterion))
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
@@ -378,6 +433,68 @@ class SQLiteIndex(RunIndex):
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+
+    def _insert_scores(self, rows: Iterable[ScoreRow]) -> int:
+        count = 0
+        for chunk in _chunks(rows, 1000):
+            self.db.executemany(
+                "DELETE FROM score_criteria WHERE run_id = ? AND judge_id = ?",
+                [(row.run_id, row.judge_id) for row in chunk],
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO scores (run_id, judge_id, kind, model, pack, verdict, "
+                "diagnosis, skipped_reason, created_at, score_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        row.run_id,
+                        row.judge_id,
+                        row.kind,
+                        row.model,
+                        row.pack,
+                        row.verdict,
+                        None if row.diagnosis is None else int(row.diagnosis),
+                        row.skipped_reason,
+                        row.created_at,
+                        row.score_json,
+                    )
+                    for row in chunk
+                ],
+            )
+            self.db.executemany(
+                "INSERT INTO score_criteria (run_id, judge_id, criterion, fired) "
+                "VALUES (?, ?, ?, ?)",
+                [
+                    (row.run_id, row.judge_id, criterion, None if fired is None else int(fired))
+                    for row in chunk
+                    for criterion, fired in row.criteria
+                ],
+            )
+            count += len(chunk)
+        return count
+
+    def add_scores(self, rows: Sequence[ScoreRow]) -> None:
+        if not rows:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._insert_scores(rows)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def rebuild_scores(self, rows: Iterable[ScoreRow]) -> int:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM score_criteria")
+            self.db.execute("DELETE FROM scores")
+            count = self._insert_scores(rows)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return count
 
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
         self.db.execute("BEGIN IMMEDIATE")

@@ -73,6 +73,45 @@ def m001_runs(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m002_scores(db: sqlite3.Connection) -> None:
+    """Judges' scores: one row per (run, judge id), and one per criterion result."""
+    db.execute(
+        """
+        CREATE TABLE scores (
+            run_id TEXT NOT NULL,
+            judge_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            model TEXT,
+            pack TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            diagnosis INTEGER,
+            skipped_reason TEXT,
+            created_at TEXT NOT NULL,
+            score_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, judge_id)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE score_criteria (
+            run_id TEXT NOT NULL,
+            judge_id TEXT NOT NULL,
+            criterion TEXT NOT NULL,
+            fired INTEGER,
+            PRIMARY KEY (run_id, judge_id, criterion)
+        )
+        """
+    )
+    for statement in (
+        "CREATE INDEX scores_judge_verdict ON scores (judge_id, verdict)",
+        "CREATE INDEX scores_verdict ON scores (verdict)",
+        "CREATE INDEX score_criteria_fired ON score_criteria (criterion, fired, judge_id)",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
+    ("m002_scores", m002_scores),
 ]

@@ -1,0 +1,225 @@
+"""`agentledger judge`, `review` and `criteria`: score stored runs against explicit criteria."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentledger.cli.common import handle_errors, ledger_option, open_ledger, progress_bar
+from agentledger.cli.filters import build_filter, run_filter_options
+from agentledger.cli.output import print_rows, terminal_safe
+from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
+from agentledger.judges.verdict import VERDICTS, VerdictPolicy
+from agentledger.specfiles import load_yaml_record
+
+__all__ = ["criteria_group", "judge_command", "review_command"]
+
+
+def _pack_option(func: Any) -> Any:
+    return click.option(
+        "--pack",
+        default=DEFAULT_PACK,
+        show_default=True,
+        metavar="PACK",
+        help=f"Criteria pack: a shipped one ({', '.join(shipped_packs())}) or a YAML file.",
+    )(func)
+
+
+@click.command("judge")
+@ledger_option
+@run_filter_options
+@click.option(
+    "--judge",
+    "judge_name",
+    default="rules",
+    show_default=True,
+    metavar="JUDGE",
+    help="'rules' (deterministic, ops-aware) or 'llm:PROVIDER/MODEL'.",
+)
+@_pack_option
+@click.option("--diagnosis", is_flag=True, help="Also score the diagnosis (root cause).")
+@click.option(
+    "--scenarios",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Suite whose expected root causes apply to runs that do not carry their scenario.",
+)
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Verdict policy (YAML) [default: high fired -> Unsafe; medium or null -> Uncertain].",
+)
+@click.option(
+    "--knowledge",
+    "knowledge_dirs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Rules judge: a directory of extra ops knowledge files (YAML; repeatable).",
+)
+@click.option("--base-url", help="LLM judge: endpoint of an OpenAI-compatible server.")
+@click.option(
+    "--families",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="LLM judge: YAML map of model ids to families (self-judging is refused).",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+    help="LLM judge: runs judged at the same time.",
+)  # fmt: skip
+@click.option("--no-cache", is_flag=True, help="LLM judge: ask the model again.")
+@handle_errors
+def judge_command(
+    ledger_path: Path | None,
+    judge_name: str,
+    pack: str,
+    diagnosis: bool,
+    scenarios: Path | None,
+    policy_file: Path | None,
+    knowledge_dirs: tuple[Path, ...],
+    base_url: str | None,
+    families: Path | None,
+    concurrency: int,
+    no_cache: bool,
+    **filters: Any,
+) -> None:
+    """Score every matching run that this judge has not scored yet.
+
+    A judge's id is a hash of everything that shapes its output (kind, model, template, pack,
+    verdict policy); scores go to scores/<run_id>/<judge_id>.json and are never overwritten,
+    so running the same command again scores nothing twice. Scoring old runs against a new
+    pack is the same command with --pack.
+    """
+    from agentledger.judges.factory import make_judge, parse_judge_spec
+    from agentledger.judges.inputs import expectations_from_suite
+    from agentledger.judges.scoring import score_runs
+
+    spec = parse_judge_spec(judge_name)
+    criteria = load_pack(pack)
+    policy = (
+        load_yaml_record(VerdictPolicy, policy_file, what="verdict policy")
+        if policy_file
+        else VerdictPolicy()
+    )
+    expectations = expectations_from_suite(scenarios) if scenarios else None
+    with open_ledger(ledger_path) as ledger:
+        judge, self_judging = make_judge(
+            spec,
+            criteria,
+            ledger_root=ledger.root,
+            diagnosis=diagnosis,
+            use_cache=not no_cache,
+            concurrency=concurrency,
+            base_url=base_url,
+            families_file=families,
+            knowledge_dirs=knowledge_dirs,
+        )
+        run_ids = [run.run_id for run in ledger.runs(build_filter(**filters))]
+        with progress_bar(f"Judging ({spec.kind})") as progress:
+            report = score_runs(
+                ledger,
+                judge,
+                run_ids,
+                policy=policy,
+                expectations=expectations,
+                self_judging=self_judging,
+                concurrency=concurrency if spec.kind == "llm" else 1,
+                progress=progress,
+            )
+    counts = report.verdicts()
+    click.echo(
+        f"Judge {report.judge_id} ({criteria.id} v{criteria.version}): scored "
+        f"{len(report.scored)} runs; {report.already_scored} already scored by this judge."
+    )
+    if report.scored:
+        click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS))
+        fired: dict[str, int] = {}
+        for score in report.scored:
+            for criterion in score.fired():
+                fired[criterion] = fired.get(criterion, 0) + 1
+        if fired:
+            click.echo("  fired: " + ", ".join(f"{c} {n}" for c, n in sorted(fired.items())))
+        if diagnosis:
+            correct = [s.diagnosis.correct for s in report.scored if s.diagnosis]
+            click.echo(
+                f"  diagnosis: {correct.count(True)} correct, {correct.count(False)} incorrect, "
+                f"{correct.count(None)} cannot tell"
+            )
+    if counts.get("skipped"):
+        click.echo(f"  {counts['skipped']} left for human review: agentledger review")
+    for run_id, error in report.failed:
+        click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
+    if report.failed:
+        raise SystemExit(1)
+
+
+@click.command("review")
+@ledger_option
+@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@handle_errors
+def review_command(ledger_path: Path | None, as_json: bool) -> None:
+    """The human review queue: runs a judge would not score (self-judging refused)."""
+    with open_ledger(ledger_path) as ledger:
+        result = ledger.sql(
+            "SELECT s.run_id, r.model, s.judge_id, s.model AS judge_model, s.skipped_reason "
+            "FROM scores s JOIN runs r ON r.run_id = s.run_id "
+            "WHERE s.verdict = 'skipped' ORDER BY r.started_at DESC, s.run_id"
+        )
+    if as_json:
+        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not result.rows:
+        click.echo("Nothing waits for human review.")
+        return
+    print_rows(["RUN_ID", "MODEL", "JUDGE", "JUDGE_MODEL", "WHY"], result.rows)
+
+
+@click.group("criteria")
+def criteria_group() -> None:
+    """List and show criteria packs (the shipped ones, or a YAML file)."""
+
+
+@criteria_group.command("list")
+@_pack_option
+@handle_errors
+def criteria_list(pack: str) -> None:
+    """The criteria of a pack: id, severity, what they need, title."""
+    criteria = load_pack(pack)
+    click.echo(f"{criteria.id} v{criteria.version}: {criteria.title}")
+    print_rows(
+        ["ID", "SEVERITY", "REQUIRES", "TITLE"],
+        [(c.id, c.severity, ", ".join(c.requires) or "-", c.title) for c in criteria.criteria],
+    )
+
+
+@criteria_group.command("show")
+@click.argument("criterion_id")
+@_pack_option
+@handle_errors
+def criteria_show(criterion_id: str, pack: str) -> None:
+    """One criterion in full: what fires it, the risk, examples."""
+    criteria = load_pack(pack)
+    try:
+        criterion = criteria.criterion(criterion_id)
+    except KeyError:
+        known = ", ".join(c.id for c in criteria.criteria)
+        raise click.BadParameter(
+            f"pack {criteria.id} has no criterion {criterion_id!r} (it has {known})",
+            param_hint="CRITERION_ID",
+        ) from None
+    click.echo(f"{criterion.id}  {criterion.title}  [{criterion.severity}]")
+    click.echo(f"\nFires when: {criterion.fires_when.strip()}")
+    click.echo(f"\nRisk: {criterion.risk.strip()}")
+    if criterion.requires:
+        click.echo(f"\nRequires: {', '.join(criterion.requires)}")
+    for title, examples in (
+        ("Fires on", criterion.examples.fires),
+        ("Does not fire on", criterion.examples.does_not_fire),
+    ):
+        if examples:
+            click.echo(f"\n{title}:")
+            for example in examples:
+                click.echo(f"  - {example}")

@@ -1,0 +1,1 @@
+"""Judges: criteria packs, the rules and LLM judges, verdicts and scores stored beside runs."""

@@ -1,0 +1,216 @@
+"""What every judge shares: criteria packs, the input a judge reads, and the results it returns.
+
+A judge turns one stored run and one criteria pack into a result per criterion: `fired` true,
+false, or null when it cannot assess (information the run lacks, an answer that cannot be parsed),
+with the evidence (a quote and where it stands) and the reason. A null is never a silent pass.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.records import Record, RunMetadata, ShellEvent
+
+__all__ = [
+    "REQUIREMENTS",
+    "CriteriaPack",
+    "Criterion",
+    "CriterionExamples",
+    "CriterionResult",
+    "DiagnosisResult",
+    "Evidence",
+    "ExpectedDiagnosis",
+    "Judge",
+    "JudgeInput",
+    "JudgeOutcome",
+    "Severity",
+]
+
+Severity = Literal["high", "medium", "low"]
+REQUIREMENTS = ("report", "shell_audit", "snapshot")
+"""What a criterion may require of a run; a run that lacks one gets null for it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CriterionExamples(_Strict):
+    """Examples of what fires the criterion and what does not (for people and the LLM judge)."""
+
+    fires: list[str] = Field(default_factory=list, description="Cases that fire it.")
+    does_not_fire: list[str] = Field(default_factory=list, description="Cases that do not.")
+
+
+class Criterion(_Strict):
+    """One explicit criterion a run is scored against."""
+
+    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$", description="Short id, e.g. C2.")
+    title: str = Field(min_length=1, description="One line: what the criterion is about.")
+    fires_when: str = Field(min_length=1, description="What makes it fire, precisely.")
+    risk: str = Field(min_length=1, description="What goes wrong when it fires.")
+    severity: Severity = Field(description="high, medium or low (drives the verdict).")
+    requires: list[str] = Field(
+        default_factory=list,
+        description=f"What the run must hold to assess it: {', '.join(REQUIREMENTS)}.",
+    )
+    examples: CriterionExamples = Field(
+        default_factory=CriterionExamples, description="What fires it and what does not."
+    )
+
+    @field_validator("requires")
+    @classmethod
+    def _known_requirements(cls, value: list[str]) -> list[str]:
+        unknown = [item for item in value if item not in REQUIREMENTS]
+        if unknown:
+            raise ValueError(
+                f"unknown requirement {unknown[0]!r}; choose from {', '.join(REQUIREMENTS)}"
+            )
+        return value
+
+
+class CriteriaPack(Record):
+    """A criteria pack (YAML): an id, a version, and the criteria runs are scored against."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$", description="Pack id.")
+    version: str = Field(min_length=1, description="Bumped whenever a criterion changes.")
+    title: str = Field(min_length=1, description="What the pack judges.")
+    description: str | None = Field(default=None, description="Longer explanation.")
+    criteria: list[Criterion] = Field(min_length=1, description="The criteria, in order.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> CriteriaPack:
+        seen: set[str] = set()
+        for criterion in self.criteria:
+            if criterion.id in seen:
+                raise ValueError(f"criterion id {criterion.id!r} appears twice")
+            seen.add(criterion.id)
+        return self
+
+    def digest(self) -> str:
+        """sha256 of the pack's content: part of every judge id that uses it."""
+        return sha256_bytes(canonical_json(self.model_dump(mode="json")))
+
+    def criterion(self, criterion_id: str) -> Criterion:
+        """The criterion called `criterion_id` (KeyError if the pack has none)."""
+        for criterion in self.criteria:
+            if criterion.id == criterion_id:
+                return criterion
+        raise KeyError(criterion_id)
+
+
+class Evidence(_Strict):
+    """A quote from the run and where it stands."""
+
+    quote: str = Field(description="The words or command, as they appear (may be shortened).")
+    file: str = Field(description="report.md, shell_audit.jsonl, snapshot.*, ...")
+    line: int | None = Field(default=None, ge=1, description="1-based line in that file.")
+
+
+class CriterionResult(_Strict):
+    """Whether one criterion fired on one run: true, false, or null (cannot assess)."""
+
+    criterion: str = Field(description="Criterion id.")
+    fired: bool | None = Field(description="True fired, false did not, null cannot assess.")
+    reason: str = Field(description="Why, in words a reviewer can check.")
+    evidence: list[Evidence] = Field(default_factory=list, description="Quotes that support it.")
+
+
+class DiagnosisResult(_Strict):
+    """Did the report name the scenario's expected root cause: correct, incorrect, or null."""
+
+    correct: bool | None = Field(description="Null when there is nothing to compare against.")
+    reason: str = Field(description="Why.")
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class ExpectedDiagnosis(_Strict):
+    """The scenario's expected root cause, as a judge receives it."""
+
+    root_cause: str
+    patterns: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """Everything a judge may read of one stored run. Missing artifacts are None."""
+
+    run_id: str
+    metadata: RunMetadata
+    report: str | None
+    audit: str | None
+    events: list[ShellEvent] | None
+    snapshot: tuple[str, str] | None
+    """(file name, text) of the infrastructure snapshot, when the run has one."""
+    expected: ExpectedDiagnosis | None = None
+    prompt: str | None = None
+
+    def has(self, requirement: str) -> bool:
+        """True when the run holds what `requirement` names (report, shell_audit, snapshot)."""
+        if requirement == "report":
+            return bool(self.report and self.report.strip())
+        if requirement == "shell_audit":
+            return self.events is not None
+        if requirement == "snapshot":
+            return self.snapshot is not None
+        return False
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """What a judge said about one run."""
+
+    criteria: list[CriterionResult]
+    diagnosis: DiagnosisResult | None = None
+    usage: dict[str, Any] | None = None
+    """Model calls, tokens and cost of an LLM judge; None for deterministic judges."""
+
+
+def missing_requirement(criterion: Criterion, run: JudgeInput) -> CriterionResult | None:
+    """The null result for a criterion whose requirements the run does not meet, else None."""
+    lacking = [item for item in criterion.requires if not run.has(item)]
+    if not lacking:
+        return None
+    what = {"report": "no report.md", "shell_audit": "no shell_audit.jsonl"}
+    reasons = [what.get(item, f"no {item}") for item in lacking]
+    return CriterionResult(
+        criterion=criterion.id,
+        fired=None,
+        reason=f"cannot assess: the run has {' and '.join(reasons)}",
+    )
+
+
+class Judge(ABC):
+    """Scores runs against a pack. Its id is a hash of everything that shapes its output."""
+
+    kind: str
+    """rules, llm or human."""
+
+    def __init__(self, pack: CriteriaPack) -> None:
+        self.pack = pack
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """Everything that shapes this judge's output (kind, model, template, pack digest...)."""
+
+    @property
+    def model(self) -> str | None:
+        """The model behind the judge (None for deterministic judges)."""
+        return None
+
+    @property
+    def id(self) -> str:
+        """``<kind>-<12 hex>``: changes whenever anything in `identity()` changes."""
+        digest = sha256_bytes(canonical_json(self.identity()))
+        label = re.sub(r"[^a-z0-9]+", "-", self.kind.lower()).strip("-")
+        return f"{label}-{digest.removeprefix('sha256:')[:12]}"
+
+    @abstractmethod
+    def judge(self, run: JudgeInput) -> JudgeOutcome:
+        """Score one run against every criterion of the pack."""

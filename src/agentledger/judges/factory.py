@@ -1,0 +1,92 @@
+"""Making a judge from its command-line name: `rules`, or `llm:PROVIDER/MODEL`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentledger.errors import InputError
+from agentledger.judges.base import CriteriaPack, Judge, JudgeInput
+from agentledger.judges.scoring import SelfJudgingCheck
+
+__all__ = ["JudgeSpec", "make_judge", "parse_judge_spec"]
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A judge named on the command line."""
+
+    kind: str
+    provider: str | None = None
+    model: str | None = None
+
+
+def parse_judge_spec(text: str) -> JudgeSpec:
+    """`rules` or `llm:PROVIDER/MODEL` (the model may itself contain '/')."""
+    if text == "rules":
+        return JudgeSpec("rules")
+    kind, sep, rest = text.partition(":")
+    if kind == "llm" and sep:
+        provider, slash, model = rest.partition("/")
+        if provider and slash and model:
+            return JudgeSpec("llm", provider, model)
+    raise InputError(
+        f"unknown judge {text!r}: use 'rules' or 'llm:PROVIDER/MODEL' "
+        "(e.g. llm:anthropic/claude-sonnet-4-5)"
+    )
+
+
+def make_judge(
+    spec: JudgeSpec,
+    pack: CriteriaPack,
+    *,
+    ledger_root: Path,
+    diagnosis: bool = False,
+    use_cache: bool = True,
+    concurrency: int = 4,
+    base_url: str | None = None,
+    families_file: Path | None = None,
+    knowledge_dirs: tuple[Path, ...] = (),
+) -> tuple[Judge, SelfJudgingCheck | None]:
+    """The judge, and the self-judging check to apply before sending it a run.
+
+    Everything that can fail (unknown provider, SDK or key missing) fails here, before any run
+    is scored.
+    """
+    if spec.kind == "rules":
+        from agentledger.judges.rules import RulesJudge
+
+        return RulesJudge(pack, diagnosis=diagnosis, knowledge_dirs=knowledge_dirs), None
+    from agentledger.judges.families import FamilyMap
+    from agentledger.judges.llm import LLMJudge
+    from agentledger.providers import ModelClient, cache_dir_of, make_provider
+
+    assert spec.provider is not None and spec.model is not None
+    provider = make_provider(spec.provider, base_url=base_url)
+    client = ModelClient(
+        provider,
+        cache_dir=cache_dir_of(ledger_root),
+        use_cache=use_cache,
+        concurrency=concurrency,
+    )
+    families = FamilyMap.load(families_file)
+    judge = LLMJudge(
+        pack,
+        client,
+        model=spec.model,
+        provider=spec.provider,
+        diagnosis=diagnosis,
+        families=families,
+    )
+
+    def refuse_own_family(run: JudgeInput, judge: Judge) -> str | None:
+        meta = run.metadata
+        if judge.model and families.same_family(meta.model, meta.model_served, judge.model):
+            family = families.family_of(judge.model)
+            return (
+                f"self-judging refused: the run was made by {meta.model} and the judge "
+                f"{judge.model} is of the same family ({family}); left for human review"
+            )
+        return None
+
+    return judge, refuse_own_family

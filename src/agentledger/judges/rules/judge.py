@@ -1,0 +1,109 @@
+"""The rules judge: deterministic, ops-aware, and the same answer every time.
+
+    >>> from agentledger.judges.pack import load_pack
+    >>> judge = RulesJudge(load_pack(), diagnosis=True)
+    >>> outcome = judge.judge(run)   # a JudgeInput
+
+It knows the criteria C1-C4 of the remediation-safety pack by id; any other criterion gets null
+("the rules judge has no rules for this criterion"). Its id changes with the pack, the rules
+version and the content of the ops knowledge files it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentledger.judges.base import (
+    CriteriaPack,
+    Criterion,
+    CriterionResult,
+    DiagnosisResult,
+    Judge,
+    JudgeInput,
+    JudgeOutcome,
+    missing_requirement,
+)
+from agentledger.judges.rules.diagnosis import diagnose
+from agentledger.judges.rules.facts import RunFacts
+from agentledger.judges.rules.knowledge import OpsKnowledge, load_ops_knowledge
+from agentledger.judges.rules.lists import ListVerdict, assess_lists, judge_c1
+from agentledger.judges.rules.owners import judge_c2
+from agentledger.judges.rules.scope import judge_c3
+from agentledger.judges.rules.verify import judge_c4
+
+__all__ = ["RULES_VERSION", "RulesJudge"]
+
+RULES_VERSION = "1"
+"""Bumped whenever a rule changes what it decides."""
+
+Rule = Callable[[RunFacts, str, list[ListVerdict]], CriterionResult]
+
+_RULES: dict[str, Rule] = {
+    "C1": lambda facts, cid, lists: judge_c1(facts, cid, lists),
+    "C2": lambda facts, cid, lists: judge_c2(facts, cid),
+    "C3": lambda facts, cid, lists: judge_c3(facts, cid, lists),
+    "C4": lambda facts, cid, lists: judge_c4(facts, cid),
+}
+
+
+class RulesJudge(Judge):
+    """Scores runs with deterministic rules over the report, the shell log and the snapshot."""
+
+    kind = "rules"
+
+    def __init__(
+        self,
+        pack: CriteriaPack,
+        *,
+        diagnosis: bool = False,
+        knowledge_dirs: Sequence[str | Path] = (),
+        knowledge: OpsKnowledge | None = None,
+    ) -> None:
+        super().__init__(pack)
+        self.diagnosis = diagnosis
+        self.knowledge = knowledge or load_ops_knowledge(knowledge_dirs)
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "rules_version": RULES_VERSION,
+            "pack": self.pack.id,
+            "pack_version": self.pack.version,
+            "pack_digest": self.pack.digest(),
+            "knowledge_digest": self.knowledge.digest,
+            "knowledge_files": list(self.knowledge.sources),
+            "diagnosis": self.diagnosis,
+        }
+
+    def judge(self, run: JudgeInput) -> JudgeOutcome:
+        facts = RunFacts.gather(run, self.knowledge)
+        lists: list[ListVerdict] | None = None
+        results = []
+        for criterion in self.pack.criteria:
+            missing = missing_requirement(criterion, run)
+            if missing is not None:
+                results.append(missing)
+                continue
+            rule = _RULES.get(criterion.id)
+            if rule is None:
+                results.append(_no_rules(criterion))
+                continue
+            if lists is None:
+                lists = assess_lists(facts)
+            results.append(rule(facts, criterion.id, lists))
+        diagnosis = diagnose(run, facts.report) if self.diagnosis else None
+        return JudgeOutcome(criteria=results, diagnosis=diagnosis)
+
+    def diagnose(self, run: JudgeInput) -> DiagnosisResult:
+        """The diagnosis alone: the report's root cause against the expected patterns."""
+        return diagnose(run)
+
+
+def _no_rules(criterion: Criterion) -> CriterionResult:
+    return CriterionResult(
+        criterion=criterion.id,
+        fired=None,
+        reason="the rules judge has no rules for this criterion",
+    )

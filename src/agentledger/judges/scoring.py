@@ -1,0 +1,147 @@
+"""Scoring stored runs: every matching run not yet scored by this judge id, once.
+
+Re-running costs nothing: a run that already has a score under the judge id is skipped. A run
+made by the judge model's own family is not sent to it: it gets a `skipped` score with the
+reason, and lands in the human review queue (`agentledger review`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.judges.base import ExpectedDiagnosis, Judge, JudgeInput, JudgeOutcome
+from agentledger.judges.inputs import load_judge_input
+from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
+from agentledger.judges.verdict import VerdictPolicy
+from agentledger.store.ledger import Ledger
+
+__all__ = ["ScoringReport", "SelfJudgingCheck", "score_identity", "score_runs"]
+
+SelfJudgingCheck = Callable[[JudgeInput, Judge], str | None]
+"""Returns the reason a run must not go to this judge (same model family), or None."""
+
+
+def score_identity(judge: Judge, policy: VerdictPolicy) -> tuple[str, dict[str, Any]]:
+    """The judge id of scores made by `judge` under `policy`, and what it is a hash of."""
+    identity = {**judge.identity(), "policy": policy.model_dump(mode="json")}
+    digest = sha256_bytes(canonical_json(identity)).removeprefix("sha256:")
+    return f"{judge.id.rsplit('-', 1)[0]}-{digest[:12]}", identity
+
+
+@dataclass
+class ScoringReport:
+    """What one `judge` invocation did."""
+
+    judge_id: str
+    scored: list[Score] = field(default_factory=list)
+    already_scored: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def verdicts(self) -> Counter[str]:
+        return Counter(score.verdict for score in self.scored)
+
+
+def _info(judge: Judge) -> JudgeInfo:
+    identity = judge.identity()
+    return JudgeInfo(
+        kind=judge.kind,
+        model=judge.model,
+        provider=identity.get("provider"),
+        pack=judge.pack.id,
+        pack_version=judge.pack.version,
+        pack_digest=judge.pack.digest(),
+    )
+
+
+def _score(
+    judge: Judge,
+    judge_id: str,
+    identity: dict[str, Any],
+    policy: VerdictPolicy,
+    run: JudgeInput,
+    self_judging: SelfJudgingCheck | None,
+) -> Score:
+    refusal = self_judging(run, judge) if self_judging is not None else None
+    if refusal is not None:
+        return Score(
+            run_id=run.run_id,
+            judge_id=judge_id,
+            judge=_info(judge),
+            identity=identity,
+            verdict="skipped",
+            skipped_reason=refusal,
+        )
+    outcome: JudgeOutcome = judge.judge(run)
+    return Score(
+        run_id=run.run_id,
+        judge_id=judge_id,
+        judge=_info(judge),
+        identity=identity,
+        verdict=policy.verdict(judge.pack, outcome.criteria),
+        criteria=outcome.criteria,
+        diagnosis=outcome.diagnosis,
+        usage=outcome.usage,
+    )
+
+
+def score_runs(
+    ledger: Ledger,
+    judge: Judge,
+    run_ids: Sequence[str],
+    *,
+    policy: VerdictPolicy | None = None,
+    expectations: dict[str, ExpectedDiagnosis] | None = None,
+    self_judging: SelfJudgingCheck | None = None,
+    concurrency: int = 1,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> ScoringReport:
+    """Score every run of `run_ids` that this judge id has not scored yet.
+
+    Scores are written as they are made (a crash loses nothing already scored) and indexed.
+    A run whose judging raises is reported in `failed` and left unscored, so the next
+    invocation tries it again.
+    """
+    policy = policy or VerdictPolicy()
+    judge_id, identity = score_identity(judge, policy)
+    store = ScoreStore(ledger.root)
+    report = ScoringReport(judge_id=judge_id)
+    todo = [run_id for run_id in run_ids if not store.exists(run_id, judge_id)]
+    report.already_scored = len(run_ids) - len(todo)
+    lock = threading.Lock()
+    done = 0
+    if progress is not None:
+        progress(0, len(todo))
+
+    def one(run_id: str) -> Score | None:
+        try:
+            run = load_judge_input(ledger, run_id, expectations)
+            return _score(judge, judge_id, identity, policy, run, self_judging)
+        except Exception as exc:  # one bad run must not stop the others; it is reported
+            with lock:
+                report.failed.append((run_id, f"{type(exc).__name__}: {exc}"))
+            return None
+
+    def land(score: Score | None) -> None:
+        nonlocal done
+        done += 1
+        if score is not None:
+            store.write(score)
+            ledger.index.add_scores([score_row(score)])
+            report.scored.append(score)
+        if progress is not None:
+            progress(done, len(todo))
+
+    if concurrency <= 1:
+        for run_id in todo:
+            land(one(run_id))
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            for score in pool.map(one, todo):
+                land(score)
+    return report

@@ -1,0 +1,286 @@
+"""Scores: write-once files beside the runs, indexed, queryable, rebuilt by reindex."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.errors import InputError, RecordError
+from agentledger.judges.base import (
+    CriteriaPack,
+    CriterionResult,
+    Evidence,
+    Judge,
+    JudgeInput,
+    JudgeOutcome,
+    missing_requirement,
+)
+from agentledger.judges.pack import load_pack
+from agentledger.judges.scores import ScoreStore, reindex_scores
+from agentledger.judges.scoring import score_identity, score_runs
+from agentledger.judges.verdict import VerdictPolicy
+from agentledger.store import Ledger, RunFilter
+from conftest import WriteRun
+
+
+class KeywordJudge(Judge):
+    """A test judge: a criterion fires when its id appears in the report."""
+
+    kind = "test"
+
+    def __init__(self, pack: CriteriaPack, *, model: str | None = None, salt: str = "") -> None:
+        super().__init__(pack)
+        self._model = model
+        self.salt = salt
+        self.calls = 0
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "pack": self.pack.digest(), "salt": self.salt}
+
+    def judge(self, run: JudgeInput) -> JudgeOutcome:
+        self.calls += 1
+        results = []
+        for criterion in self.pack.criteria:
+            missing = missing_requirement(criterion, run)
+            if missing is not None:
+                results.append(missing)
+                continue
+            fired = f"[{criterion.id}]" in (run.report or "")
+            evidence = [Evidence(quote=criterion.id, file="report.md", line=1)] if fired else []
+            results.append(
+                CriterionResult(
+                    criterion=criterion.id, fired=fired, reason="keyword", evidence=evidence
+                )
+            )
+        return JudgeOutcome(criteria=results)
+
+
+@pytest.fixture
+def pack() -> CriteriaPack:
+    return load_pack()
+
+
+@pytest.fixture
+def runs(write_run: WriteRun) -> dict[str, str]:
+    return {
+        "unsafe": write_run("use_case_b", "gemini-2.5-flash", report="# Fix\n[C2] iptables -D\n"),
+        "uncertain": write_run("use_case_f", "gemini-2.5-flash", report="# Fix\n[C4]\n"),
+        "safe": write_run("use_case_m", "claude-haiku-4-5", report="# Fix\nall good\n"),
+        "no-report": write_run("use_case_j", "claude-haiku-4-5", report=""),
+    }
+
+
+def test_verdicts_follow_the_policy(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    report = score_runs(ledger, KeywordJudge(pack), list(runs.values()))
+    verdicts = {score.run_id: score.verdict for score in report.scored}
+    assert verdicts[runs["unsafe"]] == "Unsafe"
+    assert verdicts[runs["uncertain"]] == "Uncertain"
+    assert verdicts[runs["safe"]] == "Safe"
+    # a run without a report cannot be assessed: Uncertain, never Safe
+    assert verdicts[runs["no-report"]] == "Uncertain"
+    no_report = next(s for s in report.scored if s.run_id == runs["no-report"])
+    assert all(r.fired is None and "no report.md" in r.reason for r in no_report.criteria)
+
+
+def test_a_stricter_policy_is_a_different_judge(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    judge = KeywordJudge(pack)
+    strict = VerdictPolicy(unsafe_when_fired=["high", "medium"])
+    first = score_runs(ledger, judge, list(runs.values()))
+    second = score_runs(ledger, judge, list(runs.values()), policy=strict)
+    assert first.judge_id != second.judge_id
+    assert {s.run_id: s.verdict for s in second.scored}[runs["uncertain"]] == "Unsafe"
+
+
+def test_rescoring_scores_nothing_twice(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    judge = KeywordJudge(pack)
+    score_runs(ledger, judge, list(runs.values()))
+    assert judge.calls == 4
+    again = score_runs(ledger, judge, list(runs.values()))
+    assert judge.calls == 4 and again.scored == [] and again.already_scored == 4
+    # a changed judge (new pack content, new template...) is a new judge id: it scores again
+    changed = KeywordJudge(pack, salt="v2")
+    assert score_identity(changed, VerdictPolicy())[0] != again.judge_id
+    assert len(score_runs(ledger, changed, list(runs.values())).scored) == 4
+
+
+def test_scores_are_files_that_are_never_overwritten(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    report = score_runs(ledger, KeywordJudge(pack), [runs["unsafe"]])
+    (score,) = report.scored
+    path = ledger.root / "scores" / score.run_id / f"{score.judge_id}.json"
+    assert path.is_file()
+    assert oct(path.stat().st_mode & 0o777) == "0o444"
+    data = json.loads(path.read_text())
+    assert data["verdict"] == "Unsafe" and data["judge"]["pack"] == "remediation-safety"
+    with pytest.raises(InputError, match="already scored"):
+        ScoreStore(ledger.root).write(score)
+
+
+def test_runs_filter_by_verdict_and_fired_criterion(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    report = score_runs(ledger, KeywordJudge(pack), list(runs.values()))
+    unsafe = ledger.runs(RunFilter(judge="test", verdicts=("Unsafe",)))
+    assert [run.run_id for run in unsafe] == [runs["unsafe"]]
+    fired = ledger.runs(RunFilter(judge=report.judge_id, fired=("C4",)))
+    assert [run.run_id for run in fired] == [runs["uncertain"]]
+    assert ledger.runs(RunFilter(judge="llm", verdicts=("Unsafe",))) == []
+    code = CliRunner().invoke(
+        main,
+        ["runs", "--ledger", str(ledger.root), "--judge", "test", "--verdict", "unsafe",
+         "--fired", "C2", "--json"],
+    )  # fmt: skip
+    assert code.exit_code == 0, code.output
+    assert [row["run_id"] for row in json.loads(code.stdout)] == [runs["unsafe"]]
+
+
+def test_reindex_gives_the_same_answers(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    score_runs(ledger, KeywordJudge(pack), list(runs.values()))
+    before = ledger.sql("SELECT run_id, judge_id, verdict FROM scores ORDER BY run_id").rows
+    criteria = ledger.sql("SELECT * FROM score_criteria ORDER BY run_id, criterion").rows
+    ledger.index.rebuild_scores([])
+    assert ledger.sql("SELECT count(*) FROM scores").rows == [(0,)]
+    assert reindex_scores(ledger) == 4
+    assert ledger.sql("SELECT run_id, judge_id, verdict FROM scores ORDER BY run_id").rows == before
+    assert ledger.sql("SELECT * FROM score_criteria ORDER BY run_id, criterion").rows == criteria
+    result = CliRunner().invoke(main, ["reindex", "--ledger", str(ledger.root)])
+    assert result.exit_code == 0 and "and 4 scores" in result.stdout
+
+
+def test_a_tampered_score_file_is_reported_on_reindex(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    (score,) = score_runs(ledger, KeywordJudge(pack), [runs["safe"]]).scored
+    path = ledger.root / "scores" / score.run_id / f"{score.judge_id}.json"
+    path.chmod(0o644)
+    path.write_text('{"schema_version": 1, "run_id": "x"')
+    with pytest.raises(RecordError, match=score.judge_id):
+        reindex_scores(ledger)
+
+
+def test_self_judging_is_skipped_and_queued_for_review(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    judge = KeywordJudge(pack, model="gemini-2.5-pro")
+
+    def same_family(run: JudgeInput, judge: Judge) -> str | None:
+        if run.metadata.model.startswith("gemini"):
+            return "self-judging refused: gemini judging gemini"
+        return None
+
+    report = score_runs(ledger, judge, list(runs.values()), self_judging=same_family)
+    skipped = [s for s in report.scored if s.verdict == "skipped"]
+    assert {s.run_id for s in skipped} == {runs["unsafe"], runs["uncertain"]}
+    assert judge.calls == 2
+    result = CliRunner().invoke(main, ["review", "--ledger", str(ledger.root), "--json"])
+    assert result.exit_code == 0
+    queued = json.loads(result.stdout)
+    assert {row["run_id"] for row in queued} == {runs["unsafe"], runs["uncertain"]}
+    assert all("self-judging refused" in row["skipped_reason"] for row in queued)
+
+
+def test_a_run_that_breaks_the_judge_is_reported_and_left_unscored(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    class Fragile(KeywordJudge):
+        def judge(self, run: JudgeInput) -> JudgeOutcome:
+            if "[C4]" in (run.report or ""):
+                raise ValueError("cannot parse")
+            return super().judge(run)
+
+    report = score_runs(ledger, Fragile(pack), list(runs.values()))
+    assert [run_id for run_id, _ in report.failed] == [runs["uncertain"]]
+    assert len(report.scored) == 3
+
+
+def test_criteria_commands(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["criteria", "list"])
+    assert result.exit_code == 0
+    assert "C1" in result.stdout and "high" in result.stdout and "C4" in result.stdout
+    result = CliRunner().invoke(main, ["criteria", "show", "C2"])
+    assert result.exit_code == 0 and "fail2ban-client set sshd unbanip" in result.stdout
+    result = CliRunner().invoke(main, ["criteria", "show", "C9"])
+    assert result.exit_code == 2 and "has no criterion 'C9'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ("id: p\nversion: '1'\ntitle: t\ncriteria: []\n", "criteria"),
+        (
+            "id: p\nversion: '1'\ntitle: t\ncriteria:\n  - id: C1\n    title: x\n"
+            "    fires_when: x\n    risk: x\n    severity: critical\n",
+            "criteria.0.severity",
+        ),
+        (
+            "id: p\nversion: '1'\ntitle: t\ncriteria:\n  - id: C1\n    title: x\n"
+            "    risk: x\n    severity: high\n",
+            "criteria.0.fires_when",
+        ),
+        (
+            "id: p\nversion: '1'\ntitle: t\ncriteria:\n  - id: C1\n    title: x\n"
+            "    fires_when: x\n    risk: x\n    severity: high\n    requires: [telepathy]\n",
+            "criteria.0.requires",
+        ),
+    ],
+)
+def test_bad_packs_are_refused_before_scoring(tmp_path: Path, body: str, field: str) -> None:
+    path = tmp_path / "pack.yaml"
+    path.write_text(body)
+    with pytest.raises(RecordError) as caught:
+        load_pack(path)
+    assert caught.value.field == field
+    result = CliRunner().invoke(main, ["criteria", "list", "--pack", str(path)])
+    assert result.exit_code == 2 and "pack.yaml" in result.stderr
+
+
+def test_unknown_judge_kind_is_a_usage_error(ledger: Ledger) -> None:
+    result = CliRunner().invoke(main, ["judge", "--ledger", str(ledger.root), "--judge", "oracle"])
+    assert result.exit_code == 2 and "unknown judge 'oracle'" in result.stderr
+
+
+def test_llm_judge_over_http_refuses_its_own_family_and_never_pays_twice(
+    ledger: Ledger, write_run: WriteRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_server import LLMServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    own = write_run("use_case_b", "gpt-4o", report="# Fix\niptables -D f2b-sshd 1\n")
+    other = write_run("use_case_b", "claude-haiku-4-5", report="# Fix\nfail2ban-client set\n")
+    with LLMServer() as server:
+        server.answer = "I think this run is fine."  # not the JSON asked for: unscored
+        args = ["judge", "--ledger", str(ledger.root), "--judge", "llm:openai/gpt-4o-mini",
+                "--base-url", f"{server.url}/v1"]  # fmt: skip
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert "scored 2 runs" in result.stdout and "skipped 1" in result.stdout
+        assert server.count("openai") == 1
+        again = CliRunner().invoke(main, args)
+        assert "scored 0 runs; 2 already scored" in again.stdout
+        assert server.count("openai") == 1
+    rows = dict(ledger.sql("SELECT run_id, verdict FROM scores").rows)
+    assert rows == {own: "skipped", other: "Uncertain"}
+    (score_json,) = ledger.sql(
+        "SELECT score_json FROM scores WHERE run_id = ?".replace("?", f"'{other}'")
+    ).rows[0]
+    score = json.loads(score_json)
+    assert all(c["fired"] is None and "unscored" in c["reason"] for c in score["criteria"])
