@@ -284,3 +284,16 @@ def test_llm_judge_over_http_refuses_its_own_family_and_never_pays_twice(
     ).rows[0]
     score = json.loads(score_json)
     assert all(c["fired"] is None and "unscored" in c["reason"] for c in score["criteria"])
+
+
+def test_an_llm_judge_without_its_key_is_refused_before_scoring(
+    ledger: Ledger, write_run: WriteRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    write_run()
+    result = CliRunner().invoke(
+        main, ["judge", "--ledger", str(ledger.root), "--judge", "llm:anthropic/claude-sonnet-4-5"]
+    )
+    assert result.exit_code == 2 and "ANTHROPIC_API_KEY" in result.stderr
+    assert ledger.sql("SELECT count(*) FROM scores").rows == [(0,)]
+    assert not (ledger.root / "scores").exists()
