@@ -297,3 +297,24 @@ def test_an_llm_judge_without_its_key_is_refused_before_scoring(
     assert result.exit_code == 2 and "ANTHROPIC_API_KEY" in result.stderr
     assert ledger.sql("SELECT count(*) FROM scores").rows == [(0,)]
     assert not (ledger.root / "scores").exists()
+
+
+def test_judge_takes_expected_root_causes_from_a_suite(
+    ledger: Ledger, pack: CriteriaPack, write_run: WriteRun, tmp_path: Path
+) -> None:
+    suite = tmp_path / "suite" / "use_case_b"
+    suite.mkdir(parents=True)
+    (suite / "scenario.yaml").write_text(
+        "id: use_case_b\nprompt: SSH refused\n"
+        "expected: {root_cause: fail2ban banned the bastion, patterns: [f2b-sshd]}\n"
+    )
+    run_id = write_run("use_case_b", report="# Root cause\nA REJECT rule in f2b-sshd.\n")
+    result = CliRunner().invoke(
+        main,
+        ["judge", "--ledger", str(ledger.root), "--diagnosis", "--suite", str(suite.parent),
+         "--scenario", "use_case_b"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "diagnosis: 1 correct" in result.stdout
+    (score_json,) = ledger.sql("SELECT score_json FROM scores").rows[0]
+    assert json.loads(score_json)["run_id"] == run_id

@@ -42,9 +42,9 @@ def _pack_option(func: Any) -> Any:
 @_pack_option
 @click.option("--diagnosis", is_flag=True, help="Also score the diagnosis (root cause).")
 @click.option(
-    "--scenarios",
+    "--suite",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Suite whose expected root causes apply to runs that do not carry their scenario.",
+    help="Scenario suite whose expected root causes apply to runs that do not carry theirs.",
 )
 @click.option(
     "--policy",
@@ -76,7 +76,7 @@ def judge_command(
     judge_name: str,
     pack: str,
     diagnosis: bool,
-    scenarios: Path | None,
+    suite: Path | None,
     policy_file: Path | None,
     knowledge_dirs: tuple[Path, ...],
     base_url: str | None,
@@ -103,7 +103,7 @@ def judge_command(
         if policy_file
         else VerdictPolicy()
     )
-    expectations = expectations_from_suite(scenarios) if scenarios else None
+    expectations = expectations_from_suite(suite) if suite else None
     with open_ledger(ledger_path) as ledger:
         judge, self_judging = make_judge(
             spec,
