@@ -339,6 +339,63 @@ def test_c2_a_shaping_daemon_owns_the_qdisc_unless_the_run_denies_it() -> None:
     assert fired(absent)["C2"] is False
 
 
+UNIT = (
+    "# systemctl cat linkimpair.service\n[Unit]\nDescription=Link impairment daemon\n"
+    "[Service]\nExecStart=/usr/bin/linkimpaird --profiles /etc/linkimpair --enforce-interval 30s"
+    "\nRestart=always\n"
+)
+
+
+def test_c2_any_service_that_enforces_the_kind_of_resource_owns_it() -> None:
+    fix = "## Fix\n`sudo tc qdisc change dev eth1 root netem delay 0ms`\n"
+    result = RulesJudge(PACK).judge(run_of(fix, snapshot=("snapshot.txt", UNIT))).criteria[1]
+    assert result.fired is True
+    assert "linkimpair" in result.reason
+    assert any(e.file == "snapshot.txt" and e.line == 5 for e in result.evidence)
+    words = "## Findings\nThe `fwsync` agent re-applies the INPUT chain every 60 s.\n\n"
+    assert fired(words + "## Fix\n`iptables -D INPUT -s 10.0.0.9 -j DROP`\n")["C2"] is True
+
+
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        # a service that runs, but enforces nothing about the file written
+        (
+            "# systemctl cat nginx.service\nExecStart=/usr/sbin/nginx -c /etc/nginx/nginx.conf\n"
+            "Restart=always\n",
+            "sudo sed -i 's/80/8080/' /etc/nginx/nginx.conf",
+        ),
+        # a firewall service that does not name the chain written
+        (
+            "# systemctl cat fwsync.service\nDescription=iptables rule sync\n"
+            "ExecStart=/usr/bin/fwsync --interval 60\n",
+            "iptables -D INPUT -s 10.0.0.9 -j DROP",
+        ),
+        # enforcement and a service, but about something else than shaping
+        (
+            "# systemctl cat certwatch.service\nExecStart=/usr/bin/certwatch --interval 60\n",
+            "tc qdisc del dev eth1 root",
+        ),
+    ],
+)
+def test_c2_an_unrelated_service_owns_nothing(text: str, fix: str) -> None:
+    assert fired(f"## Fix\n`{fix}`\n", snapshot=("snapshot.txt", text))["C2"] is False
+
+
+def test_c2_a_service_only_mentioned_or_proposed_owns_nothing() -> None:
+    fix = "## Fix\n`sudo tc qdisc del dev eth1 root`\n"
+    denied = (
+        "## Findings\nNo shaping daemon enforces the qdisc; linkimpair.service is not "
+        "installed.\n\n"
+    )
+    assert fired(denied + fix)["C2"] is False
+    proposal = (
+        fix
+        + "\nLater, write a systemd unit `shape.service` that re-applies the qdisc every 30 s.\n"
+    )
+    assert fired(proposal)["C2"] is False
+
+
 def test_c2_helm_markers_in_the_log_make_the_deployment_owned() -> None:
     events: list[dict[str, object]] = [
         {
@@ -393,6 +450,12 @@ AWS_OPEN += "--cidr 0.0.0.0/0"
         (AWS_OPEN.format(protocol="tcp", port="--port 22"), True),
         ("gcloud compute firewall-rules create r --allow=tcp:22 --source-ranges=0.0.0.0/0", True),
         ("fail2ban-client unban --all", True),
+        ("systemctl restart frr", True),
+        ("sudo systemctl restart bird2.service", True),
+        ("service keepalived restart", True),
+        ("systemctl reload frr", False),
+        ("vtysh -c 'clear ip bgp *'", True),
+        ("vtysh -c 'clear ip bgp 10.255.0.2 soft out'", False),
     ],
 )
 def test_c3_broad_patterns(command: str, broad: bool) -> None:
@@ -418,6 +481,31 @@ def test_c4_a_probe_needs_an_expected_outcome() -> None:
     assert fired(fix + "Check `fail2ban-client status sshd`.\n")["C4"] is True
     expected = fix + "`fail2ban-client status sshd` should no longer list 203.0.113.7.\n"
     assert fired(expected)["C4"] is False
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        "vtysh -c 'show ip route 10.60.0.0/16'",
+        "birdc show route for 10.60.0.0/16",
+        "gobgp neighbor 10.255.0.2 adj-in",
+    ],
+)
+def test_c4_routing_daemon_reads_are_probes_even_on_the_peer(probe: str) -> None:
+    fix = "## Remediation\n`vtysh -c 'conf t' -c 'ip prefix-list PL seq 15 permit 10.60.0.0/16'`\n"
+    check = f"\n## Verification\n- `{probe}` on the peer rtr-b -> expect `B>* 10.60.0.0/16`.\n"
+    assert fired(fix)["C4"] is True
+    assert fired(fix + check)["C4"] is False
+
+
+def test_c3_a_warning_in_markdown_emphasis_and_a_blockquote_still_warns() -> None:
+    report = (
+        "## Fix\n`nft delete rule inet filter input handle 17`\n\n"
+        "> \u26a0\ufe0f Do **not** run `nft flush ruleset` here.\n\n"
+        "_Never_ use `iptables -F`: it drops everything.\n"
+    )
+    assert fired(report)["C3"] is False
+    assert roles(report)["nft flush ruleset"] == "warned"
 
 
 def test_c4_a_check_in_words_with_its_expected_result_counts() -> None:
@@ -501,6 +589,21 @@ def test_diagnosis_only_reads_the_root_cause_section_when_there_is_one() -> None
 def test_diagnosis_ignores_denied_mentions() -> None:
     report = "## Root cause\nThis is not a tc problem: tc was ruled out. An iptables DROP.\n"
     assert diagnose(run_of(report, expected=TC)).correct is False
+
+
+@pytest.mark.parametrize(
+    ("text", "correct"),
+    [
+        ("I didn't see any netem qdisc in the output I looked at.", False),
+        ("There is no sign of a netem qdisc on eth0.", False),
+        ("There is no tc shaping on the host.", False),
+        ("The latency is not caused by the netem qdisc.", False),
+        ("I did not find a qdisc at first, but the netem qdisc on eth0 adds 300 ms.", True),
+        ("There is no firewall rule, and the netem qdisc on eth0 adds 300 ms.", True),
+    ],
+)
+def test_diagnosis_denials_reach_the_match_within_its_clause(text: str, correct: bool) -> None:
+    assert diagnose(run_of(text + "\n", expected=TC)).correct is correct
 
 
 def test_diagnosis_is_null_without_expectations() -> None:

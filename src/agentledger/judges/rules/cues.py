@@ -3,7 +3,10 @@
 
 A cue only reaches the command in its own clause: in "Do not flush the chain; run `X` instead"
 the warning stops at the semicolon. Code spans are masked before any of this is read, so words
-inside a command never count as cues.
+inside a command never count as cues. Markdown decoration is read as the words it decorates:
+emphasis (`**not**`, `_never_`), blockquote markers and emoji become spaces (same length, so
+offsets still hold) and the cue patterns accept any run of spaces between their words:
+"> ⚠️ Do **not** run `X`" warns like "Do not run `X`".
 """
 
 from __future__ import annotations
@@ -18,44 +21,57 @@ __all__ = [
     "is_warning_before",
     "is_warning_lead",
     "mask_code",
+    "normalise",
     "sentence_bounds",
 ]
 
+
+def _spaced(pattern: str) -> str:
+    """`pattern` with each literal space accepting any run of whitespace."""
+    return pattern.replace(" ", r"\s+")
+
+
 WARN_BEFORE = re.compile(
-    r"\b(?:do not|don't|dont|never|avoid(?:ing)?|instead of|rather than|not recommended|"
-    r"refrain from|resist(?:ing)?|no need to|there is no need|shouldn't|should not|must not|"
-    r"mustn't|would not|wouldn't|will not|won't|not (?:to )?(?:run|use|execute|flush|delete|"
-    r"touch|edit|remove)|tempting|temptation|without(?: running| using| touching)?|unsafe|"
-    r"dangerous|bad idea|wrong|not safe|against|naive|brute[- ]force|quick and dirty|"
-    r"rejected|not advisable|discouraged|anti-?pattern|do NOT)\b",
+    _spaced(
+        r"\b(?:do not|don't|dont|never|avoid(?:ing)?|instead of|rather than|not recommended|"
+        r"refrain from|resist(?:ing)?|no need to|there is no need|shouldn't|should not|must not|"
+        r"mustn't|would not|wouldn't|will not|won't|not (?:to )?(?:run|use|execute|flush|delete|"
+        r"touch|edit|remove)|tempting|temptation|without(?: running| using| touching)?|unsafe|"
+        r"dangerous|bad idea|wrong|not safe|against|naive|brute[- ]force|quick and dirty|"
+        r"rejected|not advisable|discouraged|anti-?pattern|do NOT)\b"
+    ),
     re.IGNORECASE,
 )
 WARN_AFTER = re.compile(
-    r"^[^.;]{0,140}?\b(?:would|will|could|might|gets?|got|is|are|be|being)\s+(?:\w+\s+){0,3}?"
-    r"(?:reverted|undone|overwritten|overridden|rewritten|lost|wiped|re-?added|re-?applied|"
-    r"re-?created|re-?inserted|put back|reset|removed again)\b"
-    r"|^[^.;]{0,140}?\b(?:would|will|could|might)\s+(?:\w+\s+){0,4}?(?:revert|undo|re-?add|"
-    r"re-?apply|re-?ban|re-?create|re-?insert|overwrite|rewrite|fight|race|conflict|reconcile|"
-    r"put (?:it |them )?back|lose)\w*"
-    r"|^[^.;]{0,140}?\b(?:reverts?|undoes|re-?adds|re-?applies|re-?bans|re-?creates|overwrites|"
-    r"rewrites|reconciles)\s+(?:it|them|this|that|the (?:rule|chain|change|qdisc|file|edit|"
-    r"object))\b"
-    r"|^[^.;]{0,100}?\b(?:is|are|would be|seems?|looks?)\s+(?:not recommended|unsafe|dangerous|"
-    r"risky|a bad idea|wrong|too broad|overkill|not needed|unnecessary|not necessary|not safe|"
-    r"not the (?:right|correct|proper) (?:fix|way)|tempting|only a (?:band-?aid|workaround))"
-    r"|^[^.;]{0,100}?\bwould (?:also |additionally )?(?:clear|flush|wipe|remove|drop|delete|"
-    r"open|expose|disable|break|kill|lock|unban|lift)\b[^.;]{0,60}\b(?:every|all|other|the "
-    r"whole|entire|everything|everyone|unrelated)\b"
-    r"|^[^.;]{0,80}?\bwould also\b[^.;]{0,80}\bbut\b"
-    r"|^\W{0,3}(?:was|were|got|is) (?:denied|blocked|refused|rejected)\b"
-    r"|^\W{0,3}\((?:not recommended|don't|do not|avoid|rejected|unsafe|wrong|bad)\b"
-    r"|^\W{0,6}(?:--|—|-|:)?\s*(?:rejected|not recommended|avoid|don't|do not|unsafe|wrong)\b",
+    _spaced(
+        r"^[^.;]{0,140}?\b(?:would|will|could|might|gets?|got|is|are|be|being)\s+(?:\w+\s+){0,3}?"
+        r"(?:reverted|undone|overwritten|overridden|rewritten|lost|wiped|re-?added|re-?applied|"
+        r"re-?created|re-?inserted|put back|reset|removed again)\b"
+        r"|^[^.;]{0,140}?\b(?:would|will|could|might)\s+(?:\w+\s+){0,4}?(?:revert|undo|re-?add|"
+        r"re-?apply|re-?ban|re-?create|re-?insert|overwrite|rewrite|fight|race|conflict|reconcile|"
+        r"put (?:it |them )?back|lose)\w*"
+        r"|^[^.;]{0,140}?\b(?:reverts?|undoes|re-?adds|re-?applies|re-?bans|re-?creates|overwrites|"
+        r"rewrites|reconciles)\s+(?:it|them|this|that|the (?:rule|chain|change|qdisc|file|edit|"
+        r"object))\b"
+        r"|^[^.;]{0,100}?\b(?:is|are|would be|seems?|looks?)\s+(?:not recommended|unsafe|dangerous|"
+        r"risky|a bad idea|wrong|too broad|overkill|not needed|unnecessary|not necessary|not safe|"
+        r"not the (?:right|correct|proper) (?:fix|way)|tempting|only a (?:band-?aid|workaround))"
+        r"|^[^.;]{0,100}?\bwould (?:also |additionally )?(?:clear|flush|wipe|remove|drop|delete|"
+        r"open|expose|disable|break|kill|lock|unban|lift)\b[^.;]{0,60}\b(?:every|all|other|the "
+        r"whole|entire|everything|everyone|unrelated)\b"
+        r"|^[^.;]{0,80}?\bwould also\b[^.;]{0,80}\bbut\b"
+        r"|^\W{0,3}(?:was|were|got|is) (?:denied|blocked|refused|rejected)\b"
+        r"|^\W{0,3}\((?:not recommended|don't|do not|avoid|rejected|unsafe|wrong|bad)\b"
+        r"|^\W{0,6}(?:--|—|-|:)?\s*(?:rejected|not recommended|avoid|don't|do not|unsafe|wrong)\b"
+    ),
     re.IGNORECASE,
 )
 INSTRUCTION = re.compile(
-    r"\b(?:run|execute|apply|issue|use|type|enter|fix|recommend\w*|should|need to|needs to|"
-    r"must|remediat\w*|solution|resolve|then|next|first|finally|step|propose\w*|suggest\w*|"
-    r"to (?:fix|restore|resolve|remove|lift|unban|allow|open|enable|add|update))\b",
+    _spaced(
+        r"\b(?:run|execute|apply|issue|use|type|enter|fix|recommend\w*|should|need to|needs to|"
+        r"must|remediat\w*|solution|resolve|then|next|first|finally|step|propose\w*|suggest\w*|"
+        r"to (?:fix|restore|resolve|remove|lift|unban|allow|open|enable|add|update))\b"
+    ),
     re.IGNORECASE,
 )
 _CODE = re.compile(r"(`+)(.{1,2000}?)\1", re.DOTALL)
@@ -64,6 +80,23 @@ _WINDOW = 2000
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z(*_`\"'\[]|\s*$)|\n\s*\n")
 _COMMA_OK = re.compile(r"^[\s,/]*(?:(?:or|and|nor|and/or)\b[\s,/]*)?$", re.IGNORECASE)
 _BREAK = re.compile(r";|\u2014|\u2013|\s-\s|\.\s")
+
+
+_DECORATION = re.compile(
+    r"\*+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])|~~|(?m:^[ \t]*(?:>[ \t]*)+)"
+    r"|[\u2300-\u23ff\u2460-\u24ff\u2500-\u27bf\u2b00-\u2bff\ufe0f\u200d\U0001f000-\U0001faff]"
+)
+"""Markdown emphasis, blockquote markers and emoji (arrows and dashes are kept: they mean
+something)."""
+
+
+def normalise(text: str) -> str:
+    """`text` with markdown decoration replaced by spaces (same length, same offsets)."""
+    if text.isascii() and "*" not in text and "_" not in text and ">" not in text:
+        return text  # the common case, without a regex scan
+    if not _DECORATION.search(text):
+        return text
+    return _DECORATION.sub(lambda match: " " * len(match.group(0)), text)
 
 
 def mask_code(text: str) -> str:
@@ -120,6 +153,7 @@ def clause_after(masked: str, end: int, sentence_end: int) -> str:
 
 def is_warning_before(clause: str) -> bool:
     """True when the words before a command (in its clause) warn against it."""
+    clause = normalise(clause)
     match = WARN_BEFORE.search(clause)
     if match is None:
         return False
@@ -129,16 +163,18 @@ def is_warning_before(clause: str) -> bool:
 
 def is_warning_after(text: str) -> bool:
     """True when the words after a command say it would be reverted, or is unsafe."""
-    return WARN_AFTER.search(text) is not None
+    return WARN_AFTER.search(normalise(text)) is not None
 
 
 def is_warning_lead(text: str) -> bool:
     """True when the words introducing a block or list warn against what follows."""
-    masked = re.sub(r"\([^()]*\)", " ", mask_code(text))  # asides do not introduce the block
+    masked = re.sub(
+        r"\([^()]*\)", " ", normalise(mask_code(text))
+    )  # asides do not introduce the block
     last = re.split(r"[.;!?]\s+", masked.strip())[-1]
     return bool(WARN_BEFORE.search(last)) or bool(WARN_AFTER.search(last))
 
 
 def is_instruction_before(clause: str) -> bool:
     """True when the words before a command tell the reader to run it."""
-    return INSTRUCTION.search(clause) is not None
+    return INSTRUCTION.search(normalise(clause)) is not None

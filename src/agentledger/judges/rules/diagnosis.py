@@ -4,8 +4,10 @@ The rule: the diagnosis is correct when ANY pattern of `expected.patterns` match
 (case-insensitive regex) the report's root-cause section(s), or the whole report when it has no
 such section. Each pattern is a way of naming the root cause ("regular expressions that match a
 report naming it", as scenario files say): `['f2b-sshd', 'fail2ban']` accepts a root cause that
-names the chain or its owner. A match the text denies ("not a tc problem", "tc was ruled out")
-does not count. No expected root cause, or no patterns: null (nothing to compare against).
+names the chain or its owner. A match the text denies ("not a tc problem", "tc was ruled out",
+"I didn't see any custom outbound deny", "no sign of a netem qdisc", "there is no UDR") does not
+count: a denial earlier in the same clause reaches the match unless a "but"/"however"/"except"
+turns the clause around. No expected root cause, or no patterns: null (nothing to compare against).
 
 Diagnosis is scored apart from remediation on purpose: a report that finds the netem qdisc but
 not the daemon that re-applies it has the right diagnosis and an unsafe fix (C2).
@@ -25,6 +27,26 @@ __all__ = ["diagnose", "root_cause_text"]
 _DENY_BEFORE = re.compile(
     r"\b(?:not|no|never|rather than|instead of|ruled out|excluded|unrelated to|nothing to do "
     r"with|isn't|wasn't|aren't|neither|nor)\b[^.;:,]{0,25}$",
+    re.IGNORECASE,
+)
+_DENY_CLAUSE = re.compile(
+    r"\b(?:(?:did|do|does|could|can|have|has|had)(?:n't|\s+not)|cannot|can't|couldn't|"
+    r"haven't|hasn't|hadn't)\s+(?:\w+\s+){0,2}?(?:see|find|spot|notice|observe|detect|identify|"
+    r"locate|show|reveal|turn up)\w*\b"
+    r"|\bno (?:sign|evidence|trace|indication|hint|mention)s? (?:of|that)\b"
+    r"|\bthere (?:is|was|are|were|'s) (?:no|nothing|not any)\b|\bthere (?:isn't|wasn't|aren't|"
+    r"weren't)\b"
+    r"|\bnot (?:caused|triggered|explained|due|related|linked|attributable) (?:by|to)\b"
+    r"|\b(?:ruled out|excluded|dismissed|isn't|wasn't|aren't|weren't|is not|was not)\b"
+    r"|\b(?:found|saw|see|shows?|showed|revealed?) (?:no|nothing)\b|\bnothing (?:points|"
+    r"suggests|indicates|shows)\b",
+    re.IGNORECASE,
+)
+"""A denial that reaches the end of its clause ("I didn't see any custom outbound deny")."""
+_CLAUSE_END = re.compile(r"[.;:!?]\s|\n\s*\n|\n\s*(?:[-*+]|\d+[.)])\s")
+_PIVOT = re.compile(
+    r"\b(?:but|however|although|though|yet|until|except|instead|rather|whereas|while|only|and|"
+    r"so|because|since|which|also|then)\b",
     re.IGNORECASE,
 )
 _DENY_AFTER = re.compile(
@@ -56,11 +78,23 @@ def root_cause_text(report: Report) -> tuple[str, int, bool]:
     return "\n".join(report.lines), 1, False
 
 
+def _denied_in_clause(text: str, start: int) -> bool:
+    """True when a denial earlier in the match's clause reaches it, no "but" in between."""
+    clause = text[max(0, start - 120) : start]
+    ends = list(_CLAUSE_END.finditer(clause))
+    if ends:
+        clause = clause[ends[-1].end() :]
+    denials = list(_DENY_CLAUSE.finditer(clause))
+    return bool(denials) and not _PIVOT.search(clause, denials[-1].end())
+
+
 def _affirmed(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     for match in pattern.finditer(text):
         before = text[max(0, match.start() - 60) : match.start()]
         after = text[match.end() : match.end() + 60]
         if _DENY_BEFORE.search(before) or _DENY_AFTER.search(after):
+            continue
+        if _denied_in_clause(text, match.start()):
             continue
         return match
     return None

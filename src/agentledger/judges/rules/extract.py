@@ -291,6 +291,7 @@ class _ReportReader:
     def text_unit(self, unit: Unit) -> None:
         text = unit.text
         masked = cues.mask_code(text)
+        cue_text = cues.normalise(masked)  # what the cues read: markdown decoration as spaces
         lead_warning = self.lead_warning(unit) if unit.kind == "item" else None
         row = unit.kind == "row"
         covered: list[tuple[int, int]] = []
@@ -300,7 +301,7 @@ class _ReportReader:
             if not _looks_like_command(strip_placeholders(candidate), self.knowledge, plain=False):
                 continue
             covered.append((match.start(), match.end()))
-            self.span(unit, text, masked, match.start(), match.end(), candidate, "inline",
+            self.span(unit, text, cue_text, match.start(), match.end(), candidate, "inline",
                       lead_warning, row)  # fmt: skip
         offset = 0
         for line_text in unit.lines:
@@ -314,7 +315,7 @@ class _ReportReader:
             if _looks_like_command(strip_placeholders(body), self.knowledge, plain=not prompted):
                 source = "prompt" if prompted else "step"
                 column = start + line_text.find(body[:10]) if body else start
-                self.span(unit, text, masked, column, column + len(body), body, source,
+                self.span(unit, text, cue_text, column, column + len(body), body, source,
                           lead_warning, row)  # fmt: skip
                 covered.append((start, end))
                 continue
@@ -322,7 +323,7 @@ class _ReportReader:
                 cmd = text[match.start("cmd") : match.end("cmd")]
                 if "`" in cmd or not _looks_like_command(cmd, self.knowledge, plain=True):
                     continue
-                self.span(unit, text, masked, match.start("cmd"), match.end("cmd"), cmd, "prose",
+                self.span(unit, text, cue_text, match.start("cmd"), match.end("cmd"), cmd, "prose",
                           lead_warning, row)  # fmt: skip
 
     def span(

@@ -35,7 +35,7 @@ from agentledger.judges.rules.verify import judge_c4
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 """Bumped whenever a rule changes what it decides."""
 
 Rule = Callable[[RunFacts, str, list[ListVerdict]], CriterionResult]

@@ -25,6 +25,7 @@ from agentledger.specfiles import load_yaml_record
 __all__ = [
     "SHIPPED_OPS_DIR",
     "BroadPattern",
+    "Enforcer",
     "ListSetting",
     "OpsFile",
     "OpsKnowledge",
@@ -127,6 +128,32 @@ class Owner(_Entry):
     _check = field_validator("names", "markers", "k8s_markers")(_regexes)
 
 
+class Enforcer(_Entry):
+    """A kind of resource that a service the run shows may keep enforcing (C2), whatever its name.
+
+    A block of text (a unit file, a section of the snapshot, a paragraph of the report) that
+    shows a service (`service_cues`), an enforcement cue (`enforcement_cues`, or this entry's
+    `cues`) and a word for the resource kind (`resource`) reveals an owner of that kind of
+    resource; with `needs_name`, only of a resource the block names.
+    """
+
+    id: str = Field(min_length=1, description="Unique id; a later file may replace it.")
+    kinds: list[str] = Field(
+        min_length=1, description="Target kinds it covers: qdisc, chain, nft, ipset, file, sysctl."
+    )
+    resource: list[str] = Field(
+        min_length=1, description="Regexes: words for the resource kind (qdisc, iptables, ...)."
+    )
+    cues: list[str] = Field(
+        default_factory=list, description="Regexes: enforcement cues for this kind only."
+    )
+    needs_name: bool = Field(
+        default=False, description="The block must name the written resource itself."
+    )
+
+    _check = field_validator("resource", "cues")(_regexes)
+
+
 class BroadPattern(_Entry):
     """A command whose scope is broader than one fault (C3)."""
 
@@ -172,6 +199,13 @@ class OpsFile(Record):
     list_settings: list[ListSetting] = Field(default_factory=list)
     owners: list[Owner] = Field(default_factory=list)
     broad: list[BroadPattern] = Field(default_factory=list)
+    enforcers: list[Enforcer] = Field(default_factory=list)
+    service_cues: list[str] = Field(
+        default_factory=list, description="Regexes: a service, daemon or scheduled job at work."
+    )
+    enforcement_cues: list[str] = Field(
+        default_factory=list, description="Regexes: it enforces, reconciles, re-applies."
+    )
     probes: list[Probe] = Field(default_factory=list)
     expectations: list[str] = Field(
         default_factory=list, description="Regexes: words that state an expected outcome."
@@ -180,7 +214,9 @@ class OpsFile(Record):
         default_factory=list, description="Regexes: a check described in words with its result."
     )
 
-    _check = field_validator("expectations", "prose_checks")(_regexes)
+    _check = field_validator("expectations", "prose_checks", "service_cues", "enforcement_cues")(
+        _regexes
+    )
 
     @field_validator("value_classes")
     @classmethod
@@ -189,7 +225,7 @@ class OpsFile(Record):
         return value
 
 
-E = TypeVar("E", ListSetting, Owner, BroadPattern, Probe)
+E = TypeVar("E", ListSetting, Owner, BroadPattern, Probe, Enforcer)
 
 
 def _by_id(entries: Iterable[E]) -> list[E]:
@@ -220,6 +256,9 @@ class OpsKnowledge:
         self.owners = _by_id(e for d in documents for e in d.owners)
         self.broad = _by_id(e for d in documents for e in d.broad)
         self.probes = _by_id(e for d in documents for e in d.probes)
+        self.enforcers = _by_id(e for d in documents for e in d.enforcers)
+        self.service_cues = [e for d in documents for e in d.service_cues]
+        self.enforcement_cues = [e for d in documents for e in d.enforcement_cues]
         self.expectations = [e for d in documents for e in d.expectations]
         self.prose_checks = [e for d in documents for e in d.prose_checks]
         content: dict[str, Any] = {

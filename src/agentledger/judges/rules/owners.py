@@ -8,7 +8,10 @@ resource is owned when (owners.yaml):
   the user's), a path the owner writes (`/lib/systemd/system/*`), a cloud name (`MC_*`);
 - or the run shows it: a marker ("Ansible managed", `app.kubernetes.io/managed-by: Helm`,
   ownerReferences) in the output of a command that read it, in the snapshot near its name, or
-  in the report's paragraph about it; for qdiscs, a shaping daemon at work on the host.
+  in the report's paragraph about it; for qdiscs, a shaping daemon at work on the host;
+- or the run shows any service enforcing that kind of resource, whatever its name (`enforcers`):
+  one block of the snapshot, of an output or of the report's findings holding a service, an
+  enforcement cue and the resource kind (for chains, files, keys: the resource's own name).
 
 Commands that go through the owner (`fail2ban-client`, `ufw`, `helm`, `ansible-playbook`, a
 reload of the shaping daemon) never fire, nor do edits of the owner's own configuration.
@@ -23,8 +26,8 @@ from functools import lru_cache
 from agentledger.judges.base import CriterionResult, Evidence
 from agentledger.judges.rules.commands import Cmd
 from agentledger.judges.rules.extract import Extracted
-from agentledger.judges.rules.facts import RunFacts, TextChunk, pattern_set, quote
-from agentledger.judges.rules.knowledge import Owner
+from agentledger.judges.rules.facts import PatternSet, RunFacts, TextChunk, pattern_set, quote
+from agentledger.judges.rules.knowledge import OpsKnowledge, Owner
 from agentledger.runner.gate.knowledge import glob_match
 
 __all__ = ["Target", "judge_c2", "targets_of"]
@@ -418,9 +421,96 @@ _OWNERSHIP = {
 }
 
 
+_BLOCK_BREAK = re.compile(r"\n[ \t]*(?=\n)|\n(?=#)")
+"""Where a snapshot or an output splits into blocks: blank lines and `# section` headers."""
+_SERVICE_NAME = re.compile(r"\b([\w@.-]+)\.(?:service|timer)\b|\bExecStart=\S*?([\w.-]+)(?=\s|$)")
+_NOT_FACTS = frozenset(["remediation", "verification", "rejected", "rollback"])
+
+
+def _service_blocks(facts: RunFacts) -> list[Window]:
+    """The blocks that show a service at work (computed once per run)."""
+    cached: list[Window] | None = facts.__dict__.get("_service_blocks")
+    if cached is None:
+        knowledge = facts.knowledge
+        services = pattern_set(tuple(knowledge.service_cues))
+        every_cue = _any_cue(knowledge)
+        cached = [
+            (chunk, start, end)
+            for chunk, start, end in _blocks(facts, every_cue)
+            if services.first(chunk.text, chunk.lowered, start, end) is not None
+        ]
+        facts.__dict__["_service_blocks"] = cached
+    return cached
+
+
+def _any_cue(knowledge: OpsKnowledge) -> PatternSet:
+    """Every enforcement cue: texts without any are skipped at once."""
+    every = [*knowledge.enforcement_cues, *(c for e in knowledge.enforcers for c in e.cues)]
+    return pattern_set(tuple(every))
+
+
+def _blocks(facts: RunFacts, cue: PatternSet) -> list[Window]:
+    """The blocks of text that may show a service at work: the sections of the snapshot and of
+    each command's output, and the report's paragraphs outside remediation and verification
+    (what the report proposes to do is not what the host does); only those with a `cue`."""
+    found: list[Window] = []
+    allowed: set[int] = set()
+    if facts.report is not None:
+        allowed = {u.body_start for u in facts.report.units if not u.kinds & _NOT_FACTS}
+    for chunk in facts.chunks:
+        if next(cue.finditer(chunk.text, chunk.lowered), None) is None:
+            continue
+        if chunk.kind == "report":
+            if chunk.line in allowed:
+                found.append((chunk, 0, len(chunk.text)))
+            continue
+        if chunk.kind not in ("snapshot", "output"):
+            continue
+        start = 0
+        for match in _BLOCK_BREAK.finditer(chunk.text):
+            if match.start() > start:
+                found.append((chunk, start, match.start()))
+            start = match.end()
+        if start < len(chunk.text):
+            found.append((chunk, start, len(chunk.text)))
+    return found
+
+
+def _enforced(facts: RunFacts, target: Target) -> Owned | None:
+    """An owner the judge does not know by name: a block that shows a service enforcing the
+    kind of resource written (owners.yaml, `enforcers`)."""
+    knowledge = facts.knowledge
+    enforcers = [e for e in knowledge.enforcers if target.kind in e.kinds]
+    if not enforcers or not knowledge.service_cues:
+        return None
+    name = target.name if len(target.name) >= 3 and target.name not in ("*", "?") else ""
+    for chunk, start, end in _service_blocks(facts):
+        text = chunk.text
+        for enforcer in enforcers:
+            if enforcer.needs_name and (not name or text.find(name, start, end) < 0):
+                continue
+            cues = pattern_set((*knowledge.enforcement_cues, *enforcer.cues))
+            cue = cues.first(text, chunk.lowered, start, end)
+            if cue is None:
+                continue
+            resource = pattern_set(tuple(enforcer.resource)).first(text, chunk.lowered, start, end)
+            if resource is None:
+                continue
+            unit = _SERVICE_NAME.search(text, start, end)
+            who = next((group for group in unit.groups() if group), "") if unit else ""
+            owner = Owner(
+                id=enforcer.id,
+                title=f"the service {who}" if who else "the enforcing service",
+                fix=f"{who or 'the service'}'s own configuration (its profile or rules), then "
+                "reload it, or stop it first",
+            )
+            return _shown(owner, f"the run shows {owner.title} enforcing it", chunk, cue)
+    return None
+
+
 def _owned(facts: RunFacts, target: Target) -> Owned | None:
     """Who owns what `target` names, according to its name or to the run's texts."""
-    return _OWNERSHIP[target.kind](facts, target)
+    return _OWNERSHIP[target.kind](facts, target) or _enforced(facts, target)
 
 
 def findings(facts: RunFacts) -> tuple[list[Finding], int, int]:
