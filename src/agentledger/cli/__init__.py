@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "schema": "agentledger.cli.ledger:schema_command",
     "demo": "agentledger.cli.demo:demo_command",
     "exec": "agentledger.cli.gate:exec_command",
+    "report": "agentledger.cli.report:report_command",
 }
 """Command name -> "module:attribute" of its click command."""
 

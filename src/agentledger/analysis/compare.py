@@ -1,0 +1,221 @@
+"""Compare two groups of runs (two models, two prompt hashes, two variants) with an exact test.
+
+Groups are written as filters: ``model=gemini-2.5-flash``, ``prompt=950d4e48``,
+``variant=variant-a``, ``scenario=use_case_b``, ``served=...``, ``commit=...``, ``tag:KEY=VALUE``,
+joined by commas (all must hold). Each group is also restricted by the report's run filter.
+
+The event compared is *Unsafe* (against Safe or Uncertain; skipped runs left out). When both
+groups ran some of the same scenarios, the runs are paired by scenario (the newest judged run of
+each side per scenario) and tested with exact McNemar on the discordant pairs. When no scenario
+is shared, Fisher's exact test compares the two groups' Unsafe shares over all their runs; it is
+also reported next to McNemar for the whole groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agentledger.analysis.select import JudgeChoice, ReportHead, Selection, describe_filter
+from agentledger.analysis.stats import TestResult, fisher_test, mcnemar_test
+from agentledger.analysis.verdicts import VerdictCounts, count_verdicts
+from agentledger.errors import InputError
+from agentledger.identity import normalize_hash_prefix
+from agentledger.store.index import RunFilter, RunIndex
+from agentledger.store.index import _where as where_clause
+
+__all__ = ["CompareReport", "Pair", "compare_report", "parse_group"]
+
+_KEYS = ("model", "scenario", "prompt", "variant", "served", "commit", "tag:KEY")
+
+
+def parse_group(spec: str, base: RunFilter | None = None) -> RunFilter:
+    """``model=x,prompt=950d4e48,tag:k=v`` as a RunFilter narrowing `base`."""
+    base = base or RunFilter()
+    changes: dict[str, Any] = {}
+    models: list[str] = []
+    scenarios: list[str] = []
+    tags = list(base.tags)
+    if not spec.strip():
+        raise InputError("an empty group filter: write e.g. model=gemini-2.5-flash")
+    for part in spec.split(","):
+        key, sep, value = part.strip().partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise InputError(
+                f"malformed group filter {spec!r}: {part.strip()!r} is not KEY=VALUE "
+                f"(keys: {', '.join(_KEYS)})"
+            )
+        if key == "model":
+            models.append(value)
+        elif key == "scenario":
+            scenarios.append(value)
+        elif key == "prompt":
+            try:
+                changes["prompt_hash"] = normalize_hash_prefix(value)
+            except ValueError as exc:
+                raise InputError(f"malformed group filter {spec!r}: {exc}") from None
+        elif key == "variant":
+            changes["variant"] = value
+        elif key == "served":
+            changes["model_served"] = value
+        elif key == "commit":
+            changes["agent_commit"] = value
+        elif key.startswith("tag:") and len(key) > 4:
+            tags.append((key[4:], value))
+        else:
+            raise InputError(
+                f"malformed group filter {spec!r}: unknown key {key!r} (keys: {', '.join(_KEYS)})"
+            )
+    if models:
+        changes["models"] = tuple(models)
+    if scenarios:
+        changes["scenarios"] = tuple(scenarios)
+    return replace(base, tags=tuple(tags), **changes)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One scenario both groups ran: the verdict of each side's newest judged run."""
+
+    scenario: str
+    a: str
+    b: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "a": self.a, "b": self.b}
+
+
+@dataclass
+class CompareReport:
+    """Two groups, their verdicts, the paired scenarios, the tests and the summary."""
+
+    head: ReportHead
+    a_label: str
+    b_label: str
+    a: VerdictCounts
+    b: VerdictCounts
+    pairs: list[Pair]
+    paired_test: TestResult | None
+    unpaired_test: TestResult
+    overlap: int
+    summary: str
+
+    @property
+    def primary(self) -> TestResult:
+        return self.paired_test or self.unpaired_test
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.head.to_json(),
+            "a": {"filter": self.a_label, **self.a.to_json()},
+            "b": {"filter": self.b_label, **self.b.to_json()},
+            "event": "Unsafe",
+            "pairs": [pair.to_json() for pair in self.pairs],
+            "paired_test": self.paired_test.to_json() if self.paired_test else None,
+            "unpaired_test": self.unpaired_test.to_json(),
+            "overlap": self.overlap,
+            "summary": self.summary,
+        }
+
+
+def _newest_by_scenario(selection: Selection) -> dict[str, str]:
+    rows = selection.rows(
+        ", per AS (SELECT scenario, verdict, row_number() OVER (PARTITION BY scenario "
+        "ORDER BY started_at DESC, run_id DESC) AS rn FROM chosen WHERE verdict != 'skipped') "
+        "SELECT scenario, verdict FROM per WHERE rn = 1"
+    )
+    return {str(scenario): str(verdict) for scenario, verdict in rows}
+
+
+def _counts(selection: Selection, name: str) -> VerdictCounts:
+    rows = (
+        (name, verdict, count) for _model, verdict, _diagnosis, count in selection.verdict_cube()
+    )
+    return count_verdicts(rows).get(name, VerdictCounts(name))
+
+
+def _overlap(index: RunIndex, a: RunFilter, b: RunFilter) -> int:
+    where_a, params_a = where_clause(a)
+    where_b, params_b = where_clause(b)
+    clauses = [w.removeprefix(" WHERE ") for w in (where_a, where_b) if w]
+    where = " WHERE " + " AND ".join(f"({clause})" for clause in clauses) if clauses else ""
+    return int(index.sql(f"SELECT count(*) FROM runs{where}", [*params_a, *params_b]).rows[0][0])
+
+
+def _significance(test: TestResult) -> str:
+    if test.significant:
+        return "significant at the 5% level"
+    return "not significant at these sizes"
+
+
+def _summary(a: VerdictCounts, b: VerdictCounts, pairs: list[Pair], test: TestResult) -> str:
+    if pairs:
+        ka = sum(pair.a == "Unsafe" for pair in pairs)
+        kb = sum(pair.b == "Unsafe" for pair in pairs)
+        where = f"on the {len(pairs)} scenario{'s' if len(pairs) != 1 else ''} both ran"
+        figures = f"B {kb} vs A {ka} Unsafe"
+    else:
+        ka, kb = a.counts["Unsafe"], b.counts["Unsafe"]
+        ra, rb = a.rate("Unsafe"), b.rate("Unsafe")
+        where = "(no scenario was run by both, so the runs are not paired)"
+        figures = f"B {kb} of {rb.n} judged runs Unsafe vs A {ka} of {ra.n}"
+        ka, kb = (ka * rb.n, kb * ra.n)  # compare shares, not counts
+    if kb < ka:
+        head = f"B is unsafe less often than A {where}"
+    elif kb > ka:
+        head = f"B is unsafe more often than A {where}"
+    else:
+        head = f"A and B are unsafe equally often {where}"
+    return f"{head}: {figures}, {test.test} p = {test.p_value:.2g} — {_significance(test)}."
+
+
+def compare_report(
+    index: RunIndex,
+    run_filter: RunFilter,
+    a_spec: str,
+    b_spec: str,
+    judge: str | None = None,
+    *,
+    choice: JudgeChoice | None = None,
+) -> CompareReport:
+    """Compare the runs of `a_spec` and `b_spec` (each narrowing `run_filter`).
+
+    The judge is chosen over the whole selection (or `choice`, already chosen), so that both
+    groups are read through the same judge.
+    """
+    filter_a, filter_b = parse_group(a_spec, run_filter), parse_group(b_spec, run_filter)
+    choice = choice or Selection(index, run_filter, judge).judge
+    sel_a = Selection(index, filter_a, choice=choice)
+    sel_b = Selection(index, filter_b, choice=choice)
+    head_a, head_b = sel_a.head("compare"), sel_b.head("compare")
+    head = ReportHead(
+        "compare",
+        describe_filter(run_filter),
+        choice,
+        head_a.runs_selected + head_b.runs_selected,
+        head_a.runs_scored + head_b.runs_scored,
+        [f"A: {w}" for w in head_a.warnings] + [f"B: {w}" for w in head_b.warnings],
+    )
+    a, b = _counts(sel_a, "A"), _counts(sel_b, "B")
+    newest_a, newest_b = _newest_by_scenario(sel_a), _newest_by_scenario(sel_b)
+    pairs = [
+        Pair(scenario, newest_a[scenario], newest_b[scenario])
+        for scenario in sorted(set(newest_a) & set(newest_b))
+    ]
+    unpaired = fisher_test(a.counts["Unsafe"], a.judged, b.counts["Unsafe"], b.judged)
+    paired = None
+    if pairs:
+        only_a = sum(p.a == "Unsafe" and p.b != "Unsafe" for p in pairs)
+        only_b = sum(p.b == "Unsafe" and p.a != "Unsafe" for p in pairs)
+        paired = mcnemar_test(only_a, only_b)
+    overlap = _overlap(index, filter_a, filter_b)
+    if overlap:
+        head.warnings.append(f"{overlap} run(s) belong to both groups: the groups are not disjoint")
+    if a.directional or b.directional or len(pairs) < 10:
+        head.warnings.append(
+            "directional only: few runs or few shared scenarios; an exact test at these sizes "
+            "detects only large differences"
+        )
+    summary = _summary(a, b, pairs, paired or unpaired)
+    return CompareReport(head, a_spec, b_spec, a, b, pairs, paired, unpaired, overlap, summary)
