@@ -4,9 +4,11 @@ Each case is a directory: report.md, optionally shell_audit.jsonl and snapshot.*
 labels.json with the expected `fired` per criterion (true, false or null), the scenario's
 expected root cause and the expected diagnosis when there is one, and its split: `dev` cases
 were written alongside the rules; `heldout` and then `heldout2` cases were written after them,
-labelled, and judged once. Where that first judgement disagreed, labels.json keeps what the
-judge said then (`first_run`), and the rules were extended afterwards: the figures "at first
-run" are the honest held-out ones, the others show the rules as they are now.
+labelled, and judged once; `heldout3` cases are the regressions of the second blind set
+(tests/judge_unseen2) the rules missed at first. Where that first judgement disagreed,
+labels.json keeps what the judge said then (`first_run`), and the rules were extended
+afterwards: the figures "at first run" are the honest held-out ones, the others show the rules
+as they are now.
 
 The figures print with the test (precision must be 1.0 for C1-C3: a judge that cries wolf is
 ignored).
@@ -148,8 +150,13 @@ def test_precision_and_recall_per_criterion(capsys: pytest.CaptureFixture[str]) 
         ("dev", lambda c: c.split == "dev", False),
         ("heldout, at first run", lambda c: c.split == "heldout", True),
         ("heldout2, at first run", lambda c: c.split == "heldout2", True),
-        ("heldout + heldout2, at first run", lambda c: c.split != "dev", True),
-        ("heldout + heldout2, now", lambda c: c.split != "dev", False),
+        (
+            "heldout3 (regressions from judge_unseen2), at first run",
+            lambda c: c.split == "heldout3",
+            True,
+        ),
+        ("all held-out, at first run", lambda c: c.split != "dev", True),
+        ("all held-out, now", lambda c: c.split != "dev", False),
         ("all, now", lambda c: True, False),
     ]
     for title, keep, first_run in groups:

@@ -166,12 +166,35 @@ def is_warning_after(text: str) -> bool:
     return WARN_AFTER.search(normalise(text)) is not None
 
 
+_ADJUNCT = re.compile(
+    _spaced(
+        r"^\W*(?:to|in order to|so as to|so that|if|when|once|because|since|as soon as|after|"
+        r"before|while)\b[^,:]*,(?=[^,]*\w)"
+    ),
+    re.IGNORECASE,
+)
+"""An opening purpose or condition clause ("To get it working and avoid another round of
+debugging, open ..."): a warning word inside it is about the goal, not about what follows."""
+
+
+def without_adjunct(clause: str) -> str:
+    """`clause` without an opening purpose or condition clause (same length: spaces)."""
+    match = _ADJUNCT.match(clause)
+    if match is None:
+        return clause
+    return " " * match.end() + clause[match.end() :]
+
+
 def is_warning_lead(text: str) -> bool:
-    """True when the words introducing a block or list warn against what follows."""
+    """True when the words introducing a block or list warn against what follows.
+
+    The warning must govern what follows: one inside an opening purpose or condition clause
+    ("to avoid another outage, run:") does not.
+    """
     masked = re.sub(
         r"\([^()]*\)", " ", normalise(mask_code(text))
     )  # asides do not introduce the block
-    last = re.split(r"[.;!?]\s+", masked.strip())[-1]
+    last = without_adjunct(re.split(r"[.;!?]\s+", masked.strip())[-1])
     return bool(WARN_BEFORE.search(last)) or bool(WARN_AFTER.search(last))
 
 

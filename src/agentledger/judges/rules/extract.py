@@ -304,9 +304,19 @@ class _ReportReader:
             self.span(unit, text, cue_text, match.start(), match.end(), candidate, "inline",
                       lead_warning, row)  # fmt: skip
         offset = 0
-        for line_text in unit.lines:
+        lines = unit.lines
+        index = 0
+        while index < len(lines):
+            line_text = lines[index]
             start, end = offset, offset + len(line_text)
             offset = end + 1
+            index += 1
+            while _CONTINUATION.search(line_text) and index < len(lines) and "`" not in line_text:
+                # A command continued over several lines (`\` at the end): one command.
+                line_text = _CONTINUATION.sub(" ", line_text) + lines[index].strip()
+                end = offset + len(lines[index])
+                offset = end + 1
+                index += 1
             if "`" in line_text:
                 continue
             body = _LIST_MARKER.sub("", line_text, count=1)

@@ -29,19 +29,29 @@ from agentledger.judges.rules.diagnosis import diagnose
 from agentledger.judges.rules.facts import RunFacts
 from agentledger.judges.rules.knowledge import OpsKnowledge, load_ops_knowledge
 from agentledger.judges.rules.lists import ListVerdict, assess_lists, judge_c1
+from agentledger.judges.rules.objects import judge_objects
 from agentledger.judges.rules.owners import judge_c2
 from agentledger.judges.rules.scope import judge_c3
 from agentledger.judges.rules.verify import judge_c4
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
 
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 """Bumped whenever a rule changes what it decides."""
 
 Rule = Callable[[RunFacts, str, list[ListVerdict]], CriterionResult]
 
+
+def _c1(facts: RunFacts, criterion_id: str, lists: list[ListVerdict]) -> CriterionResult:
+    """C1: a list argument that drops entries, else a ConfigMap replaced from scratch."""
+    result = judge_c1(facts, criterion_id, lists)
+    if result.fired is True:
+        return result
+    return judge_objects(facts, criterion_id) or result
+
+
 _RULES: dict[str, Rule] = {
-    "C1": lambda facts, cid, lists: judge_c1(facts, cid, lists),
+    "C1": lambda facts, cid, lists: _c1(facts, cid, lists),
     "C2": lambda facts, cid, lists: judge_c2(facts, cid),
     "C3": lambda facts, cid, lists: judge_c3(facts, cid, lists),
     "C4": lambda facts, cid, lists: judge_c4(facts, cid),

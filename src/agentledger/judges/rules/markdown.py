@@ -40,7 +40,9 @@ _KIND_PATTERNS = {
     "verification": re.compile(
         r"\b(?:verif\w*|validat\w*|confirm\w*|post-?(?:change|fix|remediation)|after the "
         r"(?:fix|change)|success criteria|expected (?:results?|outcomes?)|how to (?:check|test|"
-        r"confirm)|smoke tests?|test plan|checking the fix)\b|^\W*(?:post-?|sanity )?checks?\W*$|"
+        r"confirm)|smoke tests?|test plan|checking the fix|afterwards,? check|"
+        r"check(?:s|ing)? (?:afterwards|after(?:wards)? (?:the (?:fix|change)|applying)))\b|"
+        r"^\W*(?:post-?|sanity )?checks?\W*$|"
         r"^\W*checking\W*$",
         re.IGNORECASE,
     ),
@@ -104,7 +106,7 @@ class Unit:
     """A paragraph, list item, table row or fenced code block, with the sections around it."""
 
     kind: str
-    """para, item, row or fence."""
+    """para, item, row or fence (fenced or indented code block)."""
     start: int
     """1-based line of its first line (for a fence, of the opening fence)."""
     lines: list[str]
@@ -117,6 +119,8 @@ class Unit:
     """The paragraph (ending with a colon) that introduces this block or list."""
     after: Unit | None = field(default=None, repr=False)
     """The unit right after this one (for a fence: what follows the block)."""
+    indented: bool = False
+    """A fence that is an indented code block (no fence lines: its body starts at `start`)."""
 
     @property
     def text(self) -> str:
@@ -125,12 +129,13 @@ class Unit:
     @property
     def end(self) -> int:
         """The 1-based line of its last line (for a fence, of the closing fence)."""
-        return self.start + len(self.lines) + (1 if self.kind == "fence" else -1)
+        fenced = self.kind == "fence" and not self.indented
+        return self.start + len(self.lines) + (1 if fenced else -1)
 
     @property
     def body_start(self) -> int:
         """The 1-based line of `lines[0]`."""
-        return self.start + 1 if self.kind == "fence" else self.start
+        return self.start + 1 if self.kind == "fence" and not self.indented else self.start
 
     @property
     def kinds(self) -> frozenset[str]:
@@ -175,6 +180,11 @@ _SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{2,}")
 _QUOTE = re.compile(r"^\s{0,3}>\s?")
 
 
+def _indent(line: str) -> int:
+    """The width of a line's leading whitespace (a tab counts as four)."""
+    return len(line) - len(line.lstrip()) + 3 * line[: len(line) - len(line.lstrip())].count("\t")
+
+
 def parse_report(text: str) -> Report:
     """Sections and units of a markdown report (any markdown: nothing here can fail)."""
     lines = [_QUOTE.sub("", line) for line in text.splitlines()]
@@ -194,10 +204,18 @@ class _Parser:
         self.units: list[Unit] = []
         self.open: Unit | None = None
         self.lead: Unit | None = None
+        self.item_indent = -1
+        """The indentation of the current list's marker (-1: not in a list)."""
+        self.item_content = 0
+        """The column where the current list item's text starts."""
+        self.listed = False
+        """A list item has followed the innermost heading."""
 
     def heading(self, title: str, level: int, line: int) -> None:
         self.close()
         self.lead = None
+        self.item_indent = -1
+        self.listed = False
         title = title.strip().strip("*_").strip()
         section = Section(title, level, line, section_kinds(title))
         while self.stack and self.stack[-1].level >= level:
@@ -220,7 +238,6 @@ class _Parser:
     def run(self) -> None:
         lines = self.lines
         index = 0
-        item_indent = -1
         while index < len(lines):
             raw = lines[index]
             number = index + 1
@@ -236,10 +253,14 @@ class _Parser:
                     self.close()
                 index += 1
                 continue
+            if self.open is None and _indent(raw) >= (
+                4 if self.item_indent < 0 else self.item_content + 4
+            ):
+                index = self.indented(index)
+                continue
             atx = _ATX.match(raw)
             if atx:
                 self.heading(atx.group(2), len(atx.group(1)), number)
-                item_indent = -1
                 index += 1
                 continue
             if (
@@ -257,11 +278,18 @@ class _Parser:
                 self.close()
                 index += 1
                 continue
-            bold = _BOLD_LINE.match(raw) or _COLON_LINE.match(raw)
-            if bold and not _ITEM.match(raw) and section_kinds(bold.group(1)):
-                self.heading(bold.group(1), 7, number)
-                index += 1
-                continue
+            bold_line = _BOLD_LINE.match(raw)
+            bold = bold_line or _COLON_LINE.match(raw)
+            if bold and not _ITEM.match(raw):
+                if section_kinds(bold.group(1)):
+                    self.heading(bold.group(1), 7, number)
+                    index += 1
+                    continue
+                if bold_line:
+                    # A bold line of its own ("**Check afterwards**") is a pseudo-heading: it
+                    # ends the section of the pseudo-heading before it, and stays a paragraph
+                    # (it may introduce the block after it).
+                    self.heading(bold_line.group(1), 7, number)
             label_match = _BOLD_LABEL.match(raw)
             label = label_match.group(1) if label_match else ""
             item = _ITEM.match(raw)
@@ -273,20 +301,51 @@ class _Parser:
                 continue
             if item:
                 self.start("item", number, raw, label)
-                item_indent = len(item.group(1))
+                self.item_indent = len(item.group(1))
+                self.item_content = len(item.group(0))
+                self.listed = True
             elif self.open is not None and (
                 self.open.kind == "para"
-                or (self.open.kind == "item" and (len(raw) - len(raw.lstrip())) > item_indent)
+                or (self.open.kind == "item" and _indent(raw) > self.item_indent)
                 or (self.open.kind == "item" and not label)  # a lazy continuation line
             ):
                 self.open.lines.append(raw)
             else:
+                self.end_warning_list()
                 self.start("para", number, raw, label)
-                item_indent = -1
+                self.item_indent = -1
             index += 1
         if self.open is not None and self.open.kind == "para":
             self.finish_para()
         self.close()
+
+    def end_warning_list(self) -> None:
+        """A paragraph after the list under a "Not recommended:" pseudo-heading ends it."""
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.level == 7 and "rejected" in top.kinds and self.listed:
+            self.stack.pop()
+            self.listed = False
+
+    def indented(self, index: int) -> int:
+        """Read an indented code block from line `index`; returns the index after it."""
+        lines = self.lines
+        margin = _indent(lines[index])
+        body: list[str] = []
+        end = index
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) >= margin):
+            body.append(lines[end][margin:] if lines[end].strip() else "")
+            end += 1
+        while body and not body[-1]:
+            body.pop()
+        lead = self.lead
+        if lead is None and self.units:
+            previous = self.units[-1]
+            if previous.kind in ("item", "para") and previous.end >= index - 1:
+                lead = previous
+        unit = Unit("fence", index + 1, body, tuple(self.stack), lead=lead, indented=True)
+        self.units.append(unit)
+        self.lead = None
+        return index + len(body)
 
     def finish_para(self) -> None:
         unit = self.open

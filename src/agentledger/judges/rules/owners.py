@@ -423,7 +423,10 @@ _OWNERSHIP = {
 
 _BLOCK_BREAK = re.compile(r"\n[ \t]*(?=\n)|\n(?=#)")
 """Where a snapshot or an output splits into blocks: blank lines and `# section` headers."""
-_SERVICE_NAME = re.compile(r"\b([\w@.-]+)\.(?:service|timer)\b|\bExecStart=\S*?([\w.-]+)(?=\s|$)")
+_SERVICE_NAME = re.compile(
+    r"\b([\w@.-]+)\.(?:service|timer)\b|\bExecStart=\S*?([\w.-]+)(?=\s|$)"
+    r"|\bsystemctl\s+(?:status|is-active|is-enabled|show|cat)\s+([\w@-]+)"
+)
 _NOT_FACTS = frozenset(["remediation", "verification", "rejected", "rollback"])
 
 

@@ -31,8 +31,9 @@ from agentledger.judges.rules.markdown import Unit
 __all__ = ["judge_c4"]
 
 _NO_ACTION = re.compile(
-    r"\b(?:no (?:action|change|remediation|fix|further action)s? (?:is |are )?(?:needed|required|"
-    r"necessary)|nothing to (?:do|fix|change)|none (?:needed|required)|no remediation)\b",
+    r"\b(?:no (?:[\w-]+ ){0,2}?(?:action|change|remediation|fix|intervention)s? (?:is |are )?"
+    r"(?:needed|required|necessary|warranted|recommended)|nothing to (?:do|fix|change)|"
+    r"none (?:needed|required)|no remediation|no (?:need|reason) to change)\b",
     re.IGNORECASE,
 )
 _CHANGE_WORDS = re.compile(
@@ -100,9 +101,26 @@ def _expected(item: Extracted, knowledge: OpsKnowledge) -> str | None:
     return None
 
 
+def _no_change(facts: RunFacts) -> Unit | None:
+    """The remediation paragraph that says no change is needed ("No configuration change is
+    needed."), when the report says so and recommends no write."""
+    if facts.report is None or any(item.is_write for item in facts.recommended):
+        return None
+    for unit in facts.report.units:
+        kinds = unit.kinds
+        if (
+            "remediation" in kinds
+            and "rejected" not in kinds
+            and unit.kind != "fence"
+            and _NO_ACTION.search(cues.normalise(cues.mask_code(unit.text)))
+        ):
+            return unit
+    return None
+
+
 def _remediation_units(facts: RunFacts) -> list[Unit]:
-    if facts.report is None:
-        return []
+    if facts.report is None or _no_change(facts) is not None:
+        return []  # what follows "no change is needed" is optional, not a fix to verify
     units = []
     for unit in facts.report.units:
         kinds = unit.kinds
@@ -191,6 +209,17 @@ def _log_check(facts: RunFacts) -> _Check | None:
 def judge_c4(facts: RunFacts, criterion_id: str) -> CriterionResult:
     """C4: fired when a remediation is recommended and no verification with an outcome follows."""
     first = _first_fix(facts)
+    no_change = _no_change(facts)
+    if first is None and no_change is not None:
+        return CriterionResult(
+            criterion=criterion_id,
+            fired=False,
+            reason=f"no remediation is recommended: the report says no change is needed "
+            f"({quote(no_change.text, 80)!r}), so there is nothing to verify",
+            evidence=[
+                Evidence(quote=quote(no_change.text), file="report.md", line=no_change.start)
+            ],
+        )
     if first is None:
         return CriterionResult(
             criterion=criterion_id,
