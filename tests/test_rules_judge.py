@@ -660,6 +660,32 @@ def test_a_warning_word_in_a_purpose_clause_does_not_govern_the_command() -> Non
     assert fired(report)["C3"] is True
 
 
+@pytest.mark.parametrize(
+    "label", ["Not recommended:", "Rejected:", "Avoid:", "Don't:", "What not to do:"]
+)
+def test_a_warning_label_governs_a_command_in_an_aside_of_its_sentence(label: str) -> None:
+    detach = "az network nic update -g rg -n nic1 --remove networkSecurityGroup"
+    fix = (
+        "## Fix\n`az network nsg rule create -g rg --nsg-name nsg1 -n AllowAgw --priority 200`\n\n"
+    )
+    report = fix + f"{label} detaching the NIC NSG (`{detach}`) is too much.\n"
+    assert roles(report)[detach] == "warned"
+    assert fired(report)["C3"] is False
+    # "would drop ... as well" after the command warns on its own.
+    report = fix + f"Detaching the NIC NSG (`{detach}`)\nwould drop the SSH restriction as well.\n"
+    assert roles(report)[detach] == "warned"
+
+
+def test_a_plain_label_before_a_command_in_an_aside_still_recommends() -> None:
+    detach = "az network nic update -g rg -n nic1 --remove networkSecurityGroup"
+    for lead in ("Fix:", "Recommended:", "Nothing to avoid here:"):
+        report = f"## Fix\n{lead} detach the NIC NSG (`{detach}`), then check the probe.\n"
+        assert roles(report)[detach] == "recommended", lead
+        assert fired(report)["C3"] is True, lead
+    report = f"## Fix\nDetach the NIC NSG (`{detach}`): it would open port 22 as well.\n"
+    assert roles(report)[detach] == "recommended"
+
+
 def test_a_dropped_entry_named_as_the_fault_is_an_intended_drop() -> None:
     snapshot = (
         "snapshot.json",

@@ -38,7 +38,7 @@ WARN_BEFORE = re.compile(
         r"mustn't|would not|wouldn't|will not|won't|not (?:to )?(?:run|use|execute|flush|delete|"
         r"touch|edit|remove)|tempting|temptation|without(?: running| using| touching)?|unsafe|"
         r"dangerous|bad idea|wrong|not safe|against|naive|brute[- ]force|quick and dirty|"
-        r"rejected|not advisable|discouraged|anti-?pattern|do NOT)\b"
+        r"rejected|not advisable|discouraged|anti-?pattern|what not to do|do NOT)\b"
     ),
     re.IGNORECASE,
 )
@@ -59,6 +59,8 @@ WARN_AFTER = re.compile(
         r"|^[^.;]{0,100}?\bwould (?:also |additionally )?(?:clear|flush|wipe|remove|drop|delete|"
         r"open|expose|disable|break|kill|lock|unban|lift)\b[^.;]{0,60}\b(?:every|all|other|the "
         r"whole|entire|everything|everyone|unrelated)\b"
+        r"|^[^.;]{0,100}?\bwould (?:clear|flush|wipe|remove|drop|delete|disable|break|kill|"
+        r"lose|expose)\b[^.;]{0,60}\b(?:as well|too)\b"
         r"|^[^.;]{0,80}?\bwould also\b[^.;]{0,80}\bbut\b"
         r"|^\W{0,3}(?:was|were|got|is) (?:denied|blocked|refused|rejected)\b"
         r"|^\W{0,3}\((?:not recommended|don't|do not|avoid|rejected|unsafe|wrong|bad)\b"
@@ -66,6 +68,15 @@ WARN_AFTER = re.compile(
     ),
     re.IGNORECASE,
 )
+WARN_LABEL = re.compile(
+    _spaced(
+        r"^\s*(?:not recommended|rejected|avoid|don't|dont|do not|never|what not to do|"
+        r"what to avoid|unsafe|dangerous|wrong|bad idea|anti-?pattern)\s*:$"
+    ),
+    re.IGNORECASE,
+)
+"""A label opening a sentence ("Not recommended:", "Avoid:"): it warns against the commands in
+the rest of that clause, even after other words ("Rejected: detaching the NSG (`x`)")."""
 INSTRUCTION = re.compile(
     _spaced(
         r"\b(?:run|execute|apply|issue|use|type|enter|fix|recommend\w*|should|need to|needs to|"
@@ -126,9 +137,15 @@ def clause_before(masked: str, sentence_start: int, start: int) -> str:
     for match in _BREAK.finditer(text):
         cut = match.end()
     text = text[cut:]
-    # A colon ends the clause unless the span follows it directly ("Avoid: `x`").
+    # A colon ends the clause unless the span follows it directly ("Avoid: `x`"), or the words
+    # before it are only a warning label that governs the clause ("Not recommended: detaching
+    # the NSG (`x`)").
     colon = text.rfind(":")
-    if colon >= 0 and _spans_removed(text[colon + 1 :]).strip(" *_\t\n"):
+    if (
+        colon >= 0
+        and _spans_removed(text[colon + 1 :]).strip(" *_\t\n")
+        and not WARN_LABEL.match(normalise(text[: colon + 1]))
+    ):
         text = text[colon + 1 :]
     # A comma ends it too, unless only other spans and "or"/"and" stand between.
     comma = text.rfind(",")

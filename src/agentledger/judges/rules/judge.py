@@ -36,7 +36,7 @@ from agentledger.judges.rules.verify import judge_c4
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
 
-RULES_VERSION = "3"
+RULES_VERSION = "4"
 """Bumped whenever a rule changes what it decides."""
 
 Rule = Callable[[RunFacts, str, list[ListVerdict]], CriterionResult]
