@@ -246,9 +246,12 @@ class Session:
         After many files are deleted, ext4 skips their inode numbers for a few minutes when it
         allocates new ones (recently_deleted() in find_inode_bit), and creating a file then
         costs several times more kernel CPU. A run started right after a big `rm -rf` (the
-        cleanup of a previous run, say) would measure that, not agentledger.
+        cleanup of a previous run, say) would measure that, not agentledger. The skipping lasts
+        several minutes while the inode tables holding those inodes are not yet written back,
+        about one once they are: hence a `sync` before each probe.
         """
         started = time.perf_counter()
+        os.sync()
         probes = [self.probe_create()]
         while (
             probes[-1] > self.args.quiet_us and time.perf_counter() - started < self.args.max_wait
@@ -260,6 +263,7 @@ class Session:
                     "does for a few minutes after many files are deleted"
                 )
             time.sleep(15)
+            os.sync()
             probes.append(self.probe_create())
         waited = time.perf_counter() - started
         if len(probes) > 1:
@@ -594,6 +598,7 @@ class Session:
             # sealed runs are read-only directories: give write permission back first
             subprocess.run(["chmod", "-R", "u+w", str(self.trash)], check=False)
             shutil.rmtree(self.trash, ignore_errors=True)
+            os.sync()  # so that the next run (and everyone else) finds a settled filesystem
         return time.perf_counter() - started
 
 

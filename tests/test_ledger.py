@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import stat
-from datetime import UTC, datetime, timedelta
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,11 @@ from agentledger.errors import (
     UnsafeNameError,
 )
 from agentledger.identity import normalize_hash_prefix, sha256_bytes
-from conftest import BASE_PROMPT, T0, WriteRun, make_metadata
+from agentledger.records import RunSummary
+from agentledger.store import RunContent, verify_ledger
+from agentledger.store.index import format_time
+from agentledger.store.writer import record_bytes
+from conftest import BASE_PROMPT, T0, WriteRun, make_metadata, staging_entries
 
 
 def test_init_creates_a_ledger_that_opens(tmp_path: Path) -> None:
@@ -235,3 +241,157 @@ def test_times_are_stored_in_utc(ledger: Ledger, write_run: WriteRun) -> None:
     stored = ledger.load(run_id).metadata.started_at
     assert stored == local and stored is not None and stored.tzinfo == UTC
     assert _ids(ledger, since=datetime(2026, 3, 12, 11, 0, tzinfo=UTC)) == {run_id}
+
+
+# -- sealing runs known up front (Ledger.seal_runs, what an import uses) -----------------------
+
+
+def _content(run_id: str, tmp_path: Path, **changes: object) -> RunContent:
+    source = tmp_path / f"{run_id}-report.md"
+    source.write_text(f"# Report of {run_id}\n")
+    return RunContent(
+        make_metadata(run_id, **changes),
+        RunSummary(commands_run=2, commands_denied=1, derived=True),
+        [
+            ("PROMPT.txt", b"the symptom\n"),
+            ("report.md", str(source)),
+            ("attachments/deep/capture.bin", os.urandom(3000)),
+        ],
+    )
+
+
+def _modes_are_sealed(run_dir: Path) -> None:
+    assert stat.S_IMODE(run_dir.stat().st_mode) == 0o555
+    for path in run_dir.rglob("*"):
+        expected = 0o555 if path.is_dir() else 0o444
+        assert stat.S_IMODE(path.stat().st_mode) == expected, path
+
+
+def test_seal_runs_seals_in_batches_like_seal(ledger: Ledger, tmp_path: Path) -> None:
+    contents = [_content(f"bulk-{n}", tmp_path) for n in range(7)]
+    done: list[int] = []
+
+    sealed = ledger.seal_runs(iter(contents), batch_size=3, progress=done.append)
+
+    assert [run.run_id for run in sealed] == [f"bulk-{n}" for n in range(7)]
+    assert done == [3, 6, 7]
+    assert sorted(p.name for p in (ledger.root / "runs").iterdir()) == sorted(
+        run.run_id for run in sealed
+    )
+    assert staging_entries(ledger.root) == []
+    assert ledger.count() == 7
+    for run in sealed:
+        run_dir = ledger.root / "runs" / run.run_id
+        _modes_are_sealed(run_dir)
+        raw = (run_dir / "MANIFEST.json").read_bytes()
+        assert sha256_bytes(raw) == run.manifest_sha256
+        assert raw == record_bytes(run.manifest)
+        stored = ledger.load(run.run_id)
+        assert stored.manifest == run.manifest
+        assert set(stored.manifest.files) == {
+            "PROMPT.txt",
+            "report.md",
+            "attachments/deep/capture.bin",
+            "metadata.json",
+            "run_summary.json",
+        }
+        assert (run_dir / "report.md").read_text() == f"# Report of {run.run_id}\n"
+        assert stored.summary is not None and stored.summary.commands_denied == 1
+    assert verify_ledger(ledger).ok
+
+
+def test_seal_runs_refuses_what_the_ledger_writes_itself(ledger: Ledger, tmp_path: Path) -> None:
+    good = _content("good", tmp_path)
+    bad = RunContent(good.metadata.model_copy(update={"run_id": "bad"}), good.summary, [
+        ("metadata.json", b"{}"),
+    ])  # fmt: skip
+    with pytest.raises(InputError, match="written by the ledger"):
+        ledger.seal_runs([good, bad], batch_size=10)
+    assert not (ledger.root / "runs" / "good").exists()
+    assert staging_entries(ledger.root) == []
+    assert ledger.count() == 0
+
+
+def test_seal_runs_keeps_batches_that_landed_before_a_failure(tmp_path: Path) -> None:
+    with Ledger.init(tmp_path / "small", max_artifact_bytes=4096) as ledger:
+        contents = [_content(f"ok-{n}", tmp_path) for n in range(4)]
+        too_big = _content("too-big", tmp_path)
+        too_big = RunContent(too_big.metadata, too_big.summary, [("big.bin", b"x" * 5000)])
+        with pytest.raises(ArtifactTooLargeError, match=r"big\.bin"):
+            ledger.seal_runs([*contents, too_big], batch_size=2)
+        assert sorted(p.name for p in (tmp_path / "small/runs").iterdir()) == [
+            f"ok-{n}" for n in range(4)
+        ]
+        assert staging_entries(ledger.root) == []
+        assert ledger.count() == 4
+        assert verify_ledger(ledger).ok
+
+
+def test_seal_runs_never_replaces_a_sealed_run(ledger: Ledger, tmp_path: Path) -> None:
+    with ledger.new_run(make_metadata("taken")) as run:
+        run.add_text("report.md", "first\n")
+    with pytest.raises(RunExistsError, match="taken"):
+        ledger.seal_runs([_content("taken", tmp_path), _content("free", tmp_path)])
+    assert (ledger.root / "runs/taken/report.md").read_text() == "first\n"
+    assert (ledger.root / "runs/free").is_dir()
+    assert staging_entries(ledger.root) == []
+    assert ledger.count() == 2
+    assert verify_ledger(ledger).ok
+
+
+def test_a_ledger_given_as_a_relative_path(tmp_path: Path) -> None:
+    # The tests run in tmp_path: "rel" is relative to the working directory.
+    with Ledger.init("rel") as ledger:
+        with ledger.new_run(make_metadata("one")) as run:
+            run.add_text("report.md", "one\n")
+        ledger.seal_runs([_content("two", tmp_path)])
+        assert sorted(p.name for p in (tmp_path / "rel/runs").iterdir()) == ["one", "two"]
+        assert staging_entries(ledger.root) == []
+        assert verify_ledger(ledger).ok
+
+
+def test_files_are_read_only_whatever_the_umask(ledger: Ledger, tmp_path: Path) -> None:
+    old = os.umask(0o077)  # would leave files 0400 if their mode were only set at creation
+    try:
+        with ledger.new_run(make_metadata("writer")) as run:
+            run.add_text("report.md", "x\n")
+        ledger.seal_runs([_content("bulk", tmp_path)])
+    finally:
+        os.umask(old)
+    _modes_are_sealed(ledger.root / "runs" / "writer")
+    _modes_are_sealed(ledger.root / "runs" / "bulk")
+
+
+def test_a_dead_importers_batch_is_debris_for_gc(tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    Ledger.init(root).close()
+    code = (
+        "import sys, os\n"
+        "from agentledger.store import Ledger\n"
+        "ledger = Ledger.open(sys.argv[1])\n"
+        "staged = ledger.storage.stage_batch(['a', 'b'], 1000)\n"
+        "staged[0].write_all([('report.md', b'half')])\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(root)], check=True, timeout=60)
+    with Ledger.open(root) as ledger:
+        debris = staging_entries(root)
+        assert len(debris) == 1 and debris[0].startswith("_batch.")
+        report = verify_ledger(ledger)
+        assert [(p.kind, p.run_id) for p in report.problems] == [("leftover", debris[0])]
+        assert ledger.gc().removed == debris
+        assert staging_entries(root) == []
+        assert verify_ledger(ledger).ok
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 3, 12, 10, 15, tzinfo=UTC),
+        datetime(2026, 3, 12, 10, 15, 1, 999, tzinfo=UTC),
+        datetime(2026, 3, 12, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC),
+    ],
+)
+def test_index_times_are_fixed_width_utc(moment: datetime) -> None:
+    assert format_time(moment) == moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

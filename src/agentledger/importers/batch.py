@@ -1,14 +1,16 @@
 """Running an import: check every run, then seal the new ones, in one process or several.
 
-A large backfill is split over worker processes. Each worker checks its share of the runs and
-reports; only when every share is good (and no run id repeats across shares) are the workers
-told to seal, each its own runs, in batches. So the rule of the single-process import holds:
-one bad run anywhere and nothing is written.
+A large backfill is split into contiguous shares, one per process: this process takes the
+first and a worker process each of the others (started while the runs are being found). Each
+checks its share and keeps what it planned; only when every share is good (and no run id
+repeats across shares) does each seal its own runs, in batches. So the rule of the
+single-process import holds: one bad run anywhere and nothing is written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import subprocess
 import sys
@@ -29,10 +31,10 @@ from agentledger.importers.directory import (
     ImportReport,
     Progress,
     duplicate_run_id,
-    find_run_dirs,
     plan_runs,
     write_plan,
 )
+from agentledger.importers.layout import Layout
 from agentledger.store.ledger import Ledger
 
 __all__ = [
@@ -136,8 +138,17 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
     """Check a share of the runs, wait for the word, seal them (in a worker process)."""
     ledger = None
     try:
-        root, run_dirs, options = inbox.recv()
+        try:
+            first = inbox.recv()
+        except EOFError:  # started ahead of need, then not needed
+            return
+        if first[0] != "share":
+            return
+        root, run_dirs, real_paths, options = first[1:]
         ledger = Ledger.open(root) if root else None
+        # Never look again at what importing modules left behind (planning and writing collect
+        # rarely as well, see directory._fewer_collections).
+        gc.freeze()
         sent = 0
 
         def report(done: int, total: int | None) -> None:
@@ -146,7 +157,13 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
                 outbox.send(("progress", done - sent))
                 sent = done
 
-        plan = plan_runs([Path(d) for d in run_dirs], options, ledger=ledger, progress=report)
+        plan = plan_runs(
+            [Path(d) for d in run_dirs],
+            options,
+            ledger=ledger,
+            progress=report,
+            real_paths=real_paths,
+        )
         outbox.send(("planned", [(run.run_id, run.identical) for run in plan.runs]))
         try:
             order = inbox.recv()
@@ -172,6 +189,11 @@ def serve_worker() -> None:
     _worker(
         Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False)
     )
+    # Everything is reported and the ledger is closed; the parent waits for this process to
+    # end, so skip freeing the plan object by object.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 _WORKER_CODE = "from agentledger.importers.batch import serve_worker; serve_worker()"
@@ -184,7 +206,7 @@ class _Worker:
     connection, no threads), and the caller's __main__ is never re-imported.
     """
 
-    def __init__(self, root: Path | None, share: list[Path], options: ImportOptions) -> None:
+    def __init__(self) -> None:
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -204,9 +226,26 @@ class _Worker:
         os.close(up_w)
         self.outbox = Connection(down_w, readable=False)
         self.inbox = Connection(up_r, writable=False)
-        self.outbox.send((str(root) if root else None, [str(d) for d in share], options))
 
-    def close(self) -> None:
+    def start(
+        self, root: Path | None, share: list[tuple[Path, str]], options: ImportOptions
+    ) -> None:
+        """Give the worker its share of run directories (with their real paths) to check."""
+        self.outbox.send(
+            (
+                "share",
+                str(root) if root else None,
+                [str(path) for path, _real in share],
+                [real for _path, real in share],
+                options,
+            )
+        )
+
+    def close(self, *, now: bool = False) -> None:
+        """Tell the worker to stop and wait for it; `now`: kill it (it has written nothing)."""
+        if now:
+            with contextlib.suppress(OSError):
+                self.process.kill()
         with contextlib.suppress(OSError, ValueError):
             self.outbox.send(("stop",))
         self.outbox.close()
@@ -218,70 +257,127 @@ class _Worker:
             self.process.wait()
 
 
+class _Phase:
+    """What the workers report during one phase (checking, then sealing), with this process's
+    own progress: the caller's progress callback sees the sum."""
+
+    def __init__(
+        self, workers: list[_Worker], kind: str, total: int, progress: Progress | None
+    ) -> None:
+        self.kind = kind
+        self.total = total
+        self.progress = progress
+        self.pending = {index: worker.inbox for index, worker in enumerate(workers)}
+        self.count = len(workers)
+        self.results: dict[int, Any] = {}
+        self.failures: dict[int, tuple[Any, ...]] = {}
+        self.own = 0
+        self.others = 0
+
+    def _receive(self, timeout: float | None) -> None:
+        ready = {id(conn) for conn in wait(list(self.pending.values()), timeout)}
+        for index in [i for i, conn in self.pending.items() if id(conn) in ready]:
+            message: tuple[Any, ...]
+            try:
+                message = self.pending[index].recv()
+            except EOFError:
+                message = ("crash", f"import worker {index} exited without a word")
+            if message[0] == "progress":
+                self.others += message[1]
+                continue
+            del self.pending[index]
+            if message[0] == self.kind:
+                self.results[index] = message[1]
+            else:
+                self.failures[index] = message
+
+    def _report(self) -> None:
+        if self.progress:
+            self.progress(self.own + self.others, self.total)
+
+    def own_progress(self, done: int, total: int | None) -> None:
+        """This process's progress callback: also takes in what the workers said meanwhile."""
+        self.own = done
+        if self.pending and (done % _PROGRESS_EVERY == 0 or done == total):
+            self._receive(0)
+        self._report()
+
+    def finish(self) -> list[Any]:
+        """Wait for every worker's result; raise the first share's error, if any."""
+        while self.pending:
+            self._receive(None)
+            self._report()
+        if self.failures:
+            failure = self.failures[min(self.failures)]
+            if failure[0] == "error":
+                raise _rebuild(failure[1], failure[2], failure[3])
+            raise RuntimeError(f"an import worker failed:\n{failure[1]}")
+        return [self.results[index] for index in range(self.count)]
+
+
 class _Workers(PreparedImport):
+    """This process checks and seals the first share of the runs, worker processes the others.
+
+    The shares are contiguous, in order, so the first share's error is the one reported, as
+    when one process checks every run in order.
+    """
+
     def __init__(
         self,
-        run_dirs: list[Path],
+        run_dirs: list[tuple[Path, str]],
         options: ImportOptions,
-        root: Path | None,
-        count: int,
+        ledger: Ledger | None,
+        workers: list[_Worker],
         progress: Progress | None,
     ) -> None:
+        """Check `run_dirs` (each with its real path): the first share here, one per worker."""
         super().__init__([])
-        size = -(-len(run_dirs) // count)
+        size = -(-len(run_dirs) // (len(workers) + 1))
         shares = [run_dirs[i : i + size] for i in range(0, len(run_dirs), size)]
-        self.workers: list[_Worker] = []
+        own, others = shares[0], shares[1:]
+        self.workers = workers
         try:
-            for share in shares:
-                self.workers.append(_Worker(root, share, options))
-            planned = self._gather("planned", len(run_dirs), progress)
+            for worker in workers[len(others) :]:
+                worker.close()
+            del self.workers[len(others) :]
+            for worker, share in zip(self.workers, others, strict=True):
+                worker.start(ledger.root if ledger else None, share, options)
+            phase = _Phase(self.workers, "planned", len(run_dirs), progress)
+            self.plan = plan_runs(
+                [path for path, _real in own],
+                options,
+                ledger=ledger,
+                progress=phase.own_progress,
+                real_paths=[real for _path, real in own],
+            )
+            planned = [[(run.run_id, run.identical) for run in self.plan.runs], *phase.finish()]
             seen: dict[str, Path] = {}
             for share, results in zip(shares, planned, strict=True):
-                for directory, (run_id, identical) in zip(share, results, strict=True):
+                for (directory, _real), (run_id, identical) in zip(share, results, strict=True):
                     if run_id in seen:
                         raise duplicate_run_id(run_id, seen[run_id], directory)
                     seen[run_id] = directory
                     self.runs.append(ImportedRun(run_id, directory, identical))
         except BaseException:
-            self.close()
+            # Nothing is written while runs are checked: no need to let the workers finish.
+            for worker in self.workers:
+                worker.close(now=True)
+            self.workers = []
             raise
-
-    def _gather(self, kind: str, total: int, progress: Progress | None) -> list[Any]:
-        """Wait for every worker's `kind` message; raise the first share's error, if any."""
-        results: dict[int, Any] = {}
-        failures: dict[int, tuple[Any, ...]] = {}
-        done = 0
-        pending = {index: worker.inbox for index, worker in enumerate(self.workers)}
-        while pending:
-            ready = {id(conn) for conn in wait(list(pending.values()))}
-            for index in [i for i, conn in pending.items() if id(conn) in ready]:
-                message: tuple[Any, ...]
-                try:
-                    message = pending[index].recv()
-                except EOFError:
-                    message = ("crash", f"import worker {index} exited without a word")
-                if message[0] == "progress":
-                    done += message[1]
-                    if progress:
-                        progress(done, total)
-                    continue
-                del pending[index]
-                if message[0] == kind:
-                    results[index] = message[1]
-                else:
-                    failures[index] = message
-        if failures:
-            failure = failures[min(failures)]
-            if failure[0] == "error":
-                raise _rebuild(failure[1], failure[2], failure[3])
-            raise RuntimeError(f"an import worker failed:\n{failure[1]}")
-        return [results[index] for index in range(len(self.workers))]
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
         try:
             for worker in self.workers:
                 worker.outbox.send(("go", str(ledger.root)))
-            imported = self._gather("done", len(self.new_runs), progress)
+            phase = _Phase(self.workers, "done", len(self.new_runs), progress)
+            try:
+                own = write_plan(ledger, self.plan, progress=phase.own_progress)
+            except BaseException:
+                # The workers seal complete runs of their own: let them finish first.
+                with contextlib.suppress(Exception):
+                    phase.finish()
+                raise
+            imported = [own.imported, *phase.finish()]
         finally:
             self.close()
         return ImportReport(
@@ -309,11 +405,50 @@ def prepare_import(
     marked, the same run id with different content is refused.
     """
     options = options or ImportOptions()
-    run_dirs = find_run_dirs(paths, options)
-    workers = _worker_count(options, len(run_dirs))
-    if workers <= 1:
-        return _InProcess(plan_runs(run_dirs, options, ledger=ledger, progress=progress))
-    return _Workers(run_dirs, options, ledger.root if ledger else None, workers, progress)
+    layout = Layout.build(options.mapping, options.name_pattern, options.exclude)
+    # Worker processes take a moment to start: when the import looks large, they start now
+    # and get ready while the runs are being found.
+    workers: list[_Worker] = []  # besides this process
+    try:
+        early = _worker_count(options, _entries_at_most(paths, PARALLEL_FROM))
+        for _ in range(early - 1):
+            workers.append(_Worker())
+        found = layout.find_runs_real(paths)
+        count = _worker_count(options, len(found))
+        if count <= 1:
+            for worker in workers:
+                worker.close()
+            return _InProcess(
+                plan_runs(
+                    [path for path, _real in found],
+                    options,
+                    ledger=ledger,
+                    progress=progress,
+                    real_paths=[real for _path, real in found],
+                )
+            )
+        while len(workers) < count - 1:
+            workers.append(_Worker())
+    except BaseException:
+        for worker in workers:
+            worker.close()
+        raise
+    return _Workers(found, options, ledger, workers, progress)  # closes extra workers
+
+
+def _entries_at_most(paths: Sequence[Path], limit: int) -> int:
+    """How many entries `paths` hold (a directory of runs, or a run), counting up to `limit`."""
+    count = 0
+    for path in paths:
+        try:
+            with os.scandir(path) as entries:
+                for _entry in entries:
+                    count += 1
+                    if count >= limit:
+                        return count
+        except OSError:
+            continue  # reported properly when the runs are found
+    return count
 
 
 def import_runs(

@@ -14,12 +14,16 @@ for large imports.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
+import operator
+import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,10 +40,11 @@ from agentledger.importers.fields import (
     Identity,
     claim_metadata,
     claim_tags,
+    day,
     field_value,
     load_sidecar,
     safe_run_id,
-    summary_values,
+    summary_values_of,
     text_value,
 )
 from agentledger.importers.layout import (
@@ -50,6 +55,7 @@ from agentledger.importers.layout import (
     SourceFile,
     shown,
 )
+from agentledger.importers.shell_log import check_shell_log
 from agentledger.records import (
     DEFAULT_MAX_ARTIFACT_BYTES,
     Manifest,
@@ -58,9 +64,9 @@ from agentledger.records import (
     decode_json,
     parse_record,
     parse_record_data,
-    parse_shell_audit,
 )
 from agentledger.store.ledger import Ledger
+from agentledger.store.sealing import RunContent
 from agentledger.store.storage import MANIFEST_NAME
 from agentledger.store.writer import (
     AUDIT,
@@ -70,8 +76,7 @@ from agentledger.store.writer import (
     SHELL_AUDIT,
     SUMMARY,
     SYSTEM_PROMPT,
-    RunWriter,
-    derive_summary,
+    derived_values,
     record_bytes,
 )
 
@@ -106,8 +111,40 @@ _ORIGINALS = {"metadata": "original_metadata", "summary": "original_summary"}
 _WEAK = ("directory name", "file names")
 _FILE_DATE = re.compile(r"(?<!\d)(20\d{6})(?!\d)")
 _OPTION_FIELDS = ("model", "scenario", "provider", "agent_name", "agent_commit", "variant")
+_READ_CHUNK = 1 << 16
+_SAFE_NAMES_SIZE = 4096
 
 Progress = Callable[[int, int | None], None]
+
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_saved: tuple[int, int, int] = (0, 0, 0)
+_GC_THRESHOLDS = (50_000, 50, 100)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector rarely while runs are planned or written.
+
+    A plan holds many long-lived objects and makes almost no cycles: with the default
+    thresholds, collections cost a tenth of the import. The previous thresholds come back at
+    the end (the last of several concurrent imports restores them).
+    """
+    global _gc_depth, _gc_saved
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_saved = gc.get_threshold()
+            if _gc_saved[0] > 0:  # a threshold of 0 turns collection off: leave it so
+                gc.set_threshold(*map(max, _gc_saved, _GC_THRESHOLDS))
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_saved[0] > 0:
+                gc.set_threshold(*_gc_saved)
 
 
 def sample_runs_dir() -> Path:
@@ -162,6 +199,9 @@ class PlannedArtifact:
             return HASH_PREFIX + hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+_artifact_name = operator.attrgetter("name")
+
+
 @dataclass(frozen=True)
 class PlannedRun:
     """A checked run, ready to seal (or already in the ledger with identical content)."""
@@ -211,7 +251,10 @@ def find_run_dirs(paths: Sequence[Path], options: ImportOptions | None = None) -
 
 
 def _artifacts(
-    run_dir: Path, assigned: dict[str, SourceFile], attachments: list[SourceFile]
+    run_dir: Path,
+    assigned: dict[str, SourceFile],
+    attachments: list[SourceFile],
+    check_name: Callable[[str], object] = check_artifact_name,
 ) -> tuple[list[PlannedArtifact], dict[str, str]]:
     """The ledger's name for every file, and the mapping kept as provenance."""
     named: list[tuple[str, SourceFile]] = []
@@ -230,7 +273,7 @@ def _artifacts(
     artifacts: list[PlannedArtifact] = []
     for name, source in named:
         try:
-            check_artifact_name(name)
+            check_name(name)
         except UnsafeNameError as exc:
             raise UnsafeNameError(
                 f"{shown(run_dir / source.rel)}: cannot be stored: {exc}"
@@ -273,14 +316,74 @@ class _Context:
     sidecar_origin: str
     system_prompt: tuple[bytes, str] | None  # from --system-prompt-file: bytes, origin
     ledger: Ledger | None
+    _options: tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]] | RecordError | None = None
+    _safe_names: set[str] = field(default_factory=set)
+
+    def option_claims(self) -> tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]]:
+        """What the options say (fields, then tags): the same for every run, made once."""
+        if self._options is None:
+            try:
+                claims = []
+                for name in _OPTION_FIELDS:
+                    value = getattr(self.options, name)
+                    if value is not None:
+                        flag = "--" + name.replace("_", "-")
+                        claim = Claim(text_value(value, flag, flag), flag, flag, "option")
+                        claims.append((name, claim))
+                tags = [
+                    (key, Claim(value, f"--tag {key}", "--tag", "option"))
+                    for key, value in sorted(self.options.tags.items())
+                ]
+                self._options = (claims, tags)
+            except RecordError as exc:
+                self._options = exc
+        if isinstance(self._options, RecordError):
+            raise self._options
+        return self._options
+
+    def check_name(self, name: str) -> None:
+        """check_artifact_name, remembering the names that passed (most repeat across runs)."""
+        if name not in self._safe_names:
+            check_artifact_name(name)
+            if len(self._safe_names) >= _SAFE_NAMES_SIZE:
+                self._safe_names.clear()
+            self._safe_names.add(name)
 
 
-def _read(path: str | Path) -> bytes:
+class _NotJSON(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSON(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _decode_json(raw: bytes, origin: str) -> Any:
+    """records.decode_json(raw, origin), without making a JSON decoder per call."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return _DECODER.decode(raw.decode("utf-8"))
+    except ValueError:  # not UTF-8, not JSON, NaN or Infinity: the message names file and line
+        return decode_json(raw, origin)
+
+
+def _read(path: str | Path, size: int = _READ_CHUNK) -> bytes:
+    """The bytes of a file; `size`, its size as scanned, sizes the first read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            chunks = []
+            want = size + 1
+            while chunk := os.read(fd, want):
+                chunks.append(chunk)
+                want = _READ_CHUNK
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise InputError(f"{shown(path)}: cannot read ({exc.strerror})") from None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _identity(
@@ -294,32 +397,34 @@ def _identity(
     original: Any = None
     if raw_metadata is not None:
         origin = shown(f"{run_dir}/{assigned['metadata'].rel}")
-        original = decode_json(raw_metadata, origin)
+        original = _decode_json(raw_metadata, origin)
         claim_metadata(identity, original, origin)
-    row = ctx.sidecar.get(run_dir.name) or {}
-    origin = f"{ctx.sidecar_origin} (entry {run_dir.name!r})"
-    for column, value in row.items():
-        if column == "tags":
-            claim_tags(identity, value, origin, column, "sidecar")
-        elif column != "system_prompt_file":
-            checked = field_value(column, value, origin, column)
-            identity.claim(column, Claim(checked, origin, column, "sidecar"))
-    for name in _OPTION_FIELDS:
-        value = getattr(ctx.options, name)
-        if value is not None:
-            flag = "--" + name.replace("_", "-")
-            identity.claim(name, Claim(text_value(value, flag, flag), flag, flag, "option"))
-    for key, value in sorted(ctx.options.tags.items()):
-        identity.tag(key, Claim(value, f"--tag {key}", "--tag", "option"))
+    name = run_dir.name
+    row = ctx.sidecar.get(name) if ctx.sidecar else None
+    if row:
+        origin = f"{ctx.sidecar_origin} (entry {name!r})"
+        for column, value in row.items():
+            if column == "tags":
+                claim_tags(identity, value, origin, column, "sidecar")
+            elif column != "system_prompt_file":
+                checked = field_value(column, value, origin, column)
+                identity.claim(column, Claim(checked, origin, column, "sidecar"))
+    claims, tags = ctx.option_claims()
+    for field_name, claim in claims:
+        identity.claim(field_name, claim)
+    for key, claim in tags:
+        identity.tag(key, claim)
 
-    named = ctx.layout.name.fullmatch(run_dir.name)
+    named = ctx.layout.name.fullmatch(name)
     for group, value in (named.groupdict() if named else {}).items():
-        name = "started_at" if group == "date" else group
+        field_name = "started_at" if group == "date" else group
         try:
-            checked = field_value(name, value, run_dir.name, group)
+            checked = field_value(field_name, value, name, group)
         except RecordError:  # a weak source that does not parse says nothing
             continue
-        identity.claim(name, Claim(checked, "directory name", group, "directory name"), weak=True)
+        identity.claim(
+            field_name, Claim(checked, "directory name", group, "directory name"), weak=True
+        )
     dates = sorted(
         token
         for key in ("report", "audit", "shell_audit")
@@ -328,7 +433,7 @@ def _identity(
     )
     for token in dates[:1]:
         try:
-            moment = datetime.strptime(token, "%Y%m%d").replace(tzinfo=UTC)
+            moment = day(token)
         except ValueError:
             continue
         identity.claim("started_at", Claim(moment, "file names", "date", "file names"), weak=True)
@@ -342,7 +447,9 @@ def _system_prompt(
     found: list[tuple[bytes, str, str, bool]] = []
     own = assigned.get("system_prompt")
     if own is not None:
-        found.append((_read(own.path), shown(f"{run_dir}/{own.rel}"), "system_prompt.txt", True))
+        found.append(
+            (_read(own.path, own.size), shown(f"{run_dir}/{own.rel}"), "system_prompt.txt", True)
+        )
     row = ctx.sidecar.get(run_dir.name) or {}
     if row.get("system_prompt_file"):
         label = "system_prompt_file"
@@ -421,7 +528,7 @@ def _metadata(
     fields = {name: claim.kind for name, claim in identity.claims.items()}
     fields.setdefault("run_id", "directory name")
     source["fields"] = dict(sorted(fields.items()))
-    value = identity.get
+    value = {name: claim.value for name, claim in identity.claims.items()}.get
     data: dict[str, Any] = {
         "run_id": run_id,
         "scenario": value("scenario"),
@@ -463,30 +570,32 @@ def _summary(
     raw_summary: bytes | None,
     identity: Identity,
     metadata: RunMetadata,
-) -> tuple[RunSummary, dict[str, Any]]:
+) -> tuple[RunSummary, dict[str, Any], bytes | None]:
     """The run's own run_summary.json where it says something, gaps filled from the artifacts.
 
-    Returns the summary and its provenance: where each figure came from, and the run's own
-    run_summary.json as decoded JSON.
+    Returns the summary, its provenance (where each figure came from, and the run's own
+    run_summary.json as decoded JSON) and the shell log's bytes (None without one).
     """
     shell = assigned.get("shell_audit")
     events = None
+    shell_log = None
     if shell is not None:
-        events = parse_shell_audit(_read(shell.path), shown(f"{run_dir}/{shell.rel}"))
-    derived = derive_summary(metadata, events)
+        shell_log = _read(shell.path, shell.size)
+        events = check_shell_log(shell_log, shown(f"{run_dir}/{shell.rel}"))
+    derived = derived_values(metadata, events)
     values: dict[str, Any] = {}
     original: Any = None
     if raw_summary is not None:
         origin = shown(f"{run_dir}/{assigned['summary'].rel}")
-        values = summary_values(raw_summary, origin)
-        original = decode_json(raw_summary, origin)
+        original = _decode_json(raw_summary, origin)
+        values = summary_values_of(original, origin)
     provenance = {name: "run_summary.json" for name in values}
     filled_from = {"commands_run": "shell audit", "commands_denied": "shell audit"}
     if identity.kind("started_at") not in _WEAK:  # a day read from a name is no start time
         filled_from["duration_s"] = "metadata times"
     for name, kind in filled_from.items():
-        if name not in values and getattr(derived, name) is not None:
-            values[name] = getattr(derived, name)
+        if name not in values and derived[name] is not None:
+            values[name] = derived[name]
             provenance[name] = kind
     values["derived"] = "run_summary.json" not in provenance.values()
     sources: dict[str, Any] = {}
@@ -494,16 +603,18 @@ def _summary(
         sources["summary"] = dict(sorted(provenance.items()))
     if original is not None:
         sources["original_summary"] = original
-    return RunSummary.model_validate(values), sources
+    return RunSummary.model_validate(values), sources, shell_log
 
 
-def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
-    files, skipped = ctx.layout.scan(run_dir, ctx.limit)
+def _plan_run(run_dir: Path, ctx: _Context, real: str | None = None) -> PlannedRun:
+    files, skipped = ctx.layout.scan(run_dir, ctx.limit, real)
     assigned, attachments = ctx.layout.assign(run_dir, files)
     # The run's own records are read once: for identity, metrics, and their hashes.
-    originals = {key: _read(assigned[key].path) for key in _ORIGINALS if key in assigned}
+    originals = {
+        key: _read(assigned[key].path, assigned[key].size) for key in _ORIGINALS if key in assigned
+    }
     identity, original_metadata = _identity(run_dir, assigned, originals.get("metadata"), ctx)
-    artifacts, mapping = _artifacts(run_dir, assigned, attachments)
+    artifacts, mapping = _artifacts(run_dir, assigned, attachments, ctx.check_name)
     source: dict[str, Any] = {
         "importer": IMPORTER,
         "directory": run_dir.name,
@@ -527,11 +638,19 @@ def _plan_run(run_dir: Path, ctx: _Context) -> PlannedRun:
             artifacts.append(PlannedArtifact(SYSTEM_PROMPT, None, len(data), data))
     _check_names(run_dir, artifacts)
     metadata = _metadata(run_dir, identity, source, "metadata" in assigned, ctx)
-    summary, sources = _summary(run_dir, assigned, originals.get("summary"), identity, metadata)
+    summary, sources, shell_log = _summary(
+        run_dir, assigned, originals.get("summary"), identity, metadata
+    )
     if sources:
         merged = dict(sorted({**(metadata.source or {}), **sources}.items()))
         metadata = metadata.model_copy(update={"source": merged})
-    run = PlannedRun(run_dir, metadata, summary, tuple(sorted(artifacts, key=lambda a: a.name)))
+    if shell_log is not None:
+        # Read and checked already: kept, so that writing does not read it again.
+        artifacts = [
+            PlannedArtifact(a.name, a.path, a.size, shell_log) if a.name == SHELL_AUDIT else a
+            for a in artifacts
+        ]
+    run = PlannedRun(run_dir, metadata, summary, tuple(sorted(artifacts, key=_artifact_name)))
     if ctx.ledger is not None and ctx.ledger.storage.has_run(metadata.run_id):
         _check_identical(ctx.ledger, run)
         run = replace(run, identical=True)
@@ -610,8 +729,13 @@ def plan_runs(
     *,
     ledger: Ledger | None = None,
     progress: Progress | None = None,
+    real_paths: Sequence[str] | None = None,
 ) -> ImportPlan:
-    """Read and check the given run directories; write nothing."""
+    """Read and check the given run directories; write nothing.
+
+    `real_paths`, when known, are the directories' real paths (as `find_run_dirs` resolved
+    them), so that they are not resolved again.
+    """
     if options.batch_size < 1:
         raise InputError("the batch size must be at least 1")
     limit = options.max_artifact_bytes or (
@@ -629,14 +753,17 @@ def plan_runs(
     )
     runs: list[PlannedRun] = []
     seen: dict[str, Path] = {}
-    for done, run_dir in enumerate(run_dirs, start=1):
-        run = _plan_run(run_dir, ctx)
-        if run.run_id in seen:
-            raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
-        seen[run.run_id] = run_dir
-        runs.append(run)
-        if progress:
-            progress(done, len(run_dirs))
+    if real_paths is not None and len(real_paths) != len(run_dirs):
+        raise ValueError("one real path per run directory")
+    with _fewer_collections():
+        for done, run_dir in enumerate(run_dirs, start=1):
+            run = _plan_run(run_dir, ctx, real_paths[done - 1] if real_paths else None)
+            if run.run_id in seen:
+                raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
+            seen[run.run_id] = run_dir
+            runs.append(run)
+            if progress:
+                progress(done, len(run_dirs))
     return ImportPlan(runs=runs, max_artifact_bytes=limit, batch_size=options.batch_size)
 
 
@@ -660,25 +787,26 @@ def plan_import(
     already stored are compared with it: identical ones are marked, different ones refused.
     """
     options = options or ImportOptions()
-    run_dirs = find_run_dirs(paths, options)
-    return plan_runs(run_dirs, options, ledger=ledger, progress=progress)
+    found = _layout(options).find_runs_real(paths)
+    return plan_runs(
+        [path for path, _real in found],
+        options,
+        ledger=ledger,
+        progress=progress,
+        real_paths=[real for _path, real in found],
+    )
 
 
-def _writer(ledger: Ledger, run: PlannedRun, max_artifact_bytes: int) -> RunWriter:
-    writer = ledger.new_run(run.metadata, max_artifact_bytes=max_artifact_bytes)
-    try:
-        for artifact in run.artifacts:
-            # Planning validated the shell log already; the writer need not parse it again.
-            if artifact.data is not None:
-                writer.add_bytes(artifact.name, artifact.data, checked=True)
-            else:
-                assert artifact.path is not None
-                writer.add_file(artifact.name, artifact.path, checked=True)
-        writer.set_summary(run.summary)
-    except BaseException:
-        writer.discard()
-        raise
-    return writer
+def _content(run: PlannedRun) -> RunContent:
+    # Planning validated the shell log and made the summary: the ledger need not parse it again.
+    return RunContent(
+        run.metadata,
+        run.summary,
+        [
+            (artifact.name, artifact.data if artifact.data is not None else artifact.path or "")
+            for artifact in run.artifacts
+        ],
+    )
 
 
 def write_plan(
@@ -687,18 +815,12 @@ def write_plan(
     """Seal the plan's new runs in batches; runs already present and identical are skipped."""
     report = ImportReport(identical=[run.run_id for run in plan.runs if run.identical])
     new = plan.new_runs
-    for start in range(0, len(new), plan.batch_size):
-        writers: list[RunWriter] = []
-        try:
-            for run in new[start : start + plan.batch_size]:
-                writers.append(_writer(ledger, run, plan.max_artifact_bytes))
-            sealed = ledger.seal_batch(writers)
-        except BaseException:
-            for writer in writers:
-                if writer.sealed is None:
-                    writer.discard()
-            raise
-        report.imported.extend(result.run_id for result in sealed)
-        if progress:
-            progress(len(report.imported), len(new))
+    with _fewer_collections():
+        sealed = ledger.seal_runs(
+            (_content(run) for run in new),
+            batch_size=plan.batch_size,
+            max_artifact_bytes=plan.max_artifact_bytes,
+            progress=(lambda done: progress(done, len(new))) if progress else None,
+        )
+    report.imported.extend(result.run_id for result in sealed)
     return report

@@ -11,10 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentledger.errors import InputError, RecordError, UnsafeNameError
 from agentledger.identity import HASH_PREFIX, check_run_id
@@ -27,10 +26,12 @@ __all__ = [
     "check_schema_version",
     "claim_metadata",
     "claim_tags",
+    "day",
     "field_value",
     "load_sidecar",
     "safe_run_id",
     "summary_values",
+    "summary_values_of",
     "text_value",
 ]
 
@@ -46,6 +47,9 @@ _TEXT_FIELDS = (
     "agent_commit",
 )
 _HASH_FIELDS = ("system_prompt_hash", "base_prompt_hash")
+_HEX_8_64 = re.compile(r"[0-9a-f]{8,64}")
+_DAY = re.compile(r"\d{8}")
+_DAY_TIME = re.compile(r"\d{8}T\d{4,6}Z?")
 _TIME_FIELDS = ("started_at", "ended_at")
 _BOOL_FIELDS = ("silent_update_detectable", "agent_dirty")
 _DICT_FIELDS = ("params", "prompt_addon")
@@ -77,8 +81,7 @@ _SUMMARY_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """One source's statement of one field."""
 
     value: Any
@@ -161,7 +164,7 @@ def text_value(value: Any, origin: str, label: str) -> str:
 
 def _prompt_hash(value: Any, origin: str, label: str) -> str:
     text = text_value(value, origin, label).lower().removeprefix(HASH_PREFIX)
-    if not re.fullmatch(r"[0-9a-f]{8,64}", text):
+    if not _HEX_8_64.fullmatch(text):
         raise RecordError(
             origin,
             "expected a sha256 hash (8 to 64 hex digits, optionally prefixed sha256:), "
@@ -171,14 +174,21 @@ def _prompt_hash(value: Any, origin: str, label: str) -> str:
     return HASH_PREFIX + text
 
 
+def day(text: str) -> datetime:
+    """``strptime(text, "%Y%m%d")`` at UTC, without its cost for 8 ASCII digits."""
+    if len(text) == 8 and text.isascii() and text.isdigit():
+        return datetime(int(text[:4]), int(text[4:6]), int(text[6:]), tzinfo=UTC)
+    return datetime.strptime(text, "%Y%m%d").replace(tzinfo=UTC)
+
+
 def _time(value: Any, origin: str, label: str) -> datetime:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return datetime.fromtimestamp(value, UTC)
     text = text_value(value, origin, label)
     try:
-        if re.fullmatch(r"\d{8}", text):
-            return datetime.strptime(text, "%Y%m%d").replace(tzinfo=UTC)
-        if re.fullmatch(r"\d{8}T\d{4,6}Z?", text):
+        if _DAY.fullmatch(text):
+            return day(text)
+        if _DAY_TIME.fullmatch(text):
             digits = text.rstrip("Z")
             fmt = "%Y%m%dT%H%M%S" if len(digits) == 15 else "%Y%m%dT%H%M"
             return datetime.strptime(digits, fmt).replace(tzinfo=UTC)
@@ -356,7 +366,11 @@ def load_sidecar(path: Path) -> dict[str, dict[str, Any]]:
 
 def summary_values(raw: bytes, origin: str) -> dict[str, Any]:
     """The RunSummary fields a runner's run_summary.json states (its other keys are ignored)."""
-    data = decode_json(raw, origin)
+    return summary_values_of(decode_json(raw, origin), origin)
+
+
+def summary_values_of(data: Any, origin: str) -> dict[str, Any]:
+    """`summary_values` of run_summary.json decoded already."""
     if not isinstance(data, dict):
         raise RecordError(origin, f"expected a JSON object, found {type(data).__name__}")
     check_schema_version(data, RunSummary, origin)

@@ -9,12 +9,15 @@ they point outside it; hidden and excluded files are skipped (and listed as skip
 from __future__ import annotations
 
 import fnmatch
+import functools
+import operator
 import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.store.storage import format_size
@@ -55,6 +58,7 @@ DEFAULT_NAME_PATTERN = (
     r"(?P<scenario>.+?)_(?P<model>[^_]+)_(?P<date>\d{8}(?:T\d{4,6}Z?)?)(?:[_.-].*)?"
 )
 _NAME_GROUPS = ("scenario", "model", "date", "variant")
+_KEYS_CACHE_SIZE = 4096
 
 
 def _globs(patterns: Sequence[str]) -> re.Pattern[str]:
@@ -108,16 +112,35 @@ class Layout:
         table = self.nested if "/" in rel else self.top
         return [key for key, pattern in table.items() if pattern.fullmatch(rel)]
 
+    @functools.cached_property
+    def _keys_cache(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def _cached_keys(self, rel: str) -> tuple[str, ...]:
+        """`keys_for`, remembered: runs mostly hold files of the same few names."""
+        cache = self._keys_cache
+        keys = cache.get(rel)
+        if keys is None:
+            if len(cache) >= _KEYS_CACHE_SIZE:
+                cache.clear()
+            keys = cache[rel] = tuple(self.keys_for(rel))
+        return keys
+
+    @functools.cached_property
+    def _top_markers(self) -> re.Pattern[str] | None:
+        """One pattern for every top-level run marker (a run has a file matching one)."""
+        patterns = [self.top[key].pattern for key in _RUN_MARKERS if key in self.top]
+        return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
     def is_run(self, directory: Path) -> bool:
         try:
-            with os.scandir(directory) as entries:
-                names = [e.name for e in entries if not e.name.startswith(".")]
+            names = [name for name in os.listdir(directory) if not name.startswith(".")]
         except OSError as exc:
             raise InputError(f"{directory}: cannot read the directory ({exc.strerror})") from None
+        markers = self._top_markers
+        if markers is not None and any(markers.fullmatch(name) for name in names):
+            return True
         for key in _RUN_MARKERS:
-            pattern = self.top.get(key)
-            if pattern is not None and any(pattern.fullmatch(name) for name in names):
-                return True
             deep = self.nested.get(key)
             if deep is not None and any(
                 deep.fullmatch(p.relative_to(directory).as_posix())
@@ -131,11 +154,20 @@ class Layout:
 
     def find_runs(self, paths: Sequence[Path]) -> list[Path]:
         """Each PATH is a run directory, or a directory whose subdirectories are runs."""
-        return _find_runs(paths, self)
+        return list(_find_runs(paths, self).values())
 
-    def scan(self, run_dir: Path, limit: int) -> tuple[list[SourceFile], list[str]]:
-        """Every regular file of a run (none over `limit` bytes), and the files skipped."""
-        return _scan(run_dir, self, limit)
+    def find_runs_real(self, paths: Sequence[Path]) -> list[tuple[Path, str]]:
+        """`find_runs`, each run directory with its real path."""
+        return [(path, real) for real, path in _find_runs(paths, self).items()]
+
+    def scan(
+        self, run_dir: Path, limit: int, real: str | None = None
+    ) -> tuple[list[SourceFile], list[str]]:
+        """Every regular file of a run (none over `limit` bytes), and the files skipped.
+
+        `real` is the run directory's real path, when known already.
+        """
+        return _scan(run_dir, self, limit, real or os.path.realpath(run_dir))
 
     def assign(
         self, run_dir: Path, files: list[SourceFile]
@@ -154,23 +186,29 @@ def _inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _subdirectories(path: Path) -> list[Path]:
+def _subdirectories(path: Path) -> list[tuple[Path, str]]:
+    """The subdirectories of `path`, sorted, each with its real path."""
     root = os.path.realpath(path)
     found = []
     with os.scandir(path) as entries:
         for entry in entries:
             if entry.name.startswith(".") or not entry.is_dir():
                 continue
-            if entry.is_symlink() and not _inside(os.path.realpath(entry.path), root):
-                raise UnsafeNameError(
-                    f"{shown(entry.path)}: symlink points outside {path} "
-                    f"(to {shown(os.path.realpath(entry.path))}); refusing to import it"
-                )
-            found.append(Path(entry.path))
-    return sorted(found)
+            if entry.is_symlink():
+                real = os.path.realpath(entry.path)
+                if not _inside(real, root):
+                    raise UnsafeNameError(
+                        f"{shown(entry.path)}: symlink points outside {path} "
+                        f"(to {shown(real)}); refusing to import it"
+                    )
+            else:  # not a link: its real path is its parent's plus its name
+                real = os.path.join(root, entry.name)
+            found.append((entry.path, real))
+    return [(Path(sub), real) for sub, real in sorted(found)]
 
 
-def _find_runs(paths: Sequence[Path], layout: Layout) -> list[Path]:
+def _find_runs(paths: Sequence[Path], layout: Layout) -> dict[str, Path]:
+    """Run directories by real path (the same run reached twice is imported once)."""
     found: dict[str, Path] = {}
     for path in paths:
         if not path.is_dir():
@@ -181,7 +219,7 @@ def _find_runs(paths: Sequence[Path], layout: Layout) -> list[Path]:
             found.setdefault(os.path.realpath(path), path)
             continue
         runs = _subdirectories(path)
-        for sub in runs:
+        for sub, real in runs:
             if not layout.is_run(sub):
                 raise InputError(
                     f"{shown(sub)}: not a run directory: none of its files matches the prompt, "
@@ -189,7 +227,7 @@ def _find_runs(paths: Sequence[Path], layout: Layout) -> list[Path]:
                     "ghost_report_*.md, ...). Pass run directories one by one, or describe the "
                     "layout with --map KEY=GLOB"
                 )
-            found.setdefault(os.path.realpath(sub), sub)
+            found.setdefault(real, sub)
         if not runs:
             raise InputError(
                 f"{path}: no runs found: it holds no run files (PROMPT.txt, ghost_report_*.md, "
@@ -202,30 +240,34 @@ def _find_runs(paths: Sequence[Path], layout: Layout) -> list[Path]:
                 f"{shown(run_dir)}: a run directory name with control characters is refused; "
                 "rename the directory"
             )
-    return list(found.values())
+    return found
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
     rel: str  # path inside the run directory, with '/'
     path: str  # where to read it (symlinks resolved)
     size: int
 
 
-def _scan(run_dir: Path, layout: Layout, limit: int) -> tuple[list[SourceFile], list[str]]:
+_by_name = operator.attrgetter("name")
+
+
+def _scan(
+    run_dir: Path, layout: Layout, limit: int, root: str
+) -> tuple[list[SourceFile], list[str]]:
     """Every regular file of a run, and those skipped; symlinks inside are followed."""
-    root = os.path.realpath(run_dir)
     files: list[SourceFile] = []
     skipped: list[str] = []
     visited = {root}
     stack = [("", root)]
+    exclude = layout.exclude
     while stack:
         prefix, real = stack.pop()
         with os.scandir(real) as entries:
-            listed = sorted(entries, key=lambda e: e.name)
+            listed = sorted(entries, key=_by_name)
         for entry in listed:
             rel = prefix + entry.name
-            if entry.name.startswith(".") or (layout.exclude and layout.exclude.fullmatch(rel)):
+            if rel[len(prefix)] == "." or (exclude and exclude.fullmatch(rel)):
                 skipped.append(rel)
                 continue
             target = entry.path
@@ -266,7 +308,7 @@ def _assign(
     matched: dict[str, list[SourceFile]] = {}
     rest: list[SourceFile] = []
     for source in files:
-        keys = layout.keys_for(source.rel)
+        keys = layout._cached_keys(source.rel)
         if len(keys) > 1:
             raise InputError(
                 f"{shown(run_dir / source.rel)}: matches the patterns of both {keys[0]} and "

@@ -10,6 +10,7 @@ from agentledger.store.ledger import (
     StoredRun,
     default_ledger_path,
 )
+from agentledger.store.sealing import RunContent
 from agentledger.store.storage import LocalStorage, RunStorage
 from agentledger.store.verify import Problem, VerifyReport, verify_ledger
 from agentledger.store.writer import RunWriter, SealedRun
@@ -24,6 +25,7 @@ __all__ = [
     "Problem",
     "QueryResult",
     "ReindexReport",
+    "RunContent",
     "RunFilter",
     "RunIndex",
     "RunStorage",

@@ -34,6 +34,7 @@ from agentledger.store.index import (
     RunIndex,
     SQLiteIndex,
 )
+from agentledger.store.sealing import RunContent, seal_runs
 from agentledger.store.storage import MANIFEST_NAME, LocalStorage, RunStorage
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
 
@@ -201,6 +202,29 @@ class Ledger:
                 "sealed runs are never replaced"
             )
         return sealed
+
+    def seal_runs(
+        self,
+        runs: Iterable[RunContent],
+        *,
+        batch_size: int = 200,
+        max_artifact_bytes: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[SealedRun]:
+        """Seal runs whose whole content is known up front (an import), in batches.
+
+        Each batch is written into one staging place, flushed to disk once, made visible run
+        by run (one rename each) and indexed in one transaction, while the next batch is being
+        written. Runs already landed stay when a later one fails; a run id that turns out to be
+        sealed already raises RunExistsError. `progress(sealed)` follows each batch.
+        """
+        return seal_runs(
+            self,
+            runs,
+            batch_size=batch_size,
+            max_artifact_bytes=max_artifact_bytes or self.config.max_artifact_bytes,
+            progress=progress,
+        )
 
     # -- reading -------------------------------------------------------------------------
 

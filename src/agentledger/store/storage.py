@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import fcntl
+import functools
 import hashlib
 import os
 import re
 import secrets
 import shutil
 import stat
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+from pydantic import TypeAdapter
 
 from agentledger.errors import ArtifactTooLargeError, InputError, RunNotFoundError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id
@@ -41,6 +44,10 @@ __all__ = [
 
 MANIFEST_NAME = "MANIFEST.json"
 _CHUNK = 1024 * 1024
+_COPY_BUFFER = 256 * 1024
+# Artifact names that passed check_artifact_name (most runs use the same few names).
+_SAFE_NAMES: set[str] = set()
+_SAFE_NAMES_SIZE = 4096
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|bytes)?\s*$", re.IGNORECASE)
@@ -81,16 +88,23 @@ class StagedRun(ABC):
     run_id: str
     max_artifact_bytes: int
     entries: dict[str, FileEntry] = field(default_factory=dict)
+    manifest: bytes | None = field(default=None, repr=False)  # see RunStorage.write_manifest
 
     def _claim(self, name: str) -> None:
-        check_artifact_name(name)
+        if name not in _SAFE_NAMES:
+            check_artifact_name(name)
+            if len(_SAFE_NAMES) >= _SAFE_NAMES_SIZE:
+                _SAFE_NAMES.clear()
+            _SAFE_NAMES.add(name)
         if name == MANIFEST_NAME:
             raise InputError(f"{MANIFEST_NAME} is written by the ledger when it seals a run")
         if name in self.entries:
             raise InputError(f"artifact {name!r} was already written to run {self.run_id}")
-        for existing in self.entries:
-            if existing.startswith(name + "/") or name.startswith(existing + "/"):
-                raise InputError(f"artifact {name!r} clashes with {existing!r}")
+        # One name inside the other ("a" and "a/b") needs a "/" in one of them.
+        if "/" in name or any("/" in existing for existing in self.entries):
+            for existing in self.entries:
+                if existing.startswith(name + "/") or name.startswith(existing + "/"):
+                    raise InputError(f"artifact {name!r} clashes with {existing!r}")
 
     def _too_large(self, name: str, size: int) -> ArtifactTooLargeError:
         return ArtifactTooLargeError(
@@ -106,6 +120,19 @@ class StagedRun(ABC):
     @abstractmethod
     def write_stream(self, name: str, source: BinaryIO) -> FileEntry:
         """Copy `source` into artifact `name`, hashing as it goes."""
+
+    def copy_file(self, name: str, source: str | os.PathLike[str]) -> FileEntry:
+        """Copy the file at `source` into artifact `name`, reading it once."""
+        with open(source, "rb") as handle:
+            return self.write_stream(name, handle)
+
+    def write_all(self, artifacts: Sequence[tuple[str, bytes | str | os.PathLike[str]]]) -> None:
+        """Write several artifacts: ``(name, bytes)``, or ``(name, path)`` of a file to copy."""
+        for name, data in artifacts:
+            if isinstance(data, bytes):
+                self.write(name, data)
+            else:
+                self.copy_file(name, data)
 
 
 @dataclass(frozen=True)
@@ -144,6 +171,35 @@ class RunStorage(ABC):
 
         Returns the ids that were already sealed (and were therefore discarded, not replaced).
         """
+
+    def stage_batch(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
+        """Start writing several runs at once (a backend may give them one staging place)."""
+        staged: list[StagedRun] = []
+        try:
+            for run_id in run_ids:
+                staged.append(self.stage(run_id, max_artifact_bytes))
+        except BaseException:
+            for run in staged:
+                self.discard(run)
+            raise
+        return staged
+
+    def write_manifest(self, staged: StagedRun, manifest: bytes) -> None:
+        """Give a staged run its MANIFEST.json, after its last artifact.
+
+        `publish_written` then publishes it; `publish(staged, manifests)` does both. This
+        default keeps the bytes until `publish_written`.
+        """
+        staged.manifest = manifest
+
+    def publish_written(self, staged: Sequence[StagedRun]) -> list[str]:
+        """`publish` for runs given their manifest with `write_manifest`."""
+        manifests = []
+        for run in staged:
+            if run.manifest is None:
+                raise InputError(f"run {run.run_id} has no manifest yet")
+            manifests.append(run.manifest)
+        return self.publish(staged, manifests)
 
     @abstractmethod
     def discard(self, staged: StagedRun) -> None:
@@ -185,47 +241,178 @@ class RunStorage(ABC):
         """Make a sealed run read-only again (after a writer died between publish and protect)."""
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """The C library (for syncfs and renameat2, which this Python's os module lacks)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
 def _syncfs(fd: int) -> bool:
     """Flush the whole filesystem holding `fd` in one call (Linux); False if unavailable."""
-    libc_name = ctypes.util.find_library("c")
-    if not libc_name:
-        return False
+    libc = _libc()
     try:
-        libc = ctypes.CDLL(libc_name, use_errno=True)
-        return bool(libc.syncfs(fd) == 0)
-    except (OSError, AttributeError):
+        return libc is not None and bool(libc.syncfs(fd) == 0)
+    except AttributeError:
         return False
+
+
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+_renameat2_works = True
+
+
+def _rename_new(src_dir: int | None, src: str, dst_dir: int, dst: str) -> None:
+    """Rename, refusing (FileExistsError) to replace anything already at `dst`.
+
+    `src` is relative to the directory `src_dir` (None: the working directory), `dst` to
+    `dst_dir`.
+    """
+    global _renameat2_works
+    libc = _libc()
+    if _renameat2_works and libc is not None:
+        try:
+            done = libc.renameat2(
+                _AT_FDCWD if src_dir is None else src_dir,
+                os.fsencode(src),
+                dst_dir,
+                os.fsencode(dst),
+                _RENAME_NOREPLACE,
+            )
+        except AttributeError:  # a C library without renameat2
+            done = None
+        if done == 0:
+            return
+        if done is not None:
+            code = ctypes.get_errno()
+            if code not in (errno.ENOSYS, errno.EINVAL):  # EINVAL: not supported here
+                raise OSError(code, os.strerror(code), dst)
+        _renameat2_works = False
+    # Without renameat2: a directory can replace an empty one, so look first.
+    try:
+        os.stat(dst, dir_fd=dst_dir, follow_symlinks=False)
+    except FileNotFoundError:
+        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+    else:
+        raise FileExistsError(errno.EEXIST, "exists", dst)
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_CLOEXEC
+
+
+@functools.cache
+def _entries() -> TypeAdapter[dict[str, FileEntry]]:
+    """A validator of many file entries at once (made on first use: it takes milliseconds)."""
+    return TypeAdapter(dict[str, FileEntry])
+
+
+_buffers = threading.local()
+
+
+def _buffer() -> bytearray:
+    """This thread's copy buffer."""
+    buffer: bytearray | None = getattr(_buffers, "buffer", None)
+    if buffer is None:
+        buffer = _buffers.buffer = bytearray(_COPY_BUFFER)
+    return buffer
+
+
+# Stands for an artifact being written by write_all(), until its entry is known.
+_PENDING = FileEntry(sha256=HASH_PREFIX + "0" * 64, size=0)
+
+
+def _file_entry(digest: str, size: int) -> FileEntry:
+    return FileEntry(sha256=HASH_PREFIX + digest, size=size)
+
+
+class _StagingDir:
+    """A directory under ``.staging`` that a writer holds locked: one run's, or a batch's.
+
+    A batch directory (an import) holds one subdirectory per run; each is published (renamed
+    out) or discarded on its own, and the lock is let go with the last of them.
+    """
+
+    def __init__(self, path: Path, fd: int, members: int, *, batch: bool) -> None:
+        self.path = path
+        self.fd = fd
+        self.members = members
+        self.batch = batch
+        # Files are created read-only; checked on the first file (umask, default ACLs).
+        self.mode_checked = False
+        self.mode_ok = False
+        self._mutex = threading.Lock()
+
+    def release_member(self) -> None:
+        with self._mutex:
+            self.members -= 1
+            if self.members or self.fd < 0:
+                return
+            fd, self.fd = self.fd, -1
+        if self.batch:
+            with contextlib.suppress(OSError):  # not empty: gc removes what is left
+                os.rmdir(self.path)
+        os.close(fd)
 
 
 class _LocalStagedRun(StagedRun):
-    def __init__(self, run_id: str, max_artifact_bytes: int, directory: Path, lock_fd: int):
+    def __init__(
+        self,
+        run_id: str,
+        max_artifact_bytes: int,
+        holder: _StagingDir,
+        directory: Path,
+        prefix: str,
+    ) -> None:
         super().__init__(run_id=run_id, max_artifact_bytes=max_artifact_bytes)
-        self.directory = directory
-        self.lock_fd = lock_fd
+        self.holder = holder
+        self.directory = directory  # the run's own directory, renamed into runs/ when sealed
+        self.prefix = prefix  # the run's directory relative to holder.fd ("" or "<run_id>/")
+        self.released = False
+
+    @property
+    def lock_fd(self) -> int:
+        return self.holder.fd
 
     def release(self) -> None:
-        """Close the lock, once: a second close could hit a file another thread opened since."""
-        fd, self.lock_fd = self.lock_fd, -1
-        if fd >= 0:
-            os.close(fd)
+        """Let go of the staging lock, once (the last run of a batch closes it)."""
+        if not self.released:
+            self.released = True
+            self.holder.release_member()
 
     def _open(self, name: str) -> int:
-        # Relative to the staging directory's descriptor: no path walk per file.
+        # Relative to the staging directory's descriptor: no path walk from the root per file.
+        holder = self.holder
+        path = self.prefix + name
         if "/" in name:
-            parent = ""
+            parent = self.prefix
             for part in name.split("/")[:-1]:
-                parent = f"{parent}/{part}" if parent else part
+                parent += part
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(parent, dir_fd=self.lock_fd)
-        return os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=self.lock_fd
-        )
+                    os.mkdir(parent, dir_fd=holder.fd)
+                parent += "/"
+        if holder.mode_ok:
+            # Created read-only: the descriptor is still writable, no chmod needed.
+            return os.open(path, _CREATE, 0o444, dir_fd=holder.fd)
+        fd = os.open(path, _CREATE, 0o444, dir_fd=holder.fd)
+        try:
+            if not holder.mode_checked:
+                holder.mode_checked = True
+                holder.mode_ok = stat.S_IMODE(os.fstat(fd).st_mode) == 0o444
+            if not holder.mode_ok:  # a umask or default ACL took bits away
+                os.fchmod(fd, 0o444)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def write(self, name: str, data: bytes) -> FileEntry:
         self._claim(name)
@@ -234,10 +421,9 @@ class _LocalStagedRun(StagedRun):
         fd = self._open(name)
         try:
             _write_all(fd, data)
-            os.fchmod(fd, 0o444)
         finally:
             os.close(fd)
-        entry = FileEntry(sha256=HASH_PREFIX + hashlib.sha256(data).hexdigest(), size=len(data))
+        entry = _file_entry(hashlib.sha256(data).hexdigest(), len(data))
         self.entries[name] = entry
         return entry
 
@@ -253,12 +439,87 @@ class _LocalStagedRun(StagedRun):
                     raise self._too_large(name, size)
                 digest.update(chunk)
                 _write_all(fd, chunk)
-            os.fchmod(fd, 0o444)
         finally:
             os.close(fd)
-        entry = FileEntry(sha256=HASH_PREFIX + digest.hexdigest(), size=size)
+        entry = _file_entry(digest.hexdigest(), size)
         self.entries[name] = entry
         return entry
+
+    def copy_file(self, name: str, source: str | os.PathLike[str]) -> FileEntry:
+        self._claim(name)
+        digest, size = self._copy(name, source, self.max_artifact_bytes)
+        entry = _file_entry(digest, size)
+        self.entries[name] = entry
+        return entry
+
+    def _copy(self, name: str, source: str | os.PathLike[str], limit: int) -> tuple[str, int]:
+        """Copy a file into artifact `name` in one pass, hashing what it reads: (sha256, size)."""
+        buffer = _buffer()
+        view = memoryview(buffer)
+        src = os.open(source, _READ)
+        try:
+            hasher = hashlib.sha256()
+            size = 0
+            fd = self._open(name)
+            try:
+                # Into one reused buffer: no fresh memory (and page faults) per read.
+                while count := os.readv(src, (buffer,)):
+                    size += count
+                    if size > limit:
+                        raise self._too_large(name, size)
+                    chunk = view[:count]
+                    hasher.update(chunk)
+                    _write_all(fd, chunk)
+            finally:
+                os.close(fd)
+        finally:
+            view.release()
+            os.close(src)
+        return hasher.hexdigest(), size
+
+    def write_all(self, artifacts: Sequence[tuple[str, bytes | str | os.PathLike[str]]]) -> None:
+        # The loops of write() and copy_file() in one, for runs written in bulk (an import).
+        claimed = []
+        try:
+            for name, _data in artifacts:
+                self._claim(name)
+                self.entries[name] = _PENDING  # claimed: later names are checked against it
+                claimed.append(name)
+            self._write_claimed(artifacts)
+        except BaseException:
+            for name in claimed:
+                if self.entries.get(name) is _PENDING:
+                    del self.entries[name]
+            raise
+
+    def _write_claimed(
+        self, artifacts: Sequence[tuple[str, bytes | str | os.PathLike[str]]]
+    ) -> None:
+        limit = self.max_artifact_bytes
+        found: dict[str, dict[str, Any]] = {}
+        for name, data in artifacts:
+            if isinstance(data, bytes):
+                size = len(data)
+                if size > limit:
+                    raise self._too_large(name, size)
+                fd = self._open(name)
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+                digest = hashlib.sha256(data).hexdigest()
+            else:
+                digest, size = self._copy(name, data, limit)
+            found[name] = {"sha256": HASH_PREFIX + digest, "size": size}
+        # One validation for all the entries, rather than one FileEntry(...) each.
+        self.entries.update(_entries().validate_python(found))
+
+    def write_manifest(self, data: bytes) -> None:
+        fd = self._open(MANIFEST_NAME)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
 
 
 def _make_writable(path: Path) -> None:
@@ -290,6 +551,7 @@ class LocalStorage(RunStorage):
     def __init__(self, root: Path, *, durable: bool = True) -> None:
         self.root = root
         self.runs_dir = root / "runs"
+        self._runs = os.fspath(self.runs_dir)
         self.staging_dir = root / ".staging"
         self.durable = durable
         self._dirs_ready = False
@@ -298,8 +560,8 @@ class LocalStorage(RunStorage):
         return self.runs_dir / check_run_id(run_id)
 
     def locate(self, run_id: str, name: str | None = None) -> str:
-        path = self.run_path(run_id)
-        return str(path / name) if name else str(path)
+        path = f"{self._runs}/{check_run_id(run_id)}"  # as str(run_path(run_id)), cheaper
+        return str(Path(path) / name) if name else path
 
     @contextlib.contextmanager
     def _staging_lock(self, operation: int) -> Iterator[None]:
@@ -313,19 +575,59 @@ class LocalStorage(RunStorage):
 
     def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
         check_run_id(run_id)
+        self._ensure_dirs()
+        directory = self.staging_dir / f"{run_id}.{secrets.token_hex(4)}"
+        holder = self._locked_dir(directory, 1, batch=False)
+        return _LocalStagedRun(run_id, max_artifact_bytes, holder, directory, "")
+
+    def stage_batch(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
+        """Several runs in one locked staging directory: one lock and one open for them all."""
+        for run_id in run_ids:
+            check_run_id(run_id)
+        if len(set(run_ids)) != len(run_ids):
+            raise InputError("a batch names the same run twice")
+        if not run_ids:
+            return []
+        self._ensure_dirs()
+        # "_" never starts a run id, so a batch never takes a run's staging name.
+        directory = self.staging_dir / f"_batch.{secrets.token_hex(8)}"
+        holder = self._locked_dir(directory, len(run_ids), batch=True)
+        staged: list[StagedRun] = []
+        try:
+            for run_id in run_ids:
+                os.mkdir(run_id, dir_fd=holder.fd)
+                staged.append(
+                    _LocalStagedRun(
+                        run_id, max_artifact_bytes, holder, directory / run_id, run_id + "/"
+                    )
+                )
+        except BaseException:
+            for run in staged:
+                self.discard(run)
+            for _ in range(len(run_ids) - len(staged)):
+                holder.release_member()
+            raise
+        return staged
+
+    def _ensure_dirs(self) -> None:
         if not self._dirs_ready:
             # Once per process, not per run: an mkdir costs as much as a file on some disks.
             self.staging_dir.mkdir(exist_ok=True)
             self.runs_dir.mkdir(exist_ok=True)
             self._dirs_ready = True
-        directory = self.staging_dir / f"{run_id}.{secrets.token_hex(4)}"
+
+    def _locked_dir(self, directory: Path, members: int, *, batch: bool) -> _StagingDir:
         # Between mkdir and flock the new directory looks like a dead writer's debris; doing
         # both under a shared lock that leftovers() takes exclusively closes that window.
         with self._staging_lock(fcntl.LOCK_SH):
             directory.mkdir()
             lock_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        return _LocalStagedRun(run_id, max_artifact_bytes, directory, lock_fd)
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(lock_fd)
+                raise
+        return _StagingDir(directory, lock_fd, members, batch=batch)
 
     def _flush(self, staged: Sequence[_LocalStagedRun]) -> None:
         if not self.durable or not staged:
@@ -334,61 +636,69 @@ class LocalStorage(RunStorage):
             return
         for run in staged:
             for name in [*run.entries, MANIFEST_NAME]:
-                fd = os.open(run.directory / name, os.O_RDONLY | os.O_CLOEXEC)
+                fd = os.open(run.prefix + name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=run.lock_fd)
                 try:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
 
+    def write_manifest(self, staged: StagedRun, manifest: bytes) -> None:
+        """Write a staged run's MANIFEST.json: the last file; `publish_written` comes next."""
+        self._local(staged).write_manifest(manifest)
+
     def publish(self, staged: Sequence[StagedRun], manifests: Sequence[bytes]) -> list[str]:
+        for run, manifest in zip(staged, manifests, strict=True):
+            self.write_manifest(run, manifest)
+        return self.publish_written(staged)
+
+    def publish_written(self, staged: Sequence[StagedRun]) -> list[str]:
+        """Flush and make visible runs whose MANIFEST.json is written (see `publish`)."""
         runs = [self._local(run) for run in staged]
-        for run, manifest in zip(runs, manifests, strict=True):
-            fd = run._open(MANIFEST_NAME)
-            try:
-                _write_all(fd, manifest)
-                os.fchmod(fd, 0o444)
-            finally:
-                os.close(fd)
         self._flush(runs)
         existing: list[str] = []
-        for run in runs:
-            target = self.runs_dir / run.run_id
-            try:
-                if target.exists():
-                    raise FileExistsError(errno.EEXIST, "exists", str(target))
-                os.rename(run.directory, target)
-            except OSError as exc:
-                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
-                existing.append(run.run_id)
-                self.discard(run)
-                continue
-            self._protect(target, run.entries)
-            run.release()
-        if self.durable:
-            fd = os.open(self.runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        runs_fd = os.open(self.runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for run in runs:
+                try:
+                    if run.prefix:  # a run of a batch: relative to the batch's directory
+                        _rename_new(run.lock_fd, run.prefix.rstrip("/"), runs_fd, run.run_id)
+                    else:  # a run staged on its own: its directory
+                        _rename_new(None, os.fspath(run.directory), runs_fd, run.run_id)
+                except OSError as exc:
+                    if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                        raise
+                    existing.append(run.run_id)
+                    self.discard(run)
+                    continue
+                self._protect(runs_fd, run.run_id, run.entries)
+                run.release()
+            if self.durable:
+                os.fsync(runs_fd)
+        finally:
+            os.close(runs_fd)
         return existing
 
     @staticmethod
-    def _protect(target: Path, names: Iterable[str]) -> None:
+    def _protect(runs_fd: int, run_id: str, names: Iterable[str]) -> None:
         subdirs = {str(parent) for name in names if "/" in name for parent in Path(name).parents}
         subdirs.discard(".")
         # Deepest first, so each directory is still writable when its children change mode.
         for sub in sorted(subdirs, key=lambda d: d.count("/"), reverse=True):
-            os.chmod(target / sub, 0o555)
-        os.chmod(target, 0o555)
+            os.chmod(f"{run_id}/{sub}", 0o555, dir_fd=runs_fd)
+        os.chmod(run_id, 0o555, dir_fd=runs_fd)
 
     def protect(self, run_id: str) -> None:
-        target = self.run_path(run_id)
-        self._protect(target, self.list_files(run_id))
+        self.run_path(run_id)  # checks the id
+        runs_fd = os.open(self.runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self._protect(runs_fd, run_id, self.list_files(run_id))
+        finally:
+            os.close(runs_fd)
 
     def discard(self, staged: StagedRun) -> None:
         run = self._local(staged)
-        _remove_tree(run.directory)
+        if not run.released:
+            _remove_tree(run.directory)
         with contextlib.suppress(OSError):
             run.release()
 
@@ -399,7 +709,16 @@ class LocalStorage(RunStorage):
         return staged
 
     def has_run(self, run_id: str) -> bool:
-        return self.run_path(run_id).is_dir()
+        # Without pathlib: an import asks this for every run it checks.
+        try:
+            info = os.stat(f"{self._runs}/{check_run_id(run_id)}")
+        except OSError as exc:  # as Path.is_dir(): only "there is none" means False
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+                raise
+            return False
+        except ValueError:
+            return False
+        return stat.S_ISDIR(info.st_mode)
 
     def run_ids(self) -> Iterator[str]:
         try:

@@ -44,6 +44,7 @@ __all__ = [
     "RunWriter",
     "SealedRun",
     "derive_summary",
+    "derived_values",
     "record_bytes",
 ]
 
@@ -62,8 +63,10 @@ def record_bytes(record: BaseModel) -> bytes:
     return record.model_dump_json(indent=2).encode("utf-8") + b"\n"
 
 
-def derive_summary(metadata: RunMetadata, events: Iterable[ShellEvent] | None) -> RunSummary:
-    """What can be computed about a run from its artifacts alone."""
+def derived_values(
+    metadata: RunMetadata, events: Iterable[ShellEvent] | None
+) -> dict[str, int | float | None]:
+    """The figures `derive_summary` computes: commands_run, commands_denied, duration_s."""
     commands_run = commands_denied = None
     if events is not None:
         listed = list(events)
@@ -72,12 +75,16 @@ def derive_summary(metadata: RunMetadata, events: Iterable[ShellEvent] | None) -
     duration = None
     if metadata.started_at and metadata.ended_at:
         duration = (metadata.ended_at - metadata.started_at).total_seconds()
-    return RunSummary(
-        commands_run=commands_run,
-        commands_denied=commands_denied,
-        duration_s=duration,
-        derived=True,
-    )
+    return {
+        "commands_run": commands_run,
+        "commands_denied": commands_denied,
+        "duration_s": duration,
+    }
+
+
+def derive_summary(metadata: RunMetadata, events: Iterable[ShellEvent] | None) -> RunSummary:
+    """What can be computed about a run from its artifacts alone."""
+    return RunSummary(**derived_values(metadata, events), derived=True)
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,10 @@ class RunWriter:
         """Add an artifact by streaming a file from disk (big attachments, snapshots)."""
         self._check_name(name)
         staged = self._stage()
-        with open(source, "rb") as handle:  # a str path: cheaper in bulk
+        if name != SHELL_AUDIT:
+            staged.copy_file(name, source)
+            return
+        with open(source, "rb") as handle:
             if name == SHELL_AUDIT:
                 too_big = os.fstat(handle.fileno()).st_size > staged.max_artifact_bytes
                 # An oversized log is refused by write_stream below, before it is parsed.
