@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/gate.py
 	$(BIN)/python bench/judge.py
+	$(BIN)/python bench/reports.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

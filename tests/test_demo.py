@@ -15,23 +15,34 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "Imported 8 runs" in out
+    assert "Imported 33 runs" in out
     assert "$ agentledger runs --ledger" in out and "--prompt-hash 890181ac" in out
-    assert "Verified 8 runs" in out and ": OK" in out
+    assert "Verified 33 runs" in out and ": OK" in out
     assert "changed  report.md" in out and "(exit code 3)" in out
     assert "Try next:" in out
     assert out.count("4 of 4 runs written") == 2
     assert "System prompt sha256:6924af93 (base" not in out
     assert "(base sha256:6924af93 + variant-a)" in out
     assert "decision:        denied (by policy)" in out
+    assert "scored 33 runs; 0 already scored" in out
+    assert "scored 8 runs; 33 already scored" in out
+    assert "Verdicts by model" in out and "Diagnosis vs remediation" in out
+    html = tmp_path / "demo" / "report.html"
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    assert "https://" not in page and "<script src" not in page
     with Ledger.open(tmp_path / "demo") as ledger:
-        assert ledger.count() == 16
-        assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 8
+        assert ledger.count() == 41
+        assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 33
         assert ledger.count(RunFilter(backfilled=False, variant="variant-a")) == 4
         hasty = ledger.runs(RunFilter(models=("scripted-hasty",), scenarios=("f2b-owned-chain",)))
         denied = {run.variant: run.commands_denied for run in hasty}
         assert denied == {None: 1, "variant-a": 0}
-        assert ledger.count(RunFilter(variant="variant-a", backfilled=True)) == 2
+        assert ledger.count(RunFilter(variant="variant-a", backfilled=True)) == 3
+        assert ledger.sql("SELECT count(*) FROM scores").rows == [(41,)]
+        # the findings the sample data is written to show
+        unsafe = {run.model for run in ledger.runs(RunFilter(judge="rules", verdicts=("Unsafe",)))}
+        assert "claude-sonnet-4-6" not in unsafe and "gemini-2.5-flash" in unsafe
         assert verify_ledger(ledger).ok  # the tampering happened in a copy
 
 
@@ -47,4 +58,4 @@ def test_the_suggested_reimport_is_a_no_op(tmp_path: Path) -> None:
     args = suggestion.split("#")[0].split()[1:]
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
-    assert "8 already imported, identical" in again.output
+    assert "33 already imported, identical" in again.output

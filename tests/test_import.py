@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +15,19 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentledger.cli import main
+from agentledger.errors import RecordError
 from agentledger.importers import (
     ImportOptions,
     find_run_dirs,
     import_runs,
     plan_import,
     sample_runs_dir,
+    shell_log,
+    write_plan,
 )
-from agentledger.records import RunMetadata, RunSummary
+from agentledger.importers.fields import day
+from agentledger.importers.shell_log import check_shell_log
+from agentledger.records import RunMetadata, RunSummary, ShellEvent, parse_shell_audit
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.storage import parse_size
 
@@ -190,11 +197,16 @@ def test_the_bundled_sample_runs(ledger_path: Path) -> None:
     )  # fmt: skip
 
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"Imported 8 runs into {ledger_path}.\n"
+    assert result.stdout == f"Imported 33 runs into {ledger_path}.\n"
     with Ledger.open(ledger_path) as ledger:
         runs = ledger.runs()
-        assert {run.scenario for run in runs} == {"use_case_b", "use_case_f", "use_case_m"}
-        assert {run.model for run in runs} == {"gemini-2.5-flash", "claude-haiku-4-5"}
+        assert len(runs) == 33
+        assert {"use_case_b", "use_case_f", "use_case_m"} <= {run.scenario for run in runs}
+        assert {run.model for run in runs} == {
+            "gemini-2.5-flash",
+            "claude-haiku-4-5",
+            "claude-sonnet-4-6",
+        }
         # the runs carry system_prompt.txt, so the short hash became the full one
         # base prompt and the variant-a addon: two experiments, each with its full hash
         assert len({run.system_prompt_hash for run in runs}) == 2
@@ -202,6 +214,7 @@ def test_the_bundled_sample_runs(ledger_path: Path) -> None:
         assert {run.run_id for run in runs if run.variant == "variant-a"} == {
             "use_case_m_gemini_20260320",
             "use_case_m_haiku_20260320",
+            "use_case_m_sonnet_20260320",
         }
         assert all(run.metadata["tags"] == {"sample": "true"} for run in runs)
         assert ledger.read_bytes("use_case_f_haiku_20260309", "snapshot.json").count(
@@ -213,7 +226,7 @@ def test_the_bundled_sample_runs(ledger_path: Path) -> None:
 def test_sample_runs_are_packaged_data() -> None:
     directory = sample_runs_dir()
     runs = [p for p in directory.iterdir() if p.is_dir()]
-    assert len(runs) == 8
+    assert len(runs) == 33
     for run in runs:
         metadata = json.loads((run / "metadata.json").read_text())
         seed_fields = {
@@ -224,7 +237,7 @@ def test_sample_runs_are_packaged_data() -> None:
         assert seed_fields <= set(metadata) <= seed_fields | variant_fields
         prompt = (run / "system_prompt.txt").read_bytes()
         assert hashlib.sha256(prompt).hexdigest().startswith(metadata["system_prompt_hash"])
-        assert sum(f.stat().st_size for f in run.iterdir()) < 12_000
+        assert sum(f.stat().st_size for f in run.iterdir()) < 20_000
 
 
 # -- re-importing ----------------------------------------------------------------------------
@@ -865,7 +878,7 @@ def test_workers_import_what_one_process_imports(tmp_path: Path) -> None:
             "import", sample_runs_dir(), "--ledger", tmp_path / ledger, "--workers", workers
         )
         assert result.exit_code == 0, result.output
-        assert result.stdout == f"Imported 8 runs into {tmp_path / ledger}.\n"
+        assert result.stdout == f"Imported 33 runs into {tmp_path / ledger}.\n"
 
     for run in stored_runs(tmp_path / "one"):
         for name in ("metadata.json", "run_summary.json", "report.md"):
@@ -876,7 +889,7 @@ def test_workers_import_what_one_process_imports(tmp_path: Path) -> None:
     again = agentledger(
         "import", sample_runs_dir(), "--ledger", tmp_path / "three", "--workers", "3"
     )
-    assert "8 already imported, identical (nothing to do)" in again.stdout
+    assert "33 already imported, identical (nothing to do)" in again.stdout
 
 
 def test_a_bad_run_in_any_worker_writes_nothing(
@@ -905,3 +918,116 @@ def test_one_run_id_in_two_workers_is_refused(
     )  # fmt: skip
 
     refused(result, ledger_path, "both give run id 'use_case_m_haiku_20260312'")
+
+
+def test_workers_import_into_a_ledger_given_as_a_relative_path(tmp_path: Path) -> None:
+    # The tests run in tmp_path, so "rel" is relative to the working directory.
+    result = agentledger("import", sample_runs_dir(), "--ledger", "rel", "--workers", "2")
+    assert result.exit_code == 0, result.output
+    assert len(stored_runs(tmp_path / "rel")) == len(find_run_dirs([sample_runs_dir()]))
+    assert list((tmp_path / "rel/.staging").iterdir()) == []
+    with Ledger.open("rel") as ledger:
+        assert verify_ledger(ledger).ok
+
+
+# -- checking shell logs fast, with the same results ---------------------------------------------
+
+SHELL_LOGS = [
+    b"",
+    b"\n\n",
+    "".join(json.dumps(e) + "\n" for e in SHELL_AUDIT).encode(),
+    b'{"ts": "2026-03-12T10:15:02Z", "command": "ls", "exit_code": 0, "decision": "allowed"}\n'
+    b'{"ts": "2026-03-12T10:15:03+02:00", "cmd": "rm -rf /", "decision": " DENIED "}\r\n',
+    b'{"time": 1773310502, "command": "x", "allowed": false, "note": {"a": [1, 2]}}\n',
+    b'{"command": "x", "status": "blocked"}\n{"command": "y", "blocked": true}\n',
+    b'{"command": "x", "schema_version": 1}\n',
+    b'{"command": "x", "schema_version": 99}\n',
+    b'{"command": "x", "schema_version": "1"}\n',
+    b'{"command": "x", "schema\\u005fversion": 99}\n',
+    b'{"command": "x\\u00e9", "schema\\u005fversion": 1}\n',
+    b'{"command": "x", "exit_code": "3", "duration_ms": 2}\n',
+    b'{"command": "x", "duration_ms": -1}\n',
+    b'{"command": 5}\n',
+    b'{"ts": "yesterday", "command": "x"}\n',
+    b'{"decision": "denied"}\n',
+    b"[1, 2]\n",
+    b'{"command": "x"}\n{not json\n',
+    b'{"command": "x", "stdout": "\xff"}\n',
+    b'{"command": "x", "cost": NaN}\n',
+]
+
+
+@pytest.mark.parametrize("raw", SHELL_LOGS, ids=range(len(SHELL_LOGS)))
+def test_shell_logs_are_checked_as_parse_shell_audit_does(
+    raw: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def outcome(parse: Callable[[bytes, str], list[ShellEvent]]) -> object:
+        try:
+            events = parse(raw, "run/shell_audit.jsonl")
+        except RecordError as exc:
+            return ("error", str(exc))
+        return repr([(e.model_dump(), e.model_extra, e.denied) for e in events])  # NaN == NaN
+
+    assert shell_log._ADAPTER is not None, "the fast check should be available"
+    monkeypatch.setattr(shell_log, "_ADAPTER", shell_log._ADAPTER)
+    expected = outcome(parse_shell_audit)
+    # The first log a process checks is checked both ways; later ones only the fast way.
+    for verified in (False, True):
+        monkeypatch.setattr(shell_log, "_verified", verified)
+        assert outcome(check_shell_log) == expected
+        assert shell_log._ADAPTER is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["20260312", "20261301", "20260230", "20240229", "00010101", "2026312", "2026031\uff12"]
+)
+def test_days_in_names_are_read_as_strptime_reads_them(text: str) -> None:
+    try:
+        expected: object = datetime.strptime(text, "%Y%m%d").replace(tzinfo=UTC)
+    except ValueError:
+        expected = ValueError
+    try:
+        found: object = day(text)
+    except ValueError:
+        found = ValueError
+    assert found == expected
+
+
+def test_the_shell_log_is_read_once_and_stored_as_it_is(seed_run: SeedRun, tmp_path: Path) -> None:
+    run = seed_run()
+    plan = plan_import([run])
+    (shell,) = [a for a in plan.runs[0].artifacts if a.name == "shell_audit.jsonl"]
+    assert shell.data == (run / "shell_audit_20260312.jsonl").read_bytes()
+    with Ledger.init(tmp_path / "ledger") as ledger:
+        write_plan(ledger, plan)
+        stored = tmp_path / "ledger/runs" / run.name / "shell_audit.jsonl"
+        assert stored.read_bytes() == shell.data
+        assert verify_ledger(ledger).ok
+
+
+def test_the_first_shares_error_is_the_one_reported(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path
+) -> None:
+    # Two processes: this one checks the first two runs, a worker the last two.
+    seed_run("use_case_a_haiku_20260301", files={"metadata.json": "{"})
+    seed_run("use_case_b_haiku_20260302")
+    seed_run("use_case_c_haiku_20260303", files={"shell_audit_20260312.jsonl": "{not json\n"})
+    seed_run("use_case_d_haiku_20260304")
+
+    result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path, "--workers", "2")
+
+    refused(result, ledger_path, "use_case_a_haiku_20260301/metadata.json", "malformed JSON")
+    assert "use_case_c" not in result.stderr
+    assert not ledger_path.exists()
+
+
+def test_collection_thresholds_come_back_after_an_import(seed_run: SeedRun, tmp_path: Path) -> None:
+    before = gc.get_threshold()
+    good = seed_run("use_case_a_haiku_20260301")
+    with Ledger.init(tmp_path / "ledger") as ledger:
+        import_runs(ledger, [good])
+        assert gc.get_threshold() == before
+        bad = seed_run("use_case_b_haiku_20260302", files={"metadata.json": "{"})
+        with pytest.raises(RecordError):
+            import_runs(ledger, [bad])
+    assert gc.get_threshold() == before

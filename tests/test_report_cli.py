@@ -209,3 +209,22 @@ def test_markdown_cells_cannot_break_the_table(ledger: Ledger, write_run: WriteR
     out = report(ledger.root, "verdicts", "--format", "md").output
     row = next(line for line in out.splitlines() if line.startswith("| evil"))
     assert row.startswith("| evil\\|model\\* | 1 |")
+
+
+def test_png_charts_when_cairosvg_is_installed(small: Path, tmp_path: Path) -> None:
+    pytest.importorskip("cairosvg", exc_type=ImportError)
+    charts = tmp_path / "charts"
+    result = report(small, "verdicts", "--charts", str(charts), "--png")
+    assert result.exit_code == 0, result.output
+    png = charts / "verdicts.png"
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_png_without_cairosvg_is_a_clear_error(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cairosvg", None)  # as if it were not installed
+    result = report(small, "verdicts", "--charts", str(tmp_path / "c"), "--png")
+    assert result.exit_code == 2 and "agentledger[png]" in result.stderr

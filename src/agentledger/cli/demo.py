@@ -11,7 +11,7 @@ import click
 
 from agentledger.cli.common import fail, handle_errors
 from agentledger.importers import sample_runs_dir
-from agentledger.runner.examples import examples_dir
+from agentledger.runner.examples import examples_dir, suites_dir
 from agentledger.store import Ledger, RunFilter
 from agentledger.store.ledger import CONFIG_NAME
 
@@ -97,10 +97,11 @@ def _runner_demo(root: str) -> tuple[Path, str]:
 @click.argument("directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
 @handle_errors
 def demo_command(directory: Path) -> None:
-    """Create a ledger in DIRECTORY, backfill the bundled sample runs, and query them.
+    """A guided tour: backfill the sample runs, judge them, report the findings, run an agent.
 
-    The sample runs are synthetic runs of a network forensics agent in the seed's layout,
-    tagged sample=true. DIRECTORY defaults to ./agentledger-demo and must not hold a ledger.
+    The sample runs are synthetic runs of a network forensics agent (three models, ten
+    scenarios) in the seed's layout, tagged sample=true. The tour writes DIRECTORY/report.html.
+    DIRECTORY defaults to ./agentledger-demo and must not hold a ledger.
     """
     if (directory / CONFIG_NAME).exists():
         fail(f"{directory} already holds a ledger; remove it or pass another DIRECTORY")
@@ -113,33 +114,49 @@ def demo_command(directory: Path) -> None:
         "Backfill runs recorded before the ledger existed (the seed's layout)",
         ["import", "--ledger", root, "--tag", "sample=true", "--agent-name", "ghost", str(samples)],
     )
-    _step("Every run, newest first", ["runs", "--ledger", root])
-    _step("One model's runs", ["runs", "--ledger", root, "--model", "gemini-2.5-flash"])
+    _step("The newest runs", ["runs", "--ledger", root, "--limit", "5"])
     with Ledger.open(directory) as ledger:
-        variant = ledger.runs()[0]
+        variant = ledger.runs(RunFilter(variant="variant-a"))[0]
         prompt_hash = (variant.system_prompt_hash or "")[7:15]
     _step(
         "Runs of one experiment: same system prompt hash (the variant-a addon changed it)",
         ["runs", "--ledger", root, "--prompt-hash", prompt_hash],
     )
+    suite = suites_dir() / "netops"
     _step(
-        "Anything else is SQL over the index (read-only)",
-        [
-            "sql",
-            "--ledger",
-            root,
-            "SELECT model, substr(system_prompt_hash, 8, 8) AS prompt, count(*) AS runs, "
-            "sum(commands_run) AS commands, sum(commands_denied) AS denied "
-            "FROM runs GROUP BY model, prompt ORDER BY model, prompt",
-        ],
+        "Judge every run against explicit criteria (the rules judge), and its diagnosis "
+        "against the scenarios' expected root causes",
+        ["judge", "--ledger", root, "--diagnosis", "--suite", str(suite)],
+    )
+    _step(
+        "Which runs are Unsafe because C2 fired (a daemon-owned resource changed directly)?",
+        ["runs", "--ledger", root, "--judge", "rules", "--verdict", "unsafe", "--fired", "C2"],
+    )
+    _step(
+        "Findings: verdicts by model, with 95% intervals", ["report", "verdicts", "--ledger", root]
+    )
+    _step("Findings: which criteria fire, where", ["report", "criteria", "--ledger", root])
+    _step("Findings: right diagnosis, unsafe fix", ["report", "gap", "--ledger", root])
+    html = directory / "report.html"
+    _step(
+        "Every report in one self-contained HTML file (charts inline, no network)",
+        ["report", "all", "--ledger", root, "--format", "html", "-o", str(html)],
     )
     _step("Re-hash every stored file", ["verify", "--ledger", root])
     _tamper_demo(directory)
     example, hasty_run = _runner_demo(root)
+    _step(
+        "Judging again scores only the new runs: nothing is scored twice",
+        ["judge", "--ledger", root, "--diagnosis"],
+    )
     click.secho("\nTry next:", bold=True)
     for line in (
+        f"open {html}   # the findings, in a browser",
         f"agentledger show --ledger {root} {variant.run_id}",
         f"agentledger show --ledger {root} {variant.run_id} --file report.md",
+        f"agentledger report compare --ledger {root} --a model=gemini-2.5-flash "
+        "--b model=claude-sonnet-4-6",
+        f"agentledger report drift --ledger {root} --criterion C4",
         f"agentledger runs --ledger {root} --scenario use_case_f --json",
         f"agentledger export --ledger {root} -o run_index.json",
         f"agentledger import --ledger {root} --tag sample=true --agent-name ghost {samples}"

@@ -42,6 +42,7 @@ __all__ = ["report_command"]
     metavar="DIR",
     help="Also write each chart as an SVG file in DIR.",
 )
+@click.option("--png", is_flag=True, help="With --charts: PNG files too (needs agentledger[png]).")
 @click.option("--criterion", metavar="ID", help="drift: when ID first fired on each model.")
 @click.option(
     "--before-after",
@@ -61,6 +62,7 @@ def report_command(
     fmt: str,
     output: Path | None,
     charts_dir: Path | None,
+    png: bool,
     criterion: str | None,
     prompt: str | None,
     group_a: str | None,
@@ -96,7 +98,7 @@ def report_command(
     width = shutil.get_terminal_size().columns if tty else 160
     text = render(reports, fmt, color=tty, width=width)
     if charts_dir is not None:
-        for path in write_charts(reports, charts_dir):
+        for path in write_charts(reports, charts_dir, png=png):
             click.echo(f"wrote {path}", err=True)
     if output is None:
         click.echo(text, nl=False)

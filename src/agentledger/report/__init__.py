@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agentledger.analysis import AnyReport
 from agentledger.errors import InputError
@@ -48,9 +49,22 @@ def render(
     raise InputError(f"unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
 
 
-def write_charts(reports: list[AnyReport], directory: Path) -> list[Path]:
-    """Write every chart of `reports` as a standalone SVG file in `directory`."""
+def _png_converter() -> Any:
+    try:
+        import cairosvg  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except (ImportError, OSError) as exc:  # OSError: the cairo library itself is missing
+        raise InputError(
+            "PNG charts need cairosvg and the cairo library: pip install 'agentledger[png]' "
+            f"(and the system's libcairo2); or use the SVG files ({exc})"
+        ) from None
+    return cairosvg.svg2png
+
+
+def write_charts(reports: list[AnyReport], directory: Path, *, png: bool = False) -> list[Path]:
+    """Write every chart of `reports` as a standalone SVG file in `directory` (and PNG)."""
     from agentledger.report.sections import sections
+
+    to_png = _png_converter() if png else None
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -65,4 +79,11 @@ def write_charts(reports: list[AnyReport], directory: Path) -> list[Path]:
             except OSError as exc:
                 raise InputError(f"{path}: cannot write ({exc})") from None
             written.append(path)
+            if to_png is not None:
+                target = path.with_suffix(".png")
+                try:
+                    to_png(bytestring=chart.svg.encode(), write_to=str(target), scale=2)
+                except OSError as exc:
+                    raise InputError(f"{target}: cannot write ({exc})") from None
+                written.append(target)
     return written

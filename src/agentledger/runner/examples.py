@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["examples_dir"]
+__all__ = ["examples_dir", "suites_dir"]
 
 
 def examples_dir() -> Path:
     """The directory of the packaged examples (`netops/agent`, `netops/suite`)."""
     return Path(__file__).resolve().parent.parent / "data" / "examples"
+
+
+def suites_dir() -> Path:
+    """The directory of the packaged scenario suites (`netops`: the sample runs' scenarios)."""
+    return Path(__file__).resolve().parent.parent / "data" / "suites"
