@@ -21,8 +21,7 @@ from agentledger.analysis.stats import TestResult, fisher_test, mcnemar_test
 from agentledger.analysis.verdicts import VerdictCounts, count_verdicts
 from agentledger.errors import InputError
 from agentledger.identity import normalize_hash_prefix
-from agentledger.store.index import RunFilter, RunIndex
-from agentledger.store.index import _where as where_clause
+from agentledger.store.index import RunFilter, RunIndex, where_clause
 
 __all__ = ["CompareReport", "Pair", "compare_report", "parse_group"]
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentledger.errors import InputError
-from agentledger.store.index import RunFilter, RunIndex, format_time
-from agentledger.store.index import _where as where_clause
+from agentledger.store.index import RunFilter, RunIndex, format_time, where_clause
 
 __all__ = ["JudgeChoice", "ReportHead", "Selection", "describe_filter", "short_hash"]
 

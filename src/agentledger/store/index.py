@@ -36,6 +36,7 @@ __all__ = [
     "SQLiteIndex",
     "ScoreRow",
     "format_time",
+    "where_clause",
 ]
 
 
@@ -257,7 +258,8 @@ def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def _where(run_filter: RunFilter) -> tuple[str, list[Any]]:
+def where_clause(run_filter: RunFilter) -> tuple[str, list[Any]]:
+    """The SQL WHERE clause (over `runs`) and its parameters for `run_filter`."""
     clauses: list[str] = []
     params: list[Any] = []
 
@@ -529,7 +531,7 @@ class SQLiteIndex(RunIndex):
         )
 
     def query(self, run_filter: RunFilter) -> list[IndexedRun]:
-        where, params = _where(run_filter)
+        where, params = where_clause(run_filter)
         sql = (
             f"SELECT {_COLUMNS} FROM runs{where} "
             "ORDER BY started_at IS NULL, started_at DESC, run_id"
@@ -540,7 +542,7 @@ class SQLiteIndex(RunIndex):
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 
     def count(self, run_filter: RunFilter | None = None) -> int:
-        where, params = _where(run_filter or RunFilter())
+        where, params = where_clause(run_filter or RunFilter())
         row = self.db.execute(f"SELECT count(*) FROM runs{where}", params).fetchone()
         return int(row[0])
 
