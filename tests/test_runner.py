@@ -600,3 +600,16 @@ def test_a_policy_that_does_not_parse_is_refused_before_any_run(
     code, _, err = invoke("run", str(suite), "--agent", str(agent), "--ledger", "l")
     assert code == 2 and "policy.yaml" in err and "mode" in err
     assert not Path("l").exists()
+
+
+def test_unusable_tags_are_refused_before_any_run(tmp_path: Path, suite: Path) -> None:
+    agent = agent_file(tmp_path / "agent", WRITES_REPORT)
+    code, _, err = invoke(
+        "run", str(suite), "--agent", str(agent), "--ledger", "l", "--tag", "team=net\x07ops"
+    )
+    assert code == 2 and "--tag" in err and "control characters" in err
+    where = scenario(tmp_path / "other", "tagged", "tags: {'a=b': x}\n")
+    with pytest.raises(RecordError) as caught:
+        load_suite(where)
+    assert caught.value.field == "tags"
+    assert not Path("l").exists()

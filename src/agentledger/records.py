@@ -37,6 +37,7 @@ __all__ = [
     "RunMetadata",
     "RunSummary",
     "ShellEvent",
+    "check_tags",
     "json_schema",
     "parse_record",
     "parse_record_data",
@@ -54,6 +55,17 @@ R = TypeVar("R", bound="Record")
 def _no_control(value: str | None) -> str | None:
     if value is not None and _CONTROL.search(value):
         raise ValueError("must not contain control characters (newlines, tabs, escapes)")
+    return value
+
+
+def check_tags(value: dict[str, str]) -> dict[str, str]:
+    """`value` if every tag is usable (a ValueError naming the bad one otherwise)."""
+    for key, tag in value.items():
+        if not key or "=" in key or _CONTROL.search(key) or _CONTROL.search(tag):
+            raise ValueError(
+                f"tag {key!r}: keys must be non-empty without '=', "
+                "and neither keys nor values may hold control characters"
+            )
     return value
 
 
@@ -189,16 +201,7 @@ class RunMetadata(Record):
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC) if value is not None else None
 
-    @field_validator("tags")
-    @classmethod
-    def _tag_keys(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, tag in value.items():
-            if not key or "=" in key or _CONTROL.search(key) or _CONTROL.search(tag):
-                raise ValueError(
-                    f"tag {key!r}: keys must be non-empty without '=', "
-                    "and neither keys nor values may hold control characters"
-                )
-        return value
+    _tags = field_validator("tags")(check_tags)
 
     @model_validator(mode="after")
     def _recorded_runs_are_complete(self) -> RunMetadata:

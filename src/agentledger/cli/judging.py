@@ -135,17 +135,14 @@ def judge_command(
     )
     if report.scored:
         click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS))
-        fired: dict[str, int] = {}
-        for score in report.scored:
-            for criterion in score.fired():
-                fired[criterion] = fired.get(criterion, 0) + 1
+        fired = report.fired()
         if fired:
             click.echo("  fired: " + ", ".join(f"{c} {n}" for c, n in sorted(fired.items())))
         if diagnosis:
-            correct = [s.diagnosis.correct for s in report.scored if s.diagnosis]
+            found = report.diagnoses()
             click.echo(
-                f"  diagnosis: {correct.count(True)} correct, {correct.count(False)} incorrect, "
-                f"{correct.count(None)} cannot tell"
+                f"  diagnosis: {found[True]} correct, {found[False]} incorrect, "
+                f"{found[None]} cannot tell"
             )
     if counts.get("skipped"):
         click.echo(f"  {counts['skipped']} left for human review: agentledger review")
@@ -161,20 +158,24 @@ def judge_command(
 @handle_errors
 def review_command(ledger_path: Path | None, as_json: bool) -> None:
     """The human review queue: runs a judge would not score (self-judging refused)."""
+    from agentledger.judges.scores import review_queue
+
     with open_ledger(ledger_path) as ledger:
-        result = ledger.sql(
-            "SELECT s.run_id, r.model, s.judge_id, s.model AS judge_model, s.skipped_reason "
-            "FROM scores s JOIN runs r ON r.run_id = s.run_id "
-            "WHERE s.verdict = 'skipped' ORDER BY r.started_at DESC, s.run_id"
-        )
+        queue = review_queue(ledger)
     if as_json:
-        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        rows = [item.model_dump(mode="json") for item in queue]
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    if not result.rows:
+    if not queue:
         click.echo("Nothing waits for human review.")
         return
-    print_rows(["RUN_ID", "MODEL", "JUDGE", "JUDGE_MODEL", "WHY"], result.rows)
+    print_rows(
+        ["RUN_ID", "MODEL", "JUDGE", "JUDGE_MODEL", "WHY"],
+        [
+            (item.run_id, item.model, item.judge_id, item.judge_model, item.skipped_reason)
+            for item in queue
+        ],
+    )
 
 
 @click.group("criteria")

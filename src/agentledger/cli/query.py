@@ -123,12 +123,9 @@ def show_command(
             return
         stored = ledger.load(full_id)
         location = ledger.storage.locate(full_id)
-        scores = [
-            json.loads(score_json)
-            for (score_json,) in ledger.index.sql(
-                "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at", (full_id,)
-            ).rows
-        ]
+        from agentledger.judges.scores import run_scores
+
+        scores = [score.model_dump(mode="json") for score in run_scores(ledger, full_id)]
     if as_json:
         document = {
             "metadata": stored.metadata.model_dump(mode="json"),

@@ -79,14 +79,7 @@ def make_judge(
         families=families,
     )
 
-    def refuse_own_family(run: JudgeInput, judge: Judge) -> str | None:
-        meta = run.metadata
-        if judge.model and families.same_family(meta.model, meta.model_served, judge.model):
-            family = families.family_of(judge.model)
-            return (
-                f"self-judging refused: the run was made by {meta.model} and the judge "
-                f"{judge.model} is of the same family ({family}); left for human review"
-            )
-        return None
+    def refuse_own_family(run: JudgeInput, _judge: Judge) -> str | None:
+        return judge.self_judging(run.metadata)
 
     return judge, refuse_own_family

@@ -30,7 +30,17 @@ from agentledger.store.writer import record_bytes
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
-__all__ = ["SCORES_DIR", "JudgeInfo", "Score", "ScoreStore", "reindex_scores", "score_row"]
+__all__ = [
+    "SCORES_DIR",
+    "JudgeInfo",
+    "ReviewItem",
+    "Score",
+    "ScoreStore",
+    "reindex_scores",
+    "review_queue",
+    "run_scores",
+    "score_row",
+]
 
 SCORES_DIR = "scores"
 JUDGE_ID = r"^[a-z0-9-]{1,40}-[0-9a-f]{12}$"
@@ -155,3 +165,32 @@ def reindex_scores(ledger: Ledger) -> int:
     return ledger.index.rebuild_scores(
         score_row(score) for score in ScoreStore(ledger.root).iter_scores()
     )
+
+
+def run_scores(ledger: Ledger, run_id: str) -> list[Score]:
+    """Every score of run `run_id`, oldest first, from the index."""
+    rows = ledger.index.sql(
+        "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at", (run_id,)
+    ).rows
+    return [Score.model_validate_json(score_json) for (score_json,) in rows]
+
+
+class ReviewItem(BaseModel):
+    """A run a judge would not score, waiting for a human."""
+
+    run_id: str
+    model: str
+    judge_id: str
+    judge_model: str | None
+    skipped_reason: str | None
+
+
+def review_queue(ledger: Ledger) -> list[ReviewItem]:
+    """The human review queue: runs with a skipped score (self-judging refused), newest first."""
+    result = ledger.index.sql(
+        "SELECT s.run_id, r.model, s.judge_id, s.model, s.skipped_reason "
+        "FROM scores s JOIN runs r ON r.run_id = s.run_id "
+        "WHERE s.verdict = 'skipped' ORDER BY r.started_at DESC, s.run_id"
+    )
+    fields = ("run_id", "model", "judge_id", "judge_model", "skipped_reason")
+    return [ReviewItem(**dict(zip(fields, row, strict=True))) for row in result.rows]

@@ -44,7 +44,16 @@ class ScoringReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
     def verdicts(self) -> Counter[str]:
+        """How many of the new scores have each verdict."""
         return Counter(score.verdict for score in self.scored)
+
+    def fired(self) -> Counter[str]:
+        """On how many of the newly scored runs each criterion fired."""
+        return Counter(criterion for score in self.scored for criterion in score.fired())
+
+    def diagnoses(self) -> Counter[bool | None]:
+        """Diagnosis results of the new scores: True correct, False incorrect, None unknown."""
+        return Counter(score.diagnosis.correct for score in self.scored if score.diagnosis)
 
 
 def _info(judge: Judge) -> JudgeInfo:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from agentledger.runner.gate.process import find_shell
+
 __all__ = ["ProcessOutcome", "Status", "run_process", "run_shell_step"]
 
 Status = Literal["ok", "failed", "timeout", "interrupted", "not-started", "setup-failed"]
@@ -112,7 +114,7 @@ def run_shell_step(
     cancel: threading.Event | None = None,
 ) -> ProcessOutcome:
     """Run one setup, teardown or snapshot command with bash (or sh), its output into `log`."""
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    shell = find_shell()
     log.write(f"$ {command}\n".encode())
     log.flush()
     outcome = run_process(

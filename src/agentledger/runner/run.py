@@ -24,9 +24,17 @@ from agentledger.identity import (
     effective_prompt,
     make_run_id,
 )
-from agentledger.records import AgentInfo, PromptAddon, RunMetadata, parse_shell_audit, utc_now
+from agentledger.records import (
+    AgentInfo,
+    PromptAddon,
+    RunMetadata,
+    check_tags,
+    parse_shell_audit,
+    utc_now,
+)
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
+from agentledger.runner.gate.process import find_shell
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
 from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
 from agentledger.runner.workspace import RunWorkspace
@@ -172,16 +180,10 @@ def prepare_suite(
     for model in models:
         if not model.strip() or any(ord(c) < 32 for c in model):
             raise InputError(f"--model {model!r}: not a model name")
-    RunMetadata.model_validate(
-        {
-            "run_id": "check_x_20000101T000000Z_000000",
-            "scenario": "x",
-            "model": "x",
-            "system_prompt_hash": "sha256:" + "0" * 64,
-            "started_at": utc_now(),
-            "tags": options.tags,
-        }
-    )
+    try:
+        check_tags(options.tags)
+    except ValueError as exc:
+        raise InputError(f"--tag: {exc}") from None
     if agent.spec.policy:
         from agentledger.runner.gate import load_policy
 
@@ -241,7 +243,7 @@ def _take_snapshot(
     with target.open("wb") as out, (work.logs_dir / "environment.log").open("ab") as log:
         log.write(f"$ {spec.command}  # snapshot\n".encode())
         outcome = run_process(
-            ["/bin/sh", "-c", spec.command or ""],
+            [find_shell(), "-c", spec.command or ""],
             cwd=scenario.directory,
             env=env,
             timeout=spec.timeout,

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentledger.errors import InputError, RecordError
-from agentledger.records import Record
+from agentledger.records import Record, check_tags
 from agentledger.specfiles import load_yaml_record, read_text_file
 
 __all__ = [
@@ -143,6 +143,8 @@ class Scenario(Record):
         if isinstance(value, dict):
             return {str(key): str(tag) for key, tag in value.items()}
         return value
+
+    _usable_tags = field_validator("tags")(check_tags)
 
     @field_validator("mandatory_checks", mode="before")
     @classmethod

@@ -99,7 +99,7 @@ def _value(node: Node, raw: str) -> str | None:
         if any(child.type != "string_content" for child in node.named_children):
             return None
         body = raw[1:-1] if kind == "string" else raw[2:-1]
-        return _unescape_double(body) if "\\" in body else body
+        return _unescape(body, _DOUBLE_QUOTED_ESCAPES) if "\\" in body else body
     if kind == "ansi_c_string":
         return _ansi_c(raw[2:-1])
     if kind == "concatenation":
@@ -113,12 +113,14 @@ def _value(node: Node, raw: str) -> str | None:
     return None
 
 
-def _unescape(text: str) -> str:
+def _unescape(text: str, escapable: str | None = None) -> str:
+    """Drop the backslashes of `text`: before any character (unquoted words), or only before
+    those in `escapable` (double quotes). A backslash-newline is a line continuation."""
     out = []
     index, end = 0, len(text)
     while index < end:
         char = text[index]
-        if char == "\\" and index + 1 < end:
+        if char == "\\" and index + 1 < end and (escapable is None or text[index + 1] in escapable):
             if text[index + 1] != "\n":
                 out.append(text[index + 1])
             index += 2
@@ -128,19 +130,7 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def _unescape_double(text: str) -> str:
-    out = []
-    index, end = 0, len(text)
-    while index < end:
-        char = text[index]
-        if char == "\\" and index + 1 < end and text[index + 1] in '$`"\\\n':
-            if text[index + 1] != "\n":
-                out.append(text[index + 1])
-            index += 2
-        else:
-            out.append(char)
-            index += 1
-    return "".join(out)
+_DOUBLE_QUOTED_ESCAPES = '$`"\\\n'
 
 
 def _ansi_c(text: str) -> str:
