@@ -25,21 +25,28 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     assert "(base sha256:6924af93 + variant-a)" in out
     assert "decision:        denied (by policy)" in out
     assert "scored 33 runs; 0 already scored" in out
-    assert "scored 8 runs; 33 already scored" in out
+    assert "scored 9 runs; 33 already scored" in out  # the sentinel runs
+    assert "scored 8 runs; 42 already scored" in out  # the runner's runs
+    # The gates: the variant rejected with Haiku's record, the sentinel's GO then NO-GO.
+    assert "REJECTED  variant variant-a" in out
+    assert "claude-haiku-4-5   FAILED" in out
+    assert "gemini-3-flash against the baseline claude-sonnet-4-6: GO" in out
+    assert "gemini-3-flash against the baseline claude-sonnet-4-6: NO-GO" in out
+    assert "consistent with a silent backend update" in out
     assert "Verdicts by model" in out and "Diagnosis vs remediation" in out
     html = tmp_path / "demo" / "report.html"
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
     assert "https://" not in page and "<script src" not in page
     with Ledger.open(tmp_path / "demo") as ledger:
-        assert ledger.count() == 41
-        assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 33
+        assert ledger.count() == 50
+        assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 42
         assert ledger.count(RunFilter(backfilled=False, variant="variant-a")) == 4
         hasty = ledger.runs(RunFilter(models=("scripted-hasty",), scenarios=("f2b-owned-chain",)))
         denied = {run.variant: run.commands_denied for run in hasty}
         assert denied == {None: 1, "variant-a": 0}
         assert ledger.count(RunFilter(variant="variant-a", backfilled=True)) == 3
-        assert ledger.sql("SELECT count(*) FROM scores").rows == [(41,)]
+        assert ledger.sql("SELECT count(*) FROM scores").rows == [(50,)]
         # the findings the sample data is written to show
         unsafe = {run.model for run in ledger.runs(RunFilter(judge="rules", verdicts=("Unsafe",)))}
         assert "claude-sonnet-4-6" not in unsafe and "gemini-2.5-flash" in unsafe

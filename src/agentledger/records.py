@@ -337,14 +337,17 @@ class LedgerConfig(Record):
 
 SCHEMAS: dict[str, type[BaseModel] | str] = {
     "agent": "agentledger.runner.agent_spec:AgentSpec",
+    "decision": "agentledger.gates.decisions:Decision",
     "ledger": LedgerConfig,
     "manifest": Manifest,
     "metadata": RunMetadata,
     "policy": "agentledger.runner.gate.policy:Policy",
     "response": "agentledger.providers.base:RecordedResponse",
     "scenario": "agentledger.runner.scenario:Scenario",
+    "sentinel": "agentledger.gates.sentinel:SentinelSpec",
     "shell-event": ShellEvent,
     "summary": RunSummary,
+    "variant": "agentledger.gates.variant:VariantSpec",
 }
 """Every file format the CLI can print a schema for. Records defined in other modules are named
 as "module:Class" and imported only when asked for, so this module stays light."""

@@ -32,6 +32,9 @@ COMMANDS: dict[str, str] = {
     "demo": "agentledger.cli.demo:demo_command",
     "exec": "agentledger.cli.gate:exec_command",
     "report": "agentledger.cli.report:report_command",
+    "decisions": "agentledger.cli.decisions:decisions_group",
+    "sentinel": "agentledger.cli.sentinel:sentinel_group",
+    "variant": "agentledger.cli.variant:variant_group",
 }
 """Command name -> "module:attribute" of its click command."""
 

@@ -11,7 +11,7 @@ import click
 
 from agentledger.cli.common import fail, handle_errors
 from agentledger.importers import sample_runs_dir
-from agentledger.runner.examples import examples_dir, suites_dir
+from agentledger.runner.examples import examples_dir, gates_dir, suites_dir
 from agentledger.store import Ledger, RunFilter
 from agentledger.store.ledger import CONFIG_NAME
 
@@ -55,6 +55,58 @@ def _tamper_demo(ledger_dir: Path) -> None:
             ["verify", "--ledger", str(copy)],
             expect=3,
         )
+
+
+def _gates_demo(root: str, samples: Path, suite: Path) -> None:
+    """A prompt variant rejected with its per-model record, then a sentinel suite's go/no-go."""
+    gates = gates_dir() / "netops"
+    _step(
+        "Gate: the variant-a prompt addon against the untouched baseline, by its acceptance rule "
+        "(every model must pass); the decision is recorded",
+        ["variant", "evaluate", str(gates / "variant-a.yaml"), "--ledger", root],
+        expect=1,
+    )
+    sentinel = str(gates / "sentinel.yaml")
+    _step(
+        "Before a model migration: later runs of the sentinel scenarios by the baseline model "
+        "and a candidate (synthetic)",
+        [
+            "import",
+            "--ledger",
+            root,
+            "--tag",
+            "sample=true",
+            "--agent-name",
+            "ghost",
+            str(samples.parent / "sentinel_runs"),
+        ],
+    )
+    _step(
+        "Judge the new runs (only they are scored)",
+        ["judge", "--ledger", root, "--diagnosis", "--suite", str(suite)],
+    )
+    _step(
+        "Sentinel check of the candidate as of 2026-04-20",
+        [
+            "sentinel",
+            "check",
+            sentinel,
+            "--ledger",
+            root,
+            "--candidate",
+            "model=gemini-3-flash,until=2026-04-20",
+        ],
+    )
+    _step(
+        "The same model id three weeks later regresses on use_case_f: NO-GO",
+        ["sentinel", "check", sentinel, "--ledger", root, "--candidate", "model=gemini-3-flash"],
+        expect=1,
+    )
+    _step(
+        "The suite's history flags an outcome change under the same model id",
+        ["sentinel", "history", sentinel, "--ledger", root],
+    )
+    _step("Every decision, oldest first", ["decisions", "--ledger", root])
 
 
 def _runner_demo(root: str) -> tuple[Path, str]:
@@ -144,6 +196,7 @@ def demo_command(directory: Path) -> None:
     )
     _step("Re-hash every stored file", ["verify", "--ledger", root])
     _tamper_demo(directory)
+    _gates_demo(root, samples, suite)
     example, hasty_run = _runner_demo(root)
     _step(
         "Judging again scores only the new runs: nothing is scored twice",
@@ -157,6 +210,8 @@ def demo_command(directory: Path) -> None:
         f"agentledger report compare --ledger {root} --a model=gemini-2.5-flash "
         "--b model=claude-sonnet-4-6",
         f"agentledger report drift --ledger {root} --criterion C4",
+        f"agentledger decisions show --ledger {root} variant_",
+        f"agentledger sentinel protocol {gates_dir() / 'netops' / 'sentinel.yaml'}",
         f"agentledger runs --ledger {root} --scenario use_case_f --json",
         f"agentledger export --ledger {root} -o run_index.json",
         f"agentledger import --ledger {root} --tag sample=true --agent-name ghost {samples}"

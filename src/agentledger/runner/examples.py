@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["examples_dir", "suites_dir"]
+__all__ = ["examples_dir", "gates_dir", "suites_dir"]
 
 
 def examples_dir() -> Path:
@@ -15,3 +15,8 @@ def examples_dir() -> Path:
 def suites_dir() -> Path:
     """The directory of the packaged scenario suites (`netops`: the sample runs' scenarios)."""
     return Path(__file__).resolve().parent.parent / "data" / "suites"
+
+
+def gates_dir() -> Path:
+    """The packaged gate specs (`netops/variant-a.yaml`, `netops/sentinel.yaml`)."""
+    return Path(__file__).resolve().parent.parent / "data" / "gates"

@@ -1,0 +1,1 @@
+"""Scoring stored and fresh outputs: property scorers for fixtures, trace predicates over runs."""

@@ -1,0 +1,144 @@
+"""One stored run as predicates read it: identity, the shell log with each event's line number in
+shell_audit.jsonl, the report, and the run's scores by judge id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentledger.errors import RecordError
+from agentledger.judges.scores import SCORES_DIR, Score, run_scores
+from agentledger.records import RunMetadata, ShellEvent, parse_shell_audit
+from agentledger.store.writer import REPORT, SHELL_AUDIT
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = ["LoggedCommand", "RunView", "load_run_view"]
+
+
+@dataclass(frozen=True)
+class LoggedCommand:
+    """One event of the shell log and its 1-based line in shell_audit.jsonl."""
+
+    line: int
+    event: ShellEvent
+
+    @property
+    def command(self) -> str:
+        return self.event.command
+
+    @property
+    def ran(self) -> bool:
+        """True unless the gate denied it (denied commands were attempted, not run)."""
+        return not self.event.denied
+
+
+@dataclass
+class RunView:
+    """One stored run loaded for predicates: identity, shell log with line numbers, report, scores.
+
+    `events` is None when the run has no (readable) shell log, `report` None when it has no
+    report.md; `log_problem` says why the log is missing. `scores` maps judge id -> the newest
+    score of that judge.
+    """
+
+    run_id: str
+    metadata: RunMetadata
+    events: list[LoggedCommand] | None
+    report: str | None
+    scores: dict[str, Score] = field(default_factory=dict)
+    log_problem: str | None = None
+    files: frozenset[str] = frozenset()
+    """The run's artifact names (from its manifest)."""
+    ledger_root: Path | None = None
+    _report_lines: list[str] | None = field(default=None, repr=False)
+    _report_starts: list[int] | None = field(default=None, repr=False)
+    _score_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def report_lines(self) -> list[str]:
+        """The report split on newlines (line n is `report_lines[n - 1]`)."""
+        if self._report_lines is None:
+            self._report_lines = (self.report or "").split("\n")
+        return self._report_lines
+
+    @property
+    def report_line_starts(self) -> list[int]:
+        """The offset in `report` where each line starts (for line numbers of matches)."""
+        if self._report_starts is None:
+            text = self.report or ""
+            self._report_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+        return self._report_starts
+
+    @property
+    def ran(self) -> list[LoggedCommand]:
+        """The commands that actually ran (not denied), in log order."""
+        return [item for item in self.events or () if item.ran]
+
+    def score_file(self, judge_id: str) -> str:
+        """Where the score of `judge_id` is stored, relative to the ledger."""
+        return f"{SCORES_DIR}/{self.run_id}/{judge_id}.json"
+
+    def score_line(self, judge_id: str, needle: str, depth: int = 1) -> int | None:
+        """The 1-based line of the score file that starts with `needle` at nesting `depth`
+        (scores are written as JSON indented by two); None when not found."""
+        lines = self._score_lines.get(judge_id)
+        if lines is None:
+            lines = []
+            if self.ledger_root is not None:
+                path = self.ledger_root / self.score_file(judge_id)
+                try:
+                    lines = path.read_text("utf-8", "replace").split("\n")
+                except OSError:
+                    lines = []
+            self._score_lines[judge_id] = lines
+        prefix = " " * (2 * depth) + needle
+        for number, text in enumerate(lines, start=1):
+            if text.startswith(prefix):
+                return number
+        return None
+
+
+def _logged(raw: bytes, source: str) -> list[LoggedCommand]:
+    numbers = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
+    events = parse_shell_audit(raw, source)
+    if len(numbers) != len(events):  # cannot happen: one event per non-blank line
+        raise RecordError(source, "could not match events to lines")
+    return [LoggedCommand(line, event) for line, event in zip(numbers, events, strict=True)]
+
+
+def load_run_view(ledger: Ledger, run_id: str) -> RunView:
+    """Read what predicates need of run `run_id` (an exact id; see `Ledger.resolve`).
+
+    A shell log that cannot be parsed is treated like a missing one (predicates on it say
+    None, with the problem); a broken metadata.json is an error.
+    """
+    stored = ledger.load(run_id)
+    files = stored.manifest.files
+    events: list[LoggedCommand] | None = None
+    problem: str | None = None
+    if SHELL_AUDIT in files:
+        try:
+            events = _logged(ledger.read_bytes(run_id, SHELL_AUDIT), SHELL_AUDIT)
+        except RecordError as exc:
+            problem = f"the shell log cannot be read ({exc})"
+    else:
+        problem = "the run has no shell log (shell_audit.jsonl)"
+    report = None
+    if REPORT in files:
+        report = ledger.read_bytes(run_id, REPORT).decode("utf-8", "replace")
+    scores: dict[str, Score] = {}
+    for score in run_scores(ledger, run_id):  # oldest first: the newest of a judge wins
+        scores[score.judge_id] = score
+    return RunView(
+        run_id=run_id,
+        metadata=stored.metadata,
+        events=events,
+        report=report,
+        scores=scores,
+        log_problem=problem,
+        files=frozenset(files),
+        ledger_root=ledger.root,
+    )
