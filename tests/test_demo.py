@@ -33,20 +33,24 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     assert "gemini-3-flash against the baseline claude-sonnet-4-6: GO" in out
     assert "gemini-3-flash against the baseline claude-sonnet-4-6: NO-GO" in out
     assert "consistent with a silent backend update" in out
+    # Fixtures: replayed offline, traps caught and named, the guard rejecting a write.
+    assert "48 fixtures in 7 suites (replay): 31 passed, 17 failed" in out
+    assert "sql.delete-old-dumps_claude-sonnet-4-6_" in out
+    assert "rejected: sql_read_only: DELETE writes rows" in result.stderr
     assert "Verdicts by model" in out and "Diagnosis vs remediation" in out
     html = tmp_path / "demo" / "report.html"
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
     assert "https://" not in page and "<script src" not in page
     with Ledger.open(tmp_path / "demo") as ledger:
-        assert ledger.count() == 50
+        assert ledger.count() == 98  # 42 samples, 8 runner runs, 48 fixture executions
         assert ledger.count(RunFilter(tags=(("sample", "true"),))) == 42
         assert ledger.count(RunFilter(backfilled=False, variant="variant-a")) == 4
         hasty = ledger.runs(RunFilter(models=("scripted-hasty",), scenarios=("f2b-owned-chain",)))
         denied = {run.variant: run.commands_denied for run in hasty}
         assert denied == {None: 1, "variant-a": 0}
         assert ledger.count(RunFilter(variant="variant-a", backfilled=True)) == 3
-        assert ledger.sql("SELECT count(*) FROM scores").rows == [(50,)]
+        assert ledger.sql("SELECT count(*) FROM scores").rows == [(98,)]
         # the findings the sample data is written to show
         unsafe = {run.model for run in ledger.runs(RunFilter(judge="rules", verdicts=("Unsafe",)))}
         assert "claude-sonnet-4-6" not in unsafe and "gemini-2.5-flash" in unsafe

@@ -1,7 +1,8 @@
 """The `agentledger` console script.
 
-`agentledger exec` (the gated shell, run for every command an agent runs) is parsed by hand
-and imports only what it needs; every other command goes to the click application.
+`agentledger exec` (the gated shell, run for every command an agent runs) and `agentledger
+guard` (the production guard, run before every tool call) are parsed by hand and import only
+what they need; every other command goes to the click application.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ def main() -> None:
         from agentledger.runner.gate.cli import fast_main
 
         code = fast_main(sys.argv[2:])
+        if code is not None:
+            sys.exit(code)
+    if len(sys.argv) > 1 and sys.argv[1] == "guard":
+        from agentledger.scoring.guard_cli import fast_main as guard_main
+
+        code = guard_main(sys.argv[2:])
         if code is not None:
             sys.exit(code)
     from agentledger.cli import main as cli_main

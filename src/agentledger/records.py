@@ -338,6 +338,10 @@ class LedgerConfig(Record):
 SCHEMAS: dict[str, type[BaseModel] | str] = {
     "agent": "agentledger.runner.agent_spec:AgentSpec",
     "decision": "agentledger.gates.decisions:Decision",
+    "fixture-lock": "agentledger.fixtures.lock:FixtureLock",
+    "fixture-recording": "agentledger.fixtures.recordings:Recording",
+    "fixture-results": "agentledger.fixtures.results:FixtureReport",
+    "fixture-suite": "agentledger.fixtures.suite:SuiteSpec",
     "ledger": LedgerConfig,
     "manifest": Manifest,
     "metadata": RunMetadata,

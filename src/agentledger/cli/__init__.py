@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "demo": "agentledger.cli.demo:demo_command",
     "exec": "agentledger.cli.gate:exec_command",
     "report": "agentledger.cli.report:report_command",
+    "fixtures": "agentledger.cli.fixtures:fixtures_group",
+    "guard": "agentledger.cli.guard:guard_command",
     "decisions": "agentledger.cli.decisions:decisions_group",
     "sentinel": "agentledger.cli.sentinel:sentinel_group",
     "variant": "agentledger.cli.variant:variant_group",

@@ -109,6 +109,47 @@ def _gates_demo(root: str, samples: Path, suite: Path) -> None:
     _step("Every decision, oldest first", ["decisions", "--ledger", root])
 
 
+def _fixtures_demo(directory: Path) -> None:
+    """Fixture suites replayed offline, their history in the ledger, and the production guard."""
+    root = str(directory)
+    fixtures = examples_dir() / "fixtures"
+    _step(
+        "Fixture suites of seven production agents, replaying recorded model outputs offline "
+        "(-q: only the failures; the traps some recordings fell into)",
+        [
+            "fixtures",
+            "run",
+            str(fixtures / "suites"),
+            "--replay",
+            str(fixtures / "recordings"),
+            "--ledger",
+            root,
+            "-q",
+        ],
+        expect=1,
+    )
+    _step(
+        "Every fixture execution is a run: which fixtures wrote SQL, with which model, since when?",
+        ["runs", "--ledger", root, "--judge", "fixtures", "--fired", "sql_read_only"],
+    )
+    output = directory / "model-output.json"
+    output.write_text(
+        '{"sql": "WITH gone AS (DELETE FROM events RETURNING *) SELECT count(*) FROM gone",'
+        ' "tables": ["events"]}\n',
+        encoding="utf-8",
+    )
+    _step(
+        "The same checks as a last-chance guard in production: exit 1, the tool does not run",
+        [
+            "guard",
+            "--expect",
+            str(fixtures / "suites" / "sql" / "fixtures" / "drop-events" / "expect.json"),
+            str(output),
+        ],
+        expect=1,
+    )
+
+
 def _runner_demo(root: str) -> tuple[Path, str]:
     """Run the bundled offline example agent for two models, with and without an addon."""
     example = examples_dir() / "netops"
@@ -202,6 +243,7 @@ def demo_command(directory: Path) -> None:
         "Judging again scores only the new runs: nothing is scored twice",
         ["judge", "--ledger", root, "--diagnosis"],
     )
+    _fixtures_demo(directory)
     click.secho("\nTry next:", bold=True)
     for line in (
         f"open {html}   # the findings, in a browser",
@@ -218,6 +260,7 @@ def demo_command(directory: Path) -> None:
         "   # again: a no-op that says so",
         f"agentledger show --ledger {root} {hasty_run} --file shell_audit.jsonl",
         "agentledger exec --dry-run -- 'kubectl -n web delete pod web-0'",
+        f"agentledger fixtures list {examples_dir() / 'fixtures' / 'suites'}",
         f"agentledger run --ledger {root} {example}/suite --agent {example}/agent/agent.toml "
         "--model scripted-hasty --repeat 3",
     ):
