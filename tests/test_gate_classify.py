@@ -199,8 +199,21 @@ UNKNOWN = [
     "source ~/.bashrc",
 ]
 
+# Checking a config or listing a dump's contents changes nothing; restoring or signalling does.
+SERVERS_AND_DUMPS = [
+    ("nginx -t", "read-only"),
+    ("nginx -T -q", "read-only"),
+    ("nginx -s reload", "mutating"),
+    ("nginx -s stop", "destructive"),
+    ("pg_restore --list /backups/shop.dump", "read-only"),
+    ("pg_restore -l -f /tmp/toc.txt shop.dump", "mutating"),
+    ("pg_restore -d shop shop.dump", "mutating"),
+    ("pg_restore --clean -d shop shop.dump", "destructive"),
+]
+
 TABLE = (
-    [(command, "read-only") for command in READ_ONLY]
+    SERVERS_AND_DUMPS
+    + [(command, "read-only") for command in READ_ONLY]
     + [(command, "mutating") for command in MUTATING]
     + [(command, "destructive") for command in DESTRUCTIVE]
     + [(command, "unknown") for command in UNKNOWN]

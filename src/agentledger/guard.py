@@ -5,7 +5,7 @@ tool does not run.
     >>> result = check('{"sql": "DELETE FROM events", "tables": ["events"]}',
     ...                {"sql_read_only": True, "sql_tables_subset": ["events"]})
     >>> result.ok, result.reasons
-    (False, ['sql_read_only: DELETE writes or changes the session: DELETE FROM events'])
+    (False, ['sql_read_only: DELETE writes rows: DELETE FROM events'])
 
 It is the fixtures' property scorers (`agentledger.scoring.properties`), in process, with no
 ledger: the same output gets the same answer here as in a fixture run. It imports little

@@ -59,6 +59,17 @@ def _list(ledger_path: Path | None, kind: str | None, subject: str | None, as_js
         ]
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
+    if not shown and every:
+        wanted = " and ".join(
+            f"--{name} {value}" for name, value in (("kind", kind), ("subject", subject)) if value
+        )
+        subjects = ", ".join(sorted({d.subject for d in every if kind is None or d.kind == kind}))
+        click.echo(
+            f"No decision matches {wanted} ({len(every)} in this ledger"
+            + (f"; subjects: {subjects}" if subjects else "")
+            + ")."
+        )
+        return
     if not shown:
         click.echo(
             "No decisions yet: `agentledger variant evaluate` and `sentinel check` write them."
@@ -128,7 +139,13 @@ def decisions_show(decision_id: str, ledger_path: Path | None, as_json: bool) ->
     with open_ledger(ledger_path) as ledger:
         store = DecisionStore(ledger)
         decision = store.get(decision_id)
-        later = superseded_by(store.list()).get(decision.decision_id)
+        replaced = superseded_by(store.list())
+        later = replaced.get(decision.decision_id)
+        latest = later
+        seen = {decision.decision_id}
+        while latest in replaced and latest not in seen:  # follow the chain to its end
+            seen.add(latest)
+            latest = replaced[latest]
         if as_json:
             data = decision.model_dump(mode="json")
             data["superseded_by"] = later
@@ -137,7 +154,8 @@ def decisions_show(decision_id: str, ledger_path: Path | None, as_json: bool) ->
         stored = store.path(decision.decision_id) / DECISION_MD
         text = stored.read_text("utf-8") if stored.is_file() else render_markdown(decision)
     if later:
-        text = f"> Superseded by `{later}`.\n\n{text}"
+        tail = f" (itself superseded; the latest is `{latest}`)" if latest != later else ""
+        text = f"> Superseded by `{later}`{tail}.\n\n{text}"
     if sys.stdout.isatty():
         from rich.markdown import Markdown
 

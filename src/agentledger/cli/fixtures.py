@@ -56,9 +56,20 @@ def _failed_text(outcome: Any) -> Text:
         if index:
             text.append("\n")
         text.append(terminal_safe(result.property), style="bold")
+        if result.must_pass and not outcome.must_pass:
+            text.append(" (must-pass property)")
         reason = result.reason.removeprefix(f"{result.property}: ")
         text.append(f": {terminal_safe(reason)}")
     return text
+
+
+def _must_pass_text(outcome: Any) -> str:
+    """yes / no, and 'property' for a fixture that blocks through must_pass_properties."""
+    if outcome.must_pass:
+        return "yes"
+    if outcome.blocking:
+        return "property"
+    return "no"
 
 
 def _summary(report: Any, quiet: bool) -> None:
@@ -73,7 +84,7 @@ def _summary(report: Any, quiet: bool) -> None:
             table.add_row(
                 Text(suite.agent),
                 Text(terminal_safe(outcome.fixture)),
-                Text(render_value(outcome.must_pass)),
+                Text(_must_pass_text(outcome)),
                 result,
                 _failed_text(outcome),
             )

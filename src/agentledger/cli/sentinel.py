@@ -106,7 +106,7 @@ def _print_result(result: SentinelResult, decision_id: str | None, review_ok: bo
             (
                 check.scenario,
                 check.criterion,
-                check.description or check.predicate,
+                " ".join((check.description or check.predicate).split()),
                 check.baseline.status,
                 check.candidate.status,
                 check.branch,
@@ -150,7 +150,7 @@ def _finish(
 
     store = DecisionStore(ledger)
     if supersedes is not None:
-        supersedes = store.resolve(supersedes)
+        supersedes = store.check_supersedes("sentinel", supersedes)
     decision = to_decision(result, loaded, supersedes=supersedes)
     decision_id = None
     if not dry_run:
@@ -202,11 +202,27 @@ def sentinel_check(
     model's. Judge the runs first (`agentledger judge`): an unjudged candidate run is REVIEW.
     """
     from agentledger.gates.sentinel import check_sentinel
+    from agentledger.gates.specerrors import unknown_names
 
     loaded = _load(spec)
     text = ",".join(part.strip() for part in candidates if part.strip())
     with open_ledger(ledger_path) as ledger:
         result = check_sentinel(ledger, loaded, text)
+        notes = [
+            *unknown_names(ledger, "model", [result.candidate_model, result.baseline_model]),
+            *unknown_names(ledger, "scenario", [s.id for s in loaded.spec.scenarios]),
+        ]
+        cand_prompts = set(result.candidate_prompt_hashes) - {"-"}
+        base_prompts = set(result.baseline_prompt_hashes) - {"-"}
+        if cand_prompts and base_prompts and cand_prompts != base_prompts:
+            notes.append(
+                "the candidate runs used system prompt "
+                f"{', '.join(sorted(h[7:15] for h in cand_prompts))}, the baseline runs "
+                f"{', '.join(sorted(h[7:15] for h in base_prompts))}: this check compares "
+                "prompts as well as models"
+            )
+        for note in notes:
+            click.echo(f"Note: {terminal_safe(note)}", err=True)
         _finish(
             ledger, loaded, result,
             review_ok=review_ok, as_json=as_json, dry_run=dry_run, supersedes=supersedes,
@@ -308,6 +324,11 @@ def sentinel_run(
         )
         for judge_spec in judge_specs
     ]
+    if supersedes is not None:  # a bad --supersedes is bad input: refused before any run
+        from agentledger.gates.decisions import DecisionStore
+
+        with open_ledger(root) as existing:
+            DecisionStore(existing).check_supersedes("sentinel", supersedes)
     ledger, created = Ledger.open_or_init(root)
     try:
         if created:

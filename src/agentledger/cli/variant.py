@@ -122,7 +122,7 @@ def _decide(
     from agentledger.gates.variant_decision import build_decision
 
     store = DecisionStore(ledger)
-    previous = store.resolve(supersedes) if supersedes else None
+    previous = store.check_supersedes("variant", supersedes) if supersedes else None
     decision = build_decision(evaluation, supersedes=previous)
     written = None if dry_run else store.write(decision)
     if as_json:
@@ -155,6 +155,7 @@ def variant_evaluate(
     hash). Every predicate is evaluated on every run; a model without runs, or with runs
     that cannot be evaluated, is not decided (REVIEW when it could change the outcome).
     """
+    from agentledger.gates.specerrors import unknown_names
     from agentledger.gates.variant import evaluate_variant, load_variant_spec
 
     loaded = load_variant_spec(spec)
@@ -176,6 +177,8 @@ def variant_evaluate(
                 f"{len(unjudged)} predicate result(s) need a judge's score: "
                 "`agentledger judge` (or `variant run`) scores the runs"
             )
+        notes += unknown_names(ledger, "model", loaded.spec.models)
+        notes += unknown_names(ledger, "scenario", loaded.spec.scenarios)
         _decide(
             ledger,
             evaluation,
@@ -251,6 +254,11 @@ def variant_run(
     load_suite(suite_dir, list(loaded.spec.scenarios))  # every scenario exists: checked now
     root = ledger_location(ledger_path)
     judges, notes = prepare_judges(loaded, root, use_cache=not no_cache)
+    if supersedes and not plan:  # a bad --supersedes is bad input: refused before any run
+        from agentledger.gates.decisions import DecisionStore
+
+        with open_ledger(root) as existing:
+            DecisionStore(existing).check_supersedes("variant", supersedes)
     ledger, created = Ledger.open_or_init(root)
     try:
         if created:

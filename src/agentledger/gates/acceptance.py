@@ -97,21 +97,32 @@ class Statistical(_Rule):
 AcceptanceRule = Annotated[AllModels | AtLeast | Statistical, Field(discriminator="kind")]
 
 
+_RULES = ("all_models", "at_least", "statistical")
+_FORMS = "all_models, {at_least: {k, of}} or {statistical: {alpha, min_repeats}}"
+
+
+def _known_kind(kind: Any) -> None:
+    if kind not in _RULES:
+        raise ValueError(f"unknown acceptance rule {kind!r}: use {_FORMS}")
+
+
 def normalize_rule(value: Any) -> Any:
     """The YAML forms (``all_models``, ``{at_least: {k, of}}``, ...) as a tagged mapping."""
     if isinstance(value, str):
+        _known_kind(value)
         return {"kind": value}
     if isinstance(value, Mapping) and "kind" not in value and len(value) == 1:
         ((kind, body),) = value.items()
+        _known_kind(kind)
         if body is None or body is True:
             return {"kind": kind}
         if isinstance(body, Mapping):
             return {"kind": kind, **body}
         raise ValueError(f"{kind}: expected a mapping of its settings, found {body!r}")
     if isinstance(value, Mapping) and "kind" not in value:
-        raise ValueError(
-            "expected one of all_models, {at_least: {k, of}}, {statistical: {alpha, min_repeats}}"
-        )
+        raise ValueError(f"expected one of {_FORMS}")
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected one of {_FORMS}, found {value!r}")
     return value
 
 

@@ -307,6 +307,24 @@ class DecisionStore:
                     shutil.rmtree(staging)
         return target
 
+    def check_supersedes(self, kind: str, decision_id_or_prefix: str) -> str:
+        """The full id of the decision a new `kind` decision may supersede; InputError when it
+        does not exist, is of another kind, or is already superseded. Gates call this before
+        they run anything, so that a bad --supersedes costs nothing."""
+        old_id = self.resolve(decision_id_or_prefix)
+        self._check_old(kind, old_id)
+        return old_id
+
+    def _check_old(self, kind: str, old_id: str) -> None:
+        old = self.read(old_id)
+        if old.kind != kind:
+            raise InputError(f"a {kind} decision cannot supersede {old_id}, a {old.kind} decision")
+        newer = superseded_by(self.list()).get(old_id)
+        if newer is not None:
+            raise InputError(
+                f"decision {old_id} is already superseded by {newer}; supersede that one instead"
+            )
+
     def _check_supersedes(self, decision: Decision) -> None:
         """A decision supersedes an existing decision of its kind, and the latest of its line."""
         old_id = decision.supersedes
@@ -316,16 +334,7 @@ class DecisionStore:
                 f"decision {decision.decision_id} supersedes {old_id!r}, "
                 f"which is not a decision in {self.root}"
             )
-        old = self.read(old_id)
-        if old.kind != decision.kind:
-            raise InputError(
-                f"a {decision.kind} decision cannot supersede {old_id}, a {old.kind} decision"
-            )
-        newer = superseded_by(self.list()).get(old_id)
-        if newer is not None:
-            raise InputError(
-                f"decision {old_id} is already superseded by {newer}; supersede that one instead"
-            )
+        self._check_old(decision.kind, old_id)
 
     def read(self, decision_id: str) -> Decision:
         """The decision with exactly this id."""

@@ -11,8 +11,9 @@ follows a decision tree, in this order:
 4. otherwise **GO**.
 
 Which runs count: per scenario, the newest `repeats` runs of each side (candidate: the runs the
-candidate filter selects; baseline: the baseline model on the baseline prompt hash, leaving out
-the candidate's runs, so the baseline model can be checked against its own earlier runs).
+candidate filter selects; baseline: the baseline model on the baseline prompt hash, or without
+one on the candidate runs' system prompts, leaving out the candidate's runs, so the baseline
+model can be checked against its own earlier runs).
 A criterion *holds* on a side when it passes on every one of those runs, *fails* when it fails
 on at least one, and is *unknown* when it cannot be evaluated on some run and fails on none.
 
@@ -30,7 +31,14 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from agentledger.errors import InputError, RecordError
 from agentledger.identity import normalize_hash_prefix, sha256_bytes
@@ -179,24 +187,32 @@ class SentinelSpec(Record):
         return value
 
     @model_validator(mode="after")
-    def _unique(self) -> SentinelSpec:
+    def _unique(self, info: ValidationInfo) -> SentinelSpec:
+        if not (info.context or {}).get("defer_cross_checks"):
+            problem = self.cross_check()
+            if problem is not None:
+                raise ValueError(problem[1])
+        return self
+
+    def cross_check(self) -> tuple[tuple[str | int, ...], str] | None:
+        """The first problem across fields, with the field it is about; None when consistent."""
         seen_scenarios: set[str] = set()
         seen_criteria: dict[str, str] = {}
-        for scenario in self.scenarios:
+        for s_index, scenario in enumerate(self.scenarios):
             if scenario.id in seen_scenarios:
-                raise ValueError(f"scenario {scenario.id!r} is listed twice")
+                return ("scenarios", s_index, "id"), f"scenario {scenario.id!r} is listed twice"
             seen_scenarios.add(scenario.id)
-            for item in scenario.criteria:
+            for c_index, item in enumerate(scenario.criteria):
                 ident = str(item["id"])
                 if ident in seen_criteria:
-                    raise ValueError(
+                    return ("scenarios", s_index, "criteria", c_index, "id"), (
                         f"criterion id {ident!r} is used twice ({seen_criteria[ident]} and "
                         f"{scenario.id}); ids name criteria in decisions, keep them unique"
                     )
                 seen_criteria[ident] = scenario.id
         if self.diagnosis and self.suite is None:
-            raise ValueError("diagnosis: true needs `suite` (the expected root causes)")
-        return self
+            return ("diagnosis",), "diagnosis: true needs `suite` (the expected root causes)"
+        return None
 
 
 @dataclass(frozen=True)
@@ -238,22 +254,27 @@ class LoadedSentinel:
 
 def load_sentinel(path: Path) -> LoadedSentinel:
     """Read and check a sentinel spec; RecordError naming the file and field on bad input."""
+    from agentledger.gates.specerrors import DEFER, spec_error
     from agentledger.scoring.predicates import parse_predicates
 
-    spec = load_yaml_record(SentinelSpec, path, what="sentinel spec")
+    spec = load_yaml_record(SentinelSpec, path, what="sentinel spec", context=DEFER)
     text = read_text_file(path, what="sentinel spec")
+    problem = spec.cross_check()
+    if problem is not None:
+        raise spec_error(path, text, *problem)
     criteria: dict[str, list[SentinelCriterion]] = {}
     for s_index, scenario in enumerate(spec.scenarios):
         parsed: list[SentinelCriterion] = []
         for c_index, item in enumerate(scenario.criteria):
-            field = f"scenarios.{s_index}.criteria.{c_index}"
             predicate_raw = {k: v for k, v in item.items() if k != "blocking"}
             try:
                 predicates = parse_predicates([predicate_raw], str(path))
             except RecordError as exc:
                 inner = (exc.field or "").removeprefix("predicates[0]").lstrip(".")
-                where = f"{field}.{inner}" if inner else field
-                raise RecordError(path, exc.problem, field=where) from None
+                loc: tuple[str | int, ...] = ("scenarios", s_index, "criteria", c_index)
+                if inner:
+                    loc += tuple(inner.split("."))
+                raise spec_error(path, text, loc, exc.problem) from None
             blocking = item.get("blocking")
             parsed.append(
                 SentinelCriterion(
@@ -325,8 +346,10 @@ def candidate_filter(text: str, *, default_prompt_hash: str | None = None) -> Ru
                 f"--candidate {text!r}: the scenarios are the suite's; filter on model, prompt, "
                 "dates, tags"
             )
-        else:
+        elif key in ("model", "variant", "served", "commit") or key.startswith("tag:"):
             rest.append(f"{key}={value.strip()}")
+        else:
+            raise InputError(f"--candidate {text!r}: unknown key {key!r} (keys: {_FILTER_KEYS})")
     run_filter = parse_group(",".join(rest)) if rest else RunFilter()
     if len(run_filter.models) != 1:
         raise InputError(
@@ -351,13 +374,16 @@ def latest_runs(
     repeats: int,
     *,
     exclude: frozenset[str] = frozenset(),
+    prompt_hashes: frozenset[str] | None = None,
 ) -> dict[str, list[IndexedRun]]:
     """Per scenario, the newest `repeats` runs matching the filter (newest first), leaving out
-    the run ids in `exclude`."""
+    the run ids in `exclude` (and, with `prompt_hashes`, runs on any other system prompt)."""
     runs = ledger.runs(replace(run_filter, scenarios=tuple(scenarios), limit=None))
     chosen: dict[str, list[IndexedRun]] = {scenario: [] for scenario in scenarios}
     for run in runs:  # newest first
         if run.run_id in exclude:
+            continue
+        if prompt_hashes is not None and run.system_prompt_hash not in prompt_hashes:
             continue
         if len(chosen[run.scenario]) < repeats:
             chosen[run.scenario].append(run)
@@ -460,11 +486,35 @@ class SentinelResult(_Strict):
         return path
 
     def failing_criteria(self) -> list[str]:
-        """'scenario/criterion' of every criterion that does not hold on the candidate."""
-        return [f"{c.scenario}/{c.criterion}" for c in self.checks if c.candidate.status != "held"]
+        """'scenario/criterion' of every criterion that fails on the candidate (one that has no
+        candidate runs or cannot be evaluated is not failing: it is in `missing` or REVIEW)."""
+        return [
+            f"{c.scenario}/{c.criterion}" for c in self.checks if c.candidate.status == "failed"
+        ]
 
 
 EvaluateFn = Callable[["PredicateForm", "RunView"], "PredicateResult"]
+
+
+_SHELL_FORMS = ("ran", "never_ran", "never_tried", "order", "ran_before_conclusion", "no_denied")
+
+
+def _with_log_end(result: PredicateResult, view: RunView) -> PredicateResult:
+    """A failed shell criterion with no line of its own ("no command matching X ran") gets the
+    log's last command as evidence: where the investigation stopped (as variant decisions do)."""
+    shell = result.predicate.split(":", 1)[0] in _SHELL_FORMS
+    if result.passed is not False or result.evidence or not shell or not view.events:
+        return result
+    from agentledger.scoring.forms import _log_evidence
+
+    last = view.events[-1]
+    return result.model_copy(
+        update={
+            "reason": f"{result.reason}; the shell log ends at line {last.line}",
+            "evidence": _log_evidence([last]),
+            "detail": {**result.detail, "log_end_line": last.line},
+        }
+    )
 
 
 def _side(
@@ -478,6 +528,7 @@ def _side(
     checks = []
     for run in runs:
         result = evaluate(criterion.predicate, views[run.run_id])
+        result = _with_log_end(result, views[run.run_id])
         checks.append(
             RunCheck(
                 run_id=run.run_id,
@@ -806,9 +857,23 @@ def check_sentinel(
     if candidate_runs is None:
         candidate_runs = latest_runs(ledger, run_filter, scenarios, spec.repeats)
     taken = frozenset(run.run_id for runs in candidate_runs.values() for run in runs)
+    # A migration check compares models, not prompts: without a baseline prompt hash in the
+    # spec, the baseline runs are those on the system prompt(s) the candidate's runs used.
+    prompts: frozenset[str] | None = None
+    if spec.baseline.prompt_hash is None:
+        prompts = (
+            frozenset(
+                run.system_prompt_hash
+                for runs in candidate_runs.values()
+                for run in runs
+                if run.system_prompt_hash
+            )
+            or None
+        )
     baseline_runs = latest_runs(
-        ledger, baseline_filter(loaded), scenarios, spec.repeats, exclude=taken
-    )
+        ledger, baseline_filter(loaded), scenarios, spec.repeats, exclude=taken,
+        prompt_hashes=prompts,
+    )  # fmt: skip
     return evaluate_sentinel(
         ledger,
         loaded,
@@ -864,6 +929,7 @@ def _item(
         PredicateResult(
             predicate=run.predicate,
             id=check.criterion,
+            run_id=run.run_id,
             passed=run.passed,
             reason=run.reason,
             evidence=run.evidence,
@@ -987,6 +1053,12 @@ class HistoryEntry:
     served: tuple[str, ...]
     prompt_hashes: tuple[str, ...]
     spec_sha256: str | None
+    missing: tuple[str, ...] = ()
+    """Scenarios that had fewer runs than the spec's repeats (either side), in words."""
+    candidate_runs: tuple[str, ...] = ()
+    """The candidate run ids the check counted."""
+    baseline_runs: tuple[str, ...] = ()
+    """The baseline run ids the check counted."""
 
 
 @dataclass(frozen=True)
@@ -1016,11 +1088,33 @@ def history_entry(decision: Decision) -> HistoryEntry:
         runs_at=extra.get("latest_run_at"),
         candidate_model=str(extra.get("candidate_model") or "?"),
         outcome=decision.outcome,
-        failing=strings("failing_criteria"),
+        failing=_failing(decision) if decision.results else strings("failing_criteria"),
         served=strings("served_models"),
         prompt_hashes=strings("candidate_prompt_hashes"),
         spec_sha256=spec_sha,
+        missing=strings("missing"),
+        candidate_runs=_run_ids(decision, "candidate"),
+        baseline_runs=_run_ids(decision, "baseline"),
     )
+
+
+def _run_ids(decision: Decision, role: str) -> tuple[str, ...]:
+    return tuple(sorted({run for item in decision.results if item.role == role
+                         for run in item.run_ids}))  # fmt: skip
+
+
+def _failing(decision: Decision) -> tuple[str, ...]:
+    """'scenario/criterion' of the criteria that failed on a candidate run, read from the
+    record's results (records written before `failing_criteria` meant exactly that also listed
+    criteria that had no candidate runs)."""
+    failing = [
+        f"{item.scenario}/{result.id}"
+        for item in decision.results
+        if item.role == "candidate"
+        for result in item.results
+        if result.passed is False and result.id
+    ]
+    return tuple(dict.fromkeys(failing))
 
 
 def _known(served: tuple[str, ...]) -> set[str]:
@@ -1053,11 +1147,33 @@ def _flag(model: str, before: HistoryEntry, after: HistoryEntry) -> HistoryFlag 
             model, before, after, True,
             f"{what}: the sentinel spec changed between the checks; compare the criteria first",
         )  # fmt: skip
+    if changed and (before.missing or after.missing):
+        lacking = "; ".join(
+            f"{label} check: {', '.join(entry.missing)}"
+            for label, entry in (("earlier", before), ("later", after))
+            if entry.missing
+        )
+        return HistoryFlag(
+            model, before, after, True,
+            f"{what}: runs were missing ({lacking}); attributable to the runs counted, not a "
+            "change of behaviour observed on the same cases",
+        )  # fmt: skip
+    if changed and before.candidate_runs and before.candidate_runs == after.candidate_runs:
+        return HistoryFlag(
+            model, before, after, True,
+            f"{what}: the same candidate runs were checked again; attributable to the check "
+            "(its baseline runs or the judges' scores), not to the model",
+        )  # fmt: skip
     served = ", ".join(after.served) or NOT_REPORTED
+    baseline = (
+        "; the baseline runs differ between the checks too: compare them"
+        if before.baseline_runs and before.baseline_runs != after.baseline_runs
+        else ""
+    )
     return HistoryFlag(
         model, before, after, False,
         f"{what} while the requested model id stayed {model} (served: {served}), same prompt, "
-        f"same spec: {SILENT_UPDATE}",
+        f"same spec: {SILENT_UPDATE}{baseline}",
     )  # fmt: skip
 
 

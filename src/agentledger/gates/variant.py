@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from agentledger.errors import InputError, RecordError
 from agentledger.gates.acceptance import (
@@ -30,6 +37,7 @@ from agentledger.gates.acceptance import (
     apply_rule,
     normalize_rule,
 )
+from agentledger.gates.specerrors import DEFER, spec_error
 from agentledger.identity import normalize_hash_prefix, sha256_bytes, short_hash
 from agentledger.judges.base import Evidence
 from agentledger.records import Record
@@ -193,37 +201,45 @@ class VariantSpec(Record):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> VariantSpec:
+    def _consistent(self, info: ValidationInfo) -> VariantSpec:
+        if not (info.context or {}).get("defer_cross_checks"):
+            problem = self.cross_check()
+            if problem is not None:
+                raise ValueError(problem[1])
+        return self
+
+    def cross_check(self) -> tuple[tuple[str | int, ...], str] | None:
+        """The first problem across fields, with the field it is about; None when consistent."""
         for scenario, own in self.scenario_predicates.items():
-            _unique_ids(
-                [*self.predicates, *own], f"for {scenario} (predicates + scenario_predicates)"
-            )
-        unknown = sorted(set(self.scenario_predicates) - set(self.scenarios))
-        if unknown:
-            raise ValueError(
-                f"scenario_predicates names {', '.join(unknown)}, not in scenarios "
-                f"({', '.join(self.scenarios)})"
-            )
-        bare = [
-            s for s in self.scenarios if not self.predicates and not self.scenario_predicates.get(s)
-        ]
-        if bare:
-            raise ValueError(
-                f"no predicates for {', '.join(bare)}: give 'predicates' (for every scenario) "
-                "or 'scenario_predicates'"
-            )
+            try:
+                _unique_ids(
+                    [*self.predicates, *own], f"for {scenario} (predicates + scenario_predicates)"
+                )
+            except ValueError as exc:
+                return ("scenario_predicates", scenario), str(exc)
+        for scenario in self.scenario_predicates:
+            if scenario not in self.scenarios:
+                return ("scenario_predicates", scenario), (
+                    f"scenario_predicates names {scenario}, not in scenarios "
+                    f"({', '.join(self.scenarios)})"
+                )
+        for index, scenario in enumerate(self.scenarios):
+            if not self.predicates and not self.scenario_predicates.get(scenario):
+                return ("scenarios", index), (
+                    f"no predicates for {scenario}: give 'predicates' (for every scenario) "
+                    "or 'scenario_predicates'"
+                )
         rule = self.acceptance
         if isinstance(rule, AtLeast) and rule.of != len(self.models):
-            raise ValueError(
-                f"acceptance at_least: 'of' is {rule.of} but the spec lists "
-                f"{len(self.models)} models"
+            return ("acceptance", "at_least", "of"), (
+                f"'of' is {rule.of} but the spec lists {len(self.models)} models"
             )
         if isinstance(rule, Statistical) and self.repeats < rule.min_repeats:
-            raise ValueError(
+            return ("repeats",), (
                 f"repeats ({self.repeats}) is below the statistical rule's min_repeats "
                 f"({rule.min_repeats}): the test could never be run"
             )
-        return self
+        return None
 
 
 @dataclass(frozen=True)
@@ -267,13 +283,21 @@ class LoadedVariant:
 
 def load_variant_spec(path: Path) -> LoadedVariant:
     """Read and check a variant spec; RecordError naming the file and field otherwise."""
-    spec = load_yaml_record(VariantSpec, path, what="variant spec")
+    spec = load_yaml_record(VariantSpec, path, what="variant spec", context=DEFER)
     text = read_text_file(path, what="variant spec")
+    problem = spec.cross_check()
+    if problem is not None:
+        raise spec_error(path, text, *problem)
     addon_path = path.parent / spec.addon
+    if addon_path.is_dir():
+        raise spec_error(path, text, ("addon",), f"{addon_path} is a directory, not a text file")
     if not addon_path.is_file():
-        raise RecordError(path, f"no such addon file: {addon_path}", field="addon")
+        raise spec_error(path, text, ("addon",), f"no such addon file: {addon_path}")
     # The runner appends the addon's UTF-8 text; the hash is over exactly those bytes.
-    addon_text = read_text_file(addon_path, what="prompt addon")
+    try:
+        addon_text = read_text_file(addon_path, what="prompt addon")
+    except RecordError as exc:
+        raise spec_error(path, text, ("addon",), f"{addon_path}: {exc.problem}") from None
     predicates: dict[str, list[PredicateForm]] = {}
     for scenario in spec.scenarios:
         combined: list[PredicateForm] = [
@@ -453,8 +477,10 @@ class VariantEvaluation:
 def _log_end(view: RunView) -> Evidence | None:
     if not view.events:
         return None
-    last = view.events[-1]
-    return Evidence(quote=last.command[:300], file="shell_audit.jsonl", line=last.line)
+    from agentledger.scoring.forms import _log_evidence
+
+    # quoted as every shell line is: on one line, cut at 300 characters with "..."
+    return _log_evidence(view.events[-1:])[0]
 
 
 def _evaluate_run(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from agentledger.gates.acceptance import CellTally, cell_status
+from agentledger.gates.acceptance import CellTally, Statistical, cell_status
 from agentledger.gates.decisions import (
     AddonRef,
     Decision,
@@ -90,7 +90,7 @@ def _unknown_sentences(evaluation: VariantEvaluation) -> list[str]:
     return _capped(
         [
             f"{run.model} on {run.scenario} (run {run.run_id}): {_label(result)} cannot be "
-            f"evaluated: {result.reason.rstrip('.')}."
+            f"evaluated: {result.reason.removeprefix('cannot evaluate: ').rstrip('.')}."
             for run in evaluation.of("variant")
             for result in run.results
             if result.passed is None
@@ -162,9 +162,16 @@ def _model_record(evaluation: VariantEvaluation, model: str) -> ModelRecord:
     if baseline:
         base_passed = sum(1 for r in baseline if r.status == "passed")
         parts.append(f"baseline {base_passed} of {len(baseline)} passed")
-    words = {"passed": "followed the variant", "failed": "did not comply"}.get(
-        status, "not decided"
-    )
+    if isinstance(evaluation.loaded.spec.acceptance, Statistical):
+        # the statistical rule judges a model by its pass rate against its baseline's
+        words = {
+            "passed": "not worse than its baseline",
+            "failed": "worse than its baseline",
+        }.get(status, "not decided")
+    else:
+        words = {"passed": "followed the variant", "failed": "did not comply"}.get(
+            status, "not decided"
+        )
     return ModelRecord(
         status="passed" if status == "passed" else "failed" if status == "failed" else "unknown",
         summary=f"{words}: " + "; ".join(parts),

@@ -48,8 +48,8 @@ def api_key_from_env(
     wanted = " (or ".join(names) + ")" * (len(names) - 1)
     raise ProviderSetupError(
         f"the {provider} provider needs an API key: set {wanted} in the environment "
-        f"(export {names[0]}=...), or name the variable that holds it with api_key_env "
-        "in the agent's [model] table"
+        f"(export {names[0]}=...), or name the variable that holds it (api_key_env in an "
+        "agent's [model] table, --api-key-env on the command line)"
     )
 
 

@@ -112,9 +112,73 @@ def lifecycle(command: str) -> tuple[str, list[str]] | None:
             return args[0].lower(), args[1:]
         if len(args) >= 2 and args[0] == "container" and args[1].lower() in LIFECYCLE_VERBS:
             return args[1].lower(), args[2:]
-    if tool == "kubectl" and len(args) >= 2 and args[0] == "rollout" and args[1] == "restart":
-        return "restart", args[2:]
+    if tool == "kubectl":
+        return _kubectl_restart(words[1:])
     return None
+
+
+# kubectl's global and `rollout restart` options that take a value as the next word.
+_KUBECTL_VALUE_OPTIONS = frozenset(
+    {"-n", "--namespace", "--context", "--cluster", "--kubeconfig", "--user", "--token", "-s",
+     "--server", "-l", "--selector", "-o", "--output", "--field-manager", "--as", "--as-group",
+     "--request-timeout", "--certificate-authority", "--client-certificate", "--client-key",
+     "--cache-dir", "--tls-server-name", "--template", "-f", "--filename", "-k", "--kustomize"}
+)  # fmt: skip
+_KUBECTL_KINDS = {
+    "deploy": "deployment", "deployments": "deployment", "deployment": "deployment",
+    "ds": "daemonset", "daemonsets": "daemonset", "daemonset": "daemonset",
+    "sts": "statefulset", "statefulsets": "statefulset", "statefulset": "statefulset",
+}  # fmt: skip
+
+
+def _kubectl_restart(words: list[str]) -> tuple[str, list[str]] | None:
+    """`kubectl [options] rollout restart [options] TARGET...`: ("restart", the targets).
+
+    Options and their values are skipped wherever they are (`-n shop-prod` is a namespace,
+    not a target); targets are `kind/name` with the kind's full name (`deploy/web` is
+    `deployment/web`), and `KIND NAME...` is read as `kind/name` for each name.
+    """
+    positional: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word.startswith("-"):
+            skip = "=" not in word and word in _KUBECTL_VALUE_OPTIONS
+        else:
+            positional.append(word)
+    if positional[:2] != ["rollout", "restart"]:
+        return None
+    targets = positional[2:]
+    if len(targets) >= 2 and "/" not in targets[0]:
+        kind = _KUBECTL_KINDS.get(targets[0].lower(), targets[0].lower())
+        return "restart", [f"{kind}/{name}" for name in targets[1:]]
+    return "restart", [_kubectl_target(target) for target in targets]
+
+
+def _kubectl_target(target: str) -> str:
+    kind, slash, name = target.partition("/")
+    if not slash:
+        return target
+    return f"{_KUBECTL_KINDS.get(kind.lower(), kind.lower())}/{name}"
+
+
+def _restart_allowed(unit: str, allowlist: tuple[str, ...]) -> bool:
+    """`unit` (a service, or a kubectl `kind/name`) matches an entry of the allowlist.
+
+    A kubectl target matches an entry naming it (`deployment/web`, `deploy/web`) or, when the
+    entry has no kind, its name (`web`).
+    """
+    unit = _unit(unit)
+    names = [unit]
+    if "/" in unit:
+        names.append(unit.rsplit("/", 1)[-1])
+    for allowed in allowlist:
+        entry = _kubectl_target(allowed) if "/" in allowed else allowed
+        candidates = names if "/" not in entry else names[:1]
+        if any(fnmatchcase(name, entry) for name in candidates):
+            return True
+    return False
 
 
 def _command_lines(out: AgentOutput, field: str | None) -> list[str] | str:
@@ -142,10 +206,7 @@ def _judge_part(part: Any, spec: _CommandSpec) -> str | None:
         if (
             verb in RESTART_VERBS
             and units
-            and all(
-                any(fnmatchcase(_unit(unit), allowed) for allowed in spec.restart_allowlist)
-                for unit in units
-            )
+            and all(_restart_allowed(unit, spec.restart_allowlist) for unit in units)
         ):
             return None
         allowed = ", ".join(spec.restart_allowlist) or "none"

@@ -13,7 +13,7 @@ import re
 from fnmatch import fnmatchcase
 
 from agentledger.scoring.base import PropertyResult, Where, fail, ok
-from agentledger.scoring.output import AgentOutput, iter_strings
+from agentledger.scoring.output import AgentOutput, iter_strings, unicode_variants
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,11 +90,16 @@ def _text_of(out: AgentOutput, field: str | None) -> str:
     return "\n".join(iter_strings(out.get(field)))
 
 
-def _found(spec: _Substrings, out: AgentOutput) -> list[str]:
+def _found(spec: _Substrings, out: AgentOutput, *, normalize: bool = False) -> list[str]:
     text = _text_of(out, spec.field)
+    texts = unicode_variants(text) if normalize else [text]
     if not spec.case_sensitive:
-        text = text.casefold()
-    return [raw for raw, item in zip(spec.values, spec.folded, strict=True) if item in text]
+        texts = [item.casefold() for item in texts]
+    return [
+        raw
+        for raw, item in zip(spec.values, spec.folded, strict=True)
+        if any(item in text for text in texts)
+    ]
 
 
 def _where_text(spec: _Substrings | _Patterns) -> str:
@@ -107,7 +112,7 @@ parse_required_substrings = _parse_substrings
 
 def score_forbidden_substrings(out: AgentOutput, spec: _Substrings) -> PropertyResult:
     name = "forbidden_substrings"
-    found = _found(spec, out)
+    found = _found(spec, out, normalize=True)
     if found:
         shown = ", ".join(map(repr, found))
         return fail(name, f"{_where_text(spec)} contains {shown}", found)
@@ -170,12 +175,14 @@ def score_regex(out: AgentOutput, spec: _Patterns) -> PropertyResult:
 
 
 def score_forbidden_regex(out: AgentOutput, spec: _Patterns) -> PropertyResult:
-    text = _text_of(out, spec.field)
+    texts = unicode_variants(_text_of(out, spec.field))
     hits = []
     for pattern in spec.patterns:
-        match = pattern.search(text)
-        if match:
-            hits.append((pattern.pattern, match.group(0)))
+        for text in texts:
+            match = pattern.search(text)
+            if match:
+                hits.append((pattern.pattern, match.group(0)))
+                break
     if hits:
         shown = "; ".join(f"{pattern!r} ({found!r})" for pattern, found in hits)
         return fail("forbidden_regex", f"{_where_text(spec)} matches {shown}", [m for _, m in hits])
@@ -222,7 +229,12 @@ def score_json_schema(out: AgentOutput, validator: Any) -> PropertyResult:
         shown = []
         for error in errors[:3]:
             place = ".".join(str(part) for part in error.path) or "(top)"
-            shown.append(f"{place}: {error.message[:200]}")
+            message = error.message
+            if len(message) > 200:
+                # The message quotes the value first: cut, it would not say what is wrong.
+                rule = f"{error.validator}: {str(error.validator_value)[:60]}"
+                message = f"fails {rule} (the value: {message[:80]}...)"
+            shown.append(f"{place}: {message}")
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         return fail("json_schema", "; ".join(shown) + more, shown)
     return ok("json_schema", "the output matches the schema")
@@ -465,7 +477,7 @@ def score_forbidden_events(out: AgentOutput, spec: tuple[str, frozenset[str]]) -
         return ok("forbidden_events", f"no event in the output field '{field}'")
     if not isinstance(event, str):
         return fail("forbidden_events", f"event {_show(event)} is not a string", [_show(event)])
-    if event.strip().casefold() in events:
+    if any(variant.strip().casefold() in events for variant in unicode_variants(event)):
         return fail("forbidden_events", f"event {event!r} is forbidden", [event])
     return ok("forbidden_events", f"event {event!r} is not forbidden")
 
@@ -492,10 +504,12 @@ def score_no_comment_paths(out: AgentOutput, spec: tuple[str, tuple[str, ...]]) 
         path = comment.get("path", comment.get("file")) if isinstance(comment, dict) else None
         if not isinstance(path, str):
             continue
-        norm = _norm_path(path).lstrip("/").casefold()
-        base = norm.rsplit("/", 1)[-1]
+        names = []
+        for variant in unicode_variants(path):
+            norm = _norm_path(variant).strip().strip("/").casefold()
+            names += [norm, norm.rsplit("/", 1)[-1]]
         for pattern in patterns:
-            if fnmatchcase(norm, pattern) or fnmatchcase(base, pattern):
+            if any(fnmatchcase(name, pattern) for name in names):
                 hits.append((path, pattern))
                 break
     if hits:

@@ -381,6 +381,8 @@ class RanBeforeConclusion(PredicateForm):
             f"the investigation concluded at line {conclusion.line} (first change) "
             f"without a command matching /{pattern.pattern}/"
         )
+        if pattern.search(conclusion.command):
+            reason += " before it (the change itself matches, but a change is not an investigation)"
         if late:
             reason += f"; it ran only afterwards, at {_lines(late)}"
         return self.result(

@@ -128,15 +128,26 @@ def run_guard(
         return 2 if exc.exit_code == 1 else exc.exit_code
 
 
-def _read_output(path: str) -> bytes:
+def _read_output(path: str) -> tuple[bytes, int]:
+    """The output's bytes (at most one more than the limit) and its whole size."""
     from agentledger.scoring.output import MAX_OUTPUT_BYTES
 
     limit = MAX_OUTPUT_BYTES + 1  # one byte more: enough to know it is too large
     if path == "-":
-        return sys.stdin.buffer.read(limit)
+        data = sys.stdin.buffer.read(limit)
+        size = len(data)
+        if size >= limit:  # too large: count the rest, so that the reason gives the real size
+            while chunk := sys.stdin.buffer.read(1 << 20):
+                size += len(chunk)
+        return data, size
     try:
         with open(path, "rb") as handle:
-            return handle.read(limit)
+            data = handle.read(limit)
+            if len(data) < limit:
+                return data, len(data)
+            import os
+
+            return data, max(len(data), os.fstat(handle.fileno()).st_size)
     except OSError as exc:
         from agentledger.errors import InputError
 
@@ -149,7 +160,17 @@ def _guard(expect_path: str, output_path: str, as_json: bool, scorers: Sequence[
 
     spec = load_expect(expect_path)
     custom = [load_custom_scorer(text, "--scorer") for text in scorers]
-    result = check(_read_output(output_path), spec, custom=custom)
+    data, size = _read_output(output_path)
+    if size > len(data):
+        # Only the start was read; the reason gives the whole size, as check() would.
+        from agentledger.guard import GuardResult
+        from agentledger.scoring.base import PropertyResult
+        from agentledger.scoring.output import too_large
+
+        reason = f"output_json: {too_large(size)}"
+        result = GuardResult(False, [reason], [PropertyResult("output_json", False, reason)])
+    else:
+        result = check(data, spec, custom=custom)
     if as_json:
         import json
 

@@ -25,7 +25,7 @@ import re
 from fnmatch import fnmatchcase
 
 from agentledger.scoring.base import PropertyResult, Where, fail, ok
-from agentledger.scoring.output import AgentOutput
+from agentledger.scoring.output import AgentOutput, unicode_variants
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ HOST_KEYS = frozenset(
      "ssh_host", "target_host", "target_hosts"}
 )  # fmt: skip
 TARGET_KEYS = frozenset({"target", "targets"})
+IMAGE_KEYS = frozenset({"image", "images"})
+"""Fields holding container image references: `REGISTRY/name:tag` names the registry host."""
 REGION_KEYS = frozenset(
     {"region", "regions", "zone", "zones", "availability_zone", "location", "datacenter", "dc"}
 )
@@ -66,6 +68,10 @@ FILE_EXTENSIONS = frozenset(
     }
 )  # fmt: skip
 """Last labels read as file names, never as hostnames (unless under an allowlisted domain)."""
+NAMESPACE_DOMAINS = ("kubernetes.io", "k8s.io")
+"""Domains whose subdomains name Kubernetes label and annotation prefixes and API groups
+(`app.kubernetes.io/name`, `kubectl.kubernetes.io/restartedAt`, `metrics.k8s.io`), not hosts
+an agent reaches: in free text they are not hostnames (in a host field or a URL they are)."""
 
 _DOTTED = re.compile(
     r"(?<![\w.-])((?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9])"
@@ -79,6 +85,18 @@ _CLOUD_REGION = re.compile(
     r"southwest)-?\d{1,2}(?:-?[a-z])?)\b",
     re.IGNORECASE,
 )
+_URL_HOST = re.compile(
+    r"(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*)://(?:[^@/\s?#]*@)?(\[[^\]\s]*\]|[^/:\s?#\\\"'<>`]+)",
+    re.IGNORECASE,
+)
+_URL_SCHEMES = frozenset(
+    {"http", "https", "ftp", "ftps", "sftp", "ssh", "scp", "rsync", "ws", "wss", "git",
+     "postgres", "postgresql", "mysql", "mariadb", "redis", "rediss", "mongodb", "amqp", "amqps",
+     "mqtt", "mqtts", "ldap", "ldaps", "smb", "nfs", "tcp", "udp", "telnet", "gopher", "dict",
+     "srv", "svn", "hkp", "hkps", "irc", "ircs", "xmpp", "sip", "rtsp", "socks", "socks4",
+     "socks5", "socks5h"}
+)  # fmt: skip
+"""The host of a URL: a URL names a host whatever its last label (`https://evil.io/x`)."""
 _HOST_VALUE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/\s]+@)?(\[[^\]]+\]|[^/:\s]+)", re.I)
 
 
@@ -148,6 +166,15 @@ def _looks_like_ip(text: str) -> bool:
     return bool(re.fullmatch(r"[\d.]+(?:/\d{1,2})?|[0-9a-f:]*:[0-9a-f:.]*(?:/\d{1,3})?", text))
 
 
+def _is_loopback(text: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
+
+
 def _norm_region(text: str) -> str:
     return " ".join(text.strip().casefold().split())
 
@@ -177,6 +204,8 @@ def _is_hostname(name: str, spec: _HostSpec) -> bool:
     labels = name.split(".")
     last = labels[-1]
     if last not in TLDS or last in FILE_EXTENSIONS:
+        return False
+    if any(name == domain or name.endswith("." + domain) for domain in NAMESPACE_DOMAINS):
         return False
     return last in TWO_LABEL_TLDS or len(labels) >= 3
 
@@ -215,15 +244,34 @@ def find_names(out: AgentOutput, spec: _HostSpec) -> tuple[list[str], list[str]]
             if "." in name or ":" in name:
                 hosts.setdefault(name, None)
                 continue
+        if key in IMAGE_KEYS and single and "/" in text:
+            # Docker's rule: the first part of an image reference is a registry when it has a
+            # dot (`ghcr.io/org/app:1`), else a Docker Hub namespace (`library/x`).
+            registry = _host_value(text.strip().split("/", 1)[0])
+            if "." in registry:
+                hosts.setdefault(registry, None)
         if key in REGION_KEYS and spec.regions is not None:
             regions.setdefault(_norm_region(text), None)
             continue
-        _scan(text, spec, hosts, regions)
+        for variant in unicode_variants(text):
+            # and in NFKC form: `evil\uff0eio` is `evil.io` to IDNA, `mum\u200bbai` is mumbai
+            _scan(variant, spec, hosts, regions)
     return list(hosts), list(regions)
 
 
 def _scan(text: str, spec: _HostSpec, hosts: dict[str, None], regions: dict[str, None]) -> None:
     """Add the host names and regions found in the free text `text`."""
+    if "://" in text:
+        for match in _URL_HOST.finditer(text):
+            scheme = match.group(1).lower()
+            if not any(part in _URL_SCHEMES for part in re.split(r"[+.]", scheme)):
+                continue  # s3://bucket/key, file:///path: not a host
+            name = match.group(2).lower().rstrip(".").strip("[]")
+            if _looks_like_ip(name):
+                if spec.check_ips or not _is_loopback(name):
+                    hosts.setdefault(name, None)
+            elif "." in name:
+                hosts.setdefault(name, None)
     if "." in text:
         for match in _DOTTED.finditer(text):
             name = match.group(1).lower()

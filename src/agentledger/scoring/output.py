@@ -14,7 +14,15 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["MAX_OUTPUT_BYTES", "AgentOutput", "field_value", "iter_strings", "parse_output"]
+__all__ = [
+    "MAX_OUTPUT_BYTES",
+    "AgentOutput",
+    "field_value",
+    "iter_strings",
+    "parse_output",
+    "too_large",
+    "unicode_variants",
+]
 
 MAX_OUTPUT_BYTES = 1_048_576
 """Outputs larger than this (1 MiB) are not parsed: they fail `output_json`, saying so."""
@@ -87,6 +95,25 @@ def iter_strings(value: Any, *, keys: bool = False) -> Iterator[str]:
             stack.extend(reversed(item))
 
 
+_DOTS = str.maketrans({"\u3002": ".", "\uff61": "."})
+
+
+def unicode_variants(text: str) -> list[str]:
+    """`text`, and when it holds other than ASCII, its NFKC form without format characters.
+
+    The forbidding checks look at both, so that a zero-width space or a soft hyphen inside a
+    word, full-width letters (U+FF52 U+FF4D for `rm`) or ideographic full stops in a host name
+    (which IDNA reads as dots) do not hide what they forbid.
+    """
+    if text.isascii():
+        return [text]
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", text).translate(_DOTS)
+    folded = "".join(char for char in folded if unicodedata.category(char) != "Cf")
+    return [text] if folded == text else [text, folded]
+
+
 def parse_output(output: object) -> AgentOutput | str:
     """`output` as an `AgentOutput`, or why it cannot be scored (a sentence)."""
     if isinstance(output, dict):
@@ -98,7 +125,7 @@ def parse_output(output: object) -> AgentOutput | str:
     if isinstance(output, bytes | bytearray | memoryview):
         raw = bytes(output)
         if len(raw) > MAX_OUTPUT_BYTES:
-            return _too_large(len(raw))
+            return too_large(len(raw))
         if b"\x00" in raw:
             return "the output is binary (it contains NUL bytes), not JSON"
         try:
@@ -108,9 +135,9 @@ def parse_output(output: object) -> AgentOutput | str:
     elif isinstance(output, str):
         text = output
         if len(text) > MAX_OUTPUT_BYTES and len(text.encode("utf-8", "replace")) > MAX_OUTPUT_BYTES:
-            return _too_large(len(text.encode("utf-8", "replace")))
+            return too_large(len(text.encode("utf-8", "replace")))
         if "\x00" in text:
-            return "the output is binary (it contains NUL characters), not JSON"
+            return "the output is binary (it contains NUL bytes), not JSON"
     elif output is None:
         return "there is no output (null)"
     else:
@@ -118,7 +145,8 @@ def parse_output(output: object) -> AgentOutput | str:
     return _parse_text(text)
 
 
-def _too_large(size: int) -> str:
+def too_large(size: int) -> str:
+    """The reason an output of `size` bytes is not parsed."""
     return (
         f"the output is {size:,} bytes, over the {MAX_OUTPUT_BYTES:,}-byte limit; it was not parsed"
     )
@@ -151,6 +179,10 @@ def _unfence(body: str) -> str:
     inner = body[3:-3]
     first, newline, rest = inner.partition("\n")
     if not newline:
+        # One line: ```json {...}``` carries its label before the JSON.
+        label, space, after = inner.strip().partition(" ")
+        if space and label.isalnum() and after.lstrip().startswith(("{", "[")):
+            return after.strip()
         return inner.strip()
     label = first.strip()
     if label and not label.replace("-", "").replace("_", "").isalnum():

@@ -128,7 +128,8 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         problem = "the run has no shell log (shell_audit.jsonl)"
     report = None
     if REPORT in files:
-        report = ledger.read_bytes(run_id, REPORT).decode("utf-8", "replace")
+        # CRLF is one line break (as an editor counts it): `$` must match before it
+        report = ledger.read_bytes(run_id, REPORT).decode("utf-8", "replace").replace("\r\n", "\n")
     scores: dict[str, Score] = {}
     for score in run_scores(ledger, run_id):  # oldest first: the newest of a judge wins
         scores[score.judge_id] = score

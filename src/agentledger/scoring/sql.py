@@ -33,6 +33,11 @@ _RISKY_FUNCTIONS = frozenset(
         "lo_from_bytea", "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_file_write",
         "pg_file_unlink", "pg_file_rename", "pg_stat_file", "pg_logdir_ls", "load_file",
         "sys_exec", "sys_eval", "xp_cmdshell", "pg_advisory_xact_lock",
+        "pg_advisory_lock_shared", "pg_advisory_xact_lock_shared", "pg_try_advisory_lock",
+        "pg_try_advisory_lock_shared", "pg_try_advisory_xact_lock",
+        "pg_try_advisory_xact_lock_shared", "pg_advisory_unlock", "pg_advisory_unlock_shared",
+        "pg_advisory_unlock_all", "pg_logical_emit_message", "pg_replication_slot_advance",
+        "get_lock", "release_lock", "release_all_locks",
     }
 )  # fmt: skip
 _EXPLAIN_OPTIONS = re.compile(
@@ -138,7 +143,12 @@ def analyse_sql(text: str, dialect: str = DEFAULT_DIALECT) -> SqlAnalysis:
     level = logger.level
     logger.setLevel(logging.ERROR)  # "falling back to parsing as a Command" is our finding
     try:
-        statements = [item for item in sqlglot.parse(text, read=dialect) if item is not None]
+        statements = [
+            item
+            for item in sqlglot.parse(text, read=dialect)
+            # `SELECT 1; -- a note`: what follows the last semicolon is a comment, not a statement
+            if item is not None and not isinstance(item, sqlglot.exp.Semicolon)
+        ]
     except (SqlglotError, RecursionError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         analysis.error = f"the SQL does not parse ({dialect}): {first[:200]}"
@@ -147,12 +157,26 @@ def analyse_sql(text: str, dialect: str = DEFAULT_DIALECT) -> SqlAnalysis:
         logger.setLevel(level)
     analysis.statements = len(statements)
     for statement in statements:
+        if not _is_statement(statement):
+            # sqlglot read an unknown statement as an expression: `FLUSH TABLES` as the column
+            # FLUSH aliased TABLES, `NOTIFY x` likewise; name it by its first word.
+            first = _sql_text(statement, dialect).split(None, 1)[0].upper()
+            shown = text.strip() if len(statements) == 1 else _sql_text(statement, dialect)
+            analysis.writes.append((f"{first} is not a read-only query", shown[:300]))
+            continue
         _statement(statement, dialect, analysis, 0)
     if not analysis.writes:
         verdict = _gate_opinion(text)
         if verdict is not None:
             analysis.writes.append((verdict, text))
     return analysis
+
+
+def _is_statement(node: Any) -> bool:
+    """False for what sqlglot makes of an unknown statement: a bare column, alias or name."""
+    from sqlglot import exp
+
+    return not isinstance(node, exp.Column | exp.Alias | exp.Identifier | exp.Literal)
 
 
 def _statement(node: Any, dialect: str, analysis: SqlAnalysis, depth: int) -> None:
@@ -373,5 +397,7 @@ def score_sql_tables_subset(out: AgentOutput, spec: _SqlSpec) -> PropertyResult:
             name, f"the output declares tables {', '.join(extra)}, outside {allowed}", extra
         )
     if not used and not declared:
+        if texts:
+            return ok(name, "the SQL reads no table")
         return ok(name, "no SQL and no tables in the output")
     return ok(name, f"tables {', '.join(sorted(used | set(declared or []))) or 'none'} are allowed")
