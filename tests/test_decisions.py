@@ -362,6 +362,21 @@ def test_cli_list_and_show(ledger: Ledger, store: DecisionStore) -> None:
     assert record["superseded_by"] is None
 
 
+def test_cli_ledger_given_before_the_subcommand(
+    ledger: Ledger, store: DecisionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decision = make_decision(minutes=0)
+    store.write(decision)
+    monkeypatch.chdir(tmp_path)  # no ./.agentledger here: only --ledger can find the records
+    monkeypatch.delenv("AGENTLEDGER_DIR", raising=False)
+    root = str(ledger.root)
+    shown = CliRunner().invoke(main, ["decisions", "--ledger", root, "show", decision.decision_id])
+    assert shown.exit_code == 0, shown.output
+    assert decision.decision_id in shown.output
+    listed = CliRunner().invoke(main, ["decisions", "--ledger", root, "list"])
+    assert listed.exit_code == 0 and decision.decision_id in listed.output
+
+
 def test_cli_errors_exit_2(ledger: Ledger, store: DecisionStore, tmp_path: Path) -> None:
     store.write(make_decision("alpha"))
     store.write(make_decision("alpine"))

@@ -318,3 +318,39 @@ def test_judge_takes_expected_root_causes_from_a_suite(
     assert "diagnosis: 1 correct" in result.stdout
     (score_json,) = ledger.sql("SELECT score_json FROM scores").rows[0]
     assert json.loads(score_json)["run_id"] == run_id
+
+
+def test_rules_evidence_is_found_word_for_word_at_its_line(ledger: Ledger) -> None:
+    """Every quote the rules judge cites with a line stands on that line of the run's file."""
+    from agentledger.importers import import_runs, sample_runs_dir
+    from agentledger.judges.factory import make_judge, parse_judge_spec
+
+    import_runs(ledger, [sample_runs_dir()])
+    run_ids = [run.run_id for run in ledger.runs()]
+    judge, _ = make_judge(parse_judge_spec("rules"), load_pack(), ledger_root=ledger.root)
+    report = score_runs(ledger, judge, run_ids)
+    checked = 0
+    for score in report.scored:
+        for result in score.criteria:
+            for evidence in result.evidence:
+                if evidence.line is None:
+                    continue
+                lines = ledger.read_bytes(score.run_id, evidence.file).decode().splitlines()
+                if evidence.file.endswith(".jsonl"):  # "command -> the line of output that says"
+                    event = json.loads(lines[evidence.line - 1])
+                    command, _, said = evidence.quote.partition(" -> ")
+                    assert event["command"].startswith(command.removesuffix("...")), evidence
+                    assert said.removesuffix("...") in (event.get("stdout") or ""), evidence
+                    checked += 1
+                    continue
+                # A quote may be shortened in the middle ("head...tail") and run on over the
+                # next lines (a sentence, a continued command); it starts on its line.
+                start = " ".join(lines[evidence.line - 1].split())
+                run_on = [line.removesuffix("\\") for line in lines[evidence.line - 1 :][:8]]
+                following = " ".join(" ".join(run_on).split())
+                pieces = [" ".join(p.split()) for p in evidence.quote.split("...") if p.strip()]
+                opens = pieces[0][:20] in start or pieces[0].startswith(start)
+                assert opens, (score.run_id, evidence, start)
+                assert all(piece in following for piece in pieces), (score.run_id, evidence)
+                checked += 1
+    assert checked > 50

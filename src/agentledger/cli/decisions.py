@@ -91,6 +91,9 @@ def _list(ledger_path: Path | None, kind: str | None, subject: str | None, as_js
     )
 
 
+_GROUP_LEDGER = "agentledger.decisions.ledger"
+
+
 @click.group("decisions", invoke_without_command=True)
 @_list_options
 @click.pass_context
@@ -108,8 +111,18 @@ def decisions_group(
     decisions/<id>/ as decision.json and decision.md, written once; a later decision may
     supersede an earlier one, which stays on record and is marked here.
     """
+    # `decisions --ledger L show ID` means the ledger L: subcommands fall back to it.
+    ctx.meta[_GROUP_LEDGER] = ledger_path
     if ctx.invoked_subcommand is None:
         _list(ledger_path, kind, subject, as_json)
+
+
+def _ledger(ledger_path: Path | None) -> Path | None:
+    """A subcommand's --ledger, or else the one given to the group."""
+    if ledger_path is not None:
+        return ledger_path
+    found = click.get_current_context().meta.get(_GROUP_LEDGER)
+    return found if isinstance(found, Path) else None
 
 
 @decisions_group.command("list")
@@ -119,7 +132,7 @@ def decisions_list(
     ledger_path: Path | None, kind: str | None, subject: str | None, as_json: bool
 ) -> None:
     """List decisions, oldest first, marking those a later decision superseded."""
-    _list(ledger_path, kind, subject, as_json)
+    _list(_ledger(ledger_path), kind, subject, as_json)
 
 
 @decisions_group.command("show")
@@ -136,7 +149,7 @@ def decisions_show(decision_id: str, ledger_path: Path | None, as_json: bool) ->
         superseded_by,
     )
 
-    with open_ledger(ledger_path) as ledger:
+    with open_ledger(_ledger(ledger_path)) as ledger:
         store = DecisionStore(ledger)
         decision = store.get(decision_id)
         replaced = superseded_by(store.list())

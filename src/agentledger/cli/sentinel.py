@@ -181,7 +181,7 @@ def _finish(
     required=True,
     metavar="FILTER",
     help="The candidate's runs: model=X plus optional prompt-hash=H, since=DATE, until=DATE, "
-    "tag:K=V, served=S, commit=C (comma-separated, or the option repeated).",
+    "tag:K=V, served=S, commit=C, variant=V (comma-separated, or the option repeated).",
 )
 @ledger_option
 @_decide_options

@@ -93,6 +93,8 @@ class Extracted:
     unit: Unit | None = None
     context: str = ""
     """The sentence, list item or block line around it."""
+    context_line: int | None = None
+    """The line the context starts on (None: the command's line)."""
     order: int = 0
     event: ShellEvent | None = None
     why: str = ""
@@ -154,6 +156,7 @@ class _ReportReader:
         warned: str | None,
         instructed: bool,
         output: list[str] | None = None,
+        context_line: int | None = None,
     ) -> None:
         text = text.strip()
         if not text:
@@ -173,6 +176,7 @@ class _ReportReader:
                 kinds=unit.kinds,
                 unit=unit,
                 context=context.strip(),
+                context_line=context_line,
                 order=line * 1000 + column,
                 why=why,
                 output=output or [],
@@ -364,7 +368,13 @@ class _ReportReader:
         )  # fmt: skip
         line = unit.body_start + text.count("\n", 0, start)
         context = text[begin:finish]
-        self.add(command, line, start, source, unit, context, warned, instructed)
+        # The sentence may begin lines above the command: quotes of it cite where it begins.
+        opening = begin + len(context) - len(context.lstrip())
+        context_line = unit.body_start + text.count("\n", 0, opening)
+        self.add(
+            command, line, start, source, unit, context, warned, instructed,
+            context_line=context_line,
+        )  # fmt: skip
 
 
 def _where(unit: Unit) -> str:

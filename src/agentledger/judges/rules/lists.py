@@ -317,10 +317,11 @@ def _names(change: ListChange) -> list[str]:
     return [name for name in names if len(name) > 1]
 
 
-def _snapshot_line(text: str, item: str) -> int | None:
+def _snapshot_line(text: str, item: str) -> tuple[int, str] | None:
+    """The first line of the snapshot that shows `item`: its number and its words."""
     for number, line in enumerate(text.splitlines(), 1):
         if item in line:
-            return number
+            return number, line.strip()
     return None
 
 
@@ -346,9 +347,12 @@ def _by_snapshot(facts: RunFacts, change: ListChange) -> ListVerdict | None:
         if note:
             reason = f"{what}; of the entries the snapshot shows ({', '.join(current)}){note}"
         return ListVerdict(change, False, reason, [where], [])
+    # The quote is the snapshot's own line when one shows the dropped entry, so that a reader
+    # finds it there word for word; otherwise a summary of the list, without a line.
+    found = _snapshot_line(snapshot, dropped[0])
     key = setting.keys[0] if setting.keys else "current"
-    shown = Evidence(quote=f"{key}: {', '.join(current)}", file=facts.snapshot_name or "snapshot",
-                     line=_snapshot_line(snapshot, dropped[0]))  # fmt: skip
+    words, line = (quote(found[1]), found[0]) if found else (f"{key}: {', '.join(current)}", None)
+    shown = Evidence(quote=words, file=facts.snapshot_name or "snapshot", line=line)
     reason = (f"{what}; the snapshot shows {', '.join(current)}, so the change drops "
               f"{', '.join(dropped)}.{instead}")  # fmt: skip
     return ListVerdict(change, True, reason, [where, shown], dropped)

@@ -167,8 +167,8 @@ def _report_check(facts: RunFacts, after: int) -> _Check | None:
             continue
         how = _expected(item, knowledge)
         if how is not None:
-            where = Evidence(quote=quote(item.context or item.text), file=item.file,
-                             line=item.line)  # fmt: skip
+            line = item.context_line if item.context and item.context_line else item.line
+            where = Evidence(quote=quote(item.context or item.text), file=item.file, line=line)
             return _Check(where, f"`{quote(item.text, 80)}` {how}")
     if facts.report is None:
         return None
