@@ -15,26 +15,37 @@ from pydantic import BaseModel, ValidationError
 
 from agentledger.errors import RecordError
 
-__all__ = ["load_toml_record", "load_yaml_record", "read_text_file", "validation_problem"]
+__all__ = [
+    "load_toml_record",
+    "load_yaml_record",
+    "read_spec_bytes",
+    "read_text_file",
+    "validation_problem",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
 MAX_SPEC_BYTES = 10 * 1024 * 1024
 
 
-def read_text_file(path: Path, *, what: str, allow_empty: bool = False) -> str:
-    """The UTF-8 text of `path`; a clear error when it is missing, binary, empty or huge."""
+def read_spec_bytes(path: Path, *, what: str) -> bytes:
+    """The bytes of `path`; a RecordError naming it when it is missing, a directory or huge."""
     try:
         if path.is_dir():
             raise RecordError(path, f"{what} is a directory, expected a file")
         size = path.stat().st_size
         if size > MAX_SPEC_BYTES:
             raise RecordError(path, f"{what} is {size} bytes; the limit is {MAX_SPEC_BYTES}")
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise RecordError(path, f"{what} does not exist") from None
     except PermissionError:
         raise RecordError(path, f"{what} cannot be read (permission denied)") from None
+
+
+def read_text_file(path: Path, *, what: str, allow_empty: bool = False) -> str:
+    """The UTF-8 text of `path`; a clear error when it is missing, binary, empty or huge."""
+    raw = read_spec_bytes(path, what=what)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -35,12 +35,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from agentledger.errors import InputError, RecordError
+from agentledger.gates.specerrors import CrossChecked
 from agentledger.identity import normalize_hash_prefix, sha256_bytes
 from agentledger.judges.base import Evidence
 from agentledger.records import Record
@@ -144,7 +143,7 @@ class ScenarioSpec(_Strict):
         return value
 
 
-class SentinelSpec(Record):
+class SentinelSpec(Record, CrossChecked):
     """A sentinel suite (YAML): fixed scenarios, pass criteria, the baseline, the judges."""
 
     name: str = Field(pattern=_NAME, description="The suite's name; decisions are filed under it.")
@@ -185,14 +184,6 @@ class SentinelSpec(Record):
         if len(set(value)) != len(value):
             raise ValueError("a judge is listed twice")
         return value
-
-    @model_validator(mode="after")
-    def _unique(self, info: ValidationInfo) -> SentinelSpec:
-        if not (info.context or {}).get("defer_cross_checks"):
-            problem = self.cross_check()
-            if problem is not None:
-                raise ValueError(problem[1])
-        return self
 
     def cross_check(self) -> tuple[tuple[str | int, ...], str] | None:
         """The first problem across fields, with the field it is about; None when consistent."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import yaml
+from pydantic import BaseModel, ValidationInfo, model_validator
 
 from agentledger.errors import RecordError
 from agentledger.specfiles import _yaml_line
@@ -19,11 +20,27 @@ from agentledger.specfiles import _yaml_line
 if TYPE_CHECKING:
     from agentledger.store import Ledger
 
-__all__ = ["DEFER", "spec_error", "unknown_names"]
+__all__ = ["DEFER", "CrossChecked", "spec_error", "unknown_names"]
 
 DEFER = {"defer_cross_checks": True}
 """Validation context: skip the model-level cross-field checks; the loader runs them itself so
 that it can name the field and line."""
+
+
+class CrossChecked(BaseModel):
+    """A spec with checks across its fields, run after the fields unless DEFER says not to."""
+
+    def cross_check(self) -> tuple[tuple[str | int, ...], str] | None:
+        """The first problem across fields, with the field it is about; None when consistent."""
+        return None
+
+    @model_validator(mode="after")
+    def _cross_checked(self, info: ValidationInfo) -> CrossChecked:
+        if not (info.context or {}).get("defer_cross_checks"):
+            problem = self.cross_check()
+            if problem is not None:
+                raise ValueError(problem[1])
+        return self
 
 
 def spec_error(path: Path, text: str, loc: tuple[str | int, ...], problem: str) -> RecordError:

@@ -21,7 +21,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -37,7 +36,7 @@ from agentledger.gates.acceptance import (
     apply_rule,
     normalize_rule,
 )
-from agentledger.gates.specerrors import DEFER, spec_error
+from agentledger.gates.specerrors import DEFER, CrossChecked, spec_error
 from agentledger.identity import normalize_hash_prefix, sha256_bytes, short_hash
 from agentledger.judges.base import Evidence
 from agentledger.records import Record
@@ -133,7 +132,7 @@ class BaselineSpec(BaseModel):
         return "runs without an addon on the base prompt"
 
 
-class VariantSpec(Record):
+class VariantSpec(Record, CrossChecked):
     """A prompt variant to accept or reject (a YAML file, `agentledger variant`)."""
 
     name: str = Field(pattern=NAME, description="The variant's name (letters, digits, . _ -).")
@@ -199,14 +198,6 @@ class VariantSpec(Record):
     def _predicate_ids(cls, value: list[PredicateForm]) -> list[PredicateForm]:
         _unique_ids(value, "in predicates")
         return value
-
-    @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> VariantSpec:
-        if not (info.context or {}).get("defer_cross_checks"):
-            problem = self.cross_check()
-            if problem is not None:
-                raise ValueError(problem[1])
-        return self
 
     def cross_check(self) -> tuple[tuple[str | int, ...], str] | None:
         """The first problem across fields, with the field it is about; None when consistent."""
