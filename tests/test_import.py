@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentledger.cli import main
-from agentledger.errors import RecordError
+from agentledger.errors import InputError, RecordError
 from agentledger.importers import (
     ImportOptions,
     find_run_dirs,
@@ -852,6 +852,30 @@ def test_a_directory_that_is_not_a_run(tmp_path: Path, ledger_path: Path) -> Non
     result = agentledger("import", tmp_path / "batch", "--ledger", ledger_path)
 
     refused(result, ledger_path, "notes", "not a run directory", "--map")
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("kind", ["notes", "nested batch"])
+def test_a_directory_that_is_not_a_run_among_many_checked_in_parallel(
+    seed_run: SeedRun, tmp_path: Path, ledger_path: Path, where: str, kind: str
+) -> None:
+    """Large imports check each directory while planning it, in the share of the process that
+    plans it: a directory that is not a run is refused the same way, and nothing is written."""
+    batch = tmp_path / "runs"
+    for index in range(6):
+        seed_run(f"use_case_m_haiku_2026031{index}", parent=batch)
+    odd = batch / ("a-odd" if where == "first" else "z-odd")
+    if kind == "notes":
+        odd.mkdir()
+        (odd / "todo.txt").write_text("x\n")
+    else:  # a directory of runs inside the directory of runs
+        seed_run("use_case_m_haiku_20260319", parent=odd)
+
+    with Ledger.init(ledger_path) as ledger, pytest.raises(InputError) as caught:
+        import_runs(ledger, [batch], ImportOptions(workers=2))
+
+    assert f"{odd}: not a run directory" in str(caught.value)
+    assert stored_runs(ledger_path) == []
 
 
 def test_an_unknown_map_key(seed_run: SeedRun, ledger_path: Path) -> None:

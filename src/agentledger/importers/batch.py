@@ -144,7 +144,7 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
             return
         if first[0] != "share":
             return
-        root, run_dirs, real_paths, options = first[1:]
+        root, run_dirs, real_paths, options, unchecked = first[1:]
         ledger = Ledger.open(root) if root else None
         # Never look again at what importing modules left behind (planning and writing collect
         # rarely as well, see directory._fewer_collections).
@@ -163,6 +163,7 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
             ledger=ledger,
             progress=report,
             real_paths=real_paths,
+            unchecked=unchecked,
         )
         outbox.send(("planned", [(run.run_id, run.identical) for run in plan.runs]))
         try:
@@ -228,7 +229,11 @@ class _Worker:
         self.inbox = Connection(up_r, writable=False)
 
     def start(
-        self, root: Path | None, share: list[tuple[Path, str]], options: ImportOptions
+        self,
+        root: Path | None,
+        share: list[tuple[Path, str]],
+        options: ImportOptions,
+        unchecked: bool,
     ) -> None:
         """Give the worker its share of run directories (with their real paths) to check."""
         self.outbox.send(
@@ -238,6 +243,7 @@ class _Worker:
                 [str(path) for path, _real in share],
                 [real for _path, real in share],
                 options,
+                unchecked,
             )
         )
 
@@ -329,8 +335,12 @@ class _Workers(PreparedImport):
         ledger: Ledger | None,
         workers: list[_Worker],
         progress: Progress | None,
+        unchecked: bool = False,
     ) -> None:
-        """Check `run_dirs` (each with its real path): the first share here, one per worker."""
+        """Check `run_dirs` (each with its real path): the first share here, one per worker.
+
+        `unchecked`: whether each directory is a run is still to be checked (while planning).
+        """
         super().__init__([])
         size = -(-len(run_dirs) // (len(workers) + 1))
         shares = [run_dirs[i : i + size] for i in range(0, len(run_dirs), size)]
@@ -341,7 +351,7 @@ class _Workers(PreparedImport):
                 worker.close()
             del self.workers[len(others) :]
             for worker, share in zip(self.workers, others, strict=True):
-                worker.start(ledger.root if ledger else None, share, options)
+                worker.start(ledger.root if ledger else None, share, options, unchecked)
             phase = _Phase(self.workers, "planned", len(run_dirs), progress)
             self.plan = plan_runs(
                 [path for path, _real in own],
@@ -349,6 +359,7 @@ class _Workers(PreparedImport):
                 ledger=ledger,
                 progress=phase.own_progress,
                 real_paths=[real for _path, real in own],
+                unchecked=unchecked,
             )
             planned = [[(run.run_id, run.identical) for run in self.plan.runs], *phase.finish()]
             seen: dict[str, Path] = {}
@@ -413,7 +424,9 @@ def prepare_import(
         early = _worker_count(options, _entries_at_most(paths, PARALLEL_FROM))
         for _ in range(early - 1):
             workers.append(_Worker())
-        found = layout.find_runs_real(paths)
+        # Whether each subdirectory is a run is checked while it is planned (from the listing
+        # planning makes anyway, in the worker's share), not here one listing at a time.
+        found = layout.find_runs_real(paths, check=False)
         count = _worker_count(options, len(found))
         if count <= 1:
             for worker in workers:
@@ -425,6 +438,7 @@ def prepare_import(
                     ledger=ledger,
                     progress=progress,
                     real_paths=[real for _path, real in found],
+                    unchecked=True,
                 )
             )
         while len(workers) < count - 1:
@@ -433,7 +447,7 @@ def prepare_import(
         for worker in workers:
             worker.close()
         raise
-    return _Workers(found, options, ledger, workers, progress)  # closes extra workers
+    return _Workers(found, options, ledger, workers, progress, unchecked=True)  # closes extra
 
 
 def _entries_at_most(paths: Sequence[Path], limit: int) -> int:

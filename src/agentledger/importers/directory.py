@@ -316,6 +316,7 @@ class _Context:
     sidecar_origin: str
     system_prompt: tuple[bytes, str] | None  # from --system-prompt-file: bytes, origin
     ledger: Ledger | None
+    unchecked: bool = False  # whether the run directories may not be runs (scan checks them)
     _options: tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]] | RecordError | None = None
     _safe_names: set[str] = field(default_factory=set)
 
@@ -607,7 +608,7 @@ def _summary(
 
 
 def _plan_run(run_dir: Path, ctx: _Context, real: str | None = None) -> PlannedRun:
-    files, skipped = ctx.layout.scan(run_dir, ctx.limit, real)
+    files, skipped = ctx.layout.scan(run_dir, ctx.limit, real, check=ctx.unchecked)
     assigned, attachments = ctx.layout.assign(run_dir, files)
     # The run's own records are read once: for identity, metrics, and their hashes.
     originals = {
@@ -730,11 +731,13 @@ def plan_runs(
     ledger: Ledger | None = None,
     progress: Progress | None = None,
     real_paths: Sequence[str] | None = None,
+    unchecked: bool = False,
 ) -> ImportPlan:
     """Read and check the given run directories; write nothing.
 
     `real_paths`, when known, are the directories' real paths (as `find_run_dirs` resolved
-    them), so that they are not resolved again.
+    them), so that they are not resolved again. `unchecked`: the directories were found with
+    `find_runs_real(check=False)`; one that is not a run is refused here.
     """
     if options.batch_size < 1:
         raise InputError("the batch size must be at least 1")
@@ -750,6 +753,7 @@ def plan_runs(
         sidecar_origin=str(options.sidecar or ""),
         system_prompt=(_read(prompt_file), str(prompt_file)) if prompt_file else None,
         ledger=ledger,
+        unchecked=unchecked,
     )
     runs: list[PlannedRun] = []
     seen: dict[str, Path] = {}

@@ -156,18 +156,26 @@ class Layout:
         """Each PATH is a run directory, or a directory whose subdirectories are runs."""
         return list(_find_runs(paths, self).values())
 
-    def find_runs_real(self, paths: Sequence[Path]) -> list[tuple[Path, str]]:
-        """`find_runs`, each run directory with its real path."""
-        return [(path, real) for real, path in _find_runs(paths, self).items()]
+    def find_runs_real(
+        self, paths: Sequence[Path], *, check: bool = True
+    ) -> list[tuple[Path, str]]:
+        """`find_runs`, each run directory with its real path.
+
+        `check=False` leaves out telling runs from other subdirectories of a directory of runs
+        (one listing each): the caller scans them with `scan(..., check=True)`, which says the
+        same of one that is not a run, from the listing it makes anyway.
+        """
+        return [(path, real) for real, path in _find_runs(paths, self, check).items()]
 
     def scan(
-        self, run_dir: Path, limit: int, real: str | None = None
+        self, run_dir: Path, limit: int, real: str | None = None, *, check: bool = False
     ) -> tuple[list[SourceFile], list[str]]:
         """Every regular file of a run (none over `limit` bytes), and the files skipped.
 
-        `real` is the run directory's real path, when known already.
+        `real` is the run directory's real path, when known already. `check`: raise the error
+        of `find_runs` when the directory is not a run.
         """
-        return _scan(run_dir, self, limit, real or os.path.realpath(run_dir))
+        return _scan(run_dir, self, limit, real or os.path.realpath(run_dir), check)
 
     def assign(
         self, run_dir: Path, files: list[SourceFile]
@@ -207,7 +215,17 @@ def _subdirectories(path: Path) -> list[tuple[Path, str]]:
     return [(Path(sub), real) for sub, real in sorted(found)]
 
 
-def _find_runs(paths: Sequence[Path], layout: Layout) -> dict[str, Path]:
+def not_a_run(directory: str | Path) -> InputError:
+    """The error for a subdirectory of a directory of runs that is not a run."""
+    return InputError(
+        f"{shown(directory)}: not a run directory: none of its files matches the prompt, "
+        "report, audit, shell_audit or metadata patterns (PROMPT.txt, "
+        "ghost_report_*.md, ...). Pass run directories one by one, or describe the "
+        "layout with --map KEY=GLOB"
+    )
+
+
+def _find_runs(paths: Sequence[Path], layout: Layout, check: bool = True) -> dict[str, Path]:
     """Run directories by real path (the same run reached twice is imported once)."""
     found: dict[str, Path] = {}
     for path in paths:
@@ -220,13 +238,8 @@ def _find_runs(paths: Sequence[Path], layout: Layout) -> dict[str, Path]:
             continue
         runs = _subdirectories(path)
         for sub, real in runs:
-            if not layout.is_run(sub):
-                raise InputError(
-                    f"{shown(sub)}: not a run directory: none of its files matches the prompt, "
-                    "report, audit, shell_audit or metadata patterns (PROMPT.txt, "
-                    "ghost_report_*.md, ...). Pass run directories one by one, or describe the "
-                    "layout with --map KEY=GLOB"
-                )
+            if check and not layout.is_run(sub):
+                raise not_a_run(sub)
             found.setdefault(real, sub)
         if not runs:
             raise InputError(
@@ -253,7 +266,7 @@ _by_name = operator.attrgetter("name")
 
 
 def _scan(
-    run_dir: Path, layout: Layout, limit: int, root: str
+    run_dir: Path, layout: Layout, limit: int, root: str, check: bool = False
 ) -> tuple[list[SourceFile], list[str]]:
     """Every regular file of a run, and those skipped; symlinks inside are followed."""
     files: list[SourceFile] = []
@@ -263,8 +276,21 @@ def _scan(
     exclude = layout.exclude
     while stack:
         prefix, real = stack.pop()
-        with os.scandir(real) as entries:
-            listed = sorted(entries, key=_by_name)
+        try:
+            with os.scandir(real) as entries:
+                listed = sorted(entries, key=_by_name)
+        except OSError as exc:
+            if not check:
+                raise
+            raise InputError(f"{run_dir}: cannot read the directory ({exc.strerror})") from None
+        if check:  # the top directory, before anything below it is read: is it a run?
+            check = False
+            markers = layout._top_markers
+            marked = markers is not None and any(
+                markers.fullmatch(entry.name) for entry in listed if entry.name[0] != "."
+            )
+            if not marked and not layout.is_run(run_dir):  # is_run: markers deeper down
+                raise not_a_run(run_dir)
         for entry in listed:
             rel = prefix + entry.name
             if rel[len(prefix)] == "." or (exclude and exclude.fullmatch(rel)):
