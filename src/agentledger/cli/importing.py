@@ -114,7 +114,8 @@ def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
     type=click.IntRange(min=1),
     metavar="N",
     default=None,
-    help="Processes that check and seal runs [default: one per CPU, up to 8, from 1000 runs].",
+    help="Processes that check and seal runs [default: one more than the CPUs, up to 8, from "
+    "1000 runs].",
 )
 @click.option("--dry-run", is_flag=True, help="Check every run and report; write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="List every run and what happened to it.")

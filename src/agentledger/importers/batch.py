@@ -70,7 +70,10 @@ def _worker_count(options: ImportOptions, runs: int) -> int:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_WORKERS))
+    # One process more than CPUs: sealing waits on the kernel (creating files, flushing to
+    # disk), and the extra process keeps the CPUs busy meanwhile. On 2 CPUs, 3 processes
+    # import 10,000 runs 15-20% faster than 2 (docs/benchmarks.md).
+    return max(1, min(cpus + 1, MAX_WORKERS))
 
 
 class PreparedImport(ABC):
