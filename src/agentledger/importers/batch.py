@@ -71,8 +71,9 @@ def _worker_count(options: ImportOptions, runs: int) -> int:
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
     # One process more than CPUs: sealing waits on the kernel (creating files, flushing to
-    # disk), and the extra process keeps the CPUs busy meanwhile. On 2 CPUs, 3 processes
-    # import 10,000 runs 15-20% faster than 2 (docs/benchmarks.md).
+    # disk), and the extra process keeps the CPUs busy meanwhile. On 2 CPUs with slow file
+    # creation, 3 processes imported 10,000 runs 15-20% faster than 2; on a quiet filesystem
+    # the difference was within the noise (docs/benchmarks.md).
     return max(1, min(cpus + 1, MAX_WORKERS))
 
 
