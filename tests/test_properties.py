@@ -133,6 +133,11 @@ def test_one_code_fence_is_tolerated_but_not_prose_around_it() -> None:
         ({"forbidden_regex": ["ok", "(bad"]}, "forbidden_regex.1", "regular expression"),
         ({"json_schema": {"type": "nonsense"}}, "json_schema", "JSON Schema"),
         ({"json_schema": 3}, "json_schema", "JSON Schema"),
+        (
+            {"json_schema": {"properties": {"a": {"$ref": "https://example.com/a.json"}}}},
+            "json_schema",
+            "never fetched",
+        ),
         ({"must_cite_from": [["a.md", "h"], 3]}, "must_cite_from.1", "[path, heading]"),
         ({"hostname_allowlist": ["10.0.0.0/33"]}, "hostname_allowlist.0", "IP"),
         ({"shell_commands": {"forbid": ["reboot"]}}, "shell_commands.forbid.0", "one of"),

@@ -197,6 +197,12 @@ def parse_json_schema(value: Any, where: Where) -> Any:
         value = _schema_file(value, where)
     if not isinstance(value, dict):
         where.bad("expected a JSON Schema object, or the path of a JSON Schema file")
+    outside = _outside_reference(value)
+    if outside is not None:
+        where.bad(
+            f"$ref {outside!r} points outside the schema; schemas are never fetched (the guard "
+            "runs offline): put the definition under $defs and refer to it as '#/$defs/NAME'"
+        )
     import jsonschema
 
     cls = jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator)
@@ -206,6 +212,21 @@ def parse_json_schema(value: Any, where: Where) -> Any:
         place = "/".join(str(part) for part in exc.path)
         where.bad(f"not a valid JSON Schema{' at ' + place if place else ''}: {exc.message}")
     return cls(value)
+
+
+def _outside_reference(schema: Any) -> str | None:
+    """The first `$ref` of `schema` that is not a reference inside it ("#..."), or None."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                return ref
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def _schema_file(value: str, where: Where) -> Any:
