@@ -109,6 +109,22 @@ def progress_bar(description: str) -> Iterator[Progress | None]:
         yield advance
 
 
+def step_counter(progress: Progress | None, total: int) -> Callable[[], None]:
+    """For work reported one item at a time: a function to call after each item (0 is drawn
+    now). Does nothing without a progress callback."""
+    done = 0
+    if progress is not None:
+        progress(0, total)
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    return step
+
+
 def parse_size(text: str, option: str) -> int:
     """Bytes from ``100MB``, ``1.5GB``, ``4096``; a usage error naming `option` otherwise."""
     try:

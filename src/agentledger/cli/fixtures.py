@@ -17,6 +17,7 @@ from agentledger.cli.common import (
     ledger_option,
     parse_pairs,
     progress_bar,
+    step_counter,
 )
 from agentledger.cli.output import emit, render_value, terminal_safe
 from agentledger.errors import InputError
@@ -258,17 +259,8 @@ def run_command(
     total = sum(len(suite.fixtures) for suite in prepared.suites)
     try:
         with progress_bar(f"Fixtures ({settings.mode})") as progress:
-            done = 0
-            if progress is not None:
-                progress(0, total)
-
-            def advance(_outcome: object) -> None:
-                nonlocal done
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-
-            report = run_fixtures(prepared, ledger, on_fixture=advance)
+            step = step_counter(progress, total)
+            report = run_fixtures(prepared, ledger, on_fixture=lambda _outcome: step())
     finally:
         if ledger is not None:
             ledger.close()

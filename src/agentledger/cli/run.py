@@ -13,6 +13,7 @@ from agentledger.cli.common import (
     ledger_option,
     parse_pairs,
     progress_bar,
+    step_counter,
 )
 from agentledger.cli.output import terminal_safe
 from agentledger.runner.agent_spec import load_agent
@@ -133,15 +134,10 @@ def run_command(
     total = len(prepared.plan())
     try:
         with progress_bar(f"Running {agent.spec.name}") as progress:
-            done = 0
-            if progress is not None:
-                progress(0, total)
+            step = step_counter(progress, total)
 
             def on_run(run: RunOutcome) -> None:
-                nonlocal done
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+                step()
                 if not quiet:
                     click.echo(_line(run))
 

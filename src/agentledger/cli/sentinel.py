@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ from agentledger.errors import InputError
 
 if TYPE_CHECKING:
     from agentledger.gates.sentinel import LoadedSentinel, SentinelResult
-    from agentledger.store import IndexedRun, Ledger
+    from agentledger.store import Ledger
 
 __all__ = ["sentinel_group"]
 
@@ -229,18 +228,6 @@ def sentinel_check(
         )  # fmt: skip
 
 
-def _missing_baseline(
-    ledger: Ledger, loaded: LoadedSentinel, prompt_hash: str, scenarios: list[str]
-) -> list[str]:
-    from dataclasses import replace
-
-    from agentledger.gates.sentinel import baseline_filter, latest_runs
-
-    run_filter = replace(baseline_filter(loaded), prompt_hash=prompt_hash)
-    found = latest_runs(ledger, run_filter, scenarios, loaded.spec.repeats)
-    return [s for s in scenarios if len(found[s]) < loaded.spec.repeats]
-
-
 @sentinel_group.command("run")
 @_spec_argument
 @click.option("--model", "model", required=True, metavar="CANDIDATE", help="The candidate model.")
@@ -278,128 +265,38 @@ def sentinel_run(
     hash): a migration check compares models, not prompts. Every run is tagged
     sentinel=<suite name>. --dry-run still runs and judges; it only writes no decision.
     """
-    from agentledger.gates.sentinel import evaluate_sentinel, latest_runs
-    from agentledger.judges.factory import make_judge, parse_judge_spec
-    from agentledger.judges.inputs import expectations_from_suite
-    from agentledger.judges.pack import load_pack
-    from agentledger.judges.scoring import score_runs
-    from agentledger.runner.agent_spec import load_agent
-    from agentledger.runner.run import RunOptions, prepare_suite, run_suite
-    from agentledger.runner.scenario import load_suite
-    from agentledger.store import Ledger, RunFilter
+    from agentledger.gates.sentinel_run import prepare_sentinel_run, run_sentinel
+    from agentledger.store import Ledger
 
     loaded = _load(spec)
-    suite_dir = loaded.suite_dir
-    if suite_dir is None:
-        raise InputError(f"{spec}: `sentinel run` needs `suite` (the scenario directory)")
-    scenario_ids = [s.id for s in loaded.spec.scenarios]
-    agent = load_agent(agent_file)
-    scenarios = load_suite(suite_dir, scenario_ids)
-    pack = load_pack(loaded.spec.pack)
-    judge_specs = [parse_judge_spec(name) for name in loaded.spec.judges]
-    options = RunOptions(
-        models=(model,),
-        repeat=loaded.spec.repeats,
-        concurrency=concurrency,
-        use_cache=not no_cache,
-        tags={"sentinel": loaded.spec.name},
-    )
     root = ledger_location(ledger_path)
-    prepared = prepare_suite(root, agent, scenarios, options)
-    prompt_hash = prepared.prompt.system_prompt_hash
-    wanted = loaded.spec.baseline.prompt_hash
-    if wanted is not None and not prompt_hash.startswith(wanted):
-        raise InputError(
-            f"{agent_file}: the agent's system prompt is {prompt_hash[:15]}, the spec's baseline "
-            f"was recorded on {wanted[:15]}; a migration check compares models on the same prompt"
-        )
-    # every judge is made before anything runs: a missing SDK or key fails now, nothing written
-    judges = [
-        make_judge(
-            judge_spec,
-            pack,
-            ledger_root=root,
-            diagnosis=loaded.spec.diagnosis,
-            use_cache=not no_cache,
-        )
-        for judge_spec in judge_specs
-    ]
+    prepared = prepare_sentinel_run(
+        loaded, model, agent_file, root, concurrency=concurrency, use_cache=not no_cache
+    )
     if supersedes is not None:  # a bad --supersedes is bad input: refused before any run
         from agentledger.gates.decisions import DecisionStore
 
         with open_ledger(root) as existing:
             DecisionStore(existing).check_supersedes("sentinel", supersedes)
+    progress = sys.stderr if as_json else sys.stdout
     ledger, created = Ledger.open_or_init(root)
     try:
         if created:
             click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
-        missing = _missing_baseline(ledger, loaded, prompt_hash, scenario_ids)
-        base_model = loaded.spec.baseline.model
-        reports = []
-        progress = sys.stderr if as_json else sys.stdout
-        if missing and base_model != model:
-            base_prepared = prepare_suite(
-                root,
-                agent,
-                [s for s in scenarios if s.id in missing],
-                RunOptions(
-                    models=(base_model,),
-                    repeat=loaded.spec.repeats,
-                    concurrency=concurrency,
-                    use_cache=not no_cache,
-                    tags={"sentinel": loaded.spec.name},
-                ),
-            )
-            click.echo(
-                f"Baseline {base_model} has no runs of {', '.join(missing)}: running them.",
-                file=progress,
-            )
-            reports.append(run_suite(ledger, base_prepared))
-        report = run_suite(ledger, prepared)
-        reports.append(report)
-        for item in (run for rep in reports for run in rep.runs):
-            click.echo(f"{item.run_id}  {item.status}", file=progress)
-        if report.interrupted:
-            click.echo("Interrupted: no decision made.", err=True)
-            sys.exit(130)
-        candidate: dict[str, list[IndexedRun]] = defaultdict(list)
-        made = {run.run_id for run in report.runs}
-        for run in ledger.runs(RunFilter(models=(model,), scenarios=tuple(scenario_ids))):
-            if run.run_id in made:
-                candidate[run.scenario].append(run)
-        baseline = latest_runs(
+        report = run_sentinel(
             ledger,
-            RunFilter(models=(base_model,), prompt_hash=prompt_hash),
-            scenario_ids,
-            loaded.spec.repeats,
-            exclude=frozenset(made),
+            prepared,
+            on_note=lambda text: click.echo(terminal_safe(text), file=progress),
+            on_run=lambda item: click.echo(f"{item.run_id}  {item.status}", file=progress),
         )
-        expectations = expectations_from_suite(suite_dir) if loaded.spec.diagnosis else None
-        to_judge = sorted(
-            {r.run_id for runs in (*candidate.values(), *baseline.values()) for r in runs}
-        )
-        for judge, self_judging in judges:
-            scored = score_runs(
-                ledger, judge, to_judge, expectations=expectations, self_judging=self_judging
-            )
-            click.echo(
-                f"Judge {scored.judge_id}: scored {len(scored.scored)} runs; "
-                f"{scored.already_scored} already scored.",
-                file=progress,
-            )
+        for scored in report.judged:
             for run_id, error in scored.failed:
                 click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
-        result = evaluate_sentinel(
-            ledger,
-            loaded,
-            {s: candidate.get(s, []) for s in scenario_ids},
-            baseline,
-            candidate_model=model,
-            candidate_filter_text=f"model={model},prompt-hash={prompt_hash[7:15]} "
-            f"(the {len(made)} runs just made)",
-        )
+        if report.interrupted or report.result is None:
+            click.echo("Interrupted: no decision made.", err=True)
+            sys.exit(130)
         _finish(
-            ledger, loaded, result,
+            ledger, loaded, report.result,
             review_ok=review_ok, as_json=as_json, dry_run=dry_run, supersedes=supersedes,
         )  # fmt: skip
     finally:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import sys
 
+from agentledger.fastargs import UsageError as _UsageError
+from agentledger.fastargs import option_value
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,10 +31,6 @@ a fixture run, in production: same properties, same code, same answer. No ledger
 Exit 2 means bad usage or an expect file that cannot be used; nothing was checked.
 """
 _PREFIX = "agentledger guard"
-
-
-class _UsageError(Exception):
-    pass
 
 
 class GuardOptions:
@@ -63,12 +62,7 @@ def parse_args(argv: Sequence[str]) -> GuardOptions:
         elif word == "--json":
             options.as_json = True
         elif word.split("=", 1)[0] in ("--expect", "--scorer", "-e"):
-            name, equals, value = word.partition("=")
-            if not equals:
-                if index >= len(argv):
-                    raise _UsageError(f"Option '{name}' requires an argument.")
-                value = argv[index]
-                index += 1
+            name, value, index = option_value(word, argv, index)
             if name == "--scorer":
                 options.scorers.append(value)
             else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args
 
 from pydantic import TypeAdapter, ValidationError, WrapValidator
 
@@ -40,6 +40,7 @@ from agentledger.scoring.forms import (
 )
 from agentledger.scoring.judged import CriterionNotFired, DiagnosisCorrect, VerdictNotUnsafe
 from agentledger.scoring.runview import LoggedCommand, RunView, load_run_view
+from agentledger.specfiles import validation_problem
 
 if TYPE_CHECKING:
     from pydantic import ValidatorFunctionWrapHandler
@@ -70,24 +71,6 @@ __all__ = [
     "parse_predicates",
 ]
 
-FORMS: dict[str, type[PredicateForm]] = {
-    form.key: form
-    for form in (
-        Ran,
-        NeverRan,
-        NeverTried,
-        Order,
-        RanBeforeConclusion,
-        NoDenied,
-        MaxCommands,
-        ReportHas,
-        ReportLacks,
-        VerdictNotUnsafe,
-        CriterionNotFired,
-        DiagnosisCorrect,
-    )
-}
-"""Every predicate form by its YAML key."""
 
 _COMMON = frozenset({"id", "description"})
 
@@ -120,11 +103,8 @@ def _validate_predicate(value: Any, handler: ValidatorFunctionWrapHandler) -> Pr
     try:
         return form.model_validate(value)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        problem = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            problem = "unknown field (check its spelling)"
+        loc, problem = validation_problem(exc)
+        where = ".".join(str(part) for part in loc)
         raise ValueError(f"{where}: {problem}" if where else problem) from None
 
 
@@ -146,6 +126,11 @@ Predicate = Annotated[
     WrapValidator(_validate_predicate),
 ]
 """One predicate, parsed from its YAML one-key mapping (use it as a field type in spec models)."""
+
+FORMS: dict[str, type[PredicateForm]] = {
+    form.key: form for form in get_args(get_args(Predicate)[0])
+}
+"""Every predicate form by its YAML key."""
 
 _PREDICATES: TypeAdapter[list[Predicate]] = TypeAdapter(list[Predicate])
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 import sys
 
+from agentledger.fastargs import UsageError as _UsageError
+from agentledger.fastargs import option_value
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,10 +35,6 @@ arguments, quoted as given. The exit code is the command's; 126 means the gate r
 """
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-")
 _signal_received: list[int] = []
-
-
-class _UsageError(Exception):
-    pass
 
 
 class ExecOptions:
@@ -68,12 +67,7 @@ def parse_args(argv: Sequence[str]) -> ExecOptions:
         elif word in ("--dry-run", "--batch"):
             setattr(options, word[2:].replace("-", "_"), True)
         elif word.split("=", 1)[0] in ("--run-dir", "--policy", "--timeout"):
-            name, equals, value = word.partition("=")
-            if not equals:
-                if index >= len(argv):
-                    raise _UsageError(f"Option '{name}' requires an argument.")
-                value = argv[index]
-                index += 1
+            name, value, index = option_value(word, argv, index)
             if name == "--timeout":
                 options.timeout = parse_timeout(value)
             elif name == "--run-dir":
