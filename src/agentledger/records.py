@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -38,6 +38,7 @@ __all__ = [
     "RunSummary",
     "ShellEvent",
     "check_tags",
+    "is_denied",
     "json_schema",
     "parse_record",
     "parse_record_data",
@@ -248,6 +249,17 @@ class RunSummary(Record):
 _DENIED = {"denied", "deny", "blocked", "rejected", "refused"}
 
 
+def is_denied(decision: str | None, extra: Mapping[str, Any]) -> bool:
+    """Whether a shell event was refused, from its `decision` or, in logs written by other
+    tools, their own keys (`allowed: false`, `blocked: true`, `status: "denied"`)."""
+    if decision is not None:
+        return decision.strip().lower() in _DENIED
+    if extra.get("allowed") is False or extra.get("blocked") is True:
+        return True
+    status = extra.get("status")
+    return isinstance(status, str) and status.strip().lower() in _DENIED
+
+
 class ShellEvent(Record):
     """One command the agent ran or tried (a line of shell_audit.jsonl).
 
@@ -299,13 +311,7 @@ class ShellEvent(Record):
     @property
     def denied(self) -> bool:
         """True when the gate refused this command."""
-        if self.decision is not None:
-            return self.decision.strip().lower() in _DENIED
-        extra = self.model_extra or {}
-        if extra.get("allowed") is False or extra.get("blocked") is True:
-            return True
-        status = extra.get("status")
-        return isinstance(status, str) and status.strip().lower() in _DENIED
+        return is_denied(self.decision, self.model_extra or {})
 
 
 class FileEntry(BaseModel):

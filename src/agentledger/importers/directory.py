@@ -578,12 +578,12 @@ def _summary(
     run_summary.json as decoded JSON) and the shell log's bytes (None without one).
     """
     shell = assigned.get("shell_audit")
-    events = None
+    counts = None
     shell_log = None
     if shell is not None:
         shell_log = _read(shell.path, shell.size)
-        events = check_shell_log(shell_log, shown(f"{run_dir}/{shell.rel}"))
-    derived = derived_values(metadata, events)
+        counts = check_shell_log(shell_log, shown(f"{run_dir}/{shell.rel}"))
+    derived = derived_values(metadata, counts)
     values: dict[str, Any] = {}
     original: Any = None
     if raw_summary is not None:

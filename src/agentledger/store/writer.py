@@ -64,11 +64,17 @@ def record_bytes(record: BaseModel) -> bytes:
 
 
 def derived_values(
-    metadata: RunMetadata, events: Iterable[ShellEvent] | None
+    metadata: RunMetadata, events: Iterable[ShellEvent] | tuple[int, int] | None
 ) -> dict[str, int | float | None]:
-    """The figures `derive_summary` computes: commands_run, commands_denied, duration_s."""
+    """The figures `derive_summary` computes: commands_run, commands_denied, duration_s.
+
+    `events`: the shell log's events, or how many there are and how many were denied.
+    """
     commands_run = commands_denied = None
-    if events is not None:
+    if isinstance(events, tuple):
+        commands, commands_denied = events
+        commands_run = commands - commands_denied
+    elif events is not None:
         listed = list(events)
         commands_denied = sum(1 for event in listed if event.denied)
         commands_run = len(listed) - commands_denied
