@@ -107,6 +107,36 @@ def warm_up(directory: Path, names: tuple[str, ...] = ()) -> float:
     return shell_timed(script).seconds
 
 
+def memory_state() -> dict[str, int]:
+    """Free memory and page cache, in MB (from /proc/meminfo; empty elsewhere)."""
+    state: dict[str, int] = {}
+    for key in ("MemFree", "Cached", "Dirty"):
+        value = _read_first("/proc/meminfo", key)
+        if value:
+            state[key.lower() + "_mb"] = int(value.split()[0]) // 1024
+    return state
+
+
+def drop_page_cache() -> dict[str, Any]:
+    """Write dirty pages back, then drop the clean page cache, when allowed (root on Linux).
+
+    With most memory taken by cached files of earlier work (an earlier benchmark's ledgers,
+    say), every page a step writes first has the kernel reclaim one, and that time lands in
+    whichever step happens to run: on a 2-CPU VM the same import took anywhere from 7 to 30 s
+    depending on it. Dropping the cache once at the start makes runs comparable; each timed
+    step still reads its input into the cache first (warm_up). Nothing is lost: only clean
+    pages are dropped, after a sync.
+    """
+    before = memory_state()
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as knob:
+            knob.write("1\n")
+    except OSError as exc:
+        return {"dropped": False, "why": exc.strerror or str(exc), "before": before}
+    return {"dropped": True, "before": before, "after": memory_state()}
+
+
 def settle() -> None:
     """Flush dirty pages left by earlier steps so their writeback does not land in a timing."""
     os.sync()

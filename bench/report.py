@@ -41,6 +41,8 @@ def _import_rows(r: dict[str, Any]) -> list[Row]:
             rows.append((name, label, "unavailable", "", part["unavailable"][:40]))
             continue
         value = f"{part['runs_per_s']:,.0f} runs/s ({part['seconds']:.1f} s)"
+        if len(part.get("rounds_seconds", [])) > 1:
+            value = value[:-1] + f"; median of {len(part['rounds_seconds'])})"
         rows.append((name, label, value, _cpu(part), ""))
         ratio = part["ratio_to_baseline"]
         goal = _goal(ratio, GOALS["import_ratio"], "x")
@@ -173,6 +175,15 @@ def render_table(results: dict[str, Any]) -> str:
         lines.append(
             f"file creation at start: {quiet['probes_us_per_file'][-1]:.0f} us per file"
             + (f" (after waiting {quiet['waited_s']:.0f} s)" if quiet["waited_s"] >= 1 else "")
+        )
+    cache = results.get("page_cache_at_start")
+    if cache:
+        before = cache.get("before", {})
+        held = f"{before.get('cached_mb', '?')} MB cached, {before.get('memfree_mb', '?')} MB free"
+        lines.append(
+            f"page cache at start: dropped ({held} before)"
+            if cache.get("dropped")
+            else f"page cache at start: kept ({cache.get('why', '?')}; {held})"
         )
     lines.append("")
     rows = figures(results)

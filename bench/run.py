@@ -20,6 +20,10 @@ Benchmarks (sizes at --scale 1; docs/benchmarks.md explains each figure):
 - reindex: `agentledger reindex` of the 100,000-run ledger: seconds, and whether the query
   answers are the same afterwards.
 
+The clean page cache is dropped once at the start when that is allowed (root on Linux; see
+measure.drop_page_cache; --keep-page-cache leaves it), and every timed step reads its input
+into the cache first.
+
 All synthetic data lives in bench/.work/ (git-ignored); results go to bench/.work/results.json
 (the latest run) and results-<date>-scale<N>.json (kept).
 Big data is removed at the end unless --keep, and only at the end, never between measurements:
@@ -43,6 +47,7 @@ import synth
 from measure import (
     Timed,
     children_cpu,
+    drop_page_cache,
     loadavg,
     machine_facts,
     median,
@@ -61,16 +66,28 @@ DEFAULT_WORK = HERE / ".work"
 BENCHMARKS = ("import", "verify", "query", "reindex")
 # Written afresh by every session (datasets are the reusable rest).
 TARGETS = (
+    *(f"import-cli-{n}" for n in range(1, 10)),
+    *(f"import-lib-{n}" for n in range(1, 10)),
+    *(f"copy-{n}" for n in range(1, 10)),
     "import-cli",
     "import-lib",
     "import-single",
     "import-volatile",
-    "copy-1",
-    "copy-2",
-    "copy-3",
     "copy-sync",
 )
 FULL_SIZES = {"import": 10_000, "verify": 10_000, "index": 100_000}
+
+
+def _median_run(measured: list[dict[str, Any]], runs: int) -> dict[str, Any]:
+    """The round with the median time (its CPU figures with it), and every round's time."""
+    timed = sorted((m for m in measured if "seconds" in m), key=lambda m: m["seconds"])
+    if not timed:
+        return measured[0] if measured else {"unavailable": "not measured"}
+    chosen = dict(timed[(len(timed) - 1) // 2])  # its CPU figures: the lower middle
+    chosen["seconds"] = round(median([m["seconds"] for m in timed]), 4)
+    chosen["runs_per_s"] = round(runs / chosen["seconds"], 1)
+    chosen["rounds_seconds"] = [m["seconds"] for m in measured if "seconds" in m]
+    return chosen
 
 
 # -- the benchmark session -----------------------------------------------------------------
@@ -302,36 +319,18 @@ class Session:
             "loadavg_before": loadavg(),
             "fs_create_probe_us_per_file": self.probe_create(),
         }
-        self.log("import: baseline cp -r + sha256sum (1 of 3)")
-        baselines = [self.copy_and_hash(source, "copy-1")]
-
-        ledger = self.fresh("import-cli")
-        init = self.agentledger("init", str(ledger))
-        if init.returncode != 0:
-            raise RuntimeError(f"agentledger init failed: {init.stderr}")
-        warm_up(source)
-        settle()
-        self.log(f"import: agentledger import of {runs:,} runs (subprocess)")
-        cli = self.agentledger("import", str(source), "--ledger", str(ledger))
-        if cli.returncode == 0:
-            count = self._count(ledger)
-            if count != runs:
-                raise RuntimeError(f"the CLI import indexed {count} runs, expected {runs}")
-            result["cli"] = cli.as_dict() | {"runs_per_s": round(runs / cli.seconds, 1)}
-            self.imported_ledger = ledger
-        else:
-            reason = (cli.stderr.strip().splitlines() or ["(no message)"])[-1]
-            self.log(f"import: the CLI import is not usable: {reason}")
-            result["cli"] = {"unavailable": reason}
-
-        self.log("import: baseline cp -r + sha256sum (2 of 3)")
-        baselines.append(self.copy_and_hash(source, "copy-2"))
-
-        result["library"] = self._library_import(source, runs)
+        # Rounds of baseline, command, library: each figure is the median of its rounds, and
+        # each ratio compares medians measured side by side (the disk's speed drifts).
+        rounds = self.args.rounds
+        baselines: list[Timed] = []
+        cli_runs: list[dict[str, Any]] = []
+        library_runs: list[dict[str, Any]] = []
+        for number in range(1, rounds + 1):
+            self.log(f"import: baseline cp -r + sha256sum (round {number} of {rounds})")
+            baselines.append(self.copy_and_hash(source, f"copy-{number}"))
+            cli_runs.append(self._cli_import(source, runs, number))
+            library_runs.append(self._library_import(source, runs, number))
         result["single_process"] = self._single_process_import(source, runs)
-
-        self.log("import: baseline cp -r + sha256sum (3 of 3)")
-        baselines.append(self.copy_and_hash(source, "copy-3"))
         baseline = median([b.seconds for b in baselines])
         self.log("import: cp -r + sha256sum + sync (for reference: the baseline made durable)")
         synced = self.copy_and_hash(source, "copy-sync", sync=True)
@@ -341,30 +340,52 @@ class Session:
             "median_seconds": round(baseline, 4),
             "with_sync": synced.as_dict(),
         }
+        result["cli"] = _median_run(cli_runs, runs)
+        result["library"] = _median_run(library_runs, runs)
         for key in ("cli", "library", "single_process"):
             if "seconds" in result[key]:
                 result[key]["ratio_to_baseline"] = round(result[key]["seconds"] / baseline, 2)
         result["loadavg_after"] = loadavg()
         return result
 
-    def _library_import(self, source: Path, runs: int) -> dict[str, Any]:
+    def _cli_import(self, source: Path, runs: int, number: int) -> dict[str, Any]:
+        """`agentledger import SRC` into a new ledger (a subprocess)."""
+        ledger = self.fresh(f"import-cli-{number}")
+        init = self.agentledger("init", str(ledger))
+        if init.returncode != 0:
+            raise RuntimeError(f"agentledger init failed: {init.stderr}")
+        warm_up(source)
+        settle()
+        self.log(f"import: agentledger import of {runs:,} runs (subprocess, round {number})")
+        cli = self.agentledger("import", str(source), "--ledger", str(ledger))
+        if cli.returncode != 0:
+            reason = (cli.stderr.strip().splitlines() or ["(no message)"])[-1]
+            self.log(f"import: the CLI import is not usable: {reason}")
+            return {"unavailable": reason}
+        count = self._count(ledger)
+        if count != runs:
+            raise RuntimeError(f"the CLI import indexed {count} runs, expected {runs}")
+        self.imported_ledger = ledger
+        return cli.as_dict()
+
+    def _library_import(self, source: Path, runs: int, number: int) -> dict[str, Any]:
         """The library's import_runs() with its default options (worker processes included)."""
         import_runs = _library_import_runs()
         if import_runs is None:
             return {"unavailable": "the library has no import_runs()"}
         from agentledger.store import Ledger
 
-        target = self.fresh("import-lib")
+        target = self.fresh(f"import-lib-{number}")
         warm_up(source)
         settle()
-        self.log(f"import: import_runs() of {runs:,} runs (library, default options)")
+        self.log(f"import: import_runs() of {runs:,} runs (library, round {number})")
         with Ledger.init(target) as ledger, timed_block() as took:
             report = import_runs(ledger, [source])
         if len(report.imported) != runs:
             raise RuntimeError(f"the library import sealed {len(report.imported)} runs")
         if self.imported_ledger is None:
             self.imported_ledger = target
-        return took.as_dict() | {"runs_per_s": round(runs / took.seconds, 1)}
+        return took.as_dict()
 
     def _single_process_import(self, source: Path, runs: int) -> dict[str, Any]:
         """plan_import + write_plan in this process: where the time of one worker goes."""
@@ -663,14 +684,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--quiet-us",
         type=float,
-        default=150.0,
-        help="file creation cost (us) under which the filesystem counts as settled (150)",
+        default=100.0,
+        help="file creation cost (us) under which the filesystem counts as settled (100)",
     )
     parser.add_argument(
         "--max-wait",
         type=float,
         default=420.0,
         help="longest wait for the filesystem to settle before measuring, seconds (420)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of baseline, command and library import (medians are reported; 3)",
+    )
+    parser.add_argument(
+        "--keep-page-cache",
+        action="store_true",
+        help="do not drop the clean page cache at the start (it is dropped when allowed: root)",
     )
     parser.add_argument(
         "--show", action="store_true", help="print the table of the last results.json and exit"
@@ -683,6 +715,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.only = [name for name in BENCHMARKS if not chosen or name in chosen]
     if args.scale <= 0:
         parser.error("--scale must be more than 0")
+    if not 1 <= args.rounds <= 9:
+        parser.error("--rounds must be from 1 to 9")
     return args
 
 
@@ -719,6 +753,16 @@ def main(argv: list[str]) -> int:
         f"benchmarks {', '.join(args.only)} at scale {args.scale:g} in {args.work} "
         f"({results['machine']['nproc']} CPUs, Python {results['machine']['python']})"
     )
+    if args.keep_page_cache:
+        results["page_cache_at_start"] = {"dropped": False, "why": "--keep-page-cache"}
+    else:
+        results["page_cache_at_start"] = drop_page_cache()
+        if results["page_cache_at_start"]["dropped"]:
+            before = results["page_cache_at_start"]["before"]
+            session.log(
+                f"dropped the clean page cache ({before.get('cached_mb', '?')} MB cached, "
+                f"{before.get('memfree_mb', '?')} MB free before)"
+            )
     results["filesystem_at_start"] = session.wait_for_quiet_filesystem()
     runners = {
         "import": session.bench_import,

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
@@ -27,7 +29,7 @@ from agentledger.importers import (
 )
 from agentledger.importers.fields import day
 from agentledger.importers.shell_log import ShellCounts, check_shell_log
-from agentledger.records import RunMetadata, RunSummary, parse_shell_audit
+from agentledger.records import RunMetadata, RunSummary, ShellEvent, parse_shell_audit
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.storage import parse_size
 
@@ -1030,6 +1032,69 @@ def test_shell_logs_are_checked_as_parse_shell_audit_does(
         monkeypatch.setattr(shell_log, "_verified", verified)
         assert outcome(check_shell_log) == expected
         assert shell_log._ADAPTER is not None
+
+
+_KEYS = [
+    *ShellEvent.model_fields,
+    "cmd", "timestamp", "time", "allowed", "blocked", "status", "note", "Command", "",
+]  # fmt: skip
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from(["denied", " Deny ", "allowed", "blocked", "2026-03-12T10:15:02Z", "-1", "1"])
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+# A value each key takes (anything else of ShellEvent's is a string or null).
+_FITS: dict[str, Any] = {
+    "ts": "2026-03-12T10:15:02Z", "time": 1773310502, "exit_code": 3, "duration_ms": 2.5,
+    "stdout_bytes": 10, "stderr_bytes": 0, "timed_out": False, "truncated": True,
+    "parts": [{"command": "ls"}], "schema_version": 1, "allowed": False, "blocked": True,
+}  # fmt: skip
+_LINES = (
+    st.fixed_dictionaries(  # lines that mostly hold
+        {"command": st.text(max_size=5)},
+        optional={
+            key: st.none() | st.just(_FITS.get(key, "denied")) for key in _KEYS if key != "command"
+        },
+    )
+    | st.fixed_dictionaries(  # lines with a command and anything else
+        {"command": st.text(max_size=5)},
+        optional={key: st.text(max_size=4) | _VALUES for key in _KEYS if key != "command"},
+    )
+    | st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6)  # anything
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_LINES, max_size=4))
+def test_any_shell_log_is_checked_as_parse_shell_audit_does(lines: list[dict[str, Any]]) -> None:
+    """Validating lines as dicts accepts exactly what making ShellEvents accepts, and counts
+    the same refusals (whichever keys, aliases and JSON types a line holds)."""
+    raw = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    try:
+        expected: object = ShellCounts.of(parse_shell_audit(raw, "s.jsonl"))
+    except RecordError as exc:
+        expected = str(exc)
+    saved = shell_log._verified
+    try:
+        for verified in (False, True):
+            shell_log._verified = verified
+            try:
+                found: object = check_shell_log(raw, "s.jsonl")
+            except RecordError as exc:
+                found = str(exc)
+            assert found == expected
+    finally:
+        shell_log._verified = saved
+    assert shell_log._ADAPTER is not None
 
 
 @pytest.mark.parametrize(
