@@ -16,9 +16,11 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentledger import import_workers
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
 from agentledger.importers import (
+    ARTIFACT_KEYS,
     ImportOptions,
     find_run_dirs,
     import_runs,
@@ -944,6 +946,41 @@ def test_one_run_id_in_two_workers_is_refused(
     )  # fmt: skip
 
     refused(result, ledger_path, "both give run id 'use_case_m_haiku_20260312'")
+
+
+def test_the_import_help_names_every_artifact_key() -> None:
+    # Written out in the help: the command loads the library only once it runs.
+    result = agentledger("import", "--help")
+    help_text = " ".join(result.output.split())
+    assert f"Keys: {', '.join(ARTIFACT_KEYS)}." in help_text
+
+
+def test_workers_started_before_a_refused_import_are_stopped(
+    tmp_path: Path, ledger_path: Path
+) -> None:
+    """The command starts its worker processes first; when it stops before the import (a bad
+    --map key here), none is left behind."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for index in range(1000):
+        (runs / f"r{index}").mkdir()
+    started: list[import_workers.Worker] = []
+    real_start = import_workers.start_early
+
+    def start_early(paths: Any, requested: int | None) -> int:
+        count = real_start(paths, requested)
+        started.extend(import_workers._early)
+        return count
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(import_workers, "start_early", start_early)
+        result = agentledger("import", runs, "--ledger", ledger_path, "--map", "nope=*.md")
+    assert result.exit_code == 2
+    assert "unknown key 'nope'" in result.output
+    assert len(started) >= 1
+    assert all(worker.process.poll() is not None for worker in started)
+    assert import_workers._early == []
+    assert not ledger_path.exists()
 
 
 def test_workers_import_into_a_ledger_given_as_a_relative_path(tmp_path: Path) -> None:

@@ -8,14 +8,18 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from agentledger.errors import AgentLedgerError
-from agentledger.store import Ledger, default_ledger_path
-from agentledger.store.ledger import Progress
-from agentledger.store.storage import parse_size as storage_parse_size
+
+if TYPE_CHECKING:
+    from agentledger.store import Ledger
+    from agentledger.store.ledger import Progress
+
+# The store is imported where it is used: a command can do work (start import workers) before
+# loading it.
 
 __all__ = [
     "fail",
@@ -32,6 +36,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def ledger_location(path: Path | None) -> Path:
     """The ledger chosen by --ledger, else $AGENTLEDGER_DIR, else ./.agentledger."""
+    from agentledger.store import default_ledger_path
+
     return path or default_ledger_path()
 
 
@@ -73,6 +79,8 @@ def handle_errors(func: F) -> F:
 @contextmanager
 def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
     """Open the chosen ledger for the duration of a command."""
+    from agentledger.store import Ledger
+
     ledger = Ledger.open(ledger_location(ledger_path))
     try:
         yield ledger
@@ -127,6 +135,8 @@ def step_counter(progress: Progress | None, total: int) -> Callable[[], None]:
 
 def parse_size(text: str, option: str) -> int:
     """Bytes from ``100MB``, ``1.5GB``, ``4096``; a usage error naming `option` otherwise."""
+    from agentledger.store.storage import parse_size as storage_parse_size
+
     try:
         return storage_parse_size(text)
     except ValueError as exc:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from agentledger import import_workers
 from agentledger.cli.common import (
     handle_errors,
     ledger_location,
@@ -13,16 +15,13 @@ from agentledger.cli.common import (
     parse_pairs,
     progress_bar,
 )
-from agentledger.cli.output import terminal_safe
 from agentledger.errors import LedgerNotFoundError
-from agentledger.importers import (
-    ARTIFACT_KEYS,
-    ImportOptions,
-    PreparedImport,
-    prepare_import,
-)
-from agentledger.store import Ledger
-from agentledger.store.storage import parse_size
+
+if TYPE_CHECKING:
+    from agentledger.importers import PreparedImport
+
+# The library is imported inside the command, once its worker processes are starting (they
+# load it too, on the other CPUs): what this module imports is light.
 
 __all__ = ["import_command"]
 
@@ -30,6 +29,8 @@ __all__ = ["import_command"]
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
     if value is None:
         return None
+    from agentledger.store.storage import parse_size
+
     try:
         return parse_size(value)
     except ValueError as exc:
@@ -41,6 +42,8 @@ def _plural(count: int, word: str = "run") -> str:
 
 
 def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
+    from agentledger.cli.output import terminal_safe
+
     for run in prepared.runs:
         if run.identical:
             click.echo(f"{run.run_id}: already imported, identical")
@@ -64,7 +67,8 @@ def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
     metavar="KEY=GLOB",
     help=(
         "Which file is which artifact, replacing the default pattern of KEY (repeatable). "
-        f"Keys: {', '.join(ARTIFACT_KEYS)}. A GLOB with '/' matches paths inside the run."
+        "Keys: prompt, system_prompt, report, audit, shell_audit, snapshot, metadata, summary. "
+        "A GLOB with '/' matches paths inside the run."
     ),
 )
 @click.option(
@@ -147,65 +151,74 @@ def import_command(
     Imported runs are marked backfilled. A run already in the ledger with identical content is
     skipped; the same run id with different content is an error.
     """
-    mapping: dict[str, list[str]] = {}
-    for key, pattern in parse_pairs("--map", mappings):
-        if key not in ARTIFACT_KEYS:
-            raise click.BadParameter(
-                f"unknown key {key!r}; use one of {', '.join(ARTIFACT_KEYS)}", param_hint="--map"
-            )
-        mapping.setdefault(key, []).append(pattern)
-    options = ImportOptions(
-        mapping=mapping,
-        sidecar=sidecar,
-        model=model,
-        scenario=scenario,
-        provider=provider,
-        agent_name=agent_name,
-        agent_commit=agent_commit,
-        variant=variant,
-        system_prompt_file=system_prompt_file,
-        tags=dict(parse_pairs("--tag", tags)),
-        name_pattern=name_pattern,
-        exclude=exclude,
-        max_artifact_bytes=max_artifact_size,
-        batch_size=batch_size,
-        workers=workers,
-    )
-    root = ledger_location(ledger_path)
+    import_workers.start_early(paths, workers)
     try:
-        ledger: Ledger | None = Ledger.open(root)
-    except LedgerNotFoundError:
-        if root.exists() and not root.is_dir():
-            raise
-        ledger = None  # created once every run has been checked
-    try:
-        with progress_bar("Checking runs") as progress:
-            prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
-        with prepared:
-            new = len(prepared.new_runs)
-            identical = len(prepared.runs) - new
-            if dry_run:
-                if verbose:
-                    _list_runs(prepared, dry_run=True)
-                click.echo(
-                    f"Dry run: would import {_plural(new)} into {terminal_safe(str(root))}; "
-                    f"{identical} already imported, identical. Nothing was written."
+        from agentledger.cli.output import terminal_safe
+        from agentledger.importers import ARTIFACT_KEYS, ImportOptions, prepare_import
+        from agentledger.store import Ledger
+
+        mapping: dict[str, list[str]] = {}
+        for key, pattern in parse_pairs("--map", mappings):
+            if key not in ARTIFACT_KEYS:
+                raise click.BadParameter(
+                    f"unknown key {key!r}; use one of {', '.join(ARTIFACT_KEYS)}",
+                    param_hint="--map",
                 )
-                return
-            if ledger is None:
-                ledger, created = Ledger.open_or_init(root)
-                if created:
-                    click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
-            with progress_bar("Importing runs") as progress:
-                report = prepared.commit(ledger, progress=progress)
+            mapping.setdefault(key, []).append(pattern)
+        options = ImportOptions(
+            mapping=mapping,
+            sidecar=sidecar,
+            model=model,
+            scenario=scenario,
+            provider=provider,
+            agent_name=agent_name,
+            agent_commit=agent_commit,
+            variant=variant,
+            system_prompt_file=system_prompt_file,
+            tags=dict(parse_pairs("--tag", tags)),
+            name_pattern=name_pattern,
+            exclude=exclude,
+            max_artifact_bytes=max_artifact_size,
+            batch_size=batch_size,
+            workers=workers,
+        )
+        root = ledger_location(ledger_path)
+        try:
+            ledger: Ledger | None = Ledger.open(root)
+        except LedgerNotFoundError:
+            if root.exists() and not root.is_dir():
+                raise
+            ledger = None  # created once every run has been checked
+        try:
+            with progress_bar("Checking runs") as progress:
+                prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
+            with prepared:
+                new = len(prepared.new_runs)
+                identical = len(prepared.runs) - new
+                if dry_run:
+                    if verbose:
+                        _list_runs(prepared, dry_run=True)
+                    click.echo(
+                        f"Dry run: would import {_plural(new)} into {terminal_safe(str(root))}; "
+                        f"{identical} already imported, identical. Nothing was written."
+                    )
+                    return
+                if ledger is None:
+                    ledger, created = Ledger.open_or_init(root)
+                    if created:
+                        click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
+                with progress_bar("Importing runs") as progress:
+                    report = prepared.commit(ledger, progress=progress)
+        finally:
+            if ledger is not None:
+                ledger.close()
+        if verbose:
+            _list_runs(prepared, dry_run=False)
+        message = f"Imported {_plural(len(report.imported))} into {terminal_safe(str(root))}"
+        if report.identical:
+            message += f"; {len(report.identical)} already imported, identical"
+            if not report.imported:
+                message += " (nothing to do)"
+        click.echo(message + ".")
     finally:
-        if ledger is not None:
-            ledger.close()
-    if verbose:
-        _list_runs(prepared, dry_run=False)
-    message = f"Imported {_plural(len(report.imported))} into {terminal_safe(str(root))}"
-    if report.identical:
-        message += f"; {len(report.identical)} already imported, identical"
-        if not report.imported:
-            message += " (nothing to do)"
-    click.echo(message + ".")
+        import_workers.close_early()  # those the import did not take (it stopped before)

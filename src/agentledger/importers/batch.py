@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import subprocess
 import sys
 import traceback
 from abc import ABC, abstractmethod
@@ -25,6 +24,13 @@ from typing import Any
 
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
+from agentledger.import_workers import (
+    PARALLEL_FROM,
+    Worker,
+    entries_at_most,
+    take_early,
+    worker_count,
+)
 from agentledger.importers.directory import (
     ImportOptions,
     ImportPlan,
@@ -46,9 +52,6 @@ __all__ = [
     "serve_worker",
 ]
 
-# Below this many runs, starting processes costs more than it saves.
-PARALLEL_FROM = 1000
-MAX_WORKERS = 8
 _PROGRESS_EVERY = 50
 
 
@@ -59,22 +62,6 @@ class ImportedRun:
     run_id: str
     directory: Path
     identical: bool
-
-
-def _worker_count(options: ImportOptions, runs: int) -> int:
-    if options.workers is not None:
-        return max(1, min(options.workers, runs))
-    if runs < PARALLEL_FROM:
-        return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    # One process more than CPUs: sealing waits on the kernel (creating files, flushing to
-    # disk), and the extra process keeps the CPUs busy meanwhile. On 2 CPUs with slow file
-    # creation, 3 processes imported 10,000 runs 15-20% faster than 2; on a quiet filesystem
-    # the difference was within the noise (docs/benchmarks.md).
-    return max(1, min(cpus + 1, MAX_WORKERS))
 
 
 class PreparedImport(ABC):
@@ -190,7 +177,7 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
 
 
 def serve_worker() -> None:
-    """Entry point of a worker process: ``python -c ... INBOX_FD OUTBOX_FD``."""
+    """Entry point of a worker process (import_workers.Worker): ``python -c ... IN_FD OUT_FD``."""
     _worker(
         Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False)
     )
@@ -201,78 +188,12 @@ def serve_worker() -> None:
     os._exit(0)
 
 
-_WORKER_CODE = "from agentledger.importers.batch import serve_worker; serve_worker()"
-
-
-class _Worker:
-    """A worker process and the two pipes to talk with it.
-
-    A plain subprocess rather than multiprocessing: nothing is inherited by fork (no SQLite
-    connection, no threads), and the caller's __main__ is never re-imported.
-    """
-
-    def __init__(self) -> None:
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE, str(down_r), str(up_w)],
-                pass_fds=(down_r, up_w),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                env=env,
-            )
-        except BaseException:
-            for fd in (down_r, down_w, up_r, up_w):
-                os.close(fd)
-            raise
-        os.close(down_r)
-        os.close(up_w)
-        self.outbox = Connection(down_w, readable=False)
-        self.inbox = Connection(up_r, writable=False)
-
-    def start(
-        self,
-        root: Path | None,
-        share: list[tuple[Path, str]],
-        options: ImportOptions,
-        unchecked: bool,
-    ) -> None:
-        """Give the worker its share of run directories (with their real paths) to check."""
-        self.outbox.send(
-            (
-                "share",
-                str(root) if root else None,
-                [str(path) for path, _real in share],
-                [real for _path, real in share],
-                options,
-                unchecked,
-            )
-        )
-
-    def close(self, *, now: bool = False) -> None:
-        """Tell the worker to stop and wait for it; `now`: kill it (it has written nothing)."""
-        if now:
-            with contextlib.suppress(OSError):
-                self.process.kill()
-        with contextlib.suppress(OSError, ValueError):
-            self.outbox.send(("stop",))
-        self.outbox.close()
-        self.inbox.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
 class _Phase:
     """What the workers report during one phase (checking, then sealing), with this process's
     own progress: the caller's progress callback sees the sum."""
 
     def __init__(
-        self, workers: list[_Worker], kind: str, total: int, progress: Progress | None
+        self, workers: list[Worker], kind: str, total: int, progress: Progress | None
     ) -> None:
         self.kind = kind
         self.total = total
@@ -337,7 +258,7 @@ class _Workers(PreparedImport):
         run_dirs: list[tuple[Path, str]],
         options: ImportOptions,
         ledger: Ledger | None,
-        workers: list[_Worker],
+        workers: list[Worker],
         progress: Progress | None,
         unchecked: bool = False,
     ) -> None:
@@ -422,16 +343,16 @@ def prepare_import(
     options = options or ImportOptions()
     layout = Layout.build(options.mapping, options.name_pattern, options.exclude)
     # Worker processes take a moment to start: when the import looks large, they start now
-    # and get ready while the runs are being found.
-    workers: list[_Worker] = []  # besides this process
+    # and get ready while the runs are being found (a command may have started them already).
+    workers = take_early()  # besides this process
     try:
-        early = _worker_count(options, _entries_at_most(paths, PARALLEL_FROM))
-        for _ in range(early - 1):
-            workers.append(_Worker())
+        early = worker_count(options.workers, entries_at_most(paths, PARALLEL_FROM))
+        while len(workers) < early - 1:
+            workers.append(Worker())
         # Whether each subdirectory is a run is checked while it is planned (from the listing
         # planning makes anyway, in the worker's share), not here one listing at a time.
         found = layout.find_runs_real(paths, check=False)
-        count = _worker_count(options, len(found))
+        count = worker_count(options.workers, len(found))
         if count <= 1:
             for worker in workers:
                 worker.close()
@@ -446,27 +367,12 @@ def prepare_import(
                 )
             )
         while len(workers) < count - 1:
-            workers.append(_Worker())
+            workers.append(Worker())
     except BaseException:
         for worker in workers:
             worker.close()
         raise
     return _Workers(found, options, ledger, workers, progress, unchecked=True)  # closes extra
-
-
-def _entries_at_most(paths: Sequence[Path], limit: int) -> int:
-    """How many entries `paths` hold (a directory of runs, or a run), counting up to `limit`."""
-    count = 0
-    for path in paths:
-        try:
-            with os.scandir(path) as entries:
-                for _entry in entries:
-                    count += 1
-                    if count >= limit:
-                        return count
-        except OSError:
-            continue  # reported properly when the runs are found
-    return count
 
 
 def import_runs(

@@ -1,0 +1,150 @@
+"""The worker processes of a large import, and starting them before the rest is loaded.
+
+A worker is a new interpreter (not multiprocessing: nothing is inherited by fork, and the
+caller's __main__ is never re-imported) that takes about 0.3 s of CPU to import agentledger
+before it can check runs. This module imports nothing of agentledger, so a command can start
+the workers first (`start_early`) and load the library while they load theirs, on the other
+CPUs; `agentledger.importers.batch` takes them (`take_early`) when the import is prepared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+__all__ = [
+    "MAX_WORKERS",
+    "PARALLEL_FROM",
+    "Worker",
+    "close_early",
+    "entries_at_most",
+    "start_early",
+    "take_early",
+    "worker_count",
+]
+
+# Below this many runs, starting processes costs more than it saves.
+PARALLEL_FROM = 1000
+MAX_WORKERS = 8
+
+_WORKER_CODE = "from agentledger.importers.batch import serve_worker; serve_worker()"
+
+
+def worker_count(requested: int | None, runs: int) -> int:
+    """How many processes (this one included) import `runs` runs; `requested`: --workers."""
+    if requested is not None:
+        return max(1, min(requested, runs))
+    if runs < PARALLEL_FROM:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    # One process more than CPUs: sealing waits on the kernel (creating files, flushing to
+    # disk), and the extra process keeps the CPUs busy meanwhile. On 2 CPUs with slow file
+    # creation, 3 processes imported 10,000 runs 15-20% faster than 2; on a quiet filesystem
+    # the difference was within the noise (docs/benchmarks.md).
+    return max(1, min(cpus + 1, MAX_WORKERS))
+
+
+def entries_at_most(paths: Sequence[Path], limit: int) -> int:
+    """How many entries `paths` hold (a directory of runs, or a run), counting up to `limit`."""
+    count = 0
+    for path in paths:
+        try:
+            with os.scandir(path) as entries:
+                for _entry in entries:
+                    count += 1
+                    if count >= limit:
+                        return count
+        except OSError:
+            continue  # reported properly when the runs are found
+    return count
+
+
+class Worker:
+    """A worker process and the two pipes to talk with it."""
+
+    def __init__(self) -> None:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_CODE, str(down_r), str(up_w)],
+                pass_fds=(down_r, up_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=env,
+            )
+        except BaseException:
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            raise
+        os.close(down_r)
+        os.close(up_w)
+        self.outbox = Connection(down_w, readable=False)
+        self.inbox = Connection(up_r, writable=False)
+
+    def start(
+        self, root: Path | None, share: list[tuple[Path, str]], options: object, unchecked: bool
+    ) -> None:
+        """Give the worker its share of run directories (with their real paths) to check,
+        with the import's options (an ImportOptions) and the ledger to compare with."""
+        self.outbox.send(
+            (
+                "share",
+                str(root) if root else None,
+                [str(path) for path, _real in share],
+                [real for _path, real in share],
+                options,
+                unchecked,
+            )
+        )
+
+    def close(self, *, now: bool = False) -> None:
+        """Tell the worker to stop and wait for it; `now`: kill it (it has written nothing)."""
+        if now:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+        with contextlib.suppress(OSError, ValueError):
+            self.outbox.send(("stop",))
+        self.outbox.close()
+        self.inbox.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_early: list[Worker] = []
+
+
+def start_early(paths: Sequence[Path], requested: int | None) -> int:
+    """Start the workers an import of `paths` will want, now; how many were started.
+
+    For a command that imports the library after this: the workers get ready meanwhile.
+    """
+    count = worker_count(requested, entries_at_most(paths, PARALLEL_FROM)) - 1
+    while len(_early) < count:
+        _early.append(Worker())
+    return count
+
+
+def take_early() -> list[Worker]:
+    """The workers `start_early` started (the caller now owns them)."""
+    taken = _early[:]
+    _early.clear()
+    return taken
+
+
+def close_early() -> None:
+    """Stop the early workers nobody took (the command failed before its import started)."""
+    for worker in take_early():
+        worker.close(now=True)
