@@ -257,7 +257,7 @@ class Session:
             os.close(fd)
         return round((time.perf_counter() - started) / files * 1e6, 1)
 
-    def wait_for_quiet_filesystem(self) -> dict[str, Any]:
+    def wait_for_quiet_filesystem(self, max_wait: float | None = None) -> dict[str, Any]:
         """Wait (up to --max-wait seconds) until creating a file costs what it normally does.
 
         After many files are deleted, ext4 skips their inode numbers for a few minutes when it
@@ -270,8 +270,8 @@ class Session:
         started = time.perf_counter()
         os.sync()
         probes = [self.probe_create()]
-        while (
-            probes[-1] > self.args.quiet_us and time.perf_counter() - started < self.args.max_wait
+        while probes[-1] > self.args.quiet_us and time.perf_counter() - started < (
+            max_wait or self.args.max_wait
         ):
             if len(probes) == 1:
                 self.log(
@@ -325,7 +325,10 @@ class Session:
         baselines: list[Timed] = []
         cli_runs: list[dict[str, Any]] = []
         library_runs: list[dict[str, Any]] = []
+        waits = []
         for number in range(1, rounds + 1):
+            if number > 1:  # the first round follows the check at the start
+                waits.append(self.wait_for_quiet_filesystem(max_wait=self.args.max_wait / 3))
             self.log(f"import: baseline cp -r + sha256sum (round {number} of {rounds})")
             baselines.append(self.copy_and_hash(source, f"copy-{number}"))
             cli_runs.append(self._cli_import(source, runs, number))
@@ -340,6 +343,7 @@ class Session:
             "median_seconds": round(baseline, 4),
             "with_sync": synced.as_dict(),
         }
+        result["filesystem_before_rounds"] = waits
         result["cli"] = _median_run(cli_runs, runs)
         result["library"] = _median_run(library_runs, runs)
         for key in ("cli", "library", "single_process"):
