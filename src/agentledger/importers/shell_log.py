@@ -17,17 +17,10 @@ path.
 
 from __future__ import annotations
 
-from typing import (  # pydantic's, before 3.12
-    Annotated,
-    Any,
-    NamedTuple,
-    NotRequired,
-    Required,
-    cast,
-)
+from typing import Annotated, Any, NamedTuple, NotRequired, Required, cast
 
 from pydantic import ConfigDict, Field, TypeAdapter
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
 from agentledger.records import ShellEvent, is_denied, parse_shell_audit
 
