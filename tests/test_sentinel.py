@@ -576,6 +576,11 @@ def test_protocol_html_escapes_and_cli_writes_a_file(tmp_path: Path) -> None:
     assert "<td>M1</td>" in page and "<td>F1</td>" in page
     md = CliRunner().invoke(main, ["sentinel", "protocol", str(spec)])
     assert md.exit_code == 0 and "# Sentinel protocol: test-sentinel" in md.output
+    nowhere = tmp_path / "missing" / "protocol.md"
+    refused = CliRunner().invoke(main, ["sentinel", "protocol", str(spec), "-o", str(nowhere)])
+    assert refused.exit_code == 2
+    assert f"cannot write {nowhere}" in refused.output
+    assert not nowhere.parent.exists()
 
 
 # -- the sample data and the library ----------------------------------------------------------

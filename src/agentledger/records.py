@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -36,6 +36,7 @@ __all__ = [
     "Record",
     "RunMetadata",
     "RunSummary",
+    "ShellCounts",
     "ShellEvent",
     "check_tags",
     "is_denied",
@@ -312,6 +313,18 @@ class ShellEvent(Record):
     def denied(self) -> bool:
         """True when the gate refused this command."""
         return is_denied(self.decision, self.model_extra or {})
+
+
+class ShellCounts(NamedTuple):
+    """What a summary takes from a shell log: its commands, and how many were refused."""
+
+    commands: int
+    denied: int
+
+    @classmethod
+    def of(cls, events: Iterable[ShellEvent]) -> ShellCounts:
+        listed = list(events)
+        return cls(len(listed), sum(1 for event in listed if event.denied))
 
 
 class FileEntry(BaseModel):

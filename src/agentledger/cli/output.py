@@ -8,6 +8,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,9 +16,26 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["emit", "print_rows", "render_value", "terminal_safe"]
+from agentledger.errors import InputError
+
+__all__ = ["emit", "print_rows", "render_value", "terminal_safe", "write_text_output"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def write_text_output(text: str, output: Path | None) -> None:
+    """A command's document: to stdout, or to `output` (saying so on stderr).
+
+    A file that cannot be written is bad input: an InputError (exit 2) naming it.
+    """
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {terminal_safe(str(output))}", err=True)
 
 
 def emit(*renderables: Any) -> None:

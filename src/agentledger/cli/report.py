@@ -10,8 +10,9 @@ from typing import Any
 import click
 
 from agentledger.analysis import REPORT_KINDS, build_reports
-from agentledger.cli.common import fail, handle_errors, ledger_option, open_ledger
+from agentledger.cli.common import handle_errors, ledger_option, open_ledger
 from agentledger.cli.filters import build_filter, run_filter_options
+from agentledger.cli.output import write_text_output
 from agentledger.report import FORMATS, render, write_charts
 
 __all__ = ["report_command"]
@@ -100,11 +101,4 @@ def report_command(
     if charts_dir is not None:
         for path in write_charts(reports, charts_dir, png=png):
             click.echo(f"wrote {path}", err=True)
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror or exc}")
-    click.echo(f"wrote {output}", err=True)
+    write_text_output(text, output)

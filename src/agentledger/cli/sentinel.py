@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentledger.cli.common import handle_errors, ledger_location, ledger_option, open_ledger
-from agentledger.cli.output import print_rows, terminal_safe
-from agentledger.errors import InputError
+from agentledger.cli.output import print_rows, terminal_safe, write_text_output
 
 if TYPE_CHECKING:
     from agentledger.gates.sentinel import LoadedSentinel, SentinelResult
@@ -324,14 +323,7 @@ def sentinel_protocol(spec: Path, fmt: str, output: Path | None) -> None:
 
     loaded = _load(spec)
     text = render_protocol(loaded, "html" if fmt == "html" else "md")
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the protocol ({exc.strerror})") from None
-    click.echo(f"Wrote {terminal_safe(str(output))}", err=True)
+    write_text_output(text, output)
 
 
 @sentinel_group.command("history")

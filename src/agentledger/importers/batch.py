@@ -346,9 +346,10 @@ def prepare_import(
     # and get ready while the runs are being found (a command may have started them already).
     workers = take_early()  # besides this process
     try:
-        early = worker_count(options.workers, entries_at_most(paths, PARALLEL_FROM))
-        while len(workers) < early - 1:
-            workers.append(Worker())
+        if not workers:
+            early = worker_count(options.workers, entries_at_most(paths, PARALLEL_FROM))
+            while len(workers) < early - 1:  # appended one by one: closed if one fails
+                workers.append(Worker())
         # Whether each subdirectory is a run is checked while it is planned (from the listing
         # planning makes anyway, in the worker's share), not here one listing at a time.
         found = layout.find_runs_real(paths, check=False)

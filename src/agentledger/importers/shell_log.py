@@ -17,25 +17,14 @@ path.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple, NotRequired, Required, cast
+from typing import Annotated, Any, NotRequired, Required, cast
 
 from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
-from agentledger.records import ShellEvent, is_denied, parse_shell_audit
+from agentledger.records import ShellCounts, ShellEvent, is_denied, parse_shell_audit
 
 __all__ = ["ShellCounts", "check_shell_log"]
-
-
-class ShellCounts(NamedTuple):
-    """What an import takes from a valid log: its commands, and how many were refused."""
-
-    commands: int
-    denied: int
-
-    @classmethod
-    def of(cls, events: list[ShellEvent]) -> ShellCounts:
-        return cls(len(events), sum(1 for event in events if event.denied))
 
 
 # The configuration keys a TypedDict takes; ShellEvent's others (frozen) concern instances.

@@ -23,6 +23,7 @@ from agentledger.records import (
     Manifest,
     RunMetadata,
     RunSummary,
+    ShellCounts,
     ShellEvent,
     parse_shell_audit,
     utc_now,
@@ -64,33 +65,26 @@ def record_bytes(record: BaseModel) -> bytes:
 
 
 def derived_values(
-    metadata: RunMetadata, events: Iterable[ShellEvent] | tuple[int, int] | None
+    metadata: RunMetadata, counts: ShellCounts | None
 ) -> dict[str, int | float | None]:
     """The figures `derive_summary` computes: commands_run, commands_denied, duration_s.
 
-    `events`: the shell log's events, or how many there are and how many were denied.
+    `counts`: the shell log's commands and refusals (None without a log).
     """
-    commands_run = commands_denied = None
-    if isinstance(events, tuple):
-        commands, commands_denied = events
-        commands_run = commands - commands_denied
-    elif events is not None:
-        listed = list(events)
-        commands_denied = sum(1 for event in listed if event.denied)
-        commands_run = len(listed) - commands_denied
     duration = None
     if metadata.started_at and metadata.ended_at:
         duration = (metadata.ended_at - metadata.started_at).total_seconds()
     return {
-        "commands_run": commands_run,
-        "commands_denied": commands_denied,
+        "commands_run": None if counts is None else counts.commands - counts.denied,
+        "commands_denied": None if counts is None else counts.denied,
         "duration_s": duration,
     }
 
 
 def derive_summary(metadata: RunMetadata, events: Iterable[ShellEvent] | None) -> RunSummary:
     """What can be computed about a run from its artifacts alone."""
-    return RunSummary(**derived_values(metadata, events), derived=True)
+    counts = None if events is None else ShellCounts.of(events)
+    return RunSummary(**derived_values(metadata, counts), derived=True)
 
 
 @dataclass(frozen=True)
