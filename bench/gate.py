@@ -126,9 +126,9 @@ def corpus(size: int, seed: int = 3) -> list[str]:
 
 
 def classifier_throughput(size: int) -> dict[str, float]:
-    from agentledger.runner.gate import classify
-    from agentledger.runner.gate.classifier import default_knowledge
-    from agentledger.runner.gate.words import simple_words
+    from agentledger.runner.shell_gate import classify
+    from agentledger.shell.classifier import default_knowledge
+    from agentledger.shell.words import simple_words
 
     commands = corpus(size)
     knowledge = default_knowledge()

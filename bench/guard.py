@@ -10,9 +10,9 @@ same interpreter, measured alternately in the same run. Goal: within 3x. It is m
 typical expect without SQL (a watchdog's: allowed actions, forbidden substrings, hostnames,
 findings) and with SQL (read-only and tables: this one imports sqlglot).
 
-Then `agentledger.guard.check` in process, in microseconds per call, with the expect checked
-once (`validate_expect`), on outputs that differ on every call (so no cache answers): the same
-typical expects, and `shell_commands` (the gate's classifier).
+Then `agentledger.fixtures.guard.check` in process, in microseconds per call, with the expect
+checked once (`validate_expect`), on outputs that differ on every call (so no cache answers):
+the same typical expects, and `shell_commands` (the gate's classifier).
 
 The package's bytecode is compiled first, as an installed package has it.
 """
@@ -104,8 +104,8 @@ def timed_runs(commands: dict[str, list[str]], repeats: int) -> dict[str, float]
 
 def in_process(calls: int) -> dict[str, float]:
     """Microseconds per `check` call (median of 5 rounds) for each typical expect."""
-    from agentledger.guard import check
-    from agentledger.scoring.properties import validate_expect
+    from agentledger.fixtures.guard import check
+    from agentledger.fixtures.properties.score import validate_expect
 
     cases = {
         "watchdog (no SQL)": (validate_expect(WATCHDOG_EXPECT, "watchdog"), watchdog_output),

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
+from agentledger.gates.decision_markdown import code, fenced, prose
 from agentledger.gates.decisions import (
     AddonRef,
     Decision,
@@ -30,10 +31,9 @@ from agentledger.gates.decisions import (
 from agentledger.gates.decisions import (
     Tested as WhatWasTested,
 )
-from agentledger.gates.markdown import code, fenced, prose
+from agentledger.gates.predicates.evaluate import PredicateResult
 from agentledger.judges.base import Evidence
 from agentledger.records import json_schema
-from agentledger.scoring.predicates import PredicateResult
 from agentledger.store import Ledger
 
 T0 = datetime(2026, 3, 20, 15, 0, tzinfo=UTC)

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentledger.cli import main
-from agentledger.guard import check
-from agentledger.scoring.properties import score_output, validate_expect
+from agentledger.fixtures.guard import check
+from agentledger.fixtures.properties.score import score_output, validate_expect
 
 DATA = Path(__file__).parent / "fixture_acceptance"
 SUITES = DATA / "suites"

@@ -14,9 +14,9 @@ import pytest
 
 from agentledger.errors import InputError, RecordError
 from agentledger.records import ShellEvent, parse_shell_audit
-from agentledger.runner.gate import Decision, Gate, Policy, PolicyRules, load_policy
-from agentledger.runner.gate.gate import ci_detected
-from agentledger.runner.gate.redact import Redactor
+from agentledger.runner.shell_gate import Decision, Gate, Policy, PolicyRules, load_policy
+from agentledger.runner.shell_gate.gate import ci_detected
+from agentledger.runner.shell_gate.redact import Redactor
 
 
 @pytest.fixture(autouse=True)
@@ -151,7 +151,7 @@ def test_prompt_refused_or_without_terminal_is_denied(
     refused = Gate(rules, audit, ci=False, approver=lambda decision: False).run("touch marker")
     assert not refused.ran and refused.decision.decision == "denied"
     assert "refused" in refused.decision.reason
-    monkeypatch.setattr("agentledger.runner.gate.prompt.TERMINAL", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("agentledger.runner.shell_gate.ask.TERMINAL", str(tmp_path / "no-tty"))
     nobody = Gate(rules, audit, ci=False).run("touch marker")
     assert not nobody.ran and "no terminal to ask" in nobody.decision.reason
     assert not (Path.cwd() / "marker").exists()
@@ -420,7 +420,7 @@ def test_sigterm_stops_the_command_and_is_logged(tmp_path: Path, run_dir: Path) 
 
 WRITER = """
 import sys
-from agentledger.runner.gate import Gate
+from agentledger.runner.shell_gate import Gate
 gate = Gate(None, sys.argv[1])
 for n in range(int(sys.argv[3])):
     gate.run(f"echo writer-{sys.argv[2]}-{n}; head -c 100000 /dev/zero | tr '\\\\0' x")

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger.errors import RecordError
-from agentledger.runner.gate import classify, load_knowledge
-from agentledger.runner.gate.knowledge import glob_match
-from agentledger.runner.gate.sql import classify_sql
-from agentledger.runner.gate.words import simple_words
+from agentledger.runner.shell_gate import classify, load_knowledge
+from agentledger.shell.knowledge import glob_match
+from agentledger.shell.sql import classify_sql
+from agentledger.shell.words import simple_words
 
 
 @pytest.fixture(autouse=True)

@@ -215,7 +215,7 @@ def test_the_policy_schema_is_printable() -> None:
 
 
 def test_packaged_policies_are_valid() -> None:
-    from agentledger.runner.gate.rules import DEFAULT_POLICY, load_policy
+    from agentledger.runner.shell_gate.rules import DEFAULT_POLICY, load_policy
 
     example = os.path.join(os.path.dirname(DEFAULT_POLICY), "remediate.yaml")
     assert load_policy(DEFAULT_POLICY).mode == "investigate"

@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 
 from agentledger.cli import main
 from agentledger.gates.decisions import Decision, DecisionStore
-from agentledger.gates.protocol import describe_predicate, render_protocol
-from agentledger.gates.sentinel import (
+from agentledger.gates.sentinels.protocol import describe_predicate, render_protocol
+from agentledger.gates.sentinels.sentinel import (
     SILENT_UPDATE,
     candidate_filter,
     load_sentinel,
@@ -449,7 +449,7 @@ def test_show_names_the_latest_of_a_supersede_chain(tmp_path: Path, backfilled: 
 
 
 def test_report_patterns_anchor_at_crlf_line_ends(ledger: Ledger, write_run: WriteRun) -> None:
-    from agentledger.scoring.predicates import evaluate, load_run_view, parse_predicates
+    from agentledger.gates.predicates.evaluate import evaluate, load_run_view, parse_predicates
 
     run_id = write_run(report="# Report\r\n## Remediation\r\nrollback first\r\n")
     has, lacks = parse_predicates(
@@ -576,7 +576,7 @@ def test_a_misspelt_model_or_scenario_is_pointed_out(
 
 
 def test_a_conclusion_that_itself_matches_says_so(ledger: Ledger, write_run: WriteRun) -> None:
-    from agentledger.scoring.predicates import evaluate, load_run_view, parse_predicates
+    from agentledger.gates.predicates.evaluate import evaluate, load_run_view, parse_predicates
 
     run_id = write_run(
         events=[

@@ -16,7 +16,6 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentledger import import_workers
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
 from agentledger.importers import (
@@ -29,7 +28,8 @@ from agentledger.importers import (
     shell_log,
     write_plan,
 )
-from agentledger.importers.fields import day
+from agentledger.importers import workers as import_workers
+from agentledger.importers.identity_fields import day
 from agentledger.importers.shell_log import ShellCounts, check_shell_log
 from agentledger.records import RunMetadata, RunSummary, ShellEvent, parse_shell_audit
 from agentledger.store import Ledger, verify_ledger

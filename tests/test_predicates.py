@@ -11,10 +11,7 @@ import pytest
 import yaml
 
 from agentledger.errors import InputError, RecordError
-from agentledger.judges.base import CriterionResult, DiagnosisResult, Evidence
-from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
-from agentledger.records import RunMetadata, RunSummary
-from agentledger.scoring.predicates import (
+from agentledger.gates.predicates.evaluate import (
     FORMS,
     PredicateResult,
     RunView,
@@ -23,7 +20,10 @@ from agentledger.scoring.predicates import (
     load_run_view,
     parse_predicates,
 )
-from agentledger.specfiles import load_yaml_record
+from agentledger.judges.base import CriterionResult, DiagnosisResult, Evidence
+from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
+from agentledger.records import RunMetadata, RunSummary
+from agentledger.records.specfiles import load_yaml_record
 from agentledger.store import Ledger
 from conftest import WriteRun
 
@@ -411,7 +411,7 @@ def test_a_mapping_instead_of_a_list_is_refused() -> None:
 def test_predicates_inside_a_spec_file_report_field_and_line(tmp_path: Path) -> None:
     from pydantic import BaseModel
 
-    from agentledger.scoring.predicates import Predicate
+    from agentledger.gates.predicates.evaluate import Predicate
 
     class Spec(BaseModel):
         name: str
@@ -515,7 +515,7 @@ def test_predicates_survive_a_json_round_trip() -> None:
     """Specs and decisions store predicates as JSON; reading them back gives the same checks."""
     from pydantic import TypeAdapter
 
-    from agentledger.scoring.predicates import Predicate
+    from agentledger.gates.predicates.evaluate import Predicate
 
     adapter: TypeAdapter[list[Any]] = TypeAdapter(list[Predicate])
     original = parse(

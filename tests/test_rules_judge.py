@@ -20,7 +20,7 @@ from agentledger.judges.rules import (
     report_commands,
 )
 from agentledger.records import RunMetadata, ShellEvent
-from agentledger.runner.gate.simple import simple_commands
+from agentledger.shell.simple import simple_commands
 
 KNOWLEDGE = load_ops_knowledge()
 PACK = load_pack()

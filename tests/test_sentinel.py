@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from agentledger.cli import main
 from agentledger.gates.decisions import DecisionStore
-from agentledger.gates.protocol import render_protocol
-from agentledger.gates.sentinel import (
+from agentledger.gates.sentinels.protocol import render_protocol
+from agentledger.gates.sentinels.sentinel import (
     SILENT_UPDATE,
     candidate_filter,
     check_sentinel,

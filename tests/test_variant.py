@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import RecordError
-from agentledger.gates.acceptance import (
+from agentledger.gates.variants.acceptance import (
     AllModels,
     AtLeast,
     CellTally,
@@ -22,7 +22,7 @@ from agentledger.gates.acceptance import (
     apply_rule,
     one_sided_fisher,
 )
-from agentledger.gates.variant import load_variant_spec
+from agentledger.gates.variants.spec import load_variant_spec
 from conftest import WriteRun
 
 SAMPLE_SPEC = Path(__file__).parent.parent / "src/agentledger/data/gates/netops/variant-a.yaml"
@@ -611,7 +611,7 @@ def test_unjudged_runs_are_undecided_but_haiku_still_rejects(tmp_path: Path) -> 
 def test_selection_by_addon_hash_by_name_and_the_baseline(
     ledger: Any, write_run: WriteRun, tmp_path: Path
 ) -> None:
-    from agentledger.gates.variant import evaluate_variant
+    from agentledger.gates.variants.spec import evaluate_variant
     from agentledger.records import PromptAddon
 
     spec = write_spec(tmp_path / "spec", models=["model-a"], predicates=[{"ran": "tc qdisc"}])

@@ -15,17 +15,17 @@ __all__ = ["main"]
 def main() -> None:
     """Run `agentledger` with the arguments in sys.argv."""
     if len(sys.argv) > 1 and sys.argv[1] == "exec":
-        from agentledger.runner.gate.cli import fast_main
+        from agentledger.cli.exec_fast import fast_main
 
         code = fast_main(sys.argv[2:])
         if code is not None:
             sys.exit(code)
     if len(sys.argv) > 1 and sys.argv[1] == "guard":
-        from agentledger.scoring.guard_cli import fast_main as guard_main
+        from agentledger.cli.guard_fast import fast_main as guard_main
 
         code = guard_main(sys.argv[2:])
         if code is not None:
             sys.exit(code)
-    from agentledger.cli import main as cli_main
+    from agentledger.cli.app import main as cli_main
 
     cli_main()

@@ -22,7 +22,7 @@ DEFAULT_DIR = Path("agentledger-demo")
 
 def _step(title: str, args: list[str], *, expect: int = 0) -> None:
     """Print a command the way a user would type it, then run it in this process."""
-    from agentledger.cli import main
+    from agentledger.cli.app import main
 
     click.secho(f"\n# {title}", fg="cyan", bold=True)
     click.secho("$ agentledger " + shlex.join(args), bold=True)

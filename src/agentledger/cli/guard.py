@@ -1,6 +1,6 @@
 """`agentledger guard`: the production guard.
 
-The console script parses `guard` without click, for speed (agentledger.scoring.guard_cli);
+The console script parses `guard` without click, for speed (agentledger.cli.guard_fast);
 this click command has the same options and calls the same implementation, so that `--help`,
 the generated docs and `python -m agentledger.cli` describe and behave like it.
 """
@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from agentledger.scoring.guard_cli import HELP, run_guard
+from agentledger.cli.guard_fast import HELP, run_guard
 
 __all__ = ["guard_command"]
 

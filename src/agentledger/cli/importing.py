@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from agentledger import import_workers
 from agentledger.cli.common import (
     handle_errors,
     ledger_location,
@@ -16,6 +15,7 @@ from agentledger.cli.common import (
     progress_bar,
 )
 from agentledger.errors import LedgerNotFoundError
+from agentledger.importers import workers as import_workers
 
 if TYPE_CHECKING:
     from agentledger.importers import PreparedImport

@@ -13,7 +13,7 @@ from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe
 from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
 from agentledger.judges.verdict import VERDICTS, VerdictPolicy
-from agentledger.specfiles import load_yaml_record
+from agentledger.records.specfiles import load_yaml_record
 
 __all__ = ["criteria_group", "judge_command", "review_command"]
 

@@ -13,7 +13,7 @@ from agentledger.cli.common import handle_errors, ledger_location, ledger_option
 from agentledger.cli.output import print_rows, terminal_safe, write_text_output
 
 if TYPE_CHECKING:
-    from agentledger.gates.sentinel import LoadedSentinel, SentinelResult
+    from agentledger.gates.sentinels.sentinel import LoadedSentinel, SentinelResult
     from agentledger.store import Ledger
 
 __all__ = ["sentinel_group"]
@@ -59,7 +59,7 @@ def sentinel_group() -> None:
 
 
 def _load(spec: Path) -> LoadedSentinel:
-    from agentledger.gates.sentinel import load_sentinel
+    from agentledger.gates.sentinels.sentinel import load_sentinel
 
     return load_sentinel(spec)
 
@@ -144,7 +144,7 @@ def _finish(
     supersedes: str | None,
 ) -> None:
     from agentledger.gates.decisions import DecisionStore, exit_code
-    from agentledger.gates.sentinel import to_decision
+    from agentledger.gates.sentinels.sentinel import to_decision
 
     store = DecisionStore(ledger)
     if supersedes is not None:
@@ -199,7 +199,7 @@ def sentinel_check(
     --candidate; the baseline's prompt hash unless prompt-hash= is given) and the baseline
     model's. Judge the runs first (`agentledger judge`): an unjudged candidate run is REVIEW.
     """
-    from agentledger.gates.sentinel import check_sentinel
+    from agentledger.gates.sentinels.sentinel import check_sentinel
     from agentledger.gates.specerrors import unknown_names
 
     loaded = _load(spec)
@@ -264,7 +264,7 @@ def sentinel_run(
     hash): a migration check compares models, not prompts. Every run is tagged
     sentinel=<suite name>. --dry-run still runs and judges; it only writes no decision.
     """
-    from agentledger.gates.sentinel_run import prepare_sentinel_run, run_sentinel
+    from agentledger.gates.sentinels.run import prepare_sentinel_run, run_sentinel
     from agentledger.store import Ledger
 
     loaded = _load(spec)
@@ -319,7 +319,7 @@ def sentinel_run(
 def sentinel_protocol(spec: Path, fmt: str, output: Path | None) -> None:
     """The protocol document: purpose, when to run, the cases and why each is in the suite,
     the pass criteria in words, the decision tree, what to do on each outcome, how to rerun."""
-    from agentledger.gates.protocol import render_protocol
+    from agentledger.gates.sentinels.protocol import render_protocol
 
     loaded = _load(spec)
     text = render_protocol(loaded, "html" if fmt == "html" else "md")
@@ -340,7 +340,7 @@ def sentinel_history_command(spec: str, ledger_path: Path | None, as_json: bool)
     the change is attributable and the flag says to what.
     """
     from agentledger.gates.decisions import DecisionStore
-    from agentledger.gates.sentinel import sentinel_history
+    from agentledger.gates.sentinels.sentinel import sentinel_history
 
     path = Path(spec)
     name = _load(path).spec.name if path.is_file() else spec

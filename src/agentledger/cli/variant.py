@@ -14,7 +14,7 @@ from agentledger.cli.output import emit, terminal_safe
 
 if TYPE_CHECKING:
     from agentledger.gates.decisions import Decision
-    from agentledger.gates.variant import VariantEvaluation
+    from agentledger.gates.variants.spec import VariantEvaluation
     from agentledger.store import Ledger
 
 __all__ = ["variant_group"]
@@ -119,7 +119,7 @@ def _decide(
     notes: list[str],
 ) -> None:
     from agentledger.gates.decisions import DecisionStore, exit_code
-    from agentledger.gates.variant_decision import build_decision
+    from agentledger.gates.variants.decision import build_decision
 
     store = DecisionStore(ledger)
     previous = store.check_supersedes("variant", supersedes) if supersedes else None
@@ -156,7 +156,7 @@ def variant_evaluate(
     that cannot be evaluated, is not decided (REVIEW when it could change the outcome).
     """
     from agentledger.gates.specerrors import unknown_names
-    from agentledger.gates.variant import evaluate_variant, load_variant_spec
+    from agentledger.gates.variants.spec import evaluate_variant, load_variant_spec
 
     loaded = load_variant_spec(spec)
     with open_ledger(ledger_path) as ledger:
@@ -236,14 +236,14 @@ def variant_run(
     the predicates read has scored are judged (the rules judge, or the spec's `judges`).
     A second call with nothing missing runs and judges nothing.
     """
-    from agentledger.gates.variant import evaluate_variant, load_variant_spec
-    from agentledger.gates.variant_run import (
+    from agentledger.gates.variants.run import (
         agent_base_hash,
         judge_runs,
         plan_missing,
         prepare_judges,
         run_missing,
     )
+    from agentledger.gates.variants.spec import evaluate_variant, load_variant_spec
     from agentledger.runner.agent_spec import load_agent
     from agentledger.runner.scenario import load_suite
     from agentledger.store import Ledger

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentledger.errors import InputError, RecordError
-from agentledger.gates.markdown import render_markdown
+from agentledger.gates.decision_markdown import render_markdown
+from agentledger.gates.predicates.evaluate import PredicateResult
 from agentledger.identity import slug
 from agentledger.records import HASH_PATTERN, Record, parse_record, utc_now
-from agentledger.scoring.predicates import PredicateResult
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationInfo, model_validator
 
 from agentledger.errors import RecordError
-from agentledger.specfiles import _yaml_line
+from agentledger.records.specfiles import _yaml_line
 
 if TYPE_CHECKING:
     from agentledger.store import Ledger

@@ -4,23 +4,34 @@
 described with glob patterns); `fields` gathers their identity from every source that states it;
 `batch` runs an import, in several processes for large backfills, writing nothing unless every
 run is good.
+
+`workers` starts the worker processes of a large import before the rest is loaded, so it imports
+nothing of agentledger, and the names below load on first use.
 """
 
-from agentledger.importers.batch import ImportedRun, PreparedImport, import_runs, prepare_import
-from agentledger.importers.directory import (
-    ARTIFACT_KEYS,
-    DEFAULT_NAME_PATTERN,
-    DEFAULT_PATTERNS,
-    ImportOptions,
-    ImportPlan,
-    ImportReport,
-    PlannedArtifact,
-    PlannedRun,
-    find_run_dirs,
-    plan_import,
-    sample_runs_dir,
-    write_plan,
-)
+from __future__ import annotations
+
+import importlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from agentledger.importers.batch import ImportedRun, PreparedImport, import_runs, prepare_import
+    from agentledger.importers.directory import (
+        ARTIFACT_KEYS,
+        DEFAULT_NAME_PATTERN,
+        DEFAULT_PATTERNS,
+        ImportOptions,
+        ImportPlan,
+        ImportReport,
+        PlannedArtifact,
+        PlannedRun,
+        find_run_dirs,
+        plan_import,
+        sample_runs_dir,
+        write_plan,
+    )
 
 __all__ = [
     "ARTIFACT_KEYS",
@@ -40,3 +51,35 @@ __all__ = [
     "sample_runs_dir",
     "write_plan",
 ]
+
+_HOMES = {
+    "ImportedRun": "agentledger.importers.batch",
+    "PreparedImport": "agentledger.importers.batch",
+    "import_runs": "agentledger.importers.batch",
+    "prepare_import": "agentledger.importers.batch",
+    "ARTIFACT_KEYS": "agentledger.importers.directory",
+    "DEFAULT_NAME_PATTERN": "agentledger.importers.directory",
+    "DEFAULT_PATTERNS": "agentledger.importers.directory",
+    "ImportOptions": "agentledger.importers.directory",
+    "ImportPlan": "agentledger.importers.directory",
+    "ImportReport": "agentledger.importers.directory",
+    "PlannedArtifact": "agentledger.importers.directory",
+    "PlannedRun": "agentledger.importers.directory",
+    "find_run_dirs": "agentledger.importers.directory",
+    "plan_import": "agentledger.importers.directory",
+    "sample_runs_dir": "agentledger.importers.directory",
+    "write_plan": "agentledger.importers.directory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -24,13 +24,6 @@ from typing import Any
 
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
-from agentledger.import_workers import (
-    PARALLEL_FROM,
-    Worker,
-    entries_at_most,
-    take_early,
-    worker_count,
-)
 from agentledger.importers.directory import (
     ImportOptions,
     ImportPlan,
@@ -41,6 +34,13 @@ from agentledger.importers.directory import (
     write_plan,
 )
 from agentledger.importers.layout import Layout
+from agentledger.importers.workers import (
+    PARALLEL_FROM,
+    Worker,
+    entries_at_most,
+    take_early,
+    worker_count,
+)
 from agentledger.store.ledger import Ledger
 
 __all__ = [

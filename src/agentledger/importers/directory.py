@@ -4,7 +4,7 @@ The seed's layout is understood as it is: one directory per run holding ``PROMPT
 ``ghost_report_<date>.md``, ``ghost_audit_<date>.md``, ``shell_audit_<date>.jsonl`` and
 optionally ``metadata.json`` and ``run_summary.json``. Other layouts are described with glob
 patterns per artifact (`ImportOptions.mapping`); identity fields a run does not carry come from
-a sidecar file, options, or the directory name (see `agentledger.importers.fields`).
+a sidecar file, options, or the directory name (see `agentledger.importers.identity_fields`).
 
 Importing is two steps. `plan_import` reads and checks every run and writes nothing, so a batch
 with one bad run writes none. `write_plan` seals the new runs in batches (one flush to disk and
@@ -35,7 +35,7 @@ from agentledger.errors import (
     UnsafeNameError,
 )
 from agentledger.identity import HASH_PREFIX, check_artifact_name, sha256_bytes
-from agentledger.importers.fields import (
+from agentledger.importers.identity_fields import (
     Claim,
     Identity,
     claim_metadata,

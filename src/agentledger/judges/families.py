@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from agentledger.records import Record
-from agentledger.specfiles import load_yaml_record
+from agentledger.records.specfiles import load_yaml_record
 
 __all__ = [
     "DEFAULT_FAMILIES_FILE",

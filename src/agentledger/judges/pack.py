@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agentledger.errors import InputError
 from agentledger.judges.base import CriteriaPack
-from agentledger.specfiles import load_yaml_record
+from agentledger.records.specfiles import load_yaml_record
 
 __all__ = ["DEFAULT_PACK", "load_pack", "shipped_packs"]
 

@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentledger.errors import InputError
+from agentledger.records.specfiles import validation_problem
 from agentledger.runner.agent_spec import LoadedAgent
 from agentledger.runner.process import ProcessOutcome, Status, run_process
 from agentledger.runner.scenario import LoadedScenario
 from agentledger.runner.workspace import RunWorkspace
-from agentledger.specfiles import validation_problem
 
 if TYPE_CHECKING:
     from agentledger.providers import Completion, ModelClient
-    from agentledger.runner.gate import GateResult
+    from agentledger.runner.shell_gate import GateResult
 
 __all__ = [
     "RESULT_FILE",
@@ -174,7 +174,7 @@ class AgentContext:
         """Run `command` through the gated shell; it is logged whether it runs or not."""
         self.check()
         if self._gate is None:
-            from agentledger.runner.gate import Gate, load_policy
+            from agentledger.runner.shell_gate import Gate, load_policy
 
             self._gate = Gate(
                 load_policy(self._run.policy),

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentledger.errors import RecordError
 from agentledger.records import Record
-from agentledger.specfiles import load_toml_record
+from agentledger.records.specfiles import load_toml_record
 
 __all__ = ["AgentSpec", "LoadedAgent", "ModelSpec", "load_agent"]
 

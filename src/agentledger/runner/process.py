@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from agentledger.runner.gate.process import find_shell
+from agentledger.runner.shell_gate.execute import find_shell
 
 __all__ = ["ProcessOutcome", "Status", "run_process", "run_shell_step"]
 

@@ -32,13 +32,13 @@ from agentledger.records import (
     parse_shell_audit,
     utc_now,
 )
+from agentledger.records.specfiles import read_text_file
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
-from agentledger.runner.gate.process import find_shell
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
 from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
+from agentledger.runner.shell_gate.execute import find_shell
 from agentledger.runner.workspace import RunWorkspace
-from agentledger.specfiles import read_text_file
 from agentledger.store.writer import PROMPT, SHELL_AUDIT, SYSTEM_PROMPT, derive_summary
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def prepare_suite(
     except ValueError as exc:
         raise InputError(f"--tag: {exc}") from None
     if agent.spec.policy:
-        from agentledger.runner.gate import load_policy
+        from agentledger.runner.shell_gate import load_policy
 
         load_policy(agent.resolve(agent.spec.policy))  # a policy that does not parse: exit 2 now
     adapter = make_adapter(agent)

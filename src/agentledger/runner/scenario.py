@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentledger.errors import InputError, RecordError
 from agentledger.records import Record, check_tags
-from agentledger.specfiles import load_yaml_record, read_text_file
+from agentledger.records.specfiles import load_yaml_record, read_text_file
 
 __all__ = [
     "SCENARIO_FILE",

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from agentledger.judges.rules.knowledge import OpsKnowledge
-from agentledger.runner.gate.knowledge import glob_match
-from agentledger.runner.gate.simple import simple_commands
+from agentledger.shell.knowledge import glob_match
+from agentledger.shell.simple import simple_commands
 
 __all__ = ["Cmd", "CommandPattern", "parse_line", "strip_placeholders"]
 

@@ -26,7 +26,7 @@ from agentledger.judges.rules.commands import Cmd, parse_line, strip_placeholder
 from agentledger.judges.rules.knowledge import OpsKnowledge
 from agentledger.judges.rules.markdown import Report, Unit, parse_report
 from agentledger.records import ShellEvent
-from agentledger.runner.gate.classifier import default_knowledge
+from agentledger.shell.classifier import default_knowledge
 
 __all__ = [
     "LOG_FILE",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agentledger.errors import InputError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import Record
-from agentledger.specfiles import load_yaml_record
+from agentledger.records.specfiles import load_yaml_record
 
 __all__ = [
     "SHIPPED_OPS_DIR",

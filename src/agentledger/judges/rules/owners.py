@@ -28,7 +28,7 @@ from agentledger.judges.rules.commands import Cmd
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import PatternSet, RunFacts, TextChunk, pattern_set, quote
 from agentledger.judges.rules.knowledge import OpsKnowledge, Owner
-from agentledger.runner.gate.knowledge import glob_match
+from agentledger.shell.knowledge import glob_match
 
 __all__ = ["Target", "judge_c2", "targets_of"]
 

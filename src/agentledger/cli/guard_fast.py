@@ -1,0 +1,182 @@
+"""`agentledger guard`: the production guard on the command line.
+
+This is CLI code (it prints), parsed by hand rather than with click: the guard stands between
+a model and every tool call it makes, so it must start fast. `agentledger._entry` sends
+``agentledger guard`` here; `agentledger.cli.guard` is the same command for ``--help`` and
+the generated docs.
+
+Exit codes: 0 the output holds every property (let the tool run); 1 it does not (one line per
+failed property on stderr); 2 bad usage, or an expect file or output file that cannot be read.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from agentledger.cli.fastargs import UsageError as _UsageError
+from agentledger.cli.fastargs import option_value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["HELP", "USAGE", "fast_main", "run_guard"]
+
+USAGE = "Usage: agentledger guard [OPTIONS] --expect FILE [OUTPUT|-]"
+HELP = """Check a model's OUTPUT (a file, or - for stdin, the default) against the properties of
+an expect.json before its tool call runs: exit 0 to let it run, 1 to reject it.
+
+The reasons of a rejection are on stderr, one line per failed property. This is the check of
+a fixture run, in production: same properties, same code, same answer. No ledger is needed.
+Exit 2 means bad usage or an expect file that cannot be used; nothing was checked.
+"""
+_PREFIX = "agentledger guard"
+
+
+class GuardOptions:
+    """The parsed options of `agentledger guard`."""
+
+    __slots__ = ("as_json", "expect", "help", "output", "scorers")
+
+    def __init__(self) -> None:
+        self.expect: str | None = None
+        self.output = "-"
+        self.as_json = False
+        self.scorers: list[str] = []
+        self.help = False
+
+
+def parse_args(argv: Sequence[str]) -> GuardOptions:
+    """The options and the one OUTPUT argument of `agentledger guard`."""
+    options = GuardOptions()
+    positional: list[str] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if word == "--":
+            positional.extend(argv[index:])
+            break
+        if word in ("-h", "--help"):
+            options.help = True
+        elif word == "--json":
+            options.as_json = True
+        elif word.split("=", 1)[0] in ("--expect", "--scorer", "-e"):
+            name, value, index = option_value(word, argv, index)
+            if name == "--scorer":
+                options.scorers.append(value)
+            else:
+                options.expect = value
+        elif word.startswith("-") and word != "-":
+            raise _UsageError(f"No such option: {word}")
+        else:
+            positional.append(word)
+    if len(positional) > 1:
+        raise _UsageError(f"Got unexpected extra argument ({positional[1]})")
+    if positional:
+        options.output = positional[0]
+    return options
+
+
+def fast_main(argv: Sequence[str]) -> int | None:
+    """Run `agentledger guard` with `argv` (after "guard"); None when click should (--help)."""
+    try:
+        options = parse_args(argv)
+    except _UsageError as exc:
+        _usage_error(str(exc))
+        return 2
+    if options.help:
+        return None
+    return run_guard(
+        expect=options.expect,
+        output=options.output,
+        as_json=options.as_json,
+        scorers=options.scorers,
+    )
+
+
+def _usage_error(message: str) -> None:
+    sys.stderr.write(f"{USAGE}\nTry 'agentledger guard -h' for help.\n\nError: {message}\n")
+
+
+def run_guard(
+    *, expect: str | None, output: str, as_json: bool, scorers: Sequence[str] = ()
+) -> int:
+    """`agentledger guard` with parsed options; returns the exit code. Prints to stdout/stderr."""
+    if not expect:
+        _usage_error("Missing option '--expect'.")
+        return 2
+    try:
+        return _guard(expect, output, as_json, scorers)
+    except BrokenPipeError:
+        return 141
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # Imported here: agentledger.errors loads pathlib, which the guard needs only to fail.
+        from agentledger.errors import AgentLedgerError
+
+        if not isinstance(exc, AgentLedgerError):
+            raise
+        sys.stderr.write(f"Error: {exc}\n")
+        return 2 if exc.exit_code == 1 else exc.exit_code
+
+
+def _read_output(path: str) -> tuple[bytes, int]:
+    """The output's bytes (at most one more than the limit) and its whole size."""
+    from agentledger.fixtures.properties.output import MAX_OUTPUT_BYTES
+
+    limit = MAX_OUTPUT_BYTES + 1  # one byte more: enough to know it is too large
+    if path == "-":
+        data = sys.stdin.buffer.read(limit)
+        size = len(data)
+        if size >= limit:  # too large: count the rest, so that the reason gives the real size
+            while chunk := sys.stdin.buffer.read(1 << 20):
+                size += len(chunk)
+        return data, size
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit)
+            if len(data) < limit:
+                return data, len(data)
+            import os
+
+            return data, max(len(data), os.fstat(handle.fileno()).st_size)
+    except OSError as exc:
+        from agentledger.errors import InputError
+
+        raise InputError(f"cannot read the output file {path}: {exc.strerror or exc}") from exc
+
+
+def _guard(expect_path: str, output_path: str, as_json: bool, scorers: Sequence[str]) -> int:
+    from agentledger.fixtures.guard import check
+    from agentledger.fixtures.properties.score import load_custom_scorer, load_expect
+
+    spec = load_expect(expect_path)
+    custom = [load_custom_scorer(text, "--scorer") for text in scorers]
+    data, size = _read_output(output_path)
+    if size > len(data):
+        # Only the start was read; the reason gives the whole size, as check() would.
+        from agentledger.fixtures.guard import GuardResult
+        from agentledger.fixtures.properties.base import PropertyResult
+        from agentledger.fixtures.properties.output import too_large
+
+        reason = f"output_json: {too_large(size)}"
+        result = GuardResult(False, [reason], [PropertyResult("output_json", False, reason)])
+    else:
+        result = check(data, spec, custom=custom)
+    if as_json:
+        import json
+
+        document = result.as_dict()
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    for reason in result.reasons:
+        sys.stderr.write(f"{_PREFIX}: rejected: {_one_line(reason)}\n")
+    return 0 if result.ok else 1
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line: control characters (from the untrusted output) shown escaped."""
+    return "".join(
+        char if char.isprintable() else repr(char)[1:-1] for char in text.replace("\n", " ")
+    )

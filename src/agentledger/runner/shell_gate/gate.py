@@ -1,0 +1,332 @@
+"""The gate: classify a command, decide by the policy, run it or not, and log it either way.
+
+    gate = Gate(load_policy("policy.yaml"), "run/shell_audit.jsonl")
+    result = gate.run("iptables -L -n")        # runs: read-only
+    result = gate.run("iptables -F")           # denied, not run; logged with the reason
+
+Every command, allowed or not, appends one ShellEvent line to the audit log.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from agentledger.runner.shell_gate.audit import append_event, clean_text, iso_time, stored_output
+from agentledger.runner.shell_gate.execute import run_shell
+from agentledger.runner.shell_gate.redact import Redactor
+from agentledger.runner.shell_gate.rules import PolicyRules, decide, load_policy
+from agentledger.shell.classifier import Classification, classify
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeAlias
+
+    from agentledger.runner.shell_gate.policy import Policy
+
+    Approver: TypeAlias = Callable[["Decision"], bool | str | None]
+
+__all__ = ["AUDIT_FILE", "Decision", "Gate", "GateResult", "ci_detected"]
+
+AUDIT_FILE = "shell_audit.jsonl"
+"""The audit log's name in a run directory."""
+DENIED_EXIT = 126
+"""What `agentledger exec` exits with when the gate refuses a command."""
+
+
+def ci_detected(environ: Mapping[str, str] | None = None) -> bool:
+    """True when the environment variable CI holds a true value (``true``, ``1``, ...)."""
+    value = (os.environ if environ is None else environ).get("CI", "")
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class Decision:
+    """The gate's decision on a command: its classification, and allowed, denied, prompt
+    (the policy asks a person; `Gate.run` turns it into approved or denied) or approved."""
+
+    __slots__ = ("classification", "command", "decided_by", "decision", "reason")
+
+    def __init__(
+        self, classification: Classification, decision: str, decided_by: str, reason: str
+    ) -> None:
+        self.command = classification.command
+        self.classification = classification
+        self.decision = decision
+        self.decided_by = decided_by
+        self.reason = reason
+
+    @property
+    def allowed(self) -> bool:
+        """True when the command runs (allowed or approved)."""
+        return self.decision in ("allowed", "approved")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The decision as printed by `agentledger exec --batch`."""
+        return {
+            "command": self.command,
+            "classification": self.classification.kind,
+            "decision": self.decision,
+            "decided_by": self.decided_by,
+            "reason": self.reason,
+            "parts": [part.as_dict() for part in self.classification.parts],
+        }
+
+    def __repr__(self) -> str:
+        return f"Decision({self.command!r}, {self.decision!r}, {self.reason!r})"
+
+
+class GateResult:
+    """What happened to a command: the decision and, when it ran, its exit code and output.
+
+    `stdout` and `stderr` are the full output (the log keeps them redacted and truncated);
+    `event` is the line appended to the audit log, as a dict.
+    """
+
+    __slots__ = ("decision", "duration_ms", "event", "exit_code", "stderr", "stdout", "timed_out")
+
+    def __init__(
+        self,
+        decision: Decision,
+        event: dict[str, Any],
+        exit_code: int | None = None,
+        stdout: bytes = b"",
+        stderr: bytes = b"",
+        *,
+        duration_ms: float | None = None,
+        timed_out: bool = False,
+    ) -> None:
+        self.decision = decision
+        self.event = event
+        self.exit_code = exit_code
+        self.stdout = stdout
+        self.stderr = stderr
+        self.duration_ms = duration_ms
+        self.timed_out = timed_out
+
+    @property
+    def ran(self) -> bool:
+        """True when the command was run."""
+        return self.exit_code is not None
+
+    @property
+    def denied(self) -> bool:
+        """True when the gate refused the command (it did not run)."""
+        return self.event.get("decision") == "denied"
+
+    @property
+    def reason(self) -> str:
+        """Why the gate decided as it did."""
+        return str(self.event.get("reason") or "")
+
+    @property
+    def output(self) -> str:
+        """stdout as text (undecodable bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        return f"GateResult({self.decision!r}, exit_code={self.exit_code!r})"
+
+
+class Gate:
+    """The gated shell: every command is classified, decided by the policy, and logged.
+
+    `policy` is a PolicyRules (`load_policy`), a Policy model, or None for the packaged
+    investigate-only policy. `audit_path` is the ShellEvent log to append to (None: no log).
+    Commands run in `cwd` with `env` (default: this process's), at most `timeout` seconds
+    (default: the policy's), with `stdin` (a file descriptor; default /dev/null). `approver`
+    answers the policy's prompts: it gets the Decision and returns True (or the approver's
+    name) to run the command; the default asks on the terminal, and without one the answer is
+    no. `ci` (default: from the CI environment variable) refuses every mutating command.
+    """
+
+    def __init__(
+        self,
+        policy: PolicyRules | Policy | None = None,
+        audit_path: str | os.PathLike[str] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        approver: Approver | None = None,
+        ci: bool | None = None,
+        stdin: int | None = None,
+    ) -> None:
+        if policy is None:
+            policy = load_policy(None)
+        elif not isinstance(policy, PolicyRules):
+            policy = PolicyRules.from_policy(policy)
+        self.rules = policy
+        self.audit_path = os.fspath(audit_path) if audit_path is not None else None
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        self.timeout = float(timeout) if timeout is not None else policy.timeout
+        self.env = env
+        self.approver = approver
+        self.ci = ci_detected() if ci is None else ci
+        self.stdin = stdin
+        self.redactor = Redactor(policy.redact)
+        if self.timeout <= 0:
+            raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
+        if self.cwd is not None and not os.path.isdir(self.cwd):
+            raise _input_error(f"working directory {self.cwd} does not exist")
+        if self.audit_path is not None:
+            folder = os.path.dirname(os.path.abspath(self.audit_path))
+            if not os.path.isdir(folder):
+                raise _input_error(f"the audit log's directory {folder} does not exist")
+
+    @classmethod
+    def for_run_dir(
+        cls,
+        run_dir: str | os.PathLike[str],
+        policy: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Gate:
+        """A gate logging to `run_dir`/shell_audit.jsonl with the policy file `policy`."""
+        folder = os.fspath(run_dir)
+        if not os.path.isdir(folder):
+            raise _input_error(f"run directory {folder} does not exist")
+        return cls(load_policy(policy), os.path.join(folder, AUDIT_FILE), **options)
+
+    def classify(self, command: str) -> Classification:
+        """The classification of `command` with this policy's command knowledge."""
+        return classify(_checked(command), self.rules.knowledge())
+
+    def decide(self, command: str) -> Decision:
+        """What the gate would do with `command` (nothing is run or logged)."""
+        classification = self.classify(command)
+        verdict = decide(self.rules, classification, ci=self.ci)
+        return Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+
+    def run(self, command: str) -> GateResult:
+        """Decide, run the command if allowed, and append one event to the audit log.
+
+        A denied command is not run (exit_code None). KeyboardInterrupt while it runs kills
+        it, logs it, and is raised again.
+        """
+        started = time.time()
+        decision = self.decide(command)
+        if decision.decision == "prompt":
+            decision = self._ask(decision)
+        if not decision.allowed:
+            event = self._event(decision, started)
+            return GateResult(decision, event)
+        completed = run_shell(
+            decision.command, timeout=self.timeout, cwd=self.cwd, env=self.env, stdin=self.stdin
+        )
+        if completed.timed_out:
+            decision.reason += f"; timed out after {self.timeout:g} s and was killed"
+        elif completed.interrupted:
+            decision.reason += "; interrupted and killed"
+        event = self._event(
+            decision,
+            started,
+            exit_code=completed.exit_code,
+            duration_ms=completed.duration_ms,
+            outputs=(completed.stdout, completed.stderr),
+            timed_out=completed.timed_out,
+        )
+        if completed.interrupted:
+            raise KeyboardInterrupt
+        return GateResult(
+            decision,
+            event,
+            completed.exit_code,
+            completed.stdout,
+            completed.stderr,
+            duration_ms=completed.duration_ms,
+            timed_out=completed.timed_out,
+        )
+
+    def _ask(self, decision: Decision) -> Decision:
+        approver = self.approver
+        if approver is None:
+            from agentledger.runner.shell_gate.ask import has_terminal, terminal_approver
+
+            if not has_terminal():
+                reason = f"no terminal to ask: {decision.reason}"
+                return Decision(decision.classification, "denied", "policy", reason)
+            approver = terminal_approver
+        answer = approver(decision)
+        if answer:
+            import getpass
+
+            who = answer if isinstance(answer, str) else getpass.getuser()
+            reason = f"approved by {who}: {decision.reason}"
+            return Decision(decision.classification, "approved", who, reason)
+        import getpass
+
+        reason = f"refused at the prompt: {decision.reason}"
+        return Decision(decision.classification, "denied", getpass.getuser(), reason)
+
+    def _event(
+        self,
+        decision: Decision,
+        started: float,
+        *,
+        exit_code: int | None = None,
+        duration_ms: float | None = None,
+        outputs: tuple[bytes, bytes] | None = None,
+        timed_out: bool = False,
+    ) -> dict[str, Any]:
+        redact = self.redactor.redact
+        event: dict[str, Any] = {
+            "schema_version": 1,
+            "ts": iso_time(started),
+            "command": redact(clean_text(decision.command)),
+            "cwd": clean_text(self.cwd or _current_directory()),
+            "classification": decision.classification.kind,
+            "decision": decision.decision,
+            "decided_by": clean_text(decision.decided_by),
+            "reason": redact(clean_text(decision.reason)),
+            "exit_code": exit_code,
+        }
+        if outputs is not None:
+            event["duration_ms"] = round(duration_ms or 0.0, 3)
+            truncated = False
+            for name, raw in zip(("stdout", "stderr"), outputs, strict=True):
+                text, digest, size, cut = stored_output(
+                    raw, self.redactor, self.rules.max_output_bytes
+                )
+                event[name] = text
+                event[f"{name}_sha256"] = digest
+                event[f"{name}_bytes"] = size
+                truncated = truncated or cut
+            event["timed_out"] = timed_out
+            event["truncated"] = truncated
+        event["parts"] = [
+            {key: redact(clean_text(value)) if isinstance(value, str) else value
+             for key, value in part.as_dict().items()}
+            for part in decision.classification.parts
+        ]  # fmt: skip
+        event["policy"] = clean_text(self.rules.name)
+        if self.audit_path is not None:
+            try:
+                append_event(self.audit_path, event)
+            except OSError as exc:
+                raise _input_error(
+                    f"cannot append to the audit log {self.audit_path}: {exc.strerror or exc}"
+                ) from None
+        return event
+
+
+def _checked(command: str) -> str:
+    if not isinstance(command, str):
+        raise _input_error(f"a command is text, not {type(command).__name__}")
+    if not command.strip():
+        raise _input_error("empty command: there is nothing to run")
+    if "\0" in command:
+        raise _input_error("a command cannot contain NUL characters")
+    return command
+
+
+def _current_directory() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return os.environ.get("PWD", "")
+
+
+def _input_error(message: str) -> Exception:
+    from agentledger.errors import InputError
+
+    return InputError(message)

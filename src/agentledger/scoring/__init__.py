@@ -1,1 +1,0 @@
-"""Scoring stored and fresh outputs: property scorers for fixtures, trace predicates over runs."""

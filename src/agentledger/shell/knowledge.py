@@ -1,0 +1,446 @@
+"""Command knowledge: what the classifier knows about commands, as data (YAML files).
+
+The packaged file is `agentledger/data/commands.yaml`; its header documents the format. A policy
+adds files (`knowledge:`) or entries (`commands:`); a later layer replaces a command's whole
+entry. Files are validated once (`normalize_knowledge`) and then read from the cache.
+"""
+
+from __future__ import annotations
+
+import os
+
+from agentledger.shell.validated_cache import load_cached
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
+
+__all__ = [
+    "DESTRUCTIVE",
+    "KINDS",
+    "MUTATING",
+    "READ_ONLY",
+    "UNKNOWN",
+    "Knowledge",
+    "Spec",
+    "glob_match",
+    "load_knowledge",
+    "most_severe",
+    "normalize_entries",
+    "normalize_knowledge",
+]
+
+READ_ONLY = "read-only"
+UNKNOWN = "unknown"
+MUTATING = "mutating"
+DESTRUCTIVE = "destructive"
+KINDS = (READ_ONLY, UNKNOWN, MUTATING, DESTRUCTIVE)
+"""The classes, least severe first."""
+RANK = {kind: rank for rank, kind in enumerate(KINDS)}
+VALUE_KINDS = (*KINDS, "sql", "shell")
+
+PACKAGED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
+COMMANDS_FILE = os.path.join(PACKAGED, "commands.yaml")
+
+
+def most_severe(kinds: Iterable[str]) -> str:
+    """The most severe of `kinds` (read-only when there are none)."""
+    best = READ_ONLY
+    for kind in kinds:
+        if RANK[kind] > RANK[best]:
+            best = kind
+    return best
+
+
+def glob_match(pattern: str, text: str) -> bool:
+    """True when `text` matches `pattern`, where `*` matches any run of characters."""
+    if "*" not in pattern:
+        return pattern == text
+    pieces = pattern.split("*")
+    first, last = pieces[0], pieces[-1]
+    if len(text) < len(first) + len(last) or not text.startswith(first):
+        return False
+    if not text.endswith(last):
+        return False
+    position, end = len(first), len(text) - len(last)
+    for piece in pieces[1:-1]:
+        found = text.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
+
+
+class Spec:
+    """One command's (or subcommand's) entry, ready for the classifier."""
+
+    __slots__ = (
+        "abbreviations",
+        "args",
+        "combined_short",
+        "default",
+        "flag_globs",
+        "flags",
+        "nested",
+        "no_args",
+        "note",
+        "options_with_arg",
+        "sql_arg",
+        "stdin",
+        "subs",
+        "values",
+        "verbs",
+        "wrapper",
+    )
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.default: str = entry.get("default", UNKNOWN)
+        self.no_args: str | None = entry.get("no_args")
+        self.flags: dict[str, str] = entry.get("flags", {})
+        self.flag_globs: list[list[str]] = entry.get("flag_globs", [])
+        self.values: dict[str, list[list[str]]] = entry.get("values", {})
+        self.options_with_arg: set[str] = set(entry.get("options_with_arg", ()))
+        self.options_with_arg.update(self.values)
+        self.combined_short: bool = entry.get("combined_short", False)
+        self.subs: dict[str, Any] = entry.get("subs", {})
+        self.abbreviations: bool = entry.get("abbreviations", False)
+        self.verbs: list[list[str]] | None = entry.get("verbs")
+        self.args: list[list[str]] = entry.get("args", [])
+        self.stdin: str | None = entry.get("stdin")
+        self.sql_arg: int | None = entry.get("sql_arg")
+        self.nested: dict[str, list[str]] = entry.get("nested", {})
+        self.wrapper: dict[str, Any] | None = entry.get("wrapper")
+        self.note: str | None = entry.get("note")
+
+
+class Knowledge:
+    """Command entries by name, the SQL keywords and the redirect rules, merged from layers."""
+
+    __slots__ = ("_specs", "commands", "globs", "redirects", "sql")
+
+    def __init__(self, layers: Sequence[dict[str, Any]]) -> None:
+        self.commands: dict[str, Any] = {}
+        self.sql: dict[str, Any] = {}
+        self.redirects: dict[str, list[str]] = {}
+        for layer in layers:
+            self.commands.update(layer.get("commands", {}))
+            self.sql.update(layer.get("sql") or {})
+            self.redirects.update(layer.get("redirects") or {})
+        self.globs = [(name, entry) for name, entry in self.commands.items() if "*" in name]
+        self._specs: dict[object, Spec] = {}
+
+    def entry(self, name: str) -> Any:
+        """The raw entry for command `name` (a class string or a mapping), or None."""
+        found = self.commands.get(name)
+        if found is None:
+            for pattern, entry in self.globs:
+                if glob_match(pattern, name):
+                    return entry
+        return found
+
+    def spec(self, entry: Any) -> Spec:
+        """The Spec of a raw entry (memoised)."""
+        key = entry if isinstance(entry, str) else id(entry)
+        found = self._specs.get(key)
+        if found is None:
+            found = Spec({"default": entry} if isinstance(entry, str) else entry)
+            self._specs[key] = found
+        return found
+
+
+def load_knowledge(files: Sequence[str] = (), commands: dict[str, Any] | None = None) -> Knowledge:
+    """The packaged command knowledge, extended by `files` and then by `commands` entries.
+
+    `commands` must already be normalized (`normalize_entries`), as a policy's are.
+    """
+    layers = [load_cached(COMMANDS_FILE, "knowledge", _build)]
+    layers += [load_cached(os.fspath(path), "knowledge", _build) for path in files]
+    if commands:
+        layers.append({"commands": commands})
+    return Knowledge(layers)
+
+
+def _build(raw: bytes, source: str) -> dict[str, Any]:
+    from agentledger.runner.shell_gate.policy import parse_yaml
+
+    return normalize_knowledge(parse_yaml(raw, source), source)
+
+
+# --- validation: runs once per file, when it is not in the cache -----------------------------
+
+_ENTRY_KEYS = {
+    "default",
+    "no_args",
+    "options_with_arg",
+    "combined_short",
+    "flags",
+    "flag_values",
+    "subcommands",
+    "abbreviations",
+    "verbs",
+    "args",
+    "stdin",
+    "sql_arg",
+    "nested",
+    "wrapper",
+    "note",
+}
+_WRAPPER_KEYS = {
+    "options_with_arg",
+    "skip",
+    "after",
+    "join",
+    "assignments",
+    "no_run_flags",
+    "no_command",
+    "note",
+}
+
+
+class _Invalid(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.problem = problem
+
+
+def normalize_knowledge(data: Any, source: str) -> dict[str, Any]:
+    """Validate a command knowledge document; RecordError names `source` and the field."""
+    try:
+        return _knowledge(data)
+    except _Invalid as exc:
+        from agentledger.errors import RecordError
+
+        raise RecordError(source, exc.problem, field=exc.field) from None
+
+
+def normalize_entries(data: Any, source: str, field: str = "commands") -> dict[str, Any]:
+    """Validate a `commands:` mapping (name -> entry), as found in a policy."""
+    try:
+        return _commands(data, field)
+    except _Invalid as exc:
+        from agentledger.errors import RecordError
+
+        raise RecordError(source, exc.problem, field=exc.field) from None
+
+
+def _knowledge(data: Any) -> dict[str, Any]:
+    _mapping(data, "", "a mapping with a 'commands' key")
+    unknown = set(data) - {"schema_version", "commands", "sql", "redirects"}
+    if unknown:
+        raise _Invalid(
+            sorted(unknown)[0], "unknown key (expected schema_version, commands, sql, redirects)"
+        )
+    version = data.get("schema_version", 1)
+    if version != 1:
+        raise _Invalid(
+            "schema_version", f"this agentledger reads schema_version 1, got {version!r}"
+        )
+    result: dict[str, Any] = {"commands": _commands(data.get("commands", {}), "commands")}
+    if "sql" in data:
+        result["sql"] = _sql(data["sql"])
+    if "redirects" in data:
+        redirects = _mapping(data["redirects"], "redirects", "a mapping")
+        result["redirects"] = {
+            key: _strings(redirects.get(key, []), f"redirects.{key}")
+            for key in ("harmless", "destructive")
+        }
+        for key in set(redirects) - {"harmless", "destructive"}:
+            raise _Invalid(f"redirects.{key}", "unknown key (expected harmless, destructive)")
+    return result
+
+
+def _commands(data: Any, field: str) -> dict[str, Any]:
+    _mapping(data, field, "a mapping of command name to entry")
+    return {name: _entry(value, f"{field}.{name}") for name, value in data.items()}
+
+
+def _entry(value: Any, field: str) -> Any:
+    if isinstance(value, str):
+        return _kind(value, field)
+    _mapping(value, field, "a class (read-only, mutating, destructive, unknown) or a mapping")
+    for key in value:
+        if key not in _ENTRY_KEYS:
+            raise _Invalid(f"{field}.{key}", f"unknown key (expected one of {sorted(_ENTRY_KEYS)})")
+    out: dict[str, Any] = {}
+    for key in ("default", "no_args"):
+        if key in value:
+            out[key] = _kind(value[key], f"{field}.{key}")
+    if "options_with_arg" in value:
+        out["options_with_arg"] = _strings(value["options_with_arg"], f"{field}.options_with_arg")
+    for key in ("combined_short", "abbreviations"):
+        if key in value:
+            out[key] = _bool(value[key], f"{field}.{key}")
+    if "flags" in value:
+        exact: dict[str, str] = {}
+        globs: list[list[str]] = []
+        for kind, flag in _by_kind(value["flags"], f"{field}.flags"):
+            if "*" in flag:
+                globs.append([flag, kind])
+            elif RANK[kind] >= RANK[exact.get(flag, READ_ONLY)]:
+                exact[flag] = kind
+        out["flags"], out["flag_globs"] = exact, globs
+    if "flag_values" in value:
+        values = _mapping(value["flag_values"], f"{field}.flag_values", "a mapping")
+        out["values"] = {}
+        for flag, patterns in values.items():
+            where = f"{field}.flag_values.{flag}"
+            patterns = _mapping(patterns, where, "a mapping of value glob to class")
+            out["values"][flag] = [
+                [str(glob).lower(), _kind(kind, f"{where}.{glob}", VALUE_KINDS)]
+                for glob, kind in patterns.items()
+            ]
+    if "subcommands" in value:
+        out["subs"] = _subcommands(value["subcommands"], f"{field}.subcommands")
+    if "verbs" in value:
+        out["verbs"] = [
+            [glob.lower(), kind] for kind, glob in _by_kind(value["verbs"], f"{field}.verbs")
+        ]
+    if "args" in value:
+        out["args"] = [
+            [glob.lower(), kind] for kind, glob in _by_kind(value["args"], f"{field}.args")
+        ]
+    if "stdin" in value:
+        if value["stdin"] not in ("sql", "shell"):
+            raise _Invalid(f"{field}.stdin", "expected sql or shell")
+        out["stdin"] = value["stdin"]
+    if "sql_arg" in value:
+        position = value["sql_arg"]
+        if not isinstance(position, int) or isinstance(position, bool) or position < 1:
+            raise _Invalid(f"{field}.sql_arg", "expected a positive integer")
+        out["sql_arg"] = position
+    if "nested" in value:
+        nested = _mapping(value["nested"], f"{field}.nested", "a mapping of option to terminators")
+        out["nested"] = {
+            flag: _strings(ends, f"{field}.nested.{flag}") for flag, ends in nested.items()
+        }
+    if "wrapper" in value:
+        out["wrapper"] = _wrapper(value["wrapper"], f"{field}.wrapper")
+    if "note" in value:
+        if not isinstance(value["note"], str):
+            raise _Invalid(f"{field}.note", "expected text")
+        out["note"] = value["note"]
+    return out
+
+
+def _subcommands(value: Any, field: str) -> dict[str, Any]:
+    _mapping(value, field, "a mapping")
+    subs: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in KINDS:
+            for name in _strings(item, f"{field}.{key}"):
+                subs[name] = key
+        else:
+            subs[key] = _entry(item, f"{field}.{key}")
+    return subs
+
+
+def _wrapper(value: Any, field: str) -> dict[str, Any]:
+    _mapping(value, field, "a mapping")
+    for key in value:
+        if key not in _WRAPPER_KEYS:
+            raise _Invalid(
+                f"{field}.{key}", f"unknown key (expected one of {sorted(_WRAPPER_KEYS)})"
+            )
+    out: dict[str, Any] = {}
+    for key in ("options_with_arg", "no_run_flags"):
+        if key in value:
+            out[key] = _strings(value[key], f"{field}.{key}")
+    if "skip" in value:
+        skip = value["skip"]
+        if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
+            raise _Invalid(f"{field}.skip", "expected a number of words (0 or more)")
+        out["skip"] = skip
+    for key in ("after", "note"):
+        if key in value:
+            if not isinstance(value[key], str):
+                raise _Invalid(f"{field}.{key}", "expected text")
+            out[key] = value[key]
+    for key in ("join", "assignments"):
+        if key in value:
+            out[key] = _bool(value[key], f"{field}.{key}")
+    if "no_command" in value:
+        out["no_command"] = _kind(value["no_command"], f"{field}.no_command")
+    return out
+
+
+def _sql(value: Any) -> dict[str, Any]:
+    _mapping(value, "sql", "a mapping")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in KINDS:
+            out[key] = [word.upper() for word in _strings(item, f"sql.{key}")]
+        elif key == "functions":
+            functions = _mapping(item, "sql.functions", "a mapping of class to function names")
+            out["functions"] = {
+                _kind(kind, f"sql.functions.{kind}"): [
+                    name.lower() for name in _strings(names, f"sql.functions.{kind}")
+                ]
+                for kind, names in functions.items()
+            }
+        elif key == "mutating_after":
+            after = _mapping(item, "sql.mutating_after", "a mapping of keyword to words")
+            out["mutating_after"] = {
+                keyword.upper(): [
+                    w.upper() for w in _strings(words, f"sql.mutating_after.{keyword}")
+                ]
+                for keyword, words in after.items()
+            }
+        else:
+            raise _Invalid(
+                f"sql.{key}", "unknown key (expected a class, functions, mutating_after)"
+            )
+    return out
+
+
+def _mapping(value: Any, field: str, expected: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Invalid(field, f"expected {expected}, found {_type_name(value)}")
+    for key in value:
+        if not isinstance(key, str) or not key:
+            raise _Invalid(f"{field}.{key}", "keys must be non-empty text (quote yes, no, on, off)")
+    return value
+
+
+def _strings(value: Any, field: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        raise _Invalid(field, f"expected a list of text, found {_type_name(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            raise _Invalid(f"{field}.{index}", f"expected non-empty text, found {_type_name(item)}")
+    return value
+
+
+def _by_kind(value: Any, field: str) -> list[tuple[str, str]]:
+    _mapping(value, field, "a mapping of class to a list")
+    return [
+        (_kind(kind, f"{field}.{kind}"), item)
+        for kind, items in value.items()
+        for item in _strings(items, f"{field}.{kind}")
+    ]
+
+
+def _kind(value: Any, field: str, allowed: Sequence[str] = KINDS) -> str:
+    if value not in allowed:
+        raise _Invalid(field, f"expected one of {', '.join(allowed)}, found {value!r}")
+    return str(value)
+
+
+def _bool(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid(field, f"expected true or false, found {_type_name(value)}")
+    return value
+
+
+def _type_name(value: Any) -> str:
+    names = {
+        dict: "a mapping",
+        list: "a list",
+        str: "text",
+        bool: "a boolean",
+        type(None): "nothing",
+    }
+    return names.get(type(value), type(value).__name__)
