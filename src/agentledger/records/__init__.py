@@ -367,7 +367,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "policy": "agentledger.runner.shell_gate.policy:Policy",
     "response": "agentledger.providers.base:RecordedResponse",
     "scenario": "agentledger.runner.scenario:Scenario",
-    "sentinel": "agentledger.gates.sentinels.sentinel:SentinelSpec",
+    "sentinel": "agentledger.gates.sentinels.spec:SentinelSpec",
     "shell-event": ShellEvent,
     "summary": RunSummary,
     "variant": "agentledger.gates.variants.spec:VariantSpec",

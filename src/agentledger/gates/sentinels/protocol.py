@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from agentledger.gates.sentinels.sentinel import BRANCHES
+from agentledger.gates.sentinels.evaluate import BRANCHES
 
 if TYPE_CHECKING:
     from agentledger.gates.predicates.evaluate import PredicateForm
-    from agentledger.gates.sentinels.sentinel import LoadedSentinel, SentinelCriterion
+    from agentledger.gates.sentinels.spec import LoadedSentinel, SentinelCriterion
 
 __all__ = ["describe_predicate", "render_protocol"]
 
