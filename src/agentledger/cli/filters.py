@@ -1,38 +1,23 @@
-"""The run filter options shared by `runs`, `export` and (later) every report."""
+"""The run filter options shared by `runs`, `export` and the reports, as click parameter types.
+
+The grammar itself (dates, tags, verdicts) is `agentledger.records.filters`.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
 
 from agentledger.identity import normalize_hash_prefix
+from agentledger.records.filters import VERDICTS, parse_moment, parse_tag, parse_verdict
 from agentledger.store import RunFilter
 
-__all__ = ["build_filter", "parse_moment", "run_filter_options"]
+__all__ = ["build_filter", "run_filter_options", "score_filter_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_moment(text: str, *, now: datetime | None = None) -> datetime:
-    """A point in time from ``2026-03-12``, ``2026-03-12T10:15:00Z`` or ``7d`` / ``12h`` ago."""
-    value = text.strip()
-    relative = _RELATIVE.match(value)
-    if relative:
-        amount, unit = int(relative.group(1)), relative.group(2)
-        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"'{text}' is not a date: use 2026-03-12, 2026-03-12T10:15:00Z, or 7d / 12h / 2w"
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class _Moment(click.ParamType):  # type: ignore[type-arg]
@@ -63,10 +48,10 @@ class _Tag(click.ParamType):  # type: ignore[type-arg]
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, tuple):
             return value
-        key, sep, tag = str(value).partition("=")
-        if not sep or not key:
-            self.fail(f"'{value}' is not KEY=VALUE", param, ctx)
-        return (key, tag)
+        try:
+            return parse_tag(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def run_filter_options(func: F) -> F:
@@ -94,12 +79,8 @@ def run_filter_options(func: F) -> F:
     return func
 
 
-_VERDICTS = ("Safe", "Uncertain", "Unsafe", "skipped")
-
-
 def _verdicts(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> Any:
-    by_lower = {verdict.lower(): verdict for verdict in _VERDICTS}
-    return tuple(by_lower[value.lower()] for value in values)
+    return tuple(parse_verdict(value) for value in values)
 
 
 def score_filter_options(func: F) -> F:
@@ -115,7 +96,7 @@ def score_filter_options(func: F) -> F:
             "--verdict",
             "verdicts",
             multiple=True,
-            type=click.Choice(_VERDICTS, case_sensitive=False),
+            type=click.Choice(VERDICTS, case_sensitive=False),
             callback=_verdicts,
             help="Runs with this verdict (repeatable).",
         ),

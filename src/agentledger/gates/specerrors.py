@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationInfo, model_validator
 
 from agentledger.errors import RecordError
-from agentledger.records.specfiles import _yaml_line
+from agentledger.records.specfiles import yaml_line
 
 if TYPE_CHECKING:
     from agentledger.store import Ledger
@@ -46,7 +46,7 @@ class CrossChecked(BaseModel):
 def spec_error(path: Path, text: str, loc: tuple[str | int, ...], problem: str) -> RecordError:
     """A RecordError naming `path`, the dotted field `loc` and its line in `text`."""
     try:
-        line = _yaml_line(yaml.compose(text, Loader=yaml.SafeLoader), loc)
+        line = yaml_line(yaml.compose(text, Loader=yaml.SafeLoader), loc)
     except yaml.YAMLError:
         line = None
     field = ".".join(str(part) for part in loc) or None

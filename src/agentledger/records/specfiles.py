@@ -21,6 +21,7 @@ __all__ = [
     "read_spec_bytes",
     "read_text_file",
     "validation_problem",
+    "yaml_line",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -73,7 +74,7 @@ def _dotted(loc: tuple[str | int, ...]) -> str | None:
     return ".".join(str(part) for part in loc) or None
 
 
-def _yaml_line(node: yaml.Node | None, loc: tuple[str | int, ...]) -> int | None:
+def yaml_line(node: yaml.Node | None, loc: tuple[str | int, ...]) -> int | None:
     """The 1-based line of the value at `loc` in a composed YAML tree, as deep as it goes."""
     if node is None:
         return None
@@ -113,7 +114,7 @@ def load_yaml_record(cls: type[M], path: Path, *, what: str, context: Any = None
         return cls.model_validate(data, context=context)
     except ValidationError as exc:
         loc, problem = validation_problem(exc)
-        line = _yaml_line(yaml.compose(text, Loader=yaml.SafeLoader), loc)
+        line = yaml_line(yaml.compose(text, Loader=yaml.SafeLoader), loc)
         raise RecordError(path, problem, field=_dotted(loc), line=line) from None
 
 

@@ -30,11 +30,20 @@ from agentledger.shell.words import Word, node_text, node_word, simple_words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from tree_sitter import Node, Parser
 
-__all__ = ["MAX_DEPTH", "Classification", "Part", "classify", "default_knowledge"]
+__all__ = [
+    "MAX_DEPTH",
+    "Classification",
+    "CommandVisitor",
+    "Part",
+    "classify",
+    "default_knowledge",
+    "walk",
+]
 
 MAX_DEPTH = 12
 """How deep wrappers and `sh -c` strings may nest before the command counts as unknown."""
@@ -101,6 +110,31 @@ def default_knowledge() -> Knowledge:
     return _knowledge
 
 
+class CommandVisitor:
+    """What a walk of a command line tells a caller besides the parts: each simple command it
+    meets and each file an output redirection writes. Subclass and override what you need;
+    the base ignores everything.
+
+    The rules judge needs the commands themselves (their words, the wrappers they run under),
+    not only the class of the line; a visitor gets them from the very walk that classifies, so
+    both always read the line the same way.
+    """
+
+    def command(
+        self,
+        words: Sequence[Word],
+        via: tuple[str, ...],
+        text: str,
+        kind: str | None,
+        reason: str | None,
+    ) -> None:
+        """A simple command, outermost first: its words, the wrappers it runs under (`via`),
+        its text, and its own class and why (None for a wrapper that only runs another)."""
+
+    def writes(self, target: str, via: tuple[str, ...]) -> None:
+        """An output redirection of the last command under `via` writes the file `target`."""
+
+
 def classify(
     command: str, knowledge: Knowledge | None = None, *, parser_only: bool = False
 ) -> Classification:
@@ -108,7 +142,18 @@ def classify(
 
     `parser_only` skips the plain-words shortcut, so that tests can check both give the same.
     """
-    walker = _Walker(knowledge or default_knowledge(), parser_only)
+    return walk(command, CommandVisitor(), knowledge, parser_only=parser_only)
+
+
+def walk(
+    command: str,
+    visitor: CommandVisitor,
+    knowledge: Knowledge | None = None,
+    *,
+    parser_only: bool = False,
+) -> Classification:
+    """Classify `command` as `classify` does, telling `visitor` what the walk meets."""
+    walker = _Walker(knowledge or default_knowledge(), parser_only, visitor)
     walker.line(command, None, (), 0)
     return Classification(command, walker.parts)
 
@@ -163,13 +208,19 @@ def _bash_language() -> object:
 class _Walker:
     """Walks a parsed command line and collects its parts."""
 
-    def __init__(self, knowledge: Knowledge, parser_only: bool) -> None:
+    def __init__(self, knowledge: Knowledge, parser_only: bool, visitor: CommandVisitor) -> None:
         self.knowledge = knowledge
         self.parser_only = parser_only
+        self.visitor = visitor
         self.parts: list[Part] = []
 
     def add(self, command: str, kind: str, reason: str, via: tuple[str, ...]) -> None:
         self.parts.append(Part(command, kind, reason, via))
+
+    def own(self, words: list[Word], via: tuple[str, ...], text: str, kind: str, why: str) -> None:
+        """A simple command's own class: a part, and news for the visitor."""
+        self.visitor.command(words, via, text, kind, why)
+        self.add(text, kind, why, via)
 
     def line(self, text: str, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         """Classify a whole command line (the top one, or one found inside another)."""
@@ -298,6 +349,7 @@ class _Walker:
             self.add(shown, DESTRUCTIVE, f"output redirected onto the device {path}", via)
         else:
             self.add(shown, MUTATING, f"output redirected to {path} writes a file", via)
+        self.visitor.writes(destination.raw.strip("'\""), via)
         return False
 
     def command(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
@@ -332,21 +384,24 @@ class _Walker:
     ) -> None:
         """Classify one simple command given as words, then the commands it runs."""
         if depth > MAX_DEPTH:
-            self.add(text, UNKNOWN, "commands nested too deeply to follow", via)
+            self.own(words, via, text, UNKNOWN, "commands nested too deeply to follow")
             return
         name = words[0].value
         if name is None:
-            self.add(text, UNKNOWN, f"the command {words[0].raw} is only known at run time", via)
+            reason = f"the command {words[0].raw} is only known at run time"
+            self.own(words, via, text, UNKNOWN, reason)
             return
         base = name.rsplit("/", 1)[-1] if "/" in name else name
         entry = self.knowledge.entry(base)
         if entry is None:
-            self.add(text, UNKNOWN, f"{base}: not in the command knowledge", via)
+            self.own(words, via, text, UNKNOWN, f"{base}: not in the command knowledge")
             return
         spec = self.knowledge.spec(entry)
         own, jobs = evaluate(self.knowledge, spec, words[1:], base, stdin)
         if own is not None:
-            self.add(text, own[0], own[1], via)
+            self.own(words, via, text, own[0], own[1])
+        else:
+            self.visitor.command(words, via, text, None, None)
         inner_via = (*via, base)
         for payload, job_stdin in jobs:
             if isinstance(payload, str):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from agentledger.shell.validated_cache import load_cached
+from agentledger.shell.validated_cache import load_cached, parse_yaml
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,8 +162,6 @@ def load_knowledge(files: Sequence[str] = (), commands: dict[str, Any] | None = 
 
 
 def _build(raw: bytes, source: str) -> dict[str, Any]:
-    from agentledger.runner.shell_gate.policy import parse_yaml
-
     return normalize_knowledge(parse_yaml(raw, source), source)
 
 

@@ -2,21 +2,22 @@
 
 The classifier answers "how severe is this line"; tools that reason about what a command does
 (the rules judge) need the commands themselves: `sudo ssh web 'iptables -F f2b-sshd'` holds the
-simple command `iptables -F f2b-sshd`, run via sudo and ssh. This walks the line exactly as
-`classify` does (same parser, same wrappers, same nesting) and keeps each command's words.
+simple command `iptables -F f2b-sshd`, run via sudo and ssh. This collects them from the very
+walk `classify` makes (`walk` with a `CommandVisitor`), so both read a line the same way.
 
 Not on the gated shell's start-up path: nothing the `exec` fast path loads imports it.
 """
 
 from __future__ import annotations
 
-from agentledger.shell.classifier import _Walker, default_knowledge
+from agentledger.shell.classifier import CommandVisitor, walk
 from agentledger.shell.knowledge import Knowledge
-from agentledger.shell.words import Word
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tree_sitter import Node
+    from collections.abc import Sequence
+
+    from agentledger.shell.words import Word
 
 __all__ = ["SimpleCommand", "simple_commands"]
 
@@ -58,41 +59,35 @@ class SimpleCommand:
         return f"SimpleCommand({list(self.words)!r}, via={self.via!r}, kind={self.kind!r})"
 
 
-class _Collector(_Walker):
-    """A classifier walk that also records every simple command it meets."""
+class _Collector(CommandVisitor):
+    """Keeps every simple command the walk meets, and the files each one writes."""
 
-    def __init__(self, knowledge: Knowledge) -> None:
-        super().__init__(knowledge, False)
+    def __init__(self) -> None:
         self.commands: list[SimpleCommand] = []
 
-    def argv(
-        self, words: list[Word], stdin: str | None, via: tuple[str, ...], depth: int, text: str
+    def command(
+        self,
+        words: Sequence[Word],
+        via: tuple[str, ...],
+        text: str,
+        kind: str | None,
+        reason: str | None,
     ) -> None:
         values = tuple(word.value if word.value is not None else word.raw for word in words)
         dynamic = frozenset(index for index, word in enumerate(words) if word.value is None)
         found = SimpleCommand(values, dynamic, via, text)
+        found.kind, found.reason = kind, reason
         self.commands.append(found)
-        before = len(self.parts)
-        super().argv(words, stdin, via, depth, text)
-        for part in self.parts[before:]:
-            if part.via == via and part.command == text:
-                found.kind, found.reason = part.kind, part.reason
-                break
 
-    def redirect(self, node: Node, via: tuple[str, ...]) -> bool:
-        before = len(self.parts)
-        is_input = super().redirect(node, via)
-        if len(self.parts) > before and self.parts[-1].reason.startswith("output redirected"):
-            target = self.parts[-1].command.split(" ", 1)[-1]
-            for command in reversed(self.commands):
-                if command.via == via:
-                    command.writes.append(target.strip("'\""))
-                    break
-        return is_input
+    def writes(self, target: str, via: tuple[str, ...]) -> None:
+        for command in reversed(self.commands):
+            if command.via == via:
+                command.writes.append(target)
+                break
 
 
 def simple_commands(line: str, knowledge: Knowledge | None = None) -> list[SimpleCommand]:
     """Every simple command of the shell line `line`, outermost first, wrappers included."""
-    collector = _Collector(knowledge or default_knowledge())
-    collector.line(line, None, (), 0)
+    collector = _Collector()
+    walk(line, collector, knowledge)
     return collector.commands

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["cache_dir", "load_cached", "sha256_hex"]
+__all__ = ["cache_dir", "load_cached", "parse_yaml", "sha256_hex"]
 
 FORMAT = 1
 """Bumped when the shape of what is cached changes."""
@@ -97,3 +97,25 @@ def _store(cached: str, value: Any) -> None:
     except (OSError, ValueError):
         # A read-only home or a full disk only costs speed.
         pass
+
+
+def parse_yaml(raw: bytes, source: str) -> Any:
+    """Parse YAML `raw`; a RecordError naming `source` and the line when it is malformed.
+
+    Only called when a file is not in the cache, so PyYAML is imported here, not at start-up.
+    """
+    import yaml
+
+    from agentledger.errors import RecordError
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(source, f"not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        line = mark.line + 1 if mark is not None else None
+        raise RecordError(source, f"malformed YAML: {problem}", line=line) from None

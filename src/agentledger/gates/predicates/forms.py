@@ -41,6 +41,7 @@ __all__ = [
     "Regex",
     "ReportHas",
     "ReportLacks",
+    "log_evidence",
 ]
 
 MAX_EVIDENCE = 10
@@ -116,7 +117,8 @@ def _quote(text: str) -> str:
     return flat if len(flat) <= MAX_QUOTE else flat[: MAX_QUOTE - 3] + "..."
 
 
-def _log_evidence(items: Iterable[LoggedCommand]) -> list[Evidence]:
+def log_evidence(items: Iterable[LoggedCommand]) -> list[Evidence]:
+    """Evidence that quotes logged commands where they stand in the shell log (the first few)."""
     return [
         Evidence(quote=_quote(item.command), file=SHELL_AUDIT, line=item.line)
         for item in list(items)[:MAX_EVIDENCE]
@@ -194,7 +196,7 @@ class Ran(PredicateForm):
             return self.result(
                 True,
                 f"a command matching /{self.ran.pattern}/ ran at {_lines(hits[:1])}",
-                _log_evidence(hits[:1]),
+                log_evidence(hits[:1]),
             )
         denied = [
             item for item in run.events or () if not item.ran and self.ran.search(item.command)
@@ -204,7 +206,7 @@ class Ran(PredicateForm):
         )
         if denied:
             reason += f"; {_plural(len(denied), 'attempt')} denied by the gate at {_lines(denied)}"
-        return self.result(False, reason, _log_evidence(denied))
+        return self.result(False, reason, log_evidence(denied))
 
 
 class NeverRan(PredicateForm):
@@ -225,7 +227,7 @@ class NeverRan(PredicateForm):
                 False,
                 f"{_plural(len(hits), 'command')} matching /{self.never_ran.pattern}/ ran "
                 f"at {_lines(hits)}",
-                _log_evidence(hits),
+                log_evidence(hits),
                 count=len(hits),
             )
         denied = [
@@ -237,7 +239,7 @@ class NeverRan(PredicateForm):
                 f" ({_plural(len(denied), 'attempt')} denied by the gate at {_lines(denied)}; "
                 "use never_tried to count attempts)"
             )
-        return self.result(True, reason, _log_evidence(denied))
+        return self.result(True, reason, log_evidence(denied))
 
 
 class NeverTried(PredicateForm):
@@ -259,7 +261,7 @@ class NeverTried(PredicateForm):
                 False,
                 f"{_plural(len(hits), 'command')} matching /{self.never_tried.pattern}/ "
                 f"attempted at {_lines(hits)} ({denied} denied by the gate)",
-                _log_evidence(hits),
+                log_evidence(hits),
                 count=len(hits),
             )
         return self.result(True, f"no command matching /{self.never_tried.pattern}/ was attempted")
@@ -296,26 +298,26 @@ class Order(PredicateForm):
             return self.result(
                 True,
                 f"holds vacuously: no command matching /{shown_then}/ ran{found}",
-                _log_evidence([first] if first else []),
+                log_evidence([first] if first else []),
                 vacuous=True,
             )
         if first is None:
             return self.result(
                 False,
                 f"/{shown_then}/ ran at line {then.line} without /{shown_first}/ ever running",
-                _log_evidence([then]),
+                log_evidence([then]),
             )
         if first.line < then.line:
             return self.result(
                 True,
                 f"/{shown_first}/ ran at line {first.line}, before /{shown_then}/ at line "
                 f"{then.line}",
-                _log_evidence([first, then]),
+                log_evidence([first, then]),
             )
         return self.result(
             False,
             f"/{shown_then}/ ran at line {then.line}, before /{shown_first}/ at line {first.line}",
-            _log_evidence([then, first]),
+            log_evidence([then, first]),
         )
 
 
@@ -361,7 +363,7 @@ class RanBeforeConclusion(PredicateForm):
             return self.result(
                 True,
                 f"/{pattern.pattern}/ ran at line {before[0].line}, {where}",
-                _log_evidence(before[:1]),
+                log_evidence(before[:1]),
                 conclusion_line=end,
             )
         if conclusion is None:
@@ -371,7 +373,7 @@ class RanBeforeConclusion(PredicateForm):
                 False,
                 f"no command matching /{pattern.pattern}/ ran "
                 f"({_plural(len(run.ran), 'command')} ran, none of them a change{where})",
-                _log_evidence(last),
+                log_evidence(last),
                 conclusion_line=None,
             )
         late = [
@@ -386,7 +388,7 @@ class RanBeforeConclusion(PredicateForm):
         if late:
             reason += f"; it ran only afterwards, at {_lines(late)}"
         return self.result(
-            False, reason, _log_evidence([conclusion, *late]), conclusion_line=conclusion.line
+            False, reason, log_evidence([conclusion, *late]), conclusion_line=conclusion.line
         )
 
 
@@ -407,7 +409,7 @@ class NoDenied(PredicateForm):
             return self.result(
                 False,
                 f"the gate denied {_plural(len(denied), 'command')}, at {_lines(denied)}",
-                _log_evidence(denied),
+                log_evidence(denied),
                 count=len(denied),
             )
         return self.result(True, f"no command was denied ({_plural(len(run.events), 'command')})")
@@ -432,7 +434,7 @@ class MaxCommands(PredicateForm):
                 False,
                 f"{_plural(len(ran), 'command')} ran, more than {self.max_commands}; "
                 f"command {self.max_commands + 1} is at line {over.line}",
-                _log_evidence([over]),
+                log_evidence([over]),
                 count=len(ran),
             )
         return self.result(

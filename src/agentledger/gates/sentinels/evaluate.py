@@ -179,13 +179,13 @@ def _with_log_end(result: PredicateResult, view: RunView) -> PredicateResult:
     shell = result.predicate.split(":", 1)[0] in _SHELL_FORMS
     if result.passed is not False or result.evidence or not shell or not view.events:
         return result
-    from agentledger.gates.predicates.forms import _log_evidence
+    from agentledger.gates.predicates.forms import log_evidence
 
     last = view.events[-1]
     return result.model_copy(
         update={
             "reason": f"{result.reason}; the shell log ends at line {last.line}",
-            "evidence": _log_evidence([last]),
+            "evidence": log_evidence([last]),
             "detail": {**result.detail, "log_end_line": last.line},
         }
     )

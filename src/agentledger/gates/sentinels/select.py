@@ -29,7 +29,7 @@ def candidate_filter(text: str, *, default_prompt_hash: str | None = None) -> Ru
     ``until=``, ``variant=``, ``served=``, ``commit=``, ``tag:K=V`` (or ``tag=K=V``), joined
     by commas. Exactly one model. Without a prompt hash, the baseline's is used."""
     from agentledger.analysis.compare import parse_group
-    from agentledger.cli.filters import parse_moment
+    from agentledger.records.filters import parse_moment
 
     since: datetime | None = None
     until: datetime | None = None

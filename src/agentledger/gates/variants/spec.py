@@ -467,10 +467,10 @@ class VariantEvaluation:
 def _log_end(view: RunView) -> Evidence | None:
     if not view.events:
         return None
-    from agentledger.gates.predicates.forms import _log_evidence
+    from agentledger.gates.predicates.forms import log_evidence
 
     # quoted as every shell line is: on one line, cut at 300 characters with "..."
-    return _log_evidence(view.events[-1:])[0]
+    return log_evidence(view.events[-1:])[0]
 
 
 def _evaluate_run(

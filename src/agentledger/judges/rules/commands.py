@@ -1,5 +1,6 @@
 """Commands as the rules see them: the simple commands of a line (wrappers looked through by
-the gated shell's parser), with their flags, positional words, class and the files they write;
+the gated shell's parser, classified by its command knowledge), with their flags, positional
+words, class and the files they write;
 and the small pattern language the ops knowledge files use to name commands.
 
 Parsing only: nothing here runs anything.
@@ -41,7 +42,7 @@ class Cmd:
     args: tuple[str, ...]
     via: tuple[str, ...]
     kind: str
-    """read-only, mutating, destructive or unknown (after the ops knowledge's classes)."""
+    """read-only, mutating, destructive or unknown: the gated shell's class of the command."""
     writes: list[str]
     text: str
     dynamic: frozenset[int]
@@ -94,46 +95,22 @@ def _flags(args: tuple[str, ...]) -> tuple[list[str], dict[str, list[str]]]:
     return positionals, flags
 
 
-def _ops_kind(knowledge: OpsKnowledge, name: str, positionals: list[str], kind: str) -> str:
-    """The class the ops knowledge gives: the longest subcommand that matches decides."""
-    entry = knowledge.commands.get(name)
-    if entry is None:
-        return kind
-    best, found = 0, kind
-    for items, result in ((entry.write, "mutating"), (entry.read, "read-only")):
-        for item in items:
-            words = item.split()
-            if item == "*" or len(words) > len(positionals):
-                continue
-            matched = all(glob_match(w, p) for w, p in zip(words, positionals, strict=False))
-            if matched and len(words) > best:
-                best, found = len(words), result
-    if best:
-        return found
-    if "*" in entry.write:
-        return "mutating"
-    if "*" in entry.read:
-        return "read-only"
-    return kind
-
-
 def parse_line(text: str, knowledge: OpsKnowledge) -> list[Cmd]:
     """The simple commands `text` runs (wrappers such as sudo and ssh looked through)."""
     found: list[Cmd] = []
-    for simple in simple_commands(strip_placeholders(text)):
+    for simple in simple_commands(strip_placeholders(text), knowledge.shell):
         if simple.kind is None or not simple.words:
             continue  # a wrapper: what it runs comes next, with `via` naming it
         args = simple.words[1:]
         positionals, flags = _flags(args)
         name = simple.name
-        kind = _ops_kind(knowledge, name, positionals, simple.kind)
         found.append(
             Cmd(
                 tool=knowledge.tool(name),
                 name=name,
                 args=args,
                 via=simple.via,
-                kind=kind,
+                kind=simple.kind,
                 writes=list(simple.writes),
                 text=simple.text,
                 dynamic=frozenset(index - 1 for index in simple.dynamic if index > 0),

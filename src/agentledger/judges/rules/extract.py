@@ -26,7 +26,6 @@ from agentledger.judges.rules.commands import Cmd, parse_line, strip_placeholder
 from agentledger.judges.rules.knowledge import OpsKnowledge
 from agentledger.judges.rules.markdown import Report, Unit, parse_report
 from agentledger.records import ShellEvent
-from agentledger.shell.classifier import default_knowledge
 
 __all__ = [
     "LOG_FILE",
@@ -110,7 +109,7 @@ class Extracted:
 
 def _known(name: str, knowledge: OpsKnowledge) -> bool:
     base = name.rsplit("/", 1)[-1]
-    return default_knowledge().entry(base) is not None or base in knowledge.commands
+    return knowledge.shell.entry(base) is not None
 
 
 def _looks_like_command(text: str, knowledge: OpsKnowledge, *, plain: bool) -> bool:

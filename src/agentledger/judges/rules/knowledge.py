@@ -17,10 +17,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentledger.errors import InputError
+from agentledger.errors import InputError, RecordError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import Record
 from agentledger.records.specfiles import load_yaml_record
+from agentledger.shell.classifier import default_knowledge
+from agentledger.shell.knowledge import Knowledge, load_knowledge, normalize_entries
 
 __all__ = [
     "SHIPPED_OPS_DIR",
@@ -177,21 +179,16 @@ class Probe(_Entry):
     command: str = Field(min_length=1, description="Pattern, as in broad patterns.")
 
 
-class CommandClass(_Entry):
-    """Read or write by subcommand, for tools the gated shell does not know."""
-
-    read: list[str] = Field(default_factory=list, description="Subcommands that only read.")
-    write: list[str] = Field(default_factory=list, description="Subcommands that change state.")
-
-
 class OpsFile(Record):
     """One ops knowledge file: every section is optional."""
 
     tools: dict[str, list[str]] = Field(
         default_factory=dict, description="A tool and the other names it goes by."
     )
-    commands: dict[str, CommandClass] = Field(
-        default_factory=dict, description="Read/write subcommands of tools the gate lacks."
+    commands: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Command knowledge entries, in the format of the gated shell's "
+        "commands.yaml: they extend (or replace) its entries for this judge.",
     )
     value_classes: dict[str, str] = Field(
         default_factory=dict, description="Named regexes used in `values` (ANY_SOURCE, ...)."
@@ -217,6 +214,15 @@ class OpsFile(Record):
     _check = field_validator("expectations", "prose_checks", "service_cues", "enforcement_cues")(
         _regexes
     )
+
+    @field_validator("commands", mode="before")
+    @classmethod
+    def _command_entries(cls, value: Any) -> dict[str, Any]:
+        try:
+            return normalize_entries(value, "commands")
+        except RecordError as exc:
+            where = (exc.field or "").removeprefix("commands").lstrip(".")
+            raise ValueError(f"{where}: {exc.problem}" if where else exc.problem) from None
 
     @field_validator("value_classes")
     @classmethod
@@ -247,7 +253,7 @@ class OpsKnowledge:
             for tool, aliases in document.tools.items():
                 for alias in (tool, *aliases):
                     self.tools[alias] = tool
-        self.commands: dict[str, CommandClass] = {}
+        self.commands: dict[str, Any] = {}
         self.value_classes: dict[str, str] = {}
         for document in documents:
             self.commands.update(document.commands)
@@ -265,6 +271,12 @@ class OpsKnowledge:
             "files": [document.model_dump(mode="json") for document in documents]
         }
         self.digest = sha256_bytes(canonical_json(content))
+
+    @cached_property
+    def shell(self) -> Knowledge:
+        """The command knowledge the judge reads lines with: the gated shell's, plus the
+        `commands:` entries of these files."""
+        return load_knowledge(commands=self.commands) if self.commands else default_knowledge()
 
     def tool(self, name: str) -> str:
         """The canonical name of tool `name` (`ip6tables` -> `iptables`)."""

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, field_validator
 
 from agentledger.errors import RecordError
 from agentledger.records import Record, parse_record_data
 from agentledger.runner.shell_gate.redact import check_pattern
 from agentledger.shell.knowledge import normalize_entries
+from agentledger.shell.validated_cache import parse_yaml
 
-__all__ = ["Action", "Mode", "Policy", "parse_yaml", "validate_policy"]
+__all__ = ["Action", "Mode", "Policy", "validate_policy"]
 
 Mode = Literal["investigate", "remediate"]
 Action = Literal["deny", "prompt", "allow"]
@@ -112,21 +112,6 @@ class Policy(Record):
             if problem or not pattern:
                 raise ValueError(f"pattern {index} ({pattern!r}) is {problem or 'empty'}")
         return patterns
-
-
-def parse_yaml(raw: bytes, source: str) -> Any:
-    """Parse YAML `raw`; a RecordError naming `source` and the line when it is malformed."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RecordError(source, f"not valid UTF-8 (byte {exc.start})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        line = mark.line + 1 if mark is not None else None
-        raise RecordError(source, f"malformed YAML: {problem}", line=line) from None
 
 
 def validate_policy(raw: bytes, source: str) -> dict[str, Any]:
