@@ -81,9 +81,9 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("moment", ["checking", "sealing"])
 def test_kill_9_of_an_import_stops_its_workers(source: Path, tmp_path: Path, moment: str) -> None:
     ledger = tmp_path / "ledger"
+    command = ["import", str(source), "--ledger", str(ledger), "--workers", "3"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentledger", "import", str(source)]
-        + ["--ledger", str(ledger), "--workers", "3"],
+        [sys.executable, "-m", "agentledger", *command],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
