@@ -10,7 +10,6 @@ ledger holds no more runs three seconds later than it did one second after the k
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -20,25 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from many_runs import write_runs
+
 RUNS = 1500
-
-
-def write_runs(root: Path, count: int) -> None:
-    """`count` small runs in the seed's layout, with distinct ids."""
-    audit = json.dumps({"timestamp": "2026-03-12T10:15:02Z", "command": "tc qdisc show"}) + "\n"
-    for number in range(count):
-        name = f"use_case_{number:05d}_haiku_20260312"
-        directory = root / name
-        directory.mkdir(parents=True)
-        (directory / "PROMPT.txt").write_text(f"Symptom number {number}.\n")
-        (directory / "ghost_report_20260312.md").write_text("# Report\n\n## Root cause\nnetem.\n")
-        (directory / "ghost_audit_20260312.md").write_text("# Trace\nChecked tc.\n")
-        (directory / "shell_audit_20260312.jsonl").write_text(audit)
-        (directory / "metadata.json").write_text(
-            json.dumps(
-                {"run_id": name, "model": "claude-haiku-4-5", "system_prompt_hash": "a3f9c2d1"}
-            )
-        )
 
 
 def sealed(ledger: Path) -> int:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 # loading it.
 
 __all__ = [
+    "INTERRUPTED",
     "fail",
     "handle_errors",
     "ledger_location",
@@ -32,6 +33,9 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+INTERRUPTED = 130
+"""The exit code after Ctrl-C (128 + SIGINT), as a shell reports it."""
 
 
 def ledger_location(path: Path | None) -> Path:

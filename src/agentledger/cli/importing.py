@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from agentledger.cli.common import (
+    INTERRUPTED,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -50,6 +52,24 @@ def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
         else:
             verb = "would import" if dry_run else "imported"
             click.echo(f"{run.run_id}: {verb} from {terminal_safe(str(run.directory))}")
+
+
+def _interrupted(root: Path, before: int, new: int) -> None:
+    """Say what an import stopped by Ctrl-C left, and exit 130."""
+    from agentledger.store import Ledger
+
+    ledger = Ledger.open(root)
+    try:
+        imported = ledger.count() - before
+    finally:
+        ledger.close()
+    click.echo(
+        f"Interrupted: {_plural(imported)} of {new} imported before the interrupt. A run is "
+        "sealed whole or not at all; run the same import again to add the rest (runs already "
+        "imported are skipped).",
+        err=True,
+    )
+    sys.exit(INTERRUPTED)
 
 
 @click.command("import")
@@ -189,6 +209,7 @@ def import_command(
             if root.exists() and not root.is_dir():
                 raise
             ledger = None  # created once every run has been checked
+        before = ledger.count() if ledger is not None else 0
         try:
             with progress_bar("Checking runs") as progress:
                 prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
@@ -208,7 +229,10 @@ def import_command(
                     if created:
                         click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
                 with progress_bar("Importing runs") as progress:
-                    report = prepared.commit(ledger, progress=progress)
+                    try:
+                        report = prepared.commit(ledger, progress=progress)
+                    except KeyboardInterrupt:
+                        _interrupted(root, before, new)
         finally:
             if ledger is not None:
                 ledger.close()
@@ -220,5 +244,8 @@ def import_command(
             if not report.imported:
                 message += " (nothing to do)"
         click.echo(message + ".")
+    except KeyboardInterrupt:  # before any run was sealed (after, _interrupted says what was)
+        click.echo("Interrupted while checking runs: nothing was written.", err=True)
+        sys.exit(INTERRUPTED)
     finally:
         import_workers.close_early()  # those the import did not take (it stopped before)

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_option, open_ledger, progress_bar
+from agentledger.cli.common import (
+    INTERRUPTED,
+    handle_errors,
+    ledger_option,
+    open_ledger,
+    progress_bar,
+)
 from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe
 from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
@@ -133,6 +140,14 @@ def judge_command(
         f"Judge {report.judge_id} ({criteria.id} v{criteria.version}): scored "
         f"{len(report.scored)} runs; {report.already_scored} already scored by this judge."
     )
+    if report.interrupted:
+        click.echo(
+            f"Interrupted: {len(report.scored)} scores were written before the interrupt, each "
+            f"complete; {report.not_reached} runs were not scored. Run the same command again "
+            "to score them (runs already scored are skipped).",
+            err=True,
+        )
+        sys.exit(INTERRUPTED)
     if report.scored:
         click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS))
         fired = report.fired()

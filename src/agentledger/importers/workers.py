@@ -46,7 +46,8 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent(parent_pid: int) -> None:
-    """End this process as soon as `parent_pid` (the importing command) is gone.
+    """End this process as soon as `parent_pid` (the importing command) is gone, and leave
+    Ctrl-C to the command.
 
     A worker seals runs on its own: if the command is killed (`kill -9`, an OOM kill), a
     worker that lived on would keep adding runs nobody asked for any more. On Linux the kernel
@@ -57,6 +58,9 @@ def die_with_parent(parent_pid: int) -> None:
     import threading
     import time
 
+    # Ctrl-C at a terminal reaches the whole process group: the command handles it (it stops
+    # its workers and says what was written); a worker must not die mid-message on its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             import ctypes

@@ -19,6 +19,7 @@ from agentledger.judges.base import ExpectedDiagnosis, Judge, JudgeInput, JudgeO
 from agentledger.judges.inputs import load_judge_input
 from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
 from agentledger.judges.verdict import VerdictPolicy
+from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.ledger import Ledger
 
 __all__ = ["ScoringReport", "SelfJudgingCheck", "score_identity", "score_runs"]
@@ -42,6 +43,10 @@ class ScoringReport:
     scored: list[Score] = field(default_factory=list)
     already_scored: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    interrupted: bool = False
+    """Ctrl-C stopped the scoring: `scored` holds what was written before it."""
+    not_reached: int = 0
+    """Runs left unscored because of the interrupt (the next invocation scores them)."""
 
     def verdicts(self) -> Counter[str]:
         """How many of the new scores have each verdict."""
@@ -140,17 +145,27 @@ def score_runs(
         nonlocal done
         done += 1
         if score is not None:
-            store.write(score)
-            ledger.index.add_scores([score_row(score)])
-            report.scored.append(score)
+            with deferred_interrupt():  # the file and its index row land together
+                store.write(score)
+                ledger.index.add_scores([score_row(score)])
+                report.scored.append(score)
         if progress is not None:
             progress(done, len(todo))
 
-    if concurrency <= 1:
-        for run_id in todo:
-            land(one(run_id))
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+    # Ctrl-C ends the scoring where it is: every score written so far is whole (written, then
+    # indexed), work not started is dropped, and the report says how far it got.
+    pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+    try:
+        if pool is None:
+            for run_id in todo:
+                land(one(run_id))
+        else:
             for score in pool.map(one, todo):
                 land(score)
+    except KeyboardInterrupt:
+        report.interrupted = True
+        report.not_reached = len(todo) - done
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=not report.interrupted, cancel_futures=True)
     return report
