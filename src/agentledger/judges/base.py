@@ -8,6 +8,7 @@ with the evidence (a quote and where it stands) and the reason. A null is never 
 from __future__ import annotations
 
 import re
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -194,6 +195,8 @@ class Judge(ABC):
 
     def __init__(self, pack: CriteriaPack) -> None:
         self.pack = pack
+        self.cancel = threading.Event()
+        """Set to stop the judge's work in flight (Ctrl-C): model calls give up at once."""
 
     @abstractmethod
     def identity(self) -> dict[str, Any]:

@@ -137,6 +137,8 @@ def score_runs(
             run = load_judge_input(ledger, run_id, expectations)
             return _score(judge, judge_id, identity, policy, run, self_judging)
         except Exception as exc:  # one bad run must not stop the others; it is reported
+            if judge.cancel.is_set():
+                return None  # stopped by the interrupt, not a failure of this run
             with lock:
                 report.failed.append((run_id, f"{type(exc).__name__}: {exc}"))
             return None
@@ -163,6 +165,7 @@ def score_runs(
             for score in pool.map(one, todo):
                 land(score)
     except KeyboardInterrupt:
+        judge.cancel.set()
         report.interrupted = True
         report.not_reached = len(todo) - done
     finally:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import TracebackType
 
+from agentledger.errors import ProviderError
 from agentledger.providers.base import (
     Completion,
     CompletionRequest,
@@ -30,7 +31,7 @@ from agentledger.providers.base import (
 )
 from agentledger.providers.cache import CorruptEntry, ResponseCache, write_recording
 
-__all__ = ["ClientStats", "ModelClient", "RetryPolicy"]
+__all__ = ["CallLimit", "CallStopped", "ClientStats", "ModelClient", "RetryPolicy"]
 
 logger = logging.getLogger("agentledger.providers")
 
@@ -58,6 +59,41 @@ class RetryPolicy:
             return min(error.retry_after, self.max_retry_after)
         ceiling = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
         return ceiling * (0.5 + rng.random() / 2)
+
+
+@dataclass(frozen=True)
+class CallLimit:
+    """What ends a model call early, whatever the provider is doing: a deadline (a
+    `time.monotonic()` value) and a cancel switch. A run's timeout and Ctrl-C reach a hanging
+    call through it."""
+
+    deadline: float | None = None
+    cancel: threading.Event | None = None
+
+    def reason(self) -> str | None:
+        """Why the call must stop now ("cancelled", "timeout"), or None."""
+        if self.cancel is not None and self.cancel.is_set():
+            return "cancelled"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return "timeout"
+        return None
+
+    def remaining(self) -> float | None:
+        """Seconds to the deadline (None: no deadline)."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+
+class CallStopped(ProviderError):
+    """A model call given up because its `CallLimit` said so (not the provider's failure)."""
+
+    def __init__(self, reason: str, model: str) -> None:
+        what = "the run was interrupted" if reason == "cancelled" else "the run's time ran out"
+        super().__init__(f"model call to {model} stopped: {what}")
+        self.reason = reason
+
+
+# How often a bounded call looks at its limit while the provider works.
+_LIMIT_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -147,18 +183,20 @@ class ModelClient:
         """The cache and recording key of `request` for this client's provider."""
         return request_key(self.provider.name, self.provider.base_url, request)
 
-    def complete(self, request: CompletionRequest) -> Completion:
+    def complete(self, request: CompletionRequest, *, limit: CallLimit | None = None) -> Completion:
         """Answer `request`: from the cache if it holds it, else from the provider.
 
         Raises ProviderError (a `ProviderCallError`) naming the provider, model and status when
-        the call fails for good.
+        the call fails for good, and `CallStopped` as soon as `limit` ends it: its deadline
+        passed or it was cancelled, during an attempt or a wait between attempts. (A provider
+        call already under way is then abandoned to its own timeout in a daemon thread.)
         """
         key = self.key(request)
         if self.cache is None or not self.provider.cacheable:
-            completion = self._call(request)
+            completion = self._call(request, limit)
         else:
             with self._only_caller(key):
-                completion = self._cached_or_called(self.cache, key, request)
+                completion = self._cached_or_called(self.cache, key, request, limit)
         if self.record_dir is not None:
             entry = RecordedResponse.of(
                 key, self.provider.name, self.provider.base_url, request, completion
@@ -200,7 +238,7 @@ class ModelClient:
                     del self._key_locks[key]
 
     def _cached_or_called(
-        self, cache: ResponseCache, key: str, request: CompletionRequest
+        self, cache: ResponseCache, key: str, request: CompletionRequest, limit: CallLimit | None
     ) -> Completion:
         if self.use_cache:
             try:
@@ -211,7 +249,7 @@ class ModelClient:
             if entry is not None:
                 self._count(cached=1, saved_cost_usd=entry.completion.cost_usd or 0.0)
                 return entry.completion.model_copy(update={"cached": True})
-        completion = self._call(request)
+        completion = self._call(request, limit)
         if not completion.cached:
             record = RecordedResponse.of(
                 key, self.provider.name, self.provider.base_url, request, completion
@@ -225,27 +263,70 @@ class ModelClient:
 
     # -- calls -----------------------------------------------------------------------------
 
-    def _call(self, request: CompletionRequest) -> Completion:
+    def _call(self, request: CompletionRequest, limit: CallLimit | None = None) -> Completion:
         attempt = 0
         while True:
             attempt += 1
+            self._check(limit, request)
             try:
                 with self._slots:
                     started = time.perf_counter()
-                    completion = self.provider.complete(request)
+                    completion = self._attempt(request, limit)
                     elapsed_ms = (time.perf_counter() - started) * 1000
             except ProviderCallError as error:
                 if not error.retryable or attempt > self.retry.max_retries:
                     self._count(failures=1)
                     raise error.after_attempts(attempt) from error.__cause__
                 self._count(retries=1)
-                self._sleep(self.retry.delay(attempt, error, self._rng))
+                self._wait(self.retry.delay(attempt, error, self._rng), limit, request)
                 continue
             if completion.cached:
                 self._count(replayed=1)
                 return completion
             self._count_paid(completion)
             return completion.model_copy(update={"latency_ms": round(elapsed_ms, 3)})
+
+    def _check(self, limit: CallLimit | None, request: CompletionRequest) -> None:
+        reason = limit.reason() if limit is not None else None
+        if reason is not None:
+            self._count(failures=1)
+            raise CallStopped(reason, request.model)
+
+    def _wait(self, seconds: float, limit: CallLimit | None, request: CompletionRequest) -> None:
+        """Sleep `seconds` before a retry, in steps short enough to notice `limit`."""
+        if limit is None:
+            self._sleep(seconds)
+            return
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            self._check(limit, request)
+            remaining = limit.remaining()
+            step = min(left, _LIMIT_POLL_S * 4, remaining if remaining is not None else left)
+            self._sleep(max(step, 0.001))
+        self._check(limit, request)
+
+    def _attempt(self, request: CompletionRequest, limit: CallLimit | None) -> Completion:
+        """One provider call; under a limit it runs in a daemon thread watched from here."""
+        if limit is None or (limit.deadline is None and limit.cancel is None):
+            return self.provider.complete(request)
+        outcome: list[Completion | BaseException] = []
+        finished = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome.append(self.provider.complete(request))
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome.append(exc)
+            finally:
+                finished.set()
+
+        threading.Thread(target=call, name="agentledger-model-call", daemon=True).start()
+        while not finished.wait(_LIMIT_POLL_S):
+            self._check(limit, request)
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     def _count_paid(self, completion: Completion) -> None:
         usage = completion.usage

@@ -166,7 +166,15 @@ class AgentContext:
             params={**self.params, **params},
             sample=self._run.repeat - 1,
         )
-        completion = self._run.client.complete(request)
+        from agentledger.providers.client import CallLimit, CallStopped
+
+        try:
+            completion = self._run.client.complete(
+                request, limit=CallLimit(self._deadline, self._run.cancel)
+            )
+        except CallStopped as exc:
+            self.check()  # says why: interrupted or timed out
+            raise RunCancelledError(str(exc)) from None
         self._use.add(completion)
         return completion
 

@@ -28,6 +28,7 @@ from agentledger.judges.llm.prompt import (
     render_prompt,
 )
 from agentledger.providers import CompletionRequest, ModelClient
+from agentledger.providers.client import CallLimit
 from agentledger.records import RunMetadata
 
 __all__ = ["READER_VERSION", "LLMJudge"]
@@ -146,7 +147,7 @@ class LLMJudge(Judge):
         prompt = self.prompt(run)
         if prompt is not None:
             request = self.request(prompt)
-            completion = self.client.complete(request)
+            completion = self.client.complete(request, limit=CallLimit(cancel=self.cancel))
             answer = read_answer(completion.text, prompt)
             results.update({result.criterion: result for result in answer.criteria})
             if prompt.diagnosis:
