@@ -21,8 +21,9 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from agentledger.gates.predicates.run_view import LoggedCommand, RunView
+from agentledger.gates.predicates.run_view import RunView
 from agentledger.judges.base import Evidence
+from agentledger.store.evidence import LoggedCommand
 from agentledger.store.writer import REPORT, SHELL_AUDIT
 
 __all__ = [
