@@ -105,3 +105,29 @@ def test_sqlglot_is_imported_only_for_a_command_that_holds_sql() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_knowledge_files_name_a_bad_sql_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentledger.errors import RecordError
+    from agentledger.shell.knowledge import load_knowledge
+
+    monkeypatch.setenv("AGENTLEDGER_CACHE_DIR", str(tmp_path / "cache"))
+    old = tmp_path / "old.yaml"
+    # The parser decides SET GLOBAL and SELECT INTO now: the old keyword hint is refused.
+    old.write_text("schema_version: 1\nsql:\n  mutating_after: {SET: [GLOBAL]}\n")
+    with pytest.raises(RecordError, match=r"old.yaml, field 'sql.mutating_after'"):
+        load_knowledge([str(old)])
+    dialect = tmp_path / "dialect.yaml"
+    dialect.write_text("schema_version: 1\ncommands:\n  mycli: {sql_dialect: 'my sql'}\n")
+    with pytest.raises(RecordError, match=r"field 'commands.mycli.sql_dialect'"):
+        load_knowledge([str(dialect)])
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "schema_version: 1\ncommands:\n"
+        "  mycli: {default: unknown, flag_values: {-e: {'*': sql}}, sql_dialect: mysql}\n"
+    )
+    knowledge = load_knowledge([str(good)])
+    assert classify("mycli -e 'SELECT `id` FROM `t`'", knowledge).kind == "read-only"
+    assert classify("mycli -e 'DELETE FROM t'", knowledge).kind == "destructive"

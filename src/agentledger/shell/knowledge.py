@@ -385,18 +385,8 @@ def _sql(value: Any) -> dict[str, Any]:
                 ]
                 for kind, names in functions.items()
             }
-        elif key == "mutating_after":
-            after = _mapping(item, "sql.mutating_after", "a mapping of keyword to words")
-            out["mutating_after"] = {
-                keyword.upper(): [
-                    w.upper() for w in _strings(words, f"sql.mutating_after.{keyword}")
-                ]
-                for keyword, words in after.items()
-            }
         else:
-            raise _Invalid(
-                f"sql.{key}", "unknown key (expected a class, functions, mutating_after)"
-            )
+            raise _Invalid(f"sql.{key}", "unknown key (expected a class or functions)")
     return out
 
 
