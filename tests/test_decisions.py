@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
-from agentledger.gates.decision_markdown import code, fenced, prose
 from agentledger.gates.decisions import (
     AddonRef,
     Decision,
@@ -34,6 +33,7 @@ from agentledger.gates.decisions import (
 from agentledger.gates.predicates.evaluate import PredicateResult
 from agentledger.judges.base import Evidence
 from agentledger.records import json_schema
+from agentledger.report.untrusted import code, fenced, prose
 from agentledger.store import Ledger
 
 T0 = datetime(2026, 3, 20, 15, 0, tzinfo=UTC)
@@ -289,7 +289,7 @@ def test_markdown_neutralises_hostile_agent_text() -> None:
     for line in lines:
         if "script" in line and "`" not in line:
             assert "&lt;script&gt;" in line, line
-    assert "\\[x\\](http://evil)" in text
+    assert "[x\\](http\\://evil)" in text
     # and as a Markdown renderer sees it (markdown-it, which rich uses): no tag, no link, no
     # extra heading, every table row with its cells
     from markdown_it import MarkdownIt

@@ -13,14 +13,12 @@ from click.testing import CliRunner, Result
 
 from agentledger.cli import main
 from agentledger.gates.decisions import DecisionStore
+from agentledger.gates.sentinels.decision import to_decision
+from agentledger.gates.sentinels.evaluate import check_sentinel
+from agentledger.gates.sentinels.history import SILENT_UPDATE
 from agentledger.gates.sentinels.protocol import render_protocol
-from agentledger.gates.sentinels.sentinel import (
-    SILENT_UPDATE,
-    candidate_filter,
-    check_sentinel,
-    load_sentinel,
-    to_decision,
-)
+from agentledger.gates.sentinels.select import candidate_filter
+from agentledger.gates.sentinels.spec import load_sentinel
 from agentledger.judges.base import CriterionResult, Evidence
 from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
 from agentledger.runner.examples import examples_dir

@@ -13,7 +13,8 @@ from agentledger.cli.common import handle_errors, ledger_location, ledger_option
 from agentledger.cli.output import print_rows, terminal_safe, write_text_output
 
 if TYPE_CHECKING:
-    from agentledger.gates.sentinels.sentinel import LoadedSentinel, SentinelResult
+    from agentledger.gates.sentinels.evaluate import SentinelResult
+    from agentledger.gates.sentinels.spec import LoadedSentinel
     from agentledger.store import Ledger
 
 __all__ = ["sentinel_group"]
@@ -59,7 +60,7 @@ def sentinel_group() -> None:
 
 
 def _load(spec: Path) -> LoadedSentinel:
-    from agentledger.gates.sentinels.sentinel import load_sentinel
+    from agentledger.gates.sentinels.spec import load_sentinel
 
     return load_sentinel(spec)
 
@@ -144,7 +145,7 @@ def _finish(
     supersedes: str | None,
 ) -> None:
     from agentledger.gates.decisions import DecisionStore, exit_code
-    from agentledger.gates.sentinels.sentinel import to_decision
+    from agentledger.gates.sentinels.decision import to_decision
 
     store = DecisionStore(ledger)
     if supersedes is not None:
@@ -199,7 +200,7 @@ def sentinel_check(
     --candidate; the baseline's prompt hash unless prompt-hash= is given) and the baseline
     model's. Judge the runs first (`agentledger judge`): an unjudged candidate run is REVIEW.
     """
-    from agentledger.gates.sentinels.sentinel import check_sentinel
+    from agentledger.gates.sentinels.evaluate import check_sentinel
     from agentledger.gates.specerrors import unknown_names
 
     loaded = _load(spec)
@@ -340,7 +341,7 @@ def sentinel_history_command(spec: str, ledger_path: Path | None, as_json: bool)
     the change is attributable and the flag says to what.
     """
     from agentledger.gates.decisions import DecisionStore
-    from agentledger.gates.sentinels.sentinel import sentinel_history
+    from agentledger.gates.sentinels.history import sentinel_history
 
     path = Path(spec)
     name = _load(path).spec.name if path.is_file() else spec

@@ -1,73 +1,25 @@
 """decision.md: a decision record as a document people read (and diff) six months later.
 
 Everything that came from an agent (quotes of its commands and report, reasons that repeat
-them) is untrusted: it is shown as inline code or escaped prose, on one line, so that no quote
-can close a table, open a link, inject HTML or fake a heading.
+them) is untrusted: it is shown as inline code or escaped prose (`agentledger.report.untrusted`),
+on one line, so that no quote can close a table, open a link, inject HTML or fake a heading.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING
+
+from agentledger.report.untrusted import MAX_SENTENCE, code, fenced, prose
 
 if TYPE_CHECKING:
     from agentledger.gates.decisions import Decision, DecisionItem
     from agentledger.gates.predicates.evaluate import PredicateResult
 
-__all__ = ["code", "fenced", "prose", "render_markdown"]
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029]")
-_SPACE = re.compile(r"\s+")
-_MARKDOWN = re.compile(r"([\\`*\[\]|~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_BLOCK_START = re.compile(r"^(?:[#=+-]|\d+(?=[.)]))")
-_BACKTICKS = re.compile(r"`+")
-MAX_INLINE = 500
-"""Quotes and reasons longer than this are cut ('...')."""
-MAX_SENTENCE = 4000
-"""The gate's own sentences (rule, reasoning, summaries) are cut only beyond this."""
+__all__ = ["render_markdown"]
 
 _STATUS = {True: "pass", False: "FAIL", None: "cannot tell"}
 _MODEL_STATUS = {"passed": "passed", "failed": "FAILED", "unknown": "unknown"}
-
-
-def _one_line(text: str, limit: int = MAX_INLINE) -> str:
-    flat = _SPACE.sub(" ", _CONTROL.sub(" ", text)).strip()
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def prose(text: str, limit: int = MAX_INLINE) -> str:
-    """`text` on one line (cut at `limit` characters), inert as Markdown: HTML and Markdown
-    punctuation escaped."""
-    flat = _one_line(text, limit)
-    flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    flat = _MARKDOWN.sub(lambda match: "\\" + match.group(), flat)
-    return _BLOCK_START.sub(_inert_start, flat, count=1)
-
-
-def _inert_start(match: re.Match[str]) -> str:
-    """A leading '#', '-', '+', '=' or '1.' would start a heading or a list: escape it."""
-    found = match.group()
-    return found + "\\" if found[0].isdigit() else "\\" + found
-
-
-def code(text: str) -> str:
-    """`text` on one line as an inline code span that no backtick inside it can close."""
-    flat = _one_line(text)
-    if not flat:
-        return "` `"
-    longest = max((len(run) for run in _BACKTICKS.findall(flat)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{fence}{pad}{flat}{pad}{fence}"
-
-
-def fenced(text: str, info: str = "") -> str:
-    """`text` as a fenced block whose fence is longer than any backtick run inside it."""
-    clean = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\t", "    ")).rstrip("\n")
-    longest = max((len(run) for run in _BACKTICKS.findall(clean)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{clean}\n{fence}"
 
 
 def _cell(text: str | None) -> str:

@@ -176,7 +176,8 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
 
 
 def serve_worker() -> None:
-    """Entry point of a worker process (import_workers.Worker): ``python -c ... IN_FD OUT_FD``."""
+    """Entry point of a worker process (`workers.Worker`): ``python -c ... IN PARENT_OUT PID``
+    (the pipe from the parent, the pipe to it, and the parent's pid, watched from the start)."""
     _worker(
         Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False)
     )

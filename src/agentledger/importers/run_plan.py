@@ -189,23 +189,10 @@ class PlanContext:
             self._safe_names.add(name)
 
 
-class _NotJSON(ValueError):
-    pass
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotJSON(name)
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
-
-
 def _decode_json(raw: bytes, origin: str) -> Any:
-    """records.decode_json(raw, origin), without making a JSON decoder per call."""
-    try:
-        return _DECODER.decode(raw.decode("utf-8"))
-    except ValueError:  # not UTF-8, not JSON, NaN or Infinity: the message names file and line
-        return decode_json(raw, origin)
+    """records.decode_json(raw, origin): strict (duplicate keys, NaN, numbers that do not fit,
+    depth), and the message names file and line."""
+    return decode_json(raw, origin)
 
 
 def read_source(path: str | Path, size: int = _READ_CHUNK) -> bytes:

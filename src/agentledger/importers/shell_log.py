@@ -22,7 +22,8 @@ from typing import Annotated, Any, NotRequired, Required, cast
 from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
-from agentledger.records import ShellCounts, ShellEvent, is_denied, parse_shell_audit
+from agentledger.errors import RecordError
+from agentledger.records import ShellCounts, ShellEvent, decode_json, is_denied, parse_shell_audit
 
 __all__ = ["ShellCounts", "check_shell_log"]
 
@@ -79,9 +80,11 @@ def check_shell_log(raw: bytes, source: str) -> ShellCounts:
     if adapter is not None:
         # The lines as parse_shell_audit takes them: every non-blank one.
         lines = filter(bytes.strip, raw.split(b"\n"))
+        joined = b"[" + b",".join(lines) + b"]"
         try:
-            checked = adapter.validate_json(b"[" + b",".join(lines) + b"]")
-        except ValueError:
+            decode_json(joined, source)  # duplicate keys, NaN, numbers that do not fit, depth
+            checked = adapter.validate_json(joined)
+        except (ValueError, RecordError):
             checked = None  # the full path names the bad line
         if checked is not None and not any("schema_version" in line for line in checked):
             counts = _counts(checked)

@@ -22,6 +22,7 @@ __all__ = [
     "PARALLEL_FROM",
     "Worker",
     "close_early",
+    "die_with_parent",
     "entries_at_most",
     "start_early",
     "take_early",
@@ -32,7 +33,45 @@ __all__ = [
 PARALLEL_FROM = 1000
 MAX_WORKERS = 8
 
-_WORKER_CODE = "from agentledger.importers.batch import serve_worker; serve_worker()"
+# The worker arms its parent watch before anything else, so a parent killed while the worker
+# was still loading the library is noticed too.
+_WORKER_CODE = (
+    "import sys; from agentledger.importers.workers import die_with_parent; "
+    "die_with_parent(int(sys.argv[3])); "
+    "from agentledger.importers.batch import serve_worker; serve_worker()"
+)
+# How often a worker checks that its parent is alive (when the kernel cannot tell it).
+_PARENT_POLL_S = 0.05
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process as soon as `parent_pid` (the importing command) is gone.
+
+    A worker seals runs on its own: if the command is killed (`kill -9`, an OOM kill), a
+    worker that lived on would keep adding runs nobody asked for any more. On Linux the kernel
+    sends SIGKILL when the parent dies (PR_SET_PDEATHSIG); everywhere, a daemon thread also
+    watches the parent id, which changes when the parent is gone (the worker is re-parented).
+    """
+    import signal
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the watch was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(_PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def worker_count(requested: int | None, runs: int) -> int:
@@ -76,7 +115,7 @@ class Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE, str(down_r), str(up_w)],
+                [sys.executable, "-c", _WORKER_CODE, str(down_r), str(up_w), str(os.getpid())],
                 pass_fds=(down_r, up_w),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

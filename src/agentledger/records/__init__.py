@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -367,7 +368,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "policy": "agentledger.runner.shell_gate.policy:Policy",
     "response": "agentledger.providers.base:RecordedResponse",
     "scenario": "agentledger.runner.scenario:Scenario",
-    "sentinel": "agentledger.gates.sentinels.sentinel:SentinelSpec",
+    "sentinel": "agentledger.gates.sentinels.spec:SentinelSpec",
     "shell-event": ShellEvent,
     "summary": RunSummary,
     "variant": "agentledger.gates.variants.spec:VariantSpec",
@@ -413,16 +414,85 @@ def parse_record_data(cls: type[R], data: Any, source: str, *, line: int | None 
         raise RecordError(source, problem, field=field, line=line) from None
 
 
+# What the ledger can keep of a JSON number: the index stores integers in 64 bits.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+# How deep JSON may nest: records nest a few levels; deeper input is refused before it can
+# exhaust the interpreter's stack.
+MAX_JSON_DEPTH = 64
+
+
 class _NonStandardJSON(ValueError):
     pass
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _NonStandardJSON(name)
+    raise _NonStandardJSON(f"{name} is not a JSON number (use null or a string)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _NonStandardJSON(
+            f"the number {_clip(text)} is not a finite number (floats end near 1.8e308)"
+        )
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > 20:  # int() of a few thousand digits is refused by Python itself
+        raise _NonStandardJSON(f"the number {_clip(text)} does not fit in 64 bits")
+    value = int(text)
+    if not INT_MIN <= value <= INT_MAX:
+        raise _NonStandardJSON(f"the number {_clip(text)} does not fit in 64 bits")
+    return value
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _NonStandardJSON(f"duplicate key {_clip(key)!r} in an object (each key once)")
+            seen.add(key)
+    return value
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+_STRICT = json.JSONDecoder(
+    object_pairs_hook=_unique_object,
+    parse_constant=_refuse_constant,
+    parse_float=_finite_float,
+    parse_int=_bounded_int,
+)
 
 
 def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
-    """Decode UTF-8 JSON, raising RecordError that names the file (and line) on failure."""
+    """Decode UTF-8 JSON strictly, raising RecordError that names the file (and line).
+
+    Refused, where a lenient reader would guess: duplicate keys (which one did the writer
+    mean?), NaN and Infinity, numbers that do not fit (integers beyond 64 bits, floats that
+    overflow to infinity), and nesting deeper than MAX_JSON_DEPTH.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -432,25 +502,34 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
             line=line,
         ) from None
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        value = _STRICT.decode(text)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
         raise RecordError(
             source, f"malformed JSON: {exc.msg} (column {exc.colno})", line=where
         ) from None
     except _NonStandardJSON as exc:
+        raise RecordError(source, f"malformed JSON: {exc}", line=line) from None
+    except RecursionError:
+        value = None
+        deep = True
+    else:
+        deep = _depth_exceeds(value, MAX_JSON_DEPTH)
+    if deep:
         raise RecordError(
-            source, f"malformed JSON: {exc} is not a JSON number (use null or a string)", line=line
-        ) from None
+            source, f"malformed JSON: nested deeper than {MAX_JSON_DEPTH} levels", line=line
+        )
+    return value
 
 
 def parse_record(cls: type[R], raw: bytes, source: str) -> R:
-    """Parse the JSON file content `raw` as a `cls` record."""
+    """Parse the JSON file content `raw` as a `cls` record (strictly: see `decode_json`)."""
+    data = decode_json(raw, source)
     try:
         return cls.model_validate_json(raw)
     except ValueError:
         # The slow path, for a message that names the file, the line and the field.
-        return parse_record_data(cls, decode_json(raw, source), source)
+        return parse_record_data(cls, data, source)
 
 
 _SHELL_LOG = TypeAdapter(list[ShellEvent])
@@ -459,11 +538,13 @@ _SHELL_LOG = TypeAdapter(list[ShellEvent])
 def parse_shell_audit(raw: bytes, source: str) -> list[ShellEvent]:
     """Parse shell_audit.jsonl into ShellEvents; each bad line is reported with its number."""
     lines = [line for line in raw.split(b"\n") if line.strip()]
+    joined = b"[" + b",".join(lines) + b"]"
     try:
-        # One validation of the whole log; a log with a bad line takes the slow path below,
-        # which names the line.
-        return _SHELL_LOG.validate_json(b"[" + b",".join(lines) + b"]")
-    except ValueError:
+        # One strict decoding and one validation of the whole log; a log with a bad line
+        # takes the slow path below, which names the line.
+        decode_json(joined, source)
+        return _SHELL_LOG.validate_json(joined)
+    except (ValueError, RecordError):
         pass
     events: list[ShellEvent] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from html import escape
-
 from agentledger.report.sections import Section, Table
+from agentledger.report.untrusted import prose
 
 __all__ = ["render_markdown"]
 
 
 def md_escape(text: str) -> str:
-    """A cell or a line that cannot break a table or smuggle HTML or emphasis in."""
-    text = escape(text, quote=False).replace("|", "\\|").replace("`", "\\`")
-    return " ".join(text.replace("*", "\\*").split())
+    """A cell or a line that cannot break a table or smuggle in HTML, a link, an image or
+    emphasis: the whole text (reports' sentences are not cut), inert."""
+    return prose(text, limit=None)
 
 
 def _table(table: Table) -> list[str]:

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from agentledger.gates.sentinels.sentinel import BRANCHES
+from agentledger.gates.sentinels.evaluate import BRANCHES
 
 if TYPE_CHECKING:
     from agentledger.gates.predicates.evaluate import PredicateForm
-    from agentledger.gates.sentinels.sentinel import LoadedSentinel, SentinelCriterion
+    from agentledger.gates.sentinels.spec import LoadedSentinel, SentinelCriterion
 
 __all__ = ["describe_predicate", "render_protocol"]
 
@@ -281,7 +281,7 @@ def _user_md(text: str, *, cell: bool = False) -> str:
     """A spec value as Markdown: its `code` spans kept as code (re-fenced so that nothing in
     them can close them early), everything else as inert prose, on one line; in a table cell
     a pipe inside a code span is escaped too (prose escapes its own)."""
-    from agentledger.gates.decision_markdown import MAX_SENTENCE, code, prose
+    from agentledger.report.untrusted import MAX_SENTENCE, code, prose
 
     def plain(part: str) -> str:
         if not part.strip():
@@ -315,7 +315,7 @@ def _user_html(text: str) -> str:
 def _md_inline(text: str, *, cell: bool = False) -> str:
     """Markdown of one line of the document: the gate's own words as they are (with their
     `code`), spec values escaped."""
-    from agentledger.gates.decision_markdown import code
+    from agentledger.report.untrusted import code
 
     out, pos = [], 0
     for match in _SEGMENT.finditer(text):
@@ -342,7 +342,7 @@ def _plain(text: str) -> str:
 
 
 def _markdown(blocks: list[_Block]) -> str:
-    from agentledger.gates.decision_markdown import fenced
+    from agentledger.report.untrusted import fenced
 
     lines: list[str] = []
     for block in blocks:

@@ -15,13 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
-from agentledger.gates.sentinels.sentinel import (
-    LoadedSentinel,
-    SentinelResult,
-    baseline_filter,
-    evaluate_sentinel,
-    latest_runs,
-)
+from agentledger.gates.sentinels.evaluate import SentinelResult, evaluate_sentinel
+from agentledger.gates.sentinels.select import baseline_filter, latest_runs
+from agentledger.gates.sentinels.spec import LoadedSentinel
 
 if TYPE_CHECKING:
     from agentledger.judges.base import Judge
