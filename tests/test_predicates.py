@@ -20,6 +20,7 @@ from agentledger.gates.predicates.evaluate import (
     load_run_view,
     parse_predicates,
 )
+from agentledger.gates.predicates.forms import Undecided
 from agentledger.judges.base import CriterionResult, DiagnosisResult, Evidence
 from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
 from agentledger.records import RunMetadata, RunSummary
@@ -280,12 +281,17 @@ def test_cannot_evaluate_without_a_judge_or_a_log(ledger: Ledger, write_run: Wri
     ):
         result = one(text, view)
         assert result.passed is None and "self-judging refused" in result.reason
+        assert result.undecided is Undecided.JUDGE_SKIPPED
     unjudged = one("- verdict_not_unsafe: {judge: llm}", view)
     assert unjudged.passed is None and "not judged by 'llm'" in unjudged.reason
+    assert unjudged.undecided is Undecided.NOT_JUDGED
+    # The code is for callers in memory; the stored record keeps its shape.
+    assert "undecided" not in unjudged.model_dump(mode="json")
     no_diagnosis = write_logged_run(ledger, "r_no_diagnosis", LOG)
     add_score(ledger, no_diagnosis)
     result = one("- diagnosis_correct: rules", load_run_view(ledger, no_diagnosis))
     assert result.passed is None and "did not score the diagnosis" in result.reason
+    assert result.undecided is Undecided.NOT_ASSESSED
 
     no_log = write_run(events=[])  # an empty log is a log: predicates on it can answer
     assert one("- never_ran: x", load_run_view(ledger, no_log)).passed is True
@@ -293,7 +299,10 @@ def test_cannot_evaluate_without_a_judge_or_a_log(ledger: Ledger, write_run: Wri
     for form in ("ran: x", "never_ran: x", "no_denied: true", "max_commands: 1"):
         result = one(f"- {form}", bare)
         assert result.passed is None and "no shell log" in result.reason
+        assert result.undecided is Undecided.NO_SHELL_LOG
     assert one("- report_has: x", bare).passed is None
+    assert one("- report_has: x", bare).undecided is Undecided.NO_REPORT
+    assert one("- ran: x", load_run_view(ledger, skipped)).undecided is None
 
 
 def write_bare_run(ledger: Ledger) -> str:

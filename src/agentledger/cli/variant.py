@@ -155,6 +155,7 @@ def variant_evaluate(
     hash). Every predicate is evaluated on every run; a model without runs, or with runs
     that cannot be evaluated, is not decided (REVIEW when it could change the outcome).
     """
+    from agentledger.gates.predicates.forms import Undecided
     from agentledger.gates.specerrors import unknown_names
     from agentledger.gates.variants.spec import evaluate_variant, load_variant_spec
 
@@ -170,7 +171,7 @@ def variant_evaluate(
             result
             for run in evaluation.runs
             for result in run.results
-            if result.passed is None and "not judged" in result.reason
+            if result.undecided is Undecided.NOT_JUDGED
         ]
         if unjudged:
             notes.append(

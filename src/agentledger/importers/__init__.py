@@ -1,9 +1,10 @@
 """Importers: bring runs recorded elsewhere into the ledger, one module per foreign format.
 
 `directory` reads runs kept as plain directories (the seed's layout, or any other layout
-described with glob patterns); `fields` gathers their identity from every source that states it;
-`batch` runs an import, in several processes for large backfills, writing nothing unless every
-run is good.
+described with glob patterns: `layout`), each run checked by `run_plan` into a `plan` that
+writes nothing until it is sealed; `identity_fields` gathers their identity from every source
+that states it; `batch` runs an import, in several processes for large backfills, writing
+nothing unless every run is good.
 
 `workers` starts the worker processes of a large import before the rest is loaded, so it imports
 nothing of agentledger, and the names below load on first use.
@@ -19,18 +20,18 @@ if TYPE_CHECKING:
 
     from agentledger.importers.batch import ImportedRun, PreparedImport, import_runs, prepare_import
     from agentledger.importers.directory import (
-        ARTIFACT_KEYS,
-        DEFAULT_NAME_PATTERN,
-        DEFAULT_PATTERNS,
+        find_run_dirs,
+        plan_import,
+        sample_runs_dir,
+        write_plan,
+    )
+    from agentledger.importers.layout import ARTIFACT_KEYS, DEFAULT_NAME_PATTERN, DEFAULT_PATTERNS
+    from agentledger.importers.plan import (
         ImportOptions,
         ImportPlan,
         ImportReport,
         PlannedArtifact,
         PlannedRun,
-        find_run_dirs,
-        plan_import,
-        sample_runs_dir,
-        write_plan,
     )
 
 __all__ = [
@@ -57,14 +58,14 @@ _HOMES = {
     "PreparedImport": "agentledger.importers.batch",
     "import_runs": "agentledger.importers.batch",
     "prepare_import": "agentledger.importers.batch",
-    "ARTIFACT_KEYS": "agentledger.importers.directory",
-    "DEFAULT_NAME_PATTERN": "agentledger.importers.directory",
-    "DEFAULT_PATTERNS": "agentledger.importers.directory",
-    "ImportOptions": "agentledger.importers.directory",
-    "ImportPlan": "agentledger.importers.directory",
-    "ImportReport": "agentledger.importers.directory",
-    "PlannedArtifact": "agentledger.importers.directory",
-    "PlannedRun": "agentledger.importers.directory",
+    "ARTIFACT_KEYS": "agentledger.importers.layout",
+    "DEFAULT_NAME_PATTERN": "agentledger.importers.layout",
+    "DEFAULT_PATTERNS": "agentledger.importers.layout",
+    "ImportOptions": "agentledger.importers.plan",
+    "ImportPlan": "agentledger.importers.plan",
+    "ImportReport": "agentledger.importers.plan",
+    "PlannedArtifact": "agentledger.importers.plan",
+    "PlannedRun": "agentledger.importers.plan",
     "find_run_dirs": "agentledger.importers.directory",
     "plan_import": "agentledger.importers.directory",
     "sample_runs_dir": "agentledger.importers.directory",

@@ -24,16 +24,15 @@ from typing import Any
 
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
-from agentledger.importers.directory import (
+from agentledger.importers.directory import plan_runs, write_plan
+from agentledger.importers.layout import Layout
+from agentledger.importers.plan import (
     ImportOptions,
     ImportPlan,
     ImportReport,
     Progress,
     duplicate_run_id,
-    plan_runs,
-    write_plan,
 )
-from agentledger.importers.layout import Layout
 from agentledger.importers.workers import (
     PARALLEL_FROM,
     Worker,
@@ -138,7 +137,7 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
         root, run_dirs, real_paths, options, unchecked = first[1:]
         ledger = Ledger.open(root) if root else None
         # Never look again at what importing modules left behind (planning and writing collect
-        # rarely as well, see directory._fewer_collections).
+        # rarely as well, see directory's _fewer_collections).
         gc.freeze()
         sent = 0
 

@@ -9,113 +9,50 @@ a sidecar file, options, or the directory name (see `agentledger.importers.ident
 Importing is two steps. `plan_import` reads and checks every run and writes nothing, so a batch
 with one bad run writes none. `write_plan` seals the new runs in batches (one flush to disk and
 one index transaction per batch). `agentledger.importers.batch` runs both, in several processes
-for large imports.
+for large imports. What a plan holds is `agentledger.importers.plan`; how one run directory is
+read and checked is `agentledger.importers.run_plan`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
-import json
-import operator
-import os
-import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from agentledger.errors import (
     InputError,
-    RecordError,
-    RunExistsError,
-    UnsafeNameError,
 )
-from agentledger.identity import HASH_PREFIX, check_artifact_name, sha256_bytes
 from agentledger.importers.identity_fields import (
-    Claim,
-    Identity,
-    claim_metadata,
-    claim_tags,
-    day,
-    field_value,
     load_sidecar,
-    safe_run_id,
-    summary_values_of,
-    text_value,
 )
 from agentledger.importers.layout import (
-    ARTIFACT_KEYS,
-    DEFAULT_NAME_PATTERN,
-    DEFAULT_PATTERNS,
     Layout,
-    SourceFile,
-    shown,
 )
-from agentledger.importers.shell_log import check_shell_log
+from agentledger.importers.plan import (
+    ImportOptions,
+    ImportPlan,
+    ImportReport,
+    PlannedRun,
+    Progress,
+    duplicate_run_id,
+)
+from agentledger.importers.run_plan import PlanContext, plan_run, read_source
 from agentledger.records import (
     DEFAULT_MAX_ARTIFACT_BYTES,
-    Manifest,
-    RunMetadata,
-    RunSummary,
-    decode_json,
-    parse_record,
-    parse_record_data,
 )
 from agentledger.store.ledger import Ledger
 from agentledger.store.sealing import RunContent
-from agentledger.store.storage import MANIFEST_NAME
-from agentledger.store.writer import (
-    AUDIT,
-    METADATA,
-    PROMPT,
-    REPORT,
-    SHELL_AUDIT,
-    SUMMARY,
-    SYSTEM_PROMPT,
-    derived_values,
-    record_bytes,
-)
 
 __all__ = [
-    "ARTIFACT_KEYS",
-    "DEFAULT_NAME_PATTERN",
-    "DEFAULT_PATTERNS",
-    "IMPORTER",
-    "ImportOptions",
-    "ImportPlan",
-    "ImportReport",
-    "PlannedArtifact",
-    "PlannedRun",
     "find_run_dirs",
     "plan_import",
     "plan_runs",
     "sample_runs_dir",
     "write_plan",
 ]
-
-IMPORTER = "directory"
-_CANONICAL = {
-    "prompt": PROMPT,
-    "system_prompt": SYSTEM_PROMPT,
-    "report": REPORT,
-    "audit": AUDIT,
-    "shell_audit": SHELL_AUDIT,
-}
-# A run's own identity and metrics records are not copied as files: the ledger writes its own
-# metadata.json and run_summary.json, and keeps the originals' JSON in metadata.source.
-_ORIGINALS = {"metadata": "original_metadata", "summary": "original_summary"}
-_WEAK = ("directory name", "file names")
-_FILE_DATE = re.compile(r"(?<!\d)(20\d{6})(?!\d)")
-_OPTION_FIELDS = ("model", "scenario", "provider", "agent_name", "agent_commit", "variant")
-_READ_CHUNK = 1 << 16
-_SAFE_NAMES_SIZE = 4096
-
-Progress = Callable[[int, int | None], None]
-
 
 _gc_lock = threading.Lock()
 _gc_depth = 0
@@ -152,93 +89,7 @@ def sample_runs_dir() -> Path:
     return Path(str(resources.files("agentledger") / "data" / "sample_runs"))
 
 
-# -- options, plan, report -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ImportOptions:
-    """How to read the runs: layout patterns, and identity fields the runs do not carry.
-
-    Identity fields come from the run's own metadata.json, the sidecar and these options, which
-    must agree (a run's metadata is evidence, never overwritten); `name_pattern` and dates in
-    file names only fill what is still missing. `workers`: processes for a large import (None:
-    one more than the CPUs, up to 8, from 1000 runs on; 1: everything in this process).
-    """
-
-    mapping: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    sidecar: Path | None = None
-    model: str | None = None
-    scenario: str | None = None
-    provider: str | None = None
-    agent_name: str | None = None
-    agent_commit: str | None = None
-    variant: str | None = None
-    system_prompt_file: Path | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    name_pattern: str | None = None
-    exclude: Sequence[str] = ()
-    max_artifact_bytes: int | None = None
-    batch_size: int = 200
-    workers: int | None = None
-
-
-@dataclass(frozen=True)
-class PlannedArtifact:
-    """One file of a run to import: its name in the ledger and where its bytes come from."""
-
-    name: str
-    path: str | None
-    size: int
-    data: bytes | None = None
-
-    def sha256(self) -> str:
-        if self.data is not None:
-            return sha256_bytes(self.data)
-        assert self.path is not None
-        with open(self.path, "rb") as handle:
-            return HASH_PREFIX + hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-_artifact_name = operator.attrgetter("name")
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """A checked run, ready to seal (or already in the ledger with identical content)."""
-
-    directory: Path
-    metadata: RunMetadata
-    summary: RunSummary
-    artifacts: tuple[PlannedArtifact, ...]
-    identical: bool = False
-
-    @property
-    def run_id(self) -> str:
-        return self.metadata.run_id
-
-
-@dataclass(frozen=True)
-class ImportPlan:
-    """Every run of an import, checked; nothing has been written yet."""
-
-    runs: list[PlannedRun]
-    max_artifact_bytes: int
-    batch_size: int = 200
-
-    @property
-    def new_runs(self) -> list[PlannedRun]:
-        return [run for run in self.runs if not run.identical]
-
-
-@dataclass
-class ImportReport:
-    """What an import did: run ids sealed, and run ids already present with identical content."""
-
-    imported: list[str] = field(default_factory=list)
-    identical: list[str] = field(default_factory=list)
-
-
-# -- finding runs and naming their files -----------------------------------------------------
+# -- finding runs ----------------------------------------------------------------------------
 
 
 def _layout(options: ImportOptions) -> Layout:
@@ -248,464 +99,6 @@ def _layout(options: ImportOptions) -> Layout:
 def find_run_dirs(paths: Sequence[Path], options: ImportOptions | None = None) -> list[Path]:
     """Each PATH is a run directory, or a directory whose subdirectories are runs."""
     return _layout(options or ImportOptions()).find_runs(paths)
-
-
-def _artifacts(
-    run_dir: Path,
-    assigned: dict[str, SourceFile],
-    attachments: list[SourceFile],
-    check_name: Callable[[str], object] = check_artifact_name,
-) -> tuple[list[PlannedArtifact], dict[str, str]]:
-    """The ledger's name for every file, and the mapping kept as provenance."""
-    named: list[tuple[str, SourceFile]] = []
-    mapping: dict[str, str] = {}
-    for key, source in sorted(assigned.items()):
-        if key in _ORIGINALS:
-            mapping[source.rel] = f"metadata.json source.{_ORIGINALS[key]}"
-            continue
-        if key == "snapshot":
-            suffixes = Path(source.rel).suffixes
-            tar = suffixes[-2:-1] == [".tar"]
-            named.append(("snapshot" + "".join(suffixes[-2:] if tar else suffixes[-1:]), source))
-        else:
-            named.append((_CANONICAL[key], source))
-    named += [("attachments/" + source.rel, source) for source in attachments]
-    artifacts: list[PlannedArtifact] = []
-    for name, source in named:
-        try:
-            check_name(name)
-        except UnsafeNameError as exc:
-            raise UnsafeNameError(
-                f"{shown(run_dir / source.rel)}: cannot be stored: {exc}"
-            ) from None
-        artifacts.append(PlannedArtifact(name=name, path=source.path, size=source.size))
-        mapping[source.rel] = name
-    return artifacts, mapping
-
-
-def _check_names(run_dir: Path, artifacts: list[PlannedArtifact]) -> None:
-    """Refuse two files that would land on the same artifact name (or inside one another)."""
-    by_name: dict[str, PlannedArtifact] = {}
-    for artifact in artifacts:
-        if artifact.name in by_name:
-            raise InputError(
-                f"{run_dir}: {by_name[artifact.name].path} and {artifact.path} would both be "
-                f"stored as {artifact.name!r}; leave one out with --exclude GLOB"
-            )
-        by_name[artifact.name] = artifact
-    for name in by_name:
-        parent = name.rpartition("/")[0]
-        while parent:
-            if parent in by_name:
-                raise InputError(
-                    f"{run_dir}: {by_name[parent].path} would be stored as {parent!r}, which "
-                    f"{name!r} needs as a directory; leave one out with --exclude GLOB"
-                )
-            parent = parent.rpartition("/")[0]
-
-
-# -- planning one run ------------------------------------------------------------------------
-
-
-@dataclass
-class _Context:
-    layout: Layout
-    options: ImportOptions
-    limit: int
-    sidecar: dict[str, dict[str, Any]]
-    sidecar_origin: str
-    system_prompt: tuple[bytes, str] | None  # from --system-prompt-file: bytes, origin
-    ledger: Ledger | None
-    unchecked: bool = False  # whether the run directories may not be runs (scan checks them)
-    _options: tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]] | RecordError | None = None
-    _safe_names: set[str] = field(default_factory=set)
-
-    def option_claims(self) -> tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]]:
-        """What the options say (fields, then tags): the same for every run, made once."""
-        if self._options is None:
-            try:
-                claims = []
-                for name in _OPTION_FIELDS:
-                    value = getattr(self.options, name)
-                    if value is not None:
-                        flag = "--" + name.replace("_", "-")
-                        claim = Claim(text_value(value, flag, flag), flag, flag, "option")
-                        claims.append((name, claim))
-                tags = [
-                    (key, Claim(value, f"--tag {key}", "--tag", "option"))
-                    for key, value in sorted(self.options.tags.items())
-                ]
-                self._options = (claims, tags)
-            except RecordError as exc:
-                self._options = exc
-        if isinstance(self._options, RecordError):
-            raise self._options
-        return self._options
-
-    def check_name(self, name: str) -> None:
-        """check_artifact_name, remembering the names that passed (most repeat across runs)."""
-        if name not in self._safe_names:
-            check_artifact_name(name)
-            if len(self._safe_names) >= _SAFE_NAMES_SIZE:
-                self._safe_names.clear()
-            self._safe_names.add(name)
-
-
-def _decode_json(raw: bytes, origin: str) -> Any:
-    """records.decode_json(raw, origin): strict (duplicate keys, NaN, numbers that do not fit,
-    depth), and the message names file and line."""
-    return decode_json(raw, origin)
-
-
-def _read(path: str | Path, size: int = _READ_CHUNK) -> bytes:
-    """The bytes of a file; `size`, its size as scanned, sizes the first read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            chunks = []
-            want = size + 1
-            while chunk := os.read(fd, want):
-                chunks.append(chunk)
-                want = _READ_CHUNK
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise InputError(f"{shown(path)}: cannot read ({exc.strerror})") from None
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-def _identity(
-    run_dir: Path, assigned: dict[str, SourceFile], raw_metadata: bytes | None, ctx: _Context
-) -> tuple[Identity, Any]:
-    """Identity claims from metadata.json, the sidecar, options, then the weak sources.
-
-    Returns the claims and the run's own metadata.json as decoded JSON (None if it has none).
-    """
-    identity = Identity()
-    original: Any = None
-    if raw_metadata is not None:
-        origin = shown(f"{run_dir}/{assigned['metadata'].rel}")
-        original = _decode_json(raw_metadata, origin)
-        claim_metadata(identity, original, origin)
-    name = run_dir.name
-    row = ctx.sidecar.get(name) if ctx.sidecar else None
-    if row:
-        origin = f"{ctx.sidecar_origin} (entry {name!r})"
-        for column, value in row.items():
-            if column == "tags":
-                claim_tags(identity, value, origin, column, "sidecar")
-            elif column != "system_prompt_file":
-                checked = field_value(column, value, origin, column)
-                identity.claim(column, Claim(checked, origin, column, "sidecar"))
-    claims, tags = ctx.option_claims()
-    for field_name, claim in claims:
-        identity.claim(field_name, claim)
-    for key, claim in tags:
-        identity.tag(key, claim)
-
-    named = ctx.layout.name.fullmatch(name)
-    for group, value in (named.groupdict() if named else {}).items():
-        field_name = "started_at" if group == "date" else group
-        try:
-            checked = field_value(field_name, value, name, group)
-        except RecordError:  # a weak source that does not parse says nothing
-            continue
-        identity.claim(
-            field_name, Claim(checked, "directory name", group, "directory name"), weak=True
-        )
-    dates = sorted(
-        token
-        for key in ("report", "audit", "shell_audit")
-        if key in assigned
-        for token in _FILE_DATE.findall(assigned[key].rel.rpartition("/")[2])
-    )
-    for token in dates[:1]:
-        try:
-            moment = day(token)
-        except ValueError:
-            continue
-        identity.claim("started_at", Claim(moment, "file names", "date", "file names"), weak=True)
-    return identity, original
-
-
-def _system_prompt(
-    run_dir: Path, assigned: dict[str, SourceFile], ctx: _Context
-) -> tuple[bytes, str, str, bool] | None:
-    """The run's system prompt: bytes, origin, provenance, whether it is the run's own file."""
-    found: list[tuple[bytes, str, str, bool]] = []
-    own = assigned.get("system_prompt")
-    if own is not None:
-        found.append(
-            (_read(own.path, own.size), shown(f"{run_dir}/{own.rel}"), "system_prompt.txt", True)
-        )
-    row = ctx.sidecar.get(run_dir.name) or {}
-    if row.get("system_prompt_file"):
-        label = "system_prompt_file"
-        relative = text_value(row[label], ctx.sidecar_origin, label)
-        path = Path(ctx.sidecar_origin).parent / relative
-        found.append((_read(path), str(path), f"sidecar {label}", False))
-    if ctx.system_prompt is not None:
-        data, origin = ctx.system_prompt
-        found.append((data, origin, "--system-prompt-file", False))
-    for other in found[1:]:
-        if other[0] != found[0][0]:
-            raise InputError(
-                f"{run_dir}: the system prompt {found[0][1]} differs from {other[1]}; "
-                "give the one this run used"
-            )
-    return found[0] if found else None
-
-
-def _check_prompt_hash(identity: Identity, prompt: bytes, origin: str, kind: str) -> None:
-    """The prompt's full hash replaces a short form, unless the short form contradicts it."""
-    full = sha256_bytes(prompt)
-    declared = identity.claims.get("system_prompt_hash")
-    if declared is not None and not full.startswith(declared.value):
-        raise RecordError(
-            declared.origin,
-            f"says {declared.value.removeprefix(HASH_PREFIX)}, but the system prompt {origin} "
-            f"hashes to {full.removeprefix(HASH_PREFIX)[:16]}...: it is not the prompt this run "
-            "used",
-            field=declared.label,
-        )
-    identity.claim("system_prompt_hash", Claim(full, origin, "sha256", kind))
-
-
-def _run_id(run_dir: Path, identity: Identity, source: dict[str, Any]) -> str:
-    run_id: str | None = identity.get("run_id")
-    unsafe = identity.unsafe_run_id
-    if unsafe is not None:
-        if run_id is None:
-            raise UnsafeNameError(
-                f"{unsafe.origin}, field '{unsafe.label}': {unsafe.value!r} is not a safe run id "
-                "(letters, digits, '.', '_' and '-' only, no '..'); give this run another id "
-                "with a --sidecar column 'run_id' (the original file is kept as it is)"
-            )
-        source["original_run_id"] = unsafe.value
-    if run_id is None:
-        run_id = run_dir.name
-        if not safe_run_id(run_id):
-            raise UnsafeNameError(
-                f"{run_dir}: the directory name {run_id!r} is not a safe run id (letters, "
-                "digits, '.', '_' and '-' only, no '..'); give the run an id with a --sidecar "
-                "column 'run_id' or a run_id in its metadata.json"
-            )
-    return run_id
-
-
-def _metadata(
-    run_dir: Path, identity: Identity, source: dict[str, Any], has_metadata: bool, ctx: _Context
-) -> RunMetadata:
-    for required in ("scenario", "model"):
-        if identity.get(required) is None:
-            said = "its metadata.json does not say" if has_metadata else "it has no metadata.json"
-            named = ctx.layout.name.fullmatch(run_dir.name)
-            pattern = (
-                "the name pattern has no such group"
-                if named
-                else f"the directory name {run_dir.name!r} does not match the name pattern"
-            )
-            raise RecordError(
-                run_dir,
-                f"cannot determine the run's {required}: {said} and {pattern}. Give it with "
-                f"--{required}, a --sidecar column '{required}', or a --name-pattern with a "
-                f"(?P<{required}>...) group",
-                field=required,
-            )
-    run_id = _run_id(run_dir, identity, source)
-    fields = {name: claim.kind for name, claim in identity.claims.items()}
-    fields.setdefault("run_id", "directory name")
-    source["fields"] = dict(sorted(fields.items()))
-    value = {name: claim.value for name, claim in identity.claims.items()}.get
-    data: dict[str, Any] = {
-        "run_id": run_id,
-        "scenario": value("scenario"),
-        "model": value("model"),
-        "model_served": value("model_served"),
-        "provider": value("provider"),
-        "system_fingerprint": value("system_fingerprint"),
-        "system_prompt_hash": value("system_prompt_hash"),
-        "base_prompt_hash": value("base_prompt_hash"),
-        "prompt_addon": value("prompt_addon"),
-        "variant": value("variant"),
-        "agent": {
-            "name": value("agent_name"),
-            "commit": value("agent_commit"),
-            "dirty": value("agent_dirty"),
-        },
-        "params": value("params") or {},
-        "started_at": value("started_at"),
-        "ended_at": value("ended_at"),
-        "silent_update_detectable": bool(value("silent_update_detectable")),
-        "backfilled": True,
-        "tags": {key: claim.value for key, claim in sorted(identity.tags.items())},
-        "source": dict(sorted(source.items())),
-    }
-    try:
-        return parse_record_data(RunMetadata, data, str(run_dir))
-    except RecordError as exc:
-        parts = (exc.field or "").split(".")
-        name = f"agent_{parts[-1]}" if parts[0] == "agent" else parts[0]
-        claim = identity.claims.get(name) or identity.tags.get(parts[-1])
-        if claim is None:
-            raise
-        raise RecordError(claim.origin, exc.problem, field=claim.label) from None
-
-
-def _summary(
-    run_dir: Path,
-    assigned: dict[str, SourceFile],
-    raw_summary: bytes | None,
-    identity: Identity,
-    metadata: RunMetadata,
-) -> tuple[RunSummary, dict[str, Any], bytes | None]:
-    """The run's own run_summary.json where it says something, gaps filled from the artifacts.
-
-    Returns the summary, its provenance (where each figure came from, and the run's own
-    run_summary.json as decoded JSON) and the shell log's bytes (None without one).
-    """
-    shell = assigned.get("shell_audit")
-    counts = None
-    shell_log = None
-    if shell is not None:
-        shell_log = _read(shell.path, shell.size)
-        counts = check_shell_log(shell_log, shown(f"{run_dir}/{shell.rel}"))
-    derived = derived_values(metadata, counts)
-    values: dict[str, Any] = {}
-    original: Any = None
-    if raw_summary is not None:
-        origin = shown(f"{run_dir}/{assigned['summary'].rel}")
-        original = _decode_json(raw_summary, origin)
-        values = summary_values_of(original, origin)
-    provenance = {name: "run_summary.json" for name in values}
-    filled_from = {"commands_run": "shell audit", "commands_denied": "shell audit"}
-    if identity.kind("started_at") not in _WEAK:  # a day read from a name is no start time
-        filled_from["duration_s"] = "metadata times"
-    for name, kind in filled_from.items():
-        if name not in values and derived[name] is not None:
-            values[name] = derived[name]
-            provenance[name] = kind
-    values["derived"] = "run_summary.json" not in provenance.values()
-    sources: dict[str, Any] = {}
-    if provenance:
-        sources["summary"] = dict(sorted(provenance.items()))
-    if original is not None:
-        sources["original_summary"] = original
-    return RunSummary.model_validate(values), sources, shell_log
-
-
-def _plan_run(run_dir: Path, ctx: _Context, real: str | None = None) -> PlannedRun:
-    files, skipped = ctx.layout.scan(run_dir, ctx.limit, real, check=ctx.unchecked)
-    assigned, attachments = ctx.layout.assign(run_dir, files)
-    # The run's own records are read once: for identity, metrics, and their hashes.
-    originals = {
-        key: _read(assigned[key].path, assigned[key].size) for key in _ORIGINALS if key in assigned
-    }
-    identity, original_metadata = _identity(run_dir, assigned, originals.get("metadata"), ctx)
-    artifacts, mapping = _artifacts(run_dir, assigned, attachments, ctx.check_name)
-    source: dict[str, Any] = {
-        "importer": IMPORTER,
-        "directory": run_dir.name,
-        "files": dict(sorted(mapping.items())),
-    }
-    if skipped:
-        source["skipped"] = sorted(skipped)
-    if original_metadata is not None:
-        source["original_metadata"] = original_metadata
-    if originals:
-        # Their JSON is kept key for key; these hashes tie it to the exact original bytes.
-        source["original_sha256"] = {
-            assigned[key].rel: sha256_bytes(raw) for key, raw in sorted(originals.items())
-        }
-    prompt = _system_prompt(run_dir, assigned, ctx)
-    if prompt is not None:
-        data, origin, kind, from_run = prompt
-        _check_prompt_hash(identity, data, origin, kind)
-        source["system_prompt"] = kind
-        if not from_run:
-            artifacts.append(PlannedArtifact(SYSTEM_PROMPT, None, len(data), data))
-    _check_names(run_dir, artifacts)
-    metadata = _metadata(run_dir, identity, source, "metadata" in assigned, ctx)
-    summary, sources, shell_log = _summary(
-        run_dir, assigned, originals.get("summary"), identity, metadata
-    )
-    if sources:
-        merged = dict(sorted({**(metadata.source or {}), **sources}.items()))
-        metadata = metadata.model_copy(update={"source": merged})
-    if shell_log is not None:
-        # Read and checked already: kept, so that writing does not read it again.
-        artifacts = [
-            PlannedArtifact(a.name, a.path, a.size, shell_log) if a.name == SHELL_AUDIT else a
-            for a in artifacts
-        ]
-    run = PlannedRun(run_dir, metadata, summary, tuple(sorted(artifacts, key=_artifact_name)))
-    if ctx.ledger is not None and ctx.ledger.storage.has_run(metadata.run_id):
-        _check_identical(ctx.ledger, run)
-        run = replace(run, identical=True)
-    return run
-
-
-def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
-    """Pass when the stored run holds exactly what this import would write.
-
-    Every file must have the same sha256 as in the stored run's manifest. metadata.json may
-    differ only in where the files were found (`source.directory`, `source.files`): the same
-    run under another directory name is the same run. A changed original metadata.json or
-    run_summary.json is a difference.
-    """
-    run_id = run.run_id
-    manifest = parse_record(
-        Manifest,
-        ledger.read_bytes(run_id, MANIFEST_NAME),
-        ledger.storage.locate(run_id, MANIFEST_NAME),
-    )
-    metadata_bytes = record_bytes(run.metadata)
-    expected = {artifact.name: artifact.sha256() for artifact in run.artifacts}
-    expected[METADATA] = sha256_bytes(metadata_bytes)
-    expected[SUMMARY] = sha256_bytes(record_bytes(run.summary))
-    differences = []
-    for name in sorted(set(expected) | set(manifest.files)):
-        stored = manifest.files.get(name)
-        if stored is None:
-            differences.append(f"{name} (not in the stored run)")
-        elif name not in expected:
-            differences.append(f"{name} (only in the stored run)")
-        elif stored.sha256 != expected[name]:
-            fields = _metadata_fields(ledger, run_id, metadata_bytes) if name == METADATA else []
-            if name == METADATA and fields and set(fields) <= {"source.directory", "source.files"}:
-                # The same run under another directory name; its files are compared above.
-                continue
-            differences.append(name + (f" (fields: {', '.join(fields)})" if fields else ""))
-    if differences:
-        raise RunExistsError(
-            f"run {run_id} (from {run.directory}) is already in the ledger with different "
-            f"content: {', '.join(differences)} {'differs' if len(differences) == 1 else 'differ'}."
-            " Sealed runs are never replaced; import "
-            "this one under another run id (a --sidecar column 'run_id')"
-        )
-
-
-def _metadata_fields(ledger: Ledger, run_id: str, new: bytes) -> list[str]:
-    """The fields in which the stored metadata.json and `new` differ (``source.*`` in detail)."""
-    try:
-        stored = json.loads(ledger.read_bytes(run_id, METADATA))
-        fresh = json.loads(new)
-    except (ValueError, InputError):
-        return []
-    if not isinstance(stored, dict):
-        return []
-    fields = []
-    for key in sorted(set(stored) | set(fresh)):
-        old, now = stored.get(key), fresh.get(key)
-        if old == now:
-            continue
-        if key == "source" and isinstance(old, dict) and isinstance(now, dict):
-            fields += [
-                f"source.{k}" for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)
-            ]
-        else:
-            fields.append(key)
-    return fields
 
 
 # -- planning and writing --------------------------------------------------------------------
@@ -732,13 +125,13 @@ def plan_runs(
         ledger.config.max_artifact_bytes if ledger is not None else DEFAULT_MAX_ARTIFACT_BYTES
     )
     prompt_file = options.system_prompt_file
-    ctx = _Context(
+    ctx = PlanContext(
         layout=_layout(options),
         options=options,
         limit=limit,
         sidecar=load_sidecar(options.sidecar) if options.sidecar else {},
         sidecar_origin=str(options.sidecar or ""),
-        system_prompt=(_read(prompt_file), str(prompt_file)) if prompt_file else None,
+        system_prompt=(read_source(prompt_file), str(prompt_file)) if prompt_file else None,
         ledger=ledger,
         unchecked=unchecked,
     )
@@ -748,7 +141,7 @@ def plan_runs(
         raise ValueError("one real path per run directory")
     with _fewer_collections():
         for done, run_dir in enumerate(run_dirs, start=1):
-            run = _plan_run(run_dir, ctx, real_paths[done - 1] if real_paths else None)
+            run = plan_run(run_dir, ctx, real_paths[done - 1] if real_paths else None)
             if run.run_id in seen:
                 raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
             seen[run.run_id] = run_dir
@@ -756,13 +149,6 @@ def plan_runs(
             if progress:
                 progress(done, len(run_dirs))
     return ImportPlan(runs=runs, max_artifact_bytes=limit, batch_size=options.batch_size)
-
-
-def duplicate_run_id(run_id: str, first: Path, second: Path) -> InputError:
-    return InputError(
-        f"{first} and {second} both give run id {run_id!r}; give one another id with a "
-        "--sidecar column 'run_id'"
-    )
 
 
 def plan_import(

@@ -1,7 +1,8 @@
 """Reading what a judge needs from a stored run: report, trace, shell log, snapshot, scenario.
 
 Judges read stored runs only, never the agent's environment: that is what makes scoring
-retroactive and free of execution cost.
+retroactive and free of execution cost. The files are read through `agentledger.store.evidence`,
+as the trace predicates read them, so a shell log means the same to both.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from agentledger.errors import RecordError
 from agentledger.judges.base import ExpectedDiagnosis, JudgeInput
-from agentledger.records import parse_shell_audit
+from agentledger.store.evidence import load_run_evidence
 from agentledger.store.ledger import Ledger
-from agentledger.store.writer import AUDIT, PROMPT, REPORT, SHELL_AUDIT
+from agentledger.store.writer import AUDIT, PROMPT, REPORT
 
 __all__ = ["MAX_TEXT_BYTES", "expectations_from_suite", "load_judge_input"]
 
@@ -65,37 +65,25 @@ def load_judge_input(
     ledger: Ledger, run_id: str, expectations: dict[str, ExpectedDiagnosis] | None = None
 ) -> JudgeInput:
     """What a judge reads of run `run_id`; a run's own scenario.yaml wins over `expectations`."""
-    stored = ledger.load(run_id)
-    files = stored.manifest.files
-
-    def read(name: str) -> bytes | None:
-        return ledger.read_bytes(run_id, name) if name in files else None
-
-    events = None
-    raw_log = read(SHELL_AUDIT)
-    if raw_log is not None:
-        try:
-            events = parse_shell_audit(raw_log, f"{run_id}: {SHELL_AUDIT}")
-        except RecordError:
-            events = None
+    evidence = load_run_evidence(ledger, run_id)
     snapshot = None
-    for name in sorted(files):
-        if name == "snapshot" or name.startswith("snapshot."):
-            snapshot = (name, _text(ledger.read_bytes(run_id, name)))
-            break
+    if evidence.snapshot_name is not None:
+        raw_snapshot = evidence.read(evidence.snapshot_name)
+        if raw_snapshot is not None:
+            snapshot = (evidence.snapshot_name, _text(raw_snapshot))
     expected = None
-    raw_scenario = read(SCENARIO)
+    raw_scenario = evidence.read(SCENARIO)
     if raw_scenario is not None:
         expected = _expected_from_scenario(raw_scenario)
     if expected is None and expectations:
-        expected = expectations.get(stored.metadata.scenario)
-    report, audit, prompt = read(REPORT), read(AUDIT), read(PROMPT)
+        expected = expectations.get(evidence.metadata.scenario)
+    report, audit, prompt = (evidence.read(name) for name in (REPORT, AUDIT, PROMPT))
     return JudgeInput(
         run_id=run_id,
-        metadata=stored.metadata,
+        metadata=evidence.metadata,
         report=_text(report) if report is not None else None,
         audit=_text(audit) if audit is not None else None,
-        events=events,
+        events=evidence.shell_log.events,
         snapshot=snapshot,
         expected=expected,
         prompt=_text(prompt) if prompt is not None else None,

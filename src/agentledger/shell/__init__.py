@@ -5,8 +5,13 @@ One knowledge base, read by everything that needs to know what a command does: t
 with it, and the fixture property `shell_commands` classifies proposed commands with it.
 
     >>> from agentledger.shell.classifier import classify
-    >>> classify("iptables -F f2b-sshd").category
+    >>> classify("iptables -F f2b-sshd").kind
     'destructive'
+
+The public API: `classifier.classify` (the class of a line and its parts), `classifier.walk`
+with a `classifier.CommandVisitor` (every simple command the walk meets, for readers such as
+`simple.simple_commands`), `knowledge.load_knowledge` (the data: `data/commands.yaml`), and
+`sql.classify_sql` / `sql.analyse_sql` (SQL, parsed by sqlglot only when a command holds some).
 
 Nothing heavy is imported here: every gated command pays this package's start-up.
 """

@@ -213,6 +213,7 @@ class _Walker:
         self.parser_only = parser_only
         self.visitor = visitor
         self.parts: list[Part] = []
+        self.parse_errors = 0
 
     def add(self, command: str, kind: str, reason: str, via: tuple[str, ...]) -> None:
         self.parts.append(Part(command, kind, reason, via))
@@ -240,11 +241,10 @@ class _Walker:
             source = text.encode("utf-8", "replace")
         with _parser_lock:
             root = _get_parser().parse(source).root_node
-        before = len(self.parts)
+        errors = self.parse_errors
         self.node(root, stdin, via, depth)
-        if root.has_error and not any(
-            part.reason.startswith("does not parse") for part in self.parts[before:]
-        ):
+        if root.has_error and self.parse_errors == errors:
+            # tree-sitter recovered without an ERROR node (a missing token): still unparsable.
             self.add(text.strip(), UNKNOWN, "does not parse as a shell command line", via)
 
     def node(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
@@ -261,6 +261,7 @@ class _Walker:
         elif kind == "file_redirect":
             self.redirect(node, via)
         elif kind == "ERROR":
+            self.parse_errors += 1
             near = node_text(node).strip()[:40]
             self.add(near, UNKNOWN, f"does not parse as shell near {near!r}", via)
             for child in node.named_children:

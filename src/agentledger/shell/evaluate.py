@@ -95,7 +95,7 @@ def _options(
             matches.append((kind, f"{label} {flag} is {kind}"))
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
-            _value(knowledge, label, flag, value, patterns, matches, jobs)
+            _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
 
 
 def _subcommand_of(
@@ -209,6 +209,7 @@ def _is_value(args: list[Word], index: int) -> bool:
 
 def _value(
     knowledge: Knowledge,
+    spec: Spec,
     label: str,
     flag: str,
     value: Word,
@@ -226,7 +227,7 @@ def _value(
     for pattern, kind in patterns:
         if glob_match(pattern, lowered):
             if kind == "sql":
-                matches.append(_sql(knowledge, label, flag, text))
+                matches.append(_sql(knowledge, spec, label, flag, text))
             elif kind == "shell":
                 jobs.append((text, None))
             else:
@@ -234,10 +235,10 @@ def _value(
             return
 
 
-def _sql(knowledge: Knowledge, label: str, where: str, text: str) -> Match:
-    from agentledger.shell.sql import classify_sql
+def _sql(knowledge: Knowledge, spec: Spec, label: str, where: str, text: str) -> Match:
+    from agentledger.shell.sql import DEFAULT_DIALECT, classify_sql
 
-    kind, reason = classify_sql(text, knowledge.sql)
+    kind, reason = classify_sql(text, knowledge.sql, spec.sql_dialect or DEFAULT_DIALECT)
     return kind, f"{label} {where}: {reason}" if where else f"{label}: {reason}"
 
 
@@ -296,12 +297,12 @@ def _stdin_and_sql(
         if word.value is None:
             matches.append((UNKNOWN, f"{label}: SQL {word.raw} is only known at run time"))
         else:
-            matches.append(_sql(knowledge, label, "", word.value))
+            matches.append(_sql(knowledge, spec, label, "", word.value))
         given = True
     if given or stdin is None:
         return
     if spec.stdin == "sql":
-        matches.append(_sql(knowledge, label, "<<", stdin))
+        matches.append(_sql(knowledge, spec, label, "<<", stdin))
     elif spec.stdin == "shell" and not positionals:
         jobs.append((stdin, None))
 
@@ -338,7 +339,7 @@ def _wrapper(
                 return (READ_ONLY, f"{label} {flag} runs no command"), []
             index += 1
             if flag in spec.values and "=" not in text and index < end:
-                _value(knowledge, label, flag, args[index], spec.values[flag], matches, jobs)
+                _value(knowledge, spec, label, flag, args[index], spec.values[flag], matches, jobs)
                 index += 1
             elif flag in takes_value and "=" not in text and index < end:
                 index += 1

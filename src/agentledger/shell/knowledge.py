@@ -87,6 +87,7 @@ class Spec:
         "note",
         "options_with_arg",
         "sql_arg",
+        "sql_dialect",
         "stdin",
         "subs",
         "values",
@@ -109,6 +110,7 @@ class Spec:
         self.args: list[list[str]] = entry.get("args", [])
         self.stdin: str | None = entry.get("stdin")
         self.sql_arg: int | None = entry.get("sql_arg")
+        self.sql_dialect: str | None = entry.get("sql_dialect")
         self.nested: dict[str, list[str]] = entry.get("nested", {})
         self.wrapper: dict[str, Any] | None = entry.get("wrapper")
         self.note: str | None = entry.get("note")
@@ -180,6 +182,7 @@ _ENTRY_KEYS = {
     "args",
     "stdin",
     "sql_arg",
+    "sql_dialect",
     "nested",
     "wrapper",
     "note",
@@ -308,6 +311,11 @@ def _entry(value: Any, field: str) -> Any:
         if not isinstance(position, int) or isinstance(position, bool) or position < 1:
             raise _Invalid(f"{field}.sql_arg", "expected a positive integer")
         out["sql_arg"] = position
+    if "sql_dialect" in value:
+        dialect = value["sql_dialect"]
+        if not isinstance(dialect, str) or not dialect.isidentifier():
+            raise _Invalid(f"{field}.sql_dialect", "expected a SQL dialect name (mysql, sqlite)")
+        out["sql_dialect"] = dialect.lower()
     if "nested" in value:
         nested = _mapping(value["nested"], f"{field}.nested", "a mapping of option to terminators")
         out["nested"] = {
@@ -377,18 +385,8 @@ def _sql(value: Any) -> dict[str, Any]:
                 ]
                 for kind, names in functions.items()
             }
-        elif key == "mutating_after":
-            after = _mapping(item, "sql.mutating_after", "a mapping of keyword to words")
-            out["mutating_after"] = {
-                keyword.upper(): [
-                    w.upper() for w in _strings(words, f"sql.mutating_after.{keyword}")
-                ]
-                for keyword, words in after.items()
-            }
         else:
-            raise _Invalid(
-                f"sql.{key}", "unknown key (expected a class, functions, mutating_after)"
-            )
+            raise _Invalid(f"sql.{key}", "unknown key (expected a class or functions)")
     return out
 
 

@@ -1,14 +1,23 @@
-"""Classify SQL (psql -c, mysql -e, sqlite3, here-documents) by its keywords.
+"""Classify SQL (psql -c, mysql -e, sqlite3, here-documents, a fixture's SQL output) by parsing it.
 
-Comments, string literals and quoted identifiers are removed first, so `SELECT 'drop table'`
-stays read-only. Each statement is classified by its first keyword (the `sql` section of the
-command knowledge), and writes nested anywhere in it (a data-modifying CTE, `SELECT INTO`, a
-function such as pg_terminate_backend) raise the class. Case does not matter.
+The SQL is parsed with sqlglot, in the dialect of the client that runs it; sqlglot is imported
+only when a command holds SQL, so the gated shell's start-up does not pay for it. Every
+statement, and everything nested in one (a data-modifying CTE, `SELECT INTO`, a function such
+as `pg_terminate_backend`), counts: the class is the most severe found. It fails closed: SQL
+that does not parse, or longer than `MAX_SQL_CHARS`, is unknown, never read-only.
+
+Two readers share the analysis. The gated shell wants a class (read-only, mutating,
+destructive, unknown): a session statement (`BEGIN`, `SET search_path`) or a plan (`EXPLAIN`)
+is read-only to it. The fixture property `sql_read_only` wants a single plain query and fails on
+any `finding`, whatever its class. psql's backslash commands are classified here too (`\\dt` is
+read-only); the parser never sees them.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import NamedTuple
 
 from agentledger.shell.knowledge import DESTRUCTIVE, MUTATING, RANK, READ_ONLY, UNKNOWN
 
@@ -16,47 +25,139 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["classify_sql"]
+__all__ = [
+    "DEFAULT_DIALECT",
+    "MAX_SQL_CHARS",
+    "SqlAnalysis",
+    "SqlFinding",
+    "SqlRules",
+    "analyse_sql",
+    "classify_sql",
+    "sql_rules",
+]
 
-_LITERALS = re.compile(
-    r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\$([A-Za-z_]*)\$.*?\$\1\$",
-    re.DOTALL,
-)
-_TOKENS = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|=|\(")
+DEFAULT_DIALECT = "postgres"
+MAX_SQL_CHARS = 100_000
+"""Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
+
 _META_READ_ONLY = {
     "\\l", "\\x", "\\timing", "\\conninfo", "\\q", "\\echo", "\\pset", "\\set", "\\unset",
     "\\encoding", "\\?", "\\h", "\\sf", "\\sv", "\\z", "\\g", "\\a", "\\t", "\\c", "\\connect",
     "\\watch", "\\f", "\\H", "\\T", "\\C", "\\errverbose", "\\p", "\\r",
 }  # fmt: skip
-# Writes that can sit inside a statement that starts otherwise (CTEs, EXPLAIN ANALYZE, ...):
-# the keyword and the word that must follow it somewhere later.
-_NESTED_WRITES = {"INSERT": "INTO", "MERGE": "INTO", "DELETE": "FROM", "UPDATE": "SET"}
+# Functions that change state or reach outside the query (files, other databases, SQL given
+# as text, locks), on top of the command knowledge's list of mutating functions.
+_RISKY_FUNCTIONS = frozenset(
+    {
+        "dblink", "dblink_exec", "dblink_send_query", "query_to_xml",
+        "query_to_xml_and_xmlschema", "lo_import", "lo_export", "lo_unlink", "lo_put",
+        "lo_from_bytea", "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_file_write",
+        "pg_file_unlink", "pg_file_rename", "pg_stat_file", "pg_logdir_ls", "load_file",
+        "sys_exec", "sys_eval", "xp_cmdshell", "pg_advisory_xact_lock",
+        "pg_advisory_lock_shared", "pg_advisory_xact_lock_shared", "pg_try_advisory_lock",
+        "pg_try_advisory_lock_shared", "pg_try_advisory_xact_lock",
+        "pg_try_advisory_xact_lock_shared", "pg_advisory_unlock", "pg_advisory_unlock_shared",
+        "pg_advisory_unlock_all", "pg_logical_emit_message", "pg_replication_slot_advance",
+        "get_lock", "release_lock", "release_all_locks",
+    }
+)  # fmt: skip
+_EXPLAIN_OPTIONS = re.compile(
+    r"^\s*(?:\([^)]*\)\s*|(?:ANALYZE|ANALYSE|VERBOSE|COSTS|BUFFERS|SETTINGS|QUERY\s+PLAN|"
+    r"FORMAT\s*=?\s*\w+)\b\s*)*",
+    re.IGNORECASE,
+)
+_EXPLAIN_RUNS = re.compile(r"\bANALY[SZ]E\b", re.IGNORECASE)
+_GLOBAL_SETTINGS = frozenset({"GLOBAL", "PERSIST", "PERSIST_ONLY"})
 
 
-def classify_sql(text: str, rules: dict[str, Any]) -> tuple[str, str]:
-    """The class of the SQL `text` and why, using the `sql` rules of the command knowledge."""
+class SqlRules(NamedTuple):
+    """The `sql` section of the command knowledge: what the parser alone cannot know.
+
+    Keywords classify statements sqlglot keeps as raw commands (`VACUUM`, `FLUSH`); the
+    functions are those known to change state.
+    """
+
+    read_only: frozenset[str]
+    mutating: frozenset[str]
+    destructive: frozenset[str]
+    functions: frozenset[str]
+
+
+_RULES: dict[int, tuple[dict[str, Any], SqlRules]] = {}
+
+
+def sql_rules(section: dict[str, Any]) -> SqlRules:
+    """The SqlRules of a knowledge's `sql` section (memoised per section)."""
+    found = _RULES.get(id(section))
+    if found is not None and found[0] is section:
+        return found[1]
+    rules = SqlRules(
+        read_only=frozenset(section.get(READ_ONLY, ())),
+        mutating=frozenset(section.get(MUTATING, ())),
+        destructive=frozenset(section.get(DESTRUCTIVE, ())),
+        functions=frozenset(_RISKY_FUNCTIONS | set(section.get("functions", {}).get(MUTATING, ()))),
+    )
+    _RULES[id(section)] = (section, rules)
+    return rules
+
+
+class SqlFinding(NamedTuple):
+    """Something in the SQL that is not a plain query: its class, why, and the SQL at fault."""
+
+    kind: str
+    why: str
+    sql: str
+
+
+class SqlAnalysis:
+    """What one SQL text does: its statements, what is not a plain query, the tables it reads."""
+
+    __slots__ = ("error", "findings", "statements", "tables")
+
+    def __init__(self) -> None:
+        self.statements = 0
+        self.findings: list[SqlFinding] = []
+        self.tables: set[str] = set()
+        self.error: str | None = None
+
+    @property
+    def writes(self) -> list[tuple[str, str]]:
+        """(why, SQL) of every finding: what keeps the text from being one read-only query."""
+        return [(finding.why, finding.sql) for finding in self.findings]
+
+    def classification(self) -> tuple[str, str]:
+        """The class of the text for the gated shell, and why: the most severe finding."""
+        if self.error is not None:
+            return UNKNOWN, self.error
+        if not self.statements and not self.findings:
+            return READ_ONLY, "SQL: no statement"
+        worst = max(self.findings, key=lambda finding: RANK[finding.kind], default=None)
+        if worst is None or worst.kind == READ_ONLY:
+            return READ_ONLY, f"SQL: {self.statements} read-only statement(s)"
+        return worst.kind, f"SQL: {worst.why}"
+
+
+def classify_sql(
+    text: str, rules: dict[str, Any], dialect: str = DEFAULT_DIALECT
+) -> tuple[str, str]:
+    """The class of the SQL `text` and why, using the `sql` rules of the command knowledge.
+
+    psql backslash commands are classified line by line; the rest is parsed in `dialect`.
+    """
     found: list[tuple[str, str]] = []
     sql_lines = []
-    for line in _LITERALS.sub(_blank, text).splitlines():
+    for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("\\"):
             found.append(_meta(stripped))
         else:
             sql_lines.append(line)
-    for statement in "\n".join(sql_lines).split(";"):
-        tokens = _TOKENS.findall(statement)
-        if tokens:
-            found.append(_statement([token.upper() for token in tokens], rules))
+    sql = "\n".join(sql_lines)
+    if sql.strip():
+        found.append(analyse_sql(sql, dialect, sql_rules(rules)).classification())
     if not found:
         return READ_ONLY, "SQL: no statement"
     return max(found, key=lambda pair: RANK[pair[0]])
-
-
-def _blank(match: re.Match[str]) -> str:
-    text = match.group(0)
-    if text.startswith(("--", "/*")):
-        return " "
-    return " _literal_ "
 
 
 def _meta(line: str) -> tuple[str, str]:
@@ -70,63 +171,235 @@ def _meta(line: str) -> tuple[str, str]:
     return UNKNOWN, f"psql {command} runs something the gate cannot see"
 
 
-def _statement(tokens: list[str], rules: dict[str, Any]) -> tuple[str, str]:
-    while tokens and tokens[0] == "(":
-        tokens = tokens[1:]
-    if not tokens:
-        return READ_ONLY, "SQL: empty statement"
-    first = tokens[0]
-    kind, reason = _opening(first, tokens, rules)
-    if first == "EXPLAIN":
-        # Plain EXPLAIN only plans; EXPLAIN ANALYZE was classified as what it runs.
-        return kind, reason
-    for extra in (_nested_write(tokens), _function(tokens, rules)):
-        if extra is not None and RANK[extra[0]] > RANK[kind]:
-            kind, reason = extra
-    return kind, reason
+@lru_cache(maxsize=256)
+def analyse_sql(
+    text: str, dialect: str = DEFAULT_DIALECT, rules: SqlRules | None = None
+) -> SqlAnalysis:
+    """Parse `text` and find what is not a plain query, and the tables it reads.
 
+    `error` is set when it does not parse or is too long to parse; `rules` default to the
+    packaged command knowledge's.
+    """
+    analysis = SqlAnalysis()
+    if len(text) > MAX_SQL_CHARS:
+        analysis.error = f"SQL of {len(text)} characters is longer than {MAX_SQL_CHARS} to parse"
+        return analysis
+    if rules is None:
+        from agentledger.shell.classifier import default_knowledge
 
-def _opening(first: str, tokens: list[str], rules: dict[str, Any]) -> tuple[str, str]:
-    if first == "EXPLAIN":
-        rest = [token for token in tokens[1:] if token not in ("(", "VERBOSE", "ANALYSE")]
-        if rest and rest[0] == "ANALYZE":
-            kind, reason = _statement(rest[1:], rules)
-            return kind, f"EXPLAIN ANALYZE runs the statement: {reason}"
-        return READ_ONLY, "SQL: EXPLAIN is read-only"
-    if first == "DELETE" and first in rules.get(DESTRUCTIVE, ()):
-        if "WHERE" in tokens:
-            return MUTATING, "SQL: DELETE ... WHERE is mutating"
-        return DESTRUCTIVE, "SQL: DELETE without WHERE is destructive"
-    for kind in (DESTRUCTIVE, MUTATING):
-        if first in rules.get(kind, ()):
-            return kind, f"SQL: {first} is {kind}"
-    if first in rules.get(READ_ONLY, ()):
-        for word in rules.get("mutating_after", {}).get(first, ()):
-            if word in tokens[1:]:
-                return MUTATING, f"SQL: {first} ... {word} is mutating"
-        return READ_ONLY, f"SQL: {first} is read-only"
-    return UNKNOWN, f"SQL: a statement starting with {first} is unknown"
-
-
-def _nested_write(words: list[str]) -> tuple[str, str] | None:
-    found: tuple[str, str] | None = None
-    for index, word in enumerate(words[1:], start=1):
-        if word in ("DROP", "TRUNCATE") and index + 1 < len(words):
-            return DESTRUCTIVE, f"SQL: {word} inside the statement is destructive"
-        follower = _NESTED_WRITES.get(word)
-        if follower is None or follower not in words[index + 1 :]:
+        rules = sql_rules(default_knowledge().sql)
+    if "/*!" in text:
+        # MySQL runs the text of /*! ... */ comments: what a parser skips, the server executes.
+        why = "a MySQL executable comment /*! ... */ runs its content"
+        analysis.findings.append(SqlFinding(UNKNOWN, why, text))
+    statements = _parse(text, dialect, analysis)
+    if statements is None:
+        return analysis
+    analysis.statements = len(statements)
+    for statement in statements:
+        if not _is_statement(statement):
+            # sqlglot read an unknown statement as an expression: `FLUSH TABLES` as the column
+            # FLUSH aliased TABLES, `CHECKPOINT` likewise; name it by its first word.
+            first = _sql_text(statement, dialect).split(None, 1)[0].upper()
+            shown = text.strip() if len(statements) == 1 else _sql_text(statement, dialect)
+            kind = _keyword_kind(first, rules)
+            analysis.findings.append(
+                SqlFinding(kind, f"{first} is not a read-only query", shown[:300])
+            )
             continue
-        if word == "UPDATE" and words[index - 1] in ("FOR", "KEY", "ON"):
-            continue
-        if word == "DELETE" and words[index - 1] == "ON":
-            continue
-        found = MUTATING, f"SQL: {word} inside the statement is mutating"
-    return found
+        _statement(statement, dialect, rules, analysis, 0)
+    return analysis
 
 
-def _function(tokens: list[str], rules: dict[str, Any]) -> tuple[str, str] | None:
-    names = rules.get("functions", {}).get(MUTATING, ())
-    for index, token in enumerate(tokens[:-1]):
-        if tokens[index + 1] == "(" and token.lower() in names:
-            return MUTATING, f"SQL: {token.lower()}() is mutating"
+def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
+    import logging
+
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # "falling back to parsing as a Command" is our finding
+    try:
+        return [
+            item
+            for item in sqlglot.parse(text, read=dialect)
+            # `SELECT 1; -- a note`: what follows the last semicolon is a comment, not a statement
+            if item is not None and not isinstance(item, sqlglot.exp.Semicolon)
+        ]
+    except (SqlglotError, RecursionError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        analysis.error = f"the SQL does not parse ({dialect}): {first[:200]}"
+        return None
+    finally:
+        logger.setLevel(level)
+
+
+def _keyword_kind(keyword: str, rules: SqlRules) -> str:
+    """The class of a statement known only by its first keyword."""
+    for kind, words in (
+        (DESTRUCTIVE, rules.destructive),
+        (MUTATING, rules.mutating),
+        (READ_ONLY, rules.read_only),
+    ):
+        if keyword in words:
+            return kind
+    return UNKNOWN
+
+
+def _is_statement(node: Any) -> bool:
+    """False for what sqlglot makes of an unknown statement: a bare column, alias or name."""
+    from sqlglot import exp
+
+    return not isinstance(node, exp.Column | exp.Alias | exp.Identifier | exp.Literal)
+
+
+def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, depth: int) -> None:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Command):
+        _command(node, dialect, rules, analysis, depth, _sql_text(node, dialect))
+        return
+    readable = (
+        exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Copy,
+    )  # fmt: skip
+    if not isinstance(node, readable):
+        found = _write(node, exp, rules)
+        kind, top = found if found is not None else (UNKNOWN, "is not a read-only query")
+        said = top if top[0].isupper() else f"{_statement_name(node)} {top}"
+        analysis.findings.append(SqlFinding(kind, said, _sql_text(node, dialect)))
+    for inner in node.walk():
+        found = _write(inner, exp, rules)
+        if found is not None and inner is not node:
+            where = "" if isinstance(inner, exp.Func) else " inside the statement"
+            kind, why = found
+            analysis.findings.append(SqlFinding(kind, why + where, _sql_text(inner, dialect)))
+        elif found is not None and isinstance(node, readable):
+            kind, why = found
+            analysis.findings.append(SqlFinding(kind, why, _sql_text(node, dialect)))
+        if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Identifier):
+            parts = [part.lower() for part in (inner.catalog, inner.db, inner.name) if part]
+            if len(parts) == 1 and _names_a_cte(inner, parts[0]):
+                continue
+            analysis.tables.add(".".join(parts))
+
+
+def _names_a_cte(table: Any, name: str) -> bool:
+    """True when a WITH clause around `table` (in its own scope or an outer one) defines `name`.
+
+    Scoped, so that `SELECT * FROM secrets, (WITH secrets AS (...) ...)` still reads the
+    table `secrets`.
+    """
+    node = table.parent
+    while node is not None:
+        clause = node.args.get("with_") or node.args.get("with")
+        if clause is not None:
+            for cte in clause.expressions:
+                if cte.alias_or_name.lower() == name:
+                    return True
+        node = node.parent
+    return False
+
+
+def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
+    """The class of `node` and why it is not part of a plain query, or None when it is."""
+    if isinstance(node, exp.Copy):
+        return MUTATING, "COPY moves data between tables and files or programs"
+    if isinstance(node, exp.Select):
+        if node.args.get("into"):
+            return MUTATING, "SELECT INTO creates a table"
+        if node.args.get("locks"):
+            # A lock for the length of a transaction: the gate lets it read, a query check not.
+            return READ_ONLY, "SELECT ... FOR UPDATE/SHARE locks rows (needs write access)"
+        return None
+    if isinstance(node, exp.Func):
+        name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+        if name in rules.functions:
+            return MUTATING, f"the function {name}() changes state or reaches outside the query"
+        return None
+    name = _statement_name(node)
+    if isinstance(node, exp.Drop | exp.TruncateTable):
+        return (
+            DESTRUCTIVE,
+            f"{name} {'writes rows' if name == 'TRUNCATE' else 'changes the schema'}",
+        )
+    if isinstance(node, exp.Delete):
+        # Without WHERE it empties the table.
+        kind = DESTRUCTIVE if node.args.get("where") is None else MUTATING
+        return kind, f"{name} writes rows"
+    if isinstance(node, exp.Set):
+        scopes = {str(item.args.get("kind") or "").upper() for item in node.expressions}
+        if scopes & _GLOBAL_SETTINGS:
+            return MUTATING, f"{name} changes the server's settings"
+        return READ_ONLY, f"{name} changes the session"
+    if isinstance(node, exp.Pragma):
+        if isinstance(node.this, exp.EQ) or node.args.get("expression") is not None:
+            return MUTATING, f"{name} changes the database's settings"
+        return READ_ONLY, f"{name} changes the session"
+    effects = (
+        ((exp.Insert, exp.Update, exp.Merge), MUTATING, "writes rows"),
+        ((exp.Create, exp.Alter, exp.Comment), MUTATING, "changes the schema"),
+        ((exp.Grant, exp.Revoke), MUTATING, "changes privileges"),
+        ((exp.Use, exp.Transaction, exp.Commit, exp.Rollback, exp.Declare), READ_ONLY,
+         "changes the session"),
+        ((exp.Analyze, exp.Kill, exp.Cache, exp.Uncache, exp.Refresh, exp.LoadData, exp.Attach,
+          exp.Detach, exp.Export), MUTATING, "is not a read-only query"),
+        ((exp.Command,), UNKNOWN, "is not a read-only query"),
+    )  # fmt: skip
+    for kinds, kind, effect in effects:
+        if isinstance(node, kinds):
+            return kind, f"{name} {effect}"
     return None
+
+
+def _statement_name(node: Any) -> str:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    names = {
+        "TruncateTable": "TRUNCATE", "Select": "SELECT", "LoadData": "LOAD DATA",
+        "Transaction": "BEGIN", "Lock": "a row lock",
+    }  # fmt: skip
+    name = type(node).__name__
+    if name in ("Drop", "Create", "Alter") and node.args.get("kind"):
+        return f"{name.upper()} {str(node.args['kind']).upper()}"
+    return names.get(name, name.upper())
+
+
+def _command(
+    node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, depth: int, shown: str
+) -> None:
+    """A statement sqlglot kept as raw text: SHOW reads, EXPLAIN is its statement (planned
+    only, unless ANALYZE runs it), anything else is classified by its keyword."""
+    keyword = str(node.this).upper()
+    expression = node.args.get("expression")
+    rest = getattr(expression, "name", expression) if expression is not None else ""
+    rest = rest if isinstance(rest, str) else str(rest)
+    if keyword == "SHOW":
+        return
+    if keyword == "EXPLAIN" and depth == 0:
+        options = _EXPLAIN_OPTIONS.match(rest)
+        runs = options is not None and _EXPLAIN_RUNS.search(options.group(0)) is not None
+        inner = analyse_sql(_EXPLAIN_OPTIONS.sub("", rest, count=1), dialect, rules)
+        if inner.error:
+            why = f"EXPLAIN of SQL that does not parse: {inner.error}"
+            analysis.findings.append(SqlFinding(UNKNOWN, why, shown))
+        for finding in inner.findings:
+            if runs:
+                why = f"EXPLAIN ANALYZE runs the statement: {finding.why}"
+                analysis.findings.append(SqlFinding(finding.kind, why, finding.sql))
+            else:
+                # Planned, not run: harmless to the gate, still not a plain query.
+                analysis.findings.append(SqlFinding(READ_ONLY, finding.why, finding.sql))
+        analysis.tables.update(inner.tables)
+        return
+    kind = _keyword_kind(keyword, rules)
+    analysis.findings.append(SqlFinding(kind, f"{keyword} is not a read-only query", shown))
+
+
+def _sql_text(node: Any, dialect: str) -> str:
+    try:
+        return str(node.sql(dialect=dialect))[:300]
+    except Exception:
+        return type(node).__name__

@@ -43,8 +43,9 @@ from agentledger.gates.predicates.judged import (
     DiagnosisCorrect,
     VerdictNotUnsafe,
 )
-from agentledger.gates.predicates.run_view import LoggedCommand, RunView, load_run_view
+from agentledger.gates.predicates.run_view import RunView, load_run_view
 from agentledger.records.specfiles import validation_problem
+from agentledger.store.evidence import LoggedCommand
 
 if TYPE_CHECKING:
     from pydantic import ValidatorFunctionWrapHandler

@@ -9,6 +9,7 @@ import functools
 import re
 from abc import abstractmethod
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -20,8 +21,9 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from agentledger.gates.predicates.run_view import LoggedCommand, RunView
+from agentledger.gates.predicates.run_view import RunView
 from agentledger.judges.base import Evidence
+from agentledger.store.evidence import LoggedCommand
 from agentledger.store.writer import REPORT, SHELL_AUDIT
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "Regex",
     "ReportHas",
     "ReportLacks",
+    "Undecided",
     "log_evidence",
 ]
 
@@ -85,6 +88,24 @@ def _multiline(pattern: re.Pattern[str]) -> re.Pattern[str]:
 # -- results ---------------------------------------------------------------------------------
 
 
+class Undecided(StrEnum):
+    """Why a predicate could not be evaluated on a run (its `passed` is None).
+
+    Callers decide on this code, never on the words of `reason`, which are for people.
+    """
+
+    NO_SHELL_LOG = "no-shell-log"
+    """The run has no usable shell log."""
+    NO_REPORT = "no-report"
+    """The run has no report.md."""
+    NOT_JUDGED = "not-judged"
+    """No score of the named judge: `agentledger judge` makes one."""
+    JUDGE_SKIPPED = "judge-skipped"
+    """The judge scored the run as skipped (it does not apply, or refused self-judging)."""
+    NOT_ASSESSED = "not-assessed"
+    """The judge scored the run but not what the predicate reads (a criterion, the diagnosis)."""
+
+
 class PredicateResult(BaseModel):
     """The outcome of one predicate on one run, with the lines that decided it."""
 
@@ -106,6 +127,11 @@ class PredicateResult(BaseModel):
     detail: dict[str, Any] = Field(
         default_factory=dict,
         description="Machine-readable facts: the verdict and judge id, vacuous order, counts.",
+    )
+    undecided: Undecided | None = Field(
+        default=None,
+        exclude=True,
+        description="Why `passed` is None, as a code (not stored: the reason says it in words).",
     )
 
 
@@ -164,8 +190,13 @@ class PredicateForm(BaseModel):
         reason: str,
         evidence: Iterable[Evidence] = (),
         /,
+        *,
+        undecided: Undecided | None = None,
         **detail: Any,
     ) -> PredicateResult:
+        """This predicate's result; `undecided` says why when `passed` is None."""
+        if passed is None and undecided is None:
+            raise ValueError(f"{self.text()}: an undecided result needs its Undecided code")
         return PredicateResult(
             predicate=self.text(),
             id=self.id,
@@ -173,10 +204,15 @@ class PredicateForm(BaseModel):
             reason=reason,
             evidence=list(evidence),
             detail=detail,
+            undecided=undecided if passed is None else None,
         )
 
     def no_log(self, run: RunView) -> PredicateResult:
-        return self.result(None, f"cannot evaluate: {run.log_problem or 'no shell log'}")
+        return self.result(
+            None,
+            f"cannot evaluate: {run.log_problem or 'no shell log'}",
+            undecided=Undecided.NO_SHELL_LOG,
+        )
 
 
 class Ran(PredicateForm):
@@ -471,7 +507,9 @@ class ReportHas(PredicateForm):
 
     def check(self, run: RunView) -> PredicateResult:
         if run.report is None:
-            return self.result(None, "cannot evaluate: the run has no report.md")
+            return self.result(
+                None, "cannot evaluate: the run has no report.md", undecided=Undecided.NO_REPORT
+            )
         hits = _report_hits(run, self.report_has, first=True)
         if hits:
             where = f"at line {hits[0].line}"
@@ -492,7 +530,9 @@ class ReportLacks(PredicateForm):
 
     def check(self, run: RunView) -> PredicateResult:
         if run.report is None:
-            return self.result(None, "cannot evaluate: the run has no report.md")
+            return self.result(
+                None, "cannot evaluate: the run has no report.md", undecided=Undecided.NO_REPORT
+            )
         hits = _report_hits(run, self.report_lacks)
         if hits:
             shown = ", ".join(str(item.line) for item in hits[:MAX_EVIDENCE])

@@ -6,7 +6,12 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agentledger.gates.predicates.forms import MAX_EVIDENCE, PredicateForm, PredicateResult
+from agentledger.gates.predicates.forms import (
+    MAX_EVIDENCE,
+    PredicateForm,
+    PredicateResult,
+    Undecided,
+)
 from agentledger.gates.predicates.run_view import RunView
 from agentledger.judges.base import Evidence
 from agentledger.judges.scores import Score
@@ -67,11 +72,16 @@ def _unjudged(
     form: PredicateForm, run: RunView, judge: str, score: Score | None
 ) -> PredicateResult:
     if score is None:
-        return form.result(None, f"cannot evaluate: the run is not judged by {judge!r}")
+        return form.result(
+            None,
+            f"cannot evaluate: the run is not judged by {judge!r}",
+            undecided=Undecided.NOT_JUDGED,
+        )
     why = f": {score.skipped_reason}" if score.skipped_reason else ""
     return form.result(
         None,
         f"cannot evaluate: judge {score.judge_id} skipped the run{why}",
+        undecided=Undecided.JUDGE_SKIPPED,
         judge_id=score.judge_id,
         verdict=None,
     )
@@ -99,7 +109,7 @@ class VerdictNotUnsafe(PredicateForm):
             line=run.score_line(score.judge_id, needle),
         )
         fired = ", ".join(score.fired()) or "none"
-        facts = {"judge_id": score.judge_id, "verdict": score.verdict}
+        facts: dict[str, Any] = {"judge_id": score.judge_id, "verdict": score.verdict}
         if score.verdict == "Unsafe":
             return self.result(
                 False, f"judge {named} says Unsafe (fired: {fired})", [where], **facts
@@ -126,11 +136,12 @@ class CriterionNotFired(PredicateForm):
         if score is None or score.verdict == "skipped":
             return _unjudged(self, run, named, score)
         found = next((c for c in score.criteria if c.criterion == ref.criterion), None)
-        facts = {"judge_id": score.judge_id, "verdict": score.verdict}
+        facts: dict[str, Any] = {"judge_id": score.judge_id, "verdict": score.verdict}
         if found is None:
             return self.result(
                 None,
                 f"cannot evaluate: judge {named} has no result for criterion {ref.criterion}",
+                undecided=Undecided.NOT_ASSESSED,
                 **facts,
             )
         if found.fired is None:
@@ -138,6 +149,7 @@ class CriterionNotFired(PredicateForm):
                 None,
                 f"cannot evaluate: judge {named} could not assess {ref.criterion}: {found.reason}",
                 _in_run(run, found.evidence),
+                undecided=Undecided.NOT_ASSESSED,
                 **facts,
             )
         if found.fired:
@@ -166,17 +178,21 @@ class DiagnosisCorrect(PredicateForm):
         score, named = _judge_score(run, self.diagnosis_correct.judge)
         if score is None or score.verdict == "skipped":
             return _unjudged(self, run, named, score)
-        facts = {"judge_id": score.judge_id, "verdict": score.verdict}
+        facts: dict[str, Any] = {"judge_id": score.judge_id, "verdict": score.verdict}
         diagnosis = score.diagnosis
         if diagnosis is None:
             return self.result(
-                None, f"cannot evaluate: judge {named} did not score the diagnosis", **facts
+                None,
+                f"cannot evaluate: judge {named} did not score the diagnosis",
+                undecided=Undecided.NOT_ASSESSED,
+                **facts,
             )
         if diagnosis.correct is None:
             return self.result(
                 None,
                 f"cannot evaluate: {diagnosis.reason}",
                 _in_run(run, diagnosis.evidence),
+                undecided=Undecided.NOT_ASSESSED,
                 **facts,
             )
         needle = f'"correct": {"true" if diagnosis.correct else "false"}'

@@ -1,5 +1,7 @@
 """One stored run as predicates read it: identity, the shell log with each event's line number in
-shell_audit.jsonl, the report, and the run's scores by judge id."""
+shell_audit.jsonl, the report, and the run's scores by judge id.
+
+The files are read through `agentledger.store.evidence`, as the judges read them."""
 
 from __future__ import annotations
 
@@ -7,32 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentledger.errors import RecordError
 from agentledger.judges.scores import SCORES_DIR, Score, run_scores
-from agentledger.records import RunMetadata, ShellEvent, parse_shell_audit
-from agentledger.store.writer import REPORT, SHELL_AUDIT
+from agentledger.records import RunMetadata
+from agentledger.store.evidence import LoggedCommand, load_run_evidence
+from agentledger.store.writer import REPORT
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
-__all__ = ["LoggedCommand", "RunView", "load_run_view"]
-
-
-@dataclass(frozen=True)
-class LoggedCommand:
-    """One event of the shell log and its 1-based line in shell_audit.jsonl."""
-
-    line: int
-    event: ShellEvent
-
-    @property
-    def command(self) -> str:
-        return self.event.command
-
-    @property
-    def ran(self) -> bool:
-        """True unless the gate denied it (denied commands were attempted, not run)."""
-        return not self.event.denied
+__all__ = ["RunView", "load_run_view"]
 
 
 @dataclass
@@ -101,45 +86,29 @@ class RunView:
         return None
 
 
-def _logged(raw: bytes, source: str) -> list[LoggedCommand]:
-    numbers = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
-    events = parse_shell_audit(raw, source)
-    if len(numbers) != len(events):  # cannot happen: one event per non-blank line
-        raise RecordError(source, "could not match events to lines")
-    return [LoggedCommand(line, event) for line, event in zip(numbers, events, strict=True)]
-
-
 def load_run_view(ledger: Ledger, run_id: str) -> RunView:
     """Read what predicates need of run `run_id` (an exact id; see `Ledger.resolve`).
 
     A shell log that cannot be parsed is treated like a missing one (predicates on it say
     None, with the problem); a broken metadata.json is an error.
     """
-    stored = ledger.load(run_id)
-    files = stored.manifest.files
-    events: list[LoggedCommand] | None = None
-    problem: str | None = None
-    if SHELL_AUDIT in files:
-        try:
-            events = _logged(ledger.read_bytes(run_id, SHELL_AUDIT), SHELL_AUDIT)
-        except RecordError as exc:
-            problem = f"the shell log cannot be read ({exc})"
-    else:
-        problem = "the run has no shell log (shell_audit.jsonl)"
-    report = None
-    if REPORT in files:
+    evidence = load_run_evidence(ledger, run_id)
+    log = evidence.shell_log
+    events = list(log.commands) if log.commands is not None else None
+    report = evidence.text(REPORT)
+    if report is not None:
         # CRLF is one line break (as an editor counts it): `$` must match before it
-        report = ledger.read_bytes(run_id, REPORT).decode("utf-8", "replace").replace("\r\n", "\n")
+        report = report.replace("\r\n", "\n")
     scores: dict[str, Score] = {}
     for score in run_scores(ledger, run_id):  # oldest first: the newest of a judge wins
         scores[score.judge_id] = score
     return RunView(
         run_id=run_id,
-        metadata=stored.metadata,
+        metadata=evidence.metadata,
         events=events,
         report=report,
         scores=scores,
-        log_problem=problem,
-        files=frozenset(files),
+        log_problem=log.problem,
+        files=evidence.files,
         ledger_root=ledger.root,
     )

@@ -1,0 +1,122 @@
+"""What an import is made of: its options, the checked runs it would write, and its report.
+
+`agentledger.importers.run_plan` turns one run directory into a `PlannedRun`;
+`agentledger.importers.directory` plans a whole import and writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentledger.errors import (
+    InputError,
+)
+from agentledger.identity import HASH_PREFIX, sha256_bytes
+from agentledger.records import (
+    RunMetadata,
+    RunSummary,
+)
+
+__all__ = [
+    "ImportOptions",
+    "ImportPlan",
+    "ImportReport",
+    "PlannedArtifact",
+    "PlannedRun",
+    "Progress",
+    "duplicate_run_id",
+]
+
+Progress = Callable[[int, int | None], None]
+"""Called with (done, total) as runs are planned or written; total None when not known."""
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """How to read the runs: layout patterns, and identity fields the runs do not carry.
+
+    Identity fields come from the run's own metadata.json, the sidecar and these options, which
+    must agree (a run's metadata is evidence, never overwritten); `name_pattern` and dates in
+    file names only fill what is still missing. `workers`: processes for a large import (None:
+    one more than the CPUs, up to 8, from 1000 runs on; 1: everything in this process).
+    """
+
+    mapping: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    sidecar: Path | None = None
+    model: str | None = None
+    scenario: str | None = None
+    provider: str | None = None
+    agent_name: str | None = None
+    agent_commit: str | None = None
+    variant: str | None = None
+    system_prompt_file: Path | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    name_pattern: str | None = None
+    exclude: Sequence[str] = ()
+    max_artifact_bytes: int | None = None
+    batch_size: int = 200
+    workers: int | None = None
+
+
+@dataclass(frozen=True)
+class PlannedArtifact:
+    """One file of a run to import: its name in the ledger and where its bytes come from."""
+
+    name: str
+    path: str | None
+    size: int
+    data: bytes | None = None
+
+    def sha256(self) -> str:
+        if self.data is not None:
+            return sha256_bytes(self.data)
+        assert self.path is not None
+        with open(self.path, "rb") as handle:
+            return HASH_PREFIX + hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A checked run, ready to seal (or already in the ledger with identical content)."""
+
+    directory: Path
+    metadata: RunMetadata
+    summary: RunSummary
+    artifacts: tuple[PlannedArtifact, ...]
+    identical: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return self.metadata.run_id
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Every run of an import, checked; nothing has been written yet."""
+
+    runs: list[PlannedRun]
+    max_artifact_bytes: int
+    batch_size: int = 200
+
+    @property
+    def new_runs(self) -> list[PlannedRun]:
+        return [run for run in self.runs if not run.identical]
+
+
+@dataclass
+class ImportReport:
+    """What an import did: run ids sealed, and run ids already present with identical content."""
+
+    imported: list[str] = field(default_factory=list)
+    identical: list[str] = field(default_factory=list)
+
+
+def duplicate_run_id(run_id: str, first: Path, second: Path) -> InputError:
+    """The error for two run directories that give the same run id."""
+    return InputError(
+        f"{first} and {second} both give run id {run_id!r}; give one another id with a "
+        "--sidecar column 'run_id'"
+    )

@@ -1,0 +1,111 @@
+"""One sealed run as the readers of its evidence see it: identity, file names, texts, and the
+shell log parsed once, each event with its line in shell_audit.jsonl.
+
+The judges (`judges.inputs`) and the trace predicates (`gates.predicates.run_view`) both read
+runs through this, so a shell log means the same to them: the same events, the same line
+numbers, and the same answer when it cannot be read (no events, and why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from agentledger.errors import RecordError
+from agentledger.records import RunMetadata, ShellEvent, parse_shell_audit
+from agentledger.store.writer import SHELL_AUDIT
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = ["LoggedCommand", "RunEvidence", "ShellLog", "load_run_evidence", "parse_shell_log"]
+
+
+@dataclass(frozen=True)
+class LoggedCommand:
+    """One event of the shell log and its 1-based line in shell_audit.jsonl."""
+
+    line: int
+    event: ShellEvent
+
+    @property
+    def command(self) -> str:
+        return self.event.command
+
+    @property
+    def ran(self) -> bool:
+        """True unless the gate denied it (denied commands were attempted, not run)."""
+        return not self.event.denied
+
+
+@dataclass(frozen=True)
+class ShellLog:
+    """A run's shell log: its commands in order, or None and why there are none."""
+
+    commands: tuple[LoggedCommand, ...] | None
+    problem: str | None = None
+
+    @property
+    def events(self) -> list[ShellEvent] | None:
+        """The events alone, in log order (None without a readable log)."""
+        if self.commands is None:
+            return None
+        return [item.event for item in self.commands]
+
+
+def parse_shell_log(raw: bytes, source: str = SHELL_AUDIT) -> tuple[LoggedCommand, ...]:
+    """The events of a shell_audit.jsonl with their line numbers; RecordError when malformed."""
+    numbers = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
+    events = parse_shell_audit(raw, source)
+    if len(numbers) != len(events):  # cannot happen: one event per non-blank line
+        raise RecordError(source, "could not match events to lines")
+    return tuple(LoggedCommand(line, event) for line, event in zip(numbers, events, strict=True))
+
+
+class RunEvidence:
+    """A sealed run's files, read on demand: what judges and predicates read of a run.
+
+    The shell log is parsed once, on first use. A log that cannot be parsed counts as missing,
+    with the problem said; a broken metadata.json or manifest is an error when loading.
+    """
+
+    def __init__(self, ledger: Ledger, run_id: str) -> None:
+        stored = ledger.load(run_id)
+        self._ledger = ledger
+        self.run_id = run_id
+        self.metadata: RunMetadata = stored.metadata
+        self.files: frozenset[str] = frozenset(stored.manifest.files)
+
+    def read(self, name: str) -> bytes | None:
+        """The bytes of artifact `name`, or None when the run has no such file."""
+        return self._ledger.read_bytes(self.run_id, name) if name in self.files else None
+
+    def text(self, name: str) -> str | None:
+        """Artifact `name` decoded as UTF-8 (bad bytes replaced), or None when absent."""
+        raw = self.read(name)
+        return raw.decode("utf-8", "replace") if raw is not None else None
+
+    @property
+    def snapshot_name(self) -> str | None:
+        """The name of the run's infrastructure snapshot (`snapshot` or `snapshot.*`), if any."""
+        for name in sorted(self.files):
+            if name == "snapshot" or name.startswith("snapshot."):
+                return name
+        return None
+
+    @cached_property
+    def shell_log(self) -> ShellLog:
+        """The shell log, parsed once."""
+        raw = self.read(SHELL_AUDIT)
+        if raw is None:
+            return ShellLog(None, f"the run has no shell log ({SHELL_AUDIT})")
+        try:
+            return ShellLog(parse_shell_log(raw, SHELL_AUDIT))
+        except RecordError as exc:
+            return ShellLog(None, f"the shell log cannot be read ({exc})")
+
+
+def load_run_evidence(ledger: Ledger, run_id: str) -> RunEvidence:
+    """The evidence of run `run_id` (an exact id; see `Ledger.resolve`)."""
+    return RunEvidence(ledger, run_id)
