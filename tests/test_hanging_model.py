@@ -125,3 +125,83 @@ def test_ctrl_c_stops_an_llm_judge_waiting_on_a_hanging_model(tmp_path: Path) ->
     assert proc.returncode == 130, stdout + stderr
     assert "Interrupted: 0 scores were written" in stderr, stderr
     assert "Traceback" not in stderr
+
+
+def test_request_timeout_and_retries_from_the_agent_file(tmp_path: Path) -> None:
+    with LLMServer() as server:
+        server.reply(*[Reply(delay=HANG_S) for _ in range(5)])
+        agent = llm_agent(tmp_path / "agent", server.url, timeout=600)
+        text = agent.read_text().replace("[model]\n", "[model]\nrequest_timeout = 1\nretries = 1\n")
+        agent.write_text(text)
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent",
+             str(agent), "--ledger", str(tmp_path / "l")],
+            capture_output=True, text=True, env=environment(), timeout=HANG_S,
+        )  # fmt: skip
+        took = time.monotonic() - started
+        asked = server.count("openai")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert asked == 2, f"one request and one retry, not {asked}"
+    assert took < HANG_S / 2
+    with Ledger.open(tmp_path / "l") as ledger:
+        (run,) = ledger.runs(RunFilter())
+        summary = ledger.load(run.run_id).summary
+        assert summary is not None and summary.exit_status == "failed"
+
+
+def test_the_command_line_overrides_the_agent_file(tmp_path: Path) -> None:
+    with LLMServer() as server:
+        server.reply(*[Reply(delay=HANG_S) for _ in range(5)])
+        agent = llm_agent(tmp_path / "agent", server.url, timeout=600)
+        agent.write_text(agent.read_text().replace("[model]\n", "[model]\nretries = 3\n"))
+        done = subprocess.run(
+            [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent",
+             str(agent), "--ledger", str(tmp_path / "l"), "--request-timeout", "0.5",
+             "--retries", "0"],
+            capture_output=True, text=True, env=environment(), timeout=HANG_S,
+        )  # fmt: skip
+        asked = server.count("openai")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert asked == 1
+
+
+def test_a_judge_takes_request_timeout_and_retries(tmp_path: Path) -> None:
+    from agentledger.importers import sample_runs_dir
+
+    ledger = tmp_path / "l"
+    subprocess.run(
+        [sys.executable, "-m", "agentledger", "import", str(sample_runs_dir()), "--ledger",
+         str(ledger)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    with LLMServer() as server:
+        server.reply(*[Reply(delay=HANG_S) for _ in range(5)])
+        done = subprocess.run(
+            [sys.executable, "-m", "agentledger", "judge", "--judge", "llm:openai/gpt-4o",
+             "--base-url", f"{server.url}/v1", "--ledger", str(ledger), "--scenario",
+             "use_case_a", "--model", "claude-haiku-4-5", "--request-timeout", "0.5",
+             "--retries", "1"],
+            capture_output=True, text=True, env=environment(), timeout=HANG_S,
+        )  # fmt: skip
+        asked = server.count("openai")
+    assert asked == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [("request_timeout = -1", "request_timeout"), ("retries = 99", "retries"),
+     ("request_timeout = nan", "request_timeout")],
+)  # fmt: skip
+def test_bad_model_call_settings_are_refused(tmp_path: Path, line: str, field: str) -> None:
+    agent = llm_agent(tmp_path / "agent", "http://127.0.0.1:9", timeout=600)
+    agent.write_text(agent.read_text().replace("[model]\n", f"[model]\n{line}\n"))
+    done = subprocess.run(
+        [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent", str(agent),
+         "--ledger", str(tmp_path / "l")],
+        capture_output=True, text=True, env=environment(),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert field in done.stderr and "agent.toml" in done.stderr
+    assert not (tmp_path / "l").exists()

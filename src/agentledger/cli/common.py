@@ -27,6 +27,7 @@ __all__ = [
     "handle_errors",
     "ledger_location",
     "ledger_option",
+    "model_call_options",
     "open_ledger",
     "parse_size",
     "progress_bar",
@@ -53,6 +54,26 @@ def ledger_option(func: F) -> F:
         type=click.Path(path_type=Path),
         default=None,
         help="Ledger directory [env AGENTLEDGER_DIR; default ./.agentledger].",
+    )(func)
+
+
+def model_call_options(func: F) -> F:
+    """Add ``--request-timeout SECONDS`` and ``--retries N`` for the command's model calls."""
+    func = click.option(
+        "--retries",
+        type=click.IntRange(min=0, max=20),
+        metavar="N",
+        default=None,
+        help="Retries of a failed model call (rate limit, server error, timeout) [default: 4, "
+        "or the agent file's].",
+    )(func)
+    return click.option(
+        "--request-timeout",
+        type=click.FloatRange(min=0, min_open=True, max=3600),
+        metavar="SECONDS",
+        default=None,
+        help="Seconds one model request may take before it is retried [default: 600, or the "
+        "agent file's].",
     )(func)
 
 

@@ -13,6 +13,7 @@ from agentledger.cli.common import (
     INTERRUPTED,
     handle_errors,
     ledger_option,
+    model_call_options,
     open_ledger,
     progress_bar,
 )
@@ -77,6 +78,7 @@ def _pack_option(func: Any) -> Any:
     help="LLM judge: runs judged at the same time.",
 )  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="LLM judge: ask the model again.")
+@model_call_options
 @handle_errors
 def judge_command(
     ledger_path: Path | None,
@@ -90,6 +92,8 @@ def judge_command(
     families: Path | None,
     concurrency: int,
     no_cache: bool,
+    request_timeout: float | None,
+    retries: int | None,
     **filters: Any,
 ) -> None:
     """Score every matching run that this judge has not scored yet.
@@ -122,6 +126,8 @@ def judge_command(
             base_url=base_url,
             families_file=families,
             knowledge_dirs=knowledge_dirs,
+            request_timeout=request_timeout,
+            retries=retries,
         )
         run_ids = [run.run_id for run in ledger.runs(build_filter(**filters))]
         with progress_bar(f"Judging ({spec.kind})") as progress:

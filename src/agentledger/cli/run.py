@@ -11,6 +11,7 @@ from agentledger.cli.common import (
     handle_errors,
     ledger_location,
     ledger_option,
+    model_call_options,
     parse_pairs,
     progress_bar,
     step_counter,
@@ -90,6 +91,7 @@ def _line(run: RunOutcome) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     help="Also write every model response here, for replay.",
 )
+@model_call_options
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
 @handle_errors
 def run_command(
@@ -105,6 +107,8 @@ def run_command(
     tags: tuple[str, ...],
     no_cache: bool,
     record_dir: Path | None,
+    request_timeout: float | None,
+    retries: int | None,
     quiet: bool,
 ) -> None:
     """Run an agent over SUITE (a directory of scenarios, or one scenario).
@@ -125,6 +129,8 @@ def run_command(
         use_cache=not no_cache,
         record_dir=record_dir,
         tags=dict(parse_pairs("--tag", tags)),
+        request_timeout=request_timeout,
+        retries=retries,
     )
     root = ledger_location(ledger_path)
     prepared = prepare_suite(root, agent, scenarios, options)

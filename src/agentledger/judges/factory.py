@@ -47,6 +47,8 @@ def make_judge(
     base_url: str | None = None,
     families_file: Path | None = None,
     knowledge_dirs: tuple[Path, ...] = (),
+    request_timeout: float | None = None,
+    retries: int | None = None,
 ) -> tuple[Judge, SelfJudgingCheck | None]:
     """The judge, and the self-judging check to apply before sending it a run.
 
@@ -62,11 +64,14 @@ def make_judge(
     from agentledger.providers import ModelClient, cache_dir_of, make_provider
 
     assert spec.provider is not None and spec.model is not None
-    provider = make_provider(spec.provider, base_url=base_url)
+    from agentledger.providers.client import RetryPolicy
+
+    provider = make_provider(spec.provider, base_url=base_url, timeout=request_timeout)
     client = ModelClient(
         provider,
         cache_dir=cache_dir_of(ledger_root),
         use_cache=use_cache,
+        retry=RetryPolicy(max_retries=retries) if retries is not None else None,
         concurrency=concurrency,
     )
     families = FamilyMap.load(families_file)

@@ -42,12 +42,18 @@ def _provider_class(name: str) -> type[Provider]:
 
 
 def make_provider(
-    name: str, *, base_url: str | None = None, api_key_env: str | None = None, **options: Any
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float | None = None,
+    **options: Any,
 ) -> Provider:
     """The provider called `name`, set up with `options` (its constructor's keyword arguments).
 
     Raises ProviderSetupError for an unknown name or option, a missing SDK or a missing key.
-    `api_key_env` is ignored by providers that need no key (scripted, replay).
+    `api_key_env` is ignored by providers that need no key (scripted, replay), and `timeout`
+    (seconds per request) by those that make no request.
     """
     cls = _provider_class(name)
     accepted = inspect.signature(cls).parameters
@@ -56,6 +62,8 @@ def make_provider(
         arguments["base_url"] = base_url
     if api_key_env is not None and "api_key_env" in accepted:
         arguments["api_key_env"] = api_key_env
+    if timeout is not None and "timeout" in accepted:
+        arguments["timeout"] = timeout
     unknown = sorted(set(arguments) - set(accepted))
     if unknown:
         known = ", ".join(sorted(p for p in accepted if p != "self")) or "none"

@@ -59,6 +59,16 @@ class ModelSpec(BaseModel):
     recordings: str | None = Field(
         default=None, description="replay provider: directory of recorded responses."
     )
+    request_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="Seconds one request to the provider may take [default: 600].",
+    )
+    retries: int | None = Field(
+        default=None, ge=0, le=20, description="Retries of a failed model call [default: 4]."
+    )
 
 
 class AgentSpec(Record):

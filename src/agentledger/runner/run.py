@@ -65,6 +65,10 @@ class RunOptions:
     use_cache: bool = True
     record_dir: Path | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    request_timeout: float | None = None
+    """Seconds one model request may take (overrides the agent file's)."""
+    retries: int | None = None
+    """Retries of a failed model call (overrides the agent file's)."""
 
 
 @dataclass(frozen=True)
@@ -146,10 +150,15 @@ def _make_client(agent: LoadedAgent, options: RunOptions, ledger_root: Path) -> 
         provider_options["responses"] = agent.resolve(model.responses)
     if model.recordings:
         provider_options["recordings"] = agent.resolve(model.recordings)
+    from agentledger.providers.client import RetryPolicy
+
+    timeout = options.request_timeout or model.request_timeout
+    retries = options.retries if options.retries is not None else model.retries
     provider = make_provider(
         model.provider,
         base_url=model.base_url,
         api_key_env=model.api_key_env,
+        timeout=timeout,
         **provider_options,
     )
     return ModelClient(
@@ -157,6 +166,7 @@ def _make_client(agent: LoadedAgent, options: RunOptions, ledger_root: Path) -> 
         cache_dir=cache_dir_of(ledger_root),
         use_cache=options.use_cache,
         record_dir=options.record_dir,
+        retry=RetryPolicy(max_retries=retries) if retries is not None else None,
         concurrency=max(1, options.concurrency),
     )
 
