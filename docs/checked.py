@@ -104,8 +104,10 @@ class Block:
     @property
     def label(self) -> str:
         """How a message names the block: file, line and its first command."""
-        first = next((line for line in self.body if line.startswith("$ ")), "")
-        return f"{display_path(self.path)}:{self.line} `{first[2:]}`"
+        first = next((line[2:] for line in self.body if line.startswith("$ ")), None)
+        if first is None:
+            first = next((line for line in self.body if line.strip()), "")
+        return f"{display_path(self.path)}:{self.line} `{first}`"
 
 
 def display_path(path: Path) -> str:
