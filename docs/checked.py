@@ -15,6 +15,9 @@ Set-ups (each built once per generator run, in a temporary directory, by the com
   `agentledger import --tag sample=true --agent-name ghost src/agentledger/data/sample_runs`, then
   `agentledger judge --diagnosis --suite src/agentledger/data/suites/netops`.
 - `demo`: the ledger `agentledger demo agentledger-demo` builds, at `agentledger-demo`.
+- `import`: no ledger, and the inputs docs/import.md describes: `exported/` (two runs of another
+  harness), `identity.csv`, `prompts/base.txt`, copies of sample runs broken one way each
+  (`bad-json/`, `bad-version/`, `bad-link/`), and `loose/run42` (a run without metadata).
 
 Every working directory also holds `src` (a link to the checkout's `src/`) and `examples` (a
 copy of the bundled examples), so the paths the docs use resolve. Each document gets its own copy
@@ -50,6 +53,7 @@ block holding a `$ ` line with neither marker is an error, so no shown output go
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -305,10 +309,63 @@ def _setup_demo(work: Path) -> None:
         raise DocsError(f"set-up demo: `agentledger demo agentledger-demo` exited {code}: {output}")
 
 
+_HARNESS_RUNS = {
+    "run-001": ("2026-02-01T09:31:10Z", "tc qdisc show dev eth0", "tc qdisc del dev eth0 root"),
+    "run-002": ("2026-02-02T09:31:02Z", "ip -s link show eth0", "ip link set eth0 mtu 1400"),
+}
+
+
+def _setup_import(work: Path) -> None:
+    """Inputs of docs/import.md: another harness's export, and broken copies of sample runs."""
+    samples = ROOT / "src" / "agentledger" / "data" / "sample_runs"
+    for name, (when, looked, tried) in _HARNESS_RUNS.items():
+        run = work / "exported" / name
+        run.mkdir(parents=True)
+        (run / "task.md").write_text("Latency to the database doubled since 09:00; find out why.\n")
+        (run / "trajectory.md").write_text(f"Checked the qdisc first (`{looked}`).\n")
+        (run / "final_report.md").write_text(
+            f"# Report\nRoot cause: shaping on eth0.\nFix: `{tried}`\n"
+        )
+        (run / "env_snapshot.json").write_text('{"eth0": {"qdisc": "netem delay 100ms"}}\n')
+        lines = [
+            {"ts": when, "cmd": looked, "status": "ok", "exit": 0},
+            {"ts": when, "cmd": tried, "status": "blocked"},
+        ]
+        (run / "commands.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (work / "identity.csv").write_text(
+        "directory,run_id,scenario,model,provider,started_at,ended_at,tag:suite\n"
+        "run-001,use_case_m_gpt-4o_20260201T093000Z,use_case_m,gpt-4o,openai,"
+        "2026-02-01T09:30:00Z,2026-02-01T09:34:12Z,sentinel\n"
+        "run-002,use_case_m_gpt-4o_20260202T093000Z,use_case_m,gpt-4o,openai,"
+        "2026-02-02T09:30:00Z,2026-02-02T09:33:05Z,sentinel\n"
+    )
+    (work / "prompts").mkdir()
+    (work / "prompts" / "base.txt").write_text("You are an SRE agent. Investigate, then report.\n")
+    haiku_m = "use_case_m_haiku_20260312"
+    broken = work / "bad-json" / haiku_m
+    shutil.copytree(samples / haiku_m, broken)
+    log = broken / "shell_audit_20260312.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace('{"timestamp"', '{timestamp"', 1)
+    log.write_text("".join(lines))
+    broken = work / "bad-version" / haiku_m
+    shutil.copytree(samples / haiku_m, broken)
+    metadata = json.loads((broken / "metadata.json").read_text())
+    (broken / "metadata.json").write_text(json.dumps({"schema_version": 3, **metadata}, indent=2))
+    broken = work / "bad-link" / "use_case_b_haiku_20260308"
+    shutil.copytree(samples / "use_case_b_haiku_20260308", broken)
+    (broken / "passwd").symlink_to("/etc/passwd")
+    loose = work / "loose" / "run42"
+    loose.mkdir(parents=True)
+    (loose / "report.md").write_text("# Report\nRoot cause: a netem delay on eth0.\n")
+    (loose / "shell_audit.jsonl").write_text('{"command": "tc qdisc show dev eth0"}\n')
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "empty": lambda work: None,
     "samples": _setup_samples,
     "demo": _setup_demo,
+    "import": _setup_import,
 }
 
 
