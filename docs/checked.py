@@ -176,15 +176,18 @@ def commands_of(block: Block) -> list[Command]:
 class Normaliser:
     """Replaces what varies between runs by stable text, remembering the way back."""
 
-    def __init__(self, work: Path) -> None:
-        self.work = str(work)
+    def __init__(self, work: Path, *built_in: Path) -> None:
+        # the set-up was built in another directory, which what it recorded may name
+        self.places = [str(place) for place in (work, *built_in)]
         self.back: dict[str, str] = {}
         self.ids: dict[str, str] = {}
         self.today = {datetime.now(UTC).date().isoformat()}
 
     def text(self, output: str) -> str:
         """`output` with ids made now, today's date, paths and durations normalised."""
-        output = output.replace(self.work, WORK).replace(str(ROOT) + "/", "")
+        for place in self.places:
+            output = output.replace(place, WORK)
+        output = output.replace(str(ROOT) + "/", "")
         output = re.sub(r"(?<!\d)\d{8}T\d{6}Z_[0-9a-f]{6}(?![0-9A-Za-z])", self._id, output)
         self.today.add(datetime.now(UTC).date().isoformat())  # a run across midnight
         for day in self.today:
@@ -442,7 +445,8 @@ class Runner:
                 self.built[setup] = base
             work = self.scratch / "sessions" / str(len(self.sessions))
             _copy_tree(self.built[setup], work)
-            self.sessions[key] = Session(work, Normaliser(work), work)
+            normaliser = Normaliser(work, self.built[setup])
+            self.sessions[key] = Session(work, normaliser, work)
         return self.sessions[key]
 
     def close(self) -> None:
