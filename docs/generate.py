@@ -1,7 +1,17 @@
-"""Write the generated reference docs: every command's --help, and the index schema.
+"""Write the generated docs: every command's --help, the index schema, and every shown output.
 
-python docs/generate.py          # rewrite docs/cli.md and docs/index-schema.md
-python docs/generate.py --check  # exit 1 if they are out of date (the tests run this)
+python docs/generate.py                 # rewrite docs/cli.md, docs/index-schema.md, and the
+                                        # output of every checked command block (`make docs`)
+python docs/generate.py --check         # exit 1 if any is out of date (the tests run this)
+python docs/generate.py [--check] FILE  # only the command blocks of these markdown files
+
+Writing docs: a command shown with its output goes in a fenced block with a marker comment above
+it that names the set-up it runs in, `<!-- check: demo -->` (the demo ledger at
+agentledger-demo), `<!-- check: samples -->` (the sample runs imported and judged into
+.agentledger) or `<!-- check: empty -->` (no ledger); write the `$ agentledger ...` lines and run
+`make docs` to fill in the output. A block that cannot run here is marked
+`<!-- illustrative: WHY -->`. docs/checked.py says how blocks run and what is normalised (ids made
+now, today's date, temporary paths, durations).
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import click
+from checked import checked_files, generate
 from click.testing import CliRunner
 
 from agentledger.cli import main
@@ -68,7 +79,8 @@ def index_schema() -> str:
 GENERATED = {"cli.md": cli_reference, "index-schema.md": index_schema}
 
 
-def main_entry(check: bool) -> int:
+def reference_docs(check: bool) -> int:
+    """Rewrite (or compare) the reference docs; 0 when they are up to date."""
     stale = []
     for name, build in GENERATED.items():
         path = DOCS / name
@@ -84,5 +96,15 @@ def main_entry(check: bool) -> int:
     return 0
 
 
+def main_entry(argv: list[str]) -> int:
+    """Run the generator; exit 0 up to date, 1 out of date (with --check), 2 a doc is wrong."""
+    check = "--check" in argv
+    files = [Path(arg) for arg in argv if arg != "--check"]
+    if files:
+        return generate(files, check=check)
+    reference = reference_docs(check)
+    return max(reference, generate(checked_files(), check=check))
+
+
 if __name__ == "__main__":
-    sys.exit(main_entry("--check" in sys.argv))
+    sys.exit(main_entry(sys.argv[1:]))

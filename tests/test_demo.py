@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from agentledger import Ledger, RunFilter
@@ -70,3 +75,87 @@ def test_the_suggested_reimport_is_a_no_op(tmp_path: Path) -> None:
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
     assert "33 already imported, identical" in again.output
+
+
+# What `agentledger demo` suggests trying next, named by command (and the file a `show` prints).
+TRY_NEXT = [
+    "show",
+    "show --file report.md",
+    "report compare",
+    "report drift",
+    "decisions show",
+    "sentinel protocol",
+    "runs",
+    "export",
+    "import",
+    "show --file shell_audit.jsonl",
+    "exec",
+    "fixtures list",
+    "run",
+]
+FIXED_BY_RUN_KINDS = {
+    # the newest judge of the demo ledger is the fixtures judge, which has no C4
+    "report drift": "fixed by run kinds",
+}
+
+
+@dataclass
+class Demo:
+    """A demo ledger built once for this module, and what the demo printed."""
+
+    directory: Path
+    output: str
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    work = tmp_path_factory.mktemp("try-next")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        patch.delenv("AGENTLEDGER_DIR", raising=False)
+        patch.setenv("CI", "true")
+        patch.setenv("AGENTLEDGER_CACHE_DIR", str(work / ".user-cache"))
+        result = CliRunner().invoke(main, ["demo", str(work / "demo")])
+        assert result.exit_code == 0, result.output
+        yield Demo(work / "demo", result.stdout)
+
+
+def _suggestions(output: str) -> dict[str, list[str]]:
+    """The demo's "Try next" agentledger lines as argument lists, keyed like TRY_NEXT."""
+    lines = output.split("\nTry next:\n", 1)[1].splitlines()
+    found: dict[str, list[str]] = {}
+    for line in lines:
+        words = shlex.split(line.split("   #", 1)[0])
+        if not words or words[0] != "agentledger":
+            continue
+        args = words[1:]
+        name = " ".join(itertools.takewhile(lambda word: word.isalpha(), args[:2]))
+        if "--file" in args:
+            name += " --file " + args[args.index("--file") + 1]
+        assert name not in found, f"two suggestions named {name!r}"
+        found[name] = args
+    return found
+
+
+def test_the_demo_suggests_exactly_the_lines_tested(demo: Demo) -> None:
+    assert sorted(_suggestions(demo.output)) == sorted(TRY_NEXT)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(reason=FIXED_BY_RUN_KINDS[name], strict=True)
+            if name in FIXED_BY_RUN_KINDS
+            else (),
+        )
+        for name in TRY_NEXT
+    ],
+)
+def test_each_try_next_line_runs_without_a_usage_error(demo: Demo, name: str) -> None:
+    args = _suggestions(demo.output)[name]
+    result = CliRunner().invoke(main, args, prog_name="agentledger")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code != 2, result.output
+    assert "Usage:" not in result.output and "No such option" not in result.output, result.output
