@@ -1,4 +1,4 @@
-"""The evidence store: sealed runs on disk, and the index derived from them."""
+"""The evidence store: sealed runs and records behind a storage backend, and the index."""
 
 from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex, SQLiteIndex
 from agentledger.store.ledger import (
@@ -9,9 +9,12 @@ from agentledger.store.ledger import (
     ReindexReport,
     StoredRun,
     default_ledger_path,
+    open_storage,
 )
+from agentledger.store.local import LocalStorage
+from agentledger.store.memory import MemoryStorage
 from agentledger.store.sealing import RunContent
-from agentledger.store.storage import LocalStorage, RunStorage
+from agentledger.store.storage import StorageBackend
 from agentledger.store.verify import Problem, VerifyReport, verify_ledger
 from agentledger.store.writer import RunWriter, SealedRun
 
@@ -22,18 +25,20 @@ __all__ = [
     "IndexedRun",
     "Ledger",
     "LocalStorage",
+    "MemoryStorage",
     "Problem",
     "QueryResult",
     "ReindexReport",
     "RunContent",
     "RunFilter",
     "RunIndex",
-    "RunStorage",
     "RunWriter",
     "SQLiteIndex",
     "SealedRun",
+    "StorageBackend",
     "StoredRun",
     "VerifyReport",
     "default_ledger_path",
+    "open_storage",
     "verify_ledger",
 ]

@@ -4,16 +4,16 @@ shell_audit.jsonl, the report, and the run's scores by judge id."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentledger.errors import RecordError
+from agentledger.errors import InputError, RecordError
 from agentledger.judges.scores import SCORES_DIR, Score, run_scores
 from agentledger.records import RunMetadata, ShellEvent, parse_shell_audit
 from agentledger.store.writer import REPORT, SHELL_AUDIT
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
+    from agentledger.store.storage import StorageBackend
 
 __all__ = ["LoggedCommand", "RunView", "load_run_view"]
 
@@ -52,7 +52,8 @@ class RunView:
     log_problem: str | None = None
     files: frozenset[str] = frozenset()
     """The run's artifact names (from its manifest)."""
-    ledger_root: Path | None = None
+    storage: StorageBackend | None = None
+    """Where the run's scores are stored (to cite the line of a score that a predicate read)."""
     _report_lines: list[str] | None = field(default=None, repr=False)
     _report_starts: list[int] | None = field(default=None, repr=False)
     _score_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -87,12 +88,12 @@ class RunView:
         lines = self._score_lines.get(judge_id)
         if lines is None:
             lines = []
-            if self.ledger_root is not None:
-                path = self.ledger_root / self.score_file(judge_id)
+            if self.storage is not None:
                 try:
-                    lines = path.read_text("utf-8", "replace").split("\n")
-                except OSError:
-                    lines = []
+                    raw = self.storage.get(self.score_file(judge_id))
+                except (InputError, OSError):
+                    raw = b""
+                lines = raw.decode("utf-8", "replace").split("\n")
             self._score_lines[judge_id] = lines
         prefix = " " * (2 * depth) + needle
         for number, text in enumerate(lines, start=1):
@@ -141,5 +142,5 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         scores=scores,
         log_problem=problem,
         files=frozenset(files),
-        ledger_root=ledger.root,
+        storage=ledger.storage,
     )
