@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError, RecordExistsError
-from agentledger.store import LocalStorage, MemoryStorage, StorageBackend
+from agentledger.store import LocalStorage, StorageBackend
 from agentledger.store.backends import (
     UnknownBackendError,
     make_index,
@@ -23,7 +23,7 @@ from agentledger.store.backends import (
     register_storage,
     split_uri,
 )
-from agentledger.store.memory import forget
+from agentledger.store.memory import MemoryStorage, forget
 
 OLD_LEDGER_JSON = """{
   "schema_version": 1,

@@ -24,8 +24,8 @@ from agentledger.errors import (
     RunNotFoundError,
     UnsafeNameError,
 )
-from agentledger.store import LocalStorage, MemoryStorage, StorageBackend
-from agentledger.store.memory import forget
+from agentledger.store import LocalStorage, StorageBackend
+from agentledger.store.memory import MemoryStorage, forget
 from agentledger.store.storage import MANIFEST_NAME
 
 BACKENDS = ["local", "memory"]

@@ -1,4 +1,8 @@
-"""The evidence store: sealed runs and records behind a storage backend, and the index."""
+"""The evidence store: sealed runs and records behind a storage backend, and the index.
+
+The in-memory backend (tests) is `agentledger.store.memory.MemoryStorage`, imported only by
+whoever uses it.
+"""
 
 from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex, SQLiteIndex
 from agentledger.store.ledger import (
@@ -12,7 +16,6 @@ from agentledger.store.ledger import (
     open_storage,
 )
 from agentledger.store.local import LocalStorage
-from agentledger.store.memory import MemoryStorage
 from agentledger.store.sealing import RunContent
 from agentledger.store.storage import StorageBackend
 from agentledger.store.verify import Problem, VerifyReport, verify_ledger
@@ -25,7 +28,6 @@ __all__ = [
     "IndexedRun",
     "Ledger",
     "LocalStorage",
-    "MemoryStorage",
     "Problem",
     "QueryResult",
     "ReindexReport",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -98,6 +97,8 @@ def register_index(scheme: str, factory: IndexFactory) -> None:
 def _factory(registry: dict[str, _Factory], group: str, scheme: str, what: str) -> _Factory:
     found = registry.get(scheme)
     if found is None:
+        from importlib.metadata import entry_points  # only for a scheme not built in
+
         for entry in entry_points(group=group, name=scheme):
             found = registry[scheme] = entry.load()
             break
