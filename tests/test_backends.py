@@ -170,3 +170,25 @@ def test_a_whole_ledger_runs_on_the_memory_backend(tmp_path: Path) -> None:
         assert reopened.reindex().indexed == len(run_ids)
         assert len(reopened.storage.keys("cache")) == 1
     forget("e2e")
+
+
+def test_a_response_cache_made_before_its_ledger_opens_the_ledgers_storage(
+    tmp_path: Path,
+) -> None:
+    """A run or judge command makes its model client before it creates the ledger."""
+    from agentledger.providers import ModelClient, ResponseCache, ScriptedProvider
+    from agentledger.providers.base import CompletionRequest
+    from agentledger.store import open_storage
+
+    root = tmp_path / "later"
+    cache = ResponseCache(lambda: open_storage(root))
+    client = ModelClient(ScriptedProvider(["answer"], cacheable=True), cache=cache)
+    assert not root.exists()  # nothing opened yet
+    forget("later")
+    Ledger.init(root, storage="memory://later").close()
+    client.complete(CompletionRequest.from_prompt("m", "hi"))
+    with Ledger.open(root) as ledger:
+        assert ledger.storage.keys("cache") == [
+            ResponseCache.key_for(client.key(CompletionRequest.from_prompt("m", "hi")))
+        ]
+    forget("later")

@@ -12,7 +12,6 @@ import errno
 import os
 import secrets
 import stat
-import tempfile
 from pathlib import Path
 
 from agentledger.errors import RecordExistsError, RecordNotFoundError
@@ -147,16 +146,18 @@ class LocalRecords(StorageBackend):
     def _replace(self, key: str, data: bytes) -> None:
         target = self._path(key)
         parent = self._parent(key)
-        handle, temporary = tempfile.mkstemp(dir=parent, prefix=".tmp-", suffix=".json")
+        temporary = parent / f".tmp-{target.name}.{os.getpid()}.{secrets.token_hex(4)}"
         try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-                file.flush()
+            fd = os.open(temporary, _CREATE, 0o644)
+            try:
+                write_fd(fd, data)
                 if self.durable:
-                    os.fsync(file.fileno())
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(temporary, target)
         except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
             raise
 
     def _describe(self, key: str) -> str:
