@@ -11,6 +11,7 @@ import hashlib
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -369,7 +370,7 @@ def test_unsafe_run_ids_are_refused(backend: StorageBackend, run_id: str) -> Non
 
 def test_never_a_partial_run_is_visible(backend: StorageBackend) -> None:
     """A reader polling while runs are sealed sees each run with every file, or not at all."""
-    names = [f"part-{i:02d}.txt" for i in range(20)]
+    names = [f"part-{i:02d}.txt" for i in range(8)]
     done = threading.Event()
     seen: list[list[str]] = []
 
@@ -381,11 +382,15 @@ def test_never_a_partial_run_is_visible(backend: StorageBackend) -> None:
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        for number in range(15):
+        for number in range(6):
             staged = backend.stage(f"run-{number}", 1 << 30)
             for name in names:
                 staged.write(name, name.encode() * 100)
+                time.sleep(0)  # let the watcher look while the run is half written
             backend.publish([staged], [b"{}\n"])
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:  # a loaded machine may be slow to switch
+            time.sleep(0.01)
     finally:
         done.set()
         watcher.join()
