@@ -127,10 +127,11 @@ def test_records_are_checked() -> None:
     ]  # fmt: skip
 
 
-def test_write_once_read_only(store: DecisionStore) -> None:
+def test_write_once_read_only(store: DecisionStore, ledger: Ledger) -> None:
     decision = make_decision()
-    where = store.write(decision)
-    assert where == store.root / decision.decision_id
+    where = Path(store.write(decision))
+    decisions_dir = ledger.root / "decisions"
+    assert where == decisions_dir / decision.decision_id
     assert sorted(p.name for p in where.iterdir()) == ["decision.json", "decision.md"]
     for path in [where, *where.iterdir()]:
         assert not stat.S_IMODE(path.stat().st_mode) & 0o222
@@ -138,14 +139,15 @@ def test_write_once_read_only(store: DecisionStore) -> None:
     assert (where / "decision.md").read_text() == render_markdown(decision)
     with pytest.raises(InputError, match="already exists"):
         store.write(decision)
-    assert [p.name for p in store.root.iterdir()] == [decision.decision_id]  # no debris
+    assert [p.name for p in decisions_dir.iterdir()] == [decision.decision_id]  # no debris
 
 
 def test_a_race_for_the_same_id_leaves_one_record(
-    store: DecisionStore, monkeypatch: pytest.MonkeyPatch
+    store: DecisionStore, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decision = make_decision()
-    target = store.root / decision.decision_id
+    decisions_dir = ledger.root / "decisions"
+    target = decisions_dir / decision.decision_id
     target.mkdir(parents=True)  # another writer got there between the check and the rename
     (target / "decision.json").write_text("theirs")
     real_exists = Path.exists
@@ -154,16 +156,17 @@ def test_a_race_for_the_same_id_leaves_one_record(
         store.write(decision)
     monkeypatch.undo()
     assert (target / "decision.json").read_text() == "theirs"
-    assert [p.name for p in store.root.iterdir()] == [decision.decision_id]
+    assert [p.name for p in decisions_dir.iterdir()] == [decision.decision_id]
 
 
-def test_supersede_chain(store: DecisionStore) -> None:
+def test_supersede_chain(store: DecisionStore, ledger: Ledger) -> None:
     first = make_decision(minutes=0)
     second = make_decision(minutes=5, outcome="ACCEPTED", supersedes=first.decision_id)
     third = make_decision(minutes=9, supersedes=second.decision_id)
     with pytest.raises(InputError, match=r"supersedes .* which is not a decision"):
         store.write(second)
-    assert not store.root.exists() or not list(store.root.iterdir())
+    decisions_dir = ledger.root / "decisions"
+    assert not decisions_dir.exists() or not list(decisions_dir.iterdir())
     for decision in (first, second, third):
         store.write(decision)
     listed = store.list()
@@ -218,7 +221,7 @@ def test_prefix_lookup(store: DecisionStore) -> None:
 
 def test_a_tampered_record_is_refused(store: DecisionStore) -> None:
     decision = make_decision()
-    where = store.write(decision)
+    where = Path(store.write(decision))
     path = where / "decision.json"
     os.chmod(path, 0o644)
     data = json.loads(path.read_text())

@@ -265,7 +265,7 @@ def test_sentinel_results_name_their_run_in_the_record_and_in_decision_md(
     [decision] = DecisionStore(ledger).list(kind="sentinel")
     [item] = [i for i in decision.results if i.role == "candidate"]
     assert [r.run_id for r in item.results] == [cand]
-    md = (DecisionStore(ledger).path(decision.decision_id) / "decision.md").read_text()
+    md = DecisionStore(ledger).markdown(decision.decision_id) or ""
     assert f"[M1] on run `{cand}`" in md
 
 

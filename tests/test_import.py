@@ -33,7 +33,7 @@ from agentledger.importers.identity_fields import day
 from agentledger.importers.shell_log import ShellCounts, check_shell_log
 from agentledger.records import RunMetadata, RunSummary, ShellEvent, parse_shell_audit
 from agentledger.store import Ledger, verify_ledger
-from agentledger.store.storage import parse_size
+from agentledger.store.sizes import parse_size
 
 SYSTEM_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
 FULL_HASH = "sha256:" + hashlib.sha256(SYSTEM_PROMPT).hexdigest()

@@ -38,8 +38,15 @@ from agentledger.judges.llm import (
     shipped_templates,
 )
 from agentledger.judges.pack import load_pack
-from agentledger.providers import CompletionRequest, ModelClient, ScriptedProvider, make_provider
+from agentledger.providers import (
+    CompletionRequest,
+    ModelClient,
+    ResponseCache,
+    ScriptedProvider,
+    make_provider,
+)
 from agentledger.records import RunMetadata, ShellEvent
+from agentledger.store import LocalStorage
 from conftest import make_metadata
 from llm_server import LLMServer
 
@@ -1048,7 +1055,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
 
 def test_end_to_end_through_the_openai_sdk_with_the_cache(server: LLMServer) -> None:
     provider = make_provider("openai", base_url=server.url + "/v1", price_as="openai")
-    client = ModelClient(provider, cache_dir=Path("ledger") / "cache")
+    client = ModelClient(provider, cache=ResponseCache(LocalStorage(Path("ledger"))))
     judge = LLMJudge(pack(), client, model="gpt-4o", provider="openai")
     run = make_run()
     prompt = judge.prompt(run)

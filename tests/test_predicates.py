@@ -108,7 +108,7 @@ def add_score(
         ],
         diagnosis=diagnosis,
     )
-    ScoreStore(ledger.root).write(score)
+    ScoreStore(ledger.storage).write(score)
     ledger.index.add_scores([score_row(score)])
     return score
 

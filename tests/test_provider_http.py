@@ -19,10 +19,12 @@ from agentledger.providers import (
     ModelClient,
     Provider,
     ProviderCallError,
+    ResponseCache,
     RetryPolicy,
     Usage,
     make_provider,
 )
+from agentledger.store import LocalStorage
 from llm_server import ANSWER, FINGERPRINT, USAGE, LLMServer, Reply
 
 SYSTEM = "You are Ghost, a network forensics agent."
@@ -265,7 +267,7 @@ def test_a_bad_request_is_not_retried(
 def test_the_cache_saves_the_second_http_call(
     api: str, server: LLMServer, provider_for: MakeProvider, tmp_path: Path
 ) -> None:
-    client = ModelClient(provider_for(api), cache_dir=tmp_path / "ledger" / "cache")
+    client = ModelClient(provider_for(api), cache=ResponseCache(LocalStorage(tmp_path / "ledger")))
     first = client.complete(ask(api))
     second = client.complete(ask(api))
     assert server.count() == 1

@@ -27,6 +27,7 @@ from agentledger.providers import (
     ProviderCallError,
     RecordedResponse,
     ReplayProvider,
+    ResponseCache,
     RetryPolicy,
     ScriptedProvider,
     Usage,
@@ -36,6 +37,7 @@ from agentledger.providers import (
 )
 from agentledger.providers.base import parse_retry_after
 from agentledger.providers.pricing import cost_usd, default_prices
+from agentledger.store import LocalStorage
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM = "You are Ghost, a network forensics agent."
@@ -70,6 +72,11 @@ def sleeps() -> Sleeps:
 @pytest.fixture
 def cache_dir(tmp_path: Path) -> Path:
     return cache_dir_of(tmp_path / "ledger")
+
+
+def cached(cache_dir: Path) -> ResponseCache:
+    """The response cache of the local ledger whose cache directory is `cache_dir`."""
+    return ResponseCache(LocalStorage(cache_dir.parent))
 
 
 # -- scripted ----------------------------------------------------------------------------------
@@ -223,7 +230,7 @@ def test_requests_are_validated() -> None:
 
 def test_a_repeated_request_is_served_from_the_cache(cache_dir: Path) -> None:
     provider = ScriptedProvider(["fresh answer"], cacheable=True)
-    client = ModelClient(provider, cache_dir=cache_dir)
+    client = ModelClient(provider, cache=cached(cache_dir))
     first = client.complete(ask())
     second = client.complete(ask())
     assert (first.text, first.cached) == ("fresh answer", False)
@@ -232,12 +239,12 @@ def test_a_repeated_request_is_served_from_the_cache(cache_dir: Path) -> None:
     assert len(provider.requests) == 1
     assert (client.stats().calls, client.stats().cached) == (1, 1)
     # Another client on the same ledger (a later `agentledger run`) gets it too.
-    later = ModelClient(ScriptedProvider([], cacheable=True), cache_dir=cache_dir)
+    later = ModelClient(ScriptedProvider([], cacheable=True), cache=cached(cache_dir))
     assert later.complete(ask()).cached
 
 
 def test_the_cache_entry_holds_the_request_and_the_completion(cache_dir: Path) -> None:
-    client = ModelClient(ScriptedProvider(["answer"], cacheable=True), cache_dir=cache_dir)
+    client = ModelClient(ScriptedProvider(["answer"], cacheable=True), cache=cached(cache_dir))
     client.complete(ask())
     key = client.key(ask())
     digits = key.removeprefix("sha256:")
@@ -254,16 +261,18 @@ def test_the_cache_entry_holds_the_request_and_the_completion(cache_dir: Path) -
 
 
 def test_no_cache_skips_reading_but_stores_the_fresh_answer(cache_dir: Path) -> None:
-    ModelClient(ScriptedProvider(["old"], cacheable=True), cache_dir=cache_dir).complete(ask())
+    ModelClient(ScriptedProvider(["old"], cacheable=True), cache=cached(cache_dir)).complete(ask())
     provider = ScriptedProvider(["new"], cacheable=True)
-    fresh = ModelClient(provider, cache_dir=cache_dir, use_cache=False).complete(ask())
+    fresh = ModelClient(provider, cache=cached(cache_dir), use_cache=False).complete(ask())
     assert (fresh.text, fresh.cached, len(provider.requests)) == ("new", False, 1)
-    reused = ModelClient(ScriptedProvider([], cacheable=True), cache_dir=cache_dir).complete(ask())
+    reused = ModelClient(ScriptedProvider([], cacheable=True), cache=cached(cache_dir)).complete(
+        ask()
+    )
     assert (reused.text, reused.cached) == ("new", True)
 
 
 def test_scripted_answers_are_not_cached_by_default(cache_dir: Path) -> None:
-    client = ModelClient(ScriptedProvider(["one", "two"]), cache_dir=cache_dir)
+    client = ModelClient(ScriptedProvider(["one", "two"]), cache=cached(cache_dir))
     assert [client.complete(ask()).text for _ in range(2)] == ["one", "two"]
     assert not cache_dir.exists()
     assert not client.caching
@@ -271,7 +280,7 @@ def test_scripted_answers_are_not_cached_by_default(cache_dir: Path) -> None:
 
 def test_samples_are_cached_separately(cache_dir: Path) -> None:
     provider = ScriptedProvider(["draw 0", "draw 1"], cacheable=True)
-    client = ModelClient(provider, cache_dir=cache_dir)
+    client = ModelClient(provider, cache=cached(cache_dir))
     assert [client.complete(ask(sample=n)).text for n in (0, 1, 0, 1)] == [
         "draw 0",
         "draw 1",
@@ -293,11 +302,11 @@ def test_samples_are_cached_separately(cache_dir: Path) -> None:
     ids=["truncated", "garbage", "empty", "newer-version", "other-request"],
 )
 def test_a_damaged_cache_entry_is_a_miss_and_is_replaced(cache_dir: Path, damage: Any) -> None:
-    client = ModelClient(ScriptedProvider(["first"], cacheable=True), cache_dir=cache_dir)
+    client = ModelClient(ScriptedProvider(["first"], cacheable=True), cache=cached(cache_dir))
     client.complete(ask())
-    path = client.cache.path_for(client.key(ask()))  # type: ignore[union-attr]
+    path = cache_dir.parent / client.cache.key_for(client.key(ask()))  # type: ignore[union-attr]
     path.write_text(damage(path.read_text()))
-    again = ModelClient(ScriptedProvider(["second"], cacheable=True), cache_dir=cache_dir)
+    again = ModelClient(ScriptedProvider(["second"], cacheable=True), cache=cached(cache_dir))
     answer = again.complete(ask())
     assert (answer.text, answer.cached) == ("second", False)
     assert again.stats().cache_errors == 1
@@ -305,9 +314,9 @@ def test_a_damaged_cache_entry_is_a_miss_and_is_replaced(cache_dir: Path, damage
 
 
 def test_cache_writes_are_atomic(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    client = ModelClient(ScriptedProvider(["a", "b"], cacheable=True), cache_dir=cache_dir)
+    client = ModelClient(ScriptedProvider(["a", "b"], cacheable=True), cache=cached(cache_dir))
     client.complete(ask())
-    path = client.cache.path_for(client.key(ask()))  # type: ignore[union-attr]
+    path = cache_dir.parent / client.cache.key_for(client.key(ask()))  # type: ignore[union-attr]
     before = path.read_bytes()
 
     def crash(source: str, target: str) -> None:
@@ -319,7 +328,7 @@ def test_cache_writes_are_atomic(cache_dir: Path, monkeypatch: pytest.MonkeyPatc
     assert client.stats().cache_errors == 1
     monkeypatch.undo()
     assert path.read_bytes() == before
-    assert not client.cache.path_for(client.key(ask(sample=1))).exists()  # type: ignore[union-attr]
+    assert not (cache_dir.parent / ResponseCache.key_for(client.key(ask(sample=1)))).exists()
     assert [p.name for p in cache_dir.rglob(".tmp-*")] == []
 
 
@@ -332,7 +341,7 @@ def test_one_request_from_many_threads_is_paid_once(cache_dir: Path) -> None:
         return "answer"
 
     client = ModelClient(
-        ScriptedProvider(responder=slow, cacheable=True), cache_dir=cache_dir, concurrency=4
+        ScriptedProvider(responder=slow, cacheable=True), cache=cached(cache_dir), concurrency=4
     )
     results: list[Completion] = []
     threads = [
@@ -362,7 +371,7 @@ def test_record_then_replay(tmp_path: Path) -> None:
         make_provider("replay", recordings=str(recordings), provider="scripted"),
         ReplayProvider(recordings),  # any provider: matched on the request alone
     ):
-        client = ModelClient(replay, cache_dir=tmp_path / "cache")
+        client = ModelClient(replay, cache=cached(tmp_path / "cache"))
         replayed = [client.complete(request) for request in reversed(requests)][::-1]
         assert [r.text for r in replayed] == ["A", "B"]
         assert replayed[0].model_served == "claude-haiku-4-5-20251001"
@@ -373,7 +382,9 @@ def test_record_then_replay(tmp_path: Path) -> None:
 
 
 def test_a_ledger_cache_can_be_replayed(cache_dir: Path) -> None:
-    ModelClient(ScriptedProvider(["cached"], cacheable=True), cache_dir=cache_dir).complete(ask())
+    ModelClient(ScriptedProvider(["cached"], cacheable=True), cache=cached(cache_dir)).complete(
+        ask()
+    )
     assert (
         ModelClient(ReplayProvider(cache_dir, provider="scripted")).complete(ask()).text == "cached"
     )
@@ -504,7 +515,7 @@ class Counting(Provider):
 
 def test_the_concurrency_limit_holds_across_threads(cache_dir: Path) -> None:
     provider = Counting()
-    client = ModelClient(provider, cache_dir=cache_dir, concurrency=2)
+    client = ModelClient(provider, cache=cached(cache_dir), concurrency=2)
     threads = [
         threading.Thread(target=client.complete, args=(ask(f"question {n}"),)) for n in range(8)
     ]

@@ -129,7 +129,7 @@ def test_scores_are_files_that_are_never_overwritten(
     data = json.loads(path.read_text())
     assert data["verdict"] == "Unsafe" and data["judge"]["pack"] == "remediation-safety"
     with pytest.raises(InputError, match="already scored"):
-        ScoreStore(ledger.root).write(score)
+        ScoreStore(ledger.storage).write(score)
 
 
 def test_runs_filter_by_verdict_and_fired_criterion(

@@ -124,7 +124,7 @@ def score(ledger: Ledger, run_id: str, verdict: str, skipped: str | None = None)
             )
         ],
     )
-    ScoreStore(ledger.root).write(record)
+    ScoreStore(ledger.storage).write(record)
     ledger.index.add_scores([score_row(record)])
 
 

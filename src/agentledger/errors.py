@@ -7,7 +7,9 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── RecordError              a file on disk or on the way in does not match its schema
     │   ├── UnsafeNameError          a run id or artifact name that is not safe as a path
     │   ├── ArtifactTooLargeError    an artifact over the configured size limit
-    │   ├── RunExistsError           a run id that is already sealed in the ledger
+    │   ├── RecordExistsError        a write-once record (score, decision, ...) that exists
+    │   │   └── RunExistsError       a run id that is already sealed in the ledger
+    │   ├── RecordNotFoundError      a stored record that is not there
     │   ├── RunNotFoundError         a run id (or prefix) that matches no run
     │   ├── LedgerNotFoundError      no ledger at the given path
     │   ├── IndexVersionError        an index written by a newer agentledger
@@ -34,6 +36,8 @@ __all__ = [
     "ProviderSetupError",
     "ReadOnlyQueryError",
     "RecordError",
+    "RecordExistsError",
+    "RecordNotFoundError",
     "RunExistsError",
     "RunNotFoundError",
     "UnsafeNameError",
@@ -86,7 +90,15 @@ class ArtifactTooLargeError(InputError):
     """An artifact larger than the ledger's limit."""
 
 
-class RunExistsError(InputError):
+class RecordExistsError(InputError):
+    """A write-once record that is already stored: storage creates it if absent, else fails."""
+
+
+class RecordNotFoundError(InputError):
+    """A stored record (a key of the storage backend) that does not exist."""
+
+
+class RunExistsError(RecordExistsError):
     """A run id that is already sealed; sealed runs are never replaced."""
 
 

@@ -160,7 +160,7 @@ def step_counter(progress: Progress | None, total: int) -> Callable[[], None]:
 
 def parse_size(text: str, option: str) -> int:
     """Bytes from ``100MB``, ``1.5GB``, ``4096``; a usage error naming `option` otherwise."""
-    from agentledger.store.storage import parse_size as storage_parse_size
+    from agentledger.store.sizes import parse_size as storage_parse_size
 
     try:
         return storage_parse_size(text)

@@ -53,7 +53,7 @@ def _list(ledger_path: Path | None, kind: str | None, subject: str | None, as_js
                 "rule": d.rule,
                 "supersedes": d.supersedes,
                 "superseded_by": later.get(d.decision_id),
-                "path": str(store.path(d.decision_id)),
+                "path": store.location(d.decision_id),
             }
             for d in shown
         ]
@@ -142,12 +142,7 @@ def decisions_list(
 @handle_errors
 def decisions_show(decision_id: str, ledger_path: Path | None, as_json: bool) -> None:
     """Show one decision: its decision.md, or the record with --json. ID may be a unique prefix."""
-    from agentledger.gates.decisions import (
-        DECISION_MD,
-        DecisionStore,
-        render_markdown,
-        superseded_by,
-    )
+    from agentledger.gates.decisions import DecisionStore, render_markdown, superseded_by
 
     with open_ledger(_ledger(ledger_path)) as ledger:
         store = DecisionStore(ledger)
@@ -164,8 +159,8 @@ def decisions_show(decision_id: str, ledger_path: Path | None, as_json: bool) ->
             data["superseded_by"] = later
             click.echo(json.dumps(data, indent=2, ensure_ascii=False))
             return
-        stored = store.path(decision.decision_id) / DECISION_MD
-        text = stored.read_text("utf-8") if stored.is_file() else render_markdown(decision)
+        stored = store.markdown(decision.decision_id)
+        text = stored if stored is not None else render_markdown(decision)
     if later:
         tail = f" (itself superseded; the latest is `{latest}`)" if latest != later else ""
         text = f"> Superseded by `{later}`{tail}.\n\n{text}"

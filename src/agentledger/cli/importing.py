@@ -31,7 +31,7 @@ __all__ = ["import_command"]
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
     if value is None:
         return None
-    from agentledger.store.storage import parse_size
+    from agentledger.store.sizes import parse_size
 
     try:
         return parse_size(value)

@@ -20,7 +20,7 @@ from agentledger.cli.common import (
 from agentledger.cli.output import print_rows
 from agentledger.judges.scores import reindex_scores
 from agentledger.store import Ledger, verify_ledger
-from agentledger.store.storage import format_size
+from agentledger.store.sizes import format_size
 
 __all__ = ["gc_command", "reindex_command", "verify_command"]
 

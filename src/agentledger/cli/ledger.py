@@ -10,7 +10,7 @@ import click
 from agentledger.cli.common import handle_errors, ledger_location, parse_size
 from agentledger.records import SCHEMAS, json_schema, schema_model
 from agentledger.store import Ledger
-from agentledger.store.storage import format_size
+from agentledger.store.sizes import format_size
 
 __all__ = ["init_command", "schema_command"]
 

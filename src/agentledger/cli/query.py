@@ -19,7 +19,7 @@ from agentledger.cli.filters import build_filter, run_filter_options, score_filt
 from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
 from agentledger.identity import short_hash
 from agentledger.store.export import EXPORT_FORMATS, ROW_COLUMNS, run_record, run_row, write_export
-from agentledger.store.storage import format_size
+from agentledger.store.sizes import format_size
 
 __all__ = ["export_command", "runs_command", "show_command", "sql_command"]
 

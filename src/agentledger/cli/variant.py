@@ -90,7 +90,7 @@ def _models_table(decision: Decision, evaluation: VariantEvaluation) -> Any:
 
 
 def _print_summary(
-    decision: Decision, evaluation: VariantEvaluation, written: Path | None, notes: list[str]
+    decision: Decision, evaluation: VariantEvaluation, written: str | None, notes: list[str]
 ) -> None:
     from rich.text import Text
 

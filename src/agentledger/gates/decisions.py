@@ -5,31 +5,28 @@ ledger/decisions/<decision_id>/decision.json    the record (Decision)
 ledger/decisions/<decision_id>/decision.md      the same, for people (render_markdown)
 ```
 
-A decision is written once and never changed: both files appear together (a staging directory
-renamed into place), read-only. A later decision may supersede an earlier one by naming it;
+A decision is written once and never changed: both files appear together (one group of the
+storage backend), read-only. A later decision may supersede an earlier one by naming it;
 the earlier one stays, marked as superseded in listings. This is the answer to "why did we
 reject Variant B?" six months later.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import secrets
-import shutil
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentledger.errors import InputError, RecordError
+from agentledger.errors import InputError, RecordError, RecordExistsError, RecordNotFoundError
 from agentledger.gates.decision_markdown import render_markdown
 from agentledger.gates.predicates.evaluate import PredicateResult
 from agentledger.identity import slug
 from agentledger.records import HASH_PATTERN, Record, parse_record, utc_now
+from agentledger.store.storage import StorageBackend
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
@@ -250,62 +247,54 @@ def superseded_by(decisions: Iterable[Decision]) -> dict[str, str]:
 
 
 class DecisionStore:
-    """The decisions directory of a ledger: write-once records, one directory each."""
+    """A ledger's decisions, through its storage backend: write-once, a group of two each."""
 
-    def __init__(self, ledger: Ledger | Path) -> None:
-        root = ledger if isinstance(ledger, Path) else ledger.root
-        self.root = root / DECISIONS_DIR
+    def __init__(self, ledger: Ledger | StorageBackend) -> None:
+        self.storage = ledger if isinstance(ledger, StorageBackend) else ledger.storage
 
-    def path(self, decision_id: str) -> Path:
-        """The directory of decision `decision_id`."""
-        return self.root / check_decision_id(decision_id)
+    @staticmethod
+    def key(decision_id: str, name: str | None = None) -> str:
+        """The storage key of decision `decision_id` (its group), or of one of its files."""
+        group = f"{DECISIONS_DIR}/{check_decision_id(decision_id)}"
+        return f"{group}/{name}" if name else group
+
+    def location(self, decision_id: str) -> str:
+        """Where decision `decision_id` is stored, for people."""
+        return self.storage.describe(self.key(decision_id))
 
     def exists(self, decision_id: str) -> bool:
-        return (self.path(decision_id) / DECISION_JSON).is_file()
+        return self.storage.exists(self.key(decision_id, DECISION_JSON))
 
-    def write(self, decision: Decision) -> Path:
-        """Write `decision` once (decision.json + decision.md, read-only); its directory.
+    def write(self, decision: Decision) -> str:
+        """Write `decision` once (decision.json and decision.md, appearing together); where.
 
         Refuses an id that exists and a `supersedes` that names no decision; writes nothing then.
         """
-        from agentledger.store.storage import _rename_new
-
-        target = self.path(decision.decision_id)
-        if target.exists():
-            raise InputError(f"decision {decision.decision_id} already exists in {self.root}")
+        where = self.location(decision.decision_id)
+        taken = f"decision {decision.decision_id} already exists at {where}"
+        if self.exists(decision.decision_id):
+            raise RecordExistsError(taken)
         if decision.supersedes is not None:
             self._check_supersedes(decision)
-        self.root.mkdir(parents=True, exist_ok=True)
-        staging = (
-            self.root / f".staging-{decision.decision_id}-{os.getpid()}-{secrets.token_hex(3)}"
-        )
-        staging.mkdir()
         try:
-            for name, data in (
-                (DECISION_JSON, record_bytes(decision)),
-                (DECISION_MD, render_markdown(decision).encode("utf-8")),
-            ):
-                fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                    out.flush()
-                    os.fsync(out.fileno())
-            dir_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                _rename_new(dir_fd, staging.name, dir_fd, target.name)
-                os.chmod(target, 0o555)  # nothing may be added to a decision either
-                os.fsync(dir_fd)
-            except FileExistsError:
-                raise InputError(
-                    f"decision {decision.decision_id} already exists in {self.root}"
-                ) from None
-            finally:
-                os.close(dir_fd)
-        finally:
-            if staging.exists():
-                with contextlib.suppress(OSError):
-                    shutil.rmtree(staging)
-        return target
+            self.storage.create_group(
+                self.key(decision.decision_id),
+                {
+                    DECISION_JSON: record_bytes(decision),
+                    DECISION_MD: render_markdown(decision).encode("utf-8"),
+                },
+            )
+        except RecordExistsError:
+            raise RecordExistsError(taken) from None
+        return where
+
+    def markdown(self, decision_id: str) -> str | None:
+        """The decision.md of decision `decision_id` as stored; None when it has none."""
+        try:
+            raw = self.storage.get(self.key(decision_id, DECISION_MD))
+        except RecordNotFoundError:
+            return None
+        return raw.decode("utf-8", "replace")
 
     def check_supersedes(self, kind: str, decision_id_or_prefix: str) -> str:
         """The full id of the decision a new `kind` decision may supersede; InputError when it
@@ -332,33 +321,33 @@ class DecisionStore:
         if not self.exists(old_id):
             raise InputError(
                 f"decision {decision.decision_id} supersedes {old_id!r}, "
-                f"which is not a decision in {self.root}"
+                "which is not a decision in the ledger"
             )
         self._check_old(decision.kind, old_id)
 
     def read(self, decision_id: str) -> Decision:
         """The decision with exactly this id."""
-        path = self.path(decision_id) / DECISION_JSON
+        key = self.key(decision_id, DECISION_JSON)
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(f"no decision {decision_id!r} in {self.root}") from None
-        decision = parse_record(Decision, raw, str(path))
+            raw = self.storage.get(key)
+        except RecordNotFoundError:
+            raise InputError(f"no decision {decision_id!r} in the ledger") from None
+        where = self.storage.describe(key)
+        decision = parse_record(Decision, raw, where)
         if decision.decision_id != decision_id:
-            raise RecordError(path, f"names decision {decision.decision_id!r}", field="decision_id")
+            raise RecordError(
+                where, f"names decision {decision.decision_id!r}", field="decision_id"
+            )
         return decision
 
     def ids(self) -> list[str]:
-        """Every decision id on disk, sorted by name."""
-        if not self.root.is_dir():
-            return []
-        return sorted(
-            entry.name
-            for entry in self.root.iterdir()
-            if not entry.name.startswith(".")
-            and _ID_RE.match(entry.name)
-            and (entry / DECISION_JSON).is_file()
-        )
+        """Every stored decision id, sorted by name."""
+        found = []
+        for key in self.storage.keys(DECISIONS_DIR):
+            parts = key.split("/")
+            if len(parts) == 3 and parts[2] == DECISION_JSON and _ID_RE.match(parts[1]):
+                found.append(parts[1])
+        return sorted(found)
 
     def resolve(self, decision_id_or_prefix: str) -> str:
         """The full id for an exact id or an unambiguous prefix of one."""
@@ -369,7 +358,7 @@ class DecisionStore:
         if len(matches) == 1 and decision_id_or_prefix:
             return matches[0]
         if not matches or not decision_id_or_prefix:
-            raise InputError(f"no decision matches {decision_id_or_prefix!r} in {self.root}")
+            raise InputError(f"no decision matches {decision_id_or_prefix!r} in the ledger")
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
         raise InputError(f"{decision_id_or_prefix!r} matches several decisions: {shown}")
 

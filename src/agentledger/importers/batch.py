@@ -302,6 +302,12 @@ class _Workers(PreparedImport):
             raise
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
+        if self.workers and not ledger.storage.shared_between_processes:
+            self.close()
+            raise InputError(
+                f"the storage of {ledger.root} ({ledger.storage.uri}) is not shared between "
+                "processes; import into it with one worker"
+            )
         try:
             for worker in self.workers:
                 worker.outbox.send(("go", str(ledger.root)))
@@ -354,6 +360,8 @@ def prepare_import(
         # planning makes anyway, in the worker's share), not here one listing at a time.
         found = layout.find_runs_real(paths, check=False)
         count = worker_count(options.workers, len(found))
+        if ledger is not None and not ledger.storage.shared_between_processes:
+            count = 1  # another process would write into storage of its own
         if count <= 1:
             for worker in workers:
                 worker.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
-from agentledger.store.storage import format_size
+from agentledger.store.sizes import format_size
 
 __all__ = [
     "ARTIFACT_KEYS",

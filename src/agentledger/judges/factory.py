@@ -61,7 +61,8 @@ def make_judge(
         return RulesJudge(pack, diagnosis=diagnosis, knowledge_dirs=knowledge_dirs), None
     from agentledger.judges.families import FamilyMap
     from agentledger.judges.llm import LLMJudge
-    from agentledger.providers import ModelClient, cache_dir_of, make_provider
+    from agentledger.providers import ModelClient, ResponseCache, make_provider
+    from agentledger.store import open_storage
 
     assert spec.provider is not None and spec.model is not None
     from agentledger.providers.client import RetryPolicy
@@ -69,7 +70,7 @@ def make_judge(
     provider = make_provider(spec.provider, base_url=base_url, timeout=request_timeout)
     client = ModelClient(
         provider,
-        cache_dir=cache_dir_of(ledger_root),
+        cache=ResponseCache(lambda: open_storage(ledger_root)),
         use_cache=use_cache,
         retry=RetryPolicy(max_retries=retries) if retries is not None else None,
         concurrency=concurrency,

@@ -1,4 +1,4 @@
-"""Scores: one file per (run, judge id), beside the runs, never overwritten.
+"""Scores: one record per (run, judge id), beside the runs, never overwritten.
 
 ```
 ledger/scores/<run_id>/<judge_id>.json
@@ -10,21 +10,20 @@ template, pack content, verdict policy), so a new judge's scores sit beside the 
 
 from __future__ import annotations
 
-import contextlib
-import os
+import re
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentledger.errors import InputError, RecordError
+from agentledger.errors import InputError, RecordError, RecordExistsError
 from agentledger.identity import check_run_id
 from agentledger.judges.base import CriterionResult, DiagnosisResult
 from agentledger.judges.verdict import Verdict
 from agentledger.records import Record, parse_record, utc_now
 from agentledger.store.index import ScoreRow, format_time
+from agentledger.store.storage import StorageBackend
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
@@ -44,6 +43,7 @@ __all__ = [
 
 SCORES_DIR = "scores"
 JUDGE_ID = r"^[a-z0-9-]{1,40}-[0-9a-f]{12}$"
+_JUDGE_ID = re.compile(JUDGE_ID)
 
 
 class JudgeInfo(BaseModel):
@@ -87,60 +87,50 @@ class Score(Record):
 
 
 class ScoreStore:
-    """The scores directory of a ledger: write-once files, one per (run, judge id)."""
+    """A ledger's scores, through its storage backend: write-once, one per (run, judge id)."""
 
-    def __init__(self, ledger_root: Path) -> None:
-        self.root = ledger_root / SCORES_DIR
+    def __init__(self, storage: StorageBackend) -> None:
+        self.storage = storage
 
-    def path(self, run_id: str, judge_id: str) -> Path:
+    @staticmethod
+    def key(run_id: str, judge_id: str) -> str:
+        """The storage key of the score of `run_id` by `judge_id`."""
         check_run_id(run_id)
-        return self.root / run_id / f"{judge_id}.json"
+        if not _JUDGE_ID.match(judge_id):
+            raise InputError(f"judge id {judge_id!r} is not valid (expected <kind>-<12 hex>)")
+        return f"{SCORES_DIR}/{run_id}/{judge_id}.json"
 
     def exists(self, run_id: str, judge_id: str) -> bool:
-        return self.path(run_id, judge_id).is_file()
+        return self.storage.exists(self.key(run_id, judge_id))
 
-    def write(self, score: Score) -> Path:
-        """Write `score` once: atomically, read-only; an existing score is never replaced."""
-        target = self.path(score.run_id, score.judge_id)
-        if target.exists():
-            raise InputError(f"{target}: this run is already scored by judge {score.judge_id}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        data = record_bytes(score)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    def write(self, score: Score) -> str:
+        """Write `score` once; where it went. An existing score is never replaced."""
+        key = self.key(score.run_id, score.judge_id)
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            try:
-                os.link(tmp, target)  # fails if a concurrent judge got there first
-            except FileExistsError:
-                raise InputError(
-                    f"{target}: this run is already scored by judge {score.judge_id}"
-                ) from None
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        return target
+            self.storage.create(key, record_bytes(score))
+        except RecordExistsError:
+            raise RecordExistsError(
+                f"{self.storage.describe(key)}: this run is already scored by judge "
+                f"{score.judge_id}"
+            ) from None
+        return self.storage.describe(key)
 
-    def read(self, path: Path) -> Score:
-        score = parse_record(Score, path.read_bytes(), str(path))
-        if path.stem != score.judge_id or path.parent.name != score.run_id:
-            raise RecordError(path, "the file's place does not match its run_id and judge_id")
+    def read(self, key: str) -> Score:
+        """The score stored at `key`, checked against its place."""
+        where = self.storage.describe(key)
+        score = parse_record(Score, self.storage.get(key), where)
+        if key != self.key(score.run_id, score.judge_id):
+            raise RecordError(where, "the file's place does not match its run_id and judge_id")
         return score
 
     def load(self, run_id: str, judge_id: str) -> Score:
-        return self.read(self.path(run_id, judge_id))
+        return self.read(self.key(run_id, judge_id))
 
     def iter_scores(self) -> Iterator[Score]:
-        """Every score on disk (for reindexing), in a stable order."""
-        if not self.root.is_dir():
-            return
-        for run_dir in sorted(self.root.iterdir()):
-            if run_dir.is_dir():
-                for path in sorted(run_dir.glob("*.json")):
-                    yield self.read(path)
+        """Every stored score (for reindexing), in a stable order."""
+        for key in self.storage.keys(SCORES_DIR):
+            if key.endswith(".json") and key.count("/") == 2:
+                yield self.read(key)
 
 
 def score_row(score: Score) -> ScoreRow:
@@ -163,7 +153,7 @@ def score_row(score: Score) -> ScoreRow:
 def reindex_scores(ledger: Ledger) -> int:
     """Rebuild the index's scores from the files under scores/ (the files are the truth)."""
     return ledger.index.rebuild_scores(
-        score_row(score) for score in ScoreStore(ledger.root).iter_scores()
+        score_row(score) for score in ScoreStore(ledger.storage).iter_scores()
     )
 
 

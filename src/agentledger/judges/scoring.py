@@ -123,7 +123,7 @@ def score_runs(
     """
     policy = policy or VerdictPolicy()
     judge_id, identity = score_identity(judge, policy)
-    store = ScoreStore(ledger.root)
+    store = ScoreStore(ledger.storage)
     report = ScoringReport(judge_id=judge_id)
     todo = [run_id for run_id in run_ids if not store.exists(run_id, judge_id)]
     report.already_scored = len(run_ids) - len(todo)

@@ -3,7 +3,7 @@
 Importing this package never imports a provider SDK: each SDK loads when its provider is made.
 
     provider = make_provider("anthropic")                  # or openai, google, scripted, replay
-    client = ModelClient(provider, cache_dir=cache_dir_of(ledger.root))
+    client = ModelClient(provider, cache=ResponseCache(ledger.storage))
     answer = client.complete(CompletionRequest.from_prompt("claude-haiku-4-5", "Why?"))
 """
 

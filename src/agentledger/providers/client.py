@@ -133,9 +133,9 @@ class _KeySlot:
 class ModelClient:
     """A provider wrapped with the response cache, record mode, retries and a concurrency limit.
 
-    Thread-safe: one client serves all the runner's threads. ``cache_dir`` is normally
-    ``<ledger>/cache`` (see `cache_dir_of`); None disables the cache. Providers that are not
-    `cacheable` (scripted) are never cached. ``use_cache=False`` (the CLI's ``--no-cache``)
+    Thread-safe: one client serves all the runner's threads. ``cache`` is normally the
+    ledger's response cache (in its storage backend); None disables the cache. Providers that
+    are not `cacheable` (scripted) are never cached. ``use_cache=False`` (the CLI's ``--no-cache``)
     skips reading the cache but still writes the fresh answer to it, so the newest answer is the
     one a later run reuses. ``sleep`` and ``rng`` are injectable so tests need not wait.
     """
@@ -144,7 +144,7 @@ class ModelClient:
         self,
         provider: Provider,
         *,
-        cache_dir: str | Path | None = None,
+        cache: ResponseCache | None = None,
         use_cache: bool = True,
         record_dir: str | Path | None = None,
         retry: RetryPolicy | None = None,
@@ -155,7 +155,7 @@ class ModelClient:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.provider = provider
-        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.cache = cache
         self.use_cache = use_cache
         self.record_dir = Path(record_dir) if record_dir is not None else None
         self.retry = retry or RetryPolicy()

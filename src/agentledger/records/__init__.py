@@ -353,6 +353,16 @@ class LedgerConfig(Record):
     max_artifact_bytes: int = Field(
         default=DEFAULT_MAX_ARTIFACT_BYTES, gt=0, description="Largest artifact accepted."
     )
+    storage: str = Field(
+        default="local",
+        min_length=1,
+        description="Where runs and records live, as a backend URI: local, memory://<name>, ...",
+    )
+    index: str = Field(
+        default="sqlite",
+        min_length=1,
+        description="The index backend URI: sqlite (index.sqlite in the ledger), ...",
+    )
 
 
 SCHEMAS: dict[str, type[BaseModel] | str] = {

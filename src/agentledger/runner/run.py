@@ -142,7 +142,8 @@ def _variant_name(options: RunOptions) -> tuple[str | None, str | None]:
 
 
 def _make_client(agent: LoadedAgent, options: RunOptions, ledger_root: Path) -> ModelClient:
-    from agentledger.providers import ModelClient, cache_dir_of, make_provider
+    from agentledger.providers import ModelClient, ResponseCache, make_provider
+    from agentledger.store import open_storage
 
     model = agent.spec.model
     provider_options: dict[str, Any] = {}
@@ -163,7 +164,7 @@ def _make_client(agent: LoadedAgent, options: RunOptions, ledger_root: Path) -> 
     )
     return ModelClient(
         provider,
-        cache_dir=cache_dir_of(ledger_root),
+        cache=ResponseCache(lambda: open_storage(ledger_root)),
         use_cache=options.use_cache,
         record_dir=options.record_dir,
         retry=RetryPolicy(max_retries=retries) if retries is not None else None,

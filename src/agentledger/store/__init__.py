@@ -1,4 +1,8 @@
-"""The evidence store: sealed runs on disk, and the index derived from them."""
+"""The evidence store: sealed runs and records behind a storage backend, and the index.
+
+The in-memory backend (tests) is `agentledger.store.memory.MemoryStorage`, imported only by
+whoever uses it.
+"""
 
 from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex, SQLiteIndex
 from agentledger.store.ledger import (
@@ -9,9 +13,11 @@ from agentledger.store.ledger import (
     ReindexReport,
     StoredRun,
     default_ledger_path,
+    open_storage,
 )
+from agentledger.store.local import LocalStorage
 from agentledger.store.sealing import RunContent
-from agentledger.store.storage import LocalStorage, RunStorage
+from agentledger.store.storage import StorageBackend
 from agentledger.store.verify import Problem, VerifyReport, verify_ledger
 from agentledger.store.writer import RunWriter, SealedRun
 
@@ -28,12 +34,13 @@ __all__ = [
     "RunContent",
     "RunFilter",
     "RunIndex",
-    "RunStorage",
     "RunWriter",
     "SQLiteIndex",
     "SealedRun",
+    "StorageBackend",
     "StoredRun",
     "VerifyReport",
     "default_ledger_path",
+    "open_storage",
     "verify_ledger",
 ]

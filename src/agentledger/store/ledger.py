@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from agentledger.errors import (
     IndexUnusableError,
@@ -26,16 +27,22 @@ from agentledger.records import (
     RunSummary,
     parse_record,
 )
+from agentledger.store.backends import (
+    INDEX_NAME,
+    UnknownBackendError,
+    check_index,
+    make_index,
+    make_storage,
+)
 from agentledger.store.index import (
     IndexedRun,
     IndexEntry,
     QueryResult,
     RunFilter,
     RunIndex,
-    SQLiteIndex,
 )
 from agentledger.store.sealing import RunContent, seal_runs
-from agentledger.store.storage import MANIFEST_NAME, LocalStorage, RunStorage
+from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
 
 __all__ = [
@@ -48,12 +55,12 @@ __all__ = [
     "ReindexReport",
     "StoredRun",
     "default_ledger_path",
+    "open_storage",
 ]
 
 DEFAULT_LEDGER = ".agentledger"
 ENV_VAR = "AGENTLEDGER_DIR"
 CONFIG_NAME = "ledger.json"
-INDEX_NAME = "index.sqlite"
 
 # Called with (done, total) as long operations advance; total may be None when unknown.
 Progress = Callable[[int, int | None], None]
@@ -62,6 +69,42 @@ Progress = Callable[[int, int | None], None]
 def default_ledger_path() -> Path:
     """Where the ledger is when no path is given: $AGENTLEDGER_DIR, else ./.agentledger."""
     return Path(os.environ.get(ENV_VAR) or DEFAULT_LEDGER)
+
+
+def _read_config(root: Path) -> LedgerConfig:
+    if root.exists() and not root.is_dir():
+        raise LedgerNotFoundError(f"{root} is a file, not a ledger directory")
+    config_path = root / CONFIG_NAME
+    if not config_path.is_file():
+        raise LedgerNotFoundError(
+            f"no ledger at {root} ({CONFIG_NAME} not found); "
+            "create one with `agentledger init` or point --ledger / AGENTLEDGER_DIR at it"
+        )
+    return parse_record(LedgerConfig, config_path.read_bytes(), str(config_path))
+
+
+def _backend_storage(root: Path, config: LedgerConfig) -> StorageBackend:
+    try:
+        return make_storage(config.storage, root)
+    except UnknownBackendError as exc:
+        raise RecordError(root / CONFIG_NAME, str(exc), field="storage") from None
+
+
+def _backend_index(root: Path, config: LedgerConfig) -> RunIndex:
+    try:
+        return make_index(config.index, root)
+    except UnknownBackendError as exc:
+        raise RecordError(root / CONFIG_NAME, str(exc), field="index") from None
+
+
+def open_storage(path: str | Path) -> StorageBackend:
+    """The storage backend the ledger at `path` names in its ledger.json (no index opened).
+
+    For parts that need only records, such as a model client's response cache made before the
+    ledger is opened.
+    """
+    root = Path(path)
+    return _backend_storage(root, _read_config(root))
 
 
 @dataclass(frozen=True)
@@ -97,10 +140,11 @@ class ReindexReport:
 
 
 class Ledger:
-    """A ledger directory: sealed runs under ``runs/`` and ``index.sqlite`` derived from them."""
+    """A ledger: its ledger.json, a storage backend holding its runs and records, and an index
+    derived from them (by default ``runs/`` and ``index.sqlite`` in the ledger directory)."""
 
     def __init__(
-        self, root: Path, config: LedgerConfig, storage: RunStorage, index: RunIndex
+        self, root: Path, config: LedgerConfig, storage: StorageBackend, index: RunIndex
     ) -> None:
         self.root = root
         self.config = config
@@ -110,18 +154,36 @@ class Ledger:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, path: str | Path, *, max_artifact_bytes: int | None = None) -> Ledger:
-        """Create a new ledger at `path` (which may exist as an empty directory)."""
+    def init(
+        cls,
+        path: str | Path,
+        *,
+        max_artifact_bytes: int | None = None,
+        storage: str = "local",
+        index: str = "sqlite",
+    ) -> Ledger:
+        """Create a new ledger at `path` (which may exist as an empty directory).
+
+        `storage` and `index` are backend URIs (see `agentledger.store.backends`), recorded in
+        ledger.json so that every later `open` uses the same ones.
+        """
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise LedgerNotFoundError(f"{root} is a file, not a directory; cannot create a ledger")
         if (root / CONFIG_NAME).exists():
             raise InputError(f"{root} already holds a ledger")
-        settings = {} if max_artifact_bytes is None else {"max_artifact_bytes": max_artifact_bytes}
-        config = LedgerConfig(**settings)
+        settings: dict[str, Any] = {"storage": storage, "index": index}
+        if max_artifact_bytes is not None:
+            settings["max_artifact_bytes"] = max_artifact_bytes
+        try:
+            config = LedgerConfig(**settings)
+            # Checked before anything is written: an unknown backend writes nothing.
+            backend = make_storage(config.storage, root)
+            check_index(config.index)
+        except (ValueError, UnknownBackendError) as exc:
+            raise InputError(f"cannot create a ledger at {root}: {exc}") from None
         root.mkdir(parents=True, exist_ok=True)
-        for sub in ("runs", ".staging"):
-            (root / sub).mkdir(exist_ok=True)
+        backend.initialize()
         # Written last and atomically: a ledger.json on disk means a complete ledger.
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))
@@ -130,19 +192,13 @@ class Ledger:
 
     @classmethod
     def open(cls, path: str | Path) -> Ledger:
-        """Open the ledger at `path`, migrating its index forward if needed."""
+        """Open the ledger at `path` on the backends its ledger.json names, migrating its index
+        forward if needed. A ledger.json that names none (written before backends were
+        recorded) means local storage and a SQLite index."""
         root = Path(path)
-        if root.exists() and not root.is_dir():
-            raise LedgerNotFoundError(f"{root} is a file, not a ledger directory")
-        config_path = root / CONFIG_NAME
-        if not config_path.is_file():
-            raise LedgerNotFoundError(
-                f"no ledger at {root} ({CONFIG_NAME} not found); "
-                "create one with `agentledger init` or point --ledger / AGENTLEDGER_DIR at it"
-            )
-        config = parse_record(LedgerConfig, config_path.read_bytes(), str(config_path))
-        storage = LocalStorage(root)
-        index = SQLiteIndex(root / INDEX_NAME)
+        config = _read_config(root)
+        storage = _backend_storage(root, config)
+        index = _backend_index(root, config)
         return cls(root, config, storage, index)
 
     @classmethod

@@ -21,7 +21,7 @@ from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
 from agentledger.store.index import IndexEntry
-from agentledger.store.storage import RunStorage, StagedRun
+from agentledger.store.storage import StagedRun, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class RunContent:
 _Written = list[tuple[StagedRun, IndexEntry]]
 
 
-def _write_batch(storage: RunStorage, batch: Sequence[RunContent], limit: int) -> _Written:
+def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: int) -> _Written:
     """Stage every run of the batch, MANIFEST.json last in each; nothing is visible yet."""
     staged = storage.stage_batch([content.run_id for content in batch], limit)
     written: _Written = []

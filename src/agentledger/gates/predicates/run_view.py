@@ -6,9 +6,9 @@ The files are read through `agentledger.store.evidence`, as the judges read them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentledger.errors import InputError
 from agentledger.judges.scores import SCORES_DIR, Score, run_scores
 from agentledger.records import RunMetadata
 from agentledger.store.evidence import LoggedCommand, load_run_evidence
@@ -16,6 +16,7 @@ from agentledger.store.writer import REPORT
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
+    from agentledger.store.storage import StorageBackend
 
 __all__ = ["RunView", "load_run_view"]
 
@@ -37,7 +38,8 @@ class RunView:
     log_problem: str | None = None
     files: frozenset[str] = frozenset()
     """The run's artifact names (from its manifest)."""
-    ledger_root: Path | None = None
+    storage: StorageBackend | None = None
+    """Where the run's scores are stored (to cite the line of a score that a predicate read)."""
     _report_lines: list[str] | None = field(default=None, repr=False)
     _report_starts: list[int] | None = field(default=None, repr=False)
     _score_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -72,12 +74,12 @@ class RunView:
         lines = self._score_lines.get(judge_id)
         if lines is None:
             lines = []
-            if self.ledger_root is not None:
-                path = self.ledger_root / self.score_file(judge_id)
+            if self.storage is not None:
                 try:
-                    lines = path.read_text("utf-8", "replace").split("\n")
-                except OSError:
-                    lines = []
+                    raw = self.storage.get(self.score_file(judge_id))
+                except (InputError, OSError):
+                    raw = b""
+                lines = raw.decode("utf-8", "replace").split("\n")
             self._score_lines[judge_id] = lines
         prefix = " " * (2 * depth) + needle
         for number, text in enumerate(lines, start=1):
@@ -110,5 +112,5 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         scores=scores,
         log_problem=log.problem,
         files=evidence.files,
-        ledger_root=ledger.root,
+        storage=ledger.storage,
     )

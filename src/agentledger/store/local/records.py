@@ -1,0 +1,164 @@
+"""The local backend's records: one read-only file per key, created once with a hard link.
+
+A value is written to a temporary file beside its key (a name starting with ``.``, which no key
+has), flushed to disk, then linked to its key: ``link`` fails when the key exists, so of several
+writers exactly one wins, and a reader sees the whole file or nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from agentledger.errors import RecordExistsError, RecordNotFoundError
+from agentledger.store.local.fs import remove_tree, rename_noreplace, write_fd
+from agentledger.store.storage import StorageBackend
+
+__all__ = ["LocalRecords"]
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# A key whose parent is a value, or which is a directory of values: the two cannot both be.
+_CLASH = (FileExistsError, NotADirectoryError)
+
+
+class LocalRecords(StorageBackend):
+    """Records as files under the ledger directory `root` (the run methods are LocalStorage's)."""
+
+    root: Path
+    durable: bool
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def _parent(self, key: str) -> Path:
+        parent = self._path(key).parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except _CLASH:
+            raise RecordExistsError(
+                f"{self._path(key)}: a record is stored where this key needs a directory"
+            ) from None
+        # A group's directory is made read-only when it lands: that mode is what says "sealed"
+        # (checked here too, since permissions do not stop every user).
+        for directory in [parent, *parent.parents]:
+            if directory == self.root:
+                break
+            if not stat.S_IMODE(os.stat(directory).st_mode) & 0o222:
+                raise RecordExistsError(f"{directory} is a sealed group; nothing can be added")
+        return parent
+
+    def _sync_dir(self, directory: Path) -> None:
+        if self.durable:
+            fd = os.open(directory, _DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _write_new(self, path: Path, data: bytes) -> None:
+        fd = os.open(path, _CREATE, 0o444)
+        try:
+            write_fd(fd, data)
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _create(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        parent = self._parent(key)
+        temporary = parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            self._write_new(temporary, data)
+            try:
+                os.link(temporary, target)
+            except FileExistsError:
+                raise RecordExistsError(
+                    f"{target} already exists; records are written once"
+                ) from None
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        self._sync_dir(parent)
+
+    def _create_group(self, prefix: str, values: dict[str, bytes]) -> None:
+        target = self._path(prefix)
+        parent = self._parent(prefix)
+        staging = parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.group"
+        staging.mkdir()
+        try:
+            for name, data in values.items():
+                self._write_new(staging / name, data)
+            parent_fd = os.open(parent, _DIRECTORY)
+            try:
+                try:
+                    rename_noreplace(parent_fd, staging.name, parent_fd, target.name)
+                except OSError as exc:
+                    if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                        raise
+                    raise RecordExistsError(
+                        f"{target} already exists; records are written once"
+                    ) from None
+                os.chmod(target.name, 0o555, dir_fd=parent_fd)  # nothing may be added either
+                if self.durable:
+                    os.fsync(parent_fd)
+            finally:
+                os.close(parent_fd)
+        finally:
+            if staging.exists():
+                remove_tree(staging)
+
+    def _get(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            raise RecordNotFoundError(f"{path} does not exist") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise RecordNotFoundError(f"{path} is not a record")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                return handle.read()
+        finally:
+            os.close(fd)
+
+    def _exists(self, key: str) -> bool:
+        try:
+            info = os.stat(self._path(key), follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return stat.S_ISREG(info.st_mode)
+
+    def _keys(self, prefix: str) -> list[str]:
+        base = self._path(prefix)
+        found: list[str] = []
+        for directory, dirs, files in os.walk(base):
+            dirs[:] = [name for name in dirs if not name.startswith(".")]
+            relative = Path(directory).relative_to(self.root).as_posix()
+            found.extend(f"{relative}/{name}" for name in files if not name.startswith("."))
+        return sorted(found)
+
+    def _replace(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        parent = self._parent(key)
+        temporary = parent / f".tmp-{target.name}.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            fd = os.open(temporary, _CREATE, 0o644)
+            try:
+                write_fd(fd, data)
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, target)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+
+    def _describe(self, key: str) -> str:
+        return str(self._path(key))
