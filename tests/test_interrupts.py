@@ -46,13 +46,18 @@ def interrupt_when(
     )
     deadline = time.monotonic() + timeout
     assert callable(ready)
-    while time.monotonic() < deadline and proc.poll() is None and not ready():
-        time.sleep(0.01)
-    assert proc.poll() is None, "the command ended before the interrupt: make the work larger"
-    sent = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert time.monotonic() - sent < 10, "the command took too long to stop after Ctrl-C"
+    try:
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.01)
+        assert proc.poll() is None, "the command ended before the interrupt: make the work larger"
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert time.monotonic() - sent < 10, "the command took too long to stop after Ctrl-C"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
@@ -103,7 +108,7 @@ def test_ctrl_c_while_checking_writes_nothing(source: Path, tmp_path: Path) -> N
     started = time.monotonic()
     done = interrupt_when(
         agentledger("import", source, "--ledger", ledger),
-        lambda: time.monotonic() - started > 1.0 and not (ledger / "ledger.json").exists(),
+        lambda: time.monotonic() - started > 0.3 and not (ledger / "ledger.json").exists(),
     )
     if (ledger / "ledger.json").exists():
         pytest.skip("this machine checked the runs before the interrupt; nothing to test")

@@ -171,8 +171,8 @@ def import_command(
     Imported runs are marked backfilled. A run already in the ledger with identical content is
     skipped; the same run id with different content is an error.
     """
-    import_workers.start_early(paths, workers)
     try:
+        import_workers.start_early(paths, workers)
         from agentledger.cli.output import terminal_safe
         from agentledger.importers import ARTIFACT_KEYS, ImportOptions, prepare_import
         from agentledger.store import Ledger

@@ -165,7 +165,18 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
         if ledger is None:
             ledger = Ledger.open(order[1])
         sent = 0
-        result = write_plan(ledger, plan, progress=report)
+        stopping = False
+
+        def stop() -> bool:
+            # The parent's only word while this worker seals is "stop" (after Ctrl-C).
+            nonlocal stopping
+            if not stopping and inbox.poll():
+                with contextlib.suppress(EOFError, OSError):
+                    stopping = inbox.recv()[0] == "stop"
+                stopping = True
+            return stopping
+
+        result = write_plan(ledger, plan, progress=report, stop=stop)
         outbox.send(("done", result.imported))
     except BaseException as exc:  # reported to the parent, which raises it
         with contextlib.suppress(OSError):
@@ -314,12 +325,17 @@ class _Workers(PreparedImport):
             phase = _Phase(self.workers, "done", len(self.new_runs), progress)
             try:
                 own = write_plan(ledger, self.plan, progress=phase.own_progress)
-            except BaseException:
-                # The workers seal complete runs of their own: let them finish first.
+                imported = [own.imported, *phase.finish()]
+            except BaseException as exc:
+                # The workers seal complete runs of their own. On Ctrl-C they are told to stop
+                # after the run they are reading; either way, wait for what they sealed.
+                if isinstance(exc, KeyboardInterrupt):
+                    for worker in self.workers:
+                        with contextlib.suppress(OSError, ValueError):
+                            worker.outbox.send(("stop",))
                 with contextlib.suppress(Exception):
                     phase.finish()
                 raise
-            imported = [own.imported, *phase.finish()]
         finally:
             self.close()
         return ImportReport(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -187,14 +187,29 @@ def _content(run: PlannedRun) -> RunContent:
 
 
 def write_plan(
-    ledger: Ledger, plan: ImportPlan, *, progress: Progress | None = None
+    ledger: Ledger,
+    plan: ImportPlan,
+    *,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> ImportReport:
-    """Seal the plan's new runs in batches; runs already present and identical are skipped."""
+    """Seal the plan's new runs in batches; runs already present and identical are skipped.
+
+    `stop`, asked before each run is read, ends the import early and cleanly: the runs read
+    so far are sealed (whole), the rest are not written (a worker told to stop by Ctrl-C).
+    """
     report = ImportReport(identical=[run.run_id for run in plan.runs if run.identical])
     new = plan.new_runs
+
+    def contents() -> Iterator[RunContent]:
+        for run in new:
+            if stop is not None and stop():
+                return
+            yield _content(run)
+
     with _fewer_collections():
         sealed = ledger.seal_runs(
-            (_content(run) for run in new),
+            contents(),
             batch_size=plan.batch_size,
             max_artifact_bytes=plan.max_artifact_bytes,
             progress=(lambda done: progress(done, len(new))) if progress else None,

@@ -21,6 +21,7 @@ from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
 from agentledger.store.index import IndexEntry
+from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.storage import StagedRun, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
@@ -140,19 +141,22 @@ def seal_runs(
         pending: Future[list[SealedRun]] | None = None
         try:
             for batch in _batches(runs, batch_size):
-                written = _write_batch(ledger.storage, batch, max_artifact_bytes)
-                if pending is not None:
-                    try:
-                        sealed += pending.result()
-                    except BaseException:
-                        for run, _entry in written:
-                            ledger.storage.discard(run)
-                        raise
-                    finally:
-                        pending = None
-                    if progress:
-                        progress(len(sealed))
-                pending = publisher.submit(_publish_batch, ledger, written)
+                # Ctrl-C lands between batches: a batch is staged and handed to the publisher
+                # whole, so an interrupt never leaves a staging directory behind.
+                with deferred_interrupt():
+                    written = _write_batch(ledger.storage, batch, max_artifact_bytes)
+                    if pending is not None:
+                        try:
+                            sealed += pending.result()
+                        except BaseException:
+                            for run, _entry in written:
+                                ledger.storage.discard(run)
+                            raise
+                        finally:
+                            pending = None
+                        if progress:
+                            progress(len(sealed))
+                    pending = publisher.submit(_publish_batch, ledger, written)
             if pending is not None:
                 try:
                     sealed += pending.result()
