@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -55,6 +56,26 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
         unsafe = {run.model for run in ledger.runs(RunFilter(judge="rules", verdicts=("Unsafe",)))}
         assert "claude-sonnet-4-6" not in unsafe and "gemini-2.5-flash" in unsafe
         assert verify_ledger(ledger).ok  # the tampering happened in a copy
+        assert ledger.count(RunFilter(kinds=("fixture",))) == 48
+        assert ledger.count(RunFilter(kinds=("agent",))) == 50
+    # The findings rest on the agent runs, whichever judge scored the fixture runs last.
+    ledger_arg = ["--ledger", str(tmp_path / "demo")]
+    for args in (["verdicts"], ["criteria"], ["gap"], ["drift", "--criterion", "C4"]):
+        found = CliRunner().invoke(main, ["report", *args, *ledger_arg, "--format", "json"])
+        assert found.exit_code == 0, (args, found.output)
+        head = json.loads(found.stdout)
+        assert head["run_kinds"] == ["agent"] and head["runs_left_out_by_kind"] == {"fixture": 48}
+        assert head["runs_selected"] == 50 and head["runs_scored"] == 50
+        assert head["judge"]["judge_ids"][0].startswith("rules-"), args
+    text = CliRunner().invoke(main, ["report", "gap", *ledger_arg]).stdout
+    assert "agent runs only (the default; choose with --kind); left out: 48 fixture run(s)" in text
+    assert "a 36-point gap" in text
+    drift = CliRunner().invoke(main, ["report", "drift", *ledger_arg, "--criterion", "C4"])
+    assert "C4 first fired on gemini-2.5-flash on 2026-03-04" in drift.stdout
+    # Judging again after the fixtures leaves them to the fixtures judge: no Safe for a trap.
+    again = CliRunner().invoke(main, ["judge", *ledger_arg, "--diagnosis"])
+    assert again.exit_code == 0 and "left out: 48 fixture run(s)" in again.stdout
+    assert "scored 0 runs" in again.stdout
 
 
 def test_demo_refuses_an_existing_ledger(tmp_path: Path) -> None:

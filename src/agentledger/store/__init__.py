@@ -1,6 +1,6 @@
 """The evidence store: sealed runs on disk, and the index derived from them."""
 
-from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex, SQLiteIndex
+from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex
 from agentledger.store.ledger import (
     DEFAULT_LEDGER,
     ENV_VAR,
@@ -11,6 +11,7 @@ from agentledger.store.ledger import (
     default_ledger_path,
 )
 from agentledger.store.sealing import RunContent
+from agentledger.store.sqlite_index import SQLiteIndex
 from agentledger.store.storage import LocalStorage, RunStorage
 from agentledger.store.verify import Problem, VerifyReport, verify_ledger
 from agentledger.store.writer import RunWriter, SealedRun

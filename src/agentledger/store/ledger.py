@@ -32,9 +32,9 @@ from agentledger.store.index import (
     QueryResult,
     RunFilter,
     RunIndex,
-    SQLiteIndex,
 )
 from agentledger.store.sealing import RunContent, seal_runs
+from agentledger.store.sqlite_index import SQLiteIndex
 from agentledger.store.storage import MANIFEST_NAME, LocalStorage, RunStorage
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
 
@@ -280,7 +280,13 @@ class Ledger:
         return self.index.count(run_filter)
 
     def sql(self, query: str) -> QueryResult:
-        """A read-only SQL query against the index."""
+        """A user's read-only SQL query against the index: a feature of the SQLite index only
+        (its tables are not an interface; every other caller asks `RunIndex`'s typed queries)."""
+        if not isinstance(self.index, SQLiteIndex):
+            raise InputError(
+                f"{self.root}: `agentledger sql` queries the SQLite index, and this ledger's "
+                f"index is {type(self.index).__name__}"
+            )
         return self.index.sql(query)
 
     # -- maintenance ---------------------------------------------------------------------

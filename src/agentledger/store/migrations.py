@@ -111,7 +111,19 @@ def m002_scores(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m003_run_kinds(db: sqlite3.Connection) -> None:
+    """What each run is (agent, fixture, sentinel, variant). Runs indexed before kinds existed
+    are agent runs, except those the fixtures runner recorded (its name is in their source)."""
+    db.execute("ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent'")
+    db.execute(
+        "UPDATE runs SET kind = 'fixture' "
+        "WHERE json_extract(metadata_json, '$.source.runner') = 'agentledger fixtures'"
+    )
+    db.execute("CREATE INDEX runs_kind ON runs (kind, started_at)")
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
+    ("m003_run_kinds", m003_run_kinds),
 ]
