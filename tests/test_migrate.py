@@ -37,6 +37,7 @@ EXPECTED_TABLES = {
         "ended_at",
         "silent_update_detectable",
         "backfilled",
+        "kind",
         "commands_run",
         "commands_denied",
         "duration_s",
@@ -48,7 +49,6 @@ EXPECTED_TABLES = {
         "manifest_sha256",
         "metadata_json",
         "summary_json",
-        "kind",
     ],
     "run_tags": ["run_id", "key", "value"],
     "scores": [
@@ -205,6 +205,7 @@ def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Pat
         _old_row("no-source", {**base, "source": None}, False),
     ]
     db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 29)})", rows)
+    db.execute("INSERT INTO run_tags VALUES ('fixture', 'suite', 'sql')")
     db.close()
     index = SQLiteIndex(path)
     try:
@@ -217,6 +218,9 @@ def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Pat
             "no-source": "agent",
         }
         assert [run.run_id for run in index.query(RunFilter(kinds=("fixture",)))] == ["fixture"]
+        tagged = index.query(RunFilter(tags=(("suite", "sql"),)))
+        assert [run.run_id for run in tagged] == ["fixture"]  # the tags survive the rebuild
+        assert index.get("imported").backfilled  # type: ignore[union-attr]
     finally:
         index.close()
     tables, indexes = _schema(path)

@@ -148,15 +148,16 @@ class Selection:
         `choice`: reuse another selection's judge (compare's groups) instead of choosing."""
         self.index = index
         self.kinds_by_default = not run_filter.kinds
-        self.filter = replace(
-            run_filter,
-            judge=None,
-            verdicts=(),
-            fired=(),
-            limit=None,
-            offset=0,
-            kinds=run_filter.kinds or DEFAULT_KINDS,
+        self.kinds: tuple[str, ...] = run_filter.kinds or DEFAULT_KINDS
+        every_kind = replace(
+            run_filter, judge=None, verdicts=(), fired=(), limit=None, offset=0, kinds=()
         )
+        self.by_kind = {str(kind): n for kind, n in index.count_by(every_kind, "kind").items()}
+        """Runs the filter matches, by kind, whether the report covers the kind or not."""
+        # When every matching run is of a covered kind, the kinds narrow nothing: the queries
+        # go without them (the same runs, and the index's fastest plans).
+        narrows = any(kind not in self.kinds for kind in self.by_kind)
+        self.filter = replace(every_kind, kinds=self.kinds) if narrows else every_kind
         self._scored: int | None = None
         self._cube: list[tuple[str, str, bool | None, int]] | None = None
         self.judge = choice or self._choose_judge(judge, must_match)
@@ -210,23 +211,18 @@ class Selection:
 
     def head(self, kind: str) -> ReportHead:
         """The header of a report on this selection, with the standing warnings."""
-        selected = self.index.count(self.filter)
+        selected = sum(n for kind, n in self.by_kind.items() if kind in self.kinds)
         scored = self.scored()
-        every_kind = self.index.count_by(replace(self.filter, kinds=()), "kind")
-        left_out = {
-            str(run_kind): n
-            for run_kind, n in every_kind.items()
-            if run_kind not in self.filter.kinds
-        }
+        left_out = {kind: n for kind, n in self.by_kind.items() if kind not in self.kinds}
         head = ReportHead(
             kind,
             describe_filter(
-                replace(self.filter, kinds=()) if self.kinds_by_default else self.filter
+                replace(self.filter, kinds=() if self.kinds_by_default else self.kinds)
             ),
             self.judge,
             selected,
             scored,
-            kinds=self.filter.kinds,
+            kinds=self.kinds,
             kinds_by_default=self.kinds_by_default,
             left_out=left_out,
         )

@@ -180,7 +180,9 @@ def _where(run_filter: RunFilter) -> tuple[str, list[Any]]:
         clauses.append("backfilled = ?")
         params.append(int(run_filter.backfilled))
     if run_filter.kinds:
-        one_of("kind", run_filter.kinds)
+        # Unary + keeps SQLite off runs_kind for filtering: a handful of values over every
+        # run, where the model, prompt and scenario indexes are the selective ones.
+        one_of("+kind", run_filter.kinds)
     for key, value in run_filter.tags:
         clauses.append(
             "EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = runs.run_id "
