@@ -224,6 +224,8 @@ def show_command(
 def sql_command(ledger_path: Path | None, query: str, fmt: str) -> None:
     """Run a read-only SQL query against the index (anything that writes is refused).
 
+    A feature of the SQLite index: its tables are in docs/index-schema.md.
+
     \b
     Example:
       agentledger sql "SELECT model, count(*) AS runs FROM runs GROUP BY model"
