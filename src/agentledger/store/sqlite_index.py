@@ -1,4 +1,4 @@
-"""The index as one SQLite file: the only module that speaks SQL to it.
+"""The index as one SQLite file: with `sqlite_where`, the only SQL in agentledger.
 
 Every typed query of `RunIndex` is one statement here. `sql()` runs a user's own read-only
 query (`agentledger sql`), a feature of this backend alone.
@@ -34,6 +34,14 @@ from agentledger.store.index import (
     format_time,
 )
 from agentledger.store.migrations import MIGRATIONS
+from agentledger.store.sqlite_where import (
+    chosen_sql,
+    criteria_join_sql,
+    dimension_sql,
+    glob_prefix,
+    marks,
+    where_sql,
+)
 
 T = TypeVar("T")
 
@@ -112,160 +120,6 @@ def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def _glob_prefix(value: str) -> str:
-    """A GLOB pattern matching exactly the strings that start with `value`.
-
-    GLOB (not LIKE: case-sensitive, and it can use an index) reads ``*``, ``?`` and ``[`` as
-    patterns; each is put in a bracket of its own so that it matches only itself.
-    """
-    return value.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]") + "*"
-
-
-_DIMENSION_SQL: dict[str, str] = {
-    "model": "model",
-    "scenario": "scenario",
-    "kind": "kind",
-    "system_prompt_hash": "system_prompt_hash",
-    "model_served": "model_served",
-    "day": "substr(started_at, 1, 10)",
-}
-
-
-def _dimension(dimension: str) -> str:
-    try:
-        return _DIMENSION_SQL[dimension]
-    except KeyError:
-        raise InputError(
-            f"unknown dimension {dimension!r}: choose from {', '.join(_DIMENSION_SQL)}"
-        ) from None
-
-
-def _where(run_filter: RunFilter) -> tuple[str, list[Any]]:
-    """The SQL WHERE clause (over `runs`) and its parameters for `run_filter`."""
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def one_of(column: str, values: tuple[str, ...]) -> None:
-        if len(values) == 1:
-            clauses.append(f"{column} = ?")
-        else:
-            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
-        params.extend(values)
-
-    if run_filter.models:
-        one_of("model", run_filter.models)
-    if run_filter.scenarios:
-        one_of("scenario", run_filter.scenarios)
-    if run_filter.prompt_hash:
-        clauses.append("system_prompt_hash GLOB ?")
-        params.append(_glob_prefix(run_filter.prompt_hash))
-    if run_filter.variant is not None:
-        clauses.append("variant = ?")
-        params.append(run_filter.variant)
-    if run_filter.model_served is not None:
-        clauses.append("model_served = ?")
-        params.append(run_filter.model_served)
-    if run_filter.agent_commit is not None:
-        clauses.append("agent_commit GLOB ?")
-        params.append(_glob_prefix(run_filter.agent_commit))
-    if run_filter.since is not None:
-        clauses.append("started_at >= ?")
-        params.append(format_time(run_filter.since))
-    if run_filter.until is not None:
-        clauses.append("started_at < ?")
-        params.append(format_time(run_filter.until))
-    if run_filter.backfilled is not None:
-        clauses.append("backfilled = ?")
-        params.append(int(run_filter.backfilled))
-    if run_filter.kinds:
-        # Unary + keeps SQLite off runs_kind for filtering: a handful of values over every
-        # run, where the model, prompt and scenario indexes are the selective ones.
-        one_of("+kind", run_filter.kinds)
-    for key, value in run_filter.tags:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = runs.run_id "
-            "AND t.key = ? AND t.value = ?)"
-        )
-        params.extend((key, value))
-    judge = _glob_prefix(run_filter.judge or "")
-    if run_filter.verdicts:
-        marks = ", ".join("?" * len(run_filter.verdicts))
-        clauses.append(
-            "EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id "
-            f"AND s.judge_id GLOB ? AND s.verdict IN ({marks}))"
-        )
-        params.extend((judge, *run_filter.verdicts))
-    elif run_filter.judge and not run_filter.fired:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id AND s.judge_id GLOB ?)"
-        )
-        params.append(judge)
-    for criterion in run_filter.fired:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM score_criteria c WHERE c.run_id = runs.run_id "
-            "AND c.judge_id GLOB ? AND c.criterion = ? AND c.fired = 1)"
-        )
-        params.extend((judge, criterion))
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
-
-
-_SEL_COLUMNS = "run_id, model, scenario, model_served, system_prompt_hash, started_at, kind"
-
-
-def _chosen(run_filter: RunFilter, judge_ids: Sequence[str]) -> tuple[str, list[Any]]:
-    """``WITH sel AS (...), chosen AS (...) ``: the matching runs, and each one's chosen score.
-
-    `sel` has the runs whether scored or not; `chosen` adds judge_id, verdict, diagnosis for
-    the runs that have a score among `judge_ids`. With one judge id each run's score is a
-    primary key lookup (the usual, and the fast, case).
-    """
-    where, params = _where(run_filter)
-    ids = list(judge_ids)
-    sel = f"WITH sel AS (SELECT {_SEL_COLUMNS} FROM runs{where}), "
-    if len(ids) == 1:
-        chosen = (
-            "chosen AS (SELECT sel.*, s.judge_id, s.verdict, s.diagnosis FROM sel "
-            "JOIN scores s ON s.run_id = sel.run_id AND s.judge_id = ?) "
-        )
-    elif ids:
-        # The newest score of each run among the judges (SQLite's bare columns of max()).
-        marks = ", ".join("?" * len(ids))
-        chosen = (
-            "newest AS (SELECT run_id, judge_id, verdict, diagnosis, max(created_at) "
-            f"FROM scores WHERE judge_id IN ({marks}) GROUP BY run_id), "
-            "chosen AS (SELECT sel.*, n.judge_id, n.verdict, n.diagnosis FROM newest n "
-            "JOIN sel ON sel.run_id = n.run_id) "
-        )
-    else:
-        chosen = (
-            "chosen AS (SELECT sel.*, NULL AS judge_id, NULL AS verdict, "
-            "NULL AS diagnosis FROM sel WHERE 0) "
-        )
-    return sel + chosen, [*params, *ids]
-
-
-def _criteria_join(judge_ids: Sequence[str]) -> tuple[str, list[Any]]:
-    """``FROM ... ch JOIN score_criteria c ...``: the chosen scores' criterion results.
-
-    With one judge id, the criteria rows of that judge are the chosen ones, so the join
-    skips the scores table (the widest one); CROSS JOIN keeps SQLite walking the runs and
-    looking criteria up by primary key, the faster order on a large index.
-    """
-    if len(judge_ids) == 1:
-        return (
-            "FROM sel ch CROSS JOIN score_criteria c ON c.run_id = ch.run_id AND c.judge_id = ?",
-            [judge_ids[0]],
-        )
-    return (
-        "FROM chosen ch JOIN score_criteria c ON c.run_id = ch.run_id AND c.judge_id = ch.judge_id",
-        [],
-    )
-
-
-def _marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" * len(values))
 
 
 class SQLiteIndex(RunIndex):
@@ -480,7 +334,7 @@ class SQLiteIndex(RunIndex):
         )
 
     def query(self, run_filter: RunFilter) -> list[IndexedRun]:
-        where, params = _where(run_filter)
+        where, params = where_sql(run_filter)
         sql = (
             f"SELECT {_COLUMNS} FROM runs{where} "
             "ORDER BY started_at IS NULL, started_at DESC, run_id"
@@ -494,7 +348,7 @@ class SQLiteIndex(RunIndex):
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 
     def count(self, run_filter: RunFilter | None = None) -> int:
-        where, params = _where(run_filter or RunFilter())
+        where, params = where_sql(run_filter or RunFilter())
         row = self.db.execute(f"SELECT count(*) FROM runs{where}", params).fetchone()
         return int(row[0])
 
@@ -505,35 +359,35 @@ class SQLiteIndex(RunIndex):
     def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
         rows = self.db.execute(
             "SELECT run_id FROM runs WHERE run_id GLOB ? ORDER BY run_id LIMIT ?",
-            (_glob_prefix(prefix), limit),
+            (glob_prefix(prefix), limit),
         )
         return [row[0] for row in rows]
 
     def count_by(self, run_filter: RunFilter, dimension: Dimension) -> dict[str | None, int]:
-        column = _dimension(dimension)
-        where, params = _where(run_filter)
+        column = dimension_sql(dimension)
+        where, params = where_sql(run_filter)
         rows = self.db.execute(
             f"SELECT {column}, count(*) FROM runs{where} GROUP BY 1 ORDER BY 1", params
         )
         return {value: int(count) for value, count in rows}
 
     def overlap(self, a: RunFilter, b: RunFilter) -> int:
-        where_a, params_a = _where(a)
-        where_b, params_b = _where(b)
+        where_a, params_a = where_sql(a)
+        where_b, params_b = where_sql(b)
         clauses = [w.removeprefix(" WHERE ") for w in (where_a, where_b) if w]
         where = " WHERE " + " AND ".join(f"({clause})" for clause in clauses) if clauses else ""
         row = self.db.execute(f"SELECT count(*) FROM runs{where}", [*params_a, *params_b])
         return int(row.fetchone()[0])
 
     def distinct(self, dimension: Dimension) -> list[str]:
-        column = _dimension(dimension)
+        column = dimension_sql(dimension)
         rows = self.db.execute(
             f"SELECT DISTINCT {column} FROM runs WHERE {column} IS NOT NULL ORDER BY 1"
         )
         return [str(row[0]) for row in rows]
 
     def judges_of(self, run_filter: RunFilter) -> list[JudgeTally]:
-        where, params = _where(run_filter)
+        where, params = where_sql(run_filter)
         rows = self.db.execute(
             f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id, s.kind, "
             "count(*), max(s.created_at) FROM sel JOIN scores s ON s.run_id = sel.run_id "
@@ -548,8 +402,8 @@ class SQLiteIndex(RunIndex):
     ) -> list[VerdictCount]:
         if not judge_ids:
             return []
-        cte, params = _chosen(run_filter, judge_ids)
-        keys = [_dimension(d) for d in by]
+        cte, params = chosen_sql(run_filter, judge_ids)
+        keys = [dimension_sql(d) for d in by]
         group = [*keys, "verdict", "diagnosis"]
         rows = self.db.execute(
             f"{cte}SELECT {', '.join(group)}, count(*), min(started_at) FROM chosen "
@@ -573,8 +427,8 @@ class SQLiteIndex(RunIndex):
     ) -> dict[str | None, str]:
         if not judge_ids:
             return {}
-        cte, params = _chosen(run_filter, judge_ids)
-        key = _dimension(by)
+        cte, params = chosen_sql(run_filter, judge_ids)
+        key = dimension_sql(by)
         rows = self.db.execute(
             f"{cte}, per AS (SELECT {key} AS key, verdict, row_number() OVER (PARTITION BY "
             f"{key} ORDER BY started_at DESC, run_id DESC) AS rn FROM chosen "
@@ -588,8 +442,8 @@ class SQLiteIndex(RunIndex):
     ) -> list[CriterionCell]:
         if not judge_ids:
             return []
-        cte, params = _chosen(run_filter, judge_ids)
-        join, join_params = _criteria_join(judge_ids)
+        cte, params = chosen_sql(run_filter, judge_ids)
+        join, join_params = criteria_join_sql(judge_ids)
         rows = self.db.execute(
             f"{cte}SELECT c.criterion, ch.model, ch.scenario, sum(c.fired = 1), "
             f"sum(c.fired IS NOT NULL), sum(c.fired IS NULL) {join} "
@@ -606,8 +460,8 @@ class SQLiteIndex(RunIndex):
     ) -> list[CriterionFirst]:
         if not judge_ids:
             return []
-        cte, params = _chosen(run_filter, judge_ids)
-        join, join_params = _criteria_join(judge_ids)
+        cte, params = chosen_sql(run_filter, judge_ids)
+        join, join_params = criteria_join_sql(judge_ids)
         # The earliest firing as one sortable string: started_at (fixed width), run id, prompt.
         rows = self.db.execute(
             f"{cte}SELECT ch.model, sum(c.fired IS NOT NULL), sum(c.fired = 1), "
@@ -634,7 +488,7 @@ class SQLiteIndex(RunIndex):
     def criteria_of(self, judge_ids: Sequence[str]) -> list[str]:
         rows = self.db.execute(
             "SELECT DISTINCT criterion FROM score_criteria "
-            f"WHERE judge_id IN ({_marks(judge_ids)}) ORDER BY criterion",
+            f"WHERE judge_id IN ({marks(judge_ids)}) ORDER BY criterion",
             list(judge_ids),
         )
         return [str(row[0]) for row in rows]
