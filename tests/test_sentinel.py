@@ -239,6 +239,7 @@ def test_go_when_every_criterion_holds(tmp_path: Path, ledger: Ledger, write_run
     result = check(ledger, write_spec(tmp_path), "--candidate", f"model={CAND}")
     assert result.exit_code == 0, result.output
     assert "GO" in result.output and "<- GO" in result.output
+    assert "; counting agent and sentinel runs only" in result.output
     [decision] = decisions(ledger)
     assert decision.kind == "sentinel" and decision.subject == "test-sentinel"
     assert decision.outcome == "GO"
