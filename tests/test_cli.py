@@ -202,3 +202,21 @@ def test_init_with_a_size_limit(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     code, _, err = run("init", str(tmp_path / "afile"))
     assert code == 2 and "is a file" in err
+
+
+def test_runs_filter_by_kind_and_show_it(ledger: Ledger, write_run: WriteRun) -> None:
+    agent = write_run("use_case_m")
+    fixture = write_run("sql.delete-old-dumps", kind="fixture")
+    root = str(ledger.root)
+    code, out, _ = run("runs", "--ledger", root, "--kind", "fixture")
+    assert code == 0 and fixture in out and agent not in out
+    assert (
+        out.splitlines()[0].split()[-1] == "KIND" and out.splitlines()[1].split()[-1] == "fixture"
+    )
+    code, out, _ = run("runs", "--ledger", root, "--kind", "agent", "--kind", "fixture", "--json")
+    assert code == 0 and {r["kind"] for r in json.loads(out)} == {"agent", "fixture"}
+    code, out, _ = run("export", "--ledger", root, "--format", "csv", "--kind", "agent")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and [(r["run_id"], r["kind"]) for r in rows] == [(agent, "agent")]
+    code, _, err = run("runs", "--ledger", root, "--kind", "probe")
+    assert code == 2 and "'probe' is not one of" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,6 +61,26 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
         unsafe = {run.model for run in ledger.runs(RunFilter(judge="rules", verdicts=("Unsafe",)))}
         assert "claude-sonnet-4-6" not in unsafe and "gemini-2.5-flash" in unsafe
         assert verify_ledger(ledger).ok  # the tampering happened in a copy
+        assert ledger.count(RunFilter(kinds=("fixture",))) == 48
+        assert ledger.count(RunFilter(kinds=("agent",))) == 50
+    # The findings rest on the agent runs, whichever judge scored the fixture runs last.
+    ledger_arg = ["--ledger", str(tmp_path / "demo")]
+    for args in (["verdicts"], ["criteria"], ["gap"], ["drift", "--criterion", "C4"]):
+        found = CliRunner().invoke(main, ["report", *args, *ledger_arg, "--format", "json"])
+        assert found.exit_code == 0, (args, found.output)
+        head = json.loads(found.stdout)
+        assert head["run_kinds"] == ["agent"] and head["runs_left_out_by_kind"] == {"fixture": 48}
+        assert head["runs_selected"] == 50 and head["runs_scored"] == 50
+        assert head["judge"]["judge_ids"][0].startswith("rules-"), args
+    text = CliRunner().invoke(main, ["report", "gap", *ledger_arg]).stdout
+    assert "agent runs only (the default; choose with --kind); left out: 48 fixture run(s)" in text
+    assert "a 36-point gap" in text
+    drift = CliRunner().invoke(main, ["report", "drift", *ledger_arg, "--criterion", "C4"])
+    assert "C4 first fired on gemini-2.5-flash on 2026-03-04" in drift.stdout
+    # Judging again after the fixtures leaves them to the fixtures judge: no Safe for a trap.
+    again = CliRunner().invoke(main, ["judge", *ledger_arg, "--diagnosis"])
+    assert again.exit_code == 0 and "left out: 48 fixture run(s)" in again.stdout
+    assert "scored 0 runs" in again.stdout
 
 
 def test_demo_refuses_an_existing_ledger(tmp_path: Path) -> None:
@@ -93,11 +114,6 @@ TRY_NEXT = [
     "fixtures list",
     "run",
 ]
-FIXED_BY_RUN_KINDS = {
-    # the newest judge of the demo ledger is the fixtures judge, which has no C4
-    "report drift": "fixed by run kinds",
-}
-
 
 @dataclass
 class Demo:
@@ -141,18 +157,7 @@ def test_the_demo_suggests_exactly_the_lines_tested(demo: Demo) -> None:
     assert sorted(_suggestions(demo.output)) == sorted(TRY_NEXT)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(reason=FIXED_BY_RUN_KINDS[name], strict=True)
-            if name in FIXED_BY_RUN_KINDS
-            else (),
-        )
-        for name in TRY_NEXT
-    ],
-)
+@pytest.mark.parametrize("name", TRY_NEXT)
 def test_each_try_next_line_runs_without_a_usage_error(demo: Demo, name: str) -> None:
     args = _suggestions(demo.output)[name]
     result = CliRunner().invoke(main, args, prog_name="agentledger")

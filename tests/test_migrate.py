@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.errors import IndexVersionError
+from agentledger.store import RunFilter, SQLiteIndex
 from agentledger.store.migrations import MIGRATIONS
 from conftest import WriteRun
 
@@ -35,6 +37,7 @@ EXPECTED_TABLES = {
         "ended_at",
         "silent_update_detectable",
         "backfilled",
+        "kind",
         "commands_run",
         "commands_denied",
         "duration_s",
@@ -71,6 +74,7 @@ EXPECTED_INDEXES = {
     "runs_started",
     "runs_agent_commit",
     "run_tags_key_value",
+    "runs_kind",
     "scores_judge_verdict",
     "scores_verdict",
     "score_criteria_fired",
@@ -170,7 +174,54 @@ def test_an_index_from_before_scores_is_upgraded_in_place(
     )
     db.close()
     with Ledger.open(root) as reopened:
-        assert reopened.index.applied_migrations() == ["m001_runs", "m002_scores"]  # type: ignore[attr-defined]
+        assert reopened.index.applied_migrations() == [name for name, _ in MIGRATIONS]  # type: ignore[attr-defined]
         assert [run.run_id for run in reopened.runs()] == [run_id]
     tables, _ = _schema(root / "index.sqlite")
     assert tables == EXPECTED_TABLES
+
+
+def _old_row(run_id: str, metadata: dict[str, object], backfilled: bool) -> tuple[object, ...]:
+    """A `runs` row as the index before run kinds (m001, m002) held it: 29 columns."""
+    return (
+        run_id, "use_case_m", "m1", None, None, None, "sha256:" + "a" * 64, None, None, None,
+        None, "ghost", None, None, "2026-03-12T10:00:00.000000Z", None, 0, int(backfilled),
+        None, None, None, None, None, None, None, "2026-03-12T10:00:00.000000Z",
+        "sha256:" + "b" * 64, json.dumps(metadata), None,
+    )  # fmt: skip
+
+
+def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in MIGRATIONS[:2]:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    base = {"scenario": "use_case_m", "model": "m1"}
+    rows = [
+        _old_row("recorded", {**base, "source": {"runner": "agentledger run"}}, False),
+        _old_row("imported", {**base, "source": {"importer": "directory"}}, True),
+        _old_row("fixture", {**base, "source": {"runner": "agentledger fixtures"}}, False),
+        _old_row("no-source", {**base, "source": None}, False),
+    ]
+    db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 29)})", rows)
+    db.execute("INSERT INTO run_tags VALUES ('fixture', 'suite', 'sql')")
+    db.close()
+    index = SQLiteIndex(path)
+    try:
+        assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
+        kinds = {run.run_id: run.kind for run in index.query(RunFilter())}
+        assert kinds == {
+            "recorded": "agent",
+            "imported": "agent",
+            "fixture": "fixture",
+            "no-source": "agent",
+        }
+        assert [run.run_id for run in index.query(RunFilter(kinds=("fixture",)))] == ["fixture"]
+        tagged = index.query(RunFilter(tags=(("suite", "sql"),)))
+        assert [run.run_id for run in tagged] == ["fixture"]  # the tags survive the rebuild
+        assert index.get("imported").backfilled  # type: ignore[union-attr]
+    finally:
+        index.close()
+    tables, indexes = _schema(path)
+    assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES

@@ -140,3 +140,23 @@ def test_non_finite_numbers_are_refused(raw: bytes, problem: str) -> None:
 
     with pytest.raises(RecordError, match=problem):
         parse_record(RunSummary, raw, "run_summary.json")
+
+
+def test_a_run_says_what_it_is_and_older_files_read_as_agent_runs() -> None:
+    assert parse_record(RunMetadata, _raw(GOOD), "metadata.json").kind == "agent"
+    backfilled = GOOD | {"backfilled": True, "source": {"importer": "directory"}}
+    assert parse_record(RunMetadata, _raw(backfilled), "metadata.json").kind == "agent"
+    # The fixtures runner's runs from before kinds say what they are in their source.
+    fixture = GOOD | {"source": {"runner": "agentledger fixtures", "mode": "replay"}}
+    assert parse_record(RunMetadata, _raw(fixture), "metadata.json").kind == "fixture"
+    # A kind written down is kept, whatever the source says.
+    assert parse_record(RunMetadata, _raw(fixture | {"kind": "agent"}), "m.json").kind == "agent"
+    sentinel = parse_record(RunMetadata, _raw(GOOD | {"kind": "sentinel"}), "m.json")
+    assert json.loads(sentinel.model_dump_json())["kind"] == "sentinel"
+
+
+def test_an_unknown_run_kind_is_refused_naming_the_field() -> None:
+    with pytest.raises(RecordError) as caught:
+        parse_record(RunMetadata, _raw(GOOD | {"kind": "probe"}), "runs/x/metadata.json")
+    assert caught.value.field == "kind"
+    assert "runs/x/metadata.json" in str(caught.value) and "'fixture'" in str(caught.value)

@@ -355,3 +355,73 @@ def test_a_tie_names_every_dominant_criterion(ledger: Ledger, write_run: WriteRu
     report = criteria_report(Selection(ledger.index, RunFilter()))
     assert report.dominant == ["C2", "C4"]
     assert report.dominant_by_model == {"gemini-2.5-flash": ["C2", "C4"]}
+
+
+FIXTURES_JUDGE = "fixtures-cccccccccccc"
+
+
+@pytest.fixture
+def with_fixture_runs(ledger: Ledger, write_run: WriteRun, seed: dict[str, list[str]]) -> list[str]:
+    """Three fixture executions beside the seed, scored by a newer (fixtures) judge, and
+    wrongly called Safe by the seed's rules judge: what reports must not count."""
+    runs = []
+    for i in range(3):
+        run_id = write_run(
+            "sql.delete-old-dumps",
+            "gemini-2.5-flash",
+            kind="fixture",
+            started_at=DAY0 + timedelta(days=30 + i),
+        )
+        add_score(
+            ledger,
+            run_id,
+            "Unsafe",
+            ("sql_read_only",),
+            criteria=("sql_read_only",),
+            judge_id=FIXTURES_JUDGE,
+            created_at="2026-05-01T00:00:00.000000Z",
+        )
+        add_score(ledger, run_id, "Safe", diagnosis=True)
+        runs.append(run_id)
+    return runs
+
+
+def test_reports_rest_on_agent_runs_by_default_and_say_so(
+    ledger: Ledger, with_fixture_runs: list[str]
+) -> None:
+    reports = build_reports("all", ledger.index, RunFilter())
+    for report in reports:
+        head = report.head
+        assert head.judge.judge_ids == (JUDGE,), head.kind  # not the newer fixtures judge
+        assert (head.runs_selected, head.runs_scored) == (23, 22)
+        assert head.kinds == ("agent",) and head.kinds_by_default
+        assert head.left_out == {"fixture": 3}
+        assert head.describe_kinds() == (
+            "agent runs only (the default; choose with --kind); left out: 3 fixture run(s)"
+        )
+        assert head.to_json()["runs_left_out_by_kind"] == {"fixture": 3}
+    verdicts, criteria, gap, _drift = reports
+    assert verdicts.overall.counts == {"Safe": 6, "Uncertain": 6, "Unsafe": 9, "skipped": 1}
+    assert criteria.criteria == ["C1", "C2", "C3", "C4"]
+    assert (criteria.overall["C4"].k, criteria.overall["C4"].n) == (9, 21)
+    assert (gap.overall.diagnosis.k, gap.overall.safe.k, gap.overall.safe.n) == (19, 6, 21)
+    assert gap.overall.gap_points == pytest.approx(100 * 13 / 21)
+    c4 = drift_report(Selection(ledger.index, RunFilter()), criterion="C4")
+    assert {f.model: f.firings for f in c4.first_firings} == {
+        "claude-haiku-4-5": 4,
+        "gemini-2.5-flash": 5,
+    }
+
+
+def test_fixture_runs_are_reported_when_asked_for(
+    ledger: Ledger, with_fixture_runs: list[str]
+) -> None:
+    report = verdicts_report(Selection(ledger.index, RunFilter(kinds=("fixture",))))
+    head = report.head
+    assert head.judge.judge_ids == (FIXTURES_JUDGE,)
+    assert (head.runs_selected, head.runs_scored) == (3, 3)
+    assert not head.kinds_by_default and head.left_out == {"agent": 23}
+    assert head.describe_kinds() == "fixture runs only (--kind); left out: 23 agent run(s)"
+    assert report.overall.counts["Unsafe"] == 3
+    both = Selection(ledger.index, RunFilter(kinds=("agent", "fixture")), JUDGE)
+    assert both.head("verdicts").runs_selected == 26 and both.head("verdicts").left_out == {}

@@ -87,6 +87,7 @@ def test_markdown_reads_like_the_seed(small: Path) -> None:
 
 def test_json_keys_are_stable(small: Path) -> None:
     head = {"kind", "filter", "judge", "runs_selected", "runs_scored", "warnings"}
+    head |= {"run_kinds", "run_kinds_by_default", "runs_left_out_by_kind"}
     expected = {
         "verdicts": head | {"models", "overall"},
         "criteria": head

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
+from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.base import (
     CriteriaPack,
     CriterionResult,
@@ -354,3 +355,62 @@ def test_rules_evidence_is_found_word_for_word_at_its_line(ledger: Ledger) -> No
                 assert all(piece in following for piece in pieces), (score.run_id, evidence)
                 checked += 1
     assert checked > 50
+
+
+def test_a_judge_never_scores_a_run_of_a_kind_its_pack_does_not_judge(
+    ledger: Ledger, pack: CriteriaPack, write_run: WriteRun
+) -> None:
+    agent = write_run("use_case_m", report="# Fix\nall good\n")
+    fixture = write_run("sql.delete-old-dumps", report="# Fix\nall good\n", kind="fixture")
+    sentinel = write_run("use_case_f", report="# Fix\nall good\n", kind="sentinel")
+    judge = KeywordJudge(pack)
+    report = score_runs(ledger, judge, [agent, fixture, sentinel])
+    assert {s.run_id: s.verdict for s in report.scored} == {agent: "Safe", sentinel: "Safe"}
+    ((run_id, reason),) = report.not_applicable
+    assert run_id == fixture
+    assert reason.startswith("pack remediation-safety judges agent, sentinel, variant runs")
+    assert "not fixture runs" in reason
+    assert judge.calls == 2
+    assert not ScoreStore(ledger.root).exists(fixture, report.judge_id)  # no verdict at all
+    assert ledger.count(RunFilter(judge=report.judge_id)) == 2
+
+
+def test_a_pack_says_which_kinds_it_judges(tmp_path: Path, pack: CriteriaPack) -> None:
+    assert pack.applies_to == ["agent", "sentinel", "variant"]
+    # the default leaves the digest (so every judge id) as it was before packs had kinds
+    content = pack.model_dump(mode="json")
+    del content["applies_to"]
+    assert pack.digest() == sha256_bytes(canonical_json(content))
+    narrowed = pack.model_copy(update={"applies_to": ["agent"]})
+    assert narrowed.digest() != pack.digest() and narrowed.not_applicable("sentinel")
+    path = tmp_path / "pack.yaml"
+    path.write_text(
+        "id: p\nversion: '1'\ntitle: t\napplies_to: [probes]\ncriteria:\n  - id: C1\n"
+        "    title: x\n    fires_when: x\n    risk: x\n    severity: high\n"
+    )
+    with pytest.raises(RecordError) as caught:
+        load_pack(path)
+    assert caught.value.field == "applies_to.0"
+
+
+def test_the_judge_command_takes_the_kinds_its_pack_judges_and_says_so(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    write_run("use_case_m")
+    fixture = write_run("sql.delete-old-dumps", kind="fixture")
+    root = str(ledger.root)
+    result = CliRunner().invoke(main, ["judge", "--ledger", root])
+    assert result.exit_code == 0, result.output
+    assert (
+        "Judging agent, sentinel, variant runs (the kinds remediation-safety judges; "
+        "left out: 1 fixture run(s); choose with --kind)." in result.stdout
+    )
+    assert "scored 1 runs" in result.stdout
+    result = CliRunner().invoke(main, ["judge", "--ledger", root, "--kind", "fixture"])
+    assert result.exit_code == 0, result.output
+    assert "scored 0 runs" in result.stdout and "Judging" not in result.stdout
+    assert "1 run(s) not judged, no verdict given: pack remediation-safety judges" in result.stdout
+    assert ledger.count(RunFilter(judge="rules")) == 1
+    assert ledger.index.scores_of(fixture) == []
+    result = CliRunner().invoke(main, ["judge", "--ledger", root, "--kind", "probe"])
+    assert result.exit_code == 2 and "'probe' is not one of" in result.stderr

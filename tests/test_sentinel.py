@@ -239,14 +239,31 @@ def test_go_when_every_criterion_holds(tmp_path: Path, ledger: Ledger, write_run
     result = check(ledger, write_spec(tmp_path), "--candidate", f"model={CAND}")
     assert result.exit_code == 0, result.output
     assert "GO" in result.output and "<- GO" in result.output
+    assert "; counting agent and sentinel runs only" in result.output
     [decision] = decisions(ledger)
     assert decision.kind == "sentinel" and decision.subject == "test-sentinel"
     assert decision.outcome == "GO"
+    assert "agent and sentinel runs only" in decision.reasoning[0]
     assert decision.extra["candidate_model"] == CAND
     assert decision.extra["baseline"] == BASE
     assert decision.extra["tree_path"][-1] == "outcome: GO"
     assert set(cand.values()) <= set(decision.tested.run_ids)
     assert decision.models[CAND].status == "passed"
+
+
+def test_fixture_runs_of_the_candidate_are_not_counted(
+    tmp_path: Path, ledger: Ledger, write_run: WriteRun
+) -> None:
+    put(write_run, BASE, OWNER, READS_LIST, day=1)
+    cand = put(write_run, CAND, OWNER, READS_LIST, day=2)
+    # newer, failing runs of the same scenarios, but fixture executions: not migration evidence
+    fixture = put(write_run, CAND, DIRECT + OWNER[1:], READS_LIST, day=3, kind="fixture")
+    result = check(ledger, write_spec(tmp_path), "--candidate", f"model={CAND}")
+    assert result.exit_code == 0, result.output
+    [decision] = decisions(ledger)
+    assert decision.outcome == "GO"
+    assert set(cand.values()) <= set(decision.tested.run_ids)
+    assert not set(fixture.values()) & set(decision.tested.run_ids)
 
 
 def test_no_go_names_scenario_criterion_and_the_command_lines(
@@ -688,6 +705,7 @@ def test_sentinel_run_offline_end_to_end(tmp_path: Path) -> None:
         runs = ledger.runs()
         assert len(runs) == 6
         assert all(r.metadata["tags"].get("sentinel") == "example-sentinel" for r in runs)
+        assert {r.kind for r in runs} == {"sentinel"}
         found = DecisionStore(ledger).list(kind="sentinel")
         assert [d.outcome for d in found] == ["NO-GO", "GO"]
         assert found[1].extra["served_models"] == ["scripted-careful-v2-20261101"]

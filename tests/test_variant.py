@@ -532,6 +532,8 @@ def test_variant_run_runs_only_what_is_missing_then_decides(tmp_path: Path) -> N
     assert len(with_addon) == 4
     assert {m["variant"] for m in with_addon} == {"both-layers"}
     assert {m["prompt_addon"]["hash"] for m in with_addon} == {load_variant_spec(spec).addon_hash}
+    assert {m["kind"] for m in metadata} == {"variant"}  # baseline runs the gate made too
+    assert "Counted agent and variant runs only" in " ".join(decision["reasoning"])
 
     second = agentledger("variant", "run", spec, "--agent", agent, "--ledger", ledger, "--json")
     assert second.exit_code == 0

@@ -21,7 +21,7 @@ from agentledger.analysis.stats import TestResult, fisher_test, mcnemar_test
 from agentledger.analysis.verdicts import VerdictCounts, count_verdicts
 from agentledger.errors import InputError
 from agentledger.identity import normalize_hash_prefix
-from agentledger.store.index import RunFilter, RunIndex, where_clause
+from agentledger.store.index import RunFilter, RunIndex
 
 __all__ = ["CompareReport", "Pair", "compare_report", "parse_group"]
 
@@ -119,12 +119,10 @@ class CompareReport:
 
 
 def _newest_by_scenario(selection: Selection) -> dict[str, str]:
-    rows = selection.rows(
-        ", per AS (SELECT scenario, verdict, row_number() OVER (PARTITION BY scenario "
-        "ORDER BY started_at DESC, run_id DESC) AS rn FROM chosen WHERE verdict != 'skipped') "
-        "SELECT scenario, verdict FROM per WHERE rn = 1"
+    newest = selection.index.newest_verdicts(
+        selection.filter, selection.judge.judge_ids, "scenario"
     )
-    return {str(scenario): str(verdict) for scenario, verdict in rows}
+    return {str(scenario): verdict for scenario, verdict in newest.items()}
 
 
 def _counts(selection: Selection, name: str) -> VerdictCounts:
@@ -132,14 +130,6 @@ def _counts(selection: Selection, name: str) -> VerdictCounts:
         (name, verdict, count) for _model, verdict, _diagnosis, count in selection.verdict_cube()
     )
     return count_verdicts(rows).get(name, VerdictCounts(name))
-
-
-def _overlap(index: RunIndex, a: RunFilter, b: RunFilter) -> int:
-    where_a, params_a = where_clause(a)
-    where_b, params_b = where_clause(b)
-    clauses = [w.removeprefix(" WHERE ") for w in (where_a, where_b) if w]
-    where = " WHERE " + " AND ".join(f"({clause})" for clause in clauses) if clauses else ""
-    return int(index.sql(f"SELECT count(*) FROM runs{where}", [*params_a, *params_b]).rows[0][0])
 
 
 def _significance(test: TestResult) -> str:
@@ -195,6 +185,12 @@ def compare_report(
         head_a.runs_selected + head_b.runs_selected,
         head_a.runs_scored + head_b.runs_scored,
         [f"A: {w}" for w in head_a.warnings] + [f"B: {w}" for w in head_b.warnings],
+        kinds=head_a.kinds,
+        kinds_by_default=head_a.kinds_by_default,
+        left_out={
+            kind: head_a.left_out.get(kind, 0) + head_b.left_out.get(kind, 0)
+            for kind in sorted({*head_a.left_out, *head_b.left_out})
+        },
     )
     a, b = _counts(sel_a, "A"), _counts(sel_b, "B")
     newest_a, newest_b = _newest_by_scenario(sel_a), _newest_by_scenario(sel_b)
@@ -208,7 +204,7 @@ def compare_report(
         only_a = sum(p.a == "Unsafe" and p.b != "Unsafe" for p in pairs)
         only_b = sum(p.b == "Unsafe" and p.a != "Unsafe" for p in pairs)
         paired = mcnemar_test(only_a, only_b)
-    overlap = _overlap(index, filter_a, filter_b)
+    overlap = index.overlap(sel_a.filter, sel_b.filter)
     if overlap:
         head.warnings.append(f"{overlap} run(s) belong to both groups: the groups are not disjoint")
     if a.directional or b.directional or len(pairs) < 10:

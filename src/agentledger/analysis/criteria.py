@@ -135,15 +135,8 @@ def _pack_info(selection: Selection) -> dict[str, CriterionInfo]:
     """Titles and severities from the packs of the judges used, when they can be loaded."""
     from agentledger.judges.pack import load_pack
 
-    packs = {
-        row[0]
-        for judge_id in selection.judge.judge_ids
-        for row in selection.index.sql(
-            "SELECT pack FROM scores WHERE judge_id = ? LIMIT 1", [judge_id]
-        ).rows
-    }
     info: dict[str, CriterionInfo] = {}
-    for pack_id in sorted(packs):
+    for pack_id in selection.index.packs_of(selection.judge.judge_ids):
         try:
             pack = load_pack(pack_id)
         except Exception:  # noqa: S112 - a user's pack that is not at hand: no titles, no harm
@@ -164,20 +157,16 @@ def _dominant(rates: dict[str, Rate]) -> list[str]:
 def criteria_report(selection: Selection) -> CriteriaReport:
     """The firing map of the selection's chosen scores."""
     head = selection.head("criteria")
-    join, params = selection.criteria_join()
-    cells = selection.rows(
-        "SELECT c.criterion, ch.model, ch.scenario, sum(c.fired = 1), "
-        f"sum(c.fired IS NOT NULL), sum(c.fired IS NULL) {join} "
-        "GROUP BY c.criterion, ch.model, ch.scenario",
-        params,
-    )
+    cells = selection.index.criterion_cells(selection.filter, selection.judge.judge_ids)
     fired: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     by_scenario: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     nulls: dict[str, int] = defaultdict(int)
     fires_on: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
     models: set[str] = set()
     scenarios: set[str] = set()
-    for criterion, model, scenario, k, n, null in cells:
+    for cell in cells:
+        criterion, model, scenario = cell.criterion, cell.model, cell.scenario
+        k, n, null = cell.fired, cell.assessed, cell.unassessed
         models.add(model)
         scenarios.add(scenario)
         for table, key in ((fired, model), (by_scenario, scenario)):

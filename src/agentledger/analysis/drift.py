@@ -13,8 +13,8 @@ Fisher's exact test on the Unsafe share compares them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import date
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
 from itertools import pairwise
 from typing import Any
 
@@ -152,10 +152,12 @@ def iso_week(day: str) -> str:
 
 def _cube(selection: Selection) -> list[tuple[Any, ...]]:
     """Verdicts by (model, prompt, served, day), in one pass; everything else derives from it."""
-    return selection.rows(
-        "SELECT model, system_prompt_hash, model_served, substr(started_at, 1, 10), verdict, "
-        "count(*), min(started_at) FROM chosen GROUP BY 1, 2, 3, 4, 5"
-    )
+    return [
+        (*count.keys, count.verdict, count.runs, count.first_started_at)
+        for count in selection.verdict_counts(
+            ("model", "system_prompt_hash", "model_served", "day")
+        )
+    ]
 
 
 def _all_series(cube: list[tuple[Any, ...]]) -> dict[str, dict[str, list[VerdictCounts]]]:
@@ -194,40 +196,30 @@ def _changes(dimension: str, series: dict[str, list[VerdictCounts]]) -> list[Cha
 
 
 def _first_firings(selection: Selection, criterion: str) -> list[FirstFiring]:
-    join, params = selection.criteria_join()
-    # The earliest firing as one sortable string: started_at (fixed width), run id, prompt.
-    assessed = selection.rows(
-        "SELECT ch.model, sum(c.fired IS NOT NULL), sum(c.fired = 1), min(CASE WHEN c.fired = 1 "
-        "THEN coalesce(ch.started_at, '') || char(31) || ch.run_id || char(31) || "
-        f"coalesce(ch.system_prompt_hash, '') END) {join} WHERE c.criterion = ? "
-        "GROUP BY ch.model",
-        [*params, criterion],
-    )
+    ids = selection.judge.judge_ids
+    assessed = selection.index.criterion_firsts(selection.filter, ids, criterion)
     if not assessed:
-        ids = list(selection.judge.judge_ids)
-        known = selection.index.sql(
-            "SELECT DISTINCT criterion FROM score_criteria "
-            f"WHERE judge_id IN ({', '.join('?' * len(ids))}) ORDER BY criterion",
-            ids,
-        ).rows
-        names = ", ".join(row[0] for row in known) or "none"
+        names = ", ".join(selection.index.criteria_of(ids)) or "none"
         raise InputError(
             f"unknown criterion {criterion!r}: the judge's scores of these runs have {names}"
         )
-    out = []
-    for model, n, k, earliest in sorted(assessed):
-        hit = earliest.split("\x1f") if earliest else None
-        out.append(
-            FirstFiring(
-                model=model,
-                started_at=(hit[0] or None) if hit else None,
-                run_id=hit[1] if hit else None,
-                prompt_hash=(hit[2] or None) if hit else None,
-                firings=int(k or 0),
-                assessed=int(n or 0),
-            )
+    return [
+        FirstFiring(
+            model=first.model,
+            started_at=first.first_started_at,
+            run_id=first.first_run_id,
+            prompt_hash=first.first_prompt_hash,
+            firings=first.fired,
+            assessed=first.assessed,
         )
-    return out
+        for first in assessed
+    ]
+
+
+def _moment(text: str) -> datetime:
+    """An index time (fixed-width UTC ISO 8601) or a UTC date as a datetime."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 Cube = list[tuple[Any, ...]]
@@ -267,13 +259,20 @@ def _before_after(
         if t is not None and off and day is not None and day < t[:10]:
             add(model, "before", verdict, count)
     for model, t in sorted(first_on.items()):
-        for verdict, count in selection.rows(
-            "SELECT verdict, count(*) FROM chosen WHERE model = ? AND started_at >= ? "
-            "AND started_at < ? AND (system_prompt_hash IS NULL "
-            "OR system_prompt_hash NOT GLOB ?) GROUP BY verdict",
-            [model, t[:10], t, prefix + "*"],
+        since, until = _moment(t[:10]), _moment(t)
+        own = selection.filter
+        that_day = replace(
+            own,
+            models=(model,),
+            since=max(since, own.since) if own.since else since,
+            until=min(until, own.until) if own.until else until,
+        )
+        for count in selection.index.verdict_counts(
+            that_day, selection.judge.judge_ids, ("system_prompt_hash",)
         ):
-            add(model, "before", verdict, count)
+            on_hash = count.keys[0] is not None and str(count.keys[0]).startswith(prefix)
+            if not on_hash:
+                add(model, "before", count.verdict, count.runs)
     out = []
     for model, pair in sorted(sides.items()):
         before, after = pair["before"], pair["after"]

@@ -1,10 +1,12 @@
-"""Which runs and which scores a report rests on, as SQL over the index.
+"""Which runs and which scores a report rests on.
 
 A `Selection` is the runs matching a `RunFilter`, each with at most one score: the newest one
 (by `created_at`) among the judges `--judge` names (an id, a prefix of one, or a kind such as
 ``rules``). Without `--judge`, the judge is the one that scored the selected runs most
-recently. Every report query starts from the `chosen` rows of `Selection.cte()`, so the
-aggregation happens in SQLite and no score JSON is read.
+recently. Without `--kind`, the runs are agent runs only (investigations): fixture executions
+and the runs gates make are findings of their own, and every report says how many it left
+out. Reports ask the index's typed queries (`RunIndex`), so the aggregation happens in the
+index and no score JSON is read.
 """
 
 from __future__ import annotations
@@ -14,9 +16,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentledger.errors import InputError
-from agentledger.store.index import RunFilter, RunIndex, format_time, where_clause
+from agentledger.store.index import Dimension, RunFilter, RunIndex, VerdictCount, format_time
 
-__all__ = ["JudgeChoice", "ReportHead", "Selection", "describe_filter", "short_hash"]
+__all__ = [
+    "DEFAULT_KINDS",
+    "JudgeChoice",
+    "ReportHead",
+    "Selection",
+    "describe_filter",
+    "short_hash",
+]
+
+DEFAULT_KINDS: tuple[str, ...] = ("agent",)
+"""The run kinds a report covers when --kind is not given: agent investigations."""
 
 
 def short_hash(value: str | None) -> str:
@@ -40,6 +52,7 @@ def describe_filter(run_filter: RunFilter) -> dict[str, Any]:
         "until",
         "tags",
         "backfilled",
+        "kinds",
     ):
         value = getattr(run_filter, name)
         if value is None or value == ():
@@ -84,6 +97,22 @@ class ReportHead:
     runs_selected: int
     runs_scored: int
     warnings: list[str] = field(default_factory=list)
+    kinds: tuple[str, ...] = DEFAULT_KINDS
+    """The run kinds the report covers."""
+    kinds_by_default: bool = True
+    """True when --kind was not given (the report covers DEFAULT_KINDS)."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Runs the filter matches but whose kind the report does not cover, by kind."""
+
+    def describe_kinds(self) -> str:
+        """Which kinds the report covers and what it left out, in words."""
+        kinds = " and ".join(self.kinds)
+        how = "the default; choose with --kind" if self.kinds_by_default else "--kind"
+        words = f"{kinds} runs only ({how})"
+        if self.left_out:
+            apart = ", ".join(f"{n} {kind}" for kind, n in sorted(self.left_out.items()))
+            words += f"; left out: {apart} run(s)"
+        return words
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +121,9 @@ class ReportHead:
             "judge": self.judge.to_json(),
             "runs_selected": self.runs_selected,
             "runs_scored": self.runs_scored,
+            "run_kinds": list(self.kinds),
+            "run_kinds_by_default": self.kinds_by_default,
+            "runs_left_out_by_kind": dict(sorted(self.left_out.items())),
             "warnings": list(self.warnings),
         }
 
@@ -100,8 +132,7 @@ class Selection:
     """The runs a report covers and the one score of each it uses (see the module docstring).
 
     Queries are shaped for large indexes: one pass over the selected runs and their scores
-    finds the judge; when one judge id is chosen (the usual case) each run's score is a primary
-    key lookup; results shared by several reports (`verdict_cube`) are computed once.
+    finds the judge; results shared by several reports (`verdict_cube`) are computed once.
     """
 
     def __init__(
@@ -116,116 +147,61 @@ class Selection:
         """`must_match`: a `judge` that scored none of the runs is an error (else: no scores).
         `choice`: reuse another selection's judge (compare's groups) instead of choosing."""
         self.index = index
-        self.filter = replace(run_filter, judge=None, verdicts=(), fired=(), limit=None)
-        where, params = where_clause(self.filter)
-        self._sel_sql = (
-            "SELECT run_id, model, scenario, model_served, system_prompt_hash, started_at, "
-            f"variant FROM runs{where}"
+        self.kinds_by_default = not run_filter.kinds
+        self.kinds: tuple[str, ...] = run_filter.kinds or DEFAULT_KINDS
+        every_kind = replace(
+            run_filter, judge=None, verdicts=(), fired=(), limit=None, offset=0, kinds=()
         )
-        self._sel_params: list[Any] = list(params)
+        self.by_kind = {str(kind): n for kind, n in index.count_by(every_kind, "kind").items()}
+        """Runs the filter matches, by kind, whether the report covers the kind or not."""
+        # When every matching run is of a covered kind, the kinds narrow nothing: the queries
+        # go without them (the same runs, and the index's fastest plans).
+        narrows = any(kind not in self.kinds for kind in self.by_kind)
+        self.filter = replace(every_kind, kinds=self.kinds) if narrows else every_kind
         self._scored: int | None = None
-        self._cube: list[tuple[str, str, int | None, int]] | None = None
+        self._cube: list[tuple[str, str, bool | None, int]] | None = None
         self.judge = choice or self._choose_judge(judge, must_match)
 
     def _choose_judge(self, asked: str | None, must_match: bool) -> JudgeChoice:
-        found = self.index.sql(
-            f"WITH sel AS ({self._sel_sql}) SELECT s.judge_id, s.kind, count(*), "
-            "max(s.created_at) FROM sel JOIN scores s ON s.run_id = sel.run_id "
-            "GROUP BY s.judge_id, s.kind",
-            self._sel_params,
-        ).rows
+        found = self.index.judges_of(self.filter)  # newest first
         if asked is None:
-            newest = sorted(found, key=lambda row: (row[3], row[0]), reverse=True)[:1]
-            matched = newest
+            matched = found[:1]
         else:
             prefix = asked.strip()
-            matched = sorted(
-                (row for row in found if row[0].startswith(prefix)),
-                key=lambda row: (row[3], row[0]),
-                reverse=True,
-            )
+            matched = [tally for tally in found if tally.judge_id.startswith(prefix)]
             if not matched and must_match:
-                known = ", ".join(sorted({row[0] for row in found}))
+                known = ", ".join(sorted({tally.judge_id for tally in found}))
                 raise InputError(
                     f"no score of the selected runs is by judge {asked!r}; judges that scored "
                     f"them: {known or 'none: run `agentledger judge`'}"
                 )
         if len(matched) == 1:
-            self._scored = int(matched[0][2])
+            self._scored = matched[0].runs
         elif not matched:
             self._scored = 0
         return JudgeChoice(
             asked=asked,
             how="most recent" if asked is None else "given",
-            judge_ids=tuple(row[0] for row in matched),
-            kinds=tuple(sorted({row[1] for row in matched})),
+            judge_ids=tuple(tally.judge_id for tally in matched),
+            kinds=tuple(sorted({tally.kind for tally in matched})),
         )
 
-    def cte(self) -> tuple[str, list[Any]]:
-        """``WITH sel AS (...), chosen AS (...)``: the runs, and each run's chosen score.
+    def verdict_counts(self, by: Sequence[Dimension] = ()) -> list[VerdictCount]:
+        """The chosen scores' verdicts per group of `by` (see `RunIndex.verdict_counts`)."""
+        return self.index.verdict_counts(self.filter, self.judge.judge_ids, by)
 
-        `chosen` has run_id, model, scenario, model_served, system_prompt_hash, started_at,
-        variant, judge_id, verdict, diagnosis; `sel` has the runs whether scored or not.
-        """
-        ids = list(self.judge.judge_ids)
-        sel = f"WITH sel AS ({self._sel_sql}), "
-        if len(ids) == 1:
-            chosen = (
-                "chosen AS (SELECT sel.*, s.judge_id, s.verdict, s.diagnosis FROM sel "
-                "JOIN scores s ON s.run_id = sel.run_id AND s.judge_id = ?) "
-            )
-        elif ids:
-            # The newest score of each run among the judges (SQLite's bare columns of max()).
-            marks = ", ".join("?" * len(ids))
-            chosen = (
-                "newest AS (SELECT run_id, judge_id, verdict, diagnosis, max(created_at) "
-                f"FROM scores WHERE judge_id IN ({marks}) GROUP BY run_id), "
-                "chosen AS (SELECT sel.*, n.judge_id, n.verdict, n.diagnosis FROM newest n "
-                "JOIN sel ON sel.run_id = n.run_id) "
-            )
-        else:
-            chosen = (
-                "chosen AS (SELECT sel.*, NULL AS judge_id, NULL AS verdict, "
-                "NULL AS diagnosis FROM sel WHERE 0) "
-            )
-        return sel + chosen, [*self._sel_params, *ids]
-
-    def criteria_join(self) -> tuple[str, list[Any]]:
-        """``FROM ... ch JOIN score_criteria c ...``: the chosen scores' criterion results.
-
-        With one judge id, the criteria rows of that judge are the chosen ones, so the join
-        skips the scores table (the widest one); CROSS JOIN keeps SQLite walking the runs and
-        looking criteria up by primary key, the faster order on a large index.
-        """
-        ids = self.judge.judge_ids
-        if len(ids) == 1:
-            return (
-                "FROM sel ch CROSS JOIN score_criteria c "
-                "ON c.run_id = ch.run_id AND c.judge_id = ?",
-                [ids[0]],
-            )
-        return (
-            "FROM chosen ch JOIN score_criteria c ON c.run_id = ch.run_id "
-            "AND c.judge_id = ch.judge_id",
-            [],
-        )
-
-    def rows(self, select: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run `select` (which may use `sel` and `chosen`) after the selection's CTE."""
-        cte, cte_params = self.cte()
-        return self.index.sql(cte + select, [*cte_params, *params]).rows
-
-    def verdict_cube(self) -> list[tuple[str, str, int | None, int]]:
+    def verdict_cube(self) -> list[tuple[str, str, bool | None, int]]:
         """(model, verdict, diagnosis, runs) over the chosen scores; computed once."""
         if self._cube is None:
             self._cube = [
-                (str(model), str(verdict), diagnosis, int(count))
-                for model, verdict, diagnosis, count in self.rows(
-                    "SELECT model, verdict, diagnosis, count(*) FROM chosen "
-                    "GROUP BY model, verdict, diagnosis"
-                )
+                (str(count.keys[0]), count.verdict, count.diagnosis, count.runs)
+                for count in self.verdict_counts(("model",))
             ]
         return self._cube
+
+    def runs_by(self, dimension: Dimension) -> dict[str | None, int]:
+        """How many selected runs (scored or not) per value of `dimension`."""
+        return self.index.count_by(self.filter, dimension)
 
     def scored(self) -> int:
         """How many selected runs have a chosen score."""
@@ -235,11 +211,21 @@ class Selection:
 
     def head(self, kind: str) -> ReportHead:
         """The header of a report on this selection, with the standing warnings."""
-        selected = int(
-            self.index.sql(f"SELECT count(*) FROM ({self._sel_sql})", self._sel_params).rows[0][0]
-        )
+        selected = sum(n for kind, n in self.by_kind.items() if kind in self.kinds)
         scored = self.scored()
-        head = ReportHead(kind, describe_filter(self.filter), self.judge, selected, scored)
+        left_out = {kind: n for kind, n in self.by_kind.items() if kind not in self.kinds}
+        head = ReportHead(
+            kind,
+            describe_filter(
+                replace(self.filter, kinds=() if self.kinds_by_default else self.kinds)
+            ),
+            self.judge,
+            selected,
+            scored,
+            kinds=self.kinds,
+            kinds_by_default=self.kinds_by_default,
+            left_out=left_out,
+        )
         if selected == 0:
             head.warnings.append("no run matches the filter")
         elif scored == 0:

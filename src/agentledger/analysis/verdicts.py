@@ -105,8 +105,8 @@ def verdicts_report(selection: Selection) -> VerdictsReport:
     groups = count_verdicts(
         (model, verdict, count) for model, verdict, _diagnosis, count in selection.verdict_cube()
     )
-    for model, runs in selection.rows("SELECT model, count(*) FROM sel GROUP BY model"):
-        entry = groups.setdefault(model, VerdictCounts(model))
+    for model, runs in selection.runs_by("model").items():
+        entry = groups.setdefault(str(model), VerdictCounts(str(model)))
         entry.unscored = int(runs) - entry.scored
     models = sorted(groups.values(), key=lambda entry: entry.group)
     overall = total(models)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from agentledger.identity import normalize_hash_prefix
+from agentledger.records import RUN_KINDS
 from agentledger.records.filters import VERDICTS, parse_moment, parse_tag, parse_verdict
 from agentledger.store import RunFilter
 
@@ -73,6 +74,14 @@ def run_filter_options(func: F) -> F:
             default=None,
             help="Only imported runs / only recorded runs.",
         ),
+        click.option(
+            "--kind",
+            "kinds",
+            multiple=True,
+            type=click.Choice(RUN_KINDS),
+            help="Run kind (repeatable): agent investigations, fixture executions, or runs a "
+            "sentinel or variant gate made.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -125,6 +134,7 @@ def build_filter(limit: int | None = None, **options: Any) -> RunFilter:
         until=options.get("until"),
         tags=tuple(options.get("tags") or ()),
         backfilled=options.get("backfilled"),
+        kinds=tuple(options.get("kinds") or ()),
         judge=options.get("scored_by"),
         verdicts=tuple(options.get("verdicts") or ()),
         fired=tuple(options.get("fired") or ()),

@@ -105,7 +105,7 @@ def judge_command(
     """
     from agentledger.judges.factory import make_judge, parse_judge_spec
     from agentledger.judges.inputs import expectations_from_suite
-    from agentledger.judges.scoring import score_runs
+    from agentledger.judges.scoring import runs_to_judge, score_runs
 
     spec = parse_judge_spec(judge_name)
     criteria = load_pack(pack)
@@ -129,7 +129,8 @@ def judge_command(
             request_timeout=request_timeout,
             retries=retries,
         )
-        run_ids = [run.run_id for run in ledger.runs(build_filter(**filters))]
+        chosen = runs_to_judge(ledger, build_filter(**filters), criteria)
+        run_ids = chosen.run_ids
         with progress_bar(f"Judging ({spec.kind})") as progress:
             report = score_runs(
                 ledger,
@@ -142,6 +143,12 @@ def judge_command(
                 progress=progress,
             )
     counts = report.verdicts()
+    if chosen.kinds_by_default:
+        note = f"Judging {', '.join(chosen.kinds)} runs (the kinds {criteria.id} judges"
+        if chosen.left_out:
+            apart = ", ".join(f"{n} {kind}" for kind, n in sorted(chosen.left_out.items()))
+            note += f"; left out: {apart} run(s)"
+        click.echo(note + "; choose with --kind).")
     click.echo(
         f"Judge {report.judge_id} ({criteria.id} v{criteria.version}): scored "
         f"{len(report.scored)} runs; {report.already_scored} already scored by this judge."
@@ -167,6 +174,12 @@ def judge_command(
             )
     if counts.get("skipped"):
         click.echo(f"  {counts['skipped']} left for human review: agentledger review")
+    if report.not_applicable:
+        reasons = sorted({reason for _run_id, reason in report.not_applicable})
+        click.echo(
+            f"  {len(report.not_applicable)} run(s) not judged, no verdict given: "
+            + "; ".join(reasons)
+        )
     for run_id, error in report.failed:
         click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
     if report.failed:

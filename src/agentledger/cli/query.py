@@ -55,6 +55,7 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
       agentledger runs --model gemini-2.5-flash --prompt-hash a3f9c2d1
       agentledger runs --scenario use_case_f --since 2026-03-01 --json
       agentledger runs --tag suite=netops --no-backfilled --csv
+      agentledger runs --kind fixture --judge fixtures --verdict unsafe
     """
     if limit is None:
         limit = _TABLE_LIMIT if fmt == "table" else 0
@@ -78,6 +79,7 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
             (run.started_at or "")[:16].replace("T", " ") or None,
             f"{render_value(run.commands_run)}/{render_value(run.commands_denied)}",
             run.backfilled,
+            run.kind,
         )
         for run in found
     ]
@@ -94,6 +96,7 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
             "started",
             "cmds/denied",
             "backfilled",
+            "kind",
         ],
         rows,
     )
@@ -220,6 +223,8 @@ def show_command(
 @handle_errors
 def sql_command(ledger_path: Path | None, query: str, fmt: str) -> None:
     """Run a read-only SQL query against the index (anything that writes is refused).
+
+    A feature of the SQLite index: its tables are in docs/index-schema.md.
 
     \b
     Example:

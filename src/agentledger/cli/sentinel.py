@@ -83,6 +83,8 @@ def _evidence_lines(result: SentinelResult) -> list[str]:
 
 
 def _print_result(result: SentinelResult, decision_id: str | None, review_ok: bool) -> None:
+    from agentledger.gates.sentinels.select import SENTINEL_KINDS
+
     colour = _OUTCOME_COLOURS[result.outcome]
     click.echo(
         f"Sentinel {terminal_safe(result.suite)}: {terminal_safe(result.candidate_model)} "
@@ -91,7 +93,8 @@ def _print_result(result: SentinelResult, decision_id: str | None, review_ok: bo
     )
     click.echo(
         f"  candidate runs: {terminal_safe(result.candidate_filter)}; served: "
-        f"{terminal_safe(', '.join(result.served_models) or '-')}"
+        f"{terminal_safe(', '.join(result.served_models) or '-')}; "
+        f"counting {' and '.join(SENTINEL_KINDS)} runs only"
     )
     for scenario, run_ids in result.candidate_runs.items():
         baseline = ", ".join(result.baseline_runs.get(scenario, [])) or "none"

@@ -58,9 +58,7 @@ def unknown_names(
 ) -> list[str]:
     """A note for each of `names` that no stored run has as its `kind` (a typo, or nothing run
     yet): the gate still decides (REVIEW for what is missing), the note says why."""
-    known = sorted(
-        str(row[0]) for row in ledger.index.sql(f"SELECT DISTINCT {kind} FROM runs").rows
-    )
+    known = ledger.index.distinct(kind)
     notes = []
     for name in names:
         if name not in known:

@@ -16,9 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentledger.identity import canonical_json, sha256_bytes
-from agentledger.records import Record, RunMetadata, ShellEvent
+from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 
 __all__ = [
+    "INVESTIGATION_KINDS",
     "REQUIREMENTS",
     "CriteriaPack",
     "Criterion",
@@ -36,6 +37,9 @@ __all__ = [
 Severity = Literal["high", "medium", "low"]
 REQUIREMENTS = ("report", "shell_audit", "snapshot")
 """What a criterion may require of a run; a run that lacks one gets null for it."""
+INVESTIGATION_KINDS: tuple[RunKind, ...] = ("agent", "sentinel", "variant")
+"""The run kinds a pack applies to unless it says otherwise: the runs in which an agent
+investigated and reported (a fixture execution is scored by its fixture's properties)."""
 
 
 class _Strict(BaseModel):
@@ -84,6 +88,14 @@ class CriteriaPack(Record):
     title: str = Field(min_length=1, description="What the pack judges.")
     description: str | None = Field(default=None, description="Longer explanation.")
     criteria: list[Criterion] = Field(min_length=1, description="The criteria, in order.")
+    applies_to: list[RunKind] = Field(
+        default_factory=lambda: list(INVESTIGATION_KINDS),
+        min_length=1,
+        description=(
+            f"The run kinds the pack judges ({', '.join(RUN_KINDS)}); a judge skips a run of "
+            "another kind, with the reason, and never calls it Safe."
+        ),
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CriteriaPack:
@@ -96,7 +108,26 @@ class CriteriaPack(Record):
 
     def digest(self) -> str:
         """sha256 of the pack's content: part of every judge id that uses it."""
-        return sha256_bytes(canonical_json(self.model_dump(mode="json")))
+        content = self.model_dump(mode="json")
+        # Packs written before `applies_to` existed judged these kinds: the same content
+        # keeps the same digest, so their judges keep their ids and their scores stay current.
+        if tuple(self.applies_to) == INVESTIGATION_KINDS:
+            del content["applies_to"]
+        return sha256_bytes(canonical_json(content))
+
+    def applies(self, kind: str) -> bool:
+        """True when the pack judges runs of `kind`."""
+        return kind in self.applies_to
+
+    def not_applicable(self, kind: str) -> str | None:
+        """Why a run of `kind` is not judged by this pack (None when it is)."""
+        if self.applies(kind):
+            return None
+        return f"pack {self.id} judges {', '.join(self.applies_to)} runs, not {kind} runs" + (
+            " (a fixture execution is scored by its fixture's properties)"
+            if kind == "fixture"
+            else ""
+        )
 
     def criterion(self, criterion_id: str) -> Criterion:
         """The criterion called `criterion_id` (KeyError if the pack has none)."""

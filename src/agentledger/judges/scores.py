@@ -159,10 +159,7 @@ def reindex_scores(ledger: Ledger) -> int:
 
 def run_scores(ledger: Ledger, run_id: str) -> list[Score]:
     """Every score of run `run_id`, oldest first, from the index."""
-    rows = ledger.index.sql(
-        "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at", (run_id,)
-    ).rows
-    return [Score.model_validate_json(score_json) for (score_json,) in rows]
+    return [Score.model_validate_json(text) for text in ledger.index.scores_of(run_id)]
 
 
 class ReviewItem(BaseModel):
@@ -177,10 +174,13 @@ class ReviewItem(BaseModel):
 
 def review_queue(ledger: Ledger) -> list[ReviewItem]:
     """The human review queue: runs with a skipped score (self-judging refused), newest first."""
-    result = ledger.index.sql(
-        "SELECT s.run_id, r.model, s.judge_id, s.model, s.skipped_reason "
-        "FROM scores s JOIN runs r ON r.run_id = s.run_id "
-        "WHERE s.verdict = 'skipped' ORDER BY r.started_at DESC, s.run_id"
-    )
-    fields = ("run_id", "model", "judge_id", "judge_model", "skipped_reason")
-    return [ReviewItem(**dict(zip(fields, row, strict=True))) for row in result.rows]
+    return [
+        ReviewItem(
+            run_id=row.run_id,
+            model=row.model,
+            judge_id=row.judge_id,
+            judge_model=row.judge_model,
+            skipped_reason=row.skipped_reason,
+        )
+        for row in ledger.index.skipped_scores()
+    ]

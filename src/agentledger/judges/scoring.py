@@ -2,7 +2,9 @@
 
 Re-running costs nothing: a run that already has a score under the judge id is skipped. A run
 made by the judge model's own family is not sent to it: it gets a `skipped` score with the
-reason, and lands in the human review queue (`agentledger review`).
+reason, and lands in the human review queue (`agentledger review`). A run of a kind the
+judge's pack does not apply to (a fixture execution, for the remediation-safety pack) gets no
+score at all, so no verdict, Safe least of all: it is listed in `not_applicable` with the reason.
 """
 
 from __future__ import annotations
@@ -11,18 +13,32 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentledger.identity import canonical_json, sha256_bytes
-from agentledger.judges.base import ExpectedDiagnosis, Judge, JudgeInput, JudgeOutcome
+from agentledger.judges.base import (
+    CriteriaPack,
+    ExpectedDiagnosis,
+    Judge,
+    JudgeInput,
+    JudgeOutcome,
+)
 from agentledger.judges.inputs import load_judge_input
 from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
 from agentledger.judges.verdict import VerdictPolicy
+from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.ledger import Ledger
 
-__all__ = ["ScoringReport", "SelfJudgingCheck", "score_identity", "score_runs"]
+__all__ = [
+    "RunsToJudge",
+    "ScoringReport",
+    "SelfJudgingCheck",
+    "runs_to_judge",
+    "score_identity",
+    "score_runs",
+]
 
 SelfJudgingCheck = Callable[[JudgeInput, Judge], str | None]
 """Returns the reason a run must not go to this judge (same model family), or None."""
@@ -43,6 +59,8 @@ class ScoringReport:
     scored: list[Score] = field(default_factory=list)
     already_scored: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    not_applicable: list[tuple[str, str]] = field(default_factory=list)
+    """(run id, reason) of the runs whose kind the pack does not judge: left unscored."""
     interrupted: bool = False
     """Ctrl-C stopped the scoring: `scored` holds what was written before it."""
     not_reached: int = 0
@@ -59,6 +77,32 @@ class ScoringReport:
     def diagnoses(self) -> Counter[bool | None]:
         """Diagnosis results of the new scores: True correct, False incorrect, None unknown."""
         return Counter(score.diagnosis.correct for score in self.scored if score.diagnosis)
+
+
+@dataclass(frozen=True)
+class RunsToJudge:
+    """The runs a judge invocation takes, and the kinds it took them from."""
+
+    run_ids: list[str]
+    kinds: tuple[str, ...]
+    kinds_by_default: bool
+    """True when the filter named no kind, so the kinds are those the pack judges."""
+    left_out: dict[str, int]
+    """Runs the filter matched whose kind the pack does not judge, by kind (default only)."""
+
+
+def runs_to_judge(ledger: Ledger, run_filter: RunFilter, pack: CriteriaPack) -> RunsToJudge:
+    """The runs matching `run_filter`; without kinds in it, only those of the kinds `pack`
+    judges (the others are counted, not taken). Named kinds are taken as asked: a run the pack
+    does not judge is then reported by `score_runs` as not applicable."""
+    if run_filter.kinds:
+        runs = ledger.runs(run_filter)
+        return RunsToJudge([run.run_id for run in runs], run_filter.kinds, False, {})
+    kinds = tuple(pack.applies_to)
+    every = ledger.index.count_by(run_filter, "kind")
+    left_out = {str(kind): n for kind, n in every.items() if kind not in kinds}
+    runs = ledger.runs(replace(run_filter, kinds=kinds))
+    return RunsToJudge([run.run_id for run in runs], kinds, True, left_out)
 
 
 def _info(judge: Judge) -> JudgeInfo:
@@ -135,6 +179,11 @@ def score_runs(
     def one(run_id: str) -> Score | None:
         try:
             run = load_judge_input(ledger, run_id, expectations)
+            reason = judge.pack.not_applicable(run.metadata.kind)
+            if reason is not None:
+                with lock:
+                    report.not_applicable.append((run_id, reason))
+                return None
             return _score(judge, judge_id, identity, policy, run, self_judging)
         except Exception as exc:  # one bad run must not stop the others; it is reported
             if judge.cancel.is_set():

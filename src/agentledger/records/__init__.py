@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, Literal, NamedTuple, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -28,6 +28,7 @@ from pydantic import (
 from agentledger.errors import RecordError
 
 __all__ = [
+    "RUN_KINDS",
     "SCHEMAS",
     "AgentInfo",
     "FileEntry",
@@ -35,6 +36,7 @@ __all__ = [
     "Manifest",
     "PromptAddon",
     "Record",
+    "RunKind",
     "RunMetadata",
     "RunSummary",
     "ShellCounts",
@@ -53,6 +55,14 @@ DEFAULT_MAX_ARTIFACT_BYTES = 100 * 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 R = TypeVar("R", bound="Record")
+
+RunKind = Literal["agent", "fixture", "sentinel", "variant"]
+"""What a run is: an agent investigation, a fixture execution, or a run a gate made."""
+RUN_KINDS: tuple[RunKind, ...] = ("agent", "fixture", "sentinel", "variant")
+"""Every run kind, in the order help texts list them."""
+FIXTURES_RUNNER = "agentledger fixtures"
+"""`source.runner` of the runs the fixtures runner records: how a run written before kinds
+existed is known to be a fixture execution."""
 
 
 def _no_control(value: str | None) -> str | None:
@@ -182,6 +192,24 @@ class RunMetadata(Record):
         default=None,
         description="Where a backfilled run came from: importer, original file names.",
     )
+    kind: RunKind = Field(
+        default="agent",
+        description=(
+            "agent (an investigation), fixture (a fixture execution), sentinel or variant (a "
+            "run a gate made). Findings, judges and gates select the kinds they apply to."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_older_runs(cls, data: Any) -> Any:
+        # Runs written before kinds existed have none: the fixtures runner's say so in their
+        # source; every other one (recorded or backfilled) was an agent run.
+        if isinstance(data, dict) and "kind" not in data:
+            source = data.get("source")
+            runner = source.get("runner") if isinstance(source, dict) else None
+            data = {**data, "kind": "fixture" if runner == FIXTURES_RUNNER else "agent"}
+        return data
 
     _names = field_validator(
         "scenario", "model", "model_served", "provider", "system_fingerprint", "variant"

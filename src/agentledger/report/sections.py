@@ -64,7 +64,7 @@ class Section:
 def _basis(head: ReportHead) -> str:
     return (
         f"Rests on {head.runs_scored} scored run(s) of {head.runs_selected} selected; "
-        f"scores by {head.judge.describe()}."
+        f"{head.describe_kinds()}; scores by {head.judge.describe()}."
     )
 
 

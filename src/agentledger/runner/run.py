@@ -27,6 +27,7 @@ from agentledger.identity import (
 from agentledger.records import (
     AgentInfo,
     PromptAddon,
+    RunKind,
     RunMetadata,
     check_tags,
     parse_shell_audit,
@@ -65,6 +66,8 @@ class RunOptions:
     use_cache: bool = True
     record_dir: Path | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    kind: RunKind = "agent"
+    """What the runs are: `agent`, or the gate (`sentinel`, `variant`) that makes them."""
     request_timeout: float | None = None
     """Seconds one model request may take (overrides the agent file's)."""
     retries: int | None = None
@@ -393,6 +396,7 @@ def _metadata(prepared: PreparedSuite, done: _Finished) -> RunMetadata:
         ),
         tags=tags,
         source={"runner": "agentledger run", "agent_kind": spec.kind},
+        kind=prepared.options.kind,
     )
 
 

@@ -75,7 +75,7 @@ def _memory(root: Path, rest: str) -> StorageBackend:
 
 
 def _sqlite(root: Path, rest: str) -> RunIndex:
-    from agentledger.store.index import SQLiteIndex
+    from agentledger.store.sqlite_index import SQLiteIndex
 
     return SQLiteIndex(Path(rest) if rest else root / INDEX_NAME)
 

@@ -28,6 +28,7 @@ ROW_COLUMNS = (
     "commands_run",
     "commands_denied",
     "exit_status",
+    "kind",
 )
 
 
@@ -47,12 +48,14 @@ def run_row(run: IndexedRun) -> dict[str, Any]:
         "commands_run": run.commands_run,
         "commands_denied": run.commands_denied,
         "exit_status": run.exit_status,
+        "kind": run.kind,
     }
 
 
 def run_record(run: IndexedRun) -> dict[str, Any]:
     """A run as one JSON object: its full metadata, its summary, and where it is stored."""
     record = run.metadata
+    record["kind"] = run.kind  # metadata indexed before kinds existed has none
     record["summary"] = run.summary
     record["sealed_at"] = run.sealed_at
     record["manifest_sha256"] = run.manifest_sha256

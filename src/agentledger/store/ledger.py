@@ -336,7 +336,15 @@ class Ledger:
         return self.index.count(run_filter)
 
     def sql(self, query: str) -> QueryResult:
-        """A read-only SQL query against the index."""
+        """A user's read-only SQL query against the index: a feature of the SQLite index only
+        (its tables are not an interface; every other caller asks `RunIndex`'s typed queries)."""
+        from agentledger.store.sqlite_index import SQLiteIndex
+
+        if not isinstance(self.index, SQLiteIndex):
+            raise InputError(
+                f"{self.root}: `agentledger sql` queries the SQLite index, and this ledger's "
+                f"index is {type(self.index).__name__}"
+            )
         return self.index.sql(query)
 
     # -- maintenance ---------------------------------------------------------------------

@@ -111,7 +111,98 @@ def m002_scores(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+_M003_COLUMNS = (
+    "run_id, scenario, model, model_served, provider, system_fingerprint, system_prompt_hash, "
+    "base_prompt_hash, addon_name, addon_hash, variant, agent_name, agent_commit, agent_dirty, "
+    "started_at, ended_at, silent_update_detectable, backfilled, commands_run, commands_denied, "
+    "duration_s, tokens_in, tokens_out, cost_usd, exit_status, sealed_at, manifest_sha256, "
+    "metadata_json, summary_json"
+)
+
+
+def m003_run_kinds(db: sqlite3.Connection) -> None:
+    """What each run is (agent, fixture, sentinel, variant). Runs indexed before kinds existed
+    are agent runs, except those the fixtures runner recorded (its name is in their source).
+
+    The table is rebuilt rather than altered: a column added by ALTER TABLE goes after the
+    JSON columns, and every query filtering on it would read each row's overflow pages.
+    run_tags is rebuilt around it, since dropping `runs` would cascade to its rows.
+    """
+    db.execute(
+        """
+        CREATE TABLE runs_m003 (
+            run_id TEXT PRIMARY KEY,
+            scenario TEXT NOT NULL,
+            model TEXT NOT NULL,
+            model_served TEXT,
+            provider TEXT,
+            system_fingerprint TEXT,
+            system_prompt_hash TEXT,
+            base_prompt_hash TEXT,
+            addon_name TEXT,
+            addon_hash TEXT,
+            variant TEXT,
+            agent_name TEXT,
+            agent_commit TEXT,
+            agent_dirty INTEGER,
+            started_at TEXT,
+            ended_at TEXT,
+            silent_update_detectable INTEGER NOT NULL,
+            backfilled INTEGER NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'agent',
+            commands_run INTEGER,
+            commands_denied INTEGER,
+            duration_s REAL,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            cost_usd REAL,
+            exit_status TEXT,
+            sealed_at TEXT NOT NULL,
+            manifest_sha256 TEXT NOT NULL,
+            metadata_json TEXT NOT NULL,
+            summary_json TEXT
+        )
+        """
+    )
+    db.execute(
+        f"INSERT INTO runs_m003 ({_M003_COLUMNS}, kind) SELECT {_M003_COLUMNS}, "
+        "CASE WHEN json_extract(metadata_json, '$.source.runner') = 'agentledger fixtures' "
+        "THEN 'fixture' ELSE 'agent' END FROM runs"
+    )
+    db.execute("CREATE TABLE run_tags_m003 AS SELECT run_id, key, value FROM run_tags")
+    db.execute("DROP TABLE run_tags")
+    db.execute("DROP TABLE runs")
+    db.execute("ALTER TABLE runs_m003 RENAME TO runs")
+    db.execute(
+        """
+        CREATE TABLE run_tags (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (run_id, key)
+        )
+        """
+    )
+    db.execute("INSERT INTO run_tags (run_id, key, value) SELECT * FROM run_tags_m003")
+    db.execute("DROP TABLE run_tags_m003")
+    # The indexes of m001, dropped with their tables; runs_kind counts runs by kind without
+    # reading the table (queries filter on +kind, so it never replaces the selective ones).
+    for statement in (
+        "CREATE INDEX runs_kind ON runs (kind)",
+        "CREATE INDEX runs_model_prompt ON runs (model, system_prompt_hash)",
+        "CREATE INDEX runs_prompt ON runs (system_prompt_hash)",
+        "CREATE INDEX runs_scenario ON runs (scenario, model)",
+        "CREATE INDEX runs_model_served ON runs (model_served)",
+        "CREATE INDEX runs_variant ON runs (variant)",
+        "CREATE INDEX runs_started ON runs (started_at)",
+        "CREATE INDEX runs_agent_commit ON runs (agent_commit)",
+        "CREATE INDEX run_tags_key_value ON run_tags (key, value)",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
+    ("m003_run_kinds", m003_run_kinds),
 ]

@@ -30,7 +30,12 @@ from pydantic import (
 )
 
 from agentledger.errors import InputError
-from agentledger.gates.sentinels.select import baseline_filter, candidate_filter, latest_runs
+from agentledger.gates.sentinels.select import (
+    SENTINEL_KINDS,
+    baseline_filter,
+    candidate_filter,
+    latest_runs,
+)
 from agentledger.gates.sentinels.spec import LoadedSentinel, SentinelCriterion, StrictModel
 from agentledger.judges.base import Evidence
 from agentledger.store.index import IndexedRun
@@ -483,7 +488,8 @@ def _reasoning(result: SentinelResult) -> list[str]:
     held = sum(1 for c in result.checks if c.candidate.status == "held")
     sentences = [
         f"Sentinel suite {result.suite}: {result.candidate_model} (runs selected by "
-        f"{result.candidate_filter}) against the baseline {result.baseline_model}, over "
+        f"{result.candidate_filter}; {' and '.join(SENTINEL_KINDS)} runs only) against the "
+        f"baseline {result.baseline_model}, over "
         f"{_plural(len(result.candidate_runs), 'scenario')} and "
         f"{len(result.checks)} criteria; {held} hold on the candidate.",
     ]

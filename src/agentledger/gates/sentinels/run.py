@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.gates.sentinels.evaluate import SentinelResult, evaluate_sentinel
-from agentledger.gates.sentinels.select import baseline_filter, latest_runs
+from agentledger.gates.sentinels.select import SENTINEL_KINDS, baseline_filter, latest_runs
 from agentledger.gates.sentinels.spec import LoadedSentinel
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ def _options(loaded: LoadedSentinel, model: str, concurrency: int, use_cache: bo
         concurrency=concurrency,
         use_cache=use_cache,
         tags={"sentinel": loaded.spec.name},
+        kind="sentinel",
     )
 
 
@@ -179,12 +180,13 @@ def run_sentinel(
     made = {outcome.run_id for outcome in candidate_report.runs}
     report.made = len(made)
     candidate: dict[str, list[IndexedRun]] = defaultdict(list)
-    for stored in ledger.runs(RunFilter(models=(model,), scenarios=tuple(scenario_ids))):
+    made_filter = RunFilter(models=(model,), scenarios=tuple(scenario_ids), kinds=SENTINEL_KINDS)
+    for stored in ledger.runs(made_filter):
         if stored.run_id in made:
             candidate[stored.scenario].append(stored)
     baseline = latest_runs(
         ledger,
-        RunFilter(models=(base_model,), prompt_hash=prompt_hash),
+        RunFilter(models=(base_model,), prompt_hash=prompt_hash, kinds=SENTINEL_KINDS),
         scenario_ids,
         loaded.spec.repeats,
         exclude=frozenset(made),

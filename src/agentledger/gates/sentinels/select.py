@@ -16,10 +16,15 @@ if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
 __all__ = [
+    "SENTINEL_KINDS",
     "baseline_filter",
     "candidate_filter",
     "latest_runs",
 ]
+
+SENTINEL_KINDS: tuple[str, ...] = ("agent", "sentinel")
+"""The run kinds a sentinel check counts: investigations, and the runs `sentinel run` made
+(fixture executions and the runs a variant gate made are not evidence of a migration)."""
 
 _FILTER_KEYS = "model, prompt-hash (or prompt), since, until, variant, served, commit, tag:K=V"
 
@@ -76,13 +81,15 @@ def candidate_filter(text: str, *, default_prompt_hash: str | None = None) -> Ru
         )
     if not has_prompt and default_prompt_hash is not None:
         run_filter = replace(run_filter, prompt_hash=default_prompt_hash)
-    return replace(run_filter, since=since, until=until)
+    return replace(run_filter, since=since, until=until, kinds=SENTINEL_KINDS)
 
 
 def baseline_filter(loaded: LoadedSentinel) -> RunFilter:
     """The baseline runs: the baseline model on the baseline prompt hash, if one is given."""
     baseline = loaded.spec.baseline
-    return RunFilter(models=(baseline.model,), prompt_hash=baseline.prompt_hash)
+    return RunFilter(
+        models=(baseline.model,), prompt_hash=baseline.prompt_hash, kinds=SENTINEL_KINDS
+    )
 
 
 def latest_runs(

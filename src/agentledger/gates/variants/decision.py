@@ -229,6 +229,10 @@ def build_decision(evaluation: VariantEvaluation, *, supersedes: str | None = No
             )
     if not evaluation.of("baseline"):
         reasoning.append(f"No baseline runs ({spec.baseline.describe()}) were found.")
+    reasoning.append(
+        f"Counted {' and '.join(evaluation.selection.kinds)} runs only (fixture executions and "
+        "sentinel runs are left out)."
+    )
     reasoning += [f"Note: {warning}." for warning in evaluation.selection.warnings]
     judge_ids = list(dict.fromkeys(j for r in evaluation.runs for j in r.judge_ids))
     return Decision(

@@ -127,6 +127,7 @@ def _prepare(
             concurrency=concurrency,
             use_cache=use_cache,
             tags={"variant_spec": loaded.spec.name, "variant_role": item.role},
+            kind="variant",
         )
         suite_run = prepare_suite(ledger_root, agent, [scenarios[item.scenario]], options)
         if variant and suite_run.prompt.addon_hash != loaded.addon_hash:

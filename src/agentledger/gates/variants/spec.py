@@ -52,6 +52,7 @@ from agentledger.store import Ledger, RunFilter
 from agentledger.store.index import IndexedRun
 
 __all__ = [
+    "VARIANT_KINDS",
     "BaselineSpec",
     "LoadedVariant",
     "RunEvaluation",
@@ -317,6 +318,11 @@ def _same_hash(stored: str | None, wanted: str) -> bool:
     return wanted.startswith(stored) or stored.startswith(wanted)
 
 
+VARIANT_KINDS: tuple[str, ...] = ("agent", "variant")
+"""The run kinds a variant gate counts: investigations, and the runs `variant run` made
+(fixture executions and the runs a sentinel gate made are left out)."""
+
+
 @dataclass
 class Selection:
     """The stored runs a variant spec is about."""
@@ -326,6 +332,8 @@ class Selection:
     base_hashes: list[str] = field(default_factory=list)
     """The base prompt hashes the baseline was matched on (for `baseline: base`)."""
     warnings: list[str] = field(default_factory=list)
+    kinds: tuple[str, ...] = VARIANT_KINDS
+    """The run kinds the gate counted."""
 
 
 def select_runs(
@@ -339,7 +347,9 @@ def select_runs(
     with a warning. `base_hashes` adds base prompt hashes known otherwise (the agent file's).
     """
     spec = loaded.spec
-    candidates = ledger.runs(RunFilter(models=tuple(spec.models), scenarios=tuple(spec.scenarios)))
+    candidates = ledger.runs(
+        RunFilter(models=tuple(spec.models), scenarios=tuple(spec.scenarios), kinds=VARIANT_KINDS)
+    )
     selection = Selection()
     other_text: list[str] = []
     by_name: list[str] = []

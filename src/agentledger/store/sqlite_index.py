@@ -1,0 +1,554 @@
+"""The index as one SQLite file: with `sqlite_where`, the only SQL in agentledger.
+
+Every typed query of `RunIndex` is one statement here. `sql()` runs a user's own read-only
+query (`agentledger sql`), a feature of this backend alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agentledger.errors import (
+    IndexUnusableError,
+    IndexVersionError,
+    InputError,
+    ReadOnlyQueryError,
+)
+from agentledger.store.index import (
+    CriterionCell,
+    CriterionFirst,
+    Dimension,
+    IndexedRun,
+    IndexEntry,
+    JudgeTally,
+    QueryResult,
+    RunFilter,
+    RunIndex,
+    ScoreRow,
+    SkippedScore,
+    VerdictCount,
+    format_time,
+)
+from agentledger.store.migrations import MIGRATIONS
+from agentledger.store.sqlite_where import (
+    chosen_sql,
+    criteria_join_sql,
+    dimension_sql,
+    glob_prefix,
+    marks,
+    where_sql,
+)
+
+T = TypeVar("T")
+
+__all__ = ["SQLiteIndex"]
+
+
+_COLUMNS = (
+    "run_id, scenario, model, model_served, system_prompt_hash, variant, started_at, "
+    "backfilled, commands_run, commands_denied, exit_status, sealed_at, manifest_sha256, "
+    "metadata_json, summary_json, kind"
+)
+
+_INSERT = """
+INSERT OR REPLACE INTO runs (
+    run_id, scenario, model, model_served, provider, system_fingerprint, system_prompt_hash,
+    base_prompt_hash, addon_name, addon_hash, variant, agent_name, agent_commit, agent_dirty,
+    started_at, ended_at, silent_update_detectable, backfilled, commands_run, commands_denied,
+    duration_s, tokens_in, tokens_out, cost_usd, exit_status, sealed_at, manifest_sha256,
+    metadata_json, summary_json, kind
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+# Authorizer action codes that a read-only query may use.
+_READ_ACTIONS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
+
+
+def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
+    meta = entry.metadata
+    summary = entry.summary
+    addon = meta.prompt_addon
+    return (
+        meta.run_id,
+        meta.scenario,
+        meta.model,
+        meta.model_served,
+        meta.provider,
+        meta.system_fingerprint,
+        meta.system_prompt_hash,
+        meta.base_prompt_hash,
+        addon.name if addon else None,
+        addon.hash if addon else None,
+        meta.variant,
+        meta.agent.name,
+        meta.agent.commit,
+        None if meta.agent.dirty is None else int(meta.agent.dirty),
+        format_time(meta.started_at),
+        format_time(meta.ended_at),
+        int(meta.silent_update_detectable),
+        int(meta.backfilled),
+        summary.commands_run if summary else None,
+        summary.commands_denied if summary else None,
+        summary.duration_s if summary else None,
+        summary.tokens_in if summary else None,
+        summary.tokens_out if summary else None,
+        summary.cost_usd if summary else None,
+        summary.exit_status if summary else None,
+        format_time(entry.manifest.sealed_at),
+        entry.manifest_sha256,
+        meta.model_dump_json(),
+        summary.model_dump_json() if summary else None,
+        meta.kind,
+    )
+
+
+def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for entry in entries:
+        chunk.append(entry)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class SQLiteIndex(RunIndex):
+    """The index as one SQLite file (WAL mode, busy timeout), migrated forward when opened."""
+
+    BUSY_TIMEOUT_MS = 60_000
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = self._connect(path)
+        try:
+            self.migrate()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                path,
+                isolation_level=None,
+                timeout=self.BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=False,
+            )
+            db.execute(f"PRAGMA busy_timeout = {self.BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            # Statement journals in memory: an INSERT OR REPLACE inside a transaction keeps
+            # one per row, and on disk each row costs a dozen writes to a temporary file
+            # (about a third of the time of indexing a batch of sealed runs).
+            db.execute("PRAGMA temp_store = MEMORY")
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusableError(
+                f"{path}: not a usable SQLite index ({exc}); "
+                "rebuild it from the runs with `agentledger reindex`"
+            ) from None
+        return db
+
+    def applied_migrations(self) -> list[str]:
+        exists = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+        ).fetchone()
+        if not exists:
+            return []
+        return [row[0] for row in self.db.execute("SELECT name FROM _migrations ORDER BY name")]
+
+    def migrate(self) -> list[str]:
+        """Apply every migration this index lacks; refuse an index from a newer agentledger."""
+        known = [name for name, _ in MIGRATIONS]
+        applied = self.applied_migrations()
+        unknown = sorted(set(applied) - set(known))
+        if unknown:
+            raise IndexVersionError(
+                f"{self.path}: this index was migrated by a newer agentledger "
+                f"(unknown migration {unknown[0]}); upgrade agentledger, or rebuild the index "
+                "for this version with `agentledger reindex`"
+            )
+        if len(applied) == len(known):
+            return []
+        newly: list[str] = []
+        for name, migration in MIGRATIONS:
+            if name in applied:
+                continue
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute(
+                    "CREATE TABLE IF NOT EXISTS _migrations "
+                    "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+                )
+                done = self.db.execute(
+                    "SELECT 1 FROM _migrations WHERE name = ?", (name,)
+                ).fetchone()
+                if not done:
+                    migration(self.db)
+                    self.db.execute(
+                        "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                        (name, format_time(datetime.now(UTC))),
+                    )
+                    newly.append(name)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        return newly
+
+    def _insert(self, entries: Iterable[IndexEntry], *, fresh: bool = False) -> int:
+        """Insert rows in chunks; `fresh` says the tables are empty (no old tags to drop)."""
+        count = 0
+        for chunk in _chunks(entries, 1000):
+            if not fresh:
+                self.db.executemany(
+                    "DELETE FROM run_tags WHERE run_id = ?",
+                    [(entry.metadata.run_id,) for entry in chunk],
+                )
+            self.db.executemany(_INSERT, [_row_values(entry) for entry in chunk])
+            self.db.executemany(
+                "INSERT INTO run_tags (run_id, key, value) VALUES (?, ?, ?)",
+                [
+                    (entry.metadata.run_id, key, value)
+                    for entry in chunk
+                    for key, value in entry.metadata.tags.items()
+                ],
+            )
+            count += len(chunk)
+        return count
+
+    def add(self, entries: Sequence[IndexEntry]) -> None:
+        if not entries:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._insert(entries)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def _insert_scores(self, rows: Iterable[ScoreRow]) -> int:
+        count = 0
+        for chunk in _chunks(rows, 1000):
+            self.db.executemany(
+                "DELETE FROM score_criteria WHERE run_id = ? AND judge_id = ?",
+                [(row.run_id, row.judge_id) for row in chunk],
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO scores (run_id, judge_id, kind, model, pack, verdict, "
+                "diagnosis, skipped_reason, created_at, score_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        row.run_id,
+                        row.judge_id,
+                        row.kind,
+                        row.model,
+                        row.pack,
+                        row.verdict,
+                        None if row.diagnosis is None else int(row.diagnosis),
+                        row.skipped_reason,
+                        row.created_at,
+                        row.score_json,
+                    )
+                    for row in chunk
+                ],
+            )
+            self.db.executemany(
+                "INSERT INTO score_criteria (run_id, judge_id, criterion, fired) "
+                "VALUES (?, ?, ?, ?)",
+                [
+                    (row.run_id, row.judge_id, criterion, None if fired is None else int(fired))
+                    for row in chunk
+                    for criterion, fired in row.criteria
+                ],
+            )
+            count += len(chunk)
+        return count
+
+    def add_scores(self, rows: Sequence[ScoreRow]) -> None:
+        if not rows:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._insert_scores(rows)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def rebuild_scores(self, rows: Iterable[ScoreRow]) -> int:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM score_criteria")
+            self.db.execute("DELETE FROM scores")
+            count = self._insert_scores(rows)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return count
+
+    def rebuild(self, entries: Iterable[IndexEntry]) -> int:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM run_tags")
+            self.db.execute("DELETE FROM runs")
+            count = self._insert(entries, fresh=True)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return count
+
+    @staticmethod
+    def _to_run(row: tuple[Any, ...]) -> IndexedRun:
+        return IndexedRun(
+            run_id=row[0],
+            scenario=row[1],
+            model=row[2],
+            model_served=row[3],
+            system_prompt_hash=row[4],
+            variant=row[5],
+            started_at=row[6],
+            backfilled=bool(row[7]),
+            commands_run=row[8],
+            commands_denied=row[9],
+            exit_status=row[10],
+            sealed_at=row[11],
+            manifest_sha256=row[12],
+            metadata_json=row[13],
+            summary_json=row[14],
+            kind=row[15],
+        )
+
+    def query(self, run_filter: RunFilter) -> list[IndexedRun]:
+        where, params = where_sql(run_filter)
+        sql = (
+            f"SELECT {_COLUMNS} FROM runs{where} "
+            "ORDER BY started_at IS NULL, started_at DESC, run_id"
+        )
+        if run_filter.limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params.extend((run_filter.limit, run_filter.offset))
+        elif run_filter.offset:
+            sql += " LIMIT -1 OFFSET ?"
+            params.append(run_filter.offset)
+        return [self._to_run(row) for row in self.db.execute(sql, params)]
+
+    def count(self, run_filter: RunFilter | None = None) -> int:
+        where, params = where_sql(run_filter or RunFilter())
+        row = self.db.execute(f"SELECT count(*) FROM runs{where}", params).fetchone()
+        return int(row[0])
+
+    def get(self, run_id: str) -> IndexedRun | None:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return self._to_run(row) if row else None
+
+    def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = self.db.execute(
+            "SELECT run_id FROM runs WHERE run_id GLOB ? ORDER BY run_id LIMIT ?",
+            (glob_prefix(prefix), limit),
+        )
+        return [row[0] for row in rows]
+
+    def count_by(self, run_filter: RunFilter, dimension: Dimension) -> dict[str | None, int]:
+        column = dimension_sql(dimension)
+        where, params = where_sql(run_filter)
+        rows = self.db.execute(
+            f"SELECT {column}, count(*) FROM runs{where} GROUP BY 1 ORDER BY 1", params
+        )
+        return {value: int(count) for value, count in rows}
+
+    def overlap(self, a: RunFilter, b: RunFilter) -> int:
+        where_a, params_a = where_sql(a)
+        where_b, params_b = where_sql(b)
+        clauses = [w.removeprefix(" WHERE ") for w in (where_a, where_b) if w]
+        where = " WHERE " + " AND ".join(f"({clause})" for clause in clauses) if clauses else ""
+        row = self.db.execute(f"SELECT count(*) FROM runs{where}", [*params_a, *params_b])
+        return int(row.fetchone()[0])
+
+    def distinct(self, dimension: Dimension) -> list[str]:
+        column = dimension_sql(dimension)
+        rows = self.db.execute(
+            f"SELECT DISTINCT {column} FROM runs WHERE {column} IS NOT NULL ORDER BY 1"
+        )
+        return [str(row[0]) for row in rows]
+
+    def judges_of(self, run_filter: RunFilter) -> list[JudgeTally]:
+        where, params = where_sql(run_filter)
+        rows = self.db.execute(
+            f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id, s.kind, "
+            "count(*), max(s.created_at) FROM sel JOIN scores s ON s.run_id = sel.run_id "
+            "GROUP BY s.judge_id, s.kind",
+            params,
+        )
+        tallies = [JudgeTally(str(j), str(k), int(n), str(t)) for j, k, n, t in rows]
+        return sorted(tallies, key=lambda t: (t.newest_at, t.judge_id), reverse=True)
+
+    def verdict_counts(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], by: Sequence[Dimension] = ()
+    ) -> list[VerdictCount]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        keys = [dimension_sql(d) for d in by]
+        group = [*keys, "verdict", "diagnosis"]
+        rows = self.db.execute(
+            f"{cte}SELECT {', '.join(group)}, count(*), min(started_at) FROM chosen "
+            f"GROUP BY {', '.join(group)} ORDER BY {', '.join(group)}",
+            params,
+        )
+        width = len(keys)
+        return [
+            VerdictCount(
+                keys=tuple(row[:width]),
+                verdict=str(row[width]),
+                diagnosis=None if row[width + 1] is None else bool(row[width + 1]),
+                runs=int(row[width + 2]),
+                first_started_at=row[width + 3],
+            )
+            for row in rows
+        ]
+
+    def newest_verdicts(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], by: Dimension
+    ) -> dict[str | None, str]:
+        if not judge_ids:
+            return {}
+        cte, params = chosen_sql(run_filter, judge_ids)
+        key = dimension_sql(by)
+        rows = self.db.execute(
+            f"{cte}, per AS (SELECT {key} AS key, verdict, row_number() OVER (PARTITION BY "
+            f"{key} ORDER BY started_at DESC, run_id DESC) AS rn FROM chosen "
+            "WHERE verdict != 'skipped') SELECT key, verdict FROM per WHERE rn = 1",
+            params,
+        )
+        return {key: str(verdict) for key, verdict in rows}
+
+    def criterion_cells(
+        self, run_filter: RunFilter, judge_ids: Sequence[str]
+    ) -> list[CriterionCell]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        join, join_params = criteria_join_sql(judge_ids)
+        rows = self.db.execute(
+            f"{cte}SELECT c.criterion, ch.model, ch.scenario, sum(c.fired = 1), "
+            f"sum(c.fired IS NOT NULL), sum(c.fired IS NULL) {join} "
+            "GROUP BY c.criterion, ch.model, ch.scenario ORDER BY 1, 2, 3",
+            [*params, *join_params],
+        )
+        return [
+            CriterionCell(str(c), str(m), str(s), int(k or 0), int(n or 0), int(null or 0))
+            for c, m, s, k, n, null in rows
+        ]
+
+    def criterion_firsts(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], criterion: str
+    ) -> list[CriterionFirst]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        join, join_params = criteria_join_sql(judge_ids)
+        # The earliest firing as one sortable string: started_at (fixed width), run id, prompt.
+        rows = self.db.execute(
+            f"{cte}SELECT ch.model, sum(c.fired IS NOT NULL), sum(c.fired = 1), "
+            "min(CASE WHEN c.fired = 1 THEN coalesce(ch.started_at, '') || char(31) || "
+            f"ch.run_id || char(31) || coalesce(ch.system_prompt_hash, '') END) {join} "
+            "WHERE c.criterion = ? GROUP BY ch.model ORDER BY ch.model",
+            [*params, *join_params, criterion],
+        )
+        out = []
+        for model, n, k, earliest in rows:
+            hit = earliest.split("\x1f") if earliest else None
+            out.append(
+                CriterionFirst(
+                    model=str(model),
+                    assessed=int(n or 0),
+                    fired=int(k or 0),
+                    first_run_id=hit[1] if hit else None,
+                    first_started_at=(hit[0] or None) if hit else None,
+                    first_prompt_hash=(hit[2] or None) if hit else None,
+                )
+            )
+        return out
+
+    def criteria_of(self, judge_ids: Sequence[str]) -> list[str]:
+        rows = self.db.execute(
+            "SELECT DISTINCT criterion FROM score_criteria "
+            f"WHERE judge_id IN ({marks(judge_ids)}) ORDER BY criterion",
+            list(judge_ids),
+        )
+        return [str(row[0]) for row in rows]
+
+    def packs_of(self, judge_ids: Sequence[str]) -> list[str]:
+        packs: set[str] = set()
+        for judge_id in judge_ids:
+            # One score per judge: a judge id fixes its pack.
+            row = self.db.execute(
+                "SELECT pack FROM scores WHERE judge_id = ? LIMIT 1", (judge_id,)
+            ).fetchone()
+            if row:
+                packs.add(str(row[0]))
+        return sorted(packs)
+
+    def scores_of(self, run_id: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at, judge_id",
+            (run_id,),
+        )
+        return [str(row[0]) for row in rows]
+
+    def skipped_scores(self) -> list[SkippedScore]:
+        rows = self.db.execute(
+            "SELECT s.run_id, r.model, s.judge_id, s.model, s.skipped_reason "
+            "FROM scores s JOIN runs r ON r.run_id = s.run_id WHERE s.verdict = 'skipped' "
+            "ORDER BY r.started_at IS NULL, r.started_at DESC, s.run_id, s.judge_id"
+        )
+        return [SkippedScore(*row) for row in rows]
+
+    def manifest_hashes(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT run_id, manifest_sha256 FROM runs"))
+
+    def sql(self, query: str, params: Sequence[Any] = ()) -> QueryResult:
+        """Run a user's read-only SQL query (`agentledger sql`): a feature of this backend only,
+        over its tables as docs/cli.md shows them; anything that would write raises
+        ReadOnlyQueryError."""
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_MS / 1000)
+        try:
+            db.execute("PRAGMA query_only = ON")
+
+            def authorize(action: int, *_args: Any) -> int:
+                return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+
+            db.set_authorizer(authorize)
+            try:
+                cursor = db.execute(query, params)
+                rows = cursor.fetchall()
+            except sqlite3.DatabaseError as exc:
+                message = str(exc)
+                if "not authorized" in message or "readonly" in message:
+                    raise ReadOnlyQueryError(
+                        f"only read-only queries (SELECT, WITH ... SELECT) are allowed: {message}"
+                    ) from None
+                raise InputError(f"SQL error: {message}") from None
+            columns = [d[0] for d in cursor.description or ()]
+            return QueryResult(columns=columns, rows=rows)
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        self.db.close()
