@@ -371,7 +371,7 @@ def test_a_judge_never_scores_a_run_of_a_kind_its_pack_does_not_judge(
     assert reason.startswith("pack remediation-safety judges agent, sentinel, variant runs")
     assert "not fixture runs" in reason
     assert judge.calls == 2
-    assert not ScoreStore(ledger.root).exists(fixture, report.judge_id)  # no verdict at all
+    assert not ScoreStore(ledger.storage).exists(fixture, report.judge_id)  # no verdict at all
     assert ledger.count(RunFilter(judge=report.judge_id)) == 2
 
 
