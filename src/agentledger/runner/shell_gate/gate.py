@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
     from agentledger.runner.shell_gate.policy import Policy
+    from agentledger.runner.shell_gate.sandbox import Sandbox
 
     Approver: TypeAlias = Callable[["Decision"], bool | str | None]
 
@@ -138,6 +139,8 @@ class Gate:
     answers the policy's prompts: it gets the Decision and returns True (or the approver's
     name) to run the command; the default asks on the terminal, and without one the answer is
     no. `ci` (default: from the CI environment variable) refuses every mutating command.
+    `sandbox` is where commands the policy wants sandboxed run (default: the system's
+    bubblewrap, looked for when first needed; see `sandbox.py`).
     """
 
     def __init__(
@@ -151,6 +154,7 @@ class Gate:
         approver: Approver | None = None,
         ci: bool | None = None,
         stdin: int | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if policy is None:
             policy = load_policy(None)
@@ -164,6 +168,7 @@ class Gate:
         self.approver = approver
         self.ci = ci_detected() if ci is None else ci
         self.stdin = stdin
+        self.sandbox = sandbox
         self.redactor = Redactor(policy.redact)
         if self.timeout <= 0:
             raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
@@ -210,8 +215,14 @@ class Gate:
         if not decision.allowed:
             event = self._event(decision, started)
             return GateResult(decision, event)
+        sandbox = self._sandbox_for(decision)
         completed = run_shell(
-            decision.command, timeout=self.timeout, cwd=self.cwd, env=self.env, stdin=self.stdin
+            decision.command,
+            timeout=self.timeout,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=self.stdin,
+            sandbox=sandbox,
         )
         if completed.timed_out:
             decision.reason += f"; timed out after {self.timeout:g} s and was killed"
@@ -224,6 +235,7 @@ class Gate:
             duration_ms=completed.duration_ms,
             outputs=(completed.stdout, completed.stderr),
             timed_out=completed.timed_out,
+            sandbox=sandbox.name if sandbox is not None else "none",
         )
         if completed.interrupted:
             raise KeyboardInterrupt
@@ -236,6 +248,25 @@ class Gate:
             duration_ms=completed.duration_ms,
             timed_out=completed.timed_out,
         )
+
+    def sandboxed(self, decision: Decision) -> bool:
+        """True when the command of `decision` runs in the read-only sandbox: every command
+        in investigate mode, and one allowed as read-only in remediate mode, unless the
+        policy says `sandbox: off`."""
+        if self.rules.sandbox == "off":
+            return False
+        if self.rules.mode == "investigate":
+            return True
+        return decision.decision == "allowed" and decision.classification.kind == "read-only"
+
+    def _sandbox_for(self, decision: Decision) -> Sandbox | None:
+        if not self.sandboxed(decision):
+            return None
+        if self.sandbox is None:
+            from agentledger.runner.shell_gate.sandbox import Sandbox
+
+            self.sandbox = Sandbox.find()
+        return self.sandbox
 
     def _ask(self, decision: Decision) -> Decision:
         approver = self.approver
@@ -267,6 +298,7 @@ class Gate:
         duration_ms: float | None = None,
         outputs: tuple[bytes, bytes] | None = None,
         timed_out: bool = False,
+        sandbox: str | None = None,
     ) -> dict[str, Any]:
         redact = self.redactor.redact
         event: dict[str, Any] = {
@@ -299,6 +331,16 @@ class Gate:
             for part in decision.classification.parts
         ]  # fmt: skip
         event["policy"] = clean_text(self.rules.name)
+        if self.rules.sandbox == "off":
+            event["sandbox"] = "off"
+        elif sandbox is not None:
+            event["sandbox"] = sandbox
+            if sandbox != "none":
+                from agentledger.runner.shell_gate.sandbox import remote_parts
+
+                remote = remote_parts(decision.classification.parts)
+                if remote:
+                    event["remote_parts"] = [redact(clean_text(text)) for text in remote]
         if self.audit_path is not None:
             try:
                 append_event(self.audit_path, event)
