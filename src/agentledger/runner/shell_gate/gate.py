@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, TypeAlias
 
+    from agentledger.runner.shell_gate.ask import Answer
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.sandbox import Sandbox
 
-    Approver: TypeAlias = Callable[["Decision"], bool | str | None]
+    Approver: TypeAlias = Callable[["Decision"], "bool | str | Answer | None"]
 
 __all__ = ["AUDIT_FILE", "Decision", "Gate", "GateResult", "ci_detected"]
 
@@ -137,10 +138,11 @@ class Gate:
     Commands run in `cwd` with `env` (default: this process's), at most `timeout` seconds
     (default: the policy's), with `stdin` (a file descriptor; default /dev/null). `approver`
     answers the policy's prompts: it gets the Decision and returns True (or the approver's
-    name) to run the command; the default asks on the terminal, and without one the answer is
-    no. `ci` (default: from the CI environment variable) refuses every mutating command.
-    `sandbox` is where commands the policy wants sandboxed run (default: the system's
-    bubblewrap, looked for when first needed; see `sandbox.py`).
+    name, or an `ask.Answer`) to run the command; the default asks on the terminal (for the
+    policy's prompt_timeout), and without one the answer is no. `ci` (default: from the CI
+    environment variable) refuses every mutating command. `sandbox` is where commands the
+    policy wants sandboxed run (default: the system's bubblewrap, looked for when first
+    needed; see `sandbox.py`).
     """
 
     def __init__(
@@ -206,14 +208,18 @@ class Gate:
         """Decide, run the command if allowed, and append one event to the audit log.
 
         A denied command is not run (exit_code None). KeyboardInterrupt while it runs kills
-        it, logs it, and is raised again.
+        it, logs it, and is raised again; so does Ctrl-C at the prompt (the command is logged
+        as refused).
         """
         started = time.time()
         decision = self.decide(command)
+        interrupted = False
         if decision.decision == "prompt":
-            decision = self._ask(decision)
+            decision, interrupted = self._ask(decision)
         if not decision.allowed:
             event = self._event(decision, started)
+            if interrupted:
+                raise KeyboardInterrupt
             return GateResult(decision, event)
         sandbox = self._sandbox_for(decision)
         completed = run_shell(
@@ -268,26 +274,31 @@ class Gate:
             self.sandbox = Sandbox.find()
         return self.sandbox
 
-    def _ask(self, decision: Decision) -> Decision:
+    def _ask(self, decision: Decision) -> tuple[Decision, bool]:
+        """The decision once the approver answered, and whether it was interrupted."""
+        from agentledger.runner.shell_gate.ask import Answer
+
         approver = self.approver
         if approver is None:
             from agentledger.runner.shell_gate.ask import has_terminal, terminal_approver
 
             if not has_terminal():
                 reason = f"no terminal to ask: {decision.reason}"
-                return Decision(decision.classification, "denied", "policy", reason)
-            approver = terminal_approver
-        answer = approver(decision)
-        if answer:
+                return Decision(decision.classification, "denied", "policy", reason), False
+            answer: object = terminal_approver(decision, timeout=self.rules.prompt_timeout)
+        else:
+            answer = approver(decision)
+        if not isinstance(answer, Answer):
             import getpass
 
-            who = answer if isinstance(answer, str) else getpass.getuser()
-            reason = f"approved by {who}: {decision.reason}"
-            return Decision(decision.classification, "approved", who, reason)
-        import getpass
-
-        reason = f"refused at the prompt: {decision.reason}"
-        return Decision(decision.classification, "denied", getpass.getuser(), reason)
+            who = answer if isinstance(answer, str) and answer else getpass.getuser()
+            answer = Answer(bool(answer), who, "refused at the prompt")
+        if answer.approved:
+            reason = f"approved by {answer.who}: {decision.reason}"
+            return Decision(decision.classification, "approved", answer.who, reason), False
+        reason = f"{answer.why}: {decision.reason}"
+        denied = Decision(decision.classification, "denied", answer.who, reason)
+        return denied, answer.interrupted
 
     def _event(
         self,
