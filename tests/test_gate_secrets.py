@@ -437,3 +437,15 @@ def test_the_rule_table_is_cached_so_exec_does_not_import_the_library(tmp_path: 
     ]
     assert outputs[0][1] == "True" and outputs[1][1] == "False"
     assert outputs[0][0] == outputs[1][0] and outputs[0][0].startswith("token=[REDACTED:")
+
+
+def test_long_output_is_searched_around_the_words_and_still_redacted() -> None:
+    # Past a few KB each rule runs only on the lines holding a word it needs.
+    filler = "\n".join(
+        f"api-{n}   1/1   Running   0   5d   10.244.1.{n}   node-2" for n in range(40)
+    )
+    text = "\n".join(f"{filler}\n{context}" for _, context, _ in CORPUS)
+    assert len(text) > 100_000
+    redacted = Redactor().redact(text)
+    assert [secret for _, _, secret in CORPUS if secret in redacted] == []
+    assert redacted.count(filler) == len(CORPUS)

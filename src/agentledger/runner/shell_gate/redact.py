@@ -87,8 +87,7 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{6,})", "i"),
     (
         "api-key-header",
-        r"\b(?:x-)?[a-z0-9-]*(?:api[-_]?key|auth[-_]?token|access[-_]?token|token|secret|"
-        r"session|apikey|vault-token|private-token)\s*:\s*(?P<secret>[^\s'\"]{6,})",
+        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>[^\s'\"]{6,})",
         "i",
     ),
     ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
@@ -133,7 +132,7 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "secret-assignment",
-        r"(?<![\w-])[a-z0-9_.-]*(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*(?::=|=>|[:=])\s*"
+        r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*(?::=|=>|[:=])\s*"
         r"(?P<secret>(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
         r"(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s,;'\"}&])*)",
         "i",
@@ -150,7 +149,8 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
         r"[A-Z0-9]{16})\b",
         "",
     ),
-    ("github-token", r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", ""),
+    ("github-token", r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,})", ""),
+    ("github-token", r"\b(?P<secret>github_pat_[A-Za-z0-9_]{20,})", ""),
     (
         "gitlab-token",
         r"\b(?P<secret>gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|rrt|ffct)-"
@@ -222,6 +222,13 @@ _Rule = tuple[str, str, int, "tuple[str, ...] | None", bool]
 """(kind, pattern, re flags, words of which one must be in the lowered text or None,
 whether the group to replace is found by the library's convention)."""
 
+_DOTALL = 16
+"""re.DOTALL's value (kept here so that `re` is imported only to compile)."""
+_WINDOWED = 4096
+"""Text longer than this is searched only around the words a rule requires..."""
+_DENSE = 400
+"""...unless they occur more than once in this many characters."""
+
 _compiled: dict[tuple[str, int], re.Pattern[str]] = {}
 _table: list[_Rule] | None = None
 _key: bytes | None = None
@@ -263,7 +270,13 @@ class Redactor:
             if words is not None and not any(word in lowered for word in words):
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
-            text = _compile(pattern, flags).sub(replace, text)
+            regex = _compile(pattern, flags)
+            if words is None or flags & _DOTALL or len(text) < _WINDOWED:
+                redacted = regex.sub(replace, text)
+            else:
+                redacted = _sub_in_windows(regex, replace, text, lowered, words)
+            if redacted != text:
+                text, lowered = redacted, redacted.lower()
         for pattern in self.extra:
             text = _compile(pattern, 0).sub(_replacer("policy"), text)
         return text
@@ -380,6 +393,43 @@ def _sequence_words(parser: Any, items: list[tuple[Any, Any]]) -> set[str] | Non
     if not candidates:
         return None
     return max(candidates, key=lambda words: min(len(word) for word in words))
+
+
+def _sub_in_windows(
+    regex: re.Pattern[str], replace: Any, text: str, lowered: str, words: Sequence[str]
+) -> str:
+    """`regex.sub` applied only to the lines holding one of `words` (and the line after,
+    where a value may follow its name): the same result as on the whole text for patterns
+    that do not span lines, without trying the pattern at every character of it."""
+    if sum(lowered.count(word) for word in words) * _DENSE > len(text):
+        # Words on most lines (`:`, `.`): the windows would be the whole text, piecemeal.
+        return regex.sub(replace, text)
+    spans: list[tuple[int, int]] = []
+    for word in words:
+        found = lowered.find(word)
+        while found >= 0:
+            start = lowered.rfind("\n", 0, found) + 1
+            end = lowered.find("\n", found + len(word))
+            end = len(text) if end < 0 else lowered.find("\n", end + 1)
+            spans.append((start, len(text) if end < 0 else end))
+            found = lowered.find(word, found + len(word))
+    if not spans:
+        return text
+    spans.sort()
+    merged = [spans[0]]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    pieces = []
+    position = 0
+    for start, end in merged:
+        pieces.append(text[position:start])
+        pieces.append(regex.sub(replace, text[start:end]))
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def _compile(pattern: str, flags: int) -> re.Pattern[str]:
