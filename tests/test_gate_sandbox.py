@@ -73,6 +73,38 @@ def test_a_command_wrongly_called_read_only_leaves_the_file_untouched(
     assert list(scratch_base.iterdir()) == []
 
 
+# The attacks: whatever the classifier comes to say about them, none changes a file.
+ATTACKS = [
+    *MISCLASSIFIED,
+    "PS4='$(rm -f F)'; set -x; true",
+    "x='$(rm F)'; echo ${x@P}",
+    "hash -p /usr/bin/rm ls; ls F",
+    "env --split-string='rm -f F'",
+    "git -c core.fsmonitor='rm -f F' status",
+    "sed 'w F' G",
+    "uniq G F",
+    "openssl rand -out F 8",
+    "curl --trace F file:///etc/hostname",
+    "git log --output=F",
+    "time -o F true",
+    "awk '{print > \"F\"}' G",
+    "python3 -c 'import os; os.remove(\"F\")'",
+    "echo 'rm F' | sh",
+]
+
+
+@pytest.mark.parametrize("command", ATTACKS)
+def test_no_attack_changes_a_file_whatever_it_is_classified(
+    tmp_path: Path, workdir: Path, scratch_base: Path, command: str
+) -> None:
+    policy = Policy(on_unknown="allow", commands={"python3": "read-only", "sh": "read-only"})
+    gate = Gate(policy, tmp_path / "shell_audit.jsonl", cwd=workdir)
+    gate.run(command)
+    assert sorted(path.name for path in workdir.iterdir()) == ["F", "G"]
+    assert (workdir / "F").read_text() == "precious\n"
+    assert (workdir / "G").read_text() == "line one\nline two\n"
+
+
 @pytest.mark.parametrize(
     "command",
     [
