@@ -145,3 +145,18 @@ def test_the_agent_cannot_name_the_approver(tmp_path: Path, run_dir: Path) -> No
     child.sendline("y")
     assert finish(child) == 0
     assert logged(run_dir)["decided_by"] == me() != "mallory"
+
+
+def test_an_interrupted_approver_is_logged_as_refused_then_raised(run_dir: Path) -> None:
+    from agentledger.runner.shell_gate import Gate, Policy
+
+    def interrupted(decision: object) -> bool:
+        raise KeyboardInterrupt
+
+    policy = Policy(mode="remediate", on_mutating="prompt")
+    gate = Gate(policy, run_dir / "shell_audit.jsonl", ci=False, approver=interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        gate.run("touch F")
+    event = logged(run_dir)
+    assert event["decision"] == "denied" and event["exit_code"] is None
+    assert str(event["reason"]).startswith("interrupted at the prompt: ")

@@ -78,9 +78,9 @@ def terminal_approver(decision: Decision, *, timeout: float = 300.0) -> Answer:
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
     try:
         who = _owner(fd)
-        _discard_typeahead(fd)
-        _write(fd, question(decision))
         try:
+            _discard_typeahead(fd)
+            _write(fd, question(decision))
             line = _read_line(fd, timeout)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")

@@ -280,14 +280,20 @@ class Gate:
 
         approver = self.approver
         if approver is None:
+            from functools import partial
+
             from agentledger.runner.shell_gate.ask import has_terminal, terminal_approver
 
             if not has_terminal():
                 reason = f"no terminal to ask: {decision.reason}"
                 return Decision(decision.classification, "denied", "policy", reason), False
-            answer: object = terminal_approver(decision, timeout=self.rules.prompt_timeout)
-        else:
-            answer = approver(decision)
+            approver = partial(terminal_approver, timeout=self.rules.prompt_timeout)
+        try:
+            answer: object = approver(decision)
+        except KeyboardInterrupt:
+            import getpass
+
+            answer = Answer(False, getpass.getuser(), "interrupted at the prompt", interrupted=True)
         if not isinstance(answer, Answer):
             import getpass
 
