@@ -216,11 +216,12 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
 # detect-secrets plugins left out: public IP addresses are not secrets, and the private key
 # plugin finds a block's header only, where the rules above replace the whole block.
 _SKIPPED_PLUGINS = frozenset(("IPPublicDetector", "PrivateKeyDetector"))
-_TABLE_FORMAT = 1
+_TABLE_FORMAT = 2
 
-_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool]
+_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int]
 """(kind, pattern, re flags, words of which one must be in the lowered text or None,
-whether the group to replace is found by the library's convention)."""
+whether the group to replace is found by the library's convention, the length of its
+shortest match)."""
 
 _DOTALL = 16
 """re.DOTALL's value (kept here so that `re` is imported only to compile)."""
@@ -266,7 +267,9 @@ class Redactor:
         if not text:
             return text
         lowered = text.lower()
-        for kind, pattern, flags, words, library in rule_table():
+        for kind, pattern, flags, words, library, shortest in rule_table():
+            if len(text) < shortest:
+                continue
             if words is not None and not any(word in lowered for word in words):
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
@@ -302,9 +305,11 @@ def _build_table(raw: bytes, source: str) -> list[list[Any]]:
     rules: list[list[Any]] = []
     for kind, pattern, letters in _OPS_RULES:
         flags = int((re.IGNORECASE if "i" in letters else 0) | (re.DOTALL if "s" in letters else 0))
-        rules.append([kind, pattern, flags, _required_words(pattern, flags), False])
+        words, shortest = _requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, False, shortest])
     for kind, pattern, flags in _library_patterns():
-        rules.append([kind, pattern, flags, _required_words(pattern, flags), True])
+        words, shortest = _requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, True, shortest])
     return rules
 
 
@@ -349,18 +354,18 @@ def _stamp(folder: str) -> str:
     return f"{info.st_mtime_ns}-{info.st_size}"
 
 
-def _required_words(pattern: str, flags: int) -> list[str] | None:
-    """Lower-case words of which every match of `pattern` holds one (None: no such words),
-    so that text without any of them is not searched."""
+def _requirements(pattern: str, flags: int) -> tuple[list[str] | None, int]:
+    """What every match of `pattern` has: one of some lower-case words (None: no such
+    words), and at least some length; text without them is not searched."""
     import importlib
 
     parser = importlib.import_module("re._parser")
     try:
         parsed = parser.parse(pattern, flags)
     except Exception:
-        return None
+        return None, 0
     words = _sequence_words(parser, list(parsed))
-    return sorted(words) if words else None
+    return (sorted(words) if words else None), int(parsed.getwidth()[0])
 
 
 def _sequence_words(parser: Any, items: list[tuple[Any, Any]]) -> set[str] | None:
