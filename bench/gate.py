@@ -1,4 +1,5 @@
-"""Benchmark of the gated shell (issue 3): start-up of `agentledger exec`, and the classifier.
+"""Benchmark of the gated shell (issues 3, 15): start-up of `agentledger exec` with and
+without the read-only sandbox, the classifier, and redaction.
 
     .venv/bin/python bench/gate.py                  # 30 repeats, a corpus of 5,000 commands
     .venv/bin/python bench/gate.py --repeats 50 --corpus 20000 --json results.json
@@ -7,8 +8,11 @@ Every command an agent runs pays the gate's start-up, so the first figure is the
 time of `agentledger exec --run-dir TMP -- true` (the installed console script, a whole
 process: parse, policy, classify, run `true` through bash, append the audit line) against
 `python -c pass` with the same interpreter, measured alternately in the same run. Goal: within
-3x. Then the same for `--dry-run` (no shell, no log) and for a pipeline that needs the
-tree-sitter parser, and the classifier alone on a generated corpus of realistic ops commands.
+3x. `true` runs in the bubblewrap sandbox (investigate mode's default); the same exec with a
+policy saying `sandbox: off` shows what the sandbox costs. Then the same for `--dry-run` (no
+shell, no log) and for a pipeline that needs the tree-sitter parser, the classifier alone on a
+generated corpus of realistic ops commands, and redaction per KB of command output (ops output
+without secrets, and the same with a secret every few lines).
 
 The package's bytecode is compiled first, as an installed package has it (this matters where
 PYTHONDONTWRITEBYTECODE is set: without .pyc files every start compiles every module).
@@ -154,6 +158,50 @@ def classifier_throughput(size: int) -> dict[str, float]:
     }
 
 
+OUTPUT_LINES = [
+    "Chain INPUT (policy ACCEPT 0 packets, 0 bytes)",
+    " pkts bytes target     prot opt in     out     source               destination",
+    "  12   720 f2b-sshd   tcp  --  *      *       0.0.0.0/0            0.0.0.0/0  tcp dpt:22",
+    "qdisc netem 8001: dev eth0 root refcnt 2 limit 1000 delay 100ms loss 5%",
+    "Mar 12 10:15:00 vm-app-01 nginx[812]: 2026/03/12 10:15:00 [error] upstream timed out",
+    "api-7d9f8b6c4-x2x9z   1/1     Running   3 (2h ago)   5d    10.244.1.17   node-2",
+    'tcp   LISTEN 0  511  0.0.0.0:443  0.0.0.0:*  users:(("nginx",pid=812,fd=6))',
+    "/dev/sda1        50G   31G   17G  65% /",
+]
+SECRET_LINES = [
+    "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmN",
+    "DATABASE_URL=postgres://app:Sup3rS3cret@db.internal:5432/app",
+    "GITHUB_TOKEN=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+]
+
+
+def redaction_cost(kilobytes: int = 64, repeats: int = 20) -> dict[str, float]:
+    """CPU microseconds per KB to redact ops output, clean and with a secret every 8 lines
+    (CPU time: on a shared machine the wall time of a function this short is mostly noise)."""
+    from agentledger.runner.shell_gate.redact import Redactor
+
+    pick = random.Random(7)
+    clean_lines: list[str] = []
+    while sum(len(line) + 1 for line in clean_lines) < kilobytes * 1024:
+        clean_lines.append(pick.choice(OUTPUT_LINES))
+    dirty_lines = [
+        pick.choice(SECRET_LINES) if index % 8 == 7 else line
+        for index, line in enumerate(clean_lines)
+    ]
+    redactor = Redactor()
+    figures = {}
+    for name, lines in (("clean", clean_lines), ("with_secrets", dirty_lines)):
+        text = "\n".join(lines)
+        redactor.redact(text)  # compiles what the text needs
+        samples = []
+        for _ in range(repeats):
+            started = time.process_time()
+            redactor.redact(text)
+            samples.append(time.process_time() - started)
+        figures[f"{name}_us_per_kb"] = statistics.median(samples) * 1e6 / (len(text) / 1024)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=30)
@@ -174,10 +222,15 @@ def main() -> int:
         env = {**os.environ, "AGENTLEDGER_CACHE_DIR": str(Path(work) / "cache")}
         env.pop("CI", None)
         exe = [str(script), "exec"]
+        unsandboxed = Path(work) / "no-sandbox.yaml"
+        unsandboxed.write_text("sandbox: off\n")
         medians = timed_runs(
             {
                 "python -c pass": [sys.executable, "-c", "pass"],
                 "exec -- true": [*exe, "--run-dir", str(run_dir), "--", "true"],
+                "exec -- true (sandbox: off)": [
+                    *exe, "--run-dir", str(run_dir), "--policy", str(unsandboxed), "--", "true",
+                ],
                 "exec --dry-run -- true": [*exe, "--dry-run", "--", "true"],
                 "exec -- pipeline (parser)": [
                     *exe, "--run-dir", str(run_dir), "--", "cat /etc/hostname | wc -c",
@@ -189,13 +242,16 @@ def main() -> int:
         logged = len((run_dir / "shell_audit.jsonl").read_text().splitlines())
     baseline = medians["python -c pass"]
     ratio = medians["exec -- true"] / baseline
+    sandbox_cost = medians["exec -- true"] / medians["exec -- true (sandbox: off)"]
     throughput = classifier_throughput(options.corpus)
+    redaction = redaction_cost()
 
     print(f"gated shell start-up (median of {options.repeats}, whole processes, ms)")
     for name, value in medians.items():
         print(f"  {name:<28} {value:7.1f}   {value / baseline:4.2f}x python")
     verdict = "met" if ratio <= GOAL else "NOT met"
     print(f"  goal: exec -- true within {GOAL:g}x of python -c pass: {ratio:.2f}x ({verdict})")
+    print(f"  the sandbox: exec -- true {sandbox_cost:.2f}x the same exec with sandbox: off")
     print(f"  audit lines written: {logged}")
     print(f"classifier on {throughput['commands']:,} generated ops commands")
     print(f"  {throughput['commands_per_s']:,.0f} commands/s")
@@ -207,10 +263,15 @@ def main() -> int:
         if key.startswith("share_")
     )
     print(f"  classes: {shares}")
+    print("redaction of command output (median CPU time of 20, 64 KB)")
+    print(f"  {redaction['clean_us_per_kb']:,.0f} us/KB of ops output without secrets")
+    print(f"  {redaction['with_secrets_us_per_kb']:,.0f} us/KB with a secret every 8 lines")
     if options.json:
         figures = {
             "startup_ms": medians,
             "ratio": ratio,
+            "sandbox_ratio": sandbox_cost,
+            "redaction": redaction,
             "goal": GOAL,
             "repeats": options.repeats,
             "classifier": throughput,

@@ -115,6 +115,7 @@ TRY_NEXT = [
     "run",
 ]
 
+
 @dataclass
 class Demo:
     """A demo ledger built once for this module, and what the demo printed."""

@@ -17,15 +17,19 @@ import importlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from agentledger.runner.shell_gate.ask import Answer
     from agentledger.runner.shell_gate.gate import AUDIT_FILE, Decision, Gate, GateResult
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.redact import Redactor
     from agentledger.runner.shell_gate.rules import PolicyRules, load_policy
+    from agentledger.runner.shell_gate.sandbox import Sandbox
+    from agentledger.runner.shell_gate.unavailable import SandboxUnavailableError
     from agentledger.shell.classifier import Classification, Part, classify
     from agentledger.shell.knowledge import Knowledge, load_knowledge
 
 __all__ = [
     "AUDIT_FILE",
+    "Answer",
     "Classification",
     "Decision",
     "Gate",
@@ -35,6 +39,8 @@ __all__ = [
     "Policy",
     "PolicyRules",
     "Redactor",
+    "Sandbox",
+    "SandboxUnavailableError",
     "classify",
     "load_knowledge",
     "load_policy",
@@ -42,6 +48,7 @@ __all__ = [
 
 _HOMES = {
     "AUDIT_FILE": "gate",
+    "Answer": "ask",
     "Classification": "agentledger.shell.classifier",
     "Decision": "gate",
     "Gate": "gate",
@@ -51,6 +58,8 @@ _HOMES = {
     "Policy": "policy",
     "PolicyRules": "rules",
     "Redactor": "redact",
+    "Sandbox": "sandbox",
+    "SandboxUnavailableError": "unavailable",
     "classify": "agentledger.shell.classifier",
     "load_knowledge": "agentledger.shell.knowledge",
     "load_policy": "rules",

@@ -1,7 +1,11 @@
 """Ask the person at the terminal whether a command may run (policy `prompt`).
 
 The question goes to the controlling terminal (/dev/tty), never to stdout or stderr, which
-belong to the agent. Without a terminal nobody can be asked and the command is denied.
+belong to the agent, and the answer is read from it. Without a terminal nobody can be asked
+and the command is denied. The terminal is used through its file descriptor (a terminal
+cannot seek, so it is not opened as a read-write text file), input typed before the
+question is thrown away so that it cannot answer it, and the person who answered is the
+terminal's owner, not whatever the agent put in $USER.
 """
 
 from __future__ import annotations
@@ -12,9 +16,24 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from agentledger.runner.shell_gate.gate import Decision
 
-__all__ = ["TERMINAL", "has_terminal", "printable", "terminal_approver"]
+__all__ = ["TERMINAL", "Answer", "has_terminal", "printable", "question", "terminal_approver"]
 
 TERMINAL = "/dev/tty"
+
+
+class Answer:
+    """What the person at the prompt said: approved or not, who, and why not."""
+
+    __slots__ = ("approved", "interrupted", "who", "why")
+
+    def __init__(self, approved: bool, who: str, why: str = "", *, interrupted: bool = False):
+        self.approved = approved
+        self.who = who
+        self.why = why
+        self.interrupted = interrupted
+
+    def __repr__(self) -> str:
+        return f"Answer({self.approved!r}, {self.who!r}, {self.why!r})"
 
 
 def has_terminal() -> bool:
@@ -34,23 +53,102 @@ def printable(text: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
-def terminal_approver(decision: Decision) -> bool:
-    """Show the command and its classification on the terminal and wait for y/N."""
+def question(decision: Decision) -> str:
+    """The question shown at the prompt: the command, its class, each part and the reason."""
     lines = [
         "",
         "agentledger exec: the agent wants to run",
         f"    {printable(decision.command)}",
         f"classification: {decision.classification.kind}",
     ]
-    lines += [
-        f"    {part.kind:<12} {printable(part.command)}  ({printable(part.reason)})"
-        for part in decision.classification.parts
-    ]
+    for part in decision.classification.parts:
+        via = f" (via {' '.join(part.via)})" if part.via else ""
+        lines.append(f"    {part.kind:<12} {printable(part.command)}{printable(via)}")
+        lines.append(f"    {'':<12} {printable(part.reason)}")
     lines += [f"policy: {printable(decision.reason)}", "Run it? [y/N] "]
-    question = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def terminal_approver(decision: Decision, *, timeout: float = 300.0) -> Answer:
+    """Show the command on the terminal and wait up to `timeout` seconds for y or n.
+
+    Anything but y/yes is a refusal: n, an empty line, end of input (Ctrl-D), Ctrl-C
+    (`interrupted`) and no answer in time.
+    """
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
-    with open(fd, "r+", encoding="utf-8", errors="replace", closefd=True) as tty:
-        tty.write(question)
-        tty.flush()
-        answer = tty.readline()
-    return answer.strip().lower() in ("y", "yes")
+    try:
+        who = _owner(fd)
+        try:
+            _discard_typeahead(fd)
+            _write(fd, question(decision))
+            line = _read_line(fd, timeout)
+        except KeyboardInterrupt:
+            _write(fd, "\nrefused (interrupted)\n")
+            return Answer(False, who, "interrupted at the prompt", interrupted=True)
+        if line is None:
+            _write(fd, f"\nrefused: no answer within {timeout:g} s\n")
+            return Answer(False, who, f"no answer within {timeout:g} s")
+        if not line.endswith(b"\n") and not line.strip():
+            _write(fd, "\nrefused (end of input)\n")
+            return Answer(False, who, "no answer (end of input)")
+        if line.strip().lower() in (b"y", b"yes"):
+            _write(fd, "approved\n")
+            return Answer(True, who)
+        _write(fd, "refused\n")
+        return Answer(False, who, "refused at the prompt")
+    finally:
+        os.close(fd)
+
+
+def _owner(fd: int) -> str:
+    """The terminal's owner: the person sitting at it."""
+    try:
+        uid = os.fstat(fd).st_uid
+    except OSError:
+        uid = os.getuid()
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _discard_typeahead(fd: int) -> None:
+    try:
+        import termios
+
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except (ImportError, OSError):
+        pass
+
+
+def _write(fd: int, text: str) -> None:
+    data = memoryview(text.encode("utf-8", "replace"))
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+
+
+def _read_line(fd: int, timeout: float) -> bytes | None:
+    """One line from the terminal: ends with a newline, or not at end of input (Ctrl-D);
+    None when `timeout` seconds pass first."""
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    received = b""
+    while not received.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1024)
+        if not chunk:
+            break
+        received += chunk
+        if len(received) > 4096:
+            break
+    return received

@@ -15,6 +15,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from agentledger.runner.shell_gate.sandbox import Sandbox
+
 __all__ = ["TIMEOUT_EXIT", "Completed", "find_shell", "run_shell"]
 
 TIMEOUT_EXIT = 124
@@ -71,17 +73,74 @@ def run_shell(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: int | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Completed:
     """Run `command` with the shell and wait for it, at most `timeout` seconds.
 
     `stdin` is a file descriptor to give the command (None: /dev/null). KeyboardInterrupt
-    while waiting kills the command and returns with `interrupted` set.
+    while waiting kills the command and returns with `interrupted` set. With `sandbox` the
+    command runs inside it, writable only in a scratch directory removed afterwards; a
+    sandbox that cannot be set up raises SandboxUnavailableError (the command did not run).
     """
+    if sandbox is None:
+        return _spawn(_shell_argv(command, cwd), timeout=timeout, env=env, stdin=stdin)
+    from agentledger.runner.shell_gate.sandbox import make_scratch, remove_scratch
+
+    scratch = make_scratch()
+    status_read, status_write = os.pipe()
+    try:
+        os.set_inheritable(status_write, True)
+        argv = sandbox.argv(
+            [find_shell(), "-c", command],
+            cwd=cwd if cwd is not None else os.getcwd(),
+            scratch=scratch,
+            status_fd=status_write,
+        )
+        handed, status_write = status_write, -1
+        completed = _spawn(argv, timeout=timeout, env=env, stdin=stdin, extra_fd=handed)
+        status = _read_ready(status_read)
+    finally:
+        for fd in (status_read, status_write):
+            if fd >= 0:
+                os.close(fd)
+        remove_scratch(scratch)
+    if not sandbox.started(status) and not (completed.timed_out or completed.interrupted):
+        raise sandbox.failure(completed.stderr)
+    return completed
+
+
+def _shell_argv(command: str, cwd: str | None) -> list[str]:
     shell = find_shell()
-    argv = [shell, "-c", command]
-    if cwd is not None:
-        # posix_spawn cannot change directory before exec; a first shell does it.
-        argv = [shell, "-c", 'cd -- "$1" && exec "$0" -c "$2"', shell, cwd, command]
+    if cwd is None:
+        return [shell, "-c", command]
+    # posix_spawn cannot change directory before exec; a first shell does it.
+    return [shell, "-c", 'cd -- "$1" && exec "$0" -c "$2"', shell, cwd, command]
+
+
+def _read_ready(fd: int) -> bytes:
+    """What is in the pipe now: bwrap has exited, and nothing it left running holds it."""
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    return b"".join(chunks)
+
+
+def _spawn(
+    argv: list[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None,
+    stdin: int | None,
+    extra_fd: int = -1,
+) -> Completed:
+    """Start `argv` in a process group of its own, collect its output, wait for it.
+
+    `extra_fd` is closed here once the child holds it (the sandbox's status pipe)."""
+    shell = argv[0]
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     actions: list[tuple[object, ...]] = [
@@ -106,6 +165,8 @@ def run_shell(
     finally:
         os.close(out_write)
         os.close(err_write)
+        if extra_fd >= 0:
+            os.close(extra_fd)
     outputs: dict[int, list[bytes]] = {out_read: [], err_read: []}
     timed_out = interrupted = False
     try:

@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, TypeAlias
 
+    from agentledger.runner.shell_gate.ask import Answer
     from agentledger.runner.shell_gate.policy import Policy
+    from agentledger.runner.shell_gate.sandbox import Sandbox
 
-    Approver: TypeAlias = Callable[["Decision"], bool | str | None]
+    Approver: TypeAlias = Callable[["Decision"], "bool | str | Answer | None"]
 
 __all__ = ["AUDIT_FILE", "Decision", "Gate", "GateResult", "ci_detected"]
 
@@ -136,8 +138,11 @@ class Gate:
     Commands run in `cwd` with `env` (default: this process's), at most `timeout` seconds
     (default: the policy's), with `stdin` (a file descriptor; default /dev/null). `approver`
     answers the policy's prompts: it gets the Decision and returns True (or the approver's
-    name) to run the command; the default asks on the terminal, and without one the answer is
-    no. `ci` (default: from the CI environment variable) refuses every mutating command.
+    name, or an `ask.Answer`) to run the command; the default asks on the terminal (for the
+    policy's prompt_timeout), and without one the answer is no. `ci` (default: from the CI
+    environment variable) refuses every mutating command. `sandbox` is where commands the
+    policy wants sandboxed run (default: the system's bubblewrap, looked for when first
+    needed; see `sandbox.py`).
     """
 
     def __init__(
@@ -151,6 +156,7 @@ class Gate:
         approver: Approver | None = None,
         ci: bool | None = None,
         stdin: int | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if policy is None:
             policy = load_policy(None)
@@ -164,6 +170,7 @@ class Gate:
         self.approver = approver
         self.ci = ci_detected() if ci is None else ci
         self.stdin = stdin
+        self.sandbox = sandbox
         self.redactor = Redactor(policy.redact)
         if self.timeout <= 0:
             raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
@@ -201,17 +208,27 @@ class Gate:
         """Decide, run the command if allowed, and append one event to the audit log.
 
         A denied command is not run (exit_code None). KeyboardInterrupt while it runs kills
-        it, logs it, and is raised again.
+        it, logs it, and is raised again; so does Ctrl-C at the prompt (the command is logged
+        as refused).
         """
         started = time.time()
         decision = self.decide(command)
+        interrupted = False
         if decision.decision == "prompt":
-            decision = self._ask(decision)
+            decision, interrupted = self._ask(decision)
         if not decision.allowed:
             event = self._event(decision, started)
+            if interrupted:
+                raise KeyboardInterrupt
             return GateResult(decision, event)
+        sandbox = self._sandbox_for(decision)
         completed = run_shell(
-            decision.command, timeout=self.timeout, cwd=self.cwd, env=self.env, stdin=self.stdin
+            decision.command,
+            timeout=self.timeout,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=self.stdin,
+            sandbox=sandbox,
         )
         if completed.timed_out:
             decision.reason += f"; timed out after {self.timeout:g} s and was killed"
@@ -224,6 +241,7 @@ class Gate:
             duration_ms=completed.duration_ms,
             outputs=(completed.stdout, completed.stderr),
             timed_out=completed.timed_out,
+            sandbox=sandbox.name if sandbox is not None else "none",
         )
         if completed.interrupted:
             raise KeyboardInterrupt
@@ -237,26 +255,56 @@ class Gate:
             timed_out=completed.timed_out,
         )
 
-    def _ask(self, decision: Decision) -> Decision:
+    def sandboxed(self, decision: Decision) -> bool:
+        """True when the command of `decision` runs in the read-only sandbox: every command
+        in investigate mode, and one allowed as read-only in remediate mode, unless the
+        policy says `sandbox: off`."""
+        if self.rules.sandbox == "off":
+            return False
+        if self.rules.mode == "investigate":
+            return True
+        return decision.decision == "allowed" and decision.classification.kind == "read-only"
+
+    def _sandbox_for(self, decision: Decision) -> Sandbox | None:
+        if not self.sandboxed(decision):
+            return None
+        if self.sandbox is None:
+            from agentledger.runner.shell_gate.sandbox import Sandbox
+
+            self.sandbox = Sandbox.find()
+        return self.sandbox
+
+    def _ask(self, decision: Decision) -> tuple[Decision, bool]:
+        """The decision once the approver answered, and whether it was interrupted."""
+        from agentledger.runner.shell_gate.ask import Answer
+
         approver = self.approver
         if approver is None:
+            from functools import partial
+
             from agentledger.runner.shell_gate.ask import has_terminal, terminal_approver
 
             if not has_terminal():
                 reason = f"no terminal to ask: {decision.reason}"
-                return Decision(decision.classification, "denied", "policy", reason)
-            approver = terminal_approver
-        answer = approver(decision)
-        if answer:
+                return Decision(decision.classification, "denied", "policy", reason), False
+            approver = partial(terminal_approver, timeout=self.rules.prompt_timeout)
+        try:
+            answer: object = approver(decision)
+        except KeyboardInterrupt:
             import getpass
 
-            who = answer if isinstance(answer, str) else getpass.getuser()
-            reason = f"approved by {who}: {decision.reason}"
-            return Decision(decision.classification, "approved", who, reason)
-        import getpass
+            answer = Answer(False, getpass.getuser(), "interrupted at the prompt", interrupted=True)
+        if not isinstance(answer, Answer):
+            import getpass
 
-        reason = f"refused at the prompt: {decision.reason}"
-        return Decision(decision.classification, "denied", getpass.getuser(), reason)
+            who = answer if isinstance(answer, str) and answer else getpass.getuser()
+            answer = Answer(bool(answer), who, "refused at the prompt")
+        if answer.approved:
+            reason = f"approved by {answer.who}: {decision.reason}"
+            return Decision(decision.classification, "approved", answer.who, reason), False
+        reason = f"{answer.why}: {decision.reason}"
+        denied = Decision(decision.classification, "denied", answer.who, reason)
+        return denied, answer.interrupted
 
     def _event(
         self,
@@ -267,6 +315,7 @@ class Gate:
         duration_ms: float | None = None,
         outputs: tuple[bytes, bytes] | None = None,
         timed_out: bool = False,
+        sandbox: str | None = None,
     ) -> dict[str, Any]:
         redact = self.redactor.redact
         event: dict[str, Any] = {
@@ -299,6 +348,16 @@ class Gate:
             for part in decision.classification.parts
         ]  # fmt: skip
         event["policy"] = clean_text(self.rules.name)
+        if self.rules.sandbox == "off":
+            event["sandbox"] = "off"
+        elif sandbox is not None:
+            event["sandbox"] = sandbox
+            if sandbox != "none":
+                from agentledger.runner.shell_gate.sandbox import remote_parts
+
+                remote = remote_parts(decision.classification.parts)
+                if remote:
+                    event["remote_parts"] = [redact(clean_text(text)) for text in remote]
         if self.audit_path is not None:
             try:
                 append_event(self.audit_path, event)

@@ -16,10 +16,11 @@ from agentledger.runner.shell_gate.redact import check_pattern
 from agentledger.shell.knowledge import normalize_entries
 from agentledger.shell.validated_cache import parse_yaml
 
-__all__ = ["Action", "Mode", "Policy", "validate_policy"]
+__all__ = ["Action", "Mode", "Policy", "SandboxSetting", "validate_policy"]
 
 Mode = Literal["investigate", "remediate"]
 Action = Literal["deny", "prompt", "allow"]
+SandboxSetting = Literal["on", "off"]
 
 
 class Policy(Record):
@@ -64,6 +65,20 @@ class Policy(Record):
             "mode, prompt in remediate mode. A prompt is a denial in CI."
         ),
     )
+    sandbox: SandboxSetting = Field(
+        default="on",
+        description=(
+            "on: commands allowed as read-only (every command, in investigate mode) run in a "
+            "sandbox (bubblewrap) where the filesystem is read-only, and investigate mode "
+            "refuses to run without it; off: the classifier alone decides (every event "
+            "records it)."
+        ),
+    )
+    prompt_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds to wait for an answer at the prompt before refusing.",
+    )
     timeout: float = Field(
         default=120.0, gt=0, description="Seconds a command may run before it is killed."
     )
@@ -91,6 +106,16 @@ class Policy(Record):
         description="Command knowledge entries (name -> class or entry) that replace the others.",
     )
     description: str | None = Field(default=None, description="What this policy is for.")
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox(cls, value: object) -> object:
+        # YAML 1.1 reads a bare on / off as a boolean.
+        if value is True:
+            return "on"
+        if value is False:
+            return "off"
+        return value
 
     @field_validator("allow", "deny")
     @classmethod

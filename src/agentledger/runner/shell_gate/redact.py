@@ -1,99 +1,238 @@
-"""Redaction: secrets are replaced by ``[REDACTED]`` in what the gate logs.
+"""Redaction: secrets are replaced in what the gate logs by ``[REDACTED:KIND:HASH]``.
 
-The built-in rules cover passwords in URLs (``https://user:pass@host``), secret-looking flags
-(``--password X``, ``--token=X``, ``mysql -pX``), assignments and config lines
-(``AWS_SECRET_ACCESS_KEY=...``, ``"password": "..."``), ``Authorization``/``Bearer`` headers,
-signed URLs (``sig=``), private key blocks and the shapes of common keys (AWS ``AKIA...``,
-GitHub ``ghp_...``, ``sk-...`` API keys, Slack, Google, JWTs). A policy adds its own regular
-expressions (`redact:`): the group named ``secret``, else the first group, else the whole match
-is replaced.
+The kind says what was found (``github-token``, ``url-password``, ``private-key``); the hash
+is six hex digits of a keyed sha256 of the secret, so two events can be seen to share one
+without the log holding it (the key, private to the user, lives beside the validated-file
+cache: a short hash of a weak password cannot be tried against a dictionary without it).
 
-Each built-in rule names words that must appear for it to match, so text without any of them
-is returned as is without compiling a regular expression.
+The detectors are of two kinds:
+
+- the key shapes that detect-secrets' plugins know (AWS, GitHub, GitLab, Slack, Stripe,
+  SendGrid, PyPI, npm, JWTs, Azure storage keys, Twilio, ...), taken from the installed
+  library;
+- the ops contexts it does not cover, in `_OPS_RULES`: passwords in URLs and connection
+  strings, ``curl -u user:pass``, authorization and API-key headers, cookies, secret-looking
+  flags and the short password flags of the tools that have them (``mysql -pX``,
+  ``sshpass -p``, ``docker login -p``, ``redis-cli -a``, ``-passout pass:X``), environment
+  assignments and config lines, docker's ``auth``, private key blocks of every kind, and key
+  shapes the library lacks (Hugging Face, DigitalOcean, Vault, Anthropic, Stripe webhook
+  secrets, Azure client secrets, age, ...).
+
+A policy adds its own regular expressions (`redact:`): the group named ``secret``, else the
+first group, else the whole match is replaced (kind ``policy``).
+
+Importing detect-secrets costs more than the rest of a gated command, so the rule table (its
+patterns and each one's required words) is built once and read back from the cache after:
+a pattern is compiled only when one of its words is in the text.
 """
 
 from __future__ import annotations
+
+import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Sequence
+    from typing import Any
 
-__all__ = ["MARK", "Redactor"]
+__all__ = ["MARK", "Redactor", "check_pattern", "fingerprint", "rule_table"]
 
-MARK = "[REDACTED]"
+MARK = "[REDACTED"
+"""How every redaction marker starts: ``[REDACTED:KIND:HASH]``."""
 
-# Words that name secrets (not secrets themselves).
 _SECRET_WORDS = (
     r"password|passwd|passphrase|secret|token|api[-_]?key|apikey|access[-_]?key|"  # noqa: S105
-    r"private[-_]?key|client[-_]?secret|credentials?|accountkey|sharedaccesskey"
+    r"private[-_]?key|client[-_]?secret|client[-_]?key[-_]?data|credentials?|accountkey|"
+    r"sharedaccesskey|auth[-_]?key|authkey|session[-_]?key|signing[-_]?key|encryption[-_]?key|"
+    r"master[-_]?key|webhook[-_]?url|(?<=[_.])pwd"
 )
-_HINT_WORDS = (
-    "pass", "secret", "token", "key", "credential",
-)  # fmt: skip
-_VALUE = r"(?P<secret>'[^'\n]*'|\"[^\"\n]*\"|(?!-)[^\s'\"]+)"
+# A shell word: quoted and unquoted pieces up to a blank (`'a b'`, `x'"'y`, `"$P"w`). Only
+# the first piece may hold blanks: in `'A=x' 'B=y'` the quote after x closes, not opens.
+_WORD = r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"])(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s'\"])*"
+_VALUE = r"(?P<secret>(?!-)" + _WORD + ")"
+_QUOTED_OR_WORD = r"(?P<secret>" + _WORD + ")"
+_LINE = r"[^\n|;&]*?"
 
-# (words of which one must appear, lower case; the pattern; its flags: i = ignore case, s = dotall)
-_RULES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+# (kind, pattern, flags: i = ignore case, s = dot matches newline). Order matters: blocks and
+# contexts first, so that a key inside them is reported with its context.
+_OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
-        ("-----begin",),
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?P<secret>.*?)"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        "private-key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<secret>.*?)"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         "s",
     ),
-    (("://",), r"\b[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
     (
-        ("authorization", "bearer"),
-        r"(?:authorization\s*[:=]\s*(?:bearer|basic|token|digest)?\s*|\bbearer\s+)"
-        r"(?P<secret>[A-Za-z0-9._~+/=-]{6,})",
-        "i",
+        "private-key",
+        r"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----(?P<secret>.*?)"
+        r"(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)",
+        "s",
+    ),
+    ("private-key", r"PuTTY-User-Key-File-\d+:(?P<secret>.*?)(?:Private-MAC: \S+|\Z)", "s"),
+    ("age-secret-key", r"(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{50,})", ""),
+    ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
+    (
+        "basic-auth",
+        r"\b(?:curl|wget|http|https|xh|grpcurl)\b" + _LINE + r"\s(?:-u|--user|-U|--proxy-user)"
+        r"(?:\s+|=)?['\"]?[^\s:'\"]*:(?P<secret>[^\s'\"]+)",
+        "",
     ),
     (
-        _HINT_WORDS,
+        "auth-header",
+        r"\b(?:proxy-)?authorization\s*[:=]\s*(?:bearer|basic|token|digest|negotiate|"
+        r"aws4-hmac-sha256|sso-key)?\s*(?P<secret>[^\s'\"]{6,}(?:[ ,][^\s'\"]+)*)",
+        "i",
+    ),
+    ("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{6,})", "i"),
+    (
+        "api-key-header",
+        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>[^\s'\"]{6,})",
+        "i",
+    ),
+    ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
+    ("cookie", r"\bcurl\b" + _LINE + r"\s(?:-b|--cookie)(?:\s+|=)" + _QUOTED_OR_WORD, ""),
+    ("docker-auth", r"\"(?:auth|identitytoken|registrytoken)\"\s*:\s*\"(?P<secret>[^\"]+)\"", ""),
+    ("openssl-pass", r"\bpass:(?P<secret>[^\s'\"]+)", ""),
+    (
+        "password-flag",
+        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az|cf)\b"
+        + _LINE
+        + r"\s(?:-p|--password|--secret)(?:\s+|=)"
+        + _QUOTED_OR_WORD,
+        "",
+    ),
+    ("password-flag", r"\bsshpass\b(?:\s+-[a-oq-z]\S*)*\s+-p\s*" + _QUOTED_OR_WORD, ""),
+    (
+        "password-flag",
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlcheck)\b"
+        + _LINE
+        + r"\s-p(?P<secret>[^\s'\"]+)",
+        "",
+    ),
+    (
+        "password-flag",
+        r"\b(?:mongo|mongosh|mongodump|mongorestore)\b" + _LINE + r"\s-p\s+" + _QUOTED_OR_WORD,
+        "",
+    ),
+    ("password-flag", r"\bredis-cli\b" + _LINE + r"\s(?:-a|--pass)\s+" + _QUOTED_OR_WORD, ""),
+    ("password-flag", r"\bldap[a-z]*\b" + _LINE + r"\s-w\s+" + _QUOTED_OR_WORD, ""),
+    ("password-flag", r"\b(?:zip|unzip)\b" + _LINE + r"\s-P\s+" + _QUOTED_OR_WORD, ""),
+    ("password-flag", r"\b7za?\b" + _LINE + r"\s-p(?P<secret>[^\s'\"]+)", ""),
+    (
+        "password-flag",
+        r"\bsmbclient\b" + _LINE + r"\s-U\s*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)",
+        "",
+    ),
+    ("password-flag", r"(?<![\w-])-(?:src|dest|new)?(?:store|key)pass\s+" + _QUOTED_OR_WORD, ""),
+    (
+        "secret-flag",
         r"(?<![\w-])--?[a-z0-9_-]*(?:" + _SECRET_WORDS + r")[a-z0-9_-]*(?:=|\s+)" + _VALUE,
         "i",
     ),
     (
-        _HINT_WORDS,
-        r"(?<![\w-])[a-z0-9_.]*(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*[:=]\s*"
-        r"(?P<secret>'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&]+)",
+        "secret-assignment",
+        r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*(?::=|=>|[:=])\s*"
+        r"(?P<secret>(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
+        r"(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s,;'\"}&])*)",
         "i",
     ),
-    (("sig=",), r"[?&]sig=(?P<secret>[^&\s'\"]+)", "i"),
+    ("connection-password", r"(?<![\w/])(?:pwd|password)\s*=\s*(?P<secret>(?!/)[^;'\"\s]+)", "i"),
     (
-        ("mysql", "mariadb"),
-        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p(?P<secret>[^\s'\"]+)",
+        "signed-url",
+        r"[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<secret>[^&\s'\"]+)",
         "i",
     ),
     (
-        ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "apka"),
-        r"\b(?P<secret>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})\b",
+        "aws-access-key",
+        r"\b(?P<secret>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)"
+        r"[A-Z0-9]{16})\b",
+        "",
+    ),
+    ("github-token", r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,})", ""),
+    ("github-token", r"\b(?P<secret>github_pat_[A-Za-z0-9_]{20,})", ""),
+    (
+        "gitlab-token",
+        r"\b(?P<secret>gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|rrt|ffct)-"
+        r"[A-Za-z0-9_-]{20,})",
+        "",
+    ),
+    ("anthropic-key", r"(?<![\w-])(?P<secret>sk-ant-[A-Za-z0-9_-]{16,})", ""),
+    ("openai-key", r"(?<![\w-])(?P<secret>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,})", ""),
+    ("stripe-key", r"\b(?P<secret>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})", ""),
+    ("stripe-webhook-secret", r"\b(?P<secret>whsec_[A-Za-z0-9+/=]{16,})", ""),
+    ("slack-token", r"\b(?P<secret>xox[abposrec]-[A-Za-z0-9-]{10,})", ""),
+    (
+        "slack-webhook",
+        r"(?P<secret>https://hooks\.slack\.com/(?:services|workflows|triggers)/\S+)",
+        "i",
+    ),
+    (
+        "discord-webhook",
+        r"(?P<secret>https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\S+)",
+        "i",
+    ),
+    ("teams-webhook", r"(?P<secret>https://[\w.-]+\.webhook\.office\.com/\S+)", "i"),
+    ("google-api-key", r"\b(?P<secret>AIza[0-9A-Za-z_-]{35})", ""),
+    (
+        "google-oauth",
+        r"\b(?P<secret>GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[0-9A-Za-z_-]{20,}|"
+        r"1//0[0-9A-Za-z_-]{30,})",
+        "",
+    ),
+    ("jwt", r"\b(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", ""),
+    ("npm-token", r"\b(?P<secret>npm_[A-Za-z0-9]{36})\b", ""),
+    ("pypi-token", r"\b(?P<secret>pypi-[A-Za-z0-9_-]{50,})", ""),
+    ("vault-token", r"\b(?P<secret>hv[sbr]\.[A-Za-z0-9_-]{20,})", ""),
+    ("huggingface-token", r"\b(?P<secret>hf_[A-Za-z0-9]{30,})\b", ""),
+    ("digitalocean-token", r"\b(?P<secret>do[opr]_v1_[a-f0-9]{64})\b", ""),
+    ("sendgrid-key", r"\b(?P<secret>SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})", ""),
+    (
+        "azure-client-secret",
+        r"(?<![\w~.-])(?P<secret>[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})",
         "",
     ),
     (
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-        "",
+        "azure-sas",
+        r"\b(?:SharedAccessSignature|sv=\d{4}-\d\d-\d\d&)\S*?sig=(?P<secret>[^&\s'\"]+)",
+        "i",
     ),
-    (("sk-",), r"(?<![\w-])(?P<secret>sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,})", ""),
-    (("sk_", "rk_"), r"\b(?P<secret>[sr]k_(?:live|test)_[A-Za-z0-9]{16,})", ""),
-    (("xox",), r"\b(?P<secret>xox[abprs]-[A-Za-z0-9-]{10,})", ""),
-    (("aiza",), r"\b(?P<secret>AIza[0-9A-Za-z_-]{35})", ""),
-    (("eyj",), r"\b(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})", ""),
+    ("docker-pat", r"\b(?P<secret>dckr_pat_[A-Za-z0-9_-]{20,})", ""),
+    ("shopify-token", r"\b(?P<secret>shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})\b", ""),
+    ("atlassian-token", r"\b(?P<secret>ATATT3[A-Za-z0-9_=-]{50,})", ""),
+    ("grafana-token", r"\b(?P<secret>gl(?:sa|c)_[A-Za-z0-9_=+/-]{32,})", ""),
+    ("databricks-token", r"\b(?P<secret>dapi[a-f0-9]{32}(?:-\d)?)\b", ""),
+    ("linear-key", r"\b(?P<secret>lin_api_[A-Za-z0-9]{40})\b", ""),
+    ("postman-key", r"\b(?P<secret>PMAK-[a-f0-9]{24}-[a-f0-9]{34})\b", ""),
+    ("newrelic-key", r"\b(?P<secret>NRAK-[A-Z0-9]{27})\b", ""),
+    ("sentry-token", r"\b(?P<secret>sntry[su]_[A-Za-z0-9_=+/-]{30,})", ""),
+    ("doppler-token", r"\b(?P<secret>dp\.(?:st|ct|sa|scim|audit)\.[A-Za-z0-9_.-]{30,})", ""),
+    ("terraform-token", r"\b(?P<secret>[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,})", ""),
+    ("pulumi-token", r"\b(?P<secret>pul-[a-f0-9]{40})\b", ""),
+    ("mailgun-key", r"\b(?P<secret>key-[a-f0-9]{32})\b", ""),
+    ("twilio-key", r"\b(?P<secret>SK[a-f0-9]{32})\b", ""),
 )
 
-_compiled: dict[str, re.Pattern[str]] = {}
+# detect-secrets plugins left out: public IP addresses are not secrets, and the private key
+# plugin finds a block's header only, where the rules above replace the whole block.
+_SKIPPED_PLUGINS = frozenset(("IPPublicDetector", "PrivateKeyDetector"))
+_TABLE_FORMAT = 2
 
+_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int]
+"""(kind, pattern, re flags, words of which one must be in the lowered text or None,
+whether the group to replace is found by the library's convention, the length of its
+shortest match)."""
 
-def _compile(pattern: str, flags: str) -> re.Pattern[str]:
-    key = flags + "\0" + pattern
-    found = _compiled.get(key)
-    if found is None:
-        import re
+_DOTALL = 16
+"""re.DOTALL's value (kept here so that `re` is imported only to compile)."""
+_WINDOWED = 4096
+"""Text longer than this is searched only around the words a rule requires..."""
+_DENSE = 400
+"""...unless they occur more than once in this many characters."""
 
-        value = (re.IGNORECASE if "i" in flags else 0) | (re.DOTALL if "s" in flags else 0)
-        found = _compiled[key] = re.compile(pattern, value)
-    return found
+_compiled: dict[tuple[str, int], re.Pattern[str]] = {}
+_table: list[_Rule] | None = None
+_key: bytes | None = None
 
 
 def check_pattern(pattern: str) -> str | None:
@@ -107,8 +246,16 @@ def check_pattern(pattern: str) -> str | None:
     return None
 
 
+def fingerprint(secret: str) -> str:
+    """Six hex digits of the keyed sha256 of `secret`: the same secret, the same digits."""
+    from agentledger.shell.validated_cache import sha256_hex
+
+    return sha256_hex(_redaction_key() + secret.encode("utf-8", "surrogatepass"))[:6]
+
+
 class Redactor:
-    """Replaces secrets in text by ``[REDACTED]``: the built-in rules plus `extra` patterns."""
+    """Replaces secrets in text by ``[REDACTED:KIND:HASH]``: the built-in detectors (the
+    library's and the ops contexts) plus `extra` patterns from a policy."""
 
     __slots__ = ("extra",)
 
@@ -116,27 +263,283 @@ class Redactor:
         self.extra = tuple(extra)
 
     def redact(self, text: str) -> str:
-        """`text` with every secret the rules recognise replaced by ``[REDACTED]``."""
+        """`text` with every secret the detectors recognise replaced by its marker."""
         if not text:
             return text
         lowered = text.lower()
-        for hints, pattern, flags in _RULES:
-            if any(hint in lowered for hint in hints):
-                text = _compile(pattern, flags).sub(_replace, text)
+        for kind, pattern, flags, words, library, shortest in rule_table():
+            if len(text) < shortest:
+                continue
+            if words is not None and not any(word in lowered for word in words):
+                continue
+            replace = _library_replacer(kind) if library else _replacer(kind)
+            regex = _compile(pattern, flags)
+            if words is None or flags & _DOTALL or len(text) < _WINDOWED:
+                redacted = regex.sub(replace, text)
+            else:
+                redacted = _sub_in_windows(regex, replace, text, lowered, words)
+            if redacted != text:
+                text, lowered = redacted, redacted.lower()
         for pattern in self.extra:
-            text = _compile(pattern, "").sub(_replace, text)
+            text = _compile(pattern, 0).sub(_replacer("policy"), text)
         return text
 
 
-def _replace(match: re.Match[str]) -> str:
+def rule_table() -> list[_Rule]:
+    """The detectors in the order they apply: the ops contexts, then detect-secrets'."""
+    global _table
+    if _table is None:
+        from agentledger.shell.validated_cache import load_cached, sha256_hex
+
+        library = _library_dir()
+        # The key covers this file (the ops rules) and the installed library's version.
+        stamp = sha256_hex(f"{_TABLE_FORMAT}\0{library}\0{_stamp(library)}".encode())
+        kind = f"secrets-{stamp[:16]}"
+        _table = [tuple(rule) for rule in load_cached(__file__, kind, _build_table)]
+    return _table
+
+
+def _build_table(raw: bytes, source: str) -> list[list[Any]]:
+    import re
+
+    rules: list[list[Any]] = []
+    for kind, pattern, letters in _OPS_RULES:
+        flags = int((re.IGNORECASE if "i" in letters else 0) | (re.DOTALL if "s" in letters else 0))
+        words, shortest = _requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, False, shortest])
+    for kind, pattern, flags in _library_patterns():
+        words, shortest = _requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, True, shortest])
+    return rules
+
+
+def _library_patterns() -> list[tuple[str, str, int]]:
+    """Every regular expression of detect-secrets' regex plugins, with the plugin's kind."""
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins.base import RegexBasedDetector
+    except ImportError as exc:
+        from agentledger.errors import InputError
+
+        raise InputError(
+            f"secret detection needs the package detect-secrets ({exc}); "
+            "reinstall agentledger with its dependencies"
+        ) from None
+    found = []
+    mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
+    for secret_type, plugin in sorted(mapping.items()):
+        if not issubclass(plugin, RegexBasedDetector) or plugin.__name__ in _SKIPPED_PLUGINS:
+            continue
+        kind = "-".join("".join(c if c.isalnum() else " " for c in secret_type).lower().split())
+        for regex in plugin().denylist:
+            found.append((kind, regex.pattern, int(regex.flags)))
+    return found
+
+
+def _library_dir() -> str:
+    import sys
+
+    for folder in sys.path:
+        candidate = os.path.join(folder or ".", "detect_secrets")
+        if os.path.isdir(candidate):
+            return os.path.abspath(candidate)
+    return ""
+
+
+def _stamp(folder: str) -> str:
+    try:
+        info = os.stat(os.path.join(folder, "__version__.py"))
+    except OSError:
+        return "none"
+    return f"{info.st_mtime_ns}-{info.st_size}"
+
+
+def _requirements(pattern: str, flags: int) -> tuple[list[str] | None, int]:
+    """What every match of `pattern` has: one of some lower-case words (None: no such
+    words), and at least some length; text without them is not searched."""
+    import importlib
+
+    parser = importlib.import_module("re._parser")
+    try:
+        parsed = parser.parse(pattern, flags)
+    except Exception:
+        return None, 0
+    words = _sequence_words(parser, list(parsed))
+    return (sorted(words) if words else None), int(parsed.getwidth()[0])
+
+
+def _sequence_words(parser: Any, items: list[tuple[Any, Any]]) -> set[str] | None:
+    constants = parser
+    candidates: list[set[str]] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            candidates.append({"".join(run).lower()})
+            run.clear()
+
+    for op, value in items:
+        if op is constants.LITERAL:
+            run.append(chr(value))
+            continue
+        close()
+        inner: set[str] | None = None
+        if op is constants.SUBPATTERN:
+            inner = _sequence_words(parser, list(value[-1]))
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT) and value[0] >= 1:
+            inner = _sequence_words(parser, list(value[2]))
+        elif op is constants.BRANCH:
+            branches = [_sequence_words(parser, list(branch)) for branch in value[1]]
+            if all(branches):
+                inner = {word for branch in branches if branch for word in branch}
+        if inner:
+            candidates.append(inner)
+    close()
+    if not candidates:
+        return None
+    return max(candidates, key=lambda words: min(len(word) for word in words))
+
+
+def _sub_in_windows(
+    regex: re.Pattern[str], replace: Any, text: str, lowered: str, words: Sequence[str]
+) -> str:
+    """`regex.sub` applied only to the lines holding one of `words` (and the line after,
+    where a value may follow its name): the same result as on the whole text for patterns
+    that do not span lines, without trying the pattern at every character of it."""
+    if sum(lowered.count(word) for word in words) * _DENSE > len(text):
+        # Words on most lines (`:`, `.`): the windows would be the whole text, piecemeal.
+        return regex.sub(replace, text)
+    spans: list[tuple[int, int]] = []
+    for word in words:
+        found = lowered.find(word)
+        while found >= 0:
+            start = lowered.rfind("\n", 0, found) + 1
+            end = lowered.find("\n", found + len(word))
+            end = len(text) if end < 0 else lowered.find("\n", end + 1)
+            spans.append((start, len(text) if end < 0 else end))
+            found = lowered.find(word, found + len(word))
+    if not spans:
+        return text
+    spans.sort()
+    merged = [spans[0]]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    pieces = []
+    position = 0
+    for start, end in merged:
+        pieces.append(text[position:start])
+        pieces.append(regex.sub(replace, text[start:end]))
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _compile(pattern: str, flags: int) -> re.Pattern[str]:
+    found = _compiled.get((pattern, flags))
+    if found is None:
+        import re
+
+        found = _compiled[(pattern, flags)] = re.compile(pattern, flags)
+    return found
+
+
+def _marker(kind: str, secret: str) -> str:
+    if "'" in secret or '"' in secret:
+        # The value the shell would see: `'a b'`, "a b" and a\ b are one secret.
+        secret = "".join(
+            piece[1:-1] if piece[:1] in "'\"" and len(piece) > 1 else piece
+            for piece in _compile(r"'[^'\n]*'|\"[^\"\n]*\"|[^'\"]+|['\"]", 0).findall(secret)
+        )
+    return f"{MARK}:{kind}:{fingerprint(secret)}]"
+
+
+def _replacer(kind: str) -> Any:
+    def replace(match: re.Match[str]) -> str:
+        group: int | str = 0
+        if "secret" in match.re.groupindex:
+            group = "secret"
+        elif match.re.groups:
+            group = 1
+        return _replace_span(match, group, kind)
+
+    return replace
+
+
+def _library_replacer(kind: str) -> Any:
+    # detect-secrets reports a group when a pattern has one; a group that short is a prefix
+    # (`(ghp|gho)_...`), and then the whole match is the secret.
+    def replace(match: re.Match[str]) -> str:
+        group = 0
+        for index in range(match.re.groups, 0, -1):
+            value = match.group(index)
+            if value:
+                if len(value) >= 8:
+                    group = index
+                break
+        return _replace_span(match, group, kind)
+
+    return replace
+
+
+def _replace_span(match: re.Match[str], group: int | str, kind: str) -> str:
     whole = match.group(0)
-    group: int | str = 0
-    if "secret" in match.re.groupindex:
-        group = "secret"
-    elif match.re.groups:
-        group = 1
     start, end = match.span(group)
-    if start < 0 or start == end:
+    secret = match.group(group)
+    if start < 0 or start == end or not secret or _inside_marker(match.string, start):
         return whole
     offset = match.start()
-    return whole[: start - offset] + MARK + whole[end - offset :]
+    return whole[: start - offset] + _marker(kind, secret) + whole[end - offset :]
+
+
+def _inside_marker(text: str, position: int) -> bool:
+    """True when `position` of `text` falls in a marker an earlier rule wrote."""
+    opened = text.rfind(MARK, 0, position + len(MARK))
+    return opened >= 0 and text.find("]", opened) >= position
+
+
+def _redaction_key() -> bytes:
+    """The user's private key for fingerprints (made on first use); a key for this process
+    alone when it cannot be stored."""
+    global _key
+    if _key is None:
+        from agentledger.shell.validated_cache import cache_dir
+
+        path = os.path.join(cache_dir(), "redaction.key")
+        try:
+            with open(path, "rb") as handle:
+                _key = handle.read()
+        except OSError:
+            _key = b""
+        if len(_key) < 32:
+            _key = _new_key(path)
+    return _key
+
+
+def _new_key(path: str) -> bytes:
+    key = os.urandom(32)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key)
+        # A link appears whole or not at all: a gate racing this one reads a full key.
+        os.link(temporary, path)
+    except FileExistsError:
+        try:
+            with open(path, "rb") as handle:
+                stored = handle.read()
+            key = stored if len(stored) >= 32 else key
+        except OSError:
+            pass
+    except OSError:
+        pass
+    finally:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    return key

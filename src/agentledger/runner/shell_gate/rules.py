@@ -77,7 +77,9 @@ class PolicyRules:
         "on_destructive",
         "on_mutating",
         "on_unknown",
+        "prompt_timeout",
         "redact",
+        "sandbox",
         "source",
         "timeout",
     )
@@ -92,6 +94,8 @@ class PolicyRules:
         unknown = data.get("on_unknown")
         self.on_unknown: str = unknown or ("deny" if self.mode == "investigate" else "prompt")
         self.timeout: float = float(data.get("timeout", 120.0))
+        self.sandbox: str = data.get("sandbox", "on")
+        self.prompt_timeout: float = float(data.get("prompt_timeout", 300.0))
         self.max_output_bytes: int = int(data.get("max_output_bytes", 65536))
         self.redact: list[str] = list(data.get("redact", ()))
         base = os.path.dirname(os.path.abspath(source)) if source else os.getcwd()

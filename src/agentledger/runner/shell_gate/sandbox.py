@@ -1,0 +1,179 @@
+"""The kernel's half of investigate mode: commands run where the filesystem is read-only.
+
+The classifier decides from the text of a command; when it is wrong, a command it called
+read-only could still delete a file. So the gate runs such commands under bubblewrap
+(``bwrap``, Debian package ``bubblewrap``): the whole filesystem is bound read-only, except a
+scratch directory of the command's own (``$TMPDIR``, removed afterwards). A misclassified
+``sed -n '1e rm F' G`` then fails with "Read-only file system" and F stays.
+
+What the sandbox holds, and why:
+
+- ``/`` is bound read-only, with every mount under it; ``/dev`` is a fresh minimal one
+  (null, zero, random, tty, pts), so no disk device can be written;
+- a PID namespace of its own: ``ps`` still reads the host's ``/proc`` (it is bound too), but
+  ``kill`` and ``ptrace`` cannot reach a process outside;
+- every capability is dropped except those that reading needs as root: reading any file
+  (``CAP_DAC_READ_SEARCH``, ``CAP_DAC_OVERRIDE``, both held in check by the read-only
+  mounts), tracing the sandbox's own processes (``CAP_SYS_PTRACE``), and the network ones
+  that ``iptables -L`` and ``ping`` need (``CAP_NET_ADMIN``, ``CAP_NET_RAW``). Mounting,
+  setting the clock, loading modules and rebooting are gone;
+- a new session (no keystrokes pushed into the terminal), killed with the gate.
+
+It does not reach what a command asks another machine or a daemon to do: ``ssh host CMD``,
+``kubectl exec``, ``docker exec`` and requests over a daemon's socket run outside it, and the
+network configuration stays as reachable as ``iptables -L`` needs it. For those the classifier
+is the only guard; the log says so (`remote_parts`).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agentledger.runner.shell_gate.unavailable import SandboxUnavailableError
+
+__all__ = [
+    "INSTALL_HINT",
+    "REMOTE_WRAPPERS",
+    "Sandbox",
+    "find_bwrap",
+    "remote_parts",
+]
+
+INSTALL_HINT = (
+    "install the package bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; "
+    "Fedora: dnf install bubblewrap), or set `sandbox: off` in the policy to rely on the "
+    "classifier alone"
+)
+"""What to do when the sandbox is missing, as error messages say it."""
+
+REMOTE_WRAPPERS = frozenset(
+    ("ssh", "mosh", "gcloud", "az", "kubectl", "oc", "docker", "podman", "nerdctl", "crictl")
+)
+"""Wrappers whose command runs elsewhere (another host, a container, a cloud VM): the local
+sandbox does not hold it."""
+
+_CANDIDATES = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
+# Only what reading needs; see the module docstring.
+_KEPT_CAPABILITIES = (
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_SYS_PTRACE",
+)
+
+
+def find_bwrap(candidates: Sequence[str] | None = None) -> str | None:
+    """The bubblewrap executable, from the system's own directories only.
+
+    PATH is not searched: the agent sets the environment a gated command starts in, and a
+    ``bwrap`` of its own earlier on PATH would be a sandbox that holds nothing.
+    """
+    for path in _CANDIDATES if candidates is None else candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+class Sandbox:
+    """bubblewrap, set up to run one command with a read-only filesystem."""
+
+    __slots__ = ("executable",)
+
+    name = "bwrap"
+    """How the log names this sandbox (ShellEvent `sandbox`)."""
+
+    def __init__(self, executable: str) -> None:
+        self.executable = executable
+
+    @classmethod
+    def find(cls) -> Sandbox:
+        """The system's bubblewrap; SandboxUnavailableError naming the package without it."""
+        executable = find_bwrap()
+        if executable is None:
+            raise _unavailable(
+                "investigate mode runs commands in a read-only sandbox, and bubblewrap (bwrap) "
+                f"is not installed: {INSTALL_HINT}"
+            )
+        return cls(executable)
+
+    def argv(self, command: Sequence[str], *, cwd: str, scratch: str, status_fd: int) -> list[str]:
+        """bwrap's command line to run `command` in `cwd`, writable only in `scratch`.
+
+        bwrap reports on `status_fd` (JSON lines) once the command has started, which is how
+        a sandbox that could not be set up is told from a command that failed.
+        """
+        argv = [
+            self.executable,
+            "--ro-bind", "/", "/",
+            "--dev", "/dev",
+            "--bind", scratch, scratch,
+            "--setenv", "TMPDIR", scratch,
+            "--unshare-pid",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+        ]  # fmt: skip
+        for capability in _KEPT_CAPABILITIES:
+            argv += ["--cap-add", capability]
+        argv += ["--chdir", cwd, "--json-status-fd", str(status_fd), "--", *command]
+        return argv
+
+    @staticmethod
+    def started(status: bytes) -> bool:
+        """True when bwrap's status report says the command was started."""
+        return b'"child-pid"' in status
+
+    @staticmethod
+    def failure(stderr: bytes) -> SandboxUnavailableError:
+        """The error for a sandbox that bwrap could not set up (`stderr` says why)."""
+        why = stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = why[-1] if why else "no reason given"
+        return _unavailable(
+            f"the read-only sandbox cannot be set up here ({detail}); nothing was run. "
+            "bubblewrap needs user namespaces, or root with CAP_SYS_ADMIN; "
+            f"otherwise {INSTALL_HINT.split(', or ', 1)[1]}"
+        )
+
+
+def make_scratch() -> str:
+    """A new empty directory for one sandboxed command to write in (only its owner can)."""
+    base = os.environ.get("TMPDIR") or "/tmp"  # noqa: S108 - a private directory is made in it
+    if not os.path.isdir(base):
+        base = "/tmp"  # noqa: S108
+    stamp = f"{os.getpid()}-{os.urandom(4).hex()}"
+    path = os.path.join(base, f"agentledger-scratch-{stamp}")
+    os.mkdir(path, 0o700)
+    return path
+
+
+def remove_scratch(path: str) -> None:
+    """Remove a scratch directory and what the command left in it."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remote_parts(parts: Sequence[object]) -> list[str]:
+    """The parts of a command that run on another host or in a container (see
+    REMOTE_WRAPPERS), as ``COMMAND (via WRAPPER)``: the local sandbox does not hold them."""
+    found = []
+    for part in parts:
+        via = getattr(part, "via", ())
+        remote = next((name for name in via if name in REMOTE_WRAPPERS), None)
+        if remote is not None:
+            found.append(f"{getattr(part, 'command', '')} (via {remote})")
+    return found
+
+
+def _unavailable(message: str) -> SandboxUnavailableError:
+    from agentledger.runner.shell_gate.unavailable import SandboxUnavailableError
+
+    return SandboxUnavailableError(message)
