@@ -77,9 +77,17 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     "paths",
     nargs=-1,
     required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(exists=True, path_type=Path),
 )
 @ledger_option
+@click.option(
+    "--format",
+    "import_format",
+    type=click.Choice(["directory", "openhands"]),
+    default=None,
+    help="What PATH holds: run directories, or OpenHands trajectories (traj_*.json, one run "
+    "per file) [default: detected].",
+)
 @click.option(
     "--map",
     "mappings",
@@ -147,6 +155,7 @@ def _interrupted(root: Path, before: int, new: int) -> None:
 def import_command(
     paths: tuple[Path, ...],
     ledger_path: Path | None,
+    import_format: str | None,
     mappings: tuple[str, ...],
     sidecar: Path | None,
     model: str | None,
@@ -165,7 +174,8 @@ def import_command(
     dry_run: bool,
     verbose: bool,
 ) -> None:
-    """Import existing runs: PATH is a run directory or a directory of run directories.
+    """Import existing runs: PATH is a run directory or a directory of run directories,
+    or trajectory files of another tool (see --format), or directories of them.
 
     Every run is checked before anything is written: one bad run and nothing is imported.
     Imported runs are marked backfilled. A run already in the ledger with identical content is
@@ -201,6 +211,7 @@ def import_command(
             max_artifact_bytes=max_artifact_size,
             batch_size=batch_size,
             workers=workers,
+            format=import_format,
         )
         root = ledger_location(ledger_path)
         try:
