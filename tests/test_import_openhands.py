@@ -320,3 +320,48 @@ def test_many_trajectories_through_workers(samples: Path, tmp_path: Path) -> Non
     assert len(report.imported) == len(list(samples.glob("*/traj_*.json")))
     code, out, _ = run("verify", "--ledger", str(root))
     assert code == 0, out
+
+
+# -- show --trace ----------------------------------------------------------------------------
+
+
+def _import_one(tmp_path: Path, events: Any) -> tuple[Path, str]:
+    path = _write(tmp_path / "in" / "traj_shown.json", events)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    return root, next((root / "runs").iterdir()).name
+
+
+def test_show_trace_is_a_readable_timeline(tmp_path: Path) -> None:
+    hostile = [
+        *GOOD[:3],
+        {**GOOD[3], "content": "\x1b[31mred\x1b[0m\nsecond line\x07"},
+        *GOOD[4:],
+    ]
+    root, run_id = _import_one(tmp_path, hostile)
+    code, out, err = run("show", "--ledger", str(root), run_id[:12], "--trace")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{run_id}: 6 steps, 2025-05-09 02:48:32 to 2025-05-09 02:48:44")
+    assert lines[1].split() == ["STEP", "TIME", "ACTOR", "KIND", "TOOL", "DETAIL"]
+    assert lines[4].split()[:5] == ["2", "02:48:41", "agent", "command", "run"]
+    assert "iptables -F  [destructive]" in lines[4]
+    assert "exit 0: [31mred [0m second line" in lines[5]
+    assert "\x1b" not in out and "\x07" not in out
+    assert "other (action:teleport)" in lines[6]
+    assert len(lines) == 8
+
+
+def test_show_trace_json_gives_the_records(tmp_path: Path) -> None:
+    root, run_id = _import_one(tmp_path, GOOD)
+    code, out, _ = run("show", "--ledger", str(root), run_id, "--trace", "--json")
+    assert code == 0
+    stored = (root / "runs" / run_id / "trace.jsonl").read_bytes()
+    assert parse_trace(out.encode(), "out") == parse_trace(stored, "stored")
+
+
+def test_show_trace_of_a_run_without_one(tmp_path: Path, ledger: Ledger, write_run: Any) -> None:
+    run_id = write_run("use_case_m", "claude-haiku-4-5")
+    code, _, err = run("show", "--ledger", str(ledger.root), run_id, "--trace")
+    assert code == 2 and "has no trace (trace.jsonl)" in err
