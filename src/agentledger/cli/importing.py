@@ -83,10 +83,10 @@ def _interrupted(root: Path, before: int, new: int) -> None:
 @click.option(
     "--format",
     "import_format",
-    type=click.Choice(["directory", "openhands"]),
+    type=click.Choice(["directory", "openhands", "jsonl"]),
     default=None,
-    help="What PATH holds: run directories, or OpenHands trajectories (traj_*.json, one run "
-    "per file) [default: detected].",
+    help="What PATH holds: run directories, OpenHands trajectories (traj_*.json, one run "
+    "per file) or plain traces (*.jsonl, one step per line) [default: detected].",
 )
 @click.option(
     "--map",

@@ -28,6 +28,7 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     # name: (module, function finding runs, function planning one)
     DIRECTORY: ("agentledger.importers.run_plan", "", "plan_run"),
     "openhands": ("agentledger.importers.openhands", "find_trajectories", "plan_trajectory"),
+    "jsonl": ("agentledger.importers.jsonl", "find_traces", "plan_trace_file"),
 }
 """Every importer, by the name `--format` takes."""
 
@@ -53,6 +54,8 @@ def finder(name: str) -> Finder | None:
 
 def _detect_one(path: Path) -> str:
     if path.is_file():
+        if path.suffix == ".jsonl":
+            return "jsonl"
         if path.suffix == ".json":
             return "openhands"
         raise InputError(
@@ -66,7 +69,7 @@ def _detect_one(path: Path) -> str:
 
 def detect_format(paths: Sequence[Path]) -> str:
     """The format of `paths`: OpenHands for ``.json`` files and folders of ``traj_*.json``,
-    else run directories. Paths of different formats are refused."""
+    jsonl for ``.jsonl`` files, else run directories. Paths of different formats are refused."""
     found = {path: _detect_one(path) for path in paths}
     kinds = sorted(set(found.values()))
     if len(kinds) > 1:
