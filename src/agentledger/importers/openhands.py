@@ -20,12 +20,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
 from agentledger.importers.trace_runs import TraceFacts, plan_trace_run
 from agentledger.records import decode_json
-from agentledger.records.trace import StepSource, TraceStep, step_text
+from agentledger.records.trace import STEPS, TraceStep, step_text_fields
 from agentledger.shell.classifier import classify
 
 __all__ = ["FORMAT", "find_trajectories", "plan_trajectory", "scenario_of", "trajectory_steps"]
@@ -130,7 +132,7 @@ class _Reader:
     def __init__(self, origin: str, attachment: str) -> None:
         self.origin = origin
         self.attachment = attachment
-        self.steps: list[TraceStep] = []
+        self.steps: list[dict[str, Any]] = []
         self.facts = TraceFacts(importer=FORMAT, agent_name="openhands")
         self.index_of_id: dict[Any, int] = {}
         self.responses: set[str] = set()
@@ -200,7 +202,7 @@ class _Reader:
                     self.tokens[1] += _int(usage.get("completion_tokens")) or 0
         return tokens_in, tokens_out, cost
 
-    def step(self, event: Any, position: int) -> TraceStep:
+    def step(self, event: Any, position: int) -> dict[str, Any]:
         if not isinstance(event, dict):
             raise self.fail(position, f"expected an object, found {type(event).__name__}")
         action, observation = event.get("action"), event.get("observation")
@@ -227,10 +229,10 @@ class _Reader:
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "cost_usd": cost,
-            "source": StepSource(
-                file=self.attachment,
-                event=None if event.get("id") is None else str(event.get("id"))[:100],
-            ),
+            "source": {
+                "file": self.attachment,
+                "event": None if event.get("id") is None else str(event.get("id"))[:100],
+            },
         }
         if isinstance(meta.get("model_response"), dict):
             values["model"] = _text(meta["model_response"].get("model"))
@@ -287,13 +289,23 @@ class _Reader:
         else:
             values.update(raw_type="event", kind="other", actor="environment")
             text = _text(event.get("message")) or _text(event.get("content"))
-        values["content"] = step_text(text)
+        values["content"] = step_text_fields(text)
         if event.get("id") is not None and not isinstance(event["id"], dict | list):
             self.index_of_id.setdefault(event["id"], index)
+        return values
+
+    def checked(self) -> list[TraceStep]:
+        """The steps validated all at once; on a problem, the first bad event is named."""
         try:
-            return TraceStep.model_validate(values)
-        except ValueError as exc:
-            raise self.fail(position, str(exc).splitlines()[-1].strip()) from None
+            return STEPS.validate_python(self.steps)
+        except ValidationError:
+            pass
+        for position, values in enumerate(self.steps):
+            try:
+                TraceStep.model_validate(values)
+            except ValidationError as exc:
+                raise self.fail(position, str(exc).splitlines()[-1].strip()) from None
+        raise AssertionError("a list of valid steps failed validation")  # pragma: no cover
 
     def note_action(self, action: str, args: dict[str, Any], text: str | None, actor: str) -> None:
         facts = self.facts
@@ -321,6 +333,7 @@ def trajectory_steps(
     reader = _Reader(origin, attachment)
     for position, event in enumerate(events):
         reader.steps.append(reader.step(event, position))
+    steps = reader.checked()
     facts = reader.facts
     model = meta.get("model_name") or (meta.get("llm_config") or {}).get("model")
     if isinstance(model, str) and model:
@@ -330,14 +343,14 @@ def trajectory_steps(
         facts.model_calls = len(reader.usages)
     elif reader.responses:
         facts.model_calls = len(reader.responses)
-        facts.tokens_in = sum(s.tokens_in or 0 for s in reader.steps)
-        facts.tokens_out = sum(s.tokens_out or 0 for s in reader.steps)
+        facts.tokens_in = sum(s.tokens_in or 0 for s in steps)
+        facts.tokens_out = sum(s.tokens_out or 0 for s in steps)
     if reader.costed:
         facts.cost_usd = reader.cost
-    errors = sum(1 for step in reader.steps if step.kind == "error")
+    errors = sum(1 for step in steps if step.kind == "error")
     if errors:
         facts.notes.append(f"{errors} error observation{'s' if errors > 1 else ''} in the trace")
-    return reader.steps, facts
+    return steps, facts
 
 
 def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:

@@ -21,7 +21,7 @@ from agentledger.identity import check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
 from agentledger.importers.run_plan import PlanContext, _check_identical
-from agentledger.records import RunMetadata, RunSummary, ShellCounts, check_tags
+from agentledger.records import RunMetadata, RunSummary, ShellCounts, ShellEvent, check_tags
 from agentledger.records.trace import TRACE, TraceStep, shell_events, trace_bytes
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
@@ -52,11 +52,10 @@ class TraceFacts:
     extra_source: dict[str, Any] = field(default_factory=dict)
 
 
-def shell_log_bytes(steps: Sequence[TraceStep]) -> bytes:
-    """shell_audit.jsonl of a trace, one ShellEvent per command step."""
+def shell_log_bytes(events: Sequence[ShellEvent]) -> bytes:
+    """shell_audit.jsonl of a trace's shell events (`records.trace.shell_events`)."""
     return b"".join(
-        event.model_dump_json(exclude_none=True).encode("utf-8") + b"\n"
-        for event in shell_events(steps)
+        event.model_dump_json(exclude_none=True).encode("utf-8") + b"\n" for event in events
     )
 
 
@@ -168,7 +167,8 @@ def plan_trace_run(
     ctx.check_name(original)
     trace = trace_bytes(steps)
     artifacts.append(PlannedArtifact(TRACE, None, len(trace), trace))
-    shell = shell_log_bytes(steps)
+    events = shell_events(steps)
+    shell = shell_log_bytes(events)
     if shell:
         artifacts.append(PlannedArtifact(SHELL_AUDIT, None, len(shell), shell))
     source: dict[str, Any] = {
@@ -233,7 +233,7 @@ def plan_trace_run(
         )
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
-    counts = ShellCounts.of(shell_events(steps))
+    counts = ShellCounts.of(events)
     duration = (ended - started).total_seconds() if started and ended else None
     if duration is None and local is not None:
         first = datetime.fromisoformat(local["first"])
