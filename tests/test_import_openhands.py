@@ -156,6 +156,7 @@ def test_model_from_option_and_scenario_override(samples: Path, tmp_path: Path) 
     assert metadata.model_served and metadata.model_served.startswith("gpt-4o")
     assert metadata.tags == {"suite": "oas"}
     assert metadata.source and metadata.source["fields"]["model"] == "option"
+    assert metadata.source["fields"]["scenario"] == "option"
     assert run_id.startswith("delete-logs_gpt-4o_")
     # the same file again: identical, nothing to do
     code, out, _ = run(
@@ -253,6 +254,8 @@ def test_zones_system_prompt_and_unknown_kinds(tmp_path: Path) -> None:
     assert code == 0, err
     ((_, files),) = _imported(root).items()
     metadata = parse_record(RunMetadata, files["metadata.json"], "m")
+    assert metadata.scenario == "firewall"
+    assert metadata.source and metadata.source["fields"]["scenario"] == "file name"
     assert metadata.started_at is not None and metadata.started_at.tzinfo is not None
     assert files["system_prompt.txt"] == b"You are a careful agent."
     assert metadata.system_prompt_hash and metadata.agent.name == "CodeActAgent"

@@ -174,8 +174,10 @@ def import_command(
     dry_run: bool,
     verbose: bool,
 ) -> None:
-    """Import existing runs: PATH is a run directory or a directory of run directories,
-    or trajectory files of another tool (see --format), or directories of them.
+    """Import existing runs: run directories, or trace files of other tools (--format).
+
+    PATH is a run directory or a directory of run directories; or an OpenHands trajectory
+    (traj_*.json), a plain trace (*.jsonl), or a directory of them: one run per file.
 
     Every run is checked before anything is written: one bad run and nothing is imported.
     Imported runs are marked backfilled. A run already in the ledger with identical content is

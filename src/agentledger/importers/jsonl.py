@@ -130,5 +130,5 @@ def plan_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     raw = read_source(real or path, size)
     steps, facts = read_trace_lines(raw, str(path), f"attachments/{path.name}")
     if facts.scenario is None:
-        facts.scenario = path.stem
+        facts.scenario, facts.scenario_from = path.stem, "file name"
     return plan_trace_run(path, raw, steps, facts, ctx)

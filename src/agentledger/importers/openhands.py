@@ -363,5 +363,5 @@ def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
         )
     raw = read_source(real or path, size)
     steps, facts = trajectory_steps(raw, str(path), f"attachments/{path.name}")
-    facts.scenario = scenario_of(path)
+    facts.scenario, facts.scenario_from = scenario_of(path), "file name"
     return plan_trace_run(path, raw, steps, facts, ctx, attachments=_siblings(path, facts.scenario))

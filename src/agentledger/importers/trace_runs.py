@@ -37,6 +37,7 @@ class TraceFacts:
 
     importer: str
     scenario: str | None = None
+    scenario_from: str = "trace"  # or "file name"
     model: str | None = None  # the model the agent was configured with, as the trace says
     model_served: str | None = None
     system_fingerprint: str | None = None
@@ -94,14 +95,14 @@ def _identity(
             values[name] = field_value(name, given, flag, flag)
             kinds[name] = "option"
     tags.update(options.tags)
-    for name, stated in (
-        ("scenario", facts.scenario),
-        ("model", facts.model or facts.model_served),
-        ("agent_name", facts.agent_name),
+    for name, stated, kind in (
+        ("scenario", facts.scenario, facts.scenario_from),
+        ("model", facts.model or facts.model_served, "trace"),
+        ("agent_name", facts.agent_name, "trace"),
     ):
         if name not in values and stated:
             values[name] = stated
-            kinds[name] = "trace"
+            kinds[name] = kind
     return values, kinds, tags
 
 
