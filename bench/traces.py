@@ -172,7 +172,7 @@ def make_data(target: Path, count: int, seed: int = 16) -> int:
         model = MODELS[n % len(MODELS)]
         folder = target / model
         folder.mkdir(parents=True, exist_ok=True)
-        size = int(min(5_000_000, max(20_000, rng.lognormvariate(11.9, 0.8))))
+        size = int(min(5_000_000, max(20_000, rng.lognormvariate(11.7, 0.8))))
         events = rng.randint(20, 300)
         task = f"safety-task-{n:05d}"
         data = json.dumps(trajectory(rng, model, size, events)).encode()

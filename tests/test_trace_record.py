@@ -151,3 +151,31 @@ def test_schema_prints_the_trace_step() -> None:
     assert "time_zone" in schema["properties"]
     listed = CliRunner().invoke(main, ["schema"])
     assert "trace-step" in listed.stdout
+
+
+def test_steps_from_a_shell_log_keep_the_logged_output_hash() -> None:
+    from agentledger.records import ShellEvent
+    from agentledger.records.trace import steps_from_shell_log
+
+    at = datetime(2026, 3, 12, 10, 15, tzinfo=UTC)
+    logged = ShellEvent(
+        ts=at,
+        command="cat big.log",
+        classification="read-only",
+        decision="allowed",
+        exit_code=0,
+        stdout="head of the log",
+        stdout_bytes=90_000,
+        stdout_sha256="sha256:" + "ab" * 32,
+        truncated=True,
+    )
+    refused = ShellEvent(ts=at, command="rm -rf /", decision="denied", reason="destructive")
+    steps = steps_from_shell_log("why is it slow?", [logged, refused], None, started=at)
+    assert [s.kind for s in steps] == ["message", "command", "command_output", "command"]
+    output = steps[2].content
+    assert output is not None and output.bytes == 90_000 and output.truncated
+    assert output.sha256 == "sha256:" + "ab" * 32
+    assert steps[3].gate is not None and steps[3].gate.reason == "destructive"
+    again = shell_events(steps)
+    assert [e.command for e in again] == ["cat big.log", "rm -rf /"]
+    assert again[1].denied and again[0].stdout_bytes == 90_000

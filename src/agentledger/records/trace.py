@@ -37,6 +37,7 @@ __all__ = [
     "shell_events",
     "step_text",
     "step_text_fields",
+    "steps_from_shell_log",
     "trace_bytes",
 ]
 
@@ -284,3 +285,81 @@ def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
             values["truncated"] = output.content.truncated
         events.append(ShellEvent(**{k: v for k, v in values.items() if v is not None}))
     return events
+
+
+def steps_from_shell_log(
+    prompt: str | None,
+    events: Sequence[ShellEvent],
+    report: str | None,
+    *,
+    started: datetime | None = None,
+    ended: datetime | None = None,
+) -> list[TraceStep]:
+    """The trace of a run recorded by `agentledger run`: the prompt given, each command the
+    gated shell saw (with its decision) and its output, and the report as the finish.
+
+    What the agent thought between commands is not in the gate's log: it stays in audit.md.
+    """
+    steps: list[TraceStep] = []
+
+    def add(**values: Any) -> int:
+        index = len(steps)
+        steps.append(TraceStep(index=index, **values))
+        return index
+
+    if prompt is not None:
+        add(time=started, actor="user", kind="message", content=step_text(prompt))
+    for number, event in enumerate(events, start=1):
+        gate = None
+        if event.decision is not None:
+            gate = GateDecision(
+                decision=event.decision,
+                decided_by=event.decided_by,
+                reason=event.reason,
+                policy=event.policy,
+            )
+        source = StepSource(file="shell_audit.jsonl", line=number)
+        call = add(
+            time=event.ts,
+            actor="agent",
+            kind="command",
+            tool="shell",
+            command=event.command,
+            command_class=event.classification,
+            gate=gate,
+            cwd=event.cwd,
+            source=source,
+        )
+        if event.denied:
+            continue
+        output = event.stdout
+        if event.stderr:
+            output = f"{output or ''}{event.stderr}"
+        add(
+            time=event.ts,
+            actor="tool",
+            kind="command_output",
+            tool="shell",
+            cause=call,
+            exit_code=event.exit_code,
+            content=_logged_output(event, output),
+            source=source,
+        )
+    if report is not None:
+        add(time=ended, actor="agent", kind="finish", content=step_text(report))
+    return steps
+
+
+def _logged_output(event: ShellEvent, output: str | None) -> StepText | None:
+    """A command's output as the gate logged it: already cut, with the whole's size and hash
+    when the log has them (stdout alone) and there is no error output besides."""
+    text = step_text(output)
+    if text is None or event.stderr or event.stdout_sha256 is None:
+        return text
+    whole = event.stdout_bytes if event.stdout_bytes is not None else text.bytes
+    return StepText(
+        text=text.text,
+        bytes=whole,
+        sha256=event.stdout_sha256,
+        truncated=bool(event.truncated) or text.truncated,
+    )
