@@ -83,10 +83,11 @@ def _interrupted(root: Path, before: int, new: int) -> None:
 @click.option(
     "--format",
     "import_format",
-    type=click.Choice(["directory", "openhands", "jsonl"]),
+    type=click.Choice(["directory", "openhands", "jsonl", "otel"]),
     default=None,
     help="What PATH holds: run directories, OpenHands trajectories (traj_*.json, one run "
-    "per file) or plain traces (*.jsonl, one step per line) [default: detected].",
+    "per file), plain traces (*.jsonl, one step per line) or OTLP JSON spans (otel, one run "
+    "per trace id) [default: detected].",
 )
 @click.option(
     "--map",

@@ -29,6 +29,7 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     DIRECTORY: ("agentledger.importers.run_plan", "", "plan_run"),
     "openhands": ("agentledger.importers.openhands", "find_trajectories", "plan_trajectory"),
     "jsonl": ("agentledger.importers.jsonl", "find_traces", "plan_trace_file"),
+    "otel": ("agentledger.importers.otel", "find_otel_traces", "plan_otel_trace"),
 }
 """Every importer, by the name `--format` takes."""
 
@@ -54,6 +55,10 @@ def finder(name: str) -> Finder | None:
 
 def _detect_one(path: Path) -> str:
     if path.is_file():
+        if path.suffix in (".json", ".jsonl"):
+            with path.open("rb") as handle:
+                if b'"resourceSpans"' in handle.read(4096):
+                    return "otel"
         if path.suffix == ".jsonl":
             return "jsonl"
         if path.suffix == ".json":
@@ -69,7 +74,8 @@ def _detect_one(path: Path) -> str:
 
 def detect_format(paths: Sequence[Path]) -> str:
     """The format of `paths`: OpenHands for ``.json`` files and folders of ``traj_*.json``,
-    jsonl for ``.jsonl`` files, else run directories. Paths of different formats are refused."""
+    jsonl for ``.jsonl`` files, otel for files of OTLP JSON spans (``resourceSpans``), else
+    run directories. Paths of different formats are refused."""
     found = {path: _detect_one(path) for path in paths}
     kinds = sorted(set(found.values()))
     if len(kinds) > 1:

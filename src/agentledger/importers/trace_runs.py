@@ -38,6 +38,7 @@ class TraceFacts:
     importer: str
     scenario: str | None = None
     scenario_from: str = "trace"  # or "file name"
+    run_key: str | None = None  # tells runs of one file apart (default: the file's hash)
     model: str | None = None  # the model the agent was configured with, as the trace says
     model_served: str | None = None
     system_fingerprint: str | None = None
@@ -151,7 +152,7 @@ def plan_trace_run(
             )
     digest = sha256_bytes(raw)
     run_id = values.get("run_id") or (
-        f"{_slug(values['scenario'])}_{_slug(values['model'])}_{digest[7:15]}"
+        f"{_slug(values['scenario'])}_{_slug(values['model'])}_{facts.run_key or digest[7:15]}"
     )
     try:
         check_run_id(run_id)
