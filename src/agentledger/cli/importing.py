@@ -83,11 +83,11 @@ def _interrupted(root: Path, before: int, new: int) -> None:
 @click.option(
     "--format",
     "import_format",
-    type=click.Choice(["directory", "openhands", "jsonl", "otel"]),
+    type=click.Choice(["directory", "openhands", "jsonl", "otel", "inspect"]),
     default=None,
     help="What PATH holds: run directories, OpenHands trajectories (traj_*.json, one run "
-    "per file), plain traces (*.jsonl, one step per line) or OTLP JSON spans (otel, one run "
-    "per trace id) [default: detected].",
+    "per file), plain traces (*.jsonl, one step per line) OTLP JSON spans (otel, one run per "
+    "trace id) or Inspect AI logs (inspect, one run per sample and epoch) [default: detected].",
 )
 @click.option(
     "--map",

@@ -30,6 +30,7 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "openhands": ("agentledger.importers.openhands", "find_trajectories", "plan_trajectory"),
     "jsonl": ("agentledger.importers.jsonl", "find_traces", "plan_trace_file"),
     "otel": ("agentledger.importers.otel", "find_otel_traces", "plan_otel_trace"),
+    "inspect": ("agentledger.importers.inspect", "find_inspect_samples", "plan_inspect_sample"),
 }
 """Every importer, by the name `--format` takes."""
 
@@ -55,10 +56,15 @@ def finder(name: str) -> Finder | None:
 
 def _detect_one(path: Path) -> str:
     if path.is_file():
+        if path.suffix == ".eval":
+            return "inspect"
         if path.suffix in (".json", ".jsonl"):
             with path.open("rb") as handle:
-                if b'"resourceSpans"' in handle.read(4096):
-                    return "otel"
+                head = handle.read(4096)
+            if b'"resourceSpans"' in head:
+                return "otel"
+            if head.lstrip().startswith(b"{") and b'"eval"' in head:
+                return "inspect"
         if path.suffix == ".jsonl":
             return "jsonl"
         if path.suffix == ".json":
@@ -74,8 +80,9 @@ def _detect_one(path: Path) -> str:
 
 def detect_format(paths: Sequence[Path]) -> str:
     """The format of `paths`: OpenHands for ``.json`` files and folders of ``traj_*.json``,
-    jsonl for ``.jsonl`` files, otel for files of OTLP JSON spans (``resourceSpans``), else
-    run directories. Paths of different formats are refused."""
+    jsonl for ``.jsonl`` files, otel for files of OTLP JSON spans (``resourceSpans``), inspect
+    for Inspect AI logs (``.eval``, or JSON with an ``eval`` header), else run directories.
+    Paths of different formats are refused."""
     found = {path: _detect_one(path) for path in paths}
     kinds = sorted(set(found.values()))
     if len(kinds) > 1:

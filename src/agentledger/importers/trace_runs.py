@@ -39,6 +39,9 @@ class TraceFacts:
     scenario: str | None = None
     scenario_from: str = "trace"  # or "file name"
     run_key: str | None = None  # tells runs of one file apart (default: the file's hash)
+    agent_commit: str | None = None
+    started_at: datetime | None = None  # when the steps carry no times of their own
+    ended_at: datetime | None = None
     model: str | None = None  # the model the agent was configured with, as the trace says
     model_served: str | None = None
     system_fingerprint: str | None = None
@@ -100,6 +103,7 @@ def _identity(
         ("scenario", facts.scenario, facts.scenario_from),
         ("model", facts.model or facts.model_served, "trace"),
         ("agent_name", facts.agent_name, "trace"),
+        ("agent_commit", facts.agent_commit, "trace"),
     ):
         if name not in values and stated:
             values[name] = stated
@@ -208,6 +212,8 @@ def plan_trace_run(
             data = text.encode("utf-8")
             artifacts.append(PlannedArtifact(name, None, len(data), data))
     started, ended, local = _times(steps)
+    if started is None and local is None and facts.started_at and facts.started_at.tzinfo:
+        started, ended = facts.started_at, facts.ended_at
     if local is not None:
         source["local_times"] = local
     source.update(facts.extra_source)
