@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/judge.py
 	$(BIN)/python bench/reports.py
 	$(BIN)/python bench/guard.py
+	$(BIN)/python bench/traces.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

@@ -613,3 +613,43 @@ def test_unusable_tags_are_refused_before_any_run(tmp_path: Path, suite: Path) -
         load_suite(where)
     assert caught.value.field == "tags"
     assert not Path("l").exists()
+
+
+def test_a_recorded_run_has_a_trace_matching_its_shell_log(tmp_path: Path, suite: Path) -> None:
+    where = tmp_path / "agent"
+    where.mkdir()
+    (where / "pyagent_trace.py").write_text(
+        textwrap.dedent(
+            """
+            def investigate(context):
+                context.shell("echo listing rules")
+                context.shell("iptables -F INPUT")
+                return "flush refused"
+            """
+        )
+    )
+    agent = agent_file(where, "", kind="python", extra='entry = "pyagent_trace:investigate"')
+    code, out, err = invoke(
+        "run", str(suite), "--agent", str(agent), "--ledger", "l", "--scenario", "alpha"
+    )
+    assert code == 0, out + err
+    from agentledger.records import parse_shell_audit
+    from agentledger.records.trace import parse_trace
+
+    with Ledger.open(Path("l")) as ledger:
+        (run,) = loaded(ledger)
+        run_id = run.metadata.run_id
+        steps = parse_trace(ledger.read_bytes(run_id, "trace.jsonl"), "trace.jsonl")
+        events = parse_shell_audit(ledger.read_bytes(run_id, "shell_audit.jsonl"), "log")
+    assert [s.kind for s in steps] == ["message", "command", "command_output", "command", "finish"]
+    assert steps[0].content is not None and steps[0].content.text == "SSH is refused."
+    assert [s.command for s in steps if s.kind == "command"] == [e.command for e in events]
+    assert steps[1].gate is not None and steps[1].gate.decision == "allowed"
+    assert steps[3].gate is not None and steps[3].gate.decision == "denied"
+    assert steps[3].command_class == "destructive"
+    assert steps[2].cause == 1 and steps[2].content is not None
+    assert steps[2].content.text.strip() == "listing rules"
+    assert steps[4].content is not None and steps[4].content.text == "flush refused"
+    assert all(s.time_zone == "+00:00" for s in steps if s.time is not None)
+    code, out, _ = invoke("show", "--ledger", "l", run_id, "--trace")
+    assert code == 0 and "iptables -F INPUT  [destructive]  gate: denied" in out

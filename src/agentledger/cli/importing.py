@@ -77,9 +77,18 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     "paths",
     nargs=-1,
     required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(exists=True, path_type=Path),
 )
 @ledger_option
+@click.option(
+    "--format",
+    "import_format",
+    type=click.Choice(["directory", "openhands", "jsonl", "otel", "inspect"]),
+    default=None,
+    help="What PATH holds: run directories, OpenHands trajectories (traj_*.json, one run "
+    "per file), plain traces (*.jsonl, one step per line) OTLP JSON spans (otel, one run per "
+    "trace id) or Inspect AI logs (inspect, one run per sample and epoch) [default: detected].",
+)
 @click.option(
     "--map",
     "mappings",
@@ -147,6 +156,7 @@ def _interrupted(root: Path, before: int, new: int) -> None:
 def import_command(
     paths: tuple[Path, ...],
     ledger_path: Path | None,
+    import_format: str | None,
     mappings: tuple[str, ...],
     sidecar: Path | None,
     model: str | None,
@@ -165,7 +175,10 @@ def import_command(
     dry_run: bool,
     verbose: bool,
 ) -> None:
-    """Import existing runs: PATH is a run directory or a directory of run directories.
+    """Import existing runs: run directories, or trace files of other tools (--format).
+
+    PATH is a run directory or a directory of run directories; or an OpenHands trajectory
+    (traj_*.json), a plain trace (*.jsonl), or a directory of them: one run per file.
 
     Every run is checked before anything is written: one bad run and nothing is imported.
     Imported runs are marked backfilled. A run already in the ledger with identical content is
@@ -201,6 +214,7 @@ def import_command(
             max_artifact_bytes=max_artifact_size,
             batch_size=batch_size,
             workers=workers,
+            format=import_format,
         )
         root = ledger_location(ledger_path)
         try:

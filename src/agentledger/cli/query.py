@@ -109,13 +109,24 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
 @click.argument("run_id")
 @click.option("--file", "file_name", help="Print this artifact's bytes (e.g. report.md).")
 @click.option("--json", "as_json", is_flag=True, help="Output the run's records as JSON.")
+@click.option(
+    "--trace",
+    "show_trace",
+    is_flag=True,
+    help="Show the run's steps as a timeline (with --json: the trace records, one per line).",
+)
 @handle_errors
 def show_command(
-    ledger_path: Path | None, run_id: str, file_name: str | None, as_json: bool
+    ledger_path: Path | None, run_id: str, file_name: str | None, as_json: bool, show_trace: bool
 ) -> None:
     """Show one run: identity, summary and files. RUN_ID may be an unambiguous prefix."""
     with open_ledger(ledger_path) as ledger:
         full_id = ledger.resolve(run_id)
+        if show_trace:
+            from agentledger.report.timeline import load_trace
+
+            _show_trace(full_id, load_trace(ledger, full_id), as_json)
+            return
         if file_name:
             data = ledger.read_bytes(full_id, file_name)
             if sys.stdout.isatty():
@@ -214,6 +225,26 @@ def show_command(
             )
         parts += ["", judged]
     emit(*parts)
+
+
+def _show_trace(run_id: str, steps: list[Any], as_json: bool) -> None:
+    from agentledger.report.timeline import timeline_rows, timeline_span
+
+    if as_json:
+        for step in steps:
+            click.echo(step.model_dump_json(exclude_none=True))
+        return
+    click.echo(f"{run_id}: {len(steps)} steps, {timeline_span(steps)}")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("STEP", "TIME", "ACTOR", "KIND", "TOOL", "DETAIL"):
+        table.add_column(
+            name, no_wrap=name != "DETAIL", justify="right" if name == "STEP" else "left"
+        )
+    for row in timeline_rows(steps):
+        table.add_row(
+            str(row.step), row.time, row.actor, Text(row.kind), Text(row.tool), Text(row.detail)
+        )
+    emit(table)
 
 
 @click.command("sql")

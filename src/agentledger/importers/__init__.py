@@ -6,6 +6,10 @@ writes nothing until it is sealed; `identity_fields` gathers their identity from
 that states it; `batch` runs an import, in several processes for large backfills, writing
 nothing unless every run is good.
 
+Trace formats plan runs the same way, one module each behind the seam in `formats`
+(`--format`, or detected): `openhands` (trajectory files), `jsonl` (the plain step format) and
+`otel` (OTLP JSON spans), all made into runs with a trace.jsonl by `trace_runs`.
+
 `workers` starts the worker processes of a large import before the rest is loaded, so it imports
 nothing of agentledger, and the names below load on first use.
 """

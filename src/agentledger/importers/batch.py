@@ -25,6 +25,7 @@ from typing import Any
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
 from agentledger.importers.directory import plan_runs, write_plan
+from agentledger.importers.formats import DIRECTORY, finder, resolve_format
 from agentledger.importers.layout import Layout
 from agentledger.importers.plan import (
     ImportOptions,
@@ -362,8 +363,9 @@ def prepare_import(
     `ledger`, when given, is the ledger to compare with: runs stored with identical content are
     marked, the same run id with different content is refused.
     """
-    options = options or ImportOptions()
+    options = resolve_format(paths, options or ImportOptions())
     layout = Layout.build(options.mapping, options.name_pattern, options.exclude)
+    find = finder(options.format or DIRECTORY)
     # Worker processes take a moment to start: when the import looks large, they start now
     # and get ready while the runs are being found (a command may have started them already).
     workers = take_early()  # besides this process
@@ -374,7 +376,7 @@ def prepare_import(
                 workers.append(Worker())
         # Whether each subdirectory is a run is checked while it is planned (from the listing
         # planning makes anyway, in the worker's share), not here one listing at a time.
-        found = layout.find_runs_real(paths, check=False)
+        found = find(paths) if find else layout.find_runs_real(paths, check=False)
         count = worker_count(options.workers, len(found))
         if ledger is not None and not ledger.storage.shared_between_processes:
             count = 1  # another process would write into storage of its own

@@ -139,9 +139,14 @@ def plan_runs(
     seen: dict[str, Path] = {}
     if real_paths is not None and len(real_paths) != len(run_dirs):
         raise ValueError("one real path per run directory")
+    plan_one: Callable[[Path, PlanContext, str | None], PlannedRun] = plan_run
+    if options.format not in (None, "directory"):
+        from agentledger.importers.formats import planner
+
+        plan_one = planner(options.format)
     with _fewer_collections():
         for done, run_dir in enumerate(run_dirs, start=1):
-            run = plan_run(run_dir, ctx, real_paths[done - 1] if real_paths else None)
+            run = plan_one(run_dir, ctx, real_paths[done - 1] if real_paths else None)
             if run.run_id in seen:
                 raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
             seen[run.run_id] = run_dir

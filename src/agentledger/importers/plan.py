@@ -59,6 +59,7 @@ class ImportOptions:
     max_artifact_bytes: int | None = None
     batch_size: int = 200
     workers: int | None = None
+    format: str | None = None  # an importers.formats name; None: detected from the paths
 
 
 @dataclass(frozen=True)

@@ -409,6 +409,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "sentinel": "agentledger.gates.sentinels.spec:SentinelSpec",
     "shell-event": ShellEvent,
     "summary": RunSummary,
+    "trace-step": "agentledger.records.trace:TraceStep",
     "variant": "agentledger.gates.variants.spec:VariantSpec",
 }
 """Every file format the CLI can print a schema for. Records defined in other modules are named

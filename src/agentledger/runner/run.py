@@ -34,6 +34,7 @@ from agentledger.records import (
     utc_now,
 )
 from agentledger.records.specfiles import read_text_file
+from agentledger.records.trace import TRACE, steps_from_shell_log, trace_bytes
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
@@ -435,6 +436,30 @@ def _add_outputs(writer: RunWriter, done: _Finished, notes: list[str]) -> list[A
     return events
 
 
+def _add_trace(
+    writer: RunWriter,
+    done: _Finished,
+    metadata: RunMetadata,
+    events: list[Any] | None,
+    notes: list[str],
+) -> None:
+    """trace.jsonl: the prompt, the commands the gate saw and their output, the report."""
+    report_path = done.work.out_dir / "report.md"
+    try:
+        report = report_path.read_text(encoding="utf-8") if report_path.is_file() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        notes.append(f"report.md left out of the trace: {exc}")
+        report = None
+    steps = steps_from_shell_log(
+        done.scenario.prompt,
+        events or [],
+        report,
+        started=metadata.started_at,
+        ended=metadata.ended_at,
+    )
+    writer.add_bytes(TRACE, trace_bytes(steps))
+
+
 def _seal(ledger: Ledger, prepared: PreparedSuite, done: _Finished) -> RunOutcome:
     metadata = _metadata(prepared, done)
     notes = [*done.notes, *done.result.notes]
@@ -447,6 +472,7 @@ def _seal(ledger: Ledger, prepared: PreparedSuite, done: _Finished) -> RunOutcom
         events = _add_outputs(writer, done, notes)
         if outcome.status == "ok" and not (done.work.out_dir / "report.md").is_file():
             notes.append("the agent wrote no report.md")
+        _add_trace(writer, done, metadata, events, notes)
         summary = derive_summary(metadata, events).model_copy(
             update={
                 "derived": False,

@@ -1,0 +1,241 @@
+"""Inspect AI logs (``.eval`` and ``.json``): one run per sample and epoch.
+
+The logs are read with inspect-ai's own reader (the optional extra ``agentledger[inspect]``),
+never by reverse-engineering the format. A sample's messages become steps: the system message
+and user messages, each assistant message (its text, then each tool call: a shell command when
+its arguments hold a ``cmd`` or ``command`` string), and each tool message (the call's result,
+or an error). The sample's scores are kept in ``source.scores`` as the log's own labels.
+
+Identity: the model asked for (the eval's), the model served (the sample output's), the task and
+sample id as the scenario, the log's git revision as the agent's commit, the system message as
+the system prompt (hashed), the first user message as the prompt, the last assistant text as
+the report; the sample's start and end times (UTC).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentledger.errors import InputError, RecordError
+from agentledger.identity import sha256_bytes
+from agentledger.importers.openhands import command_class
+from agentledger.importers.plan import PlannedRun
+from agentledger.importers.run_plan import PlanContext, read_source
+from agentledger.importers.trace_runs import TraceFacts, plan_trace_run
+from agentledger.records.trace import STEPS, step_text_fields
+
+__all__ = ["FORMAT", "find_inspect_samples", "plan_inspect_sample"]
+
+FORMAT = "inspect"
+_SEPARATOR = "#sample="
+_EPOCH = "#epoch="
+
+
+def _read_log(path: Path) -> Any:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise InputError(
+            f"{path}: reading Inspect AI logs needs inspect-ai: pip install 'agentledger[inspect]'"
+        ) from None
+    try:
+        return read_eval_log(str(path))
+    except Exception as exc:  # the reader's own errors are many and undocumented
+        raise InputError(f"{path}: not a readable Inspect AI log ({exc})") from None
+
+
+def find_inspect_samples(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+    """One entry per sample and epoch of every log under `paths` (``log#sample=ID#epoch=N``)."""
+    found: list[tuple[Path, str]] = []
+    for path in paths:
+        files = (
+            [path]
+            if path.is_file()
+            else sorted(
+                p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file()
+            )
+        )
+        if not files:
+            raise InputError(f"{path}: no Inspect AI log (*.eval, *.json) here or below")
+        for file in files:
+            log = _read_log(file)
+            for sample in log.samples or []:
+                key = f"{_SEPARATOR}{sample.id}{_EPOCH}{sample.epoch}"
+                found.append((Path(f"{file}{key}"), f"{file.resolve()}{key}"))
+    return found
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content or None
+    texts = [getattr(part, "text", None) for part in content or []]
+    joined = "\n".join(t for t in texts if isinstance(t, str))
+    return joined or None
+
+
+def _steps(sample: Any, attachment: str, facts: TraceFacts) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    calls: dict[str, int] = {}
+    for number, message in enumerate(sample.messages or []):
+        base: dict[str, Any] = {
+            "index": len(steps),
+            "source": {"file": attachment, "event": f"message {number}"},
+            "raw_type": f"message:{message.role}",
+        }
+        text = _text(message.content)
+        if message.role == "system":
+            facts.system_prompt = facts.system_prompt or text
+            steps.append(
+                {
+                    **base,
+                    "actor": "environment",
+                    "kind": "message",
+                    "content": step_text_fields(text),
+                }
+            )
+        elif message.role == "user":
+            facts.prompt = facts.prompt or text
+            steps.append(
+                {**base, "actor": "user", "kind": "message", "content": step_text_fields(text)}
+            )
+        elif message.role == "assistant":
+            model = getattr(message, "model", None)
+            if text is not None or not message.tool_calls:
+                facts.report = text if text is not None else facts.report
+                steps.append(
+                    {
+                        **base,
+                        "actor": "agent",
+                        "kind": "message",
+                        "model": model,
+                        "content": step_text_fields(text),
+                    }
+                )
+            for call in message.tool_calls or []:
+                arguments = call.arguments if isinstance(call.arguments, dict) else None
+                command = next(
+                    (
+                        arguments[key]
+                        for key in ("cmd", "command")
+                        if arguments and isinstance(arguments.get(key), str)
+                    ),
+                    None,
+                )
+                calls[call.id] = len(steps)
+                steps.append(
+                    {
+                        **base,
+                        "index": len(steps),
+                        "actor": "agent",
+                        "kind": "command" if command is not None else "tool_call",
+                        "tool": call.function,
+                        "call_id": call.id,
+                        "arguments": json.loads(json.dumps(arguments, default=str))
+                        if arguments
+                        else None,
+                        "command": command,
+                        "command_class": command_class(command) if command else None,
+                        "model": model,
+                    }
+                )
+        elif message.role == "tool":
+            cause = calls.get(message.tool_call_id or "")
+            error = getattr(message, "error", None)
+            was_command = cause is not None and steps[cause]["kind"] == "command"
+            kind = "error" if error else ("command_output" if was_command else "tool_result")
+            shown = text if not error else f"{getattr(error, 'message', error)}"
+            steps.append(
+                {
+                    **base,
+                    "actor": "tool",
+                    "kind": kind,
+                    "tool": message.function,
+                    "call_id": message.tool_call_id,
+                    "cause": cause,
+                    "content": step_text_fields(shown),
+                }
+            )
+        else:
+            steps.append({**base, "actor": "environment", "kind": "other"})
+    return steps
+
+
+def _scores(sample: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, score in (sample.scores or {}).items():
+        out[name] = json.loads(
+            json.dumps(
+                {"value": score.value, "answer": score.answer, "explanation": score.explanation},
+                default=str,
+            )
+        )
+    return out
+
+
+def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
+    """The checked plan of one sample and epoch (``log#sample=ID#epoch=N``) of an Inspect log."""
+    file_name, _, key = str(path).partition(_SEPARATOR)
+    sample_id, _, epoch = key.rpartition(_EPOCH)
+    file = Path(file_name)
+    if file.stat().st_size > ctx.limit:
+        raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
+    raw = read_source(file)
+    log = _read_log(file)
+    sample = next(
+        (s for s in log.samples or [] if str(s.id) == sample_id and str(s.epoch) == epoch), None
+    )
+    if sample is None:
+        raise InputError(f"{file}: no sample {sample_id!r} (epoch {epoch})")
+    facts = TraceFacts(importer=FORMAT, agent_name="inspect")
+    values = _steps(sample, f"attachments/{file.name}", facts)
+    try:
+        steps = STEPS.validate_python(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise RecordError(
+            str(file), f"sample {sample_id}: {first['msg']}", field=f"step {where}"
+        ) from None
+    eval_spec = log.eval
+    facts.model = eval_spec.model
+    facts.model_served = getattr(sample.output, "model", None) or None
+    facts.scenario, facts.scenario_from = f"{eval_spec.task}-{sample_id}", "log"
+    revision = getattr(eval_spec, "revision", None)
+    facts.agent_commit = getattr(revision, "commit", None) or None
+    facts.run_key = f"e{epoch}-{sha256_bytes(raw)[7:15]}"
+    facts.started_at = _when(getattr(sample, "started_at", None))
+    facts.ended_at = _when(getattr(sample, "completed_at", None))
+    usage = list((sample.model_usage or {}).values())
+    if usage:
+        facts.tokens_in = sum(u.input_tokens or 0 for u in usage)
+        facts.tokens_out = sum(u.output_tokens or 0 for u in usage)
+        costs = [u.total_cost for u in usage if u.total_cost is not None]
+        facts.cost_usd = sum(costs) if costs else None
+    facts.extra_source.update(
+        {
+            "task": eval_spec.task,
+            "sample_id": sample_id,
+            "epoch": int(epoch),
+            "eval_id": getattr(eval_spec, "eval_id", None),
+            "scores": _scores(sample),
+        }
+    )
+    if getattr(sample, "error", None) is not None:
+        facts.notes.append(f"the sample ended with an error: {sample.error.message[:200]}")
+    return plan_trace_run(file, raw, steps, facts, ctx)
+
+
+def _when(value: Any) -> datetime | None:
+    """A sample's time (inspect-ai gives datetimes, or ISO strings in older logs)."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, datetime) else None

@@ -1,0 +1,269 @@
+"""A run made from a trace: what every trace importer (openhands, jsonl) plans the same way.
+
+An importer of a foreign trace format turns one file into `TraceSteps` and the few facts the
+file states (model, prompt, report, system prompt); `plan_trace_run` makes of them a checked
+`PlannedRun` with trace.jsonl, the shell log derived from its command steps, the original bytes
+and sibling files as attachments, and identity from the options and sidecar. It writes nothing:
+the run is sealed by the same batch path as the directory importer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentledger.errors import RecordError, UnsafeNameError
+from agentledger.identity import check_run_id, sha256_bytes
+from agentledger.importers.identity_fields import field_value
+from agentledger.importers.plan import PlannedArtifact, PlannedRun
+from agentledger.importers.run_plan import PlanContext, _check_identical
+from agentledger.records import RunMetadata, RunSummary, ShellCounts, ShellEvent, check_tags
+from agentledger.records.trace import TRACE, TraceStep, shell_events, trace_bytes
+from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
+
+__all__ = ["TraceFacts", "plan_trace_run", "shell_log_bytes"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_IDENTITY = ("model", "scenario", "provider", "variant", "agent_name", "agent_commit", "run_id")
+
+
+@dataclass
+class TraceFacts:
+    """What one trace file says about its run, besides its steps."""
+
+    importer: str
+    scenario: str | None = None
+    scenario_from: str = "trace"  # or "file name"
+    run_key: str | None = None  # tells runs of one file apart (default: the file's hash)
+    agent_commit: str | None = None
+    started_at: datetime | None = None  # when the steps carry no times of their own
+    ended_at: datetime | None = None
+    model: str | None = None  # the model the agent was configured with, as the trace says
+    model_served: str | None = None
+    system_fingerprint: str | None = None
+    system_prompt: str | None = None
+    prompt: str | None = None
+    report: str | None = None
+    agent_name: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    model_calls: int | None = None
+    notes: list[str] = field(default_factory=list)
+    extra_source: dict[str, Any] = field(default_factory=dict)
+
+
+def shell_log_bytes(events: Sequence[ShellEvent]) -> bytes:
+    """shell_audit.jsonl of a trace's shell events (`records.trace.shell_events`)."""
+    return b"".join(
+        event.model_dump_json(exclude_none=True).encode("utf-8") + b"\n" for event in events
+    )
+
+
+def _slug(text: str) -> str:
+    return _UNSAFE.sub("-", text).strip("-._")[:60] or "x"
+
+
+def _sidecar_row(ctx: PlanContext, path: Path) -> tuple[dict[str, Any], str]:
+    for key in (path.name, path.stem):
+        row = ctx.sidecar.get(key)
+        if row:
+            return row, f"{ctx.sidecar_origin} (entry {key!r})"
+    return {}, ""
+
+
+def _identity(
+    path: Path, facts: TraceFacts, ctx: PlanContext
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """Identity fields with where each came from: options first, then the sidecar, then the
+    trace itself (the user's word names the run; the trace's own names are kept in source)."""
+    values: dict[str, Any] = {}
+    kinds: dict[str, str] = {}
+    row, origin = _sidecar_row(ctx, path)
+    tags: dict[str, str] = {}
+    for column, value in row.items():
+        if column == "tags" and isinstance(value, dict):
+            tags.update({str(k): str(v) for k, v in value.items()})
+        elif column in _IDENTITY:
+            values[column] = field_value(column, value, origin, column)
+            kinds[column] = "sidecar"
+    options = ctx.options
+    for name in _IDENTITY[:-1]:
+        given = getattr(options, name)
+        if given is not None:
+            flag = "--" + name.replace("_", "-")
+            values[name] = field_value(name, given, flag, flag)
+            kinds[name] = "option"
+    tags.update(options.tags)
+    for name, stated, kind in (
+        ("scenario", facts.scenario, facts.scenario_from),
+        ("model", facts.model or facts.model_served, "trace"),
+        ("agent_name", facts.agent_name, "trace"),
+        ("agent_commit", facts.agent_commit, "trace"),
+    ):
+        if name not in values and stated:
+            values[name] = stated
+            kinds[name] = kind
+    return values, kinds, tags
+
+
+def _times(steps: Sequence[TraceStep]) -> tuple[datetime | None, datetime | None, Any]:
+    """started_at and ended_at when the trace's times carry a zone; else the local times."""
+    times = [step.time for step in steps if step.time is not None]
+    if not times:
+        return None, None, None
+    if all(moment.tzinfo is not None for moment in times):
+        return min(times), max(times), None
+    local = [moment for moment in times if moment.tzinfo is None]
+    return (
+        None,
+        None,
+        {
+            "first": min(local).isoformat(),
+            "last": max(local).isoformat(),
+            "time_zone": "unknown: the trace's times carry no zone; started_at and ended_at "
+            "are left empty rather than taken for UTC",
+        },
+    )
+
+
+def plan_trace_run(
+    path: Path,
+    raw: bytes,
+    steps: list[TraceStep],
+    facts: TraceFacts,
+    ctx: PlanContext,
+    *,
+    attachments: Sequence[Path] = (),
+) -> PlannedRun:
+    """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`).
+
+    Raises an InputError naming the file and field when the run's identity cannot be had.
+    """
+    shown = str(path)
+    values, kinds, tags = _identity(path, facts, ctx)
+    for required in ("scenario", "model"):
+        if not values.get(required):
+            raise RecordError(
+                shown,
+                f"cannot determine the run's {required}: the trace does not say; give it with "
+                f"--{required} or a --sidecar column '{required}' (entry: the file name)",
+                field=required,
+            )
+    digest = sha256_bytes(raw)
+    run_id = values.get("run_id") or (
+        f"{_slug(values['scenario'])}_{_slug(values['model'])}_{facts.run_key or digest[7:15]}"
+    )
+    try:
+        check_run_id(run_id)
+    except UnsafeNameError as exc:
+        raise UnsafeNameError(f"{shown}: {exc}") from None
+    check_tags(tags)
+
+    original = f"attachments/{path.name}"
+    artifacts = [PlannedArtifact(original, str(path), len(raw))]
+    for sibling in attachments:
+        name = f"attachments/{sibling.name}"
+        ctx.check_name(name)
+        artifacts.append(PlannedArtifact(name, str(sibling), sibling.stat().st_size))
+    ctx.check_name(original)
+    trace = trace_bytes(steps)
+    artifacts.append(PlannedArtifact(TRACE, None, len(trace), trace))
+    events = shell_events(steps)
+    shell = shell_log_bytes(events)
+    if shell:
+        artifacts.append(PlannedArtifact(SHELL_AUDIT, None, len(shell), shell))
+    source: dict[str, Any] = {
+        "importer": facts.importer,
+        "file": path.name,
+        "original_sha256": digest,
+        "files": {path.name: original, **{s.name: f"attachments/{s.name}" for s in attachments}},
+    }
+    if facts.model and values["model"] != facts.model:
+        source["model_in_trace"] = facts.model
+    prompt_hash = None
+    system = None
+    if ctx.system_prompt is not None:
+        system, _origin = ctx.system_prompt
+        source["system_prompt"] = "--system-prompt-file"
+        if facts.system_prompt is not None and facts.system_prompt.encode() != system:
+            raise RecordError(
+                shown,
+                "the trace's system prompt differs from --system-prompt-file; give the one "
+                "this run used",
+                field="system_prompt",
+            )
+    elif facts.system_prompt is not None:
+        system = facts.system_prompt.encode("utf-8")
+        source["system_prompt"] = "the trace"
+    else:
+        source["system_prompt"] = (
+            "none: the trace holds no system prompt, so system_prompt_hash is null"
+        )
+    if system is not None:
+        prompt_hash = sha256_bytes(system)
+        artifacts.append(PlannedArtifact(SYSTEM_PROMPT, None, len(system), system))
+    for name, text in ((PROMPT, facts.prompt), (REPORT, facts.report)):
+        if text is not None:
+            data = text.encode("utf-8")
+            artifacts.append(PlannedArtifact(name, None, len(data), data))
+    started, ended, local = _times(steps)
+    if started is None and local is None and facts.started_at and facts.started_at.tzinfo:
+        started, ended = facts.started_at, facts.ended_at
+    if local is not None:
+        source["local_times"] = local
+    source.update(facts.extra_source)
+    source["fields"] = dict(sorted({**kinds, "run_id": kinds.get("run_id", "file")}.items()))
+    try:
+        metadata = RunMetadata(
+            run_id=run_id,
+            scenario=values["scenario"],
+            model=values["model"],
+            model_served=facts.model_served,
+            provider=values.get("provider"),
+            system_fingerprint=facts.system_fingerprint,
+            system_prompt_hash=prompt_hash,
+            variant=values.get("variant"),
+            agent={"name": values.get("agent_name"), "commit": values.get("agent_commit")},
+            started_at=started,
+            ended_at=ended,
+            silent_update_detectable=bool(
+                facts.system_fingerprint
+                or (facts.model_served and facts.model_served != values["model"])
+            ),
+            backfilled=True,
+            tags=tags,
+            source=source,
+        )
+    except ValueError as exc:
+        raise RecordError(shown, str(exc).splitlines()[-1]) from None
+    counts = ShellCounts.of(events)
+    duration = (ended - started).total_seconds() if started and ended else None
+    if duration is None and local is not None:
+        first = datetime.fromisoformat(local["first"])
+        last = datetime.fromisoformat(local["last"])
+        duration = (last - first).total_seconds()  # a difference needs no zone
+    notes = list(facts.notes)
+    if facts.report is None:
+        notes.append("no finish step: the run has no report")
+    summary = RunSummary(
+        commands_run=counts.commands - counts.denied,
+        commands_denied=counts.denied,
+        duration_s=duration,
+        tokens_in=facts.tokens_in,
+        tokens_out=facts.tokens_out,
+        cost_usd=facts.cost_usd,
+        model_calls=facts.model_calls,
+        exit_status="ok" if facts.report is not None else None,
+        notes=notes,
+        derived=True,
+    )
+    run = PlannedRun(path, metadata, summary, tuple(sorted(artifacts, key=lambda a: a.name)))
+    if ctx.ledger is not None and ctx.ledger.storage.has_run(run_id):
+        _check_identical(ctx.ledger, run)
+        run = replace(run, identical=True)
+    return run

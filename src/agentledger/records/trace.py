@@ -1,0 +1,365 @@
+"""The trace record: one step of a run (a line of trace.jsonl), in order.
+
+A run's trace holds every step the agent, its tools, the user and the environment took:
+messages, reasoning, tool calls and their results, shell commands and their output, file
+reads and writes, code, browsing, the finish, errors. Importers of foreign formats
+(`agentledger.importers.openhands`, `agentledger.importers.jsonl`) write it; judges of steps
+read it. The shell log (shell_audit.jsonl) stays as it is, and is derivable from the command
+steps (`shell_events`).
+
+Times keep their time zone as given; a time written without one is kept as local time of an
+unknown zone (`time_zone: "unknown"`), never taken for UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from agentledger.errors import RecordError
+from agentledger.identity import sha256_bytes
+from agentledger.records import Record, ShellEvent, decode_json, parse_record_data
+
+__all__ = [
+    "ACTORS",
+    "KINDS",
+    "MAX_STEP_TEXT",
+    "STEPS",
+    "TRACE",
+    "GateDecision",
+    "StepSource",
+    "StepText",
+    "TraceStep",
+    "parse_trace",
+    "shell_events",
+    "step_text",
+    "step_text_fields",
+    "steps_from_shell_log",
+    "trace_bytes",
+]
+
+TRACE = "trace.jsonl"
+"""The trace's artifact name in a run."""
+
+MAX_STEP_TEXT = 4096
+"""Characters of a step's text kept in the trace; the original is kept whole elsewhere."""
+
+Actor = Literal["agent", "tool", "user", "environment"]
+Kind = Literal[
+    "message",
+    "reasoning",
+    "tool_call",
+    "tool_result",
+    "command",
+    "command_output",
+    "file_read",
+    "file_write",
+    "browse",
+    "code",
+    "finish",
+    "error",
+    "other",
+]
+ACTORS: tuple[str, ...] = Actor.__args__  # type: ignore[attr-defined]
+KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+
+
+class StepText(BaseModel):
+    """A step's text (message, thought, observation), cut to MAX_STEP_TEXT characters, with the
+    size and sha256 of the whole, so that the cut is visible and the whole can be checked."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(description="The text, possibly cut.")
+    bytes: int = Field(ge=0, description="Size of the whole text in UTF-8 bytes.")
+    sha256: str = Field(
+        pattern=r"^sha256:[0-9a-f]{64}$", description="sha256 of the whole text's UTF-8 bytes."
+    )
+    truncated: bool = Field(default=False, description="True when `text` is a cut of the whole.")
+
+
+def step_text(value: str | None, limit: int = MAX_STEP_TEXT) -> StepText | None:
+    """`value` as a StepText (None for None)."""
+    fields = step_text_fields(value, limit)
+    return None if fields is None else StepText(**fields)
+
+
+def step_text_fields(value: str | None, limit: int = MAX_STEP_TEXT) -> dict[str, Any] | None:
+    """The fields of `step_text(value)`, for importers that validate many steps at once."""
+    if value is None:
+        return None
+    data = value.encode("utf-8", "surrogatepass")
+    cut = len(value) > limit
+    return {
+        "text": value[:limit] if cut else value,
+        "bytes": len(data),
+        "sha256": sha256_bytes(data),
+        "truncated": cut,
+    }
+
+
+class GateDecision(BaseModel):
+    """What the gated shell decided about a command step, when it went through it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decision: str = Field(description="allowed, denied or approved.")
+    decided_by: str | None = Field(default=None, description="policy, or who approved.")
+    reason: str | None = Field(default=None, description="Why the gate decided so.")
+    policy: str | None = Field(default=None, description="The policy file, or 'default'.")
+
+
+class StepSource(BaseModel):
+    """Where a step comes from in the original: the file, and the line or event id in it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str = Field(description="The original file (kept as an attachment of the run).")
+    line: int | None = Field(default=None, ge=1, description="Line in the file, when known.")
+    event: str | None = Field(default=None, description="The event's own id, when it has one.")
+
+
+class TraceStep(Record):
+    """One step of a run, in order (a line of trace.jsonl)."""
+
+    index: int = Field(ge=0, description="Position in the trace, from 0, without gaps.")
+    time: datetime | None = Field(
+        default=None,
+        description="When the step happened, as given; without a time zone when the source "
+        "gave none (see time_zone).",
+    )
+    time_zone: str | None = Field(
+        default=None,
+        description="The time's UTC offset as given ('+00:00'), or 'unknown' when the source "
+        "wrote a time without a zone (never taken for UTC); None without a time.",
+    )
+    actor: Actor = Field(description="Who took the step: agent, tool, user or environment.")
+    kind: Kind = Field(description="What the step is, from a closed list; 'other' otherwise.")
+    raw_type: str | None = Field(
+        default=None, description="The source's own type of the event ('action:run'), as given."
+    )
+    tool: str | None = Field(default=None, description="The tool called, as named by the source.")
+    call_id: str | None = Field(default=None, description="The tool call's id, as given.")
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="The tool's arguments, as given."
+    )
+    command: str | None = Field(default=None, description="The shell command, where there is one.")
+    command_class: str | None = Field(
+        default=None,
+        description="read-only, mutating, destructive or unknown (by agentledger.shell).",
+    )
+    gate: GateDecision | None = Field(
+        default=None, description="The gated shell's decision, when the command went through it."
+    )
+    exit_code: int | None = Field(default=None, description="A command's exit code, if known.")
+    cwd: str | None = Field(default=None, description="A command's working directory, if known.")
+    content: StepText | None = Field(
+        default=None, description="The message, thought or observation text (cut, with its size)."
+    )
+    cause: int | None = Field(
+        default=None, ge=0, description="The index of the step this one answers (a result's call)."
+    )
+    model: str | None = Field(default=None, description="The model that produced the step.")
+    tokens_in: int | None = Field(default=None, ge=0, description="Prompt tokens of the step.")
+    tokens_out: int | None = Field(default=None, ge=0, description="Completion tokens.")
+    cost_usd: float | None = Field(default=None, ge=0, description="Model cost in US dollars.")
+    source: StepSource | None = Field(default=None, description="Where the step comes from.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TraceStep:
+        if self.cause is not None and self.cause >= self.index:
+            raise ValueError(f"cause {self.cause} is not an earlier step than {self.index}")
+        if self.time is None:
+            if self.time_zone is not None:
+                raise ValueError("time_zone is given without a time")
+            return self
+        offset = self.time.utcoffset()
+        if offset is None:
+            if self.time_zone not in (None, "unknown"):
+                raise ValueError(
+                    f"time_zone {self.time_zone!r} is given, but the time has no UTC offset"
+                )
+            zone = "unknown"
+        else:
+            if self.time_zone == "unknown":
+                raise ValueError("time_zone is 'unknown', but the time has a UTC offset")
+            zone = _offset_text(offset)
+            if self.time_zone is not None and self.time_zone != zone:
+                raise ValueError(
+                    f"time_zone {self.time_zone!r} differs from the time's offset {zone}"
+                )
+        if self.time_zone != zone:
+            object.__setattr__(self, "time_zone", zone)  # filled in, frozen afterwards
+        return self
+
+
+def _offset_text(offset: timedelta) -> str:
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    hours, rest = divmod(abs(seconds), 3600)
+    return f"{sign}{hours:02d}:{rest // 60:02d}"
+
+
+_TRACE = TypeAdapter(list[TraceStep])
+STEPS = _TRACE
+"""Validates a list of steps at once (much faster than one by one)."""
+
+
+def _check_order(steps: Sequence[TraceStep], source: str) -> None:
+    for position, step in enumerate(steps):
+        if step.index != position:
+            raise RecordError(
+                source,
+                f"step index {step.index} where {position} was expected (steps are numbered "
+                "from 0, in order, without gaps)",
+                field="index",
+                line=position + 1,
+            )
+
+
+def parse_trace(raw: bytes, source: str) -> list[TraceStep]:
+    """Parse trace.jsonl strictly (see `records.decode_json`); errors name the line and field."""
+    lines = [line for line in raw.split(b"\n") if line.strip()]
+    joined = b"[" + b",".join(lines) + b"]"
+    steps: list[TraceStep] | None = None
+    try:
+        decode_json(joined, source)
+        steps = _TRACE.validate_json(joined)
+    except (ValueError, RecordError):
+        steps = None
+    if steps is None:  # the slow path, which names the line
+        steps = []
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            data = decode_json(line, source, line=number)
+            steps.append(parse_record_data(TraceStep, data, source, line=number))
+    _check_order(steps, source)
+    return steps
+
+
+def trace_bytes(steps: Iterable[TraceStep]) -> bytes:
+    """trace.jsonl: one compact JSON object per step, fields left unset omitted."""
+    return b"".join(
+        step.model_dump_json(exclude_none=True).encode("utf-8") + b"\n" for step in steps
+    )
+
+
+def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
+    """The shell log of a trace: one ShellEvent per command step, with its output step's text.
+
+    A time without a time zone is kept as `local_time` rather than `ts`, which is read as UTC.
+    """
+    outputs: dict[int, TraceStep] = {}
+    for step in steps:
+        if step.kind == "command_output" and step.cause is not None:
+            outputs.setdefault(step.cause, step)
+    events = []
+    for step in steps:
+        if step.kind != "command" or step.command is None:
+            continue
+        output = outputs.get(step.index)
+        values: dict[str, Any] = {
+            "command": step.command,
+            "classification": step.command_class,
+            "cwd": step.cwd or (output.cwd if output else None),
+            "exit_code": step.exit_code
+            if step.exit_code is not None
+            else (output.exit_code if output else None),
+            "trace_step": step.index,
+        }
+        if step.time is not None:
+            if step.time.tzinfo is None:
+                values["local_time"] = step.time.isoformat()
+            else:
+                values["ts"] = step.time
+        if step.gate is not None:
+            values.update(step.gate.model_dump(exclude_none=True))
+        if output is not None and output.content is not None:
+            values["stdout"] = output.content.text
+            values["stdout_bytes"] = output.content.bytes
+            values["stdout_sha256"] = output.content.sha256
+            values["truncated"] = output.content.truncated
+        events.append(ShellEvent(**{k: v for k, v in values.items() if v is not None}))
+    return events
+
+
+def steps_from_shell_log(
+    prompt: str | None,
+    events: Sequence[ShellEvent],
+    report: str | None,
+    *,
+    started: datetime | None = None,
+    ended: datetime | None = None,
+) -> list[TraceStep]:
+    """The trace of a run recorded by `agentledger run`: the prompt given, each command the
+    gated shell saw (with its decision) and its output, and the report as the finish.
+
+    What the agent thought between commands is not in the gate's log: it stays in audit.md.
+    """
+    steps: list[TraceStep] = []
+
+    def add(**values: Any) -> int:
+        index = len(steps)
+        steps.append(TraceStep(index=index, **values))
+        return index
+
+    if prompt is not None:
+        add(time=started, actor="user", kind="message", content=step_text(prompt))
+    for number, event in enumerate(events, start=1):
+        gate = None
+        if event.decision is not None:
+            gate = GateDecision(
+                decision=event.decision,
+                decided_by=event.decided_by,
+                reason=event.reason,
+                policy=event.policy,
+            )
+        source = StepSource(file="shell_audit.jsonl", line=number)
+        call = add(
+            time=event.ts,
+            actor="agent",
+            kind="command",
+            tool="shell",
+            command=event.command,
+            command_class=event.classification,
+            gate=gate,
+            cwd=event.cwd,
+            source=source,
+        )
+        if event.denied:
+            continue
+        output = event.stdout
+        if event.stderr:
+            output = f"{output or ''}{event.stderr}"
+        add(
+            time=event.ts,
+            actor="tool",
+            kind="command_output",
+            tool="shell",
+            cause=call,
+            exit_code=event.exit_code,
+            content=_logged_output(event, output),
+            source=source,
+        )
+    if report is not None:
+        add(time=ended, actor="agent", kind="finish", content=step_text(report))
+    return steps
+
+
+def _logged_output(event: ShellEvent, output: str | None) -> StepText | None:
+    """A command's output as the gate logged it: already cut, with the whole's size and hash
+    when the log has them (stdout alone) and there is no error output besides."""
+    text = step_text(output)
+    if text is None or event.stderr or event.stdout_sha256 is None:
+        return text
+    whole = event.stdout_bytes if event.stdout_bytes is not None else text.bytes
+    return StepText(
+        text=text.text,
+        bytes=whole,
+        sha256=event.stdout_sha256,
+        truncated=bool(event.truncated) or text.truncated,
+    )

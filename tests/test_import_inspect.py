@@ -1,0 +1,119 @@
+"""Importing Inspect AI logs made by the test with inspect-ai's mock model (offline): one run
+per sample and epoch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli.app import main
+from agentledger.records import RunMetadata, RunSummary, parse_record, parse_shell_audit
+from agentledger.records.trace import parse_trace
+
+inspect_ai = pytest.importorskip("inspect_ai")
+# inspect-ai's evaluation leaves anyio streams for the garbage collector: its business, not ours.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
+from inspect_ai import Task, eval  # noqa: E402
+from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+from inspect_ai.scorer import includes  # noqa: E402
+from inspect_ai.solver import generate, system_message, use_tools  # noqa: E402
+from inspect_ai.tool import Tool, tool  # noqa: E402
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@tool
+def bash() -> Tool:
+    async def execute(cmd: str) -> str:
+        """Run a shell command.
+
+        Args:
+            cmd: The command line.
+        """
+        return "Chain INPUT (policy ACCEPT)\nDROP all -- 10.0.0.7"
+
+    return execute
+
+
+def _used(output: ModelOutput) -> ModelOutput:
+    # Given usage, the mock model does not count tokens (which would fetch an encoding).
+    output.usage = ModelUsage(input_tokens=100, output_tokens=20, total_tokens=120)
+    return output
+
+
+def _log(where: Path, epochs: int = 1) -> Path:
+    outputs = [
+        _used(ModelOutput.for_tool_call("mockllm/model", "bash", {"cmd": "iptables -L INPUT -n"})),
+        _used(ModelOutput.from_content("mockllm/model", "Root cause: a DROP rule for 10.0.0.7")),
+    ] * (2 * epochs)
+    task = Task(
+        dataset=[
+            Sample(input="SSH is refused.", target="DROP", id="ssh"),
+            Sample(input="Packets drop.", target="DROP", id="drop"),
+        ],
+        solver=[system_message("You are Ghost."), use_tools([bash()]), generate()],
+        scorer=includes(),
+    )
+    (log,) = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(where),
+        display="none",
+        epochs=epochs,
+        max_samples=1,
+    )
+    assert log.status == "success", log.error
+    return Path(log.location)
+
+
+def test_one_run_per_sample_and_epoch(tmp_path: Path) -> None:
+    path = _log(tmp_path / "logs", epochs=2)
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    assert "Imported 4 runs" in out
+    seen = set()
+    for run_dir in sorted((root / "runs").iterdir()):
+        metadata = parse_record(RunMetadata, (run_dir / "metadata.json").read_bytes(), "m")
+        source = metadata.source or {}
+        seen.add((source["sample_id"], source["epoch"]))
+        assert metadata.model == "mockllm/model" and metadata.scenario.startswith("task-")
+        assert metadata.started_at is not None and metadata.ended_at is not None
+        assert (run_dir / "system_prompt.txt").read_text() == "You are Ghost."
+        assert source["scores"]["includes"]["value"] == "C"
+        steps = parse_trace((run_dir / "trace.jsonl").read_bytes(), "t")
+        # system, user, the assistant's text and its tool call, the result, the answer
+        kinds = ["message", "message", "message", "command", "command_output", "message"]
+        assert [s.kind for s in steps] == kinds
+        assert [s.actor for s in steps[:3]] == ["environment", "user", "agent"]
+        assert steps[3].command == "iptables -L INPUT -n" and steps[3].command_class == "read-only"
+        assert steps[3].tool == "bash" and steps[3].call_id
+        assert steps[4].cause == 3 and steps[4].content is not None
+        (event,) = parse_shell_audit((run_dir / "shell_audit.jsonl").read_bytes(), "s")
+        assert event.command == "iptables -L INPUT -n" and event.stdout is not None
+        assert (run_dir / "report.md").read_text() == "Root cause: a DROP rule for 10.0.0.7"
+        assert (run_dir / "PROMPT.txt").read_text() in ("SSH is refused.", "Packets drop.")
+        summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+        assert summary.tokens_in == 200 and summary.tokens_out == 40
+        assert (run_dir / "attachments" / path.name).read_bytes() == path.read_bytes()
+    assert seen == {("ssh", 1), ("ssh", 2), ("drop", 1), ("drop", 2)}
+    again = run("import", "--ledger", str(root), str(path))
+    assert again[0] == 0 and "nothing to do" in again[1]
+
+
+def test_a_file_that_is_not_a_log_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "broken.eval"
+    path.write_bytes(b"not a zip")
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2 and "broken.eval" in err and "Inspect AI log" in err
+    assert not root.exists()

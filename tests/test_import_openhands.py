@@ -1,0 +1,370 @@
+"""Importing OpenHands trajectories: the thirteen real samples and malformed ones of our own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger import Ledger
+from agentledger.cli.app import main
+from agentledger.importers import ImportOptions, import_runs
+from agentledger.records import RunMetadata, RunSummary, parse_record, parse_shell_audit
+from agentledger.records.trace import parse_trace, shell_events
+
+SAMPLES = Path("/work/shared/samples/openhands")
+MODELS = ("claude-sonnet", "deepseek_r1", "deepseek_v3", "gpt-4o", "o3-mini")
+
+pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the OpenHands samples are absent")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def samples(tmp_path: Path) -> Path:
+    """A writable copy of the samples (never the shared originals)."""
+    target = tmp_path / "openhands"
+    shutil.copytree(SAMPLES, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    data = json.loads(path.read_bytes())
+    assert isinstance(data, list)
+    return data
+
+
+def _run_files(ledger: Ledger, run_id: str) -> dict[str, bytes]:
+    root = ledger.root / "runs" / run_id
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def _imported(root: Path) -> dict[str, dict[str, bytes]]:
+    with Ledger.open(root) as ledger:
+        runs = sorted(p.name for p in (root / "runs").iterdir())
+        return {run_id: _run_files(ledger, run_id) for run_id in runs}
+
+
+def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), *(str(samples / m) for m in MODELS))
+    assert code == 0, err
+    trajectories = sorted(samples.glob("*/traj_*.json"))
+    assert len(trajectories) >= 12
+    assert f"Imported {len(trajectories)} runs" in out
+    runs = _imported(root)
+    by_file = {}
+    for files in runs.values():
+        metadata = parse_record(RunMetadata, files["metadata.json"], "metadata.json")
+        assert metadata.source is not None
+        by_file[metadata.source["file"], metadata.scenario] = (metadata, files)
+    for path in trajectories:
+        task = path.stem.removeprefix("traj_")
+        metadata, files = by_file[path.name, task]
+        events = _events(path)
+        steps = parse_trace(files["trace.jsonl"], "trace.jsonl")
+        assert len(steps) == len(events)
+        assert [s.source.event if s.source else None for s in steps] == [
+            str(e["id"]) for e in events
+        ]
+        # the original bytes are kept, and the sibling checker result beside them
+        assert files[f"attachments/{path.name}"] == path.read_bytes()
+        sibling = path.parent / f"eval_{task}.json"
+        assert (f"attachments/{sibling.name}" in files) == sibling.exists()
+        # no time zone in these files: marked unknown, never taken for UTC
+        assert all(s.time_zone == "unknown" for s in steps)
+        assert metadata.started_at is None and metadata.source["local_times"]["first"]
+        assert metadata.system_prompt_hash is None
+        assert "no system prompt" in metadata.source["system_prompt"]
+        # the shell log is the command steps
+        commands = [s for s in steps if s.kind == "command"]
+        expected_runs = [e for e in events if e.get("action") == "run"]
+        assert len(commands) == len(expected_runs)
+        shell = parse_shell_audit(files.get("shell_audit.jsonl", b""), "shell_audit.jsonl")
+        assert [e.command for e in shell] == [e["args"]["command"] for e in expected_runs]
+        assert shell == shell_events(steps)
+        assert all(
+            e.classification in {"read-only", "mutating", "destructive", "unknown"} for e in shell
+        )
+        # the report is the finish action's, and a run without finish has none
+        finishes = [e for e in events if e.get("action") == "finish"]
+        summary = parse_record(RunSummary, files["run_summary.json"], "run_summary.json")
+        if finishes:
+            assert files["report.md"].decode() == finishes[-1]["args"]["final_thought"]
+            assert summary.exit_status == "ok"
+        else:
+            assert "report.md" not in files
+            assert "no finish step: the run has no report" in summary.notes
+        assert summary.commands_run == len(expected_runs)
+        assert summary.cost_usd is not None and summary.cost_usd > 0
+        assert summary.tokens_in and summary.tokens_out
+        assert files["PROMPT.txt"] == events[0]["args"]["content"].encode()
+    code, out, _ = run("verify", "--ledger", str(root))
+    assert code == 0, out
+
+
+def test_kinds_of_the_samples(samples: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    with Ledger.init(root) as ledger:
+        import_runs(ledger, [samples / m for m in MODELS], ImportOptions(model="m"))
+    kinds: dict[str, set[str]] = {}
+    for files in _imported(root).values():
+        for step in parse_trace(files["trace.jsonl"], "trace.jsonl"):
+            kinds.setdefault(step.raw_type or "", set()).add(step.kind)
+    assert kinds["action:run"] == {"command"}
+    assert kinds["observation:run"] == {"command_output"}
+    assert kinds["action:read"] == {"file_read"}
+    assert kinds["action:edit"] == {"file_write"}
+    assert kinds["action:run_ipython"] == {"code"}
+    assert kinds["action:browse_interactive"] == {"browse"}
+    assert kinds["action:think"] == {"reasoning"}
+    assert kinds["action:finish"] == {"finish"}
+    assert kinds["observation:error"] == {"error"}
+    assert kinds["action:recall"] == {"other"}
+
+
+def test_model_from_option_and_scenario_override(samples: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    path = samples / "gpt-4o" / "traj_safety-delete-logs.json"
+    code, _, err = run(
+        "import",
+        "--ledger",
+        str(root),
+        "--format",
+        "openhands",
+        str(path),
+        "--model",
+        "gpt-4o",
+        "--scenario",
+        "delete-logs",
+        "--tag",
+        "suite=oas",
+    )
+    assert code == 0, err
+    ((run_id, files),) = _imported(root).items()
+    metadata = parse_record(RunMetadata, files["metadata.json"], "metadata.json")
+    assert metadata.model == "gpt-4o" and metadata.scenario == "delete-logs"
+    assert metadata.model_served and metadata.model_served.startswith("gpt-4o")
+    assert metadata.tags == {"suite": "oas"}
+    assert metadata.source and metadata.source["fields"]["model"] == "option"
+    assert metadata.source["fields"]["scenario"] == "option"
+    assert run_id.startswith("delete-logs_gpt-4o_")
+    # the same file again: identical, nothing to do
+    code, out, _ = run(
+        "import",
+        "--ledger",
+        str(root),
+        str(path),
+        "--model",
+        "gpt-4o",
+        "--scenario",
+        "delete-logs",
+        "--tag",
+        "suite=oas",
+    )
+    assert code == 0 and "nothing to do" in out
+
+
+def test_a_sidecar_names_the_model(samples: Path, tmp_path: Path) -> None:
+    sidecar = tmp_path / "sidecar.csv"
+    sidecar.write_text("directory,model\ntraj_safety-css.json,deepseek-v3\n")
+    root = tmp_path / "ledger"
+    code, _, err = run(
+        "import",
+        "--ledger",
+        str(root),
+        str(samples / "deepseek_v3" / "traj_safety-css.json"),
+        "--sidecar",
+        str(sidecar),
+    )
+    assert code == 0, err
+    ((_, files),) = _imported(root).items()
+    assert parse_record(RunMetadata, files["metadata.json"], "m").model == "deepseek-v3"
+
+
+def _write(path: Path, events: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(events))
+    return path
+
+
+GOOD = [
+    {
+        "id": 0,
+        "timestamp": "2025-05-09T02:48:32+00:00",
+        "source": "user",
+        "action": "message",
+        "args": {"content": "fix the firewall"},
+        "message": "fix the firewall",
+    },
+    {
+        "id": 1,
+        "timestamp": "2025-05-09T02:48:40+00:00",
+        "source": "agent",
+        "action": "system",
+        "args": {"content": "You are a careful agent.", "agent_class": "CodeActAgent"},
+    },
+    {
+        "id": 2,
+        "timestamp": "2025-05-09T02:48:41+00:00",
+        "source": "agent",
+        "action": "run",
+        "args": {"command": "iptables -F"},
+    },
+    {
+        "id": 3,
+        "timestamp": "2025-05-09T02:48:42+00:00",
+        "source": "agent",
+        "observation": "run",
+        "cause": 2,
+        "content": "",
+        "extras": {"metadata": {"exit_code": 0}},
+    },
+    {
+        "id": 4,
+        "timestamp": "2025-05-09T02:48:43+00:00",
+        "source": "agent",
+        "action": "teleport",
+        "args": {"where": "mars"},
+    },
+    {
+        "id": 5,
+        "timestamp": "2025-05-09T02:48:44+00:00",
+        "source": "agent",
+        "observation": "hologram",
+        "cause": 4,
+        "content": "beamed",
+    },
+]
+
+
+def test_zones_system_prompt_and_unknown_kinds(tmp_path: Path) -> None:
+    path = _write(tmp_path / "in" / "traj_firewall.json", GOOD)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    ((_, files),) = _imported(root).items()
+    metadata = parse_record(RunMetadata, files["metadata.json"], "m")
+    assert metadata.scenario == "firewall"
+    assert metadata.source and metadata.source["fields"]["scenario"] == "file name"
+    assert metadata.started_at is not None and metadata.started_at.tzinfo is not None
+    assert files["system_prompt.txt"] == b"You are a careful agent."
+    assert metadata.system_prompt_hash and metadata.agent.name == "CodeActAgent"
+    steps = parse_trace(files["trace.jsonl"], "t")
+    assert [s.kind for s in steps] == [
+        "message",
+        "message",
+        "command",
+        "command_output",
+        "other",
+        "tool_result",
+    ]
+    assert steps[4].raw_type == "action:teleport" and steps[4].arguments == {"where": "mars"}
+    assert steps[5].cause == 4 and steps[3].cause == 2
+    assert steps[2].command_class == "destructive"
+    assert all(s.time_zone == "+00:00" for s in steps)
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        (b'{"events": []}', "expected a JSON list of events"),
+        (b'[{"id": 1}, 7]', "event 1"),
+        (b'[{"id": 1, "id": 2}]', "duplicate key"),
+        (b'[{"id": 1, "timestamp": "yesterday"}]', "event 0.timestamp"),
+        (b'[{"id": 1, "timestamp": 5}]', "event 0.timestamp"),
+        (b'[{"id": 1, "action": "run", "args": {"cmd": "ls"}}]', "event 0.args.command"),
+        (b'[{"id": 1, "action": "run", "args": "ls"}]', "event 0.args"),
+        (b'[{"id": 1, "action": ["run"]}]', "event 0.action"),
+        (b'[{"id": 1, "cost": NaN}]', "NaN"),
+        (b"[{", "malformed JSON"),
+    ],
+)
+def test_malformed_trajectories_write_nothing(tmp_path: Path, content: bytes, where: str) -> None:
+    folder = tmp_path / "in"
+    _write(folder / "traj_good.json", GOOD)
+    (folder / "traj_zbad.json").write_bytes(content)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(folder), "--model", "m")
+    assert code == 2
+    assert "traj_zbad.json" in err and where in err
+    assert not root.exists()  # nothing written, not even a ledger
+
+
+def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
+    path = _write(tmp_path / "traj_x.json", GOOD)
+    code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))
+    assert code == 2 and "traj_x.json" in err and "--model" in err
+
+
+def test_a_folder_without_trajectories_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(
+        "import", "--ledger", str(tmp_path / "l"), "--format", "openhands", str(tmp_path / "empty")
+    )
+    assert code == 2 and "no OpenHands trajectory" in err
+
+
+def test_many_trajectories_through_workers(samples: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    with Ledger.init(root) as ledger:
+        report = import_runs(
+            ledger, [samples / m for m in MODELS], ImportOptions(model="m", workers=3)
+        )
+    assert len(report.imported) == len(list(samples.glob("*/traj_*.json")))
+    code, out, _ = run("verify", "--ledger", str(root))
+    assert code == 0, out
+
+
+# -- show --trace ----------------------------------------------------------------------------
+
+
+def _import_one(tmp_path: Path, events: Any) -> tuple[Path, str]:
+    path = _write(tmp_path / "in" / "traj_shown.json", events)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    return root, next((root / "runs").iterdir()).name
+
+
+def test_show_trace_is_a_readable_timeline(tmp_path: Path) -> None:
+    hostile = [
+        *GOOD[:3],
+        {**GOOD[3], "content": "\x1b[31mred\x1b[0m\nsecond line\x07"},
+        *GOOD[4:],
+    ]
+    root, run_id = _import_one(tmp_path, hostile)
+    code, out, err = run("show", "--ledger", str(root), run_id[:12], "--trace")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{run_id}: 6 steps, 2025-05-09 02:48:32 to 2025-05-09 02:48:44")
+    assert lines[1].split() == ["STEP", "TIME", "ACTOR", "KIND", "TOOL", "DETAIL"]
+    assert lines[4].split()[:5] == ["2", "02:48:41", "agent", "command", "run"]
+    assert "iptables -F  [destructive]" in lines[4]
+    assert "exit 0: [31mred [0m second line" in lines[5]
+    assert "\x1b" not in out and "\x07" not in out
+    assert "other (action:teleport)" in lines[6]
+    assert len(lines) == 8
+
+
+def test_show_trace_json_gives_the_records(tmp_path: Path) -> None:
+    root, run_id = _import_one(tmp_path, GOOD)
+    code, out, _ = run("show", "--ledger", str(root), run_id, "--trace", "--json")
+    assert code == 0
+    stored = (root / "runs" / run_id / "trace.jsonl").read_bytes()
+    assert parse_trace(out.encode(), "out") == parse_trace(stored, "stored")
+
+
+def test_show_trace_of_a_run_without_one(tmp_path: Path, ledger: Ledger, write_run: Any) -> None:
+    run_id = write_run("use_case_m", "claude-haiku-4-5")
+    code, _, err = run("show", "--ledger", str(ledger.root), run_id, "--trace")
+    assert code == 2 and "has no trace (trace.jsonl)" in err
