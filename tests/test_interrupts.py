@@ -112,7 +112,9 @@ def test_ctrl_c_while_checking_writes_nothing(source: Path, tmp_path: Path) -> N
     )
     if (ledger / "ledger.json").exists():
         pytest.skip("this machine checked the runs before the interrupt; nothing to test")
-    assert done.returncode == 130, done.stderr
+    # 130, or (rarely, when the interrupt reaches the interpreter a second time as it exits)
+    # killed by SIGINT: a shell reports both as 130. What matters is the word and the ledger.
+    assert done.returncode in (130, -signal.SIGINT), done.stderr
     assert "Interrupted while checking runs: nothing was written." in done.stderr
     assert not ledger.exists()
 
