@@ -27,7 +27,7 @@ from agentledger.identity import sha256_bytes
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run
+from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, trace_files
 from agentledger.records.trace import STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_inspect_samples", "plan_inspect_sample"]
@@ -54,16 +54,7 @@ def find_inspect_samples(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """One entry per sample and epoch of every log under `paths` (``log#sample=ID#epoch=N``)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        files = (
-            [path]
-            if path.is_file()
-            else sorted(
-                p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file()
-            )
-        )
-        if not files:
-            raise InputError(f"{path}: no Inspect AI log (*.eval, *.json) here or below")
-        for file in files:
+        for file in trace_files(path, (".eval", ".json"), "Inspect AI log"):
             log = _read_log(file)
             for sample in log.samples or []:
                 key = f"{_SEPARATOR}{sample.id}{_EPOCH}{sample.epoch}"

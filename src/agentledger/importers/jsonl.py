@@ -20,11 +20,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import InputError, RecordError
+from agentledger.errors import RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
-from agentledger.importers.run_plan import PlanContext, read_source
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.trace_runs import (
+    TraceFacts,
+    plan_trace_run,
+    read_trace_file,
+    trace_files,
+)
 from agentledger.records import decode_json, parse_record_data
 from agentledger.records.trace import StepText, TraceStep, step_text
 
@@ -38,11 +43,7 @@ def find_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """Every trace file under `paths` (files given, or ``*.jsonl`` in directories)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        files = (
-            [path] if path.is_file() else sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-        )
-        if not files:
-            raise InputError(f"{path}: no trace file (*.jsonl) here or below")
+        files = trace_files(path, (".jsonl",), "trace file")
         found += [(file, str(file.resolve())) for file in files]
     return found
 
@@ -121,13 +122,7 @@ def read_trace_lines(
 
 def plan_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of the run in the plain trace file `path`; writes nothing."""
-    size = path.stat().st_size
-    if size > ctx.limit:
-        raise InputError(
-            f"{path}: {size} bytes, larger than the largest artifact accepted ({ctx.limit}); "
-            "raise it with --max-artifact-size"
-        )
-    raw = read_source(real or path, size)
+    raw = read_trace_file(path, ctx, real)
     steps, facts = read_trace_lines(raw, str(path), f"attachments/{path.name}")
     if facts.scenario is None:
         facts.scenario, facts.scenario_from = path.stem, "file name"

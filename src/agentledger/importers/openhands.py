@@ -24,8 +24,8 @@ from pydantic import ValidationError
 
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.plan import PlannedRun
-from agentledger.importers.run_plan import PlanContext, read_source
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, read_trace_file
 from agentledger.records import decode_json
 from agentledger.records.trace import STEPS, TraceStep, step_text_fields
 from agentledger.shell.classifier import classify
@@ -355,13 +355,7 @@ def trajectory_steps(
 
 def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of the run in the trajectory file `path`; writes nothing."""
-    size = path.stat().st_size
-    if size > ctx.limit:
-        raise InputError(
-            f"{path}: {size} bytes, larger than the largest artifact accepted ({ctx.limit}); "
-            "raise it with --max-artifact-size"
-        )
-    raw = read_source(real or path, size)
+    raw = read_trace_file(path, ctx, real)
     steps, facts = trajectory_steps(raw, str(path), f"attachments/{path.name}")
     facts.scenario, facts.scenario_from = scenario_of(path), "file name"
     return plan_trace_run(path, raw, steps, facts, ctx, attachments=_siblings(path, facts.scenario))

@@ -34,7 +34,7 @@ from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run
+from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, trace_files
 from agentledger.records import decode_json
 from agentledger.records.trace import STEPS, step_text_fields
 
@@ -143,16 +143,7 @@ def find_otel_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        files = (
-            [path]
-            if path.is_file()
-            else sorted(
-                p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
-            )
-        )
-        if not files:
-            raise InputError(f"{path}: no OTLP JSON file (*.json, *.jsonl) here or below")
-        for file in files:
+        for file in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
             for trace_id in sorted(read_spans(read_source(file), str(file))):
                 found.append(
                     (

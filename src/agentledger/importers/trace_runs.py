@@ -16,16 +16,41 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import RecordError, UnsafeNameError
+from agentledger.errors import InputError, RecordError, UnsafeNameError
 from agentledger.identity import check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
-from agentledger.importers.run_plan import PlanContext, _check_identical
+from agentledger.importers.run_plan import PlanContext, _check_identical, read_source
 from agentledger.records import RunMetadata, RunSummary, ShellCounts, ShellEvent, check_tags
 from agentledger.records.trace import TRACE, TraceStep, shell_events, trace_bytes
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
-__all__ = ["TraceFacts", "plan_trace_run", "shell_log_bytes"]
+__all__ = ["TraceFacts", "plan_trace_run", "read_trace_file", "shell_log_bytes", "trace_files"]
+
+
+def trace_files(path: Path, suffixes: Sequence[str], what: str) -> list[Path]:
+    """`path` itself if it is a file, else every file below it with one of `suffixes`, in a
+    stable order; none is an InputError naming `what` was looked for."""
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.suffix in suffixes and p.is_file())
+    if not files:
+        patterns = ", ".join(f"*{suffix}" for suffix in suffixes)
+        raise InputError(f"{path}: no {what} ({patterns}) here or below")
+    return files
+
+
+def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> bytes:
+    """The bytes of the trace file `path` (read at `real`, its real path, when given), refused
+    with a clear error when it is larger than the import accepts."""
+    size = path.stat().st_size
+    if size > ctx.limit:
+        raise InputError(
+            f"{path}: {size} bytes, larger than the largest artifact accepted ({ctx.limit}); "
+            "raise it with --max-artifact-size"
+        )
+    return read_source(real or path, size)
+
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _IDENTITY = ("model", "scenario", "provider", "variant", "agent_name", "agent_commit", "run_id")
