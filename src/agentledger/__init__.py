@@ -6,14 +6,12 @@ The public names below are loaded on first use, so that light entry points (the 
 
 from __future__ import annotations
 
-import importlib
+from agentledger.lazy import lazy_exports
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs every gated command ~10 ms.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from agentledger.errors import AgentLedgerError, InputError, IntegrityError
     from agentledger.identity import effective_prompt, make_run_id
     from agentledger.records import RunMetadata, RunSummary, ShellEvent
@@ -50,14 +48,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'agentledger' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -16,12 +16,10 @@ nothing of agentledger, and the names below load on first use.
 
 from __future__ import annotations
 
-import importlib
+from agentledger.lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from agentledger.importers.batch import ImportedRun, PreparedImport, import_runs, prepare_import
     from agentledger.importers.directory import (
         find_run_dirs,
@@ -77,14 +75,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

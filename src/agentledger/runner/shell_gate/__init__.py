@@ -13,7 +13,7 @@ are read from a cache once they have been validated (see `agentledger.shell.vali
 
 from __future__ import annotations
 
-import importlib
+from agentledger.lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,34 +47,23 @@ __all__ = [
 ]
 
 _HOMES = {
-    "AUDIT_FILE": "gate",
-    "Answer": "ask",
+    "AUDIT_FILE": "agentledger.runner.shell_gate.gate",
+    "Answer": "agentledger.runner.shell_gate.ask",
     "Classification": "agentledger.shell.classifier",
-    "Decision": "gate",
-    "Gate": "gate",
-    "GateResult": "gate",
+    "Decision": "agentledger.runner.shell_gate.gate",
+    "Gate": "agentledger.runner.shell_gate.gate",
+    "GateResult": "agentledger.runner.shell_gate.gate",
     "Knowledge": "agentledger.shell.knowledge",
     "Part": "agentledger.shell.classifier",
-    "Policy": "policy",
-    "PolicyRules": "rules",
-    "Redactor": "redact",
-    "Sandbox": "sandbox",
-    "SandboxUnavailableError": "unavailable",
+    "Policy": "agentledger.runner.shell_gate.policy",
+    "PolicyRules": "agentledger.runner.shell_gate.rules",
+    "Redactor": "agentledger.runner.shell_gate.redact",
+    "Sandbox": "agentledger.runner.shell_gate.sandbox",
+    "SandboxUnavailableError": "agentledger.runner.shell_gate.unavailable",
     "classify": "agentledger.shell.classifier",
     "load_knowledge": "agentledger.shell.knowledge",
-    "load_policy": "rules",
+    "load_policy": "agentledger.runner.shell_gate.rules",
 }
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = home if home.startswith("agentledger.") else f"{__name__}.{home}"
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
