@@ -48,16 +48,31 @@ def environment() -> dict[str, str]:
     return env
 
 
+def run_suite(tmp_path: Path, agent: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`agentledger run` of the one-scenario suite with `agent`, into tmp_path/l."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent", str(agent),
+         "--ledger", str(tmp_path / "l"), *extra],
+        capture_output=True, text=True, env=environment(), timeout=HANG_S,
+    )  # fmt: skip
+
+
+def import_samples(ledger: Path) -> None:
+    from agentledger.importers import sample_runs_dir
+
+    subprocess.run(
+        [sys.executable, "-m", "agentledger", "import", str(sample_runs_dir()), "--ledger",
+         str(ledger)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
 def test_a_run_timeout_bounds_a_hanging_model_call(tmp_path: Path) -> None:
     with LLMServer() as server:
         server.reply(*[Reply(delay=HANG_S) for _ in range(5)])
         agent = llm_agent(tmp_path / "agent", server.url, timeout=2)
         started = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent",
-             str(agent), "--ledger", str(tmp_path / "l")],
-            capture_output=True, text=True, env=environment(), timeout=HANG_S,
-        )  # fmt: skip
+        done = run_suite(tmp_path, agent)
         took = time.monotonic() - started
     assert took < HANG_S / 2, f"the run waited for the model: {took:.1f} s"
     assert done.returncode == 1, done.stdout + done.stderr
@@ -97,14 +112,8 @@ def test_ctrl_c_stops_a_run_waiting_on_a_hanging_model(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_ctrl_c_stops_an_llm_judge_waiting_on_a_hanging_model(tmp_path: Path) -> None:
-    from agentledger.importers import sample_runs_dir
-
     ledger = tmp_path / "l"
-    subprocess.run(
-        [sys.executable, "-m", "agentledger", "import", str(sample_runs_dir()), "--ledger",
-         str(ledger)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    import_samples(ledger)
     with LLMServer() as server:
         server.reply(*[Reply(delay=HANG_S) for _ in range(40)])
         proc = subprocess.Popen(
@@ -134,11 +143,7 @@ def test_request_timeout_and_retries_from_the_agent_file(tmp_path: Path) -> None
         text = agent.read_text().replace("[model]\n", "[model]\nrequest_timeout = 1\nretries = 1\n")
         agent.write_text(text)
         started = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent",
-             str(agent), "--ledger", str(tmp_path / "l")],
-            capture_output=True, text=True, env=environment(), timeout=HANG_S,
-        )  # fmt: skip
+        done = run_suite(tmp_path, agent)
         took = time.monotonic() - started
         asked = server.count("openai")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -155,26 +160,15 @@ def test_the_command_line_overrides_the_agent_file(tmp_path: Path) -> None:
         server.reply(*[Reply(delay=HANG_S) for _ in range(5)])
         agent = llm_agent(tmp_path / "agent", server.url, timeout=600)
         agent.write_text(agent.read_text().replace("[model]\n", "[model]\nretries = 3\n"))
-        done = subprocess.run(
-            [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent",
-             str(agent), "--ledger", str(tmp_path / "l"), "--request-timeout", "0.5",
-             "--retries", "0"],
-            capture_output=True, text=True, env=environment(), timeout=HANG_S,
-        )  # fmt: skip
+        done = run_suite(tmp_path, agent, "--request-timeout", "0.5", "--retries", "0")
         asked = server.count("openai")
     assert done.returncode == 1, done.stdout + done.stderr
     assert asked == 1
 
 
 def test_a_judge_takes_request_timeout_and_retries(tmp_path: Path) -> None:
-    from agentledger.importers import sample_runs_dir
-
     ledger = tmp_path / "l"
-    subprocess.run(
-        [sys.executable, "-m", "agentledger", "import", str(sample_runs_dir()), "--ledger",
-         str(ledger)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    import_samples(ledger)
     with LLMServer() as server:
         server.reply(*[Reply(delay=HANG_S) for _ in range(5)])
         done = subprocess.run(
@@ -197,11 +191,7 @@ def test_a_judge_takes_request_timeout_and_retries(tmp_path: Path) -> None:
 def test_bad_model_call_settings_are_refused(tmp_path: Path, line: str, field: str) -> None:
     agent = llm_agent(tmp_path / "agent", "http://127.0.0.1:9", timeout=600)
     agent.write_text(agent.read_text().replace("[model]\n", f"[model]\n{line}\n"))
-    done = subprocess.run(
-        [sys.executable, "-m", "agentledger", "run", str(suite(tmp_path)), "--agent", str(agent),
-         "--ledger", str(tmp_path / "l")],
-        capture_output=True, text=True, env=environment(),
-    )  # fmt: skip
+    done = run_suite(tmp_path, agent)
     assert done.returncode == 2, done.stdout + done.stderr
     assert field in done.stderr and "agent.toml" in done.stderr
     assert not (tmp_path / "l").exists()
