@@ -39,6 +39,11 @@ __all__ = [
 DEFAULT_DIALECT = "postgres"
 MAX_SQL_CHARS = 100_000
 """Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
+SQL_TIME_LIMIT = 2.0
+"""Seconds one text may take to parse and analyse; past them it is unknown, never read-only.
+
+Enforced by a timer signal when the analysis runs on the main thread (the guard's and the
+gated shell's processes) and no other timer is in use; elsewhere `MAX_SQL_CHARS` bounds it."""
 
 _META_READ_ONLY = {
     "\\l", "\\x", "\\timing", "\\conninfo", "\\q", "\\echo", "\\pset", "\\set", "\\unset",
@@ -188,13 +193,22 @@ def analyse_sql(
         from agentledger.shell.classifier import default_knowledge
 
         rules = sql_rules(default_knowledge().sql)
+    try:
+        with _TimeLimit(SQL_TIME_LIMIT):
+            _analyse(text, dialect, rules, analysis)
+    except _OutOfTime:
+        analysis.error = f"the SQL was not analysed within {SQL_TIME_LIMIT:g} s"
+    return analysis
+
+
+def _analyse(text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis) -> None:
     if "/*!" in text:
         # MySQL runs the text of /*! ... */ comments: what a parser skips, the server executes.
         why = "a MySQL executable comment /*! ... */ runs its content"
         analysis.findings.append(SqlFinding(UNKNOWN, why, text))
     statements = _parse(text, dialect, analysis)
     if statements is None:
-        return analysis
+        return
     analysis.statements = len(statements)
     for statement in statements:
         if not _is_statement(statement):
@@ -208,7 +222,52 @@ def analyse_sql(
             )
             continue
         _statement(statement, dialect, rules, analysis, 0)
-    return analysis
+
+
+class _OutOfTime(BaseException):
+    """Raised by the timer inside the parser: a BaseException, so no `except Exception` in
+    the parser can swallow it."""
+
+
+class _TimeLimit:
+    """Raise _OutOfTime in the block after `seconds`, where a timer signal can be had."""
+
+    active = False
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+        self.previous: Any = None
+
+    def __enter__(self) -> None:
+        import threading
+
+        if _TimeLimit.active or threading.current_thread() is not threading.main_thread():
+            return  # a nested analysis (EXPLAIN's statement) runs under the outer limit
+        import signal
+
+        if signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0):
+            return  # someone else's timer: leave it be
+        handler = signal.getsignal(signal.SIGALRM)
+        if handler not in (signal.SIG_DFL, signal.SIG_IGN, None):
+            return
+
+        def out_of_time(signum: int, frame: object) -> None:
+            raise _OutOfTime
+
+        self.previous = signal.signal(signal.SIGALRM, out_of_time)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        self.armed = True
+        _TimeLimit.active = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.armed:
+            return
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        _TimeLimit.active = False
 
 
 def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
