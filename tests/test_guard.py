@@ -221,9 +221,12 @@ def test_library_imports_sqlglot_only_for_sql() -> None:
         "print('sqlglot' in sys.modules)\n"
         "check('{\"sql\": \"SELECT 1\"}', {'sql_read_only': True})\n"
         "print('sqlglot' in sys.modules)\n"
+        "check('{\"sql\": \"WITH x AS (SELECT 1) SELECT * FROM x\"}', {'sql_read_only': True})\n"
+        "print('sqlglot' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True"]
+    # A plain query is read without sqlglot (shell/sql_plain.py); other SQL is parsed.
+    assert done.stdout.split() == ["False", "False", "True"]
 
 
 # -- the click command (for --help, the docs, python -m) ---------------------------------------

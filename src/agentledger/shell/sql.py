@@ -1,7 +1,9 @@
 """Classify SQL (psql -c, mysql -e, sqlite3, here-documents, a fixture's SQL output) by parsing it.
 
 The SQL is parsed with sqlglot, in the dialect of the client that runs it; sqlglot is imported
-only when a command holds SQL, so the gated shell's start-up does not pay for it. Every
+only when a command holds SQL that is not a plain query (`sql_plain` reads one SELECT of a
+small grammar without it), so the start-up of the gated shell and the guard does not pay for
+it. Every
 statement, and everything nested in one (a data-modifying CTE, `SELECT INTO`, a function such
 as `pg_terminate_backend`), counts: the class is the most severe found. It fails closed: SQL
 that does not parse, or longer than `MAX_SQL_CHARS`, is unknown, never read-only.
@@ -20,6 +22,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from agentledger.shell.knowledge import DESTRUCTIVE, MUTATING, RANK, READ_ONLY, UNKNOWN
+from agentledger.shell.sql_plain import plain_query
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,10 +43,7 @@ DEFAULT_DIALECT = "postgres"
 MAX_SQL_CHARS = 100_000
 """Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
 SQL_TIME_LIMIT = 2.0
-"""Seconds one text may take to parse and analyse; past them it is unknown, never read-only.
-
-Enforced by a timer signal when the analysis runs on the main thread (the guard's and the
-gated shell's processes) and no other timer is in use; elsewhere `MAX_SQL_CHARS` bounds it."""
+"""Seconds one text may take to parse and analyse; past them it is unknown, never read-only."""
 
 _META_READ_ONLY = {
     "\\l", "\\x", "\\timing", "\\conninfo", "\\q", "\\echo", "\\pset", "\\set", "\\unset",
@@ -178,27 +178,39 @@ def _meta(line: str) -> tuple[str, str]:
 
 @lru_cache(maxsize=256)
 def analyse_sql(
-    text: str, dialect: str = DEFAULT_DIALECT, rules: SqlRules | None = None
+    text: str,
+    dialect: str = DEFAULT_DIALECT,
+    rules: SqlRules | None = None,
+    *,
+    with_sqlglot: bool = False,
 ) -> SqlAnalysis:
     """Parse `text` and find what is not a plain query, and the tables it reads.
 
-    `error` is set when it does not parse or is too long to parse; `rules` default to the
-    packaged command knowledge's.
+    `error` is set when it does not parse, is too long to parse or takes longer than
+    `SQL_TIME_LIMIT`; `rules` default to the packaged command knowledge's. A plain SELECT is
+    read without sqlglot (`sql_plain`), unless `with_sqlglot`; the answer is the same.
     """
     analysis = SqlAnalysis()
     if len(text) > MAX_SQL_CHARS:
         analysis.error = f"SQL of {len(text)} characters is longer than {MAX_SQL_CHARS} to parse"
         return analysis
-    if rules is None:
-        from agentledger.shell.classifier import default_knowledge
+    plain = None if with_sqlglot else plain_query(text, dialect)
+    if plain is not None and plain.functions:
+        rules = rules if rules is not None else _default_rules()
+        if plain.functions & rules.functions:
+            plain = None
+    if plain is not None:
+        # One plain SELECT, read without sqlglot: the answer sqlglot's analysis would give.
+        analysis.statements = 1
+        analysis.tables.update(plain.tables)
+        return analysis
+    return _analysed_in_time(text, dialect, rules if rules is not None else _default_rules())
 
-        rules = sql_rules(default_knowledge().sql)
-    try:
-        with _TimeLimit(SQL_TIME_LIMIT):
-            _analyse(text, dialect, rules, analysis)
-    except _OutOfTime:
-        analysis.error = f"the SQL was not analysed within {SQL_TIME_LIMIT:g} s"
-    return analysis
+
+def _default_rules() -> SqlRules:
+    from agentledger.shell.classifier import default_knowledge
+
+    return sql_rules(default_knowledge().sql)
 
 
 def _analyse(text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis) -> None:
@@ -224,50 +236,33 @@ def _analyse(text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis) ->
         _statement(statement, dialect, rules, analysis, 0)
 
 
-class _OutOfTime(BaseException):
-    """Raised by the timer inside the parser: a BaseException, so no `except Exception` in
-    the parser can swallow it."""
+def _analysed_in_time(text: str, dialect: str, rules: SqlRules) -> SqlAnalysis:
+    """`_analyse` in a worker thread, waited for at most SQL_TIME_LIMIT seconds.
 
+    A thread rather than a signal: an exception thrown into sqlglot at an arbitrary point
+    (in the middle of an import or of a cache being filled) could leave it broken for every
+    later query. A worker that is late is abandoned (a daemon: it ends with the process, and
+    MAX_SQL_CHARS bounds its work) and its answer is never used.
+    """
+    import threading
 
-class _TimeLimit:
-    """Raise _OutOfTime in the block after `seconds`, where a timer signal can be had."""
+    analysis = SqlAnalysis()
+    finished = threading.Event()
 
-    active = False
+    def work() -> None:
+        try:
+            _analyse(text, dialect, rules, analysis)
+        except Exception as exc:
+            analysis.error = f"the SQL could not be analysed ({type(exc).__name__}: {exc})"
+        finally:
+            finished.set()
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = False
-        self.previous: Any = None
-
-    def __enter__(self) -> None:
-        import threading
-
-        if _TimeLimit.active or threading.current_thread() is not threading.main_thread():
-            return  # a nested analysis (EXPLAIN's statement) runs under the outer limit
-        import signal
-
-        if signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0):
-            return  # someone else's timer: leave it be
-        handler = signal.getsignal(signal.SIGALRM)
-        if handler not in (signal.SIG_DFL, signal.SIG_IGN, None):
-            return
-
-        def out_of_time(signum: int, frame: object) -> None:
-            raise _OutOfTime
-
-        self.previous = signal.signal(signal.SIGALRM, out_of_time)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        self.armed = True
-        _TimeLimit.active = True
-
-    def __exit__(self, *exc_info: object) -> None:
-        if not self.armed:
-            return
-        import signal
-
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self.previous)
-        _TimeLimit.active = False
+    threading.Thread(target=work, name="agentledger-sql", daemon=True).start()
+    if finished.wait(SQL_TIME_LIMIT):
+        return analysis
+    late = SqlAnalysis()
+    late.error = f"the SQL was not analysed within {SQL_TIME_LIMIT:g} s"
+    return late
 
 
 def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
