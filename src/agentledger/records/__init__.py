@@ -395,7 +395,7 @@ class LedgerConfig(Record):
 
 SCHEMAS: dict[str, type[BaseModel] | str] = {
     "agent": "agentledger.runner.agent_spec:AgentSpec",
-    "decision": "agentledger.gates.decisions:Decision",
+    "decision": "agentledger.records.decisions:Decision",
     "fixture-lock": "agentledger.fixtures.lock:FixtureLock",
     "fixture-recording": "agentledger.fixtures.recordings:Recording",
     "fixture-results": "agentledger.fixtures.results:FixtureReport",
@@ -406,6 +406,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "policy": "agentledger.runner.shell_gate.policy:Policy",
     "response": "agentledger.providers.base:RecordedResponse",
     "scenario": "agentledger.runner.scenario:Scenario",
+    "score": "agentledger.records.scores:Score",
     "sentinel": "agentledger.gates.sentinels.spec:SentinelSpec",
     "shell-event": ShellEvent,
     "summary": RunSummary,
