@@ -190,6 +190,21 @@ def test_expect_that_is_not_strict_json_is_refused(
     refused(guard(path, '{"queue": "ssh", "confidence": 0.1}'), path, *words)
 
 
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"queue_enum": ["ssh"], "confidence_floor": NaN}', "confidence_floor"),
+        ('{"confidence_floor": {"floor": 0.5, "floor": 0.9}}', "confidence_floor.floor"),
+        ('{"must_cite_from": [["a.md", "A"], ["b.md", 1e400]]}', "must_cite_from.1.1"),
+    ],
+)
+def test_the_error_names_the_field_that_is_not_strict_json(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    path = write(tmp_path, text)
+    refused(guard(path, "{}"), path, f"field '{field}'")
+
+
 def test_nan_in_an_expect_object_is_refused_in_process() -> None:
     with pytest.raises(RecordError, match="finite number") as caught:
         validate_expect({"confidence_floor": float("nan")}, "e.json")

@@ -31,13 +31,21 @@ refused before it can exhaust the interpreter's stack."""
 
 
 class StrictJSONError(ValueError):
-    """Why the text is not strict JSON; `lineno` and `colno` when the syntax is at fault."""
+    """Why the text is not strict JSON; `lineno` and `colno` when the syntax is at fault,
+    `path` (dotted, list indexes as numbers: `steps.0.confidence`) when a value is."""
 
-    def __init__(self, msg: str, lineno: int | None = None, colno: int | None = None) -> None:
+    def __init__(
+        self,
+        msg: str,
+        lineno: int | None = None,
+        colno: int | None = None,
+        path: str | None = None,
+    ) -> None:
         super().__init__(msg)
         self.msg = msg
         self.lineno = lineno
         self.colno = colno
+        self.path = path
 
 
 class _NonStandard(ValueError):
@@ -112,7 +120,7 @@ def loads(text: str) -> Any:
     except json.JSONDecodeError as exc:
         raise StrictJSONError(exc.msg, exc.lineno, exc.colno) from None
     except _NonStandard as exc:
-        raise StrictJSONError(str(exc)) from None
+        raise StrictJSONError(str(exc), path=_locate(text)) from None
     except RecursionError:
         deep = True
     else:
@@ -120,3 +128,63 @@ def loads(text: str) -> Any:
     if deep:
         raise StrictJSONError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return value
+
+
+class _Refused:
+    """Stands, in a lenient decoding, where the strict one refused a value."""
+
+    __slots__ = ()
+
+
+def _mark(*_: object) -> _Refused:
+    return _Refused()
+
+
+def _marked_float(text: str) -> float | _Refused:
+    value = float(text)
+    return _Refused() if value in (math.inf, -math.inf) else value
+
+
+def _marked_int(text: str) -> int | _Refused:
+    if len(text) > 20:
+        return _Refused()
+    value = int(text)
+    return value if INT_MIN <= value <= INT_MAX else _Refused()
+
+
+def _marked_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        value[key] = _Refused() if key in value else item
+    return value
+
+
+_LENIENT = json.JSONDecoder(
+    object_pairs_hook=_marked_object,
+    parse_constant=_mark,
+    parse_float=_marked_float,
+    parse_int=_marked_int,
+)
+
+
+def _locate(text: str) -> str | None:
+    """The dotted path of the first value the strict decoding refused, in document order."""
+    try:
+        value = _LENIENT.decode(text)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _Refused):
+            return path or None
+        children = (
+            item.items()
+            if isinstance(item, dict)
+            else enumerate(item)
+            if isinstance(item, list)
+            else ()
+        )
+        inner = [(child, f"{path}.{key}" if path else str(key)) for key, child in children]
+        stack.extend(reversed(inner))
+    return None
