@@ -241,3 +241,13 @@ def test_the_gate_classifies_psql_of_a_plain_query_read_only() -> None:
         "read-only",
         "SQL: 1 read-only statement(s)",
     )
+
+
+def test_knowledge_that_names_a_function_as_mutating_sends_the_query_to_sqlglot() -> None:
+    from agentledger.shell.sql import SqlRules
+
+    rules = SqlRules(frozenset(), frozenset(), frozenset(), frozenset({"lower"}))
+    analysis = analyse_sql("SELECT lower(name) FROM users", DEFAULT_DIALECT, rules)
+    assert [finding.kind for finding in analysis.findings] == ["mutating"]
+    assert analysis.classification()[0] == "mutating"
+    assert analyse_sql("SELECT upper(name) FROM users", DEFAULT_DIALECT, rules).findings == []
