@@ -10,6 +10,7 @@ terminal's owner, not whatever the agent put in $USER.
 
 from __future__ import annotations
 
+import _thread
 import os
 
 TYPE_CHECKING = False
@@ -87,6 +88,18 @@ def terminal_approver(
     thread (an agent of `agentledger run`): Ctrl-C reaches the main thread, which sets it, and
     the question ends at once as interrupted instead of waiting out the timeout.
     """
+    # Agents run side by side (`agentledger run --concurrency`) would otherwise interleave
+    # their questions and read each other's answers.
+    with _QUESTION:
+        return _ask(decision, timeout, cancel)
+
+
+# `_thread`, not `threading`: it is built in, so importing this module stays free.
+_QUESTION = _thread.allocate_lock()
+"""Held while a question is on the terminal."""
+
+
+def _ask(decision: Decision, timeout: float, cancel: Cancel | None) -> Answer:
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
     try:
         who = _owner(fd)
