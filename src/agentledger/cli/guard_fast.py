@@ -136,9 +136,11 @@ def _read_output(path: str) -> bytes:
     try:
         if path == "-":
             data = _read_up_to(sys.stdin.buffer, limit)
+            size = _file_size(sys.stdin.buffer) if len(data) >= limit else None
         else:
             with open(path, "rb") as handle:
                 data = _read_up_to(handle, limit)
+                size = _file_size(handle) if len(data) >= limit else None
     except OSError as exc:
         from agentledger.errors import InputError
 
@@ -146,11 +148,24 @@ def _read_output(path: str) -> bytes:
     if len(data) >= limit:
         from agentledger.errors import InputError
 
+        said = f"{size:,} bytes, over" if size is not None else "more than"
         raise InputError(
-            f"{name}: the output is more than {MAX_OUTPUT_BYTES:,} bytes (the limit); it was "
-            "not read further, nothing was checked"
+            f"{name}: the output is {said} the {MAX_OUTPUT_BYTES:,}-byte limit; it was not "
+            "read further, nothing was checked"
         )
     return data
+
+
+def _file_size(stream: BinaryIO) -> int | None:
+    """The size of `stream` when it is a regular file (a pipe's is unknown until its end)."""
+    import os
+    import stat
+
+    try:
+        status = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) and status.st_size > 0 else None
 
 
 def _read_up_to(stream: BinaryIO, limit: int) -> bytes:
