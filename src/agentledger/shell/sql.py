@@ -286,6 +286,7 @@ def _analysed_in_time(text: str, dialect: str, rules: SqlRules) -> SqlAnalysis:
     """
     import threading
 
+    _load_parser(dialect)  # the time is the analysis's, not the import's
     analysis = SqlAnalysis()
     finished = threading.Event()
 
@@ -303,6 +304,16 @@ def _analysed_in_time(text: str, dialect: str, rules: SqlRules) -> SqlAnalysis:
     late = SqlAnalysis()
     late.error = f"the SQL was not analysed within {SQL_TIME_LIMIT:g} s"
     return late
+
+
+def _load_parser(dialect: str) -> None:
+    """Import sqlglot and the dialect's parser (an unknown dialect is `_parse`'s to report)."""
+    from contextlib import suppress
+
+    import sqlglot
+
+    with suppress(ValueError, KeyError):
+        sqlglot.Dialect.get_or_raise(dialect)
 
 
 def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
