@@ -490,8 +490,8 @@ class _Walker:
                         if operand is not None:
                             self.arithmetic(node_text(operand), operand.start_byte, via)
                 elif child.type == "unary_expression" and symbol in _NAME_TESTS:
-                    operand = node_text(child)[len(symbol) :].strip()
-                    if "[" in operand or "$" in operand or "`" in operand:
+                    named = node_text(child)[len(symbol) :].strip()
+                    if "[" in named or "$" in named or "`" in named:
                         self.add(node_text(child), UNKNOWN, f"[[ {symbol} ]] evaluates the "
                                  "subscript or name it is given", via)  # fmt: skip
             stack.extend(child.named_children)
@@ -725,7 +725,7 @@ def _arithmetic_names(text: str) -> list[tuple[str, str]]:
     index, end = 0, len(text)
     while index < end:
         char = text[index]
-        if char == "`" or text.startswith("$(", index) and not text.startswith("$((", index):
+        if char == "`" or (text.startswith("$(", index) and not text.startswith("$((", index)):
             found.append(("output", text[index : index + 20]))
             return found
         if char == "$":

@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 _STDIN_WORD = Word("{stdin}", None)
 # A word that starts with one of these cannot be an option, whatever its expansions give.
-_LITERAL_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~:@%+,=")
+_LITERAL_START = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~:@%+,="
+)
 
 
 def evaluate(
@@ -276,9 +278,7 @@ def _names(
             firm.append((UNKNOWN, f"{label} {name}: reads a value for {name} the gate cannot see"))
 
 
-def assignment(
-    knowledge: Knowledge, name: str, value: str | None
-) -> tuple[list[Match], list[Job]]:
+def assignment(knowledge: Knowledge, name: str, value: str | None) -> tuple[list[Match], list[Job]]:
     """What assigning `value` (None: only known at run time) to variable `name` does: the
     command line a tool will run (PAGER), or why the gate cannot tell (LD_PRELOAD)."""
     kind = knowledge.variable(name)

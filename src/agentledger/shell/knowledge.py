@@ -541,9 +541,7 @@ def _strings(value: Any, field: str) -> list[str]:
     return value
 
 
-def _by_kind(
-    value: Any, field: str, allowed: Sequence[str] = KINDS
-) -> list[tuple[str, str]]:
+def _by_kind(value: Any, field: str, allowed: Sequence[str] = KINDS) -> list[tuple[str, str]]:
     _mapping(value, field, "a mapping of class to a list")
     return [
         (_kind(kind, f"{field}.{kind}", allowed), item)

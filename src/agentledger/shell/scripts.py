@@ -198,8 +198,30 @@ def _sed_substitute(script: str, index: int, command: str, findings: list[Findin
 # --- awk ----------------------------------------------------------------------------------------
 
 _AWK_KEYWORDS = frozenset(
-    "BEGIN END BEGINFILE ENDFILE if else while for do break continue next nextfile exit "
-    "return delete in getline function func print printf".split()
+    [
+        "BEGIN",
+        "END",
+        "BEGINFILE",
+        "ENDFILE",
+        "if",
+        "else",
+        "while",
+        "for",
+        "do",
+        "break",
+        "continue",
+        "next",
+        "nextfile",
+        "exit",
+        "return",
+        "delete",
+        "in",
+        "getline",
+        "function",
+        "func",
+        "print",
+        "printf",
+    ]
 )
 
 
@@ -226,7 +248,10 @@ def read_awk(program: str, allowed: Collection[str] = ()) -> list[Finding]:
         elif char == '"':
             stop = _awk_string(program, index)
             if stop < 0:
-                return [*findings, ("unknown", "awk program does not parse: a string is not closed")]
+                return [
+                    *findings,
+                    ("unknown", "awk program does not parse: a string is not closed"),
+                ]
             index, operand = stop, True
         elif char == "/" and not operand:
             stop = _awk_regex(program, index)
@@ -374,9 +399,9 @@ def read_mongo(script: str, allowed: Collection[str] = ()) -> list[Finding]:
                 findings.append(("mutating", f"mongosh {word} writes or reaches code"))
                 continue
             after = _skip_space(script, index)
-            if after < end and script[after] == "(" and word not in _JS_SYNTAX:
-                if word not in allowed:
-                    findings.append(("unknown", f"mongosh {word}() is not known to only read"))
+            called = after < end and script[after] == "(" and word not in _JS_SYNTAX
+            if called and word not in allowed:
+                findings.append(("unknown", f"mongosh {word}() is not known to only read"))
             continue
         if char == "(" and previous in ")]":
             findings.append(("unknown", "mongosh calls a computed value"))
