@@ -21,6 +21,7 @@ from agentledger.shell.knowledge import (
     READ_ONLY,
     UNKNOWN,
     Knowledge,
+    Patterns,
     Spec,
     glob_match,
 )
@@ -77,7 +78,7 @@ def _evaluate(
     args: list[Word],
     label: str,
     stdin: str | None,
-    verbs: list[list[str]] | None,
+    verbs: Patterns | None,
     jobs: list[Job],
     firm: list[Match],
 ) -> Match | None:
@@ -99,7 +100,7 @@ def _evaluate(
             matches.append((verb[0], f"{label} {verb[1]} is {verb[0]}"))
     if spec.args:
         for _, word in positionals:
-            kind = _most_severe_match(spec.args, word.value.lower()) if word.value else None
+            kind = spec.args.most_severe(word.value.lower()) if word.value else None
             if kind is not None:
                 matches.append((kind, f"{label} {word.value} is {kind}"))
     _written_args(knowledge, spec, label, positionals, firm)
@@ -140,7 +141,7 @@ def _options(
 ) -> str | None:
     """The classes of the options given and of their values; the dry-run option, if any."""
     dry: str | None = None
-    outputs = spec.writes.get("options", ())
+    outputs = spec.outputs
     for flag, value in options:
         kind = spec.flags.get(flag)
         if kind is None:
@@ -154,7 +155,7 @@ def _options(
             _output(knowledge, label, flag, value, firm)
         if spec.dry_run and dry is None:
             shown = flag if value is None else f"{flag}={value.raw}"
-            if any(glob_match(pattern, shown) for pattern in spec.dry_run):
+            if spec.dry_run.most_severe(shown) is not None:
                 dry = shown
     return dry
 
@@ -317,7 +318,7 @@ def _subcommand_of(
     args: list[Word],
     positionals: list[tuple[int, Word]],
     stdin: str | None,
-    verbs: list[list[str]] | None,
+    verbs: Patterns | None,
     matches: list[Match],
     jobs: list[Job],
     firm: list[Match],
@@ -348,7 +349,7 @@ def _parse(
     options: list[tuple[str, Word | None]] = []
     positionals: list[tuple[int, Word]] = []
     index, end, ended = 0, len(args), False
-    attached = spec.values.keys() | set(spec.writes.get("options", ()))
+    attached = spec.attached
     while index < end:
         word = args[index]
         text = word.value
@@ -477,23 +478,15 @@ def _subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
     return candidates[0]
 
 
-def _verb(verbs: list[list[str]], positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:
+def _verb(verbs: Patterns, positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:
     """The class of the first positional word that matches a verb pattern."""
     for _, word in positionals:
         if word.value is None:
             return UNKNOWN, word.raw
-        kind = _most_severe_match(verbs, word.value.lower())
+        kind = verbs.most_severe(word.value.lower())
         if kind is not None:
             return kind, word.value
     return None
-
-
-def _most_severe_match(patterns: list[list[str]], text: str) -> str | None:
-    found: str | None = None
-    for pattern, kind in patterns:
-        if glob_match(pattern, text) and (found is None or RANK[kind] > RANK[found]):
-            found = kind
-    return found
 
 
 def _stdin_and_sql(
@@ -538,8 +531,8 @@ def _wrapper(
     wrapper: dict[str, Any] = spec.wrapper or {}
     takes_value = set(wrapper.get("options_with_arg", ()))
     no_run = set(wrapper.get("no_run_flags", ()))
-    outputs = set(spec.writes.get("options", ()))
-    attached = spec.values.keys() | outputs
+    outputs = spec.outputs
+    attached = spec.attached
     matches: list[Match] = []
     started = len(jobs)
     after = wrapper.get("after")

@@ -23,6 +23,7 @@ __all__ = [
     "READ_ONLY",
     "UNKNOWN",
     "Knowledge",
+    "Patterns",
     "Spec",
     "glob_match",
     "load_knowledge",
@@ -76,6 +77,51 @@ def glob_match(pattern: str, text: str) -> bool:
     return True
 
 
+class Patterns:
+    """Globs with a class each (verbs, positional words, dry-run options), matched by exact
+    lookup first and then by one regular expression per class, most severe first: the long
+    verb lists of the cloud CLIs are tried on every positional word."""
+
+    __slots__ = ("_compiled", "exact", "globs")
+
+    def __init__(self, pairs: Iterable[Sequence[str]]) -> None:
+        self.exact: dict[str, str] = {}
+        self.globs: list[tuple[str, str]] = []
+        self._compiled: list[tuple[str, Any]] | None = None
+        for pattern, kind in pairs:
+            if "*" in pattern:
+                self.globs.append((pattern, kind))
+            elif pattern not in self.exact or RANK[kind] > RANK[self.exact[pattern]]:
+                self.exact[pattern] = kind
+
+    def __bool__(self) -> bool:
+        return bool(self.exact or self.globs)
+
+    def most_severe(self, text: str) -> str | None:
+        """The most severe class whose glob matches `text`, or None."""
+        found = self.exact.get(text)
+        if not self.globs:
+            return found
+        if self._compiled is None:
+            self._compiled = _compile(self.globs)
+        for kind, expression in self._compiled:
+            if found is not None and RANK[kind] <= RANK[found]:
+                break
+            if expression.fullmatch(text):
+                return kind
+        return found
+
+
+def _compile(globs: list[tuple[str, str]]) -> list[tuple[str, Any]]:
+    import re
+
+    by_kind: dict[str, list[str]] = {}
+    for pattern, kind in globs:
+        by_kind.setdefault(kind, []).append(".*".join(map(re.escape, pattern.split("*"))))
+    ordered = sorted(by_kind.items(), key=lambda item: -RANK[item[0]])
+    return [(kind, re.compile("|".join(parts), re.DOTALL)) for kind, parts in ordered]
+
+
 class Spec:
     """One command's (or subcommand's) entry, ready for the classifier."""
 
@@ -84,6 +130,7 @@ class Spec:
         "aliases",
         "args",
         "arithmetic",
+        "attached",
         "combined_short",
         "default",
         "dry_run",
@@ -96,6 +143,7 @@ class Spec:
         "note",
         "options_first",
         "options_with_arg",
+        "outputs",
         "risky_options",
         "script",
         "sql_arg",
@@ -119,8 +167,9 @@ class Spec:
         self.combined_short: bool = entry.get("combined_short", False)
         self.subs: dict[str, Any] = entry.get("subs", {})
         self.abbreviations: bool = entry.get("abbreviations", False)
-        self.verbs: list[list[str]] | None = entry.get("verbs")
-        self.args: list[list[str]] = entry.get("args", [])
+        verbs = entry.get("verbs")
+        self.verbs: Patterns | None = None if verbs is None else Patterns(verbs)
+        self.args = Patterns(entry.get("args", ()))
         self.stdin: str | None = entry.get("stdin")
         self.sql_arg: int | None = entry.get("sql_arg")
         self.sql_dialect: str | None = entry.get("sql_dialect")
@@ -128,8 +177,10 @@ class Spec:
         self.wrapper: dict[str, Any] | None = entry.get("wrapper")
         self.note: str | None = entry.get("note")
         self.writes: dict[str, Any] = entry.get("writes", {})
-        self.options_with_arg.update(self.writes.get("options", ()))
-        self.dry_run: list[str] = entry.get("dry_run", [])
+        self.outputs: frozenset[str] = frozenset(self.writes.get("options", ()))
+        self.options_with_arg.update(self.outputs)
+        self.attached: frozenset[str] = self.outputs | self.values.keys()
+        self.dry_run = Patterns((pattern, READ_ONLY) for pattern in entry.get("dry_run", ()))
         self.script: dict[str, Any] | None = entry.get("script")
         if self.script is not None:
             self.options_with_arg.update(self.script.get("options", ()))
@@ -143,7 +194,7 @@ class Spec:
         # writes a file, runs a program or changes something.
         self.risky_options: bool = bool(
             self.values
-            or self.writes.get("options")
+            or self.outputs
             or self.nested
             or self.script
             or self.dry_run
