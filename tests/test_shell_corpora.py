@@ -772,3 +772,17 @@ def test_attacks_run_through_exec_in_investigate_mode_change_no_file(
     assert event["classification"] != "read-only"
     if event["decision"] == "allowed":
         assert event["sandbox"] == "bwrap"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "n=5; read n < f; echo $((n))",
+        "n=5; getopts ab n; echo $((n))",
+        "n=5; eval 'n=$(cat f)'; echo $((n))",
+        "n=5; f() { n=$(cat g); }; f; echo $((n))",
+        "n=5; while read -r line; do n=$line; done < f; echo $((n))",
+    ],
+)
+def test_a_number_the_line_may_replace_is_no_longer_safe(command: str) -> None:
+    assert classify(command).kind == "unknown"

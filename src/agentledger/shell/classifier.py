@@ -17,6 +17,13 @@ import os
 from _thread import allocate_lock
 
 from agentledger.shell.evaluate import assignment, evaluate
+from agentledger.shell.expansions import (
+    FOREVER,
+    Scope,
+    arithmetic_names,
+    expansion_parts,
+    is_integer,
+)
 from agentledger.shell.knowledge import (
     DESTRUCTIVE,
     MUTATING,
@@ -52,8 +59,6 @@ _SUBSTITUTIONS = ("command_substitution", "process_substitution")
 _DECLARATIONS = ("declaration_command", "unset_command")
 _ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
 _NAME_TESTS = frozenset(["-v", "-R"])
-_SAFE_PARAMETERS = frozenset("#?$!")
-_FOREVER = 1 << 62
 _parser: Parser | None = None
 _parser_lock = allocate_lock()
 _knowledge: Knowledge | None = None
@@ -219,7 +224,7 @@ class _Walker:
         self.visitor = visitor
         self.parts: list[Part] = []
         self.parse_errors = 0
-        self.scopes: list[_Scope] = []
+        self.scopes: list[Scope] = []
         self.position = 0
         self.aliases: set[str] = set()
         self.alias_unknown = False
@@ -237,11 +242,16 @@ class _Walker:
         if depth > MAX_DEPTH:
             self.add(text.strip(), UNKNOWN, "commands nested too deeply to follow", via)
             return
-        self.scopes.append(_Scope())
+        self.scopes.append(Scope())
         try:
             self.statements(text, stdin, via, depth)
         finally:
-            self.resolve(self.scopes.pop())
+            scope = self.scopes.pop()
+            self.resolve(scope)
+            if self.scopes:
+                # eval and `sh -c` lines may run in this very shell: what they assign
+                # anything counts for the line around them too.
+                self.scopes[-1].unsafe |= scope.unsafe
 
     def statements(self, text: str, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         if not self.parser_only:
@@ -253,7 +263,7 @@ class _Walker:
                     name, _, value = item.partition("=")
                     self.environment(name, value, via, depth, item)
                     if not words:
-                        self.assigned(name, value, 0, _FOREVER)
+                        self.assigned(name, value, 0, FOREVER)
                 if words:
                     self.argv([Word(word, word) for word in words], stdin, via, depth,
                               " ".join(words))  # fmt: skip
@@ -344,11 +354,7 @@ class _Walker:
     def assigned(self, name: str, value: str | None, start: int, end: int) -> None:
         """Remember what the line assigns to `name`: a number is safe in arithmetic from
         `start` to `end`; anything else makes every arithmetic use of `name` unknown."""
-        scope = self.scopes[-1]
-        if value is not None and _is_integer(value):
-            scope.safe.setdefault(name, []).append((start, end))
-        else:
-            scope.unsafe.add(name)
+        self.scopes[-1].assigned(name, value, start, end)
 
     def assignment_node(self, node: Node, via: tuple[str, ...], depth: int) -> None:
         """A statement `NAME=value` (or `a[i]=value`, `NAME+=value`)."""
@@ -372,7 +378,7 @@ class _Walker:
         parent = node.parent
         top = parent is not None and parent.type == "program"
         if top and not appended:
-            self.assigned(name, value, node.end_byte, _FOREVER)
+            self.assigned(name, value, node.end_byte, FOREVER)
         else:
             self.scopes[-1].unsafe.add(name)
 
@@ -399,7 +405,7 @@ class _Walker:
                     words.append(Word(node_text(child), None))
                     continue
                 if top and words[0].value in ("export", "readonly"):
-                    self.assigned(name, value, child.end_byte, _FOREVER)
+                    self.assigned(name, value, child.end_byte, FOREVER)
                 else:
                     self.scopes[-1].unsafe.add(name)
                 full = None if value is None else f"{name}={value}"
@@ -424,7 +430,7 @@ class _Walker:
         output may be evaluated."""
         shown = text.strip()
         scope = self.scopes[-1]
-        for kind, name in _arithmetic_names(text):
+        for kind, name in arithmetic_names(text):
             if kind == "output":
                 self.add(shown, UNKNOWN, "arithmetic evaluates the output of a command", via)
             elif kind == "unsafe":
@@ -433,46 +439,20 @@ class _Walker:
             elif name not in self.knowledge.shell.get("integers", ()):
                 scope.refs.append((name, position, shown, via))
 
-    def resolve(self, scope: _Scope) -> None:
+    def resolve(self, scope: Scope) -> None:
         """The arithmetic uses of variables, now that the whole line's assignments are known."""
-        seen: set[str] = set()
-        for name, position, shown, via in scope.refs:
-            spans = scope.safe.get(name, ())
-            if name in scope.unsafe or not any(start <= position <= end for start, end in spans):
-                if name in seen:
-                    continue
-                seen.add(name)
-                self.add(shown, UNKNOWN, f"arithmetic evaluates the value of {name}, which is "
-                         "not a number this line sets", via)  # fmt: skip
+        for name, shown, via in scope.unsafe_uses():
+            self.add(shown, UNKNOWN, f"arithmetic evaluates the value of {name}, which is "
+                     "not a number this line sets", via)  # fmt: skip
 
     def expansion(self, node: Node, via: tuple[str, ...]) -> None:
         """`${...}` forms that evaluate text: subscripts and substring offsets (arithmetic),
         `${!x}` (the value of x names another variable, subscript included), `${x@P}`."""
-        body = node_text(node)[2:-1]
-        if body.startswith("#") and len(body) > 1:
-            body = body[1:]
-        elif body.startswith("!"):
-            name = body[1:]
-            if not (name.endswith(("[@]", "[*]")) or name.endswith(("*", "@"))):
-                self.add(node_text(node), UNKNOWN, "indirect expansion evaluates a name only "
-                         "known at run time", via)  # fmt: skip
-                return
-            body = name.rstrip("*@")
-        stop = 0
-        while stop < len(body) and (body[stop].isalnum() or body[stop] == "_"):
-            stop += 1
-        rest = body[stop:]
-        if rest.startswith("["):
-            close = rest.find("]")
-            index = rest[1:close] if close > 0 else rest[1:]
-            if index not in ("@", "*"):
-                self.arithmetic(index, node.start_byte, via)
-            rest = rest[close + 1 :] if close > 0 else ""
-        if rest.startswith(":") and len(rest) > 1 and rest[1] not in "-=?+":
-            self.arithmetic(rest[1:].replace(":", " "), node.start_byte, via)
-        elif rest.startswith("@P") or ("@P" in rest and rest.startswith("@")):
-            self.add(node_text(node), UNKNOWN, "${x@P} expands x as a prompt, which runs "
-                     "commands", via)  # fmt: skip
+        texts, problem = expansion_parts(node_text(node)[2:-1])
+        for text in texts:
+            self.arithmetic(text, node.start_byte, via)
+        if problem is not None:
+            self.add(node_text(node), UNKNOWN, problem, via)
 
     def test(self, node: Node, via: tuple[str, ...], depth: int) -> None:
         """`[[ ... ]]`: `-eq` and the other numeric tests evaluate both sides as arithmetic,
@@ -505,7 +485,7 @@ class _Walker:
                 value = child.child_by_field_name("value")
                 if target is not None and value is not None and target.type == "variable_name":
                     text = node_text(value)
-                    if _is_integer(text):
+                    if is_integer(text):
                         self.assigned(node_text(target), text, node.start_byte, node.end_byte)
                     else:
                         self.arithmetic(text, child.start_byte, via)
@@ -524,7 +504,7 @@ class _Walker:
         if variable is not None:
             name = node_text(variable)
             numbers = [node_word(value).value for value in values]
-            if numbers and all(v is not None and _is_integer(v) for v in numbers):
+            if numbers and all(v is not None and is_integer(v) for v in numbers):
                 self.assigned(name, numbers[0], node.start_byte, node.end_byte)
             else:
                 self.scopes[-1].unsafe.add(name)
@@ -673,6 +653,12 @@ class _Walker:
         spec = self.knowledge.spec(entry)
         if spec.aliases:
             self.define_aliases(words[1:])
+        if spec.names:
+            # `read n`, `getopts ab n`, `export n`: n may hold anything from now on.
+            for word in words[1:]:
+                value = word.value
+                if value is not None and not value.startswith("-") and "=" not in value:
+                    self.scopes[-1].unsafe.add(value)
         if spec.arithmetic:
             for word in words[1:]:
                 if word.value is None:
@@ -700,71 +686,3 @@ class _Walker:
                 self.alias_unknown = True
             elif "=" in word.value:
                 self.aliases.add(word.value.partition("=")[0])
-
-
-class _Scope:
-    """What one command line (or a line nested in it) assigns, and where it uses arithmetic."""
-
-    __slots__ = ("refs", "safe", "unsafe")
-
-    def __init__(self) -> None:
-        self.safe: dict[str, list[tuple[int, int]]] = {}
-        self.unsafe: set[str] = set()
-        self.refs: list[tuple[str, int, str, tuple[str, ...]]] = []
-
-
-def _is_integer(text: str) -> bool:
-    text = text.strip()
-    return text.lstrip("-+").isdigit() and text.isascii()
-
-
-def _arithmetic_names(text: str) -> list[tuple[str, str]]:
-    """The variables an arithmetic expression reads, as ("name", NAME), plus ("output", ...)
-    for a command substitution and ("unsafe", ...) for positional parameters and the like."""
-    found: list[tuple[str, str]] = []
-    index, end = 0, len(text)
-    while index < end:
-        char = text[index]
-        if char == "`" or (text.startswith("$(", index) and not text.startswith("$((", index)):
-            found.append(("output", text[index : index + 20]))
-            return found
-        if char == "$":
-            index += 1
-            if index < end and text[index] == "{":
-                close = text.find("}", index)
-                inner = text[index + 1 : close if close > 0 else end]
-                index = close + 1 if close > 0 else end
-                if inner.startswith("#") and len(inner) > 1:
-                    continue  # a length is a number
-                if inner.startswith("!"):
-                    found.append(("unsafe", "${" + inner + "}"))
-                    continue
-                found.extend(_arithmetic_names(inner.replace("[", " [ ")))
-                continue
-            if index < end and text[index] in _SAFE_PARAMETERS:
-                index += 1
-                continue
-            if index < end and not (text[index].isalpha() or text[index] == "_"):
-                if text[index] != "(":
-                    found.append(("unsafe", "$" + text[index]))
-                index += 1
-            continue
-        if char.isdigit():
-            while index < end and (text[index].isalnum() or text[index] in "_#@"):
-                index += 1
-            continue
-        if char.isalpha() or char == "_":
-            stop = index
-            while stop < end and (text[stop].isalnum() or text[stop] == "_"):
-                stop += 1
-            name = text[index:stop]
-            after = stop
-            while after < end and text[after] in " \t":
-                after += 1
-            target = after < end and text[after] == "=" and text[after + 1 : after + 2] != "="
-            if not target:
-                found.append(("name", name))
-            index = stop
-            continue
-        index += 1
-    return found

@@ -275,7 +275,7 @@ def _names(
             more, found = assignment(knowledge, name, value)
             firm.extend(more)
             jobs.extend(found)
-        elif knowledge.variable(name) is not None and label.split()[0] in ("read", "mapfile"):
+        elif knowledge.variable(name) is not None and label in ("read", "mapfile", "readarray"):
             firm.append((UNKNOWN, f"{label} {name}: reads a value for {name} the gate cannot see"))
 
 
