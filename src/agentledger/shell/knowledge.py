@@ -183,8 +183,9 @@ class Spec:
         self.dry_run = Patterns((pattern, READ_ONLY) for pattern in entry.get("dry_run", ()))
         self.script: dict[str, Any] | None = entry.get("script")
         if self.script is not None:
-            self.options_with_arg.update(self.script.get("options", ()))
-            self.options_with_arg.update(self.script.get("files", ()))
+            given = (*self.script.get("options", ()), *self.script.get("files", ()))
+            self.options_with_arg.update(given)
+            self.attached = self.attached | frozenset(given)
         self.info: tuple[str, ...] = ("--help", "--version", *entry.get("info", ()))
         self.names: bool = entry.get("names", False)
         self.arithmetic: bool = entry.get("arithmetic", False)
