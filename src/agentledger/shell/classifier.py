@@ -224,7 +224,8 @@ class _Walker:
         self.visitor = visitor
         self.parts: list[Part] = []
         self.parse_errors = 0
-        self.scopes: list[Scope] = []
+        # One per line being read; made when the line first assigns or uses arithmetic.
+        self.scopes: list[Scope | None] = []
         self.position = 0
         self.aliases: set[str] = set()
         self.alias_unknown = False
@@ -242,16 +243,17 @@ class _Walker:
         if depth > MAX_DEPTH:
             self.add(text.strip(), UNKNOWN, "commands nested too deeply to follow", via)
             return
-        self.scopes.append(Scope())
+        self.scopes.append(None)
         try:
             self.statements(text, stdin, via, depth)
         finally:
             scope = self.scopes.pop()
-            self.resolve(scope)
-            if self.scopes:
-                # eval and `sh -c` lines may run in this very shell: what they assign
-                # anything counts for the line around them too.
-                self.scopes[-1].unsafe |= scope.unsafe
+            if scope is not None:
+                self.resolve(scope)
+                if self.scopes and scope.unsafe:
+                    # eval and `sh -c` lines may run in this very shell: what they assign
+                    # anything counts for the line around them too.
+                    self.scope().unsafe |= scope.unsafe
 
     def statements(self, text: str, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         if not self.parser_only:
@@ -340,6 +342,13 @@ class _Walker:
 
     # --- what re-evaluates text: variables, arithmetic, aliases --------------------------------
 
+    def scope(self) -> Scope:
+        """The assignments and arithmetic of the line being read."""
+        found = self.scopes[-1]
+        if found is None:
+            found = self.scopes[-1] = Scope()
+        return found
+
     def environment(
         self, name: str, value: str | None, via: tuple[str, ...], depth: int, shown: str
     ) -> None:
@@ -354,7 +363,7 @@ class _Walker:
     def assigned(self, name: str, value: str | None, start: int, end: int) -> None:
         """Remember what the line assigns to `name`: a number is safe in arithmetic from
         `start` to `end`; anything else makes every arithmetic use of `name` unknown."""
-        self.scopes[-1].assigned(name, value, start, end)
+        self.scope().assigned(name, value, start, end)
 
     def assignment_node(self, node: Node, via: tuple[str, ...], depth: int) -> None:
         """A statement `NAME=value` (or `a[i]=value`, `NAME+=value`)."""
@@ -369,7 +378,7 @@ class _Walker:
                 self.arithmetic(node_text(index), node.start_byte, via)
             base = target.child_by_field_name("name")
             if base is not None:
-                self.scopes[-1].unsafe.add(node_text(base))
+                self.scope().unsafe.add(node_text(base))
             return
         name = node_text(target)
         value = node_word(value_node).value if value_node is not None else ""
@@ -380,7 +389,7 @@ class _Walker:
         if top and not appended:
             self.assigned(name, value, node.end_byte, FOREVER)
         else:
-            self.scopes[-1].unsafe.add(name)
+            self.scope().unsafe.add(name)
 
     def declaration(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         """`export`, `declare`, `local`, `readonly`, `typeset`, `unset`: their words are names
@@ -407,11 +416,11 @@ class _Walker:
                 if top and words[0].value in ("export", "readonly"):
                     self.assigned(name, value, child.end_byte, FOREVER)
                 else:
-                    self.scopes[-1].unsafe.add(name)
+                    self.scope().unsafe.add(name)
                 full = None if value is None else f"{name}={value}"
                 words.append(Word(node_text(child), full))
             elif child.type == "variable_name":
-                self.scopes[-1].unsafe.add(node_text(child))
+                self.scope().unsafe.add(node_text(child))
                 words.append(Word(node_text(child), node_text(child)))
             else:
                 word = node_word(child)
@@ -429,7 +438,7 @@ class _Walker:
         runs rm. So every variable must be a number this line assigned, and no command's
         output may be evaluated."""
         shown = text.strip()
-        scope = self.scopes[-1]
+        scope = self.scope()
         for kind, name in arithmetic_names(text):
             if kind == "output":
                 self.add(shown, UNKNOWN, "arithmetic evaluates the output of a command", via)
@@ -507,7 +516,7 @@ class _Walker:
             if numbers and all(v is not None and is_integer(v) for v in numbers):
                 self.assigned(name, numbers[0], node.start_byte, node.end_byte)
             else:
-                self.scopes[-1].unsafe.add(name)
+                self.scope().unsafe.add(name)
         for child in node.named_children:
             if child.type in ("do_group", "compound_statement"):
                 self.node(child, stdin, via, depth)
@@ -658,7 +667,7 @@ class _Walker:
             for word in words[1:]:
                 value = word.value
                 if value is not None and not value.startswith("-") and "=" not in value:
-                    self.scopes[-1].unsafe.add(value)
+                    self.scope().unsafe.add(value)
         if spec.arithmetic:
             for word in words[1:]:
                 if word.value is None:

@@ -98,12 +98,13 @@ def _evaluate(
         verb = _verb(verbs, positionals) if verbs else None
         if verb is not None:
             matches.append((verb[0], f"{label} {verb[1]} is {verb[0]}"))
-    if spec.args:
+    if spec.args is not None:
         for _, word in positionals:
             kind = spec.args.most_severe(word.value.lower()) if word.value else None
             if kind is not None:
                 matches.append((kind, f"{label} {word.value} is {kind}"))
-    _written_args(knowledge, spec, label, positionals, firm)
+    if spec.written_args:
+        _written_args(knowledge, spec, label, positionals, firm)
     if spec.script is not None:
         _script(knowledge, spec, label, options, positionals, jobs, firm)
     if spec.names or spec.arithmetic:
@@ -153,7 +154,7 @@ def _options(
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
         if flag in outputs:
             _output(knowledge, label, flag, value, firm)
-        if spec.dry_run and dry is None:
+        if spec.dry_run is not None and dry is None:
             shown = flag if value is None else f"{flag}={value.raw}"
             if spec.dry_run.most_severe(shown) is not None:
                 dry = shown

@@ -154,6 +154,7 @@ class Spec:
         "verbs",
         "wrapper",
         "writes",
+        "written_args",
     )
 
     def __init__(self, entry: dict[str, Any]) -> None:
@@ -169,7 +170,8 @@ class Spec:
         self.abbreviations: bool = entry.get("abbreviations", False)
         verbs = entry.get("verbs")
         self.verbs: Patterns | None = None if verbs is None else Patterns(verbs)
-        self.args = Patterns(entry.get("args", ()))
+        args = Patterns(entry.get("args", ()))
+        self.args: Patterns | None = args if args else None
         self.stdin: str | None = entry.get("stdin")
         self.sql_arg: int | None = entry.get("sql_arg")
         self.sql_dialect: str | None = entry.get("sql_dialect")
@@ -180,7 +182,9 @@ class Spec:
         self.outputs: frozenset[str] = frozenset(self.writes.get("options", ()))
         self.options_with_arg.update(self.outputs)
         self.attached: frozenset[str] = self.outputs | self.values.keys()
-        self.dry_run = Patterns((pattern, READ_ONLY) for pattern in entry.get("dry_run", ()))
+        dry_run = Patterns((pattern, READ_ONLY) for pattern in entry.get("dry_run", ()))
+        self.dry_run: Patterns | None = dry_run if dry_run else None
+        self.written_args: bool = bool(self.writes.get("args") or self.writes.get("prefixes"))
         self.script: dict[str, Any] | None = entry.get("script")
         if self.script is not None:
             given = (*self.script.get("options", ()), *self.script.get("files", ()))
