@@ -797,3 +797,99 @@ def test_attacks_run_through_exec_in_investigate_mode_change_no_file(
 )
 def test_a_number_the_line_may_replace_is_no_longer_safe(command: str) -> None:
     assert classify(command).kind == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ("commands:\n  x: {writes: {args: [0]}}\n", "commands.x.writes.args"),
+        ("commands:\n  x: {writes: {files: [-o]}}\n", "commands.x.writes.files"),
+        ("commands:\n  x: {script: {language: perl}}\n", "commands.x.script.language"),
+        ("commands:\n  x: {script: {options: [-e]}}\n", "commands.x.script.language"),
+        ("commands:\n  x: {dry_run: [1]}\n", "commands.x.dry_run.0"),
+        ("commands:\n  x: {names: yes please}\n", "commands.x.names"),
+        ("commands:\n  x: {wrapper: {appends: 1}}\n", "commands.x.wrapper.appends"),
+        ("environment: {dangerous: [PAGER]}\n", "environment.dangerous"),
+        ("environment: {shell: PAGER, prompt: [1]}\n", "environment.prompt.0"),
+        ("shell: {colour: [red]}\n", "shell.colour"),
+    ],
+)
+def test_bad_knowledge_keys_name_the_field(tmp_path: Path, content: str, field: str) -> None:
+    from agentledger.errors import RecordError
+    from agentledger.shell.knowledge import load_knowledge
+
+    extra = tmp_path / "bad.yaml"
+    extra.write_text(content)
+    with pytest.raises(RecordError) as caught:
+        load_knowledge([str(extra)])
+    assert caught.value.field == field
+    assert str(extra) in str(caught.value)
+
+
+def test_a_knowledge_file_can_model_a_new_tool_by_its_causes(tmp_path: Path) -> None:
+    from agentledger.shell.knowledge import load_knowledge
+
+    extra = tmp_path / "ours.yaml"
+    extra.write_text(
+        "commands:\n"
+        "  reportgen:\n"
+        "    default: read-only\n"
+        "    writes: {options: [-o, --out]}\n"
+        "    flag_values: {--hook: {'*': shell}}\n"
+        "    dry_run: [--plan]\n"
+        "    subcommands: {read-only: [show], mutating: [publish]}\n"
+        "environment:\n"
+        "  shell: [REPORTGEN_VIEWER]\n"
+    )
+    knowledge = load_knowledge([str(extra)])
+    assert classify("reportgen show", knowledge).kind == "read-only"
+    assert classify("reportgen show -oreport.txt", knowledge).kind == "mutating"
+    assert classify("reportgen show --out=/dev/null", knowledge).kind == "read-only"
+    assert classify("reportgen show --hook 'rm -rf /srv'", knowledge).kind == "destructive"
+    assert classify("reportgen publish --plan", knowledge).kind == "read-only"
+    assert classify("REPORTGEN_VIEWER='rm x' reportgen show", knowledge).kind == "destructive"
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("1,20p", []),
+        ("/^#/d; s/a/b/g", []),
+        ("$!N; /x/{s/\\n/ /; p}", []),
+        ("y/abc/xyz/", []),
+        ("2 a\\\nappended", []),
+        ("1e date", [("runs", "date")]),
+        ("$e", [("unknown", "sed e runs the pattern space as a command")]),
+        ("s/a/b/w out", [("writes", "out")]),
+        ("/x/W out", [("writes", "out")]),
+        ("s/a/b/ge", [("unknown", "sed s///e runs the result as a command")]),
+        ("s/a/b", [("unknown", "sed script does not parse: '/' is not closed")]),
+    ],
+)
+def test_the_sed_reader(script: str, expected: list[tuple[str, str]]) -> None:
+    from agentledger.shell.scripts import read_sed
+
+    assert read_sed(script) == expected
+
+
+@pytest.mark.parametrize(
+    ("program", "kinds"),
+    [
+        ("{ print $1 }", []),
+        ("$3 > 100 { print $1 }", []),
+        ("{ if ($9 >= 500) print $7 }", []),
+        ("{ print ($1 > $2) }", []),
+        ("{ n = $1 / 2; m = /x/ ? 1 : 0 }", []),
+        ('{ print "a|b" }', []),
+        ('{ print > "/dev/stderr" }', ["writes"]),
+        ('{ printf("%s", $0) >> "log" }', ["writes"]),
+        ('BEGIN { system ("x") }', ["unknown"]),
+        ('{ print | "sort" }', ["unknown"]),
+        ('BEGIN { "date" | getline d }', ["unknown"]),
+        ('BEGIN { print "x', ["unknown"]),
+    ],
+)
+def test_the_awk_reader(program: str, kinds: list[str]) -> None:
+    from agentledger.shell.scripts import read_awk
+
+    assert [kind for kind, _ in read_awk(program)] == kinds
