@@ -204,6 +204,7 @@ def _offset_text(offset: timedelta) -> str:
 
 
 _TRACE = TypeAdapter(list[TraceStep])
+_SHELL_EVENTS = TypeAdapter(list[ShellEvent])
 STEPS = _TRACE
 """Validates a list of steps at once (much faster than one by one)."""
 
@@ -257,7 +258,7 @@ def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
     for step in steps:
         if step.kind == "command_output" and step.cause is not None:
             outputs.setdefault(step.cause, step)
-    events = []
+    events: list[dict[str, Any]] = []
     for step in steps:
         if step.kind != "command" or step.command is None:
             continue
@@ -283,8 +284,8 @@ def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
             values["stdout_bytes"] = output.content.bytes
             values["stdout_sha256"] = output.content.sha256
             values["truncated"] = output.content.truncated
-        events.append(ShellEvent(**{k: v for k, v in values.items() if v is not None}))
-    return events
+        events.append({k: v for k, v in values.items() if v is not None})
+    return _SHELL_EVENTS.validate_python(events)
 
 
 def steps_from_shell_log(
