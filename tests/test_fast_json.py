@@ -138,7 +138,7 @@ _TREES = st.recursive(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(_TREES)
 def test_the_fast_path_never_disagrees_with_the_strict_decoder(tree: Any) -> None:
     raw = _text(tree).encode("utf-8", "surrogatepass")
