@@ -3,6 +3,7 @@
     .venv/bin/python bench/traces.py            # 1,500 trajectories (about 400 MB)
     .venv/bin/python bench/traces.py --quick    # 150 of them, a smoke run
     .venv/bin/python bench/traces.py --count 500 --json results.json
+    .venv/bin/python bench/traces.py --before /tmp/base/src   # also an older source, alternately
 
 Synthetic OpenHands-shaped trajectories of realistic size (log-normal, median about 200 KB,
 at most 5 MB; 20 to 300 events each: a user message, then actions (run, read, edit, think,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -182,9 +184,11 @@ def make_data(target: Path, count: int, seed: int = 16) -> int:
     return total
 
 
-def _timed(command: list[str] | str, shell: bool = False) -> float:
+def _timed(
+    command: list[str] | str, shell: bool = False, env: dict[str, str] | None = None
+) -> float:
     start = time.perf_counter()
-    done = subprocess.run(command, shell=shell, capture_output=True, text=True)
+    done = subprocess.run(command, shell=shell, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"failed: {command}\n{done.stderr[-2000:]}")
@@ -217,6 +221,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the synthetic data")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="the src/ directory of another agentledger (an older commit): its import is timed "
+        "too, alternately with this one, for a before/after of the same run",
+    )
     args = parser.parse_args()
     count = 150 if args.quick else args.count
     data = WORK / f"data-{count}"
@@ -234,26 +244,28 @@ def main() -> None:
         f" largest {sizes[-1] / 1e6:.1f} MB"
     )
     _timed(f"xargs -0 cat < {listing} > /dev/null", shell=True)  # into the page cache
-    imports, copies = [], []
+    imports, copies, befores = [], [], []
     ledger_root = WORK / "ledger"
+    command = [
+        str(BIN / "agentledger"),
+        "import",
+        "--ledger",
+        str(ledger_root),
+        "--format",
+        "openhands",
+        str(data),
+        "--model",
+        "bench-model",
+    ]
     for _ in range(args.repeats):
         copies.append(_timed(f"xargs -0 cat < {listing} | sha256sum > /dev/null", shell=True))
         shutil.rmtree(ledger_root, ignore_errors=True)
-        imports.append(
-            _timed(
-                [
-                    str(BIN / "agentledger"),
-                    "import",
-                    "--ledger",
-                    str(ledger_root),
-                    "--format",
-                    "openhands",
-                    str(data),
-                    "--model",
-                    "bench-model",
-                ]
-            )
-        )
+        imports.append(_timed(command))
+        if args.before:
+            shutil.rmtree(ledger_root, ignore_errors=True)
+            # The console script imports agentledger from PYTHONPATH first.
+            env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+            befores.append(_timed(command, env=env))
     show_ms, steps = show_trace_ms(ledger_root)
     imported, copied = statistics.median(imports), statistics.median(copies)
     ratio = imported / copied
@@ -276,6 +288,11 @@ def main() -> None:
         f"show --trace of a {steps}-step run in the library: {show_ms:.1f} ms "
         f"(goal under {SHOW_GOAL_MS:.0f} ms: {'met' if show_ms < SHOW_GOAL_MS else 'missed'})"
     )
+    if befores:
+        before = statistics.median(befores)
+        figures["before_import_seconds"] = round(before, 3)
+        figures["before_ratio"] = round(before / copied, 2)
+        print(f"before ({args.before}): import {before:.2f} s: ratio {before / copied:.2f}x")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     shutil.rmtree(ledger_root, ignore_errors=True)
