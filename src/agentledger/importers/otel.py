@@ -16,6 +16,11 @@ Identity: the model asked for and served (``gen_ai.request.model``, ``gen_ai.res
 the system prompt (``gen_ai.system_instructions``), the prompt (the first user message of
 ``gen_ai.input.messages``), the agent (``gen_ai.agent.name``); the report is the last model
 output. Times are nanoseconds since the epoch: UTC.
+
+Spans that agentledger itself exported (`agentledger.store.export_otel`) also carry
+``agentledger.*`` attributes, read back so that the run imports as it was: each step's kind,
+actor, raw type and text, a command's exit code, the scenario, and times that had no zone
+(``agentledger.time_zone: unknown``) or none at all (``none``).
 """
 
 from __future__ import annotations
