@@ -369,12 +369,40 @@ def _setup_import(work: Path) -> None:
 
 
 _OWN_TRACE = [
-    {"run": {"model": "claude-haiku-4-5", "system_prompt": "You are Ghost, a network forensics agent."}},
-    {"actor": "user", "kind": "message", "content": "Packets to 10.0.0.7 are dropped.", "time": "2026-03-12T10:15:00Z"},
-    {"actor": "agent", "kind": "command", "tool": "shell", "command": "iptables -L INPUT -n", "time": "2026-03-12T10:15:04Z"},
-    {"actor": "tool", "kind": "command_output", "cause": 1, "exit_code": 0, "content": "DROP all -- 10.0.0.7 0.0.0.0/0", "time": "2026-03-12T10:15:05Z"},
-    {"actor": "agent", "kind": "finish", "content": "Root cause: a DROP rule for 10.0.0.7 in INPUT.", "time": "2026-03-12T10:15:30Z"},
-]  # fmt: skip
+    {
+        "run": {
+            "model": "claude-haiku-4-5",
+            "system_prompt": "You are Ghost, a network forensics agent.",
+        }
+    },
+    {
+        "actor": "user",
+        "kind": "message",
+        "content": "Packets to 10.0.0.7 are dropped.",
+        "time": "2026-03-12T10:15:00Z",
+    },
+    {
+        "actor": "agent",
+        "kind": "command",
+        "tool": "shell",
+        "command": "iptables -L INPUT -n",
+        "time": "2026-03-12T10:15:04Z",
+    },
+    {
+        "actor": "tool",
+        "kind": "command_output",
+        "cause": 1,
+        "exit_code": 0,
+        "content": "DROP all -- 10.0.0.7 0.0.0.0/0",
+        "time": "2026-03-12T10:15:05Z",
+    },
+    {
+        "actor": "agent",
+        "kind": "finish",
+        "content": "Root cause: a DROP rule for 10.0.0.7 in INPUT.",
+        "time": "2026-03-12T10:15:30Z",
+    },
+]
 
 
 def _setup_traces(work: Path) -> None:
