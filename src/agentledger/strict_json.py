@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["INT_MAX", "INT_MIN", "MAX_JSON_DEPTH", "StrictJSONError", "loads"]
+__all__ = ["INT_MAX", "INT_MIN", "MAX_JSON_DEPTH", "StrictJSONError", "depth_exceeds", "loads"]
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 """What the ledger can keep of a JSON integer: the index stores integers in 64 bits."""
@@ -89,7 +89,7 @@ def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
+def depth_exceeds(value: Any, limit: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -124,7 +124,7 @@ def loads(text: str) -> Any:
     except RecursionError:
         deep = True
     else:
-        deep = _depth_exceeds(value, MAX_JSON_DEPTH)
+        deep = depth_exceeds(value, MAX_JSON_DEPTH)
     if deep:
         raise StrictJSONError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     return value

@@ -25,6 +25,7 @@ from pydantic import (
 
 from agentledger import strict_json as _strict
 from agentledger.errors import RecordError
+from agentledger.records.fast_json import DOUBT, decode_fast
 from agentledger.strict_json import INT_MAX as INT_MAX
 from agentledger.strict_json import INT_MIN as INT_MIN
 from agentledger.strict_json import MAX_JSON_DEPTH as MAX_JSON_DEPTH
@@ -462,8 +463,13 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
 
     Refused, where a lenient reader would guess: duplicate keys (which one did the writer
     mean?), NaN and Infinity, numbers that do not fit (integers beyond 64 bits, floats that
-    overflow to infinity), and nesting deeper than MAX_JSON_DEPTH.
+    overflow to infinity), and nesting deeper than MAX_JSON_DEPTH. Input that is certainly
+    within these rules is decoded at C speed (`records.fast_json`); the rest by the strict
+    decoder, which names the problem.
     """
+    value = decode_fast(raw, MAX_JSON_DEPTH)
+    if value is not DOUBT:
+        return value
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
