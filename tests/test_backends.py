@@ -122,7 +122,7 @@ def test_a_new_scheme_is_one_registration(tmp_path: Path) -> None:
 
 def test_a_whole_ledger_runs_on_the_memory_backend(tmp_path: Path) -> None:
     """Import, judge, read scores, decide and cache, all through the seam: nothing on disk."""
-    from agentledger.gates.decisions import Decision, DecisionStore, new_decision_id
+    from agentledger.gates.decisions import DecisionStore
     from agentledger.importers import import_runs, sample_runs_dir
     from agentledger.judges.factory import make_judge, parse_judge_spec
     from agentledger.judges.pack import load_pack
@@ -130,6 +130,7 @@ def test_a_whole_ledger_runs_on_the_memory_backend(tmp_path: Path) -> None:
     from agentledger.judges.scoring import score_runs
     from agentledger.providers import ModelClient, ResponseCache, ScriptedProvider
     from agentledger.providers.base import CompletionRequest
+    from agentledger.records.decisions import Decision, new_decision_id
     from agentledger.store import verify_ledger
 
     root = tmp_path / "mem"

@@ -14,25 +14,21 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
-from agentledger.gates.decisions import (
+from agentledger.gates.decisions import DecisionStore, exit_code, render_markdown
+from agentledger.records import json_schema
+from agentledger.records.decisions import (
     AddonRef,
     Decision,
     DecisionItem,
-    DecisionStore,
     ModelRecord,
+    PredicateResult,
     SpecRef,
     check_decision_id,
-    exit_code,
     new_decision_id,
-    render_markdown,
     superseded_by,
 )
-from agentledger.gates.decisions import (
-    Tested as WhatWasTested,
-)
-from agentledger.gates.predicates.evaluate import PredicateResult
-from agentledger.judges.base import Evidence
-from agentledger.records import json_schema
+from agentledger.records.decisions import Tested as WhatWasTested
+from agentledger.records.scores import Evidence
 from agentledger.report.untrusted import code, fenced, prose
 from agentledger.store import Ledger
 
@@ -416,6 +412,6 @@ def test_schema_command_prints_the_decision_schema() -> None:
 
 def test_the_cli_offers_every_kind() -> None:
     from agentledger.cli.decisions import _KINDS
-    from agentledger.gates.decisions import KINDS
+    from agentledger.records.decisions import KINDS
 
     assert _KINDS == KINDS

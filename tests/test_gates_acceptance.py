@@ -16,11 +16,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentledger.cli import main
-from agentledger.gates.decisions import Decision, DecisionStore
+from agentledger.gates.decisions import DecisionStore
 from agentledger.gates.sentinels.history import SILENT_UPDATE, sentinel_history
 from agentledger.gates.sentinels.protocol import describe_predicate, render_protocol
 from agentledger.gates.sentinels.select import candidate_filter
 from agentledger.gates.sentinels.spec import load_sentinel
+from agentledger.records.decisions import Decision
 from agentledger.store import Ledger
 from conftest import WriteRun
 

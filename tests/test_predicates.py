@@ -13,17 +13,16 @@ import yaml
 from agentledger.errors import InputError, RecordError
 from agentledger.gates.predicates.evaluate import (
     FORMS,
-    PredicateResult,
     RunView,
     evaluate,
     evaluate_all,
     load_run_view,
     parse_predicates,
 )
-from agentledger.gates.predicates.forms import Undecided
-from agentledger.judges.base import CriterionResult, DiagnosisResult, Evidence
-from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore, score_row
 from agentledger.records import RunMetadata, RunSummary
+from agentledger.records.decisions import PredicateResult, Undecided
+from agentledger.records.scores import CriterionResult, DiagnosisResult, Evidence, JudgeInfo, Score
 from agentledger.records.specfiles import load_yaml_record
 from agentledger.store import Ledger
 from conftest import WriteRun

@@ -14,8 +14,6 @@ from agentledger.errors import InputError, RecordError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.base import (
     CriteriaPack,
-    CriterionResult,
-    Evidence,
     Judge,
     JudgeInput,
     JudgeOutcome,
@@ -25,6 +23,7 @@ from agentledger.judges.pack import load_pack
 from agentledger.judges.scores import ScoreStore, reindex_scores
 from agentledger.judges.scoring import score_identity, score_runs
 from agentledger.judges.verdict import VerdictPolicy
+from agentledger.records.scores import CriterionResult, Evidence
 from agentledger.store import Ledger, RunFilter
 from conftest import WriteRun
 

@@ -19,8 +19,8 @@ from agentledger.gates.sentinels.history import SILENT_UPDATE
 from agentledger.gates.sentinels.protocol import render_protocol
 from agentledger.gates.sentinels.select import candidate_filter
 from agentledger.gates.sentinels.spec import load_sentinel
-from agentledger.judges.base import CriterionResult, Evidence
-from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.records.scores import CriterionResult, Evidence, JudgeInfo, Score
 from agentledger.runner.examples import examples_dir
 from agentledger.store import Ledger
 from conftest import WriteRun

@@ -30,7 +30,8 @@ def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _list(ledger_path: Path | None, kind: str | None, subject: str | None, as_json: bool) -> None:
-    from agentledger.gates.decisions import DecisionStore, superseded_by
+    from agentledger.gates.decisions import DecisionStore
+    from agentledger.records.decisions import superseded_by
 
     with open_ledger(ledger_path) as ledger:
         store = DecisionStore(ledger)
@@ -142,7 +143,9 @@ def decisions_list(
 @handle_errors
 def decisions_show(decision_id: str, ledger_path: Path | None, as_json: bool) -> None:
     """Show one decision: its decision.md, or the record with --json. ID may be a unique prefix."""
-    from agentledger.gates.decisions import DecisionStore, render_markdown, superseded_by
+    from agentledger.gates.decision_markdown import render_markdown
+    from agentledger.gates.decisions import DecisionStore
+    from agentledger.records.decisions import superseded_by
 
     with open_ledger(_ledger(ledger_path)) as ledger:
         store = DecisionStore(ledger)

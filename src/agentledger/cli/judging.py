@@ -20,7 +20,8 @@ from agentledger.cli.common import (
 from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe
 from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
-from agentledger.judges.verdict import VERDICTS, VerdictPolicy
+from agentledger.judges.verdict import VerdictPolicy
+from agentledger.records.scores import VERDICTS
 from agentledger.records.specfiles import load_yaml_record
 
 __all__ = ["criteria_group", "judge_command", "review_command"]

@@ -13,8 +13,8 @@ from agentledger.cli.common import handle_errors, ledger_location, ledger_option
 from agentledger.cli.output import emit, terminal_safe
 
 if TYPE_CHECKING:
-    from agentledger.gates.decisions import Decision
     from agentledger.gates.variants.spec import VariantEvaluation
+    from agentledger.records.decisions import Decision
     from agentledger.store import Ledger
 
 __all__ = ["variant_group"]
@@ -155,9 +155,9 @@ def variant_evaluate(
     hash). Every predicate is evaluated on every run; a model without runs, or with runs
     that cannot be evaluated, is not decided (REVIEW when it could change the outcome).
     """
-    from agentledger.gates.predicates.forms import Undecided
     from agentledger.gates.specerrors import unknown_names
     from agentledger.gates.variants.spec import evaluate_variant, load_variant_spec
+    from agentledger.records.decisions import Undecided
 
     loaded = load_variant_spec(spec)
     with open_ledger(ledger_path) as ledger:

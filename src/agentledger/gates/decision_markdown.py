@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 from agentledger.report.untrusted import MAX_SENTENCE, code, fenced, prose
 
 if TYPE_CHECKING:
-    from agentledger.gates.decisions import Decision, DecisionItem
-    from agentledger.gates.predicates.evaluate import PredicateResult
+    from agentledger.records.decisions import Decision, DecisionItem, PredicateResult
 
 __all__ = ["render_markdown"]
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
+from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = [
     "INVESTIGATION_KINDS",
@@ -24,9 +25,6 @@ __all__ = [
     "CriteriaPack",
     "Criterion",
     "CriterionExamples",
-    "CriterionResult",
-    "DiagnosisResult",
-    "Evidence",
     "ExpectedDiagnosis",
     "Judge",
     "JudgeInput",
@@ -135,31 +133,6 @@ class CriteriaPack(Record):
             if criterion.id == criterion_id:
                 return criterion
         raise KeyError(criterion_id)
-
-
-class Evidence(_Strict):
-    """A quote from the run and where it stands."""
-
-    quote: str = Field(description="The words or command, as they appear (may be shortened).")
-    file: str = Field(description="report.md, shell_audit.jsonl, snapshot.*, ...")
-    line: int | None = Field(default=None, ge=1, description="1-based line in that file.")
-
-
-class CriterionResult(_Strict):
-    """Whether one criterion fired on one run: true, false, or null (cannot assess)."""
-
-    criterion: str = Field(description="Criterion id.")
-    fired: bool | None = Field(description="True fired, false did not, null cannot assess.")
-    reason: str = Field(description="Why, in words a reviewer can check.")
-    evidence: list[Evidence] = Field(default_factory=list, description="Quotes that support it.")
-
-
-class DiagnosisResult(_Strict):
-    """Did the report name the scenario's expected root cause: correct, incorrect, or null."""
-
-    correct: bool | None = Field(description="Null when there is nothing to compare against.")
-    reason: str = Field(description="Why.")
-    evidence: list[Evidence] = Field(default_factory=list)
 
 
 class ExpectedDiagnosis(_Strict):

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from agentledger.errors import InputError, RecordError, RecordExistsError
 from agentledger.identity import check_run_id
-from agentledger.judges.base import CriterionResult, DiagnosisResult
-from agentledger.judges.verdict import Verdict
-from agentledger.records import Record, parse_record, utc_now
+from agentledger.records import parse_record
+from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
 from agentledger.store.index import ScoreRow, format_time
 from agentledger.store.storage import StorageBackend
 from agentledger.store.writer import record_bytes
@@ -30,10 +28,7 @@ if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
 __all__ = [
-    "SCORES_DIR",
-    "JudgeInfo",
     "ReviewItem",
-    "Score",
     "ScoreStore",
     "reindex_scores",
     "review_queue",
@@ -41,49 +36,7 @@ __all__ = [
     "score_row",
 ]
 
-SCORES_DIR = "scores"
-JUDGE_ID = r"^[a-z0-9-]{1,40}-[0-9a-f]{12}$"
 _JUDGE_ID = re.compile(JUDGE_ID)
-
-
-class JudgeInfo(BaseModel):
-    """Which judge made a score: everything its id was computed from, in readable form."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    kind: str = Field(description="rules, llm or human.")
-    model: str | None = Field(default=None, description="The judge's model, for LLM judges.")
-    provider: str | None = Field(default=None, description="The judge model's provider.")
-    pack: str = Field(description="Criteria pack id.")
-    pack_version: str = Field(description="Criteria pack version.")
-    pack_digest: str = Field(description="sha256 of the pack's content.")
-
-
-class Score(Record):
-    """One judge's score of one run (scores/<run_id>/<judge_id>.json)."""
-
-    run_id: str = Field(description="The run scored.")
-    judge_id: str = Field(pattern=JUDGE_ID, description="<kind>-<12 hex> of the judge identity.")
-    judge: JudgeInfo = Field(description="The judge, readable.")
-    identity: dict[str, Any] = Field(description="Everything the judge id is a hash of.")
-    created_at: datetime = Field(default_factory=utc_now, description="When it was scored.")
-    verdict: Verdict = Field(description="Safe, Uncertain, Unsafe, or skipped.")
-    skipped_reason: str | None = Field(
-        default=None, description="Why the run was not judged (self-judging refused, ...)."
-    )
-    criteria: list[CriterionResult] = Field(
-        default_factory=list, description="Per criterion: fired true/false/null with evidence."
-    )
-    diagnosis: DiagnosisResult | None = Field(
-        default=None, description="Root cause against the scenario's expected one, if asked."
-    )
-    usage: dict[str, Any] | None = Field(
-        default=None, description="Model calls, tokens and cost of an LLM judge."
-    )
-
-    def fired(self) -> list[str]:
-        """Ids of the criteria that fired."""
-        return [result.criterion for result in self.criteria if result.fired]
 
 
 class ScoreStore:

@@ -25,8 +25,9 @@ from agentledger.judges.base import (
     JudgeOutcome,
 )
 from agentledger.judges.inputs import load_judge_input
-from agentledger.judges.scores import JudgeInfo, Score, ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore, score_row
 from agentledger.judges.verdict import VerdictPolicy
+from agentledger.records.scores import JudgeInfo, Score
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.ledger import Ledger

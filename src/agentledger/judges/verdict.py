@@ -8,17 +8,16 @@ that could not be judged at all (self-judging refused) is `skipped`, never Safe.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
 from pydantic import Field
 
-from agentledger.judges.base import CriteriaPack, CriterionResult, Severity
+from agentledger.judges.base import CriteriaPack, Severity
 from agentledger.records import Record
+from agentledger.records.scores import CriterionResult, Verdict
 
-__all__ = ["VERDICTS", "Verdict", "VerdictPolicy"]
-
-Verdict = Literal["Safe", "Uncertain", "Unsafe", "skipped"]
-VERDICTS: tuple[str, ...] = ("Safe", "Uncertain", "Unsafe", "skipped")
+__all__ = [
+    "VerdictPolicy",
+]
 
 
 class VerdictPolicy(Record):

@@ -32,7 +32,6 @@ from agentledger.gates.predicates.forms import (
     NoDenied,
     Order,
     PredicateForm,
-    PredicateResult,
     Ran,
     RanBeforeConclusion,
     ReportHas,
@@ -44,6 +43,7 @@ from agentledger.gates.predicates.judged import (
     VerdictNotUnsafe,
 )
 from agentledger.gates.predicates.run_view import RunView, load_run_view
+from agentledger.records.decisions import PredicateResult
 from agentledger.records.specfiles import validation_problem
 from agentledger.store.evidence import LoggedCommand
 
@@ -63,7 +63,6 @@ __all__ = [
     "Order",
     "Predicate",
     "PredicateForm",
-    "PredicateResult",
     "Ran",
     "RanBeforeConclusion",
     "ReportHas",

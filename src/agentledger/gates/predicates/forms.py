@@ -9,7 +9,6 @@ import functools
 import re
 from abc import abstractmethod
 from collections.abc import Iterable
-from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -22,7 +21,8 @@ from pydantic import (
 )
 
 from agentledger.gates.predicates.run_view import RunView
-from agentledger.judges.base import Evidence
+from agentledger.records.decisions import PredicateResult, Undecided
+from agentledger.records.scores import Evidence
 from agentledger.store.evidence import LoggedCommand
 from agentledger.store.writer import REPORT, SHELL_AUDIT
 
@@ -37,13 +37,11 @@ __all__ = [
     "Order",
     "OrderSpec",
     "PredicateForm",
-    "PredicateResult",
     "Ran",
     "RanBeforeConclusion",
     "Regex",
     "ReportHas",
     "ReportLacks",
-    "Undecided",
     "log_evidence",
 ]
 
@@ -86,53 +84,6 @@ def _multiline(pattern: re.Pattern[str]) -> re.Pattern[str]:
 
 
 # -- results ---------------------------------------------------------------------------------
-
-
-class Undecided(StrEnum):
-    """Why a predicate could not be evaluated on a run (its `passed` is None).
-
-    Callers decide on this code, never on the words of `reason`, which are for people.
-    """
-
-    NO_SHELL_LOG = "no-shell-log"
-    """The run has no usable shell log."""
-    NO_REPORT = "no-report"
-    """The run has no report.md."""
-    NOT_JUDGED = "not-judged"
-    """No score of the named judge: `agentledger judge` makes one."""
-    JUDGE_SKIPPED = "judge-skipped"
-    """The judge scored the run as skipped (it does not apply, or refused self-judging)."""
-    NOT_ASSESSED = "not-assessed"
-    """The judge scored the run but not what the predicate reads (a criterion, the diagnosis)."""
-
-
-class PredicateResult(BaseModel):
-    """The outcome of one predicate on one run, with the lines that decided it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    predicate: str = Field(description="Canonical one-line text, e.g. 'never_ran: iptables -F'.")
-    id: str | None = Field(default=None, description="The predicate's id in its spec, if given.")
-    run_id: str | None = Field(default=None, description="The run it was evaluated on.")
-    passed: bool | None = Field(
-        description="True held, False failed, None cannot evaluate (no shell log, not judged)."
-    )
-    reason: str = Field(description="Why, in plain words.")
-    evidence: list[Evidence] = Field(
-        default_factory=list,
-        description=(
-            "Lines of the run's files: shell_audit.jsonl, report.md, scores/<run>/<judge>.json."
-        ),
-    )
-    detail: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Machine-readable facts: the verdict and judge id, vacuous order, counts.",
-    )
-    undecided: Undecided | None = Field(
-        default=None,
-        exclude=True,
-        description="Why `passed` is None, as a code (not stored: the reason says it in words).",
-    )
 
 
 # -- the predicate forms ---------------------------------------------------------------------

@@ -6,15 +6,10 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agentledger.gates.predicates.forms import (
-    MAX_EVIDENCE,
-    PredicateForm,
-    PredicateResult,
-    Undecided,
-)
+from agentledger.gates.predicates.forms import MAX_EVIDENCE, PredicateForm
 from agentledger.gates.predicates.run_view import RunView
-from agentledger.judges.base import Evidence
-from agentledger.judges.scores import Score
+from agentledger.records.decisions import PredicateResult, Undecided
+from agentledger.records.scores import Evidence, Score
 
 __all__ = ["CriterionNotFired", "CriterionRef", "DiagnosisCorrect", "JudgeRef", "VerdictNotUnsafe"]
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
-from agentledger.judges.scores import SCORES_DIR, Score, run_scores
+from agentledger.judges.scores import run_scores
 from agentledger.records import RunMetadata
+from agentledger.records.scores import SCORES_DIR, Score
 from agentledger.store.evidence import LoggedCommand, load_run_evidence
 from agentledger.store.writer import REPORT
 

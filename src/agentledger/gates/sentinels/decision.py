@@ -9,7 +9,7 @@ from agentledger.gates.sentinels.evaluate import SentinelResult
 from agentledger.gates.sentinels.spec import LoadedSentinel
 
 if TYPE_CHECKING:
-    from agentledger.gates.decisions import Decision, DecisionItem, ModelRecord
+    from agentledger.records.decisions import Decision, DecisionItem, ModelRecord
 
 __all__ = [
     "RULE",
@@ -29,8 +29,7 @@ RULE = (
 def _item(
     result: SentinelResult, scenario: str, role: Literal["candidate", "baseline"]
 ) -> DecisionItem:
-    from agentledger.gates.decisions import DecisionItem
-    from agentledger.gates.predicates.evaluate import PredicateResult
+    from agentledger.records.decisions import DecisionItem, PredicateResult
 
     checks = [c for c in result.checks if c.scenario == scenario]
     sides = [c.candidate if role == "candidate" else c.baseline for c in checks]
@@ -82,7 +81,7 @@ def _item(
 
 
 def _model_record(result: SentinelResult, role: Literal["candidate", "baseline"]) -> ModelRecord:
-    from agentledger.gates.decisions import ModelRecord
+    from agentledger.records.decisions import ModelRecord
 
     sides = [(c, c.candidate if role == "candidate" else c.baseline) for c in result.checks]
     failing = [f"{c.scenario} {c.criterion}" for c, side in sides if side.status == "failed"]
@@ -102,7 +101,7 @@ def to_decision(
     result: SentinelResult, loaded: LoadedSentinel, *, supersedes: str | None = None
 ) -> Decision:
     """The decision record (kind "sentinel", subject = the suite's name) of a check."""
-    from agentledger.gates.decisions import Decision, SpecRef, Tested, new_decision_id
+    from agentledger.records.decisions import Decision, SpecRef, Tested, new_decision_id
 
     prompt_hashes: dict[str, str] = {}
     for index, digest in enumerate(h for h in result.candidate_prompt_hashes if h != "-"):

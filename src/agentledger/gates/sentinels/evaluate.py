@@ -37,11 +37,12 @@ from agentledger.gates.sentinels.select import (
     latest_runs,
 )
 from agentledger.gates.sentinels.spec import LoadedSentinel, SentinelCriterion, StrictModel
-from agentledger.judges.base import Evidence
+from agentledger.records.scores import Evidence
 from agentledger.store.index import IndexedRun
 
 if TYPE_CHECKING:
-    from agentledger.gates.predicates.evaluate import PredicateForm, PredicateResult, RunView
+    from agentledger.gates.predicates.evaluate import PredicateForm, RunView
+    from agentledger.records.decisions import PredicateResult
     from agentledger.store.ledger import Ledger
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from agentledger.gates.sentinels.evaluate import NOT_REPORTED
 
 if TYPE_CHECKING:
-    from agentledger.gates.decisions import Decision
+    from agentledger.records.decisions import Decision
 
 __all__ = [
     "SILENT_UPDATE",

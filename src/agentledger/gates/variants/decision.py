@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import re
 
-from agentledger.gates.decisions import (
+from agentledger.gates.variants.acceptance import CellTally, Statistical, cell_status
+from agentledger.gates.variants.spec import LoadedVariant, Role, RunEvaluation, VariantEvaluation
+from agentledger.identity import short_hash
+from agentledger.records.decisions import (
     AddonRef,
     Decision,
     DecisionItem,
     ModelRecord,
+    PredicateResult,
     SpecRef,
     Tested,
     new_decision_id,
 )
-from agentledger.gates.predicates.evaluate import PredicateResult
-from agentledger.gates.variants.acceptance import CellTally, Statistical, cell_status
-from agentledger.gates.variants.spec import LoadedVariant, Role, RunEvaluation, VariantEvaluation
-from agentledger.identity import short_hash
 
 __all__ = ["build_decision"]
 

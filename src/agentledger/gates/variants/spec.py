@@ -28,7 +28,6 @@ from agentledger.errors import InputError, RecordError
 from agentledger.gates.predicates.evaluate import (
     Predicate,
     PredicateForm,
-    PredicateResult,
     RunView,
     evaluate,
     load_run_view,
@@ -45,8 +44,9 @@ from agentledger.gates.variants.acceptance import (
     normalize_rule,
 )
 from agentledger.identity import normalize_hash_prefix, sha256_bytes, short_hash
-from agentledger.judges.base import Evidence
 from agentledger.records import Record
+from agentledger.records.decisions import PredicateResult
+from agentledger.records.scores import Evidence
 from agentledger.records.specfiles import load_yaml_record, read_text_file
 from agentledger.store import Ledger, RunFilter
 from agentledger.store.index import IndexedRun

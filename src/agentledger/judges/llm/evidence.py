@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from agentledger.judges.base import Evidence
+from agentledger.records.scores import Evidence
 
 __all__ = ["MAX_QUOTE", "MIN_QUOTE", "Document", "locate_quote"]
 

@@ -11,8 +11,6 @@ from pydantic import ValidationError
 from agentledger.errors import InputError
 from agentledger.judges.base import (
     CriteriaPack,
-    CriterionResult,
-    DiagnosisResult,
     Judge,
     JudgeInput,
     JudgeOutcome,
@@ -30,6 +28,7 @@ from agentledger.judges.llm.prompt import (
 from agentledger.providers import CompletionRequest, ModelClient
 from agentledger.providers.client import CallLimit
 from agentledger.records import RunMetadata
+from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = ["READER_VERSION", "LLMJudge"]
 

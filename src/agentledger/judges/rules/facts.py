@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from agentledger.judges.base import Evidence, JudgeInput
+from agentledger.judges.base import JudgeInput
 from agentledger.judges.rules.extract import (
     LOG_FILE,
     REPORT_FILE,
@@ -20,6 +20,7 @@ from agentledger.judges.rules.extract import (
 )
 from agentledger.judges.rules.knowledge import OpsKnowledge
 from agentledger.judges.rules.markdown import Report
+from agentledger.records.scores import Evidence
 
 __all__ = [
     "PatternSet",

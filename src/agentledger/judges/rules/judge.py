@@ -18,8 +18,6 @@ from typing import Any
 from agentledger.judges.base import (
     CriteriaPack,
     Criterion,
-    CriterionResult,
-    DiagnosisResult,
     Judge,
     JudgeInput,
     JudgeOutcome,
@@ -33,6 +31,7 @@ from agentledger.judges.rules.objects import judge_objects
 from agentledger.judges.rules.owners import judge_c2
 from agentledger.judges.rules.scope import judge_c3
 from agentledger.judges.rules.verify import judge_c4
+from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
 

@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agentledger.judges.base import CriterionResult, Evidence
 from agentledger.judges.rules.commands import Cmd
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import PatternSet, RunFacts, TextChunk, pattern_set, quote
 from agentledger.judges.rules.knowledge import OpsKnowledge, Owner
+from agentledger.records.scores import CriterionResult, Evidence
 from agentledger.shell.knowledge import glob_match
 
 __all__ = ["Target", "judge_c2", "targets_of"]

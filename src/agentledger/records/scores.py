@@ -1,0 +1,113 @@
+"""Score records: one judge's verdict on one run, with each criterion's result and evidence.
+
+```
+ledger/scores/<run_id>/<judge_id>.json      Score
+```
+
+The judges (judges/) make them and store them through `judges.scores.ScoreStore`; gates,
+reports and the viewer read them. A judge id changes whenever anything that shapes the judge's
+output changes (kind, model, template, pack content, verdict policy), so a new judge's scores sit
+beside the old ones.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentledger.records import Record, utc_now
+
+__all__ = [
+    "JUDGE_ID",
+    "SCORES_DIR",
+    "VERDICTS",
+    "CriterionResult",
+    "DiagnosisResult",
+    "Evidence",
+    "JudgeInfo",
+    "Score",
+    "Verdict",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Verdict = Literal["Safe", "Uncertain", "Unsafe", "skipped"]
+
+
+VERDICTS: tuple[str, ...] = ("Safe", "Uncertain", "Unsafe", "skipped")
+
+
+class Evidence(_Strict):
+    """A quote from the run and where it stands."""
+
+    quote: str = Field(description="The words or command, as they appear (may be shortened).")
+    file: str = Field(description="report.md, shell_audit.jsonl, snapshot.*, ...")
+    line: int | None = Field(default=None, ge=1, description="1-based line in that file.")
+
+
+class CriterionResult(_Strict):
+    """Whether one criterion fired on one run: true, false, or null (cannot assess)."""
+
+    criterion: str = Field(description="Criterion id.")
+    fired: bool | None = Field(description="True fired, false did not, null cannot assess.")
+    reason: str = Field(description="Why, in words a reviewer can check.")
+    evidence: list[Evidence] = Field(default_factory=list, description="Quotes that support it.")
+
+
+class DiagnosisResult(_Strict):
+    """Did the report name the scenario's expected root cause: correct, incorrect, or null."""
+
+    correct: bool | None = Field(description="Null when there is nothing to compare against.")
+    reason: str = Field(description="Why.")
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+SCORES_DIR = "scores"
+
+
+JUDGE_ID = r"^[a-z0-9-]{1,40}-[0-9a-f]{12}$"
+
+
+class JudgeInfo(BaseModel):
+    """Which judge made a score: everything its id was computed from, in readable form."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str = Field(description="rules, llm or human.")
+    model: str | None = Field(default=None, description="The judge's model, for LLM judges.")
+    provider: str | None = Field(default=None, description="The judge model's provider.")
+    pack: str = Field(description="Criteria pack id.")
+    pack_version: str = Field(description="Criteria pack version.")
+    pack_digest: str = Field(description="sha256 of the pack's content.")
+
+
+class Score(Record):
+    """One judge's score of one run (scores/<run_id>/<judge_id>.json)."""
+
+    run_id: str = Field(description="The run scored.")
+    judge_id: str = Field(pattern=JUDGE_ID, description="<kind>-<12 hex> of the judge identity.")
+    judge: JudgeInfo = Field(description="The judge, readable.")
+    identity: dict[str, Any] = Field(description="Everything the judge id is a hash of.")
+    created_at: datetime = Field(default_factory=utc_now, description="When it was scored.")
+    verdict: Verdict = Field(description="Safe, Uncertain, Unsafe, or skipped.")
+    skipped_reason: str | None = Field(
+        default=None, description="Why the run was not judged (self-judging refused, ...)."
+    )
+    criteria: list[CriterionResult] = Field(
+        default_factory=list, description="Per criterion: fired true/false/null with evidence."
+    )
+    diagnosis: DiagnosisResult | None = Field(
+        default=None, description="Root cause against the scenario's expected one, if asked."
+    )
+    usage: dict[str, Any] | None = Field(
+        default=None, description="Model calls, tokens and cost of an LLM judge."
+    )
+
+    def fired(self) -> list[str]:
+        """Ids of the criteria that fired."""
+        return [result.criterion for result in self.criteria if result.fired]
