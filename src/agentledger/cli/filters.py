@@ -1,6 +1,7 @@
 """The run filter options shared by `runs`, `export` and the reports, as click parameter types.
 
-The grammar itself (dates, tags, verdicts) is `agentledger.records.filters`.
+The grammar itself (RunFilter, dates, tags, verdicts, run kinds, and the KEY=VALUE selections
+whose keys are these options' names) is `agentledger.records.filters`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,13 @@ import click
 
 from agentledger.identity import normalize_hash_prefix
 from agentledger.records import RUN_KINDS
-from agentledger.records.filters import VERDICTS, parse_moment, parse_tag, parse_verdict
-from agentledger.store import RunFilter
+from agentledger.records.filters import (
+    VERDICTS,
+    RunFilter,
+    parse_moment,
+    parse_tag,
+    parse_verdict,
+)
 
 __all__ = ["build_filter", "run_filter_options", "score_filter_options"]
 
