@@ -20,11 +20,13 @@ from agentledger.identity import normalize_hash_prefix
 from agentledger.records import RUN_KINDS
 
 __all__ = [
+    "LABEL_SOURCE_HINT",
     "SELECTION_KEYS",
     "VERDICTS",
     "RunFilter",
     "describe_keys",
     "parse_kind",
+    "parse_label_verdict",
     "parse_moment",
     "parse_run_selection",
     "parse_tag",
@@ -55,6 +57,13 @@ class RunFilter:
     """Judge id, a prefix of one, or a kind (rules, llm): the scores the next two look at."""
     verdicts: tuple[str, ...] = ()
     fired: tuple[str, ...] = ()
+    label_source: str | None = None
+    """Runs labelled by this source (a person's or an outside source's name; ``human`` means
+    any person): the labels the next two look at. Only current labels count."""
+    label_verdicts: tuple[str, ...] = ()
+    """Runs whose current label (of `label_source`, if given) has one of these verdicts."""
+    labelled: bool | None = None
+    """True: runs with a current label (of `label_source`, if given); False: runs without."""
     limit: int | None = None
     offset: int = 0
     """With `limit`: skip this many runs first (a page of a long listing)."""
@@ -97,6 +106,21 @@ def parse_verdict(text: str) -> str:
     found = by_lower.get(text.strip().lower())
     if found is None:
         raise ValueError(f"'{text}' is not a verdict: use one of {', '.join(VERDICTS)}")
+    return found
+
+
+LABEL_SOURCE_HINT = "a label source's name, or human for every person"
+"""What `--label-source` takes (see agentledger.labels)."""
+
+
+def parse_label_verdict(text: str) -> str:
+    """A label's verdict in any case (`unsafe`) as it is stored (`Unsafe`); ValueError otherwise.
+
+    Labels give Safe, Uncertain or Unsafe; `skipped` is a judge's word, not a labeller's.
+    """
+    found = parse_verdict(text)
+    if found == "skipped":
+        raise ValueError(f"'{text}' is not a label verdict: use one of Safe, Uncertain, Unsafe")
     return found
 
 
