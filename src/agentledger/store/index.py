@@ -31,8 +31,10 @@ __all__ = [
     "IndexedRun",
     "JudgeTally",
     "QueryResult",
+    "RunFacets",
     "RunFilter",
     "RunIndex",
+    "ScoreResult",
     "ScoreRow",
     "SkippedScore",
     "VerdictCount",
@@ -201,6 +203,26 @@ class CriterionFirst:
 
 
 @dataclass(frozen=True)
+class RunFacets:
+    """What agreement groups a run by: its model, scenario and kind."""
+
+    run_id: str
+    model: str
+    scenario: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """A run's chosen score, in brief: its verdict and each criterion's result."""
+
+    run_id: str
+    judge_id: str
+    verdict: str
+    criteria: tuple[tuple[str, bool | None], ...]
+
+
+@dataclass(frozen=True)
 class SkippedScore:
     """A score a judge left `skipped` (self-judging refused): the human review queue."""
 
@@ -311,6 +333,15 @@ class RunIndex(ABC):
     @abstractmethod
     def packs_of(self, judge_ids: Sequence[str]) -> list[str]:
         """The criteria packs the judges scored against, sorted."""
+
+    @abstractmethod
+    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+        """Model, scenario and kind of every matching run, sorted by run id."""
+
+    @abstractmethod
+    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
+        """The chosen score of every matching run that has one, with its criteria, sorted by
+        run id."""
 
     @abstractmethod
     def scores_of(self, run_id: str) -> list[str]:

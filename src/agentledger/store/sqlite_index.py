@@ -27,8 +27,10 @@ from agentledger.store.index import (
     IndexEntry,
     JudgeTally,
     QueryResult,
+    RunFacets,
     RunFilter,
     RunIndex,
+    ScoreResult,
     ScoreRow,
     SkippedScore,
     VerdictCount,
@@ -501,6 +503,34 @@ class SQLiteIndex(RunIndex):
             if row:
                 packs.add(str(row[0]))
         return sorted(packs)
+
+    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+        where, params = where_sql(run_filter)
+        rows = self.db.execute(
+            f"SELECT run_id, model, scenario, kind FROM runs{where} ORDER BY run_id", params
+        )
+        return [RunFacets(*row) for row in rows]
+
+    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        chosen = self.db.execute(
+            f"{cte}SELECT run_id, judge_id, verdict FROM chosen ORDER BY run_id", params
+        ).fetchall()
+        join, join_params = criteria_join_sql(judge_ids)
+        criteria: dict[str, list[tuple[str, bool | None]]] = {}
+        for run_id, criterion, fired in self.db.execute(
+            f"{cte}SELECT ch.run_id, c.criterion, c.fired {join}",
+            [*params, *join_params],
+        ):
+            criteria.setdefault(run_id, []).append(
+                (criterion, None if fired is None else bool(fired))
+            )
+        return [
+            ScoreResult(run_id, judge_id, verdict, tuple(criteria.get(run_id, ())))
+            for run_id, judge_id, verdict in chosen
+        ]
 
     def scores_of(self, run_id: str) -> list[str]:
         rows = self.db.execute(

@@ -1,0 +1,527 @@
+"""How far two sources agree on the same runs: a judge against labels, two judges, two label sets.
+
+A **source** is a judge (``judge:ID`` or an unambiguous prefix of one; ``judge:rules`` and
+``judge:llm``: the newest judge of that kind over the selected runs) or a label source
+(``labels:NAME``; ``labels:human``: every person). Each says, of each run it rated, a verdict
+and per criterion fired / not fired, or nothing: a judge that skipped the run, a criterion it
+could not assess, a label that says "cannot tell". A null is counted apart, never as agreement
+nor as disagreement.
+
+On the runs both rated (agent runs only unless --kind says otherwise), `agreement_report`
+compares the three-way verdict, a binary collapse (``--positive Unsafe``: Unsafe against the
+rest) and every criterion both rate: n, observed agreement, Cohen's kappa with a 95% interval
+(`agentledger.analysis.kappa`), precision / recall / F1 of A with B as the reference, the
+confusion matrix, the same per model or scenario (``by``), and the runs where they disagree.
+
+The held-out split and the leakage guard: with ``split="test"`` only the test part of the
+label source's newest split counts; a judge that declares labels it was developed against
+(`agentledger.labels.leakage`) is refused on them (LeakageError), or every such run is flagged
+with ``allow_dev``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from agentledger.analysis.kappa import KappaResult, WidthPlan, confusion, kappa_of, plan_width
+from agentledger.analysis.select import DEFAULT_KINDS
+from agentledger.errors import InputError
+from agentledger.labels.leakage import declared_development, leaked_runs
+from agentledger.labels.split import SplitStore
+from agentledger.records.labels import LABEL_VERDICTS, Label
+from agentledger.records.splits import DevelopedAgainst, Split
+from agentledger.store.index import RunFacets, RunFilter
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = [
+    "BY",
+    "AgreementReport",
+    "Comparison",
+    "LeakageError",
+    "Rating",
+    "Source",
+    "agreement_report",
+    "parse_positive",
+    "resolve_source",
+]
+
+BY = ("model", "scenario")
+SOURCE_FORMS = "judge:ID (or a prefix), judge:rules, judge:llm, labels:NAME or labels:human"
+SHOWN_DISAGREEMENTS = 20
+"""Text, Markdown and HTML list this many disagreeing runs per comparison (JSON: all)."""
+
+
+class LeakageError(InputError):
+    """A judge would be graded on labels it was developed against (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Rating:
+    """What one source says of one run: a verdict and criteria, each possibly null."""
+
+    verdict: str | None
+    criteria: Mapping[str, bool | None]
+    why_no_verdict: str | None = None
+
+
+@dataclass
+class Source:
+    """One side of an agreement: who it is and what it said of each run."""
+
+    spec: str
+    kind: Literal["judge", "labels"]
+    name: str
+    """The judge id, or the label source's name."""
+    ratings: dict[str, Rating]
+    labels: dict[str, Label] = field(default_factory=dict)
+    developed_against: list[DevelopedAgainst] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.kind == "judge":
+            return f"judge {self.name}" + (
+                "" if self.spec == f"judge:{self.name}" else f" ({self.spec})"
+            )
+        return f"labels:{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "kind": self.kind,
+            "name": self.name,
+            "runs_rated": len(self.ratings),
+            "developed_against": [
+                entry.model_dump(mode="json") for entry in self.developed_against
+            ],
+        }
+
+
+def parse_positive(text: str) -> str:
+    """The verdict `--positive` names (any case); InputError otherwise."""
+    for verdict in LABEL_VERDICTS:
+        if text.strip().lower() == verdict.lower():
+            return verdict
+    raise InputError(f"--positive {text!r} is not a verdict: choose {', '.join(LABEL_VERDICTS)}")
+
+
+def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) -> Source:
+    tallies = ledger.index.judges_of(run_filter)  # newest first
+    known = ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
+    if asked in ("rules", "llm"):
+        matched = [t for t in tallies if t.kind == asked][:1]
+        if not matched:
+            raise InputError(f"{spec}: no {asked} judge scored the selected runs (judges: {known})")
+    else:
+        matched = [t for t in tallies if t.judge_id == asked] or [
+            t for t in tallies if t.judge_id.startswith(asked)
+        ]
+        if not matched:
+            raise InputError(
+                f"{spec}: no judge {asked!r} scored the selected runs (judges: {known})"
+            )
+        if len(matched) > 1:
+            ids = ", ".join(sorted(t.judge_id for t in matched))
+            raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
+    judge_id = matched[0].judge_id
+    ratings: dict[str, Rating] = {}
+    for result in ledger.index.score_results(run_filter, [judge_id]):
+        skipped = result.verdict == "skipped"
+        ratings[result.run_id] = Rating(
+            verdict=None if skipped else result.verdict,
+            criteria={} if skipped else dict(result.criteria),
+            why_no_verdict="the judge skipped the run" if skipped else None,
+        )
+    return Source(
+        spec,
+        "judge",
+        judge_id,
+        ratings,
+        developed_against=_development_of(ledger, judge_id, ratings),
+    )
+
+
+def _development_of(
+    ledger: Ledger, judge_id: str, ratings: Mapping[str, Rating]
+) -> list[DevelopedAgainst]:
+    """What the judge declares it was developed against, from the identity in one score."""
+    for run_id in ratings:
+        for text in ledger.index.scores_of(run_id):
+            score = json.loads(text)
+            if score.get("judge_id") == judge_id:
+                return declared_development(score.get("identity") or {}, f"judge {judge_id}")
+    return []
+
+
+def _labels_source(ledger: Ledger, spec: str) -> Source:
+    from agentledger.labels import labels_for_agreement
+
+    labels = labels_for_agreement(ledger, spec)
+    ratings = {
+        run_id: Rating(
+            verdict=label.verdict,
+            criteria={item.criterion: item.fired for item in label.criteria},
+            why_no_verdict=None if label.verdict else "the label gives no verdict",
+        )
+        for run_id, label in labels.items()
+    }
+    return Source(spec, "labels", spec.partition(":")[2], ratings, labels=labels)
+
+
+def resolve_source(ledger: Ledger, spec: str, run_filter: RunFilter) -> Source:
+    """The source `spec` names, with its ratings of the runs `run_filter` selects."""
+    kind, sep, rest = spec.strip().partition(":")
+    if sep and rest and kind == "judge":
+        return _judge_source(ledger, spec, rest, run_filter)
+    if sep and rest and kind == "labels":
+        return _labels_source(ledger, spec)
+    raise InputError(f"unknown source {spec!r}: use {SOURCE_FORMS}")
+
+
+Value = str | None
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A run where the two sources said different things."""
+
+    run_id: str
+    a: str
+    b: str
+    development: str | None = None
+    """Why the run's label is one the judge was developed against (with --allow-dev)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "a": self.a, "b": self.b, "development": self.development}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One thing compared (the verdict, its binary collapse, a criterion) on the common runs."""
+
+    name: str
+    what: Literal["verdict", "binary", "criterion"]
+    result: KappaResult
+    positive: str | None
+    """The category whose precision / recall / F1 is the headline (None: per category)."""
+    nulls: dict[str, int]
+    disagreements: list[Disagreement]
+    groups: list[tuple[str, KappaResult]]
+    plan: WidthPlan | None = None
+
+    def headline(self) -> dict[str, Any] | None:
+        if self.positive is None:
+            return None
+        for scores in self.result.scores():
+            if scores.category == self.positive:
+                return scores.to_json()
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "what": self.what,
+            **self.result.to_json(),
+            "positive": self.positive,
+            "positive_scores": self.headline(),
+            "nulls": self.nulls,
+            "disagreements": [item.to_json() for item in self.disagreements],
+            "groups": [{"group": group, **result.to_json()} for group, result in self.groups],
+            "target": self.plan.to_json() if self.plan else None,
+        }
+
+
+@dataclass
+class AgreementReport:
+    """Agreement of A with B (B the reference) on the runs both rated."""
+
+    a: Source
+    b: Source
+    runs_selected: int
+    common: int
+    only_a: int
+    only_b: int
+    kinds: tuple[str, ...]
+    kinds_by_default: bool
+    left_out: dict[str, int]
+    comparisons: list[Comparison]
+    by: str | None
+    split: Split | None
+    split_part: str | None
+    outside_split: int
+    development: dict[str, str]
+    """Run id -> why, for runs whose label a judge here was developed against (--allow-dev)."""
+    warnings: list[str] = field(default_factory=list)
+    kind: str = "agreement"
+
+    def describe_kinds(self) -> str:
+        kinds = " and ".join(self.kinds)
+        how = "the default; choose with --kind" if self.kinds_by_default else "--kind"
+        words = f"{kinds} runs only ({how})"
+        if self.left_out:
+            apart = ", ".join(f"{n} {kind}" for kind, n in sorted(self.left_out.items()))
+            words += f"; left out: {apart} run(s)"
+        return words
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "a": self.a.to_json(),
+            "b": self.b.to_json(),
+            "reference": "b",
+            "runs_selected": self.runs_selected,
+            "runs_in_common": self.common,
+            "runs_only_a": self.only_a,
+            "runs_only_b": self.only_b,
+            "run_kinds": list(self.kinds),
+            "run_kinds_by_default": self.kinds_by_default,
+            "runs_left_out_by_kind": dict(sorted(self.left_out.items())),
+            "split": (
+                {
+                    "split_id": self.split.split_id,
+                    "source": self.split.source,
+                    "part": self.split_part,
+                    "runs_outside_part": self.outside_split,
+                }
+                if self.split
+                else None
+            ),
+            "by": self.by,
+            "development_runs": [
+                {"run_id": run_id, "why": why} for run_id, why in sorted(self.development.items())
+            ],
+            "comparisons": [comparison.to_json() for comparison in self.comparisons],
+            "warnings": list(self.warnings),
+        }
+
+
+def _binary(value: Value, positive: str) -> Value:
+    if value is None:
+        return None
+    return positive if value == positive else f"not {positive}"
+
+
+def _fired(value: bool | None) -> Value:
+    if value is None:
+        return None
+    return "fired" if value else "not fired"
+
+
+def _compare(
+    name: str,
+    what: Literal["verdict", "binary", "criterion"],
+    categories: Sequence[str],
+    pairs: list[tuple[str, Value, Value]],
+    facets: Mapping[str, RunFacets],
+    *,
+    positive: str | None,
+    by: str | None,
+    bootstrap: int | None,
+    seed: int,
+    target_width: float | None,
+    development: Mapping[str, str],
+) -> Comparison:
+    nulls = {"a_null": 0, "b_null": 0, "both_null": 0}
+    rated_a: list[str] = []
+    rated_b: list[str] = []
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    disagreements: list[Disagreement] = []
+    for run_id, a, b in pairs:
+        if a is None or b is None:
+            key = "both_null" if a is None and b is None else ("a_null" if a is None else "b_null")
+            nulls[key] += 1
+            continue
+        rated_a.append(a)
+        rated_b.append(b)
+        if by is not None:
+            facet = facets[run_id]
+            group = groups.setdefault(getattr(facet, by), ([], []))
+            group[0].append(a)
+            group[1].append(b)
+        if a != b:
+            disagreements.append(Disagreement(run_id, a, b, development.get(run_id)))
+    result = kappa_of(
+        confusion(rated_b, rated_a, categories), categories, bootstrap=bootstrap, seed=seed
+    )
+    by_group = [
+        (
+            group,
+            kappa_of(confusion(bs, as_, categories), categories, bootstrap=bootstrap, seed=seed),
+        )
+        for group, (as_, bs) in sorted(groups.items())
+    ]
+    plan = plan_width(result, target_width) if target_width is not None else None
+    return Comparison(name, what, result, positive, nulls, disagreements, by_group, plan)
+
+
+def agreement_report(
+    ledger: Ledger,
+    a_spec: str,
+    b_spec: str,
+    run_filter: RunFilter | None = None,
+    *,
+    positive: str = "Unsafe",
+    by: str | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
+    split: str | None = None,
+    allow_dev: bool = False,
+    target_width: float | None = None,
+) -> AgreementReport:
+    """Agreement of source A with source B (the reference) on the runs both rated."""
+    positive = parse_positive(positive)
+    if by is not None and by not in BY:
+        raise InputError(f"--by {by!r}: choose {' or '.join(BY)}")
+    if split is not None and split not in ("dev", "test"):
+        raise InputError(f"--split {split!r}: choose dev or test")
+    if target_width is not None:
+        try:
+            plan_width(kappa_of([[1, 0], [0, 1]], ("x", "y")), target_width)
+        except ValueError:
+            raise InputError(
+                f"--target-width must be a positive number, e.g. 0.1 (got {target_width})"
+            ) from None
+    if bootstrap is not None and bootstrap < 1:
+        raise InputError(f"--bootstrap must be at least 1 (got {bootstrap})")
+    base = run_filter or RunFilter()
+    kinds_by_default = not base.kinds
+    kinds = base.kinds or DEFAULT_KINDS
+    by_kind = {str(k): n for k, n in ledger.index.count_by(replace(base, kinds=()), "kind").items()}
+    selected = replace(base, kinds=kinds)
+    facets = {facet.run_id: facet for facet in ledger.index.run_facets(selected)}
+    a = resolve_source(ledger, a_spec, selected)
+    b = resolve_source(ledger, b_spec, selected)
+    warnings: list[str] = []
+    in_a = {run_id for run_id in a.ratings if run_id in facets}
+    in_b = {run_id for run_id in b.ratings if run_id in facets}
+    common = in_a & in_b
+    chosen_split: Split | None = None
+    outside = 0
+    if split is not None:
+        label_side = b if b.kind == "labels" else a if a.kind == "labels" else None
+        if label_side is None:
+            raise InputError("--split needs a label source on one side (labels:NAME)")
+        chosen_split = SplitStore(ledger.storage).newest(label_side.name)
+        if chosen_split is None:
+            raise InputError(
+                f"{label_side.describe()} has no split: make one with "
+                f"`agentledger labels split --source {label_side.name} --test-share 0.3 --seed S`"
+            )
+        part = chosen_split.runs(split)
+        outside = len(common - part)
+        common &= part
+    if not common:
+        raise InputError(
+            f"{a.describe()} and {b.describe()} have no run in common among the selected "
+            f"{' and '.join(kinds)} runs"
+            + (f" in the {split} part of {chosen_split.split_id}" if chosen_split else "")
+            + f" ({len(in_a)} rated by A, {len(in_b)} by B)"
+        )
+    development = _development(ledger, a, b, common)
+    if development and not allow_dev:
+        sample = ", ".join(sorted(development)[:3])
+        judge = a if a.developed_against else b
+        raise LeakageError(
+            f"refusing to grade {judge.describe()} on labels it was developed against: "
+            f"{len(development)} of the {len(common)} runs compared ({sample}"
+            f"{', ...' if len(development) > 3 else ''}) are "
+            f"{next(iter(development.values()))}. Grade it on held-out labels "
+            "(`agentledger labels split`, then --split test), or pass --allow-dev to report "
+            "anyway with every such run flagged"
+        )
+    if development:
+        warnings.append(
+            f"DEVELOPMENT LABELS: {len(development)} of the {len(common)} runs compared carry "
+            "labels a judge here was developed against; these figures are not a held-out "
+            "evaluation (--allow-dev). Every such run is flagged."
+        )
+    ordered = sorted(common)
+    options: dict[str, Any] = {
+        "by": by,
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "target_width": target_width,
+        "development": development,
+    }
+    comparisons = [
+        _compare(
+            "verdict",
+            "verdict",
+            LABEL_VERDICTS,
+            [(r, a.ratings[r].verdict, b.ratings[r].verdict) for r in ordered],
+            facets,
+            positive=None,
+            **options,
+        ),
+        _compare(
+            f"verdict: {positive} or not",
+            "binary",
+            (positive, f"not {positive}"),
+            [
+                (
+                    r,
+                    _binary(a.ratings[r].verdict, positive),
+                    _binary(b.ratings[r].verdict, positive),
+                )
+                for r in ordered
+            ],
+            facets,
+            positive=positive,
+            **options,
+        ),
+    ]
+    criteria_a = {c for r in ordered for c in a.ratings[r].criteria}
+    criteria_b = {c for r in ordered for c in b.ratings[r].criteria}
+    for criterion in sorted(criteria_a & criteria_b):
+        comparisons.append(
+            _compare(
+                f"criterion {criterion}",
+                "criterion",
+                ("fired", "not fired"),
+                [
+                    (
+                        r,
+                        _fired(a.ratings[r].criteria.get(criterion)),
+                        _fired(b.ratings[r].criteria.get(criterion)),
+                    )
+                    for r in ordered
+                ],
+                facets,
+                positive="fired",
+                **options,
+            )
+        )
+    for criterion in sorted(criteria_a ^ criteria_b):
+        side = "A" if criterion in criteria_a else "B"
+        warnings.append(f"criterion {criterion} is rated by {side} only: not compared")
+    return AgreementReport(
+        a=a,
+        b=b,
+        runs_selected=len(facets),
+        common=len(common),
+        only_a=len(in_a - in_b),
+        only_b=len(in_b - in_a),
+        kinds=kinds,
+        kinds_by_default=kinds_by_default,
+        left_out={k: n for k, n in by_kind.items() if k not in kinds},
+        comparisons=comparisons,
+        by=by,
+        split=chosen_split,
+        split_part=split,
+        outside_split=outside,
+        development=development,
+        warnings=warnings,
+    )
+
+
+def _development(ledger: Ledger, a: Source, b: Source, runs: set[str]) -> dict[str, str]:
+    """Runs whose label (on one side) a judge (on the other) was developed against."""
+    out: dict[str, str] = {}
+    splits = SplitStore(ledger.storage)
+    for judge, labels in ((a, b), (b, a)):
+        if judge.kind == "judge" and labels.kind == "labels" and judge.developed_against:
+            out.update(leaked_runs(judge.developed_against, labels.labels, runs, splits))
+    return out
