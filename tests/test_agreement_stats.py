@@ -162,3 +162,11 @@ def test_bad_matrix_and_resamples() -> None:
         kappa_of([[1]], ("x",), bootstrap=0)
     with pytest.raises(ValueError, match="reference values"):
         confusion(["Safe"], [], VERDICTS)
+
+
+def test_perfect_agreement_has_no_analytic_interval() -> None:
+    pairs = ["Safe", "Unsafe", "Unsafe", "Uncertain"]
+    result = kappa_of(confusion(pairs, pairs, VERDICTS), VERDICTS)
+    assert result.kappa == pytest.approx(cohen_kappa_score(pairs, pairs))
+    assert result.se == 0.0 and result.interval is None
+    assert "every run on the diagonal" in (plan_width(result, 0.1).reason or "")

@@ -359,8 +359,8 @@ def _compare(
 
 def agreement_report(
     ledger: Ledger,
-    a_spec: str,
-    b_spec: str,
+    a_spec: str | Source,
+    b_spec: str | Source,
     run_filter: RunFilter | None = None,
     *,
     positive: str = "Unsafe",
@@ -371,7 +371,9 @@ def agreement_report(
     allow_dev: bool = False,
     target_width: float | None = None,
 ) -> AgreementReport:
-    """Agreement of source A with source B (the reference) on the runs both rated."""
+    """Agreement of source A with source B (the reference) on the runs both rated.
+
+    A source is a spec (``judge:rules``, ``labels:human``, ...) or one already resolved."""
     positive = parse_positive(positive)
     if by is not None and by not in BY:
         raise InputError(f"--by {by!r}: choose {' or '.join(BY)}")
@@ -392,8 +394,8 @@ def agreement_report(
     by_kind = {str(k): n for k, n in ledger.index.count_by(replace(base, kinds=()), "kind").items()}
     selected = replace(base, kinds=kinds)
     facets = {facet.run_id: facet for facet in ledger.index.run_facets(selected)}
-    a = resolve_source(ledger, a_spec, selected)
-    b = resolve_source(ledger, b_spec, selected)
+    a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, selected)
+    b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, selected)
     warnings: list[str] = []
     in_a = {run_id for run_id in a.ratings if run_id in facets}
     in_b = {run_id for run_id in b.ratings if run_id in facets}

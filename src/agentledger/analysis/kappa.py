@@ -255,7 +255,9 @@ def kappa_of(
     undefined_resamples = 0
     if bootstrap:
         interval, undefined_resamples = _bootstrap(table, bootstrap, seed)
-    elif se is not None:
+    elif se:
+        # An SE of 0 (every run on the diagonal) would give the interval [1, 1] at any n:
+        # no interval is the honest answer.
         interval = (max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se))
     return KappaResult(
         observed=observed,

@@ -16,13 +16,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from agentledger.errors import InputError
 from agentledger.labels.split import SplitStore
+from agentledger.labels.store import HUMAN
 from agentledger.records.labels import Label
 from agentledger.records.splits import DevelopedAgainst, Split
 
-__all__ = ["HUMAN", "declared_development", "leaked_runs"]
-
-HUMAN = "human"
-"""The source name that stands for every person's labels."""
+__all__ = ["declared_development", "leaked_runs"]
 
 _DECLARED: TypeAdapter[list[DevelopedAgainst]] = TypeAdapter(list[DevelopedAgainst])
 

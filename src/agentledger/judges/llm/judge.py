@@ -93,6 +93,7 @@ class LLMJudge(Judge):
             "diagnosis": self.diagnosis,
             "reader": READER_VERSION,
             "limits": asdict(LIMITS),
+            **self.development_identity(),
         }
 
     def self_judging(self, metadata: RunMetadata) -> str | None:
