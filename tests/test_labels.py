@@ -156,7 +156,7 @@ def test_reindex_and_gc_rebuild_labels_from_the_files(
     assert current_labels(ledger) == [fix]
     result = CliRunner().invoke(main, ["reindex", "--ledger", root])
     assert result.exit_code == 0, result.output
-    assert "1 scores" not in result.output and "2 labels" in result.output
+    assert "and 0 scores (2 labels)" in result.output
 
 
 def test_runs_select_by_label_source_verdict_and_whether_labelled(

@@ -114,7 +114,7 @@ def reindex_command(ledger_path: Path | None) -> None:
         scores = reindex_scores(ledger)
         labels = reindex_labels(ledger)
     click.echo(
-        f"Indexed {report.indexed} runs, {scores} scores and {labels} labels in "
+        f"Indexed {report.indexed} runs and {scores} scores ({labels} labels) in "
         f"{time.perf_counter() - started:.1f}s"
     )
     if report.skipped:
