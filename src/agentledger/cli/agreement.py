@@ -1,4 +1,5 @@
-"""`agentledger agreement` and `agentledger labels split`: judge validity from the CLI."""
+"""`agentledger agreement` and `agentledger labels split` (in the `labels` group of
+`agentledger.cli.labelling`): judge validity from the CLI."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agentledger.cli.common import handle_errors, ledger_option, open_ledger
 from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe, write_text_output
 
-__all__ = ["agreement_command", "labels_group", "split_command"]
+__all__ = ["agreement_command", "split_command"]
 
 
 @click.command("agreement")
@@ -176,10 +177,3 @@ def split_command(
         [[model, verdict, dev, test] for (model, verdict), (dev, test) in sorted(strata.items())],
     )
 
-
-@click.group("labels")
-def labels_group() -> None:
-    """Label sources: the held-out split of their runs."""
-
-
-labels_group.add_command(split_command)

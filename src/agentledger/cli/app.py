@@ -40,7 +40,6 @@ COMMANDS: dict[str, str] = {
     "sentinel": "agentledger.cli.sentinel:sentinel_group",
     "variant": "agentledger.cli.variant:variant_group",
     "agreement": "agentledger.cli.agreement:agreement_command",
-    "labels": "agentledger.cli.agreement:labels_group",
 }
 """Command name -> "module:attribute" of its click command."""
 

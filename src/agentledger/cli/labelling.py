@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agentledger.cli.agreement import split_command
 from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
 
 if TYPE_CHECKING:
@@ -357,7 +358,7 @@ def review_command(
 
 @click.group("labels")
 def labels_group() -> None:
-    """Labels of runs by people and outside sources: import, list, export."""
+    """Labels of runs by people and outside sources: import, list, export, split."""
 
 
 _FORMATS = ("csv", "jsonl", "openhands-checker", "openhands-llm-label", "inspect")
@@ -561,3 +562,6 @@ def labels_export(
     write_text_output(buffer.getvalue(), output)
     if output is not None:
         click.echo(f"exported {count} label(s)", err=True)
+
+
+labels_group.add_command(split_command)
