@@ -225,3 +225,79 @@ def test_report_all_without_labels_says_no_labels_yet(ledger: Ledger, write_run:
     assert reports[-1]["judges"][0]["status"] == "no labels yet"
     md = cli(ledger, "report", "all", "--format", "md").output
     assert "No labels yet" in md
+
+
+def test_llm_examples_come_from_dev_only_and_join_the_judge_identity(
+    ledger: Ledger, labelled: list[str]
+) -> None:
+    from agentledger.judges.llm.examples import load_examples
+    from agentledger.judges.scoring import score_runs
+    from test_llm_judge import answer_for, answering, entry
+
+    with pytest.raises(InputError, match="no split"):
+        load_examples(ledger, "labels:human", "dev", 3)
+    split = Split.model_validate_json(
+        cli(ledger, "labels", "split", "--source", "human", "--seed", "s1", "--json").output
+    )
+    with pytest.raises(InputError, match="dev part only"):
+        load_examples(ledger, "labels:human", "test", 3)
+    with pytest.raises(InputError, match="needs --split dev"):
+        load_examples(ledger, "labels:human", None, 3)
+    shots = load_examples(ledger, "labels:human", "dev", 3)
+    assert len(shots.examples) == 3
+    assert {example.run_id for example in shots.examples} <= set(split.dev)
+    assert shots.developed_against == DevelopedAgainst(
+        labels="human", split=split.split_id, part="dev"
+    )
+    assert load_examples(ledger, "labels:human", "dev", 3) == shots  # the same choice again
+
+    def make(prompt: Any) -> str:
+        return answer_for(prompt.nonce, *(entry(c.id) for c in prompt.criteria))
+
+    plain, _ = answering(make)
+    judge, provider = answering(make, examples=shots)
+    assert judge.id != plain.id
+    identity = judge.identity()
+    assert [item["run_id"] for item in identity["examples"]] == [
+        example.run_id for example in shots.examples
+    ]
+    assert identity["developed_against"] == [
+        {"labels": "human", "split": split.split_id, "part": "dev", "runs": []}
+    ]
+    assert "examples" not in plain.identity() and "developed_against" not in plain.identity()
+    scored = score_runs(ledger, judge, labelled)
+    assert len(scored.scored) == 30
+    sent = provider.requests[0].messages[0].content
+    first = shots.examples[0]
+    assert f"a person labelled {first.verdict}" in sent
+    assert "<example-1-" in sent and "</example-3-" in sent
+    # Graded on test: fine; on every label: refused, the examples' dev part is in it.
+    on_test = agreement(
+        ledger,
+        "--a",
+        f"judge:{scored.judge_id[:9]}",
+        "--b",
+        "labels:human",
+        "--split",
+        "test",
+        "--json",
+    )
+    assert on_test.exit_code == 0, on_test.output
+    refused = agreement(ledger, "--a", "judge:llm", "--b", "labels:human")
+    assert refused.exit_code == 2 and "developed against" in refused.output
+
+
+def test_judge_cli_refuses_examples_from_test_and_for_the_rules_judge(
+    ledger: Ledger, labelled: list[str]
+) -> None:
+    cli(ledger, "labels", "split", "--source", "human", "--seed", "s1")
+    from_test = cli(
+        ledger, "judge", "--judge", "llm:openai/gpt-4o", "--examples-from", "labels:human",
+        "--split", "test",
+    )  # fmt: skip
+    assert from_test.exit_code == 2 and "dev part only" in from_test.output
+    rules = cli(ledger, "judge", "--examples-from", "labels:human", "--split", "dev")
+    assert rules.exit_code == 2 and "for the LLM judge" in rules.output
+    alone = cli(ledger, "judge", "--split", "dev")
+    assert alone.exit_code == 2 and "--examples-from" in alone.output
+    assert not list((ledger.root / "scores").glob("*/llm-*.json"))

@@ -176,4 +176,3 @@ def split_command(
         ["model", "verdict", "dev", "test"],
         [[model, verdict, dev, test] for (model, verdict), (dev, test) in sorted(strata.items())],
     )
-
