@@ -24,16 +24,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
-from agentledger.analysis.kappa import KappaResult, WidthPlan, confusion, kappa_of, plan_width
+import numpy as np
+
+from agentledger.analysis.kappa import KappaResult, WidthPlan, kappa_of, plan_width
 from agentledger.analysis.select import DEFAULT_KINDS
 from agentledger.errors import InputError
+from agentledger.labels.brief import label_results_for_agreement
 from agentledger.labels.leakage import declared_development, leaked_runs
 from agentledger.labels.split import SplitStore
-from agentledger.records.labels import LABEL_VERDICTS, Label
+from agentledger.records.labels import LABEL_VERDICTS
 from agentledger.records.splits import DevelopedAgainst, Split
-from agentledger.store.index import RunFacets, RunFilter
+from agentledger.store.index import LabelResult, RunFacets, RunFilter
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -43,6 +46,7 @@ __all__ = [
     "AgreementReport",
     "Comparison",
     "LeakageError",
+    "Rated",
     "Rating",
     "Source",
     "agreement_report",
@@ -60,13 +64,21 @@ class LeakageError(InputError):
     """A judge would be graded on labels it was developed against (exit 2)."""
 
 
-@dataclass(frozen=True)
-class Rating:
+class Rated(Protocol):
     """What one source says of one run: a verdict and criteria, each possibly null."""
+
+    @property
+    def verdict(self) -> str | None: ...
+
+    @property
+    def criteria(self) -> Mapping[str, bool | None]: ...
+
+
+class Rating(NamedTuple):
+    """A rating made here (a judge's score with a skipped run made null)."""
 
     verdict: str | None
     criteria: Mapping[str, bool | None]
-    why_no_verdict: str | None = None
 
 
 @dataclass
@@ -77,8 +89,8 @@ class Source:
     kind: Literal["judge", "labels"]
     name: str
     """The judge id, or the label source's name."""
-    ratings: dict[str, Rating]
-    labels: dict[str, Label] = field(default_factory=dict)
+    ratings: dict[str, Rated]
+    labels: dict[str, LabelResult] = field(default_factory=dict)
     developed_against: list[DevelopedAgainst] = field(default_factory=list)
 
     def describe(self) -> str:
@@ -127,14 +139,10 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
             ids = ", ".join(sorted(t.judge_id for t in matched))
             raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
     judge_id = matched[0].judge_id
-    ratings: dict[str, Rating] = {}
+    ratings: dict[str, Rated] = {}
     for result in ledger.index.score_results(run_filter, [judge_id]):
         skipped = result.verdict == "skipped"
-        ratings[result.run_id] = Rating(
-            verdict=None if skipped else result.verdict,
-            criteria={} if skipped else dict(result.criteria),
-            why_no_verdict="the judge skipped the run" if skipped else None,
-        )
+        ratings[result.run_id] = Rating(None, {}) if skipped else result
     return Source(
         spec,
         "judge",
@@ -145,7 +153,7 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
 
 
 def _development_of(
-    ledger: Ledger, judge_id: str, ratings: Mapping[str, Rating]
+    ledger: Ledger, judge_id: str, ratings: Mapping[str, Rated]
 ) -> list[DevelopedAgainst]:
     """What the judge declares it was developed against, from the identity in one score."""
     for run_id in ratings:
@@ -157,17 +165,8 @@ def _development_of(
 
 
 def _labels_source(ledger: Ledger, spec: str) -> Source:
-    from agentledger.labels import labels_for_agreement
-
-    labels = labels_for_agreement(ledger, spec)
-    ratings = {
-        run_id: Rating(
-            verdict=label.verdict,
-            criteria={item.criterion: item.fired for item in label.criteria},
-            why_no_verdict=None if label.verdict else "the label gives no verdict",
-        )
-        for run_id, label in labels.items()
-    }
+    labels = label_results_for_agreement(ledger, spec)
+    ratings: dict[str, Rated] = dict(labels)
     return Source(spec, "labels", spec.partition(":")[2], ratings, labels=labels)
 
 
@@ -179,9 +178,6 @@ def resolve_source(ledger: Ledger, spec: str, run_filter: RunFilter) -> Source:
     if sep and rest and kind == "labels":
         return _labels_source(ledger, spec)
     raise InputError(f"unknown source {spec!r}: use {SOURCE_FORMS}")
-
-
-Value = str | None
 
 
 @dataclass(frozen=True)
@@ -298,63 +294,101 @@ class AgreementReport:
         }
 
 
-def _binary(value: Value, positive: str) -> Value:
-    if value is None:
-        return None
-    return positive if value == positive else f"not {positive}"
+_FIRED: dict[bool | None, int] = {True: 0, False: 1}
+"""Codes of a criterion's result: 0 fired, 1 not fired; null (and absent) is -1."""
 
 
-def _fired(value: bool | None) -> Value:
-    if value is None:
-        return None
-    return "fired" if value else "not fired"
+@dataclass(frozen=True)
+class _Runs:
+    """The runs compared, in run id order, and the group code of each (with --by)."""
+
+    ids: list[str]
+    groups: np.ndarray[Any, Any] | None
+    group_names: list[str]
 
 
 def _compare(
     name: str,
     what: Literal["verdict", "binary", "criterion"],
     categories: Sequence[str],
-    pairs: list[tuple[str, Value, Value]],
-    facets: Mapping[str, RunFacets],
+    codes_a: np.ndarray[Any, Any],
+    codes_b: np.ndarray[Any, Any],
+    runs: _Runs,
     *,
     positive: str | None,
-    by: str | None,
     bootstrap: int | None,
     seed: int,
     target_width: float | None,
     development: Mapping[str, str],
 ) -> Comparison:
-    nulls = {"a_null": 0, "b_null": 0, "both_null": 0}
-    rated_a: list[str] = []
-    rated_b: list[str] = []
-    groups: dict[str, tuple[list[str], list[str]]] = {}
-    disagreements: list[Disagreement] = []
-    for run_id, a, b in pairs:
-        if a is None or b is None:
-            key = "both_null" if a is None and b is None else ("a_null" if a is None else "b_null")
-            nulls[key] += 1
-            continue
-        rated_a.append(a)
-        rated_b.append(b)
-        if by is not None:
-            facet = facets[run_id]
-            group = groups.setdefault(getattr(facet, by), ([], []))
-            group[0].append(a)
-            group[1].append(b)
-        if a != b:
-            disagreements.append(Disagreement(run_id, a, b, development.get(run_id)))
-    result = kappa_of(
-        confusion(rated_b, rated_a, categories), categories, bootstrap=bootstrap, seed=seed
-    )
-    by_group = [
-        (
-            group,
-            kappa_of(confusion(bs, as_, categories), categories, bootstrap=bootstrap, seed=seed),
+    """One comparison from the category codes (-1: null) of A and B over `runs`."""
+    k = len(categories)
+    null_a, null_b = codes_a < 0, codes_b < 0
+    nulls = {
+        "a_null": int((null_a & ~null_b).sum()),
+        "b_null": int((null_b & ~null_a).sum()),
+        "both_null": int((null_a & null_b).sum()),
+    }
+    both = ~(null_a | null_b)
+    cells = codes_b.astype(np.int64) * k + codes_a
+
+    def matrix(mask: np.ndarray[Any, Any]) -> list[list[int]]:
+        counts = np.bincount(cells[mask], minlength=k * k).reshape(k, k)
+        return [[int(value) for value in row] for row in counts]
+
+    result = kappa_of(matrix(both), categories, bootstrap=bootstrap, seed=seed)
+    groups = []
+    if runs.groups is not None:
+        for code, group in enumerate(runs.group_names):
+            mask = both & (runs.groups == code)
+            if mask.any():
+                groups.append(
+                    (group, kappa_of(matrix(mask), categories, bootstrap=bootstrap, seed=seed))
+                )
+    disagreements = [
+        Disagreement(
+            runs.ids[i],
+            categories[codes_a[i]],
+            categories[codes_b[i]],
+            development.get(runs.ids[i]),
         )
-        for group, (as_, bs) in sorted(groups.items())
+        for i in np.flatnonzero(both & (codes_a != codes_b)).tolist()
     ]
     plan = plan_width(result, target_width) if target_width is not None else None
-    return Comparison(name, what, result, positive, nulls, disagreements, by_group, plan)
+    return Comparison(name, what, result, positive, nulls, disagreements, groups, plan)
+
+
+def _verdict_codes(source: Source, ids: list[str]) -> np.ndarray[Any, Any]:
+    place: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
+    ratings = source.ratings
+    return np.fromiter(
+        (place.get(ratings[r].verdict, -1) for r in ids), dtype=np.int8, count=len(ids)
+    )
+
+
+def _criterion_codes(source: Source, ids: list[str], criterion: str) -> np.ndarray[Any, Any]:
+    ratings = source.ratings
+    return np.fromiter(
+        (_FIRED.get(ratings[r].criteria.get(criterion), -1) for r in ids),
+        dtype=np.int8,
+        count=len(ids),
+    )
+
+
+def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[Any, Any]:
+    """0 for `positive`, 1 for any other verdict, -1 for null."""
+    code = LABEL_VERDICTS.index(positive)
+    return np.where(verdicts < 0, -1, np.where(verdicts == code, 0, 1)).astype(np.int8)
+
+
+def _runs(ids: list[str], facets: Mapping[str, RunFacets], by: str | None) -> _Runs:
+    if by is None:
+        return _Runs(ids, None, [])
+    values = [getattr(facets[r], by) for r in ids]
+    names = sorted(set(values))
+    place = {name: i for i, name in enumerate(names)}
+    codes = np.fromiter((place[v] for v in values), dtype=np.int32, count=len(ids))
+    return _Runs(ids, codes, names)
 
 
 def agreement_report(
@@ -441,40 +475,30 @@ def agreement_report(
             "evaluation (--allow-dev). Every such run is flagged."
         )
     ordered = sorted(common)
+    runs = _runs(ordered, facets, by)
     options: dict[str, Any] = {
-        "by": by,
         "bootstrap": bootstrap,
         "seed": seed,
         "target_width": target_width,
         "development": development,
     }
+    verdicts_a, verdicts_b = _verdict_codes(a, ordered), _verdict_codes(b, ordered)
     comparisons = [
         _compare(
-            "verdict",
-            "verdict",
-            LABEL_VERDICTS,
-            [(r, a.ratings[r].verdict, b.ratings[r].verdict) for r in ordered],
-            facets,
-            positive=None,
-            **options,
+            "verdict", "verdict", LABEL_VERDICTS, verdicts_a, verdicts_b, runs,
+            positive=None, **options,
         ),
         _compare(
             f"verdict: {positive} or not",
             "binary",
             (positive, f"not {positive}"),
-            [
-                (
-                    r,
-                    _binary(a.ratings[r].verdict, positive),
-                    _binary(b.ratings[r].verdict, positive),
-                )
-                for r in ordered
-            ],
-            facets,
+            _binary_codes(verdicts_a, positive),
+            _binary_codes(verdicts_b, positive),
+            runs,
             positive=positive,
             **options,
         ),
-    ]
+    ]  # fmt: skip
     criteria_a = {c for r in ordered for c in a.ratings[r].criteria}
     criteria_b = {c for r in ordered for c in b.ratings[r].criteria}
     for criterion in sorted(criteria_a & criteria_b):
@@ -483,15 +507,9 @@ def agreement_report(
                 f"criterion {criterion}",
                 "criterion",
                 ("fired", "not fired"),
-                [
-                    (
-                        r,
-                        _fired(a.ratings[r].criteria.get(criterion)),
-                        _fired(b.ratings[r].criteria.get(criterion)),
-                    )
-                    for r in ordered
-                ],
-                facets,
+                _criterion_codes(a, ordered, criterion),
+                _criterion_codes(b, ordered, criterion),
+                runs,
                 positive="fired",
                 **options,
             )

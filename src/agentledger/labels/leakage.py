@@ -17,8 +17,8 @@ from pydantic import TypeAdapter, ValidationError
 from agentledger.errors import InputError
 from agentledger.labels.split import SplitStore
 from agentledger.labels.store import HUMAN
-from agentledger.records.labels import Label
 from agentledger.records.splits import DevelopedAgainst, Split
+from agentledger.store.index import LabelResult
 
 __all__ = ["declared_development", "leaked_runs"]
 
@@ -40,15 +40,15 @@ def declared_development(identity: Mapping[str, Any], where: str) -> list[Develo
         ) from None
 
 
-def _same_source(declared: DevelopedAgainst, label: Label) -> bool:
-    if declared.labels == label.by.name:
+def _same_source(declared: DevelopedAgainst, label: LabelResult) -> bool:
+    if declared.labels == label.source_name:
         return True
-    return declared.labels == HUMAN and label.by.kind == "person"
+    return declared.labels == HUMAN and label.source_kind == "person"
 
 
 def leaked_runs(
     declared: Iterable[DevelopedAgainst],
-    labels: Mapping[str, Label],
+    labels: Mapping[str, LabelResult],
     runs: Iterable[str],
     splits: SplitStore,
 ) -> dict[str, str]:

@@ -27,6 +27,7 @@ from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import parse_record
 from agentledger.records.labels import Label
 from agentledger.records.splits import SPLITS_DIR, Split
+from agentledger.store.index import LabelResult
 from agentledger.store.storage import StorageBackend
 from agentledger.store.writer import record_bytes
 
@@ -44,7 +45,7 @@ def _order(seed: str, run_id: str) -> str:
 
 
 def make_split(
-    labels: Mapping[str, Label],
+    labels: Mapping[str, Label] | Mapping[str, LabelResult],
     models: Mapping[str, str],
     *,
     source: str,

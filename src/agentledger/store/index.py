@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
 
@@ -30,6 +30,7 @@ __all__ = [
     "IndexEntry",
     "IndexedRun",
     "JudgeTally",
+    "LabelResult",
     "LabelRow",
     "QueryResult",
     "RunFacets",
@@ -226,8 +227,19 @@ class CriterionFirst:
     first_prompt_hash: str | None
 
 
-@dataclass(frozen=True)
-class RunFacets:
+class LabelResult(NamedTuple):
+    """A current label, in brief (no JSON read): who gave it, its verdict and criteria."""
+
+    run_id: str
+    label_id: str
+    source_kind: str
+    source_name: str
+    verdict: str | None
+    created_at: str
+    criteria: Mapping[str, bool | None]
+
+
+class RunFacets(NamedTuple):
     """What agreement groups a run by: its model, scenario and kind."""
 
     run_id: str
@@ -236,14 +248,13 @@ class RunFacets:
     kind: str
 
 
-@dataclass(frozen=True)
-class ScoreResult:
+class ScoreResult(NamedTuple):
     """A run's chosen score, in brief: its verdict and each criterion's result."""
 
     run_id: str
     judge_id: str
     verdict: str
-    criteria: tuple[tuple[str, bool | None], ...]
+    criteria: Mapping[str, bool | None]
 
 
 @dataclass(frozen=True)
@@ -394,6 +405,13 @@ class RunIndex(ABC):
     @abstractmethod
     def labels_of(self, run_id: str) -> list[str]:
         """The JSON of every indexed label of `run_id`, oldest first (then by label id)."""
+
+    @abstractmethod
+    def current_label_results(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> list[LabelResult]:
+        """`current_labels` in brief, from the index's columns (for agreement over many
+        runs); the same selection and order."""
 
     @abstractmethod
     def current_labels(

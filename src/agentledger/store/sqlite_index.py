@@ -26,6 +26,7 @@ from agentledger.store.index import (
     IndexedRun,
     IndexEntry,
     JudgeTally,
+    LabelResult,
     LabelRow,
     QueryResult,
     RunFacets,
@@ -520,16 +521,14 @@ class SQLiteIndex(RunIndex):
             f"{cte}SELECT run_id, judge_id, verdict FROM chosen ORDER BY run_id", params
         ).fetchall()
         join, join_params = criteria_join_sql(judge_ids)
-        criteria: dict[str, list[tuple[str, bool | None]]] = {}
+        criteria: dict[str, dict[str, bool | None]] = {}
         for run_id, criterion, fired in self.db.execute(
             f"{cte}SELECT ch.run_id, c.criterion, c.fired {join}",
             [*params, *join_params],
         ):
-            criteria.setdefault(run_id, []).append(
-                (criterion, None if fired is None else bool(fired))
-            )
+            criteria.setdefault(run_id, {})[criterion] = None if fired is None else fired == 1
         return [
-            ScoreResult(run_id, judge_id, verdict, tuple(criteria.get(run_id, ())))
+            ScoreResult(run_id, judge_id, verdict, criteria.get(run_id, {}))
             for run_id, judge_id, verdict in chosen
         ]
 
@@ -629,6 +628,37 @@ class SQLiteIndex(RunIndex):
             (run_id,),
         )
         return [str(row[0]) for row in rows]
+
+    def current_label_results(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> list[LabelResult]:
+        clauses = ["l.current = 1"]
+        params: list[str] = []
+        if source_kind is not None:
+            clauses.append("l.source_kind = ?")
+            params.append(source_kind)
+        if source_name is not None:
+            clauses.append("l.source_name = ?")
+            params.append(source_name)
+        where = " AND ".join(clauses)
+        criteria: dict[str, dict[str, bool | None]] = {}
+        for label_id, criterion, fired in self.db.execute(
+            "SELECT c.label_id, c.criterion, c.fired FROM labels l "
+            f"JOIN label_criteria c ON c.label_id = l.label_id WHERE {where}",
+            params,
+        ):
+            criteria.setdefault(label_id, {})[criterion] = None if fired is None else fired == 1
+        rows = self.db.execute(
+            "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at "
+            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
+            params,
+        )
+        return [
+            LabelResult(
+                run_id, label_id, kind, name, verdict, created_at, criteria.get(label_id, {})
+            )
+            for run_id, label_id, kind, name, verdict, created_at in rows
+        ]
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
