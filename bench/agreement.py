@@ -24,13 +24,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from reports import CRITERIA, fill_index
-
 from agentledger.analysis.agreement import agreement_report
 from agentledger.labels import label_row
 from agentledger.records.labels import CriterionLabel, Label, LabelSource
 from agentledger.report import render
 from agentledger.store import Ledger
+from reports import CRITERIA, fill_index
 
 GOAL_SECONDS = 2.0
 VERDICTS = ("Safe", "Uncertain", "Unsafe")
