@@ -39,7 +39,7 @@ shown id can be typed into a later command:
 
 - a timestamp with a random suffix made now (`..._20261201T213941Z_9fc98c`, run and decision
   ids; `lbl_20261201T213941Z_9fc98c1a`, label ids) becomes `20260501T120000Z_` and a counter in
-  order of first appearance (`000001`, ...);
+  order of first appearance, as wide as the random part (`000001`, `00000001`, ...);
 - today's date, with any time after it, becomes 2026-05-01 12:00:00 (same width, so tables stay
   aligned), and this ISO week 2026-W18;
 - the temporary working directory becomes `/home/ops/work`, and the checkout's root is dropped, so a
@@ -204,7 +204,9 @@ class Normaliser:
     def _id(self, match: re.Match[str]) -> str:
         real = match.group(0)
         if real not in self.ids:
-            shown = f"{NORMAL_STAMP}_{len(self.ids) + 1:06d}"
+            # As many digits as the random part had (6 in run ids, 8 in label ids): same width.
+            width = len(real) - len(NORMAL_STAMP) - 1
+            shown = f"{NORMAL_STAMP}_{len(self.ids) + 1:0{width}d}"
             self.ids[real] = shown
             self.back[shown] = real
         return self.ids[real]

@@ -447,7 +447,8 @@ def labels_import(
     verb = "Would import" if dry_run else "Imported"
     note = f"; {already} already there" if already else ""
     note += f"; {len(left_out)} left out" if left_out else ""
-    click.echo(f"{verb} {len(labels)} label(s) from {', '.join(sources) or 'no source'}{note}.")
+    named = f" from {', '.join(sources)}" if sources else ""
+    click.echo(f"{verb} {len(labels)} label(s){named}{note}.")
 
 
 def _selected(

@@ -79,7 +79,7 @@ def parse_diagnosis(text: str) -> bool:
 def source_name(text: str, what: str = "--by") -> str:
     """`text` as a label source name (spaces become dots: ``Ada Lovelace`` → ``Ada.Lovelace``);
     InputError when it cannot be one (empty, a path, a control character, too long)."""
-    name = re.sub(r"\s+", ".", text.strip())
+    name = re.sub(r" +", ".", text.strip(" "))
     if not _SOURCE_NAME.match(name):
         raise InputError(
             f"{what} {text!r} is not a valid source name: letters, digits and . _ @ + : - "

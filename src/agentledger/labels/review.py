@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from agentledger.errors import RunNotFoundError
 from agentledger.records import decode_json
 from agentledger.records.labels import Label
 from agentledger.records.scores import Score
@@ -142,11 +143,11 @@ def run_brief(ledger: Ledger, run_id: str) -> RunBrief:
     from agentledger.store.evidence import load_run_evidence
 
     run = ledger.index.get(run_id)
+    if run is None:
+        raise RunNotFoundError(
+            f"run {run_id} is sealed but not indexed yet: index it with `agentledger gc`"
+        )
     evidence = load_run_evidence(ledger, run_id)
-    if run is None:  # indexed by gc or reindex; the files are the truth
-        ledger.gc()
-        run = ledger.index.get(run_id)
-        assert run is not None
     log = evidence.shell_log
     shell = [command.command for command in log.commands] if log.commands else []
     return RunBrief(

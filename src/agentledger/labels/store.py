@@ -7,7 +7,8 @@ ledger/labels/<run_id>/<label_id>.json      Label (agentledger.records.labels)
 A label names a run of the ledger, and a correction names the label it supersedes: that label
 must be a label of the same run that nothing supersedes yet, so that each line of corrections
 stays a line. The files are the truth; the index keeps each label and, per (run, source), the
-current one (the newest that no label of the run supersedes), and `reindex` / `gc` rebuild it.
+current one (the source's newest, unless a label of the run supersedes it: a source's newer
+label replaces its older ones), and `reindex` / `gc` rebuild it.
 """
 
 from __future__ import annotations
@@ -182,7 +183,8 @@ def labels_of_run(ledger: Ledger, run_id: str) -> list[Label]:
 
 
 def current_labels(ledger: Ledger, source: str | None = None) -> list[Label]:
-    """The current label of each run and source: the newest of its line of corrections.
+    """The current label of each run and source: the source's newest on the run, unless
+    another label supersedes it.
 
     `source` is a source name, or ``human`` for every person; None means every source. Sorted
     by run id, then oldest first.

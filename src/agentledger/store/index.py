@@ -396,7 +396,8 @@ class RunIndex(ABC):
     @abstractmethod
     def add_labels(self, rows: Sequence[LabelRow]) -> None:
         """Index labels (one already indexed is replaced by the same one), keeping each
-        (run, source)'s current label up to date."""
+        (run, source)'s current label up to date: its newest label, unless a label of the run
+        supersedes that one (then the source has none on the run)."""
 
     @abstractmethod
     def rebuild_labels(self, rows: Iterable[LabelRow]) -> int:

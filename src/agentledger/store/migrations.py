@@ -204,8 +204,8 @@ def m003_run_kinds(db: sqlite3.Connection) -> None:
 def m004_labels(db: sqlite3.Connection) -> None:
     """Labels of runs by people and outside sources: one row per label, one per criterion answer.
 
-    `current` is 1 for the label each (run, source) stands by: the newest one no other label
-    of the run supersedes. The index keeps it up to date as labels arrive.
+    `current` is 1 for the label each (run, source) stands by: its newest, when no label of
+    the run supersedes it. The index keeps it up to date as labels arrive.
     """
     db.execute(
         """

@@ -595,13 +595,15 @@ class SQLiteIndex(RunIndex):
             count += len(chunk)
         return count, runs
 
-    # The current label of each (run, source): the newest one no label of the run supersedes.
+    # The current label of each (run, source): its newest, unless a label of the run
+    # supersedes it (a source's newer label replaces its older ones; a correction by another
+    # source leaves that source none).
     _CURRENT = (
         "UPDATE labels SET current = (label_id IN (SELECT label_id FROM (SELECT label_id, "
         "row_number() OVER (PARTITION BY run_id, source_kind, source_name "
-        "ORDER BY created_at DESC, label_id DESC) AS rn FROM labels l WHERE {runs} NOT EXISTS "
-        "(SELECT 1 FROM labels x WHERE x.run_id = l.run_id AND x.supersedes = l.label_id)) "
-        "WHERE rn = 1)){where}"
+        "ORDER BY created_at DESC, label_id DESC) AS rn FROM labels l {runs}) WHERE rn = 1) "
+        "AND NOT EXISTS (SELECT 1 FROM labels x WHERE x.run_id = labels.run_id "
+        "AND x.supersedes = labels.label_id)){where}"
     )
 
     def add_labels(self, rows: Sequence[LabelRow]) -> None:
@@ -610,7 +612,7 @@ class SQLiteIndex(RunIndex):
         with self._writing():
             _count, runs = self._insert_labels(rows)
             self.db.executemany(
-                self._CURRENT.format(runs="l.run_id = ? AND", where=" WHERE run_id = ?"),
+                self._CURRENT.format(runs="WHERE l.run_id = ?", where=" WHERE run_id = ?"),
                 [(run_id, run_id) for run_id in sorted(runs)],
             )
 
