@@ -7,6 +7,7 @@ score per run: the newest by the chosen judge (see `agentledger.analysis.select`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentledger.analysis.agreement import AgreementReport, agreement_report
@@ -14,7 +15,7 @@ from agentledger.analysis.compare import CompareReport, compare_report, parse_gr
 from agentledger.analysis.criteria import CriteriaReport, criteria_report
 from agentledger.analysis.drift import DriftReport, drift_report
 from agentledger.analysis.gap import GapReport, gap_report
-from agentledger.analysis.select import JudgeChoice, ReportHead, Selection
+from agentledger.analysis.select import DEFAULT_KINDS, JudgeChoice, ReportHead, Selection
 from agentledger.analysis.stats import Rate, TestResult, fisher_test, mcnemar_test, wilson
 from agentledger.analysis.validity import JudgeValidityReport, check_judges
 from agentledger.analysis.verdicts import VerdictCounts, VerdictsReport, verdicts_report
@@ -112,7 +113,8 @@ def _add_judge_checks(
     ledger: Ledger, run_filter: RunFilter, reports: list[Any], *, every_judge: bool
 ) -> None:
     """A line on each report's judge(s) saying how far it is checked; the validity section."""
-    tallies = ledger.index.judges_of(run_filter)
+    # The judges of the runs the reports cover: agent runs unless --kind says otherwise.
+    tallies = ledger.index.judges_of(replace(run_filter, kinds=run_filter.kinds or DEFAULT_KINDS))
     kinds = {tally.judge_id: tally.kind for tally in tallies}
     used = sorted({i for report in reports for i in report.head.judge.judge_ids})
     wanted = [(i, kinds.get(i, "?")) for i in used]

@@ -83,8 +83,8 @@ def _confusion_table(comparison: Comparison) -> Table:
     totals = [sum(row[i] for row in result.matrix) for i in range(len(result.categories))]
     rows.append(["A total", *(str(total) for total in totals), str(result.n)])
     return Table(
-        f"Confusion: {comparison.name} (rows B, columns A)",
-        ["", *(f"A {category}" for category in result.categories), "B total"],
+        f"Confusion: {comparison.name}",
+        ["B \\ A", *(f"A {category}" for category in result.categories), "B total"],
         rows,
         numeric=set(range(1, len(result.categories) + 2)),
     )
@@ -157,7 +157,10 @@ def agreement_section(report: AgreementReport) -> Section:
     if report.by is not None:
         tables.append(_groups_table(report))
     disagreements, notes = _disagreements(report)
-    tables.append(disagreements)
+    if disagreements.rows:
+        tables.append(disagreements)
+    else:
+        notes.append("No run where they disagree.")
     first = report.comparisons[0].result
     method = (
         f"a seeded percentile bootstrap ({first.resamples} resamples, seed {first.seed})"
