@@ -427,12 +427,20 @@ def agreement_report(
     kinds = base.kinds or DEFAULT_KINDS
     by_kind = {str(k): n for k, n in ledger.index.count_by(replace(base, kinds=()), "kind").items()}
     selected = replace(base, kinds=kinds)
-    facets = {facet.run_id: facet for facet in ledger.index.run_facets(selected)}
+    # Each run's model, scenario and kind are read only when they matter: a filter or a kind
+    # left out narrows the runs, or --by groups them.
+    narrows = replace(base, kinds=()) != RunFilter() or any(k not in kinds for k in by_kind)
+    facets: dict[str, RunFacets] = {}
+    if narrows or by is not None:
+        facets = {facet.run_id: facet for facet in ledger.index.run_facets(selected)}
+        runs_selected = len(facets)
+    else:
+        runs_selected = sum(by_kind.values())
     a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, selected)
     b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, selected)
     warnings: list[str] = []
-    in_a = {run_id for run_id in a.ratings if run_id in facets}
-    in_b = {run_id for run_id in b.ratings if run_id in facets}
+    in_a = {run_id for run_id in a.ratings if run_id in facets} if narrows else set(a.ratings)
+    in_b = {run_id for run_id in b.ratings if run_id in facets} if narrows else set(b.ratings)
     common = in_a & in_b
     chosen_split: Split | None = None
     outside = 0
@@ -520,7 +528,7 @@ def agreement_report(
     return AgreementReport(
         a=a,
         b=b,
-        runs_selected=len(facets),
+        runs_selected=runs_selected,
         common=len(common),
         only_a=len(in_a - in_b),
         only_b=len(in_b - in_a),

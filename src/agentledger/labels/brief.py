@@ -28,11 +28,8 @@ def label_results_for_agreement(ledger: Ledger, source_spec: str) -> dict[str, L
         rows = ledger.index.current_label_results(source_kind="person")
     else:
         rows = ledger.index.current_label_results(source_name=name)
-    chosen: dict[str, LabelResult] = {}
-    for row in rows:
-        held = chosen.get(row.run_id)
-        if held is None or (row.created_at, row.label_id) > (held.created_at, held.label_id):
-            chosen[row.run_id] = row
+    # Rows come by run, oldest first: the last of each run is its newest.
+    chosen = {row.run_id: row for row in rows}
     if not chosen:
         sources = sorted({row.source_name for row in ledger.index.current_label_results()})
         known = ", ".join(sources) if sources else "none yet"
