@@ -155,12 +155,14 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
 def _development_of(
     ledger: Ledger, judge_id: str, ratings: Mapping[str, Rated]
 ) -> list[DevelopedAgainst]:
-    """What the judge declares it was developed against, from the identity in one score."""
+    """What the judge declares it was developed against, from the identity in one score
+    (every score of a judge carries the same identity)."""
     for run_id in ratings:
         for text in ledger.index.scores_of(run_id):
             score = json.loads(text)
             if score.get("judge_id") == judge_id:
                 return declared_development(score.get("identity") or {}, f"judge {judge_id}")
+        break
     return []
 
 
@@ -180,8 +182,7 @@ def resolve_source(ledger: Ledger, spec: str, run_filter: RunFilter) -> Source:
     raise InputError(f"unknown source {spec!r}: use {SOURCE_FORMS}")
 
 
-@dataclass(frozen=True)
-class Disagreement:
+class Disagreement(NamedTuple):
     """A run where the two sources said different things."""
 
     run_id: str
@@ -345,14 +346,12 @@ def _compare(
                 groups.append(
                     (group, kappa_of(matrix(mask), categories, bootstrap=bootstrap, seed=seed))
                 )
+    where = np.flatnonzero(both & (codes_a != codes_b))
     disagreements = [
-        Disagreement(
-            runs.ids[i],
-            categories[codes_a[i]],
-            categories[codes_b[i]],
-            development.get(runs.ids[i]),
+        Disagreement(runs.ids[i], categories[x], categories[y], development.get(runs.ids[i]))
+        for i, x, y in zip(
+            where.tolist(), codes_a[where].tolist(), codes_b[where].tolist(), strict=True
         )
-        for i in np.flatnonzero(both & (codes_a != codes_b)).tolist()
     ]
     plan = plan_width(result, target_width) if target_width is not None else None
     return Comparison(name, what, result, positive, nulls, disagreements, groups, plan)
@@ -366,13 +365,32 @@ def _verdict_codes(source: Source, ids: list[str]) -> np.ndarray[Any, Any]:
     )
 
 
-def _criterion_codes(source: Source, ids: list[str], criterion: str) -> np.ndarray[Any, Any]:
+def _criteria_codes(
+    source: Source, ids: list[str], criteria: list[str]
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Per criterion, the codes of `source` over `ids`, in one pass over the runs (the runs
+    of a source share a few criteria mappings: each is coded once)."""
+    if not criteria:
+        return {}
     ratings = source.ratings
-    return np.fromiter(
-        (_FIRED.get(ratings[r].criteria.get(criterion), -1) for r in ids),
-        dtype=np.int8,
-        count=len(ids),
-    )
+    coded: dict[int, tuple[int, ...]] = {}
+    rows = []
+    for run_id in ids:
+        mapping = ratings[run_id].criteria
+        row = coded.get(id(mapping))
+        if row is None:
+            row = tuple(_FIRED.get(mapping.get(criterion), -1) for criterion in criteria)
+            # Keyed by id: the mapping stays alive in `ratings` while this runs.
+            coded[id(mapping)] = row
+        rows.append(row)
+    table = np.array(rows, dtype=np.int8).reshape(len(ids), len(criteria))
+    return {criterion: table[:, i] for i, criterion in enumerate(criteria)}
+
+
+def _criteria_named(source: Source, ids: list[str]) -> set[str]:
+    """Every criterion `source` rates on any of `ids`."""
+    mappings = {id(m): m for m in (source.ratings[run_id].criteria for run_id in ids)}
+    return {criterion for mapping in mappings.values() for criterion in mapping}
 
 
 def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[Any, Any]:
@@ -436,8 +454,10 @@ def agreement_report(
         runs_selected = len(facets)
     else:
         runs_selected = sum(by_kind.values())
-    a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, selected)
-    b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, selected)
+    # When the kinds narrow nothing, the queries go without them (the same runs, faster).
+    queried = selected if narrows else replace(base, kinds=())
+    a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, queried)
+    b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, queried)
     warnings: list[str] = []
     in_a = {run_id for run_id in a.ratings if run_id in facets} if narrows else set(a.ratings)
     in_b = {run_id for run_id in b.ratings if run_id in facets} if narrows else set(b.ratings)
@@ -507,16 +527,18 @@ def agreement_report(
             **options,
         ),
     ]  # fmt: skip
-    criteria_a = {c for r in ordered for c in a.ratings[r].criteria}
-    criteria_b = {c for r in ordered for c in b.ratings[r].criteria}
-    for criterion in sorted(criteria_a & criteria_b):
+    criteria_a, criteria_b = _criteria_named(a, ordered), _criteria_named(b, ordered)
+    compared = sorted(criteria_a & criteria_b)
+    codes_a = _criteria_codes(a, ordered, compared)
+    codes_b = _criteria_codes(b, ordered, compared)
+    for criterion in compared:
         comparisons.append(
             _compare(
                 f"criterion {criterion}",
                 "criterion",
                 ("fired", "not fired"),
-                _criterion_codes(a, ordered, criterion),
-                _criterion_codes(b, ordered, criterion),
+                codes_a[criterion],
+                codes_b[criterion],
                 runs,
                 positive="fired",
                 **options,
