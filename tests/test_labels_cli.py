@@ -287,6 +287,8 @@ def test_import_json_lines_keyed_by_scenario_and_model_or_by_tag(
         ("run_id,verdict,source\n{gemini},safe,other\n", "differs from --source"),
         ("run_id,verdict\n", "no labels in the file"),
         ("run_id,verdict,created_at\n{gemini},safe,yesterday\n", "not an ISO 8601 time"),
+        ("run_id,verdict,kind\n{gemini},safe,robot\n", "field 'kind': 'robot' is not valid"),
+        ("run_id,verdict,source\n{gemini},safe,../x\n", "field 'source'"),
     ],
 )
 def test_import_refuses_every_bad_row_and_writes_nothing(

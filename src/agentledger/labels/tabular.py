@@ -336,27 +336,27 @@ def _row_label(
         key_values.append(value)
     run_id = resolver.run_of(key_values, where, line)
     named = texts.get("source", "").strip()
-    if named and default_source and source_name(named, "source") != default_source:
-        raise RecordError(
-            where,
-            f"source {named!r} differs from --source {default_source}",
-            line=line,
-            field="source",
-        )
     if not named and not default_source:
         raise RecordError(
             where, "no source: give --source NAME or a source column", line=line, field="source"
         )
     try:
         by = source_name(named, "source") if named else default_source
-        row_kind = texts.get("kind", "").strip() or kind
-        if row_kind not in ("person", "external"):
-            raise InputError(f"kind {row_kind!r} is not valid: use person or external")
     except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="source") from None
+    if named and default_source and by != default_source:
         raise RecordError(
-            where, str(exc), line=line, field="source" if "kind" not in str(exc) else "kind"
-        ) from None
+            where,
+            f"source {named!r} differs from --source {default_source}",
+            line=line,
+            field="source",
+        )
     assert by is not None
+    row_kind = texts.get("kind", "").strip() or kind
+    if row_kind not in ("person", "external"):
+        raise RecordError(
+            where, f"{row_kind!r} is not valid: use person or external", line=line, field="kind"
+        )
     fields: dict[str, Any] = {}
     try:
         verdict_text = texts.get("verdict", "").strip()
