@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentledger.cli.agreement import split_command
 from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
+from agentledger.cli.splitting import split_command
 
 if TYPE_CHECKING:
     from agentledger.labels.review import RunBrief
