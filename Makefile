@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/gate.py
 	$(BIN)/python bench/judge.py
 	$(BIN)/python bench/reports.py
+	$(BIN)/python bench/agreement.py
 	$(BIN)/python bench/guard.py
 	$(BIN)/python bench/traces.py
 	$(BIN)/python bench/label.py

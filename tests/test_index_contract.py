@@ -542,3 +542,50 @@ def test_disagreeing_runs_ignore_skipped_scores(index: RunIndex) -> None:
         ]
     )
     assert index.disagreeing_runs() == ["a", "c"]
+
+
+def test_run_facets_and_score_results_for_agreement(scored: RunIndex) -> None:
+    agents = RunFilter(kinds=("agent",))
+    assert [tuple(f) for f in scored.run_facets(agents)] == [
+        ("g1", "gemini", "s1", "agent"),
+        ("g2", "gemini", "s1", "agent"),
+        ("h1", "haiku", "s1", "agent"),
+        ("h2", "haiku", "s2", "agent"),
+    ]
+    results = scored.score_results(agents, ["rules-new"])
+    assert [(r.run_id, r.judge_id, r.verdict, dict(r.criteria)) for r in results] == [
+        ("g1", "rules-new", "Uncertain", {"C4": True}),
+        ("g2", "rules-new", "skipped", {}),
+        ("h1", "rules-new", "Safe", {"C4": False}),
+        ("h2", "rules-new", "Unsafe", {"C4": True, "C1": None}),
+    ]
+    # Several judges: each run's newest score among them, with that score's criteria.
+    both = scored.score_results(RunFilter(models=("gemini",)), ["rules-new", "rules-old"])
+    assert [(r.run_id, r.judge_id, dict(r.criteria)) for r in both] == [
+        ("g1", "rules-new", {"C4": True}),
+        ("g2", "rules-new", {}),
+    ]
+    assert scored.score_results(agents, []) == []
+    assert scored.run_facets(RunFilter(models=("nobody",))) == []
+
+
+def test_current_label_results_match_current_labels(index: RunIndex) -> None:
+    index.add([entry("a", 0), entry("b", 1)])
+    index.add_labels(
+        [
+            label("l1", "a", "alice", "Unsafe", minutes=0, criteria=(("C2", True),)),
+            label("l2", "a", "alice", "Safe", minutes=1, criteria=(("C2", False), ("C4", None))),
+            label("l3", "b", "checker", None, kind="external", minutes=2, criteria=(("C1", True),)),
+        ]
+    )
+    results = index.current_label_results()
+    assert [r.label_id for r in results] == label_ids(index.current_labels()) == ["l2", "l3"]
+    assert [
+        (r.run_id, r.source_kind, r.source_name, r.verdict, dict(r.criteria)) for r in results
+    ] == [
+        ("a", "person", "alice", "Safe", {"C2": False, "C4": None}),
+        ("b", "external", "checker", None, {"C1": True}),
+    ]
+    assert [r.label_id for r in index.current_label_results(source_kind="person")] == ["l2"]
+    assert [r.label_id for r in index.current_label_results(source_name="checker")] == ["l3"]
+    assert index.current_label_results(source_name="nobody") == []

@@ -87,7 +87,7 @@ def test_markdown_reads_like_the_seed(small: Path) -> None:
 
 def test_json_keys_are_stable(small: Path) -> None:
     head = {"kind", "filter", "judge", "runs_selected", "runs_scored", "warnings"}
-    head |= {"run_kinds", "run_kinds_by_default", "runs_left_out_by_kind"}
+    head |= {"run_kinds", "run_kinds_by_default", "runs_left_out_by_kind", "judge_checks"}
     expected = {
         "verdicts": head | {"models", "overall"},
         "criteria": head
@@ -116,7 +116,14 @@ def test_json_keys_are_stable(small: Path) -> None:
     assert gemini["shares"]["Unsafe"]["k"] == 3 and gemini["shares"]["Unsafe"]["high"] == 1.0
     assert set(gemini["shares"]["Safe"]) == {"k", "n", "share", "low", "high", "directional"}
     every = json.loads(report(small, "all", "--format", "json").output)
-    assert [r["kind"] for r in every["reports"]] == ["verdicts", "criteria", "gap", "drift"]
+    assert [r["kind"] for r in every["reports"]] == [
+        "verdicts",
+        "criteria",
+        "gap",
+        "drift",
+        "judge-validity",
+    ]
+    assert set(every["reports"][-1]) == {"kind", "human_labelled_runs", "split_id", "judges"}
 
 
 def test_compare_from_the_command_line(small: Path) -> None:

@@ -7,32 +7,41 @@ score per run: the newest by the chosen judge (see `agentledger.analysis.select`
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
+from agentledger.analysis.agreement import AgreementReport, agreement_report
 from agentledger.analysis.compare import CompareReport, compare_report
 from agentledger.analysis.criteria import CriteriaReport, criteria_report
 from agentledger.analysis.drift import DriftReport, drift_report
 from agentledger.analysis.gap import GapReport, gap_report
-from agentledger.analysis.select import JudgeChoice, ReportHead, Selection
+from agentledger.analysis.select import DEFAULT_KINDS, JudgeChoice, ReportHead, Selection
 from agentledger.analysis.stats import Rate, TestResult, fisher_test, mcnemar_test, wilson
+from agentledger.analysis.validity import JudgeValidityReport, check_judges
 from agentledger.analysis.verdicts import VerdictCounts, VerdictsReport, verdicts_report
 from agentledger.errors import InputError
 from agentledger.store.index import RunFilter, RunIndex
 
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
 __all__ = [
     "REPORT_KINDS",
+    "AgreementReport",
     "AnyReport",
     "CompareReport",
     "CriteriaReport",
     "DriftReport",
     "GapReport",
     "JudgeChoice",
+    "JudgeValidityReport",
     "Rate",
     "ReportHead",
     "Selection",
     "TestResult",
     "VerdictCounts",
     "VerdictsReport",
+    "agreement_report",
     "build_reports",
     "compare_report",
     "criteria_report",
@@ -44,7 +53,15 @@ __all__ = [
     "wilson",
 ]
 
-AnyReport = VerdictsReport | CriteriaReport | GapReport | DriftReport | CompareReport
+AnyReport = (
+    VerdictsReport
+    | CriteriaReport
+    | GapReport
+    | DriftReport
+    | CompareReport
+    | JudgeValidityReport
+    | AgreementReport
+)
 REPORT_KINDS = ("verdicts", "criteria", "gap", "drift", "compare", "all")
 
 
@@ -58,8 +75,13 @@ def build_reports(
     prompt: str | None = None,
     a: str | None = None,
     b: str | None = None,
+    ledger: Ledger | None = None,
 ) -> list[AnyReport]:
-    """The report(s) of `kind` (``all``: every report; compare only when `a` and `b` are given)."""
+    """The report(s) of `kind` (``all``: every report; compare only when `a` and `b` are given).
+
+    With `ledger` (whose index `index` is), each report says whether its judge has been checked
+    against held-out human labels and how well, and ``all`` ends with the judge-validity
+    section."""
     if kind not in REPORT_KINDS:
         raise InputError(f"unknown report {kind!r}: choose from {', '.join(REPORT_KINDS)}")
     if kind == "compare" and (a is None or b is None):
@@ -81,4 +103,25 @@ def build_reports(
             out.append(drift_report(selection, criterion=criterion, prompt=prompt))
     if a is not None and b is not None and kind in ("compare", "all"):
         out.append(compare_report(index, run_filter, a, b, judge, choice=choice))
+    if ledger is not None:
+        _add_judge_checks(ledger, run_filter, out, every_judge=kind == "all")
     return out
+
+
+def _add_judge_checks(
+    ledger: Ledger, run_filter: RunFilter, reports: list[Any], *, every_judge: bool
+) -> None:
+    """A line on each report's judge(s) saying how far it is checked; the validity section."""
+    # The judges of the runs the reports cover: agent runs unless --kind says otherwise.
+    tallies = ledger.index.judges_of(replace(run_filter, kinds=run_filter.kinds or DEFAULT_KINDS))
+    kinds = {tally.judge_id: tally.kind for tally in tallies}
+    used = sorted({i for report in reports for i in report.head.judge.judge_ids})
+    wanted = [(i, kinds.get(i, "?")) for i in used]
+    if every_judge:
+        wanted += [(t.judge_id, t.kind) for t in tallies[:10] if t.judge_id not in used]
+    validity = check_judges(ledger, wanted, run_filter)
+    lines = {entry.judge_id: entry.line() for entry in validity.entries}
+    for report in reports:
+        report.head.judge_checks = [lines[i] for i in report.head.judge.judge_ids if i in lines]
+    if every_judge:
+        reports.append(validity)

@@ -103,6 +103,8 @@ class ReportHead:
     """True when --kind was not given (the report covers DEFAULT_KINDS)."""
     left_out: dict[str, int] = field(default_factory=dict)
     """Runs the filter matches but whose kind the report does not cover, by kind."""
+    judge_checks: list[str] = field(default_factory=list)
+    """One line per judge of the report: checked against held-out human labels, and how well."""
 
     def describe_kinds(self) -> str:
         """Which kinds the report covers and what it left out, in words."""
@@ -125,6 +127,7 @@ class ReportHead:
             "run_kinds_by_default": self.kinds_by_default,
             "runs_left_out_by_kind": dict(sorted(self.left_out.items())),
             "warnings": list(self.warnings),
+            "judge_checks": list(self.judge_checks),
         }
 
 

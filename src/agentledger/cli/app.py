@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "decisions": "agentledger.cli.decisions:decisions_group",
     "sentinel": "agentledger.cli.sentinel:sentinel_group",
     "variant": "agentledger.cli.variant:variant_group",
+    "agreement": "agentledger.cli.agreement:agreement_command",
 }
 """Command name -> "module:attribute" of its click command."""
 

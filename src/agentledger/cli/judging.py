@@ -78,6 +78,25 @@ def _pack_option(func: Any) -> Any:
     help="LLM judge: runs judged at the same time.",
 )  # fmt: skip
 @click.option("--no-cache", is_flag=True, help="LLM judge: ask the model again.")
+@click.option(
+    "--examples-from",
+    metavar="labels:NAME",
+    help="LLM judge: few-shot examples from this label source (needs --split dev).",
+)
+@click.option(
+    "--split",
+    "examples_split",
+    type=click.Choice(("dev", "test")),
+    help="With --examples-from: the split part they come from (dev only; test is held out).",
+)
+@click.option(
+    "--examples",
+    "examples_limit",
+    type=int,
+    default=4,
+    show_default=True,
+    help="With --examples-from: how many labelled runs to show.",
+)
 @model_call_options
 @handle_errors
 def judge_command(
@@ -92,6 +111,9 @@ def judge_command(
     families: Path | None,
     concurrency: int,
     no_cache: bool,
+    examples_from: str | None,
+    examples_split: str | None,
+    examples_limit: int,
     request_timeout: float | None,
     retries: int | None,
     **filters: Any,
@@ -115,7 +137,14 @@ def judge_command(
         else VerdictPolicy()
     )
     expectations = expectations_from_suite(suite) if suite else None
+    if examples_split is not None and examples_from is None:
+        raise click.UsageError("--split needs --examples-from labels:NAME")
     with open_ledger(ledger_path) as ledger:
+        few_shots = None
+        if examples_from is not None:
+            from agentledger.judges.llm.examples import load_examples
+
+            few_shots = load_examples(ledger, examples_from, examples_split, examples_limit)
         judge, self_judging = make_judge(
             spec,
             criteria,
@@ -128,6 +157,7 @@ def judge_command(
             knowledge_dirs=knowledge_dirs,
             request_timeout=request_timeout,
             retries=retries,
+            examples=few_shots,
         )
         chosen = runs_to_judge(ledger, build_filter(**filters), criteria)
         run_ids = chosen.run_ids

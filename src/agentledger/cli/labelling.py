@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
+from agentledger.cli.splitting import split_command
 
 if TYPE_CHECKING:
     from agentledger.labels.review import RunBrief
@@ -357,7 +358,7 @@ def review_command(
 
 @click.group("labels")
 def labels_group() -> None:
-    """Labels of runs by people and outside sources: import, list, export."""
+    """Labels of runs by people and outside sources: import, list, export, split."""
 
 
 _FORMATS = ("csv", "jsonl", "openhands-checker", "openhands-llm-label", "inspect")
@@ -562,3 +563,6 @@ def labels_export(
     write_text_output(buffer.getvalue(), output)
     if output is not None:
         click.echo(f"exported {count} label(s)", err=True)
+
+
+labels_group.add_command(split_command)

@@ -94,6 +94,7 @@ def report_command(
             prompt=prompt,
             a=group_a,
             b=group_b,
+            ledger=ledger,
         )
     tty = output is None and sys.stdout.isatty()
     width = shutil.get_terminal_size().columns if tty else 160

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
+from agentledger.records.splits import DevelopedAgainst
 
 __all__ = [
     "INVESTIGATION_KINDS",
@@ -94,6 +95,13 @@ class CriteriaPack(Record):
             "another kind, with the reason, and never calls it Safe."
         ),
     )
+    developed_against: list[DevelopedAgainst] = Field(
+        default_factory=list,
+        description=(
+            "The labels this pack's judges were developed against (a label source, and "
+            "optionally a split's part): `agreement` never grades them on those labels."
+        ),
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CriteriaPack:
@@ -111,6 +119,9 @@ class CriteriaPack(Record):
         # keeps the same digest, so their judges keep their ids and their scores stay current.
         if tuple(self.applies_to) == INVESTIGATION_KINDS:
             del content["applies_to"]
+        # Likewise a pack that declares no development labels.
+        if not self.developed_against:
+            del content["developed_against"]
         return sha256_bytes(canonical_json(content))
 
     def applies(self, kind: str) -> bool:
@@ -205,6 +216,18 @@ class Judge(ABC):
     @abstractmethod
     def identity(self) -> dict[str, Any]:
         """Everything that shapes this judge's output (kind, model, template, pack digest...)."""
+
+    def development(self) -> list[DevelopedAgainst]:
+        """The labels this judge was developed against: its pack's declaration."""
+        return list(self.pack.developed_against)
+
+    def development_identity(self) -> dict[str, Any]:
+        """``{"developed_against": [...]}`` for `identity()`; empty when nothing is declared,
+        so that judges that declare nothing keep their ids."""
+        declared = self.development()
+        if not declared:
+            return {}
+        return {"developed_against": [entry.model_dump(mode="json") for entry in declared]}
 
     @property
     def model(self) -> str | None:

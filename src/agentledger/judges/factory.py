@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.judges.base import CriteriaPack, Judge, JudgeInput
 from agentledger.judges.scoring import SelfJudgingCheck
+
+if TYPE_CHECKING:
+    from agentledger.judges.llm.examples import FewShots
 
 __all__ = ["JudgeSpec", "make_judge", "parse_judge_spec"]
 
@@ -49,6 +53,7 @@ def make_judge(
     knowledge_dirs: tuple[Path, ...] = (),
     request_timeout: float | None = None,
     retries: int | None = None,
+    examples: FewShots | None = None,
 ) -> tuple[Judge, SelfJudgingCheck | None]:
     """The judge, and the self-judging check to apply before sending it a run.
 
@@ -57,6 +62,12 @@ def make_judge(
     """
     if spec.kind == "rules":
         from agentledger.judges.rules import RulesJudge
+
+        if examples is not None:
+            raise InputError(
+                "few-shot examples (--examples-from) are for the LLM judge (llm:PROVIDER/MODEL), "
+                "not the rules judge"
+            )
 
         return RulesJudge(pack, diagnosis=diagnosis, knowledge_dirs=knowledge_dirs), None
     from agentledger.judges.families import FamilyMap
@@ -83,6 +94,7 @@ def make_judge(
         provider=spec.provider,
         diagnosis=diagnosis,
         families=families,
+        examples=examples,
     )
 
     def refuse_own_family(run: JudgeInput, _judge: Judge) -> str | None:

@@ -413,6 +413,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "score": "agentledger.records.scores:Score",
     "sentinel": "agentledger.gates.sentinels.spec:SentinelSpec",
     "shell-event": ShellEvent,
+    "split": "agentledger.records.splits:Split",
     "summary": RunSummary,
     "trace-step": "agentledger.records.trace:TraceStep",
     "variant": "agentledger.gates.variants.spec:VariantSpec",

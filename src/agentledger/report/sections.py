@@ -14,6 +14,7 @@ from agentledger.analysis import (
     CriteriaReport,
     DriftReport,
     GapReport,
+    JudgeValidityReport,
     ReportHead,
     VerdictsReport,
 )
@@ -62,9 +63,12 @@ class Section:
 
 
 def _basis(head: ReportHead) -> str:
-    return (
-        f"Rests on {head.runs_scored} scored run(s) of {head.runs_selected} selected; "
-        f"{head.describe_kinds()}; scores by {head.judge.describe()}."
+    return " ".join(
+        [
+            f"Rests on {head.runs_scored} scored run(s) of {head.runs_selected} selected; "
+            f"{head.describe_kinds()}; scores by {head.judge.describe()}.",
+            *head.judge_checks,
+        ]
     )
 
 
@@ -444,6 +448,13 @@ def sections(reports: list[AnyReport]) -> list[Section]:
             out.append(_gap(report))
         elif isinstance(report, DriftReport):
             out.append(_drift(report))
-        else:
+        elif isinstance(report, CompareReport):
             out.append(_compare(report))
+        else:
+            from agentledger.report.agreement_sections import agreement_section, validity_section
+
+            if isinstance(report, JudgeValidityReport):
+                out.append(validity_section(report))
+            else:
+                out.append(agreement_section(report))
     return out

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
 from agentledger.records.filters import RunFilter
@@ -31,10 +31,13 @@ __all__ = [
     "IndexEntry",
     "IndexedRun",
     "JudgeTally",
+    "LabelResult",
     "LabelRow",
     "QueryResult",
+    "RunFacets",
     "RunFilter",
     "RunIndex",
+    "ScoreResult",
     "ScoreRow",
     "SkippedScore",
     "VerdictCount",
@@ -193,6 +196,36 @@ class CriterionFirst:
     first_prompt_hash: str | None
 
 
+class LabelResult(NamedTuple):
+    """A current label, in brief (no JSON read): who gave it, its verdict and criteria."""
+
+    run_id: str
+    label_id: str
+    source_kind: str
+    source_name: str
+    verdict: str | None
+    created_at: str
+    criteria: Mapping[str, bool | None]
+
+
+class RunFacets(NamedTuple):
+    """What agreement groups a run by: its model, scenario and kind."""
+
+    run_id: str
+    model: str
+    scenario: str
+    kind: str
+
+
+class ScoreResult(NamedTuple):
+    """A run's chosen score, in brief: its verdict and each criterion's result."""
+
+    run_id: str
+    judge_id: str
+    verdict: str
+    criteria: Mapping[str, bool | None]
+
+
 @dataclass(frozen=True)
 class SkippedScore:
     """A score a judge left `skipped` (self-judging refused): the human review queue."""
@@ -315,6 +348,15 @@ class RunIndex(ABC):
         """The criteria packs the judges scored against, sorted."""
 
     @abstractmethod
+    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+        """Model, scenario and kind of every matching run, sorted by run id."""
+
+    @abstractmethod
+    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
+        """The chosen score of every matching run that has one, with its criteria, sorted by
+        run id."""
+
+    @abstractmethod
     def scores_of(self, run_id: str) -> list[str]:
         """The JSON of every indexed score of `run_id`, oldest first."""
 
@@ -342,6 +384,13 @@ class RunIndex(ABC):
     @abstractmethod
     def labels_of(self, run_id: str) -> list[str]:
         """The JSON of every indexed label of `run_id`, oldest first (then by label id)."""
+
+    @abstractmethod
+    def current_label_results(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> list[LabelResult]:
+        """`current_labels` in brief, from the index's columns (for agreement over many
+        runs); the same selection and order."""
 
     @abstractmethod
     def current_labels(

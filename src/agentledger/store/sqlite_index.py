@@ -6,11 +6,13 @@ query (`agentledger sql`), a feature of this backend alone.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from agentledger.errors import (
@@ -26,10 +28,13 @@ from agentledger.store.index import (
     IndexedRun,
     IndexEntry,
     JudgeTally,
+    LabelResult,
     LabelRow,
     QueryResult,
+    RunFacets,
     RunFilter,
     RunIndex,
+    ScoreResult,
     ScoreRow,
     SkippedScore,
     VerdictCount,
@@ -112,6 +117,24 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
         summary.model_dump_json() if summary else None,
         meta.kind,
     )
+
+
+_PACKED_CRITERIA = "group_concat(c.criterion || char(31) || coalesce(c.fired, 'n'), char(30))"
+"""A row's criterion results as one text: ``id<US>1|0|n`` items joined by <RS>."""
+_FIRED_TEXT: dict[str, bool | None] = {"1": True, "0": False, "n": None}
+
+
+@functools.lru_cache(maxsize=4096)
+def _unpack(packed: str | None) -> Mapping[str, bool | None]:
+    """The criterion results `_PACKED_CRITERIA` packed (one shared, read-only mapping per
+    distinct text: runs repeat the same few combinations)."""
+    if not packed:
+        return MappingProxyType({})
+    out: dict[str, bool | None] = {}
+    for item in packed.split("\x1e"):
+        criterion, _, fired = item.rpartition("\x1f")
+        out[criterion] = _FIRED_TEXT[fired]
+    return MappingProxyType(out)
 
 
 def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -520,6 +543,28 @@ class SQLiteIndex(RunIndex):
                 packs.add(str(row[0]))
         return sorted(packs)
 
+    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+        where, params = where_sql(run_filter)
+        rows = self.db.execute(
+            f"SELECT run_id, model, scenario, kind FROM runs{where} ORDER BY run_id", params
+        )
+        return [RunFacets(*row) for row in rows]
+
+    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        rows = self.db.execute(
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict, (SELECT {_PACKED_CRITERIA} "
+            "FROM score_criteria c WHERE c.run_id = ch.run_id AND c.judge_id = ch.judge_id) "
+            "FROM chosen ch ORDER BY ch.run_id",
+            params,
+        )
+        return [
+            ScoreResult(run_id, judge_id, verdict, _unpack(packed))
+            for run_id, judge_id, verdict, packed in rows
+        ]
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self.db.execute(
             "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at, judge_id",
@@ -618,6 +663,30 @@ class SQLiteIndex(RunIndex):
             (run_id,),
         )
         return [str(row[0]) for row in rows]
+
+    def current_label_results(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> list[LabelResult]:
+        clauses = ["l.current = 1"]
+        params: list[str] = []
+        if source_kind is not None:
+            clauses.append("l.source_kind = ?")
+            params.append(source_kind)
+        if source_name is not None:
+            clauses.append("l.source_name = ?")
+            params.append(source_name)
+        where = " AND ".join(clauses)
+        # Criteria packed into one column: a tenth of the rows a join returns.
+        rows = self.db.execute(
+            "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "
+            f"(SELECT {_PACKED_CRITERIA} FROM label_criteria c WHERE c.label_id = l.label_id) "
+            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
+            params,
+        )
+        return [
+            LabelResult(run_id, label_id, kind, name, verdict, created_at, _unpack(packed))
+            for run_id, label_id, kind, name, verdict, created_at, packed in rows
+        ]
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None

@@ -55,7 +55,9 @@ MANIFEST_NAME = "MANIFEST.json"
 NOT_A_FILE = "not-a-file"
 """The hash `scan_run` reports for a symlink or other non-regular file."""
 
-RECORD_AREAS: frozenset[str] = frozenset({"cache", "decisions", "journal", "labels", "scores"})
+RECORD_AREAS: frozenset[str] = frozenset(
+    {"cache", "decisions", "journal", "labels", "scores", "splits"}
+)
 """The first segment of every record key; runs are reached through the run methods only."""
 REPLACEABLE_AREAS: frozenset[str] = frozenset({"cache"})
 """Areas whose values may be overwritten: derived data, never evidence."""

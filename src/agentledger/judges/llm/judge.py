@@ -18,6 +18,7 @@ from agentledger.judges.base import (
 )
 from agentledger.judges.families import FamilyMap, default_families
 from agentledger.judges.llm.answer import read_answer
+from agentledger.judges.llm.examples import FewShots
 from agentledger.judges.llm.prompt import (
     DEFAULT_TEMPLATE,
     LIMITS,
@@ -29,6 +30,7 @@ from agentledger.providers import CompletionRequest, ModelClient
 from agentledger.providers.client import CallLimit
 from agentledger.records import RunMetadata
 from agentledger.records.scores import CriterionResult, DiagnosisResult
+from agentledger.records.splits import DevelopedAgainst
 
 __all__ = ["READER_VERSION", "LLMJudge"]
 
@@ -57,7 +59,10 @@ class LLMJudge(Judge):
         diagnosis: bool = False,
         params: dict[str, Any] | None = None,
         families: FamilyMap | None = None,
+        examples: FewShots | None = None,
     ) -> None:
+        """`examples`: labelled runs shown before each run (see `judges.llm.examples`); they
+        join the judge's identity and its declared development labels."""
         super().__init__(pack)
         if not model.strip() or not provider.strip():
             raise InputError("an LLM judge needs a provider and a model (llm:PROVIDER/MODEL)")
@@ -68,6 +73,7 @@ class LLMJudge(Judge):
         self.diagnosis = diagnosis
         self.params: dict[str, Any] = {"temperature": 0, **(params or {})}
         self.families = families or default_families()
+        self.examples = examples
         try:
             CompletionRequest.from_prompt(model, "-", params=self.params)
         except ValidationError as exc:
@@ -93,7 +99,16 @@ class LLMJudge(Judge):
             "diagnosis": self.diagnosis,
             "reader": READER_VERSION,
             "limits": asdict(LIMITS),
+            **({"examples": self.examples.identity()} if self.examples else {}),
+            **self.development_identity(),
         }
+
+    def development(self) -> list[DevelopedAgainst]:
+        """The pack's declared development labels, and the split part the examples came from."""
+        declared = super().development()
+        if self.examples is not None and self.examples.developed_against not in declared:
+            declared.append(self.examples.developed_against)
+        return declared
 
     def self_judging(self, metadata: RunMetadata) -> str | None:
         """Why this judge must not score a run with `metadata`, or None when it may."""
@@ -111,7 +126,14 @@ class LLMJudge(Judge):
         diagnosis = self.diagnosis and self._diagnosis_unasked(run) is None
         if not asked and not diagnosis:
             return None
-        return render_prompt(self.pack, asked, run, self.template, diagnosis=diagnosis)
+        return render_prompt(
+            self.pack,
+            asked,
+            run,
+            self.template,
+            diagnosis=diagnosis,
+            examples=self.examples.examples if self.examples else (),
+        )
 
     def request(self, prompt: JudgePrompt) -> CompletionRequest:
         """The model request for `prompt`."""

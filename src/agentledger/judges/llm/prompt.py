@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
@@ -32,6 +33,9 @@ from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.base import CriteriaPack, Criterion, JudgeInput
 from agentledger.judges.llm.quotes import Document
 from agentledger.records import ShellEvent
+
+if TYPE_CHECKING:
+    from agentledger.judges.llm.examples import FewShotExample
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -338,10 +342,26 @@ def render_prompt(
     *,
     diagnosis: bool,
     limits: Limits = LIMITS,
+    examples: Sequence[FewShotExample] = (),
 ) -> JudgePrompt:
-    """The prompt asking about `criteria` (and the diagnosis) of `run`."""
+    """The prompt asking about `criteria` (and the diagnosis) of `run`.
+
+    `examples` (labelled runs of a split's dev part) come first, each as its own delimited
+    report; what the label says is in the title, outside the data, written by agentledger."""
     nonce = _nonce(run, template, diagnosis)
-    artifacts: list[Artifact] = []
+    artifacts: list[Artifact] = [
+        _artifact(
+            f"example_{number}",
+            f"Example {number}, another run (not the one to judge), which a person "
+            f"{example.label_words()}. Its report",
+            f"example-{number}/report.md",
+            example.report,
+            limits.report,
+            nonce,
+            f"example-{number}",
+        )
+        for number, example in enumerate(examples, start=1)
+    ]
     documents: dict[str, Document] = {}
     missing: list[str] = []
     if run.prompt and run.prompt.strip():

@@ -84,6 +84,7 @@ class RulesJudge(Judge):
             "knowledge_digest": self.knowledge.digest,
             "knowledge_files": list(self.knowledge.sources),
             "diagnosis": self.diagnosis,
+            **self.development_identity(),
         }
 
     def judge(self, run: JudgeInput) -> JudgeOutcome:

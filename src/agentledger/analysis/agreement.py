@@ -1,0 +1,577 @@
+"""How far two sources agree on the same runs: a judge against labels, two judges, two label sets.
+
+A **source** is a judge (``judge:ID`` or an unambiguous prefix of one; ``judge:rules`` and
+``judge:llm``: the newest judge of that kind over the selected runs) or a label source
+(``labels:NAME``; ``labels:human``: every person). Each says, of each run it rated, a verdict
+and per criterion fired / not fired, or nothing: a judge that skipped the run, a criterion it
+could not assess, a label that says "cannot tell". A null is counted apart, never as agreement
+nor as disagreement.
+
+On the runs both rated (agent runs only unless --kind says otherwise), `agreement_report`
+compares the three-way verdict, a binary collapse (``--positive Unsafe``: Unsafe against the
+rest) and every criterion both rate: n, observed agreement, Cohen's kappa with a 95% interval
+(`agentledger.analysis.kappa`), precision / recall / F1 of A with B as the reference, the
+confusion matrix, the same per model or scenario (``by``), and the runs where they disagree.
+
+The held-out split and the leakage guard: with ``split="test"`` only the test part of the
+label source's newest split counts; a judge that declares labels it was developed against
+(`agentledger.labels.leakage`) is refused on them (LeakageError), or every such run is flagged
+with ``allow_dev``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+
+import numpy as np
+
+from agentledger.analysis.kappa import KappaResult, WidthPlan, kappa_of, plan_width
+from agentledger.analysis.select import DEFAULT_KINDS
+from agentledger.errors import InputError
+from agentledger.labels.brief import label_results_for_agreement
+from agentledger.labels.leakage import declared_development, leaked_runs
+from agentledger.labels.split import SplitStore
+from agentledger.records.labels import LABEL_VERDICTS
+from agentledger.records.splits import DevelopedAgainst, Split
+from agentledger.store.index import LabelResult, RunFacets, RunFilter
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = [
+    "BY",
+    "AgreementReport",
+    "Comparison",
+    "LeakageError",
+    "Rated",
+    "Rating",
+    "Source",
+    "agreement_report",
+    "parse_positive",
+    "resolve_source",
+]
+
+BY = ("model", "scenario")
+SOURCE_FORMS = "judge:ID (or a prefix), judge:rules, judge:llm, labels:NAME or labels:human"
+SHOWN_DISAGREEMENTS = 20
+"""Text, Markdown and HTML list this many disagreeing runs per comparison (JSON: all)."""
+
+
+class LeakageError(InputError):
+    """A judge would be graded on labels it was developed against (exit 2)."""
+
+
+class Rated(Protocol):
+    """What one source says of one run: a verdict and criteria, each possibly null."""
+
+    @property
+    def verdict(self) -> str | None: ...
+
+    @property
+    def criteria(self) -> Mapping[str, bool | None]: ...
+
+
+class Rating(NamedTuple):
+    """A rating made here (a judge's score with a skipped run made null)."""
+
+    verdict: str | None
+    criteria: Mapping[str, bool | None]
+
+
+@dataclass
+class Source:
+    """One side of an agreement: who it is and what it said of each run."""
+
+    spec: str
+    kind: Literal["judge", "labels"]
+    name: str
+    """The judge id, or the label source's name."""
+    ratings: dict[str, Rated]
+    labels: dict[str, LabelResult] = field(default_factory=dict)
+    developed_against: list[DevelopedAgainst] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.kind == "judge":
+            return f"judge {self.name}" + (
+                "" if self.spec == f"judge:{self.name}" else f" ({self.spec})"
+            )
+        return f"labels:{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "kind": self.kind,
+            "name": self.name,
+            "runs_rated": len(self.ratings),
+            "developed_against": [
+                entry.model_dump(mode="json") for entry in self.developed_against
+            ],
+        }
+
+
+def parse_positive(text: str) -> str:
+    """The verdict `--positive` names (any case); InputError otherwise."""
+    for verdict in LABEL_VERDICTS:
+        if text.strip().lower() == verdict.lower():
+            return verdict
+    raise InputError(f"--positive {text!r} is not a verdict: choose {', '.join(LABEL_VERDICTS)}")
+
+
+def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) -> Source:
+    tallies = ledger.index.judges_of(run_filter)  # newest first
+    known = ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
+    if asked in ("rules", "llm"):
+        matched = [t for t in tallies if t.kind == asked][:1]
+        if not matched:
+            raise InputError(f"{spec}: no {asked} judge scored the selected runs (judges: {known})")
+    else:
+        matched = [t for t in tallies if t.judge_id == asked] or [
+            t for t in tallies if t.judge_id.startswith(asked)
+        ]
+        if not matched:
+            raise InputError(
+                f"{spec}: no judge {asked!r} scored the selected runs (judges: {known})"
+            )
+        if len(matched) > 1:
+            ids = ", ".join(sorted(t.judge_id for t in matched))
+            raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
+    judge_id = matched[0].judge_id
+    ratings: dict[str, Rated] = {}
+    for result in ledger.index.score_results(run_filter, [judge_id]):
+        skipped = result.verdict == "skipped"
+        ratings[result.run_id] = Rating(None, {}) if skipped else result
+    return Source(
+        spec,
+        "judge",
+        judge_id,
+        ratings,
+        developed_against=_development_of(ledger, judge_id, ratings),
+    )
+
+
+def _development_of(
+    ledger: Ledger, judge_id: str, ratings: Mapping[str, Rated]
+) -> list[DevelopedAgainst]:
+    """What the judge declares it was developed against, from the identity in one score
+    (every score of a judge carries the same identity)."""
+    for run_id in ratings:
+        for text in ledger.index.scores_of(run_id):
+            score = json.loads(text)
+            if score.get("judge_id") == judge_id:
+                return declared_development(score.get("identity") or {}, f"judge {judge_id}")
+        break
+    return []
+
+
+def _labels_source(ledger: Ledger, spec: str) -> Source:
+    labels = label_results_for_agreement(ledger, spec)
+    ratings: dict[str, Rated] = dict(labels)
+    return Source(spec, "labels", spec.partition(":")[2], ratings, labels=labels)
+
+
+def resolve_source(ledger: Ledger, spec: str, run_filter: RunFilter) -> Source:
+    """The source `spec` names, with its ratings of the runs `run_filter` selects."""
+    kind, sep, rest = spec.strip().partition(":")
+    if sep and rest and kind == "judge":
+        return _judge_source(ledger, spec, rest, run_filter)
+    if sep and rest and kind == "labels":
+        return _labels_source(ledger, spec)
+    raise InputError(f"unknown source {spec!r}: use {SOURCE_FORMS}")
+
+
+class Disagreement(NamedTuple):
+    """A run where the two sources said different things."""
+
+    run_id: str
+    a: str
+    b: str
+    development: str | None = None
+    """Why the run's label is one the judge was developed against (with --allow-dev)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "a": self.a, "b": self.b, "development": self.development}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One thing compared (the verdict, its binary collapse, a criterion) on the common runs."""
+
+    name: str
+    what: Literal["verdict", "binary", "criterion"]
+    result: KappaResult
+    positive: str | None
+    """The category whose precision / recall / F1 is the headline (None: per category)."""
+    nulls: dict[str, int]
+    disagreements: list[Disagreement]
+    groups: list[tuple[str, KappaResult]]
+    plan: WidthPlan | None = None
+
+    def headline(self) -> dict[str, Any] | None:
+        if self.positive is None:
+            return None
+        for scores in self.result.scores():
+            if scores.category == self.positive:
+                return scores.to_json()
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "what": self.what,
+            **self.result.to_json(),
+            "positive": self.positive,
+            "positive_scores": self.headline(),
+            "nulls": self.nulls,
+            "disagreements": [item.to_json() for item in self.disagreements],
+            "groups": [{"group": group, **result.to_json()} for group, result in self.groups],
+            "target": self.plan.to_json() if self.plan else None,
+        }
+
+
+@dataclass
+class AgreementReport:
+    """Agreement of A with B (B the reference) on the runs both rated."""
+
+    a: Source
+    b: Source
+    runs_selected: int
+    common: int
+    only_a: int
+    only_b: int
+    kinds: tuple[str, ...]
+    kinds_by_default: bool
+    left_out: dict[str, int]
+    comparisons: list[Comparison]
+    by: str | None
+    split: Split | None
+    split_part: str | None
+    outside_split: int
+    development: dict[str, str]
+    """Run id -> why, for runs whose label a judge here was developed against (--allow-dev)."""
+    warnings: list[str] = field(default_factory=list)
+    kind: str = "agreement"
+
+    def describe_kinds(self) -> str:
+        kinds = " and ".join(self.kinds)
+        how = "the default; choose with --kind" if self.kinds_by_default else "--kind"
+        words = f"{kinds} runs only ({how})"
+        if self.left_out:
+            apart = ", ".join(f"{n} {kind}" for kind, n in sorted(self.left_out.items()))
+            words += f"; left out: {apart} run(s)"
+        return words
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "a": self.a.to_json(),
+            "b": self.b.to_json(),
+            "reference": "b",
+            "runs_selected": self.runs_selected,
+            "runs_in_common": self.common,
+            "runs_only_a": self.only_a,
+            "runs_only_b": self.only_b,
+            "run_kinds": list(self.kinds),
+            "run_kinds_by_default": self.kinds_by_default,
+            "runs_left_out_by_kind": dict(sorted(self.left_out.items())),
+            "split": (
+                {
+                    "split_id": self.split.split_id,
+                    "source": self.split.source,
+                    "part": self.split_part,
+                    "runs_outside_part": self.outside_split,
+                }
+                if self.split
+                else None
+            ),
+            "by": self.by,
+            "development_runs": [
+                {"run_id": run_id, "why": why} for run_id, why in sorted(self.development.items())
+            ],
+            "comparisons": [comparison.to_json() for comparison in self.comparisons],
+            "warnings": list(self.warnings),
+        }
+
+
+_FIRED: dict[bool | None, int] = {True: 0, False: 1}
+"""Codes of a criterion's result: 0 fired, 1 not fired; null (and absent) is -1."""
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The runs compared, in run id order, and the group code of each (with --by)."""
+
+    ids: list[str]
+    groups: np.ndarray[Any, Any] | None
+    group_names: list[str]
+
+
+def _compare(
+    name: str,
+    what: Literal["verdict", "binary", "criterion"],
+    categories: Sequence[str],
+    codes_a: np.ndarray[Any, Any],
+    codes_b: np.ndarray[Any, Any],
+    runs: _Runs,
+    *,
+    positive: str | None,
+    bootstrap: int | None,
+    seed: int,
+    target_width: float | None,
+    development: Mapping[str, str],
+) -> Comparison:
+    """One comparison from the category codes (-1: null) of A and B over `runs`."""
+    k = len(categories)
+    null_a, null_b = codes_a < 0, codes_b < 0
+    nulls = {
+        "a_null": int((null_a & ~null_b).sum()),
+        "b_null": int((null_b & ~null_a).sum()),
+        "both_null": int((null_a & null_b).sum()),
+    }
+    both = ~(null_a | null_b)
+    cells = codes_b.astype(np.int64) * k + codes_a
+
+    def matrix(mask: np.ndarray[Any, Any]) -> list[list[int]]:
+        counts = np.bincount(cells[mask], minlength=k * k).reshape(k, k)
+        return [[int(value) for value in row] for row in counts]
+
+    result = kappa_of(matrix(both), categories, bootstrap=bootstrap, seed=seed)
+    groups = []
+    if runs.groups is not None:
+        for code, group in enumerate(runs.group_names):
+            mask = both & (runs.groups == code)
+            if mask.any():
+                groups.append(
+                    (group, kappa_of(matrix(mask), categories, bootstrap=bootstrap, seed=seed))
+                )
+    where = np.flatnonzero(both & (codes_a != codes_b))
+    disagreements = [
+        Disagreement(runs.ids[i], categories[x], categories[y], development.get(runs.ids[i]))
+        for i, x, y in zip(
+            where.tolist(), codes_a[where].tolist(), codes_b[where].tolist(), strict=True
+        )
+    ]
+    plan = plan_width(result, target_width) if target_width is not None else None
+    return Comparison(name, what, result, positive, nulls, disagreements, groups, plan)
+
+
+def _verdict_codes(source: Source, ids: list[str]) -> np.ndarray[Any, Any]:
+    place: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
+    ratings = source.ratings
+    return np.fromiter(
+        (place.get(ratings[r].verdict, -1) for r in ids), dtype=np.int8, count=len(ids)
+    )
+
+
+def _criteria_codes(
+    source: Source, ids: list[str], criteria: list[str]
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Per criterion, the codes of `source` over `ids`, in one pass over the runs (the runs
+    of a source share a few criteria mappings: each is coded once)."""
+    if not criteria:
+        return {}
+    ratings = source.ratings
+    coded: dict[int, tuple[int, ...]] = {}
+    rows = []
+    for run_id in ids:
+        mapping = ratings[run_id].criteria
+        row = coded.get(id(mapping))
+        if row is None:
+            row = tuple(_FIRED.get(mapping.get(criterion), -1) for criterion in criteria)
+            # Keyed by id: the mapping stays alive in `ratings` while this runs.
+            coded[id(mapping)] = row
+        rows.append(row)
+    table = np.array(rows, dtype=np.int8).reshape(len(ids), len(criteria))
+    return {criterion: table[:, i] for i, criterion in enumerate(criteria)}
+
+
+def _criteria_named(source: Source, ids: list[str]) -> set[str]:
+    """Every criterion `source` rates on any of `ids`."""
+    mappings = {id(m): m for m in (source.ratings[run_id].criteria for run_id in ids)}
+    return {criterion for mapping in mappings.values() for criterion in mapping}
+
+
+def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[Any, Any]:
+    """0 for `positive`, 1 for any other verdict, -1 for null."""
+    code = LABEL_VERDICTS.index(positive)
+    return np.where(verdicts < 0, -1, np.where(verdicts == code, 0, 1)).astype(np.int8)
+
+
+def _runs(ids: list[str], facets: Mapping[str, RunFacets], by: str | None) -> _Runs:
+    if by is None:
+        return _Runs(ids, None, [])
+    values = [getattr(facets[r], by) for r in ids]
+    names = sorted(set(values))
+    place = {name: i for i, name in enumerate(names)}
+    codes = np.fromiter((place[v] for v in values), dtype=np.int32, count=len(ids))
+    return _Runs(ids, codes, names)
+
+
+def agreement_report(
+    ledger: Ledger,
+    a_spec: str | Source,
+    b_spec: str | Source,
+    run_filter: RunFilter | None = None,
+    *,
+    positive: str = "Unsafe",
+    by: str | None = None,
+    bootstrap: int | None = None,
+    seed: int = 0,
+    split: str | None = None,
+    allow_dev: bool = False,
+    target_width: float | None = None,
+) -> AgreementReport:
+    """Agreement of source A with source B (the reference) on the runs both rated.
+
+    A source is a spec (``judge:rules``, ``labels:human``, ...) or one already resolved."""
+    positive = parse_positive(positive)
+    if by is not None and by not in BY:
+        raise InputError(f"--by {by!r}: choose {' or '.join(BY)}")
+    if split is not None and split not in ("dev", "test"):
+        raise InputError(f"--split {split!r}: choose dev or test")
+    if target_width is not None:
+        try:
+            plan_width(kappa_of([[1, 0], [0, 1]], ("x", "y")), target_width)
+        except ValueError:
+            raise InputError(
+                f"--target-width must be a positive number, e.g. 0.1 (got {target_width})"
+            ) from None
+    if bootstrap is not None and bootstrap < 1:
+        raise InputError(f"--bootstrap must be at least 1 (got {bootstrap})")
+    base = run_filter or RunFilter()
+    kinds_by_default = not base.kinds
+    kinds = base.kinds or DEFAULT_KINDS
+    by_kind = {str(k): n for k, n in ledger.index.count_by(replace(base, kinds=()), "kind").items()}
+    selected = replace(base, kinds=kinds)
+    # Each run's model, scenario and kind are read only when they matter: a filter or a kind
+    # left out narrows the runs, or --by groups them.
+    narrows = replace(base, kinds=()) != RunFilter() or any(k not in kinds for k in by_kind)
+    facets: dict[str, RunFacets] = {}
+    if narrows or by is not None:
+        facets = {facet.run_id: facet for facet in ledger.index.run_facets(selected)}
+        runs_selected = len(facets)
+    else:
+        runs_selected = sum(by_kind.values())
+    # When the kinds narrow nothing, the queries go without them (the same runs, faster).
+    queried = selected if narrows else replace(base, kinds=())
+    a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, queried)
+    b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, queried)
+    warnings: list[str] = []
+    in_a = {run_id for run_id in a.ratings if run_id in facets} if narrows else set(a.ratings)
+    in_b = {run_id for run_id in b.ratings if run_id in facets} if narrows else set(b.ratings)
+    common = in_a & in_b
+    chosen_split: Split | None = None
+    outside = 0
+    if split is not None:
+        label_side = b if b.kind == "labels" else a if a.kind == "labels" else None
+        if label_side is None:
+            raise InputError("--split needs a label source on one side (labels:NAME)")
+        chosen_split = SplitStore(ledger.storage).newest(label_side.name)
+        if chosen_split is None:
+            raise InputError(
+                f"{label_side.describe()} has no split: make one with "
+                f"`agentledger labels split --source {label_side.name} --test-share 0.3 --seed S`"
+            )
+        part = chosen_split.runs(split)
+        outside = len(common - part)
+        common &= part
+    if not common:
+        raise InputError(
+            f"{a.describe()} and {b.describe()} have no run in common among the selected "
+            f"{' and '.join(kinds)} runs"
+            + (f" in the {split} part of {chosen_split.split_id}" if chosen_split else "")
+            + f" ({len(in_a)} rated by A, {len(in_b)} by B)"
+        )
+    development = _development(ledger, a, b, common)
+    if development and not allow_dev:
+        sample = ", ".join(sorted(development)[:3])
+        judge = a if a.developed_against else b
+        raise LeakageError(
+            f"refusing to grade {judge.describe()} on labels it was developed against: "
+            f"{len(development)} of the {len(common)} runs compared ({sample}"
+            f"{', ...' if len(development) > 3 else ''}) are "
+            f"{next(iter(development.values()))}. Grade it on held-out labels "
+            "(`agentledger labels split`, then --split test), or pass --allow-dev to report "
+            "anyway with every such run flagged"
+        )
+    if development:
+        warnings.append(
+            f"DEVELOPMENT LABELS: {len(development)} of the {len(common)} runs compared carry "
+            "labels a judge here was developed against; these figures are not a held-out "
+            "evaluation (--allow-dev). Every such run is flagged."
+        )
+    ordered = sorted(common)
+    runs = _runs(ordered, facets, by)
+    options: dict[str, Any] = {
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "target_width": target_width,
+        "development": development,
+    }
+    verdicts_a, verdicts_b = _verdict_codes(a, ordered), _verdict_codes(b, ordered)
+    comparisons = [
+        _compare(
+            "verdict", "verdict", LABEL_VERDICTS, verdicts_a, verdicts_b, runs,
+            positive=None, **options,
+        ),
+        _compare(
+            f"verdict: {positive} or not",
+            "binary",
+            (positive, f"not {positive}"),
+            _binary_codes(verdicts_a, positive),
+            _binary_codes(verdicts_b, positive),
+            runs,
+            positive=positive,
+            **options,
+        ),
+    ]  # fmt: skip
+    criteria_a, criteria_b = _criteria_named(a, ordered), _criteria_named(b, ordered)
+    compared = sorted(criteria_a & criteria_b)
+    codes_a = _criteria_codes(a, ordered, compared)
+    codes_b = _criteria_codes(b, ordered, compared)
+    for criterion in compared:
+        comparisons.append(
+            _compare(
+                f"criterion {criterion}",
+                "criterion",
+                ("fired", "not fired"),
+                codes_a[criterion],
+                codes_b[criterion],
+                runs,
+                positive="fired",
+                **options,
+            )
+        )
+    for criterion in sorted(criteria_a ^ criteria_b):
+        side = "A" if criterion in criteria_a else "B"
+        warnings.append(f"criterion {criterion} is rated by {side} only: not compared")
+    return AgreementReport(
+        a=a,
+        b=b,
+        runs_selected=runs_selected,
+        common=len(common),
+        only_a=len(in_a - in_b),
+        only_b=len(in_b - in_a),
+        kinds=kinds,
+        kinds_by_default=kinds_by_default,
+        left_out={k: n for k, n in by_kind.items() if k not in kinds},
+        comparisons=comparisons,
+        by=by,
+        split=chosen_split,
+        split_part=split,
+        outside_split=outside,
+        development=development,
+        warnings=warnings,
+    )
+
+
+def _development(ledger: Ledger, a: Source, b: Source, runs: set[str]) -> dict[str, str]:
+    """Runs whose label (on one side) a judge (on the other) was developed against."""
+    out: dict[str, str] = {}
+    splits = SplitStore(ledger.storage)
+    for judge, labels in ((a, b), (b, a)):
+        if judge.kind == "judge" and labels.kind == "labels" and judge.developed_against:
+            out.update(leaked_runs(judge.developed_against, labels.labels, runs, splits))
+    return out
