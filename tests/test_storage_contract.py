@@ -97,7 +97,7 @@ def test_listing_by_prefix_is_sorted_and_segment_aligned(backend: StorageBackend
         "scores/a/x.json",
         "scores/ab/q.json",
         "labels/a/l.json",
-        "journal/000001",
+        "cache/ab/c.json",
     ]
     for key in keys:
         backend.create(key, key.encode())
@@ -111,7 +111,7 @@ def test_listing_by_prefix_is_sorted_and_segment_aligned(backend: StorageBackend
     assert backend.keys("scores/c") == []
     assert backend.keys("scores/a/x.json") == []
     assert backend.keys("labels") == ["labels/a/l.json"]
-    assert backend.keys("journal") == ["journal/000001"]
+    assert backend.keys("cache") == ["cache/ab/c.json"]
     assert backend.keys("decisions") == []
 
 
