@@ -103,6 +103,8 @@ def gc_command(ledger_path: Path | None) -> None:
         click.echo(f"indexed {run_id}")
     for name in report.in_progress:
         click.echo(f"kept {name}: its writer is still running", err=True)
+    for key in report.indexed_scores:
+        click.echo(f"indexed {key}")
     for key in report.journaled:
         click.echo(f"journaled {key}: an interrupted write, complete and intact")
     for key, problem in report.unaccepted_removed:

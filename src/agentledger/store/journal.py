@@ -176,7 +176,10 @@ class JournalRead:
 def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
     """The entries of one segment; IntegrityError when a line is not an entry."""
     entries = []
-    for number, line in enumerate(data.splitlines(), start=1):
+    lines = data.split(b"\n")
+    if lines[-1] != b"":
+        raise IntegrityError(f"{key}: the last entry is cut short (no final newline)")
+    for number, line in enumerate(lines[:-1], start=1):
         try:
             raw = json.loads(line)
             entry = JournalEntry.model_validate(raw)
@@ -187,6 +190,8 @@ def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
             raise IntegrityError(
                 f"{key} line {number}: entry {entry.seq} does not match its hash (edited)"
             )
+        if _dump(raw) != line + b"\n":
+            raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
         entries.append(entry)
     if not entries:
         raise IntegrityError(f"{key}: an empty journal segment")

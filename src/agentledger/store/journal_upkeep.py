@@ -27,6 +27,7 @@ from agentledger.records import Manifest, parse_record
 from agentledger.records.decisions import DECISION_JSON, Decision
 from agentledger.records.labels import Label
 from agentledger.records.scores import Score
+from agentledger.store.index import score_row
 from agentledger.store.journal import (
     JOURNALED_AREAS,
     PendingEntry,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SettleReport",
     "held_records",
+    "index_missing_scores",
     "run_checks_out",
     "settle_unaccepted",
     "start_journal_of_old_ledger",
@@ -170,3 +172,24 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
                 report.removed.append((key, problem))
         storage.journal.append(pending)
     return report
+
+
+def index_missing_scores(ledger: Ledger) -> tuple[list[str], list[tuple[str, str]]]:
+    """Index every accepted, intact score the index lacks (its writer died before indexing
+    it); (keys indexed, (key, why not) for those that could not be)."""
+    storage = ledger.storage
+    accepted = storage.journal.accepted()
+    indexed = {f"scores/{row.run_id}/{row.judge_id}.json" for row in ledger.index.score_rows()}
+    rows, done, refused = [], [], []
+    for key in sorted(k for k in accepted if k.startswith("scores/") and k not in indexed):
+        try:
+            raw = storage.get(key)
+            if sha256_bytes(raw) != accepted[key]:
+                refused.append((key, "changed since the journal accepted it"))
+                continue
+            rows.append(score_row(parse_record(Score, raw, storage.describe(key))))
+            done.append(key)
+        except InputError as exc:
+            refused.append((key, str(exc)))
+    ledger.index.add_scores(rows)
+    return done, refused

@@ -42,7 +42,11 @@ from agentledger.store.index import (
     RunIndex,
 )
 from agentledger.store.journal import crash_point, run_entry
-from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
+from agentledger.store.journal_upkeep import (
+    index_missing_scores,
+    settle_unaccepted,
+    start_journal_of_old_ledger,
+)
 from agentledger.store.sealing import RunContent, seal_runs
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
@@ -140,6 +144,8 @@ class GcReport:
     accepted (their journal entry appended)."""
     unaccepted_removed: list[tuple[str, str]] = field(default_factory=list)
     """Such records whose bytes did not check out: removed, with why."""
+    indexed_scores: list[str] = field(default_factory=list)
+    """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
 
 
 @dataclass
@@ -458,4 +464,6 @@ class Ledger:
                 report.unreadable.append((run_id, str(exc)))
         self.index.add(entries)
         report.indexed = [entry.metadata.run_id for entry in entries]
+        report.indexed_scores, refused_scores = index_missing_scores(self)
+        report.unreadable.extend(refused_scores)
         return report

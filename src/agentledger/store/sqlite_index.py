@@ -80,6 +80,13 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
     return run_columns(entry)
 
 
+def _flag(value: Any) -> Any:
+    """A stored 0/1 flag as False/True; anything else as it is (so verify sees an edit)."""
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    return value
+
+
 def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
     chunk: list[T] = []
     for entry in entries:
@@ -501,7 +508,7 @@ class SQLiteIndex(RunIndex):
             "SELECT run_id, judge_id, criterion, fired FROM score_criteria ORDER BY rowid"
         ):
             found = criteria.setdefault((run_id, judge_id), [])
-            found.append((criterion, None if fired is None else bool(fired)))
+            found.append((criterion, _flag(fired)))
         return [
             ScoreRow(
                 run_id=row[0],
@@ -510,7 +517,7 @@ class SQLiteIndex(RunIndex):
                 model=row[3],
                 pack=row[4],
                 verdict=row[5],
-                diagnosis=None if row[6] is None else bool(row[6]),
+                diagnosis=_flag(row[6]),
                 skipped_reason=row[7],
                 created_at=row[8],
                 score_json=row[9],
