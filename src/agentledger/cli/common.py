@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERRUPTED",
     "announce_journal",
+    "announce_journal_start",
     "fail",
     "handle_errors",
     "ledger_location",
@@ -118,12 +119,16 @@ def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
 def announce_journal(ledger: Ledger) -> None:
     """Say, once, that opening an old ledger gave it a journal (and what that anchors)."""
     if ledger.journal_started_now is not None:
-        click.echo(
-            f"{ledger.root} predates the journal: started one now, anchoring the "
-            f"{ledger.journal_started_now} record(s) it holds as they are at this moment "
-            "(the journal cannot vouch for them before now).",
-            err=True,
-        )
+        announce_journal_start(ledger.root, ledger.journal_started_now)
+
+
+def announce_journal_start(root: Path, anchored: int) -> None:
+    """The message of `announce_journal`, for commands that open the ledger themselves."""
+    click.echo(
+        f"{root} predates the journal: started one now, anchoring the {anchored} record(s) "
+        "it holds as they are at this moment (the journal cannot vouch for them before now).",
+        err=True,
+    )
 
 
 def _interactive() -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from agentledger.cli.common import (
+    announce_journal_start,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -127,6 +128,8 @@ def reindex_command(ledger_path: Path | None) -> None:
     started = time.perf_counter()
     with progress_bar("Reindexing") as progress:
         report = Ledger.reindex_from_scratch(ledger_location(ledger_path), progress)
+    if report.journal_started_now is not None:
+        announce_journal_start(ledger_location(ledger_path), report.journal_started_now)
     if report.replaced_index:
         click.echo("The old index could not be used and was replaced.", err=True)
     for run_id, problem in report.skipped:

@@ -155,6 +155,8 @@ class ReindexReport:
     indexed: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     replaced_index: bool = False
+    journal_started_now: int | None = None
+    """As `Ledger.journal_started_now`, for the open the rebuild made."""
 
 
 class Ledger:
@@ -434,6 +436,7 @@ class Ledger:
         with ledger:
             report = ledger.reindex(progress)
         report.replaced_index = replaced
+        report.journal_started_now = ledger.journal_started_now
         return report
 
     def gc(self) -> GcReport:

@@ -165,8 +165,7 @@ def _verify_run(
             Problem(
                 run_id,
                 "changed",
-                f"MANIFEST.json is not the one the journal accepted (sha256 {digest[7:19]}..., "
-                f"journal says {journaled[7:19]}...)",
+                "MANIFEST.json is not the one the journal accepted",
                 MANIFEST_NAME,
             )
         )
@@ -234,7 +233,7 @@ def _take_cut(ledger: Ledger) -> _Cut:
 
 def _check_checkpoint(read: JournalRead, checkpoint: Checkpoint, report: VerifyReport) -> None:
     at = next((entry for entry in read.entries if entry.seq == checkpoint.count), None)
-    where = f"checkpoint {checkpoint}"
+    where = f"entry {checkpoint.count}"
     if at is None:
         count = read.entries[-1].seq if read.entries else 0
         report.problems.append(
@@ -251,8 +250,7 @@ def _check_checkpoint(read: JournalRead, checkpoint: Checkpoint, report: VerifyR
             Problem(
                 where,
                 "checkpoint",
-                f"entry {checkpoint.count} has hash {at.hash[7:19]}..., not the checkpoint's "
-                f"{checkpoint.hash[7:19]}...: the ledger was rewritten since the checkpoint",
+                "its hash is not the checkpoint's: the ledger was rewritten since the checkpoint",
                 record="checkpoint",
             )
         )
@@ -281,8 +279,7 @@ def _check_records(
                 Problem(
                     key,
                     "changed",
-                    f"its bytes are not the ones the journal accepted (sha256 "
-                    f"{sha256_bytes(data)[7:19]}..., journal says {expected[7:19]}...)",
+                    "its bytes are not the ones the journal accepted",
                     record=what,
                 )
             )
