@@ -73,9 +73,8 @@ def import_once(source: Path, target: Path, *, journal: bool) -> dict[str, float
 
 def write_scores(ledger_path: Path, runs: list[str], *, journal: bool) -> float:
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from journal_records import write_score
-
     from agentledger.store import Ledger
+    from journal_records import write_score
 
     with (
         Ledger.open(ledger_path) as ledger,
@@ -96,9 +95,8 @@ def main() -> int:
     args = parser.parse_args()
     runs = max(10, round(10_000 * args.scale))
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from journal_records import write_decision
-
     from agentledger.store import Ledger, verify_ledger
+    from journal_records import write_decision
 
     WORK.mkdir(parents=True, exist_ok=True)
     source = WORK / f"source-{runs}"
@@ -170,8 +168,12 @@ def main() -> int:
         )
         settle()
         done = run_timed(
-            [str(Path(sys.executable).parent / "agentledger"), "verify", "--ledger",
-             str(ledger_path)],
+            [
+                str(Path(sys.executable).parent / "agentledger"),
+                "verify",
+                "--ledger",
+                str(ledger_path),
+            ],
             env={"CI": "1", "PATH": "/usr/bin:/bin"},
         )
         if done.returncode != 0:
