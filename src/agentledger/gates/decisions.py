@@ -170,7 +170,7 @@ class DecisionStore:
         `gc` settles it); one accepted and since removed is, and reading it fails.
         """
         found = []
-        for key in self.storage.journal.accepted():
+        for key in list(self.storage.journal.accepted()):
             parts = key.split("/")
             if (
                 len(parts) == 3

@@ -11,7 +11,7 @@ template, pack content, verdict policy), so a new judge's scores sit beside the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -68,7 +68,7 @@ class ScoreStore:
             ) from None
         return self.storage.describe(key)
 
-    def read(self, key: str, accepted: dict[str, str] | None = None) -> Score:
+    def read(self, key: str, accepted: Mapping[str, str] | None = None) -> Score:
         """The score stored at `key`, checked against its place and its journal entry
         (`accepted`: the journal's keys and hashes, read once by callers reading many)."""
         where = self.storage.describe(key)

@@ -186,12 +186,15 @@ def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
         except (ValueError, ValidationError) as exc:
             detail = str(exc).splitlines()[0]
             raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
-        if entry_hash(raw) != entry.hash:
+        if canonical_json(raw) != line:
+            raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
+        # The line is canonical, so without its `hash` member (never first: "at" sorts
+        # before it) it is the canonical JSON the hash was computed over.
+        unhashed = line.replace(b',"hash":"' + entry.hash.encode() + b'"', b"", 1)
+        if sha256_bytes(unhashed) != entry.hash:
             raise IntegrityError(
                 f"{key} line {number}: entry {entry.seq} does not match its hash (edited)"
             )
-        if _dump(raw) != line + b"\n":
-            raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
         entries.append(entry)
     if not entries:
         raise IntegrityError(f"{key}: an empty journal segment")
@@ -208,6 +211,7 @@ class Journal:
     def __init__(self, storage: StorageBackend) -> None:
         self.storage = storage
         self._entries: list[JournalEntry] = []
+        self._accepted: dict[str, str] = {}
         self._mutex = threading.Lock()
         self._held = threading.local()
 
@@ -241,35 +245,40 @@ class Journal:
         """Every entry, read forward from the last one this object saw (segments are
         written once, so what was read stays true); IntegrityError when a segment is broken."""
         with self._mutex:
-            while True:
-                first = self._entries[-1].seq + 1 if self._entries else 1
-                key = segment_key(first)
-                try:
-                    data = self.storage.get(key)
-                except RecordNotFoundError:
-                    break
-                found = _parse_segment(key, data)
-                for offset, entry in enumerate(found):
-                    previous = self._entries[-1].hash if self._entries else GENESIS_PREV
-                    if entry.seq != first + offset or entry.prev != previous:
-                        raise IntegrityError(
-                            f"{key}: entry {entry.seq} does not follow entry {first + offset - 1} "
-                            "(the journal was reordered or rewritten; run `agentledger verify`)"
-                        )
-                    self._entries.append(entry)
+            self._catch_up()
             return list(self._entries)
+
+    def _catch_up(self) -> None:
+        """Read the segments written since the last one this object saw (under `_mutex`)."""
+        while True:
+            first = self._entries[-1].seq + 1 if self._entries else 1
+            key = segment_key(first)
+            try:
+                data = self.storage.get(key)
+            except RecordNotFoundError:
+                return
+            found = _parse_segment(key, data)
+            for offset, entry in enumerate(found):
+                previous = self._entries[-1].hash if self._entries else GENESIS_PREV
+                if entry.seq != first + offset or entry.prev != previous:
+                    raise IntegrityError(
+                        f"{key}: entry {entry.seq} does not follow entry {first + offset - 1} "
+                        "(the journal was reordered or rewritten; run `agentledger verify`)"
+                    )
+                self._entries.append(entry)
+                self._accepted.update(entry.keys)
 
     def head(self) -> Checkpoint | None:
         """The chain's head; None when the journal has not started."""
         entries = self.entries()
         return Checkpoint(entries[-1].seq, entries[-1].hash) if entries else None
 
-    def accepted(self) -> dict[str, str]:
-        """Every storage key the journal accepted, with the sha256 its bytes must have."""
-        keys: dict[str, str] = {}
-        for entry in self.entries():
-            keys.update(entry.keys)
-        return keys
+    def accepted(self) -> Mapping[str, str]:
+        """Every storage key the journal accepted, with the sha256 its bytes must have (the
+        newest entry's, were a key accepted twice)."""
+        with self._mutex:
+            self._catch_up()
+        return self._accepted
 
     def read(self) -> JournalRead:
         """Read every segment afresh and check the chain, reporting rather than raising."""
@@ -331,6 +340,8 @@ class Journal:
                 with self._mutex:
                     if self._entries and self._entries[-1].seq == made[0].seq - 1:
                         self._entries.extend(made)
+                        for entry in made:
+                            self._accepted.update(entry.keys)
                 return made
         raise IntegrityError("could not append to the journal: it kept moving (100 attempts)")
 

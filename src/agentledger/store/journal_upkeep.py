@@ -181,7 +181,7 @@ def index_missing_scores(ledger: Ledger) -> tuple[list[str], list[tuple[str, str
     accepted = storage.journal.accepted()
     indexed = {f"scores/{row.run_id}/{row.judge_id}.json" for row in ledger.index.score_rows()}
     rows, done, refused = [], [], []
-    for key in sorted(k for k in accepted if k.startswith("scores/") and k not in indexed):
+    for key in sorted(k for k in list(accepted) if k.startswith("scores/") and k not in indexed):
         try:
             raw = storage.get(key)
             if sha256_bytes(raw) != accepted[key]:
