@@ -61,7 +61,6 @@ def import_once(source: Path, target: Path, *, journal: bool) -> dict[str, float
     from agentledger.importers.directory import plan_import, write_plan
     from agentledger.store import Ledger
 
-    shutil.rmtree(target, ignore_errors=True)
     with Ledger.init(target) as ledger:
         plan = plan_import([source], ledger=ledger)
         warm_up(source)
@@ -118,8 +117,13 @@ def main() -> int:
                 f"find {q(copy)} -type f -print0 | xargs -0 sha256sum > /dev/null"
             ).seconds
         )
-        with_journal.append(import_once(source, WORK / "with", journal=True)["seconds"])
-        without.append(import_once(source, WORK / "without", journal=False)["seconds"])
+        # Fresh targets (deleting many files slows creating them for a while on some disks),
+        # and the order alternated, so that neither side always runs on a warmer machine.
+        order = [True, False] if number % 2 else [False, True]
+        for journal in order:
+            name = f"with-{number}" if journal else f"without-{number}"
+            seconds = import_once(source, WORK / name, journal=journal)["seconds"]
+            (with_journal if journal else without).append(seconds)
     result["import"] = {
         "with_journal_s": round(median(with_journal), 3),
         "without_journal_s": round(median(without), 3),
@@ -129,7 +133,7 @@ def main() -> int:
     imp["journal_ratio"] = round(imp["with_journal_s"] / imp["without_journal_s"], 3)
     imp["ratio_to_baseline"] = round(imp["with_journal_s"] / imp["cp_sha256sum_s"], 2)
 
-    ledger_path = WORK / "with"
+    ledger_path = WORK / "with-1"
     with Ledger.open(ledger_path) as ledger:
         run_ids = sorted(ledger.storage.run_ids())
     sample = run_ids[: max(10, len(run_ids) // 10)]
@@ -206,8 +210,10 @@ def main() -> int:
         f"{result['verify']['library_s']}s library ({result['verify']['library_ratio']}x)"
     )
     if not args.keep:
-        for name in ("with", "without", "copy"):
-            shutil.rmtree(WORK / name, ignore_errors=True)
+        for number in range(1, args.rounds + 1):
+            for name in (f"with-{number}", f"without-{number}"):
+                shutil.rmtree(WORK / name, ignore_errors=True)
+        shutil.rmtree(WORK / "copy", ignore_errors=True)
     return 0
 
 
