@@ -21,6 +21,7 @@ from agentledger.cli.common import (
 from agentledger.cli.output import print_rows
 from agentledger.errors import IntegrityError
 from agentledger.judges.scores import reindex_scores
+from agentledger.labels import index_missing_labels, reindex_labels
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
@@ -98,10 +99,13 @@ def gc_command(ledger_path: Path | None) -> None:
     """
     with open_ledger(ledger_path) as ledger:
         report = ledger.gc()
+        labels = index_missing_labels(ledger)
     for name in report.removed:
         click.echo(f"removed staging leftover {name}")
     for run_id in report.indexed:
         click.echo(f"indexed {run_id}")
+    for label_id in labels:
+        click.echo(f"indexed label {label_id}")
     for name in report.in_progress:
         click.echo(f"kept {name}: its writer is still running", err=True)
     for key in report.indexed_scores:
@@ -136,8 +140,10 @@ def reindex_command(ledger_path: Path | None) -> None:
         click.echo(f"skipped {run_id}: {problem}", err=True)
     with Ledger.open(ledger_location(ledger_path)) as ledger:
         scores = reindex_scores(ledger)
+        labels = reindex_labels(ledger)
     click.echo(
-        f"Indexed {report.indexed} runs and {scores} scores in {time.perf_counter() - started:.1f}s"
+        f"Indexed {report.indexed} runs and {scores} scores ({labels} labels) in "
+        f"{time.perf_counter() - started:.1f}s"
     )
     if report.skipped:
         click.echo(
