@@ -18,10 +18,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
-from agentledger.records.scores import Score
+
+if TYPE_CHECKING:
+    from agentledger.records.scores import Score
 
 __all__ = [
     "DIMENSIONS",

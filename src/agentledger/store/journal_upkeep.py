@@ -19,14 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
-from agentledger.records.decisions import DECISION_JSON, Decision
-from agentledger.records.labels import Label
-from agentledger.records.scores import Score
 from agentledger.store.index import score_row
 from agentledger.store.journal import (
     JOURNALED_AREAS,
@@ -107,6 +102,12 @@ def run_checks_out(storage: StorageBackend, run_id: str) -> tuple[str | None, st
 
 def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
     """What is wrong with a stored record, or None when it is what its key says."""
+    from pydantic import BaseModel
+
+    from agentledger.records.decisions import DECISION_JSON, Decision
+    from agentledger.records.labels import Label
+    from agentledger.records.scores import Score
+
     area = key.split("/", 1)[0]
     model: type[BaseModel]
     if area == "decisions":
@@ -177,6 +178,8 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
 def index_missing_scores(ledger: Ledger) -> tuple[list[str], list[tuple[str, str]]]:
     """Index every accepted, intact score the index lacks (its writer died before indexing
     it); (keys indexed, (key, why not) for those that could not be)."""
+    from agentledger.records.scores import Score
+
     storage = ledger.storage
     accepted = storage.journal.accepted()
     indexed = {f"scores/{row.run_id}/{row.judge_id}.json" for row in ledger.index.score_rows()}
