@@ -3,6 +3,7 @@
     .venv/bin/python bench/traces.py            # 1,500 trajectories (about 400 MB)
     .venv/bin/python bench/traces.py --quick    # 150 of them, a smoke run
     .venv/bin/python bench/traces.py --count 500 --json results.json
+    .venv/bin/python bench/traces.py --before /tmp/base/src   # also an older source, alternately
 
 Synthetic OpenHands-shaped trajectories of realistic size (log-normal, median about 200 KB,
 at most 5 MB; 20 to 300 events each: a user message, then actions (run, read, edit, think,
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -182,13 +185,19 @@ def make_data(target: Path, count: int, seed: int = 16) -> int:
     return total
 
 
-def _timed(command: list[str] | str, shell: bool = False) -> float:
+def _timed(
+    command: list[str] | str, shell: bool = False, env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds (user + system, of every process it started)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, shell=shell, capture_output=True, text=True)
+    done = subprocess.run(command, shell=shell, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"failed: {command}\n{done.stderr[-2000:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def show_trace_ms(ledger_root: Path) -> tuple[float, int]:
@@ -217,6 +226,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the synthetic data")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="the src/ directory of another agentledger (an older commit): its import is timed "
+        "too, alternately with this one, for a before/after of the same run",
+    )
     args = parser.parse_args()
     count = 150 if args.quick else args.count
     data = WORK / f"data-{count}"
@@ -234,35 +249,40 @@ def main() -> None:
         f" largest {sizes[-1] / 1e6:.1f} MB"
     )
     _timed(f"xargs -0 cat < {listing} > /dev/null", shell=True)  # into the page cache
-    imports, copies = [], []
+    imports, copies, befores = [], [], []
     ledger_root = WORK / "ledger"
+    command = [
+        str(BIN / "agentledger"),
+        "import",
+        "--ledger",
+        str(ledger_root),
+        "--format",
+        "openhands",
+        str(data),
+        "--model",
+        "bench-model",
+    ]
     for _ in range(args.repeats):
         copies.append(_timed(f"xargs -0 cat < {listing} | sha256sum > /dev/null", shell=True))
         shutil.rmtree(ledger_root, ignore_errors=True)
-        imports.append(
-            _timed(
-                [
-                    str(BIN / "agentledger"),
-                    "import",
-                    "--ledger",
-                    str(ledger_root),
-                    "--format",
-                    "openhands",
-                    str(data),
-                    "--model",
-                    "bench-model",
-                ]
-            )
-        )
+        imports.append(_timed(command))
+        if args.before:
+            shutil.rmtree(ledger_root, ignore_errors=True)
+            # The console script imports agentledger from PYTHONPATH first.
+            env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+            befores.append(_timed(command, env=env))
     show_ms, steps = show_trace_ms(ledger_root)
-    imported, copied = statistics.median(imports), statistics.median(copies)
+    imported, copied = (statistics.median(t[0] for t in runs) for runs in (imports, copies))
+    imported_cpu, copied_cpu = (statistics.median(t[1] for t in runs) for runs in (imports, copies))
     ratio = imported / copied
-    figures = {
+    figures: dict[str, Any] = {
         "trajectories": count,
         "bytes": total,
         "import_seconds": round(imported, 3),
         "cat_sha256sum_seconds": round(copied, 3),
         "ratio": round(ratio, 2),
+        "import_cpu_seconds": round(imported_cpu, 3),
+        "cat_sha256sum_cpu_seconds": round(copied_cpu, 3),
         "goal_ratio": GOAL,
         "show_trace_ms": round(show_ms, 2),
         "show_trace_steps": steps,
@@ -273,9 +293,23 @@ def main() -> None:
         f"(goal within {GOAL}x: {'met' if ratio <= GOAL else 'missed'})"
     )
     print(
+        f"CPU (user + system, every process): import {imported_cpu:.2f} s, "
+        f"cat | sha256sum {copied_cpu:.2f} s"
+    )
+    print(
         f"show --trace of a {steps}-step run in the library: {show_ms:.1f} ms "
         f"(goal under {SHOW_GOAL_MS:.0f} ms: {'met' if show_ms < SHOW_GOAL_MS else 'missed'})"
     )
+    if befores:
+        before = statistics.median(t[0] for t in befores)
+        before_cpu = statistics.median(t[1] for t in befores)
+        figures["before_import_seconds"] = round(before, 3)
+        figures["before_import_cpu_seconds"] = round(before_cpu, 3)
+        figures["before_ratio"] = round(before / copied, 2)
+        print(
+            f"before ({args.before}): import {before:.2f} s: ratio {before / copied:.2f}x; "
+            f"CPU {before_cpu:.2f} s"
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     shutil.rmtree(ledger_root, ignore_errors=True)

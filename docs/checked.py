@@ -15,6 +15,10 @@ Set-ups (each built once per generator run, in a temporary directory, by the com
   `agentledger import --tag sample=true --agent-name ghost src/agentledger/data/sample_runs`, then
   `agentledger judge --diagnosis --suite src/agentledger/data/suites/netops`.
 - `demo`: the ledger `agentledger demo agentledger-demo` builds, at `agentledger-demo`.
+- `traces`: no ledger, and the traces docs/traces.md imports: `openhands/` (the two OpenHands
+  trajectories of tests/data), `traj_broken.json`, `own/use_case_m.jsonl` (the plain format),
+  `security_guide.eval` (an Inspect AI log of the mock model, kept in tests/data) and
+  `agent_spans.json` (OTLP JSON made by the OpenTelemetry SDK, docs/trace_inputs.py).
 - `import`: no ledger, and the inputs docs/import.md describes: `exported/` (two runs of another
   harness), `identity.csv`, `prompts/base.txt`, copies of sample runs broken one way each
   (`bad-json/`, `bad-version/`, `bad-link/`), and `loose/run42` (a run without metadata).
@@ -384,11 +388,71 @@ def _setup_import(work: Path) -> None:
     (loose / "shell_audit.jsonl").write_text('{"command": "tc qdisc show dev eth0"}\n')
 
 
+_OWN_TRACE = [
+    {
+        "run": {
+            "model": "claude-haiku-4-5",
+            "system_prompt": "You are Ghost, a network forensics agent.",
+        }
+    },
+    {
+        "actor": "user",
+        "kind": "message",
+        "content": "Packets to 10.0.0.7 are dropped.",
+        "time": "2026-03-12T10:15:00Z",
+    },
+    {
+        "actor": "agent",
+        "kind": "command",
+        "tool": "shell",
+        "command": "iptables -L INPUT -n",
+        "time": "2026-03-12T10:15:04Z",
+    },
+    {
+        "actor": "tool",
+        "kind": "command_output",
+        "cause": 1,
+        "exit_code": 0,
+        "content": "DROP all -- 10.0.0.7 0.0.0.0/0",
+        "time": "2026-03-12T10:15:05Z",
+    },
+    {
+        "actor": "agent",
+        "kind": "finish",
+        "content": "Root cause: a DROP rule for 10.0.0.7 in INPUT.",
+        "time": "2026-03-12T10:15:30Z",
+    },
+]
+
+
+def _setup_traces(work: Path) -> None:
+    """Inputs of docs/traces.md: OpenHands trajectories (the two kept in the tests' data), a
+    broken one, a plain trace, an Inspect AI log of the mock model, OTLP spans of the SDK."""
+    from trace_inputs import otel_spans
+
+    data = ROOT / "tests" / "data"
+    shutil.copytree(data / "openhands", work / "openhands")
+    (work / "traj_broken.json").write_text(
+        json.dumps(
+            [
+                {"id": 0, "source": "user", "action": "message", "args": {"content": "Go."}},
+                {"id": 1, "source": "agent", "action": "run", "args": {"thought": "list"}},
+            ]
+        )
+    )
+    (work / "own").mkdir()
+    lines = [json.dumps(line) + "\n" for line in _OWN_TRACE]
+    (work / "own" / "use_case_m.jsonl").write_text("".join(lines))
+    shutil.copy(data / "inspect" / "security_guide.eval", work / "security_guide.eval")
+    otel_spans(work / "agent_spans.json")
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "empty": lambda work: None,
     "samples": _setup_samples,
     "demo": _setup_demo,
     "import": _setup_import,
+    "traces": _setup_traces,
 }
 
 

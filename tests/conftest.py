@@ -101,3 +101,10 @@ def write_run(ledger: Ledger) -> WriteRun:
         return metadata.run_id
 
     return write
+
+
+def shared_samples() -> Path:
+    """The samples written by others (`shared/samples` beside the repository, as on CI and in a
+    development checkout); the tests that read them skip when it is absent."""
+    beside = Path(__file__).resolve().parents[2] / "shared" / "samples"
+    return beside if beside.is_dir() else Path("/work/shared/samples")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -50,19 +51,35 @@ def audit(run_dir: Path) -> list[dict[str, object]]:
     return [event.model_dump() for event in parse_shell_audit(path.read_bytes(), str(path))]
 
 
-# Each of these is classified read-only by the text and deletes or overwrites F when run.
-MISCLASSIFIED = [
+# The classifier now sees through what once fooled it (these four were read-only by their
+# text); the sandbox test below needs commands it still calls read-only.
+ONCE_MISCLASSIFIED = [
     "x='a[$(rm -f F)]'; echo $((x))",
     "sed -n '1e rm F' G",
     "sort -oF G",
     "awk 'BEGIN{system (\"rm F\")}'",
 ]
+# Each of these is read-only by its text, and deletes F when run in a repository whose own
+# configuration (which no command line shows) names a program to run.
+MISCLASSIFIED = ["git status", "git diff --stat", "git -C . status --short"]
+
+
+@pytest.fixture
+def trapped_repository(workdir: Path) -> Path:
+    """`workdir` as a git repository whose core.fsmonitor removes F."""
+    git = subprocess.run(["git", "init", "-q", str(workdir)], capture_output=True, check=False)
+    if git.returncode != 0:
+        pytest.skip("git is not available")
+    config = workdir / ".git" / "config"
+    config.write_text(config.read_text() + "[core]\n\tfsmonitor = rm -f F\n")
+    return workdir
 
 
 @pytest.mark.parametrize("command", MISCLASSIFIED)
 def test_a_command_wrongly_called_read_only_leaves_the_file_untouched(
-    tmp_path: Path, workdir: Path, scratch_base: Path, command: str
+    tmp_path: Path, trapped_repository: Path, scratch_base: Path, command: str
 ) -> None:
+    workdir = trapped_repository
     gate = Gate(None, tmp_path / "shell_audit.jsonl", cwd=workdir)
     decision = gate.decide(command)
     # The premise: the classifier lets it through. If it ever stops doing so, the sandbox
@@ -77,7 +94,7 @@ def test_a_command_wrongly_called_read_only_leaves_the_file_untouched(
 
 # The issue's attacks: whatever the classifier comes to say about them, none changes a file.
 ATTACKS = [
-    *MISCLASSIFIED,
+    *ONCE_MISCLASSIFIED,
     "PS4='$(rm -f F)'; set -x; true",
     "x='$(rm F)'; echo ${x@P}",
     "hash -p /usr/bin/rm ls; ls F",

@@ -15,8 +15,9 @@ from agentledger.cli.app import main
 from agentledger.importers import ImportOptions, import_runs
 from agentledger.records import RunMetadata, RunSummary, parse_record, parse_shell_audit
 from agentledger.records.trace import parse_trace, shell_events
+from conftest import shared_samples
 
-SAMPLES = Path("/work/shared/samples/openhands")
+SAMPLES = shared_samples() / "openhands"
 MODELS = ("claude-sonnet", "deepseek_r1", "deepseek_v3", "gpt-4o", "o3-mini")
 
 pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the OpenHands samples are absent")

@@ -15,8 +15,9 @@ from agentledger.errors import InputError
 from agentledger.labels import current_labels, labels_for_agreement
 from agentledger.labels.external import inspect_verdict
 from agentledger.store import Ledger
+from conftest import shared_samples
 
-SAMPLES = Path("/work/shared/samples/openhands")
+SAMPLES = shared_samples() / "openhands"
 
 
 def run(*args: str) -> tuple[int, str, str]:

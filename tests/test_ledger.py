@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -151,6 +152,26 @@ def test_binary_attachments_are_kept_byte_for_byte(ledger: Ledger, tmp_path: Pat
     with ledger.new_run(meta) as run:
         run.add_file("attachments/capture/pcap.bin", tmp_path / "pcap.bin")
     assert ledger.read_bytes("r1", "attachments/capture/pcap.bin") == blob
+
+
+@pytest.mark.parametrize("kernel", ["copies", "cannot copy"])
+def test_attachments_copied_by_the_kernel_or_through_a_buffer_are_hashed_as_stored(
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: str
+) -> None:
+    blob = os.urandom(3 * 1024 * 1024 + 17)  # more than one buffer's worth
+    (tmp_path / "trace.json").write_bytes(blob)
+    if kernel == "cannot copy":
+
+        def refuse(*_args: object) -> int:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+        monkeypatch.setattr(os, "copy_file_range", refuse)
+    with ledger.new_run(make_metadata("r1")) as run:
+        run.add_file("attachments/trace.json", tmp_path / "trace.json")
+    assert ledger.read_bytes("r1", "attachments/trace.json") == blob
+    entry = ledger.load("r1").manifest.files["attachments/trace.json"]
+    assert (entry.sha256, entry.size) == (sha256_bytes(blob), len(blob))
+    assert verify_ledger(ledger).ok
 
 
 def _ids(ledger: Ledger, **kwargs: object) -> set[str]:

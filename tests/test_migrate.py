@@ -90,6 +90,7 @@ EXPECTED_INDEXES = {
     "runs_kind",
     "scores_judge_verdict",
     "scores_verdict",
+    "scores_chosen",
     "score_criteria_fired",
     "labels_run",
     "labels_source",
@@ -241,3 +242,49 @@ def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Pat
         index.close()
     tables, indexes = _schema(path)
     assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES
+
+
+def test_an_index_from_before_the_report_indexes_is_upgraded(tmp_path: Path) -> None:
+    """m005: the covering indexes appear, score_criteria keeps its rows without a rowid."""
+    path = tmp_path / "index.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in MIGRATIONS[:3]:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db.execute(
+        f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
+        "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
+        "'ghost', NULL, NULL, '2026-03-12T10:00:00.000000Z', NULL, 0, 0, 'agent', NULL, NULL, "
+        "NULL, NULL, NULL, NULL, NULL, '2026-03-12T10:00:00.000000Z', 'sha256:cd', '{}', NULL)"
+    )
+    db.execute(
+        "INSERT INTO scores VALUES ('r1', 'rules-a', 'rules', NULL, 'remediation-safety', "
+        "'Unsafe', 1, NULL, '2026-03-13T00:00:00.000000Z', '{}')"
+    )
+    db.executemany(
+        "INSERT INTO score_criteria VALUES ('r1', 'rules-a', ?, ?)",
+        [("C1", 1), ("C2", 0), ("C3", None)],
+    )
+    db.close()
+    index = SQLiteIndex(path)
+    try:
+        assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
+        cells = index.criterion_cells(RunFilter(), ["rules-a"])
+        assert [(c.criterion, c.fired, c.assessed, c.unassessed) for c in cells] == [
+            ("C1", 1, 1, 0),
+            ("C2", 0, 1, 0),
+            ("C3", 0, 0, 1),
+        ]
+    finally:
+        index.close()
+    tables, indexes = _schema(path)
+    assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES
+    db = sqlite3.connect(path)
+    table_sql = db.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'score_criteria'"
+    ).fetchone()[0]
+    assert table_sql.rstrip().endswith("WITHOUT ROWID")
+    columns = [row[2] for row in db.execute("PRAGMA index_info(runs_model_prompt)")]
+    assert columns[:2] == ["model", "system_prompt_hash"]
+    db.close()

@@ -15,7 +15,6 @@ from agentledger.analysis import (
     criteria_report,
     drift_report,
     gap_report,
-    parse_group,
     verdicts_report,
 )
 from agentledger.analysis.drift import iso_week
@@ -311,19 +310,6 @@ def test_compare_paired_and_unpaired(ledger: Ledger, seed: dict[str, list[str]])
     assert "not paired" in apart.summary
 
 
-def test_parse_group() -> None:
-    parsed = parse_group("model=gemini-2.5-flash,prompt=950D4E48,variant=variant-a,tag:team=net")
-    assert parsed.models == ("gemini-2.5-flash",)
-    assert parsed.prompt_hash == "sha256:950d4e48"
-    assert parsed.variant == "variant-a" and parsed.tags == (("team", "net"),)
-    base = RunFilter(scenarios=("use_case_b",), tags=(("sample", "true"),))
-    narrowed = parse_group("model=x", base)
-    assert narrowed.scenarios == ("use_case_b",) and narrowed.tags == (("sample", "true"),)
-    for bad in ("", "model", "colour=red", "prompt=xyz", "model=a,,"):
-        with pytest.raises(InputError, match="group filter"):
-            parse_group(bad)
-
-
 def test_build_reports_all_and_errors(ledger: Ledger, seed: dict[str, list[str]]) -> None:
     kinds = [r.head.kind for r in build_reports("all", ledger.index, RunFilter())]
     assert kinds == ["verdicts", "criteria", "gap", "drift"]
@@ -425,3 +411,28 @@ def test_fixture_runs_are_reported_when_asked_for(
     assert report.overall.counts["Unsafe"] == 3
     both = Selection(ledger.index, RunFilter(kinds=("agent", "fixture")), JUDGE)
     assert both.head("verdicts").runs_selected == 26 and both.head("verdicts").left_out == {}
+
+
+def test_the_report_queries_read_no_wide_row(ledger: Ledger, seed: dict[str, list[str]]) -> None:
+    """Every report's pass over runs, scores and criteria reads covering indexes (m005), in a
+    plan pinned by the query, not by statistics (this small index has none)."""
+    statements: list[str] = []
+    ledger.index.db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+    for run_filter, judge in ((RunFilter(), None), (RunFilter(models=("gemini-2.5-flash",)), None),
+                              (RunFilter(), "rules")):  # fmt: skip
+        for kind in ("verdicts", "criteria", "gap", "drift", "compare"):
+            build_reports(
+                kind, ledger.index, run_filter, judge=judge, criterion="C2",
+                prompt=None, a="model=gemini-2.5-flash", b="model=claude-haiku-4-5",
+            )  # fmt: skip
+    ledger.index.db.set_trace_callback(None)  # type: ignore[attr-defined]
+    hot = [s for s in statements if s.startswith("WITH sel")]
+    assert len(hot) > 20
+    for statement in hot:
+        plan = [row[3] for row in ledger.index.db.execute(f"EXPLAIN QUERY PLAN {statement}")]  # type: ignore[attr-defined]
+        for step in plan:
+            table = step.split()[1] if step.startswith(("SCAN", "SEARCH")) else None
+            if table in ("runs", "s", "scores"):
+                assert "COVERING INDEX" in step, (statement, plan)
+            elif table == "c":
+                assert "PRIMARY KEY" in step, (statement, plan)

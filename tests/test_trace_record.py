@@ -129,6 +129,21 @@ def test_shell_log_derived_from_command_steps() -> None:
     assert event.stdout == "x" * 4096 and event.truncated and event.stdout_bytes == 5000
 
 
+def test_a_command_the_tool_refused_has_its_error_in_the_shell_log() -> None:
+    call, _output = _steps()
+    refusal = TraceStep(
+        index=1,
+        actor="tool",
+        kind="error",
+        cause=0,
+        content=step_text("ERROR: Cannot execute multiple commands at once."),
+    )
+    (event,) = shell_events([call, refusal])
+    assert event.stderr == "ERROR: Cannot execute multiple commands at once."
+    assert event.stdout is None and event.exit_code is None
+    assert event.stderr_sha256 == refusal.content.sha256 if refusal.content else False
+
+
 def test_gate_decision_reaches_the_shell_log() -> None:
     step = TraceStep.model_validate(
         {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentledger.analysis.compare import CompareReport, compare_report, parse_group
+from agentledger.analysis.compare import CompareReport, compare_report
 from agentledger.analysis.criteria import CriteriaReport, criteria_report
 from agentledger.analysis.drift import DriftReport, drift_report
 from agentledger.analysis.gap import GapReport, gap_report
@@ -40,7 +40,6 @@ __all__ = [
     "fisher_test",
     "gap_report",
     "mcnemar_test",
-    "parse_group",
     "verdicts_report",
     "wilson",
 ]

@@ -1,8 +1,10 @@
 """Compare two groups of runs (two models, two prompt hashes, two variants) with an exact test.
 
-Groups are written as filters: ``model=gemini-2.5-flash``, ``prompt=950d4e48``,
-``variant=variant-a``, ``scenario=use_case_b``, ``served=...``, ``commit=...``, ``tag:KEY=VALUE``,
-joined by commas (all must hold). Each group is also restricted by the report's run filter.
+Groups are written in the run-filter grammar (`agentledger.records.filters`):
+``model=gemini-2.5-flash``, ``prompt=950d4e48``, ``variant=variant-a``, ``scenario=use_case_b``,
+``served=...``, ``commit=...``, ``kind=...``, ``since=...``, ``until=...``, ``tag:KEY=VALUE``,
+joined by commas (all must hold). Each group starts from the report's run filter: a key the
+group gives replaces the report's value of it, tags add to the report's.
 
 The event compared is *Unsafe* (against Safe or Uncertain; skipped runs left out). When both
 groups ran some of the same scenarios, the runs are paired by scenario (the newest judged run of
@@ -13,64 +15,19 @@ also reported next to McNemar for the whole groups.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agentledger.analysis.select import JudgeChoice, ReportHead, Selection, describe_filter
 from agentledger.analysis.stats import TestResult, fisher_test, mcnemar_test
 from agentledger.analysis.verdicts import VerdictCounts, count_verdicts
-from agentledger.errors import InputError
-from agentledger.identity import normalize_hash_prefix
-from agentledger.store.index import RunFilter, RunIndex
+from agentledger.records.filters import RunFilter, parse_run_selection
+from agentledger.store.index import RunIndex
 
-__all__ = ["CompareReport", "Pair", "compare_report", "parse_group"]
+__all__ = ["GROUP_FILTER", "CompareReport", "Pair", "compare_report"]
 
-_KEYS = ("model", "scenario", "prompt", "variant", "served", "commit", "tag:KEY")
-
-
-def parse_group(spec: str, base: RunFilter | None = None) -> RunFilter:
-    """``model=x,prompt=950d4e48,tag:k=v`` as a RunFilter narrowing `base`."""
-    base = base or RunFilter()
-    changes: dict[str, Any] = {}
-    models: list[str] = []
-    scenarios: list[str] = []
-    tags = list(base.tags)
-    if not spec.strip():
-        raise InputError("an empty group filter: write e.g. model=gemini-2.5-flash")
-    for part in spec.split(","):
-        key, sep, value = part.strip().partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
-            raise InputError(
-                f"malformed group filter {spec!r}: {part.strip()!r} is not KEY=VALUE "
-                f"(keys: {', '.join(_KEYS)})"
-            )
-        if key == "model":
-            models.append(value)
-        elif key == "scenario":
-            scenarios.append(value)
-        elif key == "prompt":
-            try:
-                changes["prompt_hash"] = normalize_hash_prefix(value)
-            except ValueError as exc:
-                raise InputError(f"malformed group filter {spec!r}: {exc}") from None
-        elif key == "variant":
-            changes["variant"] = value
-        elif key == "served":
-            changes["model_served"] = value
-        elif key == "commit":
-            changes["agent_commit"] = value
-        elif key.startswith("tag:") and len(key) > 4:
-            tags.append((key[4:], value))
-        else:
-            raise InputError(
-                f"malformed group filter {spec!r}: unknown key {key!r} (keys: {', '.join(_KEYS)})"
-            )
-    if models:
-        changes["models"] = tuple(models)
-    if scenarios:
-        changes["scenarios"] = tuple(scenarios)
-    return replace(base, tags=tuple(tags), **changes)
+GROUP_FILTER = "malformed group filter"
+"""How an error names a group's text (`parse_run_selection`'s `what`)."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +130,9 @@ def compare_report(
     The judge is chosen over the whole selection (or `choice`, already chosen), so that both
     groups are read through the same judge.
     """
-    filter_a, filter_b = parse_group(a_spec, run_filter), parse_group(b_spec, run_filter)
+    filter_a, filter_b = (
+        parse_run_selection(spec, what=GROUP_FILTER, base=run_filter) for spec in (a_spec, b_spec)
+    )
     choice = choice or Selection(index, run_filter, judge).judge
     sel_a = Selection(index, filter_a, choice=choice)
     sel_b = Selection(index, filter_b, choice=choice)

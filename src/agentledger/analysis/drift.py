@@ -155,7 +155,7 @@ def _cube(selection: Selection) -> list[tuple[Any, ...]]:
     return [
         (*count.keys, count.verdict, count.runs, count.first_started_at)
         for count in selection.verdict_counts(
-            ("model", "system_prompt_hash", "model_served", "day")
+            ("model", "system_prompt_hash", "model_served", "day"), diagnosis=False
         )
     ]
 
@@ -163,11 +163,15 @@ def _cube(selection: Selection) -> list[tuple[Any, ...]]:
 def _all_series(cube: list[tuple[Any, ...]]) -> dict[str, dict[str, list[VerdictCounts]]]:
     """The three series, summed from the cube."""
     groups: dict[str, dict[tuple[str, str], VerdictCounts]] = {name: {} for name in DIMENSIONS}
+    weeks: dict[str, str] = {}  # a few hundred days, each on many rows of the cube
     for model, prompt, served, day, verdict, count, first in cube:
-        keys = {"prompt": prompt, "served": served, "week": iso_week(day) if day else None}
+        week = (weeks.get(day) or weeks.setdefault(day, iso_week(day))) if day else None
+        keys = {"prompt": prompt, "served": served, "week": week}
         for dimension, key in keys.items():
             name = "-" if key is None else str(key)
-            entry = groups[dimension].setdefault((model, name), VerdictCounts(name))
+            entry = groups[dimension].get((model, name))
+            if entry is None:
+                entry = groups[dimension][(model, name)] = VerdictCounts(name)
             if verdict in entry.counts:
                 entry.counts[verdict] += int(count)
             if first is not None:
@@ -268,7 +272,7 @@ def _before_after(
             until=min(until, own.until) if own.until else until,
         )
         for count in selection.index.verdict_counts(
-            that_day, selection.judge.judge_ids, ("system_prompt_hash",)
+            that_day, selection.judge.judge_ids, ("system_prompt_hash",), diagnosis=False
         ):
             on_hash = count.keys[0] is not None and str(count.keys[0]).startswith(prefix)
             if not on_hash:

@@ -186,9 +186,11 @@ class Selection:
             kinds=tuple(sorted({tally.kind for tally in matched})),
         )
 
-    def verdict_counts(self, by: Sequence[Dimension] = ()) -> list[VerdictCount]:
+    def verdict_counts(
+        self, by: Sequence[Dimension] = (), *, diagnosis: bool = True
+    ) -> list[VerdictCount]:
         """The chosen scores' verdicts per group of `by` (see `RunIndex.verdict_counts`)."""
-        return self.index.verdict_counts(self.filter, self.judge.judge_ids, by)
+        return self.index.verdict_counts(self.filter, self.judge.judge_ids, by, diagnosis=diagnosis)
 
     def verdict_cube(self) -> list[tuple[str, str, bool | None, int]]:
         """(model, verdict, diagnosis, runs) over the chosen scores; computed once."""

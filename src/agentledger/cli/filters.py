@@ -1,6 +1,7 @@
 """The run filter options shared by `runs`, `export` and the reports, as click parameter types.
 
-The grammar itself (dates, tags, verdicts) is `agentledger.records.filters`.
+The grammar itself (RunFilter, dates, tags, verdicts, run kinds, and the KEY=VALUE selections
+whose keys are these options' names) is `agentledger.records.filters`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from agentledger.records import RUN_KINDS
 from agentledger.records.filters import (
     LABEL_SOURCE_HINT,
     VERDICTS,
+    RunFilter,
     parse_label_verdict,
     parse_moment,
     parse_tag,
     parse_verdict,
 )
-from agentledger.store import RunFilter
 
 __all__ = ["build_filter", "label_filter_options", "run_filter_options", "score_filter_options"]
 

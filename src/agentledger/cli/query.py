@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,16 @@ from agentledger.cli.filters import (
 )
 from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
 from agentledger.identity import short_hash
-from agentledger.store.export import EXPORT_FORMATS, ROW_COLUMNS, run_record, run_row, write_export
+from agentledger.store.export import (
+    ALL_EXPORT_FORMATS,
+    ROW_COLUMNS,
+    run_record,
+    run_row,
+    write_export,
+    written_beside,
+)
+from agentledger.store.export_otel import otel_request
+from agentledger.store.export_parquet import PARQUET_FILES, write_parquet
 from agentledger.store.sizes import format_size
 
 __all__ = ["export_command", "runs_command", "show_command", "sql_command"]
@@ -278,31 +284,67 @@ def sql_command(ledger_path: Path | None, query: str, fmt: str) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(EXPORT_FORMATS),
+    type=click.Choice(ALL_EXPORT_FORMATS),
     default="run-index",
     show_default=True,
-    help="run-index (the seed's run_index.json shape), csv, or jsonl.",
+    help="run-index (the seed's run_index.json shape), csv, jsonl, otel (OTLP JSON spans, "
+    "one trace per run) or parquet (a directory of tables: runs, scores, steps; needs "
+    "agentledger[parquet]).",
 )
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="Write to this file (default stdout)."
+    "-o",
+    "--out",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    help="Write to this file (default stdout); for parquet, a new directory.",
 )
+@click.option("--force", is_flag=True, help="Replace --out if it exists (a file, or an export).")
 @handle_errors
-def export_command(ledger_path: Path | None, fmt: str, output: Path | None, **filters: Any) -> None:
-    """Export the index: run_index.json, CSV or JSON lines, optionally filtered."""
+def export_command(
+    ledger_path: Path | None, fmt: str, output: Path | None, force: bool, **filters: Any
+) -> None:
+    """Export the index (run_index.json, CSV, JSON lines), the runs as OpenTelemetry spans,
+    or runs, scores and trace steps as Parquet tables, optionally filtered.
+
+    \b
+    Examples:
+      agentledger export -o run_index.json
+      agentledger export --format otel --out spans.json
+      agentledger export --format parquet --out tables/
+    """
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet writes a directory of tables: give --out DIR")
     with open_ledger(ledger_path) as ledger:
         found = ledger.runs(build_filter(**filters))
+        if fmt == "parquet":
+            assert output is not None
+            with written_beside(
+                output, directory=True, force=force, replaceable=PARQUET_FILES
+            ) as tmp:
+                tables = write_parquet(ledger, found, tmp)
+            click.echo(
+                f"Exported {tables.runs} runs, {tables.scores} scores and {tables.steps} "
+                f"trace steps to {output}",
+                err=True,
+            )
+            return
+        if fmt == "otel":
+            request, count = otel_request(ledger, found)
+            text = json.dumps(request, ensure_ascii=False) + "\n"
+            if output is None:
+                sys.stdout.write(text)
+                return
+            with written_beside(output, force=force) as tmp:
+                tmp.write_text(text, encoding="utf-8")
+            click.echo(f"Exported {count} runs as OTLP spans to {output}", err=True)
+            return
     if output is None:
         write_export(found, fmt, sys.stdout)
         return
-    # Written beside the target and renamed: a reader never sees half an export.
-    directory = output.parent if str(output.parent) else Path()
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            count = write_export(found, fmt, handle)
-        Path(tmp).replace(output)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
+    with (
+        written_beside(output, force=force) as tmp,
+        tmp.open("w", encoding="utf-8", newline="") as handle,
+    ):
+        count = write_export(found, fmt, handle)
     click.echo(f"Exported {count} runs to {output}", err=True)

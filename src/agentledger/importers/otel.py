@@ -16,6 +16,11 @@ Identity: the model asked for and served (``gen_ai.request.model``, ``gen_ai.res
 the system prompt (``gen_ai.system_instructions``), the prompt (the first user message of
 ``gen_ai.input.messages``), the agent (``gen_ai.agent.name``); the report is the last model
 output. Times are nanoseconds since the epoch: UTC.
+
+Spans that agentledger itself exported (`agentledger.store.export_otel`) also carry
+``agentledger.*`` attributes, read back so that the run imports as it was: each step's kind,
+actor, raw type and text, a command's exit code, the scenario, and times that had no zone
+(``agentledger.time_zone: unknown``) or none at all (``none``).
 """
 
 from __future__ import annotations
@@ -36,13 +41,14 @@ from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
 from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, trace_files
 from agentledger.records import decode_json
-from agentledger.records.trace import STEPS, step_text_fields
+from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
 
 FORMAT = "otel"
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
 _SEPARATOR = "#trace="
+_TOOL_KINDS = ("tool_call", "file_read", "file_write", "browse", "code")
 
 
 def _requests(raw: bytes, origin: str) -> list[Any]:
@@ -128,6 +134,7 @@ def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
                         {
                             "where": where,
                             "span_id": _hex_id(span.get("spanId"), origin, f"{where}.spanId"),
+                            "parent": bool(span.get("parentSpanId")),
                             "name": span.get("name") if isinstance(span.get("name"), str) else "",
                             "start": start,
                             "end": end,
@@ -176,8 +183,27 @@ def _messages_text(value: Any, role: str | None = None) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def _when(nanos: int) -> datetime | None:
-    return datetime.fromtimestamp(nanos / 1e9, UTC) if nanos > 0 else None
+def _when(nanos: int, zone: Any = None) -> datetime | None:
+    """A span time; agentledger's own export marks times that had no zone (``unknown``: kept
+    without one) and steps that had no time (``none``)."""
+    if nanos <= 0 or zone == "none":
+        return None
+    moment = datetime.fromtimestamp(nanos // 1_000_000_000, UTC).replace(
+        microsecond=nanos % 1_000_000_000 // 1000
+    )
+    return moment.replace(tzinfo=None) if zone == "unknown" else moment
+
+
+def _raw_type(attrs: dict[str, Any]) -> str | None:
+    """The source's own type of a step exported by agentledger (``action:run``)."""
+    value = attrs.get("agentledger.raw_type")
+    return value[:200] if isinstance(value, str) and value else None
+
+
+def _ours(attrs: dict[str, Any], name: str, choices: Sequence[str]) -> str | None:
+    """agentledger's own attribute `name` (its export), when it holds one of `choices`."""
+    value = attrs.get(f"agentledger.{name}")
+    return value if isinstance(value, str) and value in choices else None
 
 
 def _json_object(value: Any) -> dict[str, Any] | None:
@@ -193,17 +219,25 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
     steps: list[dict[str, Any]] = []
     tokens = [0, 0]
     calls = 0
-    for span in sorted(spans, key=lambda s: (s["start"], s["end"])):
+    # A parent starts no later than its children: at the same time, it comes first.
+    for span in sorted(spans, key=lambda s: (s["start"], s["parent"], s["end"])):
         attrs = span["attributes"]
         operation = attrs.get("gen_ai.operation.name") or span["name"].split(" ")[0]
+        zone = attrs.get("agentledger.time_zone")
         base = {
             "index": len(steps),
-            "time": _when(span["start"]),
+            "time": _when(span["start"], zone),
             "source": {"file": attachment, "event": span["span_id"]},
-            "raw_type": f"span:{operation}",
+            "raw_type": _raw_type(attrs) or f"span:{operation}",
         }
         if isinstance(attrs.get("gen_ai.agent.name"), str) and facts.agent_name is None:
             facts.agent_name = attrs["gen_ai.agent.name"]
+        if isinstance(attrs.get("agentledger.scenario"), str) and facts.scenario is None:
+            facts.scenario, facts.scenario_from = attrs["agentledger.scenario"], "trace"
+        if operation == "invoke_agent":
+            asked, served = attrs.get("gen_ai.request.model"), attrs.get("gen_ai.response.model")
+            facts.model = facts.model or (asked if isinstance(asked, str) else None)
+            facts.model_served = facts.model_served or (served if isinstance(served, str) else None)
         if (
             isinstance(attrs.get("gen_ai.system_instructions"), str | list)
             and facts.system_prompt is None
@@ -232,7 +266,7 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                 {
                     **base,
                     "actor": "agent",
-                    "kind": "message",
+                    "kind": _ours(attrs, "kind", ("reasoning", "finish")) or "message",
                     "tool": None,
                     "model": served if isinstance(served, str) else asked,
                     "tokens_in": tin if isinstance(tin, int) and tin >= 0 else None,
@@ -244,13 +278,21 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
             name = attrs.get("gen_ai.tool.name")
             arguments = _json_object(attrs.get("gen_ai.tool.call.arguments"))
             command = (arguments or {}).get("command")
-            is_command = isinstance(command, str)
+            # agentledger's export says which tools ran commands (an editor's "command" is not)
+            is_command = isinstance(command, str) and _ours(attrs, "kind", KINDS) in (
+                None,
+                "command",
+            )
+            text = attrs.get("agentledger.text")
+            exit_code = attrs.get("agentledger.exit_code")
             call = len(steps)
             steps.append(
                 {
                     **base,
                     "actor": "agent",
-                    "kind": "command" if is_command else "tool_call",
+                    "kind": "command"
+                    if is_command
+                    else _ours(attrs, "kind", _TOOL_KINDS) or "tool_call",
                     "tool": name if isinstance(name, str) else None,
                     "call_id": attrs.get("gen_ai.tool.call.id")
                     if isinstance(attrs.get("gen_ai.tool.call.id"), str)
@@ -258,6 +300,7 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     "arguments": arguments,
                     "command": command if is_command else None,
                     "command_class": command_class(command) if is_command else None,
+                    "content": step_text_fields(text if isinstance(text, str) else None),
                 }
             )
             result = attrs.get("gen_ai.tool.call.result")
@@ -267,16 +310,27 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     {
                         **base,
                         "index": len(steps),
-                        "time": _when(span["end"]),
+                        "time": _when(span["end"], zone),
                         "actor": "tool",
                         "kind": "command_output" if is_command else "tool_result",
                         "tool": name if isinstance(name, str) else None,
                         "cause": call,
+                        "command": command if is_command else None,
+                        "exit_code": exit_code if isinstance(exit_code, int) else None,
                         "content": step_text_fields(text),
                     }
                 )
         else:
-            steps.append({**base, "actor": "environment", "kind": "other", "tool": None})
+            text = attrs.get("agentledger.text")
+            steps.append(
+                {
+                    **base,
+                    "actor": _ours(attrs, "actor", ACTORS) or "environment",
+                    "kind": _ours(attrs, "kind", KINDS) or "other",
+                    "tool": None,
+                    "content": step_text_fields(text if isinstance(text, str) else None),
+                }
+            )
     if calls:
         facts.model_calls = calls
         facts.tokens_in, facts.tokens_out = tokens
@@ -303,7 +357,8 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
         raise RecordError(
             str(file), f"trace {trace_id}: {first['msg']}", field=f"step {where}"
         ) from None
-    facts.scenario, facts.scenario_from = file.stem, "file name"
+    if facts.scenario is None:
+        facts.scenario, facts.scenario_from = file.stem, "file name"
     facts.run_key = trace_id[:12]
     facts.extra_source["trace_id"] = trace_id
     return plan_trace_run(file, raw, steps, facts, ctx)

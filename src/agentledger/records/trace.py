@@ -204,6 +204,7 @@ def _offset_text(offset: timedelta) -> str:
 
 
 _TRACE = TypeAdapter(list[TraceStep])
+_SHELL_EVENTS = TypeAdapter(list[ShellEvent])
 STEPS = _TRACE
 """Validates a list of steps at once (much faster than one by one)."""
 
@@ -249,15 +250,17 @@ def trace_bytes(steps: Iterable[TraceStep]) -> bytes:
 
 
 def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
-    """The shell log of a trace: one ShellEvent per command step, with its output step's text.
+    """The shell log of a trace: one ShellEvent per command step, with its output step's text
+    (or, when the tool answered with an error instead, that error as the command's stderr).
 
     A time without a time zone is kept as `local_time` rather than `ts`, which is read as UTC.
     """
+    # A command's answer: its output, or the error the tool gave instead of running it.
     outputs: dict[int, TraceStep] = {}
     for step in steps:
-        if step.kind == "command_output" and step.cause is not None:
+        if step.kind in ("command_output", "error") and step.cause is not None:
             outputs.setdefault(step.cause, step)
-    events = []
+    events: list[dict[str, Any]] = []
     for step in steps:
         if step.kind != "command" or step.command is None:
             continue
@@ -279,12 +282,13 @@ def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
         if step.gate is not None:
             values.update(step.gate.model_dump(exclude_none=True))
         if output is not None and output.content is not None:
-            values["stdout"] = output.content.text
-            values["stdout_bytes"] = output.content.bytes
-            values["stdout_sha256"] = output.content.sha256
+            stream = "stderr" if output.kind == "error" else "stdout"
+            values[stream] = output.content.text
+            values[f"{stream}_bytes"] = output.content.bytes
+            values[f"{stream}_sha256"] = output.content.sha256
             values["truncated"] = output.content.truncated
-        events.append(ShellEvent(**{k: v for k, v in values.items() if v is not None}))
-    return events
+        events.append({k: v for k, v in values.items() if v is not None})
+    return _SHELL_EVENTS.validate_python(events)
 
 
 def steps_from_shell_log(

@@ -12,6 +12,8 @@ The public API: `classifier.classify` (the class of a line and its parts), `clas
 with a `classifier.CommandVisitor` (every simple command the walk meets, for readers such as
 `simple.simple_commands`), `knowledge.load_knowledge` (the data: `data/commands.yaml`), and
 `sql.classify_sql` / `sql.analyse_sql` (SQL, parsed by sqlglot only when a command holds some).
+`scripts` reads the programs commands take as text (sed, awk, mongosh --eval) and
+`expansions` what bash evaluates again (arithmetic, subscripts, `${...}` forms).
 
 Nothing heavy is imported here: every gated command pays this package's start-up.
 """

@@ -16,7 +16,14 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock
 
-from agentledger.shell.evaluate import evaluate
+from agentledger.shell.evaluate import assignment, evaluate
+from agentledger.shell.expansions import (
+    FOREVER,
+    Scope,
+    arithmetic_names,
+    expansion_parts,
+    is_integer,
+)
 from agentledger.shell.knowledge import (
     DESTRUCTIVE,
     MUTATING,
@@ -26,7 +33,7 @@ from agentledger.shell.knowledge import (
     load_knowledge,
     most_severe,
 )
-from agentledger.shell.words import Word, node_text, node_word, simple_words
+from agentledger.shell.words import Word, node_text, node_word, plain_words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,6 +56,9 @@ MAX_DEPTH = 12
 """How deep wrappers and `sh -c` strings may nest before the command counts as unknown."""
 
 _SUBSTITUTIONS = ("command_substitution", "process_substitution")
+_DECLARATIONS = ("declaration_command", "unset_command")
+_ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
+_NAME_TESTS = frozenset(["-v", "-R"])
 _parser: Parser | None = None
 _parser_lock = allocate_lock()
 _knowledge: Knowledge | None = None
@@ -214,6 +224,11 @@ class _Walker:
         self.visitor = visitor
         self.parts: list[Part] = []
         self.parse_errors = 0
+        # One per line being read; made when the line first assigns or uses arithmetic.
+        self.scopes: list[Scope | None] = []
+        self.position = 0
+        self.aliases: set[str] = set()
+        self.alias_unknown = False
 
     def add(self, command: str, kind: str, reason: str, via: tuple[str, ...]) -> None:
         self.parts.append(Part(command, kind, reason, via))
@@ -228,12 +243,32 @@ class _Walker:
         if depth > MAX_DEPTH:
             self.add(text.strip(), UNKNOWN, "commands nested too deeply to follow", via)
             return
+        self.scopes.append(None)
+        try:
+            self.statements(text, stdin, via, depth)
+        finally:
+            scope = self.scopes.pop()
+            if scope is not None:
+                self.resolve(scope)
+                if self.scopes and scope.unsafe:
+                    # eval and `sh -c` lines may run in this very shell: what they assign
+                    # anything counts for the line around them too.
+                    self.scope().unsafe |= scope.unsafe
+
+    def statements(self, text: str, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         if not self.parser_only:
-            plain = simple_words(text)
+            plain = plain_words(text)
             if plain is not None:
-                if plain:
-                    words = [Word(word, word) for word in plain]
-                    self.argv(words, stdin, via, depth, " ".join(plain))
+                assigned, words = plain
+                self.position = len(text)
+                for item in assigned:
+                    name, _, value = item.partition("=")
+                    self.environment(name, value, via, depth, item)
+                    if not words:
+                        self.assigned(name, value, 0, FOREVER)
+                if words:
+                    self.argv([Word(word, word) for word in words], stdin, via, depth,
+                              " ".join(words))  # fmt: skip
                 return
         try:
             source = text.encode("utf-8", "surrogateescape")
@@ -268,17 +303,232 @@ class _Walker:
                 self.node(child, None, via, depth)
         elif kind in ("comment", "heredoc_body", "heredoc_start", "heredoc_end"):
             return
+        elif kind == "variable_assignment":
+            self.assignment_node(node, via, depth)
+        elif kind in _DECLARATIONS:
+            self.declaration(node, stdin, via, depth)
+        elif kind in ("expansion", "arithmetic_expansion", "simple_expansion"):
+            self.substitutions(node, via, depth)
+        elif kind == "test_command":
+            self.test(node, via, depth)
+        elif kind == "c_style_for_statement":
+            self.c_style_for(node, stdin, via, depth)
+        elif kind == "for_statement":
+            self.for_loop(node, stdin, via, depth)
+        elif kind == "compound_statement" and node.child_count and node.children[0].type == "((":
+            self.arithmetic(node_text(node)[2:-2], node.start_byte, via)
+            self.substitutions(node, via, depth)
+        elif kind == "function_definition":
+            self.function(node, stdin, via, depth)
         else:
             for child in node.named_children:
                 self.node(child, None if kind in _SUBSTITUTIONS else stdin, via, depth)
 
     def substitutions(self, node: Node, via: tuple[str, ...], depth: int) -> None:
-        """Classify the `$(...)` and `<(...)` inside a word: they run before the command."""
-        if node.type in _SUBSTITUTIONS:
+        """Classify the `$(...)` and `<(...)` inside a word: they run before the command;
+        and the expansions that evaluate text (arithmetic, subscripts, `${x@P}`)."""
+        kind = node.type
+        if kind in _SUBSTITUTIONS:
             self.node(node, None, via, depth)
             return
+        if kind == "arithmetic_expansion":
+            text = node_text(node)
+            body = text[3:-2] if text.startswith("$((") else text[2:-1]
+            self.arithmetic(body, node.start_byte, via)
+        elif kind == "expansion":
+            self.expansion(node, via)
         for child in node.named_children:
             self.substitutions(child, via, depth)
+
+    # --- what re-evaluates text: variables, arithmetic, aliases --------------------------------
+
+    def scope(self) -> Scope:
+        """The assignments and arithmetic of the line being read."""
+        found = self.scopes[-1]
+        if found is None:
+            found = self.scopes[-1] = Scope()
+        return found
+
+    def environment(
+        self, name: str, value: str | None, via: tuple[str, ...], depth: int, shown: str
+    ) -> None:
+        """An assignment of an environment variable that makes tools run a program."""
+        matches, jobs = assignment(self.knowledge, name, value)
+        for kind, reason in matches:
+            self.add(shown, kind, reason, via)
+        for payload, _ in jobs:
+            if isinstance(payload, str):
+                self.line(payload, None, (*via, name), depth + 1)
+
+    def assigned(self, name: str, value: str | None, start: int, end: int) -> None:
+        """Remember what the line assigns to `name`: a number is safe in arithmetic from
+        `start` to `end`; anything else makes every arithmetic use of `name` unknown."""
+        self.scope().assigned(name, value, start, end)
+
+    def assignment_node(self, node: Node, via: tuple[str, ...], depth: int) -> None:
+        """A statement `NAME=value` (or `a[i]=value`, `NAME+=value`)."""
+        target = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        self.substitutions(node, via, depth)
+        if target is None:
+            return
+        if target.type == "subscript":
+            index = target.child_by_field_name("index")
+            if index is not None:
+                self.arithmetic(node_text(index), node.start_byte, via)
+            base = target.child_by_field_name("name")
+            if base is not None:
+                self.scope().unsafe.add(node_text(base))
+            return
+        name = node_text(target)
+        value = node_word(value_node).value if value_node is not None else ""
+        self.environment(name, value, via, depth, node_text(node))
+        appended = any(child.type == "+=" for child in node.children)
+        parent = node.parent
+        top = parent is not None and parent.type == "program"
+        if top and not appended:
+            self.assigned(name, value, node.end_byte, FOREVER)
+        else:
+            self.scope().unsafe.add(name)
+
+    def declaration(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
+        """`export`, `declare`, `local`, `readonly`, `typeset`, `unset`: their words are names
+        or assignments, which the knowledge entry and the arithmetic checks read."""
+        words: list[Word] = []
+        top = node.parent is not None and node.parent.type == "program"
+        for child in node.children:
+            if not child.is_named:
+                if not words:
+                    words.append(Word(child.type, child.type))
+                continue
+            self.substitutions(child, via, depth)
+            if child.type == "variable_assignment":
+                target = child.child_by_field_name("name")
+                value_node = child.child_by_field_name("value")
+                name = node_text(target) if target is not None else ""
+                value = node_word(value_node).value if value_node is not None else ""
+                if target is not None and target.type == "subscript":
+                    index = target.child_by_field_name("index")
+                    if index is not None:
+                        self.arithmetic(node_text(index), child.start_byte, via)
+                    words.append(Word(node_text(child), None))
+                    continue
+                if top and words[0].value in ("export", "readonly"):
+                    self.assigned(name, value, child.end_byte, FOREVER)
+                else:
+                    self.scope().unsafe.add(name)
+                full = None if value is None else f"{name}={value}"
+                words.append(Word(node_text(child), full))
+            elif child.type == "variable_name":
+                self.scope().unsafe.add(node_text(child))
+                words.append(Word(node_text(child), node_text(child)))
+            else:
+                word = node_word(child)
+                if word.value is not None and "[" in word.value:
+                    self.arithmetic(word.value.partition("[")[2].rstrip("]"), child.start_byte,
+                                    via)  # fmt: skip
+                words.append(word)
+        if words:
+            self.position = node.start_byte
+            self.argv(words, stdin, via, depth, node_text(node))
+
+    def arithmetic(self, text: str, position: int, via: tuple[str, ...]) -> None:
+        """Bash evaluates the values of the variables an arithmetic expression names as
+        arithmetic again, subscripts and `$(...)` included: `x='a[$(rm F)]'; echo $((x))`
+        runs rm. So every variable must be a number this line assigned, and no command's
+        output may be evaluated."""
+        shown = text.strip()
+        scope = self.scope()
+        for kind, name in arithmetic_names(text):
+            if kind == "output":
+                self.add(shown, UNKNOWN, "arithmetic evaluates the output of a command", via)
+            elif kind == "unsafe":
+                self.add(shown, UNKNOWN, f"arithmetic evaluates {name}, only known at run time",
+                         via)  # fmt: skip
+            elif name not in self.knowledge.shell.get("integers", ()):
+                scope.refs.append((name, position, shown, via))
+
+    def resolve(self, scope: Scope) -> None:
+        """The arithmetic uses of variables, now that the whole line's assignments are known."""
+        for name, shown, via in scope.unsafe_uses():
+            self.add(shown, UNKNOWN, f"arithmetic evaluates the value of {name}, which is "
+                     "not a number this line sets", via)  # fmt: skip
+
+    def expansion(self, node: Node, via: tuple[str, ...]) -> None:
+        """`${...}` forms that evaluate text: subscripts and substring offsets (arithmetic),
+        `${!x}` (the value of x names another variable, subscript included), `${x@P}`."""
+        texts, problem = expansion_parts(node_text(node)[2:-1])
+        for text in texts:
+            self.arithmetic(text, node.start_byte, via)
+        if problem is not None:
+            self.add(node_text(node), UNKNOWN, problem, via)
+
+    def test(self, node: Node, via: tuple[str, ...], depth: int) -> None:
+        """`[[ ... ]]`: `-eq` and the other numeric tests evaluate both sides as arithmetic,
+        `-v` evaluates a subscript."""
+        self.substitutions(node, via, depth)
+        stack = list(node.named_children)
+        while stack:
+            child = stack.pop()
+            operator = child.child_by_field_name("operator")
+            if operator is not None:
+                symbol = node_text(operator)
+                if child.type == "binary_expression" and symbol in _ARITHMETIC_TESTS:
+                    for side in ("left", "right"):
+                        operand = child.child_by_field_name(side)
+                        if operand is not None:
+                            self.arithmetic(node_text(operand), operand.start_byte, via)
+                elif child.type == "unary_expression" and symbol in _NAME_TESTS:
+                    named = node_text(child)[len(symbol) :].strip()
+                    if "[" in named or "$" in named or "`" in named:
+                        self.add(node_text(child), UNKNOWN, f"[[ {symbol} ]] evaluates the "
+                                 "subscript or name it is given", via)  # fmt: skip
+            stack.extend(child.named_children)
+
+    def c_style_for(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
+        body = node.child_by_field_name("body")
+        for index, child in enumerate(node.children):
+            field = node.field_name_for_child(index)
+            if field == "initializer" and child.type == "variable_assignment":
+                target = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                if target is not None and value is not None and target.type == "variable_name":
+                    text = node_text(value)
+                    if is_integer(text):
+                        self.assigned(node_text(target), text, node.start_byte, node.end_byte)
+                    else:
+                        self.arithmetic(text, child.start_byte, via)
+            elif field in ("initializer", "condition", "update"):
+                self.arithmetic(node_text(child), child.start_byte, via)
+                self.substitutions(child, via, depth)
+        if body is not None:
+            self.node(body, stdin, via, depth)
+
+    def for_loop(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
+        variable = node.child_by_field_name("variable")
+        values = [child for index, child in enumerate(node.children)
+                  if node.field_name_for_child(index) == "value"]  # fmt: skip
+        for value in values:
+            self.substitutions(value, via, depth)
+        if variable is not None:
+            name = node_text(variable)
+            numbers = [node_word(value).value for value in values]
+            if numbers and all(v is not None and is_integer(v) for v in numbers):
+                self.assigned(name, numbers[0], node.start_byte, node.end_byte)
+            else:
+                self.scope().unsafe.add(name)
+        for child in node.named_children:
+            if child.type in ("do_group", "compound_statement"):
+                self.node(child, stdin, via, depth)
+
+    def function(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
+        name = node.child_by_field_name("name")
+        if name is not None and node_text(name) in self.knowledge.shell.get("hooks", ()):
+            self.add(node_text(name), UNKNOWN, f"defining {node_text(name)} makes the shell run "
+                     "it for other commands", via)  # fmt: skip
+        for child in node.named_children:
+            if child is not name:
+                self.node(child, stdin, via, depth)
 
     def redirected(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         body = None
@@ -373,9 +623,17 @@ class _Walker:
                 stdin = self.herestring(child, via, depth)
             elif kind == "heredoc_redirect":
                 stdin = self.heredoc(child, via, depth)
+            elif kind == "variable_assignment":
+                self.substitutions(child, via, depth)
+                target = child.child_by_field_name("name")
+                value_node = child.child_by_field_name("value")
+                if target is not None and target.type == "variable_name":
+                    value = node_word(value_node).value if value_node is not None else ""
+                    self.environment(node_text(target), value, via, depth, node_text(child))
             elif child.is_named and kind != "comment":
                 self.substitutions(child, via, depth)
         if words:
+            self.position = node.start_byte
             self.argv(words, stdin, via, depth, node_text(node))
         for redirect in outputs:
             self.redirect(redirect, via)
@@ -393,11 +651,30 @@ class _Walker:
             self.own(words, via, text, UNKNOWN, reason)
             return
         base = name.rsplit("/", 1)[-1] if "/" in name else name
+        if self.alias_unknown or name in self.aliases:
+            why = "an alias defined earlier in the line" if name in self.aliases else "aliases"
+            self.own(words, via, text, UNKNOWN, f"{name} may mean anything: {why} changed it")
+            return
         entry = self.knowledge.entry(base)
         if entry is None:
             self.own(words, via, text, UNKNOWN, f"{base}: not in the command knowledge")
             return
         spec = self.knowledge.spec(entry)
+        if spec.aliases:
+            self.define_aliases(words[1:])
+        if spec.names:
+            # `read n`, `getopts ab n`, `export n`: n may hold anything from now on.
+            for word in words[1:]:
+                value = word.value
+                if value is not None and not value.startswith("-") and "=" not in value:
+                    self.scope().unsafe.add(value)
+        if spec.arithmetic:
+            for word in words[1:]:
+                if word.value is None:
+                    self.add(text, UNKNOWN, f"{base} evaluates {word.raw}, only known at run "
+                             "time", via)  # fmt: skip
+                else:
+                    self.arithmetic(word.value, self.position, via)
         own, jobs = evaluate(self.knowledge, spec, words[1:], base, stdin)
         if own is not None:
             self.own(words, via, text, own[0], own[1])
@@ -410,3 +687,11 @@ class _Walker:
             else:
                 inner = " ".join(word.raw for word in payload)
                 self.argv(payload, job_stdin, inner_via, depth + 1, inner)
+
+    def define_aliases(self, words: list[Word]) -> None:
+        """`alias NAME=VALUE`: from here on NAME may mean anything."""
+        for word in words:
+            if word.value is None:
+                self.alias_unknown = True
+            elif "=" in word.value:
+                self.aliases.add(word.value.partition("=")[0])

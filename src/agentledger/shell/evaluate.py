@@ -2,24 +2,32 @@
 
 `evaluate` returns the command's own class and reason, or None when the command only runs
 others (a wrapper), plus the commands it runs ("jobs"): a list of words (`sudo CMD...`) or a
-shell command line (`sh -c '...'`, `ssh host '...'`), each with the text on its standard input
-when that is known (a here-document).
+shell command line (`sh -c '...'`, `ssh host '...'`, `PAGER=... git log`), each with the text
+on its standard input when that is known (a here-document).
+
+Two kinds of finding are kept apart: what the command's verb, subcommand and flags mean,
+which a dry-run flag (`--dry-run=server`, `-n`) turns into read-only, and what no dry run
+undoes: a file an option names as output, a program or script an option runs, a word only
+known at run time that could be any option.
 """
 
 from __future__ import annotations
 
 from agentledger.shell.knowledge import (
+    DESTRUCTIVE,
     KINDS,
+    MUTATING,
     RANK,
     READ_ONLY,
     UNKNOWN,
     Knowledge,
+    Patterns,
     Spec,
     glob_match,
 )
 from agentledger.shell.words import Word
 
-__all__ = ["evaluate"]
+__all__ = ["assignment", "evaluate", "output_kind"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +37,11 @@ if TYPE_CHECKING:
     Match: TypeAlias = tuple[str, str]
     Outcome: TypeAlias = tuple[Match | None, list[Job]]
 
-_HELP = ("--help", "--version")
+_STDIN_WORD = Word("{stdin}", None)
+# A word that starts with one of these cannot be an option, whatever its expansions give.
+_LITERAL_START = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~:@%+,="
+)
 
 
 def evaluate(
@@ -38,44 +50,85 @@ def evaluate(
     args: list[Word],
     label: str,
     stdin: str | None,
-    verbs: list[list[str]] | None = None,
 ) -> Outcome:
     """The class of command `label` run with `args`, and the commands it runs.
 
     Everything that matches (flags, their values, the subcommand or verb, positional words,
-    SQL) counts and the most severe wins; `default` applies only when nothing matched.
+    SQL, scripts, written files) counts and the most severe wins; `default` applies only
+    when nothing about the verb or flags matched.
     """
-    if len(args) == 1 and args[0].value in _HELP:
-        return (READ_ONLY, f"{label} {args[0].value} only prints information"), []
-    if spec.wrapper is not None:
-        return _wrapper(knowledge, spec, args, label, stdin)
-    if not args and spec.no_args is not None:
-        return (spec.no_args, f"{label} with no arguments is {spec.no_args}"), []
-    matches: list[Match] = []
     jobs: list[Job] = []
+    firm: list[Match] = []
+    own = _evaluate(knowledge, spec, args, label, stdin, None, jobs, firm)
+    if firm:
+        found = [own, *firm] if own is not None else firm
+        return _worst(found), jobs
+    return own, jobs
+
+
+def _worst(matches: list[Match]) -> Match:
+    worst = max(RANK[kind] for kind, _ in matches)
+    reasons = list(dict.fromkeys(reason for kind, reason in matches if RANK[kind] == worst))
+    return KINDS[worst], "; ".join(reasons)
+
+
+def _evaluate(
+    knowledge: Knowledge,
+    spec: Spec,
+    args: list[Word],
+    label: str,
+    stdin: str | None,
+    verbs: Patterns | None,
+    jobs: list[Job],
+    firm: list[Match],
+) -> Match | None:
+    if len(args) == 1 and args[0].value in spec.info:
+        return READ_ONLY, f"{label} {args[0].value} only prints information"
+    if spec.wrapper is not None:
+        return _wrapper(knowledge, spec, args, label, stdin, jobs, firm)
+    if not args and spec.no_args is not None:
+        return spec.no_args, f"{label} with no arguments is {spec.no_args}"
+    matches: list[Match] = []
     options, positionals = _parse(spec, args, jobs)
-    _options(knowledge, spec, label, options, matches, jobs)
+    dry = _options(knowledge, spec, label, options, matches, jobs, firm)
     verbs = spec.verbs if spec.verbs is not None else verbs
-    if not _subcommand_of(knowledge, spec, label, args, positionals, stdin, verbs, matches, jobs):
+    if not _subcommand_of(
+        knowledge, spec, label, args, positionals, stdin, verbs, matches, jobs, firm
+    ):
         verb = _verb(verbs, positionals) if verbs else None
         if verb is not None:
             matches.append((verb[0], f"{label} {verb[1]} is {verb[0]}"))
-    if spec.args:
+    if spec.args is not None:
         for _, word in positionals:
-            kind = _most_severe_match(spec.args, word.value.lower()) if word.value else None
+            kind = spec.args.most_severe(word.value.lower()) if word.value else None
             if kind is not None:
                 matches.append((kind, f"{label} {word.value} is {kind}"))
+    if spec.written_args:
+        _written_args(knowledge, spec, label, positionals, firm)
+    if spec.script is not None:
+        _script(knowledge, spec, label, options, positionals, jobs, firm)
+    if spec.names or spec.arithmetic:
+        _names(knowledge, spec, label, positionals, jobs, firm)
+    if spec.risky_options and not spec.subs:
+        _dynamic_options(label, positionals, firm)
     _stdin_and_sql(knowledge, spec, label, stdin, options, positionals, matches, jobs)
+    if dry is not None and matches:
+        matches = [
+            (READ_ONLY, f"{reason}, but {dry} only shows what it would do")
+            if kind in (MUTATING, DESTRUCTIVE)
+            else (kind, reason)
+            for kind, reason in matches
+        ]
     if matches:
-        worst = max(RANK[kind] for kind, _ in matches)
-        reasons = list(dict.fromkeys(reason for kind, reason in matches if RANK[kind] == worst))
-        return (KINDS[worst], "; ".join(reasons)), jobs
+        return _worst(matches)
     if jobs:
-        return None, jobs
+        return None
+    if dry is not None and spec.default in (MUTATING, DESTRUCTIVE):
+        return READ_ONLY, f"{label} {dry} only shows what it would do"
     reason = f"{label} is {spec.default}"
     if spec.note and spec.default != READ_ONLY:
         reason += f" ({spec.note})"
-    return (spec.default, reason), jobs
+    return spec.default, reason
 
 
 def _options(
@@ -85,8 +138,11 @@ def _options(
     options: list[tuple[str, Word | None]],
     matches: list[Match],
     jobs: list[Job],
-) -> None:
-    """The classes of the options given, and of their values."""
+    firm: list[Match],
+) -> str | None:
+    """The classes of the options given and of their values; the dry-run option, if any."""
+    dry: str | None = None
+    outputs = spec.outputs
     for flag, value in options:
         kind = spec.flags.get(flag)
         if kind is None:
@@ -96,6 +152,164 @@ def _options(
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
+        if flag in outputs:
+            _output(knowledge, label, flag, value, firm)
+        if spec.dry_run is not None and dry is None:
+            shown = flag if value is None else f"{flag}={value.raw}"
+            if spec.dry_run.most_severe(shown) is not None:
+                dry = shown
+    return dry
+
+
+def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
+    """The class of writing to the file `target` (None: named at run time); None when the
+    place is harmless (/dev/null, standard output)."""
+    if target is None:
+        return MUTATING
+    rules = knowledge.redirects
+    if target == "-" or any(glob_match(p, target) for p in rules.get("harmless", ())):
+        return None
+    if any(glob_match(pattern, target) for pattern in rules.get("destructive", ())):
+        return DESTRUCTIVE
+    return MUTATING
+
+
+def _output(
+    knowledge: Knowledge, label: str, where: str, value: Word | None, firm: list[Match]
+) -> None:
+    if value is None:
+        firm.append((MUTATING, f"{label} {where} writes a file"))
+        return
+    kind = output_kind(knowledge, value.value)
+    if kind is not None:
+        shown = value.value if value.value is not None else f"{value.raw}, a file named at run time"
+        firm.append((kind, f"{label} {where} writes {shown}"))
+
+
+def _written_args(
+    knowledge: Knowledge,
+    spec: Spec,
+    label: str,
+    positionals: list[tuple[int, Word]],
+    firm: list[Match],
+) -> None:
+    """Positional words that name a file the command writes (`uniq IN OUT`, `dd of=F`)."""
+    places = spec.writes.get("args")
+    prefixes = spec.writes.get("prefixes", ())
+    for number, (_, word) in enumerate(positionals, 1):
+        if places == "all" or (places and number in places):
+            _output(knowledge, label, "", word, firm)
+        elif prefixes and word.value is not None:
+            for prefix in prefixes:
+                if word.value.startswith(prefix):
+                    target = Word(word.raw, word.value[len(prefix) :])
+                    _output(knowledge, label, prefix.rstrip("="), target, firm)
+        elif prefixes and any(word.raw.startswith(prefix) for prefix in prefixes):
+            _output(knowledge, label, word.raw, Word(word.raw, None), firm)
+
+
+def _script(
+    knowledge: Knowledge,
+    spec: Spec,
+    label: str,
+    options: list[tuple[str, Word | None]],
+    positionals: list[tuple[int, Word]],
+    jobs: list[Job],
+    firm: list[Match],
+) -> None:
+    """The program a command takes as text (sed's script, awk's program, mongosh --eval)."""
+    script = spec.script or {}
+    language = script["language"]
+    texts: list[Word] = []
+    for flag, value in options:
+        if flag in script.get("files", ()):
+            firm.append((UNKNOWN, f"{label} {flag}: a program in a file the gate cannot see"))
+        elif flag in script.get("options", ()) and value is not None:
+            texts.append(value)
+    given = bool(texts) or any(flag in script.get("files", ()) for flag, _ in options)
+    if not given and script.get("positional", True) and positionals:
+        texts.append(positionals[0][1])
+        given = True
+    if not given and script.get("required"):
+        firm.append((UNKNOWN, f"{label} without a program runs what its input gives"))
+    for word in texts:
+        if word.value is None:
+            firm.append((UNKNOWN, f"{label}: the program {word.raw} is only known at run time"))
+            continue
+        if language == "shell":
+            if word.value not in ("", "-"):
+                jobs.append((word.value, None))
+            continue
+        from agentledger.shell.scripts import reader
+
+        for kind, detail in reader(language)(word.value, script.get("reads", ())):
+            if kind == "writes":
+                _output(knowledge, label, "writes to", Word(detail or "", detail), firm)
+            elif kind == "runs" and detail is not None:
+                jobs.append((detail, None))
+            else:
+                firm.append((UNKNOWN if kind == UNKNOWN else MUTATING, f"{label}: {detail}"))
+
+
+def _names(
+    knowledge: Knowledge,
+    spec: Spec,
+    label: str,
+    positionals: list[tuple[int, Word]],
+    jobs: list[Job],
+    firm: list[Match],
+) -> None:
+    """Builtins whose words are variable names (`export`, `read`, `unset`) or arithmetic
+    (`let`): a subscript is evaluated, and some variables make programs run."""
+    for _, word in positionals:
+        raw = word.raw
+        name, equals, _ = (word.value if word.value is not None else raw).partition("=")
+        if spec.arithmetic:
+            continue  # the walker checks `let`'s expressions with what it knows of variables
+        if not name.isidentifier():
+            firm.append(
+                (UNKNOWN, f"{label} {raw}: a name with a subscript or only known at run time")
+            )
+            continue
+        if equals:
+            value = word.value.partition("=")[2] if word.value is not None else None
+            more, found = assignment(knowledge, name, value)
+            firm.extend(more)
+            jobs.extend(found)
+        elif knowledge.variable(name) is not None and label in ("read", "mapfile", "readarray"):
+            firm.append((UNKNOWN, f"{label} {name}: reads a value for {name} the gate cannot see"))
+
+
+def assignment(knowledge: Knowledge, name: str, value: str | None) -> tuple[list[Match], list[Job]]:
+    """What assigning `value` (None: only known at run time) to variable `name` does: the
+    command line a tool will run (PAGER), or why the gate cannot tell (LD_PRELOAD)."""
+    kind = knowledge.variable(name)
+    if kind is None:
+        return [], []
+    if kind == "shell":
+        if value is None:
+            return [(UNKNOWN, f"{name} names a command, only known at run time")], []
+        return [], [(value, None)] if value.strip() else []
+    if kind == "prompt":
+        if value is None or "$" in value or "`" in value:
+            return [(UNKNOWN, f"{name} is expanded by the shell, and can run commands")], []
+        return [], []
+    return [(UNKNOWN, f"setting {name} makes programs load or run what it names")], []
+
+
+def _dynamic_options(label: str, positionals: list[tuple[int, Word]], firm: list[Match]) -> None:
+    """A word only known at run time (`$X`, a glob) can be any option, when some option
+    writes a file, runs a program or changes something."""
+    for _, word in positionals:
+        raw = word.raw.lstrip("\"'")
+        if word.value is None and (not raw or raw[0] not in _LITERAL_START):
+            firm.append(
+                (UNKNOWN, f"{label} {word.raw}: only known at run time, and could be an option")
+            )
+            return
+        if word.value is not None and word.value[:1] in ("*", "?", "["):
+            firm.append((UNKNOWN, f"{label} {word.value}: a glob could name a file like an option"))
+            return
 
 
 def _subcommand_of(
@@ -105,9 +319,10 @@ def _subcommand_of(
     args: list[Word],
     positionals: list[tuple[int, Word]],
     stdin: str | None,
-    verbs: list[list[str]] | None,
+    verbs: Patterns | None,
     matches: list[Match],
     jobs: list[Job],
+    firm: list[Match],
 ) -> bool:
     """Classify the subcommand named by the first positional word; False when there is none."""
     if not spec.subs or not positionals:
@@ -121,10 +336,10 @@ def _subcommand_of(
         return False
     name, entry = found
     sub = knowledge.spec(entry)
-    own, more = evaluate(knowledge, sub, args[index + 1 :], f"{label} {name}", stdin, verbs)
+    rest = args[index + 1 :]
+    own = _evaluate(knowledge, sub, rest, f"{label} {name}", stdin, verbs, jobs, firm)
     if own is not None:
         matches.append(own)
-    jobs += more
     return True
 
 
@@ -135,15 +350,20 @@ def _parse(
     options: list[tuple[str, Word | None]] = []
     positionals: list[tuple[int, Word]] = []
     index, end, ended = 0, len(args), False
+    attached = spec.attached
     while index < end:
         word = args[index]
         text = word.value
         index += 1
         if text is None or ended or text == "-" or not text.startswith("-"):
             positionals.append((index - 1, word))
+            if spec.options_first and spec.subs:
+                positionals += [(i, args[i]) for i in range(index, end)]
+                break
             continue
         if text == "--":
             ended = True
+            options.append(("--", None))
             continue
         if text in spec.nested:
             stop = index
@@ -153,15 +373,15 @@ def _parse(
                 jobs.append((args[index:stop], None))
             index = stop + 1
             continue
-        if text.startswith("--"):
-            flag, equals, attached = text.partition("=")
+        head, equals, rest = text.partition("=")
+        if text.startswith("--") or (equals and head in spec.options_with_arg):
             if equals:
-                options.append((flag, Word(attached, attached)))
-            elif flag in spec.options_with_arg and _is_value(args, index):
-                options.append((flag, args[index]))
+                options.append((head, Word(rest, rest)))
+            elif head in spec.options_with_arg and _is_value(args, index):
+                options.append((head, args[index]))
                 index += 1
             else:
-                options.append((flag, None))
+                options.append((head, None))
         elif text in spec.options_with_arg:
             if _is_value(args, index):
                 options.append((text, args[index]))
@@ -172,7 +392,7 @@ def _parse(
             options.append((text, None))
         elif spec.combined_short and len(text) > 2 and text[1] != "-":
             index = _combined(spec, text, args, index, options)
-        elif len(text) > 2 and text[:2] in spec.values:
+        elif len(text) > 2 and text[:2] in attached:
             options.append((text[:2], Word(text[2:], text[2:])))
         else:
             options.append((text, None))
@@ -259,23 +479,15 @@ def _subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
     return candidates[0]
 
 
-def _verb(verbs: list[list[str]], positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:
+def _verb(verbs: Patterns, positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:
     """The class of the first positional word that matches a verb pattern."""
     for _, word in positionals:
         if word.value is None:
             return UNKNOWN, word.raw
-        kind = _most_severe_match(verbs, word.value.lower())
+        kind = verbs.most_severe(word.value.lower())
         if kind is not None:
             return kind, word.value
     return None
-
-
-def _most_severe_match(patterns: list[list[str]], text: str) -> str | None:
-    found: str | None = None
-    for pattern, kind in patterns:
-        if glob_match(pattern, text) and (found is None or RANK[kind] > RANK[found]):
-            found = kind
-    return found
 
 
 def _stdin_and_sql(
@@ -308,14 +520,22 @@ def _stdin_and_sql(
 
 
 def _wrapper(
-    knowledge: Knowledge, spec: Spec, args: list[Word], label: str, stdin: str | None
-) -> Outcome:
+    knowledge: Knowledge,
+    spec: Spec,
+    args: list[Word],
+    label: str,
+    stdin: str | None,
+    jobs: list[Job],
+    firm: list[Match],
+) -> Match | None:
     """A command that runs another: find where that command starts, and classify it."""
     wrapper: dict[str, Any] = spec.wrapper or {}
     takes_value = set(wrapper.get("options_with_arg", ()))
     no_run = set(wrapper.get("no_run_flags", ()))
+    outputs = spec.outputs
+    attached = spec.attached
     matches: list[Match] = []
-    jobs: list[Job] = []
+    started = len(jobs)
     after = wrapper.get("after")
     if after is not None:
         split = next((i for i, word in enumerate(args) if word.value == after), len(args))
@@ -329,27 +549,41 @@ def _wrapper(
             if text == "--":
                 index += 1
                 break
-            if wrapper.get("assignments") and "=" in text and text.split("=", 1)[0].isidentifier():
+            name, equals, assigned = text.partition("=")
+            if wrapper.get("assignments") and equals and name.isidentifier():
+                more, found = assignment(knowledge, name, assigned)
+                firm.extend(more)
+                jobs.extend(found)
                 index += 1
                 continue
             if not text.startswith("-") or text == "-":
                 break
-            flag = text.partition("=")[0] if text.startswith("--") else text
+            value: Word | None = None
+            if text.startswith("--") and equals:
+                flag, value = name, Word(assigned, assigned)
+            elif not text.startswith("--") and len(text) > 2 and text[:2] in attached:
+                flag, value = text[:2], Word(text[2:], text[2:])
+            else:
+                flag = text
             if flag in no_run:
-                return (READ_ONLY, f"{label} {flag} runs no command"), []
+                return READ_ONLY, f"{label} {flag} runs no command"
             index += 1
-            if flag in spec.values and "=" not in text and index < end:
-                _value(knowledge, spec, label, flag, args[index], spec.values[flag], matches, jobs)
+            if value is None and (flag in attached or flag in takes_value) and index < end:
+                value = args[index]
                 index += 1
-            elif flag in takes_value and "=" not in text and index < end:
-                index += 1
+            if value is not None and flag in spec.values:
+                _value(knowledge, spec, label, flag, value, spec.values[flag], matches, jobs)
+            if flag in outputs:
+                _output(knowledge, label, flag, value, firm)
         inner = args[index + wrapper.get("skip", 0) :]
     if inner:
+        if wrapper.get("appends"):
+            inner = [*inner, _STDIN_WORD]
         if wrapper.get("join"):
             jobs.append((" ".join(w.value if w.value is not None else w.raw for w in inner), stdin))
         else:
             jobs.append((inner, stdin))
-    elif not jobs:
+    elif len(jobs) == started:
         if spec.stdin == "shell" and stdin is not None:
             jobs.append((stdin, None))
         else:
@@ -358,5 +592,5 @@ def _wrapper(
             reason = f"{label} without a command is {kind}" + (f" ({note})" if note else "")
             matches.append((kind, reason))
     if matches:
-        return max(matches, key=lambda match: RANK[match[0]]), jobs
-    return None, jobs
+        return max(matches, key=lambda match: RANK[match[0]])
+    return None

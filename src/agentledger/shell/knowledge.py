@@ -23,6 +23,7 @@ __all__ = [
     "READ_ONLY",
     "UNKNOWN",
     "Knowledge",
+    "Patterns",
     "Spec",
     "glob_match",
     "load_knowledge",
@@ -39,6 +40,10 @@ KINDS = (READ_ONLY, UNKNOWN, MUTATING, DESTRUCTIVE)
 """The classes, least severe first."""
 RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 VALUE_KINDS = (*KINDS, "sql", "shell")
+VARIABLE_KINDS = ("shell", "prompt", "unknown")
+"""What setting an environment variable does: names a command line a tool runs (`shell`), a
+prompt the shell expands (`prompt`), or something loaded or run that the gate cannot see."""
+SCRIPT_LANGUAGES = ("sed", "awk", "mongo", "shell")
 
 PACKAGED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 COMMANDS_FILE = os.path.join(PACKAGED, "commands.yaml")
@@ -72,20 +77,75 @@ def glob_match(pattern: str, text: str) -> bool:
     return True
 
 
+class Patterns:
+    """Globs with a class each (verbs, positional words, dry-run options), matched by exact
+    lookup first and then by one regular expression per class, most severe first: the long
+    verb lists of the cloud CLIs are tried on every positional word."""
+
+    __slots__ = ("_compiled", "exact", "globs")
+
+    def __init__(self, pairs: Iterable[Sequence[str]]) -> None:
+        self.exact: dict[str, str] = {}
+        self.globs: list[tuple[str, str]] = []
+        self._compiled: list[tuple[str, Any]] | None = None
+        for pattern, kind in pairs:
+            if "*" in pattern:
+                self.globs.append((pattern, kind))
+            elif pattern not in self.exact or RANK[kind] > RANK[self.exact[pattern]]:
+                self.exact[pattern] = kind
+
+    def __bool__(self) -> bool:
+        return bool(self.exact or self.globs)
+
+    def most_severe(self, text: str) -> str | None:
+        """The most severe class whose glob matches `text`, or None."""
+        found = self.exact.get(text)
+        if not self.globs:
+            return found
+        if self._compiled is None:
+            self._compiled = _compile(self.globs)
+        for kind, expression in self._compiled:
+            if found is not None and RANK[kind] <= RANK[found]:
+                break
+            if expression.fullmatch(text):
+                return kind
+        return found
+
+
+def _compile(globs: list[tuple[str, str]]) -> list[tuple[str, Any]]:
+    import re
+
+    by_kind: dict[str, list[str]] = {}
+    for pattern, kind in globs:
+        by_kind.setdefault(kind, []).append(".*".join(map(re.escape, pattern.split("*"))))
+    ordered = sorted(by_kind.items(), key=lambda item: -RANK[item[0]])
+    return [(kind, re.compile("|".join(parts), re.DOTALL)) for kind, parts in ordered]
+
+
 class Spec:
     """One command's (or subcommand's) entry, ready for the classifier."""
 
     __slots__ = (
         "abbreviations",
+        "aliases",
         "args",
+        "arithmetic",
+        "attached",
         "combined_short",
         "default",
+        "dry_run",
         "flag_globs",
         "flags",
+        "info",
+        "names",
         "nested",
         "no_args",
         "note",
+        "options_first",
         "options_with_arg",
+        "outputs",
+        "risky_options",
+        "script",
         "sql_arg",
         "sql_dialect",
         "stdin",
@@ -93,6 +153,8 @@ class Spec:
         "values",
         "verbs",
         "wrapper",
+        "writes",
+        "written_args",
     )
 
     def __init__(self, entry: dict[str, Any]) -> None:
@@ -106,31 +168,86 @@ class Spec:
         self.combined_short: bool = entry.get("combined_short", False)
         self.subs: dict[str, Any] = entry.get("subs", {})
         self.abbreviations: bool = entry.get("abbreviations", False)
-        self.verbs: list[list[str]] | None = entry.get("verbs")
-        self.args: list[list[str]] = entry.get("args", [])
+        verbs = entry.get("verbs")
+        self.verbs: Patterns | None = None if verbs is None else Patterns(verbs)
+        args = Patterns(entry.get("args", ()))
+        self.args: Patterns | None = args if args else None
         self.stdin: str | None = entry.get("stdin")
         self.sql_arg: int | None = entry.get("sql_arg")
         self.sql_dialect: str | None = entry.get("sql_dialect")
         self.nested: dict[str, list[str]] = entry.get("nested", {})
         self.wrapper: dict[str, Any] | None = entry.get("wrapper")
         self.note: str | None = entry.get("note")
+        self.writes: dict[str, Any] = entry.get("writes", {})
+        self.outputs: frozenset[str] = frozenset(self.writes.get("options", ()))
+        self.options_with_arg.update(self.outputs)
+        self.attached: frozenset[str] = self.outputs | self.values.keys()
+        dry_run = Patterns((pattern, READ_ONLY) for pattern in entry.get("dry_run", ()))
+        self.dry_run: Patterns | None = dry_run if dry_run else None
+        self.written_args: bool = bool(self.writes.get("args") or self.writes.get("prefixes"))
+        self.script: dict[str, Any] | None = entry.get("script")
+        if self.script is not None:
+            given = (*self.script.get("options", ()), *self.script.get("files", ()))
+            self.options_with_arg.update(given)
+            self.attached = self.attached | frozenset(given)
+        self.info: tuple[str, ...] = ("--help", "--version", *entry.get("info", ()))
+        self.names: bool = entry.get("names", False)
+        self.arithmetic: bool = entry.get("arithmetic", False)
+        self.options_first: bool = entry.get("options_first", False)
+        self.aliases: bool = entry.get("aliases", False)
+        # A word only known at run time could be any option: it matters when some option
+        # writes a file, runs a program or changes something.
+        self.risky_options: bool = bool(
+            self.values
+            or self.outputs
+            or self.nested
+            or self.script
+            or self.dry_run
+            or any(kind != READ_ONLY for kind in self.flags.values())
+            or any(kind != READ_ONLY for _, kind in self.flag_globs)
+        )
 
 
 class Knowledge:
     """Command entries by name, the SQL keywords and the redirect rules, merged from layers."""
 
-    __slots__ = ("_specs", "commands", "globs", "redirects", "sql")
+    __slots__ = (
+        "_specs",
+        "commands",
+        "environment",
+        "environment_globs",
+        "globs",
+        "redirects",
+        "shell",
+        "sql",
+    )
 
     def __init__(self, layers: Sequence[dict[str, Any]]) -> None:
         self.commands: dict[str, Any] = {}
         self.sql: dict[str, Any] = {}
         self.redirects: dict[str, list[str]] = {}
+        self.environment: dict[str, str] = {}
+        self.shell: dict[str, list[str]] = {}
         for layer in layers:
             self.commands.update(layer.get("commands", {}))
             self.sql.update(layer.get("sql") or {})
             self.redirects.update(layer.get("redirects") or {})
+            self.environment.update(layer.get("environment") or {})
+            self.shell.update(layer.get("shell") or {})
         self.globs = [(name, entry) for name, entry in self.commands.items() if "*" in name]
+        self.environment_globs = [
+            (name, kind) for name, kind in self.environment.items() if "*" in name
+        ]
         self._specs: dict[object, Spec] = {}
+
+    def variable(self, name: str) -> str | None:
+        """What setting the environment variable `name` does (VARIABLE_KINDS), or None."""
+        found = self.environment.get(name)
+        if found is None:
+            for pattern, kind in self.environment_globs:
+                if glob_match(pattern, name):
+                    return kind
+        return found
 
     def entry(self, name: str) -> Any:
         """The raw entry for command `name` (a class string or a mapping), or None."""
@@ -186,6 +303,14 @@ _ENTRY_KEYS = {
     "nested",
     "wrapper",
     "note",
+    "writes",
+    "dry_run",
+    "script",
+    "info",
+    "names",
+    "arithmetic",
+    "options_first",
+    "aliases",
 }
 _WRAPPER_KEYS = {
     "options_with_arg",
@@ -196,6 +321,7 @@ _WRAPPER_KEYS = {
     "no_run_flags",
     "no_command",
     "note",
+    "appends",
 }
 
 
@@ -228,10 +354,11 @@ def normalize_entries(data: Any, source: str, field: str = "commands") -> dict[s
 
 def _knowledge(data: Any) -> dict[str, Any]:
     _mapping(data, "", "a mapping with a 'commands' key")
-    unknown = set(data) - {"schema_version", "commands", "sql", "redirects"}
+    unknown = set(data) - {"schema_version", "commands", "sql", "redirects", "environment", "shell"}
     if unknown:
         raise _Invalid(
-            sorted(unknown)[0], "unknown key (expected schema_version, commands, sql, redirects)"
+            sorted(unknown)[0],
+            "unknown key (expected schema_version, commands, sql, redirects, environment, shell)",
         )
     version = data.get("schema_version", 1)
     if version != 1:
@@ -249,6 +376,16 @@ def _knowledge(data: Any) -> dict[str, Any]:
         }
         for key in set(redirects) - {"harmless", "destructive"}:
             raise _Invalid(f"redirects.{key}", "unknown key (expected harmless, destructive)")
+    if "environment" in data:
+        result["environment"] = {
+            name: kind
+            for kind, name in _by_kind(data["environment"], "environment", VARIABLE_KINDS)
+        }
+    if "shell" in data:
+        shell = _mapping(data["shell"], "shell", "a mapping")
+        for key in set(shell) - {"hooks", "integers"}:
+            raise _Invalid(f"shell.{key}", "unknown key (expected hooks, integers)")
+        result["shell"] = {key: _strings(shell[key], f"shell.{key}") for key in shell}
     return result
 
 
@@ -327,6 +464,56 @@ def _entry(value: Any, field: str) -> Any:
         if not isinstance(value["note"], str):
             raise _Invalid(f"{field}.note", "expected text")
         out["note"] = value["note"]
+    for key in ("names", "arithmetic", "options_first", "aliases"):
+        if key in value:
+            out[key] = _bool(value[key], f"{field}.{key}")
+    for key in ("dry_run", "info"):
+        if key in value:
+            out[key] = _strings(value[key], f"{field}.{key}")
+    if "writes" in value:
+        out["writes"] = _writes(value["writes"], f"{field}.writes")
+    if "script" in value:
+        out["script"] = _script(value["script"], f"{field}.script")
+    return out
+
+
+def _writes(value: Any, field: str) -> dict[str, Any]:
+    _mapping(value, field, "a mapping (options, args, prefixes)")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in ("options", "prefixes"):
+            out[key] = _strings(item, f"{field}.{key}")
+        elif key == "args":
+            if item == "all":
+                out[key] = item
+                continue
+            if not isinstance(item, list) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in item
+            ):
+                raise _Invalid(f"{field}.args", "expected all or a list of positions (1, 2, ...)")
+            out[key] = item
+        else:
+            raise _Invalid(f"{field}.{key}", "unknown key (expected options, args, prefixes)")
+    return out
+
+
+def _script(value: Any, field: str) -> dict[str, Any]:
+    _mapping(value, field, "a mapping (language, options, files)")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "language":
+            out[key] = _kind(item, f"{field}.language", SCRIPT_LANGUAGES)
+        elif key in ("options", "files", "reads"):
+            out[key] = _strings(item, f"{field}.{key}")
+        elif key in ("positional", "required"):
+            out[key] = _bool(item, f"{field}.{key}")
+        else:
+            raise _Invalid(
+                f"{field}.{key}",
+                "unknown key (expected language, options, files, reads, positional, required)",
+            )
+    if "language" not in out:
+        raise _Invalid(f"{field}.language", f"required: one of {', '.join(SCRIPT_LANGUAGES)}")
     return out
 
 
@@ -363,7 +550,7 @@ def _wrapper(value: Any, field: str) -> dict[str, Any]:
             if not isinstance(value[key], str):
                 raise _Invalid(f"{field}.{key}", "expected text")
             out[key] = value[key]
-    for key in ("join", "assignments"):
+    for key in ("join", "assignments", "appends"):
         if key in value:
             out[key] = _bool(value[key], f"{field}.{key}")
     if "no_command" in value:
@@ -410,10 +597,10 @@ def _strings(value: Any, field: str) -> list[str]:
     return value
 
 
-def _by_kind(value: Any, field: str) -> list[tuple[str, str]]:
+def _by_kind(value: Any, field: str, allowed: Sequence[str] = KINDS) -> list[tuple[str, str]]:
     _mapping(value, field, "a mapping of class to a list")
     return [
-        (_kind(kind, f"{field}.{kind}"), item)
+        (_kind(kind, f"{field}.{kind}", allowed), item)
         for kind, items in value.items()
         for item in _strings(items, f"{field}.{kind}")
     ]

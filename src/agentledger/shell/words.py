@@ -10,7 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-__all__ = ["Word", "node_text", "node_word", "simple_words"]
+__all__ = ["Word", "node_text", "node_word", "plain_words", "simple_words"]
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- \t")
 _RESERVED = frozenset(
@@ -60,6 +60,13 @@ def simple_words(line: str) -> list[str] | None:
     in command position: such a line has no quoting, expansion or operator, so splitting it on
     blanks is exactly what the shell does. Leading ``NAME=value`` assignments are dropped.
     """
+    plain = plain_words(line)
+    return None if plain is None else plain[1]
+
+
+def plain_words(line: str) -> tuple[list[str], list[str]] | None:
+    """A plain line (see `simple_words`) as its leading ``NAME=value`` assignments and its
+    words; None when the line needs the parser."""
     if not _PLAIN.issuperset(line):
         return None
     words = line.split()
@@ -72,7 +79,7 @@ def simple_words(line: str) -> list[str] | None:
         start += 1
     if start < len(words) and words[start] in _RESERVED:
         return None
-    return words[start:]
+    return words[:start], words[start:]
 
 
 def node_text(node: Node) -> str:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
+from agentledger.records.filters import RunFilter
 
 if TYPE_CHECKING:
     from agentledger.records.scores import Score
@@ -67,38 +68,6 @@ def format_time(moment: datetime | None) -> str | None:
         return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     # What the strftime above gives, about ten times faster.
     return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    """What `runs` and every report select on. Empty means everything."""
-
-    models: tuple[str, ...] = ()
-    scenarios: tuple[str, ...] = ()
-    prompt_hash: str | None = None
-    variant: str | None = None
-    model_served: str | None = None
-    agent_commit: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    tags: tuple[tuple[str, str], ...] = ()
-    backfilled: bool | None = None
-    kinds: tuple[str, ...] = ()
-    """Run kinds (agent, fixture, sentinel, variant); empty means every kind."""
-    judge: str | None = None
-    """Judge id, a prefix of one, or a kind (rules, llm): the scores the next two look at."""
-    verdicts: tuple[str, ...] = ()
-    fired: tuple[str, ...] = ()
-    label_source: str | None = None
-    """Runs labelled by this source (a person's or an outside source's name; ``human`` means
-    any person): the labels the next two look at. Only current labels count."""
-    label_verdicts: tuple[str, ...] = ()
-    """Runs whose current label (of `label_source`, if given) has one of these verdicts."""
-    labelled: bool | None = None
-    """True: runs with a current label (of `label_source`, if given); False: runs without."""
-    limit: int | None = None
-    offset: int = 0
-    """With `limit`: skip this many runs first (a page of a long listing)."""
 
 
 @dataclass(frozen=True)
@@ -398,7 +367,7 @@ class RunIndex(ABC):
 
     @abstractmethod
     def score_rows(self) -> list[ScoreRow]:
-        """Every indexed score as the index holds it (criteria in the order indexed), sorted
+        """Every indexed score as the index holds it (criteria in no set order), sorted
         by run id and judge id."""
 
     @abstractmethod
@@ -413,9 +382,18 @@ class RunIndex(ABC):
 
     @abstractmethod
     def verdict_counts(
-        self, run_filter: RunFilter, judge_ids: Sequence[str], by: Sequence[Dimension] = ()
+        self,
+        run_filter: RunFilter,
+        judge_ids: Sequence[str],
+        by: Sequence[Dimension] = (),
+        *,
+        diagnosis: bool = True,
     ) -> list[VerdictCount]:
-        """Scored runs per (group of `by`, verdict, diagnosis), sorted by those values."""
+        """Scored runs per (group of `by`, verdict, diagnosis), sorted by those values.
+
+        `diagnosis=False` leaves diagnosis out of the groups (every count's `diagnosis` is
+        None): fewer groups for a caller that counts verdicts only, such as drift's series.
+        """
 
     @abstractmethod
     def newest_verdicts(

@@ -241,9 +241,53 @@ def m004_labels(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m005_report_indexes(db: sqlite3.Connection) -> None:
+    """Covering indexes for the reports, so that their scans read no wide row.
+
+    A report walks the selected runs and looks up each one's chosen score and its criteria.
+    The rows of `runs` (metadata JSON) and `scores` (score JSON) are kilobytes wide; reading
+    them for a few short columns was most of a report's time over a large index.
+
+    - runs_model_prompt keeps its name and leading columns (model, system_prompt_hash: the
+      `runs --model --prompt-hash` lookup) and gains every column a report groups or filters
+      on, so that a report's pass over the runs reads the index alone.
+    - scores_chosen holds what a report reads of a score, found by (run, judge).
+    - score_criteria becomes a WITHOUT ROWID table keyed by (run, judge, criterion): the
+      lookup of a score's criteria reads the table's own b-tree, with `fired` in it.
+    """
+    db.execute("DROP INDEX runs_model_prompt")
+    db.execute(
+        "CREATE INDEX runs_model_prompt ON runs (model, system_prompt_hash, model_served, "
+        "started_at, scenario, kind, run_id)"
+    )
+    db.execute(
+        "CREATE INDEX scores_chosen ON scores (run_id, judge_id, verdict, diagnosis, "
+        "created_at, kind)"
+    )
+    db.execute(
+        """
+        CREATE TABLE score_criteria_m005 (
+            run_id TEXT NOT NULL,
+            judge_id TEXT NOT NULL,
+            criterion TEXT NOT NULL,
+            fired INTEGER,
+            PRIMARY KEY (run_id, judge_id, criterion)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute(
+        "INSERT INTO score_criteria_m005 (run_id, judge_id, criterion, fired) "
+        "SELECT run_id, judge_id, criterion, fired FROM score_criteria"
+    )
+    db.execute("DROP TABLE score_criteria")
+    db.execute("ALTER TABLE score_criteria_m005 RENAME TO score_criteria")
+    db.execute("CREATE INDEX score_criteria_fired ON score_criteria (criterion, fired, judge_id)")
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
     ("m003_run_kinds", m003_run_kinds),
     ("m004_labels", m004_labels),
+    ("m005_report_indexes", m005_report_indexes),
 ]

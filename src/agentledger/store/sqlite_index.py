@@ -44,6 +44,7 @@ from agentledger.store.sqlite_where import (
     dimension_sql,
     glob_prefix,
     marks,
+    scores_chosen,
     where_sql,
 )
 
@@ -340,8 +341,11 @@ class SQLiteIndex(RunIndex):
     def count_by(self, run_filter: RunFilter, dimension: Dimension) -> dict[str | None, int]:
         column = dimension_sql(dimension)
         where, params = where_sql(run_filter)
+        # With a filter, unary + keeps SQLite on the filter's index: grouping by walking the
+        # dimension's own index (runs_kind) reads every run's row to test the filter.
+        key = f"+{column}" if where else column
         rows = self.db.execute(
-            f"SELECT {column}, count(*) FROM runs{where} GROUP BY 1 ORDER BY 1", params
+            f"SELECT {key}, count(*) FROM runs{where} GROUP BY 1 ORDER BY 1", params
         )
         return {value: int(count) for value, count in rows}
 
@@ -364,7 +368,8 @@ class SQLiteIndex(RunIndex):
         where, params = where_sql(run_filter)
         rows = self.db.execute(
             f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id, s.kind, "
-            "count(*), max(s.created_at) FROM sel JOIN scores s ON s.run_id = sel.run_id "
+            f"count(*), max(s.created_at) FROM sel CROSS JOIN {scores_chosen('s')} "
+            "ON s.run_id = sel.run_id "
             "GROUP BY s.judge_id, s.kind",
             params,
         )
@@ -372,19 +377,29 @@ class SQLiteIndex(RunIndex):
         return sorted(tallies, key=lambda t: (t.newest_at, t.judge_id), reverse=True)
 
     def verdict_counts(
-        self, run_filter: RunFilter, judge_ids: Sequence[str], by: Sequence[Dimension] = ()
+        self,
+        run_filter: RunFilter,
+        judge_ids: Sequence[str],
+        by: Sequence[Dimension] = (),
+        *,
+        diagnosis: bool = True,
     ) -> list[VerdictCount]:
         if not judge_ids:
             return []
         cte, params = chosen_sql(run_filter, judge_ids)
         keys = [dimension_sql(d) for d in by]
-        group = [*keys, "verdict", "diagnosis"]
+        group = ", ".join([*keys, "verdict", *(["diagnosis"] if diagnosis else [])])
         rows = self.db.execute(
-            f"{cte}SELECT {', '.join(group)}, count(*), min(started_at) FROM chosen "
-            f"GROUP BY {', '.join(group)} ORDER BY {', '.join(group)}",
+            f"{cte}SELECT {group}, count(*), min(started_at) FROM chosen "
+            f"GROUP BY {group} ORDER BY {group}",
             params,
         )
         width = len(keys)
+        if not diagnosis:
+            return [
+                VerdictCount(row[:width], str(row[width]), None, int(row[-2]), row[-1])
+                for row in rows
+            ]
         return [
             VerdictCount(
                 keys=tuple(row[:width]),
@@ -403,13 +418,15 @@ class SQLiteIndex(RunIndex):
             return {}
         cte, params = chosen_sql(run_filter, judge_ids)
         key = dimension_sql(by)
+        # The newest run as the largest (started_at, run_id): started_at is fixed width, and
+        # a run without one ('') is older than any with one. `verdict` is max()'s bare column
+        # (SQLite takes it from the row of the max). Unary + as in count_by.
         rows = self.db.execute(
-            f"{cte}, per AS (SELECT {key} AS key, verdict, row_number() OVER (PARTITION BY "
-            f"{key} ORDER BY started_at DESC, run_id DESC) AS rn FROM chosen "
-            "WHERE verdict != 'skipped') SELECT key, verdict FROM per WHERE rn = 1",
+            f"{cte}SELECT +{key}, verdict, max(coalesce(started_at, '') || char(31) || run_id) "
+            "FROM chosen WHERE verdict != 'skipped' GROUP BY 1",
             params,
         )
-        return {key: str(verdict) for key, verdict in rows}
+        return {key: str(verdict) for key, verdict, _newest in rows}
 
     def criterion_cells(
         self, run_filter: RunFilter, judge_ids: Sequence[str]
@@ -506,7 +523,7 @@ class SQLiteIndex(RunIndex):
     def score_rows(self) -> list[ScoreRow]:
         criteria: dict[tuple[str, str], list[tuple[str, bool | None]]] = {}
         for run_id, judge_id, criterion, fired in self.db.execute(
-            "SELECT run_id, judge_id, criterion, fired FROM score_criteria ORDER BY rowid"
+            "SELECT run_id, judge_id, criterion, fired FROM score_criteria"
         ):
             found = criteria.setdefault((run_id, judge_id), [])
             found.append((criterion, _flag(fired)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import os
@@ -25,6 +26,10 @@ _CHUNK = 1024 * 1024
 _COPY_BUFFER = 256 * 1024
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_CLOEXEC
+_KERNEL_CHUNK = 64 * 1024 * 1024
+# What copy_file_range answers where it cannot copy between two files (an old kernel, another
+# filesystem on an old kernel, a filesystem without it).
+_NO_KERNEL_COPY = frozenset({errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP})
 
 
 @functools.cache
@@ -46,6 +51,24 @@ def _buffer() -> bytearray:
 
 # Stands for an artifact being written by write_all(), until its entry is known.
 _PENDING = FileEntry(sha256=HASH_PREFIX + "0" * 64, size=0)
+
+
+def _kernel_copy(src: int, dst: int, limit: int) -> int | None:
+    """Copy `src` to `dst` from their offsets in the kernel; the bytes copied (stopping once
+    past `limit`), or None when this kernel or filesystem pair cannot (nothing copied)."""
+    if not hasattr(os, "copy_file_range"):  # not Linux
+        return None
+    copied = 0
+    while True:
+        try:
+            count = os.copy_file_range(src, dst, _KERNEL_CHUNK)
+        except OSError as exc:
+            if copied == 0 and exc.errno in _NO_KERNEL_COPY:
+                return None
+            raise
+        if count == 0 or copied + count > limit:
+            return copied + count
+        copied += count
 
 
 def _file_entry(digest: str, size: int) -> FileEntry:
@@ -171,10 +194,38 @@ class LocalStagedRun(StagedRun):
         return entry
 
     def _copy(self, name: str, source: str | os.PathLike[str], limit: int) -> tuple[str, int]:
-        """Copy a file into artifact `name` in one pass, hashing what it reads: (sha256, size)."""
+        """Copy a file into artifact `name`: (sha256, size) of what was written.
+
+        The kernel copies (copy_file_range: no pass of the bytes through Python), and the copy
+        is hashed as it now stands, so the entry is the stored file's whatever the source does
+        meanwhile. Where the kernel cannot copy between the two, one pass through a buffer.
+        """
+        src = os.open(source, _READ)
+        try:
+            size = os.fstat(src).st_size
+            if size > limit:
+                raise self._too_large(name, size)
+            fd = self._open(name)
+            try:
+                copied = _kernel_copy(src, fd, limit)
+            finally:
+                os.close(fd)
+            if copied is None:
+                os.lseek(src, 0, os.SEEK_SET)
+                os.unlink(self.prefix + name, dir_fd=self.holder.fd)
+                return self._copy_through(name, src, limit)
+            if copied > limit:
+                raise self._too_large(name, copied)
+            copy = os.open(self.prefix + name, _READ, dir_fd=self.holder.fd)
+            with open(copy, "rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest(), copied
+        finally:
+            os.close(src)
+
+    def _copy_through(self, name: str, src: int, limit: int) -> tuple[str, int]:
+        """Copy the open file `src` into artifact `name` in one pass, hashing what it reads."""
         buffer = _buffer()
         view = memoryview(buffer)
-        src = os.open(source, _READ)
         try:
             hasher = hashlib.sha256()
             size = 0
@@ -192,7 +243,6 @@ class LocalStagedRun(StagedRun):
                 os.close(fd)
         finally:
             view.release()
-            os.close(src)
         return hasher.hexdigest(), size
 
     def write_all(self, artifacts: Sequence[tuple[str, bytes | str | os.PathLike[str]]]) -> None:

@@ -1,0 +1,65 @@
+"""Strict JSON decoding at C speed, when the input gives no reason for doubt.
+
+`records.decode_json` refuses what a lenient reader would guess about: duplicate keys, NaN and
+Infinity, numbers that do not fit (integers beyond 64 bits, floats that overflow), and nesting
+deeper than `MAX_JSON_DEPTH`. The standard library's decoder does that through Python
+callbacks on every object and number. orjson decodes at C speed but keeps the last of
+duplicate keys silently, reads integers of 2**63 to 2**64-1, and larger ones as floats.
+`decode_fast` decodes with orjson and then proves with byte operations that run at C speed
+(no Python step per value) that no strict rule was broken; when it cannot prove it (or orjson
+refuses the input) it answers `DOUBT`, and the caller decodes strictly, which gives the same
+value or the precise error.
+
+- Duplicate keys: orjson writes the value back out (indented), with every colon as is: a
+  JSON string can hold a colon only literally or as ``\\u003a``. Without the escaped form in
+  the input, the input has as many colons as the output exactly when no key (with its value)
+  was dropped.
+- Integers: any number whose integer part has 19 digits or more (it may not fit in 64 bits),
+  or any such run of digits in a string, is a doubt. orjson itself refuses NaN, Infinity and
+  floats that overflow, and rounds other floats as Python does.
+- Depth: in the indented output every line is indented two spaces per level, and strings
+  hold no line breaks; a container deeper than the limit would start on a line indented
+  twice the limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["DOUBT", "decode_fast"]
+
+DOUBT: Final = object()
+"""What `decode_fast` answers when only the strict decoder can tell."""
+
+_LONG = 19  # digits from which an integer may not fit in 64 bits
+# Digits stay digits ("0"), the characters that continue a number's digits stay themselves;
+# anything else is a space: a long integer part is then a space and _LONG zeros.
+_DIGITS = bytes.maketrans(
+    bytes(range(256)),
+    bytes(
+        ord("0") if chr(byte).isdigit() and byte < 128 else byte if byte in b".eE" else ord(" ")
+        for byte in range(256)
+    ),
+)
+_LONG_INTEGER = b" " + b"0" * _LONG
+_ESCAPED_COLONS = (b"\\u003a", b"\\u003A")
+
+
+def decode_fast(raw: bytes, max_depth: int) -> Any:
+    """The JSON value of `raw` when it is certainly within the strict rules; else DOUBT."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return DOUBT
+    if _LONG_INTEGER in b" " + raw.translate(_DIGITS):
+        return DOUBT
+    if not isinstance(value, dict | list):
+        return value
+    written = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    if b"\n" + b" " * (2 * max_depth) in written:
+        return DOUBT
+    if raw.count(b":") != written.count(b":") or any(e in raw for e in _ESCAPED_COLONS):
+        return DOUBT
+    return value
