@@ -48,7 +48,9 @@ shown id can be typed into a later command:
   aligned), and this ISO week 2026-W18;
 - the temporary working directory becomes `/home/ops/work`, and the checkout's root is dropped, so a
   packaged file shows as `src/agentledger/data/...`;
-- durations the program measured (`in 0.3s`, `"duration_ms": 3.4`) become zero.
+- durations the program measured (`in 0.3s`, `"duration_ms": 3.4`) become zero;
+- the hash of a journal checkpoint (`<count>:sha256:<hex>`), which covers the time of every
+  entry, becomes a stable stand-in.
 
 A block that cannot run here (a live model call needing a key, timings of this machine) is
 marked `<!-- illustrative: WHY -->`; it is left as written and listed by `--check`. A fenced
@@ -58,6 +60,7 @@ block holding a `$ ` line with neither marker is an error, so no shown output go
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -186,6 +189,7 @@ class Normaliser:
         self.places = [str(place) for place in (work, *built_in)]
         self.back: dict[str, str] = {}
         self.ids: dict[str, str] = {}
+        self.heads: dict[str, str] = {}
         self.today = {datetime.now(UTC).date().isoformat()}
 
     def text(self, output: str) -> str:
@@ -203,6 +207,7 @@ class Normaliser:
             output = output.replace(_iso_week(day), _iso_week(NORMAL_DATE))
         output = re.sub(r"\bin \d+(\.\d+)?s\b", _duration, output)
         output = re.sub(r'("duration_ms": ?)\d+(\.\d+)?', r"\g<1>0.0", output)
+        output = re.sub(r"(?<=[0-9]:)sha256:[0-9a-f]{64}\b", self._head, output)
         return "\n".join(line.rstrip() for line in output.split("\n"))
 
     def _id(self, match: re.Match[str]) -> str:
@@ -214,6 +219,16 @@ class Normaliser:
             self.ids[real] = shown
             self.back[shown] = real
         return self.ids[real]
+
+    def _head(self, match: re.Match[str]) -> str:
+        """A checkpoint's hash (``<count>:sha256:<hex>``) covers the time of every journal
+        entry: shown as a stable stand-in, numbered in order of first appearance."""
+        real = match.group(0)
+        if real not in self.heads:
+            seed = f"journal head {len(self.heads) + 1}".encode()
+            self.heads[real] = "sha256:" + hashlib.sha256(seed).hexdigest()
+            self.back[self.heads[real]] = real
+        return self.heads[real]
 
     def command(self, text: str) -> str:
         """`text` with every normalised id a user copied from an output turned back into it."""

@@ -40,7 +40,8 @@ from conftest import staging_entries
 WRITER = Path(__file__).with_name("writer_process.py")
 SEED = int(os.environ.get("AGENTLEDGER_FAULT_SEED", "20260312"))
 BIG = 2 * 1024 * 1024
-ALLOWED_BEFORE_GC = {"leftover", "not-indexed"}
+# unaccepted: sealed, and killed before its journal entry (gc completes it).
+ALLOWED_BEFORE_GC = {"leftover", "not-indexed", "unaccepted"}
 
 
 def make_writable(root: Path) -> None:

@@ -97,7 +97,7 @@ def test_listing_by_prefix_is_sorted_and_segment_aligned(backend: StorageBackend
         "scores/a/x.json",
         "scores/ab/q.json",
         "labels/a/l.json",
-        "journal/000001",
+        "cache/ab/c.json",
     ]
     for key in keys:
         backend.create(key, key.encode())
@@ -111,7 +111,7 @@ def test_listing_by_prefix_is_sorted_and_segment_aligned(backend: StorageBackend
     assert backend.keys("scores/c") == []
     assert backend.keys("scores/a/x.json") == []
     assert backend.keys("labels") == ["labels/a/l.json"]
-    assert backend.keys("journal") == ["journal/000001"]
+    assert backend.keys("cache") == ["cache/ab/c.json"]
     assert backend.keys("decisions") == []
 
 
@@ -397,3 +397,90 @@ def test_never_a_partial_run_is_visible(backend: StorageBackend) -> None:
     expected = sorted([*names, MANIFEST_NAME])
     assert seen, "the watcher never saw a run"
     assert all(files == expected for files in seen)
+
+
+# -- the journal: an entry per record, one writer at a time ------------------------------------
+
+
+def test_a_record_and_its_journal_entry_land_together(backend: StorageBackend) -> None:
+    from agentledger.identity import sha256_bytes
+
+    backend.create(SCORE, b"score")
+    backend.create_group("decisions/d1", {"decision.json": b"{}", "decision.md": b"# d1\n"})
+    entries = backend.journal.entries()
+    assert [(e.seq, e.kind) for e in entries] == [(1, "genesis"), (2, "score"), (3, "decision")]
+    assert entries[1].keys == {SCORE: sha256_bytes(b"score")}
+    assert entries[2].keys == {
+        "decisions/d1/decision.json": sha256_bytes(b"{}"),
+        "decisions/d1/decision.md": sha256_bytes(b"# d1\n"),
+    }
+    with pytest.raises(RecordExistsError):
+        backend.create(SCORE, b"again")
+    assert len(backend.journal.entries()) == 3  # a refused create appends nothing
+    backend.create("cache/ab/x.json", b"cached")  # the cache is not evidence: no entry
+    assert len(backend.journal.entries()) == 3
+    assert backend.keys("journal") == [
+        "journal/000000000001.jsonl",
+        "journal/000000000002.jsonl",
+        "journal/000000000003.jsonl",
+    ]
+
+
+def test_the_journal_lock_is_exclusive(backend: StorageBackend) -> None:
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def hold(number: int) -> None:
+        with backend.journal_lock():
+            inside.append(number)
+            if len(inside) > 1:
+                overlaps.append(number)
+            time.sleep(0.02)
+            inside.remove(number)
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert overlaps == []
+
+
+def test_concurrent_journaled_creates_leave_one_unbroken_chain(backend: StorageBackend) -> None:
+    def write(worker: int) -> None:
+        for number in range(10):
+            backend.create(f"labels/run-{worker}/l{number}.json", f"{worker}-{number}".encode())
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    read = backend.journal.read()
+    assert read.problems == [] and [e.seq for e in read.entries] == list(range(1, 42))
+    assert {key for e in read.entries for key in e.keys} == set(backend.keys("labels"))
+
+
+def test_a_segment_position_is_taken_once(backend: StorageBackend) -> None:
+    """Two writers that both think the journal ends at entry N: one segment wins (an object
+    store's compare-and-swap on the head), and the other appends after it."""
+    from agentledger.store.journal import Journal, record_entry
+
+    backend.create(SCORE, b"x")
+    stale = Journal(backend)  # a second writer's view: the journal ends at entry 2
+    assert len(stale.entries()) == 2
+    backend.create("labels/run-1/l1.json", b"y")  # entry 3, by the first writer
+    key = "labels/run-1/l2.json"
+    made = stale.append([record_entry(key, {key: b"z"})])
+    assert [entry.seq for entry in made] == [4]
+    assert [e.seq for e in backend.journal.read().entries] == [1, 2, 3, 4]
+    assert backend.journal.read().problems == []
+
+
+def test_an_unaccepted_record_can_be_removed(backend: StorageBackend) -> None:
+    backend._create("scores/run-9/rules-0123456789ab.json", b"half")  # as a dying writer left it
+    backend._create_group("decisions/d9", {"decision.json": b"{}"})
+    backend.remove_unaccepted("scores/run-9/rules-0123456789ab.json")
+    backend.remove_unaccepted("decisions/d9")
+    assert backend.keys("scores") == [] and backend.keys("decisions") == []
+    backend.create_group("decisions/d9", {"decision.json": b"{}"})  # the id is free again

@@ -57,12 +57,13 @@ def test_missing_and_extra_files_are_caught(ledger: Ledger, write_run: WriteRun)
     assert sorted(_kinds(ledger)) == [("extra", "notes.txt"), ("missing", "audit.md")]
 
 
-def test_rewritten_manifest_is_caught_by_the_index(ledger: Ledger, write_run: WriteRun) -> None:
+def test_rewritten_manifest_is_caught_by_the_journal(ledger: Ledger, write_run: WriteRun) -> None:
     run_id = write_run()
     run_dir = _writable(ledger.root / "runs" / run_id)
     report = _writable(run_dir / "report.md")
     report.write_text("# Report\nEverything is fine.\n")
-    # Rewrite the manifest consistently with the tampered file: only the index remembers.
+    # Rewrite the manifest consistently with the tampered file: the journal and the index
+    # remember the manifest that was sealed.
     from agentledger.identity import sha256_bytes
 
     manifest = _writable(run_dir / "MANIFEST.json")
@@ -73,7 +74,7 @@ def test_rewritten_manifest_is_caught_by_the_index(ledger: Ledger, write_run: Wr
         f'"size": {stored.size}', f'"size": {len(new)}'
     )
     manifest.write_text(text)
-    assert _kinds(ledger) == [("index-stale", "MANIFEST.json")]
+    assert _kinds(ledger) == [("changed", "MANIFEST.json")]
 
 
 def test_broken_manifest_is_caught(ledger: Ledger, write_run: WriteRun) -> None:
@@ -81,7 +82,8 @@ def test_broken_manifest_is_caught(ledger: Ledger, write_run: WriteRun) -> None:
     manifest = _writable(_writable(ledger.root / "runs" / run_id) / "MANIFEST.json")
     manifest.write_text("{ truncated")
     problems = verify_ledger(ledger).problems
-    assert [p.kind for p in problems] == ["manifest"] and "malformed JSON" in problems[0].detail
+    assert [p.kind for p in problems] == ["changed", "manifest"]
+    assert "journal accepted" in problems[0].detail and "malformed JSON" in problems[1].detail
 
 
 def test_vanished_run_and_unindexed_run_are_caught(ledger: Ledger, write_run: WriteRun) -> None:
@@ -93,8 +95,8 @@ def test_vanished_run_and_unindexed_run_are_caught(ledger: Ledger, write_run: Wr
     db.commit()
     db.close()
     problems = {(p.run_id, p.kind) for p in verify_ledger(ledger).problems}
-    assert problems == {(gone, "index-orphan"), (unindexed, "not-indexed")}
-    assert verify_ledger(ledger, [gone]).problems[0].kind == "index-orphan"
+    assert problems == {(gone, "missing"), (gone, "index-orphan"), (unindexed, "not-indexed")}
+    assert [p.kind for p in verify_ledger(ledger, [gone]).problems] == ["missing", "index-orphan"]
 
 
 def test_verify_named_runs_only(ledger: Ledger, write_run: WriteRun) -> None:

@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "verify": "agentledger.cli.integrity:verify_command",
     "gc": "agentledger.cli.integrity:gc_command",
     "reindex": "agentledger.cli.integrity:reindex_command",
+    "checkpoint": "agentledger.cli.integrity:checkpoint_command",
     "schema": "agentledger.cli.ledger:schema_command",
     "demo": "agentledger.cli.demo:demo_command",
     "exec": "agentledger.cli.shell:exec_command",

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTERRUPTED",
+    "announce_journal",
+    "announce_journal_start",
     "fail",
     "handle_errors",
     "ledger_location",
@@ -107,10 +109,26 @@ def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
     from agentledger.store import Ledger
 
     ledger = Ledger.open(ledger_location(ledger_path))
+    announce_journal(ledger)
     try:
         yield ledger
     finally:
         ledger.close()
+
+
+def announce_journal(ledger: Ledger) -> None:
+    """Say, once, that opening an old ledger gave it a journal (and what that anchors)."""
+    if ledger.journal_started_now is not None:
+        announce_journal_start(ledger.root, ledger.journal_started_now)
+
+
+def announce_journal_start(root: Path, anchored: int) -> None:
+    """The message of `announce_journal`, for commands that open the ledger themselves."""
+    click.echo(
+        f"{root} predates the journal: started one now, anchoring the {anchored} record(s) "
+        "it holds as they are at this moment (the journal cannot vouch for them before now).",
+        err=True,
+    )
 
 
 def _interactive() -> bool:

@@ -17,8 +17,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentledger.errors import InputError, RecordError, RecordExistsError, RecordNotFoundError
+from agentledger.errors import (
+    InputError,
+    IntegrityError,
+    RecordError,
+    RecordExistsError,
+    RecordNotFoundError,
+)
 from agentledger.gates.decision_markdown import render_markdown
+from agentledger.identity import sha256_bytes
 from agentledger.records import parse_record
 from agentledger.records.decisions import (
     DECISION_ID_RE,
@@ -131,24 +138,46 @@ class DecisionStore:
     def read(self, decision_id: str) -> Decision:
         """The decision with exactly this id."""
         key = self.key(decision_id, DECISION_JSON)
+        expected = self.storage.journal.accepted().get(key)
         try:
             raw = self.storage.get(key)
         except RecordNotFoundError:
+            if expected is not None:
+                raise IntegrityError(
+                    f"decision {decision_id} was accepted by the journal but "
+                    f"{self.storage.describe(key)} is gone (run `agentledger verify`)"
+                ) from None
             raise InputError(f"no decision {decision_id!r} in the ledger") from None
         where = self.storage.describe(key)
+        if expected is None:
+            raise InputError(f"no decision {decision_id!r} in the ledger")
         decision = parse_record(Decision, raw, where)
         if decision.decision_id != decision_id:
             raise RecordError(
                 where, f"names decision {decision.decision_id!r}", field="decision_id"
             )
+        if sha256_bytes(raw) != expected:
+            raise IntegrityError(
+                f"{where}: changed since the journal accepted it; its outcome cannot be "
+                "trusted (run `agentledger verify`)"
+            )
         return decision
 
     def ids(self) -> list[str]:
-        """Every stored decision id, sorted by name."""
+        """Every decision id the journal accepted, sorted by name.
+
+        A decision written by a writer that died before journaling it is not listed (until
+        `gc` settles it); one accepted and since removed is, and reading it fails.
+        """
         found = []
-        for key in self.storage.keys(DECISIONS_DIR):
+        for key in list(self.storage.journal.accepted()):
             parts = key.split("/")
-            if len(parts) == 3 and parts[2] == DECISION_JSON and DECISION_ID_RE.match(parts[1]):
+            if (
+                len(parts) == 3
+                and parts[0] == DECISIONS_DIR
+                and parts[2] == DECISION_JSON
+                and DECISION_ID_RE.match(parts[1])
+            ):
                 found.append(parts[1])
         return sorted(found)
 

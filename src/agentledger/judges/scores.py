@@ -11,16 +11,16 @@ template, pack content, verdict policy), so a new judge's scores sit beside the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from agentledger.errors import InputError, RecordError, RecordExistsError
-from agentledger.identity import check_run_id
+from agentledger.errors import InputError, IntegrityError, RecordError, RecordExistsError
+from agentledger.identity import check_run_id, sha256_bytes
 from agentledger.records import parse_record
 from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
-from agentledger.store.index import ScoreRow, format_time
+from agentledger.store.index import score_row
 from agentledger.store.storage import StorageBackend
 from agentledger.store.writer import record_bytes
 
@@ -68,39 +68,36 @@ class ScoreStore:
             ) from None
         return self.storage.describe(key)
 
-    def read(self, key: str) -> Score:
-        """The score stored at `key`, checked against its place."""
+    def read(self, key: str, accepted: Mapping[str, str] | None = None) -> Score:
+        """The score stored at `key`, checked against its place and its journal entry
+        (`accepted`: the journal's keys and hashes, read once by callers reading many)."""
         where = self.storage.describe(key)
-        score = parse_record(Score, self.storage.get(key), where)
+        raw = self.storage.get(key)
+        score = parse_record(Score, raw, where)
         if key != self.key(score.run_id, score.judge_id):
             raise RecordError(where, "the file's place does not match its run_id and judge_id")
+        expected = (self.storage.journal.accepted() if accepted is None else accepted).get(key)
+        if expected is None:
+            raise IntegrityError(f"{where}: the journal has no entry for this score")
+        if sha256_bytes(raw) != expected:
+            raise IntegrityError(
+                f"{where}: changed since the journal accepted it (run `agentledger verify`)"
+            )
         return score
 
     def load(self, run_id: str, judge_id: str) -> Score:
         return self.read(self.key(run_id, judge_id))
 
     def iter_scores(self) -> Iterator[Score]:
-        """Every stored score (for reindexing), in a stable order."""
+        """Every stored score the journal accepted (for reindexing), in a stable order.
+
+        A score without an entry (its writer died before journaling it) is left out until
+        `gc` settles it; one whose bytes changed raises IntegrityError.
+        """
+        accepted = self.storage.journal.accepted()
         for key in self.storage.keys(SCORES_DIR):
-            if key.endswith(".json") and key.count("/") == 2:
-                yield self.read(key)
-
-
-def score_row(score: Score) -> ScoreRow:
-    """What the index keeps of `score`."""
-    return ScoreRow(
-        run_id=score.run_id,
-        judge_id=score.judge_id,
-        kind=score.judge.kind,
-        model=score.judge.model,
-        pack=score.judge.pack,
-        verdict=score.verdict,
-        diagnosis=score.diagnosis.correct if score.diagnosis else None,
-        skipped_reason=score.skipped_reason,
-        created_at=format_time(score.created_at) or "",
-        score_json=score.model_dump_json(),
-        criteria=tuple((result.criterion, result.fired) for result in score.criteria),
-    )
+            if key.endswith(".json") and key.count("/") == 2 and key in accepted:
+                yield self.read(key, accepted)
 
 
 def reindex_scores(ledger: Ledger) -> int:

@@ -18,10 +18,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
 from agentledger.records.filters import RunFilter
+
+if TYPE_CHECKING:
+    from agentledger.records.scores import Score
 
 __all__ = [
     "DIMENSIONS",
@@ -34,6 +37,7 @@ __all__ = [
     "LabelResult",
     "LabelRow",
     "QueryResult",
+    "RunColumns",
     "RunFacets",
     "RunFilter",
     "RunIndex",
@@ -42,6 +46,8 @@ __all__ = [
     "SkippedScore",
     "VerdictCount",
     "format_time",
+    "run_columns",
+    "score_row",
 ]
 
 Dimension = Literal["model", "scenario", "kind", "system_prompt_hash", "model_served", "day"]
@@ -84,6 +90,23 @@ class ScoreRow:
     criteria: tuple[tuple[str, bool | None], ...]
 
 
+def score_row(score: Score) -> ScoreRow:
+    """What the index keeps of `score` (and what `verify` expects to read back)."""
+    return ScoreRow(
+        run_id=score.run_id,
+        judge_id=score.judge_id,
+        kind=score.judge.kind,
+        model=score.judge.model,
+        pack=score.judge.pack,
+        verdict=score.verdict,
+        diagnosis=score.diagnosis.correct if score.diagnosis else None,
+        skipped_reason=score.skipped_reason,
+        created_at=format_time(score.created_at) or "",
+        score_json=score.model_dump_json(),
+        criteria=tuple((result.criterion, result.fired) for result in score.criteria),
+    )
+
+
 @dataclass(frozen=True)
 class LabelRow:
     """What the index keeps of one label (the file under labels/ is the truth)."""
@@ -108,6 +131,81 @@ class IndexEntry:
     summary: RunSummary | None
     manifest: Manifest
     manifest_sha256: str
+
+
+class RunColumns(NamedTuple):
+    """One run's row in the index, column by column (booleans as 0/1, times as text)."""
+
+    run_id: str
+    scenario: str
+    model: str
+    model_served: str | None
+    provider: str | None
+    system_fingerprint: str | None
+    system_prompt_hash: str | None
+    base_prompt_hash: str | None
+    addon_name: str | None
+    addon_hash: str | None
+    variant: str | None
+    agent_name: str | None
+    agent_commit: str | None
+    agent_dirty: int | None
+    started_at: str | None
+    ended_at: str | None
+    silent_update_detectable: int
+    backfilled: int
+    commands_run: int | None
+    commands_denied: int | None
+    duration_s: float | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    exit_status: str | None
+    sealed_at: str | None
+    manifest_sha256: str
+    metadata_json: str
+    summary_json: str | None
+    kind: str
+
+
+def run_columns(entry: IndexEntry) -> RunColumns:
+    """Every column the index keeps of a sealed run, derived from its records: what `verify`
+    expects to read back from `RunIndex.run_rows` (tags aside)."""
+    meta = entry.metadata
+    summary = entry.summary
+    addon = meta.prompt_addon
+    return RunColumns(
+        meta.run_id,
+        meta.scenario,
+        meta.model,
+        meta.model_served,
+        meta.provider,
+        meta.system_fingerprint,
+        meta.system_prompt_hash,
+        meta.base_prompt_hash,
+        addon.name if addon else None,
+        addon.hash if addon else None,
+        meta.variant,
+        meta.agent.name,
+        meta.agent.commit,
+        None if meta.agent.dirty is None else int(meta.agent.dirty),
+        format_time(meta.started_at),
+        format_time(meta.ended_at),
+        int(meta.silent_update_detectable),
+        int(meta.backfilled),
+        summary.commands_run if summary else None,
+        summary.commands_denied if summary else None,
+        summary.duration_s if summary else None,
+        summary.tokens_in if summary else None,
+        summary.tokens_out if summary else None,
+        summary.cost_usd if summary else None,
+        summary.exit_status if summary else None,
+        format_time(entry.manifest.sealed_at),
+        entry.manifest_sha256,
+        meta.model_dump_json(),
+        summary.model_dump_json() if summary else None,
+        meta.kind,
+    )
 
 
 @dataclass(frozen=True)
@@ -294,6 +392,16 @@ class RunIndex(ABC):
     @abstractmethod
     def distinct(self, dimension: Dimension) -> list[str]:
         """Every value of `dimension` some run has, sorted (None left out)."""
+
+    @abstractmethod
+    def run_rows(self) -> dict[str, tuple[RunColumns, dict[str, str]]]:
+        """run_id -> (every column of its row, its tags), for every indexed run: what `verify`
+        compares with the records."""
+
+    @abstractmethod
+    def score_rows(self) -> list[ScoreRow]:
+        """Every indexed score as the index holds it (criteria in no set order), sorted
+        by run id and judge id."""
 
     @abstractmethod
     def manifest_hashes(self) -> dict[str, str]:

@@ -41,6 +41,12 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
+from agentledger.store.journal import crash_point, run_entry
+from agentledger.store.journal_upkeep import (
+    index_missing_scores,
+    settle_unaccepted,
+    start_journal_of_old_ledger,
+)
 from agentledger.store.sealing import RunContent, seal_runs
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
@@ -61,6 +67,11 @@ __all__ = [
 DEFAULT_LEDGER = ".agentledger"
 ENV_VAR = "AGENTLEDGER_DIR"
 CONFIG_NAME = "ledger.json"
+
+_NOT_ACCEPTED = (
+    "the journal has no entry for it: a writer died while sealing it "
+    "(`agentledger gc` completes it when its files check out)"
+)
 
 # Called with (done, total) as long operations advance; total may be None when unknown.
 Progress = Callable[[int, int | None], None]
@@ -128,6 +139,13 @@ class GcReport:
     in_progress: list[str] = field(default_factory=list)
     indexed: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    journaled: list[str] = field(default_factory=list)
+    """Records a writer stored but died before journaling, whose bytes checked out: now
+    accepted (their journal entry appended)."""
+    unaccepted_removed: list[tuple[str, str]] = field(default_factory=list)
+    """Such records whose bytes did not check out: removed, with why."""
+    indexed_scores: list[str] = field(default_factory=list)
+    """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
 
 
 @dataclass
@@ -137,6 +155,8 @@ class ReindexReport:
     indexed: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     replaced_index: bool = False
+    journal_started_now: int | None = None
+    """As `Ledger.journal_started_now`, for the open the rebuild made."""
 
 
 class Ledger:
@@ -150,6 +170,9 @@ class Ledger:
         self.config = config
         self.storage = storage
         self.index = index
+        self.journal_started_now: int | None = None
+        """How many records a journal built by this open anchored (a ledger older than the
+        journal, opened for the first time since); None when it had a journal already."""
 
     # -- opening -------------------------------------------------------------------------
 
@@ -184,6 +207,7 @@ class Ledger:
             raise InputError(f"cannot create a ledger at {root}: {exc}") from None
         root.mkdir(parents=True, exist_ok=True)
         backend.initialize()
+        backend.journal.start("journal started with a new ledger")
         # Written last and atomically: a ledger.json on disk means a complete ledger.
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))
@@ -199,7 +223,13 @@ class Ledger:
         config = _read_config(root)
         storage = _backend_storage(root, config)
         index = _backend_index(root, config)
-        return cls(root, config, storage, index)
+        ledger = cls(root, config, storage, index)
+        try:
+            ledger.journal_started_now = start_journal_of_old_ledger(storage)
+        except BaseException:
+            ledger.close()
+            raise
+        return ledger
 
     @classmethod
     def open_or_init(cls, path: str | Path) -> tuple[Ledger, bool]:
@@ -236,9 +266,16 @@ class Ledger:
         that turns out to be sealed already raises RunExistsError after the others landed.
         """
         prepared = [writer.prepare() for writer in writers]
-        existing = set(self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared]))
-        landed = [p for p in prepared if p[2].metadata.run_id not in existing]
-        self.index.add([p[2] for p in landed])
+        # Record, then entry, then index, under the journal lock: see store/journal.py.
+        with self.storage.journal.lock():
+            published = self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
+            existing = set(published)
+            landed = [p for p in prepared if p[2].metadata.run_id not in existing]
+            crash_point("after-record")
+            self.storage.journal.append(
+                [run_entry(p[2].metadata.run_id, p[2].manifest_sha256) for p in landed]
+            )
+            self.index.add([p[2] for p in landed])
         sealed: list[SealedRun] = []
         for writer, (_staged, _manifest, entry) in zip(writers, prepared, strict=True):
             if entry.metadata.run_id in existing:
@@ -366,9 +403,13 @@ class Ledger:
         """Rebuild the index from the files. Runs that cannot be read are listed, not indexed."""
         report = ReindexReport()
 
+        accepted = self.storage.journal.accepted()
+
         def entries() -> Iterable[IndexEntry]:
             for run_id, stored, problem in self.iter_stored(progress):
-                if stored is None:
+                if stored is not None and f"runs/{run_id}/{MANIFEST_NAME}" not in accepted:
+                    report.skipped.append((run_id, _NOT_ACCEPTED))
+                elif stored is None:
                     report.skipped.append((run_id, problem or "unreadable"))
                 else:
                     yield stored.index_entry()
@@ -395,18 +436,28 @@ class Ledger:
         with ledger:
             report = ledger.reindex(progress)
         report.replaced_index = replaced
+        report.journal_started_now = ledger.journal_started_now
         return report
 
     def gc(self) -> GcReport:
         """Remove staging debris of dead writers; index sealed runs the index missed."""
         report = GcReport()
+        settled = settle_unaccepted(self)
+        report.journaled = settled.completed
+        report.unaccepted_removed = settled.removed
+        report.unreadable.extend(settled.refused_runs)
+        refused = {run_id for run_id, _problem in settled.refused_runs}
         for leftover in self.storage.leftovers():
             if leftover.in_progress or not self.storage.remove_leftover(leftover):
                 report.in_progress.append(leftover.name)
             else:
                 report.removed.append(leftover.name)
         indexed = set(self.index.manifest_hashes())
-        missing = [run_id for run_id in self.storage.run_ids() if run_id not in indexed]
+        missing = [
+            run_id
+            for run_id in self.storage.run_ids()
+            if run_id not in indexed and run_id not in refused
+        ]
         entries = []
         for run_id in sorted(missing):
             try:
@@ -416,4 +467,6 @@ class Ledger:
                 report.unreadable.append((run_id, str(exc)))
         self.index.add(entries)
         report.indexed = [entry.metadata.run_id for entry in entries]
+        report.indexed_scores, refused_scores = index_missing_scores(self)
+        report.unreadable.extend(refused_scores)
         return report

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -85,6 +86,7 @@ class MemoryStorage(StorageBackend):
         self.name = name
         self.uri = f"memory://{name}"
         self._lock = threading.Lock()
+        self._journal_mutex = threading.Lock()
         self._records: dict[str, bytes] = {}
         self._groups: set[str] = set()
         self._runs: dict[str, dict[str, bytes]] = {}
@@ -141,6 +143,19 @@ class MemoryStorage(StorageBackend):
 
     def _describe(self, key: str) -> str:
         return f"{self.uri}/{key}"
+
+    @contextmanager
+    def journal_lock(self) -> Iterator[None]:
+        with self._journal_mutex:
+            yield
+
+    def _remove(self, key: str) -> None:
+        below = key + "/"
+        with self._lock:
+            self._records.pop(key, None)
+            for other in [k for k in self._records if k.startswith(below)]:
+                del self._records[other]
+            self._groups.discard(key)
 
     # -- runs ------------------------------------------------------------------------------
 

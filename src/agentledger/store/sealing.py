@@ -22,6 +22,7 @@ from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
+from agentledger.store.journal import crash_point, run_entry
 from agentledger.store.storage import StagedRun, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
@@ -90,14 +91,20 @@ def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: in
 def _publish_batch(ledger: Ledger, written: _Written) -> list[SealedRun]:
     """Flush, rename into place and index a written batch (in the publishing thread)."""
     storage = ledger.storage
-    try:
-        existing = set(storage.publish_written([run for run, _entry in written]))
-    except BaseException:
-        for run, _entry in written:
-            storage.discard(run)  # those already published are left alone
-        raise
-    landed = [entry for run, entry in written if run.run_id not in existing]
-    ledger.index.add(landed)
+    # Record, then entry (the batch's as one segment), then index, under the journal lock.
+    with storage.journal.lock():
+        try:
+            existing = set(storage.publish_written([run for run, _entry in written]))
+        except BaseException:
+            for run, _entry in written:
+                storage.discard(run)  # those already published are left alone
+            raise
+        landed = [entry for run, entry in written if run.run_id not in existing]
+        crash_point("after-record")
+        storage.journal.append(
+            [run_entry(entry.metadata.run_id, entry.manifest_sha256) for entry in landed]
+        )
+        ledger.index.add(landed)
     if existing:
         raise RunExistsError(
             f"run {sorted(existing)[0]} already exists in {ledger.root}; "

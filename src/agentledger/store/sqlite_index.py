@@ -31,6 +31,7 @@ from agentledger.store.index import (
     LabelResult,
     LabelRow,
     QueryResult,
+    RunColumns,
     RunFacets,
     RunFilter,
     RunIndex,
@@ -39,6 +40,7 @@ from agentledger.store.index import (
     SkippedScore,
     VerdictCount,
     format_time,
+    run_columns,
 )
 from agentledger.store.migrations import MIGRATIONS
 from agentledger.store.sqlite_where import (
@@ -82,41 +84,14 @@ _READ_ACTIONS = {
 
 
 def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
-    meta = entry.metadata
-    summary = entry.summary
-    addon = meta.prompt_addon
-    return (
-        meta.run_id,
-        meta.scenario,
-        meta.model,
-        meta.model_served,
-        meta.provider,
-        meta.system_fingerprint,
-        meta.system_prompt_hash,
-        meta.base_prompt_hash,
-        addon.name if addon else None,
-        addon.hash if addon else None,
-        meta.variant,
-        meta.agent.name,
-        meta.agent.commit,
-        None if meta.agent.dirty is None else int(meta.agent.dirty),
-        format_time(meta.started_at),
-        format_time(meta.ended_at),
-        int(meta.silent_update_detectable),
-        int(meta.backfilled),
-        summary.commands_run if summary else None,
-        summary.commands_denied if summary else None,
-        summary.duration_s if summary else None,
-        summary.tokens_in if summary else None,
-        summary.tokens_out if summary else None,
-        summary.cost_usd if summary else None,
-        summary.exit_status if summary else None,
-        format_time(entry.manifest.sealed_at),
-        entry.manifest_sha256,
-        meta.model_dump_json(),
-        summary.model_dump_json() if summary else None,
-        meta.kind,
-    )
+    return run_columns(entry)
+
+
+def _flag(value: Any) -> Any:
+    """A stored 0/1 flag as False/True; anything else as it is (so verify sees an edit)."""
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    return value
 
 
 _PACKED_CRITERIA = "group_concat(c.criterion || char(31) || coalesce(c.fired, 'n'), char(30))"
@@ -579,6 +554,43 @@ class SQLiteIndex(RunIndex):
             "ORDER BY r.started_at IS NULL, r.started_at DESC, s.run_id, s.judge_id"
         )
         return [SkippedScore(*row) for row in rows]
+
+    def run_rows(self) -> dict[str, tuple[RunColumns, dict[str, str]]]:
+        rows: dict[str, tuple[RunColumns, dict[str, str]]] = {
+            row[0]: (RunColumns(*row), {})
+            for row in self.db.execute(f"SELECT {', '.join(RunColumns._fields)} FROM runs")
+        }
+        for run_id, key, value in self.db.execute("SELECT run_id, key, value FROM run_tags"):
+            if run_id in rows:
+                rows[run_id][1][key] = value
+        return rows
+
+    def score_rows(self) -> list[ScoreRow]:
+        criteria: dict[tuple[str, str], list[tuple[str, bool | None]]] = {}
+        for run_id, judge_id, criterion, fired in self.db.execute(
+            "SELECT run_id, judge_id, criterion, fired FROM score_criteria"
+        ):
+            found = criteria.setdefault((run_id, judge_id), [])
+            found.append((criterion, _flag(fired)))
+        return [
+            ScoreRow(
+                run_id=row[0],
+                judge_id=row[1],
+                kind=row[2],
+                model=row[3],
+                pack=row[4],
+                verdict=row[5],
+                diagnosis=_flag(row[6]),
+                skipped_reason=row[7],
+                created_at=row[8],
+                score_json=row[9],
+                criteria=tuple(criteria.get((row[0], row[1]), ())),
+            )
+            for row in self.db.execute(
+                "SELECT run_id, judge_id, kind, model, pack, verdict, diagnosis, "
+                "skipped_reason, created_at, score_json FROM scores ORDER BY run_id, judge_id"
+            )
+        ]
 
     def disagreeing_runs(self) -> list[str]:
         rows = self.db.execute(

@@ -30,13 +30,17 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.identity import check_artifact_name
 from agentledger.records import FileEntry
 from agentledger.store.sizes import format_size
+
+if TYPE_CHECKING:
+    from agentledger.store.journal import Journal
 
 __all__ = [
     "MANIFEST_NAME",
@@ -196,13 +200,31 @@ class StorageBackend(ABC):
 
     # -- records: create if absent, else fail --------------------------------------------
 
+    @property
+    def journal(self) -> Journal:
+        """The journal of this storage: every score, label and decision created through
+        `create` / `create_group`, and every run the ledger seals, gets an entry in it."""
+        journal: Journal | None = self.__dict__.get("_journal")
+        if journal is None:
+            from agentledger.store.journal import Journal
+
+            journal = self.__dict__["_journal"] = Journal(self)
+        return journal
+
     def create(self, key: str, data: bytes) -> None:
         """Store `data` at `key` if nothing is there; else RecordExistsError, nothing changed.
 
         The value appears whole or not at all. Of several concurrent creates of one key,
-        exactly one succeeds.
+        exactly one succeeds. A score or label also gets its journal entry, under the
+        journal lock (see `agentledger.store.journal`).
         """
-        self._create(check_key(key), bytes(data))
+        from agentledger.store.journal import JOURNALED_AREAS
+
+        key = check_key(key)
+        if key.split("/", 1)[0] in JOURNALED_AREAS:
+            self.journal.create_record(key, bytes(data))
+        else:
+            self._create(key, bytes(data))
 
     def create_group(self, prefix: str, values: Mapping[str, bytes]) -> None:
         """Store ``prefix/<name>`` for each of `values` so that they all appear at once.
@@ -218,7 +240,13 @@ class StorageBackend(ABC):
             if "/" in name:
                 raise UnsafeNameError(f"storage group member {name!r} must be one segment")
             check_key(f"{prefix}/{name}")
-        self._create_group(prefix, {name: bytes(data) for name, data in values.items()})
+        copied = {name: bytes(data) for name, data in values.items()}
+        from agentledger.store.journal import JOURNALED_AREAS
+
+        if prefix.split("/", 1)[0] in JOURNALED_AREAS:
+            self.journal.create_group(prefix, copied)
+        else:
+            self._create_group(prefix, copied)
 
     def get(self, key: str) -> bytes:
         """The value at `key`; RecordNotFoundError when there is none."""
@@ -244,6 +272,21 @@ class StorageBackend(ABC):
     def describe(self, key: str) -> str:
         """A human-readable location of `key`, for messages."""
         return self._describe(check_key(key))
+
+    def remove_unaccepted(self, key: str) -> None:
+        """Remove a record (or group) the journal never accepted and whose bytes do not check
+        out: what a writer that died between record and entry left. Only `gc` calls this,
+        under the journal lock, after checking that no entry names `key`."""
+        self._remove(check_key(key))
+
+    @abstractmethod
+    def journal_lock(self) -> AbstractContextManager[None]:
+        """An exclusive lock that journal writers of every process sharing this storage hold
+        while they append (local: ``fcntl.flock``; memory: a mutex). Not re-entrant: the
+        journal counts its own nesting."""
+
+    @abstractmethod
+    def _remove(self, key: str) -> None: ...
 
     @abstractmethod
     def _create(self, key: str, data: bytes) -> None: ...

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentledger.errors import RecordExistsError, RecordNotFoundError
@@ -162,3 +164,23 @@ class LocalRecords(StorageBackend):
 
     def _describe(self, key: str) -> str:
         return str(self._path(key))
+
+    @contextlib.contextmanager
+    def journal_lock(self) -> Iterator[None]:
+        """``flock`` on ``journal/.lock``: held by one writer of any process at a time."""
+        directory = self.root / "journal"
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor lets go of the lock
+
+    def _remove(self, key: str) -> None:
+        path = self._path(key)
+        if path.is_dir() and not path.is_symlink():
+            remove_tree(path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()

@@ -1,0 +1,418 @@
+"""The journal: an append-only hash chain with one entry per record the ledger accepted.
+
+Every sealed run (by its MANIFEST.json), score, label and decision gets one `JournalEntry`;
+each entry carries the hash of the one before, so the chain's head (`Checkpoint`: the count
+of entries and the newest hash) pins everything before it. `verify` checks every record
+against its entry, and `verify --checkpoint` that the chain still extends a head noted
+earlier, which a wholesale rewrite of files, manifests, index and journal cannot fake.
+
+**Writing.** A record and its entry are written under the journal lock, record first, entry
+second: a record the journal has no entry for is not accepted. Readers never see one (the
+index learns of a record only after its entry; `DecisionStore` and reindex read through
+`accepted()`), `verify` reports it, and `gc` completes it (appends its entry) when its bytes
+check out, else removes it. A writer killed at any point therefore leaves nothing, or a
+record without an entry that gc settles, or both written. Batches (an import's `seal_batch`)
+append all their entries as one segment: one lock hold, one write, one flush.
+
+**Storage.** Entries live in write-once segment objects ``journal/<first seq>.jsonl`` (twelve
+digits), one JSON entry a line, written with the backend's `create`: a segment's key is the
+position it claims, so two writers that both think the journal ends at entry N both try to
+create ``journal/<N+1>.jsonl`` and exactly one wins (the loser re-reads and retries). The lock
+(`StorageBackend.journal_lock`: ``fcntl.flock`` on ``journal/.lock`` locally, a mutex in
+memory) keeps writers from racing at all on one machine. An S3 backend needs no lock for
+safety: the segment put with ``If-None-Match: *`` is the compare-and-swap on the head, and a
+strongly consistent LIST finds the newest segment; its `journal_lock` may be a no-op, at the
+cost of a retry when two writers collide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from agentledger.errors import (
+    InputError,
+    IntegrityError,
+    RecordExistsError,
+    RecordNotFoundError,
+)
+from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.records import utc_now
+from agentledger.records.journal import GENESIS_PREV, JournalEntry, entry_hash
+
+if TYPE_CHECKING:
+    from agentledger.store.storage import StorageBackend
+
+__all__ = [
+    "CRASH_ENV",
+    "JOURNALED_AREAS",
+    "JOURNAL_AREA",
+    "Checkpoint",
+    "Journal",
+    "JournalRead",
+    "PendingEntry",
+    "crash_point",
+    "record_entry",
+    "run_entry",
+    "segment_key",
+]
+
+JOURNAL_AREA = "journal"
+JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions"})
+"""Record areas whose every value is evidence, and so gets a journal entry."""
+_KINDS = {"scores": "score", "labels": "label", "decisions": "decision"}
+_SEGMENT = re.compile(r"^journal/([0-9]{12})\.jsonl$")
+_CHECKPOINT = re.compile(r"^\s*([0-9]+):(sha256:[0-9a-f]{64})\s*$")
+CRASH_ENV = "AGENTLEDGER_CRASH_AT"
+"""Names a point of the write path (``after-record``) at which the process kills itself with
+SIGKILL: how the tests prove that a writer dying there leaves a ledger gc can settle."""
+
+
+def crash_point(name: str) -> None:
+    """Die here, at once and without cleaning up, when CRASH_ENV names this point."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def segment_key(first: int) -> str:
+    """The key of the segment whose first entry is number `first`."""
+    return f"{JOURNAL_AREA}/{first:012d}.jsonl"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The head of the chain: how many entries, and the hash of the last one.
+
+    Written as ``<count>:sha256:<hex>``, to paste into a CI log, a git tag or a ticket.
+    """
+
+    count: int
+    hash: str
+
+    def __str__(self) -> str:
+        return f"{self.count}:{self.hash}"
+
+    @classmethod
+    def parse(cls, text: str) -> Checkpoint:
+        """Read a checkpoint as `str` writes it; InputError otherwise."""
+        match = _CHECKPOINT.match(text or "")
+        if not match or int(match.group(1)) < 1:
+            raise InputError(
+                f"checkpoint {text!r} is not valid: expected <count>:sha256:<64 hex>, as "
+                "`agentledger checkpoint` prints it"
+            )
+        return cls(int(match.group(1)), match.group(2))
+
+
+@dataclass(frozen=True)
+class PendingEntry:
+    """An entry about to be appended (its position, time and links are filled in then)."""
+
+    kind: str
+    id: str
+    keys: Mapping[str, str]
+    sha256: str | None
+    supersedes: str | None = None
+
+
+def run_entry(run_id: str, manifest_sha256: str) -> PendingEntry:
+    """The entry of a sealed run: its MANIFEST.json, which lists every file's hash."""
+    return PendingEntry(
+        "run", run_id, {f"runs/{run_id}/MANIFEST.json": manifest_sha256}, manifest_sha256
+    )
+
+
+def _supersedes(data: bytes) -> str | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    named = value.get("supersedes") if isinstance(value, dict) else None
+    return named if isinstance(named, str) else None
+
+
+def record_entry(key: str, values: Mapping[str, bytes]) -> PendingEntry:
+    """The entry of a record: a score or label (one key), or a decision (a group of keys).
+
+    `key` is the record's key (a decision: its group prefix); `values` maps each stored key
+    to its bytes.
+    """
+    area, _, rest = key.partition("/")
+    hashes = {name: sha256_bytes(data) for name, data in values.items()}
+    main = next((name for name in values if name.endswith(".json")), None)
+    if main is None:
+        digest = sha256_bytes(canonical_json(hashes))
+        supersedes = None
+    else:
+        digest = hashes[main]
+        supersedes = _supersedes(values[main]) if area in ("labels", "decisions") else None
+    return PendingEntry(
+        _KINDS[area], rest.removesuffix(".json"), dict(sorted(hashes.items())), digest, supersedes
+    )
+
+
+@dataclass
+class JournalRead:
+    """The journal read afresh, every segment, with what is wrong with the chain."""
+
+    entries: list[JournalEntry] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    """(segment key, what is wrong), in chain order."""
+
+    @property
+    def head(self) -> Checkpoint | None:
+        return Checkpoint(self.entries[-1].seq, self.entries[-1].hash) if self.entries else None
+
+
+def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
+    """The entries of one segment; IntegrityError when a line is not an entry."""
+    entries = []
+    lines = data.split(b"\n")
+    if lines[-1] != b"":
+        raise IntegrityError(f"{key}: the last entry is cut short (no final newline)")
+    for number, line in enumerate(lines[:-1], start=1):
+        try:
+            raw = json.loads(line)
+            entry = JournalEntry.model_validate(raw)
+        except (ValueError, ValidationError) as exc:
+            detail = str(exc).splitlines()[0]
+            raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
+        if canonical_json(raw) != line:
+            raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
+        # The line is canonical, so without its `hash` member (never first: "at" sorts
+        # before it) it is the canonical JSON the hash was computed over.
+        unhashed = line.replace(b',"hash":"' + entry.hash.encode() + b'"', b"", 1)
+        if sha256_bytes(unhashed) != entry.hash:
+            raise IntegrityError(
+                f"{key} line {number}: entry {entry.seq} does not match its hash (edited)"
+            )
+        entries.append(entry)
+    if not entries:
+        raise IntegrityError(f"{key}: an empty journal segment")
+    return entries
+
+
+def _dump(entry: dict[str, Any]) -> bytes:
+    return canonical_json(entry) + b"\n"
+
+
+class Journal:
+    """The journal of one storage backend (`StorageBackend.journal`)."""
+
+    def __init__(self, storage: StorageBackend) -> None:
+        self.storage = storage
+        self._entries: list[JournalEntry] = []
+        self._accepted: dict[str, str] = {}
+        self._mutex = threading.Lock()
+        self._held = threading.local()
+
+    # -- the lock --------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the journal lock (re-entrant within a thread): writers serialise on it."""
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth -= 1
+            return
+        with self.storage.journal_lock():
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def started(self) -> bool:
+        """Whether the journal has its genesis entry (a ledger older than it has none)."""
+        return self.storage.exists(segment_key(1))
+
+    def entries(self) -> list[JournalEntry]:
+        """Every entry, read forward from the last one this object saw (segments are
+        written once, so what was read stays true); IntegrityError when a segment is broken."""
+        with self._mutex:
+            self._catch_up()
+            return list(self._entries)
+
+    def _catch_up(self) -> None:
+        """Read the segments written since the last one this object saw (under `_mutex`)."""
+        while True:
+            first = self._entries[-1].seq + 1 if self._entries else 1
+            key = segment_key(first)
+            try:
+                data = self.storage.get(key)
+            except RecordNotFoundError:
+                return
+            found = _parse_segment(key, data)
+            for offset, entry in enumerate(found):
+                previous = self._entries[-1].hash if self._entries else GENESIS_PREV
+                if entry.seq != first + offset or entry.prev != previous:
+                    raise IntegrityError(
+                        f"{key}: entry {entry.seq} does not follow entry {first + offset - 1} "
+                        "(the journal was reordered or rewritten; run `agentledger verify`)"
+                    )
+                self._entries.append(entry)
+                self._accepted.update(entry.keys)
+
+    def head(self) -> Checkpoint | None:
+        """The chain's head; None when the journal has not started."""
+        entries = self.entries()
+        return Checkpoint(entries[-1].seq, entries[-1].hash) if entries else None
+
+    def accepted(self) -> Mapping[str, str]:
+        """Every storage key the journal accepted, with the sha256 its bytes must have (the
+        newest entry's, were a key accepted twice)."""
+        with self._mutex:
+            self._catch_up()
+        return self._accepted
+
+    def read(self) -> JournalRead:
+        """Read every segment afresh and check the chain, reporting rather than raising."""
+        read = JournalRead()
+        segments: list[tuple[int, str]] = []
+        for key in self.storage.keys(JOURNAL_AREA):
+            match = _SEGMENT.match(key)
+            if match is None:
+                read.problems.append((key, "not a journal segment (added by hand?)"))
+            else:
+                segments.append((int(match.group(1)), key))
+        expected_seq, expected_prev = 1, GENESIS_PREV
+        for first, key in sorted(segments):
+            try:
+                found = _parse_segment(key, self.storage.get(key))
+            except IntegrityError as exc:
+                read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
+                continue
+            if first != found[0].seq:
+                read.problems.append((key, f"named for entry {first}, starts at {found[0].seq}"))
+            for entry in found:
+                if entry.seq != expected_seq:
+                    what = "missing (truncated or removed)" if entry.seq > expected_seq else "again"
+                    read.problems.append(
+                        (key, f"entry {expected_seq} expected, found {entry.seq}: entries {what}")
+                    )
+                elif entry.prev != expected_prev:
+                    read.problems.append(
+                        (
+                            key,
+                            f"entry {entry.seq} does not link to entry {entry.seq - 1}: "
+                            "the chain is broken (reordered or rewritten)",
+                        )
+                    )
+                if (entry.kind == "genesis") != (entry.seq == 1):
+                    read.problems.append((key, f"entry {entry.seq}: genesis only comes first"))
+                expected_seq, expected_prev = entry.seq + 1, entry.hash
+                read.entries.append(entry)
+        return read
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(self, pending: Sequence[PendingEntry]) -> list[JournalEntry]:
+        """Append entries as one segment, under the lock; the caller has written the records."""
+        if not pending:
+            return []
+        with self.lock():
+            for _attempt in range(100):
+                current = self.entries()
+                if not current:
+                    # Storage used without Ledger.open (which starts the journal first).
+                    self.start("journal started with its first record")
+                    continue
+                made, data = self._chain(current[-1], pending)
+                try:
+                    self.storage._create(segment_key(made[0].seq), data)
+                except RecordExistsError:
+                    continue  # another writer took the position (an object store's CAS)
+                with self._mutex:
+                    if self._entries and self._entries[-1].seq == made[0].seq - 1:
+                        self._entries.extend(made)
+                        for entry in made:
+                            self._accepted.update(entry.keys)
+                return made
+        raise IntegrityError("could not append to the journal: it kept moving (100 attempts)")
+
+    @staticmethod
+    def _chain(
+        last: JournalEntry | None, pending: Sequence[PendingEntry]
+    ) -> tuple[list[JournalEntry], bytes]:
+        """The entries following `last`, and the segment's bytes (the very dicts hashed)."""
+        seq = last.seq if last else 0
+        prev = last.hash if last else GENESIS_PREV
+        at = utc_now()
+        made = []
+        lines = []
+        for item in pending:
+            seq += 1
+            fields: dict[str, Any] = {
+                "schema_version": 1,
+                "seq": seq,
+                "kind": item.kind,
+                "id": item.id,
+                "keys": dict(item.keys),
+                "sha256": item.sha256,
+                "supersedes": item.supersedes,
+                "at": at.isoformat().replace("+00:00", "Z"),
+                "prev": prev,
+                "note": None,
+                "predating": None,
+            }
+            if isinstance(item, _Genesis):
+                fields["note"], fields["predating"] = item.note, item.predating
+            fields["hash"] = entry_hash(fields)
+            entry = JournalEntry.model_validate(fields)
+            made.append(entry)
+            lines.append(_dump(fields))
+            prev = entry.hash
+        return made, b"".join(lines)
+
+    def start(
+        self, note: str, records: Sequence[PendingEntry] = (), *, predating: int | None = None
+    ) -> bool:
+        """Write the genesis entry (and entries for `records` already held), once.
+
+        False when the journal had started already (another process got there first).
+        """
+        with self.lock():
+            if self.started():
+                return False
+            genesis = _Genesis("genesis", "genesis", {}, None, note=note, predating=predating)
+            _made, data = self._chain(None, [genesis, *records])
+            try:
+                self.storage._create(segment_key(1), data)
+            except RecordExistsError:
+                return False
+            return True
+
+    def create_record(self, key: str, data: bytes) -> None:
+        """Store a record and append its entry, as one step for every reader."""
+        with self.lock():
+            self.storage._create(key, data)
+            crash_point("after-record")
+            self.append([record_entry(key, {key: data})])
+
+    def create_group(self, prefix: str, values: dict[str, bytes]) -> None:
+        """Store a group (a decision's files) and append its entry, as one step."""
+        with self.lock():
+            self.storage._create_group(prefix, values)
+            crash_point("after-record")
+            self.append([record_entry(prefix, {f"{prefix}/{n}": v for n, v in values.items()})])
+
+
+@dataclass(frozen=True)
+class _Genesis(PendingEntry):
+    note: str = ""
+    predating: int | None = None
