@@ -20,7 +20,7 @@ from agentledger.errors import InputError, RecordError, RecordExistsError
 from agentledger.identity import check_run_id
 from agentledger.records import parse_record
 from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
-from agentledger.store.index import ScoreRow, format_time
+from agentledger.store.reindex import score_row
 from agentledger.store.storage import StorageBackend
 from agentledger.store.writer import record_bytes
 
@@ -84,23 +84,6 @@ class ScoreStore:
         for key in self.storage.keys(SCORES_DIR):
             if key.endswith(".json") and key.count("/") == 2:
                 yield self.read(key)
-
-
-def score_row(score: Score) -> ScoreRow:
-    """What the index keeps of `score`."""
-    return ScoreRow(
-        run_id=score.run_id,
-        judge_id=score.judge_id,
-        kind=score.judge.kind,
-        model=score.judge.model,
-        pack=score.judge.pack,
-        verdict=score.verdict,
-        diagnosis=score.diagnosis.correct if score.diagnosis else None,
-        skipped_reason=score.skipped_reason,
-        created_at=format_time(score.created_at) or "",
-        score_json=score.model_dump_json(),
-        criteria=tuple((result.criterion, result.fired) for result in score.criteria),
-    )
 
 
 def reindex_scores(ledger: Ledger) -> int:

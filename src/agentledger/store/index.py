@@ -238,6 +238,38 @@ class RunIndex(ABC):
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
         """Replace the whole index with `entries` in one transaction; returns the count."""
 
+    def add_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
+        """Index sealed runs, leaving out (and returning, as (run id, why)) each one the index
+        cannot take, so that one bad record never stops the others; returns (indexed, left out).
+
+        This default adds runs one at a time; a backend may batch them.
+        """
+        added, left_out = 0, []
+        for entry in entries:
+            try:
+                self.add([entry])
+                added += 1
+            except (OverflowError, ValueError) as exc:
+                left_out.append((entry.metadata.run_id, f"the index cannot take it: {exc}"))
+        return added, left_out
+
+    def score_keys(self) -> set[tuple[str, str]]:
+        """(run id, judge id) of every indexed score: what `gc` compares the score files with."""
+        raise NotImplementedError(f"{type(self).__name__} does not list its scores")
+
+    def add_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
+        """Index scores as `add_each` indexes runs; left out as (run id/judge id, why)."""
+        added, left_out = 0, []
+        for row in rows:
+            try:
+                self.add_scores([row])
+                added += 1
+            except (OverflowError, ValueError) as exc:
+                left_out.append(
+                    (f"{row.run_id}/{row.judge_id}", f"the index cannot take it: {exc}")
+                )
+        return added, left_out
+
     # -- runs ------------------------------------------------------------------------------
 
     @abstractmethod

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,6 @@ from agentledger.records import (
     parse_record,
 )
 from agentledger.store.backends import (
-    INDEX_NAME,
     UnknownBackendError,
     check_index,
     make_index,
@@ -40,6 +38,12 @@ from agentledger.store.index import (
     QueryResult,
     RunFilter,
     RunIndex,
+)
+from agentledger.store.reindex import (
+    ReindexReport,
+    rebuild_index,
+    score_keys_in,
+    stored_score_rows,
 )
 from agentledger.store.sealing import RunContent, seal_runs
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
@@ -128,15 +132,15 @@ class GcReport:
     in_progress: list[str] = field(default_factory=list)
     indexed: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    """(run id, why) of sealed runs missing from the index that could not be indexed."""
+    indexed_scores: list[str] = field(default_factory=list)
+    """run_id/judge_id of score files the index lacked (a judge killed before indexing)."""
+    unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
+    """(score file, why) of score files missing from the index that could not be indexed."""
 
-
-@dataclass
-class ReindexReport:
-    """What `reindex` rebuilt, and the runs it had to leave out."""
-
-    indexed: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    replaced_index: bool = False
+    @property
+    def ok(self) -> bool:
+        return not self.unreadable and not self.unreadable_scores
 
 
 class Ledger:
@@ -235,7 +239,13 @@ class Ledger:
         All or nothing for the index; each run becomes visible atomically on its own. A run id
         that turns out to be sealed already raises RunExistsError after the others landed.
         """
-        prepared = [writer.prepare() for writer in writers]
+        try:
+            prepared = [writer.prepare() for writer in writers]
+        except BaseException:
+            # One run the ledger cannot take: the batch is refused whole, nothing is written.
+            for writer in writers:
+                writer.discard()
+            raise
         existing = set(self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared]))
         landed = [p for p in prepared if p[2].metadata.run_id not in existing]
         self.index.add([p[2] for p in landed])
@@ -362,40 +372,52 @@ class Ledger:
             if progress:
                 progress(done, len(ids))
 
+    def _on_index(self, index: RunIndex | None) -> Ledger:
+        return Ledger(
+            self.root, self.config, self.storage, index or _backend_index(self.root, self.config)
+        )
+
     def reindex(self, progress: Progress | None = None) -> ReindexReport:
-        """Rebuild the index from the files. Runs that cannot be read are listed, not indexed."""
-        report = ReindexReport()
-
-        def entries() -> Iterable[IndexEntry]:
-            for run_id, stored, problem in self.iter_stored(progress):
-                if stored is None:
-                    report.skipped.append((run_id, problem or "unreadable"))
-                else:
-                    yield stored.index_entry()
-
-        report.indexed = self.index.rebuild(entries())
-        return report
+        """Rebuild the index (runs and scores) from the files, beside the old one, and swap it
+        in atomically (see `agentledger.store.reindex`); on failure the old index stays.
+        Records that cannot be indexed are listed, not indexed."""
+        self.index.close()
+        try:
+            return rebuild_index(
+                self.root,
+                open_ledger=self._on_index,
+                index_uri=self.config.index,
+                old_usable=True,
+                progress=progress,
+            )
+        finally:
+            self.index = _backend_index(self.root, self.config)
 
     @classmethod
     def reindex_from_scratch(
         cls, path: str | Path, progress: Progress | None = None
     ) -> ReindexReport:
-        """Rebuild an index that cannot be opened (corrupt, or from a newer agentledger)."""
+        """Rebuild the index of the ledger at `path`, also when the index in use cannot be
+        opened (corrupt, or from a newer agentledger): it is then replaced whole."""
         root = Path(path)
+        config = _read_config(root)
+        storage = _backend_storage(root, config)
         try:
-            ledger = cls.open(root)
-            replaced = False
+            _backend_index(root, config).close()
+            usable = True
         except (IndexVersionError, IndexUnusableError):
-            replaced = True
-        if replaced:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    (root / (INDEX_NAME + suffix)).unlink()
-            ledger = cls.open(root)
-        with ledger:
-            report = ledger.reindex(progress)
-        report.replaced_index = replaced
-        return report
+            usable = False
+
+        def on_index(index: RunIndex | None) -> Ledger:
+            return cls(root, config, storage, index or _backend_index(root, config))
+
+        return rebuild_index(
+            root,
+            open_ledger=on_index,
+            index_uri=config.index,
+            old_usable=usable,
+            progress=progress,
+        )
 
     def gc(self) -> GcReport:
         """Remove staging debris of dead writers; index sealed runs the index missed."""
@@ -414,6 +436,32 @@ class Ledger:
                 self.storage.protect(run_id)
             except (InputError, OSError) as exc:
                 report.unreadable.append((run_id, str(exc)))
-        self.index.add(entries)
-        report.indexed = [entry.metadata.run_id for entry in entries]
+        _added, left_out = self.index.add_each(entries)
+        report.unreadable.extend(left_out)
+        refused = {run_id for run_id, _why in left_out}
+        report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
+        self._gc_scores(report)
         return report
+
+    def _gc_scores(self, report: GcReport) -> None:
+        """Index score files the index lacks: a judge killed between writing and indexing."""
+        try:
+            indexed = self.index.score_keys()
+        except NotImplementedError:
+            return
+        keys = [
+            key
+            for key in score_keys_in(self.storage)
+            if tuple(key.removesuffix(".json").split("/")[1:]) not in indexed
+        ]
+        if not keys:
+            return
+        rows = list(stored_score_rows(self.storage, report.unreadable_scores, keys))
+        _added, left_out = self.index.add_scores_each(rows)
+        report.unreadable_scores.extend(left_out)
+        refused = {where for where, _why in left_out}
+        report.indexed_scores = [
+            f"{row.run_id}/{row.judge_id}"
+            for row in rows
+            if f"{row.run_id}/{row.judge_id}" not in refused
+        ]

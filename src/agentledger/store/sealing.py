@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
+from agentledger.records.limits import check_storable
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.storage import StagedRun, StorageBackend
@@ -46,6 +47,9 @@ class RunContent:
     metadata: RunMetadata
     summary: RunSummary
     artifacts: Sequence[Artifact]
+    checked: bool = False
+    """True when the caller has already passed both records through `check_storable` (an
+    import's planning), so that they are not walked twice."""
 
     @property
     def run_id(self) -> str:
@@ -57,6 +61,10 @@ _Written = list[tuple[StagedRun, IndexEntry]]
 
 def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: int) -> _Written:
     """Stage every run of the batch, MANIFEST.json last in each; nothing is visible yet."""
+    for content in batch:
+        if not content.checked:
+            check_storable(content.metadata, f"run {content.run_id}: {METADATA}")
+            check_storable(content.summary, f"run {content.run_id}: {SUMMARY}")
     staged = storage.stage_batch([content.run_id for content in batch], limit)
     written: _Written = []
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +18,7 @@ from agentledger.errors import (
     IndexVersionError,
     InputError,
     ReadOnlyQueryError,
+    WriteFailedError,
 )
 from agentledger.store.index import (
     CriterionCell,
@@ -110,6 +111,26 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
         summary.model_dump_json() if summary else None,
         meta.kind,
     )
+
+
+# What a row the index cannot take raises (a number beyond 64 bits, a string SQLite refuses):
+# that row is left out and reported; any other error stops the write.
+_ROW_ERRORS = (
+    OverflowError,
+    ValueError,
+    sqlite3.InterfaceError,
+    sqlite3.DataError,
+    sqlite3.IntegrityError,
+)
+_SQLITE_FULL = 13
+_SQLITE_IOERR = 10
+_SQLITE_READONLY = 8
+
+
+def _refused_write(exc: sqlite3.Error) -> bool:
+    """Whether `exc` is the disk refusing a write (full, I/O error, read-only)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (_SQLITE_FULL, _SQLITE_IOERR, _SQLITE_READONLY)
 
 
 def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -233,17 +254,82 @@ class SQLiteIndex(RunIndex):
         the time of indexing a batch of sealed runs). Reads go back to the default: the
         reports' large GROUP BY sorts ran about 1.5x slower with temp_store = MEMORY.
         """
-        self.db.execute("PRAGMA temp_store = MEMORY")
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("PRAGMA temp_store = MEMORY")
             try:
-                yield
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-        finally:
-            self.db.execute("PRAGMA temp_store = DEFAULT")
+                self.db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    self.db.execute("COMMIT")
+                except BaseException:
+                    if self.db.in_transaction:
+                        with suppress(sqlite3.Error):
+                            self.db.execute("ROLLBACK")
+                    raise
+            finally:
+                with suppress(sqlite3.Error):
+                    self.db.execute("PRAGMA temp_store = DEFAULT")
+        except sqlite3.OperationalError as exc:
+            if _refused_write(exc):
+                raise WriteFailedError(
+                    f"{self.path}: the disk refused the write ({exc}); the index was not "
+                    "changed by it"
+                ) from None
+            raise
+
+    def add_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
+        added, left_out = 0, []
+        for chunk in _chunks(entries, 1000):
+            try:
+                with self._writing():
+                    self._insert(chunk)
+                added += len(chunk)
+                continue
+            except _ROW_ERRORS:
+                pass  # one row the index cannot take: find it, index the others
+            for entry in chunk:
+                try:
+                    with self._writing():
+                        self._insert([entry])
+                    added += 1
+                except _ROW_ERRORS as exc:
+                    left_out.append((entry.metadata.run_id, f"the index cannot take it: {exc}"))
+        return added, left_out
+
+    def add_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
+        added, left_out = 0, []
+        for chunk in _chunks(rows, 1000):
+            try:
+                with self._writing():
+                    self._insert_scores(chunk)
+                added += len(chunk)
+                continue
+            except _ROW_ERRORS:
+                pass
+            for row in chunk:
+                try:
+                    with self._writing():
+                        self._insert_scores([row])
+                    added += 1
+                except _ROW_ERRORS as exc:
+                    left_out.append(
+                        (f"{row.run_id}/{row.judge_id}", f"the index cannot take it: {exc}")
+                    )
+        return added, left_out
+
+    def score_keys(self) -> set[tuple[str, str]]:
+        return {(str(r), str(j)) for r, j in self.db.execute("SELECT run_id, judge_id FROM scores")}
+
+    def seal_file(self) -> None:
+        """Fold the write-ahead log into the file and stop using one, so that the file alone
+        is the whole index (before it is renamed into place by a rebuild)."""
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.execute("PRAGMA journal_mode = DELETE")
+        except sqlite3.OperationalError as exc:
+            if _refused_write(exc):
+                raise WriteFailedError(f"{self.path}: the disk refused the write ({exc})") from None
+            raise
 
     def add(self, entries: Sequence[IndexEntry]) -> None:
         if not entries:
