@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from agentledger.cli.common import (
+    fail,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -18,6 +19,7 @@ from agentledger.cli.common import (
     progress_bar,
 )
 from agentledger.cli.output import print_rows
+from agentledger.errors import IndexUnusableError
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.sizes import format_size
 
@@ -36,8 +38,13 @@ def verify_command(ledger_path: Path | None, run_ids: tuple[str, ...], as_json: 
     runs missing from the index, and staging debris. Exits 3 when anything is wrong.
     """
     started = time.perf_counter()
-    with open_ledger(ledger_path) as ledger, progress_bar("Verifying") as progress:
-        report = verify_ledger(ledger, list(run_ids) or None, progress)
+    try:
+        with open_ledger(ledger_path) as ledger, progress_bar("Verifying") as progress:
+            report = verify_ledger(ledger, list(run_ids) or None, progress)
+    except IndexUnusableError as exc:
+        # A damaged index is an integrity problem of the ledger, not bad input.
+        fail(f"{exc}", 3)
+        return
     elapsed = time.perf_counter() - started
     if as_json:
         document = {

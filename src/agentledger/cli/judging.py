@@ -154,6 +154,16 @@ def judge_command(
         f"Judge {report.judge_id} ({criteria.id} v{criteria.version}): scored "
         f"{len(report.scored)} runs; {report.already_scored} already scored by this judge."
     )
+    if report.scored_elsewhere:
+        click.echo(
+            f"  {report.scored_elsewhere} run(s) skipped: scored by another run of this judge "
+            "at the same time."
+        )
+    if report.indexed_late:
+        click.echo(
+            f"  {report.indexed_late} score(s) of this judge were written but not indexed (an "
+            "earlier run was stopped in between): indexed now."
+        )
     if report.interrupted:
         click.echo(
             f"Interrupted: {len(report.scored)} scores were written before the interrupt, each "

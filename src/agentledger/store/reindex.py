@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentledger.errors import InputError, RecordError, WriteFailedError
+from agentledger.errors import IndexUnusableError, InputError, RecordError, WriteFailedError
 from agentledger.records import parse_record
 from agentledger.records.limits import check_storable
 from agentledger.records.scores import SCORES_DIR, Score
@@ -212,7 +212,7 @@ def rebuild_index(
         _fsync_dir(target.parent)
     except BaseException as exc:
         _remove(fresh)
-        if isinstance(exc, OSError | sqlite3.Error | WriteFailedError):
+        if isinstance(exc, OSError | sqlite3.Error | WriteFailedError | IndexUnusableError):
             raise WriteFailedError(
                 f"reindex failed while writing {fresh} ({exc}); the index in use, "
                 f"{target}, was left as it was"

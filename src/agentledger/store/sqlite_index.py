@@ -154,9 +154,30 @@ class SQLiteIndex(RunIndex):
         self.db = self._connect(path)
         try:
             self.migrate()
+            self._check_tables()
         except BaseException:
             self.db.close()
             raise
+
+    # The tables every query relies on: one dropped by hand makes the index unusable (and
+    # `reindex` replaces it), rather than a traceback in the middle of a command.
+    _TABLES = frozenset({"runs", "run_tags", "scores", "score_criteria"})
+
+    def _check_tables(self) -> None:
+        try:
+            present = {
+                str(row[0])
+                for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusableError(f"{self.path}: not a usable SQLite index ({exc})") from None
+        missing = sorted(self._TABLES - present)
+        if missing:
+            raise IndexUnusableError(
+                f"{self.path}: the index has no table {missing[0]!r} (damaged by hand?); "
+                "`agentledger reindex` builds a new one from the runs and scores, beside it, "
+                "and swaps it in when complete"
+            )
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         try:
@@ -172,8 +193,8 @@ class SQLiteIndex(RunIndex):
             db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             raise IndexUnusableError(
-                f"{path}: not a usable SQLite index ({exc}); "
-                "rebuild it from the runs with `agentledger reindex`"
+                f"{path}: not a usable SQLite index ({exc}); `agentledger reindex` builds a "
+                "new one from the runs and scores (the files are never changed by it)"
             ) from None
         return db
 
@@ -193,8 +214,9 @@ class SQLiteIndex(RunIndex):
         if unknown:
             raise IndexVersionError(
                 f"{self.path}: this index was migrated by a newer agentledger "
-                f"(unknown migration {unknown[0]}); upgrade agentledger, or rebuild the index "
-                "for this version with `agentledger reindex`"
+                f"(unknown migration {unknown[0]}); upgrade agentledger, or build an index "
+                "for this version from the files with `agentledger reindex` (the runs and "
+                "records are not touched)"
             )
         if len(applied) == len(known):
             return []

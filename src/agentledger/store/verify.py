@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
+from agentledger.store.reindex import score_keys_in
 from agentledger.store.storage import MANIFEST_NAME, NOT_A_FILE, Leftover
 from agentledger.store.writer import METADATA
 
@@ -26,7 +27,7 @@ class Problem:
     """One thing wrong with a run or the index.
 
     kind is one of: changed, missing, extra, manifest, metadata, not-indexed, index-stale,
-    index-orphan, leftover.
+    index-orphan, leftover, score-not-indexed.
     """
 
     run_id: str
@@ -120,6 +121,25 @@ def _verify_run(ledger: Ledger, run_id: str, indexed: dict[str, str], report: Ve
         )
 
 
+def _check_scores_indexed(ledger: Ledger, report: VerifyReport) -> None:
+    """Score files the index lacks (a judge killed between writing and indexing one)."""
+    try:
+        indexed = ledger.index.score_keys()
+    except NotImplementedError:
+        return
+    for key in score_keys_in(ledger.storage):
+        _, run_id, name = key.split("/")
+        if (run_id, name.removesuffix(".json")) not in indexed:
+            report.problems.append(
+                Problem(
+                    run_id,
+                    "score-not-indexed",
+                    "a score file the index does not know (`agentledger gc` indexes it)",
+                    ledger.storage.describe(key),
+                )
+            )
+
+
 def verify_ledger(
     ledger: Ledger, run_ids: Sequence[str] | None = None, progress: Progress | None = None
 ) -> VerifyReport:
@@ -143,6 +163,7 @@ def verify_ledger(
             report.problems.append(
                 Problem(run_id, "index-orphan", "indexed, but the run directory is gone")
             )
+        _check_scores_indexed(ledger, report)
         leftovers: list[Leftover] = ledger.storage.leftovers()
         for leftover in leftovers:
             if leftover.in_progress:
