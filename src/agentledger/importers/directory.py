@@ -227,4 +227,20 @@ def write_plan(
             progress=(lambda done: progress(done, len(new))) if progress else None,
         )
     report.imported.extend(result.run_id for result in sealed)
+    if report.identical:
+        report.indexed = _index_missing(ledger, report.identical)
     return report
+
+
+def _index_missing(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+    """Index the runs of `run_ids` that are sealed but not indexed (a killed import's)."""
+    indexed = ledger.index.manifest_hashes()
+    missing = [run_id for run_id in run_ids if run_id not in indexed]
+    if not missing:
+        return []
+    entries = [ledger.load(run_id).index_entry() for run_id in missing]
+    _added, left_out = ledger.index.add_each(entries)
+    if left_out:
+        run_id, why = left_out[0]
+        raise InputError(f"run {run_id} is sealed but cannot be indexed: {why}")
+    return missing

@@ -21,6 +21,7 @@ from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
 from agentledger.records.limits import check_storable
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.storage import StagedRun, StorageBackend
@@ -83,7 +84,9 @@ def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: in
                 run_id=content.run_id, sealed_at=utc_now(), files=dict(sorted(run.entries.items()))
             )
             manifest_bytes = record_bytes(manifest)
+            crash_point("run: artifacts staged")
             storage.write_manifest(run, manifest_bytes)
+            crash_point("run: manifest staged")
             entry = IndexEntry(
                 content.metadata, content.summary, manifest, sha256_bytes(manifest_bytes)
             )

@@ -20,6 +20,7 @@ from agentledger.errors import (
     ReadOnlyQueryError,
     WriteFailedError,
 )
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import (
     CriterionCell,
     CriterionFirst,
@@ -282,7 +283,9 @@ class SQLiteIndex(RunIndex):
                 self.db.execute("BEGIN IMMEDIATE")
                 try:
                     yield
+                    crash_point("index: before commit")
                     self.db.execute("COMMIT")
+                    crash_point("index: committed")
                 except BaseException:
                     if self.db.in_transaction:
                         with suppress(sqlite3.Error):

@@ -36,6 +36,7 @@ from typing import BinaryIO
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.identity import check_artifact_name
 from agentledger.records import FileEntry
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.sizes import format_size
 
 __all__ = [
@@ -200,7 +201,9 @@ class StorageBackend(ABC):
         The value appears whole or not at all. Of several concurrent creates of one key,
         exactly one succeeds.
         """
+        crash_point("record: before create")
         self._create(check_key(key), bytes(data))
+        crash_point("record: created")
 
     def create_group(self, prefix: str, values: Mapping[str, bytes]) -> None:
         """Store ``prefix/<name>`` for each of `values` so that they all appear at once.
@@ -216,7 +219,9 @@ class StorageBackend(ABC):
             if "/" in name:
                 raise UnsafeNameError(f"storage group member {name!r} must be one segment")
             check_key(f"{prefix}/{name}")
+        crash_point("group: before create")
         self._create_group(prefix, {name: bytes(data) for name, data in values.items()})
+        crash_point("group: created")
 
     def get(self, key: str) -> bytes:
         """The value at `key`; RecordNotFoundError when there is none."""
