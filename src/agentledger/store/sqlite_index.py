@@ -193,6 +193,11 @@ class SQLiteIndex(RunIndex):
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
+            if _refused_write(exc):
+                raise WriteFailedError(
+                    f"{path}: the index cannot be opened, the disk refused a write ({exc}); "
+                    "make room (or make the ledger writable) and run the command again"
+                ) from None
             raise IndexUnusableError(
                 f"{path}: not a usable SQLite index ({exc}); `agentledger reindex` builds a "
                 "new one from the runs and scores (the files are never changed by it)"
