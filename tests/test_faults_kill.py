@@ -10,15 +10,19 @@ two files... A first pass with AGENTLEDGER_CRASH_LOG counts the points a clean r
 After each kill: the ledger holds nothing or complete records (the only problems `verify`
 reports are staging leftovers and records not yet indexed), `verify` and `gc` agree (gc
 removes exactly the leftovers verify saw and indexes exactly the records it reported), and
-the next run completes the work, with or without gc first.
+the next run completes the work, with or without gc first. Two judges of the same judge
+running at once each score what the other has not, and say how many they skipped.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import signal
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -210,3 +214,34 @@ def test_decision_writer_killed_anywhere(work: Path) -> None:
             subjects = sorted(d.subject for d in DecisionStore(ledger).list())
             assert subjects == [f"variant-{n}" for n in range(DECISIONS)]
             assert verify_ledger(ledger).ok
+
+
+@pytest.mark.slow
+def test_two_concurrent_judges_of_the_same_judge(work: Path) -> None:
+    source = work / "source"
+    count = 200
+    write_runs(source, count)
+    root = work / "ledger"
+    Ledger.init(root).close()
+    assert command("import", "--workers", "1", str(source))(root) == 0
+    argv = [sys.executable, "-m", "agentledger", "judge", "--ledger", str(root)]
+    env = {**os.environ, "CI": "true"}
+    procs = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    scored = 0
+    for proc, (stdout, stderr) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, stdout + stderr  # never exit 2 for "already scored"
+        found = re.search(r"scored (\d+) runs; (\d+) already scored", stdout)
+        assert found, stdout
+        skipped = re.search(r"(\d+) run\(s\) skipped: scored by another run", stdout)
+        mine, before = int(found[1]), int(found[2])
+        assert mine + before + (int(skipped[1]) if skipped else 0) == count, stdout
+        scored += mine
+    assert scored == count  # each run scored once, by one of them
+    assert len(list((root / "scores").glob("*/*.json"))) == count
+    with Ledger.open(root) as ledger:
+        assert ledger.sql("SELECT count(*) FROM scores").rows == [(count,)]
+        assert verify_ledger(ledger).ok
