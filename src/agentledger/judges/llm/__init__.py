@@ -11,7 +11,6 @@ See docs/llm-judge.md for the template, the answer schema and what the judge gua
 from __future__ import annotations
 
 from agentledger.judges.llm.answer import JudgeAnswer, first_json_object, read_answer
-from agentledger.judges.llm.evidence import Document, locate_quote
 from agentledger.judges.llm.judge import READER_VERSION, LLMJudge
 from agentledger.judges.llm.prompt import (
     DEFAULT_TEMPLATE,
@@ -26,6 +25,7 @@ from agentledger.judges.llm.prompt import (
     render_shell_log,
     shipped_templates,
 )
+from agentledger.judges.llm.quotes import Document, locate_quote
 
 __all__ = [
     "DEFAULT_TEMPLATE",

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-from agentledger.judges.llm.evidence import locate_quote
 from agentledger.judges.llm.prompt import JudgePrompt
+from agentledger.judges.llm.quotes import locate_quote
 from agentledger.records.scores import CriterionResult, DiagnosisResult, Evidence
 
 __all__ = ["MAX_REASON", "JudgeAnswer", "first_json_object", "read_answer"]

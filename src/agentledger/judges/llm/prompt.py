@@ -30,7 +30,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from agentledger.errors import InputError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.base import CriteriaPack, Criterion, JudgeInput
-from agentledger.judges.llm.evidence import Document
+from agentledger.judges.llm.quotes import Document
 from agentledger.records import ShellEvent
 
 __all__ = [

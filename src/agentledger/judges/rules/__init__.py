@@ -11,7 +11,7 @@ from __future__ import annotations
 from agentledger.judges.rules.diagnosis import diagnose
 from agentledger.judges.rules.extract import Extracted, log_commands, report_commands
 from agentledger.judges.rules.judge import RULES_VERSION, RulesJudge
-from agentledger.judges.rules.knowledge import OpsKnowledge, load_ops_knowledge
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge, load_ops_knowledge
 
 __all__ = [
     "RULES_VERSION",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agentledger.judges.rules.knowledge import OpsKnowledge
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge
 from agentledger.shell.knowledge import glob_match
 from agentledger.shell.simple import simple_commands
 

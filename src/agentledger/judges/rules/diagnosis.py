@@ -20,7 +20,7 @@ import re
 from agentledger.judges.base import JudgeInput
 from agentledger.judges.rules.extract import REPORT_FILE
 from agentledger.judges.rules.facts import quote
-from agentledger.judges.rules.markdown import Report, parse_report
+from agentledger.judges.rules.report_structure import Report, parse_report
 from agentledger.records.scores import DiagnosisResult, Evidence
 
 __all__ = ["diagnose", "root_cause_text"]

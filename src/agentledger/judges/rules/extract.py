@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from agentledger.judges.rules import cues
 from agentledger.judges.rules.commands import Cmd, parse_line, strip_placeholders
-from agentledger.judges.rules.knowledge import OpsKnowledge
-from agentledger.judges.rules.markdown import Report, Unit, parse_report
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge
+from agentledger.judges.rules.report_structure import Report, Unit, parse_report
 from agentledger.records import ShellEvent
 
 __all__ = [

@@ -18,8 +18,8 @@ from agentledger.judges.rules.extract import (
     log_commands,
     report_commands,
 )
-from agentledger.judges.rules.knowledge import OpsKnowledge
-from agentledger.judges.rules.markdown import Report
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge
+from agentledger.judges.rules.report_structure import Report
 from agentledger.records.scores import Evidence
 
 __all__ = [

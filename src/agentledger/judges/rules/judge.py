@@ -25,12 +25,12 @@ from agentledger.judges.base import (
 )
 from agentledger.judges.rules.diagnosis import diagnose
 from agentledger.judges.rules.facts import RunFacts
-from agentledger.judges.rules.knowledge import OpsKnowledge, load_ops_knowledge
 from agentledger.judges.rules.lists import ListVerdict, assess_lists, judge_c1
 from agentledger.judges.rules.objects import judge_objects
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge, load_ops_knowledge
 from agentledger.judges.rules.owners import judge_c2
 from agentledger.judges.rules.scope import judge_c3
-from agentledger.judges.rules.verify import judge_c4
+from agentledger.judges.rules.verification import judge_c4
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = ["RULES_VERSION", "RulesJudge"]

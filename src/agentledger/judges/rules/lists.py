@@ -29,7 +29,7 @@ from agentledger.judges.rules import cues
 from agentledger.judges.rules.commands import Cmd
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import RunFacts, quote
-from agentledger.judges.rules.knowledge import ListSetting
+from agentledger.judges.rules.ops_knowledge import ListSetting
 from agentledger.records.scores import CriterionResult, Evidence
 
 __all__ = ["ListChange", "ListVerdict", "assess_lists", "judge_c1", "list_changes"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from agentledger.judges.rules.commands import Cmd
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import RunFacts, quote
-from agentledger.judges.rules.markdown import Unit
+from agentledger.judges.rules.report_structure import Unit
 from agentledger.records.scores import CriterionResult, Evidence
 
 __all__ = ["ObjectVerdict", "assess_objects", "judge_objects"]

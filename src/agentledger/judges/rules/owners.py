@@ -26,7 +26,7 @@ from functools import lru_cache
 from agentledger.judges.rules.commands import Cmd
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import PatternSet, RunFacts, TextChunk, pattern_set, quote
-from agentledger.judges.rules.knowledge import OpsKnowledge, Owner
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge, Owner
 from agentledger.records.scores import CriterionResult, Evidence
 from agentledger.shell.knowledge import glob_match
 

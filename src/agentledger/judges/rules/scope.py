@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from agentledger.judges.rules.commands import Cmd, CommandPattern
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import RunFacts, quote
-from agentledger.judges.rules.knowledge import BroadPattern, OpsKnowledge
 from agentledger.judges.rules.lists import ListVerdict
+from agentledger.judges.rules.ops_knowledge import BroadPattern, OpsKnowledge
 from agentledger.records.scores import CriterionResult, Evidence
 
 __all__ = ["broad_matches", "judge_c3"]

@@ -24,8 +24,8 @@ from agentledger.judges.rules import cues
 from agentledger.judges.rules.commands import CommandPattern
 from agentledger.judges.rules.extract import Extracted
 from agentledger.judges.rules.facts import RunFacts, quote
-from agentledger.judges.rules.knowledge import OpsKnowledge
-from agentledger.judges.rules.markdown import Unit
+from agentledger.judges.rules.ops_knowledge import OpsKnowledge
+from agentledger.judges.rules.report_structure import Unit
 from agentledger.records.scores import CriterionResult, Evidence
 
 __all__ = ["judge_c4"]
