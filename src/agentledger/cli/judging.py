@@ -21,7 +21,7 @@ from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe
 from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
 from agentledger.judges.verdict import VerdictPolicy
-from agentledger.records.scores import VERDICTS
+from agentledger.records.scores import UNSCORED, VERDICTS
 from agentledger.records.specfiles import load_yaml_record
 
 __all__ = ["criteria_group", "judge_command", "review_command"]
@@ -173,7 +173,8 @@ def judge_command(
         )
         sys.exit(INTERRUPTED)
     if report.scored:
-        click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS))
+        shown = [*VERDICTS, UNSCORED]
+        click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in shown))
         fired = report.fired()
         if fired:
             click.echo("  fired: " + ", ".join(f"{c} {n}" for c, n in sorted(fired.items())))
@@ -185,6 +186,14 @@ def judge_command(
             )
     if counts.get("skipped"):
         click.echo(f"  {counts['skipped']} left for human review: agentledger review")
+    unscored = [score for score in report.scored if score.unscored_reason()]
+    if unscored:
+        click.echo(
+            f"  {len(unscored)} unscored: the judge's answer could not be read (first: "
+            f"{terminal_safe(unscored[0].unscored_reason() or '')}); they are not Uncertain, "
+            "and wait in `agentledger review`",
+            err=True,
+        )
     if report.not_applicable:
         reasons = sorted({reason for _run_id, reason in report.not_applicable})
         click.echo(
@@ -202,7 +211,8 @@ def judge_command(
 @click.option("--json", "as_json", is_flag=True, help="Output JSON.")
 @handle_errors
 def review_command(ledger_path: Path | None, as_json: bool) -> None:
-    """The human review queue: runs a judge would not score (self-judging refused)."""
+    """The human review queue: runs a judge would not score (self-judging refused) and runs
+    it could not score (its answer could not be read: unscored)."""
     from agentledger.judges.scores import review_queue
 
     with open_ledger(ledger_path) as ledger:

@@ -18,6 +18,7 @@ from agentledger.cli.common import handle_errors, ledger_option, open_ledger
 from agentledger.cli.filters import build_filter, run_filter_options, score_filter_options
 from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
 from agentledger.identity import short_hash
+from agentledger.records.scores import shown_verdict
 from agentledger.store.export import EXPORT_FORMATS, ROW_COLUMNS, run_record, run_row, write_export
 from agentledger.store.sizes import format_size
 
@@ -214,7 +215,7 @@ def show_command(
             diagnosis = score.get("diagnosis")
             judged.add_row(
                 score["judge_id"],
-                score["verdict"],
+                shown_verdict(score["verdict"], criteria),
                 ", ".join(c["criterion"] for c in criteria if c["fired"]) or "-",
                 ", ".join(c["criterion"] for c in criteria if c["fired"] is None) or "-",
                 render_value(

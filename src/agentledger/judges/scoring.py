@@ -29,7 +29,7 @@ from agentledger.judges.inputs import load_judge_input
 from agentledger.judges.scores import ScoreStore, score_row
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.limits import check_storable
-from agentledger.records.scores import JudgeInfo, Score
+from agentledger.records.scores import UNSCORED, JudgeInfo, Score
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.ledger import Ledger
@@ -76,8 +76,11 @@ class ScoringReport:
     between writing a score and indexing it): indexed now, counted in `already_scored`."""
 
     def verdicts(self) -> Counter[str]:
-        """How many of the new scores have each verdict."""
-        return Counter(score.verdict for score in self.scored)
+        """How many of the new scores have each verdict; an unscored score (the judge's
+        answer could not be read) counts as ``unscored``, not as its Uncertain verdict."""
+        return Counter(
+            UNSCORED if score.unscored_reason() else score.verdict for score in self.scored
+        )
 
     def fired(self) -> Counter[str]:
         """On how many of the newly scored runs each criterion fired."""

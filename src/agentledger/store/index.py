@@ -350,7 +350,8 @@ class RunIndex(ABC):
 
     @abstractmethod
     def skipped_scores(self) -> list[SkippedScore]:
-        """Every skipped score, newest run first (then by run id and judge id)."""
+        """Every skipped score (self-judging refused) and every unscored one (the judge's
+        answer could not be read), newest run first (then by run id and judge id)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from agentledger.errors import IndexUnusableError, InputError, RecordError, WriteFailedError
 from agentledger.records import parse_record
 from agentledger.records.limits import check_storable
-from agentledger.records.scores import SCORES_DIR, Score
+from agentledger.records.scores import SCORES_DIR, UNSCORED, Score
 from agentledger.store.backends import INDEX_NAME, split_uri
 from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, format_time
 
@@ -100,16 +100,19 @@ def _checkpoint_old(path: Path) -> None:
 
 
 def score_row(score: Score) -> ScoreRow:
-    """What the index keeps of `score`."""
+    """What the index keeps of `score`. An unscored score (its judge's answer could not be
+    read) is indexed with the verdict ``unscored`` and the reason, so that reports count it
+    apart from Uncertain and `review` lists it; its file keeps the verdict the policy gave."""
+    unscored = score.unscored_reason()
     return ScoreRow(
         run_id=score.run_id,
         judge_id=score.judge_id,
         kind=score.judge.kind,
         model=score.judge.model,
         pack=score.judge.pack,
-        verdict=score.verdict,
+        verdict=UNSCORED if unscored else score.verdict,
         diagnosis=score.diagnosis.correct if score.diagnosis else None,
-        skipped_reason=score.skipped_reason,
+        skipped_reason=unscored or score.skipped_reason,
         created_at=format_time(score.created_at) or "",
         score_json=score.model_dump_json(),
         criteria=tuple((result.criterion, result.fired) for result in score.criteria),

@@ -628,7 +628,8 @@ class SQLiteIndex(RunIndex):
     def skipped_scores(self) -> list[SkippedScore]:
         rows = self.db.execute(
             "SELECT s.run_id, r.model, s.judge_id, s.model, s.skipped_reason "
-            "FROM scores s JOIN runs r ON r.run_id = s.run_id WHERE s.verdict = 'skipped' "
+            "FROM scores s JOIN runs r ON r.run_id = s.run_id "
+            "WHERE s.verdict IN ('skipped', 'unscored') "
             "ORDER BY r.started_at IS NULL, r.started_at DESC, s.run_id, s.judge_id"
         )
         return [SkippedScore(*row) for row in rows]
