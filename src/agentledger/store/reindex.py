@@ -190,8 +190,13 @@ def rebuild_index(
     report = ReindexReport(replaced_index=not old_usable)
     target = index_path(root, index_uri)
     if target is None:
+        # Another kind of index: replaced in place, one transaction for the runs and one for
+        # the scores.
         with open_ledger(None) as ledger:
-            _fill(ledger.index, ledger.storage, _entries(ledger, progress, report), report)
+            report.indexed = ledger.index.rebuild(_entries(ledger, progress, report))
+            report.scores = ledger.index.rebuild_scores(
+                stored_score_rows(ledger.storage, report.skipped_scores)
+            )
         return report
     from agentledger.store.sqlite_index import SQLiteIndex
 

@@ -309,10 +309,12 @@ class SQLiteIndex(RunIndex):
 
     def add_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
         added, left_out = 0, []
+        # Into an empty index (a rebuild), no old tags can be left to drop.
+        fresh = self.db.execute("SELECT 1 FROM runs LIMIT 1").fetchone() is None
         for chunk in _chunks(entries, 1000):
             try:
                 with self._writing():
-                    self._insert(chunk)
+                    self._insert(chunk, fresh=fresh)
                 added += len(chunk)
                 continue
             except _ROW_ERRORS:
