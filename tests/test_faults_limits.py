@@ -11,6 +11,7 @@ Ledger.seal_runs). `gc` and `reindex` report what they cannot index and go on.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -236,3 +237,16 @@ def test_gc_and_reindex_report_a_run_they_cannot_index_and_go_on(ledger: Ledger)
     assert "bad" in verify.output and "changed" in verify.output
     with Ledger.open(ledger.root) as reopened:
         assert [run.run_id for run in reopened.runs()] == ["ok1"]
+
+
+def test_verify_reports_a_planted_fifo_and_symlink_loop_without_blocking(ledger: Ledger) -> None:
+    with ledger.new_run(make_metadata("r1")) as run:
+        run.add_text("report.md", "fine")
+    directory = ledger.root / "runs" / "r1"
+    directory.chmod(0o755)
+    os.mkfifo(directory / "fifo")  # opening it to read would wait for a writer forever
+    (directory / "loop").symlink_to("loop")
+    result = CliRunner().invoke(main, ["verify", "--ledger", str(ledger.root)])
+    assert result.exit_code == 3, result.output
+    assert "fifo" in result.output and "loop" in result.output
+    assert "Traceback" not in result.output

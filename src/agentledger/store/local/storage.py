@@ -264,14 +264,23 @@ class LocalStorage(LocalRecords):
         for name, is_dir in listed:
             rel = prefix + name
             if is_dir:
-                sub_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    sub_fd = os.open(
+                        name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd
+                    )
+                except OSError:  # unreadable: reported as changed, never a traceback
+                    out.files[rel] = (NOT_A_FILE, 0)
+                    continue
                 try:
                     self._scan_dir(sub_fd, rel + "/", keep, out)
                 finally:
                     os.close(sub_fd)
                 continue
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                # O_NONBLOCK: a FIFO planted in a run is reported, instead of blocking verify.
+                fd = os.open(
+                    name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd
+                )
             except OSError:
                 out.files[rel] = (NOT_A_FILE, 0)
                 continue
