@@ -10,7 +10,6 @@ bound on the length of one string, so that no record comes near SQLite's limit o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +46,53 @@ def _problem(value: Any) -> str | None:
     return None
 
 
-def _children(value: Any) -> Iterable[tuple[str, Any]] | None:
-    if isinstance(value, dict):
-        return ((str(key), item) for key, item in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return ((f"[{number}]", item) for number, item in enumerate(value))
-    return None
+_PLAIN = (type(None), bool)
 
 
-def _join(path: str, part: str) -> str:
-    if part.startswith("["):
-        return f"{path}{part}"
-    return f"{path}.{part}" if path else part
+def _find(value: Any, depth: int) -> tuple[list[str], str] | None:
+    """(reversed path, problem) of the first value under `value` that cannot be stored.
+
+    Recursive (the depth check bounds it) and type-dispatched, with the path built only on
+    failure: an import checks every run's records, so this stays cheap on the common case.
+    """
+    kind = type(value)
+    if kind is dict:
+        if depth > MAX_JSON_DEPTH:
+            return [], f"nested deeper than {MAX_JSON_DEPTH} levels"
+        for key, item in value.items():
+            if type(key) is str and len(key) > MAX_STRING_CHARS:
+                return [key[:40] + "..."], f"key: {_problem(key)}"
+            item_kind = type(item)
+            if item_kind in _PLAIN or (item_kind is str and len(item) <= MAX_STRING_CHARS):
+                continue
+            found = _find(item, depth + 1)
+            if found is not None:
+                found[0].append(str(key))
+                return found
+        return None
+    if kind is list or kind is tuple:
+        if depth > MAX_JSON_DEPTH:
+            return [], f"nested deeper than {MAX_JSON_DEPTH} levels"
+        for number, item in enumerate(value):
+            item_kind = type(item)
+            if item_kind in _PLAIN or (item_kind is str and len(item) <= MAX_STRING_CHARS):
+                continue
+            found = _find(item, depth + 1)
+            if found is not None:
+                found[0].append(f"[{number}]")
+                return found
+        return None
+    if isinstance(value, dict | list | tuple | set | frozenset):
+        return _find(dict(value) if isinstance(value, dict) else list(value), depth)
+    problem = _problem(value)
+    return None if problem is None else ([], problem)
+
+
+def _dotted(reversed_path: list[str]) -> str | None:
+    path = ""
+    for part in reversed(reversed_path):
+        path = f"{path}{part}" if part.startswith("[") else (f"{path}.{part}" if path else part)
+    return path or None
 
 
 def storable_problem(data: Any, *, top_depth: int = 1) -> tuple[str | None, str] | None:
@@ -67,26 +101,10 @@ def storable_problem(data: Any, *, top_depth: int = 1) -> tuple[str | None, str]
     `data` is JSON-like (dicts, lists, scalars). `top_depth` is the nesting level `data` sits
     at in the file it will be written to (1 for the whole record).
     """
-    stack: list[tuple[str, Any, int]] = [("", data, top_depth)]
-    while stack:
-        path, value, depth = stack.pop()
-        children = _children(value)
-        if children is None:
-            problem = _problem(value)
-            if problem is not None:
-                return path or None, problem
-            continue
-        if depth > MAX_JSON_DEPTH:
-            return path or None, f"nested deeper than {MAX_JSON_DEPTH} levels"
-        pending = []
-        for part, item in children:
-            if isinstance(value, dict):
-                key_problem = _problem(part)
-                if key_problem is not None:
-                    return _join(path, part[:40] + "..."), f"key: {key_problem}"
-            pending.append((_join(path, part), item, depth + 1))
-        stack.extend(reversed(pending))
-    return None
+    found = _find(data, top_depth)
+    if found is None:
+        return None
+    return _dotted(found[0]), found[1]
 
 
 def check_storable(record: BaseModel | Any, source: str | Path) -> None:
