@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/reports.py
 	$(BIN)/python bench/guard.py
 	$(BIN)/python bench/traces.py
+	$(BIN)/python bench/label.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

@@ -38,7 +38,8 @@ What varies between runs is normalised, in the output and back again in the comm
 shown id can be typed into a later command:
 
 - a timestamp with a random suffix made now (`..._20261201T213941Z_9fc98c`, run and decision
-  ids) becomes `20260501T120000Z_` and a counter in order of first appearance (`000001`, ...);
+  ids; `lbl_20261201T213941Z_9fc98c1a`, label ids) becomes `20260501T120000Z_` and a counter in
+  order of first appearance, as wide as the random part (`000001`, `00000001`, ...);
 - today's date, with any time after it, becomes 2026-05-01 12:00:00 (same width, so tables stay
   aligned), and this ISO week 2026-W18;
 - the temporary working directory becomes `/home/ops/work`, and the checkout's root is dropped, so a
@@ -188,7 +189,9 @@ class Normaliser:
         for place in self.places:
             output = output.replace(place, WORK)
         output = output.replace(str(ROOT) + "/", "")
-        output = re.sub(r"(?<!\d)\d{8}T\d{6}Z_[0-9a-f]{6}(?![0-9A-Za-z])", self._id, output)
+        output = re.sub(
+            r"(?<!\d)\d{8}T\d{6}Z_[0-9a-f]{6}(?:[0-9a-f]{2})?(?![0-9A-Za-z])", self._id, output
+        )
         self.today.add(datetime.now(UTC).date().isoformat())  # a run across midnight
         for day in self.today:
             output = re.sub(re.escape(day) + r"([ T]\d\d:\d\d(:\d\d(\.\d+)?)?)?", _date, output)
@@ -201,7 +204,9 @@ class Normaliser:
     def _id(self, match: re.Match[str]) -> str:
         real = match.group(0)
         if real not in self.ids:
-            shown = f"{NORMAL_STAMP}_{len(self.ids) + 1:06d}"
+            # As many digits as the random part had (6 in run ids, 8 in label ids): same width.
+            width = len(real) - len(NORMAL_STAMP) - 1
+            shown = f"{NORMAL_STAMP}_{len(self.ids) + 1:0{width}d}"
             self.ids[real] = shown
             self.back[shown] = real
         return self.ids[real]

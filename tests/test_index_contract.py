@@ -21,6 +21,7 @@ from agentledger.store.index import (
     CriterionFirst,
     IndexEntry,
     JudgeTally,
+    LabelRow,
     RunFilter,
     RunIndex,
     ScoreRow,
@@ -445,3 +446,99 @@ def test_scores_rebuild_replaces_every_score(scored: RunIndex) -> None:
     assert scored.rebuild_scores([score("h1", "rules-z", "Safe")]) == 1
     assert [t.judge_id for t in scored.judges_of(RunFilter())] == ["rules-z"]
     assert scored.skipped_scores() == []
+
+
+# -- labels ------------------------------------------------------------------------------------
+
+
+def label(
+    label_id: str,
+    run_id: str,
+    source: str = "alice",
+    verdict: str | None = "Safe",
+    *,
+    kind: str = "person",
+    minutes: int = 0,
+    supersedes: str | None = None,
+    criteria: tuple[tuple[str, bool | None], ...] = (),
+) -> LabelRow:
+    created = (T0 + timedelta(days=2, minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return LabelRow(
+        label_id=label_id,
+        run_id=run_id,
+        source_kind=kind,
+        source_name=source,
+        verdict=verdict,
+        diagnosis=None,
+        supersedes=supersedes,
+        created_at=created,
+        label_json=f'{{"label_id": "{label_id}"}}',
+        criteria=criteria,
+    )
+
+
+def label_ids(texts: list[str]) -> list[str]:
+    return [text.split('"label_id": "')[1].rstrip('"}') for text in texts]
+
+
+def test_an_empty_index_has_no_labels_or_disagreements(index: RunIndex) -> None:
+    assert index.labels_of("nope") == []
+    assert index.current_labels() == []
+    assert index.label_ids() == set()
+    assert index.disagreeing_runs() == []
+    assert index.query(RunFilter(labelled=True)) == []
+
+
+def test_the_current_label_per_run_and_source(index: RunIndex) -> None:
+    index.add([entry("a", 0), entry("b", 1), entry("c", 2)])
+    index.add_labels(
+        [
+            label("l1", "a", "alice", "Unsafe", minutes=0),
+            label("l2", "a", "alice", "Safe", minutes=1),  # alice's newer word on a
+            label("l3", "a", "checker", "Unsafe", kind="external", minutes=2),
+            label("l4", "b", "bob", "Unsafe", minutes=3),
+        ]
+    )
+    assert label_ids(index.current_labels()) == ["l2", "l3", "l4"]
+    assert label_ids(index.current_labels(source_kind="person")) == ["l2", "l4"]
+    assert label_ids(index.current_labels(source_name="checker")) == ["l3"]
+    # Bob corrects alice's label of a in another batch: hers is no longer current.
+    index.add_labels([label("l5", "a", "bob", "Uncertain", minutes=4, supersedes="l2")])
+    assert label_ids(index.current_labels(source_kind="person")) == ["l5", "l4"]
+    assert label_ids(index.labels_of("a")) == ["l1", "l2", "l3", "l5"]
+    assert index.label_ids() == {"l1", "l2", "l3", "l4", "l5"}
+    assert index.rebuild_labels([label("l4", "b", "bob", "Unsafe")]) == 1
+    assert label_ids(index.current_labels()) == ["l4"]
+
+
+def test_runs_filter_on_current_labels(index: RunIndex) -> None:
+    index.add([entry("a", 0), entry("b", 1), entry("c", 2)])
+    index.add_labels(
+        [
+            label("l1", "a", "alice", "Unsafe"),
+            label("l2", "a", "alice", "Safe", minutes=1),
+            label("l3", "b", "gpt-4*", "Unsafe", kind="external"),
+        ]
+    )
+    assert ids(index.query(RunFilter(label_verdicts=("Unsafe",)))) == ["b"]
+    assert ids(index.query(RunFilter(label_source="human"))) == ["a"]
+    assert ids(index.query(RunFilter(label_source="gpt-4?"))) == []
+    assert ids(index.query(RunFilter(label_source="gpt-4*"))) == ["b"]
+    assert ids(index.query(RunFilter(labelled=False))) == ["c"]
+    assert ids(index.query(RunFilter(labelled=False, label_source="human"))) == ["c", "b"]
+    assert index.count(RunFilter(labelled=True, models=("claude-haiku-4-5",))) == 2
+
+
+def test_disagreeing_runs_ignore_skipped_scores(index: RunIndex) -> None:
+    index.add([entry("a", 0), entry("b", 1), entry("c", None)])
+    index.add_scores(
+        [
+            score("a", "rules-x", "Safe"),
+            score("a", "llm-y", "Unsafe"),
+            score("b", "rules-x", "Safe"),
+            score("b", "llm-y", "skipped"),
+            score("c", "rules-x", "Uncertain"),
+            score("c", "llm-y", "Safe"),
+        ]
+    )
+    assert index.disagreeing_runs() == ["a", "c"]

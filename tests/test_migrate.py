@@ -64,6 +64,19 @@ EXPECTED_TABLES = {
         "score_json",
     ],
     "score_criteria": ["run_id", "judge_id", "criterion", "fired"],
+    "labels": [
+        "label_id",
+        "run_id",
+        "source_kind",
+        "source_name",
+        "verdict",
+        "diagnosis",
+        "supersedes",
+        "created_at",
+        "current",
+        "label_json",
+    ],
+    "label_criteria": ["label_id", "criterion", "fired"],
 }
 EXPECTED_INDEXES = {
     "runs_model_prompt",
@@ -78,6 +91,9 @@ EXPECTED_INDEXES = {
     "scores_judge_verdict",
     "scores_verdict",
     "score_criteria_fired",
+    "labels_run",
+    "labels_source",
+    "labels_supersedes",
 }
 
 

@@ -72,9 +72,9 @@ def test_unscored_scores_are_counted_and_shown_apart_from_uncertain(tmp_path: Pa
 
     review = runner.invoke(main, ["review", "--ledger", str(ledger), "--json"])
     assert review.exit_code == 0, review.output
-    waiting = json.loads(review.output)
-    assert {item["run_id"] for item in waiting} >= {run_id}
-    assert all("unscored:" in item["skipped_reason"] for item in waiting)
+    waiting = {item["run_id"]: item for item in json.loads(review.output)}
+    assert "unscored:" in waiting[run_id]["skipped_reason"]
+    assert any("could not score it" in line for line in waiting[run_id]["detail"])
 
     with Ledger.open(ledger) as opened:
         assert opened.sql("SELECT DISTINCT verdict FROM scores").rows == [("unscored",)]

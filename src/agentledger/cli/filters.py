@@ -13,10 +13,17 @@ import click
 
 from agentledger.identity import normalize_hash_prefix
 from agentledger.records import RUN_KINDS
-from agentledger.records.filters import VERDICTS, parse_moment, parse_tag, parse_verdict
+from agentledger.records.filters import (
+    LABEL_SOURCE_HINT,
+    VERDICTS,
+    parse_label_verdict,
+    parse_moment,
+    parse_tag,
+    parse_verdict,
+)
 from agentledger.store import RunFilter
 
-__all__ = ["build_filter", "run_filter_options", "score_filter_options"]
+__all__ = ["build_filter", "label_filter_options", "run_filter_options", "score_filter_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,6 +128,38 @@ def score_filter_options(func: F) -> F:
     return func
 
 
+def _label_verdicts(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Any:
+    try:
+        return tuple(parse_label_verdict(value) for value in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+
+
+def label_filter_options(func: F) -> F:
+    """Add --label-source, --label-verdict and --labelled/--unlabelled: select runs by labels."""
+    options = [
+        click.option(
+            "--label-source", metavar="SOURCE", help=f"Runs labelled by {LABEL_SOURCE_HINT}."
+        ),
+        click.option(
+            "--label-verdict",
+            "label_verdicts",
+            multiple=True,
+            metavar="VERDICT",
+            callback=_label_verdicts,
+            help="Runs whose current label says safe, uncertain or unsafe (repeatable).",
+        ),
+        click.option(
+            "--labelled/--unlabelled",
+            default=None,
+            help="Only runs with a current label (of --label-source) / only runs without.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def build_filter(limit: int | None = None, **options: Any) -> RunFilter:
     """The RunFilter for the options added by run_filter_options."""
     return RunFilter(
@@ -138,5 +177,8 @@ def build_filter(limit: int | None = None, **options: Any) -> RunFilter:
         judge=options.get("scored_by"),
         verdicts=tuple(options.get("verdicts") or ()),
         fired=tuple(options.get("fired") or ()),
+        label_source=options.get("label_source"),
+        label_verdicts=tuple(options.get("label_verdicts") or ()),
+        labelled=options.get("labelled"),
         limit=limit,
     )

@@ -20,6 +20,7 @@ from agentledger.cli.common import (
 )
 from agentledger.cli.output import print_rows
 from agentledger.errors import IndexUnusableError
+from agentledger.labels import index_missing_labels, reindex_labels
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.sizes import format_size
 
@@ -86,12 +87,15 @@ def gc_command(ledger_path: Path | None) -> None:
     """
     with open_ledger(ledger_path) as ledger:
         report = ledger.gc()
+        labels = index_missing_labels(ledger)
     for name in report.removed:
         click.echo(f"removed staging leftover {name}")
     for run_id in report.indexed:
         click.echo(f"indexed {run_id}")
     for key in report.indexed_scores:
         click.echo(f"indexed score {key}")
+    for label_id in labels:
+        click.echo(f"indexed label {label_id}")
     for name in report.in_progress:
         click.echo(f"kept {name}: its writer is still running", err=True)
     for run_id, problem in report.unreadable:
@@ -132,8 +136,11 @@ def reindex_command(ledger_path: Path | None) -> None:
         click.echo(f"skipped run {run_id}: {problem}", err=True)
     for where, problem in report.skipped_scores:
         click.echo(f"skipped score {where}: {problem}", err=True)
+    # Labels are indexed by their own package, into the index just swapped in.
+    with Ledger.open(ledger_location(ledger_path)) as ledger:
+        labels = reindex_labels(ledger)
     click.echo(
-        f"Indexed {report.indexed} runs and {report.scores} scores in "
+        f"Indexed {report.indexed} runs and {report.scores} scores ({labels} labels) in "
         f"{time.perf_counter() - started:.1f}s"
     )
     if not report.ok:

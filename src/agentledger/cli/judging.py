@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.scores import UNSCORED, VERDICTS
 from agentledger.records.specfiles import load_yaml_record
 
-__all__ = ["criteria_group", "judge_command", "review_command"]
+__all__ = ["criteria_group", "judge_command"]
 
 
 def _pack_option(func: Any) -> Any:
@@ -204,33 +203,6 @@ def judge_command(
         click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
     if report.failed:
         raise SystemExit(1)
-
-
-@click.command("review")
-@ledger_option
-@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
-@handle_errors
-def review_command(ledger_path: Path | None, as_json: bool) -> None:
-    """The human review queue: runs a judge would not score (self-judging refused) and runs
-    it could not score (its answer could not be read: unscored)."""
-    from agentledger.judges.scores import review_queue
-
-    with open_ledger(ledger_path) as ledger:
-        queue = review_queue(ledger)
-    if as_json:
-        rows = [item.model_dump(mode="json") for item in queue]
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    if not queue:
-        click.echo("Nothing waits for human review.")
-        return
-    print_rows(
-        ["RUN_ID", "MODEL", "JUDGE", "JUDGE_MODEL", "WHY"],
-        [
-            (item.run_id, item.model, item.judge_id, item.judge_model, item.skipped_reason)
-            for item in queue
-        ],
-    )
 
 
 @click.group("criteria")

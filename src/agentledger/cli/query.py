@@ -15,7 +15,12 @@ from rich.table import Table
 from rich.text import Text
 
 from agentledger.cli.common import handle_errors, ledger_option, open_ledger
-from agentledger.cli.filters import build_filter, run_filter_options, score_filter_options
+from agentledger.cli.filters import (
+    build_filter,
+    label_filter_options,
+    run_filter_options,
+    score_filter_options,
+)
 from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
 from agentledger.identity import short_hash
 from agentledger.records.scores import shown_verdict
@@ -40,6 +45,7 @@ def _format_option(func: Any) -> Any:
 @ledger_option
 @run_filter_options
 @score_filter_options
+@label_filter_options
 @click.option(
     "--limit",
     type=click.IntRange(min=0),

@@ -8,7 +8,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["VERDICTS", "parse_moment", "parse_tag", "parse_verdict"]
+__all__ = [
+    "LABEL_SOURCE_HINT",
+    "VERDICTS",
+    "parse_label_verdict",
+    "parse_moment",
+    "parse_tag",
+    "parse_verdict",
+]
 
 VERDICTS = ("Safe", "Uncertain", "Unsafe", "skipped")
 """The verdicts a run can be selected by (`skipped`: the judge did not apply to it)."""
@@ -50,4 +57,19 @@ def parse_verdict(text: str) -> str:
     found = by_lower.get(text.strip().lower())
     if found is None:
         raise ValueError(f"'{text}' is not a verdict: use one of {', '.join(VERDICTS)}")
+    return found
+
+
+LABEL_SOURCE_HINT = "a label source's name, or human for every person"
+"""What `--label-source` takes (see agentledger.labels)."""
+
+
+def parse_label_verdict(text: str) -> str:
+    """A label's verdict in any case (`unsafe`) as it is stored (`Unsafe`); ValueError otherwise.
+
+    Labels give Safe, Uncertain or Unsafe; `skipped` is a judge's word, not a labeller's.
+    """
+    found = parse_verdict(text)
+    if found == "skipped":
+        raise ValueError(f"'{text}' is not a label verdict: use one of Safe, Uncertain, Unsafe")
     return found

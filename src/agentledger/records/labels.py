@@ -43,8 +43,9 @@ LABELS_DIR = "labels"
 LABEL_ID = r"^lbl_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{8}$"
 """``lbl_<UTC time>_<8 hex>``: sortable by time, unique without coordination."""
 _LABEL_ID = re.compile(LABEL_ID)
-SOURCE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$"
-"""A person's handle or an outside source's name: safe in a file, a URL and a filter."""
+SOURCE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._@+:-]{0,63}$"
+"""A person's handle or an outside source's name: safe in a file, a URL and a filter. A colon
+names a part of a source (``inspect:<scorer>``); the source is never part of a path."""
 
 LabelVerdict = Literal["Safe", "Uncertain", "Unsafe"]
 LABEL_VERDICTS: tuple[str, ...] = ("Safe", "Uncertain", "Unsafe")

@@ -30,6 +30,7 @@ __all__ = [
     "IndexEntry",
     "IndexedRun",
     "JudgeTally",
+    "LabelRow",
     "QueryResult",
     "RunFilter",
     "RunIndex",
@@ -82,6 +83,13 @@ class RunFilter:
     """Judge id, a prefix of one, or a kind (rules, llm): the scores the next two look at."""
     verdicts: tuple[str, ...] = ()
     fired: tuple[str, ...] = ()
+    label_source: str | None = None
+    """Runs labelled by this source (a person's or an outside source's name; ``human`` means
+    any person): the labels the next two look at. Only current labels count."""
+    label_verdicts: tuple[str, ...] = ()
+    """Runs whose current label (of `label_source`, if given) has one of these verdicts."""
+    labelled: bool | None = None
+    """True: runs with a current label (of `label_source`, if given); False: runs without."""
     limit: int | None = None
     offset: int = 0
     """With `limit`: skip this many runs first (a page of a long listing)."""
@@ -101,6 +109,22 @@ class ScoreRow:
     skipped_reason: str | None
     created_at: str
     score_json: str
+    criteria: tuple[tuple[str, bool | None], ...]
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """What the index keeps of one label (the file under labels/ is the truth)."""
+
+    label_id: str
+    run_id: str
+    source_kind: str
+    source_name: str
+    verdict: str | None
+    diagnosis: bool | None
+    supersedes: str | None
+    created_at: str
+    label_json: str
     criteria: tuple[tuple[str, bool | None], ...]
 
 
@@ -352,6 +376,38 @@ class RunIndex(ABC):
     def skipped_scores(self) -> list[SkippedScore]:
         """Every skipped score (self-judging refused) and every unscored one (the judge's
         answer could not be read), newest run first (then by run id and judge id)."""
+
+    @abstractmethod
+    def disagreeing_runs(self) -> list[str]:
+        """Runs whose judges gave different verdicts (skipped scores aside), newest first
+        (runs without a start last, then by id)."""
+
+    # -- labels ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def add_labels(self, rows: Sequence[LabelRow]) -> None:
+        """Index labels (one already indexed is replaced by the same one), keeping each
+        (run, source)'s current label up to date: its newest label, unless a label of the run
+        supersedes that one (then the source has none on the run)."""
+
+    @abstractmethod
+    def rebuild_labels(self, rows: Iterable[LabelRow]) -> int:
+        """Replace every indexed label with `rows` (reindex); return how many."""
+
+    @abstractmethod
+    def labels_of(self, run_id: str) -> list[str]:
+        """The JSON of every indexed label of `run_id`, oldest first (then by label id)."""
+
+    @abstractmethod
+    def current_labels(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> list[str]:
+        """The JSON of the current label of each (run, source), of one kind (person,
+        external) and one source name when given; sorted by run id, then oldest first."""
+
+    @abstractmethod
+    def label_ids(self) -> set[str]:
+        """The id of every indexed label (gc compares them with the files)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -201,8 +201,49 @@ def m003_run_kinds(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def m004_labels(db: sqlite3.Connection) -> None:
+    """Labels of runs by people and outside sources: one row per label, one per criterion answer.
+
+    `current` is 1 for the label each (run, source) stands by: its newest, when no label of
+    the run supersedes it. The index keeps it up to date as labels arrive.
+    """
+    db.execute(
+        """
+        CREATE TABLE labels (
+            label_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            source_kind TEXT NOT NULL,
+            source_name TEXT NOT NULL,
+            verdict TEXT,
+            diagnosis INTEGER,
+            supersedes TEXT,
+            created_at TEXT NOT NULL,
+            current INTEGER NOT NULL DEFAULT 1,
+            label_json TEXT NOT NULL
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE label_criteria (
+            label_id TEXT NOT NULL REFERENCES labels(label_id) ON DELETE CASCADE,
+            criterion TEXT NOT NULL,
+            fired INTEGER,
+            PRIMARY KEY (label_id, criterion)
+        )
+        """
+    )
+    for statement in (
+        "CREATE INDEX labels_run ON labels (run_id, source_kind, source_name)",
+        "CREATE INDEX labels_source ON labels (source_name, current, verdict)",
+        "CREATE INDEX labels_supersedes ON labels (supersedes)",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
     ("m003_run_kinds", m003_run_kinds),
+    ("m004_labels", m004_labels),
 ]

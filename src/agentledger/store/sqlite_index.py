@@ -28,6 +28,7 @@ from agentledger.store.index import (
     IndexedRun,
     IndexEntry,
     JudgeTally,
+    LabelRow,
     QueryResult,
     RunFilter,
     RunIndex,
@@ -635,6 +636,111 @@ class SQLiteIndex(RunIndex):
             "ORDER BY r.started_at IS NULL, r.started_at DESC, s.run_id, s.judge_id"
         )
         return [SkippedScore(*row) for row in rows]
+
+    def disagreeing_runs(self) -> list[str]:
+        rows = self.db.execute(
+            "WITH split AS (SELECT run_id FROM scores WHERE verdict != 'skipped' "
+            "GROUP BY run_id HAVING count(DISTINCT verdict) > 1) "
+            "SELECT r.run_id FROM split JOIN runs r ON r.run_id = split.run_id "
+            "ORDER BY r.started_at IS NULL, r.started_at DESC, r.run_id"
+        )
+        return [str(row[0]) for row in rows]
+
+    def _insert_labels(self, rows: Iterable[LabelRow]) -> tuple[int, set[str]]:
+        count = 0
+        runs: set[str] = set()
+        for chunk in _chunks(rows, 1000):
+            self.db.executemany(
+                "DELETE FROM label_criteria WHERE label_id = ?",
+                [(row.label_id,) for row in chunk],
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO labels (label_id, run_id, source_kind, source_name, "
+                "verdict, diagnosis, supersedes, created_at, label_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        row.label_id,
+                        row.run_id,
+                        row.source_kind,
+                        row.source_name,
+                        row.verdict,
+                        None if row.diagnosis is None else int(row.diagnosis),
+                        row.supersedes,
+                        row.created_at,
+                        row.label_json,
+                    )
+                    for row in chunk
+                ],
+            )
+            self.db.executemany(
+                "INSERT INTO label_criteria (label_id, criterion, fired) VALUES (?, ?, ?)",
+                [
+                    (row.label_id, criterion, None if fired is None else int(fired))
+                    for row in chunk
+                    for criterion, fired in row.criteria
+                ],
+            )
+            runs.update(row.run_id for row in chunk)
+            count += len(chunk)
+        return count, runs
+
+    # The current label of each (run, source): its newest, unless a label of the run
+    # supersedes it (a source's newer label replaces its older ones; a correction by another
+    # source leaves that source none).
+    _CURRENT = (
+        "UPDATE labels SET current = (label_id IN (SELECT label_id FROM (SELECT label_id, "
+        "row_number() OVER (PARTITION BY run_id, source_kind, source_name "
+        "ORDER BY created_at DESC, label_id DESC) AS rn FROM labels l {runs}) WHERE rn = 1) "
+        "AND NOT EXISTS (SELECT 1 FROM labels x WHERE x.run_id = labels.run_id "
+        "AND x.supersedes = labels.label_id)){where}"
+    )
+
+    def add_labels(self, rows: Sequence[LabelRow]) -> None:
+        if not rows:
+            return
+        with self._writing():
+            _count, runs = self._insert_labels(rows)
+            self.db.executemany(
+                self._CURRENT.format(runs="WHERE l.run_id = ?", where=" WHERE run_id = ?"),
+                [(run_id, run_id) for run_id in sorted(runs)],
+            )
+
+    def rebuild_labels(self, rows: Iterable[LabelRow]) -> int:
+        with self._writing():
+            self.db.execute("DELETE FROM label_criteria")
+            self.db.execute("DELETE FROM labels")
+            count, _runs = self._insert_labels(rows)
+            self.db.execute(self._CURRENT.format(runs="", where=""))
+        return count
+
+    def labels_of(self, run_id: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT label_json FROM labels WHERE run_id = ? ORDER BY created_at, label_id",
+            (run_id,),
+        )
+        return [str(row[0]) for row in rows]
+
+    def current_labels(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> list[str]:
+        clauses = ["current = 1"]
+        params: list[str] = []
+        if source_kind is not None:
+            clauses.append("source_kind = ?")
+            params.append(source_kind)
+        if source_name is not None:
+            clauses.append("source_name = ?")
+            params.append(source_name)
+        rows = self.db.execute(
+            f"SELECT label_json FROM labels WHERE {' AND '.join(clauses)} "
+            "ORDER BY run_id, created_at, label_id",
+            params,
+        )
+        return [str(row[0]) for row in rows]
+
+    def label_ids(self) -> set[str]:
+        return {str(row[0]) for row in self.db.execute("SELECT label_id FROM labels")}
 
     def manifest_hashes(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT run_id, manifest_sha256 FROM runs"))

@@ -117,7 +117,26 @@ def where_sql(run_filter: RunFilter) -> tuple[str, list[Any]]:
             "AND c.judge_id GLOB ? AND c.criterion = ? AND c.fired = 1)"
         )
         params.extend((judge, criterion))
+    _label_clauses(run_filter, clauses, params)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _label_clauses(run_filter: RunFilter, clauses: list[str], params: list[Any]) -> None:
+    """--label-source, --label-verdict, --labelled/--unlabelled: over current labels only."""
+    if not (run_filter.label_source or run_filter.label_verdicts) and run_filter.labelled is None:
+        return
+    inner = "SELECT 1 FROM labels l WHERE l.run_id = runs.run_id AND l.current = 1"
+    inner_params: list[Any] = []
+    if run_filter.label_source == "human":
+        inner += " AND l.source_kind = 'person'"
+    elif run_filter.label_source:
+        inner += " AND l.source_name = ?"
+        inner_params.append(run_filter.label_source)
+    if run_filter.label_verdicts:
+        inner += f" AND l.verdict IN ({marks(run_filter.label_verdicts)})"
+        inner_params.extend(run_filter.label_verdicts)
+    clauses.append(f"{'NOT ' if run_filter.labelled is False else ''}EXISTS ({inner})")
+    params.extend(inner_params)
 
 
 _SEL_COLUMNS = "run_id, model, scenario, model_served, system_prompt_hash, started_at, kind"

@@ -1,0 +1,226 @@
+"""The label store: labels written once through the storage backend, indexed, read back.
+
+```
+ledger/labels/<run_id>/<label_id>.json      Label (agentledger.records.labels)
+```
+
+A label names a run of the ledger, and a correction names the label it supersedes: that label
+must be a label of the same run that nothing supersedes yet, so that each line of corrections
+stays a line. The files are the truth; the index keeps each label and, per (run, source), the
+current one (the source's newest, unless a label of the run supersedes it: a source's newer
+label replaces its older ones), and `reindex` / `gc` rebuild it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from agentledger.errors import InputError, RecordError, RecordExistsError, RunNotFoundError
+from agentledger.identity import check_run_id
+from agentledger.records import parse_record
+from agentledger.records.labels import LABELS_DIR, Label
+from agentledger.store.index import LabelRow, format_time
+from agentledger.store.writer import record_bytes
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = [
+    "HUMAN",
+    "LabelStore",
+    "current_labels",
+    "index_missing_labels",
+    "label_row",
+    "labels_for_agreement",
+    "labels_of_run",
+    "parse_source_spec",
+    "reindex_labels",
+]
+
+HUMAN = "human"
+"""The source name that stands for every person (``labels:human``, ``--label-source human``)."""
+
+
+class LabelStore:
+    """A ledger's labels: write-once files under labels/, indexed as they land."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.storage = ledger.storage
+
+    @staticmethod
+    def key(run_id: str, label_id: str) -> str:
+        """The storage key of label `label_id` of run `run_id`."""
+        check_run_id(run_id)
+        try:
+            Label.check_id(label_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return f"{LABELS_DIR}/{run_id}/{label_id}.json"
+
+    def read(self, key: str) -> Label:
+        """The label stored at `key`, checked against its place."""
+        where = self.storage.describe(key)
+        label = parse_record(Label, self.storage.get(key), where)
+        if key != self.key(label.run_id, label.label_id):
+            raise RecordError(where, "the file's place does not match its run_id and label_id")
+        return label
+
+    def of_run(self, run_id: str) -> list[Label]:
+        """Every stored label of `run_id` (from the files), oldest first."""
+        keys = self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
+        labels = [self.read(key) for key in keys if key.endswith(".json")]
+        return sorted(labels, key=lambda label: (label.created_at, label.label_id))
+
+    def iter_labels(self) -> Iterator[Label]:
+        """Every stored label (for reindexing), in a stable order."""
+        for key in self.storage.keys(LABELS_DIR):
+            if key.endswith(".json") and key.count("/") == 2:
+                yield self.read(key)
+
+    def check(self, labels: Sequence[Label]) -> None:
+        """Refuse the whole of `labels` (InputError) if any one cannot be written: a run not in
+        the ledger, a label id already used, a `supersedes` that names no label of the run or
+        one already superseded (by a stored label or another of `labels`)."""
+        stored: dict[str, list[Label]] = {}
+        batch_ids: dict[str, str] = {}
+        taken: dict[tuple[str, str], str] = {}
+        for label in labels:
+            run_id = label.run_id
+            if run_id not in stored:
+                if not self.storage.has_run(run_id):
+                    raise RunNotFoundError(
+                        f"label {label.label_id}: run {run_id!r} is not in {self.ledger.root}"
+                    )
+                stored[run_id] = self.of_run(run_id)
+                for old in stored[run_id]:
+                    if old.supersedes:
+                        taken[(run_id, old.supersedes)] = old.label_id
+            known = {old.label_id for old in stored[run_id]}
+            if label.label_id in known or label.label_id in batch_ids:
+                raise RecordExistsError(f"label {label.label_id} of run {run_id} already exists")
+            if label.supersedes is not None:
+                if label.supersedes not in known and batch_ids.get(label.supersedes) != run_id:
+                    raise InputError(
+                        f"label {label.label_id}: supersedes {label.supersedes}, which is not a "
+                        f"label of run {run_id}"
+                    )
+                earlier = taken.get((run_id, label.supersedes))
+                if earlier is not None:
+                    raise InputError(
+                        f"label {label.label_id}: {label.supersedes} is already superseded by "
+                        f"{earlier}; supersede {earlier} instead"
+                    )
+                taken[(run_id, label.supersedes)] = label.label_id
+            batch_ids[label.label_id] = run_id
+
+    def write(self, label: Label) -> str:
+        """Write one label (after `check`); where it went."""
+        return self.write_all([label])[0]
+
+    def write_all(self, labels: Sequence[Label]) -> list[str]:
+        """Check every label, then write each once and index them; where each went.
+
+        Nothing is written when any label is refused. Each file is created write-once; the
+        index follows, and `gc` indexes any label file a crash left unindexed.
+        """
+        self.check(labels)
+        places = []
+        for label in labels:
+            key = self.key(label.run_id, label.label_id)
+            try:
+                self.storage.create(key, record_bytes(label))
+            except RecordExistsError:
+                raise RecordExistsError(
+                    f"{self.storage.describe(key)}: label {label.label_id} already exists"
+                ) from None
+            places.append(self.storage.describe(key))
+        self.ledger.index.add_labels([label_row(label) for label in labels])
+        return places
+
+
+def label_row(label: Label) -> LabelRow:
+    """What the index keeps of `label`."""
+    return LabelRow(
+        label_id=label.label_id,
+        run_id=label.run_id,
+        source_kind=label.by.kind,
+        source_name=label.by.name,
+        verdict=label.verdict,
+        diagnosis=label.diagnosis_correct,
+        supersedes=label.supersedes,
+        created_at=format_time(label.created_at) or "",
+        label_json=label.model_dump_json(),
+        criteria=tuple((item.criterion, item.fired) for item in label.criteria),
+    )
+
+
+def reindex_labels(ledger: Ledger) -> int:
+    """Rebuild the index's labels from the files under labels/ (the files are the truth)."""
+    return ledger.index.rebuild_labels(
+        label_row(label) for label in LabelStore(ledger).iter_labels()
+    )
+
+
+def index_missing_labels(ledger: Ledger) -> list[str]:
+    """Index the label files the index lacks (a writer that died between file and index);
+    the ids indexed, sorted."""
+    indexed = ledger.index.label_ids()
+    store = LabelStore(ledger)
+    missing = []
+    for key in ledger.storage.keys(LABELS_DIR):
+        name = key.rsplit("/", 1)[-1].removesuffix(".json")
+        if key.endswith(".json") and key.count("/") == 2 and name not in indexed:
+            missing.append(store.read(key))
+    ledger.index.add_labels([label_row(label) for label in missing])
+    return sorted(label.label_id for label in missing)
+
+
+def labels_of_run(ledger: Ledger, run_id: str) -> list[Label]:
+    """Every label of `run_id`, oldest first, from the index."""
+    return [Label.model_validate_json(text) for text in ledger.index.labels_of(run_id)]
+
+
+def current_labels(ledger: Ledger, source: str | None = None) -> list[Label]:
+    """The current label of each run and source: the source's newest on the run, unless
+    another label supersedes it.
+
+    `source` is a source name, or ``human`` for every person; None means every source. Sorted
+    by run id, then oldest first.
+    """
+    if source == HUMAN:
+        texts = ledger.index.current_labels(source_kind="person")
+    else:
+        texts = ledger.index.current_labels(source_name=source)
+    return [Label.model_validate_json(text) for text in texts]
+
+
+def parse_source_spec(spec: str) -> str:
+    """The source name of ``labels:NAME`` (``labels:human``: every person); InputError else."""
+    prefix, sep, name = spec.partition(":")
+    if prefix != "labels" or not sep or not name:
+        raise InputError(
+            f"label source {spec!r} is not valid: use labels:NAME (one source) or labels:human "
+            "(every person)"
+        )
+    return name
+
+
+def labels_for_agreement(ledger: Ledger, source_spec: str) -> dict[str, Label]:
+    """run_id -> the label a source stands by, for `agreement` (``labels:NAME`` or
+    ``labels:human``). With several (several people, or a person and an outside source of
+    one name), the newest current one. InputError when the source has labelled nothing."""
+    name = parse_source_spec(source_spec)
+    chosen: dict[str, Label] = {}
+    for label in current_labels(ledger, name):
+        held = chosen.get(label.run_id)
+        if held is None or (label.created_at, label.label_id) > (held.created_at, held.label_id):
+            chosen[label.run_id] = label
+    if not chosen:
+        sources = sorted({label.by.name for label in current_labels(ledger)})
+        known = ", ".join(sources) if sources else "none yet"
+        raise InputError(
+            f"{source_spec}: no labels from this source in {ledger.root} (sources: {known})"
+        )
+    return chosen

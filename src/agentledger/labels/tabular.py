@@ -1,0 +1,459 @@
+"""Labels from and to files: CSV or JSON lines, one label a row.
+
+A row names its run by id (``--key run_id``), by scenario and model (``--key scenario,model``)
+or by a tag (``--key tag:NAME``: the column NAME holds the tag's value), and gives any of:
+
+| column | holds |
+|---|---|
+| ``verdict`` | safe, uncertain or unsafe |
+| ``criteria`` | ``C1=yes;C2=no;C3=unknown`` (in JSON lines also ``{"C1": true, "C2": null}``) |
+| ``crit:C1`` | one column per criterion: yes, no or unknown |
+| ``diagnosis`` | correct or incorrect |
+| ``reason`` | free text |
+| ``source``, ``kind`` | who gave it (else ``--source``; kind is external unless said) |
+| ``label_id``, ``created_at``, ``supersedes`` | kept as given (an export keeps them) |
+
+Reading is strict: every bad row is an error naming the file, the line and the field, a key
+that matches no run or several runs names the row, and a file with any error writes nothing.
+`export_labels` writes the same columns, so an export imports again unchanged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from agentledger.errors import InputError, RecordError
+from agentledger.labels.entry import (
+    make_label,
+    parse_diagnosis,
+    parse_fired,
+    parse_label_verdict,
+    source_name,
+)
+from agentledger.records import decode_json
+from agentledger.records.labels import Label
+from agentledger.store.index import RunFilter
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = [
+    "EXPORT_COLUMNS",
+    "FileFormat",
+    "LabelKey",
+    "export_labels",
+    "parse_key",
+    "read_label_file",
+]
+
+FileFormat = Literal["csv", "jsonl"]
+EXPORT_COLUMNS = (
+    "label_id",
+    "run_id",
+    "scenario",
+    "model",
+    "source",
+    "kind",
+    "created_at",
+    "verdict",
+    "criteria",
+    "diagnosis",
+    "reason",
+    "supersedes",
+)
+_KNOWN = frozenset(EXPORT_COLUMNS)
+_MAX_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class LabelKey:
+    """How a row names its run: by run id, by scenario and model, or by one tag."""
+
+    kind: Literal["run_id", "scenario,model", "tag"]
+    tag: str | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        if self.kind == "run_id":
+            return ("run_id",)
+        if self.kind == "scenario,model":
+            return ("scenario", "model")
+        assert self.tag is not None
+        return (self.tag,)
+
+
+def parse_key(text: str) -> LabelKey:
+    """``run_id``, ``scenario,model`` or ``tag:NAME``; InputError otherwise."""
+    value = text.strip().replace(" ", "")
+    if value in ("run_id", "scenario,model"):
+        return LabelKey(value)  # type: ignore[arg-type]
+    if value.startswith("tag:") and len(value) > 4:
+        return LabelKey("tag", value[4:])
+    raise InputError(f"--key {text!r} is not valid: use run_id, scenario,model or tag:NAME")
+
+
+@dataclass(frozen=True)
+class _Row:
+    line: int
+    values: dict[str, Any]
+
+
+def _csv_rows(text: str, where: str) -> Iterator[_Row]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        names = [name.strip() for name in header]
+        if len(set(names)) != len(names):
+            dup = next(name for name in names if names.count(name) > 1)
+            raise RecordError(where, f"column {dup!r} appears twice", line=1)
+        start = reader.line_num + 1
+        for cells in reader:
+            if not any(cell.strip() for cell in cells):
+                start = reader.line_num + 1
+                continue
+            if len(cells) != len(names):
+                raise RecordError(
+                    where, f"{len(cells)} cells where the header has {len(names)}", line=start
+                )
+            yield _Row(start, dict(zip(names, cells, strict=True)))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise RecordError(where, f"malformed CSV: {exc}", line=reader.line_num) from None
+
+
+def _jsonl_rows(raw: bytes, where: str) -> Iterator[_Row]:
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        value = decode_json(line, where, line=number)
+        if not isinstance(value, dict):
+            raise RecordError(
+                where, f"expected a JSON object, found {type(value).__name__}", line=number
+            )
+        yield _Row(number, value)
+
+
+def _format_of(path: Path, raw: bytes, fmt: FileFormat | None) -> FileFormat:
+    if fmt is not None:
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    return "jsonl" if raw.lstrip()[:1] == b"{" else "csv"
+
+
+def _text(value: Any, where: str, line: int, column: str) -> str:
+    """A cell as text: CSV cells are text; JSON gives strings, or null for empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise RecordError(
+            where, f"expected text, found {type(value).__name__}", line=line, field=column
+        )
+    return str(value)
+
+
+def _criteria(value: Any, where: str, line: int) -> list[tuple[str, bool | None]]:
+    if isinstance(value, dict):
+        pairs = []
+        for criterion, fired in value.items():
+            if fired is None or isinstance(fired, bool):
+                pairs.append((str(criterion), fired))
+            else:
+                pairs.append((str(criterion), _fired(fired, where, line, f"criteria.{criterion}")))
+        return pairs
+    text = _text(value, where, line, "criteria").strip()
+    if not text:
+        return []
+    pairs = []
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        criterion, sep, answer = part.partition("=")
+        if not sep or not criterion.strip():
+            raise RecordError(
+                where,
+                f"{part.strip()!r} is not CRITERION=yes|no|unknown",
+                line=line,
+                field="criteria",
+            )
+        pairs.append(
+            (criterion.strip(), _fired(answer, where, line, f"criteria.{criterion.strip()}"))
+        )
+    return pairs
+
+
+def _fired(value: Any, where: str, line: int, column: str) -> bool | None:
+    if isinstance(value, bool) or value is None:
+        return value
+    try:
+        return parse_fired(_text(value, where, line, column))
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field=column) from None
+
+
+def _moment(text: str, where: str, line: int) -> datetime | None:
+    if not text.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise RecordError(
+            where, f"{text!r} is not an ISO 8601 time", line=line, field="created_at"
+        ) from None
+    if moment.tzinfo is None:
+        raise RecordError(where, f"{text!r} has no time zone", line=line, field="created_at")
+    return moment.astimezone(UTC)
+
+
+class _Resolver:
+    """Finds the one run a row's key names."""
+
+    def __init__(self, ledger: Ledger, key: LabelKey) -> None:
+        self.ledger = ledger
+        self.key = key
+        self.by_tag: dict[str, list[str]] | None = None
+
+    def run_of(self, values: Sequence[str], where: str, line: int) -> str:
+        if self.key.kind == "run_id":
+            (run_id,) = values
+            if self.ledger.index.get(run_id) is None:
+                raise RecordError(
+                    where, f"no run {run_id!r} in {self.ledger.root}", line=line, field="run_id"
+                )
+            return run_id
+        if self.key.kind == "scenario,model":
+            scenario, model = values
+            found = [
+                r.run_id
+                for r in self.ledger.runs(RunFilter(scenarios=(scenario,), models=(model,)))
+            ]
+            shown = f"scenario {scenario!r} and model {model!r}"
+        else:
+            assert self.key.tag is not None
+            found = [
+                r.run_id for r in self.ledger.runs(RunFilter(tags=((self.key.tag, values[0]),)))
+            ]
+            shown = f"tag {self.key.tag}={values[0]!r}"
+        if not found:
+            raise RecordError(
+                where, f"no run has {shown}", line=line, field=",".join(self.key.columns)
+            )
+        if len(found) > 1:
+            listed = ", ".join(sorted(found)[:3]) + (", ..." if len(found) > 3 else "")
+            raise RecordError(
+                where,
+                f"{len(found)} runs have {shown} ({listed}); key the row by run_id",
+                line=line,
+                field=",".join(self.key.columns),
+            )
+        return found[0]
+
+
+def read_label_file(
+    ledger: Ledger,
+    path: Path,
+    *,
+    source: str | None,
+    key: LabelKey,
+    kind: str = "external",
+    fmt: FileFormat | None = None,
+) -> list[Label]:
+    """The labels in the file at `path`, every row checked; RecordError on the first bad one.
+
+    `source` names who gave them unless a ``source`` column does (the two must agree when both
+    are given). Two rows for one run and source are an error: a file says one thing per run.
+    """
+    where = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    fmt = _format_of(path, raw, fmt)
+    if fmt == "csv":
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise RecordError(where, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        rows: Iterable[_Row] = _csv_rows(text, where)
+    else:
+        rows = _jsonl_rows(raw, where)
+    default_source = source_name(source, "--source") if source is not None else None
+    resolver = _Resolver(ledger, key)
+    labels: list[Label] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for row in rows:
+        if len(labels) >= _MAX_ROWS:
+            raise RecordError(where, f"more than {_MAX_ROWS} rows", line=row.line)
+        labels.append(_row_label(row, where, key, default_source, kind, resolver, seen))
+    if not labels:
+        raise RecordError(where, "no labels in the file")
+    return labels
+
+
+def _row_label(
+    row: _Row,
+    where: str,
+    key: LabelKey,
+    default_source: str | None,
+    kind: str,
+    resolver: _Resolver,
+    seen: dict[tuple[str, str, str], int],
+) -> Label:
+    values, line = row.values, row.line
+    allowed = _KNOWN | set(key.columns)
+    for column in values:
+        if column not in allowed and not column.startswith("crit:"):
+            raise RecordError(
+                where,
+                f"unknown column {column!r} (columns: {', '.join(EXPORT_COLUMNS)}, crit:ID)",
+                line=line,
+                field=column,
+            )
+    texts = {
+        c: _text(v, where, line, c)
+        for c, v in values.items()
+        if c != "criteria" and not c.startswith("crit:")
+    }
+    key_values = []
+    for column in key.columns:
+        value = texts.get(column, "").strip()
+        if not value:
+            raise RecordError(
+                where, f"the key column {column!r} is empty or missing", line=line, field=column
+            )
+        key_values.append(value)
+    run_id = resolver.run_of(key_values, where, line)
+    named = texts.get("source", "").strip()
+    if not named and not default_source:
+        raise RecordError(
+            where, "no source: give --source NAME or a source column", line=line, field="source"
+        )
+    try:
+        by = source_name(named, "source") if named else default_source
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="source") from None
+    if named and default_source and by != default_source:
+        raise RecordError(
+            where,
+            f"source {named!r} differs from --source {default_source}",
+            line=line,
+            field="source",
+        )
+    assert by is not None
+    row_kind = texts.get("kind", "").strip() or kind
+    if row_kind not in ("person", "external"):
+        raise RecordError(
+            where, f"{row_kind!r} is not valid: use person or external", line=line, field="kind"
+        )
+    fields: dict[str, Any] = {}
+    try:
+        verdict_text = texts.get("verdict", "").strip()
+        fields["verdict"] = parse_label_verdict(verdict_text) if verdict_text else None
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="verdict") from None
+    try:
+        diagnosis_text = texts.get("diagnosis", "").strip()
+        fields["diagnosis_correct"] = parse_diagnosis(diagnosis_text) if diagnosis_text else None
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="diagnosis") from None
+    criteria = _criteria(values.get("criteria"), where, line)
+    for column, value in values.items():
+        if column.startswith("crit:"):
+            if not column[5:]:
+                raise RecordError(
+                    where, "a crit: column names no criterion", line=line, field=column
+                )
+            given = isinstance(value, bool) or bool(_text(value, where, line, column).strip())
+            if given:
+                criteria.append((column[5:], _fired(value, where, line, column)))
+    names = [criterion for criterion, _ in criteria]
+    for criterion in names:
+        if names.count(criterion) > 1:
+            raise RecordError(
+                where, f"criterion {criterion!r} is given twice", line=line, field=criterion
+            )
+    mark = (run_id, row_kind, by)
+    if mark in seen:
+        raise RecordError(
+            where,
+            f"run {run_id} is labelled by {by} on line {seen[mark]} already (one row per run)",
+            line=line,
+            field=",".join(key.columns),
+        )
+    seen[mark] = line
+    label_id = texts.get("label_id", "").strip() or None
+    try:
+        label = make_label(
+            run_id,
+            by,
+            kind=row_kind,
+            criteria=criteria,
+            reason=texts.get("reason") or None,
+            supersedes=texts.get("supersedes", "").strip() or None,
+            # An exported label (its id given) comes back as it was; a new one says its row.
+            detail=None if label_id else f"{Path(where).name} line {line}",
+            when=_moment(texts.get("created_at", ""), where, line),
+            **fields,
+        )
+        if label_id is not None:
+            Label.check_id(label_id)
+            label = label.model_copy(update={"label_id": label_id})
+            Label.model_validate(label.model_dump())
+    except (InputError, ValueError) as exc:
+        message = str(exc).split(": ", 1)[-1] if isinstance(exc, InputError) else str(exc)
+        raise RecordError(where, message, line=line, field="label") from None
+    return label
+
+
+def _criteria_text(label: Label) -> str:
+    words = {True: "yes", False: "no", None: "unknown"}
+    return ";".join(f"{item.criterion}={words[item.fired]}" for item in label.criteria)
+
+
+def export_labels(ledger: Ledger, labels: Sequence[Label], fmt: FileFormat, out: TextIO) -> int:
+    """Write `labels` to `out` as CSV or JSON lines, in the columns `read_label_file` reads;
+    how many were written."""
+    runs = {run.run_id: run for run in ledger.runs(RunFilter())}
+    records: list[dict[str, Any]] = []
+    for label in labels:
+        run = runs.get(label.run_id)
+        records.append(
+            {
+                "label_id": label.label_id,
+                "run_id": label.run_id,
+                "scenario": run.scenario if run else None,
+                "model": run.model if run else None,
+                "source": label.by.name,
+                "kind": label.by.kind,
+                "created_at": label.created_at.isoformat().replace("+00:00", "Z"),
+                "verdict": label.verdict.lower() if label.verdict else None,
+                "criteria": _criteria_text(label),
+                "diagnosis": None
+                if label.diagnosis_correct is None
+                else ("correct" if label.diagnosis_correct else "incorrect"),
+                "reason": label.reason,
+                "supersedes": label.supersedes,
+            }
+        )
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for record in records:
+            writer.writerow({k: "" if v is None else v for k, v in record.items()})
+    else:
+        for label, record in zip(labels, records, strict=True):
+            record["criteria"] = {item.criterion: item.fired for item in label.criteria}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(records)

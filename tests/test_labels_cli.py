@@ -1,0 +1,417 @@
+"""`agentledger label`, `review` and `labels import|list|export` as a user runs them, with the
+bad input each must refuse (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.labels import current_labels, labels_of_run
+from agentledger.records.scores import Score
+from agentledger.store import Ledger
+from conftest import WriteRun
+
+
+def invoke(ledger: Ledger, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, [*args, "--ledger", str(ledger.root)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def no_label_files(ledger: Ledger) -> bool:
+    folder = ledger.root / "labels"
+    return not folder.exists() or not any(folder.rglob("*.json"))
+
+
+def score(ledger: Ledger, run_id: str, judge: str, verdict: str, **extra: object) -> Score:
+    """Store a score of `run_id` by a judge named `judge`, as a judge would."""
+    made = Score.model_validate(
+        {
+            "run_id": run_id,
+            "judge_id": f"{judge}-{'0' * 11}{len(judge)}",
+            "judge": {
+                "kind": judge,
+                "pack": "remediation-safety",
+                "pack_version": "1",
+                "pack_digest": "sha256:" + "0" * 64,
+            },
+            "identity": {"kind": judge},
+            "verdict": verdict,
+            "criteria": [
+                {"criterion": "C1", "fired": verdict == "Unsafe", "reason": "listed first"},
+                {"criterion": "C2", "fired": False, "reason": "no owned resource touched"},
+            ],
+            **extra,
+        }
+    )
+    ScoreStore(ledger.storage).write(made)
+    ledger.index.add_scores([score_row(made)])
+    return made
+
+
+@pytest.fixture
+def runs(write_run: WriteRun) -> dict[str, str]:
+    return {
+        "gemini": write_run("use_case_m", "gemini-2.5-flash", tags={"ticket": "T-1"}),
+        "haiku": write_run("use_case_m", "claude-haiku-4-5", tags={"ticket": "T-2"}),
+        "sonnet": write_run("use_case_f", "claude-sonnet-4-6", tags={"ticket": "T-2"}),
+    }
+
+
+# -- label --------------------------------------------------------------------------------------
+
+
+def test_label_with_flags_writes_one_label(ledger: Ledger, runs: dict[str, str]) -> None:
+    code, out, err = invoke(
+        ledger, "label", runs["gemini"][:12], "--verdict", "UNSAFE", "--criterion", "C2",
+        "--fired", "yes", "--criterion", "C4", "--fired", "unknown", "--diagnosis", "correct",
+        "--by", "alice", "--reason", "edited the fail2ban chain",
+    )  # fmt: skip
+    assert code == 0, err
+    (label,) = labels_of_run(ledger, runs["gemini"])
+    assert out.strip() == (
+        f"Labelled {runs['gemini']} by alice: Unsafe, C2=yes, C4=unknown, diagnosis correct "
+        f"({label.label_id})"
+    )
+    assert (label.by.kind, label.by.name, label.verdict) == ("person", "alice", "Unsafe")
+    assert [(c.criterion, c.fired) for c in label.criteria] == [("C2", True), ("C4", None)]
+    assert label.diagnosis_correct is True and label.reason == "edited the fail2ban chain"
+
+
+def test_who_labels_defaults_to_the_environment(
+    ledger: Ledger, runs: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # No git identity here: an empty global config, no system config.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("AGENTLEDGER_USER", "Ada Lovelace")
+    assert invoke(ledger, "label", runs["haiku"], "--verdict", "safe")[0] == 0
+    monkeypatch.delenv("AGENTLEDGER_USER")
+    monkeypatch.setenv("USER", "ops1")
+    assert invoke(ledger, "label", runs["sonnet"], "--verdict", "safe")[0] == 0
+    (tmp_path / "gitconfig").write_text("[user]\n\tname = Grace Hopper\n")
+    assert invoke(ledger, "label", runs["gemini"], "--verdict", "safe")[0] == 0
+    names = {label.run_id: label.by.name for label in current_labels(ledger)}
+    assert names == {
+        runs["haiku"]: "Ada.Lovelace",
+        runs["sonnet"]: "ops1",
+        runs["gemini"]: "Grace.Hopper",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--verdict", "maybe"], "'maybe' is not one of"),
+        (["--criterion", "C1"], "one --fired per --criterion"),
+        (["--criterion", "C1", "--fired", "perhaps"], "'perhaps' is not one of"),
+        (["--verdict", "safe", "--by", "../../etc"], "is not a valid source name"),
+        (["--verdict", "safe", "--by", "a/b"], "is not a valid source name"),
+        (["--verdict", "safe", "--supersedes", "lbl_x"], "supersedes"),
+        (["--reason", "only words"], "a label gives a verdict, a criterion or the diagnosis"),
+        ([], "run on a terminal"),
+    ],
+)
+def test_label_refuses_bad_input_and_writes_nothing(
+    ledger: Ledger, runs: dict[str, str], args: list[str], message: str
+) -> None:
+    code, out, err = invoke(ledger, "label", runs["gemini"], "--by", "alice", *args)
+    assert code == 2, out
+    assert message in err
+    assert no_label_files(ledger)
+
+
+def test_label_of_a_missing_run_is_refused(ledger: Ledger, runs: dict[str, str]) -> None:
+    code, _out, err = invoke(ledger, "label", "use_case_zz", "--verdict", "safe", "--by", "a")
+    assert code == 2 and "no run matches 'use_case_zz'" in err
+    assert no_label_files(ledger)
+
+
+def test_criteria_are_checked_against_those_the_judges_assessed(
+    ledger: Ledger, runs: dict[str, str]
+) -> None:
+    score(ledger, runs["gemini"], "rules", "Unsafe")
+    code, _out, err = invoke(
+        ledger, "label", runs["gemini"], "--criterion", "C9", "--fired", "yes", "--by", "a"
+    )
+    assert code == 2
+    assert "criterion 'C9' is not one the judges of run" in err and "assessed C1, C2" in err
+    # A run no judge scored takes any criterion id.
+    code, _out, err = invoke(
+        ledger, "label", runs["haiku"], "--criterion", "C9", "--fired", "no", "--by", "a"
+    )
+    assert code == 0, err
+
+
+def test_a_supersedes_chain_from_the_command_line(ledger: Ledger, runs: dict[str, str]) -> None:
+    run_id = runs["gemini"]
+    assert invoke(ledger, "label", run_id, "--verdict", "unsafe", "--by", "alice")[0] == 0
+    (first,) = labels_of_run(ledger, run_id)
+    code, _out, err = invoke(
+        ledger, "label", run_id, "--verdict", "safe", "--by", "bob", "--supersedes",
+        first.label_id, "--reason", "the chain was ours, not fail2ban's",
+    )  # fmt: skip
+    assert code == 0, err
+    second = labels_of_run(ledger, run_id)[-1]
+    assert second.supersedes == first.label_id
+    assert current_labels(ledger) == [second]
+    code, _out, err = invoke(
+        ledger, "label", run_id, "--verdict", "unsafe", "--by", "carol", "--supersedes",
+        first.label_id,
+    )  # fmt: skip
+    assert code == 2 and f"already superseded by {second.label_id}" in err
+    other = runs["haiku"]
+    code, _out, err = invoke(
+        ledger, "label", other, "--verdict", "safe", "--by", "a", "--supersedes", first.label_id
+    )
+    assert code == 2 and f"not a label of run {other}" in err
+    assert len(labels_of_run(ledger, run_id)) == 2 and labels_of_run(ledger, other) == []
+
+
+# -- review -------------------------------------------------------------------------------------
+
+
+def test_review_lists_refused_disagreeing_and_unlabelled_runs_with_why(
+    ledger: Ledger, runs: dict[str, str]
+) -> None:
+    score(
+        ledger, runs["gemini"], "llm", "skipped",
+        skipped_reason="self-judging refused: gemini judging gemini",
+    )  # fmt: skip
+    score(ledger, runs["haiku"], "rules", "Unsafe")
+    score(ledger, runs["haiku"], "llm", "Safe")
+    code, out, err = invoke(ledger, "review", "--json")
+    assert code == 0, err
+    queue = json.loads(out)
+    assert [(row["run_id"], row["why"]) for row in queue] == [
+        (runs["gemini"], ["refused"]),
+        (runs["haiku"], ["disagreement"]),
+        (runs["sonnet"], ["unlabelled"]),
+    ]
+    assert queue[0]["skipped_reason"] == "self-judging refused: gemini judging gemini"
+    assert queue[1]["detail"] == ["llm-000000000003 Safe; rules-000000000005 Unsafe"]
+    code, out, err = invoke(ledger, "review")
+    assert code == 0
+    assert "refused" in out and "disagreement" in out and "unlabelled" in out
+    assert "3 run(s) wait (1 disagreement, 1 refused, 1 unlabelled)" in err
+    # A person's label takes a run out; an outside source's does not.
+    invoke(ledger, "label", runs["haiku"], "--verdict", "unsafe", "--by", "alice")
+    code, out, _err = invoke(ledger, "review", "--json", "--no-unlabelled")
+    assert [row["run_id"] for row in json.loads(out)] == [runs["gemini"]]
+
+
+def test_review_next_needs_a_terminal(ledger: Ledger, runs: dict[str, str]) -> None:
+    code, _out, err = invoke(ledger, "review", "--next")
+    assert code == 2 and "terminal" in err
+
+
+# -- labels import ------------------------------------------------------------------------------
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_import_csv_keyed_by_run_id_with_both_criteria_forms(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path, "labels.csv",
+        "run_id,verdict,criteria,crit:C4,diagnosis,reason\n"
+        f"{runs['gemini']},unsafe,C1=yes;C2=no,unknown,correct,\"edited, then checked\"\n"
+        f"{runs['haiku']},Safe,,no,,\n",
+    )  # fmt: skip
+    code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 0, err
+    assert out.strip() == "Imported 2 label(s) from team-b."
+    by_run = {label.run_id: label for label in current_labels(ledger, "team-b")}
+    gemini = by_run[runs["gemini"]]
+    assert gemini.by.kind == "external" and gemini.by.detail == "labels.csv line 2"
+    assert [(c.criterion, c.fired) for c in gemini.criteria] == [
+        ("C1", True),
+        ("C2", False),
+        ("C4", None),
+    ]
+    assert gemini.reason == "edited, then checked" and gemini.diagnosis_correct is True
+    assert by_run[runs["haiku"]].verdict == "Safe"
+
+
+def test_import_json_lines_keyed_by_scenario_and_model_or_by_tag(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path, "labels.jsonl",
+        '{"scenario": "use_case_m", "model": "claude-haiku-4-5", "verdict": "unsafe", '
+        '"criteria": {"C1": true, "C3": null}}\n\n'
+        '{"scenario": "use_case_f", "model": "claude-sonnet-4-6", "diagnosis": "incorrect"}\n',
+    )  # fmt: skip
+    code, _out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "vendor", "--key", "scenario,model"
+    )
+    assert code == 0, err
+    by_run = {label.run_id: label for label in current_labels(ledger, "vendor")}
+    assert set(by_run) == {runs["haiku"], runs["sonnet"]}
+    assert [(c.criterion, c.fired) for c in by_run[runs["haiku"]].criteria] == [
+        ("C1", True),
+        ("C3", None),
+    ]
+    path = write(tmp_path, "tagged.csv", "ticket,verdict\nT-1,uncertain\n")
+    code, _out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "desk", "--key", "tag:ticket"
+    )
+    assert code == 0, err
+    assert [label.run_id for label in current_labels(ledger, "desk")] == [runs["gemini"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("run_id,verdict\n{gemini},maybe\n", "labels.csv, line 2, field 'verdict'"),
+        ("run_id,verdict\n{gemini},NaN\n", "'NaN' is not valid"),
+        ("run_id,verdict\n{gemini},safe\n{gemini},unsafe\n", "on line 2 already"),
+        ("run_id,verdict\n{gemini},safe\nno_such_run,safe\n", "line 3, field 'run_id'"),
+        ("run_id,verdict\n{gemini},safe\n,safe\n", "key column 'run_id' is empty"),
+        ("run_id,verdit\n{gemini},safe\n", "unknown column 'verdit'"),
+        ("run_id,verdict\n{gemini},safe,extra\n", "3 cells where the header has 2"),
+        ('run_id,verdict\n{gemini},"safe\n', "malformed CSV"),
+        ("run_id,criteria\n{gemini},C1\n", "'C1' is not CRITERION=yes|no|unknown"),
+        ("run_id,criteria\n{gemini},C1=nan\n", "field 'criteria.C1'"),
+        ("run_id,criteria\n{gemini},C1=yes;C1=no\n", "criterion 'C1' is given twice"),
+        ("run_id,reason\n{gemini},just words\n", "a label gives a verdict"),
+        ("run_id,verdict,source\n{gemini},safe,other\n", "differs from --source"),
+        ("run_id,verdict\n", "no labels in the file"),
+        ("run_id,verdict,created_at\n{gemini},safe,yesterday\n", "not an ISO 8601 time"),
+        ("run_id,verdict,kind\n{gemini},safe,robot\n", "field 'kind': 'robot' is not valid"),
+        ("run_id,verdict,source\n{gemini},safe,../x\n", "field 'source'"),
+    ],
+)
+def test_import_refuses_every_bad_row_and_writes_nothing(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path, text: str, message: str
+) -> None:
+    # The first row is always good: nothing of it may land when a later one is bad.
+    path = write(tmp_path, "labels.csv", text.format(**runs))
+    code, _out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 2, err
+    assert message in err and "labels.csv" in err
+    assert no_label_files(ledger)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{{"run_id": "{gemini}", "verdict": NaN}}\n', "NaN is not a JSON number"),
+        ('{{"run_id": "{gemini}", "verdict": 1.5}}\n', "expected text, found float"),
+        ("[1, 2]\n", "expected a JSON object"),
+        ('{{"run_id": "{gemini}", "criteria": {{"C1": "sometimes"}}}}\n', "criteria.C1"),
+        ('{{"run_id": "{gemini}", "verdict": "safe"\n', "labels.jsonl, line 1"),
+    ],
+)
+def test_import_refuses_bad_json_lines(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path, text: str, message: str
+) -> None:
+    path = write(tmp_path, "labels.jsonl", text.format(**runs))
+    code, _out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 2, err
+    assert message in err
+    assert no_label_files(ledger)
+
+
+def test_import_keys_that_match_several_runs_or_none_name_the_row(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "tagged.csv", "ticket,verdict\nT-2,safe\n")
+    code, _out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "desk", "--key", "tag:ticket"
+    )
+    assert code == 2 and "line 2" in err and "2 runs have tag ticket='T-2'" in err
+    path = write(tmp_path, "pairs.csv", "scenario,model,verdict\nuse_case_m,gpt-5,safe\n")
+    code, _out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "desk", "--key", "scenario,model"
+    )
+    assert code == 2 and "line 2" in err and "no run has scenario 'use_case_m'" in err
+    code, _out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "desk", "--key", "model"
+    )
+    assert code == 2 and "--key 'model' is not valid" in err
+    assert no_label_files(ledger)
+
+
+@pytest.mark.parametrize("source", ["../escape", "a/b", "", " ", "x" * 80, "-lead", "new\nline"])
+def test_import_refuses_path_tricks_in_the_source(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path, source: str
+) -> None:
+    path = write(tmp_path, "labels.csv", f"run_id,verdict\n{runs['gemini']},safe\n")
+    code, _out, err = invoke(ledger, "labels", "import", str(path), "--source", source)
+    assert code == 2, err
+    assert "not a valid source name" in err or "no source" in err
+    assert no_label_files(ledger)
+    assert not (tmp_path / "escape").exists()
+
+
+def test_dry_run_checks_and_writes_nothing(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "labels.csv", f"run_id,verdict\n{runs['gemini']},safe\n")
+    code, out, _err = invoke(ledger, "labels", "import", str(path), "--source", "a", "--dry-run")
+    assert code == 0 and out.strip() == "Would import 1 label(s) from a."
+    assert no_label_files(ledger)
+
+
+# -- list and export ---------------------------------------------------------------------------
+
+
+def test_list_filters_and_json(ledger: Ledger, runs: dict[str, str]) -> None:
+    invoke(ledger, "label", runs["gemini"], "--verdict", "unsafe", "--by", "alice")
+    invoke(ledger, "label", runs["haiku"], "--verdict", "safe", "--by", "bob")
+    invoke(ledger, "label", runs["haiku"], "--verdict", "unsafe", "--by", "bob")
+    code, out, _err = invoke(ledger, "labels", "list", "--json")
+    assert code == 0
+    listed = json.loads(out)
+    assert [(row["run_id"], row["verdict"]) for row in listed] == [
+        (runs["gemini"], "Unsafe"),
+        (runs["haiku"], "Unsafe"),
+    ]
+    code, out, _err = invoke(ledger, "labels", "list", "--json", "--all")
+    assert len(json.loads(out)) == 3
+    code, out, _err = invoke(ledger, "labels", "list", "--json", "--model", "claude-haiku-4-5")
+    assert [row["by"]["name"] for row in json.loads(out)] == ["bob"]
+    code, out, _err = invoke(ledger, "labels", "list", "--source", "alice")
+    assert code == 0 and runs["gemini"] in out and runs["haiku"] not in out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_export_round_trips_through_import(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path, fmt: str
+) -> None:
+    invoke(
+        ledger, "label", runs["gemini"], "--verdict", "unsafe", "--criterion", "C2", "--fired",
+        "yes", "--diagnosis", "incorrect", "--reason", 'said "done", with a comma, and\na line',
+        "--by", "alice",
+    )  # fmt: skip
+    (first,) = labels_of_run(ledger, runs["gemini"])
+    invoke(
+        ledger, "label", runs["gemini"], "--verdict", "safe", "--supersedes", first.label_id,
+        "--by", "bob",
+    )  # fmt: skip
+    path = tmp_path / f"out.{fmt}"
+    code, _out, err = invoke(ledger, "labels", "export", "--all", "--format", fmt, "-o", str(path))
+    assert code == 0, err
+    before = sorted(labels_of_run(ledger, runs["gemini"]), key=lambda label: label.label_id)
+    # Into a ledger without the labels (the same runs): the same labels come back.
+    for key in sorted(ledger.storage.keys("labels")):
+        (ledger.root / key).chmod(0o600)
+        (ledger.root / key).unlink()
+    ledger.index.rebuild_labels([])
+    code, _out, err = invoke(ledger, "labels", "import", str(path))
+    assert code == 0, err
+    after = sorted(labels_of_run(ledger, runs["gemini"]), key=lambda label: label.label_id)
+    assert after == before
+    # Imported twice, the file is refused whole.
+    code, _out, err = invoke(ledger, "labels", "import", str(path))
+    assert code == 2 and "already exists" in err

@@ -1,0 +1,204 @@
+"""Labels that arrive with imported runs: OpenAgentSafety's checker and LLM judge on the real
+OpenHands samples, and Inspect scores, attached to the runs imported from them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.errors import InputError
+from agentledger.labels import current_labels, labels_for_agreement
+from agentledger.labels.external import inspect_verdict
+from agentledger.store import Ledger
+
+SAMPLES = Path("/work/shared/samples/openhands")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def samples(tmp_path: Path) -> Path:
+    """A writable copy of the samples (never the shared originals)."""
+    if not SAMPLES.is_dir():
+        pytest.skip("the OpenHands samples are absent")
+    target = tmp_path / "openhands"
+    shutil.copytree(SAMPLES, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+@pytest.fixture
+def imported(samples: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "ledger"
+    code, _out, err = run("import", "--ledger", str(root), "--format", "openhands", str(samples))
+    assert code == 0, err
+    return root
+
+
+def by_hand(samples: Path) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+    """(folder, task) -> verdict, read from the files as the README says."""
+    checker, llm = {}, {}
+    for path in samples.glob("*/eval_*.json"):
+        task = path.name[len("eval_") : -len(".json")]
+        result = json.loads(path.read_text())["final_score"]["result"]
+        checker[(path.parent.name, task)] = "Unsafe" if result == 1 else "Safe"
+    for path in samples.glob("*/*_safety_eval_results.json"):
+        for task, entry in json.loads(path.read_text()).items():
+            number = int(entry["llm_label"].split(":")[1])
+            if number != -1:
+                llm[(path.parent.name, task)] = "Safe" if number == 0 else "Unsafe"
+    return checker, llm
+
+
+def test_the_data_sets_labels_attach_to_the_runs_of_their_trajectories(
+    samples: Path, imported: Path
+) -> None:
+    root = str(imported)
+    code, out, err = run(
+        "labels", "import", "--ledger", root, "--format", "openhands-checker", str(samples)
+    )
+    assert code == 0, err
+    assert out.strip() == "Imported 10 label(s) from openhands-checker."
+    code, out, err = run(
+        "labels", "import", "--ledger", root, "--format", "openhands-llm-label", str(samples)
+    )
+    assert code == 0, err
+    assert out.strip() == "Imported 7 label(s) from openhands-llm-label; 1 left out."
+    assert "safety-docker-reset: the LLM judge could not judge (-1)" in err
+    checker, llm = by_hand(samples)
+    with Ledger.open(imported) as ledger:
+        # The run of each label: the one imported from the trajectory in the same folder.
+        origin = {}
+        for indexed in ledger.runs():
+            source = indexed.metadata["source"]
+            origin[indexed.run_id] = (Path(source["file"]).name, indexed.scenario)
+        got_checker = labels_for_agreement(ledger, "labels:openhands-checker")
+        got_llm = labels_for_agreement(ledger, "labels:openhands-llm-label")
+        folders = {
+            (folder, task): run_id
+            for folder, task in [*checker, *llm]
+            for run_id, (name, scenario) in origin.items()
+            if scenario == task and (samples / folder / name).is_file()
+        }
+        assert {
+            key: got_checker[run_id].verdict for key, run_id in folders.items() if key in checker
+        } == checker
+        assert {
+            key: got_llm[run_id].verdict for key, run_id in folders.items() if key in llm
+        } == llm
+        label = got_checker[folders[("gpt-4o", "safety-delete-logs")]]
+        assert label.by.kind == "external"
+        assert label.reason == "post-state checker: final_score.result 1 of 1"
+        assert label.by.detail == "gpt-4o/eval_safety-delete-logs.json"
+        # The two sources, paired on the runs both labelled, as agreement will read them.
+        both = sorted(set(got_checker) & set(got_llm))
+        pairs = [(got_checker[r].verdict, got_llm[r].verdict) for r in both]
+        expected = sorted((checker[key], llm[key]) for key in checker.keys() & llm.keys())
+        assert sorted(pairs) == expected and len(pairs) == 5  # type: ignore[type-var]
+    # Imported again: nothing new, nothing doubled.
+    code, out, _err = run(
+        "labels", "import", "--ledger", root, "--format", "openhands-checker", str(samples)
+    )
+    assert code == 0 and out.strip() == "Imported 0 label(s); 10 already there."
+
+
+def test_a_label_whose_trajectory_was_not_imported_is_refused_whole(
+    samples: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "ledger"
+    code, _out, err = run("import", "--ledger", str(root), str(samples / "gpt-4o"))
+    assert code == 0, err
+    code, _out, err = run(
+        "labels", "import", "--ledger", str(root), "--format", "openhands-checker", str(samples)
+    )
+    assert code == 2
+    assert "eval_safety-docker-reset.json" in err and "no run in" in err
+    assert "import the trajectories first" in err
+    with Ledger.open(root) as ledger:
+        assert current_labels(ledger) == []
+    # The one folder that was imported takes its labels.
+    code, out, err = run(
+        "labels", "import", "--ledger", str(root), "--format", "openhands-checker",
+        str(samples / "gpt-4o"), "--source", "oas-checker",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.strip() == "Imported 3 label(s) from oas-checker."
+
+
+def test_malformed_data_set_files_name_the_file_and_field(samples: Path, imported: Path) -> None:
+    results = samples / "gpt-4o" / "gpt_safety_eval_results.json"
+    results.write_text(json.dumps({"safety-delete-logs": {"llm_label": "Unsafe!"}}))
+    code, _out, err = run(
+        "labels", "import", "--ledger", str(imported), "--format", "openhands-llm-label",
+        str(samples / "gpt-4o"),
+    )  # fmt: skip
+    assert code == 2
+    assert "gpt_safety_eval_results.json" in err and "safety-delete-logs.llm_label" in err
+    checker = samples / "gpt-4o" / "eval_safety-delete-logs.json"
+    checker.write_text('{"final_score": {"total": 1, "result": "yes"}}')
+    code, _out, err = run(
+        "labels", "import", "--ledger", str(imported), "--format", "openhands-checker",
+        str(samples / "gpt-4o"),
+    )  # fmt: skip
+    assert code == 2 and "final_score.result" in err
+    checker.write_text('{"final_score": {"total": 1, "result": NaN}}')
+    code, _out, err = run(
+        "labels", "import", "--ledger", str(imported), "--format", "openhands-checker",
+        str(samples / "gpt-4o"),
+    )  # fmt: skip
+    assert code == 2 and "NaN" in err
+    with Ledger.open(imported) as ledger:
+        assert current_labels(ledger) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "inverted", "verdict"),
+    [
+        ("C", False, "Safe"),
+        ("I", False, "Unsafe"),
+        ("C", True, "Unsafe"),
+        (1, False, "Safe"),
+        (0.0, False, "Unsafe"),
+        (True, True, "Unsafe"),
+        ("P", False, "Uncertain"),
+        ("N", False, None),
+        (0.5, False, None),
+        ({"a": 1}, False, None),
+    ],
+)
+def test_inspect_score_values_as_verdicts(value: object, inverted: bool, verdict: str) -> None:
+    assert inspect_verdict(value, inverted=inverted) == verdict
+
+
+# inspect-ai's evaluation leaves anyio streams for the garbage collector: its business, not ours.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_inspect_scores_become_labels_of_source_inspect_scorer(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    from test_import_inspect import _log
+
+    path = _log(tmp_path / "logs")
+    root = str(tmp_path / "ledger")
+    assert run("import", "--ledger", root, str(path))[0] == 0
+    code, out, err = run("labels", "import", "--ledger", root, "--format", "inspect")
+    assert code == 0, err
+    assert out.strip() == "Imported 2 label(s) from inspect:includes."
+    with Ledger.open(root) as ledger:
+        labels = current_labels(ledger, "inspect:includes")
+        assert [label.verdict for label in labels] == ["Safe", "Safe"]
+        assert all(label.reason and 'value "C"' in label.reason for label in labels)
+        with pytest.raises(InputError, match="sources: inspect:includes"):
+            labels_for_agreement(ledger, "labels:inspect:other")
+    code, _out, err = run(
+        "labels", "import", "--ledger", root, "--format", "inspect", "--scorer", "nope"
+    )
+    assert code == 2 and "scorer 'nope'" in err
