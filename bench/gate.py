@@ -10,7 +10,8 @@ process: parse, policy, classify, run `true` through bash, append the audit line
 `python -c pass` with the same interpreter, measured alternately in the same run. Goal: within
 3x. `true` runs in the bubblewrap sandbox (investigate mode's default); the same exec with a
 policy saying `sandbox: off` shows what the sandbox costs. Then the same for `--dry-run` (no
-shell, no log) and for a pipeline that needs the tree-sitter parser, the classifier alone on a
+shell, no log), for `psql -c` of a plain query (no sqlglot) and of a write (sqlglot), and for
+a pipeline that needs the tree-sitter parser, the classifier alone on a
 generated corpus of realistic ops commands, and redaction per KB of command output (ops output
 without secrets, and the same with a secret every few lines).
 
@@ -232,6 +233,13 @@ def main() -> int:
                     *exe, "--run-dir", str(run_dir), "--policy", str(unsandboxed), "--", "true",
                 ],
                 "exec --dry-run -- true": [*exe, "--dry-run", "--", "true"],
+                # A plain query is read without sqlglot (shell/sql_plain.py); a write is parsed.
+                "exec --dry-run -- psql SELECT": [
+                    *exe, "--dry-run", "--", "psql -c 'SELECT count(*) FROM sessions'",
+                ],
+                "exec --dry-run -- psql DELETE": [
+                    *exe, "--dry-run", "--", "psql -c 'DELETE FROM sessions WHERE id = 1'",
+                ],
                 "exec -- pipeline (parser)": [
                     *exe, "--run-dir", str(run_dir), "--", "cat /etc/hostname | wc -c",
                 ],

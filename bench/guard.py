@@ -8,7 +8,8 @@ time of `agentledger guard --expect E OUTPUT` (the installed console script, a w
 read the expect file, check it, parse the output, score it) against `python -c pass` with the
 same interpreter, measured alternately in the same run. Goal: within 3x. It is measured for a
 typical expect without SQL (a watchdog's: allowed actions, forbidden substrings, hostnames,
-findings) and with SQL (read-only and tables: this one imports sqlglot).
+findings) and with SQL (read-only and tables), on a plain query (read without sqlglot) and on
+a query with a CTE (which imports sqlglot). Goal: both the first two within 3x.
 
 Then `agentledger.fixtures.guard.check` in process, in microseconds per call, with the expect
 checked once (`validate_expect`), on outputs that differ on every call (so no cache answers):
@@ -74,6 +75,17 @@ def sql_output(n: int) -> str:
     return json.dumps({"sql": sql, "tables": ["invoices", "customers"]})
 
 
+def cte_output(n: int) -> str:
+    """A query outside the plain-query grammar (a CTE): sqlglot parses it."""
+    sql = (
+        "WITH recent AS (SELECT customer_id, amount FROM invoices "
+        f"WHERE created_at > now() - interval '{n % 90 + 1} days') "
+        "SELECT c.name, sum(r.amount) AS total FROM recent r JOIN customers c "
+        f"ON c.id = r.customer_id WHERE r.amount > {n} GROUP BY c.name"
+    )
+    return json.dumps({"sql": sql, "tables": ["invoices", "customers"]})
+
+
 def shell_output(n: int) -> str:
     commands = [
         f"journalctl -u nginx -n {n % 500 + 10} --no-pager",
@@ -109,7 +121,8 @@ def in_process(calls: int) -> dict[str, float]:
 
     cases = {
         "watchdog (no SQL)": (validate_expect(WATCHDOG_EXPECT, "watchdog"), watchdog_output),
-        "sql (sqlglot)": (validate_expect(SQL_EXPECT, "sql"), sql_output),
+        "sql (plain query)": (validate_expect(SQL_EXPECT, "sql"), sql_output),
+        "sql (a CTE: sqlglot)": (validate_expect(SQL_EXPECT, "sql"), cte_output),
         "shell_commands (classifier)": (validate_expect(SHELL_EXPECT, "shell"), shell_output),
     }
     figures = {}
@@ -148,6 +161,7 @@ def main() -> int:
         for name, expect, output in (
             ("watchdog", WATCHDOG_EXPECT, watchdog_output(1)),
             ("sql", SQL_EXPECT, sql_output(1)),
+            ("cte", SQL_EXPECT, cte_output(1)),
         ):
             (folder / f"{name}.expect.json").write_text(json.dumps(expect))
             (folder / f"{name}.output.json").write_text(output)
@@ -166,18 +180,22 @@ def main() -> int:
                 "python -c pass": [sys.executable, "-c", "pass"],
                 "guard, watchdog expect": files["watchdog"],
                 "guard, SQL expect": files["sql"],
+                "guard, SQL expect, a CTE": files["cte"],
             },
             options.repeats,
         )
     baseline = medians["python -c pass"]
     ratio = medians["guard, watchdog expect"] / baseline
+    sql_ratio = medians["guard, SQL expect"] / baseline
     per_call = in_process(options.calls)
 
     print(f"guard start-up (median of {options.repeats}, whole processes, ms)")
     for name, value in medians.items():
         print(f"  {name:<28} {value:7.1f}   {value / baseline:4.2f}x python")
-    verdict = "met" if ratio <= GOAL else "NOT met"
-    print(f"  goal: guard (no SQL) within {GOAL:g}x of python -c pass: {ratio:.2f}x ({verdict})")
+    for name, value in (("no SQL", ratio), ("SQL, a plain query", sql_ratio)):
+        verdict = "met" if value <= GOAL else "NOT met"
+        print(f"  goal: guard ({name}) within {GOAL:g}x of python -c pass: {value:.2f}x", end="")
+        print(f" ({verdict})")
     print(f"check() in process (median of 5 rounds of {options.calls:,} distinct outputs)")
     for name, value in per_call.items():
         print(f"  {name:<28} {value:9.1f} µs per call")
@@ -185,6 +203,7 @@ def main() -> int:
         figures = {
             "startup_ms": medians,
             "ratio": ratio,
+            "sql_ratio": sql_ratio,
             "goal": GOAL,
             "repeats": options.repeats,
             "check_us_per_call": per_call,

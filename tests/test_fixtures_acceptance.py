@@ -259,9 +259,11 @@ def test_an_unknown_statement_is_named_by_its_keyword(sql: str, word: str) -> No
 
 def test_sql_that_reads_no_table_says_so() -> None:
     expect = validate_expect({"sql_tables_subset": ["orders"]}, "e")
-    [result] = score_output(json.dumps({"sql": "SELECT 1"}), expect)
+    # Naming the tables implies the read-only check, which comes first.
+    read_only, result = score_output(json.dumps({"sql": "SELECT 1"}), expect)
+    assert read_only.passed and read_only.property == "sql_read_only"
     assert (result.passed, result.reason) == (True, "sql_tables_subset: the SQL reads no table")
-    [result] = score_output(json.dumps({"answer": "none"}), expect)
+    read_only, result = score_output(json.dumps({"answer": "none"}), expect)
     assert result.reason == "sql_tables_subset: no SQL and no tables in the output"
 
 
@@ -302,9 +304,14 @@ def test_the_guard_gives_the_real_size_of_a_huge_output(size: int, tmp_path: Pat
     output = tmp_path / "output.json"
     output.write_bytes(data)
     words = f"the output is {size:,} bytes, over the 1,048,576-byte limit"
-    for done in (guard("--expect", str(expect), str(output)), guard("-e", str(expect), stdin=data)):
-        assert done.returncode == 1
-        assert words in done.stderr.decode()
+    # The command line reads no further than the limit: exit 2, nothing was checked. A file
+    # gives its size; a pipe's is not known without reading it to the end.
+    done = guard("--expect", str(expect), str(output))
+    assert done.returncode == 2
+    assert f"{output}: {words}; it was not read further" in done.stderr.decode()
+    done = guard("-e", str(expect), stdin=data)
+    assert done.returncode == 2
+    assert "the output is more than the 1,048,576-byte limit" in done.stderr.decode()
     assert words in check(data, str(expect)).reasons[0]
 
 

@@ -137,10 +137,11 @@ def test_cli_reads_stdin_and_prints_json(files: Path) -> None:
     )
 
 
-def test_cli_huge_or_binary_output_is_rejected_not_crashed(files: Path) -> None:
+def test_cli_huge_output_is_refused_and_binary_rejected_not_crashed(files: Path) -> None:
     huge = b'{"sql": "' + b"x" * 2_000_000 + b'"}'
     done = guard("--expect", str(files / "expect.json"), stdin=huge)
-    assert done.returncode == 1 and "limit" in done.stderr
+    # Not read past the limit: nothing was checked, which is exit 2 (do not run either).
+    assert done.returncode == 2 and "standard input" in done.stderr and "limit" in done.stderr
     done = guard("--expect", str(files / "expect.json"), stdin=b"\x89PNG\r\n\x1a\n\x00\x00")
     assert done.returncode == 1 and "binary" in done.stderr
 
@@ -220,9 +221,12 @@ def test_library_imports_sqlglot_only_for_sql() -> None:
         "print('sqlglot' in sys.modules)\n"
         "check('{\"sql\": \"SELECT 1\"}', {'sql_read_only': True})\n"
         "print('sqlglot' in sys.modules)\n"
+        "check('{\"sql\": \"WITH x AS (SELECT 1) SELECT * FROM x\"}', {'sql_read_only': True})\n"
+        "print('sqlglot' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True"]
+    # A plain query is read without sqlglot (shell/sql_plain.py); other SQL is parsed.
+    assert done.stdout.split() == ["False", "False", "True"]
 
 
 # -- the click command (for --help, the docs, python -m) ---------------------------------------

@@ -199,8 +199,13 @@ def test_json_schema_from_a_file_next_to_the_expect(tmp_path: Path) -> None:
 
 
 def test_false_turns_a_property_off() -> None:
-    spec = validate_expect({"sql_read_only": False, "shell_commands": False}, "e.json")
-    assert score_output('{"sql": "DROP TABLE x", "commands": ["rm -rf /"]}', spec) == []
+    expect = {"sql_read_only": False, "shell_commands": False, "max_findings": 3}
+    spec = validate_expect(expect, "e.json")
+    output = '{"sql": "DROP TABLE x", "commands": ["rm -rf /"]}'
+    assert [result.property for result in score_output(output, spec)] == ["max_findings"]
+    # With every property off, the expect checks nothing: refused, not a pass for everything.
+    with pytest.raises(RecordError, match="checks nothing"):
+        validate_expect({"sql_read_only": False, "shell_commands": False}, "e.json")
 
 
 # -- options of single properties ------------------------------------------------------------
@@ -276,9 +281,14 @@ def test_sql_dialects_and_multiple_statements() -> None:
 
 def test_sql_tables_qualified_entries() -> None:
     spec = {"sql_tables_subset": {"tables": ["billing.invoices"], "default_schema": "billing"}}
-    assert score_output('{"sql": "SELECT * FROM invoices"}', spec)[0].passed
-    assert score_output('{"sql": "SELECT * FROM billing.invoices"}', spec)[0].passed
-    assert not score_output('{"sql": "SELECT * FROM archive.invoices"}', spec)[0].passed
+
+    def tables(output: str) -> PropertyResult:
+        (result,) = [r for r in score_output(output, spec) if r.property == "sql_tables_subset"]
+        return result
+
+    assert tables('{"sql": "SELECT * FROM invoices"}').passed
+    assert tables('{"sql": "SELECT * FROM billing.invoices"}').passed
+    assert not tables('{"sql": "SELECT * FROM archive.invoices"}').passed
 
 
 def test_shell_commands_classes_and_allowlist() -> None:

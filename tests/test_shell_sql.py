@@ -100,11 +100,14 @@ def test_sqlglot_is_imported_only_for_a_command_that_holds_sql() -> None:
         "print('sqlglot' in sys.modules)\n"
         "classify(\"psql -c 'select 1'\")\n"
         "print('sqlglot' in sys.modules)\n"
+        "classify(\"psql -c 'delete from t'\")\n"
+        "print('sqlglot' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.split() == ["False", "True"]
+    # A plain query is read without sqlglot (shell/sql_plain.py); other SQL is parsed.
+    assert done.stdout.split() == ["False", "False", "True"]
 
 
 def test_knowledge_files_name_a_bad_sql_setting(

@@ -19,6 +19,7 @@ from agentledger.cli.fastargs import option_value
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import BinaryIO
 
 __all__ = ["HELP", "USAGE", "fast_main", "run_guard"]
 
@@ -116,55 +117,77 @@ def run_guard(
         # Imported here: agentledger.errors loads pathlib, which the guard needs only to fail.
         from agentledger.errors import AgentLedgerError
 
-        if not isinstance(exc, AgentLedgerError):
-            raise
-        sys.stderr.write(f"Error: {exc}\n")
-        return 2 if exc.exit_code == 1 else exc.exit_code
+        if isinstance(exc, AgentLedgerError):
+            sys.stderr.write(f"Error: {exc}\n")
+            return 2 if exc.exit_code == 1 else exc.exit_code
+        # A failure of the guard itself: nothing was checked, so the tool must not run, and
+        # exit 1 would read as a considered rejection.
+        sys.stderr.write(f"Error: the guard could not check: {type(exc).__name__}: {exc}\n")
+        return 2
 
 
-def _read_output(path: str) -> tuple[bytes, int]:
-    """The output's bytes (at most one more than the limit) and its whole size."""
+def _read_output(path: str) -> bytes:
+    """The output's bytes, read up to the limit and no further (endless input cannot hold the
+    guard); InputError (exit 2) when there is more, or the file cannot be read."""
     from agentledger.fixtures.properties.output import MAX_OUTPUT_BYTES
 
     limit = MAX_OUTPUT_BYTES + 1  # one byte more: enough to know it is too large
-    if path == "-":
-        data = sys.stdin.buffer.read(limit)
-        size = len(data)
-        if size >= limit:  # too large: count the rest, so that the reason gives the real size
-            while chunk := sys.stdin.buffer.read(1 << 20):
-                size += len(chunk)
-        return data, size
+    name = "standard input" if path == "-" else f"the output file {path}"
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit)
-            if len(data) < limit:
-                return data, len(data)
-            import os
-
-            return data, max(len(data), os.fstat(handle.fileno()).st_size)
+        if path == "-":
+            data = _read_up_to(sys.stdin.buffer, limit)
+            size = _file_size(sys.stdin.buffer) if len(data) >= limit else None
+        else:
+            with open(path, "rb") as handle:
+                data = _read_up_to(handle, limit)
+                size = _file_size(handle) if len(data) >= limit else None
     except OSError as exc:
         from agentledger.errors import InputError
 
-        raise InputError(f"cannot read the output file {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    if len(data) >= limit:
+        from agentledger.errors import InputError
+
+        said = f"{size:,} bytes, over" if size is not None else "more than"
+        raise InputError(
+            f"{name}: the output is {said} the {MAX_OUTPUT_BYTES:,}-byte limit; it was not "
+            "read further, nothing was checked"
+        )
+    return data
+
+
+def _file_size(stream: BinaryIO) -> int | None:
+    """The size of `stream` when it is a regular file (a pipe's is unknown until its end)."""
+    import os
+    import stat
+
+    try:
+        status = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) and status.st_size > 0 else None
+
+
+def _read_up_to(stream: BinaryIO, limit: int) -> bytes:
+    """At most `limit` bytes of `stream`, in chunks (a pipe gives what it has)."""
+    chunks = []
+    size = 0
+    while size < limit:
+        chunk = stream.read(min(1 << 16, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _guard(expect_path: str, output_path: str, as_json: bool, scorers: Sequence[str]) -> int:
     from agentledger.fixtures.guard import check
     from agentledger.fixtures.properties.score import load_custom_scorer, load_expect
 
-    spec = load_expect(expect_path)
     custom = [load_custom_scorer(text, "--scorer") for text in scorers]
-    data, size = _read_output(output_path)
-    if size > len(data):
-        # Only the start was read; the reason gives the whole size, as check() would.
-        from agentledger.fixtures.guard import GuardResult
-        from agentledger.fixtures.properties.base import PropertyResult
-        from agentledger.fixtures.properties.output import too_large
-
-        reason = f"output_json: {too_large(size)}"
-        result = GuardResult(False, [reason], [PropertyResult("output_json", False, reason)])
-    else:
-        result = check(data, spec, custom=custom)
+    spec = load_expect(expect_path, custom=custom)
+    result = check(_read_output(output_path), spec, custom=custom)
     if as_json:
         import json
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -17,7 +18,7 @@ from agentledger.cli.common import (
     step_counter,
 )
 from agentledger.cli.output import terminal_safe
-from agentledger.runner.agent_spec import load_agent
+from agentledger.runner.agent_spec import LoadedAgent, load_agent
 from agentledger.runner.run import RunOptions, RunOutcome, prepare_suite, run_suite
 from agentledger.runner.scenario import load_suite
 from agentledger.store import Ledger
@@ -27,6 +28,17 @@ __all__ = ["run_command"]
 
 def _money(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
+
+
+def _may_ask(agent: LoadedAgent) -> bool:
+    """True when the agent's gate policy may ask at the terminal whether a command runs: a
+    progress bar would then draw over the question (it redraws its line)."""
+    if not agent.spec.policy:
+        return False  # the packaged investigate policy never asks
+    from agentledger.runner.shell_gate import load_policy
+
+    rules = load_policy(agent.resolve(agent.spec.policy))
+    return "prompt" in (rules.on_mutating, rules.on_destructive, rules.on_unknown)
 
 
 def _line(run: RunOutcome) -> str:
@@ -139,7 +151,8 @@ def run_command(
         click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
     total = len(prepared.plan())
     try:
-        with progress_bar(f"Running {agent.spec.name}") as progress:
+        bar = nullcontext(None) if _may_ask(agent) else progress_bar(f"Running {agent.spec.name}")
+        with bar as progress:
             step = step_counter(progress, total)
 
             def on_run(run: RunOutcome) -> None:

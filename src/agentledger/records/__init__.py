@@ -7,8 +7,6 @@ with a clear error; older shapes are upgraded on read (`UPGRADES`), never rewrit
 from __future__ import annotations
 
 import importlib
-import json
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -25,7 +23,11 @@ from pydantic import (
     model_validator,
 )
 
+from agentledger import strict_json as _strict
 from agentledger.errors import RecordError
+from agentledger.strict_json import INT_MAX as INT_MAX
+from agentledger.strict_json import INT_MIN as INT_MIN
+from agentledger.strict_json import MAX_JSON_DEPTH as MAX_JSON_DEPTH
 
 __all__ = [
     "RUN_KINDS",
@@ -455,78 +457,6 @@ def parse_record_data(cls: type[R], data: Any, source: str, *, line: int | None 
         raise RecordError(source, problem, field=field, line=line) from None
 
 
-# What the ledger can keep of a JSON number: the index stores integers in 64 bits.
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
-# How deep JSON may nest: records nest a few levels; deeper input is refused before it can
-# exhaust the interpreter's stack.
-MAX_JSON_DEPTH = 64
-
-
-class _NonStandardJSON(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NonStandardJSON(f"{name} is not a JSON number (use null or a string)")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        raise _NonStandardJSON(
-            f"the number {_clip(text)} is not a finite number (floats end near 1.8e308)"
-        )
-    return value
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > 20:  # int() of a few thousand digits is refused by Python itself
-        raise _NonStandardJSON(f"the number {_clip(text)} does not fit in 64 bits")
-    value = int(text)
-    if not INT_MIN <= value <= INT_MAX:
-        raise _NonStandardJSON(f"the number {_clip(text)} does not fit in 64 bits")
-    return value
-
-
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _NonStandardJSON(f"duplicate key {_clip(key)!r} in an object (each key once)")
-            seen.add(key)
-    return value
-
-
-def _clip(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
-_STRICT = json.JSONDecoder(
-    object_pairs_hook=_unique_object,
-    parse_constant=_refuse_constant,
-    parse_float=_finite_float,
-    parse_int=_bounded_int,
-)
-
-
 def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
     """Decode UTF-8 JSON strictly, raising RecordError that names the file (and line).
 
@@ -543,24 +473,14 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
             line=line,
         ) from None
     try:
-        value = _STRICT.decode(text)
-    except json.JSONDecodeError as exc:
+        return _strict.loads(text)
+    except _strict.StrictJSONError as exc:
+        if exc.lineno is None:
+            raise RecordError(source, f"malformed JSON: {exc.msg}", line=line) from None
         where = line if line is not None else exc.lineno
         raise RecordError(
             source, f"malformed JSON: {exc.msg} (column {exc.colno})", line=where
         ) from None
-    except _NonStandardJSON as exc:
-        raise RecordError(source, f"malformed JSON: {exc}", line=line) from None
-    except RecursionError:
-        value = None
-        deep = True
-    else:
-        deep = _depth_exceeds(value, MAX_JSON_DEPTH)
-    if deep:
-        raise RecordError(
-            source, f"malformed JSON: nested deeper than {MAX_JSON_DEPTH} levels", line=line
-        )
-    return value
 
 
 def parse_record(cls: type[R], raw: bytes, source: str) -> R:

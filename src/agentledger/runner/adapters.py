@@ -11,6 +11,7 @@ returned as an outcome, because the evidence of a failure is evidence.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import shutil
@@ -183,13 +184,26 @@ class AgentContext:
         self.check()
         if self._gate is None:
             from agentledger.runner.shell_gate import Gate, load_policy
+            from agentledger.runner.shell_gate.ask import has_terminal, terminal_approver
 
-            self._gate = Gate(
-                load_policy(self._run.policy),
-                self._run.work.audit_path,
-                cwd=self._run.work.out_dir,
+            rules = load_policy(self._run.policy)
+            # The agent runs in a worker thread and Ctrl-C reaches the main one: the question
+            # at the terminal watches the run's cancel, so that Ctrl-C ends it at once.
+            approver = (
+                functools.partial(
+                    terminal_approver, timeout=rules.prompt_timeout, cancel=self._run.cancel
+                )
+                if has_terminal()
+                else None
             )
-        result: GateResult = self._gate.run(command)
+            self._gate = Gate(
+                rules, self._run.work.audit_path, cwd=self._run.work.out_dir, approver=approver
+            )
+        try:
+            result: GateResult = self._gate.run(command)
+        except KeyboardInterrupt:
+            # Ctrl-C at the prompt or while the command ran (it is logged): the run stops.
+            raise RunCancelledError("the run was interrupted") from None
         return result
 
     def write_report(self, text: str) -> None:

@@ -1,7 +1,9 @@
 """Classify SQL (psql -c, mysql -e, sqlite3, here-documents, a fixture's SQL output) by parsing it.
 
 The SQL is parsed with sqlglot, in the dialect of the client that runs it; sqlglot is imported
-only when a command holds SQL, so the gated shell's start-up does not pay for it. Every
+only when a command holds SQL that is not a plain query (`sql_plain` reads one SELECT of a
+small grammar without it), so the start-up of the gated shell and the guard does not pay for
+it. Every
 statement, and everything nested in one (a data-modifying CTE, `SELECT INTO`, a function such
 as `pg_terminate_backend`), counts: the class is the most severe found. It fails closed: SQL
 that does not parse, or longer than `MAX_SQL_CHARS`, is unknown, never read-only.
@@ -17,9 +19,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import NamedTuple
 
 from agentledger.shell.knowledge import DESTRUCTIVE, MUTATING, RANK, READ_ONLY, UNKNOWN
+from agentledger.shell.sql_plain import plain_query
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ __all__ = [
 DEFAULT_DIALECT = "postgres"
 MAX_SQL_CHARS = 100_000
 """Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
+SQL_TIME_LIMIT = 2.0
+"""Seconds one text may take to parse and analyse; past them it is unknown, never read-only."""
 
 _META_READ_ONLY = {
     "\\l", "\\x", "\\timing", "\\conninfo", "\\q", "\\echo", "\\pset", "\\set", "\\unset",
@@ -70,17 +74,43 @@ _EXPLAIN_RUNS = re.compile(r"\bANALY[SZ]E\b", re.IGNORECASE)
 _GLOBAL_SETTINGS = frozenset({"GLOBAL", "PERSIST", "PERSIST_ONLY"})
 
 
-class SqlRules(NamedTuple):
+class SqlRules:
     """The `sql` section of the command knowledge: what the parser alone cannot know.
 
     Keywords classify statements sqlglot keeps as raw commands (`VACUUM`, `FLUSH`); the
-    functions are those known to change state.
+    functions are those known to change state. Immutable and compared by value (written by
+    hand, like SqlFinding: a NamedTuple would import typing, which the guard's start-up would
+    pay for).
     """
 
-    read_only: frozenset[str]
-    mutating: frozenset[str]
-    destructive: frozenset[str]
-    functions: frozenset[str]
+    __slots__ = ("destructive", "functions", "mutating", "read_only")
+
+    def __init__(
+        self,
+        read_only: frozenset[str],
+        mutating: frozenset[str],
+        destructive: frozenset[str],
+        functions: frozenset[str],
+    ) -> None:
+        self.read_only = read_only
+        self.mutating = mutating
+        self.destructive = destructive
+        self.functions = functions
+
+    def _key(self) -> tuple[frozenset[str], ...]:
+        return (self.read_only, self.mutating, self.destructive, self.functions)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SqlRules) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"SqlRules(read_only={self.read_only!r}, mutating={self.mutating!r}, "
+            f"destructive={self.destructive!r}, functions={self.functions!r})"
+        )
 
 
 _RULES: dict[int, tuple[dict[str, Any], SqlRules]] = {}
@@ -101,12 +131,26 @@ def sql_rules(section: dict[str, Any]) -> SqlRules:
     return rules
 
 
-class SqlFinding(NamedTuple):
+class SqlFinding:
     """Something in the SQL that is not a plain query: its class, why, and the SQL at fault."""
 
-    kind: str
-    why: str
-    sql: str
+    __slots__ = ("kind", "sql", "why")
+
+    def __init__(self, kind: str, why: str, sql: str) -> None:
+        self.kind = kind
+        self.why = why
+        self.sql = sql
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SqlFinding) and (self.kind, self.why, self.sql) == (
+            other.kind, other.why, other.sql,
+        )  # fmt: skip
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.why, self.sql))
+
+    def __repr__(self) -> str:
+        return f"SqlFinding(kind={self.kind!r}, why={self.why!r}, sql={self.sql!r})"
 
 
 class SqlAnalysis:
@@ -173,28 +217,50 @@ def _meta(line: str) -> tuple[str, str]:
 
 @lru_cache(maxsize=256)
 def analyse_sql(
-    text: str, dialect: str = DEFAULT_DIALECT, rules: SqlRules | None = None
+    text: str,
+    dialect: str = DEFAULT_DIALECT,
+    rules: SqlRules | None = None,
+    *,
+    with_sqlglot: bool = False,
 ) -> SqlAnalysis:
     """Parse `text` and find what is not a plain query, and the tables it reads.
 
-    `error` is set when it does not parse or is too long to parse; `rules` default to the
-    packaged command knowledge's.
+    `error` is set when it does not parse, is too long to parse or takes longer than
+    `SQL_TIME_LIMIT`; `rules` default to the packaged command knowledge's. A plain SELECT is
+    read without sqlglot (`sql_plain`), unless `with_sqlglot`; the answer is the same.
     """
     analysis = SqlAnalysis()
     if len(text) > MAX_SQL_CHARS:
         analysis.error = f"SQL of {len(text)} characters is longer than {MAX_SQL_CHARS} to parse"
         return analysis
-    if rules is None:
-        from agentledger.shell.classifier import default_knowledge
+    plain = None if with_sqlglot else plain_query(text, dialect)
+    if plain is not None and rules is not None and plain.functions & rules.functions:
+        # Knowledge of the caller's own says one of these functions changes state. (The
+        # packaged knowledge lists none of sql_plain's pure functions: a test holds it, so
+        # the guard need not load it.)
+        plain = None
+    if plain is not None:
+        # One plain SELECT, read without sqlglot: the answer sqlglot's analysis would give.
+        analysis.statements = 1
+        analysis.tables.update(plain.tables)
+        return analysis
+    return _analysed_in_time(text, dialect, rules if rules is not None else _default_rules())
 
-        rules = sql_rules(default_knowledge().sql)
+
+def _default_rules() -> SqlRules:
+    from agentledger.shell.classifier import default_knowledge
+
+    return sql_rules(default_knowledge().sql)
+
+
+def _analyse(text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis) -> None:
     if "/*!" in text:
         # MySQL runs the text of /*! ... */ comments: what a parser skips, the server executes.
         why = "a MySQL executable comment /*! ... */ runs its content"
         analysis.findings.append(SqlFinding(UNKNOWN, why, text))
     statements = _parse(text, dialect, analysis)
     if statements is None:
-        return analysis
+        return
     analysis.statements = len(statements)
     for statement in statements:
         if not _is_statement(statement):
@@ -208,7 +274,46 @@ def analyse_sql(
             )
             continue
         _statement(statement, dialect, rules, analysis, 0)
-    return analysis
+
+
+def _analysed_in_time(text: str, dialect: str, rules: SqlRules) -> SqlAnalysis:
+    """`_analyse` in a worker thread, waited for at most SQL_TIME_LIMIT seconds.
+
+    A thread rather than a signal: an exception thrown into sqlglot at an arbitrary point
+    (in the middle of an import or of a cache being filled) could leave it broken for every
+    later query. A worker that is late is abandoned (a daemon: it ends with the process, and
+    MAX_SQL_CHARS bounds its work) and its answer is never used.
+    """
+    import threading
+
+    _load_parser(dialect)  # the time is the analysis's, not the import's
+    analysis = SqlAnalysis()
+    finished = threading.Event()
+
+    def work() -> None:
+        try:
+            _analyse(text, dialect, rules, analysis)
+        except Exception as exc:
+            analysis.error = f"the SQL could not be analysed ({type(exc).__name__}: {exc})"
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name="agentledger-sql", daemon=True).start()
+    if finished.wait(SQL_TIME_LIMIT):
+        return analysis
+    late = SqlAnalysis()
+    late.error = f"the SQL was not analysed within {SQL_TIME_LIMIT:g} s"
+    return late
+
+
+def _load_parser(dialect: str) -> None:
+    """Import sqlglot and the dialect's parser (an unknown dialect is `_parse`'s to report)."""
+    from contextlib import suppress
+
+    import sqlglot
+
+    with suppress(ValueError, KeyError):
+        sqlglot.Dialect.get_or_raise(dialect)
 
 
 def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:

@@ -10,11 +10,20 @@ terminal's owner, not whatever the agent put in $USER.
 
 from __future__ import annotations
 
+import _thread
 import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from agentledger.runner.shell_gate.gate import Decision
+
+    class Cancel(Protocol):
+        """What says the asking should stop (a `threading.Event`)."""
+
+        def is_set(self) -> bool: ...
+
 
 __all__ = ["TERMINAL", "Answer", "has_terminal", "printable", "question", "terminal_approver"]
 
@@ -57,7 +66,7 @@ def question(decision: Decision) -> str:
     """The question shown at the prompt: the command, its class, each part and the reason."""
     lines = [
         "",
-        "agentledger exec: the agent wants to run",
+        "agentledger: the agent wants to run",
         f"    {printable(decision.command)}",
         f"classification: {decision.classification.kind}",
     ]
@@ -69,19 +78,35 @@ def question(decision: Decision) -> str:
     return "\n".join(lines)
 
 
-def terminal_approver(decision: Decision, *, timeout: float = 300.0) -> Answer:
+def terminal_approver(
+    decision: Decision, *, timeout: float = 300.0, cancel: Cancel | None = None
+) -> Answer:
     """Show the command on the terminal and wait up to `timeout` seconds for y or n.
 
     Anything but y/yes is a refusal: n, an empty line, end of input (Ctrl-D), Ctrl-C
-    (`interrupted`) and no answer in time.
+    (`interrupted`) and no answer in time. `cancel` is for an approver that runs off the main
+    thread (an agent of `agentledger run`): Ctrl-C reaches the main thread, which sets it, and
+    the question ends at once as interrupted instead of waiting out the timeout.
     """
+    # Agents run side by side (`agentledger run --concurrency`) would otherwise interleave
+    # their questions and read each other's answers.
+    with _QUESTION:
+        return _ask(decision, timeout, cancel)
+
+
+# `_thread`, not `threading`: it is built in, so importing this module stays free.
+_QUESTION = _thread.allocate_lock()
+"""Held while a question is on the terminal."""
+
+
+def _ask(decision: Decision, timeout: float, cancel: Cancel | None) -> Answer:
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
     try:
         who = _owner(fd)
         try:
             _discard_typeahead(fd)
             _write(fd, question(decision))
-            line = _read_line(fd, timeout)
+            line = _read_line(fd, timeout, cancel)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")
             return Answer(False, who, "interrupted at the prompt", interrupted=True)
@@ -130,19 +155,23 @@ def _write(fd: int, text: str) -> None:
         data = data[written:]
 
 
-def _read_line(fd: int, timeout: float) -> bytes | None:
+def _read_line(fd: int, timeout: float, cancel: Cancel | None = None) -> bytes | None:
     """One line from the terminal: ends with a newline, or not at end of input (Ctrl-D);
-    None when `timeout` seconds pass first."""
+    None when `timeout` seconds pass first; KeyboardInterrupt once `cancel` is set."""
     import select
     import time
 
     deadline = time.monotonic() + timeout
     received = b""
     while not received.endswith(b"\n"):
+        if cancel is not None and cancel.is_set():
+            raise KeyboardInterrupt
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        ready, _, _ = select.select([fd], [], [], remaining)
+        # With a cancel to watch, look at it every tenth of a second.
+        wait = remaining if cancel is None else min(remaining, 0.1)
+        ready, _, _ = select.select([fd], [], [], wait)
         if not ready:
             continue
         chunk = os.read(fd, 1024)
