@@ -278,12 +278,15 @@ def test_llm_judge_over_http_refuses_its_own_family_and_never_pays_twice(
         again = CliRunner().invoke(main, args)
         assert "scored 0 runs; 2 already scored" in again.stdout
         assert server.count("openai") == 1
+    # An answer the judge could not read is unscored, counted apart from Uncertain (the file
+    # keeps the Uncertain verdict the policy gave, below).
     rows = dict(ledger.sql("SELECT run_id, verdict FROM scores").rows)
-    assert rows == {own: "skipped", other: "Uncertain"}
+    assert rows == {own: "skipped", other: "unscored"}
     (score_json,) = ledger.sql(
         "SELECT score_json FROM scores WHERE run_id = ?".replace("?", f"'{other}'")
     ).rows[0]
     score = json.loads(score_json)
+    assert score["verdict"] == "Uncertain"
     assert all(c["fired"] is None and "unscored" in c["reason"] for c in score["criteria"])
 
 

@@ -17,6 +17,8 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── ReadOnlyQueryError       a query passed to `sql` that would write
     │   └── ProviderSetupError       a provider that cannot be used: unknown, no SDK or no key
     ├── ProviderError                exit 1: a model call failed (after its retries)
+    ├── WriteFailedError             exit 1: the disk refused a write (full, read-only); nothing
+    │                                half-written is visible
     └── IntegrityError               exit 3: stored evidence changed, vanished or is corrupt
 """
 
@@ -41,6 +43,7 @@ __all__ = [
     "RunExistsError",
     "RunNotFoundError",
     "UnsafeNameError",
+    "WriteFailedError",
 ]
 
 
@@ -134,5 +137,12 @@ class ProviderSetupError(InputError):
 
 class ProviderError(AgentLedgerError):
     """A model call that failed, after its retries; says which provider, model and why."""
+
+    exit_code = 1
+
+
+class WriteFailedError(AgentLedgerError):
+    """The disk refused a write (no space left, read-only): the operation stopped, and what it
+    had not finished is not visible. The message says what was kept."""
 
     exit_code = 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# The disk refusing a write: full, over quota, read-only. A clear message, never a traceback.
+_REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as a shell reports it."""
@@ -94,6 +98,17 @@ def handle_errors(func: F) -> F:
             return func(*args, **kwargs)
         except AgentLedgerError as exc:
             fail(str(exc), exc.exit_code)
+        except OSError as exc:
+            if exc.errno not in _REFUSED_WRITES:
+                raise
+            where = f" ({exc.filename})" if exc.filename else ""
+            fail(
+                f"{exc.strerror}{where}: the command stopped. What it finished is complete and "
+                "nothing half-written is visible; make room (or make the ledger writable), "
+                "then run it again (`agentledger gc` indexes whatever was sealed but not yet "
+                "indexed)",
+                1,
+            )
         except BrokenPipeError:
             # `agentledger runs | head`: the reader went away; that is not an error.
             devnull = os.open(os.devnull, os.O_WRONLY)

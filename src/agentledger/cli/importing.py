@@ -255,8 +255,13 @@ def import_command(
         message = f"Imported {_plural(len(report.imported))} into {terminal_safe(str(root))}"
         if report.identical:
             message += f"; {len(report.identical)} already imported, identical"
-            if not report.imported:
+            if not report.imported and not report.indexed:
                 message += " (nothing to do)"
+        if report.indexed:
+            message += (
+                f"; {len(report.indexed)} of those were sealed but not indexed (an earlier import "
+                "was stopped in between): indexed now"
+            )
         click.echo(message + ".")
     except KeyboardInterrupt:  # before any run was sealed (after, _interrupted says what was)
         click.echo("Interrupted while checking runs: nothing was written.", err=True)

@@ -12,6 +12,7 @@ import click
 
 from agentledger.cli.common import (
     announce_journal_start,
+    fail,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -19,8 +20,7 @@ from agentledger.cli.common import (
     progress_bar,
 )
 from agentledger.cli.output import print_rows
-from agentledger.errors import IntegrityError
-from agentledger.judges.scores import reindex_scores
+from agentledger.errors import IndexUnusableError, IntegrityError
 from agentledger.labels import index_missing_labels, reindex_labels
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.journal import Checkpoint
@@ -52,8 +52,13 @@ def verify_command(
     """
     checkpoint = Checkpoint.parse(checkpoint_text) if checkpoint_text is not None else None
     started = time.perf_counter()
-    with open_ledger(ledger_path) as ledger, progress_bar("Verifying") as progress:
-        report = verify_ledger(ledger, list(run_ids) or None, progress, checkpoint=checkpoint)
+    try:
+        with open_ledger(ledger_path) as ledger, progress_bar("Verifying") as progress:
+            report = verify_ledger(ledger, list(run_ids) or None, progress, checkpoint=checkpoint)
+    except IndexUnusableError as exc:
+        # A damaged index is an integrity problem of the ledger, not bad input.
+        fail(f"{exc}", 3)
+        return
     elapsed = time.perf_counter() - started
     if as_json:
         document = {
@@ -93,9 +98,11 @@ def verify_command(
 @ledger_option
 @handle_errors
 def gc_command(ledger_path: Path | None) -> None:
-    """Remove the staging debris of writers that died, and index sealed runs the index missed.
+    """Remove the staging debris of writers that died, and index the sealed runs and the
+    scores the index missed (a writer killed between writing a record and indexing it).
 
-    Sealed runs are never removed.
+    Sealed runs are never removed. A record that cannot be indexed is reported, and the others
+    are indexed all the same; the exit code is then 3.
     """
     with open_ledger(ledger_path) as ledger:
         report = ledger.gc()
@@ -104,6 +111,8 @@ def gc_command(ledger_path: Path | None) -> None:
         click.echo(f"removed staging leftover {name}")
     for run_id in report.indexed:
         click.echo(f"indexed {run_id}")
+    for key in report.indexed_scores:
+        click.echo(f"indexed score {key}")
     for label_id in labels:
         click.echo(f"indexed label {label_id}")
     for name in report.in_progress:
@@ -115,12 +124,21 @@ def gc_command(ledger_path: Path | None) -> None:
     for key, problem in report.unaccepted_removed:
         click.echo(f"removed {key}: an interrupted write that does not check out ({problem})")
     for run_id, problem in report.unreadable:
-        click.echo(f"cannot index {run_id}: {problem}", err=True)
+        click.echo(f"cannot index run {run_id}: {problem}", err=True)
+    for where, problem in report.unreadable_scores:
+        click.echo(f"cannot index score {where}: {problem}", err=True)
+    scores = f", {len(report.indexed_scores)} score(s) indexed" if report.indexed_scores else ""
     click.echo(
-        f"gc: {len(report.removed)} leftover(s) removed, {len(report.indexed)} run(s) indexed",
+        f"gc: {len(report.removed)} leftover(s) removed, {len(report.indexed)} run(s) "
+        f"indexed{scores}",
         err=True,
     )
-    if report.unreadable:
+    if not report.ok:
+        click.echo(
+            f"{len(report.unreadable) + len(report.unreadable_scores)} record(s) could not be "
+            "indexed (listed above); `agentledger verify` checks them against their manifests.",
+            err=True,
+        )
         sys.exit(3)
 
 
@@ -128,7 +146,12 @@ def gc_command(ledger_path: Path | None) -> None:
 @ledger_option
 @handle_errors
 def reindex_command(ledger_path: Path | None) -> None:
-    """Rebuild the index from the sealed runs (the files are the truth)."""
+    """Rebuild the index from the sealed runs and scores (the files are the truth).
+
+    The new index is built beside the old one and swapped in only when it is complete: on any
+    failure (a full disk included) the old index stays as it was. A record that cannot be
+    indexed is reported and left out; the exit code is then 3.
+    """
     started = time.perf_counter()
     with progress_bar("Reindexing") as progress:
         report = Ledger.reindex_from_scratch(ledger_location(ledger_path), progress)
@@ -137,17 +160,21 @@ def reindex_command(ledger_path: Path | None) -> None:
     if report.replaced_index:
         click.echo("The old index could not be used and was replaced.", err=True)
     for run_id, problem in report.skipped:
-        click.echo(f"skipped {run_id}: {problem}", err=True)
+        click.echo(f"skipped run {run_id}: {problem}", err=True)
+    for where, problem in report.skipped_scores:
+        click.echo(f"skipped score {where}: {problem}", err=True)
+    # Labels are indexed by their own package, into the index just swapped in.
     with Ledger.open(ledger_location(ledger_path)) as ledger:
-        scores = reindex_scores(ledger)
         labels = reindex_labels(ledger)
     click.echo(
-        f"Indexed {report.indexed} runs and {scores} scores ({labels} labels) in "
+        f"Indexed {report.indexed} runs and {report.scores} scores ({labels} labels) in "
         f"{time.perf_counter() - started:.1f}s"
     )
-    if report.skipped:
+    if not report.ok:
         click.echo(
-            f"{len(report.skipped)} run(s) could not be read: run `agentledger verify`.", err=True
+            f"{len(report.skipped) + len(report.skipped_scores)} record(s) could not be "
+            "indexed (listed above); `agentledger verify` checks them against their manifests.",
+            err=True,
         )
         sys.exit(3)
 

@@ -20,7 +20,7 @@ from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe
 from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
 from agentledger.judges.verdict import VerdictPolicy
-from agentledger.records.scores import VERDICTS
+from agentledger.records.scores import UNSCORED, VERDICTS
 from agentledger.records.specfiles import load_yaml_record
 
 __all__ = ["criteria_group", "judge_command"]
@@ -183,6 +183,16 @@ def judge_command(
         f"Judge {report.judge_id} ({criteria.id} v{criteria.version}): scored "
         f"{len(report.scored)} runs; {report.already_scored} already scored by this judge."
     )
+    if report.scored_elsewhere:
+        click.echo(
+            f"  {report.scored_elsewhere} run(s) skipped: scored by another run of this judge "
+            "at the same time."
+        )
+    if report.indexed_late:
+        click.echo(
+            f"  {report.indexed_late} score(s) of this judge were written but not indexed (an "
+            "earlier run was stopped in between): indexed now."
+        )
     if report.interrupted:
         click.echo(
             f"Interrupted: {len(report.scored)} scores were written before the interrupt, each "
@@ -192,7 +202,8 @@ def judge_command(
         )
         sys.exit(INTERRUPTED)
     if report.scored:
-        click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS))
+        shown = [*VERDICTS, UNSCORED]
+        click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in shown))
         fired = report.fired()
         if fired:
             click.echo("  fired: " + ", ".join(f"{c} {n}" for c, n in sorted(fired.items())))
@@ -204,6 +215,14 @@ def judge_command(
             )
     if counts.get("skipped"):
         click.echo(f"  {counts['skipped']} left for human review: agentledger review")
+    unscored = [score for score in report.scored if score.unscored_reason()]
+    if unscored:
+        click.echo(
+            f"  {len(unscored)} unscored: the judge's answer could not be read (first: "
+            f"{terminal_safe(unscored[0].unscored_reason() or '')}); they are not Uncertain, "
+            "and wait in `agentledger review`",
+            err=True,
+        )
     if report.not_applicable:
         reasons = sorted({reason for _run_id, reason in report.not_applicable})
         click.echo(

@@ -20,6 +20,7 @@ from agentledger.cli.filters import (
 )
 from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
 from agentledger.identity import short_hash
+from agentledger.records.scores import shown_verdict
 from agentledger.store.export import (
     ALL_EXPORT_FORMATS,
     ROW_COLUMNS,
@@ -226,7 +227,7 @@ def show_command(
             diagnosis = score.get("diagnosis")
             judged.add_row(
                 score["judge_id"],
-                score["verdict"],
+                shown_verdict(score["verdict"], criteria),
                 ", ".join(c["criterion"] for c in criteria if c["fired"]) or "-",
                 ", ".join(c["criterion"] for c in criteria if c["fired"] is None) or "-",
                 render_value(

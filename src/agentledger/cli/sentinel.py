@@ -286,17 +286,27 @@ def sentinel_run(
     try:
         if created:
             click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
-        report = run_sentinel(
-            ledger,
-            prepared,
-            on_note=lambda text: click.echo(terminal_safe(text), file=progress),
-            on_run=lambda item: click.echo(f"{item.run_id}  {item.status}", file=progress),
-        )
+        try:
+            report = run_sentinel(
+                ledger,
+                prepared,
+                on_note=lambda text: click.echo(terminal_safe(text), file=progress),
+                on_run=lambda item: click.echo(f"{item.run_id}  {item.status}", file=progress),
+            )
+        except KeyboardInterrupt:
+            click.echo("Interrupted: no decision made.", err=True)
+            sys.exit(130)
         for scored in report.judged:
             for run_id, error in scored.failed:
                 click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
         if report.interrupted or report.result is None:
-            click.echo("Interrupted: no decision made.", err=True)
+            scores = sum(len(scored.scored) for scored in report.judged)
+            click.echo(
+                f"Interrupted: {len(report.runs)} run(s) sealed and {scores} score(s) written, "
+                "each complete; no decision made. Run the same command again: interrupted "
+                "runs are made again.",
+                err=True,
+            )
             sys.exit(130)
         _finish(
             ledger, loaded, report.result,

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_location, ledger_option, open_ledger
+from agentledger.cli.common import (
+    INTERRUPTED,
+    handle_errors,
+    ledger_location,
+    ledger_option,
+    open_ledger,
+)
 from agentledger.cli.output import emit, terminal_safe
 
 if TYPE_CHECKING:
@@ -106,6 +112,17 @@ def _print_summary(
     else:
         lines.append(Text(f"Decision {decision.decision_id} not written (--dry-run)"))
     emit(*lines)
+
+
+def _interrupted(made: int, stage: str) -> None:
+    """Ctrl-C during `variant run`: say what was written, write no decision, exit 130."""
+    click.echo(
+        f"Interrupted during {stage}: {made} run(s) were sealed, each complete; no decision "
+        "was written. Run the same command again: interrupted runs are made again, and runs "
+        "already scored are not judged twice.",
+        err=True,
+    )
+    sys.exit(INTERRUPTED)
 
 
 def _decide(
@@ -287,10 +304,18 @@ def variant_run(
             use_cache=not no_cache,
             on_run=on_run,
         )
+        if report.interrupted:
+            _interrupted(len(report.runs), "the runs")
         notes += report.notes
         evaluation = evaluate_variant(ledger, loaded, base_hashes=[agent_base_hash(agent)])
         run_ids = [run.run_id for run in evaluation.runs]
-        scored = judge_runs(ledger, judges, run_ids, suite=suite_dir)
+        try:
+            scored = judge_runs(ledger, judges, run_ids, suite=suite_dir)
+        except KeyboardInterrupt:
+            scored = []
+            _interrupted(len(report.runs), "the judging")
+        if any(r.interrupted for r in scored):
+            _interrupted(len(report.runs), "the judging")
         if scored:  # the new scores change what the score predicates say
             evaluation = evaluate_variant(ledger, loaded, base_hashes=[agent_base_hash(agent)])
         made = len(report.runs)
@@ -308,5 +333,8 @@ def variant_run(
             review_ok=review_ok,
             notes=notes,
         )
+    except KeyboardInterrupt:
+        # Between the steps above (an evaluation, the decision being made): nothing decided.
+        _interrupted(0, "the evaluation")
     finally:
         ledger.close()

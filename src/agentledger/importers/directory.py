@@ -43,8 +43,11 @@ from agentledger.importers.run_plan import PlanContext, plan_run, read_source
 from agentledger.records import (
     DEFAULT_MAX_ARTIFACT_BYTES,
 )
+from agentledger.records.limits import check_storable
+from agentledger.store.journal_upkeep import accept_runs
 from agentledger.store.ledger import Ledger
 from agentledger.store.sealing import RunContent
+from agentledger.store.writer import METADATA, SUMMARY
 
 __all__ = [
     "find_run_dirs",
@@ -147,6 +150,10 @@ def plan_runs(
     with _fewer_collections():
         for done, run_dir in enumerate(run_dirs, start=1):
             run = plan_one(run_dir, ctx, real_paths[done - 1] if real_paths else None)
+            # What the ledger will write for the run must fit the index and read back: checked
+            # now, so that a bad value refuses the import before anything is written.
+            check_storable(run.metadata, f"{run_dir}: the ledger's {METADATA} of this run")
+            check_storable(run.summary, f"{run_dir}: the ledger's {SUMMARY} of this run")
             if run.run_id in seen:
                 raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
             seen[run.run_id] = run_dir
@@ -188,6 +195,7 @@ def _content(run: PlannedRun) -> RunContent:
             (artifact.name, artifact.data if artifact.data is not None else artifact.path or "")
             for artifact in run.artifacts
         ],
+        checked=True,
     )
 
 
@@ -220,4 +228,22 @@ def write_plan(
             progress=(lambda done: progress(done, len(new))) if progress else None,
         )
     report.imported.extend(result.run_id for result in sealed)
+    if report.identical:
+        report.indexed = _index_missing(ledger, report.identical)
     return report
+
+
+def _index_missing(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+    """Index the runs of `run_ids` that are sealed but not indexed (a killed import's), after
+    accepting into the journal those it died before journaling."""
+    accept_runs(ledger, run_ids)
+    indexed = ledger.index.manifest_hashes()
+    missing = [run_id for run_id in run_ids if run_id not in indexed]
+    if not missing:
+        return []
+    entries = [ledger.load(run_id).index_entry() for run_id in missing]
+    _added, left_out = ledger.index.add_each(entries)
+    if left_out:
+        run_id, why = left_out[0]
+        raise InputError(f"run {run_id} is sealed but cannot be indexed: {why}")
+    return missing

@@ -113,6 +113,9 @@ class ImportReport:
 
     imported: list[str] = field(default_factory=list)
     identical: list[str] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)
+    """Identical runs that were sealed but missing from the index (an import killed between
+    the two): indexed now."""
 
 
 def duplicate_run_id(run_id: str, first: Path, second: Path) -> InputError:

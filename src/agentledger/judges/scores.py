@@ -123,7 +123,8 @@ class ReviewItem(BaseModel):
 
 
 def review_queue(ledger: Ledger) -> list[ReviewItem]:
-    """The human review queue: runs with a skipped score (self-judging refused), newest first."""
+    """The human review queue, newest first: runs with a skipped score (self-judging refused)
+    or an unscored one (the judge's answer could not be read)."""
     return [
         ReviewItem(
             run_id=row.run_id,

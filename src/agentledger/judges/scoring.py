@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agentledger.errors import RecordError, RecordExistsError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.base import (
     CriteriaPack,
@@ -27,10 +28,12 @@ from agentledger.judges.base import (
 from agentledger.judges.inputs import load_judge_input
 from agentledger.judges.scores import ScoreStore, score_row
 from agentledger.judges.verdict import VerdictPolicy
-from agentledger.records.scores import JudgeInfo, Score
+from agentledger.records.limits import check_storable
+from agentledger.records.scores import UNSCORED, JudgeInfo, Score
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.ledger import Ledger
+from agentledger.store.reindex import stored_score_rows
 
 __all__ = [
     "RunsToJudge",
@@ -66,10 +69,18 @@ class ScoringReport:
     """Ctrl-C stopped the scoring: `scored` holds what was written before it."""
     not_reached: int = 0
     """Runs left unscored because of the interrupt (the next invocation scores them)."""
+    scored_elsewhere: int = 0
+    """Runs another invocation of the same judge scored while this one ran: skipped."""
+    indexed_late: int = 0
+    """Scores of this judge whose files existed but which the index lacked (a judge killed
+    between writing a score and indexing it): indexed now, counted in `already_scored`."""
 
     def verdicts(self) -> Counter[str]:
-        """How many of the new scores have each verdict."""
-        return Counter(score.verdict for score in self.scored)
+        """How many of the new scores have each verdict; an unscored score (the judge's
+        answer could not be read) counts as ``unscored``, not as its Uncertain verdict."""
+        return Counter(
+            UNSCORED if score.unscored_reason() else score.verdict for score in self.scored
+        )
 
     def fired(self) -> Counter[str]:
         """On how many of the newly scored runs each criterion fired."""
@@ -149,6 +160,34 @@ def _score(
     )
 
 
+def _index_missing(
+    ledger: Ledger, store: ScoreStore, judge_id: str, run_ids: Sequence[str], todo: list[str]
+) -> int:
+    """Index this judge's score files the index lacks; how many were indexed."""
+    try:
+        indexed = ledger.index.score_keys()
+    except NotImplementedError:
+        return 0
+    waiting = set(todo)
+    keys = [
+        store.key(run_id, judge_id)
+        for run_id in run_ids
+        if run_id not in waiting and (run_id, judge_id) not in indexed
+    ]
+    if not keys:
+        return 0
+    problems: list[tuple[str, str]] = []
+    rows = list(stored_score_rows(ledger.storage, problems, keys))
+    if problems:
+        where, why = problems[0]
+        raise RecordError(where, f"a score of this judge cannot be indexed: {why}")
+    added, left_out = ledger.index.add_scores_each(rows)
+    if left_out:
+        where, why = left_out[0]
+        raise RecordError(where, why)
+    return added
+
+
 def score_runs(
     ledger: Ledger,
     judge: Judge,
@@ -172,6 +211,8 @@ def score_runs(
     report = ScoringReport(judge_id=judge_id)
     todo = [run_id for run_id in run_ids if not store.exists(run_id, judge_id)]
     report.already_scored = len(run_ids) - len(todo)
+    if report.already_scored:
+        report.indexed_late = _index_missing(ledger, store, judge_id, run_ids, todo)
     lock = threading.Lock()
     done = 0
     if progress is not None:
@@ -179,13 +220,22 @@ def score_runs(
 
     def one(run_id: str) -> Score | None:
         try:
+            if store.exists(run_id, judge_id):
+                # Another invocation of this judge scored it since this one started.
+                with lock:
+                    report.scored_elsewhere += 1
+                return None
             run = load_judge_input(ledger, run_id, expectations)
             reason = judge.pack.not_applicable(run.metadata.kind)
             if reason is not None:
                 with lock:
                     report.not_applicable.append((run_id, reason))
                 return None
-            return _score(judge, judge_id, identity, policy, run, self_judging)
+            score = _score(judge, judge_id, identity, policy, run, self_judging)
+            # A value the index cannot take (a model reporting absurd usage) fails this run
+            # here, before anything is written.
+            check_storable(score, f"the score of run {run_id} by {judge_id}")
+            return score
         except Exception as exc:  # one bad run must not stop the others; it is reported
             if judge.cancel.is_set():
                 return None  # stopped by the interrupt, not a failure of this run
@@ -198,9 +248,15 @@ def score_runs(
         done += 1
         if score is not None:
             with deferred_interrupt():  # the file and its index row land together
-                store.write(score)
-                ledger.index.add_scores([score_row(score)])
-                report.scored.append(score)
+                try:
+                    store.write(score)
+                except RecordExistsError:
+                    # Written by another invocation of this judge in the meantime: its score
+                    # stands, and is the one the index keeps.
+                    report.scored_elsewhere += 1
+                else:
+                    ledger.index.add_scores([score_row(score)])
+                    report.scored.append(score)
         if progress is not None:
             progress(done, len(todo))
 

@@ -43,6 +43,13 @@ class QueueItem:
     """Why the first judge that refused the run refused it."""
 
 
+def _refusal(judge_id: str, reason: str | None) -> str:
+    # An unscored score (the judge's answer could not be read) waits here too, said as such.
+    if reason and "unscored:" in reason:
+        return f"{judge_id} could not score it: {reason}"
+    return f"{judge_id} refused: {reason or 'no reason'}"
+
+
 def review_queue(
     ledger: Ledger, *, unlabelled: bool = True, kinds: tuple[str, ...] = ("agent",)
 ) -> list[QueueItem]:
@@ -56,7 +63,7 @@ def review_queue(
         if skipped.run_id not in people:
             refused.setdefault(skipped.run_id, skipped.skipped_reason)
             details.setdefault(skipped.run_id, []).append(
-                ("refused", f"{skipped.judge_id} refused: {skipped.skipped_reason or 'no reason'}")
+                ("refused", _refusal(skipped.judge_id, skipped.skipped_reason))
             )
     for run_id in ledger.index.disagreeing_runs():
         if run_id not in people:

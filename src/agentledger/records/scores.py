@@ -22,6 +22,7 @@ from agentledger.records import Record, utc_now
 __all__ = [
     "JUDGE_ID",
     "SCORES_DIR",
+    "UNSCORED",
     "VERDICTS",
     "CriterionResult",
     "DiagnosisResult",
@@ -29,6 +30,8 @@ __all__ = [
     "JudgeInfo",
     "Score",
     "Verdict",
+    "shown_verdict",
+    "unscored_reason",
 ]
 
 
@@ -111,3 +114,30 @@ class Score(Record):
     def fired(self) -> list[str]:
         """Ids of the criteria that fired."""
         return [result.criterion for result in self.criteria if result.fired]
+
+    def unscored_reason(self) -> str | None:
+        """Why this score is unscored, or None: an Uncertain verdict that rests on criteria the
+        judge's answer did not settle (reason ``unscored: ...``, e.g. an answer holding no
+        JSON) with none fired. Such a score says the judge broke, not that the run is
+        uncertain, so it is counted and shown as unscored, apart from Uncertain."""
+        return unscored_reason(self.verdict, [r.model_dump() for r in self.criteria])
+
+
+UNSCORED = "unscored"
+"""How a score whose judge could not be read is counted and shown (see Score.unscored_reason)."""
+
+
+def unscored_reason(verdict: str, criteria: list[dict[str, Any]]) -> str | None:
+    """`Score.unscored_reason` over a score's verdict and its criteria as JSON objects."""
+    if verdict != "Uncertain" or any(c.get("fired") for c in criteria):
+        return None
+    for criterion in criteria:
+        reason = criterion.get("reason") or ""
+        if criterion.get("fired") is None and reason.startswith("unscored:"):
+            return f"{criterion.get('criterion')}: {reason}"
+    return None
+
+
+def shown_verdict(verdict: str, criteria: list[dict[str, Any]]) -> str:
+    """The verdict as counted and shown: ``unscored`` for an unscored score."""
+    return UNSCORED if unscored_reason(verdict, criteria) else verdict

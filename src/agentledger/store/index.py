@@ -91,16 +91,22 @@ class ScoreRow:
 
 
 def score_row(score: Score) -> ScoreRow:
-    """What the index keeps of `score` (and what `verify` expects to read back)."""
+    """What the index keeps of `score` (and what `verify` expects to read back). An unscored
+    score (its judge's answer could not be read) is indexed with the verdict ``unscored`` and
+    the reason, so that reports count it apart from Uncertain and `review` lists it; its file
+    keeps the verdict the policy gave."""
+    from agentledger.records.scores import UNSCORED
+
+    unscored = score.unscored_reason()
     return ScoreRow(
         run_id=score.run_id,
         judge_id=score.judge_id,
         kind=score.judge.kind,
         model=score.judge.model,
         pack=score.judge.pack,
-        verdict=score.verdict,
+        verdict=UNSCORED if unscored else score.verdict,
         diagnosis=score.diagnosis.correct if score.diagnosis else None,
-        skipped_reason=score.skipped_reason,
+        skipped_reason=unscored or score.skipped_reason,
         created_at=format_time(score.created_at) or "",
         score_json=score.model_dump_json(),
         criteria=tuple((result.criterion, result.fired) for result in score.criteria),
@@ -362,6 +368,38 @@ class RunIndex(ABC):
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
         """Replace the whole index with `entries` in one transaction; returns the count."""
 
+    def add_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
+        """Index sealed runs, leaving out (and returning, as (run id, why)) each one the index
+        cannot take, so that one bad record never stops the others; returns (indexed, left out).
+
+        This default adds runs one at a time; a backend may batch them.
+        """
+        added, left_out = 0, []
+        for entry in entries:
+            try:
+                self.add([entry])
+                added += 1
+            except (OverflowError, ValueError) as exc:
+                left_out.append((entry.metadata.run_id, f"the index cannot take it: {exc}"))
+        return added, left_out
+
+    def score_keys(self) -> set[tuple[str, str]]:
+        """(run id, judge id) of every indexed score: what `gc` compares the score files with."""
+        raise NotImplementedError(f"{type(self).__name__} does not list its scores")
+
+    def add_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
+        """Index scores as `add_each` indexes runs; left out as (run id/judge id, why)."""
+        added, left_out = 0, []
+        for row in rows:
+            try:
+                self.add_scores([row])
+                added += 1
+            except (OverflowError, ValueError) as exc:
+                left_out.append(
+                    (f"{row.run_id}/{row.judge_id}", f"the index cannot take it: {exc}")
+                )
+        return added, left_out
+
     # -- runs ------------------------------------------------------------------------------
 
     @abstractmethod
@@ -470,7 +508,8 @@ class RunIndex(ABC):
 
     @abstractmethod
     def skipped_scores(self) -> list[SkippedScore]:
-        """Every skipped score, newest run first (then by run id and judge id)."""
+        """Every skipped score (self-judging refused) and every unscored one (the judge's
+        answer could not be read), newest run first (then by run id and judge id)."""
 
     @abstractmethod
     def disagreeing_runs(self) -> list[str]:

@@ -28,9 +28,7 @@ cost of a retry when two writers collide.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -48,6 +46,7 @@ from agentledger.errors import (
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import utc_now
 from agentledger.records.journal import GENESIS_PREV, JournalEntry, entry_hash
+from agentledger.store.crashpoints import CRASH_AT, crash_point
 
 if TYPE_CHECKING:
     from agentledger.store.storage import StorageBackend
@@ -60,7 +59,6 @@ __all__ = [
     "Journal",
     "JournalRead",
     "PendingEntry",
-    "crash_point",
     "record_entry",
     "run_entry",
     "segment_key",
@@ -72,15 +70,10 @@ JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions"})
 _KINDS = {"scores": "score", "labels": "label", "decisions": "decision"}
 _SEGMENT = re.compile(r"^journal/([0-9]{12})\.jsonl$")
 _CHECKPOINT = re.compile(r"^\s*([0-9]+):(sha256:[0-9a-f]{64})\s*$")
-CRASH_ENV = "AGENTLEDGER_CRASH_AT"
+CRASH_ENV = CRASH_AT
+"""Names the crash point a test kills the writer at (see store/crashpoints.py)."""
 """Names a point of the write path (``after-record``) at which the process kills itself with
 SIGKILL: how the tests prove that a writer dying there leaves a ledger gc can settle."""
-
-
-def crash_point(name: str) -> None:
-    """Die here, at once and without cleaning up, when CRASH_ENV names this point."""
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def segment_key(first: int) -> str:

@@ -15,7 +15,7 @@ directories are never removed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -173,6 +173,32 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
                 report.removed.append((key, problem))
         storage.journal.append(pending)
     return report
+
+
+def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+    """Accept the runs of `run_ids` that a writer sealed and died before journaling, when every
+    file checks out against its manifest (what `gc` would do for them): the next import of the
+    same runs completes the killed one's work. The ids accepted; InputError for a run that
+    does not check out (it is left for `gc` and `verify` to report)."""
+    storage = ledger.storage
+    done: list[str] = []
+    with storage.journal.lock():
+        accepted = storage.journal.accepted()
+        pending: list[PendingEntry] = []
+        for run_id in run_ids:
+            if f"runs/{run_id}/{MANIFEST_NAME}" in accepted:
+                continue
+            digest, problem = run_checks_out(storage, run_id)
+            if digest is None:
+                raise InputError(
+                    f"run {run_id} is sealed without a journal entry and does not check out "
+                    f"({problem}); `agentledger verify` and `agentledger gc` report it"
+                )
+            pending.append(run_entry(run_id, digest))
+            done.append(run_id)
+        if pending:
+            storage.journal.append(pending)
+    return done
 
 
 def index_missing_scores(ledger: Ledger) -> tuple[list[str], list[tuple[str, str]]]:

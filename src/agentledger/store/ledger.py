@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +27,12 @@ from agentledger.records import (
     parse_record,
 )
 from agentledger.store.backends import (
-    INDEX_NAME,
     UnknownBackendError,
     check_index,
     make_index,
     make_storage,
 )
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import (
     IndexedRun,
     IndexEntry,
@@ -41,11 +40,15 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal import crash_point, run_entry
+from agentledger.store.journal import run_entry
 from agentledger.store.journal_upkeep import (
     index_missing_scores,
     settle_unaccepted,
     start_journal_of_old_ledger,
+)
+from agentledger.store.reindex import (
+    ReindexReport,
+    rebuild_index,
 )
 from agentledger.store.sealing import RunContent, seal_runs
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
@@ -67,11 +70,6 @@ __all__ = [
 DEFAULT_LEDGER = ".agentledger"
 ENV_VAR = "AGENTLEDGER_DIR"
 CONFIG_NAME = "ledger.json"
-
-_NOT_ACCEPTED = (
-    "the journal has no entry for it: a writer died while sealing it "
-    "(`agentledger gc` completes it when its files check out)"
-)
 
 # Called with (done, total) as long operations advance; total may be None when unknown.
 Progress = Callable[[int, int | None], None]
@@ -146,17 +144,12 @@ class GcReport:
     """Such records whose bytes did not check out: removed, with why."""
     indexed_scores: list[str] = field(default_factory=list)
     """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
+    unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
+    """(score file, why) of score files missing from the index that could not be indexed."""
 
-
-@dataclass
-class ReindexReport:
-    """What `reindex` rebuilt, and the runs it had to leave out."""
-
-    indexed: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    replaced_index: bool = False
-    journal_started_now: int | None = None
-    """As `Ledger.journal_started_now`, for the open the rebuild made."""
+    @property
+    def ok(self) -> bool:
+        return not self.unreadable and not self.unreadable_scores
 
 
 class Ledger:
@@ -265,7 +258,13 @@ class Ledger:
         All or nothing for the index; each run becomes visible atomically on its own. A run id
         that turns out to be sealed already raises RunExistsError after the others landed.
         """
-        prepared = [writer.prepare() for writer in writers]
+        try:
+            prepared = [writer.prepare() for writer in writers]
+        except BaseException:
+            # One run the ledger cannot take: the batch is refused whole, nothing is written.
+            for writer in writers:
+                writer.discard()
+            raise
         # Record, then entry, then index, under the journal lock: see store/journal.py.
         with self.storage.journal.lock():
             published = self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
@@ -399,44 +398,57 @@ class Ledger:
             if progress:
                 progress(done, len(ids))
 
+    def _on_index(self, index: RunIndex | None) -> Ledger:
+        return Ledger(
+            self.root, self.config, self.storage, index or _backend_index(self.root, self.config)
+        )
+
     def reindex(self, progress: Progress | None = None) -> ReindexReport:
-        """Rebuild the index from the files. Runs that cannot be read are listed, not indexed."""
-        report = ReindexReport()
-
-        accepted = self.storage.journal.accepted()
-
-        def entries() -> Iterable[IndexEntry]:
-            for run_id, stored, problem in self.iter_stored(progress):
-                if stored is not None and f"runs/{run_id}/{MANIFEST_NAME}" not in accepted:
-                    report.skipped.append((run_id, _NOT_ACCEPTED))
-                elif stored is None:
-                    report.skipped.append((run_id, problem or "unreadable"))
-                else:
-                    yield stored.index_entry()
-
-        report.indexed = self.index.rebuild(entries())
-        return report
+        """Rebuild the index (runs and scores) from the files, beside the old one, and swap it
+        in atomically (see `agentledger.store.reindex`); on failure the old index stays.
+        Records that cannot be indexed are listed, not indexed."""
+        self.index.close()
+        try:
+            report = rebuild_index(
+                self.root,
+                open_ledger=self._on_index,
+                index_uri=self.config.index,
+                old_usable=True,
+                progress=progress,
+            )
+            report.journal_started_now = self.journal_started_now
+            return report
+        finally:
+            self.index = _backend_index(self.root, self.config)
 
     @classmethod
     def reindex_from_scratch(
         cls, path: str | Path, progress: Progress | None = None
     ) -> ReindexReport:
-        """Rebuild an index that cannot be opened (corrupt, or from a newer agentledger)."""
+        """Rebuild the index of the ledger at `path`, also when the index in use cannot be
+        opened (corrupt, or from a newer agentledger): it is then replaced whole."""
         root = Path(path)
+        config = _read_config(root)
+        storage = _backend_storage(root, config)
         try:
-            ledger = cls.open(root)
-            replaced = False
+            _backend_index(root, config).close()
+            usable = True
         except (IndexVersionError, IndexUnusableError):
-            replaced = True
-        if replaced:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    (root / (INDEX_NAME + suffix)).unlink()
-            ledger = cls.open(root)
-        with ledger:
-            report = ledger.reindex(progress)
-        report.replaced_index = replaced
-        report.journal_started_now = ledger.journal_started_now
+            usable = False
+
+        started = start_journal_of_old_ledger(storage)
+
+        def on_index(index: RunIndex | None) -> Ledger:
+            return cls(root, config, storage, index or _backend_index(root, config))
+
+        report = rebuild_index(
+            root,
+            open_ledger=on_index,
+            index_uri=config.index,
+            old_usable=usable,
+            progress=progress,
+        )
+        report.journal_started_now = started
         return report
 
     def gc(self) -> GcReport:
@@ -465,8 +477,9 @@ class Ledger:
                 self.storage.protect(run_id)
             except (InputError, OSError) as exc:
                 report.unreadable.append((run_id, str(exc)))
-        self.index.add(entries)
-        report.indexed = [entry.metadata.run_id for entry in entries]
-        report.indexed_scores, refused_scores = index_missing_scores(self)
-        report.unreadable.extend(refused_scores)
+        _added, left_out = self.index.add_each(entries)
+        report.unreadable.extend(left_out)
+        refused = {run_id for run_id, _why in left_out}
+        report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
+        report.indexed_scores, report.unreadable_scores = index_missing_scores(self)
         return report

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
+from agentledger.records.limits import check_storable
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
-from agentledger.store.journal import crash_point, run_entry
+from agentledger.store.journal import run_entry
 from agentledger.store.storage import StagedRun, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
@@ -47,6 +49,9 @@ class RunContent:
     metadata: RunMetadata
     summary: RunSummary
     artifacts: Sequence[Artifact]
+    checked: bool = False
+    """True when the caller has already passed both records through `check_storable` (an
+    import's planning), so that they are not walked twice."""
 
     @property
     def run_id(self) -> str:
@@ -58,6 +63,10 @@ _Written = list[tuple[StagedRun, IndexEntry]]
 
 def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: int) -> _Written:
     """Stage every run of the batch, MANIFEST.json last in each; nothing is visible yet."""
+    for content in batch:
+        if not content.checked:
+            check_storable(content.metadata, f"run {content.run_id}: {METADATA}")
+            check_storable(content.summary, f"run {content.run_id}: {SUMMARY}")
     staged = storage.stage_batch([content.run_id for content in batch], limit)
     written: _Written = []
     try:
@@ -76,7 +85,9 @@ def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: in
                 run_id=content.run_id, sealed_at=utc_now(), files=dict(sorted(run.entries.items()))
             )
             manifest_bytes = record_bytes(manifest)
+            crash_point("run: artifacts staged")
             storage.write_manifest(run, manifest_bytes)
+            crash_point("run: manifest staged")
             entry = IndexEntry(
                 content.metadata, content.summary, manifest, sha256_bytes(manifest_bytes)
             )

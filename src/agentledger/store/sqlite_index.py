@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -20,7 +20,9 @@ from agentledger.errors import (
     IndexVersionError,
     InputError,
     ReadOnlyQueryError,
+    WriteFailedError,
 )
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import (
     CriterionCell,
     CriterionFirst,
@@ -112,6 +114,26 @@ def _unpack(packed: str | None) -> Mapping[str, bool | None]:
     return MappingProxyType(out)
 
 
+# What a row the index cannot take raises (a number beyond 64 bits, a string SQLite refuses):
+# that row is left out and reported; any other error stops the write.
+_ROW_ERRORS = (
+    OverflowError,
+    ValueError,
+    sqlite3.InterfaceError,
+    sqlite3.DataError,
+    sqlite3.IntegrityError,
+)
+_SQLITE_FULL = 13
+_SQLITE_IOERR = 10
+_SQLITE_READONLY = 8
+
+
+def _refused_write(exc: sqlite3.Error) -> bool:
+    """Whether `exc` is the disk refusing a write (full, I/O error, read-only)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (_SQLITE_FULL, _SQLITE_IOERR, _SQLITE_READONLY)
+
+
 def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
     chunk: list[T] = []
     for entry in entries:
@@ -133,9 +155,30 @@ class SQLiteIndex(RunIndex):
         self.db = self._connect(path)
         try:
             self.migrate()
+            self._check_tables()
         except BaseException:
             self.db.close()
             raise
+
+    # The tables every query relies on: one dropped by hand makes the index unusable (and
+    # `reindex` replaces it), rather than a traceback in the middle of a command.
+    _TABLES = frozenset({"runs", "run_tags", "scores", "score_criteria"})
+
+    def _check_tables(self) -> None:
+        try:
+            present = {
+                str(row[0])
+                for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusableError(f"{self.path}: not a usable SQLite index ({exc})") from None
+        missing = sorted(self._TABLES - present)
+        if missing:
+            raise IndexUnusableError(
+                f"{self.path}: the index has no table {missing[0]!r} (damaged by hand?); "
+                "`agentledger reindex` builds a new one from the runs and scores, beside it, "
+                "and swaps it in when complete"
+            )
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         try:
@@ -150,9 +193,14 @@ class SQLiteIndex(RunIndex):
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
+            if _refused_write(exc):
+                raise WriteFailedError(
+                    f"{path}: the index cannot be opened, the disk refused a write ({exc}); "
+                    "make room (or make the ledger writable) and run the command again"
+                ) from None
             raise IndexUnusableError(
-                f"{path}: not a usable SQLite index ({exc}); "
-                "rebuild it from the runs with `agentledger reindex`"
+                f"{path}: not a usable SQLite index ({exc}); `agentledger reindex` builds a "
+                "new one from the runs and scores (the files are never changed by it)"
             ) from None
         return db
 
@@ -172,8 +220,9 @@ class SQLiteIndex(RunIndex):
         if unknown:
             raise IndexVersionError(
                 f"{self.path}: this index was migrated by a newer agentledger "
-                f"(unknown migration {unknown[0]}); upgrade agentledger, or rebuild the index "
-                "for this version with `agentledger reindex`"
+                f"(unknown migration {unknown[0]}); upgrade agentledger, or build an index "
+                "for this version from the files with `agentledger reindex` (the runs and "
+                "records are not touched)"
             )
         if len(applied) == len(known):
             return []
@@ -233,17 +282,86 @@ class SQLiteIndex(RunIndex):
         the time of indexing a batch of sealed runs). Reads go back to the default: the
         reports' large GROUP BY sorts ran about 1.5x slower with temp_store = MEMORY.
         """
-        self.db.execute("PRAGMA temp_store = MEMORY")
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("PRAGMA temp_store = MEMORY")
             try:
-                yield
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-        finally:
-            self.db.execute("PRAGMA temp_store = DEFAULT")
+                self.db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                    crash_point("index: before commit")
+                    self.db.execute("COMMIT")
+                    crash_point("index: committed")
+                except BaseException:
+                    if self.db.in_transaction:
+                        with suppress(sqlite3.Error):
+                            self.db.execute("ROLLBACK")
+                    raise
+            finally:
+                with suppress(sqlite3.Error):
+                    self.db.execute("PRAGMA temp_store = DEFAULT")
+        except sqlite3.OperationalError as exc:
+            if _refused_write(exc):
+                raise WriteFailedError(
+                    f"{self.path}: the disk refused the write ({exc}); the index was not "
+                    "changed by it"
+                ) from None
+            raise
+
+    def add_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
+        added, left_out = 0, []
+        # Into an empty index (a rebuild), no old tags can be left to drop.
+        fresh = self.db.execute("SELECT 1 FROM runs LIMIT 1").fetchone() is None
+        for chunk in _chunks(entries, 1000):
+            try:
+                with self._writing():
+                    self._insert(chunk, fresh=fresh)
+                added += len(chunk)
+                continue
+            except _ROW_ERRORS:
+                pass  # one row the index cannot take: find it, index the others
+            for entry in chunk:
+                try:
+                    with self._writing():
+                        self._insert([entry])
+                    added += 1
+                except _ROW_ERRORS as exc:
+                    left_out.append((entry.metadata.run_id, f"the index cannot take it: {exc}"))
+        return added, left_out
+
+    def add_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
+        added, left_out = 0, []
+        for chunk in _chunks(rows, 1000):
+            try:
+                with self._writing():
+                    self._insert_scores(chunk)
+                added += len(chunk)
+                continue
+            except _ROW_ERRORS:
+                pass
+            for row in chunk:
+                try:
+                    with self._writing():
+                        self._insert_scores([row])
+                    added += 1
+                except _ROW_ERRORS as exc:
+                    left_out.append(
+                        (f"{row.run_id}/{row.judge_id}", f"the index cannot take it: {exc}")
+                    )
+        return added, left_out
+
+    def score_keys(self) -> set[tuple[str, str]]:
+        return {(str(r), str(j)) for r, j in self.db.execute("SELECT run_id, judge_id FROM scores")}
+
+    def seal_file(self) -> None:
+        """Fold the write-ahead log into the file and stop using one, so that the file alone
+        is the whole index (before it is renamed into place by a rebuild)."""
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.execute("PRAGMA journal_mode = DELETE")
+        except sqlite3.OperationalError as exc:
+            if _refused_write(exc):
+                raise WriteFailedError(f"{self.path}: the disk refused the write ({exc})") from None
+            raise
 
     def add(self, entries: Sequence[IndexEntry]) -> None:
         if not entries:
@@ -550,7 +668,8 @@ class SQLiteIndex(RunIndex):
     def skipped_scores(self) -> list[SkippedScore]:
         rows = self.db.execute(
             "SELECT s.run_id, r.model, s.judge_id, s.model, s.skipped_reason "
-            "FROM scores s JOIN runs r ON r.run_id = s.run_id WHERE s.verdict = 'skipped' "
+            "FROM scores s JOIN runs r ON r.run_id = s.run_id "
+            "WHERE s.verdict IN ('skipped', 'unscored') "
             "ORDER BY r.started_at IS NULL, r.started_at DESC, s.run_id, s.judge_id"
         )
         return [SkippedScore(*row) for row in rows]

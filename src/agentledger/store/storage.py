@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.identity import check_artifact_name
 from agentledger.records import FileEntry
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.sizes import format_size
 
 if TYPE_CHECKING:
@@ -221,10 +222,12 @@ class StorageBackend(ABC):
         from agentledger.store.journal import JOURNALED_AREAS
 
         key = check_key(key)
+        crash_point("record: before create")
         if key.split("/", 1)[0] in JOURNALED_AREAS:
             self.journal.create_record(key, bytes(data))
         else:
             self._create(key, bytes(data))
+        crash_point("record: created")
 
     def create_group(self, prefix: str, values: Mapping[str, bytes]) -> None:
         """Store ``prefix/<name>`` for each of `values` so that they all appear at once.
@@ -243,10 +246,12 @@ class StorageBackend(ABC):
         copied = {name: bytes(data) for name, data in values.items()}
         from agentledger.store.journal import JOURNALED_AREAS
 
+        crash_point("group: before create")
         if prefix.split("/", 1)[0] in JOURNALED_AREAS:
             self.journal.create_group(prefix, copied)
         else:
             self._create_group(prefix, copied)
+        crash_point("group: created")
 
     def get(self, key: str) -> bytes:
         """The value at `key`; RecordNotFoundError when there is none."""

@@ -28,6 +28,7 @@ from agentledger.records import (
     parse_shell_audit,
     utc_now,
 )
+from agentledger.records.limits import check_storable
 from agentledger.store.index import IndexEntry
 from agentledger.store.storage import StagedRun
 
@@ -109,6 +110,8 @@ class RunWriter:
     def __init__(
         self, ledger: Ledger, metadata: RunMetadata, *, max_artifact_bytes: int | None = None
     ) -> None:
+        # Checked before anything is staged: a value the index cannot take is refused whole.
+        check_storable(metadata, f"run {metadata.run_id}: {METADATA}")
         if ledger.storage.has_run(metadata.run_id):
             raise RunExistsError(
                 f"run {metadata.run_id} already exists in {ledger.root}; sealed runs are never "
@@ -188,11 +191,14 @@ class RunWriter:
             for event in listed
         )
         self._check_name(SHELL_AUDIT)
+        for number, event in enumerate(listed, start=1):
+            check_storable(event, f"run {self.run_id}: {SHELL_AUDIT}, line {number}")
         self._stage().write(SHELL_AUDIT, lines)
         self._events = listed
 
     def set_summary(self, summary: RunSummary) -> None:
         """Record the run's metrics; without this the ledger derives what it can."""
+        check_storable(summary, f"run {self.run_id}: {SUMMARY}")
         self.summary = summary
 
     def update_metadata(self, **changes: Any) -> None:
@@ -200,7 +206,9 @@ class RunWriter:
         if "run_id" in changes and changes["run_id"] != self.run_id:
             raise InputError("the run id cannot change once a run is being written")
         merged = self.metadata.model_dump() | changes
-        self.metadata = RunMetadata.model_validate(merged)
+        metadata = RunMetadata.model_validate(merged)
+        check_storable(metadata, f"run {self.run_id}: {METADATA}")
+        self.metadata = metadata
 
     def prepare(self) -> tuple[StagedRun, bytes, IndexEntry]:
         """Write the records and build the manifest; the caller publishes."""
@@ -208,6 +216,10 @@ class RunWriter:
         if self.summary is None and self._shell_checked:
             raise InputError("set_summary() is required when the shell log was added checked=True")
         summary = self.summary or derive_summary(self.metadata, self._events)
+        # Again here, for records changed after they were handed in: nothing the index
+        # cannot take is ever sealed.
+        check_storable(self.metadata, f"run {self.run_id}: {METADATA}")
+        check_storable(summary, f"run {self.run_id}: {SUMMARY}")
         staged.write(METADATA, record_bytes(self.metadata))
         staged.write(SUMMARY, record_bytes(summary))
         manifest = Manifest(

@@ -18,6 +18,7 @@ from agentledger.errors import InputError
 from agentledger.gates.sentinels.evaluate import SentinelResult, evaluate_sentinel
 from agentledger.gates.sentinels.select import SENTINEL_KINDS, baseline_filter, latest_runs
 from agentledger.gates.sentinels.spec import LoadedSentinel
+from agentledger.gates.unfinished import is_unfinished, unfinished_note
 
 if TYPE_CHECKING:
     from agentledger.judges.base import Judge
@@ -170,8 +171,12 @@ def run_sentinel(
         base_prepared = prepare_suite(
             ledger.root, run.agent, [s for s in run.scenarios if s.id in missing], options
         )
-        report.runs += run_suite(ledger, base_prepared, on_run=on_run).runs
+        base_report = run_suite(ledger, base_prepared, on_run=on_run)
+        report.runs += base_report.runs
         report.baseline_ran = missing
+        if base_report.interrupted:
+            report.interrupted = True
+            return report
     candidate_report = run_suite(ledger, run.prepared, on_run=on_run)
     report.runs += candidate_report.runs
     if candidate_report.interrupted:
@@ -181,9 +186,16 @@ def run_sentinel(
     report.made = len(made)
     candidate: dict[str, list[IndexedRun]] = defaultdict(list)
     made_filter = RunFilter(models=(model,), scenarios=tuple(scenario_ids), kinds=SENTINEL_KINDS)
+    unfinished = []
     for stored in ledger.runs(made_filter):
         if stored.run_id in made:
-            candidate[stored.scenario].append(stored)
+            if is_unfinished(stored):
+                unfinished.append(stored)  # not counted: the decision reports it missing
+            else:
+                candidate[stored.scenario].append(stored)
+    note_text = unfinished_note(unfinished)
+    if note_text is not None:
+        note(note_text + "; the check reports their scenarios as missing runs.")
     baseline = latest_runs(
         ledger,
         RunFilter(models=(base_model,), prompt_hash=prompt_hash, kinds=SENTINEL_KINDS),
@@ -203,6 +215,9 @@ def run_sentinel(
             ledger, judge, to_judge, expectations=expectations, self_judging=self_judging
         )
         report.judged.append(scored)
+        if scored.interrupted:
+            report.interrupted = True  # nothing is decided on a half-judged set of runs
+            return report
         note(
             f"Judge {scored.judge_id}: scored {len(scored.scored)} runs; "
             f"{scored.already_scored} already scored."

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.gates.sentinels.spec import LoadedSentinel
+from agentledger.gates.unfinished import is_unfinished
 from agentledger.records.filters import (
     SELECTION_KEYS,
     RunFilter,
@@ -78,12 +79,13 @@ def latest_runs(
     prompt_hashes: frozenset[str] | None = None,
 ) -> dict[str, list[IndexedRun]]:
     """Per scenario, the newest `repeats` runs matching the filter (newest first), leaving out
-    the run ids in `exclude` (and, with `prompt_hashes`, runs on any other system prompt)."""
+    the run ids in `exclude`, runs that did not end (interrupted, failed, timed out) and, with
+    `prompt_hashes`, runs on any other system prompt."""
     runs = ledger.runs(replace(run_filter, scenarios=tuple(scenarios), limit=None))
     chosen: dict[str, list[IndexedRun]] = {scenario: [] for scenario in scenarios}
     for run in runs:  # newest first
-        if run.run_id in exclude:
-            continue
+        if run.run_id in exclude or is_unfinished(run):
+            continue  # an interrupted, failed or timed-out run is never counted as done
         if prompt_hashes is not None and run.system_prompt_hash not in prompt_hashes:
             continue
         if len(chosen[run.scenario]) < repeats:

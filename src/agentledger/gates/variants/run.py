@@ -57,6 +57,8 @@ class VariantRunReport:
     runs: list[RunOutcome] = field(default_factory=list)
     judged: list[ScoringReport] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    """Ctrl-C stopped the runs: nothing is to be judged or decided on them."""
 
     @property
     def failed(self) -> list[RunOutcome]:
@@ -159,6 +161,7 @@ def run_missing(
         done = run_suite(ledger, suite_run, on_run=on_run)
         report.runs.extend(done.runs)
         if done.interrupted:
+            report.interrupted = True
             report.notes.append("interrupted: the runs not started were skipped")
             break
     return report

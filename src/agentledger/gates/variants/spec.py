@@ -33,6 +33,7 @@ from agentledger.gates.predicates.evaluate import (
     load_run_view,
 )
 from agentledger.gates.specerrors import DEFER, CrossChecked, spec_error
+from agentledger.gates.unfinished import is_unfinished, unfinished_note
 from agentledger.gates.variants.acceptance import (
     AcceptanceRule,
     AtLeast,
@@ -354,6 +355,9 @@ def select_runs(
     other_text: list[str] = []
     by_name: list[str] = []
     plain: list[IndexedRun] = []
+    unfinished = [run for run in candidates if is_unfinished(run)]
+    if unfinished:
+        candidates = [run for run in candidates if not is_unfinished(run)]
     for run in candidates:
         meta = run.metadata
         addon = meta.get("prompt_addon") or {}
@@ -368,6 +372,15 @@ def select_runs(
             by_name.append(run.run_id)
         elif run.variant is None:
             plain.append(run)
+    note = unfinished_note(
+        run
+        for run in unfinished
+        if run.variant == spec.name
+        or (run.metadata.get("prompt_addon") or {}).get("name") == spec.name
+        or run.variant is None
+    )
+    if note is not None:
+        selection.warnings.append(note + " (`variant run` makes new ones)")
     if by_name:
         selection.warnings.append(
             f"{len(by_name)} run(s) record the variant name {spec.name!r} but no addon hash; "

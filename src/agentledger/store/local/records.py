@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agentledger.errors import RecordExistsError, RecordNotFoundError
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.local.fs import remove_tree, rename_noreplace, write_fd
 from agentledger.store.storage import StorageBackend
 
@@ -77,6 +78,7 @@ class LocalRecords(StorageBackend):
         temporary = parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             self._write_new(temporary, data)
+            crash_point("record: temporary file written")
             try:
                 os.link(temporary, target)
             except FileExistsError:
@@ -96,6 +98,7 @@ class LocalRecords(StorageBackend):
         try:
             for name, data in values.items():
                 self._write_new(staging / name, data)
+                crash_point("group: member written")
             parent_fd = os.open(parent, _DIRECTORY)
             try:
                 try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agentledger.errors import InputError, RunNotFoundError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id
+from agentledger.store.crashpoints import crash_point
 from agentledger.store.local.fs import remove_tree, rename_noreplace, syncfs
 from agentledger.store.local.records import LocalRecords
 from agentledger.store.local.staging import LocalStagedRun, StagingDir
@@ -161,6 +162,7 @@ class LocalStorage(LocalRecords):
         """Flush and make visible runs whose MANIFEST.json is written (see `publish`)."""
         runs = [self._local(run) for run in staged]
         self._flush(runs)
+        crash_point("runs: flushed")
         existing: list[str] = []
         runs_fd = os.open(self.runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
@@ -176,6 +178,7 @@ class LocalStorage(LocalRecords):
                     existing.append(run.run_id)
                     self.discard(run)
                     continue
+                crash_point("run: renamed into runs/")
                 self._protect(runs_fd, run.run_id, run.entries)
                 run.release()
             if self.durable:
@@ -261,14 +264,23 @@ class LocalStorage(LocalRecords):
         for name, is_dir in listed:
             rel = prefix + name
             if is_dir:
-                sub_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    sub_fd = os.open(
+                        name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd
+                    )
+                except OSError:  # unreadable: reported as changed, never a traceback
+                    out.files[rel] = (NOT_A_FILE, 0)
+                    continue
                 try:
                     self._scan_dir(sub_fd, rel + "/", keep, out)
                 finally:
                     os.close(sub_fd)
                 continue
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                # O_NONBLOCK: a FIFO planted in a run is reported, instead of blocking verify.
+                fd = os.open(
+                    name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd
+                )
             except OSError:
                 out.files[rel] = (NOT_A_FILE, 0)
                 continue
