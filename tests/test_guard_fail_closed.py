@@ -9,6 +9,7 @@ naming the file and the field; rejections exit 1 with a reason; nothing prints a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -307,6 +308,57 @@ def test_endless_stdin_ends_with_exit_2_promptly(tmp_path: Path) -> None:
     assert b"standard input: the output is more than the 1,048,576-byte limit" in done.stderr
     assert b"Traceback" not in done.stderr
     assert elapsed < 20
+
+
+@pytest.mark.parametrize(
+    "producer",
+    [
+        # a byte every 0.1 s, for ever: never the size limit, never the end
+        "import sys, time\nwhile True:\n"
+        "    sys.stdout.write('{'); sys.stdout.flush(); time.sleep(0.1)",
+        # nothing at all, and the pipe held open
+        "import time\ntime.sleep(600)",
+    ],
+    ids=["trickle", "silent"],
+)
+def test_input_that_never_ends_is_refused_after_the_read_time(
+    tmp_path: Path, producer: str
+) -> None:
+    path = write(tmp_path, {"allowed_actions": ["noop"]})
+    source = subprocess.Popen([sys.executable, "-c", producer], stdout=subprocess.PIPE)
+    try:
+        done = subprocess.run(
+            [str(SCRIPT), "guard", "--expect", str(path)],
+            stdin=source.stdout,
+            capture_output=True,
+            timeout=LIMIT,
+            check=False,
+            env={**os.environ, "AGENTLEDGER_GUARD_READ_SECONDS": "1"},
+        )
+    finally:
+        source.kill()
+        source.wait()
+        assert source.stdout is not None
+        source.stdout.close()
+    assert done.returncode == 2, done.stderr
+    assert b"standard input: the input did not end within 1 s" in done.stderr
+    assert b"nothing was checked" in done.stderr
+    assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "nan", "soon", "1e9"])
+def test_a_bad_read_time_is_refused(tmp_path: Path, value: str) -> None:
+    path = write(tmp_path, {"allowed_actions": ["noop"]})
+    done = subprocess.run(
+        [str(SCRIPT), "guard", "--expect", str(path)],
+        input=b'{"action": "noop"}',
+        capture_output=True,
+        timeout=LIMIT,
+        check=False,
+        env={**os.environ, "AGENTLEDGER_GUARD_READ_SECONDS": value},
+    )
+    assert done.returncode == 2, done.stderr
+    assert b"AGENTLEDGER_GUARD_READ_SECONDS" in done.stderr
 
 
 def test_an_endless_output_file_ends_with_exit_2(tmp_path: Path) -> None:

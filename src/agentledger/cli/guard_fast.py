@@ -11,6 +11,7 @@ failed property on stderr); 2 bad usage, or an expect file or output file that c
 
 from __future__ import annotations
 
+import os
 import sys
 
 from agentledger.cli.fastargs import UsageError as _UsageError
@@ -135,11 +136,11 @@ def _read_output(path: str) -> bytes:
     name = "standard input" if path == "-" else f"the output file {path}"
     try:
         if path == "-":
-            data = _read_up_to(sys.stdin.buffer, limit)
+            data = _read_up_to(sys.stdin.buffer, limit, name)
             size = _file_size(sys.stdin.buffer) if len(data) >= limit else None
         else:
             with open(path, "rb") as handle:
-                data = _read_up_to(handle, limit)
+                data = _read_up_to(handle, limit, name)
                 size = _file_size(handle) if len(data) >= limit else None
     except OSError as exc:
         from agentledger.errors import InputError
@@ -168,12 +169,57 @@ def _file_size(stream: BinaryIO) -> int | None:
     return status.st_size if stat.S_ISREG(status.st_mode) and status.st_size > 0 else None
 
 
-def _read_up_to(stream: BinaryIO, limit: int) -> bytes:
-    """At most `limit` bytes of `stream`, in chunks (a pipe gives what it has)."""
+READ_SECONDS_ENV = "AGENTLEDGER_GUARD_READ_SECONDS"
+"""How long the guard waits for the end of its input (default READ_SECONDS): an output that
+trickles in without end cannot hold the tool the guard stands before."""
+READ_SECONDS = 30.0
+
+
+def _read_seconds() -> float:
+    text = os.environ.get(READ_SECONDS_ENV, "")
+    try:
+        seconds = float(text) if text else READ_SECONDS
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 86_400:  # NaN compares false too
+        from agentledger.errors import InputError
+
+        raise InputError(
+            f"{READ_SECONDS_ENV}={text!r} is not a number of seconds between 0 and 86400"
+        )
+    return seconds
+
+
+def _read_up_to(stream: BinaryIO, limit: int, name: str) -> bytes:
+    """At most `limit` bytes of `stream`, in chunks (a pipe gives what it has). From anything
+    but a regular file, the end must come within the read time (InputError otherwise)."""
+    import stat
+
+    fd = stream.fileno()
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        deadline = None
+    else:
+        import time
+
+        seconds = _read_seconds()
+        deadline = time.monotonic() + seconds
     chunks = []
     size = 0
     while size < limit:
-        chunk = stream.read(min(1 << 16, limit - size))
+        if deadline is not None:
+            import select
+            import time
+
+            remaining = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(remaining, 0))[0] if remaining > 0 else []
+            if not ready:
+                from agentledger.errors import InputError
+
+                raise InputError(
+                    f"{name}: the input did not end within {seconds:g} s ({size:,} bytes read; "
+                    f"{READ_SECONDS_ENV} sets the wait); nothing was checked"
+                )
+        chunk = os.read(fd, min(1 << 16, limit - size))
         if not chunk:
             break
         chunks.append(chunk)
