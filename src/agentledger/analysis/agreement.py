@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 import numpy as np
 
 from agentledger.analysis.kappa import KappaResult, WidthPlan, kappa_of, plan_width
-from agentledger.analysis.select import DEFAULT_KINDS
+from agentledger.analysis.select import DEFAULT_KINDS, describe_kinds
 from agentledger.errors import InputError
 from agentledger.labels.brief import label_results_for_agreement
 from agentledger.labels.leakage import declared_development, leaked_runs
@@ -255,13 +255,7 @@ class AgreementReport:
     kind: str = "agreement"
 
     def describe_kinds(self) -> str:
-        kinds = " and ".join(self.kinds)
-        how = "the default; choose with --kind" if self.kinds_by_default else "--kind"
-        words = f"{kinds} runs only ({how})"
-        if self.left_out:
-            apart = ", ".join(f"{n} {kind}" for kind, n in sorted(self.left_out.items()))
-            words += f"; left out: {apart} run(s)"
-        return words
+        return describe_kinds(self.kinds, self.kinds_by_default, self.left_out)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@ index and no score JSON is read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "ReportHead",
     "Selection",
     "describe_filter",
+    "describe_kinds",
     "short_hash",
 ]
 
@@ -108,13 +109,7 @@ class ReportHead:
 
     def describe_kinds(self) -> str:
         """Which kinds the report covers and what it left out, in words."""
-        kinds = " and ".join(self.kinds)
-        how = "the default; choose with --kind" if self.kinds_by_default else "--kind"
-        words = f"{kinds} runs only ({how})"
-        if self.left_out:
-            apart = ", ".join(f"{n} {kind}" for kind, n in sorted(self.left_out.items()))
-            words += f"; left out: {apart} run(s)"
-        return words
+        return describe_kinds(self.kinds, self.kinds_by_default, self.left_out)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -241,3 +236,13 @@ class Selection:
                 "and are left out"
             )
         return head
+
+
+def describe_kinds(kinds: Sequence[str], by_default: bool, left_out: Mapping[str, int]) -> str:
+    """Which run kinds a finding covers and what it left out, in words (every report says it)."""
+    how = "the default; choose with --kind" if by_default else "--kind"
+    words = f"{' and '.join(kinds)} runs only ({how})"
+    if left_out:
+        apart = ", ".join(f"{n} {kind}" for kind, n in sorted(left_out.items()))
+        words += f"; left out: {apart} run(s)"
+    return words

@@ -101,6 +101,21 @@ _PACKED_CRITERIA = "group_concat(c.criterion || char(31) || coalesce(c.fired, 'n
 _FIRED_TEXT: dict[str, bool | None] = {"1": True, "0": False, "n": None}
 
 
+def _current_label_where(
+    source_kind: str | None, source_name: str | None, alias: str = ""
+) -> tuple[str, list[str]]:
+    """The WHERE clause (and its parameters) of the current labels of a source."""
+    clauses = [f"{alias}current = 1"]
+    params: list[str] = []
+    if source_kind is not None:
+        clauses.append(f"{alias}source_kind = ?")
+        params.append(source_kind)
+    if source_name is not None:
+        clauses.append(f"{alias}source_name = ?")
+        params.append(source_name)
+    return " AND ".join(clauses), params
+
+
 @functools.lru_cache(maxsize=4096)
 def _unpack(packed: str | None) -> Mapping[str, bool | None]:
     """The criterion results `_PACKED_CRITERIA` packed (one shared, read-only mapping per
@@ -798,15 +813,7 @@ class SQLiteIndex(RunIndex):
     def current_label_results(
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> list[LabelResult]:
-        clauses = ["l.current = 1"]
-        params: list[str] = []
-        if source_kind is not None:
-            clauses.append("l.source_kind = ?")
-            params.append(source_kind)
-        if source_name is not None:
-            clauses.append("l.source_name = ?")
-            params.append(source_name)
-        where = " AND ".join(clauses)
+        where, params = _current_label_where(source_kind, source_name, "l.")
         # Criteria packed into one column: a tenth of the rows a join returns.
         rows = self.db.execute(
             "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "
@@ -822,17 +829,9 @@ class SQLiteIndex(RunIndex):
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> list[str]:
-        clauses = ["current = 1"]
-        params: list[str] = []
-        if source_kind is not None:
-            clauses.append("source_kind = ?")
-            params.append(source_kind)
-        if source_name is not None:
-            clauses.append("source_name = ?")
-            params.append(source_name)
+        where, params = _current_label_where(source_kind, source_name)
         rows = self.db.execute(
-            f"SELECT label_json FROM labels WHERE {' AND '.join(clauses)} "
-            "ORDER BY run_id, created_at, label_id",
+            f"SELECT label_json FROM labels WHERE {where} ORDER BY run_id, created_at, label_id",
             params,
         )
         return [str(row[0]) for row in rows]
