@@ -367,6 +367,16 @@ def test_knowledge_can_be_extended_from_a_file(tmp_path: Path) -> None:
         ("commands:\n  x: {subcommands: {read-only: [1]}}\n", "commands.x.subcommands.read-only.0"),
         ("commands: [ls]\n", "commands"),
         ("schema_version: 9\n", "schema_version"),
+        ("commands:\n  x: {writes: {args: [0]}}\n", "commands.x.writes.args"),
+        ("commands:\n  x: {writes: {files: [-o]}}\n", "commands.x.writes.files"),
+        ("commands:\n  x: {script: {language: perl}}\n", "commands.x.script.language"),
+        ("commands:\n  x: {script: {options: [-e]}}\n", "commands.x.script.language"),
+        ("commands:\n  x: {dry_run: [1]}\n", "commands.x.dry_run.0"),
+        ("commands:\n  x: {names: yes please}\n", "commands.x.names"),
+        ("commands:\n  x: {wrapper: {appends: 1}}\n", "commands.x.wrapper.appends"),
+        ("environment: {dangerous: [PAGER]}\n", "environment.dangerous"),
+        ("environment: {shell: PAGER, prompt: [1]}\n", "environment.prompt.0"),
+        ("shell: {colour: [red]}\n", "shell.colour"),
     ],
 )
 def test_bad_knowledge_files_name_the_field(tmp_path: Path, content: str, field: str) -> None:

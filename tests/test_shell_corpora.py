@@ -799,33 +799,6 @@ def test_a_number_the_line_may_replace_is_no_longer_safe(command: str) -> None:
     assert classify(command).kind == "unknown"
 
 
-@pytest.mark.parametrize(
-    ("content", "field"),
-    [
-        ("commands:\n  x: {writes: {args: [0]}}\n", "commands.x.writes.args"),
-        ("commands:\n  x: {writes: {files: [-o]}}\n", "commands.x.writes.files"),
-        ("commands:\n  x: {script: {language: perl}}\n", "commands.x.script.language"),
-        ("commands:\n  x: {script: {options: [-e]}}\n", "commands.x.script.language"),
-        ("commands:\n  x: {dry_run: [1]}\n", "commands.x.dry_run.0"),
-        ("commands:\n  x: {names: yes please}\n", "commands.x.names"),
-        ("commands:\n  x: {wrapper: {appends: 1}}\n", "commands.x.wrapper.appends"),
-        ("environment: {dangerous: [PAGER]}\n", "environment.dangerous"),
-        ("environment: {shell: PAGER, prompt: [1]}\n", "environment.prompt.0"),
-        ("shell: {colour: [red]}\n", "shell.colour"),
-    ],
-)
-def test_bad_knowledge_keys_name_the_field(tmp_path: Path, content: str, field: str) -> None:
-    from agentledger.errors import RecordError
-    from agentledger.shell.knowledge import load_knowledge
-
-    extra = tmp_path / "bad.yaml"
-    extra.write_text(content)
-    with pytest.raises(RecordError) as caught:
-        load_knowledge([str(extra)])
-    assert caught.value.field == field
-    assert str(extra) in str(caught.value)
-
-
 def test_a_knowledge_file_can_model_a_new_tool_by_its_causes(tmp_path: Path) -> None:
     from agentledger.shell.knowledge import load_knowledge
 
