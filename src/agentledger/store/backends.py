@@ -1,6 +1,7 @@
 """Storage and index backends by URI scheme: ledger.json names a URI, never a class.
 
-``"storage": "local"`` (the ledger directory), ``"memory"`` or ``"memory://<name>"``;
+``"storage": "local"`` (the ledger directory), ``"memory"`` or ``"memory://<name>"``,
+``"s3://<bucket>/<prefix>"`` (an S3-compatible object store, with the ``s3`` extra);
 ``"index": "sqlite"`` (``index.sqlite`` in the ledger) or ``"sqlite:///<path>"``. A package adds
 a scheme by registering a factory here, or through the entry-point groups
 ``agentledger.storage_backends`` and ``agentledger.index_backends`` (looked up only for a scheme
@@ -74,13 +75,19 @@ def _memory(root: Path, rest: str) -> StorageBackend:
     return named(rest or str(root.resolve()))
 
 
+def _s3(root: Path, rest: str) -> StorageBackend:
+    from agentledger.store.s3 import S3Storage, parse_location
+
+    return S3Storage(parse_location(rest))
+
+
 def _sqlite(root: Path, rest: str) -> RunIndex:
     from agentledger.store.sqlite_index import SQLiteIndex
 
     return SQLiteIndex(Path(rest) if rest else root / INDEX_NAME)
 
 
-_storage: dict[str, StorageFactory] = {"local": _local, "memory": _memory}
+_storage: dict[str, StorageFactory] = {"local": _local, "memory": _memory, "s3": _s3}
 _index: dict[str, IndexFactory] = {"sqlite": _sqlite}
 
 
