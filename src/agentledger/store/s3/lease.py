@@ -83,6 +83,9 @@ class JournalLease:
         self.store = store
         self.seconds = seconds
         self._local = threading.Lock()  # threads of this process queue here, not on S3
+        self.freed: str | None = None
+        """The ETag of the free lock as this process last let go of it: when no one took
+        it since, one PUT with ``If-Match`` on it takes it again, without reading it first."""
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -95,9 +98,14 @@ class JournalLease:
             try:
                 yield
             finally:
-                held.stop()
+                self.freed = held.stop()
 
     def _take(self, token: str) -> str:
+        if self.freed is not None:
+            etag = self.store.put(self.KEY, _body(token), if_match=self.freed)
+            self.freed = None
+            if etag:
+                return etag
         delay = 0.005
         while True:
             current = self.store.get(self.KEY)
@@ -110,7 +118,7 @@ class JournalLease:
             if etag:
                 return etag
             time.sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
-            delay = min(delay * 2, 0.25)
+            delay = min(delay * 2, 0.05)
 
 
 class _Held:
@@ -141,13 +149,16 @@ class _Held:
                     return
                 self.etag = etag
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
+        """Let go of the lock; the ETag of the freed lock (None if it was taken over)."""
+        freed = None
         with self._mutex:
             self._stop.set()
             if not self.lost:
                 # If-Match: never frees a lock that another writer has since taken over.
-                self.lease.store.put(JournalLease.KEY, _body(None), if_match=self.etag)
+                freed = self.lease.store.put(JournalLease.KEY, _body(None), if_match=self.etag)
         self._thread.join()
+        return freed
 
 
 class Presence:

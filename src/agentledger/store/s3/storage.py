@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
@@ -77,6 +78,8 @@ class S3Storage(StorageBackend):
         self.lease = JournalLease(self.store, seconds)
         self.presence = Presence(self.store, seconds)
         self._areas = itertools.count(1)
+        self._open: dict[int, S3StagedRun] = {}  # this process's runs staged, not yet done
+        self._open_mutex = threading.Lock()
 
     def initialize(self) -> None:
         """Check that the bucket exists and the credentials may use it (nothing is written)."""
@@ -172,7 +175,12 @@ class S3Storage(StorageBackend):
 
     def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
         check_run_id(run_id)
-        return S3StagedRun(run_id, max_artifact_bytes, self.store, self._area())
+        return self._opened([S3StagedRun(run_id, max_artifact_bytes, self.store, self._area())])[0]
+
+    def _opened(self, runs: list[S3StagedRun]) -> list[S3StagedRun]:
+        with self._open_mutex:
+            self._open.update((id(run), run) for run in runs)
+        return runs
 
     def stage_batch(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
         """Several runs in one staging area of this writer."""
@@ -183,7 +191,11 @@ class S3Storage(StorageBackend):
         if not run_ids:
             return []
         area = self._area()
-        return [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
+        return list(
+            self._opened(
+                [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
+            )
+        )
 
     @staticmethod
     def _mine(staged: StagedRun) -> S3StagedRun:
@@ -212,18 +224,38 @@ class S3Storage(StorageBackend):
         claimed = self.store.map(lambda run: self._claim(run.run_id, writer), runs)
         mine = [run for run, won in zip(runs, claimed, strict=True) if won]
         existing = [run.run_id for run, won in zip(runs, claimed, strict=True) if not won]
-        copies = [
-            (run.staging_key(name), f"{RUNS}{run.run_id}/{name}", entry.size)
-            for run in mine
-            for name, entry in run.entries.items()
-        ]
-        self.store.map(lambda copy: self.store.copy(*copy), copies)
-        crash_point("run: artifacts copied into runs/")
-        sealed = self.store.map(self._write_manifest, mine)
+        try:
+            writes = [
+                (
+                    run.held.get(name),
+                    run.staging_key(name),
+                    f"{RUNS}{run.run_id}/{name}",
+                    entry.size,
+                )
+                for run in mine
+                for name, entry in run.entries.items()
+            ]
+            self.store.map(self._land, writes)
+            crash_point("run: artifacts copied into runs/")
+            sealed = self.store.map(self._write_manifest, mine)
+        except Exception:
+            # Let go of the claims of runs that did not land, and of what they copied.
+            for run in mine:
+                self._clear_unsealed(run.run_id)
+            self.store.delete(CLAIMS + run.run_id for run in mine)
+            raise
         existing += [run.run_id for run, landed in zip(mine, sealed, strict=True) if not landed]
         crash_point("run: manifest written")
         self._tidy(runs, [CLAIMS + run.run_id for run in mine])
         return existing
+
+    def _land(self, write: tuple[bytes | None, str, str, int]) -> None:
+        """Put one artifact under ``runs/``: from memory, or copied from its staged object."""
+        held, staged, target, size = write
+        if held is not None:
+            self.store.put(target, held)
+        else:
+            self.store.copy(staged, target, size)
 
     def _write_manifest(self, run: S3StagedRun) -> bool:
         assert run.manifest is not None
@@ -231,10 +263,14 @@ class S3Storage(StorageBackend):
         return self.store.put(key, run.manifest, if_none_match=True) is not None
 
     def _tidy(self, runs: Sequence[S3StagedRun], extra: Sequence[str] = ()) -> None:
-        keys = [run.staging_key(name) for run in runs for name in run.entries]
-        for run in runs:
-            run.closed = True
-        self.store.delete([*keys, *extra])
+        keys = [run.staging_key(name) for run in runs for name in run.staged_names]
+        with self._open_mutex:
+            for run in runs:
+                run.closed = True
+                run.held.clear()
+                self._open.pop(id(run), None)
+        if keys or extra:
+            self.store.delete([*keys, *extra])
 
     def _claim(self, run_id: str, writer: str) -> bool:
         """Claim `run_id` for publishing; False when it is sealed or another live writer is
@@ -270,6 +306,8 @@ class S3Storage(StorageBackend):
         self.store.delete(key for key, _size in self.store.list(f"{RUNS}{run_id}/"))
 
     def discard(self, staged: StagedRun) -> None:
+        if isinstance(staged, S3StagedRun) and staged.closed:
+            return  # published (or discarded) already: nothing of it is staged
         self._tidy([self._mine(staged)])
 
     def has_run(self, run_id: str) -> bool:
@@ -318,10 +356,16 @@ class S3Storage(StorageBackend):
 
     def leftovers(self) -> list[Leftover]:
         found: list[Leftover] = []
-        areas = dict.fromkeys(
-            "/".join(key.split("/")[1:3])
-            for key, _size in self.store.list(STAGING)
-            if key.count("/") >= 3
+        with self._open_mutex:  # this process's, with artifacts held in memory only perhaps
+            areas = dict.fromkeys(
+                run.area.split("/", 1)[1].rstrip("/") for run in self._open.values()
+            )
+        areas.update(
+            dict.fromkeys(
+                "/".join(key.split("/")[1:3])
+                for key, _size in self.store.list(STAGING)
+                if key.count("/") >= 3
+            )
         )
         for area in areas:
             writer = area.split("/")[0]
