@@ -25,7 +25,7 @@ from agentledger.errors import InputError, IntegrityError, RecordExistsError, Re
 from agentledger.records import LedgerConfig
 from agentledger.records.journal import JournalEntry
 from agentledger.store.backends import UnknownBackendError, check_index, make_index, make_storage
-from agentledger.store.journal import JOURNAL_AREA
+from agentledger.store.journal import JOURNAL_AREA, segment_key
 from agentledger.store.ledger import CONFIG_NAME, Ledger
 from agentledger.store.storage import MANIFEST_NAME, RECORD_AREAS, StorageBackend
 from agentledger.store.verify import VerifyReport, verify_ledger
@@ -34,6 +34,7 @@ from agentledger.store.writer import record_bytes
 __all__ = ["MigrationReport", "migrate_ledger"]
 
 _BATCH = 50
+_FIRST = segment_key(1)
 _UNJOURNALED = sorted(RECORD_AREAS - {"scores", "labels", "decisions", JOURNAL_AREA})
 
 
@@ -65,13 +66,12 @@ def _problems(report: VerifyReport) -> str:
 def _check_destination(source: StorageBackend, target: StorageBackend, where: str) -> bool:
     """Refuse a destination holding anything but an earlier, stopped copy of this ledger;
     True when such a copy is there (the migration resumes)."""
-    first = f"{JOURNAL_AREA}/000000000001.jsonl"
     try:
-        started = target.get(first)
+        started = target.get(_FIRST)
     except RecordNotFoundError:
         started = None
     if started is not None:
-        if started != source.get(first):
+        if started != source.get(_FIRST):
             raise InputError(
                 f"{where} holds another ledger (its journal begins otherwise); "
                 "choose an empty destination"
@@ -211,6 +211,9 @@ def migrate_ledger(
     where = str(root) if target.uri == "local" else target.uri
     if _check_destination(source.storage, target, where):
         report.notes.append("resumed a copy that had stopped")
+    # The first segment first: it is what marks the destination as a copy of this ledger,
+    # should the copy stop and be resumed. The others come last (no ledger.json before them).
+    report.segments += _copy_value(target, _FIRST, source.storage.get(_FIRST))
 
     run_ids = sorted(entry.id for entry in entries if entry.kind == "run")
     _copy_runs(source, target, run_ids, report, progress)

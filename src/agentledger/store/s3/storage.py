@@ -28,7 +28,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
-from agentledger.errors import InputError, RecordExistsError, RecordNotFoundError, RunNotFoundError
+from agentledger.errors import (
+    InputError,
+    RecordExistsError,
+    RecordNotFoundError,
+    RunNotFoundError,
+    StorageAccessError,
+)
 from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.s3.client import ObjectStore, S3Location
@@ -82,8 +88,22 @@ class S3Storage(StorageBackend):
         self._open_mutex = threading.Lock()
 
     def initialize(self) -> None:
-        """Check that the bucket exists and the credentials may use it (nothing is written)."""
+        """Check that the bucket exists, the credentials may use it, and the store honours
+        conditional writes (a store that ignored them would let writers overwrite records)."""
         self.store.check_bucket()
+        probe = f"{Presence.AREA}probe-{secrets.token_hex(8)}"
+        try:
+            first = self.store.put(probe, b"1", if_none_match=True)
+            again = self.store.put(probe, b"2", if_none_match=True)
+            stale = self.store.put(probe, b"3", if_match='"0123456789abcdef0123456789abcdef"')
+        finally:
+            self.store.delete([probe])
+        if first is None or again is not None or stale is not None:
+            raise StorageAccessError(
+                f"{self.uri}: this S3 endpoint does not honour conditional writes "
+                "(If-None-Match / If-Match), so records could be overwritten; use a store "
+                "that does (AWS S3, MinIO, R2, Ceph RGW of 2024 or later; docs/scale.md)"
+            )
 
     # -- records ---------------------------------------------------------------------------
 
