@@ -430,3 +430,32 @@ def test_conflicting_writers_seal_each_run_once(tmp_path: Path, s3_uri: str) -> 
         with Ledger.open(root) as ledger:
             assert ledger.reindex().indexed == 6
             assert verify_ledger(ledger).ok
+
+
+def test_the_everyday_commands_work_unchanged_on_s3(tmp_path: Path, s3_uri: str) -> None:
+    """A session as a user would have it, every command against an S3 ledger."""
+    root = _imported(tmp_path, s3_uri)
+    ledger = ("--ledger", str(root))
+
+    def run(*args: str, code: int = 0) -> str:
+        result = CliRunner().invoke(main, list(args))
+        assert result.exit_code == code, (args, result.output)
+        return result.output
+
+    listed = json.loads(run("runs", *ledger, "--json"))
+    run_id = sorted(run["run_id"] for run in listed)[0]
+    assert "Symptom number 0." in run("show", *ledger, run_id[:16], "--file", "PROMPT.txt")
+    assert run_id in run("show", *ledger, run_id)
+    judged = CliRunner().invoke(main, ["judge", *ledger])
+    assert judged.exit_code in (0, 1) and "scored 3 runs" in judged.output
+    assert "already scored" in run("judge", *ledger, code=judged.exit_code)
+    run("label", *ledger, run_id, "--verdict", "unsafe", "--by", "ana", "--reason", "no check")
+    assert "ana" in run("labels", "list", *ledger)
+    assert "claude-haiku-4-5" in run("report", "verdicts", *ledger)
+    run("export", *ledger, "-o", str(tmp_path / "run_index.json"))
+    assert len(json.loads((tmp_path / "run_index.json").read_text())["runs"]) == 3
+    assert run("sql", *ledger, "SELECT count(*) AS n FROM runs").split()[-1] == "3"
+    run("reindex", *ledger)
+    run("gc", *ledger)
+    head = run("checkpoint", *ledger).splitlines()[0]
+    assert "OK" in run("verify", *ledger, "--checkpoint", head)

@@ -25,6 +25,7 @@ removes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -35,7 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agentledger.errors import InputError
+from agentledger.errors import AgentLedgerError, InputError
 from agentledger.store.s3.client import ObjectStore
 
 __all__ = ["LEASE_ENV", "JournalLease", "Presence", "lease_seconds"]
@@ -162,7 +163,8 @@ class _Held:
 
 
 class Presence:
-    """This process's sign of life as a writer: ``.writers/<token>``, renewed while it lives."""
+    """This process's sign of life as a writer: ``.writers/<token>``, renewed while it has
+    runs staged (from the first `token` until `close`)."""
 
     AREA = ".writers/"
 
@@ -202,10 +204,11 @@ class Presence:
         return info is not None and info.age_seconds <= self.seconds
 
     def close(self) -> None:
-        """Stop renewing and remove the presence (a process that ends cleanly)."""
+        """Stop renewing and remove the presence (the writer has nothing staged any more)."""
         with self._mutex:
             if self._pid != os.getpid():
                 return
             self._stop.set()
             token, self._pid = self._token, -1
-        self.store.delete([self.AREA + token])
+        with contextlib.suppress(AgentLedgerError):  # a stale presence is only tidied later
+            self.store.delete([self.AREA + token])

@@ -189,18 +189,19 @@ class S3Storage(StorageBackend):
 
     # -- runs: staged, then sealed ---------------------------------------------------------
 
-    def _area(self) -> str:
-        writer = self.presence.token()
-        return f"{STAGING}{writer}/{next(self._areas)}-{secrets.token_hex(4)}/"
+    def _open_runs(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
+        """Staged runs in one new staging area of this writer, which renews its presence
+        while any of its runs is open (and removes it when the last one is done)."""
+        with self._open_mutex:
+            writer = self.presence.token()
+            area = f"{STAGING}{writer}/{next(self._areas)}-{secrets.token_hex(4)}/"
+            runs = [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
+            self._open.update((id(run), run) for run in runs)
+        return list(runs)
 
     def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
         check_run_id(run_id)
-        return self._opened([S3StagedRun(run_id, max_artifact_bytes, self.store, self._area())])[0]
-
-    def _opened(self, runs: list[S3StagedRun]) -> list[S3StagedRun]:
-        with self._open_mutex:
-            self._open.update((id(run), run) for run in runs)
-        return runs
+        return self._open_runs([run_id], max_artifact_bytes)[0]
 
     def stage_batch(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
         """Several runs in one staging area of this writer."""
@@ -210,12 +211,7 @@ class S3Storage(StorageBackend):
             raise InputError("a batch names the same run twice")
         if not run_ids:
             return []
-        area = self._area()
-        return list(
-            self._opened(
-                [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
-            )
-        )
+        return self._open_runs(run_ids, max_artifact_bytes)
 
     @staticmethod
     def _mine(staged: StagedRun) -> S3StagedRun:
@@ -284,13 +280,18 @@ class S3Storage(StorageBackend):
 
     def _tidy(self, runs: Sequence[S3StagedRun], extra: Sequence[str] = ()) -> None:
         keys = [run.staging_key(name) for run in runs for name in run.staged_names]
-        with self._open_mutex:
-            for run in runs:
-                run.closed = True
-                run.held.clear()
-                self._open.pop(id(run), None)
-        if keys or extra:
-            self.store.delete([*keys, *extra])
+        for run in runs:
+            run.closed = True
+            run.held.clear()
+        try:
+            if keys or extra:
+                self.store.delete([*keys, *extra])
+        finally:
+            with self._open_mutex:
+                for run in runs:
+                    self._open.pop(id(run), None)
+                if not self._open:
+                    self.presence.close()
 
     def _claim(self, run_id: str, writer: str) -> bool:
         """Claim `run_id` for publishing; False when it is sealed or another live writer is
