@@ -299,17 +299,16 @@ class ObjectStore:
     # -- objects ---------------------------------------------------------------------------
 
     def check_bucket(self) -> None:
-        """StorageAccessError unless the bucket exists and the credentials may use it."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            self.client.head_bucket(Bucket=self.location.bucket)
-        except ClientError as exc:
-            if self._code(exc) in ("404", "NoSuchBucket", "NotFound"):
-                exc.response["Error"]["Code"] = "NoSuchBucket"
-            raise self.error(exc, "opening the bucket") from None
-        except BotoCoreError as exc:
-            raise self.error(exc, "opening the bucket") from None
+        """StorageAccessError unless the bucket exists and the credentials may list the
+        prefix (a listing, not HeadBucket: a policy that allows listing only under the
+        prefix refuses HeadBucket)."""
+        self._call(
+            "listing the ledger's prefix",
+            "",
+            "list_objects_v2",
+            Prefix=self.location.prefix,
+            MaxKeys=1,
+        )
 
     def put(
         self,
