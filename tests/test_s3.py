@@ -459,3 +459,19 @@ def test_the_everyday_commands_work_unchanged_on_s3(tmp_path: Path, s3_uri: str)
     run("gc", *ledger)
     head = run("checkpoint", *ledger).splitlines()[0]
     assert "OK" in run("verify", *ledger, "--checkpoint", head)
+
+
+def test_a_new_handle_catches_up_with_a_long_journal_in_few_round_trips(s3_uri: str) -> None:
+    writer = storage_at(s3_uri)
+    for number in range(40):
+        writer.create(f"labels/run-1/l{number}.json", b"{}")
+    reader = storage_at(s3_uri)  # a process that has read none of it
+    calls: list[str] = []
+    reader.store.client.meta.events.register(
+        "before-call.s3.*", lambda model, **_: calls.append(model.name)
+    )
+    entries = reader.journal.entries()
+    assert [entry.seq for entry in entries] == list(range(1, 42))
+    assert entries == writer.journal.read().entries
+    assert calls.count("ListObjectsV2") == 1  # one listing finds the segments ahead
+    assert calls.count("GetObject") == 42  # each fetched once, 40 of them at once

@@ -376,13 +376,18 @@ class ObjectStore:
             raise self.error(exc, "looking up", relative) from None
         return _info(response)
 
-    def list(self, relative_prefix: str, *, limit: int | None = None) -> Iterator[tuple[str, int]]:
-        """(ledger key, size) of every object whose key starts with `relative_prefix`, in key
-        order, page by page (S3 returns at most 1,000 a request); at most `limit` of them."""
+    def list(
+        self, relative_prefix: str, *, limit: int | None = None, after: str | None = None
+    ) -> Iterator[tuple[str, int]]:
+        """(ledger key, size) of every object whose key starts with `relative_prefix` (and
+        sorts after `after`, when given), in key order, page by page (S3 returns at most 1,000
+        a request); at most `limit` of them."""
         token: str | None = None
         seen = 0
         while True:
             extra: dict[str, Any] = {"ContinuationToken": token} if token else {}
+            if after is not None and not token:
+                extra["StartAfter"] = self.location.key(after)
             extra["MaxKeys"] = (
                 self.page_size if limit is None else min(self.page_size, limit - seen)
             )

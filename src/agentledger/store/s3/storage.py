@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import secrets
 import threading
 from collections.abc import Iterator, Sequence
@@ -55,6 +56,8 @@ STAGING = ".staging/"
 CLAIMS = ".claims/"
 GROUP_SEAL = ".group"
 _JOURNAL = "journal/"
+_SEGMENT = re.compile(r"^journal/[0-9]{12}\.jsonl$")
+_PREFETCH = 64
 
 
 def _hidden(key: str) -> bool:
@@ -86,6 +89,8 @@ class S3Storage(StorageBackend):
         self._areas = itertools.count(1)
         self._open: dict[int, S3StagedRun] = {}  # this process's runs staged, not yet done
         self._open_mutex = threading.Lock()
+        self._prefetched: dict[str, bytes] = {}  # journal segments read ahead, taken once
+        self._prefetch_mutex = threading.Lock()
 
     def initialize(self) -> None:
         """Check that the bucket exists, the credentials may use it, and the store honours
@@ -163,10 +168,35 @@ class S3Storage(StorageBackend):
         )
 
     def _get(self, key: str) -> bytes:
+        segment = _SEGMENT.match(key) is not None
+        if segment:
+            with self._prefetch_mutex:
+                prefetched = self._prefetched.pop(key, None)
+            if prefetched is not None:
+                return prefetched
         stored = self.store.get(key)
         if stored is None:
             raise RecordNotFoundError(f"{self._describe(key)} does not exist")
+        if segment:
+            self._prefetch_segments(key)
         return stored.data
+
+    def _prefetch_segments(self, after: str) -> None:
+        """Fetch the journal segments after `after` at once: the journal reads them one by
+        one, in order, and one round trip each would make a long catch-up slow. Segments
+        are written once, so what is fetched stays true."""
+        with self._prefetch_mutex:
+            if self._prefetched:
+                return
+        listed = self.store.list(_JOURNAL, limit=_PREFETCH, after=after)
+        names = [key for key, _size in listed if _SEGMENT.match(key)]
+        found = self.store.map(self.store.get, names)
+        with self._prefetch_mutex:
+            self._prefetched.update(
+                (key, stored.data)
+                for key, stored in zip(names, found, strict=True)
+                if stored is not None
+            )
 
     def _exists(self, key: str) -> bool:
         return self.store.head(key) is not None
