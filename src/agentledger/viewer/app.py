@@ -34,6 +34,7 @@ from agentledger.errors import (
     RunNotFoundError,
 )
 from agentledger.identity import short_hash
+from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 from agentledger.viewer.security import (
     CSRF_FIELD,
@@ -76,6 +77,21 @@ class Viewer:
         """Who labels, as the labelling form first says (the person can change it)."""
         self.secret = secrets.token_bytes(32)
         self.env = _environment()
+
+    def run(self, run_id: str, name: str = "run") -> IndexedRun:
+        """The indexed run of an id from the URL: checked as a name first (BadParam), then
+        looked up by exact id (RunNotFoundError: 404)."""
+        from agentledger.viewer.params import run_id_param
+
+        checked = run_id_param(run_id, name)
+        found = self.ledger.index.get(checked)
+        if found is None:
+            if self.ledger.storage.has_run(checked):
+                raise RunNotFoundError(
+                    f"run {checked} is sealed but not indexed yet: index it with `agentledger gc`"
+                )
+            raise RunNotFoundError(f"no run {checked!r} in {self.ledger.root}")
+        return found
 
     def csrf(self, request: Request) -> str:
         """The CSRF value this request's forms carry."""
@@ -150,11 +166,15 @@ async def _home(request: Request) -> Response:
 
 
 def _routes() -> list[BaseRoute]:
-    from agentledger.viewer.pages import findings, runs
+    from agentledger.viewer.pages import compare, findings, labelling, review, run, runs
 
     return [
         Route("/", _home),
         *runs.routes,
+        *run.routes,
+        *compare.routes,
+        *review.routes,
+        *labelling.routes,
         *findings.routes,
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
