@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from viewer_support import CHROMIUM, CHROMIUM_ARGS, browser_missing
+from browser_support import CHROMIUM, CHROMIUM_ARGS, browser_missing
 
 # Runs before any script of the page: CSP violations are events, not console lines only.
 WATCH_SCRIPT = """

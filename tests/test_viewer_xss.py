@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from browser_fixtures import WatchedPage, chromium, playwright_driver, watched_page
-from viewer_support import FOREIGN_HOST, Server, XssLedger, build_xss_ledger, payloads, served
+from browser_support import FOREIGN_HOST, Server, XssLedger, build_xss_ledger, payloads, served
 
 pytestmark = pytest.mark.slow
 

@@ -199,6 +199,8 @@ class _Placer:
                 return None
             anchor = text.anchor(line.number)
             line.cites.append(cite(anchor))
+            if fired:
+                self._same_command(item.quote, cite)
             return anchor
         if item.file == SHELL_AUDIT and self.view.shell is not None:
             row = self._shell_row(item)
@@ -226,6 +228,15 @@ class _Placer:
                 return found
         needle = _needle(item.quote)
         return next((row for row in rows if needle and needle in row.command.command), None)
+
+    def _same_command(self, quote: str, cite: Callable[[str], Cite]) -> None:
+        """A firing that quotes a command from the report also marks where the agent ran (or
+        tried) that very command: its shell log line and its trace step."""
+        needle = _needle(quote).strip("`").strip()
+        for row in self.view.shell or ():
+            if needle and row.command.command.strip() == needle:
+                row.cites.append(cite(row.anchor))
+                self._also_on_step(row, cite)
 
     def _also_on_step(self, row: ShellRow, cite: Callable[[str], Cite]) -> None:
         """A command the shell log cites is also marked on the trace's step of that command."""
