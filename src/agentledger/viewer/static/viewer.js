@@ -38,6 +38,13 @@
     }
   }
 
+  function openAnchor() {
+    if (!window.location.hash) return;
+    var target = document.getElementById(window.location.hash.slice(1));
+    var folded = target && (target.tagName.toLowerCase() === "details" ? target : target.closest("details"));
+    if (folded) folded.open = true;
+  }
+
   function follow(id) {
     var link = document.getElementById(id);
     if (link && link.href) window.location.assign(link.href);
@@ -57,12 +64,11 @@
       });
     }
     // An anchor in the address (a firing's evidence) opens the folded section it sits in.
-    if (window.location.hash) {
-      var target = document.getElementById(window.location.hash.slice(1));
-      var folded = target && target.closest("details");
-      if (folded) folded.open = true;
-    }
+    openAnchor();
   });
+
+  // ... and so does following a link to one on the same page (a decision on the findings).
+  window.addEventListener("hashchange", openAnchor);
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event)) return;
