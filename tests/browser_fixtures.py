@@ -8,6 +8,7 @@ and page errors; `assert_clean` fails naming what happened and on which page.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -142,6 +143,8 @@ def playwright_driver() -> Iterator[Any]:
     """Playwright's driver (skips the test when the browser cannot be had here)."""
     missing = browser_missing()
     if missing is not None:
+        if os.environ.get("AGENTLEDGER_REQUIRE_BROWSER") == "1":  # CI: a skip would hide it
+            pytest.fail(f"the browser tests cannot run: {missing}")
         pytest.skip(missing)
     from playwright.sync_api import sync_playwright
 
