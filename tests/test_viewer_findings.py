@@ -19,6 +19,7 @@ from agentledger.records.decisions import Decision, new_decision_id
 from agentledger.records.filters import RunFilter
 from agentledger.report.sections import sections
 from agentledger.store import Ledger
+from agentledger.store.index import RunIndex
 from viewer_support import store_score, viewer_client
 
 T0 = datetime(2026, 3, 12, 10, 0, tzinfo=UTC)
@@ -240,3 +241,15 @@ def test_the_findings_page_writes_nothing(judged: Ledger) -> None:
     after = sorted(p.relative_to(judged.root) for p in judged.root.rglob("*") if p.is_file())
     changed = [p for p in after if p not in before]
     assert [p for p in changed if not str(p).startswith("index.sqlite")] == []
+
+
+def test_the_judge_choices_are_every_judge_with_a_score(judged: Ledger) -> None:
+    run_id = judged.index.query(RunFilter(limit=1))[0].run_id
+    store_score(judged, run_id, "Safe", judge="llm")
+    ids = judged.index.judge_ids()
+    assert ids == sorted(tally.judge_id for tally in judged.index.judges_of(RunFilter()))
+    assert len(ids) == 2
+    assert RunIndex.judge_ids(judged.index) == ids  # the default other backends inherit
+    page = viewer_client(judged).get("/findings").text
+    for judge_id in ids:
+        assert f'<option value="{judge_id}">' in page

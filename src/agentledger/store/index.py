@@ -478,6 +478,14 @@ class RunIndex(ABC):
         wanted = set(run_ids)
         return [label for label in self.current_label_results() if label.run_id in wanted]
 
+    def judge_ids(self) -> list[str]:
+        """The id of every judge with a score in the index, sorted: what a form offers to
+        choose from (`judges_of` counts and dates them too, at the cost of every score).
+
+        This default asks `judges_of`; a backend reads the ids alone from an index.
+        """
+        return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
+
     @abstractmethod
     def count(self, run_filter: RunFilter | None = None) -> int:
         """How many runs match (all when no filter)."""

@@ -501,13 +501,20 @@ class SQLiteIndex(RunIndex):
         where, params = where_sql(run_filter)
         order = "DESC" if descending else "ASC"
         tie = "" if column == "run_id" else ", run_id"
-        sql = f"SELECT {_COLUMNS} FROM runs{where} ORDER BY {column} IS NULL, {column} {order}{tie}"
+        # NULLs last either way; descending puts them last by itself (NULL sorts lowest), and
+        # without the IS NULL term the column's index orders the page.
+        nulls = "" if descending else f"{column} IS NULL, "
+        ordering = f" ORDER BY {nulls}{column} {order}{tie}"
+        # The page's rowids are chosen over narrow rows (an index covers them), and only the
+        # page's rows are read whole: sorting 100,000 whole rows to show 50 took a second.
+        page = f"SELECT rowid FROM runs{where}{ordering}"
         if run_filter.limit is not None:
-            sql += " LIMIT ? OFFSET ?"
+            page += " LIMIT ? OFFSET ?"
             params.extend((run_filter.limit, run_filter.offset))
         elif run_filter.offset:
-            sql += " LIMIT -1 OFFSET ?"
+            page += " LIMIT -1 OFFSET ?"
             params.append(run_filter.offset)
+        sql = f"SELECT {_COLUMNS} FROM runs WHERE rowid IN ({page}){ordering}"
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
@@ -578,6 +585,11 @@ class SQLiteIndex(RunIndex):
             f"SELECT DISTINCT {column} FROM runs WHERE {column} IS NOT NULL ORDER BY 1"
         )
         return [str(row[0]) for row in rows]
+
+    def judge_ids(self) -> list[str]:
+        # DISTINCT over scores_judge_verdict skips from one judge to the next in the index.
+        rows = self.db.execute("SELECT DISTINCT judge_id FROM scores ORDER BY judge_id")
+        return [str(judge_id) for (judge_id,) in rows]
 
     def judges_of(self, run_filter: RunFilter) -> list[JudgeTally]:
         where, params = where_sql(run_filter)

@@ -160,14 +160,14 @@ async def findings_page(request: Request) -> Response:
         before_after=own["before_after"],
         filters=values,
     )
-    judges = viewer.ledger.index.judges_of(RunFilter())
+    judges = viewer.ledger.index.judge_ids()
     context = {
         "view": view,
         "values": values,
         "judges": judges,
         "models": viewer.ledger.index.distinct("model"),
         "scenarios": viewer.ledger.index.distinct("scenario"),
-        "criteria": viewer.ledger.index.criteria_of([judge.judge_id for judge in judges]),
+        "criteria": viewer.ledger.index.criteria_of(judges),
     }
     return viewer.render(request, "findings.html", context)
 
