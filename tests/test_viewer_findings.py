@@ -253,3 +253,10 @@ def test_the_judge_choices_are_every_judge_with_a_score(judged: Ledger) -> None:
     page = viewer_client(judged).get("/findings").text
     for judge_id in ids:
         assert f'<option value="{judge_id}">' in page
+
+
+def test_every_id_on_the_page_is_unique(judged: Ledger) -> None:
+    """The section links (#criteria, #drift, ...) land on their sections."""
+    page = viewer_client(judged).get("/findings").text
+    ids = [attrs["id"] for _, attrs, _ in markup(page) if attrs.get("id")]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
