@@ -492,6 +492,9 @@ class SQLiteIndex(RunIndex):
         }
     )
 
+    _NOT_NULL = frozenset({"run_id", "model", "scenario", "kind"})
+    """Sort columns the schema declares NOT NULL (run_id: the primary key)."""
+
     def query_sorted(
         self, run_filter: RunFilter, sort: RunSort = "started", descending: bool = True
     ) -> list[IndexedRun]:
@@ -501,9 +504,10 @@ class SQLiteIndex(RunIndex):
         where, params = where_sql(run_filter)
         order = "DESC" if descending else "ASC"
         tie = "" if column == "run_id" else ", run_id"
-        # NULLs last either way; descending puts them last by itself (NULL sorts lowest), and
-        # without the IS NULL term the column's index orders the page.
-        nulls = "" if descending else f"{column} IS NULL, "
+        # NULLs last either way; descending puts them last by itself (NULL sorts lowest), as
+        # does a column that holds none, and without the IS NULL term the column's index can
+        # order the page.
+        nulls = "" if descending or column in self._NOT_NULL else f"{column} IS NULL, "
         ordering = f" ORDER BY {nulls}{column} {order}{tie}"
         # The page's rowids are chosen over narrow rows (an index covers them), and only the
         # page's rows are read whole: sorting 100,000 whole rows to show 50 took a second.
