@@ -448,6 +448,13 @@ class RunIndex(ABC):
         end = None if run_filter.limit is None else run_filter.offset + run_filter.limit
         return ordered[run_filter.offset : end]
 
+    def judge_ids(self) -> list[str]:
+        """Every judge that scored some run, sorted (what a form offers to choose from).
+
+        This default tallies every judge's scores; a backend only lists the ids.
+        """
+        return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
+
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first.
 

@@ -499,16 +499,28 @@ class SQLiteIndex(RunIndex):
         if column is None:
             raise ValueError(f"unknown sort {sort!r}: choose from {', '.join(self._SORT_COLUMNS)}")
         where, params = where_sql(run_filter)
-        order = "DESC" if descending else "ASC"
-        tie = "" if column == "run_id" else ", run_id"
-        sql = f"SELECT {_COLUMNS} FROM runs{where} ORDER BY {column} IS NULL, {column} {order}{tie}"
+        # SQLite sorts NULL first: descending puts it last by itself, in an order an index on
+        # the column gives; ascending needs it said.
+        nulls = "" if descending else f"{column} IS NULL, "
+        order = f"{nulls}{column} {'DESC' if descending else 'ASC'}"
+        if column != "run_id":
+            order += ", run_id"
+        # The page's rows are found by their rowids first, from an index where there is one,
+        # and only those rows are read whole: a row holds kilobytes of JSON, and reading every
+        # matching one to sort them took seconds over 100,000 runs.
+        page = f"SELECT rowid FROM runs{where} ORDER BY {order}"
         if run_filter.limit is not None:
-            sql += " LIMIT ? OFFSET ?"
+            page += " LIMIT ? OFFSET ?"
             params.extend((run_filter.limit, run_filter.offset))
         elif run_filter.offset:
-            sql += " LIMIT -1 OFFSET ?"
+            page += " LIMIT -1 OFFSET ?"
             params.append(run_filter.offset)
+        sql = f"SELECT {_COLUMNS} FROM runs WHERE rowid IN ({page}) ORDER BY {order}"
         return [self._to_run(row) for row in self.db.execute(sql, params)]
+
+    def judge_ids(self) -> list[str]:
+        rows = self.db.execute("SELECT DISTINCT judge_id FROM scores ORDER BY judge_id")
+        return [str(row[0]) for row in rows]
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         ids = sorted(set(run_ids))

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentledger.records import RUN_KINDS
-from agentledger.records.filters import VERDICTS, RunFilter
+from agentledger.records.filters import VERDICTS
 from agentledger.store.index import IndexedRun, LabelResult, RunVerdict
 from agentledger.viewer.app import viewer_of
 from agentledger.viewer.params import RunsQuery, parse_runs_query
@@ -92,7 +92,7 @@ async def runs_page(request: Request) -> Response:
     labels: dict[str, list[LabelResult]] = defaultdict(list)
     for label in index.current_labels_of(ids):
         labels[label.run_id].append(label)
-    judges = index.judges_of(RunFilter())
+    judges = index.judge_ids()
     context = {
         "query": query,
         "values": query.values,
@@ -106,7 +106,7 @@ async def runs_page(request: Request) -> Response:
         "kinds": RUN_KINDS,
         "verdict_choices": VERDICTS,
         "judges": judges,
-        "criteria": index.criteria_of([judge.judge_id for judge in judges]),
+        "criteria": index.criteria_of(judges),
         **_links(query, total),
     }
     return viewer.render(request, "runs.html", context)
