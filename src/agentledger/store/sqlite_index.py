@@ -500,8 +500,10 @@ class SQLiteIndex(RunIndex):
             raise ValueError(f"unknown sort {sort!r}: choose from {', '.join(self._SORT_COLUMNS)}")
         where, params = where_sql(run_filter)
         # SQLite sorts NULL first: descending puts it last by itself, in an order an index on
-        # the column gives; ascending needs it said.
-        nulls = "" if descending else f"{column} IS NULL, "
+        # the column gives; ascending needs it said, where the column can be NULL (saying it
+        # of any other column would keep SQLite from walking that column's index).
+        nullable = column in ("started_at", "commands_run", "commands_denied")
+        nulls = f"{column} IS NULL, " if nullable and not descending else ""
         order = f"{nulls}{column} {'DESC' if descending else 'ASC'}"
         if column != "run_id":
             order += ", run_id"
