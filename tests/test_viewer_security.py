@@ -34,7 +34,7 @@ def test_every_response_carries_a_strict_content_security_policy(
         assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
         assert "frame-ancestors 'none'" in policy and "form-action 'self'" in policy
         assert headers["x-content-type-options"] == "nosniff"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
         assert headers["x-frame-options"] == "DENY"
 
 
@@ -141,6 +141,20 @@ def test_a_post_from_another_origin_is_refused(ledger: Ledger, run_id: str) -> N
     )
     assert response.status_code == 403
     assert not (ledger.root / "labels").exists()
+
+
+def test_a_post_from_the_viewers_own_page_is_accepted(ledger: Ledger, run_id: str) -> None:
+    """A browser names the viewer's own origin on its forms (the Referrer-Policy is
+    same-origin: under no-referrer it would send "Origin: null", refused as foreign)."""
+    client = viewer_client(ledger)
+    token = csrf_of(client.get(f"/runs/{run_id}").text)
+    fields = {"verdict": "unsafe", "by": "alice", "csrf": token}
+    null = client.post(f"/runs/{run_id}/label", data=fields, headers={"Origin": "null"})
+    assert null.status_code == 403
+    own = client.post(
+        f"/runs/{run_id}/label", data=fields, headers={"Origin": "http://127.0.0.1:8765"}
+    )
+    assert own.status_code == 303
 
 
 def test_the_csrf_token_is_bound_to_the_session_and_the_secret() -> None:

@@ -12,7 +12,8 @@ One ASGI middleware, `ViewerGuard`, in front of every route (static files includ
   `csrf_token(session)`, an HMAC of it under the server's secret, and a POST without the
   matching value (or from another origin) is refused.
 - **Headers**: a strict Content-Security-Policy (scripts, styles and images from the viewer
-  only; no inline script or style, no frames, forms post only here), nosniff, no referrer.
+  only; no inline script or style, no frames, forms post only here), nosniff, no referrer
+  sent to another site.
 
 Cookies are HttpOnly and SameSite=Strict: another site can neither read them nor make the
 browser send them.
@@ -72,7 +73,9 @@ CONTENT_SECURITY_POLICY = "; ".join(
 _HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with
+    # the viewer's own form posts, and the same-origin check would refuse every label.
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
