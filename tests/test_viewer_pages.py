@@ -552,3 +552,15 @@ def test_the_viewer_writes_nothing_but_labels(ledger: Ledger, runs: dict[str, st
     changed = {name for name, data in files().items() if before.get(name) != data}
     assert changed, "the label was not written"
     assert all(name.startswith(("labels/", "journal")) for name in changed), changed
+
+
+def test_a_stored_record_that_cannot_be_read_is_a_server_error_naming_it(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    run_id = write_run()
+    path = ledger.root / "runs" / run_id / "metadata.json"
+    path.chmod(0o644)
+    path.write_text("{not json")
+    response = viewer_client(ledger).get(f"/runs/{run_id}")
+    assert response.status_code == 500
+    assert "metadata.json" in response.text and "agentledger verify" in response.text

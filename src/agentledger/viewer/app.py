@@ -30,6 +30,7 @@ from agentledger.errors import (
     AgentLedgerError,
     InputError,
     IntegrityError,
+    RecordError,
     RecordNotFoundError,
     RunNotFoundError,
 )
@@ -140,6 +141,14 @@ def _error_page(request: Request, status: int, title: str, message: str) -> Resp
 async def _input_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, RunNotFoundError | RecordNotFoundError):
         return _error_page(request, 404, "Not found", str(exc))
+    if isinstance(exc, RecordError):
+        # A stored record that cannot be read is the ledger's fault, not the request's.
+        return _error_page(
+            request,
+            500,
+            "Unreadable record",
+            f"{exc} (`agentledger verify` checks every record of the ledger)",
+        )
     return _error_page(request, 400, "Bad request", str(exc))
 
 
