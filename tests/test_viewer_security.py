@@ -123,6 +123,8 @@ def test_a_form_without_its_csrf_token_is_refused_and_writes_nothing(
     assert missing.status_code == 403 and "CSRF" in missing.text
     forged = client.post(f"/runs/{run_id}/label", data={**form, "csrf": "0" * 64})
     assert forged.status_code == 403
+    odd = client.post(f"/runs/{run_id}/label", data={**form, "csrf": "é" * 64})
+    assert odd.status_code == 403
     # Another browser (another session) cannot reuse this one's token.
     other = viewer_client(ledger)
     assert other.post(f"/runs/{run_id}/label", data={**form, "csrf": token}).status_code == 403
@@ -176,7 +178,11 @@ def test_session_cookies_are_http_only_and_same_site(ledger: Ledger) -> None:
 def test_serve_refuses_a_short_token_and_a_missing_ledger(tmp_path: Path) -> None:
     runner = CliRunner()
     short = runner.invoke(main, ["serve", "--ledger", str(tmp_path), "--token", "abc"])
-    assert short.exit_code == 2 and "at least 16" in short.output
+    assert short.exit_code == 2 and "16 to 256" in short.output
+    odd = runner.invoke(
+        main, ["serve", "--ledger", str(tmp_path), "--token", "sixteen;chars=ok&no"]
+    )
+    assert odd.exit_code == 2 and "--token" in odd.output
     missing = runner.invoke(main, ["serve", "--ledger", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "none" in missing.output
 

@@ -100,7 +100,8 @@ class Viewer:
 
     def check_csrf(self, request: Request, given: str | None) -> None:
         """Refuse (403) a form whose CSRF value is not this session's."""
-        if not given or not secrets.compare_digest(given, self.csrf(request)):
+        expected = self.csrf(request).encode()
+        if not given or not secrets.compare_digest(given.encode(), expected):
             raise HTTPException(
                 403,
                 "the form's CSRF token is missing or stale: reload the page and send it again",
