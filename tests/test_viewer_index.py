@@ -68,6 +68,9 @@ class DefaultsIndex(SQLiteIndex):
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         return RunIndex.verdicts_of(self, run_ids)
 
+    def judge_ids(self) -> list[str]:
+        return RunIndex.judge_ids(self)
+
     def current_labels_of(self, run_ids: Sequence[str]) -> list[LabelResult]:
         return RunIndex.current_labels_of(self, run_ids)
 
@@ -144,6 +147,7 @@ def test_the_verdicts_of_the_runs_on_a_page(filled: RunIndex) -> None:
         RunVerdict("r3", LLM, "llm", "unscored"),  # counted apart, as the reports do
     ]
     assert filled.verdicts_of([]) == []
+    assert filled.judge_ids() == [LLM, RULES]
 
 
 def test_the_current_labels_of_the_runs_on_a_page(filled: RunIndex) -> None:
@@ -162,3 +166,20 @@ def test_the_current_labels_of_the_runs_on_a_page(filled: RunIndex) -> None:
     ]
     assert dict(found[0].criteria) == {"C2": True}
     assert filled.current_labels_of([]) == []
+
+
+def test_a_page_in_start_order_is_found_in_the_start_index_alone(tmp_path: Path) -> None:
+    """The rows of a page are read whole only once found: the walk to them (and a filter's
+    test of each run, by its id) reads the covering runs_started index (migration m008)."""
+    index = SQLiteIndex(tmp_path / "index.sqlite")
+    try:
+        captured: list[str] = []
+        index.db.set_trace_callback(captured.append)
+        index.query_sorted(RunFilter(limit=50, offset=75_000, verdicts=("Unsafe",)))
+        index.db.set_trace_callback(None)
+        (sql,) = [text for text in captured if text.startswith("SELECT")]
+        plan = " | ".join(row[-1] for row in index.db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SCAN runs USING COVERING INDEX runs_started" in plan, plan
+        assert "SCAN runs |" not in f"{plan} |", plan
+    finally:
+        index.close()

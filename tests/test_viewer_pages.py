@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agentledger import Ledger, RunMetadata
+from agentledger.gates.decisions import DecisionStore
 from agentledger.identity import sha256_bytes
 from agentledger.labels import LabelStore
 from agentledger.labels.entry import make_label
+from agentledger.records.decisions import Decision, new_decision_id
 from agentledger.records.trace import TraceStep, step_text, trace_bytes
 from conftest import WriteRun
-from viewer_support import store_score, viewer_client
+from viewer_support import csrf_of, store_score, viewer_client
 
 
 def run_ids_shown(page: str) -> list[str]:
@@ -477,3 +479,88 @@ def test_every_asset_is_served_by_the_viewer_itself(ledger: Ledger, runs: dict[s
                 assert client.get(asset).status_code == 200
         assert " style=" not in page and "<style" not in page  # no inline style
         assert re.search(r"<script(?! src=)", page) is None  # no inline script
+
+
+def test_a_run_shows_its_snapshot_with_the_cited_line_and_the_decisions_it_is_part_of(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    run_id = write_run()
+    other = write_run()
+    metadata = ledger.load(run_id).metadata.model_copy(update={"run_id": "snap_run"})
+    with ledger.new_run(metadata) as run:
+        run.add_text("report.md", "Replaced the allow-list.\n")
+        run.add_text("snapshot.json", '{\n  "allow": ["10.0.0.1", "10.0.0.2"]\n}\n')
+    store_score(
+        ledger,
+        "snap_run",
+        criteria=[
+            {
+                "criterion": "C1",
+                "fired": True,
+                "reason": "the list held two entries",
+                "evidence": [{"quote": '"allow"', "file": "snapshot.json", "line": 2}],
+            }
+        ],
+    )
+    DecisionStore(ledger).write(
+        Decision(
+            decision_id=new_decision_id("variant", "verify-first"),
+            kind="variant",
+            subject="verify-first",
+            outcome="REJECTED",
+            rule="no model gets worse",
+            tested={"run_ids": ["snap_run", other]},
+        )
+    )
+    client = viewer_client(ledger)
+    page = client.get("/runs/snap_run").text
+    assert '<li id="snapshot-L2" class="hit">' in page
+    assert '<a href="#snapshot-L2">snapshot.json:2</a>' in page
+    assert "variant verify-first <strong>REJECTED</strong>" in page
+    assert "No decision read this run." in client.get(f"/runs/{run_id}").text
+    findings = client.get("/findings").text
+    assert "verify-first" in findings and 'class="outcome o-rejected">REJECTED' in findings
+
+
+def test_the_viewer_writes_nothing_but_labels(ledger: Ledger, runs: dict[str, str]) -> None:
+    def files() -> dict[str, bytes]:
+        return {
+            str(path.relative_to(ledger.root)): path.read_bytes()
+            for path in sorted(ledger.root.rglob("*"))
+            if path.is_file() and not path.name.startswith("index.sqlite")
+        }
+
+    before = files()
+    client = viewer_client(ledger)
+    a, b = runs["gemini_m"], runs["haiku_m"]
+    for url in (
+        "/runs",
+        "/runs?model=gemini-2.5-flash&sort=model",
+        f"/runs/{a}",
+        f"/runs/{a}?against={b}",
+        f"/runs/{a}/files/report.md",
+        f"/compare?a={a}&b={b}",
+        "/review",
+        "/review/next",
+        "/findings",
+        "/runs?bogus=1",
+    ):
+        client.get(url)
+    assert files() == before
+    page = client.get(f"/runs/{a}").text
+    client.post(f"/runs/{a}/label", data={"csrf": csrf_of(page), "verdict": "safe", "by": "al"})
+    changed = {name for name, data in files().items() if before.get(name) != data}
+    assert changed, "the label was not written"
+    assert all(name.startswith(("labels/", "journal")) for name in changed), changed
+
+
+def test_a_stored_record_that_cannot_be_read_is_a_server_error_naming_it(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    run_id = write_run()
+    path = ledger.root / "runs" / run_id / "metadata.json"
+    path.chmod(0o644)
+    path.write_text("{not json")
+    response = viewer_client(ledger).get(f"/runs/{run_id}")
+    assert response.status_code == 500
+    assert "metadata.json" in response.text and "agentledger verify" in response.text

@@ -34,7 +34,7 @@ def test_every_response_carries_a_strict_content_security_policy(
         assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
         assert "frame-ancestors 'none'" in policy and "form-action 'self'" in policy
         assert headers["x-content-type-options"] == "nosniff"
-        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["referrer-policy"] == "same-origin"
         assert headers["x-frame-options"] == "DENY"
 
 
@@ -123,6 +123,8 @@ def test_a_form_without_its_csrf_token_is_refused_and_writes_nothing(
     assert missing.status_code == 403 and "CSRF" in missing.text
     forged = client.post(f"/runs/{run_id}/label", data={**form, "csrf": "0" * 64})
     assert forged.status_code == 403
+    odd = client.post(f"/runs/{run_id}/label", data={**form, "csrf": "é" * 64})
+    assert odd.status_code == 403
     # Another browser (another session) cannot reuse this one's token.
     other = viewer_client(ledger)
     assert other.post(f"/runs/{run_id}/label", data={**form, "csrf": token}).status_code == 403
@@ -141,6 +143,20 @@ def test_a_post_from_another_origin_is_refused(ledger: Ledger, run_id: str) -> N
     )
     assert response.status_code == 403
     assert not (ledger.root / "labels").exists()
+
+
+def test_a_post_from_the_viewers_own_page_is_accepted(ledger: Ledger, run_id: str) -> None:
+    """A browser names the viewer's own origin on its forms (the Referrer-Policy is
+    same-origin: under no-referrer it would send "Origin: null", refused as foreign)."""
+    client = viewer_client(ledger)
+    token = csrf_of(client.get(f"/runs/{run_id}").text)
+    fields = {"verdict": "unsafe", "by": "alice", "csrf": token}
+    null = client.post(f"/runs/{run_id}/label", data=fields, headers={"Origin": "null"})
+    assert null.status_code == 403
+    own = client.post(
+        f"/runs/{run_id}/label", data=fields, headers={"Origin": "http://127.0.0.1:8765"}
+    )
+    assert own.status_code == 303
 
 
 def test_the_csrf_token_is_bound_to_the_session_and_the_secret() -> None:
@@ -162,7 +178,11 @@ def test_session_cookies_are_http_only_and_same_site(ledger: Ledger) -> None:
 def test_serve_refuses_a_short_token_and_a_missing_ledger(tmp_path: Path) -> None:
     runner = CliRunner()
     short = runner.invoke(main, ["serve", "--ledger", str(tmp_path), "--token", "abc"])
-    assert short.exit_code == 2 and "at least 16" in short.output
+    assert short.exit_code == 2 and "16 to 256" in short.output
+    odd = runner.invoke(
+        main, ["serve", "--ledger", str(tmp_path), "--token", "sixteen;chars=ok&no"]
+    )
+    assert odd.exit_code == 2 and "--token" in odd.output
     missing = runner.invoke(main, ["serve", "--ledger", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "none" in missing.output
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import click
@@ -12,6 +13,7 @@ from agentledger.cli.common import handle_errors, ledger_location, ledger_option
 __all__ = ["serve_command"]
 
 _NEEDS = ("starlette", "uvicorn", "multipart")
+_TOKEN = re.compile(r"^[A-Za-z0-9._~-]{16,256}$")
 INSTALL_HINT = "pip install 'agentledger[serve]'"
 
 
@@ -33,8 +35,8 @@ def _missing() -> list[str]:
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
 @click.option(
     "--token",
-    help="Every request must carry this token [default off loopback: one generated and "
-    "printed once].",
+    help="Every request must carry this token (16 or more of A-Z a-z 0-9 . _ ~ -) [default off "
+    "loopback: one generated and printed once].",
 )
 @handle_errors
 def serve_command(
@@ -51,9 +53,11 @@ def serve_command(
         raise click.UsageError(
             f"the viewer needs {', '.join(missing)}, which are not installed: {INSTALL_HINT}"
         )
-    if token is not None and (len(token) < 16 or not token.isprintable() or " " in token):
+    if token is not None and not _TOKEN.match(token):
         raise click.BadParameter(
-            "a token is at least 16 printable characters, without spaces", param_hint="--token"
+            "a token is 16 to 256 of the characters A-Z a-z 0-9 . _ ~ - (it travels in a link "
+            "and a cookie)",
+            param_hint="--token",
         )
     import uvicorn
 

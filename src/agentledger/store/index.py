@@ -448,6 +448,13 @@ class RunIndex(ABC):
         end = None if run_filter.limit is None else run_filter.offset + run_filter.limit
         return ordered[run_filter.offset : end]
 
+    def judge_ids(self) -> list[str]:
+        """Every judge that scored some run, sorted (what a form offers to choose from).
+
+        This default tallies every judge's scores; a backend only lists the ids.
+        """
+        return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
+
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first.
 
@@ -477,14 +484,6 @@ class RunIndex(ABC):
         """
         wanted = set(run_ids)
         return [label for label in self.current_label_results() if label.run_id in wanted]
-
-    def judge_ids(self) -> list[str]:
-        """The id of every judge with a score in the index, sorted: what a form offers to
-        choose from (`judges_of` counts and dates them too, at the cost of every score).
-
-        This default asks `judges_of`; a backend reads the ids alone from an index.
-        """
-        return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
 
     @abstractmethod
     def count(self, run_filter: RunFilter | None = None) -> int:

@@ -492,9 +492,6 @@ class SQLiteIndex(RunIndex):
         }
     )
 
-    _NOT_NULL = frozenset({"run_id", "model", "scenario", "kind"})
-    """Sort columns the schema declares NOT NULL (run_id: the primary key)."""
-
     def query_sorted(
         self, run_filter: RunFilter, sort: RunSort = "started", descending: bool = True
     ) -> list[IndexedRun]:
@@ -502,24 +499,30 @@ class SQLiteIndex(RunIndex):
         if column is None:
             raise ValueError(f"unknown sort {sort!r}: choose from {', '.join(self._SORT_COLUMNS)}")
         where, params = where_sql(run_filter)
-        order = "DESC" if descending else "ASC"
-        tie = "" if column == "run_id" else ", run_id"
-        # NULLs last either way; descending puts them last by itself (NULL sorts lowest), as
-        # does a column that holds none, and without the IS NULL term the column's index can
-        # order the page.
-        nulls = "" if descending or column in self._NOT_NULL else f"{column} IS NULL, "
-        ordering = f" ORDER BY {nulls}{column} {order}{tie}"
-        # The page's rowids are chosen over narrow rows (an index covers them), and only the
-        # page's rows are read whole: sorting 100,000 whole rows to show 50 took a second.
-        page = f"SELECT rowid FROM runs{where}{ordering}"
+        # SQLite sorts NULL first: descending puts it last by itself, in an order an index on
+        # the column gives; ascending needs it said, where the column can be NULL (saying it
+        # of any other column would keep SQLite from walking that column's index).
+        nullable = column in ("started_at", "commands_run", "commands_denied")
+        nulls = f"{column} IS NULL, " if nullable and not descending else ""
+        order = f"{nulls}{column} {'DESC' if descending else 'ASC'}"
+        if column != "run_id":
+            order += ", run_id"
+        # The page's rows are found by their rowids first, from an index where there is one,
+        # and only those rows are read whole: a row holds kilobytes of JSON, and reading every
+        # matching one to sort them took seconds over 100,000 runs.
+        page = f"SELECT rowid FROM runs{where} ORDER BY {order}"
         if run_filter.limit is not None:
             page += " LIMIT ? OFFSET ?"
             params.extend((run_filter.limit, run_filter.offset))
         elif run_filter.offset:
             page += " LIMIT -1 OFFSET ?"
             params.append(run_filter.offset)
-        sql = f"SELECT {_COLUMNS} FROM runs WHERE rowid IN ({page}){ordering}"
+        sql = f"SELECT {_COLUMNS} FROM runs WHERE rowid IN ({page}) ORDER BY {order}"
         return [self._to_run(row) for row in self.db.execute(sql, params)]
+
+    def judge_ids(self) -> list[str]:
+        rows = self.db.execute("SELECT DISTINCT judge_id FROM scores ORDER BY judge_id")
+        return [str(row[0]) for row in rows]
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         ids = sorted(set(run_ids))
@@ -589,11 +592,6 @@ class SQLiteIndex(RunIndex):
             f"SELECT DISTINCT {column} FROM runs WHERE {column} IS NOT NULL ORDER BY 1"
         )
         return [str(row[0]) for row in rows]
-
-    def judge_ids(self) -> list[str]:
-        # DISTINCT over scores_judge_verdict skips from one judge to the next in the index.
-        rows = self.db.execute("SELECT DISTINCT judge_id FROM scores ORDER BY judge_id")
-        return [str(judge_id) for (judge_id,) in rows]
 
     def judges_of(self, run_filter: RunFilter) -> list[JudgeTally]:
         where, params = where_sql(run_filter)

@@ -30,6 +30,7 @@ from agentledger.errors import (
     AgentLedgerError,
     InputError,
     IntegrityError,
+    RecordError,
     RecordNotFoundError,
     RunNotFoundError,
 )
@@ -99,7 +100,8 @@ class Viewer:
 
     def check_csrf(self, request: Request, given: str | None) -> None:
         """Refuse (403) a form whose CSRF value is not this session's."""
-        if not given or not secrets.compare_digest(given, self.csrf(request)):
+        expected = self.csrf(request).encode()
+        if not given or not secrets.compare_digest(given.encode(), expected):
             raise HTTPException(
                 403,
                 "the form's CSRF token is missing or stale: reload the page and send it again",
@@ -140,6 +142,14 @@ def _error_page(request: Request, status: int, title: str, message: str) -> Resp
 async def _input_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, RunNotFoundError | RecordNotFoundError):
         return _error_page(request, 404, "Not found", str(exc))
+    if isinstance(exc, RecordError):
+        # A stored record that cannot be read is the ledger's fault, not the request's.
+        return _error_page(
+            request,
+            500,
+            "Unreadable record",
+            f"{exc} (`agentledger verify` checks every record of the ledger)",
+        )
     return _error_page(request, 400, "Bad request", str(exc))
 
 

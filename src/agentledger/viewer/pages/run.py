@@ -30,7 +30,7 @@ __all__ = ["PROMPT_CANDIDATES", "PromptOther", "decisions_of", "routes"]
 
 PROMPT_CANDIDATES = 5
 """Runs of the same scenario with another prompt offered to diff against."""
-_SCAN = 500
+_SCAN = 200
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class PromptOther:
 def _other_prompts(ledger: Ledger, run: IndexedRun) -> list[PromptOther]:
     seen = {run.system_prompt_hash}
     found: list[PromptOther] = []
-    for other in ledger.index.query(RunFilter(scenarios=(run.scenario,), limit=_SCAN)):
+    for other in ledger.index.query_sorted(RunFilter(scenarios=(run.scenario,), limit=_SCAN)):
         if other.system_prompt_hash in seen:
             continue
         seen.add(other.system_prompt_hash)
