@@ -288,3 +288,34 @@ def test_an_index_from_before_the_report_indexes_is_upgraded(tmp_path: Path) -> 
     columns = [row[2] for row in db.execute("PRAGMA index_info(runs_model_prompt)")]
     assert columns[:2] == ["model", "system_prompt_hash"]
     db.close()
+
+
+def test_an_index_from_before_m008_gets_run_ids_in_its_start_index(tmp_path: Path) -> None:
+    """m008: runs_started keeps its name and gains run_id; the runs stay as they were."""
+    path = tmp_path / "index.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    before = [item for item in MIGRATIONS if item[0] < "m008"]
+    for name, migration in before:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db.execute(
+        f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
+        "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
+        "'ghost', NULL, NULL, '2026-03-12T10:00:00.000000Z', NULL, 0, 0, 'agent', NULL, NULL, "
+        "NULL, NULL, NULL, NULL, NULL, '2026-03-12T10:00:00.000000Z', 'sha256:cd', '{}', NULL)"
+    )
+    assert [row[2] for row in db.execute("PRAGMA index_info(runs_started)")] == ["started_at"]
+    db.close()
+    index = SQLiteIndex(path)
+    try:
+        assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
+        assert [run.run_id for run in index.query_sorted(RunFilter(limit=10))] == ["r1"]
+    finally:
+        index.close()
+    tables, indexes = _schema(path)
+    assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES
+    db = sqlite3.connect(path)
+    columns = [row[2] for row in db.execute("PRAGMA index_info(runs_started)")]
+    assert columns == ["started_at", "run_id"]
+    db.close()

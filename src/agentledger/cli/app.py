@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "variant": "agentledger.cli.variant:variant_group",
     "agreement": "agentledger.cli.agreement:agreement_command",
     "migrate-backend": "agentledger.cli.migrate:migrate_backend_command",
+    "serve": "agentledger.cli.serve:serve_command",
 }
 """Command name -> "module:attribute" of its click command."""
 

@@ -29,7 +29,9 @@ VERDICT_COLOURS = {
     "skipped": "#9e9e9e",
 }
 SERIES_COLOURS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f", "#5d4037")
-FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:12px"
+# Presentation attributes, not a style attribute: a page whose Content-Security-Policy allows
+# no inline style (the viewer's) shows the chart inline as it is.
+FONT = 'font-family="system-ui,-apple-system,\'Segoe UI\',sans-serif" font-size="12"'
 
 
 def esc(text: object) -> str:
@@ -44,7 +46,7 @@ def _clip(text: str, length: int = 28) -> str:
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" style="{FONT}">'
+        f'viewBox="0 0 {width} {height}" role="img" {FONT}>'
         f"<title>{esc(title)}</title>" + "".join(body) + "</svg>"
     )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DIMENSIONS",
+    "RUN_SORTS",
     "CriterionCell",
     "CriterionFirst",
     "Dimension",
@@ -41,6 +42,8 @@ __all__ = [
     "RunFacets",
     "RunFilter",
     "RunIndex",
+    "RunSort",
+    "RunVerdict",
     "ScoreResult",
     "ScoreRow",
     "SkippedScore",
@@ -60,6 +63,13 @@ DIMENSIONS: tuple[Dimension, ...] = (
     "model_served",
     "day",
 )
+
+
+RunSort = Literal[
+    "started", "run_id", "model", "scenario", "kind", "commands_run", "commands_denied"
+]
+"""What a page of runs can be sorted by (`RunIndex.query_sorted`); ``started`` is the start."""
+RUN_SORTS: tuple[RunSort, ...] = RunSort.__args__  # type: ignore[attr-defined]
 
 
 def format_time(moment: datetime | None) -> str | None:
@@ -312,6 +322,16 @@ class LabelResult(NamedTuple):
     criteria: Mapping[str, bool | None]
 
 
+class RunVerdict(NamedTuple):
+    """One score of a run, in brief: which judge, of what kind, and its verdict as counted
+    (``unscored`` for a judge whose answer could not be read)."""
+
+    run_id: str
+    judge_id: str
+    kind: str
+    verdict: str
+
+
 class RunFacets(NamedTuple):
     """What agreement groups a run by: its model, scenario and kind."""
 
@@ -406,6 +426,64 @@ class RunIndex(ABC):
     def query(self, run_filter: RunFilter) -> list[IndexedRun]:
         """Runs matching `run_filter`, newest first (runs without a start last, then by id),
         paged by its `limit` and `offset`."""
+
+    def query_sorted(
+        self, run_filter: RunFilter, sort: RunSort = "started", descending: bool = True
+    ) -> list[IndexedRun]:
+        """Runs matching `run_filter` sorted by `sort` (runs without a value last, then by
+        id), paged by its `limit` and `offset`: a page of the viewer's runs list.
+
+        This default sorts every match in Python; a backend orders them in its query.
+        """
+        if sort not in RUN_SORTS:
+            raise ValueError(f"unknown sort {sort!r}: choose from {', '.join(RUN_SORTS)}")
+        runs = self.query(replace(run_filter, limit=None, offset=0))
+        attribute = "started_at" if sort == "started" else sort
+        present = [run for run in runs if getattr(run, attribute) is not None]
+        present.sort(key=lambda run: run.run_id)
+        present.sort(key=lambda run: getattr(run, attribute), reverse=descending)
+        ordered = present + sorted(
+            (run for run in runs if getattr(run, attribute) is None), key=lambda run: run.run_id
+        )
+        end = None if run_filter.limit is None else run_filter.offset + run_filter.limit
+        return ordered[run_filter.offset : end]
+
+    def judge_ids(self) -> list[str]:
+        """Every judge that scored some run, sorted (what a form offers to choose from).
+
+        This default tallies every judge's scores; a backend only lists the ids.
+        """
+        return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
+
+    def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
+        """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first.
+
+        This default reads each run's scores one by one; a backend reads them in one query.
+        """
+        from agentledger.records.scores import shown_verdict
+
+        found = []
+        for run_id in sorted(set(run_ids)):
+            for text in self.scores_of(run_id):
+                score = json.loads(text)
+                found.append(
+                    RunVerdict(
+                        run_id,
+                        score["judge_id"],
+                        score["judge"]["kind"],
+                        shown_verdict(score["verdict"], score.get("criteria") or []),
+                    )
+                )
+        return found
+
+    def current_labels_of(self, run_ids: Sequence[str]) -> list[LabelResult]:
+        """The current labels of the runs `run_ids`, in brief, as `current_label_results`
+        orders them.
+
+        This default filters every current label; a backend selects the runs in its query.
+        """
+        wanted = set(run_ids)
+        return [label for label in self.current_label_results() if label.run_id in wanted]
 
     @abstractmethod
     def count(self, run_filter: RunFilter | None = None) -> int:

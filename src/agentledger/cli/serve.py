@@ -1,0 +1,92 @@
+"""`serve`: the local web viewer over a ledger (agentledger.viewer, the ``serve`` extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import click
+
+from agentledger.cli.common import handle_errors, ledger_location, ledger_option
+
+__all__ = ["serve_command"]
+
+_NEEDS = ("starlette", "uvicorn", "multipart")
+_TOKEN = re.compile(r"^[A-Za-z0-9._~-]{16,256}$")
+INSTALL_HINT = "pip install 'agentledger[serve]'"
+
+
+def _missing() -> list[str]:
+    return [name for name in _NEEDS if importlib.util.find_spec(name) is None]
+
+
+@click.command("serve")
+@ledger_option
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; anything but loopback needs a token (given or generated).",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port."
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
+@click.option(
+    "--token",
+    help="Every request must carry this token (16 or more of A-Z a-z 0-9 . _ ~ -) [default off "
+    "loopback: one generated and printed once].",
+)
+@handle_errors
+def serve_command(
+    ledger_path: Path | None, host: str, port: int, open_browser: bool, token: str | None
+) -> None:
+    """Browse the ledger's runs and evidence in a browser; compare runs; label them.
+
+    Binds to loopback by default. On any other address every request must carry a token:
+    the one given with --token, or one generated now and printed once as a link. The viewer
+    writes nothing but the labels people enter.
+    """
+    missing = _missing()
+    if missing:
+        raise click.UsageError(
+            f"the viewer needs {', '.join(missing)}, which are not installed: {INSTALL_HINT}"
+        )
+    if token is not None and not _TOKEN.match(token):
+        raise click.BadParameter(
+            "a token is 16 to 256 of the characters A-Z a-z 0-9 . _ ~ - (it travels in a link "
+            "and a cookie)",
+            param_hint="--token",
+        )
+    import uvicorn
+
+    from agentledger.labels.entry import default_labeller
+    from agentledger.store import Ledger
+    from agentledger.viewer import create_app
+    from agentledger.viewer.security import is_loopback, new_token
+
+    loopback = is_loopback(host)
+    generated = token is None and not loopback
+    if generated:
+        token = new_token()
+    ledger = Ledger.open(ledger_location(ledger_path))
+    app = create_app(
+        ledger,
+        token=token,
+        allowed_hosts=None if not loopback else ("127.0.0.1", "localhost", "::1", host),
+        labeller=default_labeller(),
+        close_ledger=True,
+    )
+    shown_host = f"[{host}]" if ":" in host else host
+    address = f"http://{shown_host}:{port}/"
+    link = f"{address}?token={token}" if token else address
+    click.echo(f"agentledger viewer of {ledger.root} at {address}", err=True)
+    if token:
+        shown = "generated token (shown once)" if generated else "token"
+        click.echo(f"  {shown}: open {link}", err=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(link)
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)

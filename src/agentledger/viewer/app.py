@@ -1,0 +1,228 @@
+"""The viewer as one Starlette app: `create_app(ledger)` and what every page shares.
+
+Each page is a module of `agentledger.viewer.pages` with its `routes`; templates live in
+``viewer/templates`` (Jinja2, autoescaped: every agent text is escaped where it is shown) and
+the CSS and JavaScript in ``viewer/static``, served by the app itself (no CDN, no inline
+script). The app reads the ledger through the library only and writes nothing but labels
+(`agentledger.labels.LabelStore`).
+
+Handlers are coroutines that call the library directly: requests are served one at a time
+on the event loop, so the ledger's one SQLite connection is never shared between threads.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from agentledger.errors import (
+    AgentLedgerError,
+    InputError,
+    IntegrityError,
+    RecordError,
+    RecordNotFoundError,
+    RunNotFoundError,
+)
+from agentledger.identity import short_hash
+from agentledger.store.index import IndexedRun
+from agentledger.store.ledger import Ledger
+from agentledger.viewer.security import (
+    CSRF_FIELD,
+    LOOPBACK_HOSTS,
+    ViewerGuard,
+    csrf_token,
+    session_of,
+)
+
+__all__ = ["STATIC_DIR", "Viewer", "create_app", "viewer_of"]
+
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def _when(value: Any) -> str:
+    """A stored UTC time as ``2026-03-12 10:15`` (minutes are enough in a list)."""
+    text = str(value or "")
+    return text[:16].replace("T", " ") if text else "-"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("agentledger.viewer", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["short_hash"] = short_hash
+    env.filters["when"] = _when
+    return env
+
+
+class Viewer:
+    """What every page reads: the ledger, the templates, and this server's CSRF secret."""
+
+    def __init__(self, ledger: Ledger, *, labeller: str | None = None) -> None:
+        self.ledger = ledger
+        self.labeller = labeller
+        """Who labels, as the labelling form first says (the person can change it)."""
+        self.secret = secrets.token_bytes(32)
+        self.env = _environment()
+
+    def run(self, run_id: str, name: str = "run") -> IndexedRun:
+        """The indexed run of an id from the URL: checked as a name first (BadParam), then
+        looked up by exact id (RunNotFoundError: 404)."""
+        from agentledger.viewer.params import run_id_param
+
+        checked = run_id_param(run_id, name)
+        found = self.ledger.index.get(checked)
+        if found is None:
+            if self.ledger.storage.has_run(checked):
+                raise RunNotFoundError(
+                    f"run {checked} is sealed but not indexed yet: index it with `agentledger gc`"
+                )
+            raise RunNotFoundError(f"no run {checked!r} in {self.ledger.root}")
+        return found
+
+    def csrf(self, request: Request) -> str:
+        """The CSRF value this request's forms carry."""
+        return csrf_token(self.secret, session_of(request.scope))
+
+    def check_csrf(self, request: Request, given: str | None) -> None:
+        """Refuse (403) a form whose CSRF value is not this session's."""
+        expected = self.csrf(request).encode()
+        if not given or not secrets.compare_digest(given.encode(), expected):
+            raise HTTPException(
+                403,
+                "the form's CSRF token is missing or stale: reload the page and send it again",
+            )
+
+    def render(
+        self,
+        request: Request,
+        template: str,
+        context: Mapping[str, Any],
+        *,
+        status: int = 200,
+    ) -> HTMLResponse:
+        """`template` filled with `context` and what every page needs (the CSRF value, the
+        page's own address)."""
+        page = self.env.get_template(template).render(
+            request=request,
+            csrf_field=CSRF_FIELD,
+            csrf=self.csrf(request),
+            ledger_root=str(self.ledger.root),
+            **context,
+        )
+        return HTMLResponse(page, status_code=status)
+
+
+def viewer_of(request: Request) -> Viewer:
+    """The Viewer of the app serving `request`."""
+    viewer = request.app.state.viewer
+    assert isinstance(viewer, Viewer)
+    return viewer
+
+
+def _error_page(request: Request, status: int, title: str, message: str) -> Response:
+    viewer = viewer_of(request)
+    return viewer.render(request, "error.html", {"title": title, "message": message}, status=status)
+
+
+async def _input_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, RunNotFoundError | RecordNotFoundError):
+        return _error_page(request, 404, "Not found", str(exc))
+    if isinstance(exc, RecordError):
+        # A stored record that cannot be read is the ledger's fault, not the request's.
+        return _error_page(
+            request,
+            500,
+            "Unreadable record",
+            f"{exc} (`agentledger verify` checks every record of the ledger)",
+        )
+    return _error_page(request, 400, "Bad request", str(exc))
+
+
+async def _integrity_error(request: Request, exc: Exception) -> Response:
+    return _error_page(
+        request, 500, "Integrity failure", f"{exc} (run `agentledger verify` to see all)"
+    )
+
+
+async def _other_error(request: Request, exc: Exception) -> Response:
+    return _error_page(request, 500, "Error", str(exc))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    titles = {403: "Refused", 404: "Not found", 405: "Method not allowed"}
+    return _error_page(
+        request, exc.status_code, titles.get(exc.status_code, "Error"), str(exc.detail)
+    )
+
+
+async def _home(request: Request) -> Response:
+    return RedirectResponse("/runs", status_code=303)
+
+
+def _routes() -> list[BaseRoute]:
+    from agentledger.viewer.pages import compare, findings, labelling, review, run, runs
+
+    return [
+        Route("/", _home),
+        *runs.routes,
+        *run.routes,
+        *compare.routes,
+        *review.routes,
+        *labelling.routes,
+        *findings.routes,
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+
+
+def create_app(
+    ledger: Ledger,
+    *,
+    token: str | None = None,
+    allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS,
+    labeller: str | None = None,
+    close_ledger: bool = False,
+) -> ViewerGuard:
+    """The viewer of `ledger` as an ASGI app.
+
+    `token`: every request must carry it (see `agentledger.viewer.security`); required by
+    `agentledger serve` off loopback. `allowed_hosts`: the Host names answered (loopback names
+    by default; None for any, when a token guards the app). `labeller`: the name the
+    labelling form starts with. `close_ledger`: close the ledger when the app shuts down.
+    """
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if close_ledger:
+                ledger.close()
+
+    app = Starlette(
+        routes=_routes(),
+        exception_handlers={
+            InputError: _input_error,
+            IntegrityError: _integrity_error,
+            AgentLedgerError: _other_error,
+            HTTPException: _http_error,
+        },
+        lifespan=lifespan,
+    )
+    app.state.viewer = Viewer(ledger, labeller=labeller)
+    return ViewerGuard(app, token=token, allowed_hosts=allowed_hosts)

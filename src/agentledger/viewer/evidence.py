@@ -1,0 +1,273 @@
+"""What the run page shows of a run's evidence, and where each firing's evidence stands in it.
+
+A judge's evidence names a file and a line (`records.scores.Evidence`); this module puts a
+`Cite` on that line of the shown file (the report, the reasoning, the shell log, a trace step,
+the snapshot), so that the page highlights it in place and links the firing to it. Evidence
+without a line is placed on the first line that holds its quote. Anchors are built from the
+section's own name and a number, never from the text of a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentledger.errors import RecordError
+from agentledger.records.scores import Evidence, Score
+from agentledger.records.trace import TRACE, TraceStep, parse_trace
+from agentledger.store.evidence import LoggedCommand, RunEvidence
+from agentledger.store.writer import SHELL_AUDIT
+
+__all__ = [
+    "MAX_SHOWN_BYTES",
+    "Cite",
+    "EvidenceView",
+    "Line",
+    "ShellRow",
+    "StepRow",
+    "TextView",
+    "evidence_view",
+]
+
+MAX_SHOWN_BYTES = 2_000_000
+"""A text longer than this is shown cut, with a link to the whole file."""
+
+Section = Literal["report", "reasoning", "shell", "step", "snapshot"]
+
+
+@dataclass(frozen=True)
+class Cite:
+    """One criterion's evidence on one shown line or step."""
+
+    judge_id: str
+    criterion: str
+    fired: bool | None
+    quote: str
+    anchor: str
+    """The id of the line or step it stands on (``report-L12``, ``step-4``)."""
+
+
+@dataclass
+class Line:
+    number: int
+    text: str
+    cites: list[Cite] = field(default_factory=list)
+
+
+@dataclass
+class TextView:
+    """A text artifact shown line by line, with its anchor prefix and whether it was cut."""
+
+    name: str
+    section: Section
+    lines: list[Line]
+    cut: bool = False
+
+    def anchor(self, number: int) -> str:
+        return f"{self.section}-L{number}"
+
+
+@dataclass
+class ShellRow:
+    """One line of the shell log: the command, the gate's decision, its output folded."""
+
+    command: LoggedCommand
+    cites: list[Cite] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        return f"shell-L{self.command.line}"
+
+
+@dataclass
+class StepRow:
+    """One trace step as the timeline shows it."""
+
+    step: TraceStep
+    line: int
+    """Its 1-based line in trace.jsonl (what a judge cites)."""
+    cites: list[Cite] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        return f"step-{self.step.index}"
+
+    @property
+    def observation(self) -> bool:
+        """An output, a result or a file read: shown folded."""
+        return self.step.kind in ("command_output", "tool_result", "file_read")
+
+
+@dataclass
+class EvidenceView:
+    """Everything the run page shows of a run's files, with the judges' evidence placed."""
+
+    report: TextView | None
+    reasoning: TextView | None
+    snapshot: TextView | None
+    shell: list[ShellRow] | None
+    shell_problem: str | None
+    steps: list[StepRow] | None
+    trace_problem: str | None
+    placed: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    """(judge id, criterion, position of the evidence) -> the anchor it was placed on."""
+
+    def anchor_of(self, judge_id: str, criterion: str, position: int) -> str | None:
+        return self.placed.get((judge_id, criterion, position))
+
+
+def _lines(text: str) -> list[Line]:
+    return [Line(number, line) for number, line in enumerate(text.split("\n"), start=1)]
+
+
+def _text_view(evidence: RunEvidence, name: str | None, section: Section) -> TextView | None:
+    if name is None:
+        return None
+    raw = evidence.read(name)
+    if raw is None:
+        return None
+    cut = len(raw) > MAX_SHOWN_BYTES
+    text = raw[:MAX_SHOWN_BYTES].decode("utf-8", "replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    return TextView(name, section, _lines(text), cut)
+
+
+def _trace_rows(evidence: RunEvidence) -> tuple[list[StepRow] | None, str | None]:
+    raw = evidence.read(TRACE)
+    if raw is None:
+        return None, None
+    numbers = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
+    try:
+        steps = parse_trace(raw, TRACE)
+    except RecordError as exc:
+        return None, f"the trace cannot be read ({exc})"
+    return [StepRow(step, line) for step, line in zip(steps, numbers, strict=False)], None
+
+
+def _needle(quote: str) -> str:
+    """The part of a quote to look for: without the '...' a shortened quote ends with."""
+    return quote.strip().removesuffix("...").removesuffix("…").strip()
+
+
+def _find_line(lines: Sequence[Line], quote: str) -> Line | None:
+    needle = _needle(quote)
+    if not needle:
+        return None
+    for line in lines:
+        if needle in line.text:
+            return line
+    first = needle.split("\n", 1)[0].strip()
+    if first and first != needle:
+        for line in lines:
+            if first in line.text:
+                return line
+    return None
+
+
+class _Placer:
+    def __init__(self, view: EvidenceView) -> None:
+        self.view = view
+        self.texts: dict[str, TextView] = {
+            text.name: text for text in (view.report, view.reasoning, view.snapshot) if text
+        }
+
+    def place(self, score: Score) -> None:
+        for result in score.criteria:
+            for position, item in enumerate(result.evidence):
+                anchor = self._place_one(score.judge_id, result.criterion, result.fired, item)
+                if anchor is not None:
+                    self.view.placed[(score.judge_id, result.criterion, position)] = anchor
+
+    def _place_one(
+        self, judge_id: str, criterion: str, fired: bool | None, item: Evidence
+    ) -> str | None:
+        def cite(anchor: str) -> Cite:
+            return Cite(judge_id, criterion, fired, item.quote, anchor)
+
+        text = self.texts.get(item.file)
+        if text is None and item.file.startswith("snapshot") and self.view.snapshot:
+            text = self.view.snapshot
+        if text is not None:
+            line = (
+                text.lines[item.line - 1]
+                if item.line is not None and item.line <= len(text.lines)
+                else _find_line(text.lines, item.quote)
+            )
+            if line is None:
+                return None
+            anchor = text.anchor(line.number)
+            line.cites.append(cite(anchor))
+            if fired:
+                self._same_command(item.quote, cite)
+            return anchor
+        if item.file == SHELL_AUDIT and self.view.shell is not None:
+            row = self._shell_row(item)
+            if row is None:
+                return None
+            row.cites.append(cite(row.anchor))
+            self._also_on_step(row, cite)
+            return row.anchor
+        if item.file == TRACE and self.view.steps is not None:
+            found = next((s for s in self.view.steps if s.line == item.line), None)
+            if found is None:
+                needle = _needle(item.quote)
+                found = next((s for s in self.view.steps if needle and needle in _said(s)), None)
+            if found is None:
+                return None
+            found.cites.append(cite(found.anchor))
+            return found.anchor
+        return None
+
+    def _shell_row(self, item: Evidence) -> ShellRow | None:
+        rows = self.view.shell or []
+        if item.line is not None:
+            found = next((row for row in rows if row.command.line == item.line), None)
+            if found is not None:
+                return found
+        needle = _needle(item.quote)
+        return next((row for row in rows if needle and needle in row.command.command), None)
+
+    def _same_command(self, quote: str, cite: Callable[[str], Cite]) -> None:
+        """A firing that quotes a command from the report also marks where the agent ran (or
+        tried) that very command: its shell log line and its trace step."""
+        needle = _needle(quote).strip("`").strip()
+        for row in self.view.shell or ():
+            if needle and row.command.command.strip() == needle:
+                row.cites.append(cite(row.anchor))
+                self._also_on_step(row, cite)
+
+    def _also_on_step(self, row: ShellRow, cite: Callable[[str], Cite]) -> None:
+        """A command the shell log cites is also marked on the trace's step of that command."""
+        if not self.view.steps:
+            return
+        for step in self.view.steps:
+            if step.step.kind == "command" and step.step.command == row.command.command:
+                step.cites.append(cite(step.anchor))
+                return
+
+
+def _said(row: StepRow) -> str:
+    step = row.step
+    parts = [step.command or "", step.content.text if step.content else ""]
+    return "\n".join(part for part in parts if part)
+
+
+def evidence_view(evidence: RunEvidence, scores: Iterable[Score]) -> EvidenceView:
+    """The run's shown files, with every score's evidence placed on them."""
+    log = evidence.shell_log
+    steps, trace_problem = _trace_rows(evidence)
+    view = EvidenceView(
+        report=_text_view(evidence, "report.md", "report"),
+        reasoning=_text_view(evidence, "audit.md", "reasoning"),
+        snapshot=_text_view(evidence, evidence.snapshot_name, "snapshot"),
+        shell=None if log.commands is None else [ShellRow(item) for item in log.commands],
+        shell_problem=log.problem if SHELL_AUDIT in evidence.files else None,
+        steps=steps,
+        trace_problem=trace_problem,
+    )
+    placer = _Placer(view)
+    for score in scores:
+        placer.place(score)
+    return view

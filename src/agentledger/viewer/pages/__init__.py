@@ -1,0 +1,1 @@
+"""One module per page of the viewer, each with its `routes` (see `agentledger.viewer.app`)."""

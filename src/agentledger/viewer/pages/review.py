@@ -1,0 +1,128 @@
+"""The review queue: the runs waiting for a person (`agentledger.labels.review`), the way to
+the next one, and how far each judge agrees with people's labels so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from agentledger.analysis.agreement import agreement_report
+from agentledger.analysis.kappa import KappaResult
+from agentledger.errors import InputError
+from agentledger.labels.review import QueueItem, review_queue
+from agentledger.records import RUN_KINDS
+from agentledger.records.filters import RunFilter, parse_kind
+from agentledger.store.index import JudgeTally
+from agentledger.store.ledger import Ledger
+from agentledger.viewer.app import viewer_of
+from agentledger.viewer.params import BadParam, check_params, one, page_number, run_id_param
+
+__all__ = ["JudgeAgreement", "judge_agreements", "routes"]
+
+PER_PAGE = 50
+AGREEMENT_JUDGES = 6
+"""The newest judges whose agreement with people's labels the page shows."""
+HUMAN_LABELS = "labels:human"
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """One judge against people's labels: the verdict's agreement, or why there is none."""
+
+    judge: JudgeTally
+    verdict: KappaResult | None
+    unsafe: KappaResult | None
+    """Unsafe against the rest (the binary collapse)."""
+    problem: str | None
+
+
+def judge_agreements(ledger: Ledger, kinds: tuple[str, ...]) -> list[JudgeAgreement]:
+    """Each of the newest judges of runs of `kinds` against people's labels (labels:human)."""
+    run_filter = RunFilter(kinds=kinds)
+    found = []
+    for tally in ledger.index.judges_of(run_filter)[:AGREEMENT_JUDGES]:
+        try:
+            report = agreement_report(ledger, f"judge:{tally.judge_id}", HUMAN_LABELS, run_filter)
+        except InputError as exc:
+            found.append(JudgeAgreement(tally, None, None, str(exc)))
+            continue
+        by_what = {comparison.what: comparison.result for comparison in report.comparisons}
+        problem = None if report.common else "no run is both scored by it and labelled"
+        found.append(JudgeAgreement(tally, by_what.get("verdict"), by_what.get("binary"), problem))
+    return found
+
+
+def _kinds(request: Request) -> tuple[str, ...]:
+    try:
+        kinds = tuple(parse_kind(value) for value in request.query_params.getlist("kind") if value)
+    except ValueError as exc:
+        raise BadParam("kind", str(exc)) from None
+    return kinds or ("agent",)
+
+
+def _unlabelled(request: Request) -> bool:
+    value = (one(request.query_params, "unlabelled") or "yes").lower()
+    if value not in ("yes", "no"):
+        raise BadParam("unlabelled", f"{value!r}: use yes or no")
+    return value == "yes"
+
+
+async def review_page(request: Request) -> Response:
+    check_params(request.query_params, ("kind", "unlabelled", "page"))
+    viewer = viewer_of(request)
+    kinds = _kinds(request)
+    unlabelled = _unlabelled(request)
+    page = page_number(request.query_params, maximum=1_000_000)
+    queue = review_queue(viewer.ledger, unlabelled=unlabelled, kinds=kinds)
+    counts: dict[str, int] = {}
+    for item in queue:
+        for why in item.reasons:
+            counts[why] = counts.get(why, 0) + 1
+    shown: list[QueueItem] = queue[(page - 1) * PER_PAGE : page * PER_PAGE]
+    last = max(1, -(-len(queue) // PER_PAGE))
+    base = [("kind", kind) for kind in kinds] + [("unlabelled", "yes" if unlabelled else "no")]
+
+    def page_url(number: int) -> str:
+        return "/review?" + urlencode([*base, ("page", str(number))])
+
+    context = {
+        "queue": shown,
+        "total": len(queue),
+        "counts": sorted(counts.items()),
+        "kinds": kinds,
+        "all_kinds": RUN_KINDS,
+        "unlabelled": unlabelled,
+        "page": page,
+        "last_page": last,
+        "prev": page_url(page - 1) if page > 1 else None,
+        "next": page_url(page + 1) if page < last else None,
+        "agreements": judge_agreements(viewer.ledger, kinds),
+        "start": f"/runs/{quote(queue[0].run_id)}?review=1" if queue else None,
+    }
+    return viewer.render(request, "review.html", context)
+
+
+async def next_in_queue(request: Request) -> Response:
+    """The run after `after` in the queue (the first, when `after` has left it)."""
+    check_params(request.query_params, ("after",))
+    viewer = viewer_of(request)
+    after_text = one(request.query_params, "after")
+    after = run_id_param(after_text, "after") if after_text else None
+    ids = [item.run_id for item in review_queue(viewer.ledger)]
+    if after in ids:
+        position = ids.index(after)
+        ids = ids[position + 1 :] + ids[:position]
+    if not ids:
+        return RedirectResponse("/review", status_code=303)
+    return RedirectResponse(f"/runs/{quote(ids[0])}?review=1", status_code=303)
+
+
+routes = [
+    Route("/review", review_page, name="review"),
+    Route("/review/next", next_in_queue, name="review_next"),
+]

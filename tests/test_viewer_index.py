@@ -1,0 +1,185 @@
+"""The index queries the viewer's pages use: a sorted page of runs, the verdicts and the
+current labels of the runs on a page; the SQLite queries and `RunIndex`'s defaults (what a
+backend without its own answers) give the same answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from agentledger.records.scores import Score
+from agentledger.store.index import (
+    IndexedRun,
+    LabelResult,
+    RunFilter,
+    RunIndex,
+    RunSort,
+    RunVerdict,
+    ScoreRow,
+    score_row,
+)
+from agentledger.store.sqlite_index import SQLiteIndex
+from test_index_contract import T0, entry, ids, label
+
+RULES = "rules-aaaaaaaaaaaa"
+LLM = "llm-bbbbbbbbbbbb"
+
+
+def score(
+    run_id: str, judge_id: str, verdict: str, minutes: int = 0, *, unreadable: bool = False
+) -> ScoreRow:
+    """What the index keeps of a judge's score, made from the score record itself."""
+    kind = judge_id.split("-", 1)[0]
+    return score_row(
+        Score.model_validate(
+            {
+                "run_id": run_id,
+                "judge_id": judge_id,
+                "judge": {
+                    "kind": kind,
+                    "pack": "remediation-safety",
+                    "pack_version": "1",
+                    "pack_digest": "sha256:" + "0" * 64,
+                },
+                "identity": {"kind": kind},
+                "created_at": T0 + timedelta(days=1, minutes=minutes),
+                "verdict": verdict,
+                "criteria": [
+                    {"criterion": "C1", "fired": None, "reason": "unscored: no JSON in the answer"}
+                ]
+                if unreadable
+                else [],
+            }
+        )
+    )
+
+
+class DefaultsIndex(SQLiteIndex):
+    """SQLite for everything else, `RunIndex`'s own defaults for the viewer's queries."""
+
+    def query_sorted(
+        self, run_filter: RunFilter, sort: RunSort = "started", descending: bool = True
+    ) -> list[IndexedRun]:
+        return RunIndex.query_sorted(self, run_filter, sort, descending)
+
+    def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
+        return RunIndex.verdicts_of(self, run_ids)
+
+    def judge_ids(self) -> list[str]:
+        return RunIndex.judge_ids(self)
+
+    def current_labels_of(self, run_ids: Sequence[str]) -> list[LabelResult]:
+        return RunIndex.current_labels_of(self, run_ids)
+
+
+@pytest.fixture(params=["sqlite", "defaults"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunIndex]:
+    kind = SQLiteIndex if request.param == "sqlite" else DefaultsIndex
+    opened = kind(tmp_path / "index.sqlite")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def filled(index: RunIndex) -> RunIndex:
+    index.add(
+        [
+            entry("r1", 0, model="b-model", scenario="s2"),
+            entry("r2", 10, model="a-model", scenario="s1"),
+            entry("r3", None, model="c-model", scenario="s1"),
+            entry("r4", 5, model="a-model", scenario="s3", kind="fixture"),
+        ]
+    )
+    return index
+
+
+@pytest.mark.parametrize(
+    ("sort", "descending", "expected"),
+    [
+        ("started", True, ["r2", "r4", "r1", "r3"]),
+        ("started", False, ["r1", "r4", "r2", "r3"]),
+        ("model", False, ["r2", "r4", "r1", "r3"]),
+        ("model", True, ["r3", "r1", "r2", "r4"]),
+        ("scenario", False, ["r2", "r3", "r1", "r4"]),
+        ("run_id", True, ["r4", "r3", "r2", "r1"]),
+        ("kind", False, ["r1", "r2", "r3", "r4"]),
+    ],
+)
+def test_a_page_of_runs_in_the_order_asked(
+    filled: RunIndex, sort: RunSort, descending: bool, expected: list[str]
+) -> None:
+    assert ids(filled.query_sorted(RunFilter(), sort, descending)) == expected
+
+
+def test_the_sorted_page_is_filtered_and_paged(filled: RunIndex) -> None:
+    by_model = RunFilter(models=("a-model", "c-model"))
+    assert ids(filled.query_sorted(by_model, "model")) == ["r3", "r2", "r4"]
+    page = RunFilter(limit=2, offset=1)
+    assert ids(filled.query_sorted(page, "run_id", descending=False)) == ["r2", "r3"]
+    assert ids(filled.query_sorted(RunFilter(limit=2, offset=9), "model")) == []
+    assert ids(filled.query_sorted(RunFilter(kinds=("fixture",)), "started")) == ["r4"]
+
+
+def test_an_unknown_sort_is_refused(filled: RunIndex) -> None:
+    with pytest.raises(ValueError, match="unknown sort 'colour'"):
+        filled.query_sorted(RunFilter(), "colour")  # type: ignore[arg-type]
+
+
+def test_the_verdicts_of_the_runs_on_a_page(filled: RunIndex) -> None:
+    filled.add_scores(
+        [
+            score("r1", RULES, "Unsafe", minutes=1),
+            score("r1", LLM, "Safe", minutes=0),
+            score("r2", RULES, "Safe"),
+            score("r4", RULES, "Uncertain"),
+            score("r3", LLM, "Uncertain", unreadable=True),
+        ]
+    )
+    assert filled.verdicts_of(["r2", "r1", "r3"]) == [
+        RunVerdict("r1", LLM, "llm", "Safe"),
+        RunVerdict("r1", RULES, "rules", "Unsafe"),
+        RunVerdict("r2", RULES, "rules", "Safe"),
+        RunVerdict("r3", LLM, "llm", "unscored"),  # counted apart, as the reports do
+    ]
+    assert filled.verdicts_of([]) == []
+    assert filled.judge_ids() == [LLM, RULES]
+
+
+def test_the_current_labels_of_the_runs_on_a_page(filled: RunIndex) -> None:
+    filled.add_labels(
+        [
+            label("l1", "r1", "alice", "Safe", minutes=0),
+            label("l2", "r1", "alice", "Unsafe", minutes=1, criteria=(("C2", True),)),
+            label("l3", "r2", "bob", "Safe"),
+            label("l4", "r4", "osworld", None, kind="external"),
+        ]
+    )
+    found = filled.current_labels_of(["r1", "r4", "r3"])
+    assert [(item.run_id, item.label_id, item.verdict) for item in found] == [
+        ("r1", "l2", "Unsafe"),
+        ("r4", "l4", None),
+    ]
+    assert dict(found[0].criteria) == {"C2": True}
+    assert filled.current_labels_of([]) == []
+
+
+def test_a_page_in_start_order_is_found_in_the_start_index_alone(tmp_path: Path) -> None:
+    """The rows of a page are read whole only once found: the walk to them (and a filter's
+    test of each run, by its id) reads the covering runs_started index (migration m008)."""
+    index = SQLiteIndex(tmp_path / "index.sqlite")
+    try:
+        captured: list[str] = []
+        index.db.set_trace_callback(captured.append)
+        index.query_sorted(RunFilter(limit=50, offset=75_000, verdicts=("Unsafe",)))
+        index.db.set_trace_callback(None)
+        (sql,) = [text for text in captured if text.startswith("SELECT")]
+        plan = " | ".join(row[-1] for row in index.db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "SCAN runs USING COVERING INDEX runs_started" in plan, plan
+        assert "SCAN runs |" not in f"{plan} |", plan
+    finally:
+        index.close()
