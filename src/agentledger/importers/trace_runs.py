@@ -22,10 +22,22 @@ from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
 from agentledger.importers.run_plan import PlanContext, _check_identical, read_source
 from agentledger.records import RunMetadata, RunSummary, ShellCounts, ShellEvent, check_tags
-from agentledger.records.trace import TRACE, TraceStep, shell_events, trace_bytes
+from agentledger.records.trace import (
+    TRACE,
+    TraceStep,
+    shell_events,
+    trace_bytes,
+)
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
-__all__ = ["TraceFacts", "plan_trace_run", "read_trace_file", "shell_log_bytes", "trace_files"]
+__all__ = [
+    "BuiltTrace",
+    "TraceFacts",
+    "plan_trace_run",
+    "read_trace_file",
+    "shell_log_bytes",
+    "trace_files",
+]
 
 
 def trace_files(path: Path, suffixes: Sequence[str], what: str) -> list[Path]:
@@ -82,6 +94,22 @@ class TraceFacts:
     extra_source: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BuiltTrace:
+    """A run's trace ready to store: trace.jsonl, the shell events of its command steps and
+    the times of its steps. An importer makes it from validated steps (`of_steps`), or from
+    the steps' fields when its own code guarantees them (the OpenHands importer)."""
+
+    jsonl: bytes
+    shell: list[ShellEvent]
+    times: list[datetime]
+
+    @classmethod
+    def of_steps(cls, steps: Sequence[TraceStep]) -> BuiltTrace:
+        times = [step.time for step in steps if step.time is not None]
+        return cls(trace_bytes(steps), shell_events(steps), times)
+
+
 def shell_log_bytes(events: Sequence[ShellEvent]) -> bytes:
     """shell_audit.jsonl of a trace's shell events (`records.trace.shell_events`)."""
     return b"".join(
@@ -136,9 +164,8 @@ def _identity(
     return values, kinds, tags
 
 
-def _times(steps: Sequence[TraceStep]) -> tuple[datetime | None, datetime | None, Any]:
+def _times(times: Sequence[datetime]) -> tuple[datetime | None, datetime | None, Any]:
     """started_at and ended_at when the trace's times carry a zone; else the local times."""
-    times = [step.time for step in steps if step.time is not None]
     if not times:
         return None, None, None
     if all(moment.tzinfo is not None for moment in times):
@@ -159,13 +186,14 @@ def _times(steps: Sequence[TraceStep]) -> tuple[datetime | None, datetime | None
 def plan_trace_run(
     path: Path,
     raw: bytes,
-    steps: list[TraceStep],
+    steps: Sequence[TraceStep] | BuiltTrace,
     facts: TraceFacts,
     ctx: PlanContext,
     *,
     attachments: Sequence[Path] = (),
 ) -> PlannedRun:
-    """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`).
+    """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`,
+    or into a trace built already).
 
     Raises an InputError naming the file and field when the run's identity cannot be had.
     """
@@ -196,9 +224,9 @@ def plan_trace_run(
         ctx.check_name(name)
         artifacts.append(PlannedArtifact(name, str(sibling), sibling.stat().st_size))
     ctx.check_name(original)
-    trace = trace_bytes(steps)
-    artifacts.append(PlannedArtifact(TRACE, None, len(trace), trace))
-    events = shell_events(steps)
+    built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
+    artifacts.append(PlannedArtifact(TRACE, None, len(built.jsonl), built.jsonl))
+    events = built.shell
     shell = shell_log_bytes(events)
     if shell:
         artifacts.append(PlannedArtifact(SHELL_AUDIT, None, len(shell), shell))
@@ -236,7 +264,7 @@ def plan_trace_run(
         if text is not None:
             data = text.encode("utf-8")
             artifacts.append(PlannedArtifact(name, None, len(data), data))
-    started, ended, local = _times(steps)
+    started, ended, local = _times(built.times)
     if started is None and local is None and facts.started_at and facts.started_at.tzinfo:
         started, ended = facts.started_at, facts.ended_at
     if local is not None:
