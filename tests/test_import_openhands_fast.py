@@ -324,3 +324,29 @@ def test_any_trajectory_gives_the_bytes_of_its_validated_steps(
     data: Any = {"history": events, "metadata": {"model_name": "m"}} if history else events
     raw = json.dumps(data, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
     _assert_same(raw)
+
+
+# -- when workers start ---------------------------------------------------------------------
+
+
+def test_trace_files_start_workers_from_fewer_runs(tmp_path: Path) -> None:
+    from agentledger.importers import workers
+
+    for model in ("a", "b"):
+        folder = tmp_path / "data" / model
+        folder.mkdir(parents=True)
+        for n in range(4):
+            (folder / f"traj_t{n}.json").write_text("[]")
+            (folder / f"eval_t{n}.json").write_text("{}")
+    data = tmp_path / "data"
+    # the trajectories below the model folders, not the folders nor their sibling files
+    assert workers.runs_at_most([data], 100, "openhands") == 8
+    assert workers.runs_at_most([data], 5, "openhands") == 5
+    assert workers.runs_at_most([data / "a" / "traj_t0.json"], 100, "openhands") == 1
+    assert workers.runs_at_most([data], 100, None) == 2  # run directories: the entries
+    below = workers.TRACE_PARALLEL_FROM - 1
+    assert workers.worker_count(None, below, import_format="openhands") == 1
+    assert workers.worker_count(None, below + 1, import_format="jsonl") >= 2
+    assert workers.worker_count(None, below + 1, import_format="directory") == 1
+    assert workers.worker_count(None, below + 1) == 1
+    assert workers.worker_count(1, 5000, import_format="openhands") == 1
