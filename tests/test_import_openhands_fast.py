@@ -17,7 +17,7 @@ from pydantic_core import PydanticSerializationError
 from agentledger.cli.app import main
 from agentledger.errors import RecordError
 from agentledger.importers.openhands import trajectory_steps, trajectory_trace
-from agentledger.importers.trace_runs import BuiltTrace, shell_log_bytes
+from agentledger.importers.trace_runs import BuiltTrace
 from agentledger.records.trace import (
     MAX_STEP_TEXT,
     TraceStep,
@@ -64,8 +64,8 @@ def _assert_same(raw: bytes) -> BuiltTrace | None:
         return None
     (trace, facts), (expected, expected_facts) = fast, slow
     assert trace.jsonl == expected.jsonl
-    assert trace.shell == expected.shell
-    assert shell_log_bytes(trace.shell) == shell_log_bytes(expected.shell)
+    assert trace.shell_log == expected.shell_log
+    assert trace.counts == expected.counts
     assert trace.times == expected.times
     assert facts == expected_facts
     # and what is written reads back, strictly, as the same records
@@ -93,7 +93,7 @@ def test_the_benchmark_trajectories_give_the_bytes_of_their_validated_steps() ->
     for model in ("gpt-4o", "o3-mini"):
         events = trajectory(rng, model, 30_000, 60)
         trace = _assert_same(json.dumps(events).encode())
-        assert trace is not None and len(trace.shell) > 3
+        assert trace is not None and trace.counts.commands > 3
 
 
 ZONES = [
@@ -350,3 +350,21 @@ def test_trace_files_start_workers_from_fewer_runs(tmp_path: Path) -> None:
     assert workers.worker_count(None, below + 1, import_format="directory") == 1
     assert workers.worker_count(None, below + 1) == 1
     assert workers.worker_count(1, 5000, import_format="openhands") == 1
+
+
+def test_the_shell_log_of_step_fields_is_that_of_the_validated_events() -> None:
+    from agentledger.importers.trace_runs import shell_log_bytes
+    from agentledger.records import ShellCounts, ShellEvent
+    from agentledger.records.trace import shell_events, shell_log_of_values, steps_from_shell_log
+
+    at = datetime(2026, 3, 12, 10, 15, tzinfo=UTC)
+    events = [
+        ShellEvent(ts=at, command="ls", exit_code=0, stdout="a\nb", decision="allowed"),
+        ShellEvent(ts=at, command="rm -rf /", decision="denied", reason="destructive"),
+        ShellEvent(command="cat x", stderr="no such file", cwd="/tmp", decided_by="alice"),
+    ]
+    steps = steps_from_shell_log("look around", events, "done", started=at, ended=at)
+    expected = shell_events(steps)
+    written = shell_log_of_values([dict(step) for step in steps])
+    assert written == (shell_log_bytes(expected), ShellCounts(3, 1))
+    assert shell_log_of_values([]) == (b"", ShellCounts(0, 0))

@@ -36,7 +36,7 @@ from agentledger.records.trace import (
     STEPS,
     TraceStep,
     exact_time,
-    shell_events_of,
+    shell_log_of_values,
     step_text_fields,
     time_zone_of,
     trace_bytes_of_values,
@@ -378,8 +378,11 @@ class _Reader:
             raise self._unwritable()
         if not self.exact:
             return BuiltTrace.of_steps(self.checked())
+        shell = shell_log_of_values(self.steps)
+        if shell is None:  # pragma: no cover (its texts are the steps', written already)
+            raise self._unwritable()
         times = [step["time"] for step in self.steps if "time" in step]
-        return BuiltTrace(jsonl, shell_events_of(self.steps), times)
+        return BuiltTrace(jsonl, *shell, times)
 
     def _unwritable(self) -> RecordError:
         """The error for the first step JSON cannot hold (a lone surrogate in a string, which

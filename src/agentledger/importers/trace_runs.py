@@ -96,18 +96,21 @@ class TraceFacts:
 
 @dataclass(frozen=True)
 class BuiltTrace:
-    """A run's trace ready to store: trace.jsonl, the shell events of its command steps and
-    the times of its steps. An importer makes it from validated steps (`of_steps`), or from
-    the steps' fields when its own code guarantees them (the OpenHands importer)."""
+    """A run's trace ready to store: trace.jsonl, the shell log derived from its command
+    steps (with how many commands it holds and how many were refused) and the times of its
+    steps. An importer makes it from validated steps (`of_steps`), or from the steps' fields
+    when its own code guarantees them (the OpenHands importer)."""
 
     jsonl: bytes
-    shell: list[ShellEvent]
+    shell_log: bytes
+    counts: ShellCounts
     times: list[datetime]
 
     @classmethod
     def of_steps(cls, steps: Sequence[TraceStep]) -> BuiltTrace:
         times = [step.time for step in steps if step.time is not None]
-        return cls(trace_bytes(steps), shell_events(steps), times)
+        events = shell_events(steps)
+        return cls(trace_bytes(steps), shell_log_bytes(events), ShellCounts.of(events), times)
 
 
 def shell_log_bytes(events: Sequence[ShellEvent]) -> bytes:
@@ -226,8 +229,7 @@ def plan_trace_run(
     ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
     artifacts.append(PlannedArtifact(TRACE, None, len(built.jsonl), built.jsonl))
-    events = built.shell
-    shell = shell_log_bytes(events)
+    shell = built.shell_log
     if shell:
         artifacts.append(PlannedArtifact(SHELL_AUDIT, None, len(shell), shell))
     source: dict[str, Any] = {
@@ -294,7 +296,7 @@ def plan_trace_run(
         )
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
-    counts = ShellCounts.of(events)
+    counts = built.counts
     duration = (ended - started).total_seconds() if started and ended else None
     if duration is None and local is not None:
         first = datetime.fromisoformat(local["first"])

@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agentledger.errors import RecordError
 from agentledger.identity import sha256_bytes
-from agentledger.records import Record, ShellEvent, decode_json, parse_record_data
+from agentledger.records import (
+    Record,
+    ShellCounts,
+    ShellEvent,
+    decode_json,
+    is_denied,
+    parse_record_data,
+)
 
 __all__ = [
     "ACTORS",
@@ -38,6 +45,7 @@ __all__ = [
     "parse_trace",
     "shell_events",
     "shell_events_of",
+    "shell_log_of_values",
     "step_text",
     "step_text_fields",
     "steps_from_shell_log",
@@ -301,6 +309,34 @@ def shell_events_of(steps: Sequence[Mapping[str, Any]]) -> list[ShellEvent]:
     """`shell_events` of steps given by their fields: a TraceStep's (``dict(step)``), or the
     JSON fields an importer builds (see `trace_bytes_of_values`)."""
     return _SHELL_EVENTS.validate_python(_shell_event_values(steps))
+
+
+_SHELL_FIELDS = ("schema_version", *ShellEvent.model_fields)
+_SHELL_DECLARED = frozenset(_SHELL_FIELDS)
+
+
+def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, ShellCounts] | None:
+    """shell_audit.jsonl of `shell_events_of(steps)`, the bytes the validated ShellEvents
+    write, and their counts, without a model per event (an importer's fast path: `steps` as
+    `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
+    lines = []
+    denied = 0
+    for values in _shell_event_values(steps):
+        values["schema_version"] = 1
+        # A ShellEvent writes its declared fields in order, then the others as given.
+        event = {name: values[name] for name in _SHELL_FIELDS if name in values}
+        extra = {name: value for name, value in values.items() if name not in _SHELL_DECLARED}
+        event.update(extra)
+        if is_denied(values.get("decision"), extra):
+            denied += 1
+        try:
+            lines.append(orjson.dumps(event, option=_DUMP_OPTIONS))
+        except orjson.JSONEncodeError:
+            return None
+    counts = ShellCounts(len(lines), denied)
+    if lines:
+        lines.append(b"")
+    return b"\n".join(lines), counts
 
 
 def _text_parts(content: StepText | Mapping[str, Any]) -> tuple[str, int, str, bool]:
