@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import InputError, RecordError, UnsafeNameError
-from agentledger.identity import check_run_id, sha256_bytes
+from agentledger.identity import HASH_PREFIX, check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
 from agentledger.importers.run_plan import PlanContext, _check_identical, read_source
@@ -28,6 +28,7 @@ from agentledger.records.trace import (
     shell_events,
     trace_bytes,
 )
+from agentledger.store.storage import HashedBytes
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
 __all__ = [
@@ -65,6 +66,9 @@ def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> by
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A sibling file this small (a checker's result) is read while planning: cheaper than the
+# copy, which opens it, and the stored copy, once more each.
+_SMALL_SIBLING = 64 * 1024
 _IDENTITY = ("model", "scenario", "provider", "variant", "agent_name", "agent_commit", "run_id")
 
 
@@ -221,11 +225,17 @@ def plan_trace_run(
     check_tags(tags)
 
     original = f"attachments/{path.name}"
-    artifacts = [PlannedArtifact(original, str(path), len(raw))]
+    # Planning has read and hashed the original: sealing writes those bytes rather than read
+    # and hash the file again, while the import's memory allows.
+    held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
+    artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
     for sibling in attachments:
         name = f"attachments/{sibling.name}"
         ctx.check_name(name)
-        artifacts.append(PlannedArtifact(name, str(sibling), sibling.stat().st_size))
+        size = sibling.stat().st_size
+        small = size <= _SMALL_SIBLING and ctx.hold(size)
+        data = read_source(sibling, size) if small else None
+        artifacts.append(PlannedArtifact(name, str(sibling), len(data) if data else size, data))
     ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
     artifacts.append(PlannedArtifact(TRACE, None, len(built.jsonl), built.jsonl))
