@@ -368,3 +368,40 @@ def test_the_shell_log_of_step_fields_is_that_of_the_validated_events() -> None:
     written = shell_log_of_values([dict(step) for step in steps])
     assert written == (shell_log_bytes(expected), ShellCounts(3, 1))
     assert shell_log_of_values([]) == (b"", ShellCounts(0, 0))
+
+
+@pytest.mark.parametrize("held", [0, None])
+def test_originals_are_sealed_whole_held_or_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: int | None
+) -> None:
+    """Planning keeps each original it read for sealing while the memory allows (0: none
+    kept, each is copied from its file); the run holds its bytes either way, and verifies."""
+    import random
+    import sys
+
+    from agentledger import Ledger
+    from agentledger.importers import ImportOptions, import_runs, run_plan
+    from agentledger.store.verify import verify_ledger
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from traces import trajectory
+
+    if held is not None:
+        monkeypatch.setattr(run_plan, "HELD_BYTES", held)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = random.Random(3)
+    for n in range(3):
+        (folder / f"traj_t{n}.json").write_text(json.dumps(trajectory(rng, "m", 20_000, 30)))
+        (folder / f"eval_t{n}.json").write_text('{"result": 1}')
+    with Ledger.init(tmp_path / "ledger") as ledger:
+        report = import_runs(ledger, [folder], ImportOptions(model="m", format="openhands"))
+        assert len(report.imported) == 3
+        for run_id in report.imported:
+            run = tmp_path / "ledger" / "runs" / run_id
+            (original,) = run.glob("attachments/traj_*.json")
+            task = original.stem.removeprefix("traj_")
+            assert original.read_bytes() == (folder / original.name).read_bytes()
+            sibling = run / "attachments" / f"eval_{task}.json"
+            assert sibling.read_bytes() == b'{"result": 1}'
+        assert verify_ledger(ledger).ok
