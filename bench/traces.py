@@ -291,6 +291,11 @@ def main() -> None:
         "ratio": round(ratio, 2),
         "import_cpu_seconds": round(imported_cpu, 3),
         "cat_sha256sum_cpu_seconds": round(copied_cpu, 3),
+        "rounds": {
+            "import": [[round(w, 3), round(c, 3)] for w, c in imports],
+            "cat_sha256sum": [[round(w, 3), round(c, 3)] for w, c in copies],
+            "before_import": [[round(w, 3), round(c, 3)] for w, c in befores],
+        },
         "goal_ratio": GOAL,
         "cp_sync_seconds": round(copied_synced[0], 3),
         "cp_sync_cpu_seconds": round(copied_synced[1], 3),
@@ -314,6 +319,10 @@ def main() -> None:
         f"show --trace of a {steps}-step run in the library: {show_ms:.1f} ms "
         f"(goal under {SHOW_GOAL_MS:.0f} ms: {'met' if show_ms < SHOW_GOAL_MS else 'missed'})"
     )
+    for name, runs in (("import", imports), ("cat | sha256sum", copies), ("before", befores)):
+        if runs:
+            shown = ", ".join(f"{wall:.2f} s ({cpu:.2f} CPU)" for wall, cpu in runs)
+            print(f"  rounds of {name}: {shown}")
     if befores:
         before = statistics.median(t[0] for t in befores)
         before_cpu = statistics.median(t[1] for t in befores)
