@@ -37,7 +37,7 @@ PARALLEL_FROM = 1000
 # A trace file costs several times a run directory to check and seal (every event parsed,
 # trace.jsonl and the shell log written, about 6 ms of CPU for an OpenHands trajectory of
 # 250 KB): a worker's start (about 0.4 s of CPU) is paid back from fewer runs. 150
-# trajectories took 1.9 s of CPU in one process and 2.9 s in three (docs/traces.md).
+# trajectories took 1.9 s of CPU in one process and 3.1 s in three (docs/traces.md).
 TRACE_PARALLEL_FROM = 300
 MAX_WORKERS = 8
 # The trace formats with one run per file, and the files that are runs in each.
