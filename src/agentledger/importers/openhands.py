@@ -147,6 +147,9 @@ def _int(value: Any) -> int | None:
 
 
 _NO_VALUES: dict[str, Any] = {}
+# isinstance with a tuple: an `int | float` union would be made anew on every event.
+_NUMBERS = (int, float)
+_CONTAINERS = (dict, list)
 
 
 class _Reader:
@@ -175,6 +178,10 @@ class _Reader:
     def fail(self, position: int, problem: str, field: str | None = None) -> RecordError:
         where = f"event {position}" + (f".{field}" if field else "")
         return RecordError(self.origin, problem, field=where)
+
+    def _not_a(self, kind: type, value: Any, position: int, field: str) -> RecordError:
+        expected = "a string" if kind is str else "an object"
+        return self.fail(position, f"expected {expected}, found {type(value).__name__}", field)
 
     def time(self, value: Any, position: int) -> datetime:
         if not isinstance(value, str):
@@ -220,7 +227,7 @@ class _Reader:
         cost = None
         if isinstance(metrics, dict):
             total = metrics.get("accumulated_cost")
-            if isinstance(total, int | float) and not isinstance(total, bool) and total >= 0:
+            if isinstance(total, _NUMBERS) and not isinstance(total, bool) and total >= 0:
                 if total > self.cost:
                     cost = total - self.cost
                     self.cost = float(total)
@@ -244,14 +251,16 @@ class _Reader:
             raise self.fail(position, f"expected an object, found {type(event).__name__}")
         get = event.get
         action, observation = get("action"), get("observation")
-        for name, value in (("action", action), ("observation", observation)):
-            if value is not None and not isinstance(value, str):
-                raise self.fail(position, f"expected a string, found {type(value).__name__}", name)
+        if not (action is None or isinstance(action, str)):
+            raise self._not_a(str, action, position, "action")
+        if not (observation is None or isinstance(observation, str)):
+            raise self._not_a(str, observation, position, "observation")
         args = get("args")
         extras = get("extras")
-        for name, value in (("args", args), ("extras", extras)):
-            if value is not None and not isinstance(value, dict):
-                raise self.fail(position, f"expected an object, found {type(value).__name__}", name)
+        if not (args is None or isinstance(args, dict)):
+            raise self._not_a(dict, args, position, "args")
+        if not (extras is None or isinstance(extras, dict)):
+            raise self._not_a(dict, extras, position, "extras")
         args = args or _NO_VALUES
         source = get("source")
         index = len(self.steps)
@@ -305,7 +314,7 @@ class _Reader:
             if kind == "command_output" and isinstance(extras.get("command"), str):
                 command = extras["command"]
             caused_by = get("cause")
-            if caused_by is not None and not isinstance(caused_by, dict | list):
+            if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
                 cause = self.index_of_id.get(caused_by)
         else:
             kind, actor, raw_type = "other", "environment", "event"
@@ -353,7 +362,7 @@ class _Reader:
             step["source"] = {"file": self.attachment}
         else:
             step["source"] = {"file": self.attachment, "event": str(event_id)[:100]}
-            if not isinstance(event_id, dict | list):
+            if not isinstance(event_id, _CONTAINERS):
                 self.index_of_id.setdefault(event_id, index)
         return step
 
