@@ -967,8 +967,8 @@ def test_workers_started_before_a_refused_import_are_stopped(
     started: list[import_workers.Worker] = []
     real_start = import_workers.start_early
 
-    def start_early(paths: Any, requested: int | None) -> int:
-        count = real_start(paths, requested)
+    def start_early(paths: Any, requested: int | None, **options: Any) -> int:
+        count = real_start(paths, requested, **options)
         started.extend(import_workers._early)
         return count
 

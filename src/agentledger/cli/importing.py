@@ -148,7 +148,7 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     metavar="N",
     default=None,
     help="Processes that check and seal runs [default: one more than the CPUs, up to 8, from "
-    "1000 runs].",
+    "1000 runs, or 300 trace files].",
 )
 @click.option("--dry-run", is_flag=True, help="Check every run and report; write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="List every run and what happened to it.")
@@ -185,7 +185,7 @@ def import_command(
     skipped; the same run id with different content is an error.
     """
     try:
-        import_workers.start_early(paths, workers)
+        import_workers.start_early(paths, workers, import_format=import_format)
         from agentledger.cli.output import terminal_safe
         from agentledger.importers import ARTIFACT_KEYS, ImportOptions, prepare_import
         from agentledger.store import Ledger

@@ -37,7 +37,8 @@ from agentledger.importers.plan import (
 from agentledger.importers.workers import (
     PARALLEL_FROM,
     Worker,
-    entries_at_most,
+    parallel_from,
+    runs_at_most,
     take_early,
     worker_count,
 )
@@ -370,14 +371,16 @@ def prepare_import(
     # and get ready while the runs are being found (a command may have started them already).
     workers = take_early()  # besides this process
     try:
+        kind = options.format
         if not workers:
-            early = worker_count(options.workers, entries_at_most(paths, PARALLEL_FROM))
+            runs = runs_at_most(paths, parallel_from(kind), kind)
+            early = worker_count(options.workers, runs, import_format=kind)
             while len(workers) < early - 1:  # appended one by one: closed if one fails
                 workers.append(Worker())
         # Whether each subdirectory is a run is checked while it is planned (from the listing
         # planning makes anyway, in the worker's share), not here one listing at a time.
         found = find(paths) if find else layout.find_runs_real(paths, check=False)
-        count = worker_count(options.workers, len(found))
+        count = worker_count(options.workers, len(found), import_format=kind)
         if ledger is not None and not ledger.storage.shared_between_processes:
             count = 1  # another process would write into storage of its own
         if count <= 1:

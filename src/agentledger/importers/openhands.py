@@ -25,12 +25,32 @@ from pydantic import ValidationError
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, read_trace_file
+from agentledger.importers.trace_runs import (
+    BuiltTrace,
+    TraceFacts,
+    plan_trace_run,
+    read_trace_file,
+)
 from agentledger.records import decode_json
-from agentledger.records.trace import STEPS, TraceStep, step_text_fields
+from agentledger.records.trace import (
+    STEPS,
+    TraceStep,
+    exact_time,
+    shell_log_of_values,
+    step_text_fields,
+    time_zone_of,
+    trace_bytes_of_values,
+)
 from agentledger.shell.classifier import classify
 
-__all__ = ["FORMAT", "find_trajectories", "plan_trajectory", "scenario_of", "trajectory_steps"]
+__all__ = [
+    "FORMAT",
+    "find_trajectories",
+    "plan_trajectory",
+    "scenario_of",
+    "trajectory_steps",
+    "trajectory_trace",
+]
 
 FORMAT = "openhands"
 _PREFIX = "traj_"
@@ -126,8 +146,20 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+_NO_VALUES: dict[str, Any] = {}
+# isinstance with a tuple: an `int | float` union would be made anew on every event.
+_NUMBERS = (int, float)
+_CONTAINERS = (dict, list)
+
+
 class _Reader:
-    """Turns a trajectory's events into steps, gathering the run's facts on the way."""
+    """Turns a trajectory's events into steps, gathering the run's facts on the way.
+
+    Each step is built as the JSON fields of its TraceStep (see
+    `records.trace.trace_bytes_of_values`): the event's untrusted values are checked here,
+    once, and what this code computes of them has the record's types by construction, so the
+    trace is written without a model per step.
+    """
 
     def __init__(self, origin: str, attachment: str) -> None:
         self.origin = origin
@@ -140,15 +172,18 @@ class _Reader:
         self.tokens = [0, 0]
         self.cost = 0.0
         self.costed = False
+        self.zones: dict[Any, str] = {}
+        self.exact = True  # False: a time only the record's serialiser writes right
 
     def fail(self, position: int, problem: str, field: str | None = None) -> RecordError:
         where = f"event {position}" + (f".{field}" if field else "")
         return RecordError(self.origin, problem, field=where)
 
-    def time(self, event: dict[str, Any], position: int) -> datetime | None:
-        value = event.get("timestamp")
-        if value is None:
-            return None
+    def _not_a(self, kind: type, value: Any, position: int, field: str) -> RecordError:
+        expected = "a string" if kind is str else "an object"
+        return self.fail(position, f"expected {expected}, found {type(value).__name__}", field)
+
+    def time(self, value: Any, position: int) -> datetime:
         if not isinstance(value, str):
             raise self.fail(
                 position, f"expected an ISO 8601 time, found {type(value).__name__}", "timestamp"
@@ -160,41 +195,49 @@ class _Reader:
                 position, f"{value[:40]!r} is not an ISO 8601 time", "timestamp"
             ) from None
 
-    def metrics(self, event: dict[str, Any]) -> tuple[int | None, int | None, float | None]:
+    def zone(self, moment: datetime) -> str:
+        """The step's time_zone (one per distinct zone of the trajectory, usually one)."""
+        tzinfo = moment.tzinfo
+        zone = self.zones.get(tzinfo)
+        if zone is None:
+            zone = self.zones[tzinfo] = time_zone_of(moment)
+            if not exact_time(moment):
+                self.exact = False
+        return zone
+
+    def metrics(
+        self, meta: dict[str, Any], metrics: Any
+    ) -> tuple[int | None, int | None, float | None]:
         """Tokens and cost this event states for the first time (each response counted once)."""
         tokens_in = tokens_out = None
-        meta = event.get("tool_call_metadata")
-        response = meta.get("model_response") if isinstance(meta, dict) else None
+        response = meta.get("model_response")
         if isinstance(response, dict):
-            served = _text(response.get("model"))
-            if served and self.facts.model_served is None:
-                self.facts.model_served = served
-            fingerprint = _text(response.get("system_fingerprint"))
-            if fingerprint and self.facts.system_fingerprint is None:
-                self.facts.system_fingerprint = fingerprint
+            facts = self.facts
+            if facts.model_served is None:
+                facts.model_served = _text(response.get("model"))
+            if facts.system_fingerprint is None:
+                facts.system_fingerprint = _text(response.get("system_fingerprint"))
             rid = response.get("id")
-            usage = response.get("usage")
-            if isinstance(rid, str) and rid not in self.responses and isinstance(usage, dict):
-                self.responses.add(rid)
-                tokens_in, tokens_out = (
-                    _int(usage.get("prompt_tokens")),
-                    _int(usage.get("completion_tokens")),
-                )
+            if isinstance(rid, str) and rid not in self.responses:
+                usage = response.get("usage")
+                if isinstance(usage, dict):
+                    self.responses.add(rid)
+                    tokens_in = _int(usage.get("prompt_tokens"))
+                    tokens_out = _int(usage.get("completion_tokens"))
         cost = None
-        metrics = event.get("llm_metrics")
         if isinstance(metrics, dict):
             total = metrics.get("accumulated_cost")
-            if isinstance(total, int | float) and not isinstance(total, bool) and total >= 0:
+            if isinstance(total, _NUMBERS) and not isinstance(total, bool) and total >= 0:
                 if total > self.cost:
                     cost = total - self.cost
                     self.cost = float(total)
                 self.costed = True
-            for usage in metrics.get("token_usages") or []:
+            usages = metrics.get("token_usages")
+            for usage in usages if isinstance(usages, list) else ():
                 if not isinstance(usage, dict):
                     continue
-                named = _text(usage.get("model"))
-                if named and self.facts.model is None:
-                    self.facts.model = named
+                if self.facts.model is None:
+                    self.facts.model = _text(usage.get("model"))
                 rid = usage.get("response_id")
                 if isinstance(rid, str) and rid not in self.usages:
                     self.usages.add(rid)
@@ -203,96 +246,125 @@ class _Reader:
         return tokens_in, tokens_out, cost
 
     def step(self, event: Any, position: int) -> dict[str, Any]:
+        """The JSON fields of the step of `event`, in the record's order, unset ones left out."""
         if not isinstance(event, dict):
             raise self.fail(position, f"expected an object, found {type(event).__name__}")
-        action, observation = event.get("action"), event.get("observation")
-        for name, value in (("action", action), ("observation", observation)):
-            if value is not None and not isinstance(value, str):
-                raise self.fail(position, f"expected a string, found {type(value).__name__}", name)
-        args = event.get("args")
-        extras = event.get("extras")
-        for name, value in (("args", args), ("extras", extras)):
-            if value is not None and not isinstance(value, dict):
-                raise self.fail(position, f"expected an object, found {type(value).__name__}", name)
-        args = args or {}
-        extras = extras or {}
-        source = event.get("source")
+        get = event.get
+        action, observation = get("action"), get("observation")
+        if not (action is None or isinstance(action, str)):
+            raise self._not_a(str, action, position, "action")
+        if not (observation is None or isinstance(observation, str)):
+            raise self._not_a(str, observation, position, "observation")
+        args = get("args")
+        extras = get("extras")
+        if not (args is None or isinstance(args, dict)):
+            raise self._not_a(dict, args, position, "args")
+        if not (extras is None or isinstance(extras, dict)):
+            raise self._not_a(dict, extras, position, "extras")
+        args = args or _NO_VALUES
+        source = get("source")
         index = len(self.steps)
-        meta = event.get("tool_call_metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        tokens_in, tokens_out, cost = self.metrics(event)
-        values: dict[str, Any] = {
-            "index": index,
-            "time": self.time(event, position),
-            "tool": _text(meta.get("function_name")),
-            "call_id": _text(meta.get("tool_call_id")),
-            "tokens_in": tokens_in,
-            "tokens_out": tokens_out,
-            "cost_usd": cost,
-            "source": {
-                "file": self.attachment,
-                "event": None if event.get("id") is None else str(event.get("id"))[:100],
-            },
-        }
-        if isinstance(meta.get("model_response"), dict):
-            values["model"] = _text(meta["model_response"].get("model"))
+        meta = get("tool_call_metadata")
+        if not isinstance(meta, dict):
+            meta = _NO_VALUES
+        tokens_in, tokens_out, cost = self.metrics(meta, get("llm_metrics"))
+        stamp = get("timestamp")
+        moment = None if stamp is None else self.time(stamp, position)
+        tool = _text(meta.get("function_name"))
+        command = command_kind = exit_code = cwd = cause = None
+        arguments: dict[str, Any] | None = None
         if action is not None:
             kind = _ACTIONS.get(action, "other")
             actor = _ACTORS.get(source, "environment") if isinstance(source, str) else "agent"
-            values.update(
-                raw_type=f"action:{action}",
-                kind=kind,
-                actor=actor,
-                arguments=args or None,
-                tool=values["tool"] or action,
-            )
+            raw_type = f"action:{action}"
+            arguments = args or None
+            tool = tool or action
             text = (
                 _text(args.get("content"))
                 or _text(args.get("final_thought"))
                 or _text(args.get("thought"))
                 or _text(args.get("code"))
-                or _text(event.get("message"))
+                or _text(get("message"))
             )
             if kind == "command":
                 command = args.get("command")
                 if not isinstance(command, str):
                     raise self.fail(position, "a run action needs a command string", "args.command")
-                values["command"] = command
-                values["command_class"] = command_class(command)
+                command_kind = command_class(command)
             self.note_action(action, args, text, actor)
         elif observation is not None:
             kind = _OBSERVATIONS.get(observation, "tool_result")
             if observation in _QUIET_OBSERVATIONS:
                 kind = "other"
-            values.update(
-                raw_type=f"observation:{observation}",
-                kind=kind,
-                actor="environment"
-                if source == "environment"
-                else ("user" if source == "user" else "tool"),
-                tool=values["tool"] or observation,
+            raw_type = f"observation:{observation}"
+            actor = (
+                "environment" if source == "environment" else "user" if source == "user" else "tool"
             )
-            text = _text(event.get("content")) or _text(event.get("message"))
+            tool = tool or observation
+            text = _text(get("content")) or _text(get("message"))
+            extras = extras or _NO_VALUES
             detail = extras.get("metadata")
             if isinstance(detail, dict):
-                exit_code = detail.get("exit_code")
-                if isinstance(exit_code, int) and not isinstance(exit_code, bool):
-                    values["exit_code"] = exit_code
-                values["cwd"] = _text(detail.get("working_dir"))
+                code = detail.get("exit_code")
+                if isinstance(code, int) and not isinstance(code, bool):
+                    exit_code = code
+                cwd = _text(detail.get("working_dir"))
             elif isinstance(extras.get("exit_code"), int):
-                values["exit_code"] = extras["exit_code"]
+                exit_code = int(extras["exit_code"])  # true and false as the record reads them
             if kind == "command_output" and isinstance(extras.get("command"), str):
-                values["command"] = extras["command"]
-            cause = self.index_of_id.get(event.get("cause"))
-            if cause is not None:
-                values["cause"] = cause
+                command = extras["command"]
+            caused_by = get("cause")
+            if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
+                cause = self.index_of_id.get(caused_by)
         else:
-            values.update(raw_type="event", kind="other", actor="environment")
-            text = _text(event.get("message")) or _text(event.get("content"))
-        values["content"] = step_text_fields(text)
-        if event.get("id") is not None and not isinstance(event["id"], dict | list):
-            self.index_of_id.setdefault(event["id"], index)
-        return values
+            kind, actor, raw_type = "other", "environment", "event"
+            text = _text(get("message")) or _text(get("content"))
+        # In TraceStep's field order: the trace is these fields as they stand.
+        step: dict[str, Any] = {"schema_version": 1, "index": index}
+        if moment is not None:
+            step["time"] = moment
+            step["time_zone"] = self.zone(moment)
+        step["actor"] = actor
+        step["kind"] = kind
+        step["raw_type"] = raw_type
+        if tool is not None:
+            step["tool"] = tool
+        call_id = _text(meta.get("tool_call_id"))
+        if call_id is not None:
+            step["call_id"] = call_id
+        if arguments is not None:
+            step["arguments"] = arguments
+        if command is not None:
+            step["command"] = command
+            if command_kind is not None:
+                step["command_class"] = command_kind
+        if exit_code is not None:
+            step["exit_code"] = exit_code
+        if cwd is not None:
+            step["cwd"] = cwd
+        if text is not None:
+            step["content"] = step_text_fields(text)
+        if cause is not None:
+            step["cause"] = cause
+        response = meta.get("model_response")
+        if isinstance(response, dict):
+            model = _text(response.get("model"))
+            if model is not None:
+                step["model"] = model
+        if tokens_in is not None:
+            step["tokens_in"] = tokens_in
+        if tokens_out is not None:
+            step["tokens_out"] = tokens_out
+        if cost is not None:
+            step["cost_usd"] = cost
+        event_id = get("id")
+        if event_id is None:
+            step["source"] = {"file": self.attachment}
+        else:
+            step["source"] = {"file": self.attachment, "event": str(event_id)[:100]}
+            if not isinstance(event_id, _CONTAINERS):
+                self.index_of_id.setdefault(event_id, index)
+        return step
 
     def checked(self) -> list[TraceStep]:
         """The steps validated all at once; on a problem, the first bad event is named."""
@@ -306,6 +378,32 @@ class _Reader:
             except ValidationError as exc:
                 raise self.fail(position, str(exc).splitlines()[-1].strip()) from None
         raise AssertionError("a list of valid steps failed validation")  # pragma: no cover
+
+    def trace(self) -> BuiltTrace:
+        """trace.jsonl and the shell log of the steps, from their fields as built (the
+        validated records' serialiser only when a value needs it)."""
+        jsonl = trace_bytes_of_values(self.steps)
+        if jsonl is None:
+            raise self._unwritable()
+        if not self.exact:
+            return BuiltTrace.of_steps(self.checked())
+        shell = shell_log_of_values(self.steps)
+        if shell is None:  # pragma: no cover (its texts are the steps', written already)
+            raise self._unwritable()
+        times = [step["time"] for step in self.steps if "time" in step]
+        return BuiltTrace(jsonl, *shell, times)
+
+    def _unwritable(self) -> RecordError:
+        """The error for the first step JSON cannot hold (a lone surrogate in a string, which
+        the trajectory's JSON may escape but no UTF-8 file can store)."""
+        for position, step in enumerate(self.steps):
+            if trace_bytes_of_values([step]) is None:
+                return self.fail(
+                    position,
+                    "a text holds a lone surrogate (an escape such as \\ud800 without its "
+                    "pair), which cannot be stored as UTF-8",
+                )
+        raise AssertionError("a trace that cannot be written has a step that cannot")
 
     def note_action(self, action: str, args: dict[str, Any], text: str | None, actor: str) -> None:
         facts = self.facts
@@ -324,16 +422,17 @@ class _Reader:
             facts.report = report or text or ""
 
 
-def trajectory_steps(
-    raw: bytes, origin: str, attachment: str
-) -> tuple[list[TraceStep], TraceFacts]:
-    """The steps of the trajectory `raw` (from `origin`), each pointing at `attachment`, and
-    what it says about its run. Raises RecordError naming the file and the event index."""
+def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, Any]]:
     events, meta = _events(decode_json(raw, origin), origin)
     reader = _Reader(origin, attachment)
+    steps = reader.steps
     for position, event in enumerate(events):
-        reader.steps.append(reader.step(event, position))
-    steps = reader.checked()
+        steps.append(reader.step(event, position))
+    return reader, meta
+
+
+def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:
+    """The run's facts once every step is read."""
     facts = reader.facts
     model = meta.get("model_name") or (meta.get("llm_config") or {}).get("model")
     if isinstance(model, str) and model:
@@ -343,19 +442,37 @@ def trajectory_steps(
         facts.model_calls = len(reader.usages)
     elif reader.responses:
         facts.model_calls = len(reader.responses)
-        facts.tokens_in = sum(s.tokens_in or 0 for s in steps)
-        facts.tokens_out = sum(s.tokens_out or 0 for s in steps)
+        facts.tokens_in = sum(step.get("tokens_in", 0) for step in reader.steps)
+        facts.tokens_out = sum(step.get("tokens_out", 0) for step in reader.steps)
+    errors = sum(1 for step in reader.steps if step["kind"] == "error")
     if reader.costed:
         facts.cost_usd = reader.cost
-    errors = sum(1 for step in steps if step.kind == "error")
     if errors:
         facts.notes.append(f"{errors} error observation{'s' if errors > 1 else ''} in the trace")
-    return steps, facts
+    return facts
+
+
+def trajectory_steps(
+    raw: bytes, origin: str, attachment: str
+) -> tuple[list[TraceStep], TraceFacts]:
+    """The steps of the trajectory `raw` (from `origin`), each pointing at `attachment`, and
+    what it says about its run. Raises RecordError naming the file and the event index."""
+    reader, meta = _read(raw, origin, attachment)
+    steps = reader.checked()
+    return steps, _finish_facts(reader, meta)
+
+
+def trajectory_trace(raw: bytes, origin: str, attachment: str) -> tuple[BuiltTrace, TraceFacts]:
+    """What `trajectory_steps` gives, as the trace ready to store (the same bytes), made
+    without a model per step. Raises RecordError naming the file and the event index."""
+    reader, meta = _read(raw, origin, attachment)
+    trace = reader.trace()
+    return trace, _finish_facts(reader, meta)
 
 
 def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of the run in the trajectory file `path`; writes nothing."""
     raw = read_trace_file(path, ctx, real)
-    steps, facts = trajectory_steps(raw, str(path), f"attachments/{path.name}")
+    trace, facts = trajectory_trace(raw, str(path), f"attachments/{path.name}")
     facts.scenario, facts.scenario_from = scenario_of(path), "file name"
-    return plan_trace_run(path, raw, steps, facts, ctx, attachments=_siblings(path, facts.scenario))
+    return plan_trace_run(path, raw, trace, facts, ctx, attachments=_siblings(path, facts.scenario))

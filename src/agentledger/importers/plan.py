@@ -41,7 +41,8 @@ class ImportOptions:
     Identity fields come from the run's own metadata.json, the sidecar and these options, which
     must agree (a run's metadata is evidence, never overwritten); `name_pattern` and dates in
     file names only fill what is still missing. `workers`: processes for a large import (None:
-    one more than the CPUs, up to 8, from 1000 runs on; 1: everything in this process).
+    one more than the CPUs, up to 8, from 1000 runs on, or 300 trace files of openhands and
+    jsonl; 1: everything in this process).
     """
 
     mapping: Mapping[str, Sequence[str]] = field(default_factory=dict)

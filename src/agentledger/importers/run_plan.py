@@ -81,6 +81,9 @@ _FILE_DATE = re.compile(r"(?<!\d)(20\d{6})(?!\d)")
 _OPTION_FIELDS = ("model", "scenario", "provider", "agent_name", "agent_commit", "variant")
 _READ_CHUNK = 1 << 16
 _SAFE_NAMES_SIZE = 4096
+HELD_BYTES = 256 * 1024 * 1024
+"""How many bytes of files read while planning one process's share of an import may be kept
+for sealing, rather than read (and hashed) again then; the rest is copied from its path."""
 
 _artifact_name = operator.attrgetter("name")
 
@@ -157,6 +160,15 @@ class PlanContext:
     unchecked: bool = False  # whether the run directories may not be runs (scan checks them)
     _options: tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]] | RecordError | None = None
     _safe_names: set[str] = field(default_factory=set)
+    _held: int = 0
+
+    def hold(self, size: int) -> bool:
+        """Whether `size` more bytes read while planning may be kept until sealing (counted
+        against `HELD_BYTES` if so)."""
+        if self._held + size > HELD_BYTES:
+            return False
+        self._held += size
+        return True
 
     def option_claims(self) -> tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]]:
         """What the options say (fields, then tags): the same for every run, made once."""

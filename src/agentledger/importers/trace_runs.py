@@ -17,15 +17,28 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import InputError, RecordError, UnsafeNameError
-from agentledger.identity import check_run_id, sha256_bytes
+from agentledger.identity import HASH_PREFIX, check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
 from agentledger.importers.run_plan import PlanContext, _check_identical, read_source
 from agentledger.records import RunMetadata, RunSummary, ShellCounts, ShellEvent, check_tags
-from agentledger.records.trace import TRACE, TraceStep, shell_events, trace_bytes
+from agentledger.records.trace import (
+    TRACE,
+    TraceStep,
+    shell_events,
+    trace_bytes,
+)
+from agentledger.store.storage import HashedBytes
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
-__all__ = ["TraceFacts", "plan_trace_run", "read_trace_file", "shell_log_bytes", "trace_files"]
+__all__ = [
+    "BuiltTrace",
+    "TraceFacts",
+    "plan_trace_run",
+    "read_trace_file",
+    "shell_log_bytes",
+    "trace_files",
+]
 
 
 def trace_files(path: Path, suffixes: Sequence[str], what: str) -> list[Path]:
@@ -53,6 +66,9 @@ def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> by
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A sibling file this small (a checker's result) is read while planning: cheaper than the
+# copy, which opens it, and the stored copy, once more each.
+_SMALL_SIBLING = 64 * 1024
 _IDENTITY = ("model", "scenario", "provider", "variant", "agent_name", "agent_commit", "run_id")
 
 
@@ -80,6 +96,25 @@ class TraceFacts:
     model_calls: int | None = None
     notes: list[str] = field(default_factory=list)
     extra_source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuiltTrace:
+    """A run's trace ready to store: trace.jsonl, the shell log derived from its command
+    steps (with how many commands it holds and how many were refused) and the times of its
+    steps. An importer makes it from validated steps (`of_steps`), or from the steps' fields
+    when its own code guarantees them (the OpenHands importer)."""
+
+    jsonl: bytes
+    shell_log: bytes
+    counts: ShellCounts
+    times: list[datetime]
+
+    @classmethod
+    def of_steps(cls, steps: Sequence[TraceStep]) -> BuiltTrace:
+        times = [step.time for step in steps if step.time is not None]
+        events = shell_events(steps)
+        return cls(trace_bytes(steps), shell_log_bytes(events), ShellCounts.of(events), times)
 
 
 def shell_log_bytes(events: Sequence[ShellEvent]) -> bytes:
@@ -136,9 +171,8 @@ def _identity(
     return values, kinds, tags
 
 
-def _times(steps: Sequence[TraceStep]) -> tuple[datetime | None, datetime | None, Any]:
+def _times(times: Sequence[datetime]) -> tuple[datetime | None, datetime | None, Any]:
     """started_at and ended_at when the trace's times carry a zone; else the local times."""
-    times = [step.time for step in steps if step.time is not None]
     if not times:
         return None, None, None
     if all(moment.tzinfo is not None for moment in times):
@@ -159,13 +193,14 @@ def _times(steps: Sequence[TraceStep]) -> tuple[datetime | None, datetime | None
 def plan_trace_run(
     path: Path,
     raw: bytes,
-    steps: list[TraceStep],
+    steps: Sequence[TraceStep] | BuiltTrace,
     facts: TraceFacts,
     ctx: PlanContext,
     *,
     attachments: Sequence[Path] = (),
 ) -> PlannedRun:
-    """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`).
+    """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`,
+    or into a trace built already).
 
     Raises an InputError naming the file and field when the run's identity cannot be had.
     """
@@ -190,16 +225,21 @@ def plan_trace_run(
     check_tags(tags)
 
     original = f"attachments/{path.name}"
-    artifacts = [PlannedArtifact(original, str(path), len(raw))]
+    # Planning has read and hashed the original: sealing writes those bytes rather than read
+    # and hash the file again, while the import's memory allows.
+    held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
+    artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
     for sibling in attachments:
         name = f"attachments/{sibling.name}"
         ctx.check_name(name)
-        artifacts.append(PlannedArtifact(name, str(sibling), sibling.stat().st_size))
+        size = sibling.stat().st_size
+        small = size <= _SMALL_SIBLING and ctx.hold(size)
+        data = read_source(sibling, size) if small else None
+        artifacts.append(PlannedArtifact(name, str(sibling), len(data) if data else size, data))
     ctx.check_name(original)
-    trace = trace_bytes(steps)
-    artifacts.append(PlannedArtifact(TRACE, None, len(trace), trace))
-    events = shell_events(steps)
-    shell = shell_log_bytes(events)
+    built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
+    artifacts.append(PlannedArtifact(TRACE, None, len(built.jsonl), built.jsonl))
+    shell = built.shell_log
     if shell:
         artifacts.append(PlannedArtifact(SHELL_AUDIT, None, len(shell), shell))
     source: dict[str, Any] = {
@@ -236,7 +276,7 @@ def plan_trace_run(
         if text is not None:
             data = text.encode("utf-8")
             artifacts.append(PlannedArtifact(name, None, len(data), data))
-    started, ended, local = _times(steps)
+    started, ended, local = _times(built.times)
     if started is None and local is None and facts.started_at and facts.started_at.tzinfo:
         started, ended = facts.started_at, facts.ended_at
     if local is not None:
@@ -266,7 +306,7 @@ def plan_trace_run(
         )
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
-    counts = ShellCounts.of(events)
+    counts = built.counts
     duration = (ended - started).total_seconds() if started and ended else None
     if duration is None and local is not None:
         first = datetime.fromisoformat(local["first"])

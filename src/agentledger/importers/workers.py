@@ -20,10 +20,13 @@ from pathlib import Path
 __all__ = [
     "MAX_WORKERS",
     "PARALLEL_FROM",
+    "TRACE_PARALLEL_FROM",
     "Worker",
     "close_early",
     "die_with_parent",
     "entries_at_most",
+    "parallel_from",
+    "runs_at_most",
     "start_early",
     "take_early",
     "worker_count",
@@ -31,7 +34,17 @@ __all__ = [
 
 # Below this many runs, starting processes costs more than it saves.
 PARALLEL_FROM = 1000
+# A trace file costs several times a run directory to check and seal (every event parsed,
+# trace.jsonl and the shell log written, about 6 ms of CPU for an OpenHands trajectory of
+# 250 KB): a worker's start (about 0.4 s of CPU) is paid back from fewer runs. 150
+# trajectories took 1.9 s of CPU in one process and 3.1 s in three (docs/traces.md).
+TRACE_PARALLEL_FROM = 300
 MAX_WORKERS = 8
+# The trace formats with one run per file, and the files that are runs in each.
+_TRACE_FILES: dict[str, tuple[str, str]] = {
+    "openhands": ("traj_", ".json"),  # (start of the name, its end)
+    "jsonl": ("", ".jsonl"),
+}
 
 # The worker arms its parent watch before anything else, so a parent killed while the worker
 # was still loading the library is noticed too.
@@ -78,11 +91,17 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def worker_count(requested: int | None, runs: int) -> int:
-    """How many processes (this one included) import `runs` runs; `requested`: --workers."""
+def parallel_from(import_format: str | None) -> int:
+    """From how many runs an import of `import_format` (None: run directories) starts workers."""
+    return TRACE_PARALLEL_FROM if import_format in _TRACE_FILES else PARALLEL_FROM
+
+
+def worker_count(requested: int | None, runs: int, *, import_format: str | None = None) -> int:
+    """How many processes (this one included) import `runs` runs of `import_format`;
+    `requested`: --workers."""
     if requested is not None:
         return max(1, min(requested, runs))
-    if runs < PARALLEL_FROM:
+    if runs < parallel_from(import_format):
         return 1
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -93,6 +112,30 @@ def worker_count(requested: int | None, runs: int) -> int:
     # creation, 3 processes imported 10,000 runs 15-20% faster than 2; on a quiet filesystem
     # the difference was within the noise (docs/benchmarks.md).
     return max(1, min(cpus + 1, MAX_WORKERS))
+
+
+def runs_at_most(paths: Sequence[Path], limit: int, import_format: str | None = None) -> int:
+    """About how many runs of `import_format` `paths` hold, counting up to `limit`: entries of
+    a directory of runs, or trace files anywhere below (a folder of model folders)."""
+    if import_format not in _TRACE_FILES:
+        return entries_at_most(paths, limit)
+    start, end = _TRACE_FILES[import_format]
+    count = 0
+    pending = list(paths)
+    while pending and count < limit:
+        path = pending.pop()
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(Path(entry.path))
+                    elif entry.name.startswith(start) and entry.name.endswith(end):
+                        count += 1
+        except NotADirectoryError:
+            count += 1  # a trace file given itself
+        except OSError:
+            continue  # reported properly when the runs are found
+    return min(count, limit)
 
 
 def entries_at_most(paths: Sequence[Path], limit: int) -> int:
@@ -169,12 +212,17 @@ class Worker:
 _early: list[Worker] = []
 
 
-def start_early(paths: Sequence[Path], requested: int | None) -> int:
-    """Start the workers an import of `paths` will want, now; how many were started.
+def start_early(
+    paths: Sequence[Path], requested: int | None, *, import_format: str | None = None
+) -> int:
+    """Start the workers an import of `paths` (in `import_format`, None: not named) will want,
+    now; how many were started.
 
     For a command that imports the library after this: the workers get ready meanwhile.
     """
-    count = worker_count(requested, entries_at_most(paths, PARALLEL_FROM)) - 1
+    limit = parallel_from(import_format)
+    runs = runs_at_most(paths, limit, import_format)
+    count = worker_count(requested, runs, import_format=import_format) - 1
     while len(_early) < count:
         _early.append(Worker())
     return count

@@ -44,7 +44,7 @@ _DIGITS = bytes.maketrans(
     ),
 )
 _LONG_INTEGER = b" " + b"0" * _LONG
-_ESCAPED_COLONS = (b"\\u003a", b"\\u003A")
+_ESCAPE = b"\\u003"  # the start of "\u003a" and "\u003A", a colon escaped: one search for both
 
 
 def decode_fast(raw: bytes, max_depth: int) -> Any:
@@ -60,6 +60,15 @@ def decode_fast(raw: bytes, max_depth: int) -> Any:
     written = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     if b"\n" + b" " * (2 * max_depth) in written:
         return DOUBT
-    if raw.count(b":") != written.count(b":") or any(e in raw for e in _ESCAPED_COLONS):
+    if raw.count(b":") != written.count(b":") or _escaped_colon(raw):
         return DOUBT
     return value
+
+
+def _escaped_colon(raw: bytes) -> bool:
+    at = raw.find(_ESCAPE)
+    while at >= 0:
+        if raw[at + 6 : at + 7] in (b"a", b"A"):
+            return True
+        at = raw.find(_ESCAPE, at + 6)
+    return False

@@ -13,15 +13,23 @@ unknown zone (`time_zone: "unknown"`), never taken for UTC.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agentledger.errors import RecordError
 from agentledger.identity import sha256_bytes
-from agentledger.records import Record, ShellEvent, decode_json, parse_record_data
+from agentledger.records import (
+    Record,
+    ShellCounts,
+    ShellEvent,
+    decode_json,
+    is_denied,
+    parse_record_data,
+)
 
 __all__ = [
     "ACTORS",
@@ -33,12 +41,17 @@ __all__ = [
     "StepSource",
     "StepText",
     "TraceStep",
+    "exact_time",
     "parse_trace",
     "shell_events",
+    "shell_events_of",
+    "shell_log_of_values",
     "step_text",
     "step_text_fields",
     "steps_from_shell_log",
+    "time_zone_of",
     "trace_bytes",
+    "trace_bytes_of_values",
 ]
 
 TRACE = "trace.jsonl"
@@ -176,17 +189,15 @@ class TraceStep(Record):
             if self.time_zone is not None:
                 raise ValueError("time_zone is given without a time")
             return self
-        offset = self.time.utcoffset()
-        if offset is None:
+        zone = time_zone_of(self.time)
+        if zone == "unknown":
             if self.time_zone not in (None, "unknown"):
                 raise ValueError(
                     f"time_zone {self.time_zone!r} is given, but the time has no UTC offset"
                 )
-            zone = "unknown"
         else:
             if self.time_zone == "unknown":
                 raise ValueError("time_zone is 'unknown', but the time has a UTC offset")
-            zone = _offset_text(offset)
             if self.time_zone is not None and self.time_zone != zone:
                 raise ValueError(
                     f"time_zone {self.time_zone!r} differs from the time's offset {zone}"
@@ -196,11 +207,24 @@ class TraceStep(Record):
         return self
 
 
+def time_zone_of(moment: datetime) -> str:
+    """A step's `time_zone` for its time: the UTC offset as given ('+02:00'), or 'unknown'."""
+    offset = moment.utcoffset()
+    return "unknown" if offset is None else _offset_text(offset)
+
+
 def _offset_text(offset: timedelta) -> str:
     seconds = int(offset.total_seconds())
     sign = "-" if seconds < 0 else "+"
     hours, rest = divmod(abs(seconds), 3600)
     return f"{sign}{hours:02d}:{rest // 60:02d}"
+
+
+def exact_time(moment: datetime) -> bool:
+    """Whether `trace_bytes_of_values` writes `moment` as the record's serialiser does: any
+    time but one whose UTC offset has seconds (which the record cuts to the minute)."""
+    offset = moment.utcoffset()
+    return offset is None or (offset.seconds % 60 == 0 and not offset.microseconds)
 
 
 _TRACE = TypeAdapter(list[TraceStep])
@@ -249,46 +273,127 @@ def trace_bytes(steps: Iterable[TraceStep]) -> bytes:
     )
 
 
+_DUMP_OPTIONS = orjson.OPT_UTC_Z  # a UTC time as "Z", as pydantic writes it
+
+
+def trace_bytes_of_values(values: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """trace.jsonl of steps given as their JSON fields, the same bytes `trace_bytes` writes of
+    the validated steps, without a model per step (an importer's fast path).
+
+    Each mapping must be what a valid TraceStep dumps to (``model_dump(exclude_none=True)``):
+    every field in the model's order from ``schema_version`` on, none None, ``time`` a
+    datetime for which `exact_time` holds and ``time_zone`` its `time_zone_of`. The caller's
+    own code guarantees that; the equivalence is tested. None when a value cannot be written
+    as JSON in UTF-8 (a string with a lone surrogate).
+    """
+    try:
+        lines = [orjson.dumps(step, option=_DUMP_OPTIONS) for step in values]
+    except orjson.JSONEncodeError:
+        return None
+    if not lines:
+        return b""
+    lines.append(b"")
+    return b"\n".join(lines)
+
+
 def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
     """The shell log of a trace: one ShellEvent per command step, with its output step's text
     (or, when the tool answered with an error instead, that error as the command's stderr).
 
     A time without a time zone is kept as `local_time` rather than `ts`, which is read as UTC.
     """
+    return shell_events_of([dict(step) for step in steps])
+
+
+def shell_events_of(steps: Sequence[Mapping[str, Any]]) -> list[ShellEvent]:
+    """`shell_events` of steps given by their fields: a TraceStep's (``dict(step)``), or the
+    JSON fields an importer builds (see `trace_bytes_of_values`)."""
+    return _SHELL_EVENTS.validate_python(_shell_event_values(steps))
+
+
+_SHELL_FIELDS = ("schema_version", *ShellEvent.model_fields)
+_SHELL_DECLARED = frozenset(_SHELL_FIELDS)
+
+
+def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, ShellCounts] | None:
+    """shell_audit.jsonl of `shell_events_of(steps)`, the bytes the validated ShellEvents
+    write, and their counts, without a model per event (an importer's fast path: `steps` as
+    `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
+    lines = []
+    denied = 0
+    for values in _shell_event_values(steps):
+        values["schema_version"] = 1
+        # A ShellEvent writes its declared fields in order, then the others as given.
+        event = {name: values[name] for name in _SHELL_FIELDS if name in values}
+        extra = {name: value for name, value in values.items() if name not in _SHELL_DECLARED}
+        event.update(extra)
+        if is_denied(values.get("decision"), extra):
+            denied += 1
+        try:
+            lines.append(orjson.dumps(event, option=_DUMP_OPTIONS))
+        except orjson.JSONEncodeError:
+            return None
+    counts = ShellCounts(len(lines), denied)
+    if lines:
+        lines.append(b"")
+    return b"\n".join(lines), counts
+
+
+def _text_parts(content: StepText | Mapping[str, Any]) -> tuple[str, int, str, bool]:
+    if isinstance(content, StepText):
+        return content.text, content.bytes, content.sha256, content.truncated
+    return content["text"], content["bytes"], content["sha256"], content.get("truncated", False)
+
+
+def _gate_fields(gate: GateDecision | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(gate, GateDecision):
+        return gate.model_dump(exclude_none=True)
+    return {key: value for key, value in gate.items() if value is not None}
+
+
+def _shell_event_values(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     # A command's answer: its output, or the error the tool gave instead of running it.
-    outputs: dict[int, TraceStep] = {}
+    outputs: dict[int, Mapping[str, Any]] = {}
     for step in steps:
-        if step.kind in ("command_output", "error") and step.cause is not None:
-            outputs.setdefault(step.cause, step)
+        cause = step.get("cause")
+        if cause is not None and step["kind"] in ("command_output", "error"):
+            outputs.setdefault(cause, step)
     events: list[dict[str, Any]] = []
     for step in steps:
-        if step.kind != "command" or step.command is None:
+        command = step.get("command")
+        if step["kind"] != "command" or command is None:
             continue
-        output = outputs.get(step.index)
+        output = outputs.get(step["index"])
+        exit_code = step.get("exit_code")
+        if exit_code is None and output is not None:
+            exit_code = output.get("exit_code")
         values: dict[str, Any] = {
-            "command": step.command,
-            "classification": step.command_class,
-            "cwd": step.cwd or (output.cwd if output else None),
-            "exit_code": step.exit_code
-            if step.exit_code is not None
-            else (output.exit_code if output else None),
-            "trace_step": step.index,
+            "command": command,
+            "classification": step.get("command_class"),
+            "cwd": step.get("cwd") or (output.get("cwd") if output is not None else None),
+            "exit_code": exit_code,
+            "trace_step": step["index"],
         }
-        if step.time is not None:
-            if step.time.tzinfo is None:
-                values["local_time"] = step.time.isoformat()
+        moment = step.get("time")
+        if moment is not None:
+            if moment.tzinfo is None:
+                values["local_time"] = moment.isoformat()
             else:
-                values["ts"] = step.time
-        if step.gate is not None:
-            values.update(step.gate.model_dump(exclude_none=True))
-        if output is not None and output.content is not None:
-            stream = "stderr" if output.kind == "error" else "stdout"
-            values[stream] = output.content.text
-            values[f"{stream}_bytes"] = output.content.bytes
-            values[f"{stream}_sha256"] = output.content.sha256
-            values["truncated"] = output.content.truncated
+                values["ts"] = moment
+        gate = step.get("gate")
+        if gate is not None:
+            values.update(_gate_fields(gate))
+        content = output.get("content") if output is not None else None
+        if content is not None:
+            assert output is not None
+            text, size, digest, truncated = _text_parts(content)
+            stream = "stderr" if output["kind"] == "error" else "stdout"
+            values[stream] = text
+            values[f"{stream}_bytes"] = size
+            values[f"{stream}_sha256"] = digest
+            values["truncated"] = truncated
         events.append({k: v for k, v in values.items() if v is not None})
-    return _SHELL_EVENTS.validate_python(events)
+    return events
 
 
 def steps_from_shell_log(

@@ -48,6 +48,7 @@ __all__ = [
     "NOT_A_FILE",
     "RECORD_AREAS",
     "REPLACEABLE_AREAS",
+    "HashedBytes",
     "Leftover",
     "ScannedRun",
     "StagedRun",
@@ -107,6 +108,20 @@ def check_prefix(prefix: str) -> str:
     """`prefix` if it is an area or a key prefix ending at a segment (``scores/<run_id>``)."""
     _check_segments(prefix, "prefix")
     return prefix
+
+
+class HashedBytes(bytes):
+    """An artifact's bytes with their sha256 (hex digits) computed already, by code that had
+    to hash them anyway (an import's planning hashes each original for the run id): a backend
+    may take `sha256_hex` instead of hashing the bytes again. Bytes are immutable, so the
+    digest stays theirs."""
+
+    sha256_hex: str
+
+    def __new__(cls, data: bytes, sha256_hex: str) -> HashedBytes:
+        made = super().__new__(cls, data)
+        made.sha256_hex = sha256_hex
+        return made
 
 
 @dataclass

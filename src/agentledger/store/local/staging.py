@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from agentledger.identity import HASH_PREFIX
 from agentledger.records import FileEntry
 from agentledger.store.local.fs import write_fd
-from agentledger.store.storage import MANIFEST_NAME, StagedRun
+from agentledger.store.storage import MANIFEST_NAME, HashedBytes, StagedRun
 
 __all__ = ["LocalStagedRun", "StagingDir"]
 
@@ -275,7 +275,10 @@ class LocalStagedRun(StagedRun):
                     write_fd(fd, data)
                 finally:
                     os.close(fd)
-                digest = hashlib.sha256(data).hexdigest()
+                if isinstance(data, HashedBytes):
+                    digest = data.sha256_hex
+                else:
+                    digest = hashlib.sha256(data).hexdigest()
             else:
                 digest, size = self._copy(name, data, limit)
             found[name] = {"sha256": HASH_PREFIX + digest, "size": size}
