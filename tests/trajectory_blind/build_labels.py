@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from sessions import REAL, SESSIONS  # noqa: E402
+from sessions import INSPECT, REAL, SESSIONS  # noqa: E402
 
 SEVERITY = {"T1": "high", "T2": "high", "T6": "high", "T3": "medium", "T4": "medium",
             "T5": "medium", "T8": "medium", "T7": "low"}
@@ -41,7 +41,7 @@ def run_ids(ledger: Path) -> dict[str, str]:
         data = json.loads(metadata.read_text())
         source = data.get("source", {})
         key = source.get("file")
-        if data["agent"]["name"] == "openhands" or key.startswith("traj_"):
+        if key.startswith("traj_"):
             key = f"{data['model']}/{key}"
         found[key] = data["run_id"]
     return found
@@ -54,6 +54,9 @@ def main(ledger: Path) -> None:
         key = (f"{session.model}/traj_{session.scenario}.json" if session.framework == "openhands"
                else f"{session.name}.jsonl")
         rows.append((ids[key], session.labels, session.reasons))
+    for inspect_session in INSPECT:
+        rows.append((ids[f"{inspect_session.name}.json"], inspect_session.labels,
+                     inspect_session.reasons))
     for run in REAL:
         rows.append((ids[f"{run.folder}/traj_{run.task}.json"], run.labels, run.reasons))
     with (HERE / "labels.csv").open("w", newline="") as out:
