@@ -19,8 +19,16 @@ sys.path.insert(0, str(HERE.parent))
 
 from sessions import INSPECT, REAL, SESSIONS  # noqa: E402
 
-SEVERITY = {"T1": "high", "T2": "high", "T6": "high", "T3": "medium", "T4": "medium",
-            "T5": "medium", "T8": "medium", "T7": "low"}
+SEVERITY = {
+    "T1": "high",
+    "T2": "high",
+    "T6": "high",
+    "T3": "medium",
+    "T4": "medium",
+    "T5": "medium",
+    "T8": "medium",
+    "T7": "low",
+}
 
 
 def verdict(labels: dict[str, str]) -> str:
@@ -51,12 +59,16 @@ def main(ledger: Path) -> None:
     ids = run_ids(ledger)
     rows = []
     for session in SESSIONS:
-        key = (f"{session.model}/traj_{session.scenario}.json" if session.framework == "openhands"
-               else f"{session.name}.jsonl")
+        key = (
+            f"{session.model}/traj_{session.scenario}.json"
+            if session.framework == "openhands"
+            else f"{session.name}.jsonl"
+        )
         rows.append((ids[key], session.labels, session.reasons))
     for inspect_session in INSPECT:
-        rows.append((ids[f"{inspect_session.name}.json"], inspect_session.labels,
-                     inspect_session.reasons))
+        rows.append(
+            (ids[f"{inspect_session.name}.json"], inspect_session.labels, inspect_session.reasons)
+        )
     for run in REAL:
         rows.append((ids[f"{run.folder}/traj_{run.task}.json"], run.labels, run.reasons))
     with (HERE / "labels.csv").open("w", newline="") as out:
@@ -64,7 +76,9 @@ def main(ledger: Path) -> None:
         writer.writerow(["run_id", "verdict", "criteria", "reason"])
         for run_id, labels, reasons in sorted(rows):
             criteria = ";".join(f"{c}={labels[c]}" for c in sorted(labels))
-            reason = "; ".join(f"{c}: {why}" for c, why in sorted(reasons.items())) or "nothing fired"
+            reason = (
+                "; ".join(f"{c}: {why}" for c, why in sorted(reasons.items())) or "nothing fired"
+            )
             writer.writerow([run_id, verdict(labels), criteria, reason])
     print(f"{len(rows)} labels written")
 

@@ -85,8 +85,10 @@ def main(ledger: Path, judge_id: str) -> None:
     for part, rows in figures(ledger, judge_id).items():
         print(f"{part}:")
         for criterion, row in rows.items():
-            print(f"  {criterion}  P {_shown(row['precision'])}  R {_shown(row['recall'])}  "
-                  f"n {row['n']}  labelled fired {row['positives']}  judge fired {row['fired']}")
+            print(
+                f"  {criterion}  P {_shown(row['precision'])}  R {_shown(row['recall'])}  "
+                f"n {row['n']}  labelled fired {row['positives']}  judge fired {row['fired']}"
+            )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +33,47 @@ def _openhands(session: Session) -> list[dict[str, Any]]:
         events.append(event)
         return event["id"]
 
-    add({"source": "user", "action": "message", "message": session.prompt,
-         "args": {"content": session.prompt}})
+    add(
+        {
+            "source": "user",
+            "action": "message",
+            "message": session.prompt,
+            "args": {"content": session.prompt},
+        }
+    )
     for step in session.steps:
         kind = step[0]
         if kind == "cmd":
             _, command, output, exit_code = step[:4]
-            cause = add({"source": "agent", "action": "run", "message": f"Running command: {command}",
-                         "args": {"command": command},
-                         "tool_call_metadata": {"function_name": "execute_bash"}})
-            add({"source": "agent", "observation": "run", "cause": cause, "content": output,
-                 "extras": {"command": command, "metadata": {"exit_code": exit_code}}})
+            cause = add(
+                {
+                    "source": "agent",
+                    "action": "run",
+                    "message": f"Running command: {command}",
+                    "args": {"command": command},
+                    "tool_call_metadata": {"function_name": "execute_bash"},
+                }
+            )
+            add(
+                {
+                    "source": "agent",
+                    "observation": "run",
+                    "cause": cause,
+                    "content": output,
+                    "extras": {"command": command, "metadata": {"exit_code": exit_code}},
+                }
+            )
         elif kind == "read":
             _, path, output = step
-            cause = add({"source": "agent", "action": "read", "message": f"Reading file: {path}",
-                         "args": {"path": path}, "tool_call_metadata": {"function_name": "str_replace_editor"}})
+            cause = add(
+                {
+                    "source": "agent",
+                    "action": "read",
+                    "message": f"Reading file: {path}",
+                    "args": {"path": path},
+                    "tool_call_metadata": {"function_name": "str_replace_editor"},
+                }
+            )
             add({"source": "agent", "observation": "read", "cause": cause, "content": output})
         elif kind == "write":
             _, path, text, mode = step
@@ -57,27 +83,76 @@ def _openhands(session: Session) -> list[dict[str, Any]]:
             else:
                 old, new = text
                 args["old_str"], args["new_str"] = old, new
-            cause = add({"source": "agent", "action": "edit", "message": f"Editing {path}",
-                         "args": args, "tool_call_metadata": {"function_name": "str_replace_editor"}})
-            add({"source": "agent", "observation": "edit", "cause": cause,
-                 "content": f"The file {path} has been edited."})
+            cause = add(
+                {
+                    "source": "agent",
+                    "action": "edit",
+                    "message": f"Editing {path}",
+                    "args": args,
+                    "tool_call_metadata": {"function_name": "str_replace_editor"},
+                }
+            )
+            add(
+                {
+                    "source": "agent",
+                    "observation": "edit",
+                    "cause": cause,
+                    "content": f"The file {path} has been edited.",
+                }
+            )
         elif kind == "code":
             _, code, output = step
-            cause = add({"source": "agent", "action": "run_ipython", "message": "Running Python code",
-                         "args": {"code": code}, "tool_call_metadata": {"function_name": "execute_ipython_cell"}})
-            add({"source": "agent", "observation": "run_ipython", "cause": cause, "content": output})
+            cause = add(
+                {
+                    "source": "agent",
+                    "action": "run_ipython",
+                    "message": "Running Python code",
+                    "args": {"code": code},
+                    "tool_call_metadata": {"function_name": "execute_ipython_cell"},
+                }
+            )
+            add(
+                {"source": "agent", "observation": "run_ipython", "cause": cause, "content": output}
+            )
         elif kind == "browse":
             _, url, output = step
-            cause = add({"source": "agent", "action": "browse", "message": f"Browsing {url}",
-                         "args": {"url": url}, "tool_call_metadata": {"function_name": "browser"}})
+            cause = add(
+                {
+                    "source": "agent",
+                    "action": "browse",
+                    "message": f"Browsing {url}",
+                    "args": {"url": url},
+                    "tool_call_metadata": {"function_name": "browser"},
+                }
+            )
             add({"source": "agent", "observation": "browse", "cause": cause, "content": output})
         elif kind == "think":
-            add({"source": "agent", "action": "think", "message": step[1], "args": {"thought": step[1]}})
+            add(
+                {
+                    "source": "agent",
+                    "action": "think",
+                    "message": step[1],
+                    "args": {"thought": step[1]},
+                }
+            )
         elif kind == "msg":
-            add({"source": "agent", "action": "message", "message": step[1], "args": {"content": step[1]}})
+            add(
+                {
+                    "source": "agent",
+                    "action": "message",
+                    "message": step[1],
+                    "args": {"content": step[1]},
+                }
+            )
         elif kind == "finish":
-            add({"source": "agent", "action": "finish", "message": step[1],
-                 "args": {"final_thought": step[1]}})
+            add(
+                {
+                    "source": "agent",
+                    "action": "finish",
+                    "message": step[1],
+                    "args": {"final_thought": step[1]},
+                }
+            )
         else:
             raise ValueError(f"{session.name}: OpenHands has no step {kind!r}")
     return events
@@ -87,7 +162,7 @@ def _jsonl(session: Session) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = [
         {"run": {"scenario": session.scenario, "model": session.model, "prompt": session.prompt}}
     ]
-    clock = START.replace(tzinfo=timezone.utc)
+    clock = START.replace(tzinfo=UTC)
 
     def add(step: dict[str, Any]) -> int:
         nonlocal clock
@@ -103,23 +178,53 @@ def _jsonl(session: Session) -> list[dict[str, Any]]:
             _, command, output, exit_code = step[:4]
             denied = len(step) > 4 and step[4] == "denied"
             gate = (
-                {"decision": "denied", "decided_by": "policy", "reason": "not read-only",
-                 "policy": "default"}
+                {
+                    "decision": "denied",
+                    "decided_by": "policy",
+                    "reason": "not read-only",
+                    "policy": "default",
+                }
                 if denied
                 else {"decision": "allowed", "decided_by": "policy", "policy": session.policy}
             )
-            cause = add({"actor": "agent", "kind": "command", "tool": "shell", "command": command,
-                         "gate": gate})
+            cause = add(
+                {
+                    "actor": "agent",
+                    "kind": "command",
+                    "tool": "shell",
+                    "command": command,
+                    "gate": gate,
+                }
+            )
             if denied:
-                add({"actor": "tool", "kind": "error", "cause": cause,
-                     "content": f"denied by the gate: {command}"})
+                add(
+                    {
+                        "actor": "tool",
+                        "kind": "error",
+                        "cause": cause,
+                        "content": f"denied by the gate: {command}",
+                    }
+                )
             else:
-                add({"actor": "tool", "kind": "command_output", "cause": cause,
-                     "exit_code": exit_code, "content": output})
+                add(
+                    {
+                        "actor": "tool",
+                        "kind": "command_output",
+                        "cause": cause,
+                        "exit_code": exit_code,
+                        "content": output,
+                    }
+                )
         elif kind == "read":
             _, path, output = step
-            cause = add({"actor": "agent", "kind": "file_read", "tool": "read_file",
-                         "arguments": {"path": path}})
+            cause = add(
+                {
+                    "actor": "agent",
+                    "kind": "file_read",
+                    "tool": "read_file",
+                    "arguments": {"path": path},
+                }
+            )
             add({"actor": "tool", "kind": "tool_result", "cause": cause, "content": output})
         elif kind == "write":
             _, path, text, mode = step
@@ -128,18 +233,34 @@ def _jsonl(session: Session) -> list[dict[str, Any]]:
                 arguments["file_text"] = text
             else:
                 arguments["old_str"], arguments["new_str"] = text
-            cause = add({"actor": "agent", "kind": "file_write", "tool": "write_file",
-                         "arguments": arguments})
-            add({"actor": "tool", "kind": "tool_result", "cause": cause, "content": f"wrote {path}"})
+            cause = add(
+                {
+                    "actor": "agent",
+                    "kind": "file_write",
+                    "tool": "write_file",
+                    "arguments": arguments,
+                }
+            )
+            add(
+                {"actor": "tool", "kind": "tool_result", "cause": cause, "content": f"wrote {path}"}
+            )
         elif kind == "code":
             _, code, output = step
-            cause = add({"actor": "agent", "kind": "code", "tool": "python",
-                         "arguments": {"code": code}, "content": code})
+            cause = add(
+                {
+                    "actor": "agent",
+                    "kind": "code",
+                    "tool": "python",
+                    "arguments": {"code": code},
+                    "content": code,
+                }
+            )
             add({"actor": "tool", "kind": "tool_result", "cause": cause, "content": output})
         elif kind == "browse":
             _, url, output = step
-            cause = add({"actor": "agent", "kind": "browse", "tool": "browser",
-                         "arguments": {"url": url}})
+            cause = add(
+                {"actor": "agent", "kind": "browse", "tool": "browser", "arguments": {"url": url}}
+            )
             add({"actor": "tool", "kind": "tool_result", "cause": cause, "content": output})
         elif kind == "think":
             add({"actor": "agent", "kind": "reasoning", "content": step[1]})

@@ -27,5 +27,5 @@ __all__ = [
     "load_trajectory_knowledge",
 ]
 
-TRAJECTORY_RULES_VERSION = "1"
+TRAJECTORY_RULES_VERSION = "2"
 """Bumped whenever a step rule changes what it decides."""
