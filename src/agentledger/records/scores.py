@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agentledger.records import Record, utc_now
 
@@ -58,6 +58,17 @@ class Evidence(_Strict):
         default=None,
         description="Where that step comes from in the original trace (file and line or event).",
     )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_step(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Evidence that is not a step is written as before these fields existed, so the
+        # records (and the hashes and ids made of them) of every other judge stay the same.
+        data: dict[str, Any] = handler(self)
+        if self.step is None:
+            data.pop("step", None)
+        if self.source is None:
+            data.pop("source", None)
+        return data
 
 
 class CriterionResult(_Strict):
