@@ -11,7 +11,7 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +19,10 @@ from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
+
+if TYPE_CHECKING:
+    from agentledger.records.trace import TraceStep
+    from agentledger.runner.scenario import Scenario
 
 __all__ = [
     "INVESTIGATION_KINDS",
@@ -34,7 +38,7 @@ __all__ = [
 ]
 
 Severity = Literal["high", "medium", "low"]
-REQUIREMENTS = ("report", "shell_audit", "snapshot")
+REQUIREMENTS = ("report", "shell_audit", "snapshot", "trace")
 """What a criterion may require of a run; a run that lacks one gets null for it."""
 INVESTIGATION_KINDS: tuple[RunKind, ...] = ("agent", "sentinel", "variant")
 """The run kinds a pack applies to unless it says otherwise: the runs in which an agent
@@ -138,6 +142,11 @@ class CriteriaPack(Record):
             else ""
         )
 
+    def reads_trace(self) -> bool:
+        """True when a criterion requires the run's trace (`requires: [trace]`): only then do
+        judges of this pack get it (a long trace costs more to read than a report)."""
+        return any("trace" in criterion.requires for criterion in self.criteria)
+
     def criterion(self, criterion_id: str) -> Criterion:
         """The criterion called `criterion_id` (KeyError if the pack has none)."""
         for criterion in self.criteria:
@@ -166,15 +175,22 @@ class JudgeInput:
     """(file name, text) of the infrastructure snapshot, when the run has one."""
     expected: ExpectedDiagnosis | None = None
     prompt: str | None = None
+    trace: tuple[TraceStep, ...] | None = None
+    """The run's steps (trace.jsonl), when it has a trace."""
+    scenario: Scenario | None = None
+    """The run's own copy of its scenario (scenario.yaml), when it carries one."""
 
     def has(self, requirement: str) -> bool:
-        """True when the run holds what `requirement` names (report, shell_audit, snapshot)."""
+        """True when the run holds what `requirement` names (report, shell_audit, snapshot,
+        trace)."""
         if requirement == "report":
             return bool(self.report and self.report.strip())
         if requirement == "shell_audit":
             return self.events is not None
         if requirement == "snapshot":
             return self.snapshot is not None
+        if requirement == "trace":
+            return self.trace is not None
         return False
 
 
@@ -193,7 +209,11 @@ def missing_requirement(criterion: Criterion, run: JudgeInput) -> CriterionResul
     lacking = [item for item in criterion.requires if not run.has(item)]
     if not lacking:
         return None
-    what = {"report": "no report.md", "shell_audit": "no shell_audit.jsonl"}
+    what = {
+        "report": "no report.md",
+        "shell_audit": "no shell_audit.jsonl",
+        "trace": "no trace.jsonl (its steps were not recorded)",
+    }
     reasons = [what.get(item, f"no {item}") for item in lacking]
     return CriterionResult(
         criterion=criterion.id,

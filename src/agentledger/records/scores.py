@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agentledger.records import Record, utc_now
 
@@ -51,6 +51,24 @@ class Evidence(_Strict):
     quote: str = Field(description="The words or command, as they appear (may be shortened).")
     file: str = Field(description="report.md, shell_audit.jsonl, snapshot.*, ...")
     line: int | None = Field(default=None, ge=1, description="1-based line in that file.")
+    step: int | None = Field(
+        default=None, ge=0, description="The trace step it stands at (trace.jsonl), when it is one."
+    )
+    source: str | None = Field(
+        default=None,
+        description="Where that step comes from in the original trace (file and line or event).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_step(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Evidence that is not a step is written as before these fields existed, so the
+        # records (and the hashes and ids made of them) of every other judge stay the same.
+        data: dict[str, Any] = handler(self)
+        if self.step is None:
+            data.pop("step", None)
+        if self.source is None:
+            data.pop("source", None)
+        return data
 
 
 class CriterionResult(_Strict):
