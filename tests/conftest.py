@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -111,3 +115,80 @@ def shared_samples() -> Path:
     development checkout); the tests that read them skip when it is absent."""
     beside = Path(__file__).resolve().parents[2] / "shared" / "samples"
     return beside if beside.is_dir() else Path("/work/shared/samples")
+
+
+# -- a real S3 API server ----------------------------------------------------------------------
+
+S3_LEASE_SECONDS = "3"
+"""The S3 backend's lease time in tests: a killed writer's lock and staging go stale quickly."""
+_buckets = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """The URL of moto's standalone S3 server (tests/s3_server.py), one for the session."""
+    pytest.importorskip("boto3")
+    pytest.importorskip("moto.server")
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("s3_server.py"))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None and server.stdin is not None
+    line = server.stdout.readline()
+    if not line.startswith("listening on "):
+        server.kill()
+        pytest.fail(f"the S3 test server did not start: {line!r}")
+    try:
+        yield f"http://127.0.0.1:{int(line.split()[-1])}"
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        server.stdout.close()
+
+
+def s3_environment(endpoint: str) -> dict[str, str]:
+    """The environment a client of the test server needs (given to child processes too)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AGENTLEDGER_S3_LEASE_SECONDS": S3_LEASE_SECONDS,
+    }
+
+
+@pytest.fixture
+def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This test talks to the S3 test server with test credentials, and nothing else."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    environment = s3_environment(s3_endpoint)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
+    return environment
+
+
+def make_bucket(name_hint: str) -> str:
+    """A new, empty bucket on the S3 test server (with the environment of `s3_env`)."""
+    from agentledger.store.s3 import parse_location
+    from agentledger.store.s3.client import ObjectStore
+
+    digest = hashlib.sha256(name_hint.encode()).hexdigest()[:16]
+    bucket = f"test-{digest}-{next(_buckets)}"
+    ObjectStore(parse_location(bucket)).client.create_bucket(Bucket=bucket)
+    return bucket
+
+
+@pytest.fixture
+def s3_uri(s3_env: dict[str, str], request: pytest.FixtureRequest) -> str:
+    """``s3://<a new bucket>/ledger`` on the S3 test server."""
+    return f"s3://{make_bucket(request.node.nodeid)}/ledger"

@@ -29,7 +29,7 @@ from agentledger.store import LocalStorage, StorageBackend
 from agentledger.store.memory import MemoryStorage, forget
 from agentledger.store.storage import MANIFEST_NAME
 
-BACKENDS = ["local", "memory"]
+BACKENDS = ["local", "memory", "s3"]
 SCORE = "scores/run-1/rules-0123456789ab.json"
 BINARY = bytes(range(256)) * 4 + b"\x00\r\n\xff"
 
@@ -38,6 +38,11 @@ BINARY = bytes(range(256)) * 4 + b"\x00\r\n\xff"
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StorageBackend]:
     if request.param == "local":
         storage: StorageBackend = LocalStorage(tmp_path / "ledger")
+    elif request.param == "s3":
+        from agentledger.store.s3 import S3Storage, parse_location
+
+        uri = request.getfixturevalue("s3_uri")
+        storage = S3Storage(parse_location(uri.removeprefix("s3://")))
     else:
         storage = MemoryStorage(f"contract-{request.node.name}")
     storage.initialize()

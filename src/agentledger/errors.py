@@ -15,6 +15,8 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── IndexVersionError        an index written by a newer agentledger
     │   ├── IndexUnusableError       an index file that is not a usable SQLite database
     │   ├── ReadOnlyQueryError       a query passed to `sql` that would write
+    │   ├── StorageAccessError       a storage backend that cannot be used as configured: no
+    │   │                            such bucket, credentials missing or refused, no endpoint
     │   └── ProviderSetupError       a provider that cannot be used: unknown, no SDK or no key
     ├── ProviderError                exit 1: a model call failed (after its retries)
     ├── WriteFailedError             exit 1: the disk refused a write (full, read-only); nothing
@@ -42,6 +44,7 @@ __all__ = [
     "RecordNotFoundError",
     "RunExistsError",
     "RunNotFoundError",
+    "StorageAccessError",
     "UnsafeNameError",
     "WriteFailedError",
 ]
@@ -123,6 +126,11 @@ class IndexUnusableError(InputError):
 
 class ReadOnlyQueryError(InputError):
     """A query given to the read-only SQL interface tried to write."""
+
+
+class StorageAccessError(InputError):
+    """A storage backend that cannot be used as configured: its bucket does not exist, the
+    credentials are missing or refused, or its endpoint cannot be reached. Nothing was written."""
 
 
 class IntegrityError(AgentLedgerError):

@@ -1,9 +1,10 @@
 """Storage and index backends by URI scheme: ledger.json names a URI, never a class.
 
-``"storage": "local"`` (the ledger directory), ``"memory"`` or ``"memory://<name>"``;
+``"storage": "local"`` (the ledger directory), ``"memory"`` or ``"memory://<name>"``,
+``"s3://<bucket>/<prefix>"`` (an S3-compatible object store, with the ``s3`` extra);
 ``"index": "sqlite"`` (``index.sqlite`` in the ledger), ``"sqlite:///<path>"``, or
 ``"postgresql://host/db"`` (``"postgresql"`` alone: the database the environment names; see
-`agentledger.store.postgres_url`). A package adds
+`agentledger.store.postgres_url`), with the ``postgres`` extra. A package adds
 a scheme by registering a factory here, or through the entry-point groups
 ``agentledger.storage_backends`` and ``agentledger.index_backends`` (looked up only for a scheme
 that is not built in, so opening a ledger costs nothing extra).
@@ -76,6 +77,12 @@ def _memory(root: Path, rest: str) -> StorageBackend:
     return named(rest or str(root.resolve()))
 
 
+def _s3(root: Path, rest: str) -> StorageBackend:
+    from agentledger.store.s3 import S3Storage, parse_location
+
+    return S3Storage(parse_location(rest))
+
+
 def _sqlite(root: Path, rest: str) -> RunIndex:
     from agentledger.store.sqlite_index import SQLiteIndex
 
@@ -102,7 +109,7 @@ def _check_postgresql(rest: str) -> None:
         check_ledger_url(rest)
 
 
-_storage: dict[str, StorageFactory] = {"local": _local, "memory": _memory}
+_storage: dict[str, StorageFactory] = {"local": _local, "memory": _memory, "s3": _s3}
 _index: dict[str, IndexFactory] = {
     "sqlite": _sqlite,
     "postgresql": _postgresql,

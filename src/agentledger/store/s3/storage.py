@@ -1,0 +1,375 @@
+"""The S3 storage backend: a ledger's runs and records as objects under ``s3://bucket/prefix``.
+
+The layout is the local one, as keys under the prefix (``runs/<run_id>/<file>``,
+``scores/<run_id>/<judge_id>.json``, ``journal/<12 digits>.jsonl``, ...), plus the backend's
+own objects, whose names start with ``.`` so that no record key can name them: the staging
+areas, the claims of runs being published, the writers' presences, the journal lock, the seal
+of a group.
+
+- **Records** are created with ``PUT If-None-Match: *``: of writers on any number of machines,
+  exactly one creates a key; the others get 412 (409 when they race) and RecordExistsError.
+- **Runs** are written to ``.staging/<writer>/<area>/<run_id>/`` and published in four steps:
+  a claim on the run id (``.claims/<run_id>``, ``If-None-Match: *``), so that one writer alone
+  copies into ``runs/<run_id>/``; the artifacts copied there on the server; MANIFEST.json
+  written last (``If-None-Match: *``); the staging objects and the claim deleted. A run is
+  visible (`has_run`, `run_ids`) only once its MANIFEST.json is there, so a writer killed
+  at any step leaves nothing visible: staging objects, and perhaps a claim with the files it
+  copied, which `leftovers` reports once the writer's presence went stale and `gc` removes.
+- **The journal** is appended through the same seam (segments created with
+  ``If-None-Match: *``), under the lease of `agentledger.store.s3.lease`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+
+from agentledger.errors import InputError, RecordExistsError, RecordNotFoundError, RunNotFoundError
+from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
+from agentledger.store.crashpoints import crash_point
+from agentledger.store.s3.client import ObjectStore, S3Location
+from agentledger.store.s3.lease import JournalLease, Presence, lease_seconds
+from agentledger.store.s3.staging import S3StagedRun
+from agentledger.store.storage import (
+    MANIFEST_NAME,
+    Leftover,
+    ScannedRun,
+    StagedRun,
+    StorageBackend,
+)
+
+__all__ = ["S3Storage"]
+
+RUNS = "runs/"
+STAGING = ".staging/"
+CLAIMS = ".claims/"
+GROUP_SEAL = ".group"
+_JOURNAL = "journal/"
+
+
+def _hidden(key: str) -> bool:
+    """Whether `key` is one of the backend's own objects (a segment starting with '.')."""
+    return any(segment.startswith(".") for segment in key.split("/"))
+
+
+def _claim_writer(data: bytes) -> str | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    writer = value.get("writer") if isinstance(value, dict) else None
+    return writer if isinstance(writer, str) else None
+
+
+class S3Storage(StorageBackend):
+    """Runs and records as objects in an S3-compatible bucket, under a prefix."""
+
+    shared_between_processes = True
+
+    def __init__(self, location: S3Location, *, lease: float | None = None) -> None:
+        self.location = location
+        self.uri = location.uri
+        self.store = ObjectStore(location)
+        seconds = lease_seconds() if lease is None else lease
+        self.lease = JournalLease(self.store, seconds)
+        self.presence = Presence(self.store, seconds)
+        self._areas = itertools.count(1)
+
+    def initialize(self) -> None:
+        """Check that the bucket exists and the credentials may use it (nothing is written)."""
+        self.store.check_bucket()
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _clash(self, key: str) -> str | None:
+        """A stored key that `key` cannot sit beside: a value at one of its parents, the seal
+        of a group it would join, or anything under it. Checked before the conditional PUT;
+        two writers racing to create a key and one under it are not both refused, a race
+        the ledger's own keys (one shape per area) never run."""
+        parts = key.split("/")
+        looks: list[tuple[bool, str]] = []
+        for end in range(2, len(parts)):
+            parent = "/".join(parts[:end])
+            looks += [(False, parent), (False, f"{parent}/{GROUP_SEAL}")]
+        looks.append((True, key + "/"))
+
+        def look(item: tuple[bool, str]) -> str | None:
+            below, target = item
+            if below:
+                found = next(self.store.list(target, limit=1), None)
+                return found[0] if found else None
+            return target if self.store.head(target) is not None else None
+
+        return next((found for found in self.store.map(look, looks) if found), None)
+
+    def _create(self, key: str, data: bytes) -> None:
+        clash = self._clash(key)
+        if clash is not None:
+            raise RecordExistsError(
+                f"{self._describe(key)} cannot be created: {self._describe(clash)} is stored "
+                "there (a key is a value or holds values, never both; a group is sealed)"
+            )
+        if self.store.put(key, data, if_none_match=True) is None:
+            if key.startswith(_JOURNAL):
+                # A segment's bytes are unique to its writer (timestamps, chained hashes): the
+                # same bytes there mean our own PUT landed and its answer was lost and retried.
+                stored = self.store.get(key)
+                if stored is not None and stored.data == data:
+                    return
+            raise RecordExistsError(
+                f"{self._describe(key)} already exists; records are written once"
+            )
+
+    def _create_group(self, prefix: str, values: dict[str, bytes]) -> None:
+        clash = self._clash(prefix)
+        if clash is not None:
+            raise RecordExistsError(
+                f"{self._describe(prefix)} already exists ({self._describe(clash)}); "
+                "records are written once"
+            )
+        # The seal first, as the claim: of writers racing for the group one writes it, and
+        # nothing is created under a sealed group afterwards.
+        seal = json.dumps({"members": sorted(values)}).encode()
+        if self.store.put(f"{prefix}/{GROUP_SEAL}", seal, if_none_match=True) is None:
+            raise RecordExistsError(f"{self._describe(prefix)} already exists; written once")
+        self.store.map(
+            lambda item: self.store.put(f"{prefix}/{item[0]}", item[1]), list(values.items())
+        )
+
+    def _get(self, key: str) -> bytes:
+        stored = self.store.get(key)
+        if stored is None:
+            raise RecordNotFoundError(f"{self._describe(key)} does not exist")
+        return stored.data
+
+    def _exists(self, key: str) -> bool:
+        return self.store.head(key) is not None
+
+    def _keys(self, prefix: str) -> list[str]:
+        return sorted(key for key, _size in self.store.list(prefix + "/") if not _hidden(key))
+
+    def _replace(self, key: str, data: bytes) -> None:
+        self.store.put(key, data)  # one PUT: readers see the old object or the new one
+
+    def _describe(self, key: str) -> str:
+        return self.location.describe(key)
+
+    def journal_lock(self) -> AbstractContextManager[None]:
+        """The lease on ``journal/.lock``, taken and kept by compare-and-swap on its ETag."""
+        return self.lease.hold()
+
+    def _remove(self, key: str) -> None:
+        self.store.delete([key, *(below for below, _size in self.store.list(key + "/"))])
+
+    # -- runs: staged, then sealed ---------------------------------------------------------
+
+    def _area(self) -> str:
+        writer = self.presence.token()
+        return f"{STAGING}{writer}/{next(self._areas)}-{secrets.token_hex(4)}/"
+
+    def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
+        check_run_id(run_id)
+        return S3StagedRun(run_id, max_artifact_bytes, self.store, self._area())
+
+    def stage_batch(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
+        """Several runs in one staging area of this writer."""
+        for run_id in run_ids:
+            check_run_id(run_id)
+        if len(set(run_ids)) != len(run_ids):
+            raise InputError("a batch names the same run twice")
+        if not run_ids:
+            return []
+        area = self._area()
+        return [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
+
+    @staticmethod
+    def _mine(staged: StagedRun) -> S3StagedRun:
+        if not isinstance(staged, S3StagedRun):
+            raise TypeError("this staged run belongs to another storage backend")
+        if staged.closed:
+            raise InputError(f"run {staged.run_id} was already published or discarded")
+        return staged
+
+    def write_manifest(self, staged: StagedRun, manifest: bytes) -> None:
+        """Keep a staged run's MANIFEST.json: it is written last, by `publish_written`."""
+        self._mine(staged).manifest = bytes(manifest)
+
+    def publish(self, staged: Sequence[StagedRun], manifests: Sequence[bytes]) -> list[str]:
+        for run, manifest in zip(staged, manifests, strict=True):
+            self.write_manifest(run, manifest)
+        return self.publish_written(staged)
+
+    def publish_written(self, staged: Sequence[StagedRun]) -> list[str]:
+        """Claim, copy into ``runs/``, write each MANIFEST.json last, then tidy up."""
+        runs = [self._mine(run) for run in staged]
+        for run in runs:
+            if run.manifest is None:
+                raise InputError(f"run {run.run_id} has no manifest yet")
+        writer = self.presence.token()
+        claimed = self.store.map(lambda run: self._claim(run.run_id, writer), runs)
+        mine = [run for run, won in zip(runs, claimed, strict=True) if won]
+        existing = [run.run_id for run, won in zip(runs, claimed, strict=True) if not won]
+        copies = [
+            (run.staging_key(name), f"{RUNS}{run.run_id}/{name}", entry.size)
+            for run in mine
+            for name, entry in run.entries.items()
+        ]
+        self.store.map(lambda copy: self.store.copy(*copy), copies)
+        crash_point("run: artifacts copied into runs/")
+        sealed = self.store.map(self._write_manifest, mine)
+        existing += [run.run_id for run, landed in zip(mine, sealed, strict=True) if not landed]
+        crash_point("run: manifest written")
+        self._tidy(runs, [CLAIMS + run.run_id for run in mine])
+        return existing
+
+    def _write_manifest(self, run: S3StagedRun) -> bool:
+        assert run.manifest is not None
+        key = f"{RUNS}{run.run_id}/{MANIFEST_NAME}"
+        return self.store.put(key, run.manifest, if_none_match=True) is not None
+
+    def _tidy(self, runs: Sequence[S3StagedRun], extra: Sequence[str] = ()) -> None:
+        keys = [run.staging_key(name) for run in runs for name in run.entries]
+        for run in runs:
+            run.closed = True
+        self.store.delete([*keys, *extra])
+
+    def _claim(self, run_id: str, writer: str) -> bool:
+        """Claim `run_id` for publishing; False when it is sealed or another live writer is
+        publishing it. A dead writer's claim is taken over (by compare-and-swap) and what it
+        had copied is removed first."""
+        key = CLAIMS + run_id
+        body = json.dumps({"writer": writer, "nonce": secrets.token_hex(8)}).encode()
+        for _attempt in range(5):
+            etag = self.store.put(key, body, if_none_match=True)
+            if etag is None:
+                current = self.store.get(key)
+                if current is None:
+                    continue  # let go meanwhile: try again
+                holder = _claim_writer(current.data)
+                if holder is not None and self.presence.alive(holder):
+                    return False
+                if self.has_run(run_id):
+                    return False
+                etag = self.store.put(key, body, if_match=current.info.etag)
+                if etag is None:
+                    continue  # another writer took it over first
+                self._clear_unsealed(run_id)
+            if self.has_run(run_id):  # sealed before its claim was deleted: never copy over it
+                self.store.delete([key])
+                return False
+            return True
+        return False
+
+    def _clear_unsealed(self, run_id: str) -> None:
+        """Remove what a dead publisher copied into ``runs/<run_id>/`` (never a sealed run)."""
+        if self.has_run(run_id):
+            return
+        self.store.delete(key for key, _size in self.store.list(f"{RUNS}{run_id}/"))
+
+    def discard(self, staged: StagedRun) -> None:
+        self._tidy([self._mine(staged)])
+
+    def has_run(self, run_id: str) -> bool:
+        return self.store.head(f"{RUNS}{check_run_id(run_id)}/{MANIFEST_NAME}") is not None
+
+    def run_ids(self) -> Iterator[str]:
+        for key, _size in self.store.list(RUNS):
+            parts = key.split("/")
+            if len(parts) == 3 and parts[2] == MANIFEST_NAME:
+                yield parts[1]
+
+    def read(self, run_id: str, name: str) -> bytes:
+        check_run_id(run_id)
+        stored = self.store.get(f"{RUNS}{run_id}/{check_artifact_name(name)}")
+        if stored is not None:
+            return stored.data
+        if not self.has_run(run_id):
+            raise RunNotFoundError(f"no run {run_id!r} in {self.uri}")
+        raise FileNotFoundError(f"{self.locate(run_id, name)} does not exist")
+
+    def _objects(self, run_id: str) -> list[str]:
+        prefix = f"{RUNS}{check_run_id(run_id)}/"
+        names = [key[len(prefix) :] for key, _size in self.store.list(prefix)]
+        if not names:
+            raise RunNotFoundError(f"no run {run_id!r} in {self.uri}")
+        return names
+
+    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
+        names = self._objects(run_id)
+
+        def fetch(name: str) -> tuple[str, bytes | None]:
+            stored = self.store.get(f"{RUNS}{run_id}/{name}")
+            return name, None if stored is None else stored.data
+
+        scanned = ScannedRun(files={}, kept={})
+        for name, data in self.store.map(fetch, names):
+            if data is None:
+                continue  # deleted since the listing: reported as missing
+            scanned.files[name] = (sha256_bytes(data), len(data))
+            if name in keep:
+                scanned.kept[name] = data
+        return scanned
+
+    def list_files(self, run_id: str) -> list[str]:
+        return sorted(self._objects(run_id))
+
+    def leftovers(self) -> list[Leftover]:
+        found: list[Leftover] = []
+        areas = dict.fromkeys(
+            "/".join(key.split("/")[1:3])
+            for key, _size in self.store.list(STAGING)
+            if key.count("/") >= 3
+        )
+        for area in areas:
+            writer = area.split("/")[0]
+            found.append(
+                Leftover(
+                    name=f"{STAGING}{area}",
+                    path=self.location.describe(f"{STAGING}{area}/"),
+                    in_progress=self.presence.alive(writer),
+                )
+            )
+        for key, _size in self.store.list(CLAIMS):
+            stored = self.store.get(key)
+            if stored is None:
+                continue  # published or discarded since the listing
+            holder = _claim_writer(stored.data)
+            found.append(
+                Leftover(
+                    name=key,
+                    path=self.location.describe(key),
+                    in_progress=holder is not None and self.presence.alive(holder),
+                )
+            )
+        return sorted(found, key=lambda leftover: leftover.name)
+
+    def remove_leftover(self, leftover: Leftover) -> bool:
+        name = leftover.name
+        if name.startswith(CLAIMS):
+            run_id = check_run_id(name[len(CLAIMS) :])
+            stored = self.store.get(name)
+            if stored is None:
+                return True
+            writer = _claim_writer(stored.data)
+            if writer is not None and self.presence.alive(writer):
+                return False
+            # Taken over first (compare-and-swap), so a writer reclaiming it meanwhile wins.
+            mine = json.dumps({"writer": "gc", "nonce": secrets.token_hex(8)}).encode()
+            if self.store.put(name, mine, if_match=stored.info.etag) is None:
+                return False
+            self._clear_unsealed(run_id)
+            self.store.delete([name])
+            return True
+        if not name.startswith(STAGING) or name.count("/") != 2:
+            raise InputError(f"{leftover.path} is not staging debris of {self.uri}")
+        if self.presence.alive(name.split("/")[1]):
+            return False
+        self.store.delete(key for key, _size in self.store.list(name + "/"))
+        return True
+
+    def locate(self, run_id: str, name: str | None = None) -> str:
+        path = f"{RUNS}{check_run_id(run_id)}"
+        return self.location.describe(f"{path}/{name}" if name else path)

@@ -1,0 +1,56 @@
+"""A real S3 API server for the tests: moto's standalone server, in a process of its own.
+
+Run as ``python tests/s3_server.py``: it listens on a free port of 127.0.0.1, prints
+``listening on <port>`` and serves until its standard input closes (so it never outlives the
+test session that started it). Clients reach it over HTTP with the real boto3 client.
+
+moto checks ``If-None-Match`` and ``If-Match`` on PUT, but reads the object and then writes it
+without holding a lock, so two conditional PUTs racing in its threads can both land. S3
+itself decides them atomically; so that the tests hold the backend to that guarantee, this
+server hands moto one request at a time (connections stay open and concurrent, requests are
+serialised around the application).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["SerialApplication", "main"]
+
+
+class SerialApplication:
+    """A WSGI application that runs the one it wraps for one request at a time."""
+
+    def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
+        self.application = application
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with self.lock:
+            # The whole body is made inside the lock: a streamed one would escape it.
+            return list(self.application(environ, start_response))
+
+
+def main() -> None:
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    application = SerialApplication(DomainDispatcherApplication(create_backend_app))
+    server = make_server(
+        "127.0.0.1", 0, application, threaded=True, request_handler=MotoRequestHandler
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"listening on {server.server_address[1]}", flush=True)
+    sys.stdin.read()  # until the test session closes our input, or ends
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
