@@ -4,7 +4,10 @@
     .venv/bin/python bench/scale.py --scale 0.1     # a smoke run: 1,000 and 10,000
 
 A local PostgreSQL server (tests/pg_server.py: initdb + pg_ctl in a temporary directory,
-fsync on) is started for the run; each backend pair gets its own new database. Figures:
+fsync on) and a local S3 API server (tests/s3_server.py: moto's standalone server, one request
+at a time) are started for the run; each ledger gets a new database and a new bucket. The S3
+pairs import --s3-runs runs (default 200: moto answers tens of requests a second, where a
+real S3 or MinIO answers thousands). Figures:
 
 - import: `write_plan` of 10,000 synthetic runs (bench/synth.py) into a new ledger, per pair:
   runs/s, the ratio to the embedded default (local + sqlite), and the index's round trips per
@@ -23,13 +26,15 @@ results go to bench/.work/scale-results.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,9 +60,47 @@ class Pair:
     """A storage and an index backend, as `agentledger init` takes them."""
 
     name: str
-    storage: str
+    storage: Callable[[], str]
+    """Makes the storage URI (a new bucket for each ledger)."""
     index: Callable[[], str]
     """Makes the index URI (a new database for each ledger)."""
+
+
+@contextlib.contextmanager
+def s3_server() -> Iterator[Callable[[], str]]:
+    """moto's S3 server for the run, its client settings in the environment; yields a maker
+    of new buckets (as ``s3://<bucket>/ledger``)."""
+    server = subprocess.Popen(
+        [sys.executable, str(HERE.parent / "tests" / "s3_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None and server.stdin is not None
+    port = int(server.stdout.readline().split()[-1])
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+    )
+    buckets = itertools.count(1)
+
+    def new_bucket() -> str:
+        import boto3
+
+        name = f"scale-bench-{next(buckets)}"
+        boto3.client("s3").create_bucket(Bucket=name)
+        return f"s3://{name}/ledger"
+
+    try:
+        yield new_bucket
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
 
 
 def _index_round_trips(ledger: Any) -> int | None:
@@ -70,7 +113,7 @@ def bench_import(pair: Pair, source: Path, runs: int) -> dict[str, Any]:
 
     target = WORK / f"import-{pair.name}"
     shutil.rmtree(target, ignore_errors=True)
-    with Ledger.init(target, storage=pair.storage, index=pair.index()) as ledger:
+    with Ledger.init(target, storage=pair.storage(), index=pair.index()) as ledger:
         plan = plan_import([source], ledger=ledger)
         before = _index_round_trips(ledger)
         warm_up(source)
@@ -182,7 +225,7 @@ def bench_writers(pair: Pair, sources: list[Path], runs: int) -> dict[str, Any]:
 
     target = WORK / f"writers-{pair.name}"
     shutil.rmtree(target, ignore_errors=True)
-    Ledger.init(target, storage=pair.storage, index=pair.index()).close()
+    Ledger.init(target, storage=pair.storage(), index=pair.index()).close()
     command = str(Path(sys.executable).parent / "agentledger")
     env = {**os.environ, "CI": "1"}
     for source in sources:
@@ -219,15 +262,8 @@ def bench_writers(pair: Pair, sources: list[Path], runs: int) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--query-reps", type=int, default=50)
-    parser.add_argument("--keep", action="store_true")
-    args = parser.parse_args()
-    runs = max(WRITERS * 10, round(10_000 * args.scale))
-    query_runs = max(1000, round(100_000 * args.scale))
-    WORK.mkdir(parents=True, exist_ok=True)
+def _sources(runs: int) -> tuple[Path, list[Path]]:
+    """`runs` synthetic runs in one directory, and the same runs shared among the writers."""
     source = WORK / f"source-{runs}"
     shares = [WORK / f"source-{runs}-writer{n}" for n in range(WRITERS)]
     if not source.exists():
@@ -235,32 +271,64 @@ def main() -> int:
         synth.write_seed_runs(source, range(runs))
         for n, share in enumerate(shares):
             synth.write_seed_runs(share, range(n, runs, WRITERS))
+    return source, shares
 
-    log("starting PostgreSQL")
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--s3-runs", type=int, default=200)
+    parser.add_argument("--query-reps", type=int, default=50)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    runs = max(WRITERS * 10, round(10_000 * args.scale))
+    s3_runs = max(WRITERS, min(runs, args.s3_runs))
+    query_runs = max(1000, round(100_000 * args.scale))
+    WORK.mkdir(parents=True, exist_ok=True)
+
+    log("starting PostgreSQL and the S3 server")
     server = start_server(durable=True)
     os.environ.update(server.environ())
-    databases = iter(range(1_000_000))
+    databases = itertools.count(1)
 
     def new_database() -> str:
         return server.url(server.create_database(f"scale_{next(databases)}"))
 
-    pairs = [
-        Pair("local+sqlite", "local", lambda: "sqlite"),
-        Pair("local+postgresql", "local", new_database),
-    ]
-    result: dict[str, Any] = {"runs": runs, "loadavg_before": loadavg(), "import": {}}
+    result: dict[str, Any] = {
+        "runs": runs,
+        "s3_runs": s3_runs,
+        "loadavg_before": loadavg(),
+        "import": {},
+        "writers": {},
+    }
     try:
-        for pair in pairs:
-            log(f"import + verify: {runs:,} runs, {pair.name}")
-            result["import"][pair.name] = bench_import(pair, source, runs)
-        embedded = result["import"]["local+sqlite"]["runs_per_s"]
-        for figures in result["import"].values():
-            figures["ratio_to_embedded"] = round(figures["runs_per_s"] / embedded, 3)
-        result["query"] = bench_query(server, query_runs, args.query_reps)
-        result["writers"] = {}
-        for pair in pairs[1:]:
-            log(f"writers: {WRITERS} processes, {runs:,} runs, {pair.name}")
-            result["writers"][pair.name] = bench_writers(pair, shares, runs)
+        with s3_server() as new_bucket:
+            local: Callable[[], str] = lambda: "local"  # noqa: E731
+            sqlite: Callable[[], str] = lambda: "sqlite"  # noqa: E731
+            pairs = [
+                (Pair("local+sqlite", local, sqlite), runs),
+                (Pair("local+postgresql", local, new_database), runs),
+                (Pair("s3+sqlite", new_bucket, sqlite), s3_runs),
+                (Pair("s3+postgresql", new_bucket, new_database), s3_runs),
+            ]
+            embedded = {}  # the embedded default's runs/s at each size measured
+            for pair, count in pairs:
+                source, _ = _sources(count)
+                if count not in embedded and pair.name != "local+sqlite":
+                    log(f"import + verify: {count:,} runs, local+sqlite (for the ratio)")
+                    embedded[count] = bench_import(pairs[0][0], source, count)["runs_per_s"]
+                log(f"import + verify: {count:,} runs, {pair.name}")
+                figures = bench_import(pair, source, count) | {"runs": count}
+                if pair.name == "local+sqlite":
+                    embedded[count] = figures["runs_per_s"]
+                figures["ratio_to_embedded"] = round(figures["runs_per_s"] / embedded[count], 3)
+                result["import"][pair.name] = figures
+            result["embedded_runs_per_s"] = embedded
+            result["query"] = bench_query(server, query_runs, args.query_reps)
+            for pair, count in pairs[1:2] + pairs[3:]:
+                _, shares = _sources(count)
+                log(f"writers: {WRITERS} processes, {count:,} runs, {pair.name}")
+                result["writers"][pair.name] = bench_writers(pair, shares, count)
     finally:
         server.stop()
     result["loadavg_after"] = loadavg()
