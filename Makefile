@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/guard.py
 	$(BIN)/python bench/traces.py
 	$(BIN)/python bench/label.py
+	$(BIN)/python bench/scale.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

@@ -228,6 +228,7 @@ def test_concurrent_writers_each_land_every_record_once(pg_url: str) -> None:
 
 
 def test_a_row_the_index_cannot_take_is_left_out_and_named(pg_url: str) -> None:
+    """By gc's add_each and by reindex's rebuild_each (which still replaces every row)."""
     index = PostgresIndex(pg_url)
     try:
         good, bad = entry("good"), entry("bad")
@@ -238,6 +239,14 @@ def test_a_row_the_index_cannot_take_is_left_out_and_named(pg_url: str) -> None:
         assert [run_id for run_id, _why in left_out] == ["bad"]
         assert "the index cannot take it" in left_out[0][1]
         assert [run.run_id for run in index.query(RunFilter())] == ["good"]
+
+        added, left_out = index.rebuild_each([entry("new"), bad])
+        assert (added, [run_id for run_id, _why in left_out]) == (1, ["bad"])
+        assert [run.run_id for run in index.query(RunFilter())] == ["new"]
+        bad_score = replace(score("new"), created_at="nul\x00")
+        added, left_out = index.rebuild_scores_each([score("new", "rules-b"), bad_score])
+        assert (added, [key for key, _why in left_out]) == (1, ["new/rules-aaaa"])
+        assert index.score_keys() == {("new", "rules-b")}
     finally:
         index.close()
 

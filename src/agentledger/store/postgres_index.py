@@ -372,8 +372,35 @@ class PostgresIndex(RunIndex):
                 f"{self.where}: the PostgreSQL index refused the rebuild ({_first_line(exc)}); "
                 "the index was left as it was"
             ) from None
+        self.round_trips += 1
         crash_point("index: committed")
         return count
+
+    def _refill(
+        self,
+        cursor: Cursor,
+        items: Iterable[T],
+        insert: Callable[[Cursor, Sequence[T]], int],
+        name: Callable[[T], str],
+        left_out: list[tuple[str, str]],
+    ) -> int:
+        """Insert `items` inside a rebuild's transaction, a savepoint per chunk; a chunk with a
+        row the index cannot take is inserted row by row, each refused row left out."""
+        added = 0
+        for chunk in _chunks(items):
+            try:
+                with self.db.transaction():
+                    added += insert(cursor, chunk)
+                continue
+            except _ROW_ERRORS:
+                pass
+            for item in chunk:
+                try:
+                    with self.db.transaction():
+                        added += insert(cursor, [item])
+                except _ROW_ERRORS as exc:
+                    left_out.append((name(item), f"the index cannot take it: {_first_line(exc)}"))
+        return added
 
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
         def insert(cursor: Cursor) -> int:
@@ -381,11 +408,31 @@ class PostgresIndex(RunIndex):
 
         return self._rebuild("run_tags, runs", insert)
 
+    def rebuild_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
+        left_out: list[tuple[str, str]] = []
+
+        def insert(cursor: Cursor) -> int:
+            return self._refill(
+                cursor, entries, self._insert_runs, lambda e: e.metadata.run_id, left_out
+            )
+
+        return self._rebuild("run_tags, runs", insert), left_out
+
     def rebuild_scores(self, rows: Iterable[ScoreRow]) -> int:
         def insert(cursor: Cursor) -> int:
             return sum(self._insert_scores(cursor, chunk) for chunk in _chunks(rows))
 
         return self._rebuild("score_criteria, scores", insert)
+
+    def rebuild_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
+        left_out: list[tuple[str, str]] = []
+
+        def insert(cursor: Cursor) -> int:
+            return self._refill(
+                cursor, rows, self._insert_scores, lambda r: f"{r.run_id}/{r.judge_id}", left_out
+            )
+
+        return self._rebuild("score_criteria, scores", insert), left_out
 
     def score_keys(self) -> set[tuple[str, str]]:
         return {(str(r), str(j)) for r, j in self._rows("SELECT run_id, judge_id FROM scores")}
