@@ -192,6 +192,21 @@ def test_a_server_that_does_not_answer_is_a_clear_error(
     assert "cannot connect to the PostgreSQL index" in result.output
 
 
+def test_a_connection_the_server_dropped_is_made_again(pg_url: str) -> None:
+    """A server restart or a network blip costs a long-lived process (`serve`) nothing."""
+    index = PostgresIndex(pg_url)
+    try:
+        index.add([entry("r1")])
+        for write in (False, True):
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (index.db.info.backend_pid,))
+            if write:
+                index.add([entry("r2")])
+            assert [run.run_id for run in index.query(RunFilter())] == ["r1", "r2"][: 1 + write]
+    finally:
+        index.close()
+
+
 # -- many writers ------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ serialization failure or a deadlock is retried, with a growing random pause.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -164,15 +165,13 @@ class PostgresIndex(RunIndex):
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
         self.url = url
         self.where = shown_url(url)
+        self.connect_timeout = connect_timeout
         self.round_trips = 0
         """Requests sent to the server so far (a statement, or a pipeline of them): what
         bench/scale.py reports per run."""
-        try:
-            self.db = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
-        except psycopg.Error as exc:
-            raise IndexUnusableError(
-                f"{self.where}: cannot connect to the PostgreSQL index ({_first_line(exc)})"
-            ) from None
+        # One connection, used by one thread at a time (a pipeline must not interleave).
+        self._lock = threading.RLock()
+        self.db = self._connect()
         try:
             self.migrate()
         except BaseException:
@@ -181,14 +180,38 @@ class PostgresIndex(RunIndex):
 
     # -- connection and transactions ---------------------------------------------------------
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        self.round_trips += 1
+    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         try:
-            return self.db.execute(sql, params).fetchall()
-        except psycopg.OperationalError as exc:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=self.connect_timeout)
+        except psycopg.Error as exc:
             raise IndexUnusableError(
-                f"{self.where}: the PostgreSQL index did not answer ({_first_line(exc)})"
+                f"{self.where}: cannot connect to the PostgreSQL index ({_first_line(exc)})"
             ) from None
+
+    def _reopened(self) -> bool:
+        """Connect again when the connection broke (the server restarted, a network blip):
+        whether there is a new one to try with."""
+        if not self.db.broken:
+            return False
+        try:
+            self.db = self._connect()
+        except IndexUnusableError:
+            return False
+        return True
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            for again in (True, False):
+                self.round_trips += 1
+                try:
+                    return self.db.execute(sql, params).fetchall()
+                except psycopg.OperationalError as exc:
+                    if again and self._reopened():
+                        continue
+                    raise IndexUnusableError(
+                        f"{self.where}: the PostgreSQL index did not answer ({_first_line(exc)})"
+                    ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         rows = self._rows(sql, params)
@@ -196,29 +219,36 @@ class PostgresIndex(RunIndex):
 
     def _transact(self, body: Callable[[Cursor], T], *, serializable: bool = False) -> T:
         """Run `body` in one transaction, sent as one pipeline; retried when PostgreSQL
-        aborts it for a concurrent transaction (so `body` must be safe to run again)."""
-        for attempt in range(self.RETRIES + 1):
-            try:
-                with self.db.pipeline(), self.db.transaction(), self.db.cursor() as cursor:
-                    if serializable:
-                        cursor.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-                    result = body(cursor)
-                    crash_point("index: before commit")
-                self.round_trips += 1
-                crash_point("index: committed")
-                return result
-            except _RETRY_ERRORS:
-                self.round_trips += 1
-                if attempt == self.RETRIES:
-                    raise
-                time.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 (a pause)
-            except psycopg.OperationalError as exc:
-                raise WriteFailedError(
-                    f"{self.where}: the PostgreSQL index refused the write "
-                    f"({_first_line(exc)}); run the command again (or `agentledger gc`) "
-                    "when it is back"
-                ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        aborts it for a concurrent transaction, or once on a new connection when the old one
+        broke (so `body` must be safe to run again: every write here is an upsert)."""
+        reconnected = False
+        with self._lock:
+            for attempt in range(self.RETRIES + 1):
+                try:
+                    with self.db.pipeline(), self.db.transaction(), self.db.cursor() as cursor:
+                        if serializable:
+                            cursor.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+                        result = body(cursor)
+                        crash_point("index: before commit")
+                    self.round_trips += 1
+                    crash_point("index: committed")
+                    return result
+                except _RETRY_ERRORS:
+                    self.round_trips += 1
+                    time.sleep(random.uniform(0, 0.01 * 2**attempt))  # noqa: S311 (a pause)
+                except psycopg.OperationalError as exc:
+                    if not reconnected and self._reopened():
+                        reconnected = True
+                        continue
+                    raise WriteFailedError(
+                        f"{self.where}: the PostgreSQL index refused the write "
+                        f"({_first_line(exc)}); run the command again (or `agentledger gc`) "
+                        "when it is back"
+                    ) from None
+        raise WriteFailedError(
+            f"{self.where}: the write kept conflicting with other writers' transactions "
+            f"({self.RETRIES + 1} tries); run the command again (or `agentledger gc`)"
+        )
 
     # -- migrations --------------------------------------------------------------------------
 
@@ -245,7 +275,7 @@ class PostgresIndex(RunIndex):
         for name, statements in MIGRATIONS:
             if name in applied:
                 continue
-            with self.db.transaction():
+            with self._lock, self.db.transaction():
                 # Machines opening a new database at once: one applies, the others wait, then
                 # find the step done.
                 self.db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -361,7 +391,7 @@ class PostgresIndex(RunIndex):
         writers (readers go on reading the old rows until it commits). Not retried: its input
         is read once, and the lock taken first leaves no concurrent transaction to abort it."""
         try:
-            with self.db.transaction(), self.db.cursor() as cursor:
+            with self._lock, self.db.transaction(), self.db.cursor() as cursor:
                 cursor.execute(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE")
                 for table in tables.split(", "):
                     cursor.execute(f"DELETE FROM {table}")
