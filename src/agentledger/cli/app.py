@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "sentinel": "agentledger.cli.sentinel:sentinel_group",
     "variant": "agentledger.cli.variant:variant_group",
     "agreement": "agentledger.cli.agreement:agreement_command",
+    "migrate-backend": "agentledger.cli.migrate:migrate_backend_command",
 }
 """Command name -> "module:attribute" of its click command."""
 

@@ -21,16 +21,41 @@ __all__ = ["init_command", "schema_command"]
     "--max-artifact-size",
     help="Largest artifact the ledger accepts, e.g. 100MB (default), 2GB.",
 )
+@click.option(
+    "--storage",
+    default="local",
+    show_default=True,
+    help="Where runs and records live: local (PATH itself), s3://BUCKET/PREFIX, ...",
+)
+@click.option(
+    "--index",
+    default="sqlite",
+    show_default=True,
+    help="The index: sqlite (PATH/index.sqlite), postgresql://HOST/DB, ...",
+)
 @handle_errors
-def init_command(path: Path | None, max_artifact_size: str | None) -> None:
-    """Create a ledger at PATH (default: $AGENTLEDGER_DIR or ./.agentledger)."""
+def init_command(
+    path: Path | None, max_artifact_size: str | None, storage: str, index: str
+) -> None:
+    """Create a ledger at PATH (default: $AGENTLEDGER_DIR or ./.agentledger).
+
+    PATH holds ledger.json, which names the backends; credentials are never written there
+    (S3 takes them from the AWS environment, profile or role). A storage that other machines
+    already write to is joined: the new index is built from what it holds.
+    """
     target = ledger_location(path)
     limit = parse_size(max_artifact_size, "--max-artifact-size") if max_artifact_size else None
-    with Ledger.init(target, max_artifact_bytes=limit) as ledger:
+    with Ledger.init(target, max_artifact_bytes=limit, storage=storage, index=index) as ledger:
+        backends = ""
+        if (storage, index) != ("local", "sqlite"):
+            backends = f", storage {ledger.config.storage}, index {ledger.config.index}"
         click.echo(
             f"Created ledger at {ledger.root} "
-            f"(artifacts up to {format_size(ledger.config.max_artifact_bytes)})"
+            f"(artifacts up to {format_size(ledger.config.max_artifact_bytes)}{backends})"
         )
+        if ledger.count() == 0 and next(iter(ledger.storage.run_ids()), None) is not None:
+            report = ledger.reindex()
+            click.echo(f"Joined a storage already in use: indexed {report.indexed} run(s)")
 
 
 @click.command("schema")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,9 +199,15 @@ class Ledger:
             check_index(config.index)
         except (ValueError, UnknownBackendError) as exc:
             raise InputError(f"cannot create a ledger at {root}: {exc}") from None
+        created = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
-        backend.initialize()
-        backend.journal.start("journal started with a new ledger")
+        try:
+            backend.initialize()
+            backend.journal.start("journal started with a new ledger")
+        except BaseException:
+            if created:  # a storage that cannot be used (no bucket, refused): leave nothing
+                shutil.rmtree(root, ignore_errors=True)
+            raise
         # Written last and atomically: a ledger.json on disk means a complete ledger.
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))

@@ -35,6 +35,7 @@ __all__ = [
     "S3Location",
     "StoredObject",
     "parse_location",
+    "read_up_to",
 ]
 
 PART_BYTES = 8 * 1024 * 1024
@@ -184,6 +185,8 @@ class ObjectStore:
     def __init__(self, location: S3Location, *, workers: int = 16) -> None:
         self.location = location
         self.workers = workers
+        self.page_size = 1000
+        """Keys asked for per listing request (S3 answers at most 1,000)."""
         self._pid = -1
         self._client: Any = None
         self._pool: ThreadPoolExecutor | None = None
@@ -381,8 +384,9 @@ class ObjectStore:
         seen = 0
         while True:
             extra: dict[str, Any] = {"ContinuationToken": token} if token else {}
-            if limit is not None:
-                extra["MaxKeys"] = min(1000, limit - seen)
+            extra["MaxKeys"] = (
+                self.page_size if limit is None else min(self.page_size, limit - seen)
+            )
             page = self._call(
                 "listing",
                 relative_prefix,
@@ -501,14 +505,18 @@ class ObjectStore:
             )
 
 
-def _read_part(source: BinaryIO) -> bytes:
-    """Up to PART_BYTES from `source` (a stream may return less than asked)."""
+def read_up_to(source: BinaryIO, size: int) -> bytes:
+    """Up to `size` bytes from `source`: fewer only at its end (a pipe returns what it has)."""
     chunks: list[bytes] = []
-    size = 0
-    while size < PART_BYTES:
-        chunk = source.read(PART_BYTES - size)
+    got = 0
+    while got < size:
+        chunk = source.read(size - got)
         if not chunk:
             break
         chunks.append(chunk)
-        size += len(chunk)
+        got += len(chunk)
     return b"".join(chunks)
+
+
+def _read_part(source: BinaryIO) -> bytes:
+    return read_up_to(source, PART_BYTES)

@@ -25,6 +25,7 @@ removes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -35,7 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agentledger.errors import InputError
+from agentledger.errors import AgentLedgerError, InputError
 from agentledger.store.s3.client import ObjectStore
 
 __all__ = ["LEASE_ENV", "JournalLease", "Presence", "lease_seconds"]
@@ -83,6 +84,9 @@ class JournalLease:
         self.store = store
         self.seconds = seconds
         self._local = threading.Lock()  # threads of this process queue here, not on S3
+        self.freed: str | None = None
+        """The ETag of the free lock as this process last let go of it: when no one took
+        it since, one PUT with ``If-Match`` on it takes it again, without reading it first."""
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -95,9 +99,14 @@ class JournalLease:
             try:
                 yield
             finally:
-                held.stop()
+                self.freed = held.stop()
 
     def _take(self, token: str) -> str:
+        if self.freed is not None:
+            etag = self.store.put(self.KEY, _body(token), if_match=self.freed)
+            self.freed = None
+            if etag:
+                return etag
         delay = 0.005
         while True:
             current = self.store.get(self.KEY)
@@ -110,7 +119,7 @@ class JournalLease:
             if etag:
                 return etag
             time.sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
-            delay = min(delay * 2, 0.25)
+            delay = min(delay * 2, 0.05)
 
 
 class _Held:
@@ -141,17 +150,21 @@ class _Held:
                     return
                 self.etag = etag
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
+        """Let go of the lock; the ETag of the freed lock (None if it was taken over)."""
+        freed = None
         with self._mutex:
             self._stop.set()
             if not self.lost:
                 # If-Match: never frees a lock that another writer has since taken over.
-                self.lease.store.put(JournalLease.KEY, _body(None), if_match=self.etag)
+                freed = self.lease.store.put(JournalLease.KEY, _body(None), if_match=self.etag)
         self._thread.join()
+        return freed
 
 
 class Presence:
-    """This process's sign of life as a writer: ``.writers/<token>``, renewed while it lives."""
+    """This process's sign of life as a writer: ``.writers/<token>``, renewed while it has
+    runs staged (from the first `token` until `close`)."""
 
     AREA = ".writers/"
 
@@ -191,10 +204,11 @@ class Presence:
         return info is not None and info.age_seconds <= self.seconds
 
     def close(self) -> None:
-        """Stop renewing and remove the presence (a process that ends cleanly)."""
+        """Stop renewing and remove the presence (the writer has nothing staged any more)."""
         with self._mutex:
             if self._pid != os.getpid():
                 return
             self._stop.set()
             token, self._pid = self._token, -1
-        self.store.delete([self.AREA + token])
+        with contextlib.suppress(AgentLedgerError):  # a stale presence is only tidied later
+            self.store.delete([self.AREA + token])

@@ -24,10 +24,17 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
-from agentledger.errors import InputError, RecordExistsError, RecordNotFoundError, RunNotFoundError
+from agentledger.errors import (
+    InputError,
+    RecordExistsError,
+    RecordNotFoundError,
+    RunNotFoundError,
+    StorageAccessError,
+)
 from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.s3.client import ObjectStore, S3Location
@@ -77,10 +84,26 @@ class S3Storage(StorageBackend):
         self.lease = JournalLease(self.store, seconds)
         self.presence = Presence(self.store, seconds)
         self._areas = itertools.count(1)
+        self._open: dict[int, S3StagedRun] = {}  # this process's runs staged, not yet done
+        self._open_mutex = threading.Lock()
 
     def initialize(self) -> None:
-        """Check that the bucket exists and the credentials may use it (nothing is written)."""
+        """Check that the bucket exists, the credentials may use it, and the store honours
+        conditional writes (a store that ignored them would let writers overwrite records)."""
         self.store.check_bucket()
+        probe = f"{Presence.AREA}probe-{secrets.token_hex(8)}"
+        try:
+            first = self.store.put(probe, b"1", if_none_match=True)
+            again = self.store.put(probe, b"2", if_none_match=True)
+            stale = self.store.put(probe, b"3", if_match='"0123456789abcdef0123456789abcdef"')
+        finally:
+            self.store.delete([probe])
+        if first is None or again is not None or stale is not None:
+            raise StorageAccessError(
+                f"{self.uri}: this S3 endpoint does not honour conditional writes "
+                "(If-None-Match / If-Match), so records could be overwritten; use a store "
+                "that does (AWS S3, MinIO, R2, Ceph RGW of 2024 or later; docs/scale.md)"
+            )
 
     # -- records ---------------------------------------------------------------------------
 
@@ -166,13 +189,19 @@ class S3Storage(StorageBackend):
 
     # -- runs: staged, then sealed ---------------------------------------------------------
 
-    def _area(self) -> str:
-        writer = self.presence.token()
-        return f"{STAGING}{writer}/{next(self._areas)}-{secrets.token_hex(4)}/"
+    def _open_runs(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
+        """Staged runs in one new staging area of this writer, which renews its presence
+        while any of its runs is open (and removes it when the last one is done)."""
+        with self._open_mutex:
+            writer = self.presence.token()
+            area = f"{STAGING}{writer}/{next(self._areas)}-{secrets.token_hex(4)}/"
+            runs = [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
+            self._open.update((id(run), run) for run in runs)
+        return list(runs)
 
     def stage(self, run_id: str, max_artifact_bytes: int) -> StagedRun:
         check_run_id(run_id)
-        return S3StagedRun(run_id, max_artifact_bytes, self.store, self._area())
+        return self._open_runs([run_id], max_artifact_bytes)[0]
 
     def stage_batch(self, run_ids: Sequence[str], max_artifact_bytes: int) -> list[StagedRun]:
         """Several runs in one staging area of this writer."""
@@ -182,8 +211,7 @@ class S3Storage(StorageBackend):
             raise InputError("a batch names the same run twice")
         if not run_ids:
             return []
-        area = self._area()
-        return [S3StagedRun(run_id, max_artifact_bytes, self.store, area) for run_id in run_ids]
+        return self._open_runs(run_ids, max_artifact_bytes)
 
     @staticmethod
     def _mine(staged: StagedRun) -> S3StagedRun:
@@ -212,18 +240,38 @@ class S3Storage(StorageBackend):
         claimed = self.store.map(lambda run: self._claim(run.run_id, writer), runs)
         mine = [run for run, won in zip(runs, claimed, strict=True) if won]
         existing = [run.run_id for run, won in zip(runs, claimed, strict=True) if not won]
-        copies = [
-            (run.staging_key(name), f"{RUNS}{run.run_id}/{name}", entry.size)
-            for run in mine
-            for name, entry in run.entries.items()
-        ]
-        self.store.map(lambda copy: self.store.copy(*copy), copies)
-        crash_point("run: artifacts copied into runs/")
-        sealed = self.store.map(self._write_manifest, mine)
+        try:
+            writes = [
+                (
+                    run.held.get(name),
+                    run.staging_key(name),
+                    f"{RUNS}{run.run_id}/{name}",
+                    entry.size,
+                )
+                for run in mine
+                for name, entry in run.entries.items()
+            ]
+            self.store.map(self._land, writes)
+            crash_point("run: artifacts copied into runs/")
+            sealed = self.store.map(self._write_manifest, mine)
+        except Exception:
+            # Let go of the claims of runs that did not land, and of what they copied.
+            for run in mine:
+                self._clear_unsealed(run.run_id)
+            self.store.delete(CLAIMS + run.run_id for run in mine)
+            raise
         existing += [run.run_id for run, landed in zip(mine, sealed, strict=True) if not landed]
         crash_point("run: manifest written")
         self._tidy(runs, [CLAIMS + run.run_id for run in mine])
         return existing
+
+    def _land(self, write: tuple[bytes | None, str, str, int]) -> None:
+        """Put one artifact under ``runs/``: from memory, or copied from its staged object."""
+        held, staged, target, size = write
+        if held is not None:
+            self.store.put(target, held)
+        else:
+            self.store.copy(staged, target, size)
 
     def _write_manifest(self, run: S3StagedRun) -> bool:
         assert run.manifest is not None
@@ -231,10 +279,19 @@ class S3Storage(StorageBackend):
         return self.store.put(key, run.manifest, if_none_match=True) is not None
 
     def _tidy(self, runs: Sequence[S3StagedRun], extra: Sequence[str] = ()) -> None:
-        keys = [run.staging_key(name) for run in runs for name in run.entries]
+        keys = [run.staging_key(name) for run in runs for name in run.staged_names]
         for run in runs:
             run.closed = True
-        self.store.delete([*keys, *extra])
+            run.held.clear()
+        try:
+            if keys or extra:
+                self.store.delete([*keys, *extra])
+        finally:
+            with self._open_mutex:
+                for run in runs:
+                    self._open.pop(id(run), None)
+                if not self._open:
+                    self.presence.close()
 
     def _claim(self, run_id: str, writer: str) -> bool:
         """Claim `run_id` for publishing; False when it is sealed or another live writer is
@@ -270,6 +327,8 @@ class S3Storage(StorageBackend):
         self.store.delete(key for key, _size in self.store.list(f"{RUNS}{run_id}/"))
 
     def discard(self, staged: StagedRun) -> None:
+        if isinstance(staged, S3StagedRun) and staged.closed:
+            return  # published (or discarded) already: nothing of it is staged
         self._tidy([self._mine(staged)])
 
     def has_run(self, run_id: str) -> bool:
@@ -318,10 +377,16 @@ class S3Storage(StorageBackend):
 
     def leftovers(self) -> list[Leftover]:
         found: list[Leftover] = []
-        areas = dict.fromkeys(
-            "/".join(key.split("/")[1:3])
-            for key, _size in self.store.list(STAGING)
-            if key.count("/") >= 3
+        with self._open_mutex:  # this process's, with artifacts held in memory only perhaps
+            areas = dict.fromkeys(
+                run.area.split("/", 1)[1].rstrip("/") for run in self._open.values()
+            )
+        areas.update(
+            dict.fromkeys(
+                "/".join(key.split("/")[1:3])
+                for key, _size in self.store.list(STAGING)
+                if key.count("/") >= 3
+            )
         )
         for area in areas:
             writer = area.split("/")[0]
