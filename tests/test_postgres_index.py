@@ -190,6 +190,12 @@ def test_a_server_that_does_not_answer_is_a_clear_error(
     result = CliRunner().invoke(main, ["runs", "--ledger", str(root)])
     assert result.exit_code == 2, result.output
     assert "cannot connect to the PostgreSQL index" in result.output
+    # init stops before writing anything.
+    unreachable = f"postgresql://127.0.0.1:{postgres_server.port + 1}/x"
+    result = CliRunner().invoke(main, ["init", str(tmp_path / "new"), "--index", unreachable])
+    assert result.exit_code == 2, result.output
+    assert "cannot connect to the PostgreSQL index" in result.output
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_connection_the_server_dropped_is_made_again(pg_url: str) -> None:
