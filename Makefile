@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/traces.py
 	$(BIN)/python bench/label.py
 	$(BIN)/python bench/viewer.py
+	$(BIN)/python bench/scale.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

@@ -1,6 +1,7 @@
 """The index contract: what every `RunIndex` implementation answers, the same way.
 
-Parametrized over the implementations (SQLite now; a PostgreSQL index passes the same suite).
+Parametrized over the implementations: SQLite, and PostgreSQL on a real server (a new
+database per test; see tests/pg_server.py).
 Each typed query is checked with filters, ordering, paging, empty results, and values holding
 characters that GLOB or LIKE would read as patterns.
 """
@@ -36,14 +37,22 @@ PROMPT_B = sha256_bytes(b"prompt b")
 ODD = ("gpt-4*", "gpt-4?", "gpt-[4]", "gpt-4%", "gpt_4", 'o\'brien "quoted"')
 """Model names a pattern-reading query would confuse with each other or with plain names."""
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], RunIndex]] = {
-    "sqlite": lambda tmp: SQLiteIndex(tmp / "index.sqlite"),
+
+def _postgres(request: pytest.FixtureRequest, _tmp: Path) -> RunIndex:
+    from agentledger.store.postgres_index import PostgresIndex
+
+    return PostgresIndex(request.getfixturevalue("pg_url"))
+
+
+IMPLEMENTATIONS: dict[str, Callable[[pytest.FixtureRequest, Path], RunIndex]] = {
+    "sqlite": lambda _request, tmp: SQLiteIndex(tmp / "index.sqlite"),
+    "postgresql": _postgres,
 }
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunIndex]:
-    opened = IMPLEMENTATIONS[request.param](tmp_path)
+    opened = IMPLEMENTATIONS[request.param](request, tmp_path)
     try:
         yield opened
     finally:

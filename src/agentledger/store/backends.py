@@ -2,7 +2,9 @@
 
 ``"storage": "local"`` (the ledger directory), ``"memory"`` or ``"memory://<name>"``,
 ``"s3://<bucket>/<prefix>"`` (an S3-compatible object store, with the ``s3`` extra);
-``"index": "sqlite"`` (``index.sqlite`` in the ledger) or ``"sqlite:///<path>"``. A package adds
+``"index": "sqlite"`` (``index.sqlite`` in the ledger), ``"sqlite:///<path>"``, or
+``"postgresql://host/db"`` (``"postgresql"`` alone: the database the environment names; see
+`agentledger.store.postgres_url`), with the ``postgres`` extra. A package adds
 a scheme by registering a factory here, or through the entry-point groups
 ``agentledger.storage_backends`` and ``agentledger.index_backends`` (looked up only for a scheme
 that is not built in, so opening a ledger costs nothing extra).
@@ -87,8 +89,37 @@ def _sqlite(root: Path, rest: str) -> RunIndex:
     return SQLiteIndex(Path(rest) if rest else root / INDEX_NAME)
 
 
+def _postgresql(root: Path, rest: str) -> RunIndex:
+    from agentledger.store.postgres_url import connection_url
+
+    url = connection_url(rest)  # refuses a password in ledger.json before any import
+    try:
+        from agentledger.store.postgres_index import PostgresIndex
+    except ImportError as exc:
+        raise UnknownBackendError(
+            f"the postgresql index needs psycopg ({exc}): pip install 'agentledger[postgres]'"
+        ) from None
+    return PostgresIndex(url)
+
+
+def _check_postgresql(rest: str) -> None:
+    from agentledger.store.postgres_url import check_ledger_url
+
+    if rest:
+        check_ledger_url(rest)
+
+
 _storage: dict[str, StorageFactory] = {"local": _local, "memory": _memory, "s3": _s3}
-_index: dict[str, IndexFactory] = {"sqlite": _sqlite}
+_index: dict[str, IndexFactory] = {
+    "sqlite": _sqlite,
+    "postgresql": _postgresql,
+    "postgres": _postgresql,
+}
+# What an index URI must be, checked before a ledger.json naming it is written.
+_index_checks: dict[str, Callable[[str], None]] = {
+    "postgresql": _check_postgresql,
+    "postgres": _check_postgresql,
+}
 
 
 def register_storage(scheme: str, factory: StorageFactory) -> None:
@@ -122,8 +153,13 @@ def make_storage(uri: str, root: Path) -> StorageBackend:
 
 
 def check_index(uri: str) -> None:
-    """Raise UnknownBackendError unless an index backend serves `uri` (nothing is opened)."""
-    _factory(_index, INDEX_GROUP, split_uri(uri)[0], "index")
+    """Raise UnknownBackendError unless an index backend serves `uri` and ledger.json may hold
+    it (no password in it, for one); nothing is opened."""
+    scheme, rest = split_uri(uri)
+    _factory(_index, INDEX_GROUP, scheme, "index")
+    check = _index_checks.get(scheme)
+    if check is not None:
+        check(rest)
 
 
 def make_index(uri: str, root: Path) -> RunIndex:

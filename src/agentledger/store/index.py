@@ -388,6 +388,19 @@ class RunIndex(ABC):
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
         """Replace the whole index with `entries` in one transaction; returns the count."""
 
+    def rebuild_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
+        """`rebuild`, leaving out (and returning, as (run id, why)) each run the index cannot
+        take, as `add_each` does; the replacement is still one transaction.
+
+        This default leaves nothing out (one bad run fails the rebuild); a backend that
+        rebuilds in place overrides it.
+        """
+        return self.rebuild(entries), []
+
+    def rebuild_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
+        """`rebuild_scores`, leaving out each score the index cannot take (as `rebuild_each`)."""
+        return self.rebuild_scores(rows), []
+
     def add_each(self, entries: Iterable[IndexEntry]) -> tuple[int, list[tuple[str, str]]]:
         """Index sealed runs, leaving out (and returning, as (run id, why)) each one the index
         cannot take, so that one bad record never stops the others; returns (indexed, left out).

@@ -32,6 +32,7 @@ from agentledger.store.backends import (
     check_index,
     make_index,
     make_storage,
+    split_uri,
 )
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import (
@@ -202,10 +203,17 @@ class Ledger:
         created = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
         try:
+            if split_uri(config.index)[0] != "sqlite":
+                # An index server that cannot be reached (or refuses) stops here, before the
+                # storage is touched; opening it also migrates a new database.
+                try:
+                    make_index(config.index, root).close()
+                except UnknownBackendError as exc:
+                    raise InputError(f"cannot create a ledger at {root}: {exc}") from None
             backend.initialize()
             backend.journal.start("journal started with a new ledger")
         except BaseException:
-            if created:  # a storage that cannot be used (no bucket, refused): leave nothing
+            if created:  # a backend that cannot be used (no bucket, refused): leave nothing
                 shutil.rmtree(root, ignore_errors=True)
             raise
         # Written last and atomically: a ledger.json on disk means a complete ledger.

@@ -205,12 +205,14 @@ def rebuild_index(
     target = index_path(root, index_uri)
     if target is None:
         # Another kind of index: replaced in place, one transaction for the runs and one for
-        # the scores.
+        # the scores, leaving out (and reporting) what it cannot take.
         with open_ledger(None) as ledger:
-            report.indexed = ledger.index.rebuild(_entries(ledger, progress, report))
-            report.scores = ledger.index.rebuild_scores(
+            report.indexed, left_out = ledger.index.rebuild_each(_entries(ledger, progress, report))
+            report.skipped.extend(left_out)
+            report.scores, left_out = ledger.index.rebuild_scores_each(
                 stored_score_rows(ledger.storage, report.skipped_scores)
             )
+            report.skipped_scores.extend(left_out)
         return report
     from agentledger.store.sqlite_index import SQLiteIndex
 

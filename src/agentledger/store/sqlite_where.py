@@ -1,22 +1,32 @@
-"""How the SQLite index turns a `RunFilter` into SQL: the WHERE clause over `runs`, the
+"""How an index turns a `RunFilter` into SQL: the WHERE clause over `runs`, the
 chosen-score CTE every report query starts from, and literal prefix matching.
 
-Used by `agentledger.store.sqlite_index` alone; together they are the only SQL in agentledger.
+Written for SQLite, and shared with the PostgreSQL index through a `Dialect`: what differs
+between the two (placeholders, prefix matching, plan hints, the newest score among several
+judges) is one field of it; everything else is the same SQL. Used by
+`agentledger.store.sqlite_index` and `agentledger.store.postgres_index`; together they are the
+only SQL in agentledger.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentledger.errors import InputError
 from agentledger.store.index import RunFilter, format_time
 
 __all__ = [
+    "POSTGRES",
+    "SQLITE",
+    "Dialect",
     "chosen_sql",
     "criteria_join_sql",
+    "current_label_where",
     "dimension_sql",
     "glob_prefix",
+    "like_prefix",
     "marks",
     "scores_chosen",
     "where_sql",
@@ -30,6 +40,54 @@ def glob_prefix(value: str) -> str:
     patterns; each is put in a bracket of its own so that it matches only itself.
     """
     return value.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]") + "*"
+
+
+def like_prefix(value: str) -> str:
+    """A LIKE pattern (backslash escapes) matching exactly the strings that start with `value`:
+    ``%``, ``_`` and the backslash itself match only themselves."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the filter SQL says differently in one database."""
+
+    name: str
+    mark: str
+    """The parameter placeholder."""
+    prefix_operator: str
+    """The operator that matches a column against a pattern made by `prefix_pattern`."""
+    plan_hints: bool
+    """Whether the SQL pins SQLite's plans (unary +, CROSS JOIN, INDEXED BY): only SQLite has
+    them, and PostgreSQL plans from its own statistics."""
+
+    def prefix_pattern(self, value: str) -> str:
+        """The pattern that matches exactly the strings starting with `value`."""
+        return glob_prefix(value) if self.prefix_operator == "GLOB" else like_prefix(value)
+
+    def prefix(self, column: str) -> str:
+        """``column`` starts with the parameter (made by `prefix_pattern`)."""
+        return f"{column} {self.prefix_operator} {self.mark}"
+
+    def unhinted(self, column: str) -> str:
+        """`column`, kept off its own index where the dialect can say so (SQLite's unary +)."""
+        return f"+{column}" if self.plan_hints else column
+
+    @property
+    def cross_join(self) -> str:
+        """An inner join SQLite keeps in the written order; a plain JOIN elsewhere."""
+        return "CROSS JOIN" if self.plan_hints else "JOIN"
+
+    def marks(self, count: int) -> str:
+        """One placeholder per value, comma-separated."""
+        return ", ".join([self.mark] * count)
+
+
+SQLITE = Dialect("sqlite", "?", "GLOB", plan_hints=True)
+"""SQLite: GLOB (case-sensitive, and it can use an index), and plans pinned by hand."""
+POSTGRES = Dialect("postgresql", "%s", "LIKE", plan_hints=False)
+"""PostgreSQL (psycopg's placeholders): LIKE over columns of the "C" collation, which an
+index serves and which compares bytes, as SQLite does."""
 
 
 _DIMENSION_SQL: dict[str, str] = {
@@ -52,16 +110,17 @@ def dimension_sql(dimension: str) -> str:
         ) from None
 
 
-def where_sql(run_filter: RunFilter) -> tuple[str, list[Any]]:
+def where_sql(run_filter: RunFilter, dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
     """The SQL WHERE clause (over `runs`) and its parameters for `run_filter`."""
     clauses: list[str] = []
     params: list[Any] = []
+    mark = dialect.mark
 
     def one_of(column: str, values: tuple[str, ...]) -> None:
         if len(values) == 1:
-            clauses.append(f"{column} = ?")
+            clauses.append(f"{column} = {mark}")
         else:
-            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+            clauses.append(f"{column} IN ({dialect.marks(len(values))})")
         params.extend(values)
 
     if run_filter.models:
@@ -69,60 +128,62 @@ def where_sql(run_filter: RunFilter) -> tuple[str, list[Any]]:
     if run_filter.scenarios:
         one_of("scenario", run_filter.scenarios)
     if run_filter.prompt_hash:
-        clauses.append("system_prompt_hash GLOB ?")
-        params.append(glob_prefix(run_filter.prompt_hash))
+        clauses.append(dialect.prefix("system_prompt_hash"))
+        params.append(dialect.prefix_pattern(run_filter.prompt_hash))
     if run_filter.variant is not None:
-        clauses.append("variant = ?")
+        clauses.append(f"variant = {mark}")
         params.append(run_filter.variant)
     if run_filter.model_served is not None:
-        clauses.append("model_served = ?")
+        clauses.append(f"model_served = {mark}")
         params.append(run_filter.model_served)
     if run_filter.agent_commit is not None:
-        clauses.append("agent_commit GLOB ?")
-        params.append(glob_prefix(run_filter.agent_commit))
+        clauses.append(dialect.prefix("agent_commit"))
+        params.append(dialect.prefix_pattern(run_filter.agent_commit))
     if run_filter.since is not None:
-        clauses.append("started_at >= ?")
+        clauses.append(f"started_at >= {mark}")
         params.append(format_time(run_filter.since))
     if run_filter.until is not None:
-        clauses.append("started_at < ?")
+        clauses.append(f"started_at < {mark}")
         params.append(format_time(run_filter.until))
     if run_filter.backfilled is not None:
-        clauses.append("backfilled = ?")
+        clauses.append(f"backfilled = {mark}")
         params.append(int(run_filter.backfilled))
     if run_filter.kinds:
         # Unary + keeps SQLite off runs_kind for filtering: a handful of values over every
         # run, where the model, prompt and scenario indexes are the selective ones.
-        one_of("+kind", run_filter.kinds)
+        one_of(dialect.unhinted("kind"), run_filter.kinds)
     for key, value in run_filter.tags:
         clauses.append(
             "EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = runs.run_id "
-            "AND t.key = ? AND t.value = ?)"
+            f"AND t.key = {mark} AND t.value = {mark})"
         )
         params.extend((key, value))
-    judge = glob_prefix(run_filter.judge or "")
+    judge = dialect.prefix_pattern(run_filter.judge or "")
+    judge_prefix = dialect.prefix("s.judge_id")
     if run_filter.verdicts:
-        marks = ", ".join("?" * len(run_filter.verdicts))
         clauses.append(
             "EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id "
-            f"AND s.judge_id GLOB ? AND s.verdict IN ({marks}))"
+            f"AND {judge_prefix} AND s.verdict IN ({dialect.marks(len(run_filter.verdicts))}))"
         )
         params.extend((judge, *run_filter.verdicts))
     elif run_filter.judge and not run_filter.fired:
         clauses.append(
-            "EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id AND s.judge_id GLOB ?)"
+            f"EXISTS (SELECT 1 FROM scores s WHERE s.run_id = runs.run_id AND {judge_prefix})"
         )
         params.append(judge)
     for criterion in run_filter.fired:
         clauses.append(
             "EXISTS (SELECT 1 FROM score_criteria c WHERE c.run_id = runs.run_id "
-            "AND c.judge_id GLOB ? AND c.criterion = ? AND c.fired = 1)"
+            f"AND {dialect.prefix('c.judge_id')} AND c.criterion = {mark} AND c.fired = 1)"
         )
         params.extend((judge, criterion))
-    _label_clauses(run_filter, clauses, params)
+    _label_clauses(run_filter, clauses, params, dialect)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def _label_clauses(run_filter: RunFilter, clauses: list[str], params: list[Any]) -> None:
+def _label_clauses(
+    run_filter: RunFilter, clauses: list[str], params: list[Any], dialect: Dialect
+) -> None:
     """--label-source, --label-verdict, --labelled/--unlabelled: over current labels only."""
     if not (run_filter.label_source or run_filter.label_verdicts) and run_filter.labelled is None:
         return
@@ -131,66 +192,97 @@ def _label_clauses(run_filter: RunFilter, clauses: list[str], params: list[Any])
     if run_filter.label_source == "human":
         inner += " AND l.source_kind = 'person'"
     elif run_filter.label_source:
-        inner += " AND l.source_name = ?"
+        inner += f" AND l.source_name = {dialect.mark}"
         inner_params.append(run_filter.label_source)
     if run_filter.label_verdicts:
-        inner += f" AND l.verdict IN ({marks(run_filter.label_verdicts)})"
+        inner += f" AND l.verdict IN ({dialect.marks(len(run_filter.label_verdicts))})"
         inner_params.extend(run_filter.label_verdicts)
     clauses.append(f"{'NOT ' if run_filter.labelled is False else ''}EXISTS ({inner})")
     params.extend(inner_params)
 
 
-def scores_chosen(alias: str = "") -> str:
+def current_label_where(
+    source_kind: str | None, source_name: str | None, alias: str = "", dialect: Dialect = SQLITE
+) -> tuple[str, list[str]]:
+    """The WHERE clause (and its parameters) of the current labels of a source."""
+    clauses = [f"{alias}current = 1"]
+    params: list[str] = []
+    if source_kind is not None:
+        clauses.append(f"{alias}source_kind = {dialect.mark}")
+        params.append(source_kind)
+    if source_name is not None:
+        clauses.append(f"{alias}source_name = {dialect.mark}")
+        params.append(source_name)
+    return " AND ".join(clauses), params
+
+
+def scores_chosen(alias: str = "", dialect: Dialect = SQLITE) -> str:
     """The scores table (as `alias`) read through its covering index, migration m005's
     scores_chosen: what a report reads of a score (verdict, diagnosis, created_at, kind),
-    found by (run_id, judge_id), without the score's JSON."""
+    found by (run_id, judge_id), without the score's JSON. (SQLite is told which index;
+    PostgreSQL finds its own.)"""
     table = f"scores {alias}" if alias else "scores"
-    return f"{table} INDEXED BY scores_chosen"
+    return f"{table} INDEXED BY scores_chosen" if dialect.plan_hints else table
 
 
 _SEL_COLUMNS = "run_id, model, scenario, model_served, system_prompt_hash, started_at, kind"
 
 
-def chosen_sql(run_filter: RunFilter, judge_ids: Sequence[str]) -> tuple[str, list[Any]]:
+def chosen_sql(
+    run_filter: RunFilter, judge_ids: Sequence[str], dialect: Dialect = SQLITE
+) -> tuple[str, list[Any]]:
     """``WITH sel AS (...), chosen AS (...) ``: the matching runs, and each one's chosen score.
 
     `sel` has the runs whether scored or not; `chosen` adds judge_id, verdict, diagnosis for
     the runs that have a score among `judge_ids`. With one judge id each run's score is one
     lookup in the scores_chosen index (the usual, and the fast, case).
 
-    The plan is pinned rather than left to statistics (a ledger's index is never ANALYZEd):
-    CROSS JOIN keeps SQLite walking the selected runs (in the covering runs_model_prompt
-    index, or the filter's own) and looking each one's score up, and INDEXED BY makes that
-    lookup read the covering scores_chosen index. Left to choose, SQLite takes the unique
-    (run_id, judge_id) key and reads each score's wide row, or walks the judge's scores and
-    reads each run's: 2 to 2.5x slower over 100,000 runs.
+    In SQLite the plan is pinned rather than left to statistics (a ledger's index is never
+    ANALYZEd): CROSS JOIN keeps SQLite walking the selected runs (in the covering
+    runs_model_prompt index, or the filter's own) and looking each one's score up, and
+    INDEXED BY makes that lookup read the covering scores_chosen index. Left to choose, SQLite
+    takes the unique (run_id, judge_id) key and reads each score's wide row, or walks the
+    judge's scores and reads each run's: 2 to 2.5x slower over 100,000 runs.
     """
-    where, params = where_sql(run_filter)
+    where, params = where_sql(run_filter, dialect)
     ids = list(judge_ids)
+    join = dialect.cross_join
     sel = f"WITH sel AS (SELECT {_SEL_COLUMNS} FROM runs{where}), "
     if len(ids) == 1:
         chosen = (
             "chosen AS (SELECT sel.*, s.judge_id, s.verdict, s.diagnosis FROM sel "
-            f"CROSS JOIN {scores_chosen('s')} ON s.run_id = sel.run_id AND s.judge_id = ?) "
+            f"{join} {scores_chosen('s', dialect)} ON s.run_id = sel.run_id "
+            f"AND s.judge_id = {dialect.mark}) "
         )
     elif ids:
-        # The newest score of each run among the judges (SQLite's bare columns of max()).
-        marks = ", ".join("?" * len(ids))
+        # The newest score of each run among the judges: SQLite's bare columns of max(),
+        # PostgreSQL's DISTINCT ON.
+        if dialect.plan_hints:
+            newest = (
+                "SELECT run_id, judge_id, verdict, diagnosis, max(created_at) "
+                f"FROM {scores_chosen()} WHERE judge_id IN ({dialect.marks(len(ids))}) "
+                "GROUP BY run_id"
+            )
+        else:
+            newest = (
+                "SELECT DISTINCT ON (run_id) run_id, judge_id, verdict, diagnosis FROM scores "
+                f"WHERE judge_id IN ({dialect.marks(len(ids))}) "
+                "ORDER BY run_id, created_at DESC, judge_id DESC"
+            )
         chosen = (
-            "newest AS (SELECT run_id, judge_id, verdict, diagnosis, max(created_at) "
-            f"FROM {scores_chosen()} WHERE judge_id IN ({marks}) GROUP BY run_id), "
+            f"newest AS ({newest}), "
             "chosen AS (SELECT sel.*, n.judge_id, n.verdict, n.diagnosis FROM sel "
-            "CROSS JOIN newest n ON n.run_id = sel.run_id) "
+            f"{join} newest n ON n.run_id = sel.run_id) "
         )
     else:
         chosen = (
             "chosen AS (SELECT sel.*, NULL AS judge_id, NULL AS verdict, "
-            "NULL AS diagnosis FROM sel WHERE 0) "
+            "NULL AS diagnosis FROM sel WHERE 1 = 0) "
         )
     return sel + chosen, [*params, *ids]
 
 
-def criteria_join_sql(judge_ids: Sequence[str]) -> tuple[str, list[Any]]:
+def criteria_join_sql(judge_ids: Sequence[str], dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
     """``FROM ... ch JOIN score_criteria c ...``: the chosen scores' criterion results.
 
     With one judge id, the criteria rows of that judge are the chosen ones, so the join
@@ -199,7 +291,8 @@ def criteria_join_sql(judge_ids: Sequence[str]) -> tuple[str, list[Any]]:
     """
     if len(judge_ids) == 1:
         return (
-            "FROM sel ch CROSS JOIN score_criteria c ON c.run_id = ch.run_id AND c.judge_id = ?",
+            f"FROM sel ch {dialect.cross_join} score_criteria c ON c.run_id = ch.run_id "
+            f"AND c.judge_id = {dialect.mark}",
             [judge_ids[0]],
         )
     return (
@@ -208,6 +301,6 @@ def criteria_join_sql(judge_ids: Sequence[str]) -> tuple[str, list[Any]]:
     )
 
 
-def marks(values: Sequence[Any]) -> str:
+def marks(values: Sequence[Any], dialect: Dialect = SQLITE) -> str:
     """``?, ?, ?``: one placeholder per value."""
-    return ", ".join("?" * len(values))
+    return dialect.marks(len(values))
