@@ -1,6 +1,6 @@
 """Forward-only migrations of the PostgreSQL index, numbered as the SQLite index's.
 
-The same names as `agentledger.store.migrations` (m001_runs ... m005_report_indexes), so that
+The same names as `agentledger.store.migrations` (m001_runs ... m008_runs_started_run_id), so that
 both indexes say which shape they are in the same words; each is PostgreSQL's own DDL for
 that step. A migration is applied in one transaction together with the row of
 ``_migrations`` that records it, under an advisory lock, so that machines opening a new
@@ -151,11 +151,19 @@ m005_report_indexes = (
     "INCLUDE (verdict, diagnosis, created_at, kind)",
 )
 
+# As SQLite's m008: runs_started gains run_id, so a page of runs in start order (the viewer's
+# runs list) and a filter's test of each run are found in the index alone.
+m008_runs_started_run_id = (
+    "DROP INDEX runs_started",
+    "CREATE INDEX runs_started ON runs (started_at, run_id)",
+)
+
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
     ("m003_run_kinds", m003_run_kinds),
     ("m004_labels", m004_labels),
     ("m005_report_indexes", m005_report_indexes),
+    ("m008_runs_started_run_id", m008_runs_started_run_id),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""
