@@ -21,7 +21,7 @@ from agentledger.cli.common import (
 )
 from agentledger.cli.output import print_rows
 from agentledger.errors import IndexUnusableError, IntegrityError
-from agentledger.labels import index_missing_labels, reindex_labels
+from agentledger.labels import index_missing_labels
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
@@ -163,16 +163,16 @@ def reindex_command(ledger_path: Path | None) -> None:
         click.echo(f"skipped run {run_id}: {problem}", err=True)
     for where, problem in report.skipped_scores:
         click.echo(f"skipped score {where}: {problem}", err=True)
-    # Labels are indexed by their own package, into the index just swapped in.
-    with Ledger.open(ledger_location(ledger_path)) as ledger:
-        labels = reindex_labels(ledger)
+    for where, problem in report.skipped_labels:
+        click.echo(f"skipped label {where}: {problem}", err=True)
     click.echo(
-        f"Indexed {report.indexed} runs and {report.scores} scores ({labels} labels) in "
+        f"Indexed {report.indexed} runs and {report.scores} scores ({report.labels} labels) in "
         f"{time.perf_counter() - started:.1f}s"
     )
     if not report.ok:
+        skipped = len(report.skipped) + len(report.skipped_scores) + len(report.skipped_labels)
         click.echo(
-            f"{len(report.skipped) + len(report.skipped_scores)} record(s) could not be "
+            f"{skipped} record(s) could not be "
             "indexed (listed above); `agentledger verify` checks them against their manifests.",
             err=True,
         )

@@ -20,7 +20,7 @@ from agentledger.errors import InputError, RecordError, RecordExistsError, RunNo
 from agentledger.identity import check_run_id
 from agentledger.records import parse_record
 from agentledger.records.labels import LABELS_DIR, Label
-from agentledger.store.index import LabelRow, format_time
+from agentledger.store.index import label_row
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
@@ -138,22 +138,6 @@ class LabelStore:
             places.append(self.storage.describe(key))
         self.ledger.index.add_labels([label_row(label) for label in labels])
         return places
-
-
-def label_row(label: Label) -> LabelRow:
-    """What the index keeps of `label`."""
-    return LabelRow(
-        label_id=label.label_id,
-        run_id=label.run_id,
-        source_kind=label.by.kind,
-        source_name=label.by.name,
-        verdict=label.verdict,
-        diagnosis=label.diagnosis_correct,
-        supersedes=label.supersedes,
-        created_at=format_time(label.created_at) or "",
-        label_json=label.model_dump_json(),
-        criteria=tuple((item.criterion, item.fired) for item in label.criteria),
-    )
 
 
 def reindex_labels(ledger: Ledger) -> int:

@@ -404,8 +404,8 @@ class Ledger:
         )
 
     def reindex(self, progress: Progress | None = None) -> ReindexReport:
-        """Rebuild the index (runs and scores) from the files, beside the old one, and swap it
-        in atomically (see `agentledger.store.reindex`); on failure the old index stays.
+        """Rebuild the index (runs, scores and labels) from the files, beside the old one, and
+        swap it in atomically (see `agentledger.store.reindex`); on failure the old index stays.
         Records that cannot be indexed are listed, not indexed."""
         self.index.close()
         try:

@@ -16,11 +16,11 @@ from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, parse_record
 from agentledger.records.journal import JournalEntry
-from agentledger.store.index import RunColumns, ScoreRow
+from agentledger.store.index import LabelRow, RunColumns, ScoreRow
 from agentledger.store.journal import Checkpoint, JournalRead
 from agentledger.store.journal_upkeep import held_records
 from agentledger.store.storage import MANIFEST_NAME, NOT_A_FILE, Leftover
-from agentledger.store.verify_index import check_run_row, check_score_rows
+from agentledger.store.verify_index import check_label_rows, check_run_row, check_score_rows
 from agentledger.store.writer import METADATA, SUMMARY
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class _Cut:
     records: dict[str, dict[str, bytes]]
     run_rows: dict[str, tuple[RunColumns, dict[str, str]]]
     score_rows: list[ScoreRow]
+    label_rows: list[LabelRow]
 
 
 def _accepted(entries: Sequence[JournalEntry], report: VerifyReport) -> dict[str, str]:
@@ -228,6 +229,7 @@ def _take_cut(ledger: Ledger) -> _Cut:
             records=held_records(storage),
             run_rows=ledger.index.run_rows(),
             score_rows=ledger.index.score_rows(),
+            label_rows=ledger.index.label_rows(),
         )
 
 
@@ -258,9 +260,10 @@ def _check_checkpoint(read: JournalRead, checkpoint: Checkpoint, report: VerifyR
 
 def _check_records(
     cut: _Cut, accepted: dict[str, str], kinds: dict[str, str], report: VerifyReport
-) -> dict[str, bytes]:
-    """Scores, labels and decisions against the journal; the intact scores' bytes."""
-    intact_scores: dict[str, bytes] = {}
+) -> dict[str, dict[str, bytes]]:
+    """Scores, labels and decisions against the journal; the intact scores' and labels'
+    bytes, by area."""
+    intact: dict[str, dict[str, bytes]] = {"scores": {}, "labels": {}}
     held = {key: data for values in cut.records.values() for key, data in values.items()}
     for key in sorted(set(held) | {k for k in accepted if k.split("/", 1)[0] in kinds}):
         area = key.split("/", 1)[0]
@@ -283,9 +286,9 @@ def _check_records(
                     record=what,
                 )
             )
-        elif area == "scores":
-            intact_scores[key] = data
-    return intact_scores
+        elif area in intact:
+            intact[area][key] = data
+    return intact
 
 
 def verify_ledger(
@@ -334,8 +337,12 @@ def verify_ledger(
         _report_gone(run_id, run_id in journaled_runs, run_id in cut.run_rows, report)
     kinds = {"scores": "score", "labels": "label", "decisions": "decision"}
     intact = _check_records(cut, accepted, kinds, report)
-    for key, detail in check_score_rows(intact, set(held_scores(cut)), cut.score_rows):
-        report.problems.append(Problem(key, _score_kind(detail), detail, record="score"))
+    held = _held_keys(cut, "scores/")
+    for key, detail in check_score_rows(intact["scores"], held, cut.score_rows):
+        report.problems.append(Problem(key, _index_kind(detail), detail, record="score"))
+    held = _held_keys(cut, "labels/")
+    for key, detail in check_label_rows(intact["labels"], held, cut.label_rows):
+        report.problems.append(Problem(key, _index_kind(detail), detail, record="label"))
     _check_leftovers(ledger.storage.leftovers(), report)
     return report
 
@@ -353,12 +360,12 @@ def _report_gone(run_id: str, journaled: bool, indexed: bool, report: VerifyRepo
         report.problems.append(Problem(run_id, "missing", "no such run directory"))
 
 
-def held_scores(cut: _Cut) -> list[str]:
-    """The keys of every score file present."""
-    return [key for key in cut.records if key.startswith("scores/")]
+def _held_keys(cut: _Cut, prefix: str) -> set[str]:
+    """The keys of every score (or label) file present."""
+    return {key for key in cut.records if key.startswith(prefix)}
 
 
-def _score_kind(detail: str) -> str:
+def _index_kind(detail: str) -> str:
     if detail.startswith("indexed, but"):
         return "index-orphan"
     if detail.startswith("missing from the index"):
