@@ -35,7 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+import orjson
+from pydantic import TypeAdapter, ValidationError
 
 from agentledger.errors import (
     InputError,
@@ -166,21 +167,57 @@ class JournalRead:
         return Checkpoint(self.entries[-1].seq, self.entries[-1].hash) if self.entries else None
 
 
+_ENTRIES: TypeAdapter[list[JournalEntry]] = TypeAdapter(list[JournalEntry])
+
+
+def _decode_line(key: str, number: int, line: bytes) -> dict[str, Any]:
+    """A line's JSON object, checked to be as written: canonical JSON, which is what was hashed.
+
+    orjson decodes and re-encodes at C speed; a line it does not give back byte for byte (or
+    cannot read) is decided by the standard library's encoder, the one that wrote it.
+    """
+    try:
+        raw = orjson.loads(line)
+        if isinstance(raw, dict) and orjson.dumps(raw, option=orjson.OPT_SORT_KEYS) == line:
+            return raw
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    try:
+        raw = json.loads(line)
+        if not isinstance(raw, dict):
+            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+        written = canonical_json(raw)
+    except ValueError as exc:
+        detail = str(exc).splitlines()[0]
+        raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
+    if written != line:
+        raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
+    return raw
+
+
 def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
     """The entries of one segment; IntegrityError when a line is not an entry."""
-    entries = []
     lines = data.split(b"\n")
     if lines[-1] != b"":
         raise IntegrityError(f"{key}: the last entry is cut short (no final newline)")
-    for number, line in enumerate(lines[:-1], start=1):
-        try:
-            raw = json.loads(line)
-            entry = JournalEntry.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
-            detail = str(exc).splitlines()[0]
-            raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
-        if canonical_json(raw) != line:
-            raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
+    del lines[-1]
+    if not lines:
+        raise IntegrityError(f"{key}: an empty journal segment")
+    raws = [_decode_line(key, number, line) for number, line in enumerate(lines, start=1)]
+    try:
+        # One validator call for the whole segment; a failure is then found line by line.
+        entries = _ENTRIES.validate_python(raws)
+    except ValidationError:
+        for number, raw in enumerate(raws, start=1):
+            try:
+                JournalEntry.model_validate(raw)
+            except ValidationError as exc:
+                detail = str(exc).splitlines()[0]
+                raise IntegrityError(
+                    f"{key} line {number}: not a journal entry ({detail})"
+                ) from None
+        raise  # (every line validates alone: cannot happen)
+    for number, (line, entry) in enumerate(zip(lines, entries, strict=True), start=1):
         # The line is canonical, so without its `hash` member (never first: "at" sorts
         # before it) it is the canonical JSON the hash was computed over.
         unhashed = line.replace(b',"hash":"' + entry.hash.encode() + b'"', b"", 1)
@@ -188,9 +225,6 @@ def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
             raise IntegrityError(
                 f"{key} line {number}: entry {entry.seq} does not match its hash (edited)"
             )
-        entries.append(entry)
-    if not entries:
-        raise IntegrityError(f"{key}: an empty journal segment")
     return entries
 
 
@@ -396,6 +430,25 @@ class Journal:
             self.storage._create(key, data)
             crash_point("after-record")
             self.append([record_entry(key, {key: data})])
+
+    def create_records(self, values: Mapping[str, bytes]) -> None:
+        """Store several records (scores, labels) and append their entries as one segment: one
+        lock hold and one journal write for a bulk writer's batch. A record that exists stops
+        the batch (RecordExistsError) after the ones before it are journaled."""
+        from agentledger.store.storage import check_key
+
+        for key in values:
+            if check_key(key).split("/", 1)[0] not in JOURNALED_AREAS:
+                raise InputError(f"{key} is not a score, label or decision")
+        with self.lock():
+            created: dict[str, bytes] = {}
+            try:
+                for key, data in values.items():
+                    self.storage._create(key, bytes(data))
+                    created[key] = data
+                crash_point("after-record")
+            finally:
+                self.append([record_entry(key, {key: data}) for key, data in created.items()])
 
     def create_group(self, prefix: str, values: dict[str, bytes]) -> None:
         """Store a group (a decision's files) and append its entry, as one step."""

@@ -42,6 +42,7 @@ from agentledger.store.index import (
 )
 from agentledger.store.journal import run_entry
 from agentledger.store.journal_upkeep import (
+    index_missing_labels,
     index_missing_scores,
     settle_unaccepted,
     start_journal_of_old_ledger,
@@ -146,10 +147,14 @@ class GcReport:
     """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
     unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
     """(score file, why) of score files missing from the index that could not be indexed."""
+    indexed_labels: list[str] = field(default_factory=list)
+    """The ids of accepted labels the index lacked (a writer died before indexing them)."""
+    unreadable_labels: list[tuple[str, str]] = field(default_factory=list)
+    """(label key, why) of such labels that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.unreadable and not self.unreadable_scores
+        return not self.unreadable and not self.unreadable_scores and not self.unreadable_labels
 
 
 class Ledger:
@@ -452,7 +457,8 @@ class Ledger:
         return report
 
     def gc(self) -> GcReport:
-        """Remove staging debris of dead writers; index sealed runs the index missed."""
+        """Remove staging debris of dead writers; index the sealed runs, scores and labels the
+        index missed."""
         report = GcReport()
         settled = settle_unaccepted(self)
         report.journaled = settled.completed
@@ -482,4 +488,5 @@ class Ledger:
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
         report.indexed_scores, report.unreadable_scores = index_missing_scores(self)
+        report.indexed_labels, report.unreadable_labels = index_missing_labels(self)
         return report
