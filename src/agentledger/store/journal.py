@@ -60,6 +60,7 @@ __all__ = [
     "Journal",
     "JournalRead",
     "PendingEntry",
+    "check_segments",
     "record_entry",
     "run_entry",
     "segment_key",
@@ -232,6 +233,47 @@ def _dump(entry: dict[str, Any]) -> bytes:
     return canonical_json(entry) + b"\n"
 
 
+def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
+    """The entries of the journal's segments (`Journal.segments`), the chain checked,
+    reporting rather than raising."""
+    read = JournalRead()
+    segments: list[tuple[int, str, bytes]] = []
+    for key, data in stored:
+        match = _SEGMENT.match(key)
+        if match is None:
+            read.problems.append((key, "not a journal segment (added by hand?)"))
+        else:
+            segments.append((int(match.group(1)), key, data))
+    expected_seq, expected_prev = 1, GENESIS_PREV
+    for first, key, data in sorted(segments):
+        try:
+            found = _parse_segment(key, data)
+        except IntegrityError as exc:
+            read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
+            continue
+        if first != found[0].seq:
+            read.problems.append((key, f"named for entry {first}, starts at {found[0].seq}"))
+        for entry in found:
+            if entry.seq != expected_seq:
+                what = "missing (truncated or removed)" if entry.seq > expected_seq else "again"
+                read.problems.append(
+                    (key, f"entry {expected_seq} expected, found {entry.seq}: entries {what}")
+                )
+            elif entry.prev != expected_prev:
+                read.problems.append(
+                    (
+                        key,
+                        f"entry {entry.seq} does not link to entry {entry.seq - 1}: "
+                        "the chain is broken (reordered or rewritten)",
+                    )
+                )
+            if (entry.kind == "genesis") != (entry.seq == 1):
+                read.problems.append((key, f"entry {entry.seq}: genesis only comes first"))
+            expected_seq, expected_prev = entry.seq + 1, entry.hash
+            read.entries.append(entry)
+    return read
+
+
 class Journal:
     """The journal of one storage backend (`StorageBackend.journal`)."""
 
@@ -309,42 +351,12 @@ class Journal:
 
     def read(self) -> JournalRead:
         """Read every segment afresh and check the chain, reporting rather than raising."""
-        read = JournalRead()
-        segments: list[tuple[int, str]] = []
-        for key in self.storage.keys(JOURNAL_AREA):
-            match = _SEGMENT.match(key)
-            if match is None:
-                read.problems.append((key, "not a journal segment (added by hand?)"))
-            else:
-                segments.append((int(match.group(1)), key))
-        expected_seq, expected_prev = 1, GENESIS_PREV
-        for first, key in sorted(segments):
-            try:
-                found = _parse_segment(key, self.storage.get(key))
-            except IntegrityError as exc:
-                read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
-                continue
-            if first != found[0].seq:
-                read.problems.append((key, f"named for entry {first}, starts at {found[0].seq}"))
-            for entry in found:
-                if entry.seq != expected_seq:
-                    what = "missing (truncated or removed)" if entry.seq > expected_seq else "again"
-                    read.problems.append(
-                        (key, f"entry {expected_seq} expected, found {entry.seq}: entries {what}")
-                    )
-                elif entry.prev != expected_prev:
-                    read.problems.append(
-                        (
-                            key,
-                            f"entry {entry.seq} does not link to entry {entry.seq - 1}: "
-                            "the chain is broken (reordered or rewritten)",
-                        )
-                    )
-                if (entry.kind == "genesis") != (entry.seq == 1):
-                    read.problems.append((key, f"entry {entry.seq}: genesis only comes first"))
-                expected_seq, expected_prev = entry.seq + 1, entry.hash
-                read.entries.append(entry)
-        return read
+        return check_segments(self.segments())
+
+    def segments(self) -> list[tuple[str, bytes]]:
+        """Every object under journal/ with its bytes, as stored (`check_segments` reads
+        them): what verify takes under the lock, to check after it."""
+        return [(key, self.storage.get(key)) for key in self.storage.keys(JOURNAL_AREA)]
 
     # -- writing ---------------------------------------------------------------------------
 
