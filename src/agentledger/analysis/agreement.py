@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, overload
 
 import numpy as np
 
@@ -45,6 +45,7 @@ __all__ = [
     "BY",
     "AgreementReport",
     "Comparison",
+    "Disagreements",
     "LeakageError",
     "Rated",
     "Rating",
@@ -195,6 +196,64 @@ class Disagreement(NamedTuple):
         return {"run_id": self.run_id, "a": self.a, "b": self.b, "development": self.development}
 
 
+class Disagreements(Sequence[Disagreement]):
+    """The runs where two sources disagree on one comparison, made one `Disagreement` at a
+    time as they are read: a report shows twenty, and over 100,000 runs there can be tens of
+    thousands (only ``--json`` lists them all)."""
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        where: np.ndarray[Any, Any],
+        codes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+        categories: Sequence[str],
+        development: Mapping[str, str],
+    ) -> None:
+        self._ids = ids
+        self._where = where
+        self._a, self._b = codes
+        self._categories = tuple(categories)
+        self._development = development
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def _item(self, position: int) -> Disagreement:
+        i = int(self._where[position])
+        run_id = self._ids[i]
+        return Disagreement(
+            run_id,
+            self._categories[self._a[i]],
+            self._categories[self._b[i]],
+            self._development.get(run_id),
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> Disagreement: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Disagreement]: ...
+
+    def __getitem__(self, index: int | slice) -> Disagreement | list[Disagreement]:
+        if isinstance(index, slice):
+            return [self._item(position) for position in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("disagreement index out of range")
+        return self._item(index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Disagreements({len(self)} runs)"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One thing compared (the verdict, its binary collapse, a criterion) on the common runs."""
@@ -205,7 +264,7 @@ class Comparison:
     positive: str | None
     """The category whose precision / recall / F1 is the headline (None: per category)."""
     nulls: dict[str, int]
-    disagreements: list[Disagreement]
+    disagreements: Sequence[Disagreement]
     groups: list[tuple[str, KappaResult]]
     plan: WidthPlan | None = None
 
@@ -341,12 +400,7 @@ def _compare(
                     (group, kappa_of(matrix(mask), categories, bootstrap=bootstrap, seed=seed))
                 )
     where = np.flatnonzero(both & (codes_a != codes_b))
-    disagreements = [
-        Disagreement(runs.ids[i], categories[x], categories[y], development.get(runs.ids[i]))
-        for i, x, y in zip(
-            where.tolist(), codes_a[where].tolist(), codes_b[where].tolist(), strict=True
-        )
-    ]
+    disagreements = Disagreements(runs.ids, where, (codes_a, codes_b), categories, development)
     plan = plan_width(result, target_width) if target_width is not None else None
     return Comparison(name, what, result, positive, nulls, disagreements, groups, plan)
 

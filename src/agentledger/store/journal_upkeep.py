@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SettleReport",
+    "accept_records",
     "held_records",
     "index_missing_labels",
     "index_missing_scores",
@@ -253,3 +254,31 @@ def index_missing_labels(ledger: Ledger) -> tuple[list[str], list[tuple[str, str
         rows.append(label_row(label))
     ledger.index.add_labels(rows)
     return [row.label_id for row in rows], refused
+
+
+def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Settle the records at `keys` that a writer stored and died before journaling (what
+    `gc` does for every record, for these alone): each one whose bytes check out gets its
+    entry, each one that does not is removed. (keys accepted, (key, why) removed)."""
+    storage = ledger.storage
+    done: list[str] = []
+    removed: list[tuple[str, str]] = []
+    with storage.journal.lock():
+        accepted = storage.journal.accepted()
+        pending: list[PendingEntry] = []
+        for key in keys:
+            if key in accepted:
+                continue
+            try:
+                values = {key: storage.get(key)}
+            except InputError:
+                continue  # gone since it was listed
+            problem = _record_problem(key, values)
+            if problem is None:
+                pending.append(record_entry(key, values))
+                done.append(key)
+            else:
+                storage.remove_unaccepted(key)
+                removed.append((key, problem))
+        storage.journal.append(pending)
+    return done, removed
