@@ -284,10 +284,43 @@ def m005_report_indexes(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX score_criteria_fired ON score_criteria (criterion, fired, judge_id)")
 
 
+def m006_label_lookups(db: sqlite3.Connection) -> None:
+    """Reading a label source's current labels with their criteria, for agreement over
+    100,000 runs, from indexes alone.
+
+    - labels_current holds what agreement reads of a label, in the order it reads them:
+      the current labels of one source by run (a label's row holds its JSON, kilobytes
+      that a scan would otherwise read for a few short columns).
+    - label_criteria becomes a WITHOUT ROWID table keyed by (label_id, criterion), as
+      score_criteria did in m005: a label's answers come from the table's own b-tree.
+    """
+    db.execute(
+        "CREATE INDEX labels_current ON labels (current, source_name, run_id, created_at, "
+        "label_id, source_kind, verdict)"
+    )
+    db.execute(
+        """
+        CREATE TABLE label_criteria_m006 (
+            label_id TEXT NOT NULL REFERENCES labels(label_id) ON DELETE CASCADE,
+            criterion TEXT NOT NULL,
+            fired INTEGER,
+            PRIMARY KEY (label_id, criterion)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute(
+        "INSERT INTO label_criteria_m006 (label_id, criterion, fired) "
+        "SELECT label_id, criterion, fired FROM label_criteria"
+    )
+    db.execute("DROP TABLE label_criteria")
+    db.execute("ALTER TABLE label_criteria_m006 RENAME TO label_criteria")
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
     ("m003_run_kinds", m003_run_kinds),
     ("m004_labels", m004_labels),
     ("m005_report_indexes", m005_report_indexes),
+    ("m006_label_lookups", m006_label_lookups),
 ]
