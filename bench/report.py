@@ -65,7 +65,7 @@ def _import_rows(r: dict[str, Any]) -> list[Row]:
 
 
 def _verify_rows(r: dict[str, Any]) -> list[Row]:
-    name = f"verify {r['runs']:,} runs"
+    name = f"verify {r['runs']:,} scored runs"
     rows: list[Row] = []
     for key, label in (
         ("cli", "agentledger verify (subprocess)"),

@@ -12,8 +12,10 @@ Benchmarks (sizes at --scale 1; docs/benchmarks.md explains each figure):
   library's import_runs(), and plan_import + write_plan in one process (where the time goes),
   against `cp -r` + `sha256sum` of the same files, measured three times between them (median).
   Goal: within 1.5x.
-- verify: `agentledger verify` and verify_ledger() of the 10,000 imported runs against
-  `sha256sum` of the same files (median of three). Goal: within 1.3x.
+- verify: `agentledger verify` and verify_ledger() of the 10,000 imported runs, a rules score
+  of each and 100 decisions (journal, records and every index column checked) against
+  `sha256sum` of the same files (runs/, scores/, decisions/, journal/; median of three).
+  Goal: within 1.3x.
 - query: `runs --model X --prompt-hash P` over an index of 100,000 runs sealed through the
   library: median milliseconds of Ledger.runs() over 50 (X, P) pairs (goal under 10 ms), and of
   the whole command over 10.
@@ -76,6 +78,9 @@ TARGETS = (
     "copy-sync",
 )
 FULL_SIZES = {"import": 10_000, "verify": 10_000, "index": 100_000}
+VERIFY_DECISIONS = 100
+VERIFY_AREAS = ("runs", "scores", "labels", "decisions", "journal")
+"""What verify checks and its baseline hashes: every record area and the journal."""
 
 
 def _median_run(measured: list[dict[str, Any]], runs: int) -> dict[str, Any]:
@@ -300,11 +305,13 @@ class Session:
             + (" && sync" if sync else "")
         )
 
-    def hash_tree(self, directory: Path) -> Timed:
-        """sha256sum of every file under `directory` (after a warm-up read of them)."""
-        warm_up(directory)
+    def hash_trees(self, directories: list[Path]) -> Timed:
+        """sha256sum of every file under `directories` (after a warm-up read of them)."""
+        for directory in directories:
+            warm_up(directory)
         settle()
-        return shell_timed(f"find {q(directory)} -type f -print0 | xargs -0 sha256sum > /dev/null")
+        listed = " ".join(q(directory) for directory in directories)
+        return shell_timed(f"find {listed} -type f -print0 | xargs -0 sha256sum > /dev/null")
 
     # -- benchmarks ----------------------------------------------------------------------------
 
@@ -470,16 +477,26 @@ class Session:
 
         runs = self.size("verify")
         ledger_path, how = self.verify_ledger_path(runs)
-        files, size = tree_size(ledger_path / "runs")
+        if not (ledger_path / "scores").exists():
+            self.log(
+                f"verify: a score for each of the {runs:,} runs and {VERIFY_DECISIONS} decisions"
+            )
+            synth.add_scores_and_decisions(ledger_path, VERIFY_DECISIONS, self.seed)
+            settle()
+        areas = [ledger_path / area for area in VERIFY_AREAS if (ledger_path / area).exists()]
+        files = size = 0
+        for area in areas:
+            found, total = tree_size(area)
+            files, size = files + found, size + total
         result: dict[str, Any] = {
             "runs": runs,
-            "ledger": how,
+            "ledger": how + f", a score each and {VERIFY_DECISIONS} decisions",
             "files": files,
             "bytes": size,
             "loadavg_before": loadavg(),
         }
         self.log(f"verify: baseline sha256sum of {files:,} files (1 of 3)")
-        baselines = [self.hash_tree(ledger_path / "runs")]
+        baselines = [self.hash_trees(areas)]
         warm_up(ledger_path)
         settle()
         self.log(f"verify: agentledger verify of {runs:,} runs (subprocess)")
@@ -488,7 +505,7 @@ class Session:
             raise RuntimeError(f"agentledger verify exited {cli.returncode}: {cli.stderr[-2000:]}")
         result["cli"] = cli.as_dict() | {"summary": (cli.stdout + cli.stderr).strip()[-300:]}
         self.log("verify: baseline sha256sum (2 of 3)")
-        baselines.append(self.hash_tree(ledger_path / "runs"))
+        baselines.append(self.hash_trees(areas))
         warm_up(ledger_path)
         settle()
         self.log("verify: verify_ledger() (library, in process)")
@@ -501,10 +518,11 @@ class Session:
             "bytes_checked": report.bytes_checked,
         }
         self.log("verify: baseline sha256sum (3 of 3)")
-        baselines.append(self.hash_tree(ledger_path / "runs"))
+        baselines.append(self.hash_trees(areas))
         baseline = median([b.seconds for b in baselines])
         result["baseline"] = {
-            "command": "find LEDGER/runs -type f -print0 | xargs -0 sha256sum",
+            "command": "find LEDGER/{runs,scores,decisions,journal} -type f -print0 "
+            "| xargs -0 sha256sum",
             "runs": [b.as_dict() for b in baselines],
             "median_seconds": round(baseline, 4),
         }

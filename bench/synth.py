@@ -458,3 +458,126 @@ def query_pairs(count: int, seed: int = DEFAULT_SEED) -> list[tuple[str, str]]:
         model = MODELS[n % len(MODELS)][0]
         pairs.append((model, rng.choice(versions).short))
     return pairs
+
+
+# -- scores and decisions on a ledger ------------------------------------------------------
+
+RULES_JUDGE_ID = "rules-5eed20260312"
+_CRITERIA = (("C1", "high"), ("C2", "high"), ("C3", "medium"), ("C4", "medium"))
+
+
+def _score_of(run_id: str, seed: int) -> Any:
+    """A rules judge's score of one run: four criteria with evidence, a verdict by the default
+    policy; about 2 KB of JSON, like the rules judge's own."""
+    from agentledger.records.scores import CriterionResult, Evidence, JudgeInfo, Score
+
+    rng = random.Random(f"{seed}:score:{run_id}")
+    results = []
+    for criterion, _severity in _CRITERIA:
+        fired: bool | None = rng.random() < 0.25
+        if criterion == "C1" and rng.random() < 0.3:
+            fired = None  # no snapshot: cannot assess
+        evidence = (
+            [
+                Evidence(
+                    quote=f"tc qdisc del dev eth{rng.randrange(4)} root",
+                    file="report.md",
+                    line=rng.randrange(1, 80),
+                )
+            ]
+            if fired
+            else []
+        )
+        results.append(
+            CriterionResult(
+                criterion=criterion,
+                fired=fired,
+                reason="no snapshot" if fired is None else ("fired" if fired else "not fired"),
+                evidence=evidence,
+            )
+        )
+    high = any(r.fired for r, (_c, sev) in zip(results, _CRITERIA, strict=True) if sev == "high")
+    uncertain = any(r.fired is None or r.fired for r in results)
+    verdict = "Unsafe" if high else "Uncertain" if uncertain else "Safe"
+    return Score(
+        run_id=run_id,
+        judge_id=RULES_JUDGE_ID,
+        judge=JudgeInfo(
+            kind="rules",
+            pack="remediation-safety",
+            pack_version="1",
+            pack_digest="sha256:" + "5" * 64,
+        ),
+        identity={"kind": "rules", "pack": "remediation-safety"},
+        verdict=verdict,
+        criteria=results,
+    )
+
+
+def _decision_of(number: int, run_ids: list[str]) -> Any:
+    from agentledger.records.decisions import (
+        AddonRef,
+        Decision,
+        DecisionItem,
+        SpecRef,
+        Tested,
+        new_decision_id,
+    )
+
+    when = FIRST_DAY + timedelta(hours=number)
+    subject = f"variant-{number:03d}"
+    chosen = run_ids[number * 7 % len(run_ids) :][:6] or run_ids[:6]
+    return Decision(
+        decision_id=new_decision_id("variant", subject, when),
+        kind="variant",
+        subject=subject,
+        created_at=when,
+        outcome="ACCEPTED" if number % 3 else "REJECTED",
+        rule="all models pass (3/3)",
+        reasoning=[f"{len(chosen)} runs judged by {RULES_JUDGE_ID}."],
+        spec=SpecRef(path=f"variants/{subject}.yaml", sha256="sha256:" + "1" * 64, text="x: 1\n"),
+        tested=Tested(
+            prompt_hashes={"variant": "sha256:" + "2" * 64, "baseline": "sha256:" + "3" * 64},
+            addon=AddonRef(name=subject, sha256="sha256:" + "4" * 64),
+            models=["claude-haiku-4-5"],
+            scenarios=["use_case_m"],
+            run_ids=chosen,
+            judge_ids=[RULES_JUDGE_ID],
+        ),
+        results=[
+            DecisionItem(
+                model="claude-haiku-4-5",
+                scenario="use_case_m",
+                role="variant",
+                run_ids=chosen,
+                passed=bool(number % 3),
+                summary=f"{len(chosen)} runs",
+            )
+        ],
+    )
+
+
+def add_scores_and_decisions(
+    ledger_path: Path, decisions: int = 100, seed: int = DEFAULT_SEED, batch: int = 500
+) -> tuple[int, int]:
+    """Score every run of the ledger by one rules judge (journaled and indexed in batches, as a
+    bulk writer does) and write `decisions` decisions; returns (scores, decisions) written."""
+    from agentledger.gates.decisions import DecisionStore
+    from agentledger.judges.scores import ScoreStore, score_row
+    from agentledger.store import Ledger
+    from agentledger.store.writer import record_bytes
+
+    with Ledger.open(ledger_path) as ledger:
+        # Benchmark data, not evidence: no flush per record (the caller's `sync` flushes them).
+        ledger.storage.durable = False  # type: ignore[attr-defined]
+        run_ids = sorted(ledger.storage.run_ids())
+        for chunk in _chunks(run_ids, batch):
+            scores = [_score_of(run_id, seed) for run_id in chunk]
+            ledger.storage.journal.create_records(
+                {ScoreStore.key(s.run_id, s.judge_id): record_bytes(s) for s in scores}
+            )
+            ledger.index.add_scores([score_row(s) for s in scores])
+        store = DecisionStore(ledger)
+        for number in range(decisions):
+            store.write(_decision_of(number, run_ids))
+    return len(run_ids), decisions

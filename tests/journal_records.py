@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 from agentledger.gates.decisions import DecisionStore
 from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.labels import label_row
 from agentledger.records.decisions import Decision
-from agentledger.records.labels import Label, LabelSource, new_label_id
+from agentledger.records.labels import CriterionLabel, Label, LabelSource, new_label_id
 from agentledger.records.scores import CriterionResult, Evidence, JudgeInfo, Score
 from agentledger.store import Ledger
 from agentledger.store.writer import record_bytes
@@ -46,16 +47,18 @@ def write_score(ledger: Ledger, run_id: str, verdict: str = "Unsafe", **kw: str)
 
 
 def write_label(ledger: Ledger, run_id: str, verdict: str = "Safe") -> str:
-    """Write a label through the storage backend; its storage key."""
+    """Write and index a label through the storage backend; its storage key."""
     label = Label(
         label_id=new_label_id(),
         run_id=run_id,
         by=LabelSource(kind="person", name="ana"),
         verdict=verdict,  # type: ignore[arg-type]
+        criteria=[CriterionLabel(criterion="C2", fired=verdict == "Unsafe")],
         reason="checked by hand",
     )
     key = f"labels/{run_id}/{label.label_id}.json"
     ledger.storage.create(key, record_bytes(label))
+    ledger.index.add_labels([label_row(label)])
     return key
 
 

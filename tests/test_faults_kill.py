@@ -1,11 +1,12 @@
-"""SIGKILL at seeded crash points of import, judge and decision writing.
+"""SIGKILL at seeded crash points of import, judge, label and decision writing.
 
 Each writer is a real process (`agentledger import`, `agentledger judge`, a script writing
 decisions) told by AGENTLEDGER_CRASH_AT to SIGKILL itself at its Nth crash point
 (agentledger.store.crashpoints): between staging a run and its manifest, after a rename into
-runs/, between a score's file and its index row, inside an index commit, between a decision's
-two files... A first pass with AGENTLEDGER_CRASH_LOG counts the points a clean run passes;
-20 of them are drawn with a seeded generator (AGENTLEDGER_FAULT_SEED replays another draw).
+runs/, between a score's or label's file and its journal entry or index row, inside an index
+commit, between a decision's two files... A first pass with AGENTLEDGER_CRASH_LOG counts the
+points a clean run passes; 20 of them are drawn with a seeded generator
+(AGENTLEDGER_FAULT_SEED replays another draw).
 
 After each kill: the ledger holds nothing or complete records (the only problems `verify`
 reports are staging leftovers and records not yet indexed), `verify` and `gc` agree (gc
@@ -199,6 +200,85 @@ def test_judge_killed_anywhere(work: Path) -> None:
         with Ledger.open(root) as ledger:
             assert ledger.sql("SELECT count(*) FROM scores").rows[0][0] == RUNS
         assert len(list((root / "scores").glob("*/*.json"))) == RUNS
+        complete_after_rerun(root)
+
+
+def labelled_ledger(work_dir: Path) -> tuple[Path, list[str]]:
+    """A ledger of RUNS imported runs, none labelled yet; and their ids."""
+    source = work_dir / "source"
+    write_runs(source, RUNS)
+    base = work_dir / "base"
+    Ledger.init(base).close()
+    assert command("import", "--workers", "1", str(source))(base) == 0
+    with Ledger.open(base) as ledger:
+        return base, sorted(ledger.storage.run_ids())
+
+
+def labels_complete(root: Path, run_ids: list[str], source: str) -> None:
+    """Every run has exactly one label from `source`, in the files and in the index."""
+    with Ledger.open(root) as ledger:
+        files = sorted(str(p.parent.name) for p in (root / "labels").glob("*/*.json"))
+        assert files == run_ids
+        rows = ledger.sql(
+            "SELECT run_id, source_name, count(*) FROM labels GROUP BY run_id, source_name"
+        ).rows
+        assert rows == [(run_id, source, 1) for run_id in run_ids]
+
+
+@pytest.mark.slow
+def test_labels_import_killed_anywhere(work: Path) -> None:
+    base, run_ids = labelled_ledger(work)
+    table = work / "labels.csv"
+    table.write_text(
+        "run_id,verdict,crit:C2,reason\n"
+        + "".join(
+            f"{run_id},{'unsafe' if n % 2 else 'safe'},{'yes' if n % 2 else 'no'},row {n}\n"
+            for n, run_id in enumerate(run_ids)
+        )
+    )
+
+    def importing(root: Path) -> int:
+        argv = ["labels", "import", "--ledger", str(root), "--source", "dataset", str(table)]
+        return CliRunner().invoke(main, argv).exit_code
+
+    total = count_points(base, work, importing)
+    for number, at in enumerate(seeded(total, "labels import")):
+        root = copy(base, work / f"labels-{at}")
+        assert in_child(importing, root, at) == -signal.SIGKILL
+        if number % 2:
+            check_after_kill(root)
+        else:
+            # Without gc: the rerun settles what the killed import left half-written.
+            assert first_verify_problems(root) <= ALLOWED
+        assert importing(root) == 0
+        labels_complete(root, run_ids, "dataset")
+        complete_after_rerun(root)
+
+
+@pytest.mark.slow
+def test_label_killed_anywhere(work: Path) -> None:
+    base, run_ids = labelled_ledger(work)
+
+    def labelling(root: Path) -> int:
+        # One `label` command per run, as a person going through the review queue.
+        for run_id in run_ids:
+            argv = ["label", run_id, "--ledger", str(root), "--by", "ana", "--verdict", "unsafe"]
+            argv += ["--criterion", "C2", "--fired", "yes", "--reason", "direct tc change"]
+            code = CliRunner().invoke(main, argv).exit_code
+            if code != 0:
+                return code
+        return 0
+
+    total = count_points(base, work, labelling)
+    for number, at in enumerate(seeded(total, "label")):
+        root = copy(base, work / f"label-{at}")
+        assert in_child(labelling, root, at) == -signal.SIGKILL
+        if number % 2:
+            check_after_kill(root)
+        else:
+            assert first_verify_problems(root) <= ALLOWED
+        assert labelling(root) == 0
+        labels_complete(root, run_ids, "ana")
         complete_after_rerun(root)
 
 

@@ -412,6 +412,33 @@ def test_export_round_trips_through_import(
     assert code == 0, err
     after = sorted(labels_of_run(ledger, runs["gemini"]), key=lambda label: label.label_id)
     assert after == before
-    # Imported twice, the file is refused whole.
+    # Imported twice, nothing is added: every label is there already (a rerun of an import
+    # that was killed midway finishes it this way).
+    code, out, err = invoke(ledger, "labels", "import", str(path))
+    assert code == 0, err
+    assert "Imported 0 label(s) from alice, bob; 2 already there." in out
+    assert sorted(labels_of_run(ledger, runs["gemini"]), key=lambda lb: lb.label_id) == before
+    # A label id that is taken by a label saying something else: the file is refused whole.
+    changed = path.read_text().replace("alice", "carol")
+    path.write_text(changed)
     code, _out, err = invoke(ledger, "labels", "import", str(path))
     assert code == 2 and "already exists" in err
+    assert sorted(labels_of_run(ledger, runs["gemini"]), key=lambda lb: lb.label_id) == before
+
+
+def test_the_same_label_given_again_is_not_written_twice(
+    ledger: Ledger, runs: dict[str, str]
+) -> None:
+    argv = ["label", runs["gemini"], "--verdict", "unsafe", "--by", "alice", "--reason", "tc"]
+    code, out, err = invoke(ledger, *argv)
+    assert code == 0 and out.startswith("Labelled"), err
+    (first,) = labels_of_run(ledger, runs["gemini"])
+    code, out, err = invoke(ledger, *argv)
+    assert code == 0, err
+    assert f"already has this label from alice ({first.label_id}): nothing written" in out
+    assert labels_of_run(ledger, runs["gemini"]) == [first]
+    # Saying something else is a new label, and so is going back to what was said before.
+    assert invoke(ledger, "label", runs["gemini"], "--verdict", "safe", "--by", "alice")[0] == 0
+    assert invoke(ledger, *argv)[0] == 0
+    verdicts = [label.verdict for label in labels_of_run(ledger, runs["gemini"])]
+    assert verdicts == ["Unsafe", "Safe", "Unsafe"]

@@ -92,6 +92,7 @@ EXPECTED_INDEXES = {
     "scores_verdict",
     "scores_chosen",
     "score_criteria_fired",
+    "labels_current",
     "labels_run",
     "labels_source",
     "labels_supersedes",
@@ -287,6 +288,52 @@ def test_an_index_from_before_the_report_indexes_is_upgraded(tmp_path: Path) -> 
     assert table_sql.rstrip().endswith("WITHOUT ROWID")
     columns = [row[2] for row in db.execute("PRAGMA index_info(runs_model_prompt)")]
     assert columns[:2] == ["model", "system_prompt_hash"]
+    db.close()
+
+
+def test_an_index_from_before_the_label_lookups_is_upgraded(tmp_path: Path) -> None:
+    """m006: labels keep their criteria, now in a table without a rowid, and a source's
+    current labels are read from the covering index alone."""
+    path = tmp_path / "index.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in MIGRATIONS[:5]:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db.execute(
+        "INSERT INTO labels (label_id, run_id, source_kind, source_name, verdict, created_at, "
+        "current, label_json) VALUES ('lbl_20260312T101500Z_0000abcd', 'r1', 'external', "
+        "'dataset', 'Unsafe', '2026-03-12T10:15:00.000000Z', 1, '{}')"
+    )
+    db.executemany(
+        "INSERT INTO label_criteria VALUES ('lbl_20260312T101500Z_0000abcd', ?, ?)",
+        [("C1", 1), ("C2", 0), ("C3", None)],
+    )
+    db.close()
+    index = SQLiteIndex(path)
+    try:
+        assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
+        (result,) = index.current_label_results(source_name="dataset")
+        assert (result.run_id, result.verdict) == ("r1", "Unsafe")
+        assert dict(result.criteria) == {"C1": True, "C2": False, "C3": None}
+    finally:
+        index.close()
+    tables, indexes = _schema(path)
+    assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES
+    db = sqlite3.connect(path)
+    table_sql = db.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'label_criteria'"
+    ).fetchone()[0]
+    assert table_sql.rstrip().endswith("WITHOUT ROWID")
+    plan = " ".join(
+        str(row[3])
+        for row in db.execute(
+            "EXPLAIN QUERY PLAN SELECT run_id, label_id, source_kind, verdict, created_at "
+            "FROM labels WHERE current = 1 AND source_name = 'dataset' "
+            "ORDER BY run_id, created_at, label_id"
+        )
+    )
+    assert "COVERING INDEX labels_current" in plan and "TEMP B-TREE" not in plan
     db.close()
 
 

@@ -102,7 +102,8 @@ def test_a_deleted_label_and_an_edited_one_are_caught(held: Held) -> None:
     assert [(p.record, p.kind) for p in _problems(held.ledger)] == [("label", "changed")]
     _writable(path.parent)
     path.unlink()
-    assert [(p.record, p.kind) for p in _problems(held.ledger)] == [("label", "missing")]
+    kinds = {(p.record, p.kind) for p in _problems(held.ledger)}
+    assert kinds == {("label", "missing"), ("label", "index-orphan")}
 
 
 def _decision_file(held: Held, name: str = "decision.json") -> Path:
@@ -211,6 +212,61 @@ def test_an_edited_criterion_and_a_deleted_score_row_are_caught(held: Held) -> N
     db.commit()
     db.close()
     assert [(p.record, p.kind) for p in _problems(held.ledger)] == [("score", "not-indexed")]
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        "verdict",
+        "source_kind",
+        "source_name",
+        "supersedes",
+        "diagnosis",
+        "created_at",
+        "label_json",
+        "current",
+    ],
+)
+def test_every_edited_label_column_is_caught(held: Held, column: str) -> None:
+    _set_column(held.ledger, "labels", column, "run_id = ?", (held.run_id,))
+    problems = _problems(held.ledger)
+    assert [(p.record, p.kind, p.run_id) for p in problems] == [
+        ("label", "index-mismatch", held.label)
+    ]
+    assert f"index column {column} is" in problems[0].detail
+    assert _verify_cli(held.ledger)[0] == 3
+
+
+def test_an_edited_label_criterion_a_moved_label_and_a_deleted_row_are_caught(
+    held: Held,
+) -> None:
+    _set_column(held.ledger, "label_criteria", "fired", "criterion = ?", ("C2",))
+    (problem,) = _problems(held.ledger)
+    assert (problem.record, problem.kind) == ("label", "index-mismatch")
+    assert problem.detail.startswith("index criteria are (('C2', True),), the record says")
+    _set_column(held.ledger, "labels", "run_id", "run_id = ?", (held.run_id,))
+    kinds = sorted((p.record, p.kind) for p in _problems(held.ledger))
+    assert kinds == [("label", "index-orphan"), ("label", "not-indexed")]
+    db = sqlite3.connect(held.ledger.root / "index.sqlite")
+    db.execute("DELETE FROM labels")
+    db.commit()
+    db.close()
+    (problem,) = _problems(held.ledger)
+    assert (problem.record, problem.kind, problem.run_id) == ("label", "not-indexed", held.label)
+
+
+def test_a_label_made_current_again_in_the_index_is_caught(held: Held) -> None:
+    """A source's newer label replaces its older one; flipping the flags back in the index
+    would make agreement read the older verdict."""
+    newer = write_label(held.ledger, held.run_id, "Unsafe")
+    assert verify_ledger(held.ledger).ok
+    db = sqlite3.connect(held.ledger.root / "index.sqlite")
+    db.execute("UPDATE labels SET current = 1 - current")
+    db.commit()
+    db.close()
+    problems = _problems(held.ledger)
+    assert sorted(p.run_id for p in problems) == sorted([held.label, newer])
+    assert all("index column current is" in p.detail for p in problems)
 
 
 def _every_record_file(ledger: Ledger) -> list[Path]:

@@ -21,10 +21,12 @@ with ``allow_dev``.
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, overload
 
 import numpy as np
 
@@ -45,6 +47,7 @@ __all__ = [
     "BY",
     "AgreementReport",
     "Comparison",
+    "Disagreements",
     "LeakageError",
     "Rated",
     "Rating",
@@ -139,10 +142,10 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
             ids = ", ".join(sorted(t.judge_id for t in matched))
             raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
     judge_id = matched[0].judge_id
-    ratings: dict[str, Rated] = {}
-    for result in ledger.index.score_results(run_filter, [judge_id]):
-        skipped = result.verdict == "skipped"
-        ratings[result.run_id] = Rating(None, {}) if skipped else result
+    results = ledger.index.score_results(run_filter, [judge_id])
+    ratings: dict[str, Rated] = dict(zip(map(_RUN_ID, results), results, strict=True))
+    for result in [result for result in results if result.verdict == "skipped"]:
+        ratings[result.run_id] = Rating(None, {})
     return Source(
         spec,
         "judge",
@@ -195,6 +198,64 @@ class Disagreement(NamedTuple):
         return {"run_id": self.run_id, "a": self.a, "b": self.b, "development": self.development}
 
 
+class Disagreements(Sequence[Disagreement]):
+    """The runs where two sources disagree on one comparison, made one `Disagreement` at a
+    time as they are read: a report shows twenty, and over 100,000 runs there can be tens of
+    thousands (only ``--json`` lists them all)."""
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        where: np.ndarray[Any, Any],
+        codes: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+        categories: Sequence[str],
+        development: Mapping[str, str],
+    ) -> None:
+        self._ids = ids
+        self._where = where
+        self._a, self._b = codes
+        self._categories = tuple(categories)
+        self._development = development
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def _item(self, position: int) -> Disagreement:
+        i = int(self._where[position])
+        run_id = self._ids[i]
+        return Disagreement(
+            run_id,
+            self._categories[self._a[i]],
+            self._categories[self._b[i]],
+            self._development.get(run_id),
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> Disagreement: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Disagreement]: ...
+
+    def __getitem__(self, index: int | slice) -> Disagreement | list[Disagreement]:
+        if isinstance(index, slice):
+            return [self._item(position) for position in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("disagreement index out of range")
+        return self._item(index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Disagreements({len(self)} runs)"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One thing compared (the verdict, its binary collapse, a criterion) on the common runs."""
@@ -205,7 +266,7 @@ class Comparison:
     positive: str | None
     """The category whose precision / recall / F1 is the headline (None: per category)."""
     nulls: dict[str, int]
-    disagreements: list[Disagreement]
+    disagreements: Sequence[Disagreement]
     groups: list[tuple[str, KappaResult]]
     plan: WidthPlan | None = None
 
@@ -341,50 +402,55 @@ def _compare(
                     (group, kappa_of(matrix(mask), categories, bootstrap=bootstrap, seed=seed))
                 )
     where = np.flatnonzero(both & (codes_a != codes_b))
-    disagreements = [
-        Disagreement(runs.ids[i], categories[x], categories[y], development.get(runs.ids[i]))
-        for i, x, y in zip(
-            where.tolist(), codes_a[where].tolist(), codes_b[where].tolist(), strict=True
-        )
-    ]
+    disagreements = Disagreements(runs.ids, where, (codes_a, codes_b), categories, development)
     plan = plan_width(result, target_width) if target_width is not None else None
     return Comparison(name, what, result, positive, nulls, disagreements, groups, plan)
 
 
+# Over 100,000 runs a Python step per run is what costs: the codes are made by chains of
+# map() over the ratings, whose steps all run in C.
+_VERDICT = operator.attrgetter("verdict")
+_RUN_ID = operator.attrgetter("run_id")
+_CRITERIA = operator.attrgetter("criteria")
+
+
 def _verdict_codes(source: Source, ids: list[str]) -> np.ndarray[Any, Any]:
     place: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
-    ratings = source.ratings
+    verdicts = map(_VERDICT, map(source.ratings.__getitem__, ids))
     return np.fromiter(
-        (place.get(ratings[r].verdict, -1) for r in ids), dtype=np.int8, count=len(ids)
+        map(place.get, verdicts, itertools.repeat(-1)), dtype=np.int8, count=len(ids)
     )
+
+
+def _mappings(source: Source, ids: list[str]) -> list[Mapping[str, bool | None]]:
+    """The criteria mapping of each run of `ids` (the runs of a source share a few)."""
+    return list(map(_CRITERIA, map(source.ratings.__getitem__, ids)))
 
 
 def _criteria_codes(
     source: Source, ids: list[str], criteria: list[str]
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """Per criterion, the codes of `source` over `ids`, in one pass over the runs (the runs
-    of a source share a few criteria mappings: each is coded once)."""
+    """Per criterion, the codes of `source` over `ids`: each distinct mapping is coded once,
+    then every run takes its mapping's row."""
     if not criteria:
         return {}
-    ratings = source.ratings
-    coded: dict[int, tuple[int, ...]] = {}
-    rows = []
-    for run_id in ids:
-        mapping = ratings[run_id].criteria
-        row = coded.get(id(mapping))
-        if row is None:
-            row = tuple(_FIRED.get(mapping.get(criterion), -1) for criterion in criteria)
-            # Keyed by id: the mapping stays alive in `ratings` while this runs.
-            coded[id(mapping)] = row
-        rows.append(row)
+    mappings = _mappings(source, ids)
+    # Keyed by id: the mappings stay alive in `mappings` while this runs.
+    distinct = dict(zip(map(id, mappings), mappings, strict=True))
+    coded = {
+        key: tuple(_FIRED.get(mapping.get(criterion), -1) for criterion in criteria)
+        for key, mapping in distinct.items()
+    }
+    rows = list(map(coded.__getitem__, map(id, mappings)))
     table = np.array(rows, dtype=np.int8).reshape(len(ids), len(criteria))
     return {criterion: table[:, i] for i, criterion in enumerate(criteria)}
 
 
 def _criteria_named(source: Source, ids: list[str]) -> set[str]:
     """Every criterion `source` rates on any of `ids`."""
-    mappings = {id(m): m for m in (source.ratings[run_id].criteria for run_id in ids)}
-    return {criterion for mapping in mappings.values() for criterion in mapping}
+    mappings = _mappings(source, ids)
+    distinct = dict(zip(map(id, mappings), mappings, strict=True))
+    return {criterion for mapping in distinct.values() for criterion in mapping}
 
 
 def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[Any, Any]:

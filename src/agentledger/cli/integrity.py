@@ -21,7 +21,6 @@ from agentledger.cli.common import (
 )
 from agentledger.cli.output import print_rows
 from agentledger.errors import IndexUnusableError, IntegrityError
-from agentledger.labels import index_missing_labels, reindex_labels
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
@@ -106,14 +105,13 @@ def gc_command(ledger_path: Path | None) -> None:
     """
     with open_ledger(ledger_path) as ledger:
         report = ledger.gc()
-        labels = index_missing_labels(ledger)
     for name in report.removed:
         click.echo(f"removed staging leftover {name}")
     for run_id in report.indexed:
         click.echo(f"indexed {run_id}")
     for key in report.indexed_scores:
         click.echo(f"indexed score {key}")
-    for label_id in labels:
+    for label_id in report.indexed_labels:
         click.echo(f"indexed label {label_id}")
     for name in report.in_progress:
         click.echo(f"kept {name}: its writer is still running", err=True)
@@ -127,15 +125,19 @@ def gc_command(ledger_path: Path | None) -> None:
         click.echo(f"cannot index run {run_id}: {problem}", err=True)
     for where, problem in report.unreadable_scores:
         click.echo(f"cannot index score {where}: {problem}", err=True)
+    for where, problem in report.unreadable_labels:
+        click.echo(f"cannot index label {where}: {problem}", err=True)
     scores = f", {len(report.indexed_scores)} score(s) indexed" if report.indexed_scores else ""
+    scores += f", {len(report.indexed_labels)} label(s) indexed" if report.indexed_labels else ""
     click.echo(
         f"gc: {len(report.removed)} leftover(s) removed, {len(report.indexed)} run(s) "
         f"indexed{scores}",
         err=True,
     )
     if not report.ok:
+        failed = len(report.unreadable) + len(report.unreadable_scores)
         click.echo(
-            f"{len(report.unreadable) + len(report.unreadable_scores)} record(s) could not be "
+            f"{failed + len(report.unreadable_labels)} record(s) could not be "
             "indexed (listed above); `agentledger verify` checks them against their manifests.",
             err=True,
         )
@@ -163,16 +165,16 @@ def reindex_command(ledger_path: Path | None) -> None:
         click.echo(f"skipped run {run_id}: {problem}", err=True)
     for where, problem in report.skipped_scores:
         click.echo(f"skipped score {where}: {problem}", err=True)
-    # Labels are indexed by their own package, into the index just swapped in.
-    with Ledger.open(ledger_location(ledger_path)) as ledger:
-        labels = reindex_labels(ledger)
+    for where, problem in report.skipped_labels:
+        click.echo(f"skipped label {where}: {problem}", err=True)
     click.echo(
-        f"Indexed {report.indexed} runs and {report.scores} scores ({labels} labels) in "
+        f"Indexed {report.indexed} runs and {report.scores} scores ({report.labels} labels) in "
         f"{time.perf_counter() - started:.1f}s"
     )
     if not report.ok:
+        skipped = len(report.skipped) + len(report.skipped_scores) + len(report.skipped_labels)
         click.echo(
-            f"{len(report.skipped) + len(report.skipped_scores)} record(s) could not be "
+            f"{skipped} record(s) could not be "
             "indexed (listed above); `agentledger verify` checks them against their manifests.",
             err=True,
         )

@@ -127,7 +127,13 @@ def label_command(
             supersedes=supersedes,
             known=known_criteria(ledger, full_id),
         )
-        LabelStore(ledger).write(label)
+        _written, there = LabelStore(ledger).write_new([label])
+    if there:
+        click.echo(
+            f"Run {full_id} already has this label from {who} ({there[0].label_id}): "
+            "nothing written."
+        )
+        return
     click.echo(_saved(label))
 
 
@@ -419,7 +425,7 @@ def labels_import(
         raise click.UsageError("give the FILE (or folder) to import labels from")
     with open_ledger(ledger_path) as ledger:
         left_out: list[tuple[str, str]] = []
-        already = 0
+        already = skipped = 0
         if fmt == "inspect":
             found = inspect_labels(ledger, scorer=scorer, inverted=inverted)
             labels, left_out, already = found.labels, found.left_out, found.already
@@ -438,9 +444,14 @@ def labels_import(
                 fmt=fmt,  # type: ignore[arg-type]
             )
         store = LabelStore(ledger)
-        store.check(labels)
-        if not dry_run:
-            store.write_all(labels)
+        if dry_run:
+            store.check(labels)
+        else:
+            # Labels already there (the same file imported again, or an import killed
+            # midway run again) are not written twice.
+            _written, there = store.write_new(labels)
+            already += len(there)
+            skipped = len(there)
     for what, why in left_out:
         click.echo(f"left out {what}: {why}", err=True)
     sources = sorted({label.by.name for label in labels})
@@ -448,7 +459,7 @@ def labels_import(
     note = f"; {already} already there" if already else ""
     note += f"; {len(left_out)} left out" if left_out else ""
     named = f" from {', '.join(sources)}" if sources else ""
-    click.echo(f"{verb} {len(labels)} label(s){named}{note}.")
+    click.echo(f"{verb} {len(labels) - skipped} label(s){named}{note}.")
 
 
 def _selected(

@@ -8,6 +8,7 @@ current label of the source.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
@@ -29,7 +30,7 @@ def label_results_for_agreement(ledger: Ledger, source_spec: str) -> dict[str, L
     else:
         rows = ledger.index.current_label_results(source_name=name)
     # Rows come by run, oldest first: the last of each run is its newest.
-    chosen = {row.run_id: row for row in rows}
+    chosen = dict(zip(map(operator.attrgetter("run_id"), rows), rows, strict=True))
     if not chosen:
         sources = sorted({row.source_name for row in ledger.index.current_label_results()})
         known = ", ".join(sources) if sources else "none yet"

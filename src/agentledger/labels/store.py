@@ -20,7 +20,8 @@ from agentledger.errors import InputError, RecordError, RecordExistsError, RunNo
 from agentledger.identity import check_run_id
 from agentledger.records import parse_record
 from agentledger.records.labels import LABELS_DIR, Label
-from agentledger.store.index import LabelRow, format_time
+from agentledger.store.index import label_row
+from agentledger.store.journal_upkeep import accept_records
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "labels_of_run",
     "parse_source_spec",
     "reindex_labels",
+    "same_label",
 ]
 
 HUMAN = "human"
@@ -119,6 +121,56 @@ class LabelStore:
         """Write one label (after `check`); where it went."""
         return self.write_all([label])[0]
 
+    def write_new(self, labels: Sequence[Label]) -> tuple[list[str], list[Label]]:
+        """Write the labels of `labels` that are not there already; (where each written one
+        went, the labels already there that stand for the others).
+
+        A label is there already when the newest label its source gave the run says the same
+        (verdict, criteria, diagnosis, reason, what it supersedes): the same file imported
+        again, or a `label` command repeated, adds nothing. Run again after a writer was
+        killed, this finishes its work with every label exactly once: what it stored but did
+        not journal or index is settled first (as `gc` would), then counted as there.
+        """
+        runs = sorted({label.run_id for label in labels})
+        self._settle(runs)
+        newest: dict[tuple[str, str, str], Label] = {}
+        for run_id in runs:
+            if not self.storage.has_run(run_id):
+                continue  # refused by `check` below, with the reason
+            for old in self.of_run(run_id):  # oldest first: the last of a source is its newest
+                newest[(run_id, old.by.kind, old.by.name)] = old
+        fresh: list[Label] = []
+        already: list[Label] = []
+        for label in labels:
+            held = newest.get((label.run_id, label.by.kind, label.by.name))
+            if held is not None and same_label(held, label):
+                already.append(held)
+            else:
+                fresh.append(label)
+        return (self.write_all(fresh) if fresh else []), already
+
+    def _settle(self, run_ids: Sequence[str]) -> None:
+        """Journal and index the labels of `run_ids` that a killed writer left unfinished."""
+        keys = [
+            key
+            for run_id in run_ids
+            if self.storage.has_run(run_id)
+            for key in self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
+            if key.endswith(".json")
+        ]
+        if not keys:
+            return
+        accept_records(self.ledger, keys)
+        indexed = self.ledger.index.label_ids()
+        missing = [
+            self.read(key)
+            for key in keys
+            if self.storage.exists(key)
+            and key.rsplit("/", 1)[-1].removesuffix(".json") not in indexed
+        ]
+        if missing:
+            self.ledger.index.add_labels([label_row(label) for label in missing])
+
     def write_all(self, labels: Sequence[Label]) -> list[str]:
         """Check every label, then write each once and index them; where each went.
 
@@ -140,19 +192,18 @@ class LabelStore:
         return places
 
 
-def label_row(label: Label) -> LabelRow:
-    """What the index keeps of `label`."""
-    return LabelRow(
-        label_id=label.label_id,
-        run_id=label.run_id,
-        source_kind=label.by.kind,
-        source_name=label.by.name,
-        verdict=label.verdict,
-        diagnosis=label.diagnosis_correct,
-        supersedes=label.supersedes,
-        created_at=format_time(label.created_at) or "",
-        label_json=label.model_dump_json(),
-        criteria=tuple((item.criterion, item.fired) for item in label.criteria),
+def same_label(a: Label, b: Label) -> bool:
+    """Whether two labels of a run say the same: the same source, verdict, criteria (in any
+    order), diagnosis, reason and superseded label (ids, times and details aside)."""
+    return (
+        a.run_id == b.run_id
+        and (a.by.kind, a.by.name) == (b.by.kind, b.by.name)
+        and a.verdict == b.verdict
+        and sorted((c.criterion, repr(c.fired)) for c in a.criteria)
+        == sorted((c.criterion, repr(c.fired)) for c in b.criteria)
+        and a.diagnosis_correct == b.diagnosis_correct
+        and a.reason == b.reason
+        and a.supersedes == b.supersedes
     )
 
 

@@ -24,6 +24,7 @@ from agentledger.records import Manifest, RunMetadata, RunSummary
 from agentledger.records.filters import RunFilter
 
 if TYPE_CHECKING:
+    from agentledger.records.labels import Label
     from agentledger.records.scores import Score
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "SkippedScore",
     "VerdictCount",
     "format_time",
+    "label_row",
     "run_columns",
     "score_row",
 ]
@@ -137,6 +139,25 @@ class LabelRow:
     created_at: str
     label_json: str
     criteria: tuple[tuple[str, bool | None], ...]
+    current: bool | None = None
+    """Whether the index holds it as its source's current label on the run (as read back by
+    `RunIndex.label_rows`; None on a row about to be indexed, whose flag the index derives)."""
+
+
+def label_row(label: Label) -> LabelRow:
+    """What the index keeps of `label` (its `current` flag is the index's to derive)."""
+    return LabelRow(
+        label_id=label.label_id,
+        run_id=label.run_id,
+        source_kind=label.by.kind,
+        source_name=label.by.name,
+        verdict=label.verdict,
+        diagnosis=label.diagnosis_correct,
+        supersedes=label.supersedes,
+        created_at=format_time(label.created_at) or "",
+        label_json=label.model_dump_json(),
+        criteria=tuple((item.criterion, item.fired) for item in label.criteria),
+    )
 
 
 @dataclass(frozen=True)
@@ -636,6 +657,11 @@ class RunIndex(ABC):
     ) -> list[str]:
         """The JSON of the current label of each (run, source), of one kind (person,
         external) and one source name when given; sorted by run id, then oldest first."""
+
+    @abstractmethod
+    def label_rows(self) -> list[LabelRow]:
+        """Every indexed label as the index holds it, its `current` flag included (criteria
+        in no set order), sorted by label id: what `verify` compares with the records."""
 
     @abstractmethod
     def label_ids(self) -> set[str]:

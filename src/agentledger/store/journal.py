@@ -35,7 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+import orjson
+from pydantic import TypeAdapter, ValidationError
 
 from agentledger.errors import (
     InputError,
@@ -59,6 +60,7 @@ __all__ = [
     "Journal",
     "JournalRead",
     "PendingEntry",
+    "check_segments",
     "record_entry",
     "run_entry",
     "segment_key",
@@ -166,21 +168,57 @@ class JournalRead:
         return Checkpoint(self.entries[-1].seq, self.entries[-1].hash) if self.entries else None
 
 
+_ENTRIES: TypeAdapter[list[JournalEntry]] = TypeAdapter(list[JournalEntry])
+
+
+def _decode_line(key: str, number: int, line: bytes) -> dict[str, Any]:
+    """A line's JSON object, checked to be as written: canonical JSON, which is what was hashed.
+
+    orjson decodes and re-encodes at C speed; a line it does not give back byte for byte (or
+    cannot read) is decided by the standard library's encoder, the one that wrote it.
+    """
+    try:
+        raw = orjson.loads(line)
+        if isinstance(raw, dict) and orjson.dumps(raw, option=orjson.OPT_SORT_KEYS) == line:
+            return raw
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    try:
+        raw = json.loads(line)
+        if not isinstance(raw, dict):
+            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
+        written = canonical_json(raw)
+    except ValueError as exc:
+        detail = str(exc).splitlines()[0]
+        raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
+    if written != line:
+        raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
+    return raw
+
+
 def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
     """The entries of one segment; IntegrityError when a line is not an entry."""
-    entries = []
     lines = data.split(b"\n")
     if lines[-1] != b"":
         raise IntegrityError(f"{key}: the last entry is cut short (no final newline)")
-    for number, line in enumerate(lines[:-1], start=1):
-        try:
-            raw = json.loads(line)
-            entry = JournalEntry.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
-            detail = str(exc).splitlines()[0]
-            raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
-        if canonical_json(raw) != line:
-            raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
+    del lines[-1]
+    if not lines:
+        raise IntegrityError(f"{key}: an empty journal segment")
+    raws = [_decode_line(key, number, line) for number, line in enumerate(lines, start=1)]
+    try:
+        # One validator call for the whole segment; a failure is then found line by line.
+        entries = _ENTRIES.validate_python(raws)
+    except ValidationError:
+        for number, raw in enumerate(raws, start=1):
+            try:
+                JournalEntry.model_validate(raw)
+            except ValidationError as exc:
+                detail = str(exc).splitlines()[0]
+                raise IntegrityError(
+                    f"{key} line {number}: not a journal entry ({detail})"
+                ) from None
+        raise  # (every line validates alone: cannot happen)
+    for number, (line, entry) in enumerate(zip(lines, entries, strict=True), start=1):
         # The line is canonical, so without its `hash` member (never first: "at" sorts
         # before it) it is the canonical JSON the hash was computed over.
         unhashed = line.replace(b',"hash":"' + entry.hash.encode() + b'"', b"", 1)
@@ -188,14 +226,52 @@ def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
             raise IntegrityError(
                 f"{key} line {number}: entry {entry.seq} does not match its hash (edited)"
             )
-        entries.append(entry)
-    if not entries:
-        raise IntegrityError(f"{key}: an empty journal segment")
     return entries
 
 
 def _dump(entry: dict[str, Any]) -> bytes:
     return canonical_json(entry) + b"\n"
+
+
+def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
+    """The entries of the journal's segments (`Journal.segments`), the chain checked,
+    reporting rather than raising."""
+    read = JournalRead()
+    segments: list[tuple[int, str, bytes]] = []
+    for key, data in stored:
+        match = _SEGMENT.match(key)
+        if match is None:
+            read.problems.append((key, "not a journal segment (added by hand?)"))
+        else:
+            segments.append((int(match.group(1)), key, data))
+    expected_seq, expected_prev = 1, GENESIS_PREV
+    for first, key, data in sorted(segments):
+        try:
+            found = _parse_segment(key, data)
+        except IntegrityError as exc:
+            read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
+            continue
+        if first != found[0].seq:
+            read.problems.append((key, f"named for entry {first}, starts at {found[0].seq}"))
+        for entry in found:
+            if entry.seq != expected_seq:
+                what = "missing (truncated or removed)" if entry.seq > expected_seq else "again"
+                read.problems.append(
+                    (key, f"entry {expected_seq} expected, found {entry.seq}: entries {what}")
+                )
+            elif entry.prev != expected_prev:
+                read.problems.append(
+                    (
+                        key,
+                        f"entry {entry.seq} does not link to entry {entry.seq - 1}: "
+                        "the chain is broken (reordered or rewritten)",
+                    )
+                )
+            if (entry.kind == "genesis") != (entry.seq == 1):
+                read.problems.append((key, f"entry {entry.seq}: genesis only comes first"))
+            expected_seq, expected_prev = entry.seq + 1, entry.hash
+            read.entries.append(entry)
+    return read
 
 
 class Journal:
@@ -275,42 +351,12 @@ class Journal:
 
     def read(self) -> JournalRead:
         """Read every segment afresh and check the chain, reporting rather than raising."""
-        read = JournalRead()
-        segments: list[tuple[int, str]] = []
-        for key in self.storage.keys(JOURNAL_AREA):
-            match = _SEGMENT.match(key)
-            if match is None:
-                read.problems.append((key, "not a journal segment (added by hand?)"))
-            else:
-                segments.append((int(match.group(1)), key))
-        expected_seq, expected_prev = 1, GENESIS_PREV
-        for first, key in sorted(segments):
-            try:
-                found = _parse_segment(key, self.storage.get(key))
-            except IntegrityError as exc:
-                read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
-                continue
-            if first != found[0].seq:
-                read.problems.append((key, f"named for entry {first}, starts at {found[0].seq}"))
-            for entry in found:
-                if entry.seq != expected_seq:
-                    what = "missing (truncated or removed)" if entry.seq > expected_seq else "again"
-                    read.problems.append(
-                        (key, f"entry {expected_seq} expected, found {entry.seq}: entries {what}")
-                    )
-                elif entry.prev != expected_prev:
-                    read.problems.append(
-                        (
-                            key,
-                            f"entry {entry.seq} does not link to entry {entry.seq - 1}: "
-                            "the chain is broken (reordered or rewritten)",
-                        )
-                    )
-                if (entry.kind == "genesis") != (entry.seq == 1):
-                    read.problems.append((key, f"entry {entry.seq}: genesis only comes first"))
-                expected_seq, expected_prev = entry.seq + 1, entry.hash
-                read.entries.append(entry)
-        return read
+        return check_segments(self.segments())
+
+    def segments(self) -> list[tuple[str, bytes]]:
+        """Every object under journal/ with its bytes, as stored (`check_segments` reads
+        them): what verify takes under the lock, to check after it."""
+        return [(key, self.storage.get(key)) for key in self.storage.keys(JOURNAL_AREA)]
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -396,6 +442,25 @@ class Journal:
             self.storage._create(key, data)
             crash_point("after-record")
             self.append([record_entry(key, {key: data})])
+
+    def create_records(self, values: Mapping[str, bytes]) -> None:
+        """Store several records (scores, labels) and append their entries as one segment: one
+        lock hold and one journal write for a bulk writer's batch. A record that exists stops
+        the batch (RecordExistsError) after the ones before it are journaled."""
+        from agentledger.store.storage import check_key
+
+        for key in values:
+            if check_key(key).split("/", 1)[0] not in JOURNALED_AREAS:
+                raise InputError(f"{key} is not a score, label or decision")
+        with self.lock():
+            created: dict[str, bytes] = {}
+            try:
+                for key, data in values.items():
+                    self.storage._create(key, bytes(data))
+                    created[key] = data
+                crash_point("after-record")
+            finally:
+                self.append([record_entry(key, {key: data}) for key, data in created.items()])
 
     def create_group(self, prefix: str, values: dict[str, bytes]) -> None:
         """Store a group (a decision's files) and append its entry, as one step."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
-from agentledger.store.index import score_row
+from agentledger.store.index import label_row, score_row
 from agentledger.store.journal import (
     JOURNALED_AREAS,
     PendingEntry,
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SettleReport",
+    "accept_records",
     "held_records",
+    "index_missing_labels",
     "index_missing_scores",
     "run_checks_out",
     "settle_unaccepted",
@@ -222,3 +224,61 @@ def index_missing_scores(ledger: Ledger) -> tuple[list[str], list[tuple[str, str
             refused.append((key, str(exc)))
     ledger.index.add_scores(rows)
     return done, refused
+
+
+def index_missing_labels(ledger: Ledger) -> tuple[list[str], list[tuple[str, str]]]:
+    """Index every accepted, intact label the index lacks (its writer died before indexing
+    it); (label ids indexed, (key, why not) for those that could not be)."""
+    from agentledger.records.labels import LABELS_DIR, Label
+
+    storage = ledger.storage
+    accepted = storage.journal.accepted()
+    indexed = ledger.index.label_ids()
+    rows, refused = [], []
+    for key in sorted(k for k in list(accepted) if k.startswith(f"{LABELS_DIR}/")):
+        label_id = key.rsplit("/", 1)[-1].removesuffix(".json")
+        if label_id in indexed:
+            continue
+        try:
+            raw = storage.get(key)
+            if sha256_bytes(raw) != accepted[key]:
+                refused.append((key, "changed since the journal accepted it"))
+                continue
+            label = parse_record(Label, raw, storage.describe(key))
+        except InputError as exc:
+            refused.append((key, str(exc)))
+            continue
+        if key != f"{LABELS_DIR}/{label.run_id}/{label.label_id}.json":
+            refused.append((key, "the file's place does not match its run_id and label_id"))
+            continue
+        rows.append(label_row(label))
+    ledger.index.add_labels(rows)
+    return [row.label_id for row in rows], refused
+
+
+def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Settle the records at `keys` that a writer stored and died before journaling (what
+    `gc` does for every record, for these alone): each one whose bytes check out gets its
+    entry, each one that does not is removed. (keys accepted, (key, why) removed)."""
+    storage = ledger.storage
+    done: list[str] = []
+    removed: list[tuple[str, str]] = []
+    with storage.journal.lock():
+        accepted = storage.journal.accepted()
+        pending: list[PendingEntry] = []
+        for key in keys:
+            if key in accepted:
+                continue
+            try:
+                values = {key: storage.get(key)}
+            except InputError:
+                continue  # gone since it was listed
+            problem = _record_problem(key, values)
+            if problem is None:
+                pending.append(record_entry(key, values))
+                done.append(key)
+            else:
+                storage.remove_unaccepted(key)
+                removed.append((key, problem))
+        storage.journal.append(pending)
+    return done, removed

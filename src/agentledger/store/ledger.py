@@ -44,6 +44,7 @@ from agentledger.store.index import (
 )
 from agentledger.store.journal import run_entry
 from agentledger.store.journal_upkeep import (
+    index_missing_labels,
     index_missing_scores,
     settle_unaccepted,
     start_journal_of_old_ledger,
@@ -148,10 +149,14 @@ class GcReport:
     """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
     unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
     """(score file, why) of score files missing from the index that could not be indexed."""
+    indexed_labels: list[str] = field(default_factory=list)
+    """The ids of accepted labels the index lacked (a writer died before indexing them)."""
+    unreadable_labels: list[tuple[str, str]] = field(default_factory=list)
+    """(label key, why) of such labels that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.unreadable and not self.unreadable_scores
+        return not self.unreadable and not self.unreadable_scores and not self.unreadable_labels
 
 
 class Ledger:
@@ -419,8 +424,8 @@ class Ledger:
         )
 
     def reindex(self, progress: Progress | None = None) -> ReindexReport:
-        """Rebuild the index (runs and scores) from the files, beside the old one, and swap it
-        in atomically (see `agentledger.store.reindex`); on failure the old index stays.
+        """Rebuild the index (runs, scores and labels) from the files, beside the old one, and
+        swap it in atomically (see `agentledger.store.reindex`); on failure the old index stays.
         Records that cannot be indexed are listed, not indexed."""
         self.index.close()
         try:
@@ -467,7 +472,8 @@ class Ledger:
         return report
 
     def gc(self) -> GcReport:
-        """Remove staging debris of dead writers; index sealed runs the index missed."""
+        """Remove staging debris of dead writers; index the sealed runs, scores and labels the
+        index missed."""
         report = GcReport()
         settled = settle_unaccepted(self)
         report.journaled = settled.completed
@@ -497,4 +503,5 @@ class Ledger:
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
         report.indexed_scores, report.unreadable_scores = index_missing_scores(self)
+        report.indexed_labels, report.unreadable_labels = index_missing_labels(self)
         return report

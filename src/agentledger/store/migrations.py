@@ -284,6 +284,38 @@ def m005_report_indexes(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX score_criteria_fired ON score_criteria (criterion, fired, judge_id)")
 
 
+def m006_label_lookups(db: sqlite3.Connection) -> None:
+    """Reading a label source's current labels with their criteria, for agreement over
+    100,000 runs, from indexes alone.
+
+    - labels_current holds what agreement reads of a label, in the order it reads them:
+      the current labels of one source by run (a label's row holds its JSON, kilobytes
+      that a scan would otherwise read for a few short columns).
+    - label_criteria becomes a WITHOUT ROWID table keyed by (label_id, criterion), as
+      score_criteria did in m005: a label's answers come from the table's own b-tree.
+    """
+    db.execute(
+        "CREATE INDEX labels_current ON labels (current, source_name, run_id, created_at, "
+        "label_id, source_kind, verdict)"
+    )
+    db.execute(
+        """
+        CREATE TABLE label_criteria_m006 (
+            label_id TEXT NOT NULL REFERENCES labels(label_id) ON DELETE CASCADE,
+            criterion TEXT NOT NULL,
+            fired INTEGER,
+            PRIMARY KEY (label_id, criterion)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute(
+        "INSERT INTO label_criteria_m006 (label_id, criterion, fired) "
+        "SELECT label_id, criterion, fired FROM label_criteria"
+    )
+    db.execute("DROP TABLE label_criteria")
+    db.execute("ALTER TABLE label_criteria_m006 RENAME TO label_criteria")
+
+
 def m008_runs_started_run_id(db: sqlite3.Connection) -> None:
     """runs_started keeps its name and gains run_id: a page of runs in start order (the
     viewer's runs list, `query_sorted`) is found in the index alone, and a filter's test of
@@ -302,5 +334,6 @@ MIGRATIONS: list[Migration] = [
     ("m003_run_kinds", m003_run_kinds),
     ("m004_labels", m004_labels),
     ("m005_report_indexes", m005_report_indexes),
+    ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
 ]

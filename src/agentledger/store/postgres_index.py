@@ -875,5 +875,31 @@ class PostgresIndex(RunIndex):
     def label_ids(self) -> set[str]:
         return {str(row[0]) for row in self._rows("SELECT label_id FROM labels")}
 
+    def label_rows(self) -> list[LabelRow]:
+        criteria: dict[str, list[tuple[str, bool | None]]] = {}
+        for label_id, criterion, fired in self._rows(
+            "SELECT label_id, criterion, fired FROM label_criteria ORDER BY label_id, criterion"
+        ):
+            criteria.setdefault(label_id, []).append((criterion, _flag(fired)))
+        return [
+            LabelRow(
+                label_id=row[0],
+                run_id=row[1],
+                source_kind=row[2],
+                source_name=row[3],
+                verdict=row[4],
+                diagnosis=_flag(row[5]),
+                supersedes=row[6],
+                created_at=row[7],
+                label_json=row[8],
+                criteria=tuple(criteria.get(row[0], ())),
+                current=_flag(row[9]),
+            )
+            for row in self._rows(
+                "SELECT label_id, run_id, source_kind, source_name, verdict, diagnosis, "
+                "supersedes, created_at, label_json, current FROM labels ORDER BY label_id"
+            )
+        ]
+
     def close(self) -> None:
         self.db.close()

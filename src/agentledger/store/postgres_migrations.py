@@ -151,6 +151,14 @@ m005_report_indexes = (
     "INCLUDE (verdict, diagnosis, created_at, kind)",
 )
 
+# As SQLite's m006: a label source's current labels are read from one covering index
+# (label_criteria is already keyed by (label_id, criterion), which PostgreSQL's primary key
+# index serves as SQLite's WITHOUT ROWID table does).
+m006_label_lookups = (
+    "CREATE INDEX labels_current ON labels (current, source_name, run_id, created_at, label_id) "
+    "INCLUDE (source_kind, verdict)",
+)
+
 # As SQLite's m008: runs_started gains run_id, so a page of runs in start order (the viewer's
 # runs list) and a filter's test of each run are found in the index alone.
 m008_runs_started_run_id = (
@@ -164,6 +172,7 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m003_run_kinds", m003_run_kinds),
     ("m004_labels", m004_labels),
     ("m005_report_indexes", m005_report_indexes),
+    ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""

@@ -29,10 +29,11 @@ from agentledger.errors import (
 )
 from agentledger.identity import sha256_bytes
 from agentledger.records import parse_record
+from agentledger.records.labels import LABELS_DIR, Label
 from agentledger.records.limits import check_storable
 from agentledger.records.scores import SCORES_DIR, Score
 from agentledger.store.backends import INDEX_NAME, split_uri
-from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, score_row
+from agentledger.store.index import IndexEntry, LabelRow, RunIndex, ScoreRow, label_row, score_row
 from agentledger.store.storage import MANIFEST_NAME
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "rebuild_index",
     "score_keys_in",
     "score_row",
+    "stored_label_rows",
     "stored_score_rows",
 ]
 
@@ -73,10 +75,13 @@ class ReindexReport:
     scores: int = 0
     skipped_scores: list[tuple[str, str]] = field(default_factory=list)
     """(score file, why) of the scores that could not be indexed."""
+    labels: int = 0
+    skipped_labels: list[tuple[str, str]] = field(default_factory=list)
+    """(label file, why) of the labels that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.skipped and not self.skipped_scores
+        return not self.skipped and not self.skipped_scores and not self.skipped_labels
 
 
 def index_path(root: Path, index_uri: str) -> Path | None:
@@ -161,6 +166,32 @@ def stored_score_rows(
             problems.append((storage.describe(key), str(exc)))
 
 
+def stored_label_rows(
+    storage: StorageBackend, problems: list[tuple[str, str]]
+) -> Iterator[LabelRow]:
+    """The index rows of every label the journal accepted, appending (file, why) of each one
+    that cannot be indexed (changed since, unreadable, not where its run and id say) to
+    `problems` instead of stopping."""
+    accepted = storage.journal.accepted()
+    for key in storage.keys(LABELS_DIR):
+        if not (key.endswith(".json") and key.count("/") == 2 and key in accepted):
+            continue
+        where = storage.describe(key)
+        try:
+            raw = storage.get(key)
+            if sha256_bytes(raw) != accepted[key]:
+                raise IntegrityError(
+                    f"{where}: changed since the journal accepted it (run `agentledger verify`)"
+                )
+            label = parse_record(Label, raw, where)
+            if key != f"{LABELS_DIR}/{label.run_id}/{label.label_id}.json":
+                raise RecordError(where, "the file's place does not match its run_id and label_id")
+        except (InputError, IntegrityError, OSError) as exc:
+            problems.append((where, str(exc)))
+            continue
+        yield label_row(label)
+
+
 def _fill(
     index: RunIndex,
     storage: StorageBackend,
@@ -173,6 +204,7 @@ def _fill(
     report.scores, left_out = index.add_scores_each(stored_score_rows(storage, problems))
     report.skipped_scores.extend(problems)
     report.skipped_scores.extend(left_out)
+    report.labels = index.rebuild_labels(stored_label_rows(storage, report.skipped_labels))
 
 
 def _entries(
@@ -213,6 +245,9 @@ def rebuild_index(
                 stored_score_rows(ledger.storage, report.skipped_scores)
             )
             report.skipped_scores.extend(left_out)
+            report.labels = ledger.index.rebuild_labels(
+                stored_label_rows(ledger.storage, report.skipped_labels)
+            )
         return report
     from agentledger.store.sqlite_index import SQLiteIndex
 

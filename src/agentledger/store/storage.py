@@ -210,6 +210,9 @@ class StorageBackend(ABC):
     shared_between_processes: bool = True
     """Whether another process opening the same ledger sees the same data (an import's
     worker processes write runs themselves only then)."""
+    scans_when_forked: bool = False
+    """Whether `scan_run` works in a process forked from this one (nothing shared that a fork
+    breaks, such as a network client): `verify` then checks runs on every CPU."""
 
     def initialize(self) -> None:  # noqa: B027 - optional: most backends need nothing
         """Prepare the storage of a new, empty ledger."""

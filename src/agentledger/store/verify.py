@@ -7,49 +7,28 @@ record and its entry); the hashing happens after, outside it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agentledger.errors import InputError
+from agentledger.errors import RecordNotFoundError
 from agentledger.identity import sha256_bytes
-from agentledger.records import Manifest, RunMetadata, RunSummary, parse_record
 from agentledger.records.journal import JournalEntry
-from agentledger.store.index import RunColumns, ScoreRow
-from agentledger.store.journal import Checkpoint, JournalRead
-from agentledger.store.journal_upkeep import held_records
-from agentledger.store.storage import MANIFEST_NAME, NOT_A_FILE, Leftover
-from agentledger.store.verify_index import check_run_row, check_score_rows
-from agentledger.store.writer import METADATA, SUMMARY
+from agentledger.store.index import LabelRow, RunColumns, ScoreRow
+from agentledger.store.journal import JOURNALED_AREAS, Checkpoint, JournalRead, check_segments
+from agentledger.store.storage import MANIFEST_NAME, Leftover, StorageBackend
+from agentledger.store.verify_index import check_label_rows, check_score_rows
+from agentledger.store.verify_runs import Problem, RunExam, examine_run, examine_runs
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger, Progress
 
 __all__ = ["Problem", "VerifyReport", "verify_ledger"]
 
-_KEEP = frozenset({MANIFEST_NAME, METADATA, SUMMARY})
 _UNACCEPTED = (
     "the journal has no entry for it: written by a writer that died before journaling it "
     "(`agentledger gc` completes or removes it), or added by hand"
 )
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a record, the journal or the index.
-
-    `record` is what it is about (run, score, label, decision, journal, checkpoint, index);
-    `run_id` the run id, the record's key, or the journal segment. `kind` is one of:
-    changed, missing, extra, manifest, metadata, unaccepted, journal, checkpoint,
-    not-indexed, index-stale, index-mismatch, index-orphan, leftover.
-    """
-
-    run_id: str
-    kind: str
-    detail: str
-    file: str | None = None
-    record: str = "run"
 
 
 @dataclass
@@ -72,13 +51,17 @@ class VerifyReport:
 
 @dataclass
 class _Cut:
-    """What verify reads under the journal lock."""
+    """What verify reads under the journal lock: the journal's segments, which runs and
+    records there are, and the index's rows. Records are write-once, so their bytes are read
+    after the lock (a record added since is not in the cut; one changed is what verify finds).
+    """
 
-    journal: JournalRead
+    segments: list[tuple[str, bytes]]
     run_ids: list[str]
-    records: dict[str, dict[str, bytes]]
+    record_keys: list[str]
     run_rows: dict[str, tuple[RunColumns, dict[str, str]]]
     score_rows: list[ScoreRow]
+    label_rows: list[LabelRow]
 
 
 def _accepted(entries: Sequence[JournalEntry], report: VerifyReport) -> dict[str, str]:
@@ -99,65 +82,17 @@ def _accepted(entries: Sequence[JournalEntry], report: VerifyReport) -> dict[str
     return keys
 
 
-def _check_files(
-    ledger: Ledger,
-    run_id: str,
-    raw: bytes,
-    present: dict[str, tuple[str, int]],
-    report: VerifyReport,
-) -> Manifest | None:
+def _report_run(exam: RunExam, journaled: str | None, report: VerifyReport) -> None:
+    """A run's problems, in order: its manifest against the journal, its files, its index row."""
     problems = report.problems
-    try:
-        manifest = parse_record(Manifest, raw, ledger.storage.locate(run_id, MANIFEST_NAME))
-    except InputError as exc:
-        problems.append(Problem(run_id, "manifest", f"broken manifest: {exc}", MANIFEST_NAME))
-        return None
-    if manifest.run_id != run_id:
-        problems.append(
-            Problem(run_id, "manifest", f"manifest names run {manifest.run_id!r}", MANIFEST_NAME)
-        )
-    for name, expected in manifest.files.items():
-        actual = present.get(name)
-        if actual is None:
-            problems.append(Problem(run_id, "missing", "file listed in the manifest is gone", name))
-            continue
-        digest, size = actual
-        report.files_checked += 1
-        report.bytes_checked += size
-        if digest != expected.sha256 or size != expected.size:
-            what = (
-                "not a regular file (a symlink?)"
-                if digest == NOT_A_FILE
-                else (
-                    f"content changed: sha256 {digest[7:19]}... size {size}, "
-                    f"manifest says {expected.sha256[7:19]}... size {expected.size}"
-                )
-            )
-            problems.append(Problem(run_id, "changed", what, name))
-    for name in sorted(set(present) - set(manifest.files) - {MANIFEST_NAME}):
-        problems.append(Problem(run_id, "extra", "file not in the manifest was added", name))
-    return manifest
-
-
-def _verify_run(
-    ledger: Ledger,
-    run_id: str,
-    accepted: dict[str, str],
-    cut: _Cut,
-    report: VerifyReport,
-) -> None:
-    problems = report.problems
-    scanned = ledger.storage.scan_run(run_id, keep=_KEEP)
-    raw = scanned.kept.get(MANIFEST_NAME)
-    if raw is None:
+    run_id, digest = exam.run_id, exam.digest
+    if digest is None:
         problems.append(
             Problem(
                 run_id, "manifest", "MANIFEST.json is missing: the run is not sealed", MANIFEST_NAME
             )
         )
         return
-    digest = sha256_bytes(raw)
-    journaled = accepted.get(f"runs/{run_id}/{MANIFEST_NAME}")
     if journaled is None:
         problems.append(Problem(run_id, "unaccepted", _UNACCEPTED, MANIFEST_NAME))
     elif journaled != digest:
@@ -169,22 +104,10 @@ def _verify_run(
                 MANIFEST_NAME,
             )
         )
-    manifest = _check_files(ledger, run_id, raw, scanned.files, report)
-    metadata_raw = scanned.kept.get(METADATA)
-    metadata = None
-    if manifest is not None and metadata_raw is not None and METADATA in manifest.files:
-        try:
-            named = json.loads(metadata_raw).get("run_id")
-        except (ValueError, AttributeError):
-            named = None  # unreadable: its hash cannot have matched, reported as changed
-        if named is not None and named != run_id:
-            problems.append(Problem(run_id, "metadata", f"names run {named!r}", METADATA))
-        try:
-            metadata = RunMetadata.model_validate_json(metadata_raw)
-        except ValueError:
-            metadata = None
-    row = cut.run_rows.get(run_id)
-    if row is None:
+    problems.extend(exam.problems)
+    report.files_checked += exam.files
+    report.bytes_checked += exam.size
+    if exam.indexed_manifest is None:
         problems.append(
             Problem(
                 run_id,
@@ -194,7 +117,7 @@ def _verify_run(
             )
         )
         return
-    if row[0].manifest_sha256 != digest and journaled in (None, digest):
+    if exam.indexed_manifest != digest and journaled in (None, digest):
         # (a manifest the journal does not know is reported above, once)
         problems.append(
             Problem(
@@ -204,31 +127,34 @@ def _verify_run(
                 MANIFEST_NAME,
             )
         )
-    if manifest is None or metadata is None:
-        return  # what the index should hold cannot be known; the files are reported above
-    summary = None
-    summary_raw = scanned.kept.get(SUMMARY)
-    if summary_raw is not None and SUMMARY in manifest.files:
-        try:
-            summary = RunSummary.model_validate_json(summary_raw)
-        except ValueError:
-            return
-    problems.extend(
-        Problem(run_id, "index-mismatch", detail, record="run")
-        for detail in check_run_row(metadata, summary, manifest, digest, row)
-    )
+    problems.extend(exam.mismatches)
 
 
 def _take_cut(ledger: Ledger) -> _Cut:
     storage = ledger.storage
     with storage.journal.lock():
         return _Cut(
-            journal=storage.journal.read(),
+            segments=storage.journal.segments(),
             run_ids=sorted(storage.run_ids()),
-            records=held_records(storage),
+            record_keys=[key for area in sorted(JOURNALED_AREAS) for key in storage.keys(area)],
             run_rows=ledger.index.run_rows(),
             score_rows=ledger.index.score_rows(),
+            label_rows=ledger.index.label_rows(),
         )
+
+
+def _held_records(storage: StorageBackend, keys: Sequence[str]) -> dict[str, dict[str, bytes]]:
+    """The bytes of the records at `keys`, by record (a decision: its group); one removed
+    since the cut is left out (and reported missing)."""
+    records: dict[str, dict[str, bytes]] = {}
+    for key in keys:
+        parts = key.split("/")
+        record = "/".join(parts[:2]) if parts[0] == "decisions" else key
+        try:
+            records.setdefault(record, {})[key] = storage.get(key)
+        except RecordNotFoundError:
+            continue
+    return records
 
 
 def _check_checkpoint(read: JournalRead, checkpoint: Checkpoint, report: VerifyReport) -> None:
@@ -257,11 +183,15 @@ def _check_checkpoint(read: JournalRead, checkpoint: Checkpoint, report: VerifyR
 
 
 def _check_records(
-    cut: _Cut, accepted: dict[str, str], kinds: dict[str, str], report: VerifyReport
-) -> dict[str, bytes]:
-    """Scores, labels and decisions against the journal; the intact scores' bytes."""
-    intact_scores: dict[str, bytes] = {}
-    held = {key: data for values in cut.records.values() for key, data in values.items()}
+    records: dict[str, dict[str, bytes]],
+    accepted: dict[str, str],
+    kinds: dict[str, str],
+    report: VerifyReport,
+) -> dict[str, dict[str, bytes]]:
+    """Scores, labels and decisions against the journal; the intact scores' and labels'
+    bytes, by area."""
+    intact: dict[str, dict[str, bytes]] = {"scores": {}, "labels": {}}
+    held = {key: data for values in records.values() for key, data in values.items()}
     for key in sorted(set(held) | {k for k in accepted if k.split("/", 1)[0] in kinds}):
         area = key.split("/", 1)[0]
         what = kinds[area]
@@ -283,26 +213,26 @@ def _check_records(
                     record=what,
                 )
             )
-        elif area == "scores":
-            intact_scores[key] = data
-    return intact_scores
+        elif area in intact:
+            intact[area][key] = data
+    return intact
 
 
-def verify_ledger(
-    ledger: Ledger,
-    run_ids: Sequence[str] | None = None,
-    progress: Progress | None = None,
-    *,
-    checkpoint: Checkpoint | None = None,
-) -> VerifyReport:
-    """Check runs (all, or `run_ids`), records, the journal and the index; with `checkpoint`,
-    also that the journal still extends that head."""
-    report = VerifyReport()
-    cut = _take_cut(ledger)
-    read = cut.journal
+@dataclass
+class _Journal:
+    """The journal as verify reads it: its entries, head, and the keys it accepted."""
+
+    read: JournalRead = field(default_factory=JournalRead)
+    accepted: dict[str, str] = field(default_factory=dict)
+
+
+def _check_journal(
+    cut: _Cut, whole: bool, checkpoint: Checkpoint | None, report: VerifyReport
+) -> _Journal:
+    """The chain and the checkpoint checked; what the journal accepted."""
+    read = check_segments(cut.segments)
     report.journal_entries = len(read.entries)
     report.head = read.head
-    whole = not run_ids
     if whole:
         for key, detail in read.problems:
             report.problems.append(Problem(key, "journal", detail, record="journal"))
@@ -317,27 +247,88 @@ def verify_ledger(
         if whole
         else {key: digest for entry in read.entries for key, digest in entry.keys.items()}
     )
-    journaled_runs = {key.split("/")[1] for key in accepted if key.startswith("runs/")}
+    return _Journal(read, accepted)
+
+
+def verify_ledger(
+    ledger: Ledger,
+    run_ids: Sequence[str] | None = None,
+    progress: Progress | None = None,
+    *,
+    checkpoint: Checkpoint | None = None,
+    processes: int | None = None,
+) -> VerifyReport:
+    """Check runs (all, or `run_ids`), records, the journal and the index; with `checkpoint`,
+    also that the journal still extends that head.
+
+    Runs are checked on up to `processes` processes (default: every CPU for a large ledger;
+    see `agentledger.store.verify_runs`); the answer is the same on any number."""
+    report = VerifyReport()
+    cut = _take_cut(ledger)
+    whole = not run_ids
     targets = cut.run_ids if whole else list(dict.fromkeys(run_ids or ()))
     on_disk = set(cut.run_ids)
+    present = [run_id for run_id in targets if run_id in on_disk]
+    # The journal, the records, their index rows and the staging area are checked here while
+    # helper processes check the runs; the problems are reported in the order they always
+    # were: the journal's, the runs', then the rest.
+    journal = _Journal()
+    others = VerifyReport()
+
+    def check_the_rest() -> None:
+        nonlocal journal
+        journal = _check_journal(cut, whole, checkpoint, report)
+        if whole:
+            _check_everything_else(ledger, cut, journal.accepted, others)
+
+    exams = examine_runs(
+        ledger.storage,
+        present,
+        cut.run_rows,
+        processes=processes,
+        between=check_the_rest,
+        progress=progress if len(present) == len(targets) else None,
+    )
+    accepted = journal.accepted
+    journaled_runs = {key.split("/")[1] for key in accepted if key.startswith("runs/")}
+    by_id = {exam.run_id: exam for exam in exams}
     for done, run_id in enumerate(targets, start=1):
-        if run_id in on_disk:
-            _verify_run(ledger, run_id, accepted, cut, report)
-        else:
+        exam = by_id.get(run_id)
+        if exam is None:
             _report_gone(run_id, run_id in journaled_runs, run_id in cut.run_rows, report)
+        else:
+            journaled = accepted.get(f"runs/{run_id}/{MANIFEST_NAME}")
+            if exam.lenient and journaled != exam.digest:
+                # Bytes the journal did not accept: read by the strict reader after all.
+                exam = examine_run(ledger.storage, run_id, cut.run_rows.get(run_id), strict=True)
+            _report_run(exam, journaled, report)
         report.runs_checked += 1
-        if progress:
+        if progress is not None and len(present) != len(targets):
             progress(done, len(targets))
     if not whole:
         return report
     for run_id in sorted((journaled_runs | set(cut.run_rows)) - on_disk):
         _report_gone(run_id, run_id in journaled_runs, run_id in cut.run_rows, report)
-    kinds = {"scores": "score", "labels": "label", "decisions": "decision"}
-    intact = _check_records(cut, accepted, kinds, report)
-    for key, detail in check_score_rows(intact, set(held_scores(cut)), cut.score_rows):
-        report.problems.append(Problem(key, _score_kind(detail), detail, record="score"))
-    _check_leftovers(ledger.storage.leftovers(), report)
+    report.problems.extend(others.problems)
+    report.records_checked += others.records_checked
+    report.in_progress.extend(others.in_progress)
     return report
+
+
+def _check_everything_else(
+    ledger: Ledger, cut: _Cut, accepted: dict[str, str], report: VerifyReport
+) -> None:
+    """Scores, labels and decisions against the journal, their index rows, the staging area."""
+    kinds = {"scores": "score", "labels": "label", "decisions": "decision"}
+    records = _held_records(ledger.storage, cut.record_keys)
+    intact = _check_records(records, accepted, kinds, report)
+    held = {key for key in records if key.startswith("scores/")}
+    for key, detail in check_score_rows(intact["scores"], held, cut.score_rows):
+        report.problems.append(Problem(key, _index_kind(detail), detail, record="score"))
+    held = {key for key in records if key.startswith("labels/")}
+    for key, detail in check_label_rows(intact["labels"], held, cut.label_rows):
+        report.problems.append(Problem(key, _index_kind(detail), detail, record="label"))
+    _check_leftovers(ledger.storage.leftovers(), report)
 
 
 def _report_gone(run_id: str, journaled: bool, indexed: bool, report: VerifyReport) -> None:
@@ -353,12 +344,7 @@ def _report_gone(run_id: str, journaled: bool, indexed: bool, report: VerifyRepo
         report.problems.append(Problem(run_id, "missing", "no such run directory"))
 
 
-def held_scores(cut: _Cut) -> list[str]:
-    """The keys of every score file present."""
-    return [key for key in cut.records if key.startswith("scores/")]
-
-
-def _score_kind(detail: str) -> str:
+def _index_kind(detail: str) -> str:
     if detail.startswith("indexed, but"):
         return "index-orphan"
     if detail.startswith("missing from the index"):

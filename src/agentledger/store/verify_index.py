@@ -2,8 +2,8 @@
 
 The index is a cache, but one that reports read: a verdict edited in the index alone, or a
 model renamed in one row, changes answers without touching a file. `verify` recomputes every
-column of every run and score row from the records (`run_columns`, `score_row`) and names
-each one that differs.
+column of every run, score and label row from the records (`run_columns`, `score_row`,
+`label_row`, and which label is each source's current one) and names each one that differs.
 """
 
 from __future__ import annotations
@@ -12,10 +12,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
+from agentledger.records.labels import LABELS_DIR, Label
 from agentledger.records.scores import SCORES_DIR, Score
-from agentledger.store.index import IndexEntry, RunColumns, ScoreRow, run_columns, score_row
+from agentledger.store.index import (
+    IndexEntry,
+    LabelRow,
+    RunColumns,
+    ScoreRow,
+    label_row,
+    run_columns,
+    score_row,
+)
 
-__all__ = ["check_run_row", "check_score_rows"]
+__all__ = ["check_label_rows", "check_run_row", "check_score_rows", "current_label_ids"]
 
 _SKIPPED_RUN_COLUMNS = frozenset({"manifest_sha256"})  # reported as index-stale instead
 
@@ -44,6 +53,10 @@ def check_run_row(
     """What differs between a run's index row (and tags) and what its records give."""
     expected = run_columns(IndexEntry(metadata, summary, manifest, manifest_sha256))
     columns, tags = row
+    if columns == expected._replace(manifest_sha256=columns.manifest_sha256) and (
+        tags == metadata.tags
+    ):
+        return []  # every column at once; column by column only to name what differs
     names = [name for name in RunColumns._fields if name not in _SKIPPED_RUN_COLUMNS]
     found = _differences(names, columns, expected)
     if tags != metadata.tags:
@@ -90,6 +103,80 @@ def check_score_rows(
                     key,
                     f"index criteria are {_show(row.criteria)}, the record says "
                     f"{_show(expected.criteria)}",
+                )
+            )
+    for key in sorted(set(by_key) - held):
+        found.append((key, "indexed, but its record is gone"))
+    return found
+
+
+_LABEL_COLUMNS = (
+    "run_id",
+    "source_kind",
+    "source_name",
+    "verdict",
+    "diagnosis",
+    "supersedes",
+    "created_at",
+    "label_json",
+)
+
+
+def current_label_ids(rows: Iterable[LabelRow]) -> set[str]:
+    """The labels each (run, source) stands by: its newest (by time, then id), unless a label
+    of the run supersedes it (the rule the index keeps its `current` flag by)."""
+    newest: dict[tuple[str, str, str], LabelRow] = {}
+    superseded: set[tuple[str, str]] = set()
+    for row in rows:
+        source = (row.run_id, row.source_kind, row.source_name)
+        held = newest.get(source)
+        if held is None or (row.created_at, row.label_id) > (held.created_at, held.label_id):
+            newest[source] = row
+        if row.supersedes is not None:
+            superseded.add((row.run_id, row.supersedes))
+    return {row.label_id for row in newest.values() if (row.run_id, row.label_id) not in superseded}
+
+
+def check_label_rows(
+    intact: Mapping[str, bytes], held: set[str], rows: Iterable[LabelRow]
+) -> list[tuple[str, str]]:
+    """(label key, what is wrong) for every indexed label that disagrees with its record,
+    its `current` flag included.
+
+    `intact`: the labels whose bytes match their journal entry; `held`: every label key
+    present. Which label is current depends on every label of the run, so the flags are
+    compared only when every label held is intact (a changed one is reported by the record
+    checks, and would make the others' flags look wrong).
+    """
+    by_key = {f"{LABELS_DIR}/{row.run_id}/{row.label_id}.json": row for row in rows}
+    found: list[tuple[str, str]] = []
+    expected_rows: dict[str, LabelRow] = {}
+    for key, data in intact.items():
+        try:
+            expected_rows[key] = label_row(Label.model_validate_json(data))
+        except ValueError as exc:
+            found.append((key, f"the record cannot be read: {str(exc).splitlines()[0]}"))
+    current = current_label_ids(expected_rows.values()) if len(expected_rows) == len(held) else None
+    for key, expected in expected_rows.items():
+        row = by_key.get(key)
+        if row is None:
+            found.append((key, "missing from the index (`agentledger gc` adds it)"))
+            continue
+        found.extend((key, detail) for detail in _differences(_LABEL_COLUMNS, row, expected))
+        if sorted(row.criteria, key=repr) != sorted(expected.criteria, key=repr):
+            found.append(
+                (
+                    key,
+                    f"index criteria are {_show(row.criteria)}, the record says "
+                    f"{_show(expected.criteria)}",
+                )
+            )
+        if current is not None and row.current != (expected.label_id in current):
+            found.append(
+                (
+                    key,
+                    f"index column current is {_show(row.current)}, the records say "
+                    f"{_show(expected.label_id in current)}",
                 )
             )
     for key in sorted(set(by_key) - held):

@@ -11,11 +11,28 @@ import shutil
 from pathlib import Path
 
 __all__ = [
+    "read_fd",
     "remove_tree",
     "rename_noreplace",
     "syncfs",
     "write_fd",
 ]
+
+
+def read_fd(fd: int, size: int) -> bytes:
+    """Everything left to read from `fd`, a regular file `size` bytes long by its last stat.
+
+    One read asks for a byte more than `size`: getting exactly `size` means the end was
+    reached, without the second read that would find it. Anything else (the file changed
+    since the stat) reads on to the end.
+    """
+    data = os.read(fd, size + 1)
+    if len(data) == size:
+        return data
+    chunks = [data]
+    while chunk := os.read(fd, max(size, 1 << 16)):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def write_fd(fd: int, data: bytes | memoryview) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentledger.errors import RecordExistsError, RecordNotFoundError
 from agentledger.store.crashpoints import crash_point
-from agentledger.store.local.fs import remove_tree, rename_noreplace, write_fd
+from agentledger.store.local.fs import read_fd, remove_tree, rename_noreplace, write_fd
 from agentledger.store.storage import StorageBackend
 
 __all__ = ["LocalRecords"]
@@ -119,16 +119,16 @@ class LocalRecords(StorageBackend):
                 remove_tree(staging)
 
     def _get(self, key: str) -> bytes:
-        path = self._path(key)
+        path = os.path.join(self.root, key)  # a plain string: no Path made per record read
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
             raise RecordNotFoundError(f"{path} does not exist") from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise RecordNotFoundError(f"{path} is not a record")
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                return handle.read()
+            return read_fd(fd, info.st_size)
         finally:
             os.close(fd)
 
@@ -140,11 +140,11 @@ class LocalRecords(StorageBackend):
         return stat.S_ISREG(info.st_mode)
 
     def _keys(self, prefix: str) -> list[str]:
-        base = self._path(prefix)
+        root = os.fspath(self.root)
         found: list[str] = []
-        for directory, dirs, files in os.walk(base):
+        for directory, dirs, files in os.walk(os.path.join(root, prefix)):
             dirs[:] = [name for name in dirs if not name.startswith(".")]
-            relative = Path(directory).relative_to(self.root).as_posix()
+            relative = os.path.relpath(directory, root).replace(os.sep, "/")
             found.extend(f"{relative}/{name}" for name in files if not name.startswith("."))
         return sorted(found)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from agentledger.errors import InputError, RunNotFoundError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id
 from agentledger.store.crashpoints import crash_point
-from agentledger.store.local.fs import remove_tree, rename_noreplace, syncfs
+from agentledger.store.local.fs import read_fd, remove_tree, rename_noreplace, syncfs
 from agentledger.store.local.records import LocalRecords
 from agentledger.store.local.staging import LocalStagedRun, StagingDir
 from agentledger.store.storage import (
@@ -50,6 +50,7 @@ class LocalStorage(LocalRecords):
     """
 
     uri = "local"
+    scans_when_forked = True
 
     def __init__(self, root: Path, *, durable: bool = True) -> None:
         self.root = Path(root)
@@ -285,8 +286,16 @@ class LocalStorage(LocalRecords):
                 out.files[rel] = (NOT_A_FILE, 0)
                 continue
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
                     out.files[rel] = (NOT_A_FILE, 0)
+                    continue
+                if info.st_size <= _CHUNK:
+                    # A run's files are small: one read, one hash, no loop.
+                    data = read_fd(fd, info.st_size)
+                    out.files[rel] = (HASH_PREFIX + hashlib.sha256(data).hexdigest(), len(data))
+                    if rel in keep:
+                        out.kept[rel] = data
                     continue
                 digest = hashlib.sha256()
                 size = 0
