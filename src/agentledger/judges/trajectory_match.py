@@ -29,6 +29,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -135,7 +136,7 @@ class ReferenceStep(BaseModel):
             return False
         if self.command is not None and not _glob(self.command, action.command):
             return False
-        if self.command_class is not None and action.command_class != self.command_class:
+        if self.command_class is not None and action.resolved_class != self.command_class:
             return False
         return self.kind is None or action.kind == self.kind
 
@@ -200,6 +201,17 @@ class Action:
     """The trace step it is (from 0), when it comes from a trace."""
     line: int | None = None
     """Its line in shell_audit.jsonl, when it comes from the shell log."""
+
+    @cached_property
+    def resolved_class(self) -> str | None:
+        """The command's class as recorded, else as the gated shell's classifier reads it."""
+        if self.command_class and self.command_class.strip():
+            return self.command_class.strip().lower()
+        if self.command is None or not self.command.strip():
+            return None
+        from agentledger.shell.classifier import classify
+
+        return classify(self.command).kind
 
     @property
     def program(self) -> str | None:
