@@ -19,6 +19,7 @@ from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
+from agentledger.records.trace import TraceStep
 
 __all__ = [
     "INVESTIGATION_KINDS",
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 Severity = Literal["high", "medium", "low"]
-REQUIREMENTS = ("report", "shell_audit", "snapshot")
+REQUIREMENTS = ("report", "shell_audit", "snapshot", "trace")
 """What a criterion may require of a run; a run that lacks one gets null for it."""
 INVESTIGATION_KINDS: tuple[RunKind, ...] = ("agent", "sentinel", "variant")
 """The run kinds a pack applies to unless it says otherwise: the runs in which an agent
@@ -166,6 +167,8 @@ class JudgeInput:
     """(file name, text) of the infrastructure snapshot, when the run has one."""
     expected: ExpectedDiagnosis | None = None
     prompt: str | None = None
+    trace: list[TraceStep] | None = None
+    """The run's steps (trace.jsonl), when it has a readable trace."""
 
     def has(self, requirement: str) -> bool:
         """True when the run holds what `requirement` names (report, shell_audit, snapshot)."""
@@ -175,6 +178,8 @@ class JudgeInput:
             return self.events is not None
         if requirement == "snapshot":
             return self.snapshot is not None
+        if requirement == "trace":
+            return self.trace is not None
         return False
 
 
@@ -193,7 +198,11 @@ def missing_requirement(criterion: Criterion, run: JudgeInput) -> CriterionResul
     lacking = [item for item in criterion.requires if not run.has(item)]
     if not lacking:
         return None
-    what = {"report": "no report.md", "shell_audit": "no shell_audit.jsonl"}
+    what = {
+        "report": "no report.md",
+        "shell_audit": "no shell_audit.jsonl",
+        "trace": "no trace.jsonl",
+    }
     reasons = [what.get(item, f"no {item}") for item in lacking]
     return CriterionResult(
         criterion=criterion.id,

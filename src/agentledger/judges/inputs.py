@@ -87,4 +87,5 @@ def load_judge_input(
         snapshot=snapshot,
         expected=expected,
         prompt=_text(prompt) if prompt is not None else None,
+        trace=list(evidence.trace.steps) if evidence.trace.steps is not None else None,
     )

@@ -26,6 +26,7 @@ from agentledger.judges.llm.prompt import (
     JudgeTemplate,
     render_prompt,
 )
+from agentledger.judges.llm.steps import TRACE_LIMITS
 from agentledger.providers import CompletionRequest, ModelClient
 from agentledger.providers.client import CallLimit
 from agentledger.records import RunMetadata
@@ -99,6 +100,7 @@ class LLMJudge(Judge):
             "diagnosis": self.diagnosis,
             "reader": READER_VERSION,
             "limits": asdict(LIMITS),
+            **({"trace_limits": asdict(TRACE_LIMITS)} if self.template.shows_trace else {}),
             **({"examples": self.examples.identity()} if self.examples else {}),
             **self.development_identity(),
         }
@@ -186,6 +188,9 @@ class LLMJudge(Judge):
                 injection_attempt=answer.injection_attempt,
                 dropped_quotes=answer.dropped_quotes,
             )
+            if prompt.trace is not None:
+                usage["dropped_step_citations"] = answer.dropped_steps
+                usage["trace_windowed"] = prompt.trace.windowed
         return JudgeOutcome(
             criteria=[results[criterion.id] for criterion in self.pack.criteria],
             diagnosis=diagnosis,
