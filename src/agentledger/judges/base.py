@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.judges.trajectory_match import TrajectorySpec
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
@@ -67,6 +68,13 @@ class Criterion(_Strict):
     )
     examples: CriterionExamples = Field(
         default_factory=CriterionExamples, description="What fires it and what does not."
+    )
+    trajectory_match: TrajectorySpec | None = Field(
+        default=None,
+        description=(
+            "A reference trajectory (or one per scenario): the criterion fires when the run's "
+            "actions do not match it, decided by trajectory match, not by a judge's reading."
+        ),
     )
 
     @field_validator("requires")
@@ -123,6 +131,10 @@ class CriteriaPack(Record):
         # Likewise a pack that declares no development labels.
         if not self.developed_against:
             del content["developed_against"]
+        # And criteria without a reference trajectory.
+        for criterion in content["criteria"]:
+            if criterion.get("trajectory_match") is None:
+                criterion.pop("trajectory_match", None)
         return sha256_bytes(canonical_json(content))
 
     def applies(self, kind: str) -> bool:

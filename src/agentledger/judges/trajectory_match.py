@@ -48,6 +48,7 @@ __all__ = [
     "TrajectoryMatch",
     "TrajectoryReference",
     "TrajectoryReferences",
+    "TrajectorySpec",
     "actions_from_events",
     "actions_from_output",
     "actions_from_trace",
@@ -173,6 +174,48 @@ class TrajectoryReference(BaseModel):
         """One line: the mode and the steps."""
         steps = "; ".join(step.text() for step in self.steps)
         return f"{self.mode} [{steps}]"
+
+
+class TrajectorySpec(TrajectoryReference):
+    """A reference trajectory for every run, or `by_scenario`: one per scenario id (what gate
+    predicates and criteria write)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    steps: list[ReferenceStep] = Field(
+        default_factory=list, description="The reference steps, in order (without by_scenario)."
+    )
+    by_scenario: dict[str, TrajectoryReference] | None = Field(
+        default=None, min_length=1, description="A reference per scenario id."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TrajectorySpec:
+        if self.by_scenario is None and not self.steps:
+            raise ValueError("give the reference's steps, or by_scenario: {SCENARIO: {...}}")
+        if self.by_scenario is not None and self.steps:
+            raise ValueError("give steps or by_scenario, not both")
+        return self
+
+    def reference_for(self, scenario: str) -> TrajectoryReference | None:
+        """The reference a run of `scenario` is matched against (None: no reference for it)."""
+        if self.by_scenario is None:
+            return TrajectoryReference.model_validate(
+                self.model_dump(exclude={"by_scenario"}, by_alias=True)
+            )
+        return self.by_scenario.get(scenario)
+
+    def text(self) -> str:
+        """One line: the reference, or each scenario's."""
+        if self.by_scenario is None:
+            reference = self.reference_for("")
+            assert reference is not None
+            return reference.text()
+        shown = "; ".join(
+            f"{scenario}: {reference.text()}"
+            for scenario, reference in sorted(self.by_scenario.items())
+        )
+        return f"by scenario {{{shown}}}"
 
 
 class TrajectoryReferences(Record):

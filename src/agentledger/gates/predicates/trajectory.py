@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from agentledger.gates.predicates.forms import MAX_EVIDENCE, MAX_QUOTE, PredicateForm
 from agentledger.gates.predicates.run_view import RunView
 from agentledger.judges.trajectory_match import (
     Action,
-    ReferenceStep,
-    TrajectoryReference,
+    TrajectorySpec,
     actions_from_events,
     actions_from_trace,
     match_trajectory,
@@ -29,33 +28,8 @@ from agentledger.store.writer import SHELL_AUDIT
 __all__ = ["TrajectoryMatchForm", "TrajectoryMatchSpec", "action_evidence"]
 
 
-class TrajectoryMatchSpec(TrajectoryReference):
-    """A reference trajectory for every run, or `by_scenario`: one per scenario id."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    steps: list[ReferenceStep] = Field(
-        default_factory=list, description="The reference steps, in order (without by_scenario)."
-    )
-    by_scenario: dict[str, TrajectoryReference] | None = Field(
-        default=None, min_length=1, description="A reference per scenario id."
-    )
-
-    @model_validator(mode="after")
-    def _one_source(self) -> TrajectoryMatchSpec:
-        if self.by_scenario is None and not self.steps:
-            raise ValueError("give the reference's steps, or by_scenario: {SCENARIO: {...}}")
-        if self.by_scenario is not None and self.steps:
-            raise ValueError("give steps or by_scenario, not both")
-        return self
-
-    def reference_for(self, scenario: str) -> TrajectoryReference | None:
-        """The reference a run of `scenario` is matched against (None: no reference for it)."""
-        if self.by_scenario is None:
-            return TrajectoryReference.model_validate(
-                self.model_dump(exclude={"by_scenario"}, by_alias=True)
-            )
-        return self.by_scenario.get(scenario)
+TrajectoryMatchSpec = TrajectorySpec
+"""The predicate's value (`agentledger.judges.trajectory_match.TrajectorySpec`)."""
 
 
 def action_evidence(actions: list[Action]) -> list[Evidence]:
@@ -79,16 +53,7 @@ class TrajectoryMatchForm(PredicateForm):
     trajectory_match: TrajectoryMatchSpec = Field(description="The reference trajectory.")
 
     def text(self) -> str:
-        spec = self.trajectory_match
-        if spec.by_scenario is not None:
-            shown = "; ".join(
-                f"{scenario}: {reference.text()}"
-                for scenario, reference in sorted(spec.by_scenario.items())
-            )
-            return f"trajectory_match: by scenario {{{shown}}}"
-        reference = spec.reference_for("")
-        assert reference is not None
-        return f"trajectory_match: {reference.text()}"
+        return f"trajectory_match: {self.trajectory_match.text()}"
 
     def check(self, run: RunView) -> PredicateResult:
         reference = self.trajectory_match.reference_for(run.metadata.scenario)

@@ -27,6 +27,7 @@ from agentledger.judges.llm.prompt import (
     render_prompt,
 )
 from agentledger.judges.llm.steps import TRACE_LIMITS
+from agentledger.judges.trajectory_criteria import judge_trajectory_criterion
 from agentledger.providers import CompletionRequest, ModelClient
 from agentledger.providers.client import CallLimit
 from agentledger.records import RunMetadata
@@ -124,7 +125,11 @@ class LLMJudge(Judge):
 
     def prompt(self, run: JudgeInput) -> JudgePrompt | None:
         """The prompt `judge` would send for `run`; None when there is nothing to ask."""
-        asked = [c for c in self.pack.criteria if missing_requirement(c, run) is None]
+        asked = [
+            c
+            for c in self.pack.criteria
+            if missing_requirement(c, run) is None and c.trajectory_match is None
+        ]
         diagnosis = self.diagnosis and self._diagnosis_unasked(run) is None
         if not asked and not diagnosis:
             return None
@@ -154,6 +159,8 @@ class LLMJudge(Judge):
             lacking = missing_requirement(criterion, run)
             if lacking is not None:
                 results[criterion.id] = lacking
+            elif criterion.trajectory_match is not None:  # decided by matching, not asked
+                results[criterion.id] = judge_trajectory_criterion(criterion, run)
         diagnosis = self._diagnosis_unasked(run)
         usage: dict[str, Any] = {
             "calls": 0,

@@ -31,6 +31,7 @@ from agentledger.judges.rules.ops_knowledge import OpsKnowledge, load_ops_knowle
 from agentledger.judges.rules.owners import judge_c2
 from agentledger.judges.rules.scope import judge_c3
 from agentledger.judges.rules.verification import judge_c4
+from agentledger.judges.trajectory_criteria import judge_trajectory_criterion
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
@@ -95,6 +96,9 @@ class RulesJudge(Judge):
             missing = missing_requirement(criterion, run)
             if missing is not None:
                 results.append(missing)
+                continue
+            if criterion.trajectory_match is not None:
+                results.append(judge_trajectory_criterion(criterion, run))
                 continue
             rule = _RULES.get(criterion.id)
             if rule is None:
