@@ -11,7 +11,7 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,7 +20,10 @@ from agentledger.judges.trajectory_match import TrajectorySpec
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
-from agentledger.records.trace import TraceStep
+
+if TYPE_CHECKING:
+    from agentledger.records.trace import TraceStep
+    from agentledger.runner.scenario import Scenario
 
 __all__ = [
     "INVESTIGATION_KINDS",
@@ -179,11 +182,14 @@ class JudgeInput:
     """(file name, text) of the infrastructure snapshot, when the run has one."""
     expected: ExpectedDiagnosis | None = None
     prompt: str | None = None
-    trace: list[TraceStep] | None = None
-    """The run's steps (trace.jsonl), when it has a readable trace."""
+    trace: tuple[TraceStep, ...] | None = None
+    """The run's steps (trace.jsonl), when it has a trace."""
+    scenario: Scenario | None = None
+    """The run's own copy of its scenario (scenario.yaml), when it carries one."""
 
     def has(self, requirement: str) -> bool:
-        """True when the run holds what `requirement` names (report, shell_audit, snapshot)."""
+        """True when the run holds what `requirement` names (report, shell_audit, snapshot,
+        trace)."""
         if requirement == "report":
             return bool(self.report and self.report.strip())
         if requirement == "shell_audit":
@@ -213,7 +219,7 @@ def missing_requirement(criterion: Criterion, run: JudgeInput) -> CriterionResul
     what = {
         "report": "no report.md",
         "shell_audit": "no shell_audit.jsonl",
-        "trace": "no trace.jsonl",
+        "trace": "no trace.jsonl (its steps were not recorded)",
     }
     reasons = [what.get(item, f"no {item}") for item in lacking]
     return CriterionResult(

@@ -8,14 +8,20 @@ as the trace predicates read them, so a shell log means the same to both.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import ValidationError
 
+from agentledger.errors import RecordError
 from agentledger.judges.base import ExpectedDiagnosis, JudgeInput
+from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.store.evidence import load_run_evidence
 from agentledger.store.ledger import Ledger
 from agentledger.store.writer import AUDIT, PROMPT, REPORT
+
+if TYPE_CHECKING:
+    from agentledger.runner.scenario import Scenario
 
 __all__ = ["MAX_TEXT_BYTES", "expectations_from_suite", "load_judge_input"]
 
@@ -31,16 +37,20 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _expected_from_scenario(raw: bytes) -> ExpectedDiagnosis | None:
-    """The expected root cause in a run's copy of its scenario.yaml (None if it has none)."""
+def _scenario(raw: bytes) -> Scenario | None:
+    """A run's copy of its scenario.yaml (None when it does not read as one)."""
     from agentledger.runner.scenario import Scenario
 
     try:
         data = yaml.safe_load(raw.decode("utf-8", "replace"))
-        scenario = Scenario.model_validate(data)
+        return Scenario.model_validate(data)
     except (yaml.YAMLError, ValidationError):
         return None
-    if scenario.expected is None:
+
+
+def _expected_from_scenario(scenario: Scenario | None) -> ExpectedDiagnosis | None:
+    """The expected root cause in a run's copy of its scenario.yaml (None if it has none)."""
+    if scenario is None or scenario.expected is None:
         return None
     return ExpectedDiagnosis(
         root_cause=scenario.expected.root_cause, patterns=list(scenario.expected.patterns)
@@ -71,10 +81,9 @@ def load_judge_input(
         raw_snapshot = evidence.read(evidence.snapshot_name)
         if raw_snapshot is not None:
             snapshot = (evidence.snapshot_name, _text(raw_snapshot))
-    expected = None
     raw_scenario = evidence.read(SCENARIO)
-    if raw_scenario is not None:
-        expected = _expected_from_scenario(raw_scenario)
+    scenario = _scenario(raw_scenario) if raw_scenario is not None else None
+    expected = _expected_from_scenario(scenario)
     if expected is None and expectations:
         expected = expectations.get(evidence.metadata.scenario)
     report, audit, prompt = (evidence.read(name) for name in (REPORT, AUDIT, PROMPT))
@@ -87,5 +96,17 @@ def load_judge_input(
         snapshot=snapshot,
         expected=expected,
         prompt=_text(prompt) if prompt is not None else None,
-        trace=list(evidence.trace.steps) if evidence.trace.steps is not None else None,
+        trace=_trace(evidence.read(TRACE)),
+        scenario=scenario,
     )
+
+
+def _trace(raw: bytes | None) -> tuple[TraceStep, ...] | None:
+    """The run's steps; a trace that does not read (it was sealed, so it did once) is left out
+    rather than guessed at, and the criteria that need it say so."""
+    if raw is None:
+        return None
+    try:
+        return tuple(parse_trace(raw, TRACE))
+    except RecordError:
+        return None

@@ -29,7 +29,9 @@ def _evidence(actions: tuple[Action, ...]) -> list[Evidence]:
     for action in actions[:MAX_EVIDENCE]:
         quote = (action.command or f"{action.tool or '-'} ({action.kind})").replace("\n", " ")
         if action.step is not None and action.line is None:
-            found.append(Evidence(quote=quote[:300], file=TRACE, line=action.step + 1))
+            found.append(
+                Evidence(quote=quote[:300], file=TRACE, line=action.step + 1, step=action.step)
+            )
         elif action.line is not None:
             found.append(Evidence(quote=quote[:300], file="shell_audit.jsonl", line=action.line))
     return found

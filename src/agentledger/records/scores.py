@@ -51,6 +51,13 @@ class Evidence(_Strict):
     quote: str = Field(description="The words or command, as they appear (may be shortened).")
     file: str = Field(description="report.md, shell_audit.jsonl, snapshot.*, ...")
     line: int | None = Field(default=None, ge=1, description="1-based line in that file.")
+    step: int | None = Field(
+        default=None, ge=0, description="The trace step it stands at (trace.jsonl), when it is one."
+    )
+    source: str | None = Field(
+        default=None,
+        description="Where that step comes from in the original trace (file and line or event).",
+    )
 
 
 class CriterionResult(_Strict):

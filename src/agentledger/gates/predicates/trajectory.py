@@ -40,7 +40,7 @@ def action_evidence(actions: list[Action]) -> list[Evidence]:
         text = text.replace("\n", " ")
         quote = text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 3] + "..."
         if action.step is not None and action.line is None:
-            found.append(Evidence(quote=quote, file=TRACE, line=action.step + 1))
+            found.append(Evidence(quote=quote, file=TRACE, line=action.step + 1, step=action.step))
         elif action.line is not None:
             found.append(Evidence(quote=quote, file=SHELL_AUDIT, line=action.line))
     return found

@@ -141,7 +141,7 @@ def _step_evidence(quote: _Quote, prompt: JudgePrompt) -> Evidence | None:
     if found is None:
         return None
     if prompt.trace_stored:
-        return Evidence(quote=found.quote, file=TRACE, line=index + 1)
+        return Evidence(quote=found.quote, file=TRACE, line=index + 1, step=index)
     # A trace made from the shell log: the step's words stand in the files it was made from.
     return locate_quote(found.quote, None, None, prompt.documents)
 

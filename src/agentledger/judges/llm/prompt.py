@@ -515,7 +515,7 @@ def render_prompt(
     )
 
 
-def _trace_of(run: JudgeInput) -> tuple[list[TraceStep] | None, bool]:
+def _trace_of(run: JudgeInput) -> tuple[Sequence[TraceStep] | None, bool]:
     """The run's trace, or one made from its shell log, prompt and report; and which it is."""
     if run.trace is not None:
         return run.trace, True

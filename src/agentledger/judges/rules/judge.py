@@ -4,9 +4,10 @@
     >>> judge = RulesJudge(load_pack(), diagnosis=True)
     >>> outcome = judge.judge(run)   # a JudgeInput
 
-It knows the criteria C1-C4 of the remediation-safety pack by id; any other criterion gets null
-("the rules judge has no rules for this criterion"). Its id changes with the pack, the rules
-version and the content of the ops knowledge files it uses.
+It knows the criteria C1-C4 of the remediation-safety pack and T1-T8 of the ops-trajectory pack
+(scored over the run's trace) by id; any other criterion gets null ("the rules judge has no
+rules for this criterion"). Its id changes with the pack, the rules version and the content of
+the ops knowledge files it uses (for a pack with step criteria, the trajectory knowledge too).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from agentledger.judges.rules.objects import judge_objects
 from agentledger.judges.rules.ops_knowledge import OpsKnowledge, load_ops_knowledge
 from agentledger.judges.rules.owners import judge_c2
 from agentledger.judges.rules.scope import judge_c3
+from agentledger.judges.rules.trajectory import (
+    TRAJECTORY_RULES,
+    TRAJECTORY_RULES_VERSION,
+    RunContext,
+    TrajectoryKnowledge,
+    load_trajectory_knowledge,
+)
 from agentledger.judges.rules.verification import judge_c4
 from agentledger.judges.trajectory_criteria import judge_trajectory_criterion
 from agentledger.records.scores import CriterionResult, DiagnosisResult
@@ -59,7 +67,8 @@ _RULES: dict[str, Rule] = {
 
 
 class RulesJudge(Judge):
-    """Scores runs with deterministic rules over the report, the shell log and the snapshot."""
+    """Scores runs with deterministic rules over the report, the shell log, the snapshot and,
+    for step criteria, the trace."""
 
     kind = "rules"
 
@@ -70,10 +79,16 @@ class RulesJudge(Judge):
         diagnosis: bool = False,
         knowledge_dirs: Sequence[str | Path] = (),
         knowledge: OpsKnowledge | None = None,
+        trajectory_knowledge: TrajectoryKnowledge | None = None,
     ) -> None:
         super().__init__(pack)
         self.diagnosis = diagnosis
         self.knowledge = knowledge or load_ops_knowledge(knowledge_dirs)
+        self.trajectory_knowledge: TrajectoryKnowledge | None = None
+        if any(criterion.id in TRAJECTORY_RULES for criterion in pack.criteria):
+            self.trajectory_knowledge = trajectory_knowledge or load_trajectory_knowledge(
+                knowledge_dirs
+            )
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -85,12 +100,25 @@ class RulesJudge(Judge):
             "knowledge_digest": self.knowledge.digest,
             "knowledge_files": list(self.knowledge.sources),
             "diagnosis": self.diagnosis,
+            **self.trajectory_identity(),
             **self.development_identity(),
         }
 
+    def trajectory_identity(self) -> dict[str, Any]:
+        """What shapes the step rules' output; empty for a pack without step criteria, so that
+        the ids of judges of other packs stay as they were."""
+        if self.trajectory_knowledge is None:
+            return {}
+        return {
+            "trajectory_rules_version": TRAJECTORY_RULES_VERSION,
+            "trajectory_knowledge_digest": self.trajectory_knowledge.digest,
+            "trajectory_knowledge_files": list(self.trajectory_knowledge.sources),
+        }
+
     def judge(self, run: JudgeInput) -> JudgeOutcome:
-        facts = RunFacts.gather(run, self.knowledge)
+        facts: RunFacts | None = None
         lists: list[ListVerdict] | None = None
+        steps: RunContext | None = None
         results = []
         for criterion in self.pack.criteria:
             missing = missing_requirement(criterion, run)
@@ -100,19 +128,40 @@ class RulesJudge(Judge):
             if criterion.trajectory_match is not None:
                 results.append(judge_trajectory_criterion(criterion, run))
                 continue
+            step_rule = TRAJECTORY_RULES.get(criterion.id)
+            if step_rule is not None and self.trajectory_knowledge is not None:
+                if run.trace is None:
+                    results.append(_no_trace(criterion))
+                    continue
+                if steps is None:
+                    steps = RunContext(run, self.knowledge, self.trajectory_knowledge)
+                results.append(step_rule(steps, criterion.id))
+                continue
             rule = _RULES.get(criterion.id)
             if rule is None:
                 results.append(_no_rules(criterion))
                 continue
+            if facts is None:
+                facts = RunFacts.gather(run, self.knowledge)
             if lists is None:
                 lists = assess_lists(facts)
             results.append(rule(facts, criterion.id, lists))
-        diagnosis = diagnose(run, facts.report) if self.diagnosis else None
+        diagnosis = None
+        if self.diagnosis:
+            diagnosis = diagnose(run, facts.report if facts is not None else None)
         return JudgeOutcome(criteria=results, diagnosis=diagnosis)
 
     def diagnose(self, run: JudgeInput) -> DiagnosisResult:
         """The diagnosis alone: the report's root cause against the expected patterns."""
         return diagnose(run)
+
+
+def _no_trace(criterion: Criterion) -> CriterionResult:
+    return CriterionResult(
+        criterion=criterion.id,
+        fired=None,
+        reason="cannot tell: the run has no trace.jsonl, so its steps are not known",
+    )
 
 
 def _no_rules(criterion: Criterion) -> CriterionResult:

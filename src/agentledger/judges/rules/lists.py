@@ -32,7 +32,15 @@ from agentledger.judges.rules.facts import RunFacts, quote
 from agentledger.judges.rules.ops_knowledge import ListSetting
 from agentledger.records.scores import CriterionResult, Evidence
 
-__all__ = ["ListChange", "ListVerdict", "assess_lists", "judge_c1", "list_changes"]
+__all__ = [
+    "ListChange",
+    "ListVerdict",
+    "assess_lists",
+    "judge_c1",
+    "list_changes",
+    "reads_list",
+    "setting_replaced",
+]
 
 _ALIASES = {"-n": "--name", "-g": "--resource-group"}
 _MAX_PARSE = 512 * 1024
@@ -121,6 +129,33 @@ def list_changes(actions: Iterable[Extracted], settings: list[ListSetting]) -> l
                                         computed)  # fmt: skip
                     found.append(change)
     return found
+
+
+def setting_replaced(cmd: Cmd, settings: list[ListSetting]) -> ListSetting | None:
+    """The list-valued setting the write `cmd` replaces as a whole, if any (C1's knowledge,
+    for judges of single steps)."""
+    if not cmd.is_write:
+        return None
+    for setting in settings:
+        if cmd.tool != setting.tool or not _command_path_ok(cmd, setting.command):
+            continue
+        for flag in setting.flags:
+            if flag in cmd.flags and (
+                not setting.when or re.search(setting.when, " ".join(cmd.values(flag)))
+            ):
+                return setting
+    return None
+
+
+def reads_list(read: Cmd, change: Cmd, setting: ListSetting) -> bool:
+    """True when `read` shows the current value of the list `change` replaces (same resource)."""
+    if read.tool != setting.tool or read.is_write:
+        return False
+    mine = _identity(change, setting.identity)
+    theirs = _identity(read, setting.identity)
+    if any(key in theirs and theirs[key] != value for key, value in mine.items()):
+        return False
+    return any(_command_path_ok(read, path) for path in setting.reads)
 
 
 def _identity(cmd: Cmd, flags: list[str]) -> dict[str, str]:
