@@ -431,3 +431,21 @@ def test_judge_with_the_trace_template_from_the_command_line(
         refused = CliRunner().invoke(main, ["judge", *where, *llm, *bad])
         assert refused.exit_code == 2 and words in refused.stderr, refused.output
     assert len(list((tmp_path / "ledger" / "scores" / "traced-run").iterdir())) == 1
+
+
+def test_the_documented_trace_example_prints_what_the_docs_say(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "llm-judge.md").read_text()
+    section = text.split("## The trace judge", 1)[1]
+    match = re.search(
+        r"```python\n(.*?)```\n\nIt prints, step by step:\n\n```\n(.*?)```", section, re.S
+    )
+    assert match, "docs/llm-judge.md lost its trace judge example"
+    code, expected = match.groups()
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
