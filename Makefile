@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/gate.py
 	$(BIN)/python bench/judge.py
+	$(BIN)/python bench/trajectory.py
 	$(BIN)/python bench/reports.py
 	$(BIN)/python bench/agreement.py
 	$(BIN)/python bench/guard.py

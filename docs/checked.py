@@ -19,6 +19,8 @@ Set-ups (each built once per generator run, in a temporary directory, by the com
   trajectories of tests/data), `traj_broken.json`, `own/use_case_m.jsonl` (the plain format),
   `security_guide.eval` (an Inspect AI log of the mock model, kept in tests/data) and
   `agent_spans.json` (OTLP JSON made by the OpenTelemetry SDK, docs/trace_inputs.py).
+- `trajectory`: no ledger, and the ops-trajectory blind set (tests/trajectory_blind) with the
+  real OpenHands trajectories of shared/samples, as docs/trajectory-judge.md imports them.
 - `import`: no ledger, and the inputs docs/import.md describes: `exported/` (two runs of another
   harness), `identity.csv`, `prompts/base.txt`, copies of sample runs broken one way each
   (`bad-json/`, `bad-version/`, `bad-link/`), and `loose/run42` (a run without metadata).
@@ -447,12 +449,40 @@ def _setup_traces(work: Path) -> None:
     otel_spans(work / "agent_spans.json")
 
 
+def _shared_samples() -> Path:
+    """The samples written by others, as tests/conftest.py finds them."""
+    beside = ROOT.parents[1] / "shared" / "samples"
+    return beside if beside.is_dir() else Path("/work/shared/samples")
+
+
+def _setup_trajectory(work: Path) -> None:
+    """Inputs of docs/trajectory-judge.md: the ops-trajectory blind set (tests/trajectory_blind):
+    `openhands/` (its OpenHands sessions, a folder per model), `real/` (the real OpenHands
+    trajectories of shared/samples/openhands), `own/` (plain traces), `inspect/` (Inspect AI
+    logs), and `blind/` (the labels and the scenarios' knowledge)."""
+    blind = ROOT / "tests" / "trajectory_blind"
+    shutil.copytree(blind / "openhands", work / "openhands")
+    shutil.copytree(blind / "own", work / "own")
+    shutil.copytree(blind / "inspect", work / "inspect")
+    (work / "blind").mkdir()
+    shutil.copy(blind / "labels.csv", work / "blind" / "labels.csv")
+    shutil.copytree(blind / "knowledge", work / "blind" / "knowledge")
+    real = work / "real"
+    real.mkdir()
+    for model in ("claude-sonnet", "deepseek_r1", "deepseek_v3", "gpt-4o", "o3-mini"):
+        source = _shared_samples() / "openhands" / model
+        (real / model).mkdir()
+        for path in sorted(source.glob("*.json")):
+            shutil.copy(path, real / model / path.name)
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "empty": lambda work: None,
     "samples": _setup_samples,
     "demo": _setup_demo,
     "import": _setup_import,
     "traces": _setup_traces,
+    "trajectory": _setup_trajectory,
 }
 
 

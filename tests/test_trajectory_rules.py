@@ -327,7 +327,7 @@ def test_a_run_without_a_trace_cannot_be_told() -> None:
 def test_the_judge_id_follows_the_trajectory_knowledge(tmp_path: Path) -> None:
     pack = load_pack("ops-trajectory")
     plain = RulesJudge(pack)
-    assert plain.identity()["trajectory_rules_version"] == "2"
+    assert plain.identity()["trajectory_rules_version"] == "3"
     extra = tmp_path / "knowledge" / "trajectory"
     extra.mkdir(parents=True)
     (extra / "mine.yaml").write_text("schema_version: 1\nloop_repeats: 4\n")
@@ -411,3 +411,8 @@ def test_t8_a_check_in_the_same_line_and_a_look_at_the_unit() -> None:
     assert fired(path.finish().run())["T8"] is False
     never = Trace().cmd("service docker start").cmd("uptime").finish()
     assert fired(never.run())["T8"] is True
+
+
+def test_t6_another_file_through_the_editor_is_not_the_same_effect() -> None:
+    edit = Trace().cmd("sed -i 's/a/b/' /etc/nginx/nginx.conf", denied=True)
+    assert fired(edit.write("/srv/notes.md").finish().run())["T6"] is False

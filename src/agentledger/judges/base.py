@@ -154,6 +154,11 @@ class CriteriaPack(Record):
             else ""
         )
 
+    def reads_trace(self) -> bool:
+        """True when a criterion requires the run's trace (`requires: [trace]`): only then do
+        judges of this pack get it (a long trace costs more to read than a report)."""
+        return any("trace" in criterion.requires for criterion in self.criteria)
+
     def criterion(self, criterion_id: str) -> Criterion:
         """The criterion called `criterion_id` (KeyError if the pack has none)."""
         for criterion in self.criteria:

@@ -72,9 +72,16 @@ def expectations_from_suite(path: Path) -> dict[str, ExpectedDiagnosis]:
 
 
 def load_judge_input(
-    ledger: Ledger, run_id: str, expectations: dict[str, ExpectedDiagnosis] | None = None
+    ledger: Ledger,
+    run_id: str,
+    expectations: dict[str, ExpectedDiagnosis] | None = None,
+    *,
+    with_trace: bool = True,
 ) -> JudgeInput:
-    """What a judge reads of run `run_id`; a run's own scenario.yaml wins over `expectations`."""
+    """What a judge reads of run `run_id`; a run's own scenario.yaml wins over `expectations`.
+
+    `with_trace=False` leaves the trace out (None) for judges whose criteria never read it:
+    parsing a long trace costs more than judging a report."""
     evidence = load_run_evidence(ledger, run_id)
     snapshot = None
     if evidence.snapshot_name is not None:
@@ -96,7 +103,7 @@ def load_judge_input(
         snapshot=snapshot,
         expected=expected,
         prompt=_text(prompt) if prompt is not None else None,
-        trace=_trace(evidence.read(TRACE)),
+        trace=_trace(evidence.read(TRACE)) if with_trace else None,
         scenario=scenario,
     )
 

@@ -215,6 +215,7 @@ def score_runs(
         report.indexed_late = _index_missing(ledger, store, judge_id, run_ids, todo)
     lock = threading.Lock()
     done = 0
+    with_trace = judge.pack.reads_trace()
     if progress is not None:
         progress(0, len(todo))
 
@@ -225,7 +226,7 @@ def score_runs(
                 with lock:
                     report.scored_elsewhere += 1
                 return None
-            run = load_judge_input(ledger, run_id, expectations)
+            run = load_judge_input(ledger, run_id, expectations, with_trace=with_trace)
             reason = judge.pack.not_applicable(run.metadata.kind)
             if reason is not None:
                 with lock:

@@ -35,6 +35,7 @@ from agentledger.judges.rules.trajectory import (
     TRAJECTORY_RULES,
     TRAJECTORY_RULES_VERSION,
     RunContext,
+    StepReader,
     TrajectoryKnowledge,
     load_trajectory_knowledge,
 )
@@ -85,10 +86,12 @@ class RulesJudge(Judge):
         self.diagnosis = diagnosis
         self.knowledge = knowledge or load_ops_knowledge(knowledge_dirs)
         self.trajectory_knowledge: TrajectoryKnowledge | None = None
+        self._steps: StepReader | None = None
         if any(criterion.id in TRAJECTORY_RULES for criterion in pack.criteria):
             self.trajectory_knowledge = trajectory_knowledge or load_trajectory_knowledge(
                 knowledge_dirs
             )
+            self._steps = StepReader(self.knowledge, self.trajectory_knowledge)
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -129,12 +132,12 @@ class RulesJudge(Judge):
                 results.append(judge_trajectory_criterion(criterion, run))
                 continue
             step_rule = TRAJECTORY_RULES.get(criterion.id)
-            if step_rule is not None and self.trajectory_knowledge is not None:
+            if step_rule is not None and self._steps is not None:
                 if run.trace is None:
                     results.append(_no_trace(criterion))
                     continue
                 if steps is None:
-                    steps = RunContext(run, self.knowledge, self.trajectory_knowledge)
+                    steps = RunContext(run, self._steps)
                 results.append(step_rule(steps, criterion.id))
                 continue
             rule = _RULES.get(criterion.id)

@@ -14,7 +14,7 @@ from agentledger.judges.rules.trajectory.knowledge import (
     load_trajectory_knowledge,
 )
 from agentledger.judges.rules.trajectory.rules import TRAJECTORY_RULES
-from agentledger.judges.rules.trajectory.steps import Action, Trajectory
+from agentledger.judges.rules.trajectory.steps import Action, StepReader, Trajectory
 
 __all__ = [
     "TRAJECTORY_RULES",
@@ -22,10 +22,11 @@ __all__ = [
     "Action",
     "RunContext",
     "ScenarioFacts",
+    "StepReader",
     "Trajectory",
     "TrajectoryKnowledge",
     "load_trajectory_knowledge",
 ]
 
-TRAJECTORY_RULES_VERSION = "2"
+TRAJECTORY_RULES_VERSION = "3"
 """Bumped whenever a step rule changes what it decides."""

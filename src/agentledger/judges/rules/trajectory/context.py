@@ -13,15 +13,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from agentledger.judges.base import JudgeInput
-from agentledger.judges.rules.commands import CommandPattern
-from agentledger.judges.rules.ops_knowledge import OpsKnowledge
 from agentledger.judges.rules.trajectory.knowledge import (
     FaultClass,
     Instrument,
     ScenarioCheck,
     TrajectoryKnowledge,
 )
-from agentledger.judges.rules.trajectory.steps import Action, Trajectory
+from agentledger.judges.rules.trajectory.steps import Action, StepReader, Trajectory
 
 __all__ = ["RunContext", "ScenarioFacts"]
 
@@ -72,13 +70,14 @@ class ScenarioFacts:
 class RunContext:
     """One run, read for the trajectory rules (shared by every criterion of one judgement)."""
 
-    def __init__(self, run: JudgeInput, ops: OpsKnowledge, knowledge: TrajectoryKnowledge) -> None:
+    def __init__(self, run: JudgeInput, reader: StepReader) -> None:
         assert run.trace is not None
         self.run = run
-        self.ops = ops
-        self.knowledge = knowledge
-        self.trajectory = Trajectory(run.trace, ops, knowledge)
-        self.scenario = ScenarioFacts.of(run, knowledge)
+        self.reader = reader
+        self.ops = reader.ops
+        self.knowledge = reader.knowledge
+        self.trajectory = Trajectory(run.trace, reader)
+        self.scenario = ScenarioFacts.of(run, reader.knowledge)
 
     @property
     def actions(self) -> list[Action]:
@@ -100,28 +99,9 @@ class RunContext:
             return None
         return self.knowledge.fault_classes.get(self.scenario.fault_class)
 
-    @cached_property
-    def _instruments(self) -> list[tuple[Instrument, list[CommandPattern], re.Pattern[str] | None]]:
-        compiled = []
-        for instrument in self.knowledge.instruments:
-            patterns = [CommandPattern(text, self.ops) for text in instrument.commands]
-            text = (
-                re.compile("|".join(f"(?:{t})" for t in instrument.text), re.IGNORECASE)
-                if instrument.text
-                else None
-            )
-            compiled.append((instrument, patterns, text))
-        return compiled
-
-    def instruments_of(self, action: Action) -> list[Instrument]:
+    def instruments_of(self, action: Action) -> tuple[Instrument, ...]:
         """The instruments a looking step used."""
-        found = []
-        for instrument, patterns, text in self._instruments:
-            if any(pattern.matches(cmd) for pattern in patterns for cmd in action.cmds) or (
-                text is not None and text.search(action.text)
-            ):
-                found.append(instrument)
-        return found
+        return self.reader.instruments_of(action)
 
     def matches(self, check: ScenarioCheck, action: Action) -> bool:
         """True when an action that ran is the check (its text matches the pattern)."""

@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 
-from agentledger.judges.rules.commands import Cmd, parse_line
-from agentledger.judges.rules.ops_knowledge import OpsKnowledge
+from agentledger.judges.rules.commands import Cmd, CommandPattern, parse_line
+from agentledger.judges.rules.lists import setting_replaced
+from agentledger.judges.rules.ops_knowledge import ListSetting, OpsKnowledge
 from agentledger.judges.rules.owners import targets_of
-from agentledger.judges.rules.trajectory.knowledge import CodeCalls, TrajectoryKnowledge
+from agentledger.judges.rules.trajectory.knowledge import (
+    CodeCalls,
+    Instrument,
+    Replacement,
+    TrajectoryKnowledge,
+)
 from agentledger.records.scores import Evidence
 from agentledger.records.trace import TRACE, TraceStep
 from agentledger.shell.classifier import classify
 from agentledger.shell.sql import classify_sql
 
-__all__ = ["EFFECT_RANK", "Action", "Trajectory", "describe", "evidence_of"]
+__all__ = ["EFFECT_RANK", "Action", "StepReader", "Trajectory", "describe", "evidence_of"]
 
 _ACTING = frozenset({"command", "code", "file_read", "file_write", "browse", "tool_call"})
 _ANSWERS = frozenset({"command_output", "tool_result", "error"})
@@ -105,33 +112,39 @@ class Action:
     result: TraceStep | None = None
     """The observation that answered it."""
 
-    @property
-    def index(self) -> int:
-        return self.step.index
+    index: int = field(init=False)
+    denied: bool = field(init=False)
+    changes: bool = field(init=False)
+    """It ran and changed something (a destructive step changes too)."""
+    looks: bool = field(init=False)
+    """It ran and only looked."""
+    _signature: str | None = field(init=False, default=None)
 
-    @property
-    def denied(self) -> bool:
-        return not self.ran
-
-    @property
-    def changes(self) -> bool:
-        """It ran and changed something (a destructive step changes too)."""
-        return self.ran and self.effect in ("change", "destructive")
-
-    @property
-    def looks(self) -> bool:
-        """It ran and only looked."""
-        return self.ran and self.effect == "read"
+    def __post_init__(self) -> None:
+        # Plain attributes, not properties: the rules read them for every pair of steps.
+        self.index = self.step.index
+        self.denied = not self.ran
+        self.changes = self.ran and self.effect in ("change", "destructive")
+        self.looks = self.ran and self.effect == "read"
 
     def signature(self) -> str:
+        if self._signature is None:
+            self._signature = self._signed()
+        return self._signature
+
+    def _signed(self) -> str:
         """What makes two calls the same call (T7): the command, or the tool and its arguments
         (without the agent's thought and the framework's bookkeeping)."""
         if self.step.command is not None:
-            return "cmd:" + " ".join(self.step.command.split())
-        arguments = {
-            key: value for key, value in (self.step.arguments or {}).items() if key not in _NOISE
-        }
-        body = json.dumps(arguments, sort_keys=True, default=str)
+            return "cmd:" + self.step.command.strip()
+        arguments = self.step.arguments or {}
+        if all(isinstance(value, str | None) for value in arguments.values()):
+            body = "\x00".join(
+                f"{key}={value}" for key, value in sorted(arguments.items()) if key not in _NOISE
+            )
+        else:
+            kept = {key: value for key, value in arguments.items() if key not in _NOISE}
+            body = json.dumps(kept, sort_keys=True, default=str)
         return f"{self.step.kind}:{self.step.tool}:{body}"
 
     def result_digest(self) -> str | None:
@@ -305,15 +318,114 @@ def _opens_for_writing(node: ast.Call) -> bool:
     )
 
 
+_CACHE_LIMIT = 50_000
+"""Readings kept per reader; commands recur across runs, so most are read once."""
+
+
+class StepReader:
+    """Reads steps' texts (commands, code) and knows the instruments, once per judge.
+
+    Readings are cached by text: the same command in a thousand runs is parsed once.
+    """
+
+    def __init__(self, ops: OpsKnowledge, knowledge: TrajectoryKnowledge) -> None:
+        self.ops = ops
+        self.knowledge = knowledge
+        self._commands: dict[
+            tuple[str, str | None], tuple[list[Cmd], str, str, list[tuple[str, str]]]
+        ] = {}
+        self._settings: dict[str, list[tuple[Cmd, ListSetting]]] = {}
+        self._code: dict[str, tuple[_CodeReading, list[tuple[str, str]]]] = {}
+        self._instruments: dict[tuple[str, str], tuple[Instrument, ...]] = {}
+        self.instrument_patterns: list[
+            tuple[Instrument, list[CommandPattern], re.Pattern[str] | None]
+        ] = [
+            (
+                instrument,
+                [CommandPattern(text, ops) for text in instrument.commands],
+                re.compile("|".join(f"(?:{t})" for t in instrument.text), re.IGNORECASE)
+                if instrument.text
+                else None,
+            )
+            for instrument in knowledge.instruments
+        ]
+        self.replacements: list[tuple[Replacement, CommandPattern, list[CommandPattern]]] = [
+            (
+                replacement,
+                CommandPattern(replacement.command, ops),
+                [CommandPattern(text, ops) for text in replacement.reads],
+            )
+            for replacement in knowledge.replacements
+        ]
+
+    def command(
+        self, text: str, command_class: str | None
+    ) -> tuple[list[Cmd], str, str, list[tuple[str, str]]]:
+        """A command line's simple commands, class, effect and the resources it changes."""
+        key = (text, command_class)
+        found = self._commands.get(key)
+        if found is None:
+            cmds = parse_line(text, self.ops)
+            kind = command_class or classify(text, self.ops.shell).kind
+            effect = _command_effect(kind, cmds)
+            targets = _targets(cmds) if effect in ("change", "destructive") else []
+            found = (cmds, kind, effect, targets)
+            if len(self._commands) > _CACHE_LIMIT:
+                self._commands.clear()
+            self._commands[key] = found
+        return found
+
+    def list_settings(self, action: Action) -> list[tuple[Cmd, ListSetting]]:
+        """The list-valued settings (C1's knowledge) the action's commands replace."""
+        key = action.text
+        found = self._settings.get(key)
+        if found is None:
+            found = [
+                (cmd, setting)
+                for cmd in action.cmds
+                if (setting := setting_replaced(cmd, self.ops.list_settings)) is not None
+            ]
+            if len(self._settings) > _CACHE_LIMIT:
+                self._settings.clear()
+            self._settings[key] = found
+        return found
+
+    def code(self, text: str) -> tuple[_CodeReading, list[tuple[str, str]]]:
+        """What a code step does, and the resources it changes."""
+        found = self._code.get(text)
+        if found is None:
+            reading = _read_code(text, self.knowledge.code_calls, self.ops)
+            targets = _targets(reading.cmds) if reading.effect in ("change", "destructive") else []
+            found = (reading, targets)
+            if len(self._code) > _CACHE_LIMIT:
+                self._code.clear()
+            self._code[text] = found
+        return found
+
+    def instruments_of(self, action: Action) -> tuple[Instrument, ...]:
+        """The instruments a looking step used."""
+        key = (action.step.kind, action.text)
+        found = self._instruments.get(key)
+        if found is None:
+            found = tuple(
+                instrument
+                for instrument, patterns, text in self.instrument_patterns
+                if any(pattern.matches(cmd) for pattern in patterns for cmd in action.cmds)
+                or (text is not None and text.search(action.text))
+            )
+            if len(self._instruments) > _CACHE_LIMIT:
+                self._instruments.clear()
+            self._instruments[key] = found
+        return found
+
+
 class Trajectory:
     """The acting steps of a run's trace, read once, in order."""
 
-    def __init__(
-        self, steps: tuple[TraceStep, ...], ops: OpsKnowledge, knowledge: TrajectoryKnowledge
-    ) -> None:
+    def __init__(self, steps: tuple[TraceStep, ...], reader: StepReader) -> None:
         self.steps = steps
-        self.ops = ops
-        self.knowledge = knowledge
+        self.reader = reader
+        self.knowledge = reader.knowledge
         answers: dict[int, TraceStep] = {}
         for step in steps:
             if step.kind in _ANSWERS and step.cause is not None:
@@ -332,18 +444,9 @@ class Trajectory:
     def _action(self, step: TraceStep, result: TraceStep | None) -> Action:
         ran = not (step.gate is not None and step.gate.decision == "denied")
         if step.kind == "command" and step.command is not None:
-            cmds = parse_line(step.command, self.ops)
-            kind = step.command_class or classify(step.command, self.ops.shell).kind
-            effect = _command_effect(kind, cmds)
+            cmds, kind, effect, targets = self.reader.command(step.command, step.command_class)
             return Action(
-                step,
-                ran,
-                effect,
-                f"a {kind} command",
-                step.command,
-                cmds,
-                _targets(cmds) if effect in ("change", "destructive") else [],
-                result=result,
+                step, ran, effect, f"a {kind} command", step.command, cmds, targets, result=result
             )
         if step.kind == "file_write":
             path = _path(step) or "?"
@@ -368,8 +471,7 @@ class Trajectory:
             code = (step.arguments or {}).get("code")
             if not isinstance(code, str):
                 code = step.content.text if step.content is not None else ""
-            reading = _read_code(code, self.knowledge.code_calls, self.ops)
-            targets = _targets(reading.cmds) if reading.effect in ("change", "destructive") else []
+            reading, targets = self.reader.code(code)
             return Action(
                 step, ran, reading.effect, reading.why, code, reading.cmds, targets, result=result
             )
