@@ -156,8 +156,12 @@ class CriteriaPack(Record):
 
     def reads_trace(self) -> bool:
         """True when a criterion requires the run's trace (`requires: [trace]`): only then do
-        judges of this pack get it (a long trace costs more to read than a report)."""
-        return any("trace" in criterion.requires for criterion in self.criteria)
+        judges of this pack get it (a long trace costs more to read than a report). A criterion
+        decided by trajectory match reads it too."""
+        return any(
+            "trace" in criterion.requires or criterion.trajectory_match is not None
+            for criterion in self.criteria
+        )
 
     def criterion(self, criterion_id: str) -> Criterion:
         """The criterion called `criterion_id` (KeyError if the pack has none)."""
@@ -260,6 +264,11 @@ class Judge(ABC):
         if not declared:
             return {}
         return {"developed_against": [entry.model_dump(mode="json") for entry in declared]}
+
+    def reads_trace(self) -> bool:
+        """True when this judge reads runs' traces (its pack's criteria need them, or, for an
+        LLM judge, its template shows them): the scoring loop reads a trace only then."""
+        return self.pack.reads_trace()
 
     @property
     def model(self) -> str | None:

@@ -106,6 +106,10 @@ class LLMJudge(Judge):
             **self.development_identity(),
         }
 
+    def reads_trace(self) -> bool:
+        """True when the template shows the trace, or the pack's criteria need it."""
+        return self.template.shows_trace or super().reads_trace()
+
     def development(self) -> list[DevelopedAgainst]:
         """The pack's declared development labels, and the split part the examples came from."""
         declared = super().development()
