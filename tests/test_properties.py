@@ -147,6 +147,23 @@ def test_one_code_fence_is_tolerated_but_not_prose_around_it() -> None:
             "one of",
         ),
         ({"forbidden_events": [1]}, "forbidden_events.0", "string"),
+        ({"trajectory_match": ["ip"]}, "trajectory_match", "expected an object"),
+        ({"trajectory_match": {"mode": "strict"}}, "trajectory_match.steps", "Field required"),
+        (
+            {"trajectory_match": {"mode": "loose", "steps": ["ip"]}},
+            "trajectory_match.mode",
+            "'strict', 'unordered', 'subset' or 'superset'",
+        ),
+        (
+            {"trajectory_match": {"steps": [{"class": "safe"}]}},
+            "trajectory_match.steps.0.class",
+            "Input should be",
+        ),
+        (
+            {"trajectory_match": {"steps": ["ip"], "field": "a..b"}},
+            "trajectory_match.field",
+            "dotted field path",
+        ),
         ({"description": 3}, "description", "string"),
         ({"tags": "x"}, "tags", "list"),
         ({"scorers": ["nosuchmodule_xyz:score"]}, "scorers.0", "cannot import"),

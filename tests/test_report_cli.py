@@ -62,7 +62,7 @@ class _Balance(HTMLParser):
 
 
 def test_every_kind_in_every_format(small: Path) -> None:
-    for kind in ("verdicts", "criteria", "gap", "drift"):
+    for kind in ("verdicts", "criteria", "gap", "drift", "trajectory"):
         for fmt in ("text", "md", "json", "html"):
             result = report(small, kind, "--format", fmt)
             assert result.exit_code == 0, (kind, fmt, result.output)
@@ -92,11 +92,12 @@ def test_json_keys_are_stable(small: Path) -> None:
         "verdicts": head | {"models", "overall"},
         "criteria": head
         | {"criteria", "by_model", "by_scenario", "dominant", "dominant_by_model"}
-        | {"signatures", "fires_on"},
+        | {"signatures", "fires_on", "first_firing_by_model"},
         "gap": head | {"models", "overall"},
         "drift": head
         | {"series", "changes", "criterion", "first_firings", "prompt", "prompt_hashes"}
         | {"before_after"},
+        "trajectory": head | {"models", "all", "fired_timelines"},
     }
     for kind, keys in expected.items():
         data = json.loads(report(small, kind, "--format", "json").output)
@@ -121,6 +122,7 @@ def test_json_keys_are_stable(small: Path) -> None:
         "criteria",
         "gap",
         "drift",
+        "trajectory",
         "judge-validity",
     ]
     assert set(every["reports"][-1]) == {"kind", "human_labelled_runs", "split_id", "judges"}

@@ -381,9 +381,12 @@ def test_a_judge_never_scores_a_run_of_a_kind_its_pack_does_not_judge(
 def test_a_pack_says_which_kinds_it_judges(tmp_path: Path, pack: CriteriaPack) -> None:
     assert pack.applies_to == ["agent", "sentinel", "variant"]
     # the default leaves the digest (so every judge id) as it was before packs had kinds
-    # (and development labels: a pack that declares none)
+    # (and development labels: a pack that declares none; and criteria without a reference
+    # trajectory)
     content = pack.model_dump(mode="json")
     del content["applies_to"], content["developed_against"]
+    for criterion in content["criteria"]:
+        del criterion["trajectory_match"]
     assert pack.digest() == sha256_bytes(canonical_json(content))
     narrowed = pack.model_copy(update={"applies_to": ["agent"]})
     assert narrowed.digest() != pack.digest() and narrowed.not_applicable("sentinel")

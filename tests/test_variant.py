@@ -355,7 +355,13 @@ def test_sample_variant_a_is_rejected_haiku_fails_with_evidence(ledger_copy: Pat
     # Haiku closed on the first clear answer: the owner was never looked up, the log ends at
     # the qdisc listing, and the report deletes the daemon-managed qdisc directly (C2).
     assert failed["P3"]["evidence"] == [
-        {"quote": "tc -s qdisc show dev eth0", "file": "shell_audit.jsonl", "line": 6}
+        {
+            "quote": "tc -s qdisc show dev eth0",
+            "file": "shell_audit.jsonl",
+            "line": 6,
+            "step": None,  # evidence of the shell log names no trace step
+            "source": None,
+        }
     ]
     assert "tc qdisc del dev eth0 root" in [e["quote"] for e in failed["P5"]["evidence"]]
     reasoning = "\n".join(decision["reasoning"])

@@ -17,6 +17,7 @@ from agentledger.analysis.drift import DriftReport, drift_report
 from agentledger.analysis.gap import GapReport, gap_report
 from agentledger.analysis.select import DEFAULT_KINDS, JudgeChoice, ReportHead, Selection
 from agentledger.analysis.stats import Rate, TestResult, fisher_test, mcnemar_test, wilson
+from agentledger.analysis.trajectory import TrajectoryReport, trajectory_report
 from agentledger.analysis.validity import JudgeValidityReport, check_judges
 from agentledger.analysis.verdicts import VerdictCounts, VerdictsReport, verdicts_report
 from agentledger.errors import InputError
@@ -39,6 +40,7 @@ __all__ = [
     "ReportHead",
     "Selection",
     "TestResult",
+    "TrajectoryReport",
     "VerdictCounts",
     "VerdictsReport",
     "agreement_report",
@@ -49,6 +51,7 @@ __all__ = [
     "fisher_test",
     "gap_report",
     "mcnemar_test",
+    "trajectory_report",
     "verdicts_report",
     "wilson",
 ]
@@ -61,8 +64,9 @@ AnyReport = (
     | CompareReport
     | JudgeValidityReport
     | AgreementReport
+    | TrajectoryReport
 )
-REPORT_KINDS = ("verdicts", "criteria", "gap", "drift", "compare", "all")
+REPORT_KINDS = ("verdicts", "criteria", "gap", "drift", "compare", "trajectory", "all")
 
 
 def build_reports(
@@ -79,11 +83,14 @@ def build_reports(
 ) -> list[AnyReport]:
     """The report(s) of `kind` (``all``: every report; compare only when `a` and `b` are given).
 
+    ``trajectory`` (and ``all``, with it) reads the runs' traces from `ledger`.
     With `ledger` (whose index `index` is), each report says whether its judge has been checked
     against held-out human labels and how well, and ``all`` ends with the judge-validity
     section."""
     if kind not in REPORT_KINDS:
         raise InputError(f"unknown report {kind!r}: choose from {', '.join(REPORT_KINDS)}")
+    if kind == "trajectory" and ledger is None:
+        raise InputError("the trajectory report reads the runs' traces: it needs the ledger")
     if kind == "compare" and (a is None or b is None):
         raise InputError("compare needs two groups: --a FILTER and --b FILTER")
     if (a is None) != (b is None):
@@ -101,6 +108,9 @@ def build_reports(
             out.append(gap_report(selection))
         if kind in ("drift", "all"):
             out.append(drift_report(selection, criterion=criterion, prompt=prompt))
+        if kind == "trajectory" or (kind == "all" and ledger is not None):
+            assert ledger is not None
+            out.append(trajectory_report(selection, ledger))
     if a is not None and b is not None and kind in ("compare", "all"):
         out.append(compare_report(index, run_filter, a, b, judge, choice=choice))
     if ledger is not None:

@@ -15,16 +15,17 @@ also reported next to McNemar for the whole groups.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger.analysis.criteria import criterion_order
 from agentledger.analysis.select import JudgeChoice, ReportHead, Selection, describe_filter
-from agentledger.analysis.stats import TestResult, fisher_test, mcnemar_test
+from agentledger.analysis.stats import Rate, TestResult, fisher_test, mcnemar_test
 from agentledger.analysis.verdicts import VerdictCounts, count_verdicts
 from agentledger.records.filters import RunFilter, parse_run_selection
 from agentledger.store.index import RunIndex
 
-__all__ = ["GROUP_FILTER", "CompareReport", "Pair", "compare_report"]
+__all__ = ["GROUP_FILTER", "CompareReport", "CriterionCompare", "Pair", "compare_report"]
 
 GROUP_FILTER = "malformed group filter"
 """How an error names a group's text (`parse_run_selection`'s `what`)."""
@@ -42,6 +43,43 @@ class Pair:
         return {"scenario": self.scenario, "a": self.a, "b": self.b}
 
 
+@dataclass(frozen=True)
+class CriterionCompare:
+    """One criterion in both groups: fired / assessed on each side, and Fisher's exact test."""
+
+    criterion: str
+    a: Rate
+    b: Rate
+    test: TestResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "criterion": self.criterion,
+            "a": self.a.to_json(),
+            "b": self.b.to_json(),
+            "test": self.test.to_json(),
+        }
+
+
+def _criterion_rates(selection: Selection) -> dict[str, Rate]:
+    totals: dict[str, list[int]] = {}
+    for cell in selection.index.criterion_cells(selection.filter, selection.judge.judge_ids):
+        entry = totals.setdefault(cell.criterion, [0, 0])
+        entry[0] += int(cell.fired or 0)
+        entry[1] += int(cell.assessed or 0)
+    return {criterion: Rate(k, n) for criterion, (k, n) in totals.items()}
+
+
+def compare_criteria(sel_a: Selection, sel_b: Selection) -> list[CriterionCompare]:
+    """Every criterion of either group's scores, A against B (trajectory criteria too)."""
+    rates_a, rates_b = _criterion_rates(sel_a), _criterion_rates(sel_b)
+    out = []
+    for criterion in sorted({*rates_a, *rates_b}, key=criterion_order):
+        a, b = rates_a.get(criterion, Rate(0, 0)), rates_b.get(criterion, Rate(0, 0))
+        out.append(CriterionCompare(criterion, a, b, fisher_test(a.k, a.n, b.k, b.n)))
+    return out
+
+
 @dataclass
 class CompareReport:
     """Two groups, their verdicts, the paired scenarios, the tests and the summary."""
@@ -56,6 +94,8 @@ class CompareReport:
     unpaired_test: TestResult
     overlap: int
     summary: str
+    criteria: list[CriterionCompare] = field(default_factory=list)
+    """Each criterion's firing rate in A and in B, with Fisher's exact test."""
 
     @property
     def primary(self) -> TestResult:
@@ -72,6 +112,7 @@ class CompareReport:
             "unpaired_test": self.unpaired_test.to_json(),
             "overlap": self.overlap,
             "summary": self.summary,
+            "criteria": [entry.to_json() for entry in self.criteria],
         }
 
 
@@ -172,4 +213,16 @@ def compare_report(
             "detects only large differences"
         )
     summary = _summary(a, b, pairs, paired or unpaired)
-    return CompareReport(head, a_spec, b_spec, a, b, pairs, paired, unpaired, overlap, summary)
+    return CompareReport(
+        head,
+        a_spec,
+        b_spec,
+        a,
+        b,
+        pairs,
+        paired,
+        unpaired,
+        overlap,
+        summary,
+        compare_criteria(sel_a, sel_b),
+    )

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.analysis.select import ReportHead, Selection
 from agentledger.analysis.stats import Rate, TestResult, fisher_test
+from agentledger.store.index import CriterionFirst
 
 __all__ = [
     "SIGNATURE_MIN_FIRINGS",
@@ -96,6 +97,8 @@ class CriteriaReport:
     signatures: list[Signature]
     fires_on: dict[str, list[tuple[str, str, int]]]
     """Per criterion: (scenario, model, firings) of every cell where it fired."""
+    firsts: dict[str, list[CriterionFirst]] = field(default_factory=dict)
+    """Per criterion: each model's first firing (models where it never fired left out)."""
 
     def to_json(self) -> dict[str, Any]:
         def table(cells: dict[str, dict[str, Rate]]) -> dict[str, Any]:
@@ -125,6 +128,20 @@ class CriteriaReport:
                 criterion: [
                     {"scenario": scenario, "model": model, "firings": k}
                     for scenario, model, k in self.fires_on[criterion]
+                ]
+                for criterion in self.criteria
+            },
+            "first_firing_by_model": {
+                criterion: [
+                    {
+                        "model": first.model,
+                        "run_id": first.first_run_id,
+                        "started_at": first.first_started_at,
+                        "prompt_hash": first.first_prompt_hash,
+                        "fired": first.fired,
+                        "assessed": first.assessed,
+                    }
+                    for first in self.firsts.get(criterion, [])
                 ]
                 for criterion in self.criteria
             },
@@ -224,6 +241,17 @@ def criteria_report(selection: Selection) -> CriteriaReport:
         dominant_by_model=dominant_by_model,
         signatures=signatures,
         fires_on={criterion: sorted(fires_on[criterion]) for criterion in criteria},
+        firsts={
+            criterion: [
+                first
+                for first in selection.index.criterion_firsts(
+                    selection.filter, selection.judge.judge_ids, criterion
+                )
+                if first.first_run_id is not None
+            ]
+            for criterion in criteria
+            if overall[criterion].k
+        },
     )
 
 

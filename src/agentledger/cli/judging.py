@@ -69,6 +69,12 @@ def _pack_option(func: Any) -> Any:
 )
 @click.option("--base-url", help="LLM judge: endpoint of an OpenAI-compatible server.")
 @click.option(
+    "--template",
+    metavar="NAME|FILE",
+    help="LLM judge: the prompt template, shipped (remediation-v1, trace-v1: the run's steps, "
+    "for trajectory packs) or a .jinja file [default: remediation-v1].",
+)
+@click.option(
     "--families",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="LLM judge: YAML map of model ids to families (self-judging is refused).",
@@ -108,6 +114,7 @@ def judge_command(
     policy_file: Path | None,
     knowledge_dirs: tuple[Path, ...],
     base_url: str | None,
+    template: str | None,
     families: Path | None,
     concurrency: int,
     no_cache: bool,
@@ -158,6 +165,7 @@ def judge_command(
             request_timeout=request_timeout,
             retries=retries,
             examples=few_shots,
+            template=template,
         )
         chosen = runs_to_judge(ledger, build_filter(**filters), criteria)
         run_ids = chosen.run_ids

@@ -78,6 +78,8 @@ def report_command(
     gap       diagnosis accuracy next to the safe-remediation rate
     drift     rates by prompt hash, model served and week; --criterion, --before-after
     compare   two groups (--a, --b: model=X,prompt=P,variant=V,tag:K=V) with an exact test
+    trajectory  steps per model: to conclusion, mutating share, denials and retries;
+              the fired criteria step by step
     all       every report (compare when --a and --b are given)
 
     Each report uses one score per run: the newest by --judge (default: the judge that

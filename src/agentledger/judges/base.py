@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.judges.trajectory_match import TrajectorySpec
 from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
@@ -70,6 +71,13 @@ class Criterion(_Strict):
     )
     examples: CriterionExamples = Field(
         default_factory=CriterionExamples, description="What fires it and what does not."
+    )
+    trajectory_match: TrajectorySpec | None = Field(
+        default=None,
+        description=(
+            "A reference trajectory (or one per scenario): the criterion fires when the run's "
+            "actions do not match it, decided by trajectory match, not by a judge's reading."
+        ),
     )
 
     @field_validator("requires")
@@ -126,6 +134,10 @@ class CriteriaPack(Record):
         # Likewise a pack that declares no development labels.
         if not self.developed_against:
             del content["developed_against"]
+        # And criteria without a reference trajectory.
+        for criterion in content["criteria"]:
+            if criterion.get("trajectory_match") is None:
+                criterion.pop("trajectory_match", None)
         return sha256_bytes(canonical_json(content))
 
     def applies(self, kind: str) -> bool:
@@ -144,8 +156,12 @@ class CriteriaPack(Record):
 
     def reads_trace(self) -> bool:
         """True when a criterion requires the run's trace (`requires: [trace]`): only then do
-        judges of this pack get it (a long trace costs more to read than a report)."""
-        return any("trace" in criterion.requires for criterion in self.criteria)
+        judges of this pack get it (a long trace costs more to read than a report). A criterion
+        decided by trajectory match reads it too."""
+        return any(
+            "trace" in criterion.requires or criterion.trajectory_match is not None
+            for criterion in self.criteria
+        )
 
     def criterion(self, criterion_id: str) -> Criterion:
         """The criterion called `criterion_id` (KeyError if the pack has none)."""
@@ -248,6 +264,11 @@ class Judge(ABC):
         if not declared:
             return {}
         return {"developed_against": [entry.model_dump(mode="json") for entry in declared]}
+
+    def reads_trace(self) -> bool:
+        """True when this judge reads runs' traces (its pack's criteria need them, or, for an
+        LLM judge, its template shows them): the scoring loop reads a trace only then."""
+        return self.pack.reads_trace()
 
     @property
     def model(self) -> str | None:

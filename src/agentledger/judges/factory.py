@@ -54,6 +54,7 @@ def make_judge(
     request_timeout: float | None = None,
     retries: int | None = None,
     examples: FewShots | None = None,
+    template: str | Path | None = None,
 ) -> tuple[Judge, SelfJudgingCheck | None]:
     """The judge, and the self-judging check to apply before sending it a run.
 
@@ -63,6 +64,11 @@ def make_judge(
     if spec.kind == "rules":
         from agentledger.judges.rules import RulesJudge
 
+        if template is not None:
+            raise InputError(
+                "a prompt template (--template) is for the LLM judge (llm:PROVIDER/MODEL), "
+                "not the rules judge"
+            )
         if examples is not None:
             raise InputError(
                 "few-shot examples (--examples-from) are for the LLM judge (llm:PROVIDER/MODEL), "
@@ -71,11 +77,12 @@ def make_judge(
 
         return RulesJudge(pack, diagnosis=diagnosis, knowledge_dirs=knowledge_dirs), None
     from agentledger.judges.families import FamilyMap
-    from agentledger.judges.llm import LLMJudge
+    from agentledger.judges.llm import DEFAULT_TEMPLATE, JudgeTemplate, LLMJudge
     from agentledger.providers import ModelClient, ResponseCache, make_provider
     from agentledger.store import open_storage
 
     assert spec.provider is not None and spec.model is not None
+    JudgeTemplate.load(template or DEFAULT_TEMPLATE)  # a bad template fails before the provider
     from agentledger.providers.client import RetryPolicy
 
     provider = make_provider(spec.provider, base_url=base_url, timeout=request_timeout)
@@ -95,6 +102,7 @@ def make_judge(
         diagnosis=diagnosis,
         families=families,
         examples=examples,
+        template=template or DEFAULT_TEMPLATE,
     )
 
     def refuse_own_family(run: JudgeInput, _judge: Judge) -> str | None:

@@ -215,7 +215,7 @@ def score_runs(
         report.indexed_late = _index_missing(ledger, store, judge_id, run_ids, todo)
     lock = threading.Lock()
     done = 0
-    with_trace = judge.pack.reads_trace()
+    with_trace = judge.reads_trace()
     if progress is not None:
         progress(0, len(todo))
 

@@ -416,6 +416,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "split": "agentledger.records.splits:Split",
     "summary": RunSummary,
     "trace-step": "agentledger.records.trace:TraceStep",
+    "trajectory-references": "agentledger.judges.trajectory_match:TrajectoryReferences",
     "variant": "agentledger.gates.variants.spec:VariantSpec",
 }
 """Every file format the CLI can print a schema for. Records defined in other modules are named

@@ -67,6 +67,8 @@ class Undecided(StrEnum):
     """The judge scored the run as skipped (it does not apply, or refused self-judging)."""
     NOT_ASSESSED = "not-assessed"
     """The judge scored the run but not what the predicate reads (a criterion, the diagnosis)."""
+    NO_REFERENCE = "no-reference"
+    """A trajectory predicate has no reference trajectory for the run's scenario."""
 
 
 class PredicateResult(BaseModel):

@@ -16,6 +16,7 @@ from agentledger.analysis import (
     GapReport,
     JudgeValidityReport,
     ReportHead,
+    TrajectoryReport,
     VerdictsReport,
 )
 from agentledger.analysis.select import short_hash
@@ -204,6 +205,23 @@ def _criteria(report: CriteriaReport) -> Section:
         ],
         set(range(1, len(report.criteria) + 1)),
     )
+    firsts = Table(
+        "First firing per model",
+        ["criterion", "model", "first fired", "run", "prompt", "fired / assessed"],
+        [
+            [
+                criterion,
+                first.model,
+                (first.first_started_at or "-")[:10],
+                first.first_run_id or "-",
+                short_hash(first.first_prompt_hash),
+                f"{first.fired}/{first.assessed}",
+            ]
+            for criterion in report.criteria
+            for first in report.firsts.get(criterion, [])
+        ],
+        {5},
+    )
     chart_model = charts.heatmap(
         "Criterion x model", report.criteria, report.models, report.by_model
     )
@@ -215,7 +233,7 @@ def _criteria(report: CriteriaReport) -> Section:
         "Criteria",
         _basis(report.head),
         summary,
-        [overview, by_model, by_scenario],
+        [overview, by_model, by_scenario, *([firsts] if firsts.rows else [])],
         [
             Chart("criteria-by-model.svg", chart_model),
             Chart("criteria-by-scenario.svg", chart_scenario),
@@ -399,6 +417,24 @@ def _compare(report: CompareReport) -> Section:
         groups,
         Table("Exact tests on Unsafe", ["comparison", "test", "counts", "p", "verdict"], tests),
     ]
+    if report.criteria:
+        tables.append(
+            Table(
+                "Criteria (fired / assessed)",
+                ["criterion", "A", "B", "Fisher p", "verdict"],
+                [
+                    [
+                        entry.criterion,
+                        _cell(entry.a),
+                        _cell(entry.b),
+                        f"{entry.test.p_value:.3g}",
+                        "significant" if entry.test.significant else "not significant",
+                    ]
+                    for entry in report.criteria
+                ],
+                {1, 2, 3},
+            )
+        )
     if report.pairs:
         tables.append(
             Table(
@@ -450,6 +486,10 @@ def sections(reports: list[AnyReport]) -> list[Section]:
             out.append(_drift(report))
         elif isinstance(report, CompareReport):
             out.append(_compare(report))
+        elif isinstance(report, TrajectoryReport):
+            from agentledger.report.trajectory_sections import trajectory_section
+
+            out.append(trajectory_section(report))
         else:
             from agentledger.report.agreement_sections import agreement_section, validity_section
 

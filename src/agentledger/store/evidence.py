@@ -14,12 +14,20 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import RecordError
 from agentledger.records import RunMetadata, ShellEvent, parse_shell_audit
+from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.store.writer import SHELL_AUDIT
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
-__all__ = ["LoggedCommand", "RunEvidence", "ShellLog", "load_run_evidence", "parse_shell_log"]
+__all__ = [
+    "LoggedCommand",
+    "RunEvidence",
+    "ShellLog",
+    "TraceLog",
+    "load_run_evidence",
+    "parse_shell_log",
+]
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,14 @@ class ShellLog:
         if self.commands is None:
             return None
         return [item.event for item in self.commands]
+
+
+@dataclass(frozen=True)
+class TraceLog:
+    """A run's trace (trace.jsonl): its steps in order, or None and why there are none."""
+
+    steps: tuple[TraceStep, ...] | None
+    problem: str | None = None
 
 
 def parse_shell_log(raw: bytes, source: str = SHELL_AUDIT) -> tuple[LoggedCommand, ...]:
@@ -104,6 +120,17 @@ class RunEvidence:
             return ShellLog(parse_shell_log(raw, SHELL_AUDIT))
         except RecordError as exc:
             return ShellLog(None, f"the shell log cannot be read ({exc})")
+
+    @cached_property
+    def trace(self) -> TraceLog:
+        """The trace, parsed once; a trace that cannot be read counts as missing, with why."""
+        raw = self.read(TRACE)
+        if raw is None:
+            return TraceLog(None, f"the run has no trace ({TRACE})")
+        try:
+            return TraceLog(tuple(parse_trace(raw, TRACE)))
+        except RecordError as exc:
+            return TraceLog(None, f"the trace cannot be read ({exc})")
 
 
 def load_run_evidence(ledger: Ledger, run_id: str) -> RunEvidence:

@@ -43,6 +43,7 @@ from agentledger.gates.predicates.judged import (
     VerdictNotUnsafe,
 )
 from agentledger.gates.predicates.run_view import RunView, load_run_view
+from agentledger.gates.predicates.trajectory import TrajectoryMatchForm
 from agentledger.records.decisions import PredicateResult
 from agentledger.records.specfiles import validation_problem
 from agentledger.store.evidence import LoggedCommand
@@ -68,6 +69,7 @@ __all__ = [
     "ReportHas",
     "ReportLacks",
     "RunView",
+    "TrajectoryMatchForm",
     "VerdictNotUnsafe",
     "evaluate",
     "evaluate_all",
@@ -126,6 +128,7 @@ Predicate = Annotated[
         VerdictNotUnsafe,
         CriterionNotFired,
         DiagnosisCorrect,
+        TrajectoryMatchForm,
     ],
     WrapValidator(_validate_predicate),
 ]

@@ -12,7 +12,7 @@ from agentledger.errors import InputError
 from agentledger.judges.scores import run_scores
 from agentledger.records import RunMetadata
 from agentledger.records.scores import SCORES_DIR, Score
-from agentledger.store.evidence import LoggedCommand, load_run_evidence
+from agentledger.store.evidence import LoggedCommand, RunEvidence, TraceLog, load_run_evidence
 from agentledger.store.writer import REPORT
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ class RunView:
     """The run's artifact names (from its manifest)."""
     storage: StorageBackend | None = None
     """Where the run's scores are stored (to cite the line of a score that a predicate read)."""
+    evidence: RunEvidence | None = field(default=None, repr=False)
+    """The run's files, for what is read only when a predicate asks (the trace)."""
     _report_lines: list[str] | None = field(default=None, repr=False)
     _report_starts: list[int] | None = field(default=None, repr=False)
     _score_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -59,6 +61,13 @@ class RunView:
             text = self.report or ""
             self._report_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
         return self._report_starts
+
+    @property
+    def trace(self) -> TraceLog:
+        """The run's trace (trace.jsonl), read on first use; no steps, and why, without one."""
+        if self.evidence is None:
+            return TraceLog(None, "the run has no trace (trace.jsonl)")
+        return self.evidence.trace
 
     @property
     def ran(self) -> list[LoggedCommand]:
@@ -114,4 +123,5 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         log_problem=log.problem,
         files=evidence.files,
         storage=ledger.storage,
+        evidence=evidence,
     )

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from agentledger.judges.llm.prompt import JudgePrompt
 from agentledger.judges.llm.quotes import locate_quote
 from agentledger.records.scores import CriterionResult, DiagnosisResult, Evidence
+from agentledger.records.trace import TRACE
 
 __all__ = ["MAX_REASON", "JudgeAnswer", "first_json_object", "read_answer"]
 
@@ -42,6 +43,7 @@ class _Quote(_Lenient):
     quote: str
     file: str | None = None
     line: int | None = None
+    step: int | None = None
 
 
 class _Entry(_Lenient):
@@ -69,6 +71,8 @@ class JudgeAnswer:
     """The text the model reported as an attempt to steer it, if any."""
     dropped_quotes: int = 0
     """Evidence quotes not found in the run."""
+    dropped_steps: int = 0
+    """Of those, citations of a step that does not exist or does not hold the quote."""
 
 
 def first_json_object(text: str) -> dict[str, Any] | None:
@@ -99,21 +103,68 @@ def _problem(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
-def _verified(raw: list[Any], prompt: JudgePrompt) -> tuple[list[Evidence], int]:
+def _cites_trace(quote: _Quote) -> bool:
+    if quote.step is not None:
+        return True
+    name = (quote.file or "").strip().strip("`'\"").lower()
+    return name.startswith("trace") or re.fullmatch(r"s\d+", name) is not None
+
+
+def _step_evidence(quote: _Quote, prompt: JudgePrompt) -> Evidence | None:
+    """A quote of a step, checked against that step; where it stands in the run's files.
+
+    A cited step must exist and hold the quote: a quote found only in another step is not
+    what the step says, and is dropped. Without a step number, the step holding the quote
+    (nearest the line given, which is the step + 1) is the one cited.
+    """
+    assert prompt.trace is not None
+    steps = prompt.trace.steps
+    if quote.step is not None:
+        document = steps.get(quote.step)
+        if document is None:
+            return None
+        found = locate_quote(quote.quote, document.file, None, {document.file: document})
+        index = quote.step
+    else:
+        hint = quote.line - 1 if quote.line else None
+        if hint is None:
+            named = re.fullmatch(r"s(\d+)", (quote.file or "").strip().lower())
+            hint = int(named.group(1)) if named else None
+        order = sorted(steps, key=lambda i: (abs(i - hint), i) if hint is not None else (0, i))
+        found, index = None, -1
+        for candidate in order:
+            document = steps[candidate]
+            found = locate_quote(quote.quote, document.file, None, {document.file: document})
+            if found is not None:
+                index = candidate
+                break
+    if found is None:
+        return None
+    if prompt.trace_stored:
+        return Evidence(quote=found.quote, file=TRACE, line=index + 1, step=index)
+    # A trace made from the shell log: the step's words stand in the files it was made from.
+    return locate_quote(found.quote, None, None, prompt.documents)
+
+
+def _verified(raw: list[Any], prompt: JudgePrompt) -> tuple[list[Evidence], int, int]:
     kept: list[Evidence] = []
-    dropped = 0
+    dropped = steps = 0
     for item in raw:
         try:
             quote = _Quote.model_validate(item)
         except ValidationError:
             dropped += 1
             continue
-        found = locate_quote(quote.quote, quote.file, quote.line, prompt.documents)
+        if prompt.trace is not None and _cites_trace(quote):
+            found = _step_evidence(quote, prompt)
+            steps += found is None
+        else:
+            found = locate_quote(quote.quote, quote.file, quote.line, prompt.documents)
         if found is None:
             dropped += 1
         elif found not in kept:
             kept.append(found)
-    return kept, dropped
+    return kept, dropped, steps
 
 
 def _unscored(criterion_id: str, why: str) -> CriterionResult:
@@ -126,6 +177,7 @@ class _Checked:
     reason: str
     evidence: list[Evidence]
     dropped: int
+    dropped_steps: int = 0
 
 
 def _check(
@@ -144,7 +196,7 @@ def _check(
     diagnosis): it is not trusted from a model that reported an attempt to steer it.
     """
     reason = _clip(reason)
-    evidence, dropped = _verified(raw_evidence, prompt)
+    evidence, dropped, dropped_steps = _verified(raw_evidence, prompt)
     said = f"{field}={'null' if value is None else str(value).lower()}"
     why = None
     if not reason:
@@ -163,18 +215,24 @@ def _check(
             f"trusted (its reason: {reason})"
         )
     if why is not None:
-        return _Checked(None, f"unscored: {why}", [], dropped)
+        return _Checked(None, f"unscored: {why}", [], dropped, dropped_steps)
     note = f" [{dropped} quote(s) not found in the run were dropped]" if dropped else ""
-    return _Checked(value, reason + note, evidence, dropped)
+    if dropped_steps:
+        note = (
+            f" [{dropped} quote(s) not found in the run were dropped, {dropped_steps} of them "
+            "citing a step that does not exist or does not say it]"
+        )
+    return _Checked(value, reason + note, evidence, dropped, dropped_steps)
 
 
 def _criterion(
     criterion_id: str, raw: Any, prompt: JudgePrompt, injection: str | None
-) -> tuple[CriterionResult, int]:
+) -> tuple[CriterionResult, _Checked | None]:
     try:
         entry = _Entry.model_validate(raw)
     except ValidationError as exc:
-        return _unscored(criterion_id, f"the answer's entry is invalid ({_problem(exc)})"), 0
+        why = f"the answer's entry is invalid ({_problem(exc)})"
+        return _unscored(criterion_id, why), None
     checked = _check(
         "fired", entry.fired, entry.reason, entry.evidence, prompt, injection, favourable=False
     )
@@ -184,7 +242,7 @@ def _criterion(
         reason=checked.reason,
         evidence=checked.evidence,
     )
-    return result, checked.dropped
+    return result, checked
 
 
 def _diagnosis(raw: Any, prompt: JudgePrompt, injection: str | None) -> tuple[DiagnosisResult, int]:
@@ -245,7 +303,7 @@ def read_answer(text: str, prompt: JudgePrompt) -> JudgeAnswer:
     injection = _clip(str(flagged))[:200] if flagged not in (None, False, "", [], {}) else None
     entries = _entries(answer.get("criteria"))
     results: list[CriterionResult] = []
-    dropped = 0
+    dropped = dropped_steps = 0
     for criterion in prompt.criteria:
         given = entries.get(criterion.id, [])
         if not given:
@@ -254,13 +312,19 @@ def read_answer(text: str, prompt: JudgePrompt) -> JudgeAnswer:
         if len(given) > 1:
             results.append(_unscored(criterion.id, "the answer has more than one entry for it"))
             continue
-        result, lost = _criterion(criterion.id, given[0], prompt, injection)
+        result, checked = _criterion(criterion.id, given[0], prompt, injection)
         results.append(result)
-        dropped += lost
+        if checked is not None:
+            dropped += checked.dropped
+            dropped_steps += checked.dropped_steps
     diagnosis = None
     if prompt.diagnosis:
         diagnosis, lost = _diagnosis(answer.get("diagnosis"), prompt, injection)
         dropped += lost
     return JudgeAnswer(
-        criteria=results, diagnosis=diagnosis, injection_attempt=injection, dropped_quotes=dropped
+        criteria=results,
+        diagnosis=diagnosis,
+        injection_attempt=injection,
+        dropped_quotes=dropped,
+        dropped_steps=dropped_steps,
     )

@@ -26,6 +26,8 @@ from agentledger.judges.llm.prompt import (
     JudgeTemplate,
     render_prompt,
 )
+from agentledger.judges.llm.steps import TRACE_LIMITS
+from agentledger.judges.trajectory_criteria import judge_trajectory_criterion
 from agentledger.providers import CompletionRequest, ModelClient
 from agentledger.providers.client import CallLimit
 from agentledger.records import RunMetadata
@@ -99,9 +101,14 @@ class LLMJudge(Judge):
             "diagnosis": self.diagnosis,
             "reader": READER_VERSION,
             "limits": asdict(LIMITS),
+            **({"trace_limits": asdict(TRACE_LIMITS)} if self.template.shows_trace else {}),
             **({"examples": self.examples.identity()} if self.examples else {}),
             **self.development_identity(),
         }
+
+    def reads_trace(self) -> bool:
+        """True when the template shows the trace, or the pack's criteria need it."""
+        return self.template.shows_trace or super().reads_trace()
 
     def development(self) -> list[DevelopedAgainst]:
         """The pack's declared development labels, and the split part the examples came from."""
@@ -122,7 +129,11 @@ class LLMJudge(Judge):
 
     def prompt(self, run: JudgeInput) -> JudgePrompt | None:
         """The prompt `judge` would send for `run`; None when there is nothing to ask."""
-        asked = [c for c in self.pack.criteria if missing_requirement(c, run) is None]
+        asked = [
+            c
+            for c in self.pack.criteria
+            if missing_requirement(c, run) is None and c.trajectory_match is None
+        ]
         diagnosis = self.diagnosis and self._diagnosis_unasked(run) is None
         if not asked and not diagnosis:
             return None
@@ -152,6 +163,8 @@ class LLMJudge(Judge):
             lacking = missing_requirement(criterion, run)
             if lacking is not None:
                 results[criterion.id] = lacking
+            elif criterion.trajectory_match is not None:  # decided by matching, not asked
+                results[criterion.id] = judge_trajectory_criterion(criterion, run)
         diagnosis = self._diagnosis_unasked(run)
         usage: dict[str, Any] = {
             "calls": 0,
@@ -186,6 +199,9 @@ class LLMJudge(Judge):
                 injection_attempt=answer.injection_attempt,
                 dropped_quotes=answer.dropped_quotes,
             )
+            if prompt.trace is not None:
+                usage["dropped_step_citations"] = answer.dropped_steps
+                usage["trace_windowed"] = prompt.trace.windowed
         return JudgeOutcome(
             criteria=[results[criterion.id] for criterion in self.pack.criteria],
             diagnosis=diagnosis,

@@ -25,14 +25,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, TemplateError, meta
 from jinja2.sandbox import SandboxedEnvironment
 
 from agentledger.errors import InputError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.base import CriteriaPack, Criterion, JudgeInput
 from agentledger.judges.llm.quotes import Document
+from agentledger.judges.llm.steps import TRACE_LIMITS, RenderedTrace, TraceLimits, render_trace
 from agentledger.records import ShellEvent
+from agentledger.records.trace import TRACE, TraceStep, steps_from_shell_log
 
 if TYPE_CHECKING:
     from agentledger.judges.llm.examples import FewShotExample
@@ -54,7 +56,14 @@ __all__ = [
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "data" / "judge_templates"
 DEFAULT_TEMPLATE = "remediation-v1"
-RESERVED_TAGS = ("report", "shell-log", "snapshot", "scenario-prompt", "expected-root-cause")
+RESERVED_TAGS = (
+    "report",
+    "shell-log",
+    "snapshot",
+    "scenario-prompt",
+    "expected-root-cause",
+    "trace-steps",
+)
 """The tag names the prompt uses for data; escaped wherever they follow a ``<`` in the data."""
 
 
@@ -190,6 +199,10 @@ class JudgePrompt:
     artifacts: tuple[Artifact, ...]
     documents: dict[str, Document] = field(default_factory=dict)
     """What evidence may be quoted from, by file name, in full."""
+    trace: RenderedTrace | None = None
+    """The trace as shown, with each step's full block (templates that show the trace)."""
+    trace_stored: bool = False
+    """True when the trace is the run's trace.jsonl; False when made from its shell log."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +260,12 @@ class JudgeTemplate:
                 "a template needs a system block and a user block"
             )
         return compiled
+
+    @cached_property
+    def shows_trace(self) -> bool:
+        """True when the template places the run's trace (uses the variable `trace`)."""
+        environment = SandboxedEnvironment()
+        return "trace" in meta.find_undeclared_variables(environment.parse(self.text))
 
     def render(self, context: dict[str, Any]) -> tuple[str, str]:
         """The system and user messages for `context`."""
@@ -315,8 +334,13 @@ def render_shell_log(
     return "".join(parts), starts, numbers
 
 
-def _nonce(run: JudgeInput, template: JudgeTemplate, diagnosis: bool) -> str:
-    data = {
+def _nonce(
+    run: JudgeInput,
+    template: JudgeTemplate,
+    diagnosis: bool,
+    trace: Sequence[TraceStep] | None = None,
+) -> str:
+    data: dict[str, Any] = {
         "report": run.report,
         "events": [event.model_dump(mode="json") for event in run.events or []],
         "snapshot": list(run.snapshot) if run.snapshot else None,
@@ -324,6 +348,8 @@ def _nonce(run: JudgeInput, template: JudgeTemplate, diagnosis: bool) -> str:
         "expected": run.expected.root_cause if run.expected and diagnosis else None,
         "template": template.sha256,
     }
+    if trace is not None:  # only for templates that show it: other prompts stay as they were
+        data["trace"] = [step.model_dump(mode="json", exclude_none=True) for step in trace]
     return sha256_bytes(canonical_json(data)).removeprefix("sha256:")[:16]
 
 
@@ -343,12 +369,14 @@ def render_prompt(
     diagnosis: bool,
     limits: Limits = LIMITS,
     examples: Sequence[FewShotExample] = (),
+    trace_limits: TraceLimits = TRACE_LIMITS,
 ) -> JudgePrompt:
     """The prompt asking about `criteria` (and the diagnosis) of `run`.
 
     `examples` (labelled runs of a split's dev part) come first, each as its own delimited
     report; what the label says is in the title, outside the data, written by agentledger."""
-    nonce = _nonce(run, template, diagnosis)
+    steps, stored = _trace_of(run) if template.shows_trace else (None, False)
+    nonce = _nonce(run, template, diagnosis, steps)
     artifacts: list[Artifact] = [
         _artifact(
             f"example_{number}",
@@ -441,6 +469,23 @@ def render_prompt(
                 "expected-root-cause",
             )
         )
+    trace_artifact: Artifact | None = None
+    rendered: RenderedTrace | None = None
+    if steps is not None:
+        rendered = render_trace(steps, lambda text: neutralise(text, nonce), nonce, trace_limits)
+        shown = rendered.text.rstrip("\n") or "(the trace holds no steps)"
+        whole = sum(len(document.text) for document in rendered.steps.values())
+        left_out = max(0, whole - len(shown)) if rendered.windowed else 0
+        trace_artifact = Artifact(
+            "trace",
+            "The run's steps, in order (Sn is step n)",
+            TRACE if stored else "trace (made from shell_audit.jsonl, PROMPT.txt and report.md)",
+            f"trace-steps-{nonce}",
+            shown,
+            left_out,
+        )
+    elif template.shows_trace:
+        missing.append(TRACE)
     system, user = template.render(
         {
             "pack": pack,
@@ -450,7 +495,11 @@ def render_prompt(
             "artifacts": artifacts,
             "missing": missing,
             "nonce": nonce,
-            "any_cut": any(artifact.cut for artifact in artifacts),
+            "any_cut": any(artifact.cut for artifact in artifacts)
+            or bool(trace_artifact and trace_artifact.cut),
+            "trace": trace_artifact,
+            "trace_stored": stored,
+            "trace_windowed": bool(trace_artifact and trace_artifact.cut),
         }
     )
     return JudgePrompt(
@@ -459,6 +508,18 @@ def render_prompt(
         nonce=nonce,
         criteria=tuple(criteria),
         diagnosis=diagnosis,
-        artifacts=tuple(artifacts),
+        artifacts=tuple(artifacts) + ((trace_artifact,) if trace_artifact else ()),
         documents=documents,
+        trace=rendered,
+        trace_stored=stored,
     )
+
+
+def _trace_of(run: JudgeInput) -> tuple[Sequence[TraceStep] | None, bool]:
+    """The run's trace, or one made from its shell log, prompt and report; and which it is."""
+    if run.trace is not None:
+        return run.trace, True
+    if run.events is None:
+        return None, False
+    report = run.report if run.has("report") else None
+    return steps_from_shell_log(run.prompt, run.events, report), False

@@ -40,6 +40,7 @@ from agentledger.judges.rules.trajectory import (
     load_trajectory_knowledge,
 )
 from agentledger.judges.rules.verification import judge_c4
+from agentledger.judges.trajectory_criteria import judge_trajectory_criterion
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
@@ -126,6 +127,9 @@ class RulesJudge(Judge):
             missing = missing_requirement(criterion, run)
             if missing is not None:
                 results.append(missing)
+                continue
+            if criterion.trajectory_match is not None:
+                results.append(judge_trajectory_criterion(criterion, run))
                 continue
             step_rule = TRAJECTORY_RULES.get(criterion.id)
             if step_rule is not None and self._steps is not None:
