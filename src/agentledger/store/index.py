@@ -51,8 +51,10 @@ __all__ = [
     "VerdictCount",
     "format_time",
     "label_row",
+    "label_rows_from",
     "run_columns",
     "score_row",
+    "stored_flag",
 ]
 
 Dimension = Literal["model", "scenario", "kind", "system_prompt_hash", "model_served", "day"]
@@ -142,6 +144,40 @@ class LabelRow:
     current: bool | None = None
     """Whether the index holds it as its source's current label on the run (as read back by
     `RunIndex.label_rows`; None on a row about to be indexed, whose flag the index derives)."""
+
+
+def stored_flag(value: Any) -> Any:
+    """A stored 0/1 flag as False/True; anything else as it is (so verify sees an edit)."""
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    return value
+
+
+def label_rows_from(
+    rows: Iterable[Sequence[Any]], criteria: Iterable[Sequence[Any]]
+) -> list[LabelRow]:
+    """LabelRows (`RunIndex.label_rows`) from an index's label rows, read as (label_id, run_id,
+    source_kind, source_name, verdict, diagnosis, supersedes, created_at, label_json, current),
+    and its (label_id, criterion, fired) rows, each in the order they are to be given."""
+    by_label: dict[str, list[tuple[str, bool | None]]] = {}
+    for label_id, criterion, fired in criteria:
+        by_label.setdefault(label_id, []).append((criterion, stored_flag(fired)))
+    return [
+        LabelRow(
+            label_id=row[0],
+            run_id=row[1],
+            source_kind=row[2],
+            source_name=row[3],
+            verdict=row[4],
+            diagnosis=stored_flag(row[5]),
+            supersedes=row[6],
+            created_at=row[7],
+            label_json=row[8],
+            criteria=tuple(by_label.get(row[0], ())),
+            current=stored_flag(row[9]),
+        )
+        for row in rows
+    ]
 
 
 def label_row(label: Label) -> LabelRow:

@@ -44,7 +44,9 @@ from agentledger.store.index import (
     SkippedScore,
     VerdictCount,
     format_time,
+    label_rows_from,
     run_columns,
+    stored_flag,
 )
 from agentledger.store.postgres_migrations import MIGRATION_LOCK, MIGRATIONS
 from agentledger.store.postgres_url import shown_url
@@ -135,13 +137,6 @@ def _chunks(items: Iterable[T], size: int = _CHUNK) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def _flag(value: Any) -> Any:
-    """A stored 0/1 flag as False/True; anything else as it is (so verify sees an edit)."""
-    if type(value) is int and value in (0, 1):
-        return bool(value)
-    return value
 
 
 def _int_flag(value: bool | None) -> int | None:
@@ -564,7 +559,7 @@ class PostgresIndex(RunIndex):
         for run_id, judge_id, criterion, fired in self._rows(
             "SELECT run_id, judge_id, criterion, fired FROM score_criteria"
         ):
-            criteria.setdefault((run_id, judge_id), []).append((criterion, _flag(fired)))
+            criteria.setdefault((run_id, judge_id), []).append((criterion, stored_flag(fired)))
         return [
             ScoreRow(
                 run_id=row[0],
@@ -573,7 +568,7 @@ class PostgresIndex(RunIndex):
                 model=row[3],
                 pack=row[4],
                 verdict=row[5],
-                diagnosis=_flag(row[6]),
+                diagnosis=stored_flag(row[6]),
                 skipped_reason=row[7],
                 created_at=row[8],
                 score_json=row[9],
@@ -618,7 +613,7 @@ class PostgresIndex(RunIndex):
             VerdictCount(
                 keys=tuple(row[:width]),
                 verdict=str(row[width]),
-                diagnosis=_flag(row[width + 1]) if diagnosis else None,
+                diagnosis=stored_flag(row[width + 1]) if diagnosis else None,
                 runs=int(row[-2]),
                 first_started_at=row[-1],
             )
@@ -734,7 +729,7 @@ class PostgresIndex(RunIndex):
                 run_id,
                 judge_id,
                 verdict,
-                dict(zip(names or (), (_flag(f) for f in fired or ()), strict=True)),
+                dict(zip(names or (), (stored_flag(f) for f in fired or ()), strict=True)),
             )
             for run_id, judge_id, verdict, names, fired in rows
         ]
@@ -857,7 +852,7 @@ class PostgresIndex(RunIndex):
                 name,
                 verdict,
                 created_at,
-                dict(zip(names or (), (_flag(f) for f in fired or ()), strict=True)),
+                dict(zip(names or (), (stored_flag(f) for f in fired or ()), strict=True)),
             )
             for run_id, label_id, kind, name, verdict, created_at, names, fired in rows
         ]
@@ -876,30 +871,15 @@ class PostgresIndex(RunIndex):
         return {str(row[0]) for row in self._rows("SELECT label_id FROM labels")}
 
     def label_rows(self) -> list[LabelRow]:
-        criteria: dict[str, list[tuple[str, bool | None]]] = {}
-        for label_id, criterion, fired in self._rows(
-            "SELECT label_id, criterion, fired FROM label_criteria ORDER BY label_id, criterion"
-        ):
-            criteria.setdefault(label_id, []).append((criterion, _flag(fired)))
-        return [
-            LabelRow(
-                label_id=row[0],
-                run_id=row[1],
-                source_kind=row[2],
-                source_name=row[3],
-                verdict=row[4],
-                diagnosis=_flag(row[5]),
-                supersedes=row[6],
-                created_at=row[7],
-                label_json=row[8],
-                criteria=tuple(criteria.get(row[0], ())),
-                current=_flag(row[9]),
-            )
-            for row in self._rows(
+        return label_rows_from(
+            self._rows(
                 "SELECT label_id, run_id, source_kind, source_name, verdict, diagnosis, "
                 "supersedes, created_at, label_json, current FROM labels ORDER BY label_id"
-            )
-        ]
+            ),
+            self._rows(
+                "SELECT label_id, criterion, fired FROM label_criteria ORDER BY label_id, criterion"
+            ),
+        )
 
     def close(self) -> None:
         self.db.close()

@@ -45,12 +45,15 @@ from agentledger.store.index import (
     SkippedScore,
     VerdictCount,
     format_time,
+    label_rows_from,
     run_columns,
+    stored_flag,
 )
 from agentledger.store.migrations import MIGRATIONS
 from agentledger.store.sqlite_where import (
     chosen_sql,
     criteria_join_sql,
+    current_label_where,
     dimension_sql,
     glob_prefix,
     marks,
@@ -92,31 +95,9 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
     return run_columns(entry)
 
 
-def _flag(value: Any) -> Any:
-    """A stored 0/1 flag as False/True; anything else as it is (so verify sees an edit)."""
-    if type(value) is int and value in (0, 1):
-        return bool(value)
-    return value
-
-
 _PACKED_CRITERIA = "group_concat(c.criterion || char(31) || coalesce(c.fired, 'n'), char(30))"
 """A row's criterion results as one text: ``id<US>1|0|n`` items joined by <RS>."""
 _FIRED_TEXT: dict[str, bool | None] = {"1": True, "0": False, "n": None}
-
-
-def _current_label_where(
-    source_kind: str | None, source_name: str | None, alias: str = ""
-) -> tuple[str, list[str]]:
-    """The WHERE clause (and its parameters) of the current labels of a source."""
-    clauses = [f"{alias}current = 1"]
-    params: list[str] = []
-    if source_kind is not None:
-        clauses.append(f"{alias}source_kind = ?")
-        params.append(source_kind)
-    if source_name is not None:
-        clauses.append(f"{alias}source_name = ?")
-        params.append(source_name)
-    return " AND ".join(clauses), params
 
 
 @functools.lru_cache(maxsize=4096)
@@ -792,7 +773,7 @@ class SQLiteIndex(RunIndex):
             "SELECT run_id, judge_id, criterion, fired FROM score_criteria"
         ):
             found = criteria.setdefault((run_id, judge_id), [])
-            found.append((criterion, _flag(fired)))
+            found.append((criterion, stored_flag(fired)))
         return [
             ScoreRow(
                 run_id=row[0],
@@ -801,7 +782,7 @@ class SQLiteIndex(RunIndex):
                 model=row[3],
                 pack=row[4],
                 verdict=row[5],
-                diagnosis=_flag(row[6]),
+                diagnosis=stored_flag(row[6]),
                 skipped_reason=row[7],
                 created_at=row[8],
                 score_json=row[9],
@@ -900,7 +881,7 @@ class SQLiteIndex(RunIndex):
     def current_label_results(
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> list[LabelResult]:
-        where, params = _current_label_where(source_kind, source_name, "l.")
+        where, params = current_label_where(source_kind, source_name, "l.")
         # Criteria packed into one column: a tenth of the rows a join returns.
         rows = self.db.execute(
             "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "
@@ -913,7 +894,7 @@ class SQLiteIndex(RunIndex):
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> list[str]:
-        where, params = _current_label_where(source_kind, source_name)
+        where, params = current_label_where(source_kind, source_name)
         rows = self.db.execute(
             f"SELECT label_json FROM labels WHERE {where} ORDER BY run_id, created_at, label_id",
             params,
@@ -921,30 +902,13 @@ class SQLiteIndex(RunIndex):
         return [str(row[0]) for row in rows]
 
     def label_rows(self) -> list[LabelRow]:
-        criteria: dict[str, list[tuple[str, bool | None]]] = {}
-        for label_id, criterion, fired in self.db.execute(
-            "SELECT label_id, criterion, fired FROM label_criteria"
-        ):
-            criteria.setdefault(label_id, []).append((criterion, _flag(fired)))
-        return [
-            LabelRow(
-                label_id=row[0],
-                run_id=row[1],
-                source_kind=row[2],
-                source_name=row[3],
-                verdict=row[4],
-                diagnosis=_flag(row[5]),
-                supersedes=row[6],
-                created_at=row[7],
-                label_json=row[8],
-                criteria=tuple(criteria.get(row[0], ())),
-                current=_flag(row[9]),
-            )
-            for row in self.db.execute(
+        return label_rows_from(
+            self.db.execute(
                 "SELECT label_id, run_id, source_kind, source_name, verdict, diagnosis, "
                 "supersedes, created_at, label_json, current FROM labels ORDER BY label_id"
-            )
-        ]
+            ),
+            self.db.execute("SELECT label_id, criterion, fired FROM label_criteria"),
+        )
 
     def label_ids(self) -> set[str]:
         return {str(row[0]) for row in self.db.execute("SELECT label_id FROM labels")}
