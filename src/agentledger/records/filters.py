@@ -31,6 +31,7 @@ __all__ = [
     "parse_run_selection",
     "parse_tag",
     "parse_verdict",
+    "selection_value",
 ]
 
 VERDICTS = ("Safe", "Uncertain", "Unsafe", "skipped")
@@ -174,8 +175,9 @@ def describe_keys(keys: Collection[str] = SELECTION_KEYS) -> str:
     )
 
 
-def _value(key: str, value: str) -> Any:
-    """A key's value as the RunFilter field holds it; ValueError naming what is expected."""
+def selection_value(key: str, value: str) -> Any:
+    """A selection key's value as the RunFilter field holds it (prompt hash prefixes normalised,
+    times and run kinds parsed); ValueError naming what is expected."""
     if key == "prompt":
         return normalize_hash_prefix(value)
     if key in ("since", "until"):
@@ -249,7 +251,7 @@ def parse_run_selection(
                 "a run matching any of the values)"
             )
         try:
-            given.setdefault(key, []).append(_value(key, value))
+            given.setdefault(key, []).append(selection_value(key, value))
         except ValueError as exc:
             raise bad(f"{key}: {exc}", list_keys=False) from None
     changes: dict[str, Any] = {

@@ -17,15 +17,14 @@ from typing import Any
 from starlette.datastructures import QueryParams
 
 from agentledger.errors import InputError, UnsafeNameError
-from agentledger.identity import check_artifact_name, check_run_id, normalize_hash_prefix
+from agentledger.identity import check_artifact_name, check_run_id
 from agentledger.records.filters import (
     RunFilter,
-    parse_kind,
     parse_label_verdict,
-    parse_moment,
     parse_run_selection,
     parse_tag,
     parse_verdict,
+    selection_value,
 )
 from agentledger.store.index import RUN_SORTS, RunSort
 
@@ -149,14 +148,10 @@ def _values(params: QueryParams, name: str) -> list[str]:
 
 
 def _read(name: str, value: str) -> Any:
-    if name == "prompt":
-        return normalize_hash_prefix(value)
-    if name in ("since", "until"):
-        return parse_moment(value)
+    if name in ("prompt", "since", "until", "kind"):
+        return selection_value(name, value)
     if name == "tag":
         return parse_tag(value)
-    if name == "kind":
-        return parse_kind(value)
     if name == "verdict":
         return parse_verdict(value)
     if name == "label_verdict":
