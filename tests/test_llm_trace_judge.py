@@ -420,7 +420,6 @@ def test_judge_with_the_trace_template_from_the_command_line(
             "file": "trace.jsonl",
             "line": 5,
             "step": 4,
-            "source": None,
         }
     ]
     assert score["identity"]["template"]["name"] == "trace-v1"

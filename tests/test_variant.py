@@ -358,9 +358,7 @@ def test_sample_variant_a_is_rejected_haiku_fails_with_evidence(ledger_copy: Pat
         {
             "quote": "tc -s qdisc show dev eth0",
             "file": "shell_audit.jsonl",
-            "line": 6,
-            "step": None,  # evidence of the shell log names no trace step
-            "source": None,
+            "line": 6,  # evidence of the shell log names no trace step: no step, no source
         }
     ]
     assert "tc qdisc del dev eth0 root" in [e["quote"] for e in failed["P5"]["evidence"]]
