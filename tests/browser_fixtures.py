@@ -172,17 +172,3 @@ def chromium(driver: Any, profile: Path) -> Iterator[Any]:
 def watched_page(context: Any, origin: str) -> WatchedPage:
     """A new page of `context`, watched (see WatchedPage)."""
     return _watch(context.new_page(), origin)
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    """One Playwright driver per test module."""
-    with playwright_driver() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(driver: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A fresh-profile Chromium per test module."""
-    with chromium(driver, tmp_path_factory.mktemp("profile")) as context:
-        yield context

@@ -18,7 +18,7 @@ from agentledger.identity import sha256_bytes
 from agentledger.records import ShellEvent
 
 # A real PostgreSQL server (started on first use) and a new database per test.
-pytest_plugins = ["pg_server", "browser_fixtures"]  # browser_fixtures: driver, browser
+pytest_plugins = ["pg_server"]
 
 BASE_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
 T0 = datetime(2026, 3, 12, 10, 15, tzinfo=UTC)

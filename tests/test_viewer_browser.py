@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from agentledger.cli.app import main
 from agentledger.records.scores import Score
 from agentledger.store import Ledger
-from browser_fixtures import WatchedPage, chromium, watched_page
+from browser_fixtures import WatchedPage, chromium, playwright_driver, watched_page
 from browser_support import Server, labels_of, served
 
 pytestmark = pytest.mark.slow
@@ -44,6 +44,18 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(demo_root: Path) -> Iterator[Server]:
     with served(demo_root) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    with playwright_driver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(driver: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with chromium(driver, tmp_path_factory.mktemp("profile")) as context:
+        yield context
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from browser_fixtures import WatchedPage, watched_page
+from browser_fixtures import WatchedPage, chromium, playwright_driver, watched_page
 from browser_support import FOREIGN_HOST, Server, XssLedger, build_xss_ledger, payloads, served
 
 pytestmark = pytest.mark.slow
@@ -36,6 +36,18 @@ def xss_ledger(tmp_path_factory: pytest.TempPathFactory) -> XssLedger:
 def server(xss_ledger: XssLedger) -> Iterator[Server]:
     with served(xss_ledger.root) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    with playwright_driver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(driver: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with chromium(driver, tmp_path_factory.mktemp("profile")) as context:
+        yield context
 
 
 @pytest.fixture
