@@ -462,10 +462,10 @@ def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[A
 def _runs(ids: list[str], facets: Mapping[str, RunFacets], by: str | None) -> _Runs:
     if by is None:
         return _Runs(ids, None, [])
-    values = [getattr(facets[r], by) for r in ids]
+    values = list(map(operator.attrgetter(by), map(facets.__getitem__, ids)))
     names = sorted(set(values))
     place = {name: i for i, name in enumerate(names)}
-    codes = np.fromiter((place[v] for v in values), dtype=np.int32, count=len(ids))
+    codes = np.fromiter(map(place.__getitem__, values), dtype=np.int32, count=len(ids))
     return _Runs(ids, codes, names)
 
 
@@ -510,7 +510,8 @@ def agreement_report(
     narrows = replace(base, kinds=()) != RunFilter() or any(k not in kinds for k in by_kind)
     facets: dict[str, RunFacets] = {}
     if narrows or by is not None:
-        facets = {facet.run_id: facet for facet in ledger.index.run_facets(selected)}
+        found = ledger.index.run_facets(selected)
+        facets = dict(zip(map(_RUN_ID, found), found, strict=True))
         runs_selected = len(facets)
     else:
         runs_selected = sum(by_kind.values())
@@ -519,8 +520,8 @@ def agreement_report(
     a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, queried)
     b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, queried)
     warnings: list[str] = []
-    in_a = {run_id for run_id in a.ratings if run_id in facets} if narrows else set(a.ratings)
-    in_b = {run_id for run_id in b.ratings if run_id in facets} if narrows else set(b.ratings)
+    in_a = a.ratings.keys() & facets.keys() if narrows else set(a.ratings)
+    in_b = b.ratings.keys() & facets.keys() if narrows else set(b.ratings)
     common = in_a & in_b
     chosen_split: Split | None = None
     outside = 0
