@@ -414,43 +414,44 @@ _RUN_ID = operator.attrgetter("run_id")
 _CRITERIA = operator.attrgetter("criteria")
 
 
-def _verdict_codes(source: Source, ids: list[str]) -> np.ndarray[Any, Any]:
+def _verdict_codes(rated: list[Rated]) -> np.ndarray[Any, Any]:
     place: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
-    verdicts = map(_VERDICT, map(source.ratings.__getitem__, ids))
     return np.fromiter(
-        map(place.get, verdicts, itertools.repeat(-1)), dtype=np.int8, count=len(ids)
+        map(place.get, map(_VERDICT, rated), itertools.repeat(-1)), dtype=np.int8, count=len(rated)
     )
 
 
-def _mappings(source: Source, ids: list[str]) -> list[Mapping[str, bool | None]]:
-    """The criteria mapping of each run of `ids` (the runs of a source share a few)."""
-    return list(map(_CRITERIA, map(source.ratings.__getitem__, ids)))
+class _CriteriaOf:
+    """The criteria mapping of each rating (the runs of a source share a few mappings), each
+    distinct one numbered once, so that codes per criterion are one numpy take per run."""
 
+    def __init__(self, rated: list[Rated]) -> None:
+        mappings = list(map(_CRITERIA, rated))
+        # Keyed by id: the mappings stay alive in `mappings` while this runs.
+        distinct = dict(zip(map(id, mappings), mappings, strict=True))
+        place = {key: i for i, key in enumerate(distinct)}
+        self.distinct = list(distinct.values())
+        self.which = np.fromiter(
+            map(place.__getitem__, map(id, mappings)), dtype=np.intp, count=len(mappings)
+        )
 
-def _criteria_codes(
-    source: Source, ids: list[str], criteria: list[str]
-) -> dict[str, np.ndarray[Any, Any]]:
-    """Per criterion, the codes of `source` over `ids`: each distinct mapping is coded once,
-    then every run takes its mapping's row."""
-    if not criteria:
-        return {}
-    mappings = _mappings(source, ids)
-    # Keyed by id: the mappings stay alive in `mappings` while this runs.
-    distinct = dict(zip(map(id, mappings), mappings, strict=True))
-    coded = {
-        key: tuple(_FIRED.get(mapping.get(criterion), -1) for criterion in criteria)
-        for key, mapping in distinct.items()
-    }
-    rows = list(map(coded.__getitem__, map(id, mappings)))
-    table = np.array(rows, dtype=np.int8).reshape(len(ids), len(criteria))
-    return {criterion: table[:, i] for i, criterion in enumerate(criteria)}
+    def named(self) -> set[str]:
+        """Every criterion rated on any run."""
+        return {criterion for mapping in self.distinct for criterion in mapping}
 
-
-def _criteria_named(source: Source, ids: list[str]) -> set[str]:
-    """Every criterion `source` rates on any of `ids`."""
-    mappings = _mappings(source, ids)
-    distinct = dict(zip(map(id, mappings), mappings, strict=True))
-    return {criterion for mapping in distinct.values() for criterion in mapping}
+    def codes(self, criteria: list[str]) -> dict[str, np.ndarray[Any, Any]]:
+        """Per criterion, the code of each run (`_FIRED`; -1 null or absent)."""
+        if not criteria:
+            return {}
+        coded = np.array(
+            [
+                [_FIRED.get(mapping.get(criterion), -1) for criterion in criteria]
+                for mapping in self.distinct
+            ],
+            dtype=np.int8,
+        ).reshape(len(self.distinct), len(criteria))
+        table = coded[self.which]
+        return {criterion: table[:, i] for i, criterion in enumerate(criteria)}
 
 
 def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[Any, Any]:
@@ -571,7 +572,9 @@ def agreement_report(
         "target_width": target_width,
         "development": development,
     }
-    verdicts_a, verdicts_b = _verdict_codes(a, ordered), _verdict_codes(b, ordered)
+    rated_a = list(map(a.ratings.__getitem__, ordered))
+    rated_b = list(map(b.ratings.__getitem__, ordered))
+    verdicts_a, verdicts_b = _verdict_codes(rated_a), _verdict_codes(rated_b)
     comparisons = [
         _compare(
             "verdict", "verdict", LABEL_VERDICTS, verdicts_a, verdicts_b, runs,
@@ -588,10 +591,10 @@ def agreement_report(
             **options,
         ),
     ]  # fmt: skip
-    criteria_a, criteria_b = _criteria_named(a, ordered), _criteria_named(b, ordered)
+    of_a, of_b = _CriteriaOf(rated_a), _CriteriaOf(rated_b)
+    criteria_a, criteria_b = of_a.named(), of_b.named()
     compared = sorted(criteria_a & criteria_b)
-    codes_a = _criteria_codes(a, ordered, compared)
-    codes_b = _criteria_codes(b, ordered, compared)
+    codes_a, codes_b = of_a.codes(compared), of_b.codes(compared)
     for criterion in compared:
         comparisons.append(
             _compare(
