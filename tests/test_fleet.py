@@ -55,6 +55,15 @@ def share_of_samples(target: Path, number: int, of: int) -> list[str]:
     return names
 
 
+def spawn(script: str, env: dict[str, str], stderr: Path) -> subprocess.Popen[bytes]:
+    """A writer running `script` in bash, its stderr kept in a file (a pipe could fill up
+    while an earlier writer is waited for) for the assertion that it succeeded."""
+    with stderr.open("wb") as sink:
+        return subprocess.Popen(
+            ["bash", "-c", script], env=env, stdout=subprocess.DEVNULL, stderr=sink
+        )
+
+
 @pytest.mark.slow
 def test_eight_writers_on_s3_and_postgresql_land_every_record_exactly_once(
     tmp_path: Path,
@@ -85,20 +94,22 @@ def test_eight_writers_on_s3_and_postgresql_land_every_record_exactly_once(
                 f"{{ {AGENTLEDGER} fixtures run {suite} --replay {recordings} {ledger}; "
                 "test $? -eq 1; }"  # the suite's must-pass drop-events fixture fails: exit 1
             )
-            procs.append((number, subprocess.Popen(["bash", "-c", script], env=env)))
+            procs.append((number, spawn(script, env, tmp_path / f"writer{number}.err")))
         else:
             # Killed at a crash point: with its runs stored and journaled, but not indexed;
             # or with its first run stored, but not journaled.
             point = "index: before commit" if number == WRITERS else "after-record"
             script = f"{AGENTLEDGER} import {tmp_path / f'runs{number}'} {ledger}"
-            killed = subprocess.Popen(["bash", "-c", script], env={**env, CRASH_AT: point})
-            procs.append((number, killed))
+            procs.append(
+                (number, spawn(script, {**env, CRASH_AT: point}, tmp_path / f"writer{number}.err"))
+            )
     for number, proc in procs:
-        code = proc.wait(timeout=300)
+        proc.wait(timeout=300)
+        stderr = (tmp_path / f"writer{number}.err").read_text(errors="replace")
         if number < WRITERS:
-            assert code == 0, f"writer {number} exited {code}"
+            assert proc.returncode == 0, f"writer {number} exited {proc.returncode}:\n{stderr}"
         else:
-            assert code != 0, f"writer {number} was not killed"
+            assert proc.returncode != 0, f"writer {number} was not killed:\n{stderr}"
 
     with Ledger.open(machine(tmp_path / "checker", shared)) as ledger:
         # Before gc: nothing partial, only what gc settles.
