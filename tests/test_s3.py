@@ -202,6 +202,32 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
         assert verify_ledger(other).ok
 
 
+@pytest.mark.filterwarnings("error::ResourceWarning")
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_closing_a_ledger_closes_its_s3_client(tmp_path: Path, s3_uri: str) -> None:
+    """A closed ledger leaves no S3 connection or thread behind (an open one is reported as an
+    unraisable ResourceWarning when it is collected), and the storage can be used again."""
+    import gc
+
+    source = tmp_path / "source"
+    write_runs(source, 3)
+    from agentledger.importers import import_runs
+
+    with Ledger.init(tmp_path / "ledger", storage=s3_uri) as ledger:
+        import_runs(ledger, [source])
+        storage = ledger.storage
+        assert isinstance(storage, S3Storage)
+        assert storage.store._client is not None
+        pool = storage.store._pool
+    assert storage.store._client is None and storage.store._pool is None
+    assert pool is not None and pool._shutdown
+    assert not [t for t in threading.enumerate() if t.name.startswith("agentledger-s3")]
+    gc.collect()
+    assert len(list(storage.run_ids())) == 3  # used after close: a new client
+    storage.close()
+    gc.collect()
+
+
 # -- the journal lock: a lease by compare-and-swap ---------------------------------------------
 
 APPENDER = """

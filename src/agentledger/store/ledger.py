@@ -253,7 +253,11 @@ class Ledger:
         return cls.init(root), True
 
     def close(self) -> None:
-        self.index.close()
+        """Close the index, then release the storage's clients (an S3 client's connections)."""
+        try:
+            self.index.close()
+        finally:
+            self.storage.close()
 
     def __enter__(self) -> Ledger:
         return self

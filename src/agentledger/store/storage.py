@@ -217,6 +217,10 @@ class StorageBackend(ABC):
     def initialize(self) -> None:  # noqa: B027 - optional: most backends need nothing
         """Prepare the storage of a new, empty ledger."""
 
+    def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing
+        """Release what this backend holds open (network clients, connection pools, threads).
+        The ledger calls it on close; a backend used after it opens them again."""
+
     # -- records: create if absent, else fail --------------------------------------------
 
     @property

@@ -224,6 +224,20 @@ class ObjectStore:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="agentledger-s3")
             self._pid = os.getpid()
 
+    def close(self) -> None:
+        """Shut this process's thread pool and close its client's connections (a client made
+        in another process, before a fork, is left to that process). Used again, the store
+        makes a new client."""
+        with self._mutex:
+            if self._pid != os.getpid():
+                return
+            client, pool = self._client, self._pool
+            self._client, self._pool, self._pid = None, None, -1
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if client is not None:
+            client.close()
+
     @property
     def client(self) -> Any:
         """This process's boto3 S3 client."""

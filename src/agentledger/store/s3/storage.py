@@ -110,6 +110,14 @@ class S3Storage(StorageBackend):
                 "that does (AWS S3, MinIO, R2, Ceph RGW of 2024 or later; docs/scale.md)"
             )
 
+    def close(self) -> None:
+        """Stop this process's presence if it has nothing staged, then close the client."""
+        with self._open_mutex:
+            idle = not self._open
+        if idle:
+            self.presence.close()
+        self.store.close()
+
     # -- records ---------------------------------------------------------------------------
 
     def _clash(self, key: str) -> str | None:
