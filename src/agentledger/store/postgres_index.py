@@ -43,6 +43,7 @@ from agentledger.store.index import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    criteria_columns_sql,
     format_time,
     label_rows_from,
     run_columns,
@@ -734,6 +735,22 @@ class PostgresIndex(RunIndex):
             for run_id, judge_id, verdict, names, fired in rows
         ]
 
+    def score_criteria_columns(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids, _P)
+        rows = self._rows(
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict"
+            f"{criteria_columns_sql(criteria, '%s')} "
+            "FROM chosen ch LEFT JOIN score_criteria c "
+            "ON c.run_id = ch.run_id AND c.judge_id = ch.judge_id "
+            "GROUP BY ch.run_id, ch.judge_id, ch.verdict ORDER BY ch.run_id",
+            [*params, *criteria],
+        )
+        return rows
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self._rows(
             "SELECT score_json FROM scores WHERE run_id = %s ORDER BY created_at, judge_id",
@@ -856,6 +873,22 @@ class PostgresIndex(RunIndex):
             )
             for run_id, label_id, kind, name, verdict, created_at, names, fired in rows
         ]
+
+    def current_label_columns(
+        self,
+        criteria: Sequence[str],
+        source_kind: str | None = None,
+        source_name: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        where, params = current_label_where(source_kind, source_name, "l.", _P)
+        rows = self._rows(
+            f"SELECT l.run_id, l.label_id, l.verdict{criteria_columns_sql(criteria, '%s')} "
+            "FROM labels l LEFT JOIN label_criteria c ON c.label_id = l.label_id "
+            f"WHERE {where} GROUP BY l.run_id, l.created_at, l.label_id, l.verdict "
+            "ORDER BY l.run_id, l.created_at, l.label_id",
+            [*criteria, *params],
+        )
+        return rows
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None

@@ -44,6 +44,7 @@ from agentledger.store.index import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    criteria_columns_sql,
     format_time,
     label_rows_from,
     run_columns,
@@ -742,6 +743,21 @@ class SQLiteIndex(RunIndex):
         )
         return _results(ScoreResult, rows.fetchall())
 
+    def score_criteria_columns(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        rows = self.db.execute(
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{criteria_columns_sql(criteria, '?')} "
+            "FROM chosen ch LEFT JOIN score_criteria c "
+            "ON c.run_id = ch.run_id AND c.judge_id = ch.judge_id "
+            "GROUP BY ch.run_id, ch.judge_id, ch.verdict ORDER BY ch.run_id",
+            [*params, *criteria],
+        )
+        return rows.fetchall()
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self.db.execute(
             "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at, judge_id",
@@ -891,6 +907,22 @@ class SQLiteIndex(RunIndex):
             params,
         )
         return _results(LabelResult, rows.fetchall())
+
+    def current_label_columns(
+        self,
+        criteria: Sequence[str],
+        source_kind: str | None = None,
+        source_name: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        where, params = current_label_where(source_kind, source_name, "l.")
+        rows = self.db.execute(
+            f"SELECT l.run_id, l.label_id, l.verdict{criteria_columns_sql(criteria, '?')} "
+            "FROM labels l LEFT JOIN label_criteria c ON c.label_id = l.label_id "
+            f"WHERE {where} GROUP BY l.label_id "
+            "ORDER BY l.run_id, l.created_at, l.label_id",
+            [*criteria, *params],
+        )
+        return rows.fetchall()
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
