@@ -158,11 +158,13 @@ CANNOT_TELL = -1
 (fired 1, not fired 0; None: the score or label does not have the criterion)."""
 
 
-def criteria_columns_sql(criteria: Sequence[str], mark: str) -> str:
-    """One column per criterion over a row's joined ``c`` criteria rows: 1, 0, `CANNOT_TELL`,
-    or NULL when the row lacks it (criteria rows are unique per criterion, so max picks it)."""
+def criteria_columns_sql(criteria: Sequence[str], mark: str, table: str, match: str) -> str:
+    """One column per criterion: its row of `table` (``c``) where `match`, read by key as 1,
+    0, `CANNOT_TELL`, or NULL when there is none. Lookups by the table's primary key: over
+    100,000 SQLite rows cheaper than a join grouped by run, and nothing to parse after."""
     return "".join(
-        f", max(CASE WHEN c.criterion = {mark} THEN coalesce(c.fired, {CANNOT_TELL}) END)"
+        f", (SELECT coalesce(c.fired, {CANNOT_TELL}) FROM {table} c "
+        f"WHERE {match} AND c.criterion = {mark})"
         for _ in criteria
     )
 

@@ -148,6 +148,10 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+_SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
+_LABEL_MATCH = "c.label_id = l.label_id"
+
+
 class PostgresIndex(RunIndex):
     """The index in a PostgreSQL database (psycopg 3), migrated forward when opened.
 
@@ -741,12 +745,10 @@ class PostgresIndex(RunIndex):
         if not judge_ids:
             return []
         cte, params = chosen_sql(run_filter, judge_ids, _P)
+        columns = criteria_columns_sql(criteria, "%s", "score_criteria", _SCORE_MATCH)
         rows = self._rows(
-            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict"
-            f"{criteria_columns_sql(criteria, '%s')} "
-            "FROM chosen ch LEFT JOIN score_criteria c "
-            "ON c.run_id = ch.run_id AND c.judge_id = ch.judge_id "
-            "GROUP BY ch.run_id, ch.judge_id, ch.verdict ORDER BY ch.run_id",
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{columns} FROM chosen ch "
+            "ORDER BY ch.run_id",
             [*params, *criteria],
         )
         return rows
@@ -881,11 +883,10 @@ class PostgresIndex(RunIndex):
         source_name: str | None = None,
     ) -> list[tuple[Any, ...]]:
         where, params = current_label_where(source_kind, source_name, "l.", _P)
+        columns = criteria_columns_sql(criteria, "%s", "label_criteria", _LABEL_MATCH)
         rows = self._rows(
-            f"SELECT l.run_id, l.label_id, l.verdict{criteria_columns_sql(criteria, '%s')} "
-            "FROM labels l LEFT JOIN label_criteria c ON c.label_id = l.label_id "
-            f"WHERE {where} GROUP BY l.run_id, l.created_at, l.label_id, l.verdict "
-            "ORDER BY l.run_id, l.created_at, l.label_id",
+            f"SELECT l.run_id, l.label_id, l.verdict{columns} "
+            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
             [*criteria, *params],
         )
         return rows

@@ -161,6 +161,10 @@ def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
+_SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
+_LABEL_MATCH = "c.label_id = l.label_id"
+
+
 class SQLiteIndex(RunIndex):
     """The index as one SQLite file (WAL mode, busy timeout), migrated forward when opened."""
 
@@ -749,11 +753,10 @@ class SQLiteIndex(RunIndex):
         if not judge_ids:
             return []
         cte, params = chosen_sql(run_filter, judge_ids)
+        columns = criteria_columns_sql(criteria, "?", "score_criteria", _SCORE_MATCH)
         rows = self.db.execute(
-            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{criteria_columns_sql(criteria, '?')} "
-            "FROM chosen ch LEFT JOIN score_criteria c "
-            "ON c.run_id = ch.run_id AND c.judge_id = ch.judge_id "
-            "GROUP BY ch.run_id, ch.judge_id, ch.verdict ORDER BY ch.run_id",
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{columns} "
+            "FROM chosen ch ORDER BY ch.run_id",
             [*params, *criteria],
         )
         return rows.fetchall()
@@ -915,11 +918,10 @@ class SQLiteIndex(RunIndex):
         source_name: str | None = None,
     ) -> list[tuple[Any, ...]]:
         where, params = current_label_where(source_kind, source_name, "l.")
+        columns = criteria_columns_sql(criteria, "?", "label_criteria", _LABEL_MATCH)
         rows = self.db.execute(
-            f"SELECT l.run_id, l.label_id, l.verdict{criteria_columns_sql(criteria, '?')} "
-            "FROM labels l LEFT JOIN label_criteria c ON c.label_id = l.label_id "
-            f"WHERE {where} GROUP BY l.label_id "
-            "ORDER BY l.run_id, l.created_at, l.label_id",
+            f"SELECT l.run_id, l.label_id, l.verdict{columns} "
+            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
             [*criteria, *params],
         )
         return rows.fetchall()
