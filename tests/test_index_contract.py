@@ -628,6 +628,16 @@ def test_current_label_columns_match_current_label_results(index: RunIndex) -> N
         ("c", "l4", "Unsafe"),
     ]
     assert index.current_label_columns(["C1"], source_name="nobody") == []
+    # Two people's current labels on one run come oldest first, as in current_label_results
+    # (agreement's labels:human keeps the last of each run: the newest).
+    index.add_labels([label("l5", "a", "bob", "Unsafe", minutes=9, criteria=(("C2", True),))])
+    assert index.current_label_columns(["C2"], source_kind="person") == [
+        ("a", "l2", "Safe", 0),
+        ("a", "l5", "Unsafe", 1),
+    ]
+    assert [row[1] for row in index.current_label_columns(["C2"], source_kind="person")] == [
+        r.label_id for r in index.current_label_results(source_kind="person")
+    ]
 
 
 def test_current_label_results_match_current_labels(index: RunIndex) -> None:
