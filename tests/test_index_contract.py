@@ -18,6 +18,7 @@ import pytest
 from agentledger.identity import sha256_bytes
 from agentledger.records import AgentInfo, FileEntry, Manifest, RunMetadata, RunSummary
 from agentledger.store.index import (
+    CANNOT_TELL,
     CriterionCell,
     CriterionFirst,
     IndexEntry,
@@ -576,6 +577,67 @@ def test_run_facets_and_score_results_for_agreement(scored: RunIndex) -> None:
     ]
     assert scored.score_results(agents, []) == []
     assert scored.run_facets(RunFilter(models=("nobody",))) == []
+
+
+def test_score_criteria_columns_match_score_results(scored: RunIndex) -> None:
+    agents = RunFilter(kinds=("agent",))
+    # A criterion the score could not assess (h2's C1) is CANNOT_TELL, one it lacks (C9) None;
+    # a skipped score has no criteria.
+    assert scored.score_criteria_columns(agents, ["rules-new"], ["C4", "C1", "C9"]) == [
+        ("g1", "rules-new", "Uncertain", 1, None, None),
+        ("g2", "rules-new", "skipped", None, None, None),
+        ("h1", "rules-new", "Safe", 0, None, None),
+        ("h2", "rules-new", "Unsafe", 1, CANNOT_TELL, None),
+    ]
+    # Several judges: the same score wins as in score_results (the newest among them).
+    judges = ["rules-new", "rules-old"]
+    both = scored.score_criteria_columns(RunFilter(), judges, ["C4"])
+    assert [row[:3] for row in both] == [
+        (r.run_id, r.judge_id, r.verdict) for r in scored.score_results(RunFilter(), judges)
+    ]
+    assert both[2] == ("h1", "rules-new", "Safe", 0)
+    assert scored.score_criteria_columns(agents, ["rules-new"], []) == [
+        (r.run_id, r.judge_id, r.verdict) for r in scored.score_results(agents, ["rules-new"])
+    ]
+    assert scored.score_criteria_columns(agents, [], ["C4"]) == []
+    assert scored.score_criteria_columns(RunFilter(models=("nobody",)), judges, ["C4"]) == []
+
+
+def test_current_label_columns_match_current_label_results(index: RunIndex) -> None:
+    index.add([entry("a", 0), entry("b", 1), entry("c", 2)])
+    index.add_labels(
+        [
+            label("l1", "a", "alice", "Unsafe", minutes=0, criteria=(("C2", True),)),
+            label("l2", "a", "alice", "Safe", minutes=1, criteria=(("C2", False), ("C4", None))),
+            label("l3", "b", "checker", None, kind="external", minutes=2, criteria=(("C1", True),)),
+            label("l4", "c", "checker", "Unsafe", kind="external", minutes=3),
+        ]
+    )
+    # l1 is not current (alice's newer l2 is); "cannot tell" (C4) is CANNOT_TELL, absent None.
+    assert index.current_label_columns(["C1", "C2", "C4"]) == [
+        ("a", "l2", "Safe", None, 0, CANNOT_TELL),
+        ("b", "l3", None, 1, None, None),
+        ("c", "l4", "Unsafe", None, None, None),
+    ]
+    assert [row[1] for row in index.current_label_columns(["C1"])] == [
+        r.label_id for r in index.current_label_results()
+    ]
+    assert index.current_label_columns(["C2"], source_kind="person") == [("a", "l2", "Safe", 0)]
+    assert index.current_label_columns([], source_name="checker") == [
+        ("b", "l3", None),
+        ("c", "l4", "Unsafe"),
+    ]
+    assert index.current_label_columns(["C1"], source_name="nobody") == []
+    # Two people's current labels on one run come oldest first, as in current_label_results
+    # (agreement's labels:human keeps the last of each run: the newest).
+    index.add_labels([label("l5", "a", "bob", "Unsafe", minutes=9, criteria=(("C2", True),))])
+    assert index.current_label_columns(["C2"], source_kind="person") == [
+        ("a", "l2", "Safe", 0),
+        ("a", "l5", "Unsafe", 1),
+    ]
+    assert [row[1] for row in index.current_label_columns(["C2"], source_kind="person")] == [
+        r.label_id for r in index.current_label_results(source_kind="person")
+    ]
 
 
 def test_current_label_results_match_current_labels(index: RunIndex) -> None:

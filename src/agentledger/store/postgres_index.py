@@ -43,6 +43,7 @@ from agentledger.store.index import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    criteria_columns_sql,
     format_time,
     label_rows_from,
     run_columns,
@@ -145,6 +146,10 @@ def _int_flag(value: bool | None) -> int | None:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+_SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
+_LABEL_MATCH = "c.label_id = l.label_id"
 
 
 class PostgresIndex(RunIndex):
@@ -734,6 +739,20 @@ class PostgresIndex(RunIndex):
             for run_id, judge_id, verdict, names, fired in rows
         ]
 
+    def score_criteria_columns(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids, _P)
+        columns = criteria_columns_sql(criteria, "%s", "score_criteria", _SCORE_MATCH)
+        rows = self._rows(
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{columns} FROM chosen ch "
+            "ORDER BY ch.run_id",
+            [*params, *criteria],
+        )
+        return rows
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self._rows(
             "SELECT score_json FROM scores WHERE run_id = %s ORDER BY created_at, judge_id",
@@ -856,6 +875,21 @@ class PostgresIndex(RunIndex):
             )
             for run_id, label_id, kind, name, verdict, created_at, names, fired in rows
         ]
+
+    def current_label_columns(
+        self,
+        criteria: Sequence[str],
+        source_kind: str | None = None,
+        source_name: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        where, params = current_label_where(source_kind, source_name, "l.", _P)
+        columns = criteria_columns_sql(criteria, "%s", "label_criteria", _LABEL_MATCH)
+        rows = self._rows(
+            f"SELECT l.run_id, l.label_id, l.verdict{columns} "
+            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
+            [*criteria, *params],
+        )
+        return rows
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None

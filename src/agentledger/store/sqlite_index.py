@@ -44,6 +44,7 @@ from agentledger.store.index import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    criteria_columns_sql,
     format_time,
     label_rows_from,
     run_columns,
@@ -158,6 +159,10 @@ def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+_SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
+_LABEL_MATCH = "c.label_id = l.label_id"
 
 
 class SQLiteIndex(RunIndex):
@@ -742,6 +747,20 @@ class SQLiteIndex(RunIndex):
         )
         return _results(ScoreResult, rows.fetchall())
 
+    def score_criteria_columns(
+        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
+        if not judge_ids:
+            return []
+        cte, params = chosen_sql(run_filter, judge_ids)
+        columns = criteria_columns_sql(criteria, "?", "score_criteria", _SCORE_MATCH)
+        rows = self.db.execute(
+            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{columns} "
+            "FROM chosen ch ORDER BY ch.run_id",
+            [*params, *criteria],
+        )
+        return rows.fetchall()
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self.db.execute(
             "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at, judge_id",
@@ -891,6 +910,21 @@ class SQLiteIndex(RunIndex):
             params,
         )
         return _results(LabelResult, rows.fetchall())
+
+    def current_label_columns(
+        self,
+        criteria: Sequence[str],
+        source_kind: str | None = None,
+        source_name: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        where, params = current_label_where(source_kind, source_name, "l.")
+        columns = criteria_columns_sql(criteria, "?", "label_criteria", _LABEL_MATCH)
+        rows = self.db.execute(
+            f"SELECT l.run_id, l.label_id, l.verdict{columns} "
+            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
+            [*criteria, *params],
+        )
+        return rows.fetchall()
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
