@@ -308,20 +308,25 @@ def review_command(
     import json
 
     from agentledger.cli.output import print_rows
-    from agentledger.labels.review import review_queue
+    from agentledger.labels.review import review_queue, review_queue_page
 
     if open_next and not _on_terminal():
         raise click.UsageError("review --next asks questions: run it on a terminal")
+    kinds = kinds or ("agent",)
     with open_ledger(ledger_path) as ledger:
-        queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds or ("agent",))
         if open_next:
-            if not queue:
+            head = review_queue_page(ledger, limit=1, unlabelled=unlabelled, kinds=kinds).items
+            if not head:
                 click.echo("Nothing waits for review.")
                 return
-            item = queue[0]
+            item = head[0]
             click.echo(f"Next in the queue ({', '.join(item.reasons)}): {item.run_id}")
             _walk_through(ledger, item.run_id, _labeller(by))
             return
+        if as_json:
+            queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds)
+        else:  # the first `limit` runs only, and what the whole queue holds
+            found = review_queue_page(ledger, limit=limit, unlabelled=unlabelled, kinds=kinds)
     if as_json:
         rows = [
             {
@@ -336,24 +341,20 @@ def review_command(
         ]
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    if not queue:
+    if not found.items:
         click.echo("Nothing waits for review.")
         return
     print_rows(
         ["RUN_ID", "MODEL", "WHY", "DETAIL"],
         [
             (item.run_id, item.model, ", ".join(item.reasons), " | ".join(item.detail))
-            for item in queue[:limit]
+            for item in found.items
         ],
     )
-    counts: dict[str, int] = {}
-    for item in queue:
-        for why in item.reasons:
-            counts[why] = counts.get(why, 0) + 1
-    shown = f"showing {limit} of {len(queue)}; " if len(queue) > limit else ""
+    shown = f"showing {limit} of {found.total}; " if found.total > limit else ""
     click.echo(
-        f"{len(queue)} run(s) wait ({shown}"
-        + ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
+        f"{found.total} run(s) wait ({shown}"
+        + ", ".join(f"{n} {why}" for why, n in sorted(found.counts.items()))
         + "): label the next with agentledger review --next",
         err=True,
     )

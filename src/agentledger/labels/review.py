@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from agentledger.errors import RunNotFoundError
@@ -23,7 +23,15 @@ from agentledger.store.index import IndexedRun, RunFilter
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
-__all__ = ["QueueItem", "RunBrief", "TraceSummary", "review_queue", "run_brief"]
+__all__ = [
+    "QueueItem",
+    "QueuePage",
+    "RunBrief",
+    "TraceSummary",
+    "review_queue",
+    "review_queue_page",
+    "run_brief",
+]
 
 Why = Literal["refused", "disagreement", "unlabelled"]
 _ORDER: dict[str, int] = {"refused": 0, "disagreement": 1, "unlabelled": 2}
@@ -50,12 +58,31 @@ def _refusal(judge_id: str, reason: str | None) -> str:
     return f"{judge_id} refused: {reason or 'no reason'}"
 
 
-def review_queue(
-    ledger: Ledger, *, unlabelled: bool = True, kinds: tuple[str, ...] = ("agent",)
-) -> list[QueueItem]:
-    """Every run of `kinds` (agent runs by default; empty for every kind) waiting for a
-    person: refused first, then disagreements, then (with `unlabelled`) runs no one has
-    labelled."""
+@dataclass(frozen=True)
+class QueuePage:
+    """A window of the review queue, and what the whole queue holds."""
+
+    items: list[QueueItem]
+    total: int
+    """Runs in the whole queue."""
+    counts: dict[str, int]
+    """Runs in the whole queue for each reason (a run may have two)."""
+
+
+def _before(a: IndexedRun, b: IndexedRun) -> bool:
+    """Whether `a` comes before `b` in a group of the queue (and in the index's `query`):
+    newest first, runs without a start last, then by id."""
+    if (a.started_at is None) != (b.started_at is None):
+        return b.started_at is None
+    if a.started_at != b.started_at:
+        return (a.started_at or "") > (b.started_at or "")
+    return a.run_id < b.run_id
+
+
+def _flagged(ledger: Ledger, kinds: tuple[str, ...]) -> list[tuple[QueueItem, IndexedRun]]:
+    """The runs of `kinds` a judge refused or whose judges disagree, that no person has
+    labelled: refused first, then disagreements, each newest first. They are few (each
+    needs a score), so they are built whole."""
     people = {run.run_id for run in ledger.runs(RunFilter(label_source="human"))}
     details: dict[str, list[tuple[Why, str]]] = {}
     refused: dict[str, str | None] = {}
@@ -75,11 +102,7 @@ def review_queue(
                 }
             )
             details.setdefault(run_id, []).append(("disagreement", "; ".join(verdicts)))
-    if unlabelled:
-        for bare in ledger.runs(RunFilter(labelled=False, kinds=kinds)):
-            if bare.run_id not in details:
-                details.setdefault(bare.run_id, []).append(("unlabelled", "no label yet"))
-    items: list[tuple[int, str, str, QueueItem]] = []
+    items: list[tuple[int, str, str, QueueItem, IndexedRun]] = []
     for run_id, reasons in details.items():
         run = ledger.index.get(run_id)
         if run is None or (kinds and run.kind not in kinds):
@@ -92,12 +115,87 @@ def review_queue(
             detail=tuple(text for _, text in reasons),
             skipped_reason=refused.get(run_id),
         )
-        items.append((_ORDER[item.reasons[0]], run.started_at or "", run_id, item))
+        items.append((_ORDER[item.reasons[0]], run.started_at or "", run_id, item, run))
     # Each group newest first (runs without a start last), then by id.
     items.sort(key=lambda entry: entry[2])
     items.sort(key=lambda entry: entry[1], reverse=True)
     items.sort(key=lambda entry: (entry[0], entry[1] == ""))
-    return [entry[3] for entry in items]
+    return [(entry[3], entry[4]) for entry in items]
+
+
+def _unlabelled_item(run: IndexedRun) -> QueueItem:
+    return QueueItem(
+        run_id=run.run_id,
+        model=run.model,
+        scenario=run.scenario,
+        reasons=("unlabelled",),
+        detail=("no label yet",),
+    )
+
+
+def review_queue_page(
+    ledger: Ledger,
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+    unlabelled: bool = True,
+    kinds: tuple[str, ...] = ("agent",),
+) -> QueuePage:
+    """The queue of `review_queue` from `offset`, at most `limit` runs (all with None).
+
+    The unlabelled runs are paged in the index, never all loaded: of them, only those also
+    refused or disagreed on (listed once, with that reason) are looked at here, to find where
+    the window starts among the rest.
+    """
+    flagged = _flagged(ledger, kinds)
+    counts: Counter[str] = Counter(why for item, _ in flagged for why in item.reasons)
+    end = None if limit is None else offset + limit
+    items = [item for item, _ in flagged[offset:end]]
+    if not unlabelled:
+        return QueuePage(items, len(flagged), dict(counts))
+    bare = RunFilter(labelled=False, kinds=kinds)
+    labelled = {
+        label.run_id for label in ledger.index.current_labels_of([i.run_id for i, _ in flagged])
+    }
+    # Unlabelled runs already in the queue as refused or disagreed on: skipped below.
+    shown = [run for item, run in flagged if item.run_id not in labelled]
+    shown_ids = {run.run_id for run in shown}
+    rest = ledger.index.count(bare) - len(shown)
+    if rest > 0:
+        counts["unlabelled"] = rest
+    total = len(flagged) + rest
+    if limit is None:
+        items += [_unlabelled_item(run) for run in ledger.runs(bare) if run.run_id not in shown_ids]
+        return QueuePage(items, total, dict(counts))
+    wanted = limit - len(items)
+    start = max(0, offset - len(flagged))
+    if wanted <= 0 or start >= rest:
+        return QueuePage(items, total, dict(counts))
+    # The index's unlabelled run at `position` is the (position - skipped)th of the rest,
+    # where `skipped` counts the shown runs at or before it: find the least position where
+    # that is `start` (a fixed point, reached in at most len(shown) + 1 steps).
+    position = start
+    for _ in range(len(shown) + 1):
+        probe = ledger.index.query(replace(bare, limit=1, offset=position))
+        if not probe:
+            break
+        at = probe[0]
+        skipped = sum(1 for run in shown if run.run_id == at.run_id or _before(run, at))
+        if position == start + skipped:
+            break
+        position = start + skipped
+    window = ledger.index.query(replace(bare, limit=wanted + len(shown), offset=position))
+    items += [_unlabelled_item(run) for run in window if run.run_id not in shown_ids][:wanted]
+    return QueuePage(items, total, dict(counts))
+
+
+def review_queue(
+    ledger: Ledger, *, unlabelled: bool = True, kinds: tuple[str, ...] = ("agent",)
+) -> list[QueueItem]:
+    """Every run of `kinds` (agent runs by default; empty for every kind) waiting for a
+    person: refused first, then disagreements, then (with `unlabelled`) runs no one has
+    labelled. `review_queue_page` gives a window of it without loading every run."""
+    return review_queue_page(ledger, unlabelled=unlabelled, kinds=kinds).items
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from starlette.routing import Route
 from agentledger.analysis.agreement import agreement_report
 from agentledger.analysis.kappa import KappaResult
 from agentledger.errors import InputError
-from agentledger.labels.review import QueueItem, review_queue
+from agentledger.labels.review import QueueItem, review_queue, review_queue_page
 from agentledger.records import RUN_KINDS
 from agentledger.records.filters import RunFilter, parse_kind
 from agentledger.store.index import JudgeTally
@@ -78,22 +78,29 @@ async def review_page(request: Request) -> Response:
     kinds = _kinds(request)
     unlabelled = _unlabelled(request)
     page = page_number(request.query_params, maximum=1_000_000)
-    queue = review_queue(viewer.ledger, unlabelled=unlabelled, kinds=kinds)
-    counts: dict[str, int] = {}
-    for item in queue:
-        for why in item.reasons:
-            counts[why] = counts.get(why, 0) + 1
-    shown: list[QueueItem] = queue[(page - 1) * PER_PAGE : page * PER_PAGE]
-    last = max(1, -(-len(queue) // PER_PAGE))
+    found = review_queue_page(
+        viewer.ledger,
+        offset=(page - 1) * PER_PAGE,
+        limit=PER_PAGE,
+        unlabelled=unlabelled,
+        kinds=kinds,
+    )
+    shown: list[QueueItem] = found.items
+    last = max(1, -(-found.total // PER_PAGE))
     base = [("kind", kind) for kind in kinds] + [("unlabelled", "yes" if unlabelled else "no")]
+
+    first = shown[0] if page == 1 and shown else None
+    if first is None and found.total:
+        head = review_queue_page(viewer.ledger, limit=1, unlabelled=unlabelled, kinds=kinds)
+        first = head.items[0]
 
     def page_url(number: int) -> str:
         return "/review?" + urlencode([*base, ("page", str(number))])
 
     context = {
         "queue": shown,
-        "total": len(queue),
-        "counts": sorted(counts.items()),
+        "total": found.total,
+        "counts": sorted(found.counts.items()),
         "kinds": kinds,
         "all_kinds": RUN_KINDS,
         "unlabelled": unlabelled,
@@ -102,9 +109,15 @@ async def review_page(request: Request) -> Response:
         "prev": page_url(page - 1) if page > 1 else None,
         "next": page_url(page + 1) if page < last else None,
         "agreements": judge_agreements(viewer.ledger, kinds),
-        "start": f"/runs/{quote(queue[0].run_id)}?review=1" if queue else None,
+        "start": f"/runs/{quote(first.run_id)}?review=1" if first else None,
     }
     return viewer.render(request, "review.html", context)
+
+
+def _still_queued(ledger: Ledger, run_id: str) -> bool:
+    """Whether `run_id` may still wait in the queue: no person's current label on it."""
+    labels = ledger.index.current_labels_of([run_id])
+    return not any(label.source_kind == "person" for label in labels)
 
 
 async def next_in_queue(request: Request) -> Response:
@@ -113,6 +126,12 @@ async def next_in_queue(request: Request) -> Response:
     viewer = viewer_of(request)
     after_text = one(request.query_params, "after")
     after = run_id_param(after_text, "after") if after_text else None
+    head = review_queue_page(viewer.ledger, limit=1).items
+    if after is None or not _still_queued(viewer.ledger, after):
+        # The usual case (`after` was just labelled and left): the first, without the rest.
+        if not head:
+            return RedirectResponse("/review", status_code=303)
+        return RedirectResponse(f"/runs/{quote(head[0].run_id)}?review=1", status_code=303)
     ids = [item.run_id for item in review_queue(viewer.ledger)]
     if after in ids:
         position = ids.index(after)

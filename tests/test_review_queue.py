@@ -1,0 +1,103 @@
+"""The review queue paged in the index (`review_queue_page`): every window is the same slice of
+the whole queue, on SQLite and on PostgreSQL, with no run twice and nothing loaded whole."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.labels.review import review_queue, review_queue_page
+from agentledger.store import Ledger
+from conftest import T0, WriteRun
+from test_labels_cli import score
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
+    index = request.getfixturevalue("pg_url") if request.param == "postgresql" else "sqlite"
+    with Ledger.init(tmp_path / "ledger", index=index) as opened:
+        yield opened
+
+
+@pytest.fixture
+def queued(ledger: Ledger, write_run: WriteRun) -> dict[str, str]:
+    """Twelve runs, three started at the same minute: two refused, two disagreed on (one of
+    each also labelled by a person, so out), one labelled, the rest unlabelled."""
+    models = ["gemini-2.5-flash", "claude-haiku-4-5", "claude-sonnet-4-6", "gpt-5"]
+    runs: dict[str, str] = {}
+    for number in range(12):
+        minute = 3 if number in (4, 5, 6) else number
+        runs[f"r{number}"] = write_run(
+            f"use_case_{number % 3}",
+            models[number % 4],
+            started_at=T0 + timedelta(minutes=minute),
+            run_id=f"run-{(number * 7) % 12:02d}-{number}",
+        )
+    for name in ("r2", "r9", "r5"):
+        score(ledger, runs[name], "llm", "skipped", skipped_reason=f"refused {name}")
+    for name in ("r4", "r10", "r9"):
+        score(ledger, runs[name], "rules", "Unsafe")
+        score(ledger, runs[name], "llm2", "Safe")
+    for name in ("r5", "r10", "r11"):
+        result = CliRunner().invoke(
+            main,
+            [
+                "label",
+                runs[name],
+                "--verdict",
+                "safe",
+                "--by",
+                "alice",
+                "--ledger",
+                str(ledger.root),
+            ],
+        )
+        assert result.exit_code == 0, result.stderr
+    return runs
+
+
+def test_every_window_is_the_same_slice_of_the_whole_queue(
+    ledger: Ledger, queued: dict[str, str]
+) -> None:
+    full = review_queue(ledger)
+    ids = [item.run_id for item in full]
+    assert len(ids) == len(set(ids)) == 9  # twelve, less the three a person labelled
+    reasons = {item.run_id: item.reasons for item in full}
+    assert reasons[queued["r9"]] == ("refused", "disagreement")
+    assert [reasons[run_id][0] for run_id in ids] == ["refused"] * 2 + ["disagreement"] + [
+        "unlabelled"
+    ] * 6
+    # The unlabelled: newest first, the three started at one minute by id.
+    unlabelled = [run_id for run_id in ids if reasons[run_id] == ("unlabelled",)]
+    started = {run.run_id: run.started_at for run in ledger.runs()}
+    assert unlabelled == sorted(sorted(unlabelled), key=lambda r: started[r], reverse=True)
+    expected_counts = Counter(why for item in full for why in item.reasons)
+    for limit in (1, 2, 3, 4, 7, 50):
+        for offset in range(len(full) + 2):
+            page = review_queue_page(ledger, offset=offset, limit=limit)
+            assert page.items == full[offset : offset + limit], (offset, limit)
+            assert page.total == len(full)
+            assert page.counts == dict(expected_counts)
+
+
+def test_without_unlabelled_only_refused_and_disagreed_on_are_paged(
+    ledger: Ledger, queued: dict[str, str]
+) -> None:
+    full = review_queue(ledger, unlabelled=False)
+    assert [item.run_id for item in full] == [
+        item.run_id for item in review_queue(ledger) if item.reasons[0] != "unlabelled"
+    ]
+    for offset in range(len(full) + 1):
+        page = review_queue_page(ledger, offset=offset, limit=2, unlabelled=False)
+        assert page.items == full[offset : offset + 2] and page.total == len(full)
+
+
+def test_an_empty_queue_has_no_window(ledger: Ledger) -> None:
+    page = review_queue_page(ledger, offset=0, limit=10)
+    assert (page.items, page.total, page.counts) == ([], 0, {})
