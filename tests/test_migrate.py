@@ -88,6 +88,8 @@ EXPECTED_INDEXES = {
     "runs_agent_commit",
     "run_tags_key_value",
     "runs_kind",
+    "runs_commands_run",
+    "runs_commands_denied",
     "scores_judge_verdict",
     "scores_verdict",
     "scores_chosen",

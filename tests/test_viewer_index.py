@@ -5,6 +5,7 @@ backend without its own answers) give the same answers."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from agentledger.store.index import (
     score_row,
 )
 from agentledger.store.sqlite_index import SQLiteIndex
+from agentledger.store.sqlite_where import where_sql
 from test_index_contract import T0, entry, ids, label
 
 RULES = "rules-aaaaaaaaaaaa"
@@ -104,10 +106,11 @@ def filled(index: RunIndex) -> RunIndex:
         ("started", True, ["r2", "r4", "r1", "r3"]),
         ("started", False, ["r1", "r4", "r2", "r3"]),
         ("model", False, ["r2", "r4", "r1", "r3"]),
-        ("model", True, ["r3", "r1", "r2", "r4"]),
+        ("model", True, ["r3", "r1", "r4", "r2"]),
         ("scenario", False, ["r2", "r3", "r1", "r4"]),
         ("run_id", True, ["r4", "r3", "r2", "r1"]),
         ("kind", False, ["r1", "r2", "r3", "r4"]),
+        ("kind", True, ["r4", "r3", "r2", "r1"]),
     ],
 )
 def test_a_page_of_runs_in_the_order_asked(
@@ -118,7 +121,7 @@ def test_a_page_of_runs_in_the_order_asked(
 
 def test_the_sorted_page_is_filtered_and_paged(filled: RunIndex) -> None:
     by_model = RunFilter(models=("a-model", "c-model"))
-    assert ids(filled.query_sorted(by_model, "model")) == ["r3", "r2", "r4"]
+    assert ids(filled.query_sorted(by_model, "model")) == ["r3", "r4", "r2"]
     page = RunFilter(limit=2, offset=1)
     assert ids(filled.query_sorted(page, "run_id", descending=False)) == ["r2", "r3"]
     assert ids(filled.query_sorted(RunFilter(limit=2, offset=9), "model")) == []
@@ -181,5 +184,73 @@ def test_a_page_in_start_order_is_found_in_the_start_index_alone(tmp_path: Path)
         plan = " | ".join(row[-1] for row in index.db.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert "SCAN runs USING COVERING INDEX runs_started" in plan, plan
         assert "SCAN runs |" not in f"{plan} |", plan
+    finally:
+        index.close()
+
+
+def _page_plan(index: SQLiteIndex, run_filter: RunFilter, sort: RunSort, descending: bool) -> str:
+    captured: list[str] = []
+    index.db.set_trace_callback(captured.append)
+    index.query_sorted(run_filter, sort, descending)
+    index.db.set_trace_callback(None)
+    (sql,) = [text for text in captured if text.startswith("SELECT")]
+    return " | ".join(row[-1] for row in index.db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+
+
+@pytest.mark.parametrize(
+    ("sort", "walked"),
+    [
+        ("kind", "runs_kind"),
+        ("commands_run", "runs_commands_run"),
+        ("commands_denied", "runs_commands_denied"),
+        ("started", "runs_started"),
+    ],
+)
+def test_a_descending_sort_walks_its_column_index_without_sorting(
+    tmp_path: Path, sort: RunSort, walked: str
+) -> None:
+    """Migration m009, and ties by id in the sort's direction: a page sorted by kind or by
+    the commands a run ran (or was denied) is the next entries of an index of (column,
+    run_id), walked with no sort of the matches, even filtered by a score (tested by id)."""
+    index = SQLiteIndex(tmp_path / "index.sqlite")
+    try:
+        plan = _page_plan(index, RunFilter(limit=50, offset=9_950, judge="rules"), sort, True)
+        assert f"COVERING INDEX {walked}" in plan, plan
+        # One sort only: the outer query's, of the page's 50 rows read whole.
+        assert plan.count("TEMP B-TREE") == 1, plan
+    finally:
+        index.close()
+
+
+@pytest.mark.parametrize(
+    "run_filter",
+    [
+        RunFilter(fired=("C1", "C3")),
+        RunFilter(verdicts=("Unsafe",), judge="rules"),
+        RunFilter(tags=(("team", "net"),)),
+        RunFilter(label_source="human", label_verdicts=("Unsafe",)),
+        RunFilter(labelled=False, kinds=("agent",)),
+    ],
+)
+def test_a_filter_on_scores_tags_or_labels_is_one_subquery_not_one_per_run(
+    tmp_path: Path, run_filter: RunFilter
+) -> None:
+    """A filter on what a run has (a firing, a score, a tag, a label) is a subquery run
+    once, never one correlated to each run: correlated, SQLite with no statistics read the
+    filter's index from its start for every run (minutes over 100,000 runs)."""
+    index = SQLiteIndex(tmp_path / "index.sqlite")
+    try:
+        for plan in (
+            _page_plan(index, replace(run_filter, limit=50), "started", True),
+            " | ".join(
+                row[-1]
+                for row in index.db.execute(
+                    "EXPLAIN QUERY PLAN SELECT count(*) FROM runs" + where_sql(run_filter)[0],
+                    where_sql(run_filter)[1],
+                )
+            ),
+        ):
+            assert "CORRELATED" not in plan, plan
+            assert "LIST SUBQUERY" in plan, plan
     finally:
         index.close()

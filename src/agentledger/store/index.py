@@ -516,8 +516,9 @@ class RunIndex(ABC):
     def query_sorted(
         self, run_filter: RunFilter, sort: RunSort = "started", descending: bool = True
     ) -> list[IndexedRun]:
-        """Runs matching `run_filter` sorted by `sort` (runs without a value last, then by
-        id), paged by its `limit` and `offset`: a page of the viewer's runs list.
+        """Runs matching `run_filter` sorted by `sort` (runs without a value last), ties by
+        id in the same direction, paged by its `limit` and `offset`: a page of the viewer's
+        runs list.
 
         This default sorts every match in Python; a backend orders them in its query.
         """
@@ -526,10 +527,11 @@ class RunIndex(ABC):
         runs = self.query(replace(run_filter, limit=None, offset=0))
         attribute = "started_at" if sort == "started" else sort
         present = [run for run in runs if getattr(run, attribute) is not None]
-        present.sort(key=lambda run: run.run_id)
-        present.sort(key=lambda run: getattr(run, attribute), reverse=descending)
+        present.sort(key=lambda run: (getattr(run, attribute), run.run_id), reverse=descending)
         ordered = present + sorted(
-            (run for run in runs if getattr(run, attribute) is None), key=lambda run: run.run_id
+            (run for run in runs if getattr(run, attribute) is None),
+            key=lambda run: run.run_id,
+            reverse=descending,
         )
         end = None if run_filter.limit is None else run_filter.offset + run_filter.limit
         return ordered[run_filter.offset : end]

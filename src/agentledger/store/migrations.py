@@ -328,6 +328,21 @@ def m008_runs_started_run_id(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_started ON runs (started_at, run_id)")
 
 
+def m009_sort_indexes(db: sqlite3.Connection) -> None:
+    """The viewer's sorts (kind, commands run, commands denied) each walk an index of the
+    sorted column and run_id, as m008 made for the start time: a page is the index's next
+    rows, and a filter's test of each run (a score, a label, a tag: by run_id) reads no wide
+    row. runs_kind (kind alone) is replaced, so kind keeps one index.
+
+    Without them a sorted, filtered page read every matching run's row (kilobytes of JSON)
+    to sort them: 0.5 to 1 s over 100,000 runs.
+    """
+    db.execute("DROP INDEX runs_kind")
+    db.execute("CREATE INDEX runs_kind ON runs (kind, run_id)")
+    db.execute("CREATE INDEX runs_commands_run ON runs (commands_run, run_id)")
+    db.execute("CREATE INDEX runs_commands_denied ON runs (commands_denied, run_id)")
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -336,4 +351,5 @@ MIGRATIONS: list[Migration] = [
     ("m005_report_indexes", m005_report_indexes),
     ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
+    ("m009_sort_indexes", m009_sort_indexes),
 ]

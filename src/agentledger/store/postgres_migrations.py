@@ -166,6 +166,15 @@ m008_runs_started_run_id = (
     "CREATE INDEX runs_started ON runs (started_at, run_id)",
 )
 
+# As SQLite's m009: the viewer's sorts by kind, commands run and commands denied walk an
+# index of the column and run_id.
+m009_sort_indexes = (
+    "DROP INDEX runs_kind",
+    "CREATE INDEX runs_kind ON runs (kind, run_id)",
+    "CREATE INDEX runs_commands_run ON runs (commands_run, run_id)",
+    "CREATE INDEX runs_commands_denied ON runs (commands_denied, run_id)",
+)
+
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -174,5 +183,6 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m005_report_indexes", m005_report_indexes),
     ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
+    ("m009_sort_indexes", m009_sort_indexes),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""
