@@ -51,7 +51,7 @@ def long_lease(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_import_and_its_scores_take_the_requests_pinned_here(
     tmp_path: Path, s3_uri: str
 ) -> None:
-    runs = 4
+    runs = 8  # enough that whether each is scored already is listed, not looked up
     source = tmp_path / "source"
     write_runs(source, runs)
     with Ledger.init(tmp_path / "ledger", storage=s3_uri) as ledger:
@@ -82,15 +82,16 @@ def test_an_import_and_its_scores_take_the_requests_pinned_here(
 
         judge = RulesJudge(load_pack())
         scored = sent(storage, lambda: score_runs(ledger, judge, run_ids))
-        # Each score: a HEAD whether it is scored already, and again just before judging (by
-        # another invocation meanwhile); the run's files and MANIFEST.json read; the journal
-        # lock taken (one PUT If-Match on the ETag it was let go with) and let go; one listing
-        # for a key the score cannot sit beside; the score and its segment (If-None-Match, at
-        # the head this handle wrote last: no read of the journal first).
+        # First, one listing of the scores: which runs this judge has scored already. Then
+        # each score: a HEAD whether it was scored meanwhile (by another invocation), just
+        # before judging; the run's files and MANIFEST.json read; the journal lock taken (one
+        # PUT If-Match on the ETag it was let go with) and let go; one listing for a key the
+        # score cannot sit beside; the score and its segment (If-None-Match, at the head this
+        # handle wrote last: no read of the journal first).
         assert scored == {
-            "HeadObject": 2 * runs,
+            "HeadObject": runs,
             "GetObject": (per_run + 1) * runs,
-            "ListObjectsV2": runs,
+            "ListObjectsV2": 1 + runs,
             "PutObject": 4 * runs,
         }
         assert verify_ledger(ledger).ok
@@ -149,6 +150,23 @@ def test_what_a_key_cannot_sit_beside_is_found(
         "labels/run-10/l.json",
         "labels/run-2",
     ]
+
+
+def test_which_scores_exist_is_listed_within_a_budget_then_looked_up(s3_uri: str) -> None:
+    """`existing` lists at most a page per 8 keys asked about, in key order, and looks up
+    (HEAD) the keys its listing did not reach: the same answer either way."""
+    storage = storage_at(s3_uri)
+    stored = [f"scores/run-{n:02d}/rules-0123456789ab.json" for n in range(0, 40, 2)]
+    storage.store.map(lambda key: storage.store.put(key, b"{}"), stored)
+    asked = [f"scores/run-{n:02d}/rules-0123456789ab.json" for n in range(16)]
+    listed = sent(storage, lambda: storage.existing(asked))
+    assert storage.existing(asked) == set(stored) & set(asked)
+    assert listed == {"ListObjectsV2": 1}  # 20 keys: one page of 1,000
+    storage.store.page_size = 4  # the budget: 2 pages of 4 keys, then a HEAD each past them
+    looked = sent(storage, lambda: storage.existing(asked))
+    assert storage.existing(asked) == set(stored) & set(asked)
+    past = [key for key in asked if key > stored[7]]  # the 8th key listed
+    assert past and looked == {"ListObjectsV2": 2, "HeadObject": len(past)}
 
 
 def test_nothing_is_created_under_a_journal_key(s3_uri: str) -> None:

@@ -289,6 +289,11 @@ class StorageBackend(ABC):
         """True when a value is stored at `key`."""
         return self._exists(check_key(key))
 
+    def existing(self, keys: Sequence[str]) -> set[str]:
+        """Those of `keys` at which a value is stored: `exists` for many keys at once (a
+        backend may answer from a listing rather than a look-up each)."""
+        return self._existing([check_key(key) for key in keys])
+
     def keys(self, prefix: str) -> list[str]:
         """Every key stored under `prefix` (an area or a segment-aligned prefix), sorted."""
         return self._keys(check_prefix(prefix))
@@ -332,6 +337,9 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def _exists(self, key: str) -> bool: ...
+
+    def _existing(self, keys: list[str]) -> set[str]:
+        return {key for key in keys if self._exists(key)}
 
     @abstractmethod
     def _keys(self, prefix: str) -> list[str]: ...

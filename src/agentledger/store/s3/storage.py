@@ -69,11 +69,20 @@ _SEGMENT = re.compile(r"^journal/[0-9]{12}\.jsonl$")
 _PREFETCH = 64
 _CLASH_LISTING = 64  # keys `_clash` lists under a key's first parent before looking them up
 _WIDE_AREAS = frozenset({"cache"})  # areas whose first parents hold many keys (a shard)
+_EXISTING_PER_PAGE = 8  # keys asked about per page `_existing` may list instead of a HEAD each
 
 
 def _hidden(key: str) -> bool:
     """Whether `key` is one of the backend's own objects (a segment starting with '.')."""
     return any(segment.startswith(".") for segment in key.split("/"))
+
+
+def _common_prefix(first: str, last: str) -> str:
+    """The longest string both start with."""
+    for position, (one, other) in enumerate(zip(first, last, strict=False)):
+        if one != other:
+            return first[:position]
+    return first[: min(len(first), len(last))]
 
 
 def _check_journal_key(key: str, where: str) -> None:
@@ -275,6 +284,31 @@ class S3Storage(StorageBackend):
 
     def _exists(self, key: str) -> bool:
         return self.store.head(key) is not None
+
+    def _existing(self, keys: list[str]) -> set[str]:
+        """Which of `keys` exist, from one listing in key order under their common prefix
+        (S3's listings are as consistent as its HEADs): a page of up to 1,000 keys per
+        request instead of a HEAD per key. The listing reads at most one page for every
+        `_EXISTING_PER_PAGE` keys asked about; the keys it did not reach are looked up."""
+        wanted = sorted(set(keys))
+        if len(wanted) < _EXISTING_PER_PAGE:
+            return {key for key in wanted if self._exists(key)}
+        common = _common_prefix(wanted[0], wanted[-1])  # sorted: everyone's
+        budget = self.store.page_size * (len(wanted) // _EXISTING_PER_PAGE)
+        asked = set(wanted)
+        found: set[str] = set()
+        listed = 0
+        last = ""
+        for key, _size in self.store.list(common, limit=budget):
+            listed += 1
+            last = key
+            if key in asked:
+                found.add(key)
+        if listed < budget:
+            return found  # the listing ended: every key asked about was in its range
+        rest = [key for key in wanted if key > last]
+        looked = self.store.map(lambda key: key if self._exists(key) else None, rest)
+        return found | {key for key in looked if key is not None}
 
     def _keys(self, prefix: str) -> list[str]:
         return sorted(key for key, _size in self.store.list(prefix + "/") if not _hidden(key))
