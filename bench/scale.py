@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py                 # 10,000 runs imported, 100,000 queried
     .venv/bin/python bench/scale.py --scale 0.1     # a smoke run: 1,000 and 10,000
+    .venv/bin/python bench/scale.py --s3-runs 10000 --pairs s3+postgresql --no-query --no-writers
 
 A local PostgreSQL server (tests/pg_server.py: initdb + pg_ctl in a temporary directory,
 fsync on) and a local S3 API server (tests/s3_server.py: moto's standalone server, one request
@@ -16,6 +17,12 @@ real S3 or MinIO answers thousands). Figures:
 - query: `runs --model X --prompt-hash P` over an index of 100,000 runs: median ms of
   `RunIndex.query` over 50 (X, P) pairs, SQLite and PostgreSQL, the same answers from both.
 - verify: `verify_ledger` of each imported ledger: runs/s.
+- score: `score_runs` with the rules judge over the first --s3-runs runs of each imported
+  ledger (after verify, so that verify's figure is the one it always was): runs/s.
+- S3 requests: on the S3 pairs, the requests per run of import, verify and score by
+  operation (PutObject, GetObject, HeadObject, ListObjectsV2, ...), counted on the storage's
+  boto3 client through botocore's ``before-send`` event (`ObjectStore.requests`: every HTTP
+  request, retries included): where an S3 import's time goes.
 - writers: 8 processes, each with its own ledger handle (`agentledger import` of its own
   1/8 of the runs), into one shared ledger at once: total runs/s, then `verify` clean and
   every run indexed once.
@@ -35,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +58,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from pg_server import PostgresServer, start_server  # noqa: E402  (tests/ is on the path now)
 
 WRITERS = 8
+PAIRS = ("local+sqlite", "local+postgresql", "s3+sqlite", "s3+postgresql")
 
 
 def log(message: str) -> None:
@@ -108,7 +117,49 @@ def _index_round_trips(ledger: Any) -> int | None:
     return getattr(ledger.index, "round_trips", None)
 
 
-def bench_import(pair: Pair, source: Path, runs: int) -> dict[str, Any]:
+class S3Requests:
+    """The S3 requests a ledger's storage sends, by operation, step by step: a view of its
+    `ObjectStore.requests` (botocore's ``before-send`` event on the storage's client). None of
+    it on a storage that is not S3."""
+
+    def __init__(self, ledger: Any) -> None:
+        store = getattr(ledger.storage, "store", None)
+        self.counts: Counter[str] | None = getattr(store, "requests", None)
+        self.mark: Counter[str] = Counter(self.counts or {})
+
+    def step(self, runs: int) -> dict[str, float] | None:
+        """Requests per run since the last step, by operation, and their total."""
+        if self.counts is None:
+            return None
+        now = Counter(self.counts)
+        sent = now - self.mark
+        self.mark = now
+        figures = {op: round(count / runs, 3) for op, count in sorted(sent.items())}
+        return figures | {"total": round(sum(sent.values()) / runs, 3)}
+
+
+def _describe(requests: dict[str, float]) -> str:
+    ops = ", ".join(f"{op} {count}" for op, count in requests.items() if op != "total")
+    return f"{requests['total']} requests per run ({ops})"
+
+
+def bench_score(ledger: Any, runs: int) -> float:
+    """Score the first `runs` runs of `ledger` with the rules judge; the seconds it took."""
+    from agentledger.judges.pack import load_pack
+    from agentledger.judges.rules import RulesJudge
+    from agentledger.judges.scoring import score_runs
+
+    run_ids = sorted(run.run_id for run in ledger.runs())[:runs]
+    judge = RulesJudge(load_pack())
+    settle()
+    with timed_block() as took:
+        report = score_runs(ledger, judge, run_ids)
+    if len(report.scored) != runs:
+        raise RuntimeError(f"scored {len(report.scored)} of {runs} runs: {report.failed[:3]}")
+    return took.seconds
+
+
+def bench_import(pair: Pair, source: Path, runs: int, scored: int) -> dict[str, Any]:
     from agentledger.importers.directory import plan_import, write_plan
     from agentledger.store import Ledger, verify_ledger
 
@@ -129,25 +180,41 @@ def bench_import(pair: Pair, source: Path, runs: int) -> dict[str, Any]:
         ledger.index.add = timed_add  # type: ignore[method-assign]
         warm_up(source)
         settle()
+        requests = S3Requests(ledger)
         with timed_block() as took:
             report = write_plan(ledger, plan)
         after = _index_round_trips(ledger)
+        imported = requests.step(runs)
         if len(report.imported) != runs:
             raise RuntimeError(f"{pair.name}: imported {len(report.imported)} of {runs} runs")
         settle()
+        requests.step(runs)  # what the settling sent (a lease renewed, perhaps): not verify's
         with timed_block() as checked:
             verified = verify_ledger(ledger)
+        verifying = requests.step(runs)
         if not verified.ok:
             raise RuntimeError(f"{pair.name}: verify found {verified.problems[:3]}")
+        score_seconds = bench_score(ledger, scored)
+        scoring = requests.step(scored)
     result: dict[str, Any] = {
         "seconds": round(took.seconds, 3),
         "runs_per_s": round(runs / took.seconds, 1),
         "index_s": round(index_seconds[0], 3),
         "verify_s": round(checked.seconds, 3),
         "verify_runs_per_s": round(runs / checked.seconds, 1),
+        "score_runs": scored,
+        "score_runs_per_s": round(scored / score_seconds, 1),
     }
     if before is not None and after is not None:
         result["index_round_trips_per_run"] = round((after - before) / runs, 3)
+    if imported is not None and verifying is not None and scoring is not None:
+        result["s3_requests_per_run"] = {
+            "import": imported,
+            "verify": verifying,
+            "score": scoring,
+        }
+        for step, figures in result["s3_requests_per_run"].items():
+            log(f"  {pair.name} {step}: {_describe(figures)}")
     shutil.rmtree(target, ignore_errors=True)
     return result
 
@@ -291,10 +358,25 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--s3-runs", type=int, default=200)
     parser.add_argument("--query-reps", type=int, default=50)
+    parser.add_argument(
+        "--score-runs", type=int, default=200, help="runs scored per pair (at most those imported)"
+    )
+    parser.add_argument(
+        "--pairs",
+        default=",".join(PAIRS),
+        help="the pairs to import into, comma-separated (the embedded default is measured at "
+        "each size anyway, for the ratio)",
+    )
+    parser.add_argument("--no-query", action="store_true", help="skip the query figures")
+    parser.add_argument("--no-writers", action="store_true", help="skip the 8 writers")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    chosen = [name for name in args.pairs.split(",") if name]
+    if not chosen or set(chosen) - set(PAIRS):
+        parser.error(f"--pairs: choose among {', '.join(PAIRS)}")
     runs = max(WRITERS * 10, round(10_000 * args.scale))
     s3_runs = max(WRITERS, min(runs, args.s3_runs))
+    scored = max(1, min(s3_runs, args.score_runs))
     query_runs = max(1000, round(100_000 * args.scale))
     WORK.mkdir(parents=True, exist_ok=True)
 
@@ -309,6 +391,7 @@ def main() -> int:
     result: dict[str, Any] = {
         "runs": runs,
         "s3_runs": s3_runs,
+        "score_runs": scored,
         "loadavg_before": loadavg(),
         "import": {},
         "writers": {},
@@ -325,19 +408,25 @@ def main() -> int:
             ]
             embedded = {}  # the embedded default's runs/s at each size measured
             for pair, count in pairs:
+                if pair.name not in chosen:
+                    continue
                 source, _ = _sources(count)
                 if count not in embedded and pair.name != "local+sqlite":
                     log(f"import + verify: {count:,} runs, local+sqlite (for the ratio)")
-                    embedded[count] = bench_import(pairs[0][0], source, count)["runs_per_s"]
-                log(f"import + verify: {count:,} runs, {pair.name}")
-                figures = bench_import(pair, source, count) | {"runs": count}
+                    figures = bench_import(pairs[0][0], source, count, scored)
+                    embedded[count] = figures["runs_per_s"]
+                log(f"import + verify + score: {count:,} runs, {pair.name}")
+                figures = bench_import(pair, source, count, scored) | {"runs": count}
                 if pair.name == "local+sqlite":
                     embedded[count] = figures["runs_per_s"]
                 figures["ratio_to_embedded"] = round(figures["runs_per_s"] / embedded[count], 3)
                 result["import"][pair.name] = figures
             result["embedded_runs_per_s"] = embedded
-            result["query"] = bench_query(server, query_runs, args.query_reps)
+            if not args.no_query:
+                result["query"] = bench_query(server, query_runs, args.query_reps)
             for pair, count in pairs[1:2] + pairs[3:]:
+                if args.no_writers or pair.name not in chosen:
+                    continue
                 _, shares = _sources(count)
                 log(f"writers: {WRITERS} processes, {count:,} runs, {pair.name}")
                 result["writers"][pair.name] = bench_writers(pair, shares, count)

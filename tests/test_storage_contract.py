@@ -95,6 +95,19 @@ def test_reading_what_is_not_there(backend: StorageBackend) -> None:
     assert not backend.exists("scores/run-1")
 
 
+def test_which_of_many_keys_exist_is_what_exists_says_of_each(backend: StorageBackend) -> None:
+    stored = [f"scores/run-{n}/rules-0123456789ab.json" for n in range(0, 30, 3)]
+    for key in stored:
+        backend.create(key, b"{}")
+    backend.create("scores/run-1/rules-ba9876543210.json", b"{}")  # another judge's
+    asked = [f"scores/run-{n}/rules-0123456789ab.json" for n in range(30)]
+    assert backend.existing(asked) == set(stored) == {key for key in asked if backend.exists(key)}
+    assert backend.existing(asked[:2]) == {asked[0]}
+    assert backend.existing([]) == set()
+    with pytest.raises(UnsafeNameError):
+        backend.existing(["scores/../runs/x"])
+
+
 def test_listing_by_prefix_is_sorted_and_segment_aligned(backend: StorageBackend) -> None:
     keys = [
         "scores/b/z.json",

@@ -11,7 +11,7 @@ template, pack content, verdict policy), so a new judge's scores sit beside the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -55,6 +55,12 @@ class ScoreStore:
 
     def exists(self, run_id: str, judge_id: str) -> bool:
         return self.storage.exists(self.key(run_id, judge_id))
+
+    def scored(self, run_ids: Sequence[str], judge_id: str) -> set[str]:
+        """Those of `run_ids` that `judge_id` has scored: `exists` for many runs at once (on
+        S3, a listing of the scores rather than a HEAD for each)."""
+        keys = {self.key(run_id, judge_id): run_id for run_id in run_ids}
+        return {keys[key] for key in self.storage.existing(list(keys))}
 
     def write(self, score: Score) -> str:
         """Write `score` once; where it went. An existing score is never replaced."""

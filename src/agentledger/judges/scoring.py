@@ -209,7 +209,8 @@ def score_runs(
     judge_id, identity = score_identity(judge, policy)
     store = ScoreStore(ledger.storage)
     report = ScoringReport(judge_id=judge_id)
-    todo = [run_id for run_id in run_ids if not store.exists(run_id, judge_id)]
+    scored = store.scored(run_ids, judge_id)
+    todo = [run_id for run_id in run_ids if run_id not in scored]
     report.already_scored = len(run_ids) - len(todo)
     if report.already_scored:
         report.indexed_late = _index_missing(ledger, store, judge_id, run_ids, todo)

@@ -365,17 +365,28 @@ class Journal:
         if not pending:
             return []
         with self.lock():
+            last = None
+            if self.storage.appends_at_cached_head:
+                # The head this object saw last is tried without reading the journal again to
+                # see that it is still the head: the segment's create is the compare-and-swap
+                # on the head (create-if-absent at the position after it), so a head that moved
+                # on fails it, and only then is the journal read forward and the append retried.
+                with self._mutex:
+                    last = self._entries[-1] if self._entries else None
             for _attempt in range(100):
-                current = self.entries()
-                if not current:
-                    # Storage used without Ledger.open (which starts the journal first).
-                    self.start("journal started with its first record")
-                    continue
-                made, data = self._chain(current[-1], pending)
+                if last is None:
+                    current = self.entries()
+                    if not current:
+                        # Storage used without Ledger.open (which starts the journal first).
+                        self.start("journal started with its first record")
+                        continue
+                    last = current[-1]
+                made, data = self._chain(last, pending)
                 try:
                     self.storage._create(segment_key(made[0].seq), data)
                 except RecordExistsError:
-                    continue  # another writer took the position (an object store's CAS)
+                    last = None  # another writer took the position (an object store's CAS)
+                    continue
                 with self._mutex:
                     if self._entries and self._entries[-1].seq == made[0].seq - 1:
                         self._entries.extend(made)

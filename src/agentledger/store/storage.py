@@ -210,6 +210,12 @@ class StorageBackend(ABC):
     shared_between_processes: bool = True
     """Whether another process opening the same ledger sees the same data (an import's
     worker processes write runs themselves only then)."""
+    appends_at_cached_head: bool = False
+    """Whether the journal appends after the head it saw last without first reading whether
+    another writer appended since: a moved head fails the segment's create (which is
+    create-if-absent at the position it claims) and the journal then reads and retries. Worth
+    it where a read is a round trip (an object store); on a disk a failed create costs a
+    written and flushed temporary file, and reading ahead is the cheaper check."""
     scans_when_forked: bool = False
     """Whether `scan_run` works in a process forked from this one (nothing shared that a fork
     breaks, such as a network client): `verify` then checks runs on every CPU."""
@@ -283,6 +289,11 @@ class StorageBackend(ABC):
         """True when a value is stored at `key`."""
         return self._exists(check_key(key))
 
+    def existing(self, keys: Sequence[str]) -> set[str]:
+        """Those of `keys` at which a value is stored: `exists` for many keys at once (a
+        backend may answer from a listing rather than a look-up each)."""
+        return self._existing([check_key(key) for key in keys])
+
     def keys(self, prefix: str) -> list[str]:
         """Every key stored under `prefix` (an area or a segment-aligned prefix), sorted."""
         return self._keys(check_prefix(prefix))
@@ -326,6 +337,9 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def _exists(self, key: str) -> bool: ...
+
+    def _existing(self, keys: list[str]) -> set[str]:
+        return {key for key in keys if self._exists(key)}
 
     @abstractmethod
     def _keys(self, prefix: str) -> list[str]: ...

@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -191,6 +192,11 @@ class ObjectStore:
         self._client: Any = None
         self._pool: ThreadPoolExecutor | None = None
         self._mutex = threading.Lock()
+        self.requests: Counter[str] = Counter()
+        """The S3 requests sent through this store, by operation (``PutObject``, ``HeadObject``,
+        ...): every HTTP request, retries included, counted on botocore's ``before-send``
+        event of each client this store makes. What benchmarks and tests read."""
+        self._counting = threading.Lock()
 
     # -- the client, remade in a forked child ----------------------------------------------
 
@@ -221,8 +227,15 @@ class ObjectStore:
                 raise StorageAccessError(
                     f"{self.location.uri}: cannot make an S3 client: {exc}"
                 ) from None
+            self._counting = threading.Lock()  # (a fork may have copied it held)
+            self._client.meta.events.register("before-send.s3", self._count)
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="agentledger-s3")
             self._pid = os.getpid()
+
+    def _count(self, event_name: str = "", **_: Any) -> None:
+        """Count one request (``before-send.s3.<Operation>``); sends nothing in its place."""
+        with self._counting:
+            self.requests[event_name.rsplit(".", 1)[-1]] += 1
 
     def close(self) -> None:
         """Shut this process's thread pool and close its client's connections (a client made

@@ -8,6 +8,9 @@ of a group.
 
 - **Records** are created with ``PUT If-None-Match: *``: of writers on any number of machines,
   exactly one creates a key; the others get 412 (409 when they race) and RecordExistsError.
+  What the conditional PUT cannot see (a value at a parent of the key, a sealed group it
+  would join, a key under it) is looked for first, in one listing under the key's first
+  parent. Nothing is created under a journal key, so a segment needs no such look.
 - **Runs** are written to ``.staging/<writer>/<area>/<run_id>/`` and published in four steps:
   a claim on the run id (``.claims/<run_id>``, ``If-None-Match: *``), so that one writer alone
   copies into ``runs/<run_id>/``; the artifacts copied there on the server; MANIFEST.json
@@ -16,7 +19,12 @@ of a group.
   at any step leaves nothing visible: staging objects, and perhaps a claim with the files it
   copied, which `leftovers` reports once the writer's presence went stale and `gc` removes.
 - **The journal** is appended through the same seam (segments created with
-  ``If-None-Match: *``), under the lease of `agentledger.store.s3.lease`.
+  ``If-None-Match: *``), under the lease of `agentledger.store.s3.lease`, after the head this
+  handle saw last without reading ahead first (`appends_at_cached_head`): a head that moved on
+  fails the create, and the journal then reads forward and retries.
+
+`ObjectStore.requests` counts the requests sent, by operation (bench/scale.py reports them per
+run; tests/test_s3_requests.py pins them).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from agentledger.errors import (
     RecordNotFoundError,
     RunNotFoundError,
     StorageAccessError,
+    UnsafeNameError,
 )
 from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
 from agentledger.store.crashpoints import crash_point
@@ -58,11 +67,31 @@ GROUP_SEAL = ".group"
 _JOURNAL = "journal/"
 _SEGMENT = re.compile(r"^journal/[0-9]{12}\.jsonl$")
 _PREFETCH = 64
+_CLASH_LISTING = 64  # keys `_clash` lists under a key's first parent before looking them up
+_WIDE_AREAS = frozenset({"cache"})  # areas whose first parents hold many keys (a shard)
+_EXISTING_PER_PAGE = 8  # keys asked about per page `_existing` may list instead of a HEAD each
 
 
 def _hidden(key: str) -> bool:
     """Whether `key` is one of the backend's own objects (a segment starting with '.')."""
     return any(segment.startswith(".") for segment in key.split("/"))
+
+
+def _common_prefix(first: str, last: str) -> str:
+    """The longest string both start with."""
+    for position, (one, other) in enumerate(zip(first, last, strict=False)):
+        if one != other:
+            return first[:position]
+    return first[: min(len(first), len(last))]
+
+
+def _check_journal_key(key: str, where: str) -> None:
+    """UnsafeNameError unless `key` is a journal key of two segments (``journal/<name>``):
+    nothing is created under a journal key, so a segment needs no look for what is under it."""
+    if key.count("/") != 1:
+        raise UnsafeNameError(
+            f"{where}: the journal holds segments (journal/<name>) only, never keys under one"
+        )
 
 
 def _claim_writer(data: bytes) -> str | None:
@@ -78,6 +107,7 @@ class S3Storage(StorageBackend):
     """Runs and records as objects in an S3-compatible bucket, under a prefix."""
 
     shared_between_processes = True
+    appends_at_cached_head = True  # a read ahead is a request; a failed create is one too
 
     def __init__(self, location: S3Location, *, lease: float | None = None) -> None:
         self.location = location
@@ -122,15 +152,47 @@ class S3Storage(StorageBackend):
 
     def _clash(self, key: str) -> str | None:
         """A stored key that `key` cannot sit beside: a value at one of its parents, the seal
-        of a group it would join, or anything under it. Checked before the conditional PUT;
-        two writers racing to create a key and one under it are not both refused, a race
-        the ledger's own keys (one shape per area) never run."""
+        of a group it would join, or anything under it. Checked before the conditional PUT
+        (which refuses only the key itself); two writers racing to create a key and one under
+        it are not both refused, a race the ledger's own keys (one shape per area) never run.
+
+        One listing finds them all: each starts with the key's first parent
+        (``<area>/<name>``), which sorts first, and everything under that parent sorts
+        together after it (past any sibling whose name extends it with a character before
+        ``/``), so the listing stops at the first key beyond. Where that parent holds many
+        keys (the cache's shards), or the listing does not end within `_CLASH_LISTING` keys,
+        each of them is looked up instead.
+        """
         parts = key.split("/")
+        if len(parts) == 2:  # no parent: only what is under the key
+            found = next(self.store.list(key + "/", limit=1), None)
+            return found[0] if found else None
+        if parts[0] not in _WIDE_AREAS:
+            top = f"{parts[0]}/{parts[1]}"
+            inside = top + "/"
+            parents = {"/".join(parts[:end]) for end in range(3, len(parts))}
+            seals = {f"{'/'.join(parts[:end])}/{GROUP_SEAL}" for end in range(2, len(parts))}
+            below = key + "/"
+            seen = 0
+            for stored, _size in self.store.list(top, limit=_CLASH_LISTING):
+                seen += 1
+                if stored == top or stored in parents or stored in seals:
+                    return stored
+                if stored.startswith(below):
+                    return stored
+                if stored > inside and not stored.startswith(inside):
+                    return None  # past everything under the first parent
+            if seen < _CLASH_LISTING:
+                return None  # the listing ended: nothing more under the first parent
+        return self._clash_by_lookups(parts)
+
+    def _clash_by_lookups(self, parts: list[str]) -> str | None:
+        """`_clash`, by a HEAD of each parent and its seal and a listing under the key."""
         looks: list[tuple[bool, str]] = []
         for end in range(2, len(parts)):
             parent = "/".join(parts[:end])
             looks += [(False, parent), (False, f"{parent}/{GROUP_SEAL}")]
-        looks.append((True, key + "/"))
+        looks.append((True, "/".join(parts) + "/"))
 
         def look(item: tuple[bool, str]) -> str | None:
             below, target = item
@@ -142,7 +204,13 @@ class S3Storage(StorageBackend):
         return next((found for found in self.store.map(look, looks) if found), None)
 
     def _create(self, key: str, data: bytes) -> None:
-        clash = self._clash(key)
+        if key.startswith(_JOURNAL):
+            # A journal key has no parent, and nothing is ever created under one (refused
+            # here), so nothing can clash with it: the conditional PUT alone decides.
+            _check_journal_key(key, self._describe(key))
+            clash = None
+        else:
+            clash = self._clash(key)
         if clash is not None:
             raise RecordExistsError(
                 f"{self._describe(key)} cannot be created: {self._describe(clash)} is stored "
@@ -155,11 +223,17 @@ class S3Storage(StorageBackend):
                 stored = self.store.get(key)
                 if stored is not None and stored.data == data:
                     return
+                if stored is not None and _SEGMENT.match(key):
+                    # Another writer's segment: the journal reads it next, to catch up.
+                    with self._prefetch_mutex:
+                        self._prefetched[key] = stored.data
             raise RecordExistsError(
                 f"{self._describe(key)} already exists; records are written once"
             )
 
     def _create_group(self, prefix: str, values: dict[str, bytes]) -> None:
+        if prefix.startswith(_JOURNAL):  # its members would be keys under a journal key
+            _check_journal_key(f"{prefix}/{GROUP_SEAL}", self._describe(prefix))
         clash = self._clash(prefix)
         if clash is not None:
             raise RecordExistsError(
@@ -194,6 +268,8 @@ class S3Storage(StorageBackend):
         one, in order, and one round trip each would make a long catch-up slow. Segments
         are written once, so what is fetched stays true."""
         with self._prefetch_mutex:
+            for key in [key for key in self._prefetched if key <= after]:
+                del self._prefetched[key]  # behind the reader (a segment it never asked for)
             if self._prefetched:
                 return
         listed = self.store.list(_JOURNAL, limit=_PREFETCH, after=after)
@@ -208,6 +284,31 @@ class S3Storage(StorageBackend):
 
     def _exists(self, key: str) -> bool:
         return self.store.head(key) is not None
+
+    def _existing(self, keys: list[str]) -> set[str]:
+        """Which of `keys` exist, from one listing in key order under their common prefix
+        (S3's listings are as consistent as its HEADs): a page of up to 1,000 keys per
+        request instead of a HEAD per key. The listing reads at most one page for every
+        `_EXISTING_PER_PAGE` keys asked about; the keys it did not reach are looked up."""
+        wanted = sorted(set(keys))
+        if len(wanted) < _EXISTING_PER_PAGE:
+            return {key for key in wanted if self._exists(key)}
+        common = _common_prefix(wanted[0], wanted[-1])  # sorted: everyone's
+        budget = self.store.page_size * (len(wanted) // _EXISTING_PER_PAGE)
+        asked = set(wanted)
+        found: set[str] = set()
+        listed = 0
+        last = ""
+        for key, _size in self.store.list(common, limit=budget):
+            listed += 1
+            last = key
+            if key in asked:
+                found.add(key)
+        if listed < budget:
+            return found  # the listing ended: every key asked about was in its range
+        rest = [key for key in wanted if key > last]
+        looked = self.store.map(lambda key: key if self._exists(key) else None, rest)
+        return found | {key for key in looked if key is not None}
 
     def _keys(self, prefix: str) -> list[str]:
         return sorted(key for key, _size in self.store.list(prefix + "/") if not _hidden(key))
