@@ -529,8 +529,7 @@ class SQLiteIndex(RunIndex):
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 
     def judge_ids(self) -> list[str]:
-        rows = self.db.execute("SELECT DISTINCT judge_id FROM scores ORDER BY judge_id")
-        return [str(row[0]) for row in rows]
+        return self._values("judge_id", "scores")
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         ids = sorted(set(run_ids))
@@ -594,8 +593,24 @@ class SQLiteIndex(RunIndex):
         row = self.db.execute(f"SELECT count(*) FROM runs{where}", [*params_a, *params_b])
         return int(row.fetchone()[0])
 
+    def _values(self, column: str, table: str) -> list[str]:
+        """The distinct values of an indexed `column` of `table`, sorted: one seek in the
+        column's index per value (``min(column) WHERE column > previous``), not a read of
+        every entry. SQLite would skip-scan so by itself only with statistics, which a
+        ledger's index never has: a form's list of models, judges or criteria read a whole
+        index each (525,000 criterion entries: 0.1 s) on every page over 100,000 runs."""
+        rows = self.db.execute(
+            f"WITH RECURSIVE v(x) AS (SELECT min({column}) FROM {table} UNION ALL "
+            f"SELECT (SELECT min({column}) FROM {table} WHERE {column} > v.x) FROM v "
+            "WHERE v.x IS NOT NULL) SELECT x FROM v WHERE x IS NOT NULL"
+        )
+        return [str(row[0]) for row in rows]
+
     def distinct(self, dimension: Dimension) -> list[str]:
         column = dimension_sql(dimension)
+        if dimension != "day":
+            # Each of these columns leads an index of its own.
+            return self._values(column, "runs")
         rows = self.db.execute(
             f"SELECT DISTINCT {column} FROM runs WHERE {column} IS NOT NULL ORDER BY 1"
         )
@@ -714,12 +729,19 @@ class SQLiteIndex(RunIndex):
         return out
 
     def criteria_of(self, judge_ids: Sequence[str]) -> list[str]:
-        rows = self.db.execute(
-            "SELECT DISTINCT criterion FROM score_criteria "
-            f"WHERE judge_id IN ({marks(judge_ids)}) ORDER BY criterion",
-            list(judge_ids),
-        )
-        return [str(row[0]) for row in rows]
+        if not judge_ids:
+            return []
+        # Every criterion any judge rated (a seek each in score_criteria_fired), kept if one
+        # of these judges rated it: the first such row, in that criterion's entries.
+        return [
+            criterion
+            for criterion in self._values("criterion", "score_criteria")
+            if self.db.execute(
+                "SELECT 1 FROM score_criteria INDEXED BY score_criteria_fired "
+                f"WHERE criterion = ? AND judge_id IN ({marks(judge_ids)}) LIMIT 1",
+                [criterion, *judge_ids],
+            ).fetchone()
+        ]
 
     def packs_of(self, judge_ids: Sequence[str]) -> list[str]:
         packs: set[str] = set()
