@@ -25,6 +25,7 @@ from agentledger.judges.scoring import score_identity, score_runs
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.scores import CriterionResult, Evidence
 from agentledger.store import Ledger, RunFilter
+from agentledger.store.writer import record_bytes
 from conftest import WriteRun
 
 
@@ -130,6 +131,32 @@ def test_scores_are_files_that_are_never_overwritten(
     assert data["verdict"] == "Unsafe" and data["judge"]["pack"] == "remediation-safety"
     with pytest.raises(InputError, match="already scored"):
         ScoreStore(ledger.storage).write(score)
+
+
+def test_a_score_another_writer_has_not_journaled_yet_is_left_for_later(
+    ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
+) -> None:
+    """Another machine's writer between writing a score and journaling it: this judge takes
+    the run as scored and leaves the score out of the index (it cannot check it against the
+    journal yet) instead of stopping with an integrity error."""
+    (score,) = score_runs(ledger, KeywordJudge(pack), [runs["unsafe"]]).scored
+    theirs = score.model_copy(update={"run_id": runs["safe"]})
+    path = ledger.root / "scores" / runs["safe"] / f"{score.judge_id}.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(record_bytes(theirs))  # written, not journaled
+    judge = KeywordJudge(pack)
+    report = score_runs(ledger, judge, [runs["safe"], runs["uncertain"]])
+    assert report.already_scored == 1 and report.indexed_late == 0
+    assert [s.run_id for s in report.scored] == [runs["uncertain"]] and judge.calls == 1
+    indexed = ledger.sql("SELECT run_id FROM scores ORDER BY run_id").rows
+    assert sorted(indexed) == sorted([(runs["unsafe"],), (runs["uncertain"],)])
+    # A journaled score whose bytes changed still stops it.
+    ledger.index.rebuild_scores([])
+    mine = ledger.root / "scores" / runs["unsafe"] / f"{score.judge_id}.json"
+    mine.chmod(0o644)
+    mine.write_bytes(record_bytes(score.model_copy(update={"verdict": "Safe"})))
+    with pytest.raises(RecordError, match="changed since the journal accepted it"):
+        score_runs(ledger, KeywordJudge(pack), [runs["unsafe"]])
 
 
 def test_runs_filter_by_verdict_and_fired_criterion(

@@ -177,7 +177,10 @@ def _index_missing(
     if not keys:
         return 0
     problems: list[tuple[str, str]] = []
-    rows = list(stored_score_rows(ledger.storage, problems, keys))
+    # A score another writer has written but not journaled yet is left for the index to
+    # take once it is (reindex, or that writer's own indexing): only a journaled one can be
+    # checked against what the journal accepted.
+    rows = list(stored_score_rows(ledger.storage, problems, keys, journaled_only=True))
     if problems:
         where, why = problems[0]
         raise RecordError(where, f"a score of this judge cannot be indexed: {why}")

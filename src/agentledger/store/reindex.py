@@ -152,13 +152,22 @@ def read_score_row(
 
 
 def stored_score_rows(
-    storage: StorageBackend, problems: list[tuple[str, str]], keys: Iterable[str] | None = None
+    storage: StorageBackend,
+    problems: list[tuple[str, str]],
+    keys: Iterable[str] | None = None,
+    *,
+    journaled_only: bool = False,
 ) -> Iterator[ScoreRow]:
-    """The index rows of the scores at `keys` (default: every score), appending (file, why)
-    of each one that cannot be indexed to `problems` instead of stopping."""
+    """The index rows of the scores at `keys` (default: every score the journal accepted),
+    appending (file, why) of each one that cannot be indexed to `problems` instead of
+    stopping. `journaled_only` leaves out the scores at `keys` that have no journal entry
+    (yet: their writer, on another machine, is between writing the score and journaling it,
+    or died there) instead of reporting them."""
     accepted = storage.journal.accepted()
-    if keys is None:
-        keys = [key for key in score_keys_in(storage) if key in accepted]
+    if keys is None or journaled_only:
+        keys = [
+            key for key in (score_keys_in(storage) if keys is None else keys) if key in accepted
+        ]
     for key in keys:
         try:
             yield read_score_row(storage, key, accepted)
