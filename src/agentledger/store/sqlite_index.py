@@ -34,6 +34,7 @@ from agentledger.store.index import (
     LabelResult,
     LabelRow,
     QueryResult,
+    Ratings,
     RunColumns,
     RunFacets,
     RunFilter,
@@ -47,6 +48,7 @@ from agentledger.store.index import (
     criteria_columns_sql,
     format_time,
     label_rows_from,
+    ratings_of,
     run_columns,
     stored_flag,
 )
@@ -97,7 +99,8 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
 
 
 _PACKED_CRITERIA = "group_concat(c.criterion || char(31) || coalesce(c.fired, 'n'), char(30))"
-"""A row's criterion results as one text: ``id<US>1|0|n`` items joined by <RS>."""
+"""A row's criterion results as one text: ``id<US>1|0|n`` items joined by <RS> (index.py's
+PACKED_CRITERION and PACKED_ITEM, which `ratings_of` reads)."""
 _FIRED_TEXT: dict[str, bool | None] = {"1": True, "0": False, "n": None}
 
 
@@ -761,6 +764,17 @@ class SQLiteIndex(RunIndex):
         )
         return rows.fetchall()
 
+    def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
+        if not judge_ids:
+            return ratings_of([])
+        cte, params = chosen_sql(run_filter, judge_ids)
+        rows = self.db.execute(
+            f"{cte}SELECT ch.run_id, ch.verdict, (SELECT {_PACKED_CRITERIA} "
+            f"FROM score_criteria c WHERE {_SCORE_MATCH}) FROM chosen ch ORDER BY ch.run_id",
+            params,
+        )
+        return ratings_of(rows.fetchall())
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self.db.execute(
             "SELECT score_json FROM scores WHERE run_id = ? ORDER BY created_at, judge_id",
@@ -925,6 +939,18 @@ class SQLiteIndex(RunIndex):
             [*criteria, *params],
         )
         return rows.fetchall()
+
+    def label_ratings(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> Ratings:
+        where, params = current_label_where(source_kind, source_name, "l.")
+        rows = self.db.execute(
+            f"SELECT l.run_id, l.verdict, (SELECT {_PACKED_CRITERIA} FROM label_criteria c "
+            f"WHERE {_LABEL_MATCH}) FROM labels l WHERE {where} "
+            "ORDER BY l.run_id, l.created_at, l.label_id",
+            params,
+        )
+        return ratings_of(rows.fetchall())
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
