@@ -571,7 +571,8 @@ def agreement_report(
             "labels a judge here was developed against; these figures are not a held-out "
             "evaluation (--allow-dev). Every such run is flagged."
         )
-    ordered = sorted(common)
+    # A's run ids come in run id order, so sorting them is one pass (a set's order is none).
+    ordered = sorted(filter(common.__contains__, a.ratings.run_ids))
     runs = _runs(ordered, facets, by)
     options: dict[str, Any] = {
         "bootstrap": bootstrap,
