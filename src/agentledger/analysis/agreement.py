@@ -76,9 +76,9 @@ class Source:
     name: str
     """The judge id, or the label source's name."""
     ratings: Ratings
-    """One row per run it rated: the judge's chosen score (a skipped run with no criteria, its
-    verdict null as every verdict but Safe, Uncertain and Unsafe is), or the label source's
-    newest current label."""
+    """One row per run it rated: the judge's chosen score (a skipped one with its criteria left
+    out), or the label source's newest current label. A verdict other than Safe, Uncertain or
+    Unsafe (skipped, unscored, a label's "cannot tell") is a null."""
     developed_against: list[DevelopedAgainst] = field(default_factory=list)
 
     @cached_property
