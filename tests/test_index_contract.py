@@ -24,6 +24,7 @@ from agentledger.store.index import (
     IndexEntry,
     JudgeTally,
     LabelRow,
+    Ratings,
     RunFilter,
     RunIndex,
     ScoreRow,
@@ -601,6 +602,79 @@ def test_score_criteria_columns_match_score_results(scored: RunIndex) -> None:
     ]
     assert scored.score_criteria_columns(agents, [], ["C4"]) == []
     assert scored.score_criteria_columns(RunFilter(models=("nobody",)), judges, ["C4"]) == []
+
+
+def expanded(ratings: Ratings) -> list[tuple[str, str | None, dict[str, bool | None]]]:
+    """Each row of `ratings` as (run id, verdict, criteria), its key looked up."""
+    assert len(ratings.run_ids) == len(ratings.verdicts) == len(ratings.keys)
+    # Each combination of criterion results is there once, numbered as the rows first have it.
+    distinct = {tuple(sorted(results.items())) for results in ratings.criteria}
+    assert len(distinct) == len(ratings.criteria)
+    assert sorted(set(ratings.keys)) == list(range(len(ratings.criteria)))
+    assert list(dict.fromkeys(ratings.keys)) == list(range(len(ratings.criteria)))
+    rows = zip(ratings.run_ids, ratings.verdicts, ratings.keys, strict=True)
+    return [(run_id, verdict, dict(ratings.criteria[key])) for run_id, verdict, key in rows]
+
+
+def test_score_ratings_match_score_results(scored: RunIndex) -> None:
+    agents = RunFilter(kinds=("agent",))
+    ratings = scored.score_ratings(agents, ["rules-new"])
+    assert ratings == Ratings(
+        ["g1", "g2", "h1", "h2"],
+        ["Uncertain", "skipped", "Safe", "Unsafe"],
+        [0, 1, 2, 3],
+        [{"C4": True}, {}, {"C4": False}, {"C4": True, "C1": None}],
+    )
+    # Runs with the same results share one key (g2's older score and h1's newer: C4 not fired).
+    judges = ["rules-new", "rules-old"]
+    for run_filter in (RunFilter(), agents, RunFilter(models=("gemini",))):
+        both = scored.score_ratings(run_filter, judges)
+        assert expanded(both) == [
+            (r.run_id, r.verdict, dict(r.criteria))
+            for r in scored.score_results(run_filter, judges)
+        ]
+    old = scored.score_ratings(RunFilter(), ["rules-old"])
+    assert old.run_ids == ["g2", "h1"] and old.keys == [0, 1]
+    assert scored.score_ratings(RunFilter(), ["rules-old", "fixtures-abc"]).verdicts == [
+        "Unsafe",
+        "Safe",
+        "Unsafe",
+    ]
+    assert scored.score_ratings(agents, []) == Ratings([], [], [], [])
+    assert scored.score_ratings(RunFilter(models=("nobody",)), judges) == Ratings([], [], [], [])
+
+
+def test_label_ratings_keep_each_runs_newest_current_label(index: RunIndex) -> None:
+    index.add([entry("a", 0), entry("b", 1), entry("c", 2), entry("d", 3)])
+    index.add_labels(
+        [
+            label("l1", "a", "alice", "Unsafe", minutes=0, criteria=(("C2", True),)),
+            label("l2", "a", "alice", "Safe", minutes=1, criteria=(("C4", None), ("C2", False))),
+            label("l3", "b", "checker", None, kind="external", minutes=2, criteria=(("C1", True),)),
+            label("l4", "c", "checker", "Unsafe", kind="external", minutes=3),
+            label("l5", "d", "bob", "Safe", minutes=4, criteria=(("C2", False), ("C4", None))),
+            label("l6", "b", "bob", "Uncertain", minutes=5),
+        ]
+    )
+    # l1 is not current (alice's newer l2 is); runs a and d have the same results: one key.
+    assert index.label_ratings(source_kind="person") == Ratings(
+        ["a", "b", "d"], ["Safe", "Uncertain", "Safe"], [0, 1, 0], [{"C2": False, "C4": None}, {}]
+    )
+    assert index.label_ratings(source_name="checker") == Ratings(
+        ["b", "c"], [None, "Unsafe"], [0, 1], [{"C1": True}, {}]
+    )
+    # Of a run's current labels, the last that current_label_results gives: the newest.
+    for source in ({}, {"source_kind": "person"}, {"source_name": "bob"}):
+        newest = {r.run_id: r for r in index.current_label_results(**source)}
+        assert expanded(index.label_ratings(**source)) == [
+            (r.run_id, r.verdict, dict(r.criteria)) for r in newest.values()
+        ]
+    assert index.label_ratings().run_ids == ["a", "b", "c", "d"]
+    assert index.label_ratings().verdicts == ["Safe", "Uncertain", "Unsafe", "Safe"]
+    # A correction by another person: the one corrected is no longer current.
+    index.add_labels([label("l7", "d", "carol", "Unsafe", minutes=6, supersedes="l5")])
+    assert expanded(index.label_ratings(source_name="bob")) == [("b", "Uncertain", {})]
+    assert index.label_ratings(source_name="nobody") == Ratings([], [], [], [])
 
 
 def test_current_label_columns_match_current_label_results(index: RunIndex) -> None:

@@ -26,19 +26,20 @@ import json
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, overload
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 import numpy as np
 
 from agentledger.analysis.kappa import KappaResult, WidthPlan, kappa_of, plan_width
 from agentledger.analysis.select import DEFAULT_KINDS, describe_kinds
 from agentledger.errors import InputError
-from agentledger.labels.brief import label_results_for_agreement
+from agentledger.labels.brief import label_ratings_for_agreement, label_results_for_agreement
 from agentledger.labels.leakage import declared_development, leaked_runs
 from agentledger.labels.split import SplitStore
 from agentledger.records.labels import LABEL_VERDICTS
 from agentledger.records.splits import DevelopedAgainst, Split
-from agentledger.store.index import LabelResult, RunFacets, RunFilter
+from agentledger.store.index import Ratings, RunFacets, RunFilter
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -49,8 +50,6 @@ __all__ = [
     "Comparison",
     "Disagreements",
     "LeakageError",
-    "Rated",
-    "Rating",
     "Source",
     "agreement_report",
     "parse_positive",
@@ -67,34 +66,40 @@ class LeakageError(InputError):
     """A judge would be graded on labels it was developed against (exit 2)."""
 
 
-class Rated(Protocol):
-    """What one source says of one run: a verdict and criteria, each possibly null."""
-
-    @property
-    def verdict(self) -> str | None: ...
-
-    @property
-    def criteria(self) -> Mapping[str, bool | None]: ...
-
-
-class Rating(NamedTuple):
-    """A rating made here (a judge's score with a skipped run made null)."""
-
-    verdict: str | None
-    criteria: Mapping[str, bool | None]
-
-
 @dataclass
 class Source:
-    """One side of an agreement: who it is and what it said of each run."""
+    """One side of an agreement: who it is and what it said of each run, column by column
+    (over 100,000 runs, no object per run)."""
 
     spec: str
     kind: Literal["judge", "labels"]
     name: str
     """The judge id, or the label source's name."""
-    ratings: dict[str, Rated]
-    labels: dict[str, LabelResult] = field(default_factory=dict)
+    ratings: Ratings
+    """One row per run it rated: the judge's chosen score (a skipped one with its criteria left
+    out), or the label source's newest current label. A verdict other than Safe, Uncertain or
+    Unsafe (skipped, unscored, a label's "cannot tell") is a null."""
     developed_against: list[DevelopedAgainst] = field(default_factory=list)
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """run_id -> its row in `ratings`."""
+        return dict(zip(self.ratings.run_ids, range(len(self.ratings.run_ids)), strict=True))
+
+    @cached_property
+    def verdict_codes(self) -> np.ndarray[Any, Any]:
+        """The code of each row's verdict: its place in LABEL_VERDICTS, -1 for any other."""
+        verdicts = self.ratings.verdicts
+        return np.fromiter(
+            map(_VERDICT_CODE.get, verdicts, itertools.repeat(-1)),
+            dtype=np.int8,
+            count=len(verdicts),
+        )
+
+    @cached_property
+    def criteria_keys(self) -> np.ndarray[Any, Any]:
+        """Each row's key into ``ratings.criteria``."""
+        return np.array(self.ratings.keys, dtype=np.intp)
 
     def describe(self) -> str:
         if self.kind == "judge":
@@ -108,7 +113,7 @@ class Source:
             "spec": self.spec,
             "kind": self.kind,
             "name": self.name,
-            "runs_rated": len(self.ratings),
+            "runs_rated": len(self.position),
             "developed_against": [
                 entry.model_dump(mode="json") for entry in self.developed_against
             ],
@@ -142,25 +147,36 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
             ids = ", ".join(sorted(t.judge_id for t in matched))
             raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
     judge_id = matched[0].judge_id
-    results = ledger.index.score_results(run_filter, [judge_id])
-    ratings: dict[str, Rated] = dict(zip(map(_RUN_ID, results), results, strict=True))
-    for result in [result for result in results if result.verdict == "skipped"]:
-        ratings[result.run_id] = Rating(None, {})
+    ratings = _without_skipped(ledger.index.score_ratings(run_filter, [judge_id]))
     return Source(
         spec,
         "judge",
         judge_id,
         ratings,
-        developed_against=_development_of(ledger, judge_id, ratings),
+        developed_against=_development_of(ledger, judge_id, ratings.run_ids[:1]),
     )
 
 
-def _development_of(
-    ledger: Ledger, judge_id: str, ratings: Mapping[str, Rated]
-) -> list[DevelopedAgainst]:
+def _without_skipped(ratings: Ratings) -> Ratings:
+    """`ratings` with the criteria of each skipped score left out (a skipped run is null)."""
+    skipped = list(itertools.compress(itertools.count(), map("skipped".__eq__, ratings.verdicts)))
+    if not skipped:
+        return ratings
+    criteria = list(ratings.criteria)
+    empty = next((key for key, results in enumerate(criteria) if not results), None)
+    if empty is None:
+        empty = len(criteria)
+        criteria.append({})
+    keys = list(ratings.keys)
+    for row in skipped:
+        keys[row] = empty
+    return ratings._replace(keys=keys, criteria=criteria)
+
+
+def _development_of(ledger: Ledger, judge_id: str, run_ids: list[str]) -> list[DevelopedAgainst]:
     """What the judge declares it was developed against, from the identity in one score
-    (every score of a judge carries the same identity)."""
-    for run_id in ratings:
+    (every score of a judge carries the same identity): its score of the first of `run_ids`."""
+    for run_id in run_ids:
         for text in ledger.index.scores_of(run_id):
             score = json.loads(text)
             if score.get("judge_id") == judge_id:
@@ -170,9 +186,8 @@ def _development_of(
 
 
 def _labels_source(ledger: Ledger, spec: str) -> Source:
-    labels = label_results_for_agreement(ledger, spec)
-    ratings: dict[str, Rated] = dict(labels)
-    return Source(spec, "labels", spec.partition(":")[2], ratings, labels=labels)
+    ratings = label_ratings_for_agreement(ledger, spec)
+    return Source(spec, "labels", spec.partition(":")[2], ratings)
 
 
 def resolve_source(ledger: Ledger, spec: str, run_filter: RunFilter) -> Source:
@@ -407,50 +422,42 @@ def _compare(
     return Comparison(name, what, result, positive, nulls, disagreements, groups, plan)
 
 
-# Over 100,000 runs a Python step per run is what costs: the codes are made by chains of
-# map() over the ratings, whose steps all run in C.
-_VERDICT = operator.attrgetter("verdict")
+# Over 100,000 runs a Python step per run is what costs: a source's ratings are columns, the
+# runs compared are picked from them by one numpy take, and every chain of map() runs in C.
 _RUN_ID = operator.attrgetter("run_id")
-_CRITERIA = operator.attrgetter("criteria")
+_VERDICT_CODE: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
 
 
-def _verdict_codes(rated: list[Rated]) -> np.ndarray[Any, Any]:
-    place: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
-    return np.fromiter(
-        map(place.get, map(_VERDICT, rated), itertools.repeat(-1)), dtype=np.int8, count=len(rated)
-    )
+class _Picked:
+    """A source's ratings of the runs compared (`rows`: their rows in its ratings)."""
 
-
-class _CriteriaOf:
-    """The criteria mapping of each rating (the runs of a source share a few mappings), each
-    distinct one numbered once, so that codes per criterion are one numpy take per run."""
-
-    def __init__(self, rated: list[Rated]) -> None:
-        mappings = list(map(_CRITERIA, rated))
-        # Keyed by id: the mappings stay alive in `mappings` while this runs.
-        distinct = dict(zip(map(id, mappings), mappings, strict=True))
-        place = {key: i for i, key in enumerate(distinct)}
-        self.distinct = list(distinct.values())
-        self.which = np.fromiter(
-            map(place.__getitem__, map(id, mappings)), dtype=np.intp, count=len(mappings)
+    def __init__(self, source: Source, ordered: list[str]) -> None:
+        self.source = source
+        self.rows = np.fromiter(
+            map(source.position.__getitem__, ordered), dtype=np.intp, count=len(ordered)
         )
+        self.keys = source.criteria_keys[self.rows]
+        self.verdicts = source.verdict_codes[self.rows]
 
     def named(self) -> set[str]:
-        """Every criterion rated on any run."""
-        return {criterion for mapping in self.distinct for criterion in mapping}
+        """Every criterion rated on any of the runs."""
+        criteria = self.source.ratings.criteria
+        used = np.flatnonzero(np.bincount(self.keys, minlength=len(criteria)))
+        return {criterion for key in used for criterion in criteria[key]}
 
     def codes(self, criteria: list[str]) -> dict[str, np.ndarray[Any, Any]]:
         """Per criterion, the code of each run (`_FIRED`; -1 null or absent)."""
         if not criteria:
             return {}
+        distinct = self.source.ratings.criteria
         coded = np.array(
             [
-                [_FIRED.get(mapping.get(criterion), -1) for criterion in criteria]
-                for mapping in self.distinct
+                [_FIRED.get(results.get(criterion), -1) for criterion in criteria]
+                for results in distinct
             ],
             dtype=np.int8,
-        ).reshape(len(self.distinct), len(criteria))
-        table = coded[self.which]
+        ).reshape(len(distinct), len(criteria))
+        table = coded[self.keys]
         return {criterion: table[:, i] for i, criterion in enumerate(criteria)}
 
 
@@ -521,8 +528,8 @@ def agreement_report(
     a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, queried)
     b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, queried)
     warnings: list[str] = []
-    in_a = a.ratings.keys() & facets.keys() if narrows else set(a.ratings)
-    in_b = b.ratings.keys() & facets.keys() if narrows else set(b.ratings)
+    in_a = a.position.keys() & facets.keys() if narrows else set(a.position)
+    in_b = b.position.keys() & facets.keys() if narrows else set(b.position)
     common = in_a & in_b
     chosen_split: Split | None = None
     outside = 0
@@ -564,7 +571,8 @@ def agreement_report(
             "labels a judge here was developed against; these figures are not a held-out "
             "evaluation (--allow-dev). Every such run is flagged."
         )
-    ordered = sorted(common)
+    # A's run ids come in run id order, so sorting them is one pass (a set's order is none).
+    ordered = sorted(filter(common.__contains__, a.ratings.run_ids))
     runs = _runs(ordered, facets, by)
     options: dict[str, Any] = {
         "bootstrap": bootstrap,
@@ -572,9 +580,8 @@ def agreement_report(
         "target_width": target_width,
         "development": development,
     }
-    rated_a = list(map(a.ratings.__getitem__, ordered))
-    rated_b = list(map(b.ratings.__getitem__, ordered))
-    verdicts_a, verdicts_b = _verdict_codes(rated_a), _verdict_codes(rated_b)
+    of_a, of_b = _Picked(a, ordered), _Picked(b, ordered)
+    verdicts_a, verdicts_b = of_a.verdicts, of_b.verdicts
     comparisons = [
         _compare(
             "verdict", "verdict", LABEL_VERDICTS, verdicts_a, verdicts_b, runs,
@@ -591,7 +598,6 @@ def agreement_report(
             **options,
         ),
     ]  # fmt: skip
-    of_a, of_b = _CriteriaOf(rated_a), _CriteriaOf(rated_b)
     criteria_a, criteria_b = of_a.named(), of_b.named()
     compared = sorted(criteria_a & criteria_b)
     codes_a, codes_b = of_a.codes(compared), of_b.codes(compared)
@@ -637,5 +643,7 @@ def _development(ledger: Ledger, a: Source, b: Source, runs: set[str]) -> dict[s
     splits = SplitStore(ledger.storage)
     for judge, labels in ((a, b), (b, a)):
         if judge.kind == "judge" and labels.kind == "labels" and judge.developed_against:
-            out.update(leaked_runs(judge.developed_against, labels.labels, runs, splits))
+            # Who gave each label counts here: read in brief, only for this.
+            given = label_results_for_agreement(ledger, labels.spec)
+            out.update(leaked_runs(judge.developed_against, given, runs, splits))
     return out

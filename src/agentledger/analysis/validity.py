@@ -112,7 +112,7 @@ def check_judges(
     """Grade each (judge id, kind) against labels:human on the newest human split's test part."""
     human = _human(ledger)
     split = SplitStore(ledger.storage).newest(HUMAN) if human is not None else None
-    report = JudgeValidityReport(len(human.ratings) if human else 0, split)
+    report = JudgeValidityReport(len(human.position) if human else 0, split)
     for judge_id, kind in judges:
         if human is None:
             report.entries.append(JudgeCheck(judge_id, kind, None, "no labels yet"))

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
@@ -39,6 +40,7 @@ __all__ = [
     "LabelResult",
     "LabelRow",
     "QueryResult",
+    "Ratings",
     "RunColumns",
     "RunFacets",
     "RunFilter",
@@ -52,6 +54,7 @@ __all__ = [
     "format_time",
     "label_row",
     "label_rows_from",
+    "ratings_of",
     "run_columns",
     "score_row",
     "stored_flag",
@@ -167,6 +170,65 @@ def criteria_columns_sql(criteria: Sequence[str], mark: str, table: str, match: 
         f"WHERE {match} AND c.criterion = {mark})"
         for _ in criteria
     )
+
+
+PACKED_CRITERION, PACKED_ITEM = "\x1f", "\x1e"
+"""How a backend packs a score's or label's criterion results into one text for `ratings_of`:
+``criterion<PACKED_CRITERION>1|0|n`` items (n: cannot tell) joined by PACKED_ITEM, in any order.
+(Criterion ids are names, never control characters.)"""
+_PACKED_FIRED: dict[str, bool | None] = {"1": True, "0": False, "n": None}
+
+
+def _unpacked(packed: str | None) -> dict[str, bool | None]:
+    out: dict[str, bool | None] = {}
+    if packed:
+        for item in packed.split(PACKED_ITEM):
+            criterion, _, fired = item.rpartition(PACKED_CRITERION)
+            out[criterion] = _PACKED_FIRED[fired]
+    return out
+
+
+class Ratings(NamedTuple):
+    """What one source (a judge, a label source) said of many runs, column by column, so that
+    agreement over 100,000 runs makes no object per run: row i is run ``run_ids[i]``, its
+    verdict as stored ``verdicts[i]``, and its criterion results ``criteria[keys[i]]``. Runs
+    share a few combinations of results: `criteria` holds each distinct one once, numbered in
+    the order the rows first have it."""
+
+    run_ids: list[str]
+    verdicts: list[str | None]
+    keys: list[int]
+    criteria: list[Mapping[str, bool | None]]
+
+
+def ratings_of(rows: Iterable[Sequence[Any]]) -> Ratings:
+    """`Ratings` from rows ``(run_id, verdict, packed criteria)`` (packed as PACKED_ITEM says)
+    in run id order; of a run's consecutive rows the last one counts (a label source's rows
+    come oldest first: its newest). Column-wise: no Python step per row, only per distinct
+    packed text."""
+    listed = rows if isinstance(rows, list) else list(rows)
+    if not listed:
+        return Ratings([], [], [], [])
+    # A map() per column: a third of the time of transposing with zip(*rows).
+    run_ids, verdicts, packed = (list(map(itemgetter(i), listed)) for i in range(3))
+    last = dict(zip(run_ids, range(len(run_ids)), strict=True))
+    if len(last) < len(run_ids):
+        chosen = list(last.values())
+        run_ids = list(last)
+        verdicts = list(map(verdicts.__getitem__, chosen))
+        packed = list(map(packed.__getitem__, chosen))
+    key_of: dict[Any, int] = dict.fromkeys(packed, 0)
+    numbered: dict[tuple[tuple[str, bool | None], ...], int] = {}
+    criteria: list[Mapping[str, bool | None]] = []
+    for text in key_of:
+        results = _unpacked(text)
+        # Texts packed in another order are the same results: one key.
+        content = tuple(sorted(results.items()))
+        if content not in numbered:
+            numbered[content] = len(criteria)
+            criteria.append(results)
+        key_of[text] = numbered[content]
+    return Ratings(run_ids, verdicts, list(map(key_of.__getitem__, packed)), criteria)
 
 
 def label_rows_from(
@@ -678,6 +740,11 @@ class RunIndex(ABC):
         Nothing is packed into text, so over many runs nothing is parsed per run."""
 
     @abstractmethod
+    def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
+        """`score_results` column by column: every matching run with a chosen score, sorted
+        by run id, with the score's verdict as stored (``skipped`` included) and criteria."""
+
+    @abstractmethod
     def scores_of(self, run_id: str) -> list[str]:
         """The JSON of every indexed score of `run_id`, oldest first."""
 
@@ -724,6 +791,14 @@ class RunIndex(ABC):
         """`current_label_results` with the criteria as columns: ``(run_id, label_id,
         verdict, value of each of criteria...)``, each value 1, 0, `CANNOT_TELL` or None (not
         in the label); the same selection and order."""
+
+    @abstractmethod
+    def label_ratings(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> Ratings:
+        """`current_label_results` column by column, one row per run: of each run's current
+        labels (one kind, one source name when given) the newest, that is the last one
+        `current_label_results` gives; sorted by run id."""
 
     @abstractmethod
     def current_labels(

@@ -35,6 +35,7 @@ from agentledger.store.index import (
     JudgeTally,
     LabelResult,
     LabelRow,
+    Ratings,
     RunColumns,
     RunFacets,
     RunFilter,
@@ -46,6 +47,7 @@ from agentledger.store.index import (
     criteria_columns_sql,
     format_time,
     label_rows_from,
+    ratings_of,
     run_columns,
     stored_flag,
 )
@@ -150,6 +152,8 @@ def _first_line(exc: BaseException) -> str:
 
 _SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
 _LABEL_MATCH = "c.label_id = l.label_id"
+_PACKED_CRITERIA = "string_agg(c.criterion || chr(31) || coalesce(c.fired::text, 'n'), chr(30))"
+"""A row's criterion results as one text, as `ratings_of` reads them (index.py's PACKED_ITEM)."""
 
 
 class PostgresIndex(RunIndex):
@@ -753,6 +757,17 @@ class PostgresIndex(RunIndex):
         )
         return rows
 
+    def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
+        if not judge_ids:
+            return ratings_of([])
+        cte, params = chosen_sql(run_filter, judge_ids, _P)
+        rows = self._rows(
+            f"{cte}SELECT ch.run_id, ch.verdict, (SELECT {_PACKED_CRITERIA} "
+            f"FROM score_criteria c WHERE {_SCORE_MATCH}) FROM chosen ch ORDER BY ch.run_id",
+            params,
+        )
+        return ratings_of(rows)
+
     def scores_of(self, run_id: str) -> list[str]:
         rows = self._rows(
             "SELECT score_json FROM scores WHERE run_id = %s ORDER BY created_at, judge_id",
@@ -890,6 +905,18 @@ class PostgresIndex(RunIndex):
             [*criteria, *params],
         )
         return rows
+
+    def label_ratings(
+        self, source_kind: str | None = None, source_name: str | None = None
+    ) -> Ratings:
+        where, params = current_label_where(source_kind, source_name, "l.", _P)
+        rows = self._rows(
+            f"SELECT l.run_id, l.verdict, (SELECT {_PACKED_CRITERIA} FROM label_criteria c "
+            f"WHERE {_LABEL_MATCH}) FROM labels l WHERE {where} "
+            "ORDER BY l.run_id, l.created_at, l.label_id",
+            params,
+        )
+        return ratings_of(rows)
 
     def current_labels(
         self, source_kind: str | None = None, source_name: str | None = None
