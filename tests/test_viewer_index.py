@@ -77,10 +77,16 @@ class DefaultsIndex(SQLiteIndex):
         return RunIndex.current_labels_of(self, run_ids)
 
 
-@pytest.fixture(params=["sqlite", "defaults"])
+@pytest.fixture(params=["sqlite", "defaults", "postgresql"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunIndex]:
-    kind = SQLiteIndex if request.param == "sqlite" else DefaultsIndex
-    opened = kind(tmp_path / "index.sqlite")
+    opened: RunIndex
+    if request.param == "postgresql":
+        from agentledger.store.postgres_index import PostgresIndex
+
+        opened = PostgresIndex(request.getfixturevalue("pg_url"))
+    else:
+        kind = SQLiteIndex if request.param == "sqlite" else DefaultsIndex
+        opened = kind(tmp_path / "index.sqlite")
     try:
         yield opened
     finally:

@@ -61,6 +61,7 @@ from agentledger.store.sqlite_where import (
     glob_prefix,
     marks,
     scores_chosen,
+    sort_sql,
     where_sql,
 )
 
@@ -486,38 +487,11 @@ class SQLiteIndex(RunIndex):
             params.append(run_filter.offset)
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 
-    _SORT_COLUMNS: Mapping[str, str] = MappingProxyType(
-        {
-            "started": "started_at",
-            "run_id": "run_id",
-            "model": "model",
-            "scenario": "scenario",
-            "kind": "kind",
-            "commands_run": "commands_run",
-            "commands_denied": "commands_denied",
-        }
-    )
-
     def query_sorted(
         self, run_filter: RunFilter, sort: RunSort = "started", descending: bool = True
     ) -> list[IndexedRun]:
-        column = self._SORT_COLUMNS.get(sort)
-        if column is None:
-            raise ValueError(f"unknown sort {sort!r}: choose from {', '.join(self._SORT_COLUMNS)}")
+        order = sort_sql(sort, descending)
         where, params = where_sql(run_filter)
-        # SQLite sorts NULL first: descending puts it last by itself, in an order an index on
-        # the column gives; ascending needs it said, where the column can be NULL (saying it
-        # of any other column would keep SQLite from walking that column's index).
-        nullable = column in ("started_at", "commands_run", "commands_denied")
-        nulls = f"{column} IS NULL, " if nullable and not descending else ""
-        direction = "DESC" if descending else "ASC"
-        order = f"{nulls}{column} {direction}"
-        if column != "run_id":
-            # Ties by id in the same direction: the order of an index of (column, run_id),
-            # walked backwards for a descending sort. An ascending tie-break under a
-            # descending column made SQLite sort every run of one value in a temporary
-            # b-tree (a few values of kind or commands run over 100,000 runs: 0.5 s a page).
-            order += f", run_id {direction}"
         # The page's rows are found by their rowids first, from an index where there is one,
         # and only those rows are read whole: a row holds kilobytes of JSON, and reading every
         # matching one to sort them took seconds over 100,000 runs.
