@@ -96,19 +96,19 @@ class Dialect:
         that same index for the lookup of every single run, scanning every matching row once
         per run: minutes over 100,000 runs.
 
-        SQLite then either walks the subquery's rows, looking each run up by id, or walks the
-        runs and looks each one up in the subquery's rows. With no statistics it walks the
-        subquery's: right for a rare fact (a criterion that fired, a tag, a label), about 5x
-        faster than testing every run, and wrong for a `common` one (a judge's score, which
-        nearly every run has: each run found is then read whole for the other conditions,
-        2 s over 100,000 runs). A common fact gets a unary +, so that its rows are only
-        looked in. PostgreSQL plans EXISTS as a semi-join (and NOT EXISTS as an anti-join,
-        where NOT IN would not be) from its own statistics.
+        SQLite then walks the subquery's rows, looking each run up by id: right for a rare
+        fact (a criterion that fired, a tag, a label), about 5x faster than testing every
+        run. A `common` fact (a judge's score, which nearly every run has) stays a
+        correlated EXISTS, on a `table` whose index leads with run_id (scores_chosen, named
+        with INDEXED BY): one seek per run the other conditions leave, which for a verdict
+        within one scenario is 3x faster than gathering every score first. PostgreSQL plans
+        EXISTS as a semi-join (and NOT EXISTS as an anti-join, where NOT IN would not be)
+        from its own statistics.
         """
         alias = table.split()[1]
-        if self.plan_hints:
+        if self.plan_hints and not common:
             member = "NOT IN" if negate else "IN"
-            run_id = "+runs.run_id" if common or negate else "runs.run_id"
+            run_id = "+runs.run_id" if negate else "runs.run_id"
             return f"{run_id} {member} (SELECT {alias}.run_id FROM {table} WHERE {condition})"
         exists = "NOT EXISTS" if negate else "EXISTS"
         return (
