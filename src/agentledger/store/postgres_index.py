@@ -61,6 +61,7 @@ from agentledger.store.sqlite_where import (
     current_label_where,
     dimension_sql,
     marks,
+    page_sql,
     sort_sql,
     where_sql,
 )
@@ -502,12 +503,7 @@ class PostgresIndex(RunIndex):
             f"SELECT {_COLUMNS} FROM runs{where} "
             "ORDER BY started_at IS NULL, started_at DESC, run_id"
         )
-        if run_filter.limit is not None:
-            sql += " LIMIT %s OFFSET %s"
-            params.extend((run_filter.limit, run_filter.offset))
-        elif run_filter.offset:
-            sql += " OFFSET %s"
-            params.append(run_filter.offset)
+        sql += page_sql(run_filter, params, _P)
         return [self._to_run(row) for row in self._rows(sql, params)]
 
     def query_sorted(
@@ -516,12 +512,7 @@ class PostgresIndex(RunIndex):
         order = sort_sql(sort, descending, _P)
         where, params = where_sql(run_filter, _P)
         sql = f"SELECT {_COLUMNS} FROM runs{where} ORDER BY {order}"
-        if run_filter.limit is not None:
-            sql += " LIMIT %s OFFSET %s"
-            params.extend((run_filter.limit, run_filter.offset))
-        elif run_filter.offset:
-            sql += " OFFSET %s"
-            params.append(run_filter.offset)
+        sql += page_sql(run_filter, params, _P)
         return [self._to_run(row) for row in self._rows(sql, params)]
 
     def count(self, run_filter: RunFilter | None = None) -> int:

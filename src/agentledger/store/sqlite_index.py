@@ -60,6 +60,7 @@ from agentledger.store.sqlite_where import (
     dimension_sql,
     glob_prefix,
     marks,
+    page_sql,
     scores_chosen,
     sort_sql,
     where_sql,
@@ -479,12 +480,7 @@ class SQLiteIndex(RunIndex):
             f"SELECT {_COLUMNS} FROM runs{where} "
             "ORDER BY started_at IS NULL, started_at DESC, run_id"
         )
-        if run_filter.limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            params.extend((run_filter.limit, run_filter.offset))
-        elif run_filter.offset:
-            sql += " LIMIT -1 OFFSET ?"
-            params.append(run_filter.offset)
+        sql += page_sql(run_filter, params)
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 
     def query_sorted(
@@ -496,12 +492,7 @@ class SQLiteIndex(RunIndex):
         # and only those rows are read whole: a row holds kilobytes of JSON, and reading every
         # matching one to sort them took seconds over 100,000 runs.
         page = f"SELECT rowid FROM runs{where} ORDER BY {order}"
-        if run_filter.limit is not None:
-            page += " LIMIT ? OFFSET ?"
-            params.extend((run_filter.limit, run_filter.offset))
-        elif run_filter.offset:
-            page += " LIMIT -1 OFFSET ?"
-            params.append(run_filter.offset)
+        page += page_sql(run_filter, params)
         sql = f"SELECT {_COLUMNS} FROM runs WHERE rowid IN ({page}) ORDER BY {order}"
         return [self._to_run(row) for row in self.db.execute(sql, params)]
 

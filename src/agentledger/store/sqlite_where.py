@@ -29,6 +29,7 @@ __all__ = [
     "glob_prefix",
     "like_prefix",
     "marks",
+    "page_sql",
     "scores_chosen",
     "sort_sql",
     "where_sql",
@@ -368,6 +369,18 @@ def sort_sql(sort: str, descending: bool, dialect: Dialect = SQLITE) -> str:
         # of kind or commands run over 100,000 runs: 0.5 s a page).
         order += f", run_id {direction}"
     return order
+
+
+def page_sql(run_filter: RunFilter, params: list[Any], dialect: Dialect = SQLITE) -> str:
+    """The LIMIT / OFFSET of `run_filter`'s page (empty for all of it), its values appended to
+    `params`. (SQLite has no OFFSET without a LIMIT: -1 is none.)"""
+    if run_filter.limit is not None:
+        params.extend((run_filter.limit, run_filter.offset))
+        return f" LIMIT {dialect.mark} OFFSET {dialect.mark}"
+    if run_filter.offset:
+        params.append(run_filter.offset)
+        return f"{' LIMIT -1' if dialect.plan_hints else ''} OFFSET {dialect.mark}"
+    return ""
 
 
 def marks(values: Sequence[Any], dialect: Dialect = SQLITE) -> str:
