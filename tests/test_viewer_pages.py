@@ -564,3 +564,59 @@ def test_a_stored_record_that_cannot_be_read_is_a_server_error_naming_it(
     response = viewer_client(ledger).get(f"/runs/{run_id}")
     assert response.status_code == 500
     assert "metadata.json" in response.text and "agentledger verify" in response.text
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+def test_no_page_leaves_its_objects_to_the_cycle_collector(
+    ledger: Ledger, runs: dict[str, str]
+) -> None:
+    """A page's objects are freed when it is sent, not at the next full collection: a reference
+    cycle (a macro defined in a page's own template closes over that page's context) kept a
+    whole compare page alive until then, and made the collections that freed it the slow
+    requests."""
+    import gc
+
+    a, b = runs["gemini_m"], runs["haiku_m"]
+    pages = ["/runs", f"/runs/{a}", f"/compare?a={a}&b={b}", "/review", "/findings"]
+    client = viewer_client(ledger)
+    for path in pages:  # first requests: templates compiled, modules imported
+        assert client.get(path).status_code == 200, path
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for path in pages:
+            client.get(path)
+            gc.collect()
+            ours = {
+                f"{type(thing).__module__}.{type(thing).__qualname__}"
+                for thing in gc.garbage
+                if type(thing).__module__.startswith(("agentledger", "jinja2"))
+            }
+            assert not ours, f"{path} left objects in reference cycles: {sorted(ours)}"
+            gc.garbage.clear()
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_a_served_viewer_compiles_every_template_and_freezes_what_start_up_made(
+    ledger: Ledger,
+) -> None:
+    import gc
+
+    from agentledger.viewer import create_app
+    from agentledger.viewer.app import settle_for_serving
+
+    app = create_app(ledger)
+    try:
+        settle_for_serving(app)
+        assert gc.get_freeze_count() > 10_000
+        viewer = app.app.state.viewer  # type: ignore[attr-defined]
+        compiled = set(viewer.env.cache.keys()) if viewer.env.cache is not None else set()
+        assert {"runs.html", "run.html", "compare.html", "findings.html", "review.html"} <= {
+            name for _loader, name in compiled
+        }
+    finally:
+        gc.unfreeze()

@@ -64,6 +64,7 @@ def serve_command(
     from agentledger.labels.entry import default_labeller
     from agentledger.store import Ledger
     from agentledger.viewer import create_app
+    from agentledger.viewer.app import settle_for_serving
     from agentledger.viewer.security import is_loopback, new_token
 
     loopback = is_loopback(host)
@@ -89,4 +90,5 @@ def serve_command(
         import webbrowser
 
         webbrowser.open(link)
+    settle_for_serving(app)
     uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentledger.records.scores import Score
-from agentledger.store.evidence import load_run_evidence
+from agentledger.store.evidence import RunEvidence, load_run_evidence
 from agentledger.store.index import IndexedRun
 from agentledger.viewer.app import Viewer, viewer_of
 from agentledger.viewer.diff import AlignedRow, Step, align_steps, prompt_diff, signature
@@ -41,6 +41,7 @@ class Side:
     scores: list[Score]
     steps: list[Step]
     view: EvidenceView
+    evidence: RunEvidence
 
 
 def _cited(cites: list[Cite]) -> tuple[str, ...]:
@@ -89,7 +90,8 @@ def _side(viewer: Viewer, run: IndexedRun) -> Side:
     texts = viewer.ledger.index.scores_of(run.run_id)
     scores = [Score.model_validate_json(text) for text in texts]
     view = evidence_view(evidence, scores)
-    return Side(run, evidence.metadata.model_dump(mode="json"), scores, _steps(view), view)
+    metadata = evidence.metadata.model_dump(mode="json")
+    return Side(run, metadata, scores, _steps(view), view, evidence)
 
 
 def _judges(a: Side, b: Side) -> list[dict[str, Any]]:
@@ -139,10 +141,7 @@ async def compare_page(request: Request) -> Response:
         "same_steps": sum(1 for row in rows if row.kind == "same"),
         "prompt_diff": None
         if same_prompt
-        else prompt_diff(
-            load_run_evidence(viewer.ledger, a.run.run_id),
-            load_run_evidence(viewer.ledger, b.run.run_id),
-        ),
+        else prompt_diff(a.evidence, b.evidence),
     }
     return viewer.render(request, "compare.html", context)
 
