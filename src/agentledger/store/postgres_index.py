@@ -60,6 +60,7 @@ from agentledger.store.sqlite_where import (
     criteria_join_sql,
     current_label_where,
     dimension_sql,
+    distinct_values_sql,
     marks,
     page_sql,
     sort_sql,
@@ -550,10 +551,16 @@ class PostgresIndex(RunIndex):
 
     def distinct(self, dimension: Dimension) -> list[str]:
         column = dimension_sql(dimension)
+        if dimension != "day":
+            # Each of these columns leads an index of its own: a seek per value.
+            return [str(row[0]) for row in self._rows(distinct_values_sql(column, "runs"))]
         rows = self._rows(
             f"SELECT DISTINCT {column} FROM runs WHERE {column} IS NOT NULL ORDER BY 1"
         )
         return [str(row[0]) for row in rows]
+
+    def judge_ids(self) -> list[str]:
+        return [str(row[0]) for row in self._rows(distinct_values_sql("judge_id", "scores"))]
 
     def run_rows(self) -> dict[str, tuple[RunColumns, dict[str, str]]]:
         rows: dict[str, tuple[RunColumns, dict[str, str]]] = {
@@ -703,9 +710,13 @@ class PostgresIndex(RunIndex):
     def criteria_of(self, judge_ids: Sequence[str]) -> list[str]:
         if not judge_ids:
             return []
+        # Every criterion any judge rated (a seek each in score_criteria_fired), kept if one
+        # of these judges rated it: one query, a probe of that criterion's entries each.
         rows = self._rows(
-            "SELECT DISTINCT criterion FROM score_criteria "
-            f"WHERE judge_id IN ({marks(judge_ids, _P)}) ORDER BY criterion",
+            f"WITH c(criterion) AS ({distinct_values_sql('criterion', 'score_criteria')}) "
+            "SELECT criterion FROM c WHERE EXISTS (SELECT 1 FROM score_criteria s "
+            f"WHERE s.criterion = c.criterion AND s.judge_id IN ({marks(judge_ids, _P)})) "
+            "ORDER BY criterion",
             list(judge_ids),
         )
         return [str(row[0]) for row in rows]

@@ -26,6 +26,7 @@ __all__ = [
     "criteria_join_sql",
     "current_label_where",
     "dimension_sql",
+    "distinct_values_sql",
     "glob_prefix",
     "like_prefix",
     "marks",
@@ -142,6 +143,20 @@ def dimension_sql(dimension: str) -> str:
         raise InputError(
             f"unknown dimension {dimension!r}: choose from {', '.join(_DIMENSION_SQL)}"
         ) from None
+
+
+def distinct_values_sql(column: str, table: str) -> str:
+    """The sorted distinct non-null values of an indexed `column` of `table` as one seek in the
+    column's index per value (``min(column) WHERE column > previous``), not a read of every
+    entry: neither SQLite without statistics (a ledger's index never has them) nor PostgreSQL
+    15 skip-scans by itself, and a form's lists of models, judges or criteria read whole
+    indexes (525,000 criterion entries over 100,000 runs) on every page. The same text on both
+    backends."""
+    return (
+        f"WITH RECURSIVE v(x) AS (SELECT min({column}) FROM {table} UNION ALL "
+        f"SELECT (SELECT min({column}) FROM {table} WHERE {column} > v.x) FROM v "
+        "WHERE v.x IS NOT NULL) SELECT x FROM v WHERE x IS NOT NULL"
+    )
 
 
 def where_sql(run_filter: RunFilter, dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
