@@ -139,9 +139,7 @@ async def compare_page(request: Request) -> Response:
         "judges": _judges(a, b),
         "rows": rows,
         "same_steps": sum(1 for row in rows if row.kind == "same"),
-        "prompt_diff": None
-        if same_prompt
-        else prompt_diff(a.evidence, b.evidence),
+        "prompt_diff": None if same_prompt else prompt_diff(a.evidence, b.evidence),
     }
     return viewer.render(request, "compare.html", context)
 
