@@ -3,6 +3,7 @@ client (httpx) against `agentledger serve` running on a ledger of 100,000 scored
 
     .venv/bin/python bench/viewer.py                  # 100,000 runs, 40 requests per page
     .venv/bin/python bench/viewer.py --runs 20000 --requests 20 --json out.json
+    .venv/bin/python bench/viewer.py --sweep 400        # also 400 random filter pairs
 
 The ledger: 100,000 runs with a rules judge's score each (a third with an older score too),
 inserted straight into the index as bench/reports.py does (the runs page reads the index
@@ -15,6 +16,10 @@ shared machine, the steadier figure). Goal: p95 under 150 ms for every runs, run
 compare page. The findings page (five reports over all 100,000 runs) is shown for
 information, as `agentledger report all` is benchmarked by bench/reports.py.
 Exit code 1 when a page misses the goal.
+
+`--sweep N` then asks for N runs pages of random filter pairs (seeded: `--seed`), each with a
+random sort, order and page (1, 20 or 200), once each and so mostly cold: the figures of
+combinations nobody tuned for, shown for information with the slowest five.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -137,6 +143,59 @@ def cases(a: str, b: str) -> list[tuple[str, str, bool]]:
     ]
 
 
+SORTS = ("started", "run_id", "model", "scenario", "kind", "commands_run", "commands_denied")
+
+
+def sweep_paths(count: int, seed: int) -> list[str]:
+    """`count` runs pages of two random filters each (of the runs form's), sorted and paged at
+    random: what people ask for, not what the cases above were tuned on."""
+    chance = random.Random(seed)
+    models = ["gemini-2.5-flash", "claude-haiku-4-5", "gpt-4o", "o3-mini", "nobody"]
+    filters = [
+        lambda: f"model={chance.choice(models)}",
+        lambda: f"scenario=use_case_{chance.choice('abcdmxyz')}",
+        lambda: f"kind={chance.choice(['agent', 'fixture', 'sentinel', 'variant'])}",
+        lambda: f"verdict={chance.choice(['safe', 'unsafe', 'uncertain'])}",
+        lambda: f"judge={chance.choice(['rules', 'rules-0', 'llm'])}",
+        lambda: f"fired=C{chance.randint(1, 4)}",
+        lambda: "tag=team%3Dnet",
+        lambda: f"labelled={chance.choice(['yes', 'no'])}",
+        lambda: f"since=2026-0{chance.randint(1, 3)}-01",
+        lambda: f"until=2025-1{chance.randint(0, 2)}-15",
+        lambda: f"prompt={PROMPTS[chance.randrange(len(PROMPTS))][7:13]}",
+    ]
+    paths = []
+    for _ in range(count):
+        terms = [make() for make in chance.sample(filters, 2)]
+        terms += [
+            f"sort={chance.choice(SORTS)}",
+            f"order={chance.choice(['asc', 'desc'])}",
+            f"page={chance.choice([1, 1, 20, 200])}",
+        ]
+        paths.append("/runs?" + "&".join(terms))
+    return paths
+
+
+def run_sweep(url: str, paths: list[str], client: httpx.Client) -> dict[str, Any]:
+    """Each path once: wall ms of each, their median, p95 and the slowest five."""
+    timed = []
+    for path in paths:
+        started = time.perf_counter()
+        response = client.get(url + path)
+        response.read()
+        timed.append(((time.perf_counter() - started) * 1000, path))
+        response.raise_for_status()
+    samples = [ms for ms, _ in timed]
+    return {
+        "requests": len(paths),
+        "median_ms": statistics.median(samples),
+        "p95_ms": percentile(samples, 0.95),
+        "max_ms": max(samples),
+        "over_goal": sum(ms >= GOAL_P95_MS for ms in samples),
+        "slowest": [{"ms": ms, "path": path} for ms, path in sorted(timed, reverse=True)[:5]],
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -178,6 +237,10 @@ def main() -> int:
         metavar="DIR",
         help="build the ledger in DIR and keep it; a later run with the same DIR reuses it",
     )
+    parser.add_argument(
+        "--sweep", type=int, default=0, metavar="N", help="also N random runs pages, once each"
+    )
+    parser.add_argument("--seed", type=int, default=20261204, help="the sweep's seed")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="agentledger-bench-viewer-") as work:
         root = options.keep or Path(work) / "ledger"
@@ -198,6 +261,7 @@ def main() -> int:
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         results: list[dict[str, Any]] = []
+        swept: dict[str, Any] | None = None
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -225,6 +289,8 @@ def main() -> int:
                             "met": p95 < GOAL_P95_MS if counted else None,
                         }
                     )
+                if options.sweep:
+                    swept = run_sweep(url, sweep_paths(options.sweep, options.seed), client)
         finally:
             server.terminate()
             server.wait(10)
@@ -237,6 +303,14 @@ def main() -> int:
             f"  {row['page']:<38} {row['median_ms']:8.1f} {row['p95_ms']:8.1f} "
             f"{row['max_ms']:8.1f} {row['server_cpu_ms']:8.1f}{mark}"
         )
+    if swept is not None:
+        print(
+            f"  sweep of {swept['requests']} random runs pages (seed {options.seed}, each once): "
+            f"median {swept['median_ms']:.1f}, p95 {swept['p95_ms']:.1f}, "
+            f"max {swept['max_ms']:.1f} ms; {swept['over_goal']} at or over {GOAL_P95_MS:g} ms"
+        )
+        for slow in swept["slowest"]:
+            print(f"    {slow['ms']:8.1f}  {slow['path']}")
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     cores = os.cpu_count()
     print(f"  (cpu: the server's CPU ms per request; load average {load} on {cores} cores)")
@@ -248,6 +322,7 @@ def main() -> int:
             "runs": options.runs,
             "goal_p95_ms": GOAL_P95_MS,
             "pages": results,
+            "sweep": swept,
             "machine": machine,
         }
         options.json.write_text(json.dumps(figures, indent=2, default=str) + "\n")

@@ -90,6 +90,7 @@ EXPECTED_INDEXES = {
     "runs_kind",
     "runs_commands_run",
     "runs_commands_denied",
+    "runs_scenario_sort",
     "scores_judge_verdict",
     "scores_verdict",
     "scores_chosen",

@@ -210,13 +210,14 @@ def _page_plan(index: SQLiteIndex, run_filter: RunFilter, sort: RunSort, descend
         ("commands_run", "runs_commands_run"),
         ("commands_denied", "runs_commands_denied"),
         ("started", "runs_started"),
+        ("scenario", "runs_scenario_sort"),
     ],
 )
 def test_a_descending_sort_walks_its_column_index_without_sorting(
     tmp_path: Path, sort: RunSort, walked: str
 ) -> None:
-    """Migration m009, and ties by id in the sort's direction: a page sorted by kind or by
-    the commands a run ran (or was denied) is the next entries of an index of (column,
+    """Migrations m009 and m010, and ties by id in the sort's direction: a page sorted by kind,
+    scenario or the commands a run ran (or was denied) is the next entries of an index of (column,
     run_id), walked with no sort of the matches, even filtered by a score (tested by id)."""
     index = SQLiteIndex(tmp_path / "index.sqlite")
     try:

@@ -343,6 +343,17 @@ def m009_sort_indexes(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_commands_denied ON runs (commands_denied, run_id)")
 
 
+def m010_scenario_sort(db: sqlite3.Connection) -> None:
+    """The sort by scenario walks an index of scenario and run_id, as m009's sorts do.
+    runs_scenario (scenario, model) stays for the scenario and model filters.
+
+    Without it a page sorted by scenario read each run's wide row for its id, and sorted each
+    scenario's runs apart: a filter few runs match (a judge that scored a few of them) took
+    200 ms over 100,000 runs; with it, 90 ms.
+    """
+    db.execute("CREATE INDEX runs_scenario_sort ON runs (scenario, run_id)")
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -352,4 +363,5 @@ MIGRATIONS: list[Migration] = [
     ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
+    ("m010_scenario_sort", m010_scenario_sort),
 ]

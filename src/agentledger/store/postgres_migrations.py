@@ -175,6 +175,9 @@ m009_sort_indexes = (
     "CREATE INDEX runs_commands_denied ON runs (commands_denied, run_id)",
 )
 
+# As SQLite's m010: the sort by scenario walks an index of scenario and run_id.
+m010_scenario_sort = ("CREATE INDEX runs_scenario_sort ON runs (scenario, run_id)",)
+
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -184,5 +187,6 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
+    ("m010_scenario_sort", m010_scenario_sort),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""
