@@ -52,7 +52,24 @@ CRITERIA = ("C1", "C2", "C3", "C4")
 # that table scans read as many pages as they would.
 METADATA_JSON = json.dumps({"padding": "m" * 1350})
 SUMMARY_JSON = json.dumps({"padding": "s" * 200})
-SCORE_JSON = json.dumps({"padding": "j" * 2100})
+SCORE_PADDING = "j" * 2000
+
+
+def score_json(run_id: str, judge_id: str, verdict: str, created_at: str) -> str:
+    """A score's JSON column as readers of the index see it (the review queue reads a score's
+    judge, verdict and refusal from it), padded to a real score's size."""
+    skipped = verdict == "skipped"
+    return json.dumps(
+        {
+            "schema_version": 1,
+            "run_id": run_id,
+            "judge_id": judge_id,
+            "created_at": created_at,
+            "verdict": verdict,
+            "skipped_reason": "the judge's model made the run" if skipped else None,
+            "padding": SCORE_PADDING,
+        }
+    )
 
 
 def fill_index(path: Path, runs: int, seed: int = 20260312) -> None:
@@ -86,7 +103,17 @@ def fill_index(path: Path, runs: int, seed: int = 20260312) -> None:
             verdict = "skipped"
         diagnosis = None if rng.random() < 0.2 else int(rng.random() < 0.85)
         scored_at = format_time(started + timedelta(days=1))
-        score_rows.append((run_id, JUDGE, "rules", verdict, diagnosis, scored_at, SCORE_JSON))
+        score_rows.append(
+            (
+                run_id,
+                JUDGE,
+                "rules",
+                verdict,
+                diagnosis,
+                scored_at,
+                score_json(run_id, JUDGE, verdict, scored_at),
+            )
+        )
         if verdict != "skipped":
             for criterion, p in zip(
                 CRITERIA, (0.05, 0.15 + 0.3 * weights[2], 0.2, 0.4), strict=True
@@ -94,7 +121,8 @@ def fill_index(path: Path, runs: int, seed: int = 20260312) -> None:
                 fired = None if rng.random() < 0.01 else int(rng.random() < p)
                 criteria_rows.append((run_id, JUDGE, criterion, fired))
         if i % 3 == 0:
-            score_rows.append((run_id, OLD_JUDGE, "rules", "Safe", None, when, SCORE_JSON))
+            old = score_json(run_id, OLD_JUDGE, "Safe", when)
+            score_rows.append((run_id, OLD_JUDGE, "rules", "Safe", None, when, old))
             criteria_rows.extend((run_id, OLD_JUDGE, c, 0) for c in CRITERIA)
     db.executemany(
         "INSERT INTO runs (run_id, scenario, model, model_served, system_prompt_hash, variant, "

@@ -73,6 +73,9 @@ class DefaultsIndex(SQLiteIndex):
     def judge_ids(self) -> list[str]:
         return RunIndex.judge_ids(self)
 
+    def get_many(self, run_ids: Sequence[str]) -> dict[str, IndexedRun]:
+        return RunIndex.get_many(self, run_ids)
+
     def current_labels_of(self, run_ids: Sequence[str]) -> list[LabelResult]:
         return RunIndex.current_labels_of(self, run_ids)
 
@@ -132,6 +135,12 @@ def test_the_sorted_page_is_filtered_and_paged(filled: RunIndex) -> None:
     assert ids(filled.query_sorted(page, "run_id", descending=False)) == ["r2", "r3"]
     assert ids(filled.query_sorted(RunFilter(limit=2, offset=9), "model")) == []
     assert ids(filled.query_sorted(RunFilter(kinds=("fixture",)), "started")) == ["r4"]
+
+
+def test_many_runs_by_id_in_one_call(filled: RunIndex) -> None:
+    found = filled.get_many(["r3", "nope", "r1", "r3"])
+    assert found == {"r3": filled.get("r3"), "r1": filled.get("r1")}
+    assert filled.get_many([]) == {}
 
 
 def test_an_unknown_sort_is_refused(filled: RunIndex) -> None:

@@ -79,6 +79,27 @@ def _before(a: IndexedRun, b: IndexedRun) -> bool:
     return a.run_id < b.run_id
 
 
+def _verdicts(ledger: Ledger, run_ids: list[str]) -> dict[str, set[str]]:
+    """Each run's judges and what they said (``judge_id Verdict``), refusals left out: from
+    the index's verdict column, a few thousand runs a query; a score the index counts as
+    ``unscored`` is said as its record says it."""
+    said: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
+    unscored: set[str] = set()
+    for start in range(0, len(run_ids), 5000):
+        for row in ledger.index.verdicts_of(run_ids[start : start + 5000]):
+            if row.verdict == "unscored":
+                unscored.add(row.run_id)
+            elif row.verdict != "skipped":
+                said[row.run_id].add(f"{row.judge_id} {row.verdict}")
+    for run_id in unscored:  # rare: read the run's score records
+        said[run_id] = {
+            f"{score['judge_id']} {score['verdict']}"
+            for score in map(json.loads, ledger.index.scores_of(run_id))
+            if score["verdict"] != "skipped"
+        }
+    return said
+
+
 def _flagged(ledger: Ledger, kinds: tuple[str, ...]) -> list[tuple[QueueItem, IndexedRun]]:
     """The runs of `kinds` a judge refused or whose judges disagree, that no person has
     labelled: refused first, then disagreements, each newest first. They are few (each
@@ -92,19 +113,13 @@ def _flagged(ledger: Ledger, kinds: tuple[str, ...]) -> list[tuple[QueueItem, In
             details.setdefault(skipped.run_id, []).append(
                 ("refused", _refusal(skipped.judge_id, skipped.skipped_reason))
             )
-    for run_id in ledger.index.disagreeing_runs():
-        if run_id not in people:
-            verdicts = sorted(
-                {
-                    f"{score['judge_id']} {score['verdict']}"
-                    for score in map(json.loads, ledger.index.scores_of(run_id))
-                    if score["verdict"] != "skipped"
-                }
-            )
-            details.setdefault(run_id, []).append(("disagreement", "; ".join(verdicts)))
+    disagreeing = [run_id for run_id in ledger.index.disagreeing_runs() if run_id not in people]
+    for run_id, verdicts in _verdicts(ledger, disagreeing).items():
+        details.setdefault(run_id, []).append(("disagreement", "; ".join(sorted(verdicts))))
+    runs = ledger.index.get_many(list(details))
     items: list[tuple[int, str, str, QueueItem, IndexedRun]] = []
     for run_id, reasons in details.items():
-        run = ledger.index.get(run_id)
+        run = runs.get(run_id)
         if run is None or (kinds and run.kind not in kinds):
             continue
         item = QueueItem(

@@ -651,6 +651,13 @@ class RunIndex(ABC):
     def get(self, run_id: str) -> IndexedRun | None:
         """One run by exact id."""
 
+    def get_many(self, run_ids: Sequence[str]) -> dict[str, IndexedRun]:
+        """The runs of `run_ids` by id (ids not indexed left out).
+
+        This default looks each one up; a backend reads them in a few queries."""
+        found = {run_id: self.get(run_id) for run_id in dict.fromkeys(run_ids)}
+        return {run_id: run for run_id, run in found.items() if run is not None}
+
     @abstractmethod
     def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
         """Run ids starting with `prefix`, sorted (for unambiguous short ids)."""

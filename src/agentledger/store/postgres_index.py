@@ -41,6 +41,7 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
     RunSort,
+    RunVerdict,
     ScoreResult,
     ScoreRow,
     SkippedScore,
@@ -525,6 +526,13 @@ class PostgresIndex(RunIndex):
         row = self._one(f"SELECT {_COLUMNS} FROM runs WHERE run_id = %s", (run_id,))
         return self._to_run(row) if row else None
 
+    def get_many(self, run_ids: Sequence[str]) -> dict[str, IndexedRun]:
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return {}
+        rows = self._rows(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ANY(%s)", (ids,))
+        return {row[0]: self._to_run(row) for row in rows}
+
     def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
         rows = self._rows(
             f"SELECT run_id FROM runs WHERE {_P.prefix('run_id')} ORDER BY run_id LIMIT %s",
@@ -785,6 +793,17 @@ class PostgresIndex(RunIndex):
             params,
         )
         return ratings_of(rows)
+
+    def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
+        ids = sorted(set(run_ids))
+        if not ids:
+            return []
+        rows = self._rows(
+            "SELECT run_id, judge_id, kind, verdict FROM scores WHERE run_id = ANY(%s) "
+            "ORDER BY run_id, created_at, judge_id",
+            (ids,),
+        )
+        return [RunVerdict(*row) for row in rows]
 
     def scores_of(self, run_id: str) -> list[str]:
         rows = self._rows(

@@ -542,6 +542,15 @@ class SQLiteIndex(RunIndex):
         row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return self._to_run(row) if row else None
 
+    def get_many(self, run_ids: Sequence[str]) -> dict[str, IndexedRun]:
+        found: dict[str, IndexedRun] = {}
+        for chunk in _chunks(dict.fromkeys(run_ids), 5000):
+            rows = self.db.execute(
+                f"SELECT {_COLUMNS} FROM runs WHERE run_id IN ({marks(chunk)})", chunk
+            )
+            found.update((row[0], self._to_run(row)) for row in rows)
+        return found
+
     def ids_with_prefix(self, prefix: str, limit: int = 10) -> list[str]:
         rows = self.db.execute(
             "SELECT run_id FROM runs WHERE run_id GLOB ? ORDER BY run_id LIMIT ?",
