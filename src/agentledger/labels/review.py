@@ -186,21 +186,20 @@ def review_queue_page(
     start = max(0, offset - len(flagged))
     if wanted <= 0 or start >= rest:
         return QueuePage(items, total, dict(counts))
-    # The index's unlabelled run at `position` is the (position - skipped)th of the rest,
-    # where `skipped` counts the shown runs at or before it: find the least position where
-    # that is `start` (a fixed point, reached in at most len(shown) + 1 steps).
-    position = start
-    for _ in range(len(shown) + 1):
-        probe = ledger.index.query(replace(bare, limit=1, offset=position))
-        if not probe:
-            break
-        at = probe[0]
-        skipped = sum(1 for run in shown if run.run_id == at.run_id or _before(run, at))
-        if position == start + skipped:
-            break
-        position = start + skipped
-    window = ledger.index.query(replace(bare, limit=wanted + len(shown), offset=position))
-    items += [_unlabelled_item(run) for run in window if run.run_id not in shown_ids][:wanted]
+    # The rest's run of rank `start` lies at most len(shown) runs past the index's unlabelled
+    # run at `start`: the shown runs before that one are as many ranks to make up, and each
+    # shown run met on the way is skipped. One read of that stretch finds the window.
+    stretch = ledger.index.query(replace(bare, limit=wanted + len(shown), offset=start))
+    if stretch:
+        rank = start - sum(1 for run in shown if _before(run, stretch[0]))
+        for run in stretch:
+            if run.run_id in shown_ids:
+                continue
+            if rank >= start:
+                items.append(_unlabelled_item(run))
+                if len(items) == limit:
+                    break
+            rank += 1
     return QueuePage(items, total, dict(counts))
 
 
