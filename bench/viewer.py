@@ -14,7 +14,8 @@ it; each figure is the wall time of one request from send to the last byte of th
 a kept-alive connection after a warm-up, with the server's CPU time per request beside it (on a
 shared machine, the steadier figure). Goal: p95 under 150 ms for every runs, run and
 compare page. The findings page (five reports over all 100,000 runs) is shown for
-information, as `agentledger report all` is benchmarked by bench/reports.py.
+information, as `agentledger report all` is benchmarked by bench/reports.py, and so is the review
+queue (its flagged runs, a fifth of the ledger here, are built whole).
 Exit code 1 when a page misses the goal.
 
 `--sweep N` then asks for N runs pages of random filter pairs (seeded: `--seed`), each with a
@@ -140,6 +141,8 @@ def cases(a: str, b: str) -> list[tuple[str, str, bool]]:
         # The index-only runs have no files for the step statistics to read: the findings page
         # is measured over the sealed runs' scenario.
         ("findings (all reports, information)", f"/findings?scenario={LONG_SCENARIO}", False),
+        # 2% of the runs refused, two judges disagreeing on a fifth: 21,000 flagged runs.
+        ("review queue (information)", "/review", False),
     ]
 
 
