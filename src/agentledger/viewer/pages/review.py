@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from agentledger.analysis.agreement import agreement_report
+from agentledger.analysis.agreement import agreement_report, resolve_source
 from agentledger.analysis.kappa import KappaResult
 from agentledger.errors import InputError
 from agentledger.labels.review import QueueItem, review_queue, review_queue_page
@@ -28,6 +28,7 @@ PER_PAGE = 50
 AGREEMENT_JUDGES = 6
 """The newest judges whose agreement with people's labels the page shows."""
 HUMAN_LABELS = "labels:human"
+NOTHING_IN_COMMON = "no run is both scored by it and labelled"
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,25 @@ def judge_agreements(ledger: Ledger, kinds: tuple[str, ...]) -> list[JudgeAgreem
     """Each of the newest judges of runs of `kinds` against people's labels (labels:human)."""
     run_filter = RunFilter(kinds=kinds)
     found = []
+    # People's labels read once for every judge; with none yet, no judge's scores are read.
+    unlabelled: str | None
+    try:
+        people = resolve_source(ledger, HUMAN_LABELS, run_filter)
+    except InputError as exc:  # nobody has labelled a run yet
+        unlabelled = str(exc)
+    else:
+        unlabelled = None if people.ratings.run_ids else NOTHING_IN_COMMON
     for tally in ledger.index.judges_of(run_filter)[:AGREEMENT_JUDGES]:
+        if unlabelled is not None:
+            found.append(JudgeAgreement(tally, None, None, unlabelled))
+            continue
         try:
-            report = agreement_report(ledger, f"judge:{tally.judge_id}", HUMAN_LABELS, run_filter)
+            report = agreement_report(ledger, f"judge:{tally.judge_id}", people, run_filter)
         except InputError as exc:
             found.append(JudgeAgreement(tally, None, None, str(exc)))
             continue
         by_what = {comparison.what: comparison.result for comparison in report.comparisons}
-        problem = None if report.common else "no run is both scored by it and labelled"
+        problem = None if report.common else NOTHING_IN_COMMON
         found.append(JudgeAgreement(tally, by_what.get("verdict"), by_what.get("binary"), problem))
     return found
 
