@@ -247,6 +247,20 @@ def test_a_trace_is_a_timeline_with_classes_gate_decisions_and_folded_output(
             exit_code=1,
             content=step_text("refused by the gate"),
         ),
+        TraceStep(
+            index=3,
+            actor="agent",
+            kind="file_read",
+            tool="str_replace_editor",
+            arguments={"path": "/etc/app.conf", "thought": "", "view_range": None},
+        ),
+        TraceStep(
+            index=4,
+            actor="agent",
+            kind="finish",
+            arguments={"final_thought": "Flushed the chain.", "task_completed": True},
+            content=step_text("Flushed the chain."),
+        ),
     ]
     metadata = RunMetadata(
         run_id="traced_run",
@@ -277,6 +291,10 @@ def test_a_trace_is_a_timeline_with_classes_gate_decisions_and_folded_output(
     assert 'class="gate-denied">gate: denied' in page
     assert '<details class="obs"><summary>command_output, exit 1' in page
     assert '<a href="#step-1">trace.jsonl:2</a>' in page
+    # An action's arguments on a line of their own, shown even when its output is folded;
+    # empty ones and one that repeats the step's text are left out.
+    assert '<code class="args">path=/etc/app.conf</code>' in page
+    assert '<code class="args">task_completed=True</code>' in page
 
 
 def test_agent_text_is_escaped_everywhere_it_is_shown(ledger: Ledger, write_run: WriteRun) -> None:
