@@ -115,8 +115,12 @@ def test_runs_are_paged_and_sorted(ledger: Ledger, write_run: WriteRun) -> None:
     assert run_ids_shown(second) == made[::-1][3:6]
     last = client.get("/runs?per_page=3&page=3").text
     assert run_ids_shown(last) == [made[0]] and 'rel="next"' not in last
+    assert "Runs 7 to 7 of 7" in last and "page 3 of 3" in last  # a short page: no count
     beyond = client.get("/runs?per_page=3&page=9").text
     assert run_ids_shown(beyond) == []
+    assert "of 7" in beyond  # past the end: counted
+    exact = client.get("/runs?per_page=7").text
+    assert "Runs 1 to 7 of 7" in exact and 'rel="next"' not in exact
     by_model = client.get("/runs?sort=model&order=asc&per_page=3").text
     assert run_ids_shown(by_model) == made[:3]
     by_model_desc = client.get("/runs?sort=model&order=desc&per_page=2").text

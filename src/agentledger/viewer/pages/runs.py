@@ -84,7 +84,11 @@ async def runs_page(request: Request) -> Response:
     query = parse_runs_query(request.query_params)
     index = viewer.ledger.index
     found = index.query_sorted(query.run_filter, query.sort, query.descending)
-    total = index.count(replace(query.run_filter, limit=None, offset=0))
+    if len(found) < query.per_page and (found or query.offset == 0):
+        # The last page: the runs before it and on it are all there are, with no count.
+        total = query.offset + len(found)
+    else:
+        total = index.count(replace(query.run_filter, limit=None, offset=0))
     ids = [run.run_id for run in found]
     verdicts: dict[str, list[RunVerdict]] = defaultdict(list)
     for verdict in index.verdicts_of(ids):
