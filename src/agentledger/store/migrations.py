@@ -344,14 +344,19 @@ def m009_sort_indexes(db: sqlite3.Connection) -> None:
 
 
 def m010_scenario_sort(db: sqlite3.Connection) -> None:
-    """The sort by scenario walks an index of scenario and run_id, as m009's sorts do.
-    runs_scenario (scenario, model) stays for the scenario and model filters.
+    """The sort by scenario walks an index of scenario and run_id, as m009's sorts do, that
+    also holds every column a report's pass over the runs reads (as runs_model_prompt does):
+    whenever SQLite picks it, for a page or for a report, no wide row is read. runs_scenario
+    (scenario, model) stays for the scenario and model filters.
 
     Without it a page sorted by scenario read each run's wide row for its id, and sorted each
     scenario's runs apart: a filter few runs match (a judge that scored a few of them) took
     200 ms over 100,000 runs; with it, 90 ms.
     """
-    db.execute("CREATE INDEX runs_scenario_sort ON runs (scenario, run_id)")
+    db.execute(
+        "CREATE INDEX runs_scenario_sort ON runs (scenario, run_id, model, system_prompt_hash, "
+        "model_served, started_at, kind)"
+    )
 
 
 MIGRATIONS: list[Migration] = [

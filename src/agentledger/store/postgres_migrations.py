@@ -175,8 +175,12 @@ m009_sort_indexes = (
     "CREATE INDEX runs_commands_denied ON runs (commands_denied, run_id)",
 )
 
-# As SQLite's m010: the sort by scenario walks an index of scenario and run_id.
-m010_scenario_sort = ("CREATE INDEX runs_scenario_sort ON runs (scenario, run_id)",)
+# As SQLite's m010: the sort by scenario walks an index of scenario and run_id (holding what a
+# report reads of a run, as runs_model_prompt does).
+m010_scenario_sort = (
+    "CREATE INDEX runs_scenario_sort ON runs (scenario, run_id) "
+    "INCLUDE (model, system_prompt_hash, model_served, started_at, kind)",
+)
 
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_runs", m001_runs),
