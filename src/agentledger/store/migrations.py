@@ -343,7 +343,7 @@ def m009_sort_indexes(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_commands_denied ON runs (commands_denied, run_id)")
 
 
-def m010_scenario_sort(db: sqlite3.Connection) -> None:
+def m010_sort_walks(db: sqlite3.Connection) -> None:
     """The sort by scenario walks an index of scenario and run_id, as m009's sorts do, that
     also holds every column a report's pass over the runs reads (as runs_model_prompt does):
     whenever SQLite picks it, for a page or for a report, no wide row is read. runs_scenario
@@ -368,5 +368,5 @@ MIGRATIONS: list[Migration] = [
     ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
-    ("m010_scenario_sort", m010_scenario_sort),
+    ("m010_sort_walks", m010_sort_walks),
 ]

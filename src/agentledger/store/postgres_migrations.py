@@ -176,10 +176,16 @@ m009_sort_indexes = (
 )
 
 # As SQLite's m010: the sort by scenario walks an index of scenario and run_id (holding what a
-# report reads of a run, as runs_model_prompt does).
-m010_scenario_sort = (
+# report reads of a run, as runs_model_prompt does). And, PostgreSQL's own: a descending sort of
+# a column that can be NULL (start time, commands run, commands denied) puts the runs without
+# a value last, an order no index of the column gives (walked backwards, it puts NULL first), so
+# the newest-first runs page sorted all 100,000 runs (120 ms) before these.
+m010_sort_walks = (
     "CREATE INDEX runs_scenario_sort ON runs (scenario, run_id) "
     "INCLUDE (model, system_prompt_hash, model_served, started_at, kind)",
+    "CREATE INDEX runs_started_desc ON runs (started_at DESC NULLS LAST, run_id DESC)",
+    "CREATE INDEX runs_commands_run_desc ON runs (commands_run DESC NULLS LAST, run_id DESC)",
+    "CREATE INDEX runs_commands_denied_desc ON runs (commands_denied DESC NULLS LAST, run_id DESC)",
 )
 
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
@@ -191,6 +197,6 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m006_label_lookups", m006_label_lookups),
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
-    ("m010_scenario_sort", m010_scenario_sort),
+    ("m010_sort_walks", m010_sort_walks),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""
