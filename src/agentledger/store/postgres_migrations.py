@@ -1,6 +1,6 @@
 """Forward-only migrations of the PostgreSQL index, numbered as the SQLite index's.
 
-The same names as `agentledger.store.migrations` (m001_runs ... m008_runs_started_run_id), so that
+The same names as `agentledger.store.migrations` (m001_runs ... m011_packed_criteria), so that
 both indexes say which shape they are in the same words; each is PostgreSQL's own DDL for
 that step. A migration is applied in one transaction together with the row of
 ``_migrations`` that records it, under an advisory lock, so that machines opening a new
@@ -182,6 +182,25 @@ m010_scenario_sort = (
     "INCLUDE (model, system_prompt_hash, model_served, started_at, kind)",
 )
 
+# As SQLite's m011: each score's and label's criteria packed on its row (as index.py's
+# packed_criteria packs them), in the covering indexes agreement reads.
+m011_packed_criteria = (
+    f"ALTER TABLE scores ADD COLUMN criteria_packed {_T}",
+    "UPDATE scores SET criteria_packed = (SELECT string_agg(c.criterion || chr(31) || "
+    "coalesce(c.fired::text, 'n'), chr(30) ORDER BY c.criterion) FROM score_criteria c "
+    "WHERE c.run_id = scores.run_id AND c.judge_id = scores.judge_id)",
+    "DROP INDEX scores_chosen",
+    "CREATE INDEX scores_chosen ON scores (run_id, judge_id) "
+    "INCLUDE (verdict, diagnosis, created_at, kind, criteria_packed)",
+    f"ALTER TABLE labels ADD COLUMN criteria_packed {_T}",
+    "UPDATE labels SET criteria_packed = (SELECT string_agg(c.criterion || chr(31) || "
+    "coalesce(c.fired::text, 'n'), chr(30) ORDER BY c.criterion) FROM label_criteria c "
+    "WHERE c.label_id = labels.label_id)",
+    "DROP INDEX labels_current",
+    "CREATE INDEX labels_current ON labels (current, source_name, run_id, created_at, label_id) "
+    "INCLUDE (source_kind, verdict, criteria_packed)",
+)
+
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -192,5 +211,6 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
     ("m010_scenario_sort", m010_scenario_sort),
+    ("m011_packed_criteria", m011_packed_criteria),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""
