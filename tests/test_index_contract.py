@@ -24,6 +24,7 @@ from agentledger.store.index import (
     JudgeTally,
     LabelRow,
     Ratings,
+    RunFacets,
     RunFilter,
     RunIndex,
     ScoreRow,
@@ -557,13 +558,13 @@ def test_disagreeing_runs_ignore_skipped_scores(index: RunIndex) -> None:
 
 def test_run_facets_for_agreement(scored: RunIndex) -> None:
     agents = RunFilter(kinds=("agent",))
-    assert [tuple(f) for f in scored.run_facets(agents)] == [
-        ("g1", "gemini", "s1", "agent"),
-        ("g2", "gemini", "s1", "agent"),
-        ("h1", "haiku", "s1", "agent"),
-        ("h2", "haiku", "s2", "agent"),
-    ]
-    assert scored.run_facets(RunFilter(models=("nobody",))) == []
+    assert scored.run_facets(agents) == RunFacets(
+        ["g1", "g2", "h1", "h2"],
+        ["gemini", "gemini", "haiku", "haiku"],
+        ["s1", "s1", "s1", "s2"],
+        ["agent"] * 4,
+    )
+    assert scored.run_facets(RunFilter(models=("nobody",))) == RunFacets([], [], [], [])
 
 
 def expanded(ratings: Ratings) -> list[tuple[str, str | None, dict[str, bool | None]]]:

@@ -45,6 +45,7 @@ from agentledger.store.index import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    facets_of,
     format_time,
     label_rows_from,
     packed_criteria,
@@ -735,12 +736,12 @@ class PostgresIndex(RunIndex):
         )
         return sorted({str(row[0]) for row in rows})
 
-    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+    def run_facets(self, run_filter: RunFilter) -> RunFacets:
         where, params = where_sql(run_filter, _P)
         rows = self._rows(
             f"SELECT run_id, model, scenario, kind FROM runs{where} ORDER BY run_id", params
         )
-        return [RunFacets(*row) for row in rows]
+        return facets_of(rows)
 
     def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
         if not judge_ids:

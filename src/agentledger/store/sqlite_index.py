@@ -44,6 +44,7 @@ from agentledger.store.index import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    facets_of,
     format_time,
     label_rows_from,
     packed_criteria,
@@ -718,7 +719,7 @@ class SQLiteIndex(RunIndex):
                 packs.add(str(row[0]))
         return sorted(packs)
 
-    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+    def run_facets(self, run_filter: RunFilter) -> RunFacets:
         where, params = where_sql(run_filter)
         # Unary + keeps SQLite from walking the run_id key in order, which reads every run's
         # wide row: the covering runs_model_prompt index and a sort of its entries are a
@@ -726,8 +727,7 @@ class SQLiteIndex(RunIndex):
         rows = self.db.execute(
             f"SELECT run_id, model, scenario, kind FROM runs{where} ORDER BY +run_id", params
         )
-        # tuple.__new__ of the named tuple class: no Python call per run.
-        return list(map(tuple.__new__, itertools.repeat(RunFacets), rows))
+        return facets_of(rows.fetchall())
 
     def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
         if not judge_ids:
