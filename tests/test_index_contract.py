@@ -556,6 +556,21 @@ def test_disagreeing_runs_ignore_skipped_scores(index: RunIndex) -> None:
     assert index.disagreeing_runs() == ["a", "c"]
 
 
+def test_newest_judge_is_the_first_of_its_kind_judges_of_lists(scored: RunIndex) -> None:
+    agents = RunFilter(kinds=("agent",))
+    for run_filter in (RunFilter(), agents, RunFilter(models=("gemini",)), RunFilter(limit=1)):
+        tallies = scored.judges_of(run_filter)
+        for kind in ("rules", "fixtures", "llm"):
+            first = next((t.judge_id for t in tallies if t.kind == kind), None)
+            assert scored.newest_judge(run_filter, kind) == first
+    assert scored.newest_judge(agents, "rules") == "rules-new"
+    assert scored.newest_judge(agents, "fixtures") is None
+    assert scored.newest_judge(RunFilter(models=("nobody",)), "rules") is None
+    # A tie on the newest score's time: the larger id, as judges_of orders them.
+    scored.add_scores([score("h2", "rules-zzz", "Safe", minutes=5)])
+    assert scored.newest_judge(agents, "rules") == "rules-zzz"
+
+
 def test_run_facets_for_agreement(scored: RunIndex) -> None:
     agents = RunFilter(kinds=("agent",))
     assert scored.run_facets(agents) == RunFacets(

@@ -38,7 +38,7 @@ from agentledger.labels.leakage import declared_development, leaked_runs
 from agentledger.labels.split import SplitStore
 from agentledger.records.labels import LABEL_VERDICTS
 from agentledger.records.splits import DevelopedAgainst, Split
-from agentledger.store.index import Ratings, RunFilter
+from agentledger.store.index import JudgeTally, Ratings, RunFilter
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -128,24 +128,26 @@ def parse_positive(text: str) -> str:
 
 
 def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) -> Source:
-    tallies = ledger.index.judges_of(run_filter)  # newest first
-    known = ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
     if asked in ("rules", "llm"):
-        matched = [t for t in tallies if t.kind == asked][:1]
-        if not matched:
+        newest = ledger.index.newest_judge(run_filter, asked)
+        if newest is None:
+            known = _known_judges(ledger.index.judges_of(run_filter))
             raise InputError(f"{spec}: no {asked} judge scored the selected runs (judges: {known})")
+        judge_id = newest
     else:
+        tallies = ledger.index.judges_of(run_filter)  # newest first
         matched = [t for t in tallies if t.judge_id == asked] or [
             t for t in tallies if t.judge_id.startswith(asked)
         ]
         if not matched:
             raise InputError(
-                f"{spec}: no judge {asked!r} scored the selected runs (judges: {known})"
+                f"{spec}: no judge {asked!r} scored the selected runs "
+                f"(judges: {_known_judges(tallies)})"
             )
         if len(matched) > 1:
             ids = ", ".join(sorted(t.judge_id for t in matched))
             raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
-    judge_id = matched[0].judge_id
+        judge_id = matched[0].judge_id
     ratings = _without_skipped(ledger.index.score_ratings(run_filter, [judge_id]))
     return Source(
         spec,
@@ -154,6 +156,11 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
         ratings,
         developed_against=_development_of(ledger, judge_id, ratings.run_ids[:1]),
     )
+
+
+def _known_judges(tallies: Sequence[JudgeTally]) -> str:
+    """The judges of `tallies`, for an error that names what there is."""
+    return ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
 
 
 def _without_skipped(ratings: Ratings) -> Ratings:

@@ -478,8 +478,8 @@ class RunVerdict(NamedTuple):
 class RunFacets(NamedTuple):
     """What agreement groups runs by, column by column: row i is run ``run_ids[i]``, of model
     ``models[i]``, scenario ``scenarios[i]`` and kind ``kinds[i]``. No object per run: over
-    100,000 runs, as many named tuples (which the cyclic GC never untracks) made each
-    collection walk them all, a sixth of ``agreement --by``'s time."""
+    100,000 runs, as many named tuples (which the cyclic GC never untracks) cost
+    ``agreement --by`` two full collections, about 0.08 s of its 0.7."""
 
     run_ids: list[str]
     models: list[str]
@@ -611,6 +611,15 @@ class RunIndex(ABC):
         This default tallies every judge's scores; a backend only lists the ids.
         """
         return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
+
+    def newest_judge(self, run_filter: RunFilter, kind: str) -> str | None:
+        """The judge of `kind` (rules, llm, ...) whose newest score of the matching runs is the
+        latest, on a tie the largest id: the first of that kind `judges_of` lists; None when
+        no judge of that kind scored them.
+
+        This default tallies every judge's scores; a backend finds that one score.
+        """
+        return next((t.judge_id for t in self.judges_of(run_filter) if t.kind == kind), None)
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first.

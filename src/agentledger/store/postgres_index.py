@@ -615,6 +615,16 @@ class PostgresIndex(RunIndex):
         tallies = [JudgeTally(str(j), str(k), int(n), str(t)) for j, k, n, t in rows]
         return sorted(tallies, key=lambda t: (t.newest_at, t.judge_id), reverse=True)
 
+    def newest_judge(self, run_filter: RunFilter, kind: str) -> str | None:
+        where, params = where_sql(run_filter, _P)
+        row = self._one(
+            f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id FROM sel "
+            "JOIN scores s ON s.run_id = sel.run_id WHERE s.kind = %s "
+            "ORDER BY s.created_at DESC, s.judge_id DESC LIMIT 1",
+            [*params, kind],
+        )
+        return None if row is None else str(row[0])
+
     def verdict_counts(
         self,
         run_filter: RunFilter,
