@@ -52,7 +52,7 @@ def add_labels(ledger: Ledger, seed: int = 7) -> int:
     rng = random.Random(seed)
     when = datetime(2026, 1, 1, tzinfo=UTC)
     rows = []
-    run_ids = [facet.run_id for facet in ledger.index.run_facets(_every())]
+    run_ids = ledger.index.run_facets(_every()).run_ids
     for i, run_id in enumerate(run_ids):
         truth = rng.choice(VERDICTS)
         for source in ("dataset-a", "dataset-b"):

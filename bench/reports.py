@@ -32,7 +32,7 @@ from typing import Any
 from agentledger.analysis import build_reports
 from agentledger.report import render
 from agentledger.store import Ledger, RunFilter
-from agentledger.store.index import format_time
+from agentledger.store.index import format_time, packed_criteria
 
 GOAL_SECONDS = 2.0
 MODELS = (
@@ -103,6 +103,12 @@ def fill_index(path: Path, runs: int, seed: int = 20260312) -> None:
             verdict = "skipped"
         diagnosis = None if rng.random() < 0.2 else int(rng.random() < 0.85)
         scored_at = format_time(started + timedelta(days=1))
+        results: list[tuple[str, bool | None]] = []
+        if verdict != "skipped":
+            for criterion, p in zip(
+                CRITERIA, (0.05, 0.15 + 0.3 * weights[2], 0.2, 0.4), strict=True
+            ):
+                results.append((criterion, None if rng.random() < 0.01 else rng.random() < p))
         score_rows.append(
             (
                 run_id,
@@ -112,17 +118,16 @@ def fill_index(path: Path, runs: int, seed: int = 20260312) -> None:
                 diagnosis,
                 scored_at,
                 score_json(run_id, JUDGE, verdict, scored_at),
+                packed_criteria(results),
             )
         )
-        if verdict != "skipped":
-            for criterion, p in zip(
-                CRITERIA, (0.05, 0.15 + 0.3 * weights[2], 0.2, 0.4), strict=True
-            ):
-                fired = None if rng.random() < 0.01 else int(rng.random() < p)
-                criteria_rows.append((run_id, JUDGE, criterion, fired))
+        criteria_rows.extend(
+            (run_id, JUDGE, c, None if fired is None else int(fired)) for c, fired in results
+        )
         if i % 3 == 0:
             old = score_json(run_id, OLD_JUDGE, "Safe", when)
-            score_rows.append((run_id, OLD_JUDGE, "rules", "Safe", None, when, old))
+            old_criteria = packed_criteria((c, False) for c in CRITERIA)
+            score_rows.append((run_id, OLD_JUDGE, "rules", "Safe", None, when, old, old_criteria))
             criteria_rows.extend((run_id, OLD_JUDGE, c, 0) for c in CRITERIA)
     db.executemany(
         "INSERT INTO runs (run_id, scenario, model, model_served, system_prompt_hash, variant, "
@@ -132,7 +137,7 @@ def fill_index(path: Path, runs: int, seed: int = 20260312) -> None:
     )
     db.executemany(
         "INSERT INTO scores (run_id, judge_id, kind, pack, verdict, diagnosis, created_at, "
-        "score_json) VALUES (?, ?, ?, 'remediation-safety', ?, ?, ?, ?)",
+        "score_json, criteria_packed) VALUES (?, ?, ?, 'remediation-safety', ?, ?, ?, ?, ?)",
         score_rows,
     )
     db.executemany(

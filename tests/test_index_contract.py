@@ -18,18 +18,19 @@ import pytest
 from agentledger.identity import sha256_bytes
 from agentledger.records import AgentInfo, FileEntry, Manifest, RunMetadata, RunSummary
 from agentledger.store.index import (
-    CANNOT_TELL,
     CriterionCell,
     CriterionFirst,
     IndexEntry,
     JudgeTally,
     LabelRow,
     Ratings,
+    RunFacets,
     RunFilter,
     RunIndex,
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    packed_criteria,
 )
 from agentledger.store.sqlite_index import SQLiteIndex
 
@@ -555,53 +556,30 @@ def test_disagreeing_runs_ignore_skipped_scores(index: RunIndex) -> None:
     assert index.disagreeing_runs() == ["a", "c"]
 
 
-def test_run_facets_and_score_results_for_agreement(scored: RunIndex) -> None:
+def test_newest_judge_is_the_first_of_its_kind_judges_of_lists(scored: RunIndex) -> None:
     agents = RunFilter(kinds=("agent",))
-    assert [tuple(f) for f in scored.run_facets(agents)] == [
-        ("g1", "gemini", "s1", "agent"),
-        ("g2", "gemini", "s1", "agent"),
-        ("h1", "haiku", "s1", "agent"),
-        ("h2", "haiku", "s2", "agent"),
-    ]
-    results = scored.score_results(agents, ["rules-new"])
-    assert [(r.run_id, r.judge_id, r.verdict, dict(r.criteria)) for r in results] == [
-        ("g1", "rules-new", "Uncertain", {"C4": True}),
-        ("g2", "rules-new", "skipped", {}),
-        ("h1", "rules-new", "Safe", {"C4": False}),
-        ("h2", "rules-new", "Unsafe", {"C4": True, "C1": None}),
-    ]
-    # Several judges: each run's newest score among them, with that score's criteria.
-    both = scored.score_results(RunFilter(models=("gemini",)), ["rules-new", "rules-old"])
-    assert [(r.run_id, r.judge_id, dict(r.criteria)) for r in both] == [
-        ("g1", "rules-new", {"C4": True}),
-        ("g2", "rules-new", {}),
-    ]
-    assert scored.score_results(agents, []) == []
-    assert scored.run_facets(RunFilter(models=("nobody",))) == []
+    for run_filter in (RunFilter(), agents, RunFilter(models=("gemini",)), RunFilter(limit=1)):
+        tallies = scored.judges_of(run_filter)
+        for kind in ("rules", "fixtures", "llm"):
+            first = next((t.judge_id for t in tallies if t.kind == kind), None)
+            assert scored.newest_judge(run_filter, kind) == first
+    assert scored.newest_judge(agents, "rules") == "rules-new"
+    assert scored.newest_judge(agents, "fixtures") is None
+    assert scored.newest_judge(RunFilter(models=("nobody",)), "rules") is None
+    # A tie on the newest score's time: the larger id, as judges_of orders them.
+    scored.add_scores([score("h2", "rules-zzz", "Safe", minutes=5)])
+    assert scored.newest_judge(agents, "rules") == "rules-zzz"
 
 
-def test_score_criteria_columns_match_score_results(scored: RunIndex) -> None:
+def test_run_facets_for_agreement(scored: RunIndex) -> None:
     agents = RunFilter(kinds=("agent",))
-    # A criterion the score could not assess (h2's C1) is CANNOT_TELL, one it lacks (C9) None;
-    # a skipped score has no criteria.
-    assert scored.score_criteria_columns(agents, ["rules-new"], ["C4", "C1", "C9"]) == [
-        ("g1", "rules-new", "Uncertain", 1, None, None),
-        ("g2", "rules-new", "skipped", None, None, None),
-        ("h1", "rules-new", "Safe", 0, None, None),
-        ("h2", "rules-new", "Unsafe", 1, CANNOT_TELL, None),
-    ]
-    # Several judges: the same score wins as in score_results (the newest among them).
-    judges = ["rules-new", "rules-old"]
-    both = scored.score_criteria_columns(RunFilter(), judges, ["C4"])
-    assert [row[:3] for row in both] == [
-        (r.run_id, r.judge_id, r.verdict) for r in scored.score_results(RunFilter(), judges)
-    ]
-    assert both[2] == ("h1", "rules-new", "Safe", 0)
-    assert scored.score_criteria_columns(agents, ["rules-new"], []) == [
-        (r.run_id, r.judge_id, r.verdict) for r in scored.score_results(agents, ["rules-new"])
-    ]
-    assert scored.score_criteria_columns(agents, [], ["C4"]) == []
-    assert scored.score_criteria_columns(RunFilter(models=("nobody",)), judges, ["C4"]) == []
+    assert scored.run_facets(agents) == RunFacets(
+        ["g1", "g2", "h1", "h2"],
+        ["gemini", "gemini", "haiku", "haiku"],
+        ["s1", "s1", "s1", "s2"],
+        ["agent"] * 4,
+    )
+    assert scored.run_facets(RunFilter(models=("nobody",))) == RunFacets([], [], [], [])
 
 
 def expanded(ratings: Ratings) -> list[tuple[str, str | None, dict[str, bool | None]]]:
@@ -616,23 +594,27 @@ def expanded(ratings: Ratings) -> list[tuple[str, str | None, dict[str, bool | N
     return [(run_id, verdict, dict(ratings.criteria[key])) for run_id, verdict, key in rows]
 
 
-def test_score_ratings_match_score_results(scored: RunIndex) -> None:
+def test_score_ratings_read_each_runs_chosen_score(scored: RunIndex) -> None:
     agents = RunFilter(kinds=("agent",))
     ratings = scored.score_ratings(agents, ["rules-new"])
+    # A criterion the score could not assess (h2's C1) is None; a skipped score has none.
     assert ratings == Ratings(
         ["g1", "g2", "h1", "h2"],
         ["Uncertain", "skipped", "Safe", "Unsafe"],
         [0, 1, 2, 3],
         [{"C4": True}, {}, {"C4": False}, {"C4": True, "C1": None}],
     )
-    # Runs with the same results share one key (g2's older score and h1's newer: C4 not fired).
+    # Several judges: each run's newest score among them, with that score's criteria.
     judges = ["rules-new", "rules-old"]
-    for run_filter in (RunFilter(), agents, RunFilter(models=("gemini",))):
-        both = scored.score_ratings(run_filter, judges)
-        assert expanded(both) == [
-            (r.run_id, r.verdict, dict(r.criteria))
-            for r in scored.score_results(run_filter, judges)
-        ]
+    newest = [
+        ("g1", "Uncertain", {"C4": True}),
+        ("g2", "skipped", {}),
+        ("h1", "Safe", {"C4": False}),
+        ("h2", "Unsafe", {"C4": True, "C1": None}),
+    ]
+    for run_filter in (RunFilter(), agents):
+        assert expanded(scored.score_ratings(run_filter, judges)) == newest
+    assert expanded(scored.score_ratings(RunFilter(models=("gemini",)), judges)) == newest[:2]
     old = scored.score_ratings(RunFilter(), ["rules-old"])
     assert old.run_ids == ["g2", "h1"] and old.keys == [0, 1]
     assert scored.score_ratings(RunFilter(), ["rules-old", "fixtures-abc"]).verdicts == [
@@ -642,6 +624,25 @@ def test_score_ratings_match_score_results(scored: RunIndex) -> None:
     ]
     assert scored.score_ratings(agents, []) == Ratings([], [], [], [])
     assert scored.score_ratings(RunFilter(models=("nobody",)), judges) == Ratings([], [], [], [])
+
+
+def test_each_scores_and_labels_criteria_are_packed_on_its_row(index: RunIndex) -> None:
+    index.add([entry("a", 0)])
+    index.add_scores([score("a", criteria=(("C4", True), ("C1", None), ("C10", False)))])
+    index.add_labels([label("l1", "a", criteria=(("C2", False), ("C1", True)))])
+    # Sorted by criterion id, whatever order the record gives them in (what verify expects).
+    assert [row.criteria_packed for row in index.score_rows()] == [
+        packed_criteria((("C1", None), ("C10", False), ("C4", True)))
+    ]
+    assert packed_criteria((("C4", True), ("C1", None))) == "C1\x1fn\x1eC4\x1f1"
+    assert [row.criteria_packed for row in index.label_rows()] == ["C1\x1f1\x1eC2\x1f0"]
+    # Indexed again without criteria (a skipped score, a label with a verdict alone): none.
+    index.add_scores([score("a", verdict="skipped")])
+    index.add_labels([label("l1", "a")])
+    assert [row.criteria_packed for row in index.score_rows()] == [None]
+    assert [row.criteria_packed for row in index.label_rows()] == [None]
+    assert index.score_ratings(RunFilter(), ["rules-aaaa"]).criteria == [{}]
+    assert index.label_ratings().criteria == [{}]
 
 
 def test_label_ratings_keep_each_runs_newest_current_label(index: RunIndex) -> None:
@@ -675,43 +676,6 @@ def test_label_ratings_keep_each_runs_newest_current_label(index: RunIndex) -> N
     index.add_labels([label("l7", "d", "carol", "Unsafe", minutes=6, supersedes="l5")])
     assert expanded(index.label_ratings(source_name="bob")) == [("b", "Uncertain", {})]
     assert index.label_ratings(source_name="nobody") == Ratings([], [], [], [])
-
-
-def test_current_label_columns_match_current_label_results(index: RunIndex) -> None:
-    index.add([entry("a", 0), entry("b", 1), entry("c", 2)])
-    index.add_labels(
-        [
-            label("l1", "a", "alice", "Unsafe", minutes=0, criteria=(("C2", True),)),
-            label("l2", "a", "alice", "Safe", minutes=1, criteria=(("C2", False), ("C4", None))),
-            label("l3", "b", "checker", None, kind="external", minutes=2, criteria=(("C1", True),)),
-            label("l4", "c", "checker", "Unsafe", kind="external", minutes=3),
-        ]
-    )
-    # l1 is not current (alice's newer l2 is); "cannot tell" (C4) is CANNOT_TELL, absent None.
-    assert index.current_label_columns(["C1", "C2", "C4"]) == [
-        ("a", "l2", "Safe", None, 0, CANNOT_TELL),
-        ("b", "l3", None, 1, None, None),
-        ("c", "l4", "Unsafe", None, None, None),
-    ]
-    assert [row[1] for row in index.current_label_columns(["C1"])] == [
-        r.label_id for r in index.current_label_results()
-    ]
-    assert index.current_label_columns(["C2"], source_kind="person") == [("a", "l2", "Safe", 0)]
-    assert index.current_label_columns([], source_name="checker") == [
-        ("b", "l3", None),
-        ("c", "l4", "Unsafe"),
-    ]
-    assert index.current_label_columns(["C1"], source_name="nobody") == []
-    # Two people's current labels on one run come oldest first, as in current_label_results
-    # (agreement's labels:human keeps the last of each run: the newest).
-    index.add_labels([label("l5", "a", "bob", "Unsafe", minutes=9, criteria=(("C2", True),))])
-    assert index.current_label_columns(["C2"], source_kind="person") == [
-        ("a", "l2", "Safe", 0),
-        ("a", "l5", "Unsafe", 1),
-    ]
-    assert [row[1] for row in index.current_label_columns(["C2"], source_kind="person")] == [
-        r.label_id for r in index.current_label_results(source_kind="person")
-    ]
 
 
 def test_current_label_results_match_current_labels(index: RunIndex) -> None:

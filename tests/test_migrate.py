@@ -13,6 +13,7 @@ from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.errors import IndexVersionError
 from agentledger.store import RunFilter, SQLiteIndex
+from agentledger.store.index import packed_criteria
 from agentledger.store.migrations import MIGRATIONS
 from conftest import WriteRun
 
@@ -62,6 +63,7 @@ EXPECTED_TABLES = {
         "skipped_reason",
         "created_at",
         "score_json",
+        "criteria_packed",
     ],
     "score_criteria": ["run_id", "judge_id", "criterion", "fired"],
     "labels": [
@@ -75,6 +77,7 @@ EXPECTED_TABLES = {
         "created_at",
         "current",
         "label_json",
+        "criteria_packed",
     ],
     "label_criteria": ["label_id", "criterion", "fired"],
 }
@@ -182,23 +185,26 @@ def test_opening_twice_does_not_migrate_twice(ledger: Ledger) -> None:
         assert again.index.migrate() == []  # type: ignore[attr-defined]
 
 
-def test_an_index_from_before_scores_is_upgraded_in_place(
-    ledger: Ledger, write_run: WriteRun
-) -> None:
-    run_id = write_run()
-    root = ledger.root
-    ledger.close()
-    db = sqlite3.connect(root / "index.sqlite")
-    db.executescript(
-        "DROP TABLE score_criteria; DROP TABLE scores; "
-        "DELETE FROM _migrations WHERE name = 'm002_scores';"
+def test_an_index_from_before_scores_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in MIGRATIONS[:1]:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db.execute(
+        f"INSERT INTO runs VALUES ({', '.join('?' * 29)})",
+        _old_row("r1", {"scenario": "use_case_m", "model": "m1"}, False),
     )
     db.close()
-    with Ledger.open(root) as reopened:
-        assert reopened.index.applied_migrations() == [name for name, _ in MIGRATIONS]  # type: ignore[attr-defined]
-        assert [run.run_id for run in reopened.runs()] == [run_id]
-    tables, _ = _schema(root / "index.sqlite")
-    assert tables == EXPECTED_TABLES
+    index = SQLiteIndex(path)
+    try:
+        assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
+        assert [run.run_id for run in index.query(RunFilter())] == ["r1"]
+    finally:
+        index.close()
+    tables, indexes = _schema(path)
+    assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES
 
 
 def _old_row(run_id: str, metadata: dict[str, object], backfilled: bool) -> tuple[object, ...]:
@@ -368,4 +374,61 @@ def test_an_index_from_before_m008_gets_run_ids_in_its_start_index(tmp_path: Pat
     db = sqlite3.connect(path)
     columns = [row[2] for row in db.execute("PRAGMA index_info(runs_started)")]
     assert columns == ["started_at", "run_id"]
+    db.close()
+
+
+def test_an_index_from_before_m011_gets_each_rows_criteria_packed(tmp_path: Path) -> None:
+    """m011: every score and label indexed before it gets its criteria packed on its row, as
+    the index packs a new one's, and agreement reads them from the covering indexes alone."""
+    path = tmp_path / "index.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in MIGRATIONS[:-1]:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db.execute(
+        f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
+        "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
+        "'ghost', NULL, NULL, '2026-03-12T10:00:00.000000Z', NULL, 0, 0, 'agent', NULL, NULL, "
+        "NULL, NULL, NULL, NULL, NULL, '2026-03-12T10:00:00.000000Z', 'sha256:cd', '{}', NULL)"
+    )
+    for judge_id in ("rules-a", "rules-b"):
+        db.execute(
+            "INSERT INTO scores VALUES ('r1', ?, 'rules', NULL, 'remediation-safety', "
+            "'Unsafe', 1, NULL, '2026-03-13T00:00:00.000000Z', '{}')",
+            (judge_id,),
+        )
+    results = [("C4", 1), ("C10", None), ("C1", 0)]
+    db.executemany("INSERT INTO score_criteria VALUES ('r1', 'rules-a', ?, ?)", results)
+    for label_id in ("lbl_a", "lbl_b"):
+        db.execute(
+            "INSERT INTO labels (label_id, run_id, source_kind, source_name, verdict, "
+            "created_at, current, label_json) VALUES (?, 'r1', 'external', ?, 'Unsafe', "
+            "'2026-03-12T10:15:00.000000Z', 1, '{}')",
+            (label_id, label_id),
+        )
+    db.executemany("INSERT INTO label_criteria VALUES ('lbl_a', ?, ?)", results)
+    db.close()
+    index = SQLiteIndex(path)
+    try:
+        assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
+        packed = packed_criteria((("C4", True), ("C10", None), ("C1", False)))
+        assert [row.criteria_packed for row in index.score_rows()] == [packed, None]
+        assert [row.criteria_packed for row in index.label_rows()] == [packed, None]
+        expected = [{"C1": False, "C10": None, "C4": True}]
+        assert index.score_ratings(RunFilter(), ["rules-a"]).criteria == expected
+        assert index.label_ratings(source_name="lbl_a").criteria == expected
+    finally:
+        index.close()
+    tables, indexes = _schema(path)
+    assert tables == EXPECTED_TABLES and indexes == EXPECTED_INDEXES
+    db = sqlite3.connect(path)
+    for sql in (
+        "SELECT run_id, verdict, criteria_packed FROM scores INDEXED BY scores_chosen "
+        "WHERE run_id = 'r1' AND judge_id = 'rules-a'",
+        "SELECT run_id, verdict, criteria_packed FROM labels WHERE current = 1 "
+        "AND source_name = 'lbl_a' ORDER BY run_id, created_at, label_id",
+    ):
+        plan = " ".join(str(row[3]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan
     db.close()

@@ -21,7 +21,7 @@ from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.errors import IndexUnusableError, IndexVersionError, InputError, RecordError
 from agentledger.records import RunSummary
-from agentledger.store.index import RunFilter, RunSort
+from agentledger.store.index import RunFilter, RunSort, packed_criteria
 from agentledger.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
 from agentledger.store.postgres_index import PostgresIndex
 from agentledger.store.postgres_migrations import MIGRATIONS
@@ -82,6 +82,40 @@ def test_an_older_index_is_migrated_forward_and_keeps_its_runs(pg_url: str) -> N
     try:
         assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
         assert index.count_by(RunFilter(), "kind") == {"agent": 1, "fixture": 1}
+    finally:
+        index.close()
+
+
+def test_scores_and_labels_from_before_m011_get_their_criteria_packed(pg_url: str) -> None:
+    """m011 packs each row's criteria in SQL exactly as the index packs a new row's."""
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for name, statements in MIGRATIONS[:-1]:
+            for statement in statements:
+                db.execute(statement)
+            db.execute("INSERT INTO _migrations VALUES (%s, 'then')", (name,))
+        for judge_id in ("rules-a", "rules-b"):
+            db.execute(
+                "INSERT INTO scores (run_id, judge_id, kind, pack, verdict, created_at, "
+                "score_json) VALUES ('r1', %s, 'rules', 'p', 'Unsafe', 'then', '{}')",
+                (judge_id,),
+            )
+            db.execute(
+                "INSERT INTO labels (label_id, run_id, source_kind, source_name, verdict, "
+                "created_at, label_json) VALUES (%s, 'r1', 'external', 'x', 'Safe', 'then', '{}')",
+                (judge_id,),
+            )
+        results = [("C4", 1), ("C10", None), ("C1", 0)]
+        for criterion, fired in results:
+            db.execute(
+                "INSERT INTO score_criteria VALUES ('r1', 'rules-a', %s, %s)", (criterion, fired)
+            )
+            db.execute("INSERT INTO label_criteria VALUES ('rules-a', %s, %s)", (criterion, fired))
+    index = PostgresIndex(pg_url)
+    try:
+        packed = packed_criteria((c, None if f is None else bool(f)) for c, f in results)
+        assert [row.criteria_packed for row in index.score_rows()] == [packed, None]
+        assert [row.criteria_packed for row in index.label_rows()] == [packed, None]
     finally:
         index.close()
 

@@ -193,7 +193,17 @@ def test_an_edited_run_id_and_edited_tags_are_caught(held: Held) -> None:
 
 @pytest.mark.parametrize(
     "column",
-    ["kind", "model", "pack", "verdict", "diagnosis", "skipped_reason", "created_at", "score_json"],
+    [
+        "kind",
+        "model",
+        "pack",
+        "verdict",
+        "diagnosis",
+        "skipped_reason",
+        "created_at",
+        "score_json",
+        "criteria_packed",
+    ],
 )
 def test_every_edited_score_column_is_caught(held: Held, column: str) -> None:
     _set_column(held.ledger, "scores", column, "run_id = ?", (held.run_id,))
@@ -225,6 +235,7 @@ def test_an_edited_criterion_and_a_deleted_score_row_are_caught(held: Held) -> N
         "created_at",
         "label_json",
         "current",
+        "criteria_packed",
     ],
 )
 def test_every_edited_label_column_is_caught(held: Held, column: str) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -39,7 +38,7 @@ from agentledger.labels.leakage import declared_development, leaked_runs
 from agentledger.labels.split import SplitStore
 from agentledger.records.labels import LABEL_VERDICTS
 from agentledger.records.splits import DevelopedAgainst, Split
-from agentledger.store.index import Ratings, RunFacets, RunFilter
+from agentledger.store.index import JudgeTally, Ratings, RunFilter
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -129,24 +128,26 @@ def parse_positive(text: str) -> str:
 
 
 def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) -> Source:
-    tallies = ledger.index.judges_of(run_filter)  # newest first
-    known = ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
     if asked in ("rules", "llm"):
-        matched = [t for t in tallies if t.kind == asked][:1]
-        if not matched:
+        newest = ledger.index.newest_judge(run_filter, asked)
+        if newest is None:
+            known = _known_judges(ledger.index.judges_of(run_filter))
             raise InputError(f"{spec}: no {asked} judge scored the selected runs (judges: {known})")
+        judge_id = newest
     else:
+        tallies = ledger.index.judges_of(run_filter)  # newest first
         matched = [t for t in tallies if t.judge_id == asked] or [
             t for t in tallies if t.judge_id.startswith(asked)
         ]
         if not matched:
             raise InputError(
-                f"{spec}: no judge {asked!r} scored the selected runs (judges: {known})"
+                f"{spec}: no judge {asked!r} scored the selected runs "
+                f"(judges: {_known_judges(tallies)})"
             )
         if len(matched) > 1:
             ids = ", ".join(sorted(t.judge_id for t in matched))
             raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
-    judge_id = matched[0].judge_id
+        judge_id = matched[0].judge_id
     ratings = _without_skipped(ledger.index.score_ratings(run_filter, [judge_id]))
     return Source(
         spec,
@@ -155,6 +156,11 @@ def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) 
         ratings,
         developed_against=_development_of(ledger, judge_id, ratings.run_ids[:1]),
     )
+
+
+def _known_judges(tallies: Sequence[JudgeTally]) -> str:
+    """The judges of `tallies`, for an error that names what there is."""
+    return ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
 
 
 def _without_skipped(ratings: Ratings) -> Ratings:
@@ -403,18 +409,26 @@ def _compare(
     both = ~(null_a | null_b)
     cells = codes_b.astype(np.int64) * k + codes_a
 
-    def matrix(mask: np.ndarray[Any, Any]) -> list[list[int]]:
-        counts = np.bincount(cells[mask], minlength=k * k).reshape(k, k)
-        return [[int(value) for value in row] for row in counts]
+    def matrix(counts: np.ndarray[Any, Any]) -> list[list[int]]:
+        return [[int(value) for value in row] for row in counts.reshape(k, k)]
 
-    result = kappa_of(matrix(both), categories, bootstrap=bootstrap, seed=seed)
+    result = kappa_of(
+        matrix(np.bincount(cells[both], minlength=k * k)),
+        categories,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
     groups = []
     if runs.groups is not None:
-        for code, group in enumerate(runs.group_names):
-            mask = both & (runs.groups == code)
-            if mask.any():
+        # Every group's cells in one pass: group code * k*k + cell.
+        width = len(runs.group_names)
+        by_group = np.bincount(
+            runs.groups[both].astype(np.int64) * (k * k) + cells[both], minlength=width * k * k
+        ).reshape(width, k * k)
+        for group, counts in zip(runs.group_names, by_group, strict=True):
+            if counts.any():
                 groups.append(
-                    (group, kappa_of(matrix(mask), categories, bootstrap=bootstrap, seed=seed))
+                    (group, kappa_of(matrix(counts), categories, bootstrap=bootstrap, seed=seed))
                 )
     where = np.flatnonzero(both & (codes_a != codes_b))
     disagreements = Disagreements(runs.ids, where, (codes_a, codes_b), categories, development)
@@ -424,7 +438,6 @@ def _compare(
 
 # Over 100,000 runs a Python step per run is what costs: a source's ratings are columns, the
 # runs compared are picked from them by one numpy take, and every chain of map() runs in C.
-_RUN_ID = operator.attrgetter("run_id")
 _VERDICT_CODE: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
 
 
@@ -467,10 +480,10 @@ def _binary_codes(verdicts: np.ndarray[Any, Any], positive: str) -> np.ndarray[A
     return np.where(verdicts < 0, -1, np.where(verdicts == code, 0, 1)).astype(np.int8)
 
 
-def _runs(ids: list[str], facets: Mapping[str, RunFacets], by: str | None) -> _Runs:
+def _runs(ids: list[str], groups: Mapping[str, str], by: str | None) -> _Runs:
     if by is None:
         return _Runs(ids, None, [])
-    values = list(map(operator.attrgetter(by), map(facets.__getitem__, ids)))
+    values = list(map(groups.__getitem__, ids))
     names = sorted(set(values))
     place = {name: i for i, name in enumerate(names)}
     codes = np.fromiter(map(place.__getitem__, values), dtype=np.int32, count=len(ids))
@@ -516,10 +529,14 @@ def agreement_report(
     # Each run's model, scenario and kind are read only when they matter: a filter or a kind
     # left out narrows the runs, or --by groups them.
     narrows = replace(base, kinds=()) != RunFilter() or any(k not in kinds for k in by_kind)
-    facets: dict[str, RunFacets] = {}
+    facets: dict[str, str] = {}  # run id -> its model or scenario (with --by; else "")
     if narrows or by is not None:
         found = ledger.index.run_facets(selected)
-        facets = dict(zip(map(_RUN_ID, found), found, strict=True))
+        if by is None:
+            facets = dict.fromkeys(found.run_ids, "")
+        else:
+            groups = found.models if by == "model" else found.scenarios
+            facets = dict(zip(found.run_ids, groups, strict=True))
         runs_selected = len(facets)
     else:
         runs_selected = sum(by_kind.values())
@@ -531,6 +548,7 @@ def agreement_report(
     in_a = a.position.keys() & facets.keys() if narrows else set(a.position)
     in_b = b.position.keys() & facets.keys() if narrows else set(b.position)
     common = in_a & in_b
+    both_rated = len(common)
     chosen_split: Split | None = None
     outside = 0
     if split is not None:
@@ -622,8 +640,8 @@ def agreement_report(
         b=b,
         runs_selected=runs_selected,
         common=len(common),
-        only_a=len(in_a - in_b),
-        only_b=len(in_b - in_a),
+        only_a=len(in_a) - both_rated,
+        only_b=len(in_b) - both_rated,
         kinds=kinds,
         kinds_by_default=kinds_by_default,
         left_out={k: n for k, n in by_kind.items() if k not in kinds},

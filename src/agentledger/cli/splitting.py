@@ -46,7 +46,8 @@ def split_command(
     name = source.removeprefix("labels:")
     with open_ledger(ledger_path) as ledger:
         labels = labels_for_agreement(ledger, f"labels:{name}")
-        models = {facet.run_id: facet.model for facet in ledger.index.run_facets(RunFilter())}
+        facets = ledger.index.run_facets(RunFilter())
+        models = dict(zip(facets.run_ids, facets.models, strict=True))
         split = make_split(labels, models, source=name, test_share=test_share, seed=seed)
         split, written = SplitStore(ledger.storage).write(split)
     if as_json:

@@ -47,13 +47,14 @@ __all__ = [
     "RunIndex",
     "RunSort",
     "RunVerdict",
-    "ScoreResult",
     "ScoreRow",
     "SkippedScore",
     "VerdictCount",
+    "facets_of",
     "format_time",
     "label_row",
     "label_rows_from",
+    "packed_criteria",
     "ratings_of",
     "run_columns",
     "score_row",
@@ -105,6 +106,9 @@ class ScoreRow:
     created_at: str
     score_json: str
     criteria: tuple[tuple[str, bool | None], ...]
+    criteria_packed: str | None = None
+    """The criteria packed on the score's own row (`packed_criteria`), as read back by
+    `RunIndex.score_rows`; None on a row about to be indexed, which the index packs itself."""
 
 
 def score_row(score: Score) -> ScoreRow:
@@ -147,6 +151,9 @@ class LabelRow:
     current: bool | None = None
     """Whether the index holds it as its source's current label on the run (as read back by
     `RunIndex.label_rows`; None on a row about to be indexed, whose flag the index derives)."""
+    criteria_packed: str | None = None
+    """The criteria packed on the label's own row (`packed_criteria`), as read back by
+    `RunIndex.label_rows`; None on a row about to be indexed, which the index packs itself."""
 
 
 def stored_flag(value: Any) -> Any:
@@ -156,27 +163,26 @@ def stored_flag(value: Any) -> Any:
     return value
 
 
-CANNOT_TELL = -1
-"""A criterion's value in `*_criteria_columns` when it is there but could not be assessed
-(fired 1, not fired 0; None: the score or label does not have the criterion)."""
-
-
-def criteria_columns_sql(criteria: Sequence[str], mark: str, table: str, match: str) -> str:
-    """One column per criterion: its row of `table` (``c``) where `match`, read by key as 1,
-    0, `CANNOT_TELL`, or NULL when there is none. Lookups by the table's primary key: over
-    100,000 SQLite rows cheaper than a join grouped by run, and nothing to parse after."""
-    return "".join(
-        f", (SELECT coalesce(c.fired, {CANNOT_TELL}) FROM {table} c "
-        f"WHERE {match} AND c.criterion = {mark})"
-        for _ in criteria
-    )
-
-
 PACKED_CRITERION, PACKED_ITEM = "\x1f", "\x1e"
-"""How a backend packs a score's or label's criterion results into one text for `ratings_of`:
-``criterion<PACKED_CRITERION>1|0|n`` items (n: cannot tell) joined by PACKED_ITEM, in any order.
-(Criterion ids are names, never control characters.)"""
+"""How a score's or label's criterion results are packed into one text (its row's
+``criteria_packed``, which `ratings_of` reads): ``criterion<PACKED_CRITERION>1|0|n`` items
+(n: cannot tell) joined by PACKED_ITEM. (Criterion ids are names, never control characters.)"""
 _PACKED_FIRED: dict[str, bool | None] = {"1": True, "0": False, "n": None}
+_FIRED_PACKED: dict[bool | None, str] = {True: "1", False: "0", None: "n"}
+
+
+def packed_criteria(criteria: Iterable[tuple[str, bool | None]]) -> str | None:
+    """What a score's or label's row holds of its criterion results (``criteria_packed``):
+    one text, the criteria sorted by id (of one given twice the last counts, as in the
+    criteria tables); None when there are none. The index's migration m011 packs the rows
+    indexed before it the same way, in SQL."""
+    results = dict(criteria)
+    if not results:
+        return None
+    return PACKED_ITEM.join(
+        f"{criterion}{PACKED_CRITERION}{_FIRED_PACKED[fired]}"
+        for criterion, fired in sorted(results.items())
+    )
 
 
 def _unpacked(packed: str | None) -> dict[str, bool | None]:
@@ -235,8 +241,9 @@ def label_rows_from(
     rows: Iterable[Sequence[Any]], criteria: Iterable[Sequence[Any]]
 ) -> list[LabelRow]:
     """LabelRows (`RunIndex.label_rows`) from an index's label rows, read as (label_id, run_id,
-    source_kind, source_name, verdict, diagnosis, supersedes, created_at, label_json, current),
-    and its (label_id, criterion, fired) rows, each in the order they are to be given."""
+    source_kind, source_name, verdict, diagnosis, supersedes, created_at, label_json, current,
+    criteria_packed), and its (label_id, criterion, fired) rows, each in the order they are to
+    be given."""
     by_label: dict[str, list[tuple[str, bool | None]]] = {}
     for label_id, criterion, fired in criteria:
         by_label.setdefault(label_id, []).append((criterion, stored_flag(fired)))
@@ -253,6 +260,7 @@ def label_rows_from(
             label_json=row[8],
             criteria=tuple(by_label.get(row[0], ())),
             current=stored_flag(row[9]),
+            criteria_packed=row[10],
         )
         for row in rows
     ]
@@ -468,21 +476,20 @@ class RunVerdict(NamedTuple):
 
 
 class RunFacets(NamedTuple):
-    """What agreement groups a run by: its model, scenario and kind."""
+    """What agreement groups runs by, column by column: row i is run ``run_ids[i]``, of model
+    ``models[i]``, scenario ``scenarios[i]`` and kind ``kinds[i]``. No object per run: over
+    100,000 runs, as many named tuples (which the cyclic GC never untracks) cost
+    ``agreement --by`` two full collections, about 0.08 s of its 0.7."""
 
-    run_id: str
-    model: str
-    scenario: str
-    kind: str
+    run_ids: list[str]
+    models: list[str]
+    scenarios: list[str]
+    kinds: list[str]
 
 
-class ScoreResult(NamedTuple):
-    """A run's chosen score, in brief: its verdict and each criterion's result."""
-
-    run_id: str
-    judge_id: str
-    verdict: str
-    criteria: Mapping[str, bool | None]
+def facets_of(rows: Sequence[Sequence[Any]]) -> RunFacets:
+    """`RunFacets` from rows ``(run_id, model, scenario, kind)``, in their order."""
+    return RunFacets(*(list(map(itemgetter(i), rows)) for i in range(4)))
 
 
 @dataclass(frozen=True)
@@ -604,6 +611,15 @@ class RunIndex(ABC):
         This default tallies every judge's scores; a backend only lists the ids.
         """
         return sorted(tally.judge_id for tally in self.judges_of(RunFilter()))
+
+    def newest_judge(self, run_filter: RunFilter, kind: str) -> str | None:
+        """The judge of `kind` (rules, llm, ...) whose newest score of the matching runs is the
+        latest, on a tie the largest id: the first of that kind `judges_of` lists; None when
+        no judge of that kind scored them.
+
+        This default tallies every judge's scores; a backend finds that one score.
+        """
+        return next((t.judge_id for t in self.judges_of(run_filter) if t.kind == kind), None)
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
         """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first.
@@ -729,27 +745,14 @@ class RunIndex(ABC):
         """The criteria packs the judges scored against, sorted."""
 
     @abstractmethod
-    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
-        """Model, scenario and kind of every matching run, sorted by run id."""
-
-    @abstractmethod
-    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
-        """The chosen score of every matching run that has one, with its criteria, sorted by
-        run id."""
-
-    @abstractmethod
-    def score_criteria_columns(
-        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
-    ) -> list[tuple[Any, ...]]:
-        """`score_results` with the criteria as columns: per matching run with a chosen
-        score, ``(run_id, judge_id, verdict, value of each of criteria...)``, each value 1
-        (fired), 0 (not fired), `CANNOT_TELL` or None (not in the score); sorted by run id.
-        Nothing is packed into text, so over many runs nothing is parsed per run."""
+    def run_facets(self, run_filter: RunFilter) -> RunFacets:
+        """Model, scenario and kind of every matching run, column by column, sorted by run
+        id."""
 
     @abstractmethod
     def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
-        """`score_results` column by column: every matching run with a chosen score, sorted
-        by run id, with the score's verdict as stored (``skipped`` included) and criteria."""
+        """The chosen score of every matching run that has one, column by column, sorted by
+        run id: the score's verdict as stored (``skipped`` included) and its criteria."""
 
     @abstractmethod
     def scores_of(self, run_id: str) -> list[str]:
@@ -787,17 +790,6 @@ class RunIndex(ABC):
     ) -> list[LabelResult]:
         """`current_labels` in brief, from the index's columns (for agreement over many
         runs); the same selection and order."""
-
-    @abstractmethod
-    def current_label_columns(
-        self,
-        criteria: Sequence[str],
-        source_kind: str | None = None,
-        source_name: str | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """`current_label_results` with the criteria as columns: ``(run_id, label_id,
-        verdict, value of each of criteria...)``, each value 1, 0, `CANNOT_TELL` or None (not
-        in the label); the same selection and order."""
 
     @abstractmethod
     def label_ratings(

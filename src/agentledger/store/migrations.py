@@ -359,6 +359,46 @@ def m010_sort_walks(db: sqlite3.Connection) -> None:
     )
 
 
+def _packed(table: str, match: str) -> str:
+    """The criteria rows of `table` (``c``) where `match`, packed as index.py's
+    `packed_criteria` packs them: sorted by criterion (byte order, as Python's), NULL for none."""
+    return (
+        "(SELECT group_concat(criterion || char(31) || coalesce(fired, 'n'), char(30)) "
+        f"FROM (SELECT criterion, fired FROM {table} c WHERE {match} ORDER BY criterion))"
+    )
+
+
+def m011_packed_criteria(db: sqlite3.Connection) -> None:
+    """Each score's and label's criterion results packed on its own row (criteria_packed),
+    in the covering index agreement reads (scores_chosen, labels_current): one index scan
+    gives a source's verdicts and criteria, with no lookup of criteria rows per run.
+
+    score_criteria and label_criteria stay (the reports count firings from them); the column
+    is added by ALTER TABLE, after the JSON, since it is read from the indexes alone. Over
+    100,000 runs the lookups were three quarters of reading a label source (0.17 s of 0.24).
+    """
+    db.execute("ALTER TABLE scores ADD COLUMN criteria_packed TEXT")
+    db.execute(
+        "UPDATE scores SET criteria_packed = "
+        + _packed("score_criteria", "c.run_id = scores.run_id AND c.judge_id = scores.judge_id")
+    )
+    db.execute("DROP INDEX scores_chosen")
+    db.execute(
+        "CREATE INDEX scores_chosen ON scores (run_id, judge_id, verdict, diagnosis, "
+        "created_at, kind, criteria_packed)"
+    )
+    db.execute("ALTER TABLE labels ADD COLUMN criteria_packed TEXT")
+    db.execute(
+        "UPDATE labels SET criteria_packed = "
+        + _packed("label_criteria", "c.label_id = labels.label_id")
+    )
+    db.execute("DROP INDEX labels_current")
+    db.execute(
+        "CREATE INDEX labels_current ON labels (current, source_name, run_id, created_at, "
+        "label_id, source_kind, verdict, criteria_packed)"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -369,4 +409,5 @@ MIGRATIONS: list[Migration] = [
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
     ("m010_sort_walks", m010_sort_walks),
+    ("m011_packed_criteria", m011_packed_criteria),
 ]

@@ -42,13 +42,13 @@ from agentledger.store.index import (
     RunIndex,
     RunSort,
     RunVerdict,
-    ScoreResult,
     ScoreRow,
     SkippedScore,
     VerdictCount,
-    criteria_columns_sql,
+    facets_of,
     format_time,
     label_rows_from,
+    packed_criteria,
     ratings_of,
     run_columns,
     stored_flag,
@@ -91,10 +91,10 @@ _INSERT_TAG = (
 )
 _SCORE_FIELDS = (
     "run_id, judge_id, kind, model, pack, verdict, diagnosis, skipped_reason, created_at, "
-    "score_json"
+    "score_json, criteria_packed"
 )
 _INSERT_SCORE = (
-    f"INSERT INTO scores ({_SCORE_FIELDS}) VALUES ({_P.marks(10)}) "
+    f"INSERT INTO scores ({_SCORE_FIELDS}) VALUES ({_P.marks(11)}) "
     "ON CONFLICT (run_id, judge_id) DO UPDATE SET "
     + ", ".join(
         f"{name} = EXCLUDED.{name}"
@@ -108,10 +108,10 @@ _INSERT_CRITERION = (
 )
 _LABEL_FIELDS = (
     "label_id, run_id, source_kind, source_name, verdict, diagnosis, supersedes, created_at, "
-    "label_json"
+    "label_json, criteria_packed"
 )
 _INSERT_LABEL = (
-    f"INSERT INTO labels ({_LABEL_FIELDS}) VALUES ({_P.marks(9)}) "
+    f"INSERT INTO labels ({_LABEL_FIELDS}) VALUES ({_P.marks(10)}) "
     "ON CONFLICT (label_id) DO UPDATE SET "
     + ", ".join(
         f"{name} = EXCLUDED.{name}" for name in _LABEL_FIELDS.split(", ") if name != "label_id"
@@ -153,12 +153,6 @@ def _int_flag(value: bool | None) -> int | None:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-_SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
-_LABEL_MATCH = "c.label_id = l.label_id"
-_PACKED_CRITERIA = "string_agg(c.criterion || chr(31) || coalesce(c.fired::text, 'n'), chr(30))"
-"""A row's criterion results as one text, as `ratings_of` reads them (index.py's PACKED_ITEM)."""
 
 
 class PostgresIndex(RunIndex):
@@ -344,6 +338,7 @@ class PostgresIndex(RunIndex):
                     row.skipped_reason,
                     row.created_at,
                     row.score_json,
+                    packed_criteria(row.criteria),
                 )
                 for row in ordered
             ],
@@ -604,6 +599,7 @@ class PostgresIndex(RunIndex):
                 created_at=row[8],
                 score_json=row[9],
                 criteria=tuple(criteria.get((row[0], row[1]), ())),
+                criteria_packed=row[10],
             )
             for row in self._rows(f"SELECT {_SCORE_FIELDS} FROM scores ORDER BY run_id, judge_id")
         ]
@@ -618,6 +614,16 @@ class PostgresIndex(RunIndex):
         )
         tallies = [JudgeTally(str(j), str(k), int(n), str(t)) for j, k, n, t in rows]
         return sorted(tallies, key=lambda t: (t.newest_at, t.judge_id), reverse=True)
+
+    def newest_judge(self, run_filter: RunFilter, kind: str) -> str | None:
+        where, params = where_sql(run_filter, _P)
+        row = self._one(
+            f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id FROM sel "
+            "JOIN scores s ON s.run_id = sel.run_id WHERE s.kind = %s "
+            "ORDER BY s.created_at DESC, s.judge_id DESC LIMIT 1",
+            [*params, kind],
+        )
+        return None if row is None else str(row[0])
 
     def verdict_counts(
         self,
@@ -740,56 +746,20 @@ class PostgresIndex(RunIndex):
         )
         return sorted({str(row[0]) for row in rows})
 
-    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+    def run_facets(self, run_filter: RunFilter) -> RunFacets:
         where, params = where_sql(run_filter, _P)
         rows = self._rows(
             f"SELECT run_id, model, scenario, kind FROM runs{where} ORDER BY run_id", params
         )
-        return [RunFacets(*row) for row in rows]
-
-    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
-        if not judge_ids:
-            return []
-        cte, params = chosen_sql(run_filter, judge_ids, _P)
-        rows = self._rows(
-            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict, k.names, k.fired FROM chosen ch "
-            "LEFT JOIN LATERAL (SELECT array_agg(c.criterion) AS names, "
-            "array_agg(c.fired) AS fired FROM score_criteria c "
-            "WHERE c.run_id = ch.run_id AND c.judge_id = ch.judge_id) k ON true "
-            "ORDER BY ch.run_id",
-            params,
-        )
-        return [
-            ScoreResult(
-                run_id,
-                judge_id,
-                verdict,
-                dict(zip(names or (), (stored_flag(f) for f in fired or ()), strict=True)),
-            )
-            for run_id, judge_id, verdict, names, fired in rows
-        ]
-
-    def score_criteria_columns(
-        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
-    ) -> list[tuple[Any, ...]]:
-        if not judge_ids:
-            return []
-        cte, params = chosen_sql(run_filter, judge_ids, _P)
-        columns = criteria_columns_sql(criteria, "%s", "score_criteria", _SCORE_MATCH)
-        rows = self._rows(
-            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{columns} FROM chosen ch "
-            "ORDER BY ch.run_id",
-            [*params, *criteria],
-        )
-        return rows
+        return facets_of(rows)
 
     def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
         if not judge_ids:
             return ratings_of([])
         cte, params = chosen_sql(run_filter, judge_ids, _P)
         rows = self._rows(
-            f"{cte}SELECT ch.run_id, ch.verdict, (SELECT {_PACKED_CRITERIA} "
-            f"FROM score_criteria c WHERE {_SCORE_MATCH}) FROM chosen ch ORDER BY ch.run_id",
+            f"{cte}SELECT ch.run_id, ch.verdict, ch.criteria_packed FROM chosen ch "
+            "ORDER BY ch.run_id",
             params,
         )
         return ratings_of(rows)
@@ -852,6 +822,7 @@ class PostgresIndex(RunIndex):
                     row.supersedes,
                     row.created_at,
                     row.label_json,
+                    packed_criteria(row.criteria),
                 )
                 for row in ordered
             ],
@@ -928,28 +899,12 @@ class PostgresIndex(RunIndex):
             for run_id, label_id, kind, name, verdict, created_at, names, fired in rows
         ]
 
-    def current_label_columns(
-        self,
-        criteria: Sequence[str],
-        source_kind: str | None = None,
-        source_name: str | None = None,
-    ) -> list[tuple[Any, ...]]:
-        where, params = current_label_where(source_kind, source_name, "l.", _P)
-        columns = criteria_columns_sql(criteria, "%s", "label_criteria", _LABEL_MATCH)
-        rows = self._rows(
-            f"SELECT l.run_id, l.label_id, l.verdict{columns} "
-            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
-            [*criteria, *params],
-        )
-        return rows
-
     def label_ratings(
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> Ratings:
         where, params = current_label_where(source_kind, source_name, "l.", _P)
         rows = self._rows(
-            f"SELECT l.run_id, l.verdict, (SELECT {_PACKED_CRITERIA} FROM label_criteria c "
-            f"WHERE {_LABEL_MATCH}) FROM labels l WHERE {where} "
+            f"SELECT l.run_id, l.verdict, l.criteria_packed FROM labels l WHERE {where} "
             "ORDER BY l.run_id, l.created_at, l.label_id",
             params,
         )
@@ -972,7 +927,8 @@ class PostgresIndex(RunIndex):
         return label_rows_from(
             self._rows(
                 "SELECT label_id, run_id, source_kind, source_name, verdict, diagnosis, "
-                "supersedes, created_at, label_json, current FROM labels ORDER BY label_id"
+                "supersedes, created_at, label_json, current, criteria_packed FROM labels "
+                "ORDER BY label_id"
             ),
             self._rows(
                 "SELECT label_id, criterion, fired FROM label_criteria ORDER BY label_id, criterion"

@@ -1,6 +1,6 @@
 """Forward-only migrations of the PostgreSQL index, numbered as the SQLite index's.
 
-The same names as `agentledger.store.migrations` (m001_runs ... m008_runs_started_run_id), so that
+The same names as `agentledger.store.migrations` (m001_runs ... m011_packed_criteria), so that
 both indexes say which shape they are in the same words; each is PostgreSQL's own DDL for
 that step. A migration is applied in one transaction together with the row of
 ``_migrations`` that records it, under an advisory lock, so that machines opening a new
@@ -188,6 +188,21 @@ m010_sort_walks = (
     "CREATE INDEX runs_commands_denied_desc ON runs (commands_denied DESC NULLS LAST, run_id DESC)",
 )
 
+# As SQLite's m011: each score's and label's criteria packed on its row (as index.py's
+# packed_criteria packs them). Unlike SQLite, the packed text stays out of the covering
+# indexes: a PostgreSQL index entry holds at most about 2.7 kB, and a pack with many long
+# criterion ids would make its scores' writes fail outright.
+m011_packed_criteria = (
+    f"ALTER TABLE scores ADD COLUMN criteria_packed {_T}",
+    "UPDATE scores SET criteria_packed = (SELECT string_agg(c.criterion || chr(31) || "
+    "coalesce(c.fired::text, 'n'), chr(30) ORDER BY c.criterion) FROM score_criteria c "
+    "WHERE c.run_id = scores.run_id AND c.judge_id = scores.judge_id)",
+    f"ALTER TABLE labels ADD COLUMN criteria_packed {_T}",
+    "UPDATE labels SET criteria_packed = (SELECT string_agg(c.criterion || chr(31) || "
+    "coalesce(c.fired::text, 'n'), chr(30) ORDER BY c.criterion) FROM label_criteria c "
+    "WHERE c.label_id = labels.label_id)",
+)
+
 MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m001_runs", m001_runs),
     ("m002_scores", m002_scores),
@@ -198,5 +213,6 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
     ("m008_runs_started_run_id", m008_runs_started_run_id),
     ("m009_sort_indexes", m009_sort_indexes),
     ("m010_sort_walks", m010_sort_walks),
+    ("m011_packed_criteria", m011_packed_criteria),
 ]
 """Every migration of the PostgreSQL index, in order: (name, its statements)."""

@@ -41,13 +41,13 @@ from agentledger.store.index import (
     RunIndex,
     RunSort,
     RunVerdict,
-    ScoreResult,
     ScoreRow,
     SkippedScore,
     VerdictCount,
-    criteria_columns_sql,
+    facets_of,
     format_time,
     label_rows_from,
+    packed_criteria,
     ratings_of,
     run_columns,
     stored_flag,
@@ -101,16 +101,13 @@ def _row_values(entry: IndexEntry) -> tuple[Any, ...]:
     return run_columns(entry)
 
 
-_PACKED_CRITERIA = "group_concat(c.criterion || char(31) || coalesce(c.fired, 'n'), char(30))"
-"""A row's criterion results as one text: ``id<US>1|0|n`` items joined by <RS> (index.py's
-PACKED_CRITERION and PACKED_ITEM, which `ratings_of` reads)."""
 _FIRED_TEXT: dict[str, bool | None] = {"1": True, "0": False, "n": None}
 
 
 @functools.lru_cache(maxsize=4096)
 def _unpack(packed: str | None) -> Mapping[str, bool | None]:
-    """The criterion results `_PACKED_CRITERIA` packed (one shared, read-only mapping per
-    distinct text: runs repeat the same few combinations)."""
+    """The criterion results of a row's criteria_packed (index.py's `packed_criteria`): one
+    shared, read-only mapping per distinct text, since runs repeat the same few combinations."""
     if not packed:
         return MappingProxyType({})
     out: dict[str, bool | None] = {}
@@ -120,11 +117,8 @@ def _unpack(packed: str | None) -> Mapping[str, bool | None]:
     return MappingProxyType(out)
 
 
-_Result = TypeVar("_Result", ScoreResult, LabelResult)
-
-
-def _results(kind: type[_Result], rows: list[tuple[Any, ...]]) -> list[_Result]:
-    """Rows whose last column is `_PACKED_CRITERIA` as `kind` tuples, the criteria unpacked.
+def _label_results(rows: list[tuple[Any, ...]]) -> list[LabelResult]:
+    """Rows whose last column is criteria_packed as LabelResults, the criteria unpacked.
 
     Made column-wise, without a Python call per row (`tuple.__new__` of a named tuple class
     takes the values as they are): over 100,000 runs this is most of what reading them costs.
@@ -133,7 +127,7 @@ def _results(kind: type[_Result], rows: list[tuple[Any, ...]]) -> list[_Result]:
         return []
     columns = list(zip(*rows, strict=True))
     columns[-1] = tuple(map(_unpack, columns[-1]))
-    return list(map(tuple.__new__, itertools.repeat(kind), zip(*columns, strict=True)))
+    return list(map(tuple.__new__, itertools.repeat(LabelResult), zip(*columns, strict=True)))
 
 
 # What a row the index cannot take raises (a number beyond 64 bits, a string SQLite refuses):
@@ -165,10 +159,6 @@ def _chunks(entries: Iterable[T], size: int) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-_SCORE_MATCH = "c.run_id = ch.run_id AND c.judge_id = ch.judge_id"
-_LABEL_MATCH = "c.label_id = l.label_id"
 
 
 class SQLiteIndex(RunIndex):
@@ -410,8 +400,8 @@ class SQLiteIndex(RunIndex):
             )
             self.db.executemany(
                 "INSERT OR REPLACE INTO scores (run_id, judge_id, kind, model, pack, verdict, "
-                "diagnosis, skipped_reason, created_at, score_json) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "diagnosis, skipped_reason, created_at, score_json, criteria_packed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         row.run_id,
@@ -424,6 +414,7 @@ class SQLiteIndex(RunIndex):
                         row.skipped_reason,
                         row.created_at,
                         row.score_json,
+                        packed_criteria(row.criteria),
                     )
                     for row in chunk
                 ],
@@ -523,8 +514,7 @@ class SQLiteIndex(RunIndex):
             return []
         rows = self.db.execute(
             "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "
-            f"(SELECT {_PACKED_CRITERIA} FROM label_criteria c WHERE c.label_id = l.label_id) "
-            f"FROM labels l WHERE l.current = 1 AND l.run_id IN ({marks(ids)}) "
+            f"l.criteria_packed FROM labels l WHERE l.current = 1 AND l.run_id IN ({marks(ids)}) "
             "ORDER BY l.run_id, l.created_at, l.label_id",
             ids,
         )
@@ -602,6 +592,18 @@ class SQLiteIndex(RunIndex):
         )
         tallies = [JudgeTally(str(j), str(k), int(n), str(t)) for j, k, n, t in rows]
         return sorted(tallies, key=lambda t: (t.newest_at, t.judge_id), reverse=True)
+
+    def newest_judge(self, run_filter: RunFilter, kind: str) -> str | None:
+        where, params = where_sql(run_filter)
+        # The top score, with no GROUP BY: sorting every score to tally them was half of
+        # judges_of's time over 100,000 runs.
+        row = self.db.execute(
+            f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id "
+            f"FROM sel CROSS JOIN {scores_chosen('s')} ON s.run_id = sel.run_id "
+            "WHERE s.kind = ? ORDER BY s.created_at DESC, s.judge_id DESC LIMIT 1",
+            [*params, kind],
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def verdict_counts(
         self,
@@ -729,7 +731,7 @@ class SQLiteIndex(RunIndex):
                 packs.add(str(row[0]))
         return sorted(packs)
 
-    def run_facets(self, run_filter: RunFilter) -> list[RunFacets]:
+    def run_facets(self, run_filter: RunFilter) -> RunFacets:
         where, params = where_sql(run_filter)
         # Unary + keeps SQLite from walking the run_id key in order, which reads every run's
         # wide row: the covering runs_model_prompt index and a sort of its entries are a
@@ -737,42 +739,15 @@ class SQLiteIndex(RunIndex):
         rows = self.db.execute(
             f"SELECT run_id, model, scenario, kind FROM runs{where} ORDER BY +run_id", params
         )
-        # tuple.__new__ of the named tuple class: no Python call per run.
-        return list(map(tuple.__new__, itertools.repeat(RunFacets), rows))
-
-    def score_results(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> list[ScoreResult]:
-        if not judge_ids:
-            return []
-        cte, params = chosen_sql(run_filter, judge_ids)
-        rows = self.db.execute(
-            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict, (SELECT {_PACKED_CRITERIA} "
-            "FROM score_criteria c WHERE c.run_id = ch.run_id AND c.judge_id = ch.judge_id) "
-            "FROM chosen ch ORDER BY ch.run_id",
-            params,
-        )
-        return _results(ScoreResult, rows.fetchall())
-
-    def score_criteria_columns(
-        self, run_filter: RunFilter, judge_ids: Sequence[str], criteria: Sequence[str]
-    ) -> list[tuple[Any, ...]]:
-        if not judge_ids:
-            return []
-        cte, params = chosen_sql(run_filter, judge_ids)
-        columns = criteria_columns_sql(criteria, "?", "score_criteria", _SCORE_MATCH)
-        rows = self.db.execute(
-            f"{cte}SELECT ch.run_id, ch.judge_id, ch.verdict{columns} "
-            "FROM chosen ch ORDER BY ch.run_id",
-            [*params, *criteria],
-        )
-        return rows.fetchall()
+        return facets_of(rows.fetchall())
 
     def score_ratings(self, run_filter: RunFilter, judge_ids: Sequence[str]) -> Ratings:
         if not judge_ids:
             return ratings_of([])
         cte, params = chosen_sql(run_filter, judge_ids)
         rows = self.db.execute(
-            f"{cte}SELECT ch.run_id, ch.verdict, (SELECT {_PACKED_CRITERIA} "
-            f"FROM score_criteria c WHERE {_SCORE_MATCH}) FROM chosen ch ORDER BY ch.run_id",
+            f"{cte}SELECT ch.run_id, ch.verdict, ch.criteria_packed FROM chosen ch "
+            "ORDER BY ch.run_id",
             params,
         )
         return ratings_of(rows.fetchall())
@@ -823,10 +798,12 @@ class SQLiteIndex(RunIndex):
                 created_at=row[8],
                 score_json=row[9],
                 criteria=tuple(criteria.get((row[0], row[1]), ())),
+                criteria_packed=row[10],
             )
             for row in self.db.execute(
                 "SELECT run_id, judge_id, kind, model, pack, verdict, diagnosis, "
-                "skipped_reason, created_at, score_json FROM scores ORDER BY run_id, judge_id"
+                "skipped_reason, created_at, score_json, criteria_packed FROM scores "
+                "ORDER BY run_id, judge_id"
             )
         ]
 
@@ -849,8 +826,8 @@ class SQLiteIndex(RunIndex):
             )
             self.db.executemany(
                 "INSERT OR REPLACE INTO labels (label_id, run_id, source_kind, source_name, "
-                "verdict, diagnosis, supersedes, created_at, label_json) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "verdict, diagnosis, supersedes, created_at, label_json, criteria_packed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         row.label_id,
@@ -862,6 +839,7 @@ class SQLiteIndex(RunIndex):
                         row.supersedes,
                         row.created_at,
                         row.label_json,
+                        packed_criteria(row.criteria),
                     )
                     for row in chunk
                 ],
@@ -918,37 +896,20 @@ class SQLiteIndex(RunIndex):
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> list[LabelResult]:
         where, params = current_label_where(source_kind, source_name, "l.")
-        # Criteria packed into one column: a tenth of the rows a join returns.
         rows = self.db.execute(
             "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "
-            f"(SELECT {_PACKED_CRITERIA} FROM label_criteria c WHERE c.label_id = l.label_id) "
-            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
+            f"l.criteria_packed FROM labels l WHERE {where} "
+            "ORDER BY l.run_id, l.created_at, l.label_id",
             params,
         )
-        return _results(LabelResult, rows.fetchall())
-
-    def current_label_columns(
-        self,
-        criteria: Sequence[str],
-        source_kind: str | None = None,
-        source_name: str | None = None,
-    ) -> list[tuple[Any, ...]]:
-        where, params = current_label_where(source_kind, source_name, "l.")
-        columns = criteria_columns_sql(criteria, "?", "label_criteria", _LABEL_MATCH)
-        rows = self.db.execute(
-            f"SELECT l.run_id, l.label_id, l.verdict{columns} "
-            f"FROM labels l WHERE {where} ORDER BY l.run_id, l.created_at, l.label_id",
-            [*criteria, *params],
-        )
-        return rows.fetchall()
+        return _label_results(rows.fetchall())
 
     def label_ratings(
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> Ratings:
         where, params = current_label_where(source_kind, source_name, "l.")
         rows = self.db.execute(
-            f"SELECT l.run_id, l.verdict, (SELECT {_PACKED_CRITERIA} FROM label_criteria c "
-            f"WHERE {_LABEL_MATCH}) FROM labels l WHERE {where} "
+            f"SELECT l.run_id, l.verdict, l.criteria_packed FROM labels l WHERE {where} "
             "ORDER BY l.run_id, l.created_at, l.label_id",
             params,
         )
@@ -968,7 +929,8 @@ class SQLiteIndex(RunIndex):
         return label_rows_from(
             self.db.execute(
                 "SELECT label_id, run_id, source_kind, source_name, verdict, diagnosis, "
-                "supersedes, created_at, label_json, current FROM labels ORDER BY label_id"
+                "supersedes, created_at, label_json, current, criteria_packed FROM labels "
+                "ORDER BY label_id"
             ),
             self.db.execute("SELECT label_id, criterion, fired FROM label_criteria"),
         )

@@ -281,9 +281,9 @@ def chosen_sql(
 ) -> tuple[str, list[Any]]:
     """``WITH sel AS (...), chosen AS (...) ``: the matching runs, and each one's chosen score.
 
-    `sel` has the runs whether scored or not; `chosen` adds judge_id, verdict, diagnosis for
-    the runs that have a score among `judge_ids`. With one judge id each run's score is one
-    lookup in the scores_chosen index (the usual, and the fast, case).
+    `sel` has the runs whether scored or not; `chosen` adds judge_id, verdict, diagnosis and
+    criteria_packed for the runs that have a score among `judge_ids`. With one judge id each
+    run's score is one lookup in the scores_chosen index (the usual, and the fast, case).
 
     In SQLite the plan is pinned rather than left to statistics (a ledger's index is never
     ANALYZEd): CROSS JOIN keeps SQLite walking the selected runs (in the covering
@@ -298,7 +298,8 @@ def chosen_sql(
     sel = f"WITH sel AS (SELECT {_SEL_COLUMNS} FROM runs{where}), "
     if len(ids) == 1:
         chosen = (
-            "chosen AS (SELECT sel.*, s.judge_id, s.verdict, s.diagnosis FROM sel "
+            "chosen AS (SELECT sel.*, s.judge_id, s.verdict, s.diagnosis, s.criteria_packed "
+            "FROM sel "
             f"{join} {scores_chosen('s', dialect)} ON s.run_id = sel.run_id "
             f"AND s.judge_id = {dialect.mark}) "
         )
@@ -307,25 +308,27 @@ def chosen_sql(
         # PostgreSQL's DISTINCT ON.
         if dialect.plan_hints:
             newest = (
-                "SELECT run_id, judge_id, verdict, diagnosis, max(created_at) "
+                "SELECT run_id, judge_id, verdict, diagnosis, criteria_packed, max(created_at) "
                 f"FROM {scores_chosen()} WHERE judge_id IN ({dialect.marks(len(ids))}) "
                 "GROUP BY run_id"
             )
         else:
             newest = (
-                "SELECT DISTINCT ON (run_id) run_id, judge_id, verdict, diagnosis FROM scores "
+                "SELECT DISTINCT ON (run_id) run_id, judge_id, verdict, diagnosis, criteria_packed "
+                "FROM scores "
                 f"WHERE judge_id IN ({dialect.marks(len(ids))}) "
                 "ORDER BY run_id, created_at DESC, judge_id DESC"
             )
         chosen = (
             f"newest AS ({newest}), "
-            "chosen AS (SELECT sel.*, n.judge_id, n.verdict, n.diagnosis FROM sel "
+            "chosen AS (SELECT sel.*, n.judge_id, n.verdict, n.diagnosis, n.criteria_packed "
+            "FROM sel "
             f"{join} newest n ON n.run_id = sel.run_id) "
         )
     else:
         chosen = (
             "chosen AS (SELECT sel.*, NULL AS judge_id, NULL AS verdict, "
-            "NULL AS diagnosis FROM sel WHERE 1 = 0) "
+            "NULL AS diagnosis, NULL AS criteria_packed FROM sel WHERE 1 = 0) "
         )
     return sel + chosen, [*params, *ids]
 

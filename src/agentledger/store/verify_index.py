@@ -3,7 +3,8 @@
 The index is a cache, but one that reports read: a verdict edited in the index alone, or a
 model renamed in one row, changes answers without touching a file. `verify` recomputes every
 column of every run, score and label row from the records (`run_columns`, `score_row`,
-`label_row`, and which label is each source's current one) and names each one that differs.
+`label_row`, each one's packed criteria, and which label is each source's current one) and
+names each one that differs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agentledger.store.index import (
     RunColumns,
     ScoreRow,
     label_row,
+    packed_criteria,
     run_columns,
     score_row,
 )
@@ -64,6 +66,23 @@ def check_run_row(
     return found
 
 
+def _criteria_differences(row: ScoreRow | LabelRow, expected: ScoreRow | LabelRow) -> list[str]:
+    """What differs between the criteria a score's or label's index rows hold (its rows of
+    the criteria table, and the text packed on its own row) and what its record gives."""
+    found = []
+    if sorted(row.criteria, key=repr) != sorted(expected.criteria, key=repr):
+        found.append(
+            f"index criteria are {_show(row.criteria)}, the record says {_show(expected.criteria)}"
+        )
+    packed = packed_criteria(expected.criteria)
+    if row.criteria_packed != packed:
+        found.append(
+            f"index column criteria_packed is {_show(row.criteria_packed)}, the record says "
+            f"{_show(packed)}"
+        )
+    return found
+
+
 _SCORE_COLUMNS = (
     "kind",
     "model",
@@ -97,14 +116,7 @@ def check_score_rows(
             found.append((key, f"the record cannot be read: {str(exc).splitlines()[0]}"))
             continue
         found.extend((key, detail) for detail in _differences(_SCORE_COLUMNS, row, expected))
-        if sorted(row.criteria, key=repr) != sorted(expected.criteria, key=repr):
-            found.append(
-                (
-                    key,
-                    f"index criteria are {_show(row.criteria)}, the record says "
-                    f"{_show(expected.criteria)}",
-                )
-            )
+        found.extend((key, detail) for detail in _criteria_differences(row, expected))
     for key in sorted(set(by_key) - held):
         found.append((key, "indexed, but its record is gone"))
     return found
@@ -163,14 +175,7 @@ def check_label_rows(
             found.append((key, "missing from the index (`agentledger gc` adds it)"))
             continue
         found.extend((key, detail) for detail in _differences(_LABEL_COLUMNS, row, expected))
-        if sorted(row.criteria, key=repr) != sorted(expected.criteria, key=repr):
-            found.append(
-                (
-                    key,
-                    f"index criteria are {_show(row.criteria)}, the record says "
-                    f"{_show(expected.criteria)}",
-                )
-            )
+        found.extend((key, detail) for detail in _criteria_differences(row, expected))
         if current is not None and row.current != (expected.label_id in current):
             found.append(
                 (
