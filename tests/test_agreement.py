@@ -373,3 +373,21 @@ def test_output_to_a_file(ledger: Ledger, rated: dict[str, Any], tmp_path: Path)
     assert result.exit_code == 0
     assert target.read_text().startswith("# agentledger agreement")
     assert "| verdict |" in target.read_text()
+
+
+def test_labels_of_a_run_the_index_lacks_are_left_out(
+    ledger: Ledger, rated: dict[str, Any]
+) -> None:
+    """A run both label sets rated but sealed elsewhere and not indexed here is no run in
+    common: not counted, and `--by` (which groups indexed runs) does not trip over it."""
+    gone = sorted(set(rated["a"]) & set(rated["b"]))[0]
+    ledger.index.db.execute("DELETE FROM runs WHERE run_id = ?", (gone,))  # type: ignore[attr-defined]
+    for extra in ((), ("--by", "model")):
+        report = as_json(
+            agreement(
+                ledger, "--a", "labels:dataset-a", "--b", "labels:dataset-b", "--json", *extra
+            )
+        )
+        assert report["runs_in_common"] == 31
+        shown = [d["run_id"] for d in comparison(report, "verdict")["disagreements"]]
+        assert gone not in shown

@@ -490,6 +490,13 @@ def _runs(ids: list[str], groups: Mapping[str, str], by: str | None) -> _Runs:
     return _Runs(ids, codes, names)
 
 
+def _is_labels(spec: str | Source) -> bool:
+    """Whether a source (a spec or one resolved) is a label source."""
+    if isinstance(spec, Source):
+        return spec.kind == "labels"
+    return spec.strip().partition(":")[0] == "labels"
+
+
 def agreement_report(
     ledger: Ledger,
     a_spec: str | Source,
@@ -529,8 +536,11 @@ def agreement_report(
     # Each run's model, scenario and kind are read only when they matter: a filter or a kind
     # left out narrows the runs, or --by groups them.
     narrows = replace(base, kinds=()) != RunFilter() or any(k not in kinds for k in by_kind)
+    # A judge rates indexed runs only, but labels may name a run the index lacks (sealed by
+    # another machine, not yet indexed here): two label sources are kept to indexed runs too.
+    indexed_only = narrows or by is not None or (_is_labels(a_spec) and _is_labels(b_spec))
     facets: dict[str, str] = {}  # run id -> its model or scenario (with --by; else "")
-    if narrows or by is not None:
+    if indexed_only:
         found = ledger.index.run_facets(selected)
         if by is None:
             facets = dict.fromkeys(found.run_ids, "")
@@ -545,8 +555,8 @@ def agreement_report(
     a = a_spec if isinstance(a_spec, Source) else resolve_source(ledger, a_spec, queried)
     b = b_spec if isinstance(b_spec, Source) else resolve_source(ledger, b_spec, queried)
     warnings: list[str] = []
-    in_a = a.position.keys() & facets.keys() if narrows else set(a.position)
-    in_b = b.position.keys() & facets.keys() if narrows else set(b.position)
+    in_a = a.position.keys() & facets.keys() if indexed_only else set(a.position)
+    in_b = b.position.keys() & facets.keys() if indexed_only else set(b.position)
     common = in_a & in_b
     both_rated = len(common)
     chosen_split: Split | None = None
