@@ -245,9 +245,12 @@ class S3Storage(StorageBackend):
         seal = json.dumps({"members": sorted(values)}).encode()
         if self.store.put(f"{prefix}/{GROUP_SEAL}", seal, if_none_match=True) is None:
             raise RecordExistsError(f"{self._describe(prefix)} already exists; written once")
-        self.store.map(
-            lambda item: self.store.put(f"{prefix}/{item[0]}", item[1]), list(values.items())
-        )
+        crash_point("group: sealed")
+        self.store.map(self._put_member, [(f"{prefix}/{n}", data) for n, data in values.items()])
+
+    def _put_member(self, member: tuple[str, bytes]) -> None:
+        self.store.put(*member)
+        crash_point("group: member written")
 
     def _get(self, key: str) -> bytes:
         segment = _SEGMENT.match(key) is not None
@@ -379,6 +382,7 @@ class S3Storage(StorageBackend):
         claimed = self.store.map(lambda run: self._claim(run.run_id, writer), runs)
         mine = [run for run, won in zip(runs, claimed, strict=True) if won]
         existing = [run.run_id for run, won in zip(runs, claimed, strict=True) if not won]
+        crash_point("run: claimed")
         try:
             writes = [
                 (
@@ -400,7 +404,7 @@ class S3Storage(StorageBackend):
             self.store.delete(CLAIMS + run.run_id for run in mine)
             raise
         existing += [run.run_id for run, landed in zip(mine, sealed, strict=True) if not landed]
-        crash_point("run: manifest written")
+        crash_point("run: manifests written, staging not tidied")
         self._tidy(runs, [CLAIMS + run.run_id for run in mine])
         return existing
 
@@ -411,11 +415,14 @@ class S3Storage(StorageBackend):
             self.store.put(target, held)
         else:
             self.store.copy(staged, target, size)
+        crash_point("run: artifact landed in runs/")
 
     def _write_manifest(self, run: S3StagedRun) -> bool:
         assert run.manifest is not None
         key = f"{RUNS}{run.run_id}/{MANIFEST_NAME}"
-        return self.store.put(key, run.manifest, if_none_match=True) is not None
+        landed = self.store.put(key, run.manifest, if_none_match=True) is not None
+        crash_point("run: manifest written")
+        return landed
 
     def _tidy(self, runs: Sequence[S3StagedRun], extra: Sequence[str] = ()) -> None:
         keys = [run.staging_key(name) for run in runs for name in run.staged_names]
