@@ -18,6 +18,11 @@ of a group.
   visible (`has_run`, `run_ids`) only once its MANIFEST.json is there, so a writer killed
   at any step leaves nothing visible: staging objects, and perhaps a claim with the files it
   copied, which `leftovers` reports once the writer's presence went stale and `gc` removes.
+- **Groups** (a decision's two files) are claimed by their seal (``<prefix>/.group``,
+  ``If-None-Match: *``), then their members are written. A writer killed between the two
+  leaves a seal alone, which `leftovers` reports once it is older than the lease and `gc`
+  removes; one killed between members leaves part of a record the journal never accepted,
+  which `gc` removes whole.
 - **The journal** is appended through the same seam (segments created with
   ``If-None-Match: *``), under the lease of `agentledger.store.s3.lease`, after the head this
   handle saw last without reading ahead first (`appends_at_cached_head`): a head that moved on
@@ -70,6 +75,7 @@ _PREFETCH = 64
 _CLASH_LISTING = 64  # keys `_clash` lists under a key's first parent before looking them up
 _WIDE_AREAS = frozenset({"cache"})  # areas whose first parents hold many keys (a shard)
 _EXISTING_PER_PAGE = 8  # keys asked about per page `_existing` may list instead of a HEAD each
+_GROUP_AREAS = ("decisions/",)  # the areas whose records are groups (a decision's two files)
 
 
 def _hidden(key: str) -> bool:
@@ -543,6 +549,7 @@ class S3Storage(StorageBackend):
                     in_progress=self.presence.alive(writer),
                 )
             )
+        found += self._unfilled_groups()
         for key, _size in self.store.list(CLAIMS):
             stored = self.store.get(key)
             if stored is None:
@@ -557,8 +564,46 @@ class S3Storage(StorageBackend):
             )
         return sorted(found, key=lambda leftover: leftover.name)
 
+    def _unfilled_groups(self) -> list[Leftover]:
+        """The seals of groups none of whose members landed: their writer was killed between
+        the seal (its claim on the group) and the members. A group holding a member is a
+        record, which the journal settles (`gc` completes it or removes it whole)."""
+        filled: dict[str, bool] = {}
+        for area in _GROUP_AREAS:
+            for key, _size in self.store.list(area):
+                prefix, _, name = key.rpartition("/")
+                if prefix.count("/") == 1:
+                    filled[prefix] = filled.get(prefix, False) or name != GROUP_SEAL
+        found = []
+        for prefix in sorted(prefix for prefix, full in filled.items() if not full):
+            seal = f"{prefix}/{GROUP_SEAL}"
+            info = self.store.head(seal)
+            if info is not None:
+                found.append(
+                    Leftover(
+                        name=seal,
+                        path=self.location.describe(seal),
+                        in_progress=info.age_seconds <= self.lease.seconds,
+                    )
+                )
+        return found
+
+    def _remove_unfilled_group(self, seal: str) -> bool:
+        """Remove the seal of a group that is still without members, under the journal lock
+        (which its writer held from the seal to the members' journal entry)."""
+        with self.journal.lock():
+            if any(
+                not key.endswith(f"/{GROUP_SEAL}")
+                for key, _size in self.store.list(seal.removesuffix(GROUP_SEAL))
+            ):
+                return False  # filled meanwhile: a record, no longer debris
+            self.store.delete([seal])
+        return True
+
     def remove_leftover(self, leftover: Leftover) -> bool:
         name = leftover.name
+        if name.endswith(f"/{GROUP_SEAL}") and name.startswith(_GROUP_AREAS):
+            return self._remove_unfilled_group(name)
         if name.startswith(CLAIMS):
             run_id = check_run_id(name[len(CLAIMS) :])
             stored = self.store.get(name)
