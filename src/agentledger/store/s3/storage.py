@@ -508,8 +508,20 @@ class S3Storage(StorageBackend):
             raise RunNotFoundError(f"no run {run_id!r} in {self.uri}")
         return names
 
-    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
-        names = self._objects(run_id)
+    def run_files(self) -> dict[str, list[str]]:
+        """Every sealed run's files, from one listing of ``runs/`` (paged), which `run_ids`
+        reads anyway: `verify` scans each run without listing it again."""
+        files: dict[str, list[str]] = {}
+        for key, _size in self.store.list(RUNS):
+            parts = key.split("/", 2)
+            if len(parts) == 3:
+                files.setdefault(parts[1], []).append(parts[2])
+        return {run_id: names for run_id, names in files.items() if MANIFEST_NAME in names}
+
+    def scan_run(
+        self, run_id: str, keep: frozenset[str] = frozenset(), names: Sequence[str] | None = None
+    ) -> ScannedRun:
+        names = self._objects(run_id) if names is None else list(names)
 
         def fetch(name: str) -> tuple[str, bytes | None]:
             stored = self.store.get(f"{RUNS}{run_id}/{name}")
