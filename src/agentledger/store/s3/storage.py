@@ -18,6 +18,7 @@ of a group.
   visible (`has_run`, `run_ids`) only once its MANIFEST.json is there, so a writer killed
   at any step leaves nothing visible: staging objects, and perhaps a claim with the files it
   copied, which `leftovers` reports once the writer's presence went stale and `gc` removes.
+  A writer meeting a claim whose writer still looks alive waits for it (up to a lease).
 - **Groups** (a decision's two files) are claimed by their seal (``<prefix>/.group``,
   ``If-None-Match: *``), then their members are written. A writer killed between the two
   leaves a seal alone, which `leftovers` reports once it is older than the lease and `gc`
@@ -39,6 +40,7 @@ import json
 import re
 import secrets
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
@@ -448,22 +450,38 @@ class S3Storage(StorageBackend):
     def _claim(self, run_id: str, writer: str) -> bool:
         """Claim `run_id` for publishing; False when it is sealed or another live writer is
         publishing it. A dead writer's claim is taken over (by compare-and-swap) and what it
-        had copied is removed first."""
+        had copied is removed first.
+
+        A claim whose writer looks alive is waited on, for up to a lease: a publisher holds
+        the journal lock, so the holder of a claim met under it has most likely just been
+        killed, its presence renewed after the lock's last renewal and not yet stale. Taken
+        for a live writer's, the run would be reported sealed ("already exists") when it is
+        not."""
         key = CLAIMS + run_id
         body = json.dumps({"writer": writer, "nonce": secrets.token_hex(8)}).encode()
-        for _attempt in range(5):
+        attempts = 0
+        waiting_until: float | None = None
+        while attempts < 5:
             etag = self.store.put(key, body, if_none_match=True)
             if etag is None:
                 current = self.store.get(key)
                 if current is None:
+                    attempts += 1
                     continue  # let go meanwhile: try again
                 holder = _claim_writer(current.data)
                 if holder is not None and self.presence.alive(holder):
-                    return False
+                    now = time.monotonic()
+                    if waiting_until is None:
+                        waiting_until = now + self.presence.seconds + 2  # + the clock's second
+                    if self.has_run(run_id) or now >= waiting_until:
+                        return False
+                    time.sleep(min(1.0, self.presence.seconds / 10))
+                    continue
                 if self.has_run(run_id):
                     return False
                 etag = self.store.put(key, body, if_match=current.info.etag)
                 if etag is None:
+                    attempts += 1
                     continue  # another writer took it over first
                 self._clear_unsealed(run_id)
             if self.has_run(run_id):  # sealed before its claim was deleted: never copy over it
