@@ -415,6 +415,7 @@ def test_a_writer_killed_mid_publish_leaves_no_partial_run(
 def test_a_decision_writer_killed_after_the_seal_leaves_debris_gc_removes(
     tmp_path: Path, s3_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("AGENTLEDGER_S3_LEASE_SECONDS", "1")  # the shortest: a short wait
     root = tmp_path / "ledger"
     Ledger.init(root, storage=s3_uri).close()
     script = (
@@ -432,7 +433,7 @@ def test_a_decision_writer_killed_after_the_seal_leaves_debris_gc_removes(
     listed = raw(s3_uri).list_objects_v2(Bucket=bucket_of(s3_uri), Prefix="ledger/decisions/")
     (seal,) = [item["Key"] for item in listed["Contents"]]
     assert seal.endswith("/.group")  # the group's claim, none of its members
-    time.sleep(float(S3_LEASE_SECONDS) + 1.5)  # older than the lease: no writer is filling it
+    time.sleep(1 + 1.5)  # older than the lease: no writer is filling it
     with Ledger.open(root) as ledger:
         report = verify_ledger(ledger)
         assert [(p.kind, p.run_id) for p in report.problems] == [
@@ -446,8 +447,9 @@ def test_a_decision_writer_killed_after_the_seal_leaves_debris_gc_removes(
 
 @pytest.mark.slow
 def test_a_rerun_waits_out_the_claim_of_a_publisher_just_killed(
-    tmp_path: Path, s3_uri: str
+    tmp_path: Path, s3_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("AGENTLEDGER_S3_LEASE_SECONDS", "1")  # the shortest: a short wait
     source = tmp_path / "source"
     write_runs(source, 2)
     root = tmp_path / "ledger"
