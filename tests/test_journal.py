@@ -262,6 +262,25 @@ def test_a_writer_killed_between_record_and_entry_leaves_what_gc_completes(
         assert len(DecisionStore(opened).list()) == 1
 
 
+def test_gc_never_accepts_part_of_a_decision(ledger: Ledger) -> None:
+    from agentledger.store.writer import record_bytes
+    from test_decisions import make_decision
+
+    # What a writer killed between a decision's two files leaves (on S3 a group's members
+    # land one by one after its seal): its JSON, whole and valid, without its Markdown.
+    decision = make_decision("variant-a")
+    prefix = f"decisions/{decision.decision_id}"
+    ledger.storage._create_group(prefix, {"decision.json": record_bytes(decision)})
+    assert {p.kind for p in verify_ledger(ledger).problems} == {"unaccepted"}
+    report = ledger.gc()
+    assert report.journaled == []
+    assert report.unaccepted_removed == [(prefix, "the decision has no decision.md")]
+    assert ledger.storage.keys("decisions") == [] and DecisionStore(ledger).list() == []
+    assert verify_ledger(ledger).ok
+    DecisionStore(ledger).write(decision)  # its writer's next attempt writes it whole
+    assert [d.decision_id for d in DecisionStore(ledger).list()] == [decision.decision_id]
+
+
 def test_a_run_killed_before_its_entry_is_invisible_until_gc(ledger: Ledger) -> None:
     from conftest import make_metadata
 

@@ -412,6 +412,66 @@ def test_a_writer_killed_mid_publish_leaves_no_partial_run(
 
 
 @pytest.mark.slow
+def test_a_decision_writer_killed_after_the_seal_leaves_debris_gc_removes(
+    tmp_path: Path, s3_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTLEDGER_S3_LEASE_SECONDS", "1")  # the shortest: a short wait
+    root = tmp_path / "ledger"
+    Ledger.init(root, storage=s3_uri).close()
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from agentledger import Ledger\n"
+        "from journal_records import write_decision\n"
+        "with Ledger.open(sys.argv[2]) as ledger:\n"
+        "    write_decision(ledger)\n"
+    )
+    monkeypatch.setenv("AGENTLEDGER_CRASH_AT", "group: sealed")
+    tests = str(Path(__file__).parent)
+    killed = subprocess.run([sys.executable, "-c", script, tests, str(root)], timeout=180)
+    assert killed.returncode == -9
+    monkeypatch.delenv("AGENTLEDGER_CRASH_AT")
+    listed = raw(s3_uri).list_objects_v2(Bucket=bucket_of(s3_uri), Prefix="ledger/decisions/")
+    (seal,) = [item["Key"] for item in listed["Contents"]]
+    assert seal.endswith("/.group")  # the group's claim, none of its members
+    time.sleep(1 + 1.5)  # older than the lease: no writer is filling it
+    with Ledger.open(root) as ledger:
+        report = verify_ledger(ledger)
+        assert [(p.kind, p.run_id) for p in report.problems] == [
+            ("leftover", seal.removeprefix("ledger/"))
+        ]
+        assert ledger.gc().removed == [seal.removeprefix("ledger/")]
+        assert verify_ledger(ledger).ok
+    listed = raw(s3_uri).list_objects_v2(Bucket=bucket_of(s3_uri), Prefix="ledger/decisions/")
+    assert "Contents" not in listed
+
+
+@pytest.mark.slow
+def test_a_rerun_waits_out_the_claim_of_a_publisher_just_killed(
+    tmp_path: Path, s3_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTLEDGER_S3_LEASE_SECONDS", "1")  # the shortest: a short wait
+    source = tmp_path / "source"
+    write_runs(source, 2)
+    root = tmp_path / "ledger"
+    Ledger.init(root, storage=s3_uri).close()
+    run_id = sorted(path.name for path in source.iterdir())[0]
+    # What a publisher killed after claiming a run leaves: its claim, and its presence, last
+    # renewed just before it died (it may outlive the journal lease it held by a third).
+    client, bucket = raw(s3_uri), bucket_of(s3_uri)
+    dead = "0123456789abcdef"
+    client.put_object(Bucket=bucket, Key=f"ledger/.writers/{dead}", Body=b"{}")
+    claim = json.dumps({"writer": dead, "nonce": "0"}).encode()
+    client.put_object(Bucket=bucket, Key=f"ledger/.claims/{run_id}", Body=claim)
+    # The rerun does not take the claim for a sealed run ("already exists"): it waits until
+    # the dead writer's presence is stale, then takes the claim over and seals the run.
+    result = CliRunner().invoke(main, ["import", "--ledger", str(root), str(source)])
+    assert result.exit_code == 0, result.output
+    with Ledger.open(root) as ledger:
+        assert ledger.count() == 2
+        assert verify_ledger(ledger).ok
+
+
+@pytest.mark.slow
 def test_conflicting_writers_seal_each_run_once(tmp_path: Path, s3_uri: str) -> None:
     """Two machines import the same runs at once: each run lands once, from one of them."""
     source = tmp_path / "source"

@@ -1,4 +1,4 @@
-"""The S3 requests an import and a score take, pinned, and the checks they were cut to (issue 20).
+"""The S3 requests of an import, a score and a verify, pinned, and the checks they were cut to.
 
 Counted on the storage's own boto3 client (`ObjectStore.requests`: botocore's ``before-send``
 event, every HTTP request), against moto's server over HTTP as everywhere in the S3 tests. A
@@ -95,6 +95,35 @@ def test_an_import_and_its_scores_take_the_requests_pinned_here(
             "PutObject": 4 * runs,
         }
         assert verify_ledger(ledger).ok
+
+
+@pytest.mark.usefixtures("long_lease")
+@pytest.mark.parametrize("runs", [4, 12])
+def test_verify_lists_the_runs_once_whatever_their_number(
+    tmp_path: Path, s3_uri: str, runs: int
+) -> None:
+    source = tmp_path / "source"
+    write_runs(source, runs)
+    with Ledger.init(tmp_path / "ledger", storage=s3_uri) as ledger:
+        storage = ledger.storage
+        assert isinstance(storage, S3Storage)
+        write_plan(ledger, plan_import([source], ledger=ledger))
+        (run_id, *_others) = sorted(storage.run_ids())
+        per_run = len(json.loads(storage.read(run_id, "MANIFEST.json"))["files"])
+        reports = []
+        verified = sent(storage, lambda: reports.append(verify_ledger(ledger)))
+        assert reports[0].ok and reports[0].runs_checked == runs
+        # Under the journal lock (taken and let go: two PUTs), one listing of runs/ (a page
+        # of 1,000 keys a request) gives every sealed run with its files, so no run is listed
+        # again (it was one listing each); the journal's keys, and its two segments read (a
+        # listing after the first, to read the rest at once); the keys of scores, labels and
+        # decisions; the staging areas, the claims and the groups' seals (leftovers). Then
+        # each file of each run read, MANIFEST.json with them.
+        assert verified == {
+            "PutObject": 2,
+            "ListObjectsV2": 1 + 2 + 3 + 3,
+            "GetObject": 2 + runs * (per_run + 1),
+        }
 
 
 @pytest.mark.usefixtures("long_lease")

@@ -24,7 +24,7 @@ from agentledger.judges.scores import ScoreStore, reindex_scores
 from agentledger.judges.scoring import score_identity, score_runs
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.scores import CriterionResult, Evidence
-from agentledger.store import Ledger, RunFilter
+from agentledger.store import Ledger, RunFilter, verify_ledger
 from agentledger.store.writer import record_bytes
 from conftest import WriteRun
 
@@ -133,23 +133,28 @@ def test_scores_are_files_that_are_never_overwritten(
         ScoreStore(ledger.storage).write(score)
 
 
-def test_a_score_another_writer_has_not_journaled_yet_is_left_for_later(
+def test_a_score_its_writer_never_journaled_is_settled_before_judging(
     ledger: Ledger, pack: CriteriaPack, runs: dict[str, str]
 ) -> None:
-    """Another machine's writer between writing a score and journaling it: this judge takes
-    the run as scored and leaves the score out of the index (it cannot check it against the
-    journal yet) instead of stopping with an integrity error."""
+    """A score written and never journaled: its writer was killed between the two (a live one
+    holds the journal lock from the score to its entry, and the judge settles under it). The
+    judge settles it as gc would: journaled and indexed when it checks out, removed and
+    scored again when it does not, instead of leaving it out of the index until a gc."""
     (score,) = score_runs(ledger, KeywordJudge(pack), [runs["unsafe"]]).scored
     theirs = score.model_copy(update={"run_id": runs["safe"]})
     path = ledger.root / "scores" / runs["safe"] / f"{score.judge_id}.json"
     path.parent.mkdir(parents=True)
     path.write_bytes(record_bytes(theirs))  # written, not journaled
+    wrong = ledger.root / "scores" / runs["uncertain"] / f"{score.judge_id}.json"
+    wrong.parent.mkdir(parents=True)
+    wrong.write_bytes(record_bytes(score))  # not journaled, and it names another run
     judge = KeywordJudge(pack)
     report = score_runs(ledger, judge, [runs["safe"], runs["uncertain"]])
-    assert report.already_scored == 1 and report.indexed_late == 0
+    assert report.already_scored == 1 and report.indexed_late == 1
     assert [s.run_id for s in report.scored] == [runs["uncertain"]] and judge.calls == 1
     indexed = ledger.sql("SELECT run_id FROM scores ORDER BY run_id").rows
-    assert sorted(indexed) == sorted([(runs["unsafe"],), (runs["uncertain"],)])
+    assert sorted(indexed) == sorted([(runs[name],) for name in ("unsafe", "safe", "uncertain")])
+    assert verify_ledger(ledger).ok
     # A journaled score whose bytes changed still stops it.
     ledger.index.rebuild_scores([])
     mine = ledger.root / "scores" / runs["unsafe"] / f"{score.judge_id}.json"

@@ -32,6 +32,7 @@ from agentledger.records.limits import check_storable
 from agentledger.records.scores import UNSCORED, JudgeInfo, Score
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
+from agentledger.store.journal_upkeep import accept_records
 from agentledger.store.ledger import Ledger
 from agentledger.store.reindex import stored_score_rows
 
@@ -162,12 +163,14 @@ def _score(
 
 def _index_missing(
     ledger: Ledger, store: ScoreStore, judge_id: str, run_ids: Sequence[str], todo: list[str]
-) -> int:
-    """Index this judge's score files the index lacks; how many were indexed."""
+) -> tuple[int, set[str]]:
+    """Index this judge's score files the index lacks, first settling those a killed writer
+    left without a journal entry; (how many were indexed, the runs whose score was removed
+    for not checking out: to be scored again)."""
     try:
         indexed = ledger.index.score_keys()
     except NotImplementedError:
-        return 0
+        return 0, set()
     waiting = set(todo)
     keys = [
         store.key(run_id, judge_id)
@@ -175,11 +178,17 @@ def _index_missing(
         if run_id not in waiting and (run_id, judge_id) not in indexed
     ]
     if not keys:
-        return 0
+        return 0, set()
+    removed: set[str] = set()
+    accepted = ledger.storage.journal.accepted()
+    unjournaled = [key for key in keys if key not in accepted]
+    if unjournaled:
+        # Their writer died between the score and its entry (one still writing holds the
+        # journal lock, which this takes, until its entry is appended): settled as gc would.
+        _done, dropped = accept_records(ledger, unjournaled)
+        removed = {key.split("/")[1] for key, _why in dropped}
     problems: list[tuple[str, str]] = []
-    # A score another writer has written but not journaled yet is left for the index to
-    # take once it is (reindex, or that writer's own indexing): only a journaled one can be
-    # checked against what the journal accepted.
+    # Only a journaled score can be checked against what the journal accepted.
     rows = list(stored_score_rows(ledger.storage, problems, keys, journaled_only=True))
     if problems:
         where, why = problems[0]
@@ -188,7 +197,7 @@ def _index_missing(
     if left_out:
         where, why = left_out[0]
         raise RecordError(where, why)
-    return added
+    return added, removed
 
 
 def score_runs(
@@ -214,9 +223,10 @@ def score_runs(
     report = ScoringReport(judge_id=judge_id)
     scored = store.scored(run_ids, judge_id)
     todo = [run_id for run_id in run_ids if run_id not in scored]
+    if len(todo) < len(run_ids):
+        report.indexed_late, removed = _index_missing(ledger, store, judge_id, run_ids, todo)
+        todo = [run_id for run_id in run_ids if run_id not in scored or run_id in removed]
     report.already_scored = len(run_ids) - len(todo)
-    if report.already_scored:
-        report.indexed_late = _index_missing(ledger, store, judge_id, run_ids, todo)
     lock = threading.Lock()
     done = 0
     with_trace = judge.reads_trace()

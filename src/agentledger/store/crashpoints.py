@@ -59,11 +59,12 @@ def _from_environment() -> _Schedule:
 _schedule = _from_environment()
 
 
-def arm(at: int | None = None, log: str | None = None) -> None:
+def arm(at: int | str | None = None, log: str | None = None) -> None:
     """Set this process's schedule as the environment variables would (a forked child of the
-    fault suite): SIGKILL at the `at`-th crash point from now, each point logged to `log`."""
+    fault suite): SIGKILL at the `at`-th crash point from now (or the first one named `at`),
+    each point logged to `log`."""
     global _schedule
-    _schedule = _Schedule(at, log)
+    _schedule = _Schedule(None, log, at) if isinstance(at, str) else _Schedule(at, log)
 
 
 def crash_point(name: str) -> None:

@@ -298,6 +298,7 @@ class Journal:
                 self._held.depth -= 1
             return
         with self.storage.journal_lock():
+            crash_point("journal: locked")
             self._held.depth = 1
             try:
                 yield
@@ -387,6 +388,7 @@ class Journal:
                 except RecordExistsError:
                     last = None  # another writer took the position (an object store's CAS)
                     continue
+                crash_point("journal: appended")
                 with self._mutex:
                     if self._entries and self._entries[-1].seq == made[0].seq - 1:
                         self._entries.extend(made)

@@ -106,7 +106,7 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
     """What is wrong with a stored record, or None when it is what its key says."""
     from pydantic import BaseModel
 
-    from agentledger.records.decisions import DECISION_JSON, Decision
+    from agentledger.records.decisions import DECISION_JSON, DECISION_MD, Decision
     from agentledger.records.labels import Label
     from agentledger.records.scores import Score
 
@@ -114,8 +114,11 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
     model: type[BaseModel]
     if area == "decisions":
         main = f"{key}/{DECISION_JSON}"
-        if main not in values:
-            return f"the decision has no {DECISION_JSON}"
+        for name in (DECISION_JSON, DECISION_MD):
+            if f"{key}/{name}" not in values:
+                # On S3 a group's members land one by one after its seal: a writer killed
+                # between them leaves a part, never to be accepted as the whole.
+                return f"the decision has no {name}"
         model, raw, expected = Decision, values[main], key.split("/")[1]
     else:
         model = Score if area == "scores" else Label

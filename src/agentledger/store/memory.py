@@ -220,7 +220,9 @@ class MemoryStorage(StorageBackend):
         except KeyError:
             raise FileNotFoundError(f"{self.locate(run_id, name)} does not exist") from None
 
-    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
+    def scan_run(
+        self, run_id: str, keep: frozenset[str] = frozenset(), names: Sequence[str] | None = None
+    ) -> ScannedRun:
         files = self._files(run_id)
         return ScannedRun(
             files={

@@ -410,9 +410,18 @@ class StorageBackend(ABC):
     def read(self, run_id: str, name: str) -> bytes:
         """The bytes of one artifact; RunNotFoundError or FileNotFoundError when absent."""
 
+    def run_files(self) -> dict[str, list[str]] | None:
+        """Every sealed run with its files (relative names), from one listing of all runs, on
+        a backend where that costs less than listing each run (an object store: a page of
+        1,000 keys a request); None where it does not (a directory is listed per run)."""
+        return None
+
     @abstractmethod
-    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
-        """Hash every file present in a sealed run in one pass (what `verify` compares)."""
+    def scan_run(
+        self, run_id: str, keep: frozenset[str] = frozenset(), names: Sequence[str] | None = None
+    ) -> ScannedRun:
+        """Hash every file present in a sealed run in one pass (what `verify` compares);
+        `names`: the run's files as `run_files` listed them, so the run is not listed again."""
 
     @abstractmethod
     def list_files(self, run_id: str) -> list[str]:

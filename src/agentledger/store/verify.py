@@ -58,6 +58,8 @@ class _Cut:
 
     segments: list[tuple[str, bytes]]
     run_ids: list[str]
+    run_files: dict[str, list[str]] | None
+    """Each run's files, where the storage lists them all at once (`run_files`)."""
     record_keys: list[str]
     run_rows: dict[str, tuple[RunColumns, dict[str, str]]]
     score_rows: list[ScoreRow]
@@ -133,9 +135,11 @@ def _report_run(exam: RunExam, journaled: str | None, report: VerifyReport) -> N
 def _take_cut(ledger: Ledger) -> _Cut:
     storage = ledger.storage
     with storage.journal.lock():
+        files = storage.run_files()
         return _Cut(
             segments=storage.journal.segments(),
-            run_ids=sorted(storage.run_ids()),
+            run_ids=sorted(storage.run_ids() if files is None else files),
+            run_files=files,
             record_keys=[key for area in sorted(JOURNALED_AREAS) for key in storage.keys(area)],
             run_rows=ledger.index.run_rows(),
             score_rows=ledger.index.score_rows(),
@@ -285,6 +289,7 @@ def verify_ledger(
         ledger.storage,
         present,
         cut.run_rows,
+        files=cut.run_files,
         processes=processes,
         between=check_the_rest,
         progress=progress if len(present) == len(targets) else None,
@@ -300,7 +305,10 @@ def verify_ledger(
             journaled = accepted.get(f"runs/{run_id}/{MANIFEST_NAME}")
             if exam.lenient and journaled != exam.digest:
                 # Bytes the journal did not accept: read by the strict reader after all.
-                exam = examine_run(ledger.storage, run_id, cut.run_rows.get(run_id), strict=True)
+                names = cut.run_files.get(run_id) if cut.run_files is not None else None
+                exam = examine_run(
+                    ledger.storage, run_id, cut.run_rows.get(run_id), strict=True, names=names
+                )
             _report_run(exam, journaled, report)
         report.runs_checked += 1
         if progress is not None and len(present) != len(targets):

@@ -156,14 +156,20 @@ def _metadata(raw: bytes, run_id: str, exam: list[Problem]) -> RunMetadata | Non
 
 
 def examine_run(
-    storage: StorageBackend, run_id: str, row: IndexRow | None, *, strict: bool = False
+    storage: StorageBackend,
+    run_id: str,
+    row: IndexRow | None,
+    *,
+    strict: bool = False,
+    names: Sequence[str] | None = None,
 ) -> RunExam:
     """Read run `run_id` and check it: its files against its manifest, its metadata's run id,
     and (when indexed: `row`) every index column against its records.
 
     The manifest is read leniently unless `strict` (see `_manifest`): a caller that finds its
-    bytes are not the ones the journal accepted examines the run again, strictly."""
-    scanned = storage.scan_run(run_id, keep=KEEP)
+    bytes are not the ones the journal accepted examines the run again, strictly. `names`:
+    the run's files as a listing of every run found them (`StorageBackend.run_files`)."""
+    scanned = storage.scan_run(run_id, keep=KEEP, names=names)
     raw = scanned.kept.get(MANIFEST_NAME)
     indexed = row[0].manifest_sha256 if row is not None else None
     if raw is None:
@@ -198,9 +204,15 @@ def examine_run(
 
 
 def _examine_chunk(
-    storage: StorageBackend, run_ids: Sequence[str], rows: Mapping[str, IndexRow]
+    storage: StorageBackend,
+    run_ids: Sequence[str],
+    rows: Mapping[str, IndexRow],
+    files: Mapping[str, Sequence[str]] | None,
 ) -> list[RunExam]:
-    return [examine_run(storage, run_id, rows.get(run_id)) for run_id in run_ids]
+    return [
+        examine_run(storage, run_id, rows.get(run_id), names=files.get(run_id) if files else None)
+        for run_id in run_ids
+    ]
 
 
 def _processes(runs: int, storage: StorageBackend, asked: int | None) -> int:
@@ -302,12 +314,14 @@ def examine_runs(
     run_ids: Sequence[str],
     rows: Mapping[str, IndexRow],
     *,
+    files: Mapping[str, Sequence[str]] | None = None,
     processes: int | None = None,
     between: Callable[[], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[RunExam]:
     """`examine_run` of every run of `run_ids`, in that order, on up to `processes` processes
-    (default: one per CPU from PARALLEL_FROM runs on, when the backend allows forking).
+    (default: one per CPU from PARALLEL_FROM runs on, when the backend allows forking);
+    `files`: each run's files, as `StorageBackend.run_files` listed them.
 
     `between` is called once, in this process, while the helpers work: the caller's own
     checks of everything else run beside the runs' hashing.
@@ -316,7 +330,7 @@ def examine_runs(
     chunks = [run_ids[i : i + size] for i in range(0, len(run_ids), size)]
 
     def examine(chunk: Sequence[str]) -> list[RunExam]:
-        return _examine_chunk(storage, chunk, rows)
+        return _examine_chunk(storage, chunk, rows, files)
 
     count = _processes(len(run_ids), storage, processes)
     found: dict[int, list[RunExam]] = {}

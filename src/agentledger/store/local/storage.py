@@ -248,7 +248,9 @@ class LocalStorage(LocalRecords):
     def read(self, run_id: str, name: str) -> bytes:
         return self._file_path(run_id, name).read_bytes()
 
-    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
+    def scan_run(
+        self, run_id: str, keep: frozenset[str] = frozenset(), names: Sequence[str] | None = None
+    ) -> ScannedRun:
         scanned = ScannedRun(files={}, kept={})
         run_fd = os.open(self.run_path(run_id), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:

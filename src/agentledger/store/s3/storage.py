@@ -18,6 +18,12 @@ of a group.
   visible (`has_run`, `run_ids`) only once its MANIFEST.json is there, so a writer killed
   at any step leaves nothing visible: staging objects, and perhaps a claim with the files it
   copied, which `leftovers` reports once the writer's presence went stale and `gc` removes.
+  A writer meeting a claim whose writer still looks alive waits for it (up to a lease).
+- **Groups** (a decision's two files) are claimed by their seal (``<prefix>/.group``,
+  ``If-None-Match: *``), then their members are written. A writer killed between the two
+  leaves a seal alone, which `leftovers` reports once it is older than the lease and `gc`
+  removes; one killed between members leaves part of a record the journal never accepted,
+  which `gc` removes whole.
 - **The journal** is appended through the same seam (segments created with
   ``If-None-Match: *``), under the lease of `agentledger.store.s3.lease`, after the head this
   handle saw last without reading ahead first (`appends_at_cached_head`): a head that moved on
@@ -34,6 +40,7 @@ import json
 import re
 import secrets
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 
@@ -70,6 +77,7 @@ _PREFETCH = 64
 _CLASH_LISTING = 64  # keys `_clash` lists under a key's first parent before looking them up
 _WIDE_AREAS = frozenset({"cache"})  # areas whose first parents hold many keys (a shard)
 _EXISTING_PER_PAGE = 8  # keys asked about per page `_existing` may list instead of a HEAD each
+_GROUP_AREAS = ("decisions/",)  # the areas whose records are groups (a decision's two files)
 
 
 def _hidden(key: str) -> bool:
@@ -245,9 +253,12 @@ class S3Storage(StorageBackend):
         seal = json.dumps({"members": sorted(values)}).encode()
         if self.store.put(f"{prefix}/{GROUP_SEAL}", seal, if_none_match=True) is None:
             raise RecordExistsError(f"{self._describe(prefix)} already exists; written once")
-        self.store.map(
-            lambda item: self.store.put(f"{prefix}/{item[0]}", item[1]), list(values.items())
-        )
+        crash_point("group: sealed")
+        self.store.map(self._put_member, [(f"{prefix}/{n}", data) for n, data in values.items()])
+
+    def _put_member(self, member: tuple[str, bytes]) -> None:
+        self.store.put(*member)
+        crash_point("group: member written")
 
     def _get(self, key: str) -> bytes:
         segment = _SEGMENT.match(key) is not None
@@ -379,6 +390,7 @@ class S3Storage(StorageBackend):
         claimed = self.store.map(lambda run: self._claim(run.run_id, writer), runs)
         mine = [run for run, won in zip(runs, claimed, strict=True) if won]
         existing = [run.run_id for run, won in zip(runs, claimed, strict=True) if not won]
+        crash_point("run: claimed")
         try:
             writes = [
                 (
@@ -400,7 +412,7 @@ class S3Storage(StorageBackend):
             self.store.delete(CLAIMS + run.run_id for run in mine)
             raise
         existing += [run.run_id for run, landed in zip(mine, sealed, strict=True) if not landed]
-        crash_point("run: manifest written")
+        crash_point("run: manifests written, staging not tidied")
         self._tidy(runs, [CLAIMS + run.run_id for run in mine])
         return existing
 
@@ -411,11 +423,14 @@ class S3Storage(StorageBackend):
             self.store.put(target, held)
         else:
             self.store.copy(staged, target, size)
+        crash_point("run: artifact landed in runs/")
 
     def _write_manifest(self, run: S3StagedRun) -> bool:
         assert run.manifest is not None
         key = f"{RUNS}{run.run_id}/{MANIFEST_NAME}"
-        return self.store.put(key, run.manifest, if_none_match=True) is not None
+        landed = self.store.put(key, run.manifest, if_none_match=True) is not None
+        crash_point("run: manifest written")
+        return landed
 
     def _tidy(self, runs: Sequence[S3StagedRun], extra: Sequence[str] = ()) -> None:
         keys = [run.staging_key(name) for run in runs for name in run.staged_names]
@@ -435,22 +450,38 @@ class S3Storage(StorageBackend):
     def _claim(self, run_id: str, writer: str) -> bool:
         """Claim `run_id` for publishing; False when it is sealed or another live writer is
         publishing it. A dead writer's claim is taken over (by compare-and-swap) and what it
-        had copied is removed first."""
+        had copied is removed first.
+
+        A claim whose writer looks alive is waited on, for up to a lease: a publisher holds
+        the journal lock, so the holder of a claim met under it has most likely just been
+        killed, its presence renewed after the lock's last renewal and not yet stale. Taken
+        for a live writer's, the run would be reported sealed ("already exists") when it is
+        not."""
         key = CLAIMS + run_id
         body = json.dumps({"writer": writer, "nonce": secrets.token_hex(8)}).encode()
-        for _attempt in range(5):
+        attempts = 0
+        waiting_until: float | None = None
+        while attempts < 5:
             etag = self.store.put(key, body, if_none_match=True)
             if etag is None:
                 current = self.store.get(key)
                 if current is None:
+                    attempts += 1
                     continue  # let go meanwhile: try again
                 holder = _claim_writer(current.data)
                 if holder is not None and self.presence.alive(holder):
-                    return False
+                    now = time.monotonic()
+                    if waiting_until is None:
+                        waiting_until = now + self.presence.seconds + 2  # + the clock's second
+                    if self.has_run(run_id) or now >= waiting_until:
+                        return False
+                    time.sleep(min(1.0, self.presence.seconds / 10))
+                    continue
                 if self.has_run(run_id):
                     return False
                 etag = self.store.put(key, body, if_match=current.info.etag)
                 if etag is None:
+                    attempts += 1
                     continue  # another writer took it over first
                 self._clear_unsealed(run_id)
             if self.has_run(run_id):  # sealed before its claim was deleted: never copy over it
@@ -495,8 +526,20 @@ class S3Storage(StorageBackend):
             raise RunNotFoundError(f"no run {run_id!r} in {self.uri}")
         return names
 
-    def scan_run(self, run_id: str, keep: frozenset[str] = frozenset()) -> ScannedRun:
-        names = self._objects(run_id)
+    def run_files(self) -> dict[str, list[str]]:
+        """Every sealed run's files, from one listing of ``runs/`` (paged), which `run_ids`
+        reads anyway: `verify` scans each run without listing it again."""
+        files: dict[str, list[str]] = {}
+        for key, _size in self.store.list(RUNS):
+            parts = key.split("/", 2)
+            if len(parts) == 3:
+                files.setdefault(parts[1], []).append(parts[2])
+        return {run_id: names for run_id, names in files.items() if MANIFEST_NAME in names}
+
+    def scan_run(
+        self, run_id: str, keep: frozenset[str] = frozenset(), names: Sequence[str] | None = None
+    ) -> ScannedRun:
+        names = self._objects(run_id) if names is None else list(names)
 
         def fetch(name: str) -> tuple[str, bytes | None]:
             stored = self.store.get(f"{RUNS}{run_id}/{name}")
@@ -536,6 +579,7 @@ class S3Storage(StorageBackend):
                     in_progress=self.presence.alive(writer),
                 )
             )
+        found += self._unfilled_groups()
         for key, _size in self.store.list(CLAIMS):
             stored = self.store.get(key)
             if stored is None:
@@ -550,8 +594,46 @@ class S3Storage(StorageBackend):
             )
         return sorted(found, key=lambda leftover: leftover.name)
 
+    def _unfilled_groups(self) -> list[Leftover]:
+        """The seals of groups none of whose members landed: their writer was killed between
+        the seal (its claim on the group) and the members. A group holding a member is a
+        record, which the journal settles (`gc` completes it or removes it whole)."""
+        filled: dict[str, bool] = {}
+        for area in _GROUP_AREAS:
+            for key, _size in self.store.list(area):
+                prefix, _, name = key.rpartition("/")
+                if prefix.count("/") == 1:
+                    filled[prefix] = filled.get(prefix, False) or name != GROUP_SEAL
+        found = []
+        for prefix in sorted(prefix for prefix, full in filled.items() if not full):
+            seal = f"{prefix}/{GROUP_SEAL}"
+            info = self.store.head(seal)
+            if info is not None:
+                found.append(
+                    Leftover(
+                        name=seal,
+                        path=self.location.describe(seal),
+                        in_progress=info.age_seconds <= self.lease.seconds,
+                    )
+                )
+        return found
+
+    def _remove_unfilled_group(self, seal: str) -> bool:
+        """Remove the seal of a group that is still without members, under the journal lock
+        (which its writer held from the seal to the members' journal entry)."""
+        with self.journal.lock():
+            if any(
+                not key.endswith(f"/{GROUP_SEAL}")
+                for key, _size in self.store.list(seal.removesuffix(GROUP_SEAL))
+            ):
+                return False  # filled meanwhile: a record, no longer debris
+            self.store.delete([seal])
+        return True
+
     def remove_leftover(self, leftover: Leftover) -> bool:
         name = leftover.name
+        if name.endswith(f"/{GROUP_SEAL}") and name.startswith(_GROUP_AREAS):
+            return self._remove_unfilled_group(name)
         if name.startswith(CLAIMS):
             run_id = check_run_id(name[len(CLAIMS) :])
             stored = self.store.get(name)
