@@ -247,7 +247,9 @@ def test_read_the_findings(page: WatchedPage) -> None:
     assert "gemini-2.5-flash" in page.page.locator("#verdicts").inner_text()
     # A decision's detail opens from its link; the sentinel history lists the checks.
     page.page.locator("table.decisions td.id a").first.click()
-    assert page.page.locator("details.decision[open]").count() == 1
+    opened = page.page.locator("details.decision[open]")
+    opened.first.wait_for(state="attached", timeout=10_000)  # opened on hashchange, after
+    assert opened.count() == 1
     assert page.page.locator("#sentinels table.history tbody tr").count() >= 2
     page.visit("/findings?model=gemini-2.5-flash&criterion=C2")
     assert "C2 first fired on gemini-2.5-flash" in page.page.locator("#drift").inner_text()
