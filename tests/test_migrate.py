@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -121,6 +122,17 @@ def _schema(path: Path) -> tuple[dict[str, list[str]], set[str]]:
     return tables, indexes
 
 
+def _index_at(path: Path, migrations: list[tuple[str, Any]]) -> sqlite3.Connection:
+    """An index at `path` as an older agentledger left it: `migrations` applied and recorded,
+    the rest not; the connection, to fill it as that release would have."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, migration in migrations:
+        migration(db)
+        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    return db
+
+
 def test_new_index_has_the_exact_schema(ledger: Ledger) -> None:
     tables, indexes = _schema(ledger.root / "index.sqlite")
     assert tables == EXPECTED_TABLES
@@ -187,11 +199,7 @@ def test_opening_twice_does_not_migrate_twice(ledger: Ledger) -> None:
 
 def test_an_index_from_before_scores_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in MIGRATIONS[:1]:
-        migration(db)
-        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db = _index_at(path, MIGRATIONS[:1])
     db.execute(
         f"INSERT INTO runs VALUES ({', '.join('?' * 29)})",
         _old_row("r1", {"scenario": "use_case_m", "model": "m1"}, False),
@@ -219,11 +227,7 @@ def _old_row(run_id: str, metadata: dict[str, object], backfilled: bool) -> tupl
 
 def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in MIGRATIONS[:2]:
-        migration(db)
-        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db = _index_at(path, MIGRATIONS[:2])
     base = {"scenario": "use_case_m", "model": "m1"}
     rows = [
         _old_row("recorded", {**base, "source": {"runner": "agentledger run"}}, False),
@@ -257,11 +261,7 @@ def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Pat
 def test_an_index_from_before_the_report_indexes_is_upgraded(tmp_path: Path) -> None:
     """m005: the covering indexes appear, score_criteria keeps its rows without a rowid."""
     path = tmp_path / "index.sqlite"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in MIGRATIONS[:3]:
-        migration(db)
-        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db = _index_at(path, MIGRATIONS[:3])
     db.execute(
         f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
         "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
@@ -304,11 +304,7 @@ def test_an_index_from_before_the_label_lookups_is_upgraded(tmp_path: Path) -> N
     """m006: labels keep their criteria, now in a table without a rowid, and a source's
     current labels are read from the covering index alone."""
     path = tmp_path / "index.sqlite"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in MIGRATIONS[:5]:
-        migration(db)
-        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db = _index_at(path, MIGRATIONS[:5])
     db.execute(
         "INSERT INTO labels (label_id, run_id, source_kind, source_name, verdict, created_at, "
         "current, label_json) VALUES ('lbl_20260312T101500Z_0000abcd', 'r1', 'external', "
@@ -349,12 +345,7 @@ def test_an_index_from_before_the_label_lookups_is_upgraded(tmp_path: Path) -> N
 def test_an_index_from_before_m008_gets_run_ids_in_its_start_index(tmp_path: Path) -> None:
     """m008: runs_started keeps its name and gains run_id; the runs stay as they were."""
     path = tmp_path / "index.sqlite"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    before = [item for item in MIGRATIONS if item[0] < "m008"]
-    for name, migration in before:
-        migration(db)
-        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db = _index_at(path, [item for item in MIGRATIONS if item[0] < "m008"])
     db.execute(
         f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
         "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
@@ -381,11 +372,7 @@ def test_an_index_from_before_m011_gets_each_rows_criteria_packed(tmp_path: Path
     """m011: every score and label indexed before it gets its criteria packed on its row, as
     the index packs a new one's, and agreement reads them from the covering indexes alone."""
     path = tmp_path / "index.sqlite"
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in MIGRATIONS[:-1]:
-        migration(db)
-        db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
+    db = _index_at(path, MIGRATIONS[:-1])
     db.execute(
         f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
         "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
