@@ -15,6 +15,8 @@ thought, tokens and cost come from the events' metrics. Times without a zone sta
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentledger.errors import InputError, RecordError
+from agentledger.identity import HASH_PREFIX
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (
@@ -33,11 +36,11 @@ from agentledger.importers.trace_runs import (
 )
 from agentledger.records import decode_json
 from agentledger.records.trace import (
+    MAX_STEP_TEXT,
     STEPS,
     TraceStep,
     exact_time,
     shell_log_of_values,
-    step_text_fields,
     time_zone_of,
     trace_bytes_of_values,
 )
@@ -110,19 +113,28 @@ def find_trajectories(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     return found
 
 
-def _siblings(path: Path, task: str) -> list[Path]:
-    """Other files of the same task in the trajectory's folder: ``<kind>_<task>.json``."""
+def _task_files(folder: Path) -> dict[str, list[str]]:
+    """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``."""
+    by_rest: dict[str, list[str]] = {}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            _kind, sep, rest = entry.name.partition("_")
+            if sep and rest and entry.is_file():
+                by_rest.setdefault(rest, []).append(entry.name)
+    return by_rest
+
+
+def _siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[Path]:
+    """Other files of the same task in the trajectory's folder: ``<kind>_<task>.json``.
+
+    The folder is listed once per import (`ctx`): a flat folder of a thousand trajectories
+    would otherwise be listed a thousand times."""
     if not path.name.startswith(_PREFIX):
         return []
-    suffix = f"_{task}{path.suffix}"
-    return sorted(
-        other
-        for other in path.parent.iterdir()
-        if other.name != path.name
-        and other.name.endswith(suffix)
-        and "_" not in other.name[: -len(suffix)]
-        and other.is_file()
-    )
+    folder = path.parent
+    by_rest = _task_files(folder) if ctx is None else ctx.per_folder(FORMAT, folder, _task_files)
+    names = by_rest.get(f"{task}{path.suffix}", ())
+    return sorted(folder / name for name in names if name != path.name)
 
 
 def _events(data: Any, origin: str) -> tuple[list[Any], dict[str, Any]]:
@@ -147,6 +159,21 @@ def _int(value: Any) -> int | None:
 
 
 _NO_VALUES: dict[str, Any] = {}
+_NOTED = frozenset(("system", "message", "finish"))  # the actions note_action reads
+_fromisoformat = datetime.fromisoformat
+_sha256 = hashlib.sha256
+
+
+@functools.lru_cache(maxsize=1024)
+def _action_type(action: str) -> str:
+    return f"action:{action}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _observation_type(observation: str) -> str:
+    return f"observation:{observation}"
+
+
 # isinstance with a tuple: an `int | float` union would be made anew on every event.
 _NUMBERS = (int, float)
 _CONTAINERS = (dict, list)
@@ -246,73 +273,109 @@ class _Reader:
         return tokens_in, tokens_out, cost
 
     def step(self, event: Any, position: int) -> dict[str, Any]:
-        """The JSON fields of the step of `event`, in the record's order, unset ones left out."""
-        if not isinstance(event, dict):
+        """The JSON fields of the step of `event`, in the record's order, unset ones left out.
+
+        The hot loop of an import (one call per event): the common shapes are tested with
+        `type(...) is` and dict lookups, the rare ones fall back to the checks that name the
+        field."""
+        if type(event) is not dict and not isinstance(event, dict):
             raise self.fail(position, f"expected an object, found {type(event).__name__}")
         get = event.get
-        action, observation = get("action"), get("observation")
-        if not (action is None or isinstance(action, str)):
-            raise self._not_a(str, action, position, "action")
-        if not (observation is None or isinstance(observation, str)):
-            raise self._not_a(str, observation, position, "observation")
+        action = get("action")
+        observation = get("observation")
         args = get("args")
         extras = get("extras")
-        if not (args is None or isinstance(args, dict)):
+        if action is not None and type(action) is not str and not isinstance(action, str):
+            raise self._not_a(str, action, position, "action")
+        if (
+            observation is not None
+            and type(observation) is not str
+            and not isinstance(observation, str)
+        ):
+            raise self._not_a(str, observation, position, "observation")
+        if args is None or not args:
+            if args is not None and not isinstance(args, dict):
+                raise self._not_a(dict, args, position, "args")
+            args = _NO_VALUES
+        elif not isinstance(args, dict):
             raise self._not_a(dict, args, position, "args")
-        if not (extras is None or isinstance(extras, dict)):
+        if extras is not None and not isinstance(extras, dict):
             raise self._not_a(dict, extras, position, "extras")
-        args = args or _NO_VALUES
-        source = get("source")
         index = len(self.steps)
         meta = get("tool_call_metadata")
-        if not isinstance(meta, dict):
+        if type(meta) is not dict:
             meta = _NO_VALUES
-        tokens_in, tokens_out, cost = self.metrics(meta, get("llm_metrics"))
+        metrics = get("llm_metrics")
+        if meta is _NO_VALUES and metrics is None:
+            tokens_in = tokens_out = cost = None
+        else:
+            tokens_in, tokens_out, cost = self.metrics(meta, metrics)
+        step: dict[str, Any] = {"schema_version": 1, "index": index}
         stamp = get("timestamp")
-        moment = None if stamp is None else self.time(stamp, position)
-        tool = _text(meta.get("function_name"))
+        if stamp is not None:
+            if type(stamp) is not str:
+                moment = self.time(stamp, position)
+            else:
+                try:
+                    moment = _fromisoformat(stamp)
+                except ValueError:
+                    moment = self.time(stamp, position)
+            step["time"] = moment
+            zone = self.zones.get(moment.tzinfo)
+            step["time_zone"] = zone if zone is not None else self.zone(moment)
+        tool = meta.get("function_name")
+        if tool is not None and (type(tool) is not str or not tool):
+            tool = _text(tool)
         command = command_kind = exit_code = cwd = cause = None
         arguments: dict[str, Any] | None = None
         if action is not None:
             kind = _ACTIONS.get(action, "other")
+            source = get("source")
             actor = _ACTORS.get(source, "environment") if isinstance(source, str) else "agent"
-            raw_type = f"action:{action}"
-            arguments = args or None
+            raw_type = _action_type(action)
+            if args is not _NO_VALUES:
+                arguments = args
             tool = tool or action
-            text = (
-                _text(args.get("content"))
-                or _text(args.get("final_thought"))
-                or _text(args.get("thought"))
-                or _text(args.get("code"))
-                or _text(get("message"))
-            )
+            text = args.get("content")
+            if type(text) is not str or not text:
+                text = (
+                    _text(text)
+                    or _text(args.get("final_thought"))
+                    or _text(args.get("thought"))
+                    or _text(args.get("code"))
+                    or _text(get("message"))
+                )
             if kind == "command":
                 command = args.get("command")
                 if not isinstance(command, str):
                     raise self.fail(position, "a run action needs a command string", "args.command")
                 command_kind = command_class(command)
-            self.note_action(action, args, text, actor)
+            if action in _NOTED:
+                self.note_action(action, args, text, actor)
         elif observation is not None:
             kind = _OBSERVATIONS.get(observation, "tool_result")
             if observation in _QUIET_OBSERVATIONS:
                 kind = "other"
-            raw_type = f"observation:{observation}"
+            raw_type = _observation_type(observation)
+            source = get("source")
             actor = (
                 "environment" if source == "environment" else "user" if source == "user" else "tool"
             )
             tool = tool or observation
-            text = _text(get("content")) or _text(get("message"))
-            extras = extras or _NO_VALUES
-            detail = extras.get("metadata")
-            if isinstance(detail, dict):
-                code = detail.get("exit_code")
-                if isinstance(code, int) and not isinstance(code, bool):
-                    exit_code = code
-                cwd = _text(detail.get("working_dir"))
-            elif isinstance(extras.get("exit_code"), int):
-                exit_code = int(extras["exit_code"])  # true and false as the record reads them
-            if kind == "command_output" and isinstance(extras.get("command"), str):
-                command = extras["command"]
+            text = get("content")
+            if type(text) is not str or not text:
+                text = _text(text) or _text(get("message"))
+            if extras:
+                detail = extras.get("metadata")
+                if type(detail) is dict:
+                    code = detail.get("exit_code")
+                    if type(code) is int or (isinstance(code, int) and not isinstance(code, bool)):
+                        exit_code = code
+                    cwd = _text(detail.get("working_dir"))
+                elif isinstance(extras.get("exit_code"), int):
+                    exit_code = int(extras["exit_code"])  # true and false as the record reads them
+                if kind == "command_output" and isinstance(extras.get("command"), str):
+                    command = extras["command"]
             caused_by = get("cause")
             if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
                 cause = self.index_of_id.get(caused_by)
@@ -320,18 +383,15 @@ class _Reader:
             kind, actor, raw_type = "other", "environment", "event"
             text = _text(get("message")) or _text(get("content"))
         # In TraceStep's field order: the trace is these fields as they stand.
-        step: dict[str, Any] = {"schema_version": 1, "index": index}
-        if moment is not None:
-            step["time"] = moment
-            step["time_zone"] = self.zone(moment)
         step["actor"] = actor
         step["kind"] = kind
         step["raw_type"] = raw_type
         if tool is not None:
             step["tool"] = tool
-        call_id = _text(meta.get("tool_call_id"))
-        if call_id is not None:
-            step["call_id"] = call_id
+        if meta is not _NO_VALUES:
+            call_id = meta.get("tool_call_id")
+            if call_id is not None and ((type(call_id) is str and call_id) or _text(call_id)):
+                step["call_id"] = call_id
         if arguments is not None:
             step["arguments"] = arguments
         if command is not None:
@@ -343,14 +403,29 @@ class _Reader:
         if cwd is not None:
             step["cwd"] = cwd
         if text is not None:
-            step["content"] = step_text_fields(text)
+            data = text.encode("utf-8", "surrogatepass")
+            if len(text) > MAX_STEP_TEXT:
+                step["content"] = {
+                    "text": text[:MAX_STEP_TEXT],
+                    "bytes": len(data),
+                    "sha256": HASH_PREFIX + _sha256(data).hexdigest(),
+                    "truncated": True,
+                }
+            else:
+                step["content"] = {
+                    "text": text,
+                    "bytes": len(data),
+                    "sha256": HASH_PREFIX + _sha256(data).hexdigest(),
+                    "truncated": False,
+                }
         if cause is not None:
             step["cause"] = cause
-        response = meta.get("model_response")
-        if isinstance(response, dict):
-            model = _text(response.get("model"))
-            if model is not None:
-                step["model"] = model
+        if meta is not _NO_VALUES:
+            response = meta.get("model_response")
+            if type(response) is dict:
+                model = _text(response.get("model"))
+                if model is not None:
+                    step["model"] = model
         if tokens_in is not None:
             step["tokens_in"] = tokens_in
         if tokens_out is not None:
@@ -361,9 +436,13 @@ class _Reader:
         if event_id is None:
             step["source"] = {"file": self.attachment}
         else:
-            step["source"] = {"file": self.attachment, "event": str(event_id)[:100]}
-            if not isinstance(event_id, _CONTAINERS):
+            if type(event_id) is int:
+                step["source"] = {"file": self.attachment, "event": str(event_id)}
                 self.index_of_id.setdefault(event_id, index)
+            else:
+                step["source"] = {"file": self.attachment, "event": str(event_id)[:100]}
+                if not isinstance(event_id, _CONTAINERS):
+                    self.index_of_id.setdefault(event_id, index)
         return step
 
     def checked(self) -> list[TraceStep]:
@@ -475,4 +554,6 @@ def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     raw = read_trace_file(path, ctx, real)
     trace, facts = trajectory_trace(raw, str(path), f"attachments/{path.name}")
     facts.scenario, facts.scenario_from = scenario_of(path), "file name"
-    return plan_trace_run(path, raw, trace, facts, ctx, attachments=_siblings(path, facts.scenario))
+    return plan_trace_run(
+        path, raw, trace, facts, ctx, attachments=_siblings(path, facts.scenario, ctx)
+    )

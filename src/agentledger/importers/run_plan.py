@@ -161,6 +161,15 @@ class PlanContext:
     _options: tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]] | RecordError | None = None
     _safe_names: set[str] = field(default_factory=set)
     _held: int = 0
+    _per_folder: dict[tuple[str, Path], Any] = field(default_factory=dict)
+
+    def per_folder(self, key: str, folder: Path, make: Callable[[Path], Any]) -> Any:
+        """`make(folder)`, made once per folder for this import (`key` names what is made): a
+        format's index of the files beside its runs, rather than a listing for every run."""
+        slot = (key, folder)
+        if slot not in self._per_folder:
+            self._per_folder[slot] = make(folder)
+        return self._per_folder[slot]
 
     def hold(self, size: int) -> bool:
         """Whether `size` more bytes read while planning may be kept until sealing (counted
