@@ -286,6 +286,10 @@ def test_zones_system_prompt_and_unknown_kinds(tmp_path: Path) -> None:
         (b'[{"id": 1, "action": "run", "args": {"cmd": "ls"}}]', "event 0.args.command"),
         (b'[{"id": 1, "action": "run", "args": "ls"}]', "event 0.args"),
         (b'[{"id": 1, "action": ["run"]}]', "event 0.action"),
+        (b'[{"id": 1, "action": "run", "args": []}]', "event 0.args"),
+        (b'[{"id": 1, "action": "read", "args": 0}]', "event 0.args"),
+        (b'[{"id": 1, "observation": "run", "extras": 3}]', "event 0.extras"),
+        (b'[{"id": 1, "observation": 7}]', "event 0.observation"),
         (b'[{"id": 1, "cost": NaN}]', "NaN"),
         (b"[{", "malformed JSON"),
     ],
@@ -299,6 +303,47 @@ def test_malformed_trajectories_write_nothing(tmp_path: Path, content: bytes, wh
     assert code == 2
     assert "traj_zbad.json" in err and where in err
     assert not root.exists()  # nothing written, not even a ledger
+
+
+def test_files_beside_a_trajectory_from_one_listing_of_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`<kind>_<task>.json` beside `traj_<task>.json` is kept with its run, also when the task
+    has underscores; a kind with an underscore, another task or a directory is not. A flat
+    folder is listed once for all its trajectories, not once per trajectory."""
+    folder = tmp_path / "in"
+    for task in ("a", "a_b", "b"):
+        _write(folder / f"traj_{task}.json", GOOD)
+    for name in ("eval_a.json", "eval_a_b.json", "notes_a_b.json", "x_y_a.json", "eval_b.txt"):
+        (folder / name).write_text("{}")
+    (folder / "cfg_b.json").mkdir()
+    from agentledger.importers import openhands
+
+    listed: list[Path] = []
+    list_folder = openhands._task_files
+
+    def listing(folder: Path) -> dict[str, list[str]]:
+        listed.append(folder)
+        return list_folder(folder)
+
+    monkeypatch.setattr(openhands, "_task_files", listing)
+    root = tmp_path / "ledger"
+    code, _, err = run(
+        "import", "--ledger", str(root), str(folder), "--model", "m", "--workers", "1"
+    )
+    assert code == 0, err
+    assert listed == [folder]
+    kept = {}
+    for files in _imported(root).values():
+        metadata = parse_record(RunMetadata, files["metadata.json"], "m")
+        kept[metadata.scenario] = sorted(
+            name for name in files if name.startswith("attachments/") and "traj_" not in name
+        )
+    assert kept == {
+        "a": ["attachments/eval_a.json"],
+        "a_b": ["attachments/eval_a_b.json", "attachments/notes_a_b.json"],
+        "b": [],
+    }
 
 
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
