@@ -346,6 +346,83 @@ def test_files_beside_a_trajectory_from_one_listing_of_its_folder(
     }
 
 
+@pytest.fixture
+def spool_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Planning may keep none of the files it makes in memory: each waits in a spool
+    directory under the returned folder (the system's temporary directory for the test)."""
+    import tempfile
+
+    from agentledger.importers import run_plan
+
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setattr(run_plan, "MADE_HELD_BYTES", 0)
+    return folder
+
+
+def _without_seal_times(imported: dict[str, dict[str, bytes]]) -> dict[str, dict[str, Any]]:
+    return {
+        run_id: {
+            name: json.loads(data)["files"] if name == "MANIFEST.json" else data
+            for name, data in files.items()
+        }
+        for run_id, files in imported.items()
+    }
+
+
+def test_an_import_larger_than_memory_allows_waits_in_a_spool(
+    samples: Path, tmp_path: Path, spool_everything: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The traces and shell logs an import makes wait on disk when memory cannot hold them
+    all: the runs are the same, and the spool is gone afterwards, whatever happened."""
+    from agentledger.importers import run_plan
+
+    folders = [str(samples / m) for m in MODELS]
+    waited: list[str] = []
+    keep_made = run_plan.PlanContext.keep_made
+
+    def keep(ctx: run_plan.PlanContext, data: bytes) -> tuple[bytes | None, str | None]:
+        kept, path = keep_made(ctx, data)
+        assert kept is None and path is not None and Path(path).read_bytes() == data
+        waited.append(path)
+        return kept, path
+
+    monkeypatch.setattr(run_plan.PlanContext, "keep_made", keep)
+    spooled = tmp_path / "spooled"
+    code, _, err = run("import", "--ledger", str(spooled), *folders, "--workers", "1")
+    assert code == 0, err
+    assert len(waited) > len(_imported(spooled))  # every trace, and the shell logs
+    assert list(spool_everything.iterdir()) == []
+    monkeypatch.setattr(run_plan.PlanContext, "keep_made", keep_made)
+    monkeypatch.setattr(run_plan, "MADE_HELD_BYTES", 1 << 40)
+    held = tmp_path / "held"
+    code, _, err = run("import", "--ledger", str(held), *folders, "--workers", "1")
+    assert code == 0, err
+    assert _without_seal_times(_imported(spooled)) == _without_seal_times(_imported(held))
+    # Again into the same ledger: identical runs, compared from the spool.
+    monkeypatch.setattr(run_plan, "MADE_HELD_BYTES", 0)
+    code, out, err = run("import", "--ledger", str(spooled), *folders, "--workers", "1")
+    assert code == 0, err
+    assert (
+        f"Imported 0 runs into {spooled}; {len(_imported(held))} already imported, identical" in out
+    )
+    assert list(spool_everything.iterdir()) == []
+
+
+def test_a_refused_import_leaves_no_spool(
+    tmp_path: Path, spool_everything: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "in"
+    _write(folder / "traj_good.json", GOOD)
+    (folder / "traj_zbad.json").write_bytes(b'[{"id": 1, "action": ["run"]}]')
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(folder), "--model", "m")
+    assert code == 2 and "traj_zbad.json" in err
+    assert list(spool_everything.iterdir()) == []
+    assert not (root / "runs").is_dir() or list((root / "runs").iterdir()) == []
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

@@ -105,6 +105,9 @@ class _InProcess(PreparedImport):
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
         return write_plan(ledger, self.plan, progress=progress)
 
+    def close(self) -> None:
+        self.plan.discard()
+
 
 # -- several processes ---------------------------------------------------------------------
 
@@ -280,6 +283,7 @@ class _Workers(PreparedImport):
         `unchecked`: whether each directory is a run is still to be checked (while planning).
         """
         super().__init__([])
+        self.plan: ImportPlan | None = None
         size = -(-len(run_dirs) // (len(workers) + 1))
         shares = [run_dirs[i : i + size] for i in range(0, len(run_dirs), size)]
         own, others = shares[0], shares[1:]
@@ -312,6 +316,8 @@ class _Workers(PreparedImport):
             for worker in self.workers:
                 worker.close(now=True)
             self.workers = []
+            if self.plan is not None:
+                self.plan.discard()
             raise
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
@@ -326,6 +332,7 @@ class _Workers(PreparedImport):
                 worker.outbox.send(("go", str(ledger.root)))
             phase = _Phase(self.workers, "done", len(self.new_runs), progress)
             try:
+                assert self.plan is not None
                 own = write_plan(ledger, self.plan, progress=phase.own_progress)
                 imported = [own.imported, *phase.finish()]
             except BaseException as exc:
@@ -349,6 +356,8 @@ class _Workers(PreparedImport):
         for worker in self.workers:
             worker.close()
         self.workers = []
+        if self.plan is not None:
+            self.plan.discard()
 
 
 def prepare_import(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
@@ -138,8 +139,6 @@ def plan_runs(
         ledger=ledger,
         unchecked=unchecked,
     )
-    runs: list[PlannedRun] = []
-    seen: dict[str, Path] = {}
     if real_paths is not None and len(real_paths) != len(run_dirs):
         raise ValueError("one real path per run directory")
     plan_one: Callable[[Path, PlanContext, str | None], PlannedRun] = plan_run
@@ -147,6 +146,26 @@ def plan_runs(
         from agentledger.importers.formats import planner
 
         plan_one = planner(options.format)
+    try:
+        runs = _plan_each(run_dirs, ctx, plan_one, real_paths, progress)
+    except BaseException:
+        if ctx.spool is not None:
+            shutil.rmtree(ctx.spool, ignore_errors=True)
+        raise
+    return ImportPlan(
+        runs=runs, max_artifact_bytes=limit, batch_size=options.batch_size, spool=ctx.spool
+    )
+
+
+def _plan_each(
+    run_dirs: Sequence[Path],
+    ctx: PlanContext,
+    plan_one: Callable[[Path, PlanContext, str | None], PlannedRun],
+    real_paths: Sequence[str] | None,
+    progress: Progress | None,
+) -> list[PlannedRun]:
+    runs: list[PlannedRun] = []
+    seen: dict[str, Path] = {}
     with _fewer_collections():
         for done, run_dir in enumerate(run_dirs, start=1):
             run = plan_one(run_dir, ctx, real_paths[done - 1] if real_paths else None)
@@ -160,7 +179,7 @@ def plan_runs(
             runs.append(run)
             if progress:
                 progress(done, len(run_dirs))
-    return ImportPlan(runs=runs, max_artifact_bytes=limit, batch_size=options.batch_size)
+    return runs
 
 
 def plan_import(
@@ -220,13 +239,16 @@ def write_plan(
                 return
             yield _content(run)
 
-    with _fewer_collections():
-        sealed = ledger.seal_runs(
-            contents(),
-            batch_size=plan.batch_size,
-            max_artifact_bytes=plan.max_artifact_bytes,
-            progress=(lambda done: progress(done, len(new))) if progress else None,
-        )
+    try:
+        with _fewer_collections():
+            sealed = ledger.seal_runs(
+                contents(),
+                batch_size=plan.batch_size,
+                max_artifact_bytes=plan.max_artifact_bytes,
+                progress=(lambda done: progress(done, len(new))) if progress else None,
+            )
+    finally:
+        plan.discard()
     report.imported.extend(result.run_id for result in sealed)
     if report.identical:
         report.indexed = _index_missing(ledger, report.identical)

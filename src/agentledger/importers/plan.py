@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentledger.errors import (
     InputError,
@@ -102,6 +105,22 @@ class ImportPlan:
     runs: list[PlannedRun]
     max_artifact_bytes: int
     batch_size: int = 200
+    spool: str | None = None
+    """The directory where files planning made wait for sealing, when memory could not hold
+    them all (`run_plan.PlanContext.keep_made`); removed by `discard`, or when the plan is
+    freed or the process ends."""
+    _discard: weakref.finalize[..., Any] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
+
+    def __post_init__(self) -> None:
+        remove = weakref.finalize(self, shutil.rmtree, self.spool, True) if self.spool else None
+        object.__setattr__(self, "_discard", remove)  # frozen: set once, here
+
+    def discard(self) -> None:
+        """Remove the spool directory (the plan can no longer be sealed after this)."""
+        if self._discard is not None:
+            self._discard()
 
     @property
     def new_runs(self) -> list[PlannedRun]:

@@ -11,6 +11,7 @@ import json
 import operator
 import os
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -84,6 +85,11 @@ _SAFE_NAMES_SIZE = 4096
 HELD_BYTES = 256 * 1024 * 1024
 """How many bytes of files read while planning one process's share of an import may be kept
 for sealing, rather than read (and hashed) again then; the rest is copied from its path."""
+MADE_HELD_BYTES = 512 * 1024 * 1024
+"""How many bytes of files planning makes (a trace's trace.jsonl and shell log) one process
+may keep in memory until sealing; the rest wait in a spool directory (`PlanContext.keep_made`),
+so that an import of any size plans in bounded memory."""
+SPOOL_PREFIX = "agentledger-spool-"
 
 _artifact_name = operator.attrgetter("name")
 
@@ -161,6 +167,9 @@ class PlanContext:
     _options: tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]] | RecordError | None = None
     _safe_names: set[str] = field(default_factory=set)
     _held: int = 0
+    _made: int = 0
+    spool: str | None = None  # the spool directory, once a made file had to wait there
+    _spooled: int = 0
     _per_folder: dict[tuple[str, Path], Any] = field(default_factory=dict)
 
     def per_folder(self, key: str, folder: Path, make: Callable[[Path], Any]) -> Any:
@@ -178,6 +187,33 @@ class PlanContext:
             return False
         self._held += size
         return True
+
+    def keep_made(self, data: bytes) -> tuple[bytes | None, str | None]:
+        """Keep `data`, a file planning made, until sealing: in memory while `MADE_HELD_BYTES`
+        allows, else in a file of the spool directory (a private one in the system's temporary
+        directory, `$TMPDIR`, removed with the plan). Gives (the bytes, None) or (None, the
+        spooled file's path)."""
+        if self._made + len(data) <= MADE_HELD_BYTES:
+            self._made += len(data)
+            return data, None
+        if self.spool is None:
+            self.spool = tempfile.mkdtemp(prefix=SPOOL_PREFIX)
+        self._spooled += 1
+        path = os.path.join(self.spool, str(self._spooled))
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise InputError(
+                f"cannot keep a planned file in the spool directory {self.spool}: "
+                f"{exc.strerror or exc}; free some space there or point TMPDIR elsewhere"
+            ) from None
+        return None, path
 
     def option_claims(self) -> tuple[list[tuple[str, Claim]], list[tuple[str, Claim]]]:
         """What the options say (fields, then tags): the same for every run, made once."""

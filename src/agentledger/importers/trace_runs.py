@@ -238,10 +238,10 @@ def plan_trace_run(
         artifacts.append(PlannedArtifact(name, str(sibling), len(data) if data else size, data))
     ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
-    artifacts.append(PlannedArtifact(TRACE, None, len(built.jsonl), built.jsonl))
-    shell = built.shell_log
-    if shell:
-        artifacts.append(PlannedArtifact(SHELL_AUDIT, None, len(shell), shell))
+    for name, made in ((TRACE, built.jsonl), (SHELL_AUDIT, built.shell_log)):
+        if made or name == TRACE:
+            data, spooled = ctx.keep_made(made)
+            artifacts.append(PlannedArtifact(name, spooled, len(made), data))
     source: dict[str, Any] = {
         "importer": facts.importer,
         "file": path.name,
