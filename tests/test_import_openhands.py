@@ -68,6 +68,7 @@ def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: P
         metadata = parse_record(RunMetadata, files["metadata.json"], "metadata.json")
         assert metadata.source is not None
         by_file[metadata.source["file"], metadata.scenario] = (metadata, files)
+    refusals = 0
     for path in trajectories:
         task = path.stem.removeprefix("traj_")
         metadata, files = by_file[path.name, task]
@@ -105,10 +106,30 @@ def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: P
         else:
             assert "report.md" not in files
             assert "no finish step: the run has no report" in summary.notes
+        # a command OpenHands' runtime would not run says so in its shell log line (the
+        # runtime's error, or its "is NOT executed" notice, where the output would be)
+        refused = {
+            e["cause"]
+            for e in events
+            if e.get("observation") == "error"
+            or "is NOT executed"
+            in str(((e.get("extras") or {}).get("metadata") or {}).get("suffix", ""))
+        } & {e["id"] for e in expected_runs}
+        for event, line in zip(expected_runs, shell, strict=True):
+            if event["id"] in refused:
+                said = (line.stdout or "") + (line.stderr or "")
+                assert "NOT executed" in said or "Cannot execute" in said, said
+        refusals += len(refused)
         assert summary.commands_run == len(expected_runs)
+        # a command's output is what it printed, never OpenHands' summary of it
+        for event, line in zip(expected_runs, shell, strict=True):
+            answers = [e for e in events if e.get("cause") == event["id"]]
+            if answers and answers[0].get("observation") == "run" and not answers[0]["content"]:
+                assert line.stdout is None or "executed with exit code" not in line.stdout
         assert summary.cost_usd is not None and summary.cost_usd > 0
         assert summary.tokens_in and summary.tokens_out
         assert files["PROMPT.txt"] == events[0]["args"]["content"].encode()
+    assert refusals >= 2  # the samples hold some (the ssh-firewall and css runs)
     code, out, _ = run("verify", "--ledger", str(root))
     assert code == 0, out
 

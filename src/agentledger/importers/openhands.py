@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -160,6 +161,8 @@ def _int(value: Any) -> int | None:
 
 _NO_VALUES: dict[str, Any] = {}
 _NOTED = frozenset(("system", "message", "finish"))  # the actions note_action reads
+# The runtime's plain notice after a command, which the exit code says already.
+_COMPLETED = re.compile(r"\s*\[The command completed with exit code -?\d+\.\]\s*")
 _fromisoformat = datetime.fromisoformat
 _sha256 = hashlib.sha256
 
@@ -362,9 +365,16 @@ class _Reader:
                 "environment" if source == "environment" else "user" if source == "user" else "tool"
             )
             tool = tool or observation
+            caused_by = get("cause")
+            if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
+                cause = self.index_of_id.get(caused_by)
             text = get("content")
             if type(text) is not str or not text:
-                text = _text(text) or _text(get("message"))
+                # A command's output is its content only: the event's message is OpenHands'
+                # summary of it ("Command `rm x` executed with exit code 0."), not output.
+                text = _text(text)
+                if text is None and kind != "command_output":
+                    text = _text(get("message"))
             if extras:
                 detail = extras.get("metadata")
                 if type(detail) is dict:
@@ -372,13 +382,12 @@ class _Reader:
                     if type(code) is int or (isinstance(code, int) and not isinstance(code, bool)):
                         exit_code = code
                     cwd = _text(detail.get("working_dir"))
+                    if kind == "command_output":
+                        text = self.runtime_notices(detail, text)
                 elif isinstance(extras.get("exit_code"), int):
                     exit_code = int(extras["exit_code"])  # true and false as the record reads them
                 if kind == "command_output" and isinstance(extras.get("command"), str):
                     command = extras["command"]
-            caused_by = get("cause")
-            if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
-                cause = self.index_of_id.get(caused_by)
         else:
             kind, actor, raw_type = "other", "environment", "event"
             text = _text(get("message")) or _text(get("content"))
@@ -444,6 +453,22 @@ class _Reader:
                 if not isinstance(event_id, _CONTAINERS):
                     self.index_of_id.setdefault(event_id, index)
         return step
+
+    @staticmethod
+    def runtime_notices(detail: dict[str, Any], output: str | None) -> str | None:
+        """A command's output with the notices OpenHands' runtime put around it, as the agent
+        saw them (``[Below is the output of the previous command.]``, ``[The command has no
+        new output after 30 seconds. ...]``), but for the plain ``[The command completed with
+        exit code N.]``, which the exit code says. So a command the runtime did not run says so
+        where its output would be (``[Your command "..." is NOT executed. ...]``)."""
+        prefix = _text(detail.get("prefix"))
+        suffix = _text(detail.get("suffix"))
+        if suffix is not None and _COMPLETED.fullmatch(suffix):
+            suffix = None
+        if prefix is None and suffix is None:
+            return output
+        text = (prefix or "") + (output or "") + (suffix or "")
+        return text if text.strip() else None
 
     def checked(self) -> list[TraceStep]:
         """The steps validated all at once; on a problem, the first bad event is named."""

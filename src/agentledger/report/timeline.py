@@ -55,6 +55,9 @@ def _detail(step: TraceStep, limit: int) -> str:
             shown += f"  [{step.command_class}]"
         if step.gate is not None:
             shown += f"  gate: {one_line(step.gate.decision, 40)}"
+            by = step.gate.decided_by
+            if by and by != "policy":  # the gated shell's own policy goes without saying
+                shown += f" by {one_line(by, 40)}"
         return shown
     arguments = step.arguments or {}
     target = next((arguments[k] for k in _TARGETS if isinstance(arguments.get(k), str)), None)
