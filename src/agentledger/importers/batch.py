@@ -25,7 +25,7 @@ from typing import Any
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
 from agentledger.importers.directory import plan_runs, write_plan
-from agentledger.importers.formats import DIRECTORY, finder, resolve_format
+from agentledger.importers.formats import DIRECTORY, finder, resolve_format, without_excluded
 from agentledger.importers.layout import Layout
 from agentledger.importers.plan import (
     ImportOptions,
@@ -388,7 +388,12 @@ def prepare_import(
                 workers.append(Worker())
         # Whether each subdirectory is a run is checked while it is planned (from the listing
         # planning makes anyway, in the worker's share), not here one listing at a time.
-        found = find(paths) if find else layout.find_runs_real(paths, check=False)
+        if find is None:
+            found = layout.find_runs_real(paths, check=False)
+        elif layout.exclude is not None and kind is not None:
+            found = find(without_excluded(paths, kind, layout.exclude))
+        else:
+            found = find(paths)
         count = worker_count(options.workers, len(found), import_format=kind)
         if ledger is not None and not ledger.storage.shared_between_processes:
             count = 1  # another process would write into storage of its own

@@ -8,7 +8,10 @@ several. A new format is a module with a `find` and a `plan` function, named her
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +24,15 @@ if TYPE_CHECKING:
     from agentledger.importers.plan import PlannedRun
     from agentledger.importers.run_plan import PlanContext
 
-__all__ = ["DIRECTORY", "FORMATS", "detect_format", "finder", "planner", "resolve_format"]
+__all__ = [
+    "DIRECTORY",
+    "FORMATS",
+    "detect_format",
+    "finder",
+    "planner",
+    "resolve_format",
+    "without_excluded",
+]
 
 DIRECTORY = "directory"
 FORMATS: dict[str, tuple[str, str, str]] = {
@@ -73,9 +84,110 @@ def _detect_one(path: Path) -> str:
             f"{path}: cannot tell the format of this file; give --format "
             f"({', '.join(sorted(FORMATS))})"
         )
-    if any(path.glob("traj_*.json")) or any(path.glob("*/traj_*.json")):
-        return "openhands"
-    return DIRECTORY
+    kinds = _folder_kinds(path)
+    if any(path.glob("*/traj_*.json")):
+        kinds.setdefault("openhands", []).append(next(path.glob("*/traj_*.json")))
+    if len(kinds) > 1:
+        shown = "; ".join(
+            f"{kind}: {', '.join(p.name for p in files[:3])}{', ...' if len(files) > 3 else ''}"
+            for kind, files in sorted(kinds.items())
+        )
+        raise InputError(
+            f"{path}: the folder holds traces of different formats ({shown}); import each with "
+            f"--format ({', '.join(sorted(FORMATS))}), which reads only that format's files"
+        )
+    return next(iter(kinds), DIRECTORY)
+
+
+# How many of a folder's files are looked into to tell its format.
+_DETECT_FILES = 200
+
+
+def _folder_kinds(path: Path) -> dict[str, list[Path]]:
+    """The trace formats of the files at the top of the folder `path`, with files of each:
+    ``traj_*.json`` are OpenHands, ``*.eval`` Inspect AI, ``*.json`` and ``*.jsonl`` with
+    OTLP spans or an Inspect header those, other ``*.jsonl`` the plain format. Other files
+    (and run directories, below the top) say nothing."""
+    kinds: dict[str, list[Path]] = {}
+    try:
+        names = sorted(entry.name for entry in path.iterdir())
+    except OSError:
+        return kinds
+    opening = ("traj_", ".json")
+    if not any(n.startswith(opening[0]) and n.endswith(opening[1]) for n in names) and any(
+        _run_files().fullmatch(name) for name in names
+    ):
+        return kinds  # a run directory (the seed's layout): its shell log is no trace file
+    files = [
+        path / name
+        for name in names
+        if Path(name).suffix in (".json", ".jsonl", ".eval")
+        and not name.startswith(".")
+        and (path / name).is_file()
+    ]
+    trajectories = [p for p in files if p.name.startswith("traj_") and p.suffix == ".json"]
+    if trajectories:
+        kinds["openhands"] = trajectories
+    for file in [p for p in files if not p.name.startswith("traj_")][:_DETECT_FILES]:
+        if file.suffix == ".eval":
+            kind: str | None = "inspect"
+        else:
+            try:
+                kind = _detect_one(file)
+                if kind == "inspect":  # a log's header: {"version": 2, "status": ..., "eval"
+                    with file.open("rb") as handle:
+                        kind = "inspect" if b'"status"' in handle.read(4096) else None
+            except (InputError, OSError):
+                kind = None
+            if kind == "openhands":  # any .json: only traj_*.json names say OpenHands
+                kind = None
+        if kind is not None:
+            kinds.setdefault(kind, []).append(file)
+    return kinds
+
+
+@functools.cache
+def _run_files() -> re.Pattern[str]:
+    """The names of a run directory's own files (PROMPT.txt, metadata.json, ...)."""
+    from agentledger.importers.layout import DEFAULT_PATTERNS
+
+    globs = [glob for patterns in DEFAULT_PATTERNS.values() for glob in patterns]
+    return re.compile("|".join(f"(?:{fnmatch.translate(glob)})" for glob in globs))
+
+
+# The files each trace format reads in a folder, for --exclude.
+_TRACE_GLOBS = {
+    "openhands": ("traj_*.json",),
+    "jsonl": ("*.jsonl",),
+    "otel": ("*.json", "*.jsonl"),
+    "inspect": ("*.eval", "*.json"),
+}
+
+
+def without_excluded(paths: Sequence[Path], kind: str, exclude: re.Pattern[str]) -> list[Path]:
+    """`paths` with every folder replaced by the files of format `kind` below it that
+    `exclude` (from --exclude globs) does not match, by their path below the folder or their
+    name; a file given itself is left out when its name matches. A folder all of whose files
+    are excluded is an InputError."""
+    kept: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            if not exclude.fullmatch(path.name):
+                kept.append(path)
+            continue
+        files = sorted(
+            {file for glob in _TRACE_GLOBS[kind] for file in path.rglob(glob) if file.is_file()}
+        )
+        left = [
+            file
+            for file in files
+            if not exclude.fullmatch(file.name)
+            and not exclude.fullmatch(file.relative_to(path).as_posix())
+        ]
+        if files and not left:
+            raise InputError(f"{path}: every {kind} file here or below is left out by --exclude")
+        kept += left if files else [path]  # none at all: the format's own error says so
+    return kept
 
 
 def detect_format(paths: Sequence[Path]) -> str:
