@@ -444,6 +444,32 @@ def test_a_refused_import_leaves_no_spool(
     assert not (root / "runs").is_dir() or list((root / "runs").iterdir()) == []
 
 
+def test_file_names_the_ledger_cannot_keep_are_kept_under_safe_ones(tmp_path: Path) -> None:
+    """Spaces and letters outside ASCII in a trajectory's name: the run is imported, its
+    files under safe names the metadata maps back, the steps pointing at the stored copy."""
+    folder = tmp_path / "in"
+    _write(folder / "traj_tâche été.json", GOOD)
+    (folder / "eval_tâche été.json").write_text('{"final_score": 1}')
+    _write(folder / "traj_.hidden one.json", GOOD)
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(folder), "--model", "m")
+    assert code == 0, err
+    assert "Imported 2 runs" in out
+    for files in _imported(root).values():
+        metadata = parse_record(RunMetadata, files["metadata.json"], "m")
+        assert metadata.source is not None
+        stored = metadata.source["files"]
+        assert all(name in files for name in stored.values())
+        original = metadata.source["file"]
+        assert files[stored[original]] == (folder / original).read_bytes()
+        steps = parse_trace(files["trace.jsonl"], "t")
+        assert {s.source.file for s in steps if s.source} == {stored[original]}
+        if metadata.scenario == "tâche été":
+            assert sorted(stored) == ["eval_tâche été.json", "traj_tâche été.json"]
+            assert stored["traj_tâche été.json"].startswith("attachments/traj_tache_ete-")
+    assert run("verify", "--ledger", str(root))[0] == 0
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

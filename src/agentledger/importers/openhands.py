@@ -32,6 +32,7 @@ from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (
     BuiltTrace,
     TraceFacts,
+    attachment_of,
     plan_trace_run,
     read_trace_file,
 )
@@ -577,7 +578,7 @@ def trajectory_trace(raw: bytes, origin: str, attachment: str) -> tuple[BuiltTra
 def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of the run in the trajectory file `path`; writes nothing."""
     raw = read_trace_file(path, ctx, real)
-    trace, facts = trajectory_trace(raw, str(path), f"attachments/{path.name}")
+    trace, facts = trajectory_trace(raw, str(path), attachment_of(path.name))
     facts.scenario, facts.scenario_from = scenario_of(path), "file name"
     return plan_trace_run(
         path, raw, trace, facts, ctx, attachments=_siblings(path, facts.scenario, ctx)

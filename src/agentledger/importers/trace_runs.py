@@ -9,7 +9,9 @@ the run is sealed by the same batch path as the directory importer.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger.errors import InputError, RecordError, UnsafeNameError
-from agentledger.identity import HASH_PREFIX, check_run_id, sha256_bytes
+from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
 from agentledger.importers.run_plan import PlanContext, _check_identical, read_source
@@ -63,6 +65,37 @@ def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> by
             "raise it with --max-artifact-size"
         )
     return read_source(real or path, size)
+
+
+_PART_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+_NAME_CHARS = 160
+
+
+def _plain(text: str) -> str:
+    """`text` in the characters an artifact name may hold (accents dropped, others '_')."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"\.{2,}", ".", _PART_UNSAFE.sub("_", ascii_text))
+
+
+def attachment_of(file_name: str) -> str:
+    """The name a trace's original file (or a file beside it) is kept under in its run:
+    ``attachments/<file name>``, or, for a name the ledger cannot store as it is (spaces,
+    letters outside ASCII, a leading dot), a safe form of it with a short hash of the whole
+    name, so that two names never meet (``traj_tâche été.json`` ->
+    ``attachments/traj_tache_ete-1f0c2a9b.json``). The run's metadata maps each original name
+    to its stored one (``source.files``)."""
+    name = f"attachments/{file_name}"
+    try:
+        return check_artifact_name(name)
+    except UnsafeNameError:
+        pass
+    stem, dot, ext = file_name.rpartition(".")
+    if not (dot and stem):
+        stem, ext = file_name, ""
+    ext = _plain(ext)[:10].strip("._+-")
+    stem = _plain(stem)[:_NAME_CHARS].strip("._+-") or "file"
+    digest = hashlib.sha256(file_name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return check_artifact_name(f"attachments/{stem}-{digest}" + (f".{ext}" if ext else ""))
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -224,13 +257,13 @@ def plan_trace_run(
         raise UnsafeNameError(f"{shown}: {exc}") from None
     check_tags(tags)
 
-    original = f"attachments/{path.name}"
+    original = attachment_of(path.name)
     # Planning has read and hashed the original: sealing writes those bytes rather than read
     # and hash the file again, while the import's memory allows.
     held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
     artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
     for sibling in attachments:
-        name = f"attachments/{sibling.name}"
+        name = attachment_of(sibling.name)
         ctx.check_name(name)
         size = sibling.stat().st_size
         small = size <= _SMALL_SIBLING and ctx.hold(size)
@@ -246,7 +279,7 @@ def plan_trace_run(
         "importer": facts.importer,
         "file": path.name,
         "original_sha256": digest,
-        "files": {path.name: original, **{s.name: f"attachments/{s.name}" for s in attachments}},
+        "files": {path.name: original, **{s.name: attachment_of(s.name) for s in attachments}},
     }
     if facts.model and values["model"] != facts.model:
         source["model_in_trace"] = facts.model
