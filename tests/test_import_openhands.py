@@ -470,6 +470,30 @@ def test_file_names_the_ledger_cannot_keep_are_kept_under_safe_ones(tmp_path: Pa
     assert run("verify", "--ledger", str(root))[0] == 0
 
 
+def test_files_given_one_by_one_as_a_shell_glob_gives_them(tmp_path: Path) -> None:
+    """``folder/*.json`` gives the checker's files too: each is kept with the trajectory
+    beside it, not read as one; a file given twice is one run; an event of nobody's action
+    or observation keeps who it came from."""
+    folder = tmp_path / "in"
+    events = [*GOOD, {"id": 9, "source": "user", "message": "are you done?"}]
+    _write(folder / "traj_a.json", events)
+    (folder / "eval_a.json").write_text('{"final_score": 1}')
+    root = tmp_path / "ledger"
+    given = sorted(str(p) for p in folder.glob("*.json"))
+    code, out, err = run("import", "--ledger", str(root), *given, given[-1], "--model", "m")
+    assert code == 0, err
+    assert "Imported 1 run " in out
+    ((_, files),) = _imported(root).items()
+    assert files["attachments/eval_a.json"] == b'{"final_score": 1}'
+    steps = parse_trace(files["trace.jsonl"], "t")
+    assert (steps[-1].kind, steps[-1].actor) == ("other", "user")
+    # the checker's file alone: said what it is, nothing written
+    lone = tmp_path / "lone"
+    code, _, err = run("import", "--ledger", str(lone), str(folder / "eval_a.json"), "--model", "m")
+    assert code == 2 and "kept with the trajectory beside it (traj_a.json)" in err
+    assert not lone.exists()
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

@@ -86,8 +86,9 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     type=click.Choice(["directory", "openhands", "jsonl", "otel", "inspect"]),
     default=None,
     help="What PATH holds: run directories, OpenHands trajectories (traj_*.json, one run "
-    "per file), plain traces (*.jsonl, one step per line) OTLP JSON spans (otel, one run per "
-    "trace id) or Inspect AI logs (inspect, one run per sample and epoch) [default: detected].",
+    "per file), plain traces (*.jsonl, one step per line), OTLP JSON spans (otel, one run per "
+    "trace id) or Inspect AI logs (inspect, one run per sample and epoch) [default: detected "
+    "from the files].",
 )
 @click.option(
     "--map",
@@ -105,8 +106,16 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="CSV or JSON file of identity fields per run directory name (column 'directory').",
 )
-@click.option("--model", help="Model asked for, for runs that do not say.")
-@click.option("--scenario", help="Scenario (use case), for runs that do not say.")
+@click.option(
+    "--model",
+    help="Model asked for: of run directories that do not say; of trace files, the run's "
+    "(a model the trace names is kept beside it, in the metadata's source).",
+)
+@click.option(
+    "--scenario",
+    help="Scenario (use case): of run directories that do not say; of trace files, the run's "
+    "(instead of the file name's or the trace's).",
+)
 @click.option("--provider", help="Model provider (anthropic, google, openai, ...).")
 @click.option("--agent-name", help="Name of the agent that made the runs.")
 @click.option("--agent-commit", help="Commit of the agent's code.")
@@ -177,8 +186,10 @@ def import_command(
 ) -> None:
     """Import existing runs: run directories, or trace files of other tools (--format).
 
-    PATH is a run directory or a directory of run directories; or an OpenHands trajectory
-    (traj_*.json), a plain trace (*.jsonl), or a directory of them: one run per file.
+    PATH is a run directory or a directory of run directories; or trace files, or a
+    directory of them: OpenHands trajectories (traj_*.json, one run per file, the files
+    beside each kept with it), plain traces (*.jsonl, one run per file), OTLP JSON spans
+    (*.json, one run per trace id), Inspect AI logs (*.eval, one run per sample and epoch).
 
     Every run is checked before anything is written: one bad run and nothing is imported.
     Imported runs are marked backfilled. A run already in the ledger with identical content is

@@ -82,7 +82,8 @@ def verify_command(
         status = "OK" if report.ok else f"{len(report.problems)} problem(s)"
         extends = f", extends checkpoint {checkpoint.count}" if checkpoint and report.ok else ""
         click.echo(
-            f"Verified {report.runs_checked} runs, {report.files_checked} files "
+            f"Verified {report.runs_checked} run{'' if report.runs_checked == 1 else 's'}, "
+            f"{report.files_checked} files "
             f"({format_size(report.bytes_checked)}), {report.records_checked} records and "
             f"{report.journal_entries} journal entries in {elapsed:.1f}s{extends}: {status}",
             err=not report.ok,

@@ -325,7 +325,7 @@ def export_command(
             ) as tmp:
                 tables = write_parquet(ledger, found, tmp)
             click.echo(
-                f"Exported {tables.runs} runs, {tables.scores} scores and {tables.steps} "
+                f"Exported {_runs(tables.runs)}, {tables.scores} scores and {tables.steps} "
                 f"trace steps to {output}",
                 err=True,
             )
@@ -338,7 +338,7 @@ def export_command(
                 return
             with written_beside(output, force=force) as tmp:
                 tmp.write_text(text, encoding="utf-8")
-            click.echo(f"Exported {count} runs as OTLP spans to {output}", err=True)
+            click.echo(f"Exported {_runs(count)} as OTLP spans to {output}", err=True)
             return
     if output is None:
         write_export(found, fmt, sys.stdout)
@@ -348,4 +348,8 @@ def export_command(
         tmp.open("w", encoding="utf-8", newline="") as handle,
     ):
         count = write_export(found, fmt, handle)
-    click.echo(f"Exported {count} runs to {output}", err=True)
+    click.echo(f"Exported {_runs(count)} to {output}", err=True)
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'' if count == 1 else 's'}"

@@ -101,9 +101,16 @@ def find_trajectories(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """Every trajectory under `paths` (files given, or ``traj_*.json`` in directories), with
     its real path, in a stable order."""
     found: list[tuple[Path, str]] = []
+    seen: set[str] = set()
+    beside: list[Path] = []
     for path in paths:
         if path.is_file():
-            found.append((path, str(path.resolve())))
+            real = str(path.resolve())
+            if _beside_a_trajectory(path):
+                beside.append(path)
+            elif real not in seen:
+                seen.add(real)
+                found.append((path, real))
             continue
         files = sorted(p for p in path.rglob(f"{_PREFIX}*.json") if p.is_file())
         if not files:
@@ -111,8 +118,30 @@ def find_trajectories(paths: Sequence[Path]) -> list[tuple[Path, str]]:
                 f"{path}: no OpenHands trajectory (traj_*.json) here or below; give the "
                 "trajectory files themselves, or another --format"
             )
-        found += [(file, str(file.resolve())) for file in files]
+        for file in files:
+            real = str(file.resolve())
+            if real not in seen:
+                seen.add(real)
+                found.append((file, real))
+    if beside and not found:
+        raise InputError(
+            f"{beside[0]}: kept with the trajectory beside it "
+            f"({_PREFIX}{beside[0].name.partition('_')[2]}), not a trajectory itself; give the "
+            "trajectory (or its folder)"
+        )
     return found
+
+
+def _beside_a_trajectory(path: Path) -> bool:
+    """Whether the file `path` is one of the files kept with a trajectory beside it
+    (``eval_<task>.json`` beside ``traj_<task>.json``): given with it, as ``folder/*.json``
+    gives them, it is no trajectory of its own."""
+    kind, sep, rest = path.name.partition("_")
+    return (
+        bool(sep and rest)
+        and kind + sep != _PREFIX
+        and (path.parent / f"{_PREFIX}{rest}").is_file()
+    )
 
 
 def _task_files(folder: Path) -> dict[str, list[str]]:
@@ -390,7 +419,9 @@ class _Reader:
                 if kind == "command_output" and isinstance(extras.get("command"), str):
                     command = extras["command"]
         else:
-            kind, actor, raw_type = "other", "environment", "event"
+            kind, raw_type = "other", "event"
+            source = get("source")
+            actor = _ACTORS.get(source, "environment") if isinstance(source, str) else "environment"
             text = _text(get("message")) or _text(get("content"))
         # In TraceStep's field order: the trace is these fields as they stand.
         step["actor"] = actor
