@@ -494,6 +494,25 @@ def test_files_given_one_by_one_as_a_shell_glob_gives_them(tmp_path: Path) -> No
     assert not lone.exists()
 
 
+def test_the_same_model_named_by_the_option_too_is_the_same_run(
+    samples: Path, tmp_path: Path
+) -> None:
+    """The trace names its model; naming the same one with --model on a re-import (or the
+    other way round) finds the runs identical, not different content."""
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(samples / "gpt-4o"))
+    assert code == 0, err
+    count = len(list((root / "runs").iterdir()))
+    code, out, err = run(
+        "import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "gpt-4o"
+    )
+    assert code == 0, err
+    assert f"{count} already imported, identical" in out
+    # another model is another run, never a changed one
+    code, out, err = run("import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "x")
+    assert code == 0 and f"Imported {count} runs" in out
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

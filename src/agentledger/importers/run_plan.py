@@ -551,12 +551,18 @@ def plan_run(run_dir: Path, ctx: PlanContext, real: str | None = None) -> Planne
     return run
 
 
+# Where the files were found, and where each identity field's (equal) value came from: the
+# same run, found another way.
+_SAME_RUN_FIELDS = frozenset(("source.directory", "source.files", "source.fields"))
+
+
 def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
     """Pass when the stored run holds exactly what this import would write.
 
     Every file must have the same sha256 as in the stored run's manifest. metadata.json may
-    differ only in where the files were found (`source.directory`, `source.files`): the same
-    run under another directory name is the same run. A changed original metadata.json or
+    differ only in where the files were found (`source.directory`, `source.files`) and where
+    its identity fields came from (`source.fields`: a model named by --model that the trace
+    names too): the same run found another way is the same run. A changed original metadata.json or
     run_summary.json is a difference.
     """
     run_id = run.run_id
@@ -578,7 +584,7 @@ def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
             differences.append(f"{name} (only in the stored run)")
         elif stored.sha256 != expected[name]:
             fields = _metadata_fields(ledger, run_id, metadata_bytes) if name == METADATA else []
-            if name == METADATA and fields and set(fields) <= {"source.directory", "source.files"}:
+            if name == METADATA and fields and set(fields) <= _SAME_RUN_FIELDS:
                 # The same run under another directory name; its files are compared above.
                 continue
             differences.append(name + (f" (fields: {', '.join(fields)})" if fields else ""))
