@@ -117,3 +117,45 @@ def test_a_file_that_is_not_a_log_is_refused(tmp_path: Path) -> None:
     code, _, err = run("import", "--ledger", str(root), str(path))
     assert code == 2 and "broken.eval" in err and "Inspect AI log" in err
     assert not root.exists()
+
+
+@tool
+def broken_bash() -> Tool:
+    async def execute(cmd: str) -> str:
+        """Run a shell command.
+
+        Args:
+            cmd: The command line.
+        """
+        raise RuntimeError("the sandbox is gone")
+
+    return execute
+
+
+def test_a_sample_that_ended_in_error_is_a_failed_run(tmp_path: Path) -> None:
+    outputs = [
+        _used(ModelOutput.for_tool_call("mockllm/model", "broken_bash", {"cmd": "df -h"})),
+        _used(ModelOutput.from_content("mockllm/model", "done")),
+    ]
+    task = Task(
+        dataset=[Sample(input="Check the disk.", target="ok", id="disk")],
+        solver=[use_tools([broken_bash()]), generate()],
+        scorer=includes(),
+    )
+    (log,) = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        fail_on_error=False,
+    )
+    assert log.samples and log.samples[0].error is not None
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(log.location))
+    assert code == 0, err
+    (run_dir,) = (root / "runs").iterdir()
+    summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+    assert summary.exit_status == "failed"
+    assert summary.error and "the sandbox is gone" in summary.error
+    code, out, _ = run("show", "--ledger", str(root), run_dir.name)
+    assert "failed" in out and "the sandbox is gone" in out

@@ -513,6 +513,31 @@ def test_the_same_model_named_by_the_option_too_is_the_same_run(
     assert code == 0 and f"Imported {count} runs" in out
 
 
+def test_an_agent_that_ended_in_error_is_a_failed_run(tmp_path: Path) -> None:
+    state = {"id": 20, "source": "environment", "observation": "agent_state_changed"}
+    events = [
+        *GOOD[:3],
+        {**state, "content": "", "extras": {"agent_state": "running"}},
+        {
+            **state,
+            "id": 21,
+            "content": "",
+            "extras": {"agent_state": "error", "reason": "RuntimeError: sandbox lost"},
+        },
+    ]
+    _write(tmp_path / "in" / "traj_x.json", events)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(tmp_path / "in"), "--model", "m")
+    assert code == 0, err
+    ((_, files),) = _imported(root).items()
+    summary = parse_record(RunSummary, files["run_summary.json"], "s")
+    assert summary.exit_status == "failed"
+    assert summary.error == "the agent ended in error: RuntimeError: sandbox lost"
+    steps = parse_trace(files["trace.jsonl"], "t")
+    assert steps[-1].content is not None
+    assert steps[-1].content.text == "agent state: error: RuntimeError: sandbox lost"
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

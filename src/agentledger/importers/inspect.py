@@ -218,8 +218,13 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
         }
     )
     if getattr(sample, "error", None) is not None:
-        facts.notes.append(f"the sample ended with an error: {sample.error.message[:200]}")
+        facts.error = f"the sample ended with an error: {sample.error.message}"[:_ERROR_CHARS]
+    elif getattr(log, "status", None) == "error":
+        facts.notes.append("the log's evaluation ended with status error")
     return plan_trace_run(file, raw, steps, facts, ctx)
+
+
+_ERROR_CHARS = 2000
 
 
 def _when(value: Any) -> datetime | None:

@@ -418,6 +418,8 @@ class _Reader:
                     exit_code = int(extras["exit_code"])  # true and false as the record reads them
                 if kind == "command_output" and isinstance(extras.get("command"), str):
                     command = extras["command"]
+                if observation == "agent_state_changed":
+                    text = self.state_changed(extras) or text
         else:
             kind, raw_type = "other", "event"
             source = get("source")
@@ -485,6 +487,19 @@ class _Reader:
                 if not isinstance(event_id, _CONTAINERS):
                     self.index_of_id.setdefault(event_id, index)
         return step
+
+    def state_changed(self, extras: dict[str, Any]) -> str | None:
+        """The text of an agent state change (``agent state: error: <reason>``); a change to
+        the error state is how the run ended, unless a later one says otherwise."""
+        state = _text(extras.get("agent_state"))
+        if state is None:
+            return None
+        reason = _text(extras.get("reason"))
+        if state == "error":
+            self.facts.error = f"the agent ended in error: {reason or 'no reason given'}"
+        elif state in ("finished", "running", "awaiting_user_input"):
+            self.facts.error = None
+        return f"agent state: {state}" + (f": {reason}" if reason else "")
 
     @staticmethod
     def runtime_notices(detail: dict[str, Any], output: str | None) -> str | None:

@@ -129,6 +129,7 @@ class TraceFacts:
     model_calls: int | None = None
     notes: list[str] = field(default_factory=list)
     extra_source: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # how the run ended in error, when the trace says it did
 
 
 @dataclass(frozen=True)
@@ -356,7 +357,8 @@ def plan_trace_run(
         tokens_out=facts.tokens_out,
         cost_usd=facts.cost_usd,
         model_calls=facts.model_calls,
-        exit_status="ok" if facts.report is not None else None,
+        exit_status="failed" if facts.error else "ok" if facts.report is not None else None,
+        error=facts.error,
         notes=notes,
         derived=True,
     )
