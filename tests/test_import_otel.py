@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
 )
+from opentelemetry.trace import Status, StatusCode  # noqa: E402
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -154,4 +155,150 @@ def test_bad_spans_write_nothing(tmp_path: Path) -> None:
         "import", "--ledger", str(root), "--format", "otel", str(path), "--model", "m"
     )
     assert code == 2 and "spans.json" in err and "traceId" in err
+    assert not root.exists()
+
+
+def _document(agents: Any, hex_ids: bool = True) -> dict[str, Any]:
+    """The OTLP JSON export request of the spans `agents(tracer)` makes."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agents(provider.get_tracer("agent"))
+    document = MessageToDict(encoder.encode_spans(exporter.get_finished_spans()))
+    return _hex_ids(document) if hex_ids else document  # type: ignore[no-any-return]
+
+
+def _failing_agent(tracer: Any) -> None:
+    """An agent whose shell tool fails: the span's status is ERROR, with an exception event."""
+    with tracer.start_as_current_span(
+        "invoke_agent ghost", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ):
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "cleaning"}]}]
+                ),
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool shell",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "shell",
+                "gen_ai.tool.call.arguments": json.dumps({"command": "rm -rf /var/log/app"}),
+                "gen_ai.tool.call.result": "done",
+            },
+        ) as span:
+            span.record_exception(PermissionError("nope"))
+            span.set_status(Status(StatusCode.ERROR, "permission denied"))
+
+
+@pytest.mark.parametrize("hex_ids", [True, False])
+def test_a_failed_tool_call_is_an_error_step_and_exports_as_one(
+    tmp_path: Path, hex_ids: bool
+) -> None:
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps(_document(_failing_agent, hex_ids)))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    (run_dir,) = (root / "runs").iterdir()
+    steps = parse_trace((run_dir / "trace.jsonl").read_bytes(), "t")
+    assert [s.kind for s in steps] == ["other", "message", "command", "error"]
+    error = steps[3]
+    assert (error.actor, error.cause, error.tool) == ("tool", 2, "shell")
+    assert error.content is not None
+    assert error.content.text == "permission denied\nPermissionError: nope\nresult: done"
+    (event,) = parse_shell_audit((run_dir / "shell_audit.jsonl").read_bytes(), "s")
+    assert event.stdout is None and event.stderr is not None
+    assert event.stderr.startswith("permission denied")
+    summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+    assert any("1 failed span" in note and "permission denied" in note for note in summary.notes)
+
+    # exported: the tool's span has an ERROR status and an exception event; imported again,
+    # the same error step
+    spans = tmp_path / "spans.json"
+    code, _, err = run("export", "--ledger", str(root), "--format", "otel", "--out", str(spans))
+    assert code == 0, err
+    exported = json.loads(spans.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    (tool,) = [s for s in exported if s["name"] == "execute_tool shell"]
+    assert tool["status"] == {"code": 2, "message": error.content.text}
+    assert [e["name"] for e in tool["events"]] == ["exception"]
+    back = tmp_path / "back"
+    code, _, err = run("import", "--ledger", str(back), str(spans))
+    assert code == 0, err
+    (again,) = (back / "runs").iterdir()
+    assert again.name == run_dir.name
+    steps_again = parse_trace((again / "trace.jsonl").read_bytes(), "t")
+    assert [s.model_dump(exclude={"source"}) for s in steps_again] == [
+        s.model_dump(exclude={"source"}) for s in steps
+    ]
+
+
+def _two_agents(tracer: Any) -> None:
+    _agent(tracer, "SSH is refused.", "iptables -L INPUT -n")
+    _agent(tracer, "Packets drop.", "iptables -F INPUT")
+
+
+@pytest.mark.parametrize("twice", ["lines", "resource spans"])
+def test_the_same_spans_given_twice_are_taken_once(tmp_path: Path, twice: str) -> None:
+    document = _document(_two_agents)
+    path = tmp_path / "spans.jsonl"
+    if twice == "lines":  # a file exporter that wrote the same request twice
+        path.write_text(json.dumps(document) + "\n" + json.dumps(document) + "\n")
+    else:
+        document["resourceSpans"] = document["resourceSpans"] * 2
+        path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    assert "Imported 2 runs" in out
+    for run_dir in (root / "runs").iterdir():
+        steps = parse_trace((run_dir / "trace.jsonl").read_bytes(), "t")
+        assert [s.kind for s in steps] == [
+            "other",
+            "message",
+            "command",
+            "command_output",
+            "message",
+        ]
+        summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+        assert (summary.tokens_in, summary.tokens_out, summary.model_calls) == (2500, 80, 2)
+        assert summary.commands_run == 1
+
+
+def test_a_span_id_repeated_with_other_content_is_refused(tmp_path: Path) -> None:
+    document = _document(_two_agents)
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    first = spans[0]
+    other = next(s for s in spans[1:] if s["traceId"] == first["traceId"])
+    other["spanId"] = first["spanId"]
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2
+    assert str(path) in err and first["spanId"] in err and "given twice" in err
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"resourceSpans": []}',
+        '{"resourceSpans": [{"scopeSpans": [{"scope": {"name": "x"}, "spans": []}]}]}',
+        '{"resourceSpans": []}\n{"resourceSpans": []}\n',
+    ],
+)
+def test_a_file_without_spans_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text(text)
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2
+    assert f"no spans in {path}" in err and "Imported" not in out
     assert not root.exists()

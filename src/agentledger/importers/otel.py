@@ -2,7 +2,9 @@
 trace id.
 
 A file holds one export request (``{"resourceSpans": [...]}``) or one per line, as the
-collector's file exporter writes them. Spans become steps in the order they started:
+collector's file exporter writes them. A span given again (the same request twice) is taken
+once; a span id that a trace repeats with other content, or a file without spans, is refused.
+Spans become steps in the order they started:
 
 - ``chat`` (and other model operations: ``text_completion``, ``generate_content``): a
   ``message`` step by the agent, with the model, its tokens and the text of its output
@@ -12,24 +14,34 @@ collector's file exporter writes them. Spans become steps in the order they star
   ``command`` string is a shell command, classified, and its result the command's output;
 - anything else (``invoke_agent``, spans of other libraries): ``other``, its operation kept.
 
+A span that failed (status ERROR, or an ``error.type``) is answered by an ``error`` step: a
+tool's result is that error, with the status message, each ``exception`` event's type and
+message, and the result it gave all the same; the run's summary notes each failure.
+
 Identity: the model asked for and served (``gen_ai.request.model``, ``gen_ai.response.model``),
 the system prompt (``gen_ai.system_instructions``), the prompt (the first user message of
 ``gen_ai.input.messages``), the agent (``gen_ai.agent.name``); the report is the last model
 output. Times are nanoseconds since the epoch: UTC.
 
-Spans that agentledger itself exported (`agentledger.store.export_otel`) also carry
-``agentledger.*`` attributes, read back so that the run imports as it was: each step's kind,
-actor, raw type and text, a command's exit code, the scenario, and times that had no zone
-(``agentledger.time_zone: unknown``) or none at all (``none``).
+A run that agentledger itself exported (`agentledger.store.export_otel`, its run's span marked
+``agentledger.export: 2``) is read back as it was: each step from its span's GenAI and
+``agentledger.*`` attributes (the answer in a tool's span from ``agentledger.result.*``), at
+its own index, with its time in the zone it had; the run's facts (the run id's key, tokens,
+cost, model calls, prompt, report, notes) from the run's span, which is no step of its own.
+Older exports are read as any spans, with their ``agentledger.*`` marks of kind, actor, raw
+type, text, exit code, scenario and times without a zone (``unknown``) or none (``none``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import hashlib
 import json
+import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +61,10 @@ FORMAT = "otel"
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
 _SEPARATOR = "#trace="
 _TOOL_KINDS = ("tool_call", "file_read", "file_write", "browse", "code")
+_OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
+_EXPORT_VERSION = 2  # agentledger.store.export_otel.EXPORT_VERSION: spans read back exactly
+_NO_REPORT = "no finish step: the run has no report"  # the note plan_trace_run adds itself
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")  # as trace_runs makes the run id of its parts
 
 
 def _requests(raw: bytes, origin: str) -> list[Any]:
@@ -106,10 +122,40 @@ def _attributes(items: Any, origin: str, where: str) -> dict[str, Any]:
     return out
 
 
+def _status(value: Any) -> tuple[bool, str | None]:
+    """Whether a span's status is an error (``2``, or ``STATUS_CODE_ERROR`` in protobuf's JSON
+    mapping), and its message."""
+    if not isinstance(value, dict):
+        return False, None
+    message = value.get("message")
+    return value.get("code") in (2, "2", "STATUS_CODE_ERROR"), (
+        message if isinstance(message, str) and message else None
+    )
+
+
+def _events(items: Any, origin: str, where: str) -> list[dict[str, Any]]:
+    """A span's events (name and attributes), as given."""
+    if not isinstance(items, list):
+        return []
+    return [
+        {
+            "name": item.get("name") if isinstance(item.get("name"), str) else "",
+            "attributes": _attributes(item.get("attributes"), origin, f"{where}[{n}].attributes"),
+        }
+        for n, item in enumerate(items)
+        if isinstance(item, dict)
+    ]
+
+
 def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
-    """Every span of the file by trace id, each with its attributes made plain."""
+    """Every span of the file by trace id, each with its attributes made plain.
+
+    A span given more than once (the same request exported twice) is taken once; a span id
+    that a trace repeats with other content is malformed input."""
     traces: dict[str, list[dict[str, Any]]] = {}
-    for number, request in enumerate(_requests(raw, origin)):
+    seen: dict[tuple[str, str], str] = {}  # the sha256 of each span's content, as given
+    requests = _requests(raw, origin)
+    for number, request in enumerate(requests):
         if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
             raise RecordError(
                 origin, "expected an OTLP export request with 'resourceSpans'", line=number + 1
@@ -130,19 +176,40 @@ def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
                             "expected nanoseconds since the epoch",
                             field=f"{where}.startTimeUnixNano",
                         ) from None
-                    traces.setdefault(trace_id, []).append(
-                        {
-                            "where": where,
-                            "span_id": _hex_id(span.get("spanId"), origin, f"{where}.spanId"),
-                            "parent": bool(span.get("parentSpanId")),
-                            "name": span.get("name") if isinstance(span.get("name"), str) else "",
-                            "start": start,
-                            "end": end,
-                            "attributes": _attributes(
-                                span.get("attributes"), origin, f"{where}.attributes"
-                            ),
-                        }
-                    )
+                    failed, message = _status(span.get("status"))
+                    span_id = _hex_id(span.get("spanId"), origin, f"{where}.spanId")
+                    entry: dict[str, Any] = {
+                        "span_id": span_id,
+                        "parent": bool(span.get("parentSpanId")),
+                        "name": span.get("name") if isinstance(span.get("name"), str) else "",
+                        "start": start,
+                        "end": end,
+                        "attributes": _attributes(
+                            span.get("attributes"), origin, f"{where}.attributes"
+                        ),
+                        "failed": failed,
+                        "status_message": message,
+                        "events": _events(span.get("events"), origin, f"{where}.events"),
+                    }
+                    key = (trace_id, span_id)
+                    content = hashlib.sha256(
+                        json.dumps(span, sort_keys=True, ensure_ascii=False).encode(
+                            "utf-8", "surrogatepass"
+                        )
+                    ).hexdigest()
+                    before = seen.get(key)
+                    if before is not None:
+                        if before == content:
+                            continue  # the same span given again
+                        raise RecordError(
+                            origin,
+                            f"span {span_id} of trace {trace_id} is given twice with "
+                            "different content",
+                            field=where,
+                            line=number + 1 if len(requests) > 1 else None,
+                        )
+                    seen[key] = content
+                    traces.setdefault(trace_id, []).append({**entry, "where": where})
     return traces
 
 
@@ -151,7 +218,10 @@ def find_otel_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     found: list[tuple[Path, str]] = []
     for path in paths:
         for file in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
-            for trace_id in sorted(read_spans(read_source(file), str(file))):
+            traces = read_spans(read_source(file), str(file))
+            if not traces:
+                raise InputError(f"no spans in {file}: nothing to import")
+            for trace_id in sorted(traces):
                 found.append(
                     (
                         Path(f"{file}{_SEPARATOR}{trace_id}"),
@@ -183,15 +253,27 @@ def _messages_text(value: Any, role: str | None = None) -> str | None:
     return "\n".join(texts) if texts else None
 
 
+def _zone(zone: Any) -> tzinfo | None:
+    """The UTC offset agentledger's export gives a step's time (``+02:00``), if any."""
+    match = _OFFSET.match(zone) if isinstance(zone, str) else None
+    if match is None:
+        return None
+    sign = -1 if match[1] == "-" else 1
+    return timezone(sign * timedelta(hours=int(match[2]), minutes=int(match[3])))
+
+
 def _when(nanos: int, zone: Any = None) -> datetime | None:
     """A span time; agentledger's own export marks times that had no zone (``unknown``: kept
-    without one) and steps that had no time (``none``)."""
+    without one), steps that had no time (``none``) and the offset a time was given in."""
     if nanos <= 0 or zone == "none":
         return None
     moment = datetime.fromtimestamp(nanos // 1_000_000_000, UTC).replace(
         microsecond=nanos % 1_000_000_000 // 1000
     )
-    return moment.replace(tzinfo=None) if zone == "unknown" else moment
+    if zone == "unknown":
+        return moment.replace(tzinfo=None)
+    offset = _zone(zone)
+    return moment.astimezone(offset) if offset is not None else moment
 
 
 def _raw_type(attrs: dict[str, Any]) -> str | None:
@@ -215,10 +297,37 @@ def _json_object(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _failure(span: dict[str, Any], result: str | None) -> str | None:
+    """The text of a failed span (status ERROR, or an ``error.type``): its status message, each
+    exception event's type and message, and the result it gave all the same; None when the span
+    did not fail."""
+    error_type = span["attributes"].get("error.type")
+    if not span["failed"] and not (isinstance(error_type, str) and error_type):
+        return None
+    lines: list[str] = []
+    if span["status_message"]:
+        lines.append(span["status_message"])
+    exceptions = [event["attributes"] for event in span["events"] if event["name"] == "exception"]
+    for attrs in exceptions:
+        parts = [
+            value
+            for value in (attrs.get("exception.type"), attrs.get("exception.message"))
+            if isinstance(value, str) and value
+        ]
+        if parts and ": ".join(parts) not in lines:
+            lines.append(": ".join(parts))
+    if not exceptions and isinstance(error_type, str) and error_type and error_type not in lines:
+        lines.append(error_type)
+    if result is not None:
+        lines.append(f"result: {result}")
+    return "\n".join(lines) or "failed (status ERROR), without a message"
+
+
 def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     tokens = [0, 0]
     calls = 0
+    failures: list[tuple[int, str, str]] = []
     # A parent starts no later than its children: at the same time, it comes first.
     for span in sorted(spans, key=lambda s: (s["start"], s["parent"], s["end"])):
         attrs = span["attributes"]
@@ -304,20 +413,28 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                 }
             )
             result = attrs.get("gen_ai.tool.call.result")
-            if result is not None:
-                text = result if isinstance(result, str) else json.dumps(result)
+            if result is not None and not isinstance(result, str):
+                result = json.dumps(result)
+            failure = _failure(span, result)
+            if result is not None or failure is not None:
+                if failure is not None:
+                    failures.append((len(steps), span["name"] or operation, failure))
                 steps.append(
                     {
                         **base,
                         "index": len(steps),
                         "time": _when(span["end"], zone),
                         "actor": "tool",
-                        "kind": "command_output" if is_command else "tool_result",
+                        "kind": "error"
+                        if failure is not None
+                        else "command_output"
+                        if is_command
+                        else "tool_result",
                         "tool": name if isinstance(name, str) else None,
                         "cause": call,
                         "command": command if is_command else None,
                         "exit_code": exit_code if isinstance(exit_code, int) else None,
-                        "content": step_text_fields(text),
+                        "content": step_text_fields(failure if failure is not None else result),
                     }
                 )
         else:
@@ -331,10 +448,208 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     "content": step_text_fields(text if isinstance(text, str) else None),
                 }
             )
+        if operation != "execute_tool":
+            failure = _failure(span, None)
+            if failure is not None:
+                failures.append((len(steps), span["name"] or operation, failure))
+                steps.append(
+                    {
+                        **base,
+                        "index": len(steps),
+                        "time": _when(span["end"], zone),
+                        "actor": "environment",
+                        "kind": "error",
+                        "tool": None,
+                        "cause": len(steps) - 1,
+                        "content": step_text_fields(failure),
+                    }
+                )
     if calls:
         facts.model_calls = calls
         facts.tokens_in, facts.tokens_out = tokens
+    if failures:
+        shown = "; ".join(
+            f"step {index} ({name}): {text.splitlines()[0][:200]}"
+            for index, name, text in failures[:5]
+        )
+        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+        count = len(failures)
+        facts.notes.append(
+            f"{count} failed span{'s' if count > 1 else ''} in the trace (status ERROR), "
+            f"kept as error steps: {shown}{more}"
+        )
     return steps
+
+
+def _export_root(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's span of a trace that agentledger exported (`_EXPORT_VERSION`), if it is one."""
+    for span in spans:
+        attrs = span["attributes"]
+        if (
+            not span["parent"]
+            and attrs.get("gen_ai.operation.name") == "invoke_agent"
+            and attrs.get("agentledger.export") == _EXPORT_VERSION
+        ):
+            return span
+    return None
+
+
+def _of(value: Any, kind: type | tuple[type, ...]) -> Any:
+    """`value` when it is of `kind` (a bool is no int here), else None."""
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        return None
+    return value if isinstance(value, kind) else None
+
+
+def _exported_step(
+    attrs: dict[str, Any], prefix: str, nanos: int, text: Any = None
+) -> dict[str, Any] | None:
+    """The fields of a step as agentledger's export wrote them (`step_attributes` of
+    `agentledger.store.export_otel`): ``agentledger.*``, or ``agentledger.result.*`` for the
+    answer in a tool's span. `text` is its text when a GenAI attribute holds it. None without
+    the step's index."""
+
+    def get(name: str, kind: type | tuple[type, ...] = str) -> Any:
+        return _of(attrs.get(prefix + name), kind)
+
+    index = get("step", int)
+    if index is None:
+        return None
+    arguments = get("arguments")
+    gate = None
+    if get("gate.decision") is not None:
+        gate = {
+            name: get(f"gate.{name}")
+            for name in ("decision", "decided_by", "reason", "policy")
+            if get(f"gate.{name}") is not None
+        }
+    if text is None:
+        text = get("text")
+    content = step_text_fields(text) if isinstance(text, str) else None
+    if content is not None and get("content.sha256") is not None:
+        # the size and hash of the whole text, which the export may have cut
+        content.update(
+            bytes=get("content.bytes", int),
+            sha256=get("content.sha256"),
+            truncated=get("content.truncated", bool) or False,
+        )
+    return {
+        "index": index,
+        "time": _when(nanos, get("time_zone")),
+        "actor": get("actor"),
+        "kind": get("kind"),
+        "raw_type": get("raw_type"),
+        "tool": get("tool"),
+        "call_id": get("call_id"),
+        "arguments": _json_object(arguments) if arguments is not None else None,
+        "command": get("command"),
+        "command_class": get("command_class"),
+        "gate": gate,
+        "exit_code": get("exit_code", int),
+        "cwd": get("cwd"),
+        "content": content,
+        "cause": get("cause", int),
+        "model": get("model"),
+        "tokens_in": get("tokens_in", int),
+        "tokens_out": get("tokens_out", int),
+        "cost_usd": get("cost_usd", (int, float)),
+    }
+
+
+def _exported_steps(
+    spans: list[dict[str, Any]], root: dict[str, Any], attachment: str, facts: TraceFacts
+) -> list[dict[str, Any]] | None:
+    """The steps of a run that agentledger exported, exactly as its trace held them, and the
+    run's facts from its span; None when a span of a step is missing or lacks its fields (the
+    trace is then read as any other)."""
+    steps: list[dict[str, Any]] = []
+    for span in spans:
+        if span is root:
+            continue
+        attrs = span["attributes"]
+        operation = attrs.get("gen_ai.operation.name")
+        text = None
+        if operation in _MODEL_OPERATIONS:
+            text = _messages_text(attrs.get("gen_ai.output.messages"))
+        step = _exported_step(attrs, "agentledger.", span["start"], text)
+        if step is None:
+            return None
+        step["source"] = {"file": attachment, "event": span["span_id"]}
+        if operation in _MODEL_OPERATIONS:
+            step["model"] = _of(attrs.get("gen_ai.response.model"), str)
+            step["tokens_in"] = _of(attrs.get("gen_ai.usage.input_tokens"), int)
+            step["tokens_out"] = _of(attrs.get("gen_ai.usage.output_tokens"), int)
+        elif operation == "execute_tool":
+            step["tool"] = _of(attrs.get("gen_ai.tool.name"), str)
+            step["call_id"] = _of(attrs.get("gen_ai.tool.call.id"), str)
+            arguments = attrs.get("gen_ai.tool.call.arguments")
+            if arguments is not None and attrs.get("agentledger.arguments_made") is not True:
+                step["arguments"] = _json_object(arguments)
+        steps.append(step)
+        if "agentledger.result.step" in attrs:
+            result = attrs.get("gen_ai.tool.call.result")
+            answer = _exported_step(
+                attrs,
+                "agentledger.result.",
+                span["end"],
+                result if attrs.get("agentledger.result.kind") != "error" else None,
+            )
+            if answer is None:
+                return None
+            answer["cause"] = step["index"]
+            answer["source"] = step["source"]
+            steps.append(answer)
+    steps.sort(key=lambda step: step["index"])
+    if [step["index"] for step in steps] != list(range(len(steps))):
+        return None
+    attrs = root["attributes"]
+
+    def said(name: str) -> str | None:
+        value = attrs.get(name)
+        return value if isinstance(value, str) else None
+
+    facts.agent_name = said("gen_ai.agent.name")
+    facts.model, facts.model_served = said("gen_ai.request.model"), said("gen_ai.response.model")
+    facts.system_prompt = said("gen_ai.system_instructions")
+    facts.system_fingerprint = said("agentledger.system_fingerprint")
+    facts.agent_commit = said("agentledger.agent.commit")
+    if said("agentledger.scenario") is not None:
+        facts.scenario, facts.scenario_from = said("agentledger.scenario"), "trace"
+    facts.prompt, facts.report = said("agentledger.prompt"), said("agentledger.report")
+    facts.tokens_in = _of(attrs.get("gen_ai.usage.input_tokens"), int)
+    facts.tokens_out = _of(attrs.get("gen_ai.usage.output_tokens"), int)
+    facts.cost_usd = _of(attrs.get("agentledger.cost_usd"), (int, float))
+    facts.model_calls = _of(attrs.get("agentledger.model_calls"), int)
+    for name in ("started_at", "ended_at"):
+        value = said(f"agentledger.{name}")
+        with contextlib.suppress(ValueError):
+            setattr(facts, name, datetime.fromisoformat(value) if value else None)
+    notes = attrs.get("agentledger.notes")
+    if isinstance(notes, list):
+        # plan_trace_run notes a missing report itself
+        facts.notes = [
+            note
+            for note in notes
+            if isinstance(note, str) and not (facts.report is None and note == _NO_REPORT)
+        ]
+    run_id = said("agentledger.run_id")
+    if run_id is not None:
+        facts.extra_source["exported_run_id"] = run_id
+    return steps
+
+
+def _run_key(facts: TraceFacts, trace_id: str) -> str:
+    """What tells this trace's run apart: the exported run's own key when its id is
+    ``<scenario>_<model>_<key>`` (so the run id comes back), else the trace id's start."""
+    run_id = facts.extra_source.get("exported_run_id")
+    model = facts.model or facts.model_served
+    if isinstance(run_id, str) and facts.scenario and model:
+        prefix = "_".join(
+            _SLUG.sub("-", part).strip("-._")[:60] or "x" for part in (facts.scenario, model)
+        )
+        if run_id.startswith(prefix + "_") and len(run_id) > len(prefix) + 1:
+            return run_id[len(prefix) + 1 :]
+    return trace_id[:12]
 
 
 def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
@@ -348,7 +663,12 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     if not spans:
         raise InputError(f"{file}: no spans of trace {trace_id}")
     facts = TraceFacts(importer=FORMAT)
-    values = _steps(spans, f"attachments/{file.name}", facts)
+    attachment = f"attachments/{file.name}"
+    root = _export_root(spans)
+    values = _exported_steps(spans, root, attachment, facts) if root is not None else None
+    if values is None:
+        facts = TraceFacts(importer=FORMAT)
+        values = _steps(spans, attachment, facts)
     try:
         steps = STEPS.validate_python(values)
     except ValidationError as exc:
@@ -359,6 +679,6 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
         ) from None
     if facts.scenario is None:
         facts.scenario, facts.scenario_from = file.stem, "file name"
-    facts.run_key = trace_id[:12]
+    facts.run_key = _run_key(facts, trace_id)
     facts.extra_source["trace_id"] = trace_id
     return plan_trace_run(file, raw, steps, facts, ctx)

@@ -1,23 +1,30 @@
 """A ledger's runs as OpenTelemetry spans in OTLP JSON, following the GenAI semantic conventions.
 
 One trace per run, so that the runs can be sent to any OpenTelemetry backend (a collector's
-``otlpjsonfile`` receiver, or POSTed to ``/v1/traces``): an ``invoke_agent`` span for the run,
-and beneath it one span per step of its trace, in order:
+``otlpjsonfile`` receiver, or POSTed to ``/v1/traces``): an ``invoke_agent`` span for the run
+(its model, served model, agent, system prompt and token totals, and under ``agentledger.*``
+its run id, scenario, prompt, report, cost, model calls and notes), and beneath it one span per
+step of its trace, in order:
 
 - a message, thought or finish of the agent: a ``chat`` span whose output message is the
   step's text, with the model and tokens; the user's and environment's messages before it are
   its input messages;
 - a command, tool call, file read or write, browse or code, with the step that answers it
-  (``cause``): one ``execute_tool`` span, its arguments (a command's text as ``command``) and its
-  result;
-- anything else: a span named after its kind, its text as ``agentledger.text``.
+  (``cause``) when that is not earlier: one ``execute_tool`` span, its arguments (a command
+  alone as ``{"command": ...}``), call id and result; an error as the answer gives the span an
+  ERROR status and an ``exception`` event;
+- anything else: a span named after its kind, its text as ``agentledger.text`` (an error step's
+  with an ERROR status); a step that answers another links to that one's span.
 
-What the conventions have no name for is kept under ``agentledger.*`` (the run id, scenario,
-step index, kind, command class, exit code, the gate's decision). Span times are UTC: a time
-that the run recorded without a zone is written as if it were UTC and marked
-``agentledger.time_zone: unknown``, a step without a time gets the run's start (or its
-seal) and ``agentledger.time_zone: none``; `agentledger.importers.otel` reads both marks back.
-Ids are derived from the run id, so exporting twice gives the same spans.
+Every field of a step that the GenAI attributes do not hold is an ``agentledger.*`` attribute
+(`step_attributes`; the answer's in a tool's span ``agentledger.result.*``): index, actor,
+kind, raw type, command, its class and exit code, cwd, cause, the gate's decision, the model,
+tokens and cost where the span is no model call, the size and sha256 of the whole text, and
+the time's zone. Span times are UTC: a time that the run recorded without a zone is written as
+if it were UTC and marked ``agentledger.time_zone: unknown``, one in another zone is marked with
+its offset (``+02:00``), and a step without a time gets the run's start (or its seal) and
+``none``. `agentledger.importers.otel` reads it all back. Ids are derived from the run id, so
+exporting twice gives the same spans.
 """
 
 from __future__ import annotations
@@ -29,19 +36,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agentledger.records import RunMetadata
+from agentledger.records import RunMetadata, RunSummary
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 from agentledger.store.writer import PROMPT, REPORT, SYSTEM_PROMPT
 
-__all__ = ["SCOPE", "otel_request", "run_spans"]
+__all__ = ["EXPORT_VERSION", "SCOPE", "otel_request", "run_spans", "step_attributes"]
 
 SCOPE = "agentledger"
+EXPORT_VERSION = 2
+"""`agentledger.export` of the run's span: the importer reads spans of this version back
+exactly (see `agentledger.importers.otel`)."""
 _MESSAGES = {"message", "reasoning", "finish"}
 _TOOLS = {"command", "tool_call", "file_read", "file_write", "browse", "code"}
 _ANSWERS = {"command_output", "tool_result", "error"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ERROR = 2  # STATUS_CODE_ERROR
 
 
 def _id(*parts: str, length: int) -> str:
@@ -88,7 +99,7 @@ class _Clock:
     fallback: datetime
 
     def of(self, step: TraceStep) -> tuple[int, str]:
-        """Nanoseconds since the epoch, and the zone: as given, 'unknown' or 'none'."""
+        """Nanoseconds since the epoch, and the zone: the offset given, 'unknown' or 'none'."""
         if step.time is None:
             return _nanos(self.fallback), "none"
         return _nanos(step.time), step.time_zone or "unknown"
@@ -96,6 +107,61 @@ class _Clock:
 
 def _text(step: TraceStep | None) -> str | None:
     return step.content.text if step is not None and step.content is not None else None
+
+
+def step_attributes(
+    step: TraceStep, zone: str, prefix: str = "agentledger.", skip: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Every field of `step` that the span's GenAI attributes do not carry (`skip`), as
+    ``agentledger.*`` attributes (the step's answer in a tool's span: ``agentledger.result.*``).
+    Its time is the span's start (an answer's: its end), its zone `zone`."""
+    content, gate = step.content, step.gate
+    values: dict[str, Any] = {
+        "step": step.index,
+        "actor": step.actor,
+        "kind": step.kind,
+        "raw_type": step.raw_type,
+        "time_zone": zone,
+        "tool": step.tool,
+        "call_id": step.call_id,
+        "arguments": json.dumps(step.arguments) if step.arguments is not None else None,
+        "command": step.command,
+        "command_class": step.command_class,
+        "exit_code": step.exit_code,
+        "cwd": step.cwd,
+        "cause": step.cause,
+        "model": step.model,
+        "tokens_in": step.tokens_in,
+        "tokens_out": step.tokens_out,
+        "cost_usd": step.cost_usd,
+        "text": content.text if content is not None else None,
+        # the size and hash of the whole text (the text itself may be a cut of it)
+        "content.bytes": content.bytes if content is not None else None,
+        "content.sha256": content.sha256 if content is not None else None,
+        "content.truncated": content.truncated if content is not None else None,
+        "gate.decision": gate.decision if gate is not None else None,
+        "gate.decided_by": gate.decided_by if gate is not None else None,
+        "gate.reason": gate.reason if gate is not None else None,
+        "gate.policy": gate.policy if gate is not None else None,
+    }
+    return {prefix + key: value for key, value in values.items() if key not in skip}
+
+
+def _failure(step: TraceStep, nanos: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An error step as OpenTelemetry writes a failure: the span's ERROR status with the
+    error's text, and an ``exception`` event."""
+    text = _text(step)
+    status: dict[str, Any] = {"code": _ERROR}
+    if text is not None:
+        status["message"] = text
+    event = {
+        "timeUnixNano": str(nanos),
+        "name": "exception",
+        "attributes": _attributes(
+            {"exception.type": step.raw_type or step.kind, "exception.message": text}
+        ),
+    }
+    return status, [event]
 
 
 def run_spans(
@@ -106,19 +172,33 @@ def run_spans(
     system_prompt: str | None = None,
     prompt: str | None = None,
     report: str | None = None,
+    summary: RunSummary | None = None,
 ) -> list[dict[str, Any]]:
     """The spans of one run: its ``invoke_agent`` span, then one per step (or pair of steps)."""
     run_id = metadata.run_id
     trace_id = _id(run_id, length=32)
     root_id = _id(run_id, "run", length=16)
     clock = _Clock(metadata.started_at or sealed_at)
-    # The answer of a call (its first result) shares the call's span; any other is its own.
-    calls = {step.index for step in steps if step.kind in _TOOLS}
+    # The answer of a call (its first result) shares the call's span when it is not earlier
+    # than the call (the span ends with it); any other is its own span.
+    by_index = {step.index: step for step in steps}
     answers: dict[int, TraceStep] = {}
     for step in steps:
-        if step.kind in _ANSWERS and step.cause in calls:
-            answers.setdefault(step.cause, step)
-    answered = {id(answer) for answer in answers.values()}
+        call = by_index.get(step.cause) if step.cause is not None else None
+        if (
+            step.kind in _ANSWERS
+            and call is not None
+            and call.kind in _TOOLS
+            and call.index not in answers
+            and clock.of(step)[0] >= clock.of(call)[0]
+        ):
+            answers[call.index] = step
+    answered = {answer.index: call for call, answer in answers.items()}
+    # the span holding each step: its own, or its call's
+    span_of = {
+        step.index: _id(run_id, str(answered.get(step.index, step.index)), length=16)
+        for step in steps
+    }
     spans: list[dict[str, Any]] = []
     pending_input: list[dict[str, Any]] = []
     if prompt is not None:
@@ -126,99 +206,129 @@ def run_spans(
     times: list[int] = []
     zones: list[str] = []
 
-    def span(name: str, step: TraceStep, end_step: TraceStep | None, attrs: dict[str, Any]) -> None:
+    def span(
+        name: str,
+        step: TraceStep,
+        attrs: dict[str, Any],
+        skip: Sequence[str] = (),
+        answer: TraceStep | None = None,
+    ) -> None:
         start, zone = clock.of(step)
-        end = max(clock.of(end_step)[0], start) if end_step is not None else start
+        end = start
+        attrs = {**attrs, **step_attributes(step, zone, skip=skip)}
+        status: dict[str, Any] = {}
+        events: list[dict[str, Any]] = []
+        failed = answer if answer is not None and answer.kind == "error" else None
+        if step.kind == "error":
+            status, events = _failure(step, start)
+        if answer is not None:
+            end, answer_zone = clock.of(answer)
+            # its text is the tool's result, unless it is an error (the status's message)
+            answer_skip = ("cause",) if failed else ("cause", "text")
+            attrs.update(step_attributes(answer, answer_zone, "agentledger.result.", answer_skip))
+            if failed:
+                status, events = _failure(failed, end)
         times.extend((start, end))
         zones.append(zone)
-        spans.append(
-            {
-                "traceId": trace_id,
-                "spanId": _id(run_id, str(step.index), length=16),
-                "parentSpanId": root_id,
-                "name": name,
-                "kind": 1,
-                "startTimeUnixNano": str(start),
-                "endTimeUnixNano": str(end),
-                "attributes": _attributes(
-                    {
-                        **attrs,
-                        "agentledger.step": step.index,
-                        "agentledger.kind": step.kind,
-                        "agentledger.raw_type": step.raw_type,
-                        "agentledger.time_zone": zone if zone in ("unknown", "none") else None,
-                    }
-                ),
-                "status": {"code": 2} if step.kind == "error" else {},
-            }
-        )
+        links = []
+        if step.cause is not None and step.cause in span_of:
+            links.append({"traceId": trace_id, "spanId": span_of[step.cause]})
+        made: dict[str, Any] = {
+            "traceId": trace_id,
+            "spanId": span_of[step.index],
+            "parentSpanId": root_id,
+            "name": name,
+            "kind": 1,
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(end),
+            "attributes": _attributes(attrs),
+            "status": status,
+        }
+        if events:
+            made["events"] = events
+        if links:
+            made["links"] = links
+        spans.append(made)
 
     for step in steps:
-        if id(step) in answered:
+        if step.index in answered:
             continue
         text = _text(step)
         if step.kind in _MESSAGES and step.actor == "agent":
             attrs: dict[str, Any] = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": metadata.model,
-                "gen_ai.response.model": step.model or metadata.model_served,
+                "gen_ai.response.model": step.model,
                 "gen_ai.usage.input_tokens": step.tokens_in,
                 "gen_ai.usage.output_tokens": step.tokens_out,
                 "gen_ai.input.messages": json.dumps(pending_input) if pending_input else None,
-                "gen_ai.output.messages": _messages("assistant", text) if text else None,
+                "gen_ai.output.messages": _messages("assistant", text)
+                if text is not None
+                else None,
             }
             pending_input = []
-            span(f"chat {metadata.model}", step, None, attrs)
-        elif step.kind == "message" and text is not None:
-            role = "user" if step.actor == "user" else "system"
-            pending_input.append({"role": role, "parts": [{"type": "text", "content": text}]})
             span(
-                f"{step.kind} {step.actor}",
+                f"chat {metadata.model}",
                 step,
-                None,
-                {"agentledger.actor": step.actor, "agentledger.text": text},
+                attrs,
+                skip=("model", "tokens_in", "tokens_out", "text"),
             )
         elif step.kind in _TOOLS:
             answer = answers.get(step.index)
-            arguments = dict(step.arguments or {})
-            if step.command is not None:
-                arguments["command"] = step.command
-            result = _text(answer)
+            arguments = step.arguments
+            if arguments is None and step.command is not None:
+                arguments = {"command": step.command}
+            result = _text(answer) if answer is not None and answer.kind != "error" else None
             tool = step.tool or step.kind
             attrs = {
                 "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": tool,
+                "gen_ai.tool.name": step.tool,
                 "gen_ai.tool.call.id": step.call_id,
-                "gen_ai.tool.call.arguments": json.dumps(arguments) if arguments else None,
+                "gen_ai.tool.call.arguments": json.dumps(arguments)
+                if arguments is not None
+                else None,
                 "gen_ai.tool.call.result": result,
-                "agentledger.command_class": step.command_class,
-                "agentledger.exit_code": step.exit_code
-                if step.exit_code is not None
-                else (answer.exit_code if answer else None),
-                "agentledger.gate.decision": step.gate.decision if step.gate else None,
-                "agentledger.gate.reason": step.gate.reason if step.gate else None,
+                # the step had none: the arguments above were made of its command
+                "agentledger.arguments_made": True
+                if step.arguments is None and arguments
+                else None,
             }
-            if text is not None:
-                attrs["agentledger.text"] = text
-            span(f"execute_tool {tool}", step, answer, attrs)
-        else:
             span(
-                step.kind,
+                f"execute_tool {tool}",
                 step,
-                None,
-                {"agentledger.actor": step.actor, "agentledger.text": text},
+                attrs,
+                skip=("tool", "call_id", "arguments"),
+                answer=answer,
             )
+        else:
+            if step.kind == "message" and text is not None:
+                role = "user" if step.actor == "user" else "system"
+                pending_input.append({"role": role, "parts": [{"type": "text", "content": text}]})
+            span(f"{step.kind} {step.actor}" if step.kind == "message" else step.kind, step, {})
     start, end = (min(times), max(times)) if times else (_nanos(clock.fallback),) * 2
+    agent = metadata.agent
     root_attrs = {
         "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": metadata.agent.name if metadata.agent else None,
+        "gen_ai.agent.name": agent.name if agent else None,
         "gen_ai.request.model": metadata.model,
         "gen_ai.response.model": metadata.model_served,
         "gen_ai.system_instructions": system_prompt,
+        # the run's totals (its model calls' own spans hold each one's)
+        "gen_ai.usage.input_tokens": summary.tokens_in if summary else None,
+        "gen_ai.usage.output_tokens": summary.tokens_out if summary else None,
+        "agentledger.export": EXPORT_VERSION,
         "agentledger.run_id": run_id,
         "agentledger.scenario": metadata.scenario,
         "agentledger.system_prompt_hash": metadata.system_prompt_hash,
+        "agentledger.system_fingerprint": metadata.system_fingerprint,
+        "agentledger.agent.commit": agent.commit if agent else None,
+        "agentledger.started_at": metadata.started_at.isoformat() if metadata.started_at else None,
+        "agentledger.ended_at": metadata.ended_at.isoformat() if metadata.ended_at else None,
+        "agentledger.prompt": prompt,
         "agentledger.report": report,
+        "agentledger.cost_usd": summary.cost_usd if summary else None,
+        "agentledger.model_calls": summary.model_calls if summary else None,
+        "agentledger.notes": list(summary.notes) if summary and summary.notes else None,
         # The run's span is as its first step: marked when that one's time had no zone.
         "agentledger.time_zone": zones[0] if zones and zones[0] in ("unknown", "none") else None,
     }
@@ -259,6 +369,7 @@ def _runs_spans(ledger: Ledger, runs: Iterable[IndexedRun]) -> Iterator[list[dic
             system_prompt=_read_text(ledger, run.run_id, SYSTEM_PROMPT, files),
             prompt=_read_text(ledger, run.run_id, PROMPT, files),
             report=_read_text(ledger, run.run_id, REPORT, files),
+            summary=stored.summary,
         )
 
 
