@@ -27,7 +27,12 @@ from agentledger.identity import sha256_bytes
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, trace_files
+from agentledger.importers.trace_runs import (
+    TraceFacts,
+    attachment_of,
+    plan_trace_run,
+    trace_files,
+)
 from agentledger.records.trace import STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_inspect_samples", "plan_inspect_sample"]
@@ -184,7 +189,7 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     if sample is None:
         raise InputError(f"{file}: no sample {sample_id!r} (epoch {epoch})")
     facts = TraceFacts(importer=FORMAT, agent_name="inspect")
-    values = _steps(sample, f"attachments/{file.name}", facts)
+    values = _steps(sample, attachment_of(file.name), facts)
     try:
         steps = STEPS.validate_python(values)
     except ValidationError as exc:

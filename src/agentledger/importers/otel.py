@@ -51,7 +51,12 @@ from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
-from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, trace_files
+from agentledger.importers.trace_runs import (
+    TraceFacts,
+    attachment_of,
+    plan_trace_run,
+    trace_files,
+)
 from agentledger.records import decode_json
 from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 
@@ -663,7 +668,7 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     if not spans:
         raise InputError(f"{file}: no spans of trace {trace_id}")
     facts = TraceFacts(importer=FORMAT)
-    attachment = f"attachments/{file.name}"
+    attachment = attachment_of(file.name)
     root = _export_root(spans)
     values = _exported_steps(spans, root, attachment, facts) if root is not None else None
     if values is None:
