@@ -177,8 +177,13 @@ _SURROGATE = "a\ud800b"  # json.dumps writes it as the escape \ud800, which JSON
         ),
         (
             [STEPS[0], {"actor": "agent", "kind": "tool_call", "arguments": {_SURROGATE: 1}}],
-            "line 2, field 'arguments'",
+            "line 2, field 'arguments.a\\ud800b'",
         ),
+        (
+            [STEPS[0], {"actor": "agent", "kind": "message", _SURROGATE: 1}],
+            "line 2, field 'a\\ud800b'",
+        ),
+        ([{"run": {_SURROGATE: "x"}}, STEPS[0]], "line 1, field 'run.a\\ud800b'"),
         ([{"run": {"system_prompt": _SURROGATE}}, STEPS[0]], "line 1, field 'run.system_prompt'"),
         ([{"run": {"report": _SURROGATE}}, STEPS[0]], "line 1, field 'run.report'"),
     ],
@@ -214,7 +219,10 @@ def test_a_lone_surrogate_is_refused_naming_line_and_field(
             {"actor": "agent", "kind": "command", "command": "ls", "command_class": 1},
             "field 'command_class'",
         ),
-        ({"actor": "agent", "kind": "message", "command_class": "read-only"}, "'command_class'"),
+        (
+            {"actor": "agent", "kind": "message", "command_class": "read-only"},
+            "field 'command_class'",
+        ),
     ],
 )
 def test_values_of_the_wrong_type_are_refused(
