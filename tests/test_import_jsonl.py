@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,196 @@ def test_unnamed_formats_cannot_mix(tmp_path: Path) -> None:
     other.write_text("[]")
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(one), str(other))
     assert code == 2 and "different formats" in err
+
+
+def _refused(tmp_path: Path, lines: list[Any], problem: str, *options: str) -> str:
+    """Import `lines` as bad.jsonl: exit 2, the file and `problem` named, no ledger made."""
+    path = _write(tmp_path / "bad.jsonl", lines)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m", *options)
+    assert code == 2, err
+    assert "bad.jsonl" in err and problem in err, err
+    assert "Traceback" not in err
+    assert not root.exists()
+    return err
+
+
+_SURROGATE = "a\ud800b"  # json.dumps writes it as the escape \ud800, which JSON allows
+
+
+@pytest.mark.parametrize(
+    ("lines", "problem"),
+    [
+        ([{"actor": "user", "kind": "message", "content": _SURROGATE}], "line 1, field 'content'"),
+        (
+            [STEPS[0], {"actor": "agent", "kind": "command", "command": _SURROGATE}],
+            "line 2, field 'command'",
+        ),
+        (
+            [STEPS[0], {"actor": "agent", "kind": "tool_call", "arguments": {"p": [_SURROGATE]}}],
+            "line 2, field 'arguments.p.0'",
+        ),
+        (
+            [STEPS[0], {"actor": "agent", "kind": "tool_call", "arguments": {_SURROGATE: 1}}],
+            "line 2, field 'arguments.a\\ud800b'",
+        ),
+        (
+            [STEPS[0], {"actor": "agent", "kind": "message", _SURROGATE: 1}],
+            "line 2, field 'a\\ud800b'",
+        ),
+        ([{"run": {_SURROGATE: "x"}}, STEPS[0]], "line 1, field 'run.a\\ud800b'"),
+        ([{"run": {"system_prompt": _SURROGATE}}, STEPS[0]], "line 1, field 'run.system_prompt'"),
+        ([{"run": {"report": _SURROGATE}}, STEPS[0]], "line 1, field 'run.report'"),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_line_and_field(
+    tmp_path: Path, lines: list[Any], problem: str
+) -> None:
+    err = _refused(tmp_path, lines, problem)
+    assert "lone surrogate" in err
+
+
+@pytest.mark.parametrize(
+    ("step", "problem"),
+    [
+        ({"actor": "agent", "kind": "message", "cost_usd": "0.1"}, "field 'cost_usd'"),
+        ({"actor": "agent", "kind": "message", "cost_usd": True}, "field 'cost_usd'"),
+        ({"actor": "tool", "kind": "command_output", "exit_code": True}, "field 'exit_code'"),
+        ({"actor": "tool", "kind": "command_output", "exit_code": "0"}, "field 'exit_code'"),
+        ({"actor": "user", "kind": "message", "index": True}, "field 'index'"),
+        ({"actor": "agent", "kind": "message", "tokens_in": 1.0}, "field 'tokens_in'"),
+        ({"actor": "agent", "kind": "message", "tokens_out": "5"}, "field 'tokens_out'"),
+        ({"actor": "tool", "kind": "tool_result", "cause": False}, "field 'cause'"),
+        ({"actor": "user", "kind": "message", "time": 1773310500}, "field 'time'"),
+        (
+            {"actor": "user", "kind": "message", "source": {"file": "f", "line": True}},
+            "field 'source.line'",
+        ),
+        (
+            {"actor": "agent", "kind": "command", "command": "ls", "command_class": "safe"},
+            "field 'command_class'",
+        ),
+        (
+            {"actor": "agent", "kind": "command", "command": "ls", "command_class": 1},
+            "field 'command_class'",
+        ),
+        (
+            {"actor": "agent", "kind": "message", "command_class": "read-only"},
+            "field 'command_class'",
+        ),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused(
+    tmp_path: Path, step: dict[str, Any], problem: str
+) -> None:
+    _refused(tmp_path, [STEPS[0], step], f"line 2, {problem}")
+
+
+def _content(text: str, **changes: Any) -> dict[str, Any]:
+    data = text.encode()
+    whole = {
+        "text": text,
+        "bytes": len(data),
+        "sha256": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "truncated": False,
+    }
+    return {**whole, **changes}
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (_content("hi", bytes=999), "field 'content.bytes'"),
+        (_content("hi", sha256="sha256:" + "0" * 64), "field 'content.sha256'"),
+        (_content("hi", truncated=True), "field 'content.bytes'"),
+        (_content("hi", truncated=1), "field 'content.truncated'"),
+        (_content("hi", bytes=True), "field 'content.bytes'"),
+    ],
+)
+def test_a_content_object_must_agree_with_its_text(
+    tmp_path: Path, content: dict[str, Any], problem: str
+) -> None:
+    _refused(tmp_path, [{"actor": "agent", "kind": "message", "content": content}], problem)
+
+
+def test_a_content_object_that_agrees_is_kept_as_given(tmp_path: Path) -> None:
+    whole = _content("hi")
+    cut = _content("hello", bytes=4000, sha256="sha256:" + "1" * 64, truncated=True)
+    path = _write(
+        tmp_path / "t.jsonl",
+        [
+            {"actor": "agent", "kind": "message", "content": whole},
+            {"actor": "agent", "kind": "message", "content": cut},
+        ],
+    )
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    steps = parse_trace((_only_run(root) / "trace.jsonl").read_bytes(), "t")
+    assert steps[0].content is not None and steps[0].content.model_dump() == whole
+    assert steps[1].content is not None and steps[1].content.model_dump() == cut
+
+
+@pytest.mark.parametrize(
+    ("times", "line"),
+    [
+        (["2026-03-12T10:15:00", "2026-03-12T10:15:10+00:00"], 2),
+        (["2026-03-12T10:15:00+05:30", "2026-03-12T10:15:10"], 2),
+        (["2026-03-12T10:15:00Z", "2026-03-12T10:15:05Z", "2026-03-12T10:15:10"], 3),
+    ],
+)
+def test_times_with_and_without_a_zone_cannot_mix(
+    tmp_path: Path, times: list[str], line: int
+) -> None:
+    steps = [{"actor": "agent", "kind": "message", "time": t} for t in times]
+    err = _refused(tmp_path, steps, f"line {line}, field 'time'")
+    assert "line 1" in err  # the step it disagrees with
+
+
+def test_times_in_different_zones_give_a_true_duration(tmp_path: Path) -> None:
+    times = ["2026-03-12T10:15:00+05:30", "2026-03-12T04:45:10Z"]
+    path = _write(
+        tmp_path / "t.jsonl", [{"actor": "agent", "kind": "message", "time": t} for t in times]
+    )
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    summary = parse_record(RunSummary, (_only_run(root) / "run_summary.json").read_bytes(), "s")
+    assert summary.duration_s == 10
+
+
+def test_a_command_class_the_classifier_disputes_is_noted_and_replaced(tmp_path: Path) -> None:
+    steps = [
+        {"actor": "agent", "kind": "command", "command": "rm -rf /", "command_class": "read-only"},
+        {"actor": "agent", "kind": "command", "command": "ls", "command_class": "read-only"},
+    ]
+    path = _write(tmp_path / "t.jsonl", steps)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    run_dir = _only_run(root)
+    stored = parse_trace((run_dir / "trace.jsonl").read_bytes(), "t")
+    assert [step.command_class for step in stored] == ["destructive", "read-only"]
+    events = parse_shell_audit((run_dir / "shell_audit.jsonl").read_bytes(), "s")
+    assert [event.classification for event in events] == ["destructive", "read-only"]
+    metadata = parse_record(RunMetadata, (run_dir / "metadata.json").read_bytes(), "m")
+    assert metadata.source is not None
+    assert metadata.source["command_class_in_trace"] == {
+        "0": {"trace": "read-only", "stored": "destructive"}
+    }
+    summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+    (note,) = [note for note in summary.notes if "command_class" in note]
+    assert "step 0" in note and "'read-only'" in note and "'destructive'" in note
+
+
+def test_model_option_names_the_run_and_the_header_model_is_kept(tmp_path: Path) -> None:
+    header = {"run": {"model": "claude-haiku-4-5"}}
+    path = _write(tmp_path / "use_case_a.jsonl", [header, *STEPS])
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
+    assert code == 0, err
+    metadata = parse_record(RunMetadata, (_only_run(root) / "metadata.json").read_bytes(), "m")
+    assert metadata.model == "m"
+    assert metadata.source is not None
+    assert metadata.source["model_in_trace"] == "claude-haiku-4-5"
+    assert metadata.source["fields"]["model"] == "option"

@@ -102,6 +102,29 @@ def test_long_text_is_cut_with_its_size_and_hash() -> None:
         (b'{"index": 0, "actor": "agent", "kind": "message", "colour": 1}', "colour"),
         (b'{"index": 0, "actor": "agent", "kind": "message", "schema_version": 9}', "newer"),
         (b'{"index": 3, "actor": "agent", "kind": "message", "cause": 5}', "cause"),
+        # strict types: no string read as a number, no boolean as a number or the reverse
+        (b'{"index": true, "actor": "agent", "kind": "message"}', "field 'index'"),
+        (b'{"index": 1, "actor": "tool", "kind": "message", "exit_code": true}', "'exit_code'"),
+        (b'{"index": 1, "actor": "tool", "kind": "message", "exit_code": "0"}', "'exit_code'"),
+        (b'{"index": 1, "actor": "tool", "kind": "message", "cause": false}', "field 'cause'"),
+        (b'{"index": 1, "actor": "agent", "kind": "message", "cost_usd": "0.1"}', "'cost_usd'"),
+        (b'{"index": 1, "actor": "agent", "kind": "message", "tokens_in": 2.0}', "'tokens_in'"),
+        (b'{"index": 1, "actor": "agent", "kind": "message", "tokens_out": "2"}', "'tokens_out'"),
+        (
+            b'{"index": 1, "actor": "agent", "kind": "message", "source": {"file": "f", '
+            b'"line": true}}',
+            "field 'source.line'",
+        ),
+        (
+            b'{"index": 1, "actor": "agent", "kind": "message", "content": {"text": "", '
+            b'"bytes": false, "sha256": "sha256:' + b"0" * 64 + b'"}}',
+            "field 'content.bytes'",
+        ),
+        (
+            b'{"index": 1, "actor": "agent", "kind": "message", "content": {"text": "", '
+            b'"bytes": 0, "sha256": "sha256:' + b"0" * 64 + b'", "truncated": 0}}',
+            "field 'content.truncated'",
+        ),
     ],
 )
 def test_bad_lines_are_refused_naming_the_line(line: bytes, problem: str) -> None:
@@ -194,3 +217,16 @@ def test_steps_from_a_shell_log_keep_the_logged_output_hash() -> None:
     again = shell_events(steps)
     assert [e.command for e in again] == ["cat big.log", "rm -rf /"]
     assert again[1].denied and again[0].stdout_bytes == 90_000
+
+
+def test_strict_numbers_still_take_an_integer_cost() -> None:
+    """A whole number of dollars is a number: written as the float it always was."""
+    step = TraceStep.model_validate(
+        {"index": 0, "actor": "agent", "kind": "message", "cost_usd": 2}
+    )
+    assert step.cost_usd == 2.0 and isinstance(step.cost_usd, float)
+    assert trace_bytes([step]) == (
+        b'{"schema_version":1,"index":0,"actor":"agent","kind":"message","cost_usd":2.0}\n'
+    )
+    (read,) = parse_trace(b'{"index": 0, "actor": "agent", "kind": "message", "cost_usd": 2}', "t")
+    assert read == step

@@ -87,11 +87,13 @@ class StepText(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     text: str = Field(description="The text, possibly cut.")
-    bytes: int = Field(ge=0, description="Size of the whole text in UTF-8 bytes.")
+    bytes: int = Field(ge=0, strict=True, description="Size of the whole text in UTF-8 bytes.")
     sha256: str = Field(
         pattern=r"^sha256:[0-9a-f]{64}$", description="sha256 of the whole text's UTF-8 bytes."
     )
-    truncated: bool = Field(default=False, description="True when `text` is a cut of the whole.")
+    truncated: bool = Field(
+        default=False, strict=True, description="True when `text` is a cut of the whole."
+    )
 
 
 def step_text(value: str | None, limit: int = MAX_STEP_TEXT) -> StepText | None:
@@ -131,14 +133,21 @@ class StepSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str = Field(description="The original file (kept as an attachment of the run).")
-    line: int | None = Field(default=None, ge=1, description="Line in the file, when known.")
+    line: int | None = Field(
+        default=None, ge=1, strict=True, description="Line in the file, when known."
+    )
     event: str | None = Field(default=None, description="The event's own id, when it has one.")
 
 
 class TraceStep(Record):
-    """One step of a run, in order (a line of trace.jsonl)."""
+    """One step of a run, in order (a line of trace.jsonl).
 
-    index: int = Field(ge=0, description="Position in the trace, from 0, without gaps.")
+    Its numbers and flags are read strictly, as written: no string or boolean is taken for a
+    number (``"0.1"``, ``true``), nor a number for a boolean."""
+
+    index: int = Field(
+        ge=0, strict=True, description="Position in the trace, from 0, without gaps."
+    )
     time: datetime | None = Field(
         default=None,
         description="When the step happened, as given; without a time zone when the source "
@@ -167,18 +176,29 @@ class TraceStep(Record):
     gate: GateDecision | None = Field(
         default=None, description="The gated shell's decision, when the command went through it."
     )
-    exit_code: int | None = Field(default=None, description="A command's exit code, if known.")
+    exit_code: int | None = Field(
+        default=None, strict=True, description="A command's exit code, if known."
+    )
     cwd: str | None = Field(default=None, description="A command's working directory, if known.")
     content: StepText | None = Field(
         default=None, description="The message, thought or observation text (cut, with its size)."
     )
     cause: int | None = Field(
-        default=None, ge=0, description="The index of the step this one answers (a result's call)."
+        default=None,
+        ge=0,
+        strict=True,
+        description="The index of the step this one answers (a result's call).",
     )
     model: str | None = Field(default=None, description="The model that produced the step.")
-    tokens_in: int | None = Field(default=None, ge=0, description="Prompt tokens of the step.")
-    tokens_out: int | None = Field(default=None, ge=0, description="Completion tokens.")
-    cost_usd: float | None = Field(default=None, ge=0, description="Model cost in US dollars.")
+    tokens_in: int | None = Field(
+        default=None, ge=0, strict=True, description="Prompt tokens of the step."
+    )
+    tokens_out: int | None = Field(
+        default=None, ge=0, strict=True, description="Completion tokens."
+    )
+    cost_usd: float | None = Field(
+        default=None, ge=0, strict=True, description="Model cost in US dollars."
+    )
     source: StepSource | None = Field(default=None, description="Where the step comes from.")
 
     @model_validator(mode="after")
