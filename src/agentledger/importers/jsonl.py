@@ -35,6 +35,7 @@ from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (
     TraceFacts,
+    attachment_of,
     plan_trace_run,
     read_trace_file,
     trace_files,
@@ -311,7 +312,7 @@ def read_trace_lines(
 def plan_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of the run in the plain trace file `path`; writes nothing."""
     raw = read_trace_file(path, ctx, real)
-    steps, facts = read_trace_lines(raw, str(path), f"attachments/{path.name}")
+    steps, facts = read_trace_lines(raw, str(path), attachment_of(path.name))
     if facts.scenario is None:
         facts.scenario, facts.scenario_from = path.stem, "file name"
     return plan_trace_run(path, raw, steps, facts, ctx)

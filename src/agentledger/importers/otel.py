@@ -438,7 +438,7 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                         "tool": name if isinstance(name, str) else None,
                         "cause": call,
                         "command": command if is_command else None,
-                        "exit_code": exit_code if isinstance(exit_code, int) else None,
+                        "exit_code": exit_code if type(exit_code) is int else None,
                         "content": step_text_fields(failure if failure is not None else result),
                     }
                 )
