@@ -538,6 +538,24 @@ def test_an_agent_that_ended_in_error_is_a_failed_run(tmp_path: Path) -> None:
     assert steps[-1].content.text == "agent state: error: RuntimeError: sandbox lost"
 
 
+def test_times_some_with_a_zone_and_some_without_give_no_span(tmp_path: Path) -> None:
+    """Two clocks cannot be compared: no start, end or duration is made up from them."""
+    events = [dict(event) for event in GOOD]
+    events[1]["timestamp"] = "2025-05-09T07:18:40"  # no zone, the others +00:00
+    _write(tmp_path / "in" / "traj_x.json", events)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(tmp_path / "in"), "--model", "m")
+    assert code == 0, err
+    ((run_id, files),) = _imported(root).items()
+    metadata = parse_record(RunMetadata, files["metadata.json"], "m")
+    assert metadata.started_at is None and metadata.ended_at is None
+    assert metadata.source and metadata.source["local_times"]["time_zone"].startswith("mixed: ")
+    summary = parse_record(RunSummary, files["run_summary.json"], "s")
+    assert summary.duration_s is None
+    code, out, _ = run("show", "--ledger", str(root), run_id, "--trace")
+    assert code == 0 and "UTC offset +00:00 for some times, none for others" in out
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

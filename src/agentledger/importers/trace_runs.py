@@ -206,18 +206,30 @@ def _identity(
 
 
 def _times(times: Sequence[datetime]) -> tuple[datetime | None, datetime | None, Any]:
-    """started_at and ended_at when the trace's times carry a zone; else the local times."""
+    """started_at and ended_at when the trace's times carry a zone; else the local times
+    (first and last, for a duration). Times some with a zone and some without give neither:
+    the two cannot be put on one clock."""
     if not times:
         return None, None, None
-    if all(moment.tzinfo is not None for moment in times):
+    zoned = sum(1 for moment in times if moment.tzinfo is not None)
+    if zoned == len(times):
         return min(times), max(times), None
-    local = [moment for moment in times if moment.tzinfo is None]
+    if zoned:
+        return (
+            None,
+            None,
+            {
+                "time_zone": f"mixed: {zoned} of the trace's {len(times)} times carry a UTC "
+                f"offset and {len(times) - zoned} do not; started_at, ended_at and the "
+                "duration are left empty rather than guessed"
+            },
+        )
     return (
         None,
         None,
         {
-            "first": min(local).isoformat(),
-            "last": max(local).isoformat(),
+            "first": min(times).isoformat(),
+            "last": max(times).isoformat(),
             "time_zone": "unknown: the trace's times carry no zone; started_at and ended_at "
             "are left empty rather than taken for UTC",
         },
@@ -342,7 +354,7 @@ def plan_trace_run(
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
     counts = built.counts
     duration = (ended - started).total_seconds() if started and ended else None
-    if duration is None and local is not None:
+    if duration is None and local is not None and "first" in local:
         first = datetime.fromisoformat(local["first"])
         last = datetime.fromisoformat(local["last"])
         duration = (last - first).total_seconds()  # a difference needs no zone

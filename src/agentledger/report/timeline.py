@@ -78,11 +78,13 @@ def timeline_span(steps: Sequence[TraceStep]) -> str:
     first, last = times[0], times[-1]
     assert first.time is not None and last.time is not None
     zones = {step.time_zone for step in times}
-    zone = (
-        "time zone unknown (local times as recorded)"
-        if zones == {"unknown"}
-        else ("UTC offset " + ", ".join(sorted(z for z in zones if z)))
-    )
+    offsets = ", ".join(sorted(z for z in zones if z and z != "unknown"))
+    if zones == {"unknown"}:
+        zone = "time zone unknown (local times as recorded)"
+    elif "unknown" in zones:
+        zone = f"UTC offset {offsets} for some times, none for others (local times as recorded)"
+    else:
+        zone = f"UTC offset {offsets}"
     return f"{first.time:%Y-%m-%d %H:%M:%S} to {last.time:%Y-%m-%d %H:%M:%S}, {zone}"
 
 
