@@ -64,7 +64,9 @@ def _detail(step: TraceStep, limit: int) -> str:
     if step.kind in ("file_read", "file_write", "browse") and target:
         return one_line(f"{target}: {text}" if text else target, limit)
     if step.exit_code is not None:
-        return one_line(f"exit {step.exit_code}: {text}", limit)
+        return one_line(
+            f"exit {step.exit_code}: {text}" if text else f"exit {step.exit_code}, no output", limit
+        )
     if not text and step.arguments:
         text = " ".join(f"{k}={v}" for k, v in step.arguments.items() if isinstance(v, str))
     return one_line(text, limit)
