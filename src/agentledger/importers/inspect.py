@@ -181,8 +181,9 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     file = Path(file_name)
     if file.stat().st_size > ctx.limit:
         raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
-    raw = read_source(file)
-    log = _read_log(file)
+    # The samples of a log come in a row: it is read and parsed once for all of them.
+    raw = ctx.latest("inspect-bytes", file, read_source)
+    log = ctx.latest("inspect-log", file, _read_log)
     sample = next(
         (s for s in log.samples or [] if str(s.id) == sample_id and str(s.epoch) == epoch), None
     )

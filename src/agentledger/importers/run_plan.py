@@ -170,7 +170,7 @@ class PlanContext:
     _made: int = 0
     spool: str | None = None  # the spool directory, once a made file had to wait there
     _spooled: int = 0
-    _per_folder: dict[tuple[str, Path], Any] = field(default_factory=dict)
+    _per_folder: dict[tuple[str, Any], Any] = field(default_factory=dict)
 
     def per_folder(self, key: str, folder: Path, make: Callable[[Path], Any]) -> Any:
         """`make(folder)`, made once per folder for this import (`key` names what is made): a
@@ -179,6 +179,16 @@ class PlanContext:
         if slot not in self._per_folder:
             self._per_folder[slot] = make(folder)
         return self._per_folder[slot]
+
+    def latest(self, key: str, path: Path, make: Callable[[Path], Any]) -> Any:
+        """`make(path)`, made again only when `path` changes (`key` names what is made): what
+        the runs of one file share (an Inspect log's samples), kept for the next run while
+        they come in a row, and only the latest file's."""
+        slot = ("latest", key)
+        made = self._per_folder.get(slot)
+        if made is None or made[0] != path:
+            made = self._per_folder[slot] = (path, make(path))
+        return made[1]
 
     def hold(self, size: int) -> bool:
         """Whether `size` more bytes read while planning may be kept until sealing (counted
