@@ -3,6 +3,7 @@ per sample and epoch."""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,18 @@ def test_one_run_per_sample_and_epoch(tmp_path: Path) -> None:
         assert (run_dir / "PROMPT.txt").read_text() in ("SSH is refused.", "Packets drop.")
         summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
         assert summary.tokens_in == 200 and summary.tokens_out == 40
-        assert (run_dir / "attachments" / path.name).read_bytes() == path.read_bytes()
+        # the sample's own entries of the log, byte for byte, not the whole log once more
+        kept = run_dir / "attachments" / path.name
+        entry = f"samples/{source['sample_id']}_epoch_{source['epoch']}.json"
+        with zipfile.ZipFile(path) as log:
+            assert (kept / entry).read_bytes() == log.read(entry)
+            assert (kept / "header.json").read_bytes() == log.read("header.json")
+        assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*.json")) == [
+            "header.json",
+            entry,
+        ]
+        assert source["files"][f"{path.name}:{entry}"] == f"attachments/{path.name}/{entry}"
+        assert {s.source.file for s in steps if s.source} == {f"attachments/{path.name}/{entry}"}
     assert seen == {("ssh", 1), ("ssh", 2), ("drop", 1), ("drop", 2)}
     again = run("import", "--ledger", str(root), str(path))
     assert again[0] == 0 and "nothing to do" in again[1]

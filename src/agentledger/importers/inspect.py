@@ -15,6 +15,7 @@ the report; the sample's start and end times (UTC).
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ from agentledger.importers.run_plan import PlanContext, read_source
 from agentledger.importers.trace_runs import (
     TraceFacts,
     attachment_of,
+    part_attachment,
     plan_trace_run,
     trace_files,
 )
@@ -190,7 +192,12 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     if sample is None:
         raise InputError(f"{file}: no sample {sample_id!r} (epoch {epoch})")
     facts = TraceFacts(importer=FORMAT, agent_name="inspect")
-    values = _steps(sample, attachment_of(file.name), facts)
+    parts = _sample_parts(file, sample)
+    values = _steps(
+        sample,
+        part_attachment(file.name, parts[-1][0]) if parts else attachment_of(file.name),
+        facts,
+    )
     try:
         steps = STEPS.validate_python(values)
     except ValidationError as exc:
@@ -227,7 +234,25 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
         facts.error = f"the sample ended with an error: {sample.error.message}"[:_ERROR_CHARS]
     elif getattr(log, "status", None) == "error":
         facts.notes.append("the log's evaluation ended with status error")
-    return plan_trace_run(file, raw, steps, facts, ctx)
+    return plan_trace_run(file, raw, steps, facts, ctx, parts=parts)
+
+
+def _sample_parts(file: Path, sample: Any) -> list[tuple[str, bytes]] | None:
+    """A sample's own entries of an ``.eval`` log (a zip): the log's header and the sample's
+    entry, their bytes as in the log; kept instead of the whole log, which holds every other
+    sample too. None for a ``.json`` log (one document), which is kept whole."""
+    if file.suffix != ".eval":
+        return None
+    entry = f"samples/{sample.id}_epoch_{sample.epoch}.json"
+    try:
+        with zipfile.ZipFile(file) as log:
+            names = set(log.namelist())
+            if entry not in names:
+                return None
+            header = [name for name in ("header.json", "_journal/start.json") if name in names]
+            return [(name, log.read(name)) for name in (*header[:1], entry)]
+    except (OSError, zipfile.BadZipFile):
+        return None
 
 
 _ERROR_CHARS = 2000

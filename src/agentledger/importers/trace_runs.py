@@ -71,6 +71,15 @@ _PART_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 _NAME_CHARS = 160
 
 
+def part_attachment(file_name: str, part: str) -> str:
+    """Where a part of a trace file is kept (`plan_trace_run`'s `parts`): below the file's
+    own attachment name, each level of the part's name made safe as `attachment_of` does
+    (``log.eval`` and ``samples/a_epoch_1.json`` give
+    ``attachments/log.eval/samples/a_epoch_1.json``)."""
+    levels = [attachment_of(level).removeprefix("attachments/") for level in part.split("/")]
+    return check_artifact_name("/".join([attachment_of(file_name), *levels]))
+
+
 def _plain(text: str) -> str:
     """`text` in the characters an artifact name may hold (accents dropped, others '_')."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
@@ -244,9 +253,14 @@ def plan_trace_run(
     ctx: PlanContext,
     *,
     attachments: Sequence[Path] = (),
+    parts: Sequence[tuple[str, bytes]] | None = None,
 ) -> PlannedRun:
     """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`,
     or into a trace built already).
+
+    `parts`: the run's own parts of the file, kept instead of the whole (an Inspect log's
+    header and its sample's entry, each ``(name in the log, bytes)``), when the file holds
+    many runs; they are kept under `part_attachment(path.name, name)`.
 
     Raises an InputError naming the file and field when the run's identity cannot be had.
     """
@@ -271,10 +285,20 @@ def plan_trace_run(
     check_tags(tags)
 
     original = attachment_of(path.name)
-    # Planning has read and hashed the original: sealing writes those bytes rather than read
-    # and hash the file again, while the import's memory allows.
-    held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
-    artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
+    if parts is None:
+        # Planning has read and hashed the original: sealing writes those bytes rather than
+        # read and hash the file again, while the import's memory allows.
+        held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
+        artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
+        files = {path.name: original}
+    else:
+        artifacts, files = [], {}
+        for part, data in parts:
+            name = part_attachment(path.name, part)
+            ctx.check_name(name)
+            kept, spooled = ctx.keep_made(data)
+            artifacts.append(PlannedArtifact(name, spooled, len(data), kept))
+            files[f"{path.name}:{part}"] = name
     for sibling in attachments:
         name = attachment_of(sibling.name)
         ctx.check_name(name)
@@ -282,7 +306,8 @@ def plan_trace_run(
         small = size <= _SMALL_SIBLING and ctx.hold(size)
         data = read_source(sibling, size) if small else None
         artifacts.append(PlannedArtifact(name, str(sibling), len(data) if data else size, data))
-    ctx.check_name(original)
+    if parts is None:
+        ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
     for name, made in ((TRACE, built.jsonl), (SHELL_AUDIT, built.shell_log)):
         if made or name == TRACE:
@@ -292,8 +317,13 @@ def plan_trace_run(
         "importer": facts.importer,
         "file": path.name,
         "original_sha256": digest,
-        "files": {path.name: original, **{s.name: attachment_of(s.name) for s in attachments}},
+        "files": {**files, **{s.name: attachment_of(s.name) for s in attachments}},
     }
+    if parts is not None:
+        source["kept"] = (
+            "the run's own parts of the file (its header and entry), byte for byte; the whole "
+            "file holds other runs too"
+        )
     if facts.model and values["model"] != facts.model:
         source["model_in_trace"] = facts.model
     prompt_hash = None
