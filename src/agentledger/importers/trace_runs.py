@@ -293,26 +293,26 @@ def plan_trace_run(
         files = {path.name: original}
     else:
         artifacts, files = [], {}
-        for part, data in parts:
+        for part, content in parts:
             name = part_attachment(path.name, part)
             ctx.check_name(name)
-            kept, spooled = ctx.keep_made(data)
-            artifacts.append(PlannedArtifact(name, spooled, len(data), kept))
+            kept, spooled = ctx.keep_made(content)
+            artifacts.append(PlannedArtifact(name, spooled, len(content), kept))
             files[f"{path.name}:{part}"] = name
     for sibling in attachments:
         name = attachment_of(sibling.name)
         ctx.check_name(name)
         size = sibling.stat().st_size
         small = size <= _SMALL_SIBLING and ctx.hold(size)
-        data = read_source(sibling, size) if small else None
-        artifacts.append(PlannedArtifact(name, str(sibling), len(data) if data else size, data))
+        read = read_source(sibling, size) if small else None
+        artifacts.append(PlannedArtifact(name, str(sibling), len(read) if read else size, read))
     if parts is None:
         ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
     for name, made in ((TRACE, built.jsonl), (SHELL_AUDIT, built.shell_log)):
         if made or name == TRACE:
-            data, spooled = ctx.keep_made(made)
-            artifacts.append(PlannedArtifact(name, spooled, len(made), data))
+            held_made, spooled = ctx.keep_made(made)
+            artifacts.append(PlannedArtifact(name, spooled, len(made), held_made))
     source: dict[str, Any] = {
         "importer": facts.importer,
         "file": path.name,
