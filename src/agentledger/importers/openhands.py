@@ -36,7 +36,7 @@ from agentledger.importers.trace_runs import (
     plan_trace_run,
     read_trace_file,
 )
-from agentledger.records import decode_json
+from agentledger.records import NOT_EXECUTED, decode_json
 from agentledger.records.trace import (
     MAX_STEP_TEXT,
     STEPS,
@@ -191,6 +191,11 @@ def _int(value: Any) -> int | None:
 
 _NO_VALUES: dict[str, Any] = {}
 _NOTED = frozenset(("system", "message", "finish"))  # the actions note_action reads
+_REFUSED = "is NOT executed"  # the runtime's notice: another command still runs
+_REASON_CHARS = 300
+# TraceStep's fields after `gate`, in its order: a gate is written before the first of them.
+_FIELDS = list(TraceStep.model_fields)
+_AFTER_GATE = frozenset(_FIELDS[_FIELDS.index("gate") + 1 :])
 # The runtime's plain notice after a command, which the exit code says already.
 _COMPLETED = re.compile(r"\s*\[The command completed with exit code -?\d+\.\]\s*")
 _fromisoformat = datetime.fromisoformat
@@ -414,12 +419,19 @@ class _Reader:
                     cwd = _text(detail.get("working_dir"))
                     if kind == "command_output":
                         text = self.runtime_notices(detail, text)
+                        suffix = _text(detail.get("suffix"))
+                        if cause is not None and suffix is not None and _REFUSED in suffix:
+                            self.not_executed(cause, suffix)
                 elif isinstance(extras.get("exit_code"), int):
                     exit_code = int(extras["exit_code"])  # true and false as the record reads them
                 if kind == "command_output" and isinstance(extras.get("command"), str):
                     command = extras["command"]
                 if observation == "agent_state_changed":
                     text = self.state_changed(extras) or text
+            if kind == "error" and cause is not None and text is not None:
+                # OpenHands answers a command with an error when its runtime would not run it
+                # ("Cannot execute multiple commands at once"): the command did not run.
+                self.not_executed(cause, text)
         else:
             kind, raw_type = "other", "event"
             source = get("source")
@@ -516,6 +528,22 @@ class _Reader:
             return output
         text = (prefix or "") + (output or "") + (suffix or "")
         return text if text.strip() else None
+
+    def not_executed(self, cause: int, why: str) -> None:
+        """Mark the command step `cause` as one the runtime did not run (`NOT_EXECUTED`: no
+        safety gate refused it), the runtime's words as the reason."""
+        step = self.steps[cause]
+        if step["kind"] != "command" or "gate" in step:
+            return
+        reason = " ".join(why.strip().strip("[]").split())[:_REASON_CHARS]
+        gate = {"decision": NOT_EXECUTED, "decided_by": "runtime", "reason": reason}
+        marked: dict[str, Any] = {}
+        for name, value in step.items():
+            if name in _AFTER_GATE and "gate" not in marked:
+                marked["gate"] = gate
+            marked[name] = value
+        marked.setdefault("gate", gate)
+        self.steps[cause] = marked
 
     def checked(self) -> list[TraceStep]:
         """The steps validated all at once; on a problem, the first bad event is named."""

@@ -23,7 +23,14 @@ from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
 from agentledger.errors import RecordError
-from agentledger.records import ShellCounts, ShellEvent, decode_json, is_denied, parse_shell_audit
+from agentledger.records import (
+    NOT_EXECUTED,
+    ShellCounts,
+    ShellEvent,
+    decode_json,
+    is_denied,
+    parse_shell_audit,
+)
 
 __all__ = ["ShellCounts", "check_shell_log"]
 
@@ -69,7 +76,9 @@ _verified = False
 
 def _counts(lines: list[dict[str, Any]]) -> ShellCounts:
     return ShellCounts(
-        len(lines), sum(1 for line in lines if is_denied(line.get("decision"), line))
+        len(lines),
+        sum(1 for line in lines if is_denied(line.get("decision"), line)),
+        sum(1 for line in lines if line.get("decision") == NOT_EXECUTED),
     )
 
 

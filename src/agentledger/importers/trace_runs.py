@@ -389,10 +389,18 @@ def plan_trace_run(
         last = datetime.fromisoformat(local["last"])
         duration = (last - first).total_seconds()  # a difference needs no zone
     notes = list(facts.notes)
-    if facts.report is None:
+    if counts.not_executed:
+        n = counts.not_executed
+        said = (
+            f"{n} command{'s' if n > 1 else ''} the agent's runtime did not run "
+            "(not counted as run)"
+        )
+        if said not in notes:  # a trace exported by agentledger carries its notes
+            notes.append(said)
+    if facts.report is None and "no finish step: the run has no report" not in notes:
         notes.append("no finish step: the run has no report")
     summary = RunSummary(
-        commands_run=counts.commands - counts.denied,
+        commands_run=counts.ran,
         commands_denied=counts.denied,
         duration_s=duration,
         tokens_in=facts.tokens_in,

@@ -297,7 +297,7 @@ def actions_from_trace(steps: Sequence[TraceStep], *, include_denied: bool = Fal
     for step in steps:
         if step.actor != "agent" or step.kind not in ACTION_KINDS:
             continue
-        denied = step.gate is not None and step.gate.decision == "denied"
+        denied = step.did_not_run  # denied by the gate, or not run by the agent's runtime
         if denied and not include_denied:
             continue
         line = step.source.line if step.source and step.source.file == "shell_audit.jsonl" else None

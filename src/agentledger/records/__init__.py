@@ -347,16 +347,32 @@ class ShellEvent(Record):
         return is_denied(self.decision, self.model_extra or {})
 
 
+NOT_EXECUTED = "not-executed"
+"""A command's `decision` when the agent's own runtime would not run it (OpenHands' "is NOT
+executed", "Cannot execute multiple commands at once"): it did not run, and no safety gate
+refused it."""
+
+
 class ShellCounts(NamedTuple):
-    """What a summary takes from a shell log: its commands, and how many were refused."""
+    """What a summary takes from a shell log: its commands, how many the gate refused, and how
+    many the agent's runtime did not run (`NOT_EXECUTED`)."""
 
     commands: int
     denied: int
+    not_executed: int = 0
+
+    @property
+    def ran(self) -> int:
+        return self.commands - self.denied - self.not_executed
 
     @classmethod
     def of(cls, events: Iterable[ShellEvent]) -> ShellCounts:
         listed = list(events)
-        return cls(len(listed), sum(1 for event in listed if event.denied))
+        return cls(
+            len(listed),
+            sum(1 for event in listed if event.denied),
+            sum(1 for event in listed if event.decision == NOT_EXECUTED),
+        )
 
 
 class FileEntry(BaseModel):

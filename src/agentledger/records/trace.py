@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from agentledger.errors import RecordError
 from agentledger.identity import sha256_bytes
 from agentledger.records import (
+    NOT_EXECUTED,
     Record,
     ShellCounts,
     ShellEvent,
@@ -121,7 +122,10 @@ class GateDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    decision: str = Field(description="allowed, denied or approved.")
+    decision: str = Field(
+        description="allowed, denied or approved; not-executed when the agent's own runtime "
+        "would not run the command (no safety gate refused it)."
+    )
     decided_by: str | None = Field(default=None, description="policy, or who approved.")
     reason: str | None = Field(default=None, description="Why the gate decided so.")
     policy: str | None = Field(default=None, description="The policy file, or 'default'.")
@@ -200,6 +204,11 @@ class TraceStep(Record):
         default=None, ge=0, strict=True, description="Model cost in US dollars."
     )
     source: StepSource | None = Field(default=None, description="Where the step comes from.")
+
+    @property
+    def did_not_run(self) -> bool:
+        """True for a command the gated shell denied or the agent's runtime did not run."""
+        return self.gate is not None and self.gate.decision in ("denied", NOT_EXECUTED)
 
     @model_validator(mode="after")
     def _consistent(self) -> TraceStep:
@@ -340,7 +349,7 @@ def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, Shel
     write, and their counts, without a model per event (an importer's fast path: `steps` as
     `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
     lines = []
-    denied = 0
+    denied = not_executed = 0
     for values in _shell_event_values(steps):
         values["schema_version"] = 1
         # A ShellEvent writes its declared fields in order, then the others as given.
@@ -349,11 +358,13 @@ def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, Shel
         event.update(extra)
         if is_denied(values.get("decision"), extra):
             denied += 1
+        elif values.get("decision") == NOT_EXECUTED:
+            not_executed += 1
         try:
             lines.append(orjson.dumps(event, option=_DUMP_OPTIONS))
         except orjson.JSONEncodeError:
             return None
-    counts = ShellCounts(len(lines), denied)
+    counts = ShellCounts(len(lines), denied, not_executed)
     if lines:
         lines.append(b"")
     return b"\n".join(lines), counts

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentledger.errors import InputError
+from agentledger.records import NOT_EXECUTED
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.report.untrusted import one_line
 from agentledger.store.ledger import Ledger
@@ -53,7 +54,9 @@ def _detail(step: TraceStep, limit: int) -> str:
         shown = one_line(step.command, limit)
         if step.command_class:
             shown += f"  [{step.command_class}]"
-        if step.gate is not None:
+        if step.gate is not None and step.gate.decision == NOT_EXECUTED:
+            shown += "  not run by the runtime"
+        elif step.gate is not None:
             shown += f"  gate: {one_line(step.gate.decision, 40)}"
             by = step.gate.decided_by
             if by and by != "policy":  # the gated shell's own policy goes without saying

@@ -76,7 +76,7 @@ def derived_values(
     if metadata.started_at and metadata.ended_at:
         duration = (metadata.ended_at - metadata.started_at).total_seconds()
     return {
-        "commands_run": None if counts is None else counts.commands - counts.denied,
+        "commands_run": None if counts is None else counts.ran,
         "commands_denied": None if counts is None else counts.denied,
         "duration_s": duration,
     }

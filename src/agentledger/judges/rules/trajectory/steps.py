@@ -96,7 +96,7 @@ class Action:
 
     step: TraceStep
     ran: bool
-    """False when the gated shell denied it: it did not run."""
+    """False when the gated shell denied it or the agent's runtime did not run it."""
     effect: str
     """none, read, unknown, change or destructive."""
     why: str
@@ -123,7 +123,9 @@ class Action:
     def __post_init__(self) -> None:
         # Plain attributes, not properties: the rules read them for every pair of steps.
         self.index = self.step.index
-        self.denied = not self.ran
+        # Denied by the gate; a command the agent's runtime did not run did not run either,
+        # but no gate refused it.
+        self.denied = self.step.gate is not None and self.step.gate.decision == "denied"
         self.changes = self.ran and self.effect in ("change", "destructive")
         self.looks = self.ran and self.effect == "read"
 
@@ -442,7 +444,7 @@ class Trajectory:
             self.actions.append(self._action(step, result))
 
     def _action(self, step: TraceStep, result: TraceStep | None) -> Action:
-        ran = not (step.gate is not None and step.gate.decision == "denied")
+        ran = not step.did_not_run
         if step.kind == "command" and step.command is not None:
             cmds, kind, effect, targets = self.reader.command(step.command, step.command_class)
             return Action(
