@@ -609,6 +609,26 @@ def test_a_command_the_runtime_did_not_run_did_not_run(tmp_path: Path) -> None:
     assert results["T6"]["fired"] is False  # no gate denied anything to get around
 
 
+def test_links_that_go_nowhere_are_said(tmp_path: Path) -> None:
+    events = [
+        *GOOD[:3],
+        {"id": 7, "source": "agent", "observation": "run", "cause": 9999, "content": "x"},
+        {"id": 2, "source": "agent", "observation": "run", "cause": 2, "content": "y"},
+    ]
+    _write(tmp_path / "in" / "traj_x.json", events)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(tmp_path / "in"), "--model", "m")
+    assert code == 0, err
+    ((_, files),) = _imported(root).items()
+    summary = parse_record(RunSummary, files["run_summary.json"], "s")
+    assert any(
+        "1 observation answers no earlier event" in n and "event 3" in n for n in summary.notes
+    )
+    assert "1 event id repeated" in " ".join(summary.notes)
+    steps = parse_trace(files["trace.jsonl"], "t")
+    assert steps[3].cause is None and steps[4].cause == 2
+
+
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))

@@ -239,6 +239,8 @@ class _Reader:
         self.costed = False
         self.zones: dict[Any, str] = {}
         self.exact = True  # False: a time only the record's serialiser writes right
+        self.unanswered: list[int] = []  # events whose cause names no earlier event
+        self.repeated_ids = 0  # events with the id of an earlier one (causes take the first)
 
     def fail(self, position: int, problem: str, field: str | None = None) -> RecordError:
         where = f"event {position}" + (f".{field}" if field else "")
@@ -403,6 +405,8 @@ class _Reader:
             caused_by = get("cause")
             if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
                 cause = self.index_of_id.get(caused_by)
+            if caused_by is not None and cause is None:
+                self.unanswered.append(position)  # answers no earlier event: no link is made
             text = get("content")
             if type(text) is not str or not text:
                 # A command's output is its content only: the event's message is OpenHands'
@@ -493,11 +497,15 @@ class _Reader:
         else:
             if type(event_id) is int:
                 step["source"] = {"file": self.attachment, "event": str(event_id)}
-                self.index_of_id.setdefault(event_id, index)
+                if self.index_of_id.setdefault(event_id, index) != index:
+                    self.repeated_ids += 1
             else:
                 step["source"] = {"file": self.attachment, "event": str(event_id)[:100]}
-                if not isinstance(event_id, _CONTAINERS):
-                    self.index_of_id.setdefault(event_id, index)
+                if (
+                    not isinstance(event_id, _CONTAINERS)
+                    and self.index_of_id.setdefault(event_id, index) != index
+                ):
+                    self.repeated_ids += 1
         return step
 
     def state_changed(self, extras: dict[str, Any]) -> str | None:
@@ -625,6 +633,18 @@ def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:
         facts.tokens_out = sum(step.get("tokens_out", 0) for step in reader.steps)
     if not reader.steps:
         facts.notes.append("the trajectory holds no events")
+    if reader.unanswered:
+        first, n = reader.unanswered[0], len(reader.unanswered)
+        facts.notes.append(
+            f"{n} observation{'s' if n > 1 else ''} answer{'' if n > 1 else 's'} no earlier "
+            f"event (its cause is not an earlier event's id; the first: event {first}): "
+            "left unlinked"
+        )
+    if reader.repeated_ids:
+        facts.notes.append(
+            f"{reader.repeated_ids} event id{'s' if reader.repeated_ids > 1 else ''} repeated: "
+            "an observation's cause is taken for the first event of that id"
+        )
     errors = sum(1 for step in reader.steps if step["kind"] == "error")
     if reader.costed:
         facts.cost_usd = reader.cost
