@@ -91,9 +91,54 @@ def print_rows(
         writer.writerow(columns)
         writer.writerows(rows)
         return
+    cells = [[render_value(value) for value in row] for row in rows]
+    names = [name.upper() for name in headers or columns]
+    if print_columns(names, cells):
+        return
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for name in headers or columns:
-        table.add_column(name.upper(), no_wrap=True, overflow="fold")
-    for row in rows:
-        table.add_row(*(Text(render_value(value)) for value in row))
+    for name in names:
+        table.add_column(name, no_wrap=True, overflow="fold")
+    for row in cells:
+        table.add_row(*(Text(value) for value in row))
     emit(table)
+
+
+def print_columns(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Sequence[int] = ()
+) -> bool:
+    """Print `rows` (each cell one line of text) under `headers` in aligned columns, two
+    spaces apart, as `emit` prints a rich Table without borders: the same text, made without
+    rich's layout of every cell (a trace of 20,000 steps took 9 s that way). `right`: the
+    columns aligned right. False, printing nothing, when a cell holds a line break (rich lays
+    those out)."""
+    if any("\n" in cell or "\r" in cell for row in rows for cell in row):
+        return False
+    widths = [_width(name) for name in headers]
+    for row in rows:
+        for at, cell in enumerate(row):
+            size = len(cell) if cell.isascii() else _width(cell)
+            if size > widths[at]:
+                widths[at] = size
+    last = len(headers) - 1
+
+    def line(row: Sequence[str]) -> str:
+        parts = []
+        for at, cell in enumerate(row):
+            pad = widths[at] - (len(cell) if cell.isascii() else _width(cell))
+            if at in right:
+                parts.append(" " * pad + cell)
+            else:
+                parts.append(cell if at == last else cell + " " * pad)
+        return "  ".join(parts).rstrip()
+
+    head = line(headers)
+    if sys.stdout.isatty():
+        head = click.style(head, bold=True)
+    click.echo("\n".join([head, *map(line, rows)]))
+    return True
+
+
+def _width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)

@@ -18,7 +18,13 @@ from agentledger.cli.filters import (
     run_filter_options,
     score_filter_options,
 )
-from agentledger.cli.output import emit, print_rows, render_value, terminal_safe
+from agentledger.cli.output import (
+    emit,
+    print_columns,
+    print_rows,
+    render_value,
+    terminal_safe,
+)
 from agentledger.identity import short_hash
 from agentledger.records.scores import shown_verdict
 from agentledger.store.export import (
@@ -248,15 +254,20 @@ def _show_trace(run_id: str, steps: list[Any], as_json: bool) -> None:
             click.echo(step.model_dump_json(exclude_none=True))
         return
     click.echo(f"{run_id}: {len(steps)} steps, {timeline_span(steps)}")
+    headers = ("STEP", "TIME", "ACTOR", "KIND", "TOOL", "DETAIL")
+    rows = [
+        (str(row.step), row.time, row.actor, row.kind, row.tool, row.detail)
+        for row in timeline_rows(steps)
+    ]
+    if print_columns(headers, rows, right=(0,)):
+        return
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("STEP", "TIME", "ACTOR", "KIND", "TOOL", "DETAIL"):
+    for name in headers:
         table.add_column(
             name, no_wrap=name != "DETAIL", justify="right" if name == "STEP" else "left"
         )
-    for row in timeline_rows(steps):
-        table.add_row(
-            str(row.step), row.time, row.actor, Text(row.kind), Text(row.tool), Text(row.detail)
-        )
+    for cells in rows:
+        table.add_row(*(Text(cell) for cell in cells))
     emit(table)
 
 
