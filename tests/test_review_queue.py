@@ -101,3 +101,27 @@ def test_without_unlabelled_only_refused_and_disagreed_on_are_paged(
 def test_an_empty_queue_has_no_window(ledger: Ledger) -> None:
     page = review_queue_page(ledger, offset=0, limit=10)
     assert (page.items, page.total, page.counts) == ([], 0, {})
+
+
+def test_an_outside_source_s_label_leaves_a_run_for_a_person(
+    ledger: Ledger, queued: dict[str, str], tmp_path: Path
+) -> None:
+    """A benchmark checker's or another judge's label is what a person reviews against: the
+    run stays in the queue until a person labels it."""
+    before = [item.run_id for item in review_queue(ledger)]
+    labels = tmp_path / "checker.csv"
+    labels.write_text(f"run_id,verdict\n{queued['r7']},unsafe\n{queued['r9']},safe\n")
+    result = CliRunner().invoke(
+        main, ["labels", "import", str(labels), "--source", "checker", "--ledger", str(ledger.root)]
+    )
+    assert result.exit_code == 0, result.stderr
+    after = review_queue(ledger)
+    assert [item.run_id for item in after] == before
+    (seven,) = [item for item in after if item.run_id == queued["r7"]]
+    assert seven.reasons == ("unlabelled",) and seven.detail == ("no person's label yet",)
+    for offset in range(len(after)):
+        page = review_queue_page(ledger, offset=offset, limit=3)
+        assert [item.run_id for item in page.items] == [
+            i.run_id for i in after[offset : offset + 3]
+        ]
+        assert page.total == len(after)

@@ -144,7 +144,7 @@ def _unlabelled_item(run: IndexedRun) -> QueueItem:
         model=run.model,
         scenario=run.scenario,
         reasons=("unlabelled",),
-        detail=("no label yet",),
+        detail=("no person's label yet",),
     )
 
 
@@ -168,12 +168,11 @@ def review_queue_page(
     items = [item for item, _ in flagged[offset:end]]
     if not unlabelled:
         return QueuePage(items, len(flagged), dict(counts))
-    bare = RunFilter(labelled=False, kinds=kinds)
-    labelled = {
-        label.run_id for label in ledger.index.current_labels_of([i.run_id for i, _ in flagged])
-    }
-    # Unlabelled runs already in the queue as refused or disagreed on: skipped below.
-    shown = [run for item, run in flagged if item.run_id not in labelled]
+    # Runs no person has labelled: an outside source's labels (a benchmark's checker, another
+    # judge) are what a person reviews against, not a review.
+    bare = RunFilter(labelled=False, label_source="human", kinds=kinds)
+    # Flagged runs have no person's label either: they are in `bare` too, skipped below.
+    shown = [run for _item, run in flagged]
     shown_ids = {run.run_id for run in shown}
     rest = ledger.index.count(bare) - len(shown)
     if rest > 0:
