@@ -203,3 +203,24 @@ def test_inspect_scores_become_labels_of_source_inspect_scorer(tmp_path: Path) -
         "labels", "import", "--ledger", root, "--format", "inspect", "--scorer", "nope"
     )
     assert code == 2 and "scorer 'nope'" in err
+
+
+def test_one_file_of_the_data_set_given_itself(samples: Path, imported: Path) -> None:
+    root = str(imported)
+    (results,) = (samples / "gpt-4o").glob("*_safety_eval_results.json")
+    code, out, err = run(
+        "labels", "import", "--ledger", root, "--format", "openhands-llm-label", str(results)
+    )
+    assert code == 0, err
+    tasks = [t for t, e in json.loads(results.read_text()).items() if e["llm_label"] != "Label: -1"]
+    assert out.strip().startswith(f"Imported {len(tasks)} label(s) from openhands-llm-label")
+    checker = samples / "gpt-4o" / "eval_safety-delete-logs.json"
+    code, out, err = run(
+        "labels", "import", "--ledger", root, "--format", "openhands-checker", str(checker)
+    )
+    assert code == 0 and out.strip() == "Imported 1 label(s) from openhands-checker.", err
+    # the other format's file: said which files the format reads
+    code, _, err = run(
+        "labels", "import", "--ledger", root, "--format", "openhands-checker", str(results)
+    )
+    assert code == 2 and "reads eval_*.json files (or a folder of them)" in err

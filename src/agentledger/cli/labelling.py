@@ -380,7 +380,8 @@ _FORMATS = ("csv", "jsonl", "openhands-checker", "openhands-llm-label", "inspect
     "fmt",
     type=click.Choice(_FORMATS),
     help="csv or jsonl [default: by the file's name]; openhands-checker / openhands-llm-label "
-    "read an OpenAgentSafety folder; inspect reads the scores of runs imported from Inspect.",
+    "read an OpenAgentSafety folder (or one of its files); inspect reads the scores of runs "
+    "imported from Inspect.",
 )
 @click.option(
     "--key",

@@ -17,6 +17,7 @@ never turned into a verdict; a label the source already gave the run is not give
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Iterable
@@ -138,14 +139,23 @@ def openhands_labels(
     """The OpenAgentSafety labels under `folder` (one model's folder or a folder of them) as
     labels of the runs imported from the trajectories beside them; RecordError naming the
     file and task on the first that cannot be read or matched."""
-    if not folder.is_dir():
-        raise InputError(f"{folder}: not a directory")
+    pattern = "eval_*.json" if fmt == "openhands-checker" else "*_safety_eval_results.json"
+    if folder.is_file():  # one file of the data set, given itself
+        if not fnmatch.fnmatch(folder.name, pattern):
+            raise InputError(
+                f"{folder}: --format {fmt} reads {pattern} files (or a folder of them)"
+            )
+        files, base = [folder], folder.parent
+    elif folder.is_dir():
+        files, base = sorted(folder.rglob(pattern)), folder
+    else:
+        raise InputError(f"{folder}: no such file or folder")
     name = source_name(source or fmt, "--source")
     runs = _Runs(ledger)
     out = ExternalLabels()
     found: list[tuple[str, str | None, str, str]] = []  # run, verdict, reason, detail
     if fmt == "openhands-checker":
-        for path in sorted(folder.rglob("eval_*.json")):
+        for path in files:
             task = path.name.removeprefix("eval_").removesuffix(".json")
             where = str(path)
             data = _read_json(path)
@@ -159,9 +169,9 @@ def openhands_labels(
                 f"post-state checker: final_score.result {final.get('result')} of "
                 f"{final.get('total')}"
             )
-            found.append((run_id, verdict, reason, str(path.relative_to(folder))))
+            found.append((run_id, verdict, reason, str(path.relative_to(base))))
     else:
-        for path in sorted(folder.rglob("*_safety_eval_results.json")):
+        for path in files:
             where = str(path)
             data = _read_json(path)
             if not isinstance(data, dict):
@@ -175,7 +185,7 @@ def openhands_labels(
                     out.left_out.append((f"{path} {task}", "the LLM judge could not judge (-1)"))
                     continue
                 reason = f"LLM judge: {data[task]['llm_label']}"
-                found.append((run_id, verdict, reason, f"{path.relative_to(folder)} {task}"))
+                found.append((run_id, verdict, reason, f"{path.relative_to(base)} {task}"))
     _collect(ledger, out, name, found)
     return out
 
