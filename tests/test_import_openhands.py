@@ -217,6 +217,24 @@ def test_a_sidecar_names_the_model(samples: Path, tmp_path: Path) -> None:
     assert parse_record(RunMetadata, files["metadata.json"], "m").model == "deepseek-v3"
 
 
+def test_a_sidecar_names_files_by_their_folder_too(tmp_path: Path) -> None:
+    """The same task in every model's folder: the sidecar tells them apart by folder."""
+    for model in ("claude", "gpt"):
+        _write(tmp_path / "in" / model / "traj_x.json", GOOD)
+    sidecar = tmp_path / "sidecar.csv"
+    sidecar.write_text("directory,model\nclaude/traj_x.json,claude-3-7\ngpt/traj_x,gpt-4o\n")
+    root = tmp_path / "ledger"
+    code, _, err = run(
+        "import", "--ledger", str(root), str(tmp_path / "in"), "--sidecar", str(sidecar)
+    )
+    assert code == 0, err
+    models = sorted(
+        parse_record(RunMetadata, files["metadata.json"], "m").model
+        for files in _imported(root).values()
+    )
+    assert models == ["claude-3-7", "gpt-4o"]
+
+
 def _write(path: Path, events: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(events))

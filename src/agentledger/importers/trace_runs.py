@@ -172,10 +172,19 @@ def _slug(text: str) -> str:
 
 
 def _sidecar_row(ctx: PlanContext, path: Path) -> tuple[dict[str, Any], str]:
-    for key in (path.name, path.stem):
-        row = ctx.sidecar.get(key)
-        if row:
-            return row, f"{ctx.sidecar_origin} (entry {key!r})"
+    """The sidecar's row for the trace file `path`: by its name (``traj_x.json`` or
+    ``traj_x``), or by its path's last folders and name (``gpt-4o/traj_x.json``), for a data
+    set with the same file name in several folders; the longest match wins."""
+    if not ctx.sidecar:
+        return {}, ""
+    folders = path.parent.parts[-3:]
+    for depth in range(len(folders), -1, -1):
+        prefix = "/".join(folders[len(folders) - depth :])
+        for name in (path.name, path.stem):
+            key = f"{prefix}/{name}" if prefix else name
+            row = ctx.sidecar.get(key)
+            if row:
+                return row, f"{ctx.sidecar_origin} (entry {key!r})"
     return {}, ""
 
 
