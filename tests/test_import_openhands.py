@@ -68,7 +68,7 @@ def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: P
         metadata = parse_record(RunMetadata, files["metadata.json"], "metadata.json")
         assert metadata.source is not None
         by_file[metadata.source["file"], metadata.scenario] = (metadata, files)
-    refusals = 0
+    refusals = echoed = 0
     for path in trajectories:
         task = path.stem.removeprefix("traj_")
         metadata, files = by_file[path.name, task]
@@ -125,8 +125,15 @@ def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: P
         refusals += len(refused)
         assert summary.commands_run == len(expected_runs) - len(refused)
         assert summary.commands_denied == 0
-        # a command's output is what it printed, never OpenHands' summary of it
+        # a command's output is what it printed, never OpenHands' summary of it, nor the
+        # terminal's echo of a command of several lines
         for event, line in zip(expected_runs, shell, strict=True):
+            command = event["args"]["command"]
+            echo = "\n".join(part.rstrip() for part in command.split("\n")) + "\n"
+            said = [e for e in events if e.get("cause") == event["id"]]
+            if "\n" in command and said and str(said[0].get("content", "")).startswith(echo):
+                echoed += 1
+                assert line.stdout is None or not line.stdout.startswith(echo)
             answers = [e for e in events if e.get("cause") == event["id"]]
             if answers and answers[0].get("observation") == "run" and not answers[0]["content"]:
                 assert line.stdout is None or "executed with exit code" not in line.stdout
@@ -134,6 +141,7 @@ def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: P
         assert summary.tokens_in and summary.tokens_out
         assert files["PROMPT.txt"] == events[0]["args"]["content"].encode()
     assert refusals >= 2  # the samples hold some (the ssh-firewall and css runs)
+    assert echoed >= 3  # and commands of several lines
     code, out, _ = run("verify", "--ledger", str(root))
     assert code == 0, out
 

@@ -181,6 +181,20 @@ def _events(data: Any, origin: str) -> tuple[list[Any], dict[str, Any]]:
     )
 
 
+def _without_echo(output: str, command: Any) -> str | None:
+    """A command's output without the terminal's echo of a command of several lines, which
+    OpenHands' shell records first (each line without its trailing spaces)."""
+    if not isinstance(command, str) or "\n" not in command:
+        return output
+    echo = "\n".join(line.rstrip() for line in command.split("\n"))
+    if not output.startswith(echo):
+        return output
+    rest = output[len(echo) :]
+    if not rest:
+        return None
+    return rest[1:] or None if rest[0] == "\n" else output
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
@@ -422,6 +436,8 @@ class _Reader:
                         exit_code = code
                     cwd = _text(detail.get("working_dir"))
                     if kind == "command_output":
+                        if text is not None and cause is not None:
+                            text = _without_echo(text, self.steps[cause].get("command"))
                         text = self.runtime_notices(detail, text)
                         suffix = _text(detail.get("suffix"))
                         if cause is not None and suffix is not None and _REFUSED in suffix:
