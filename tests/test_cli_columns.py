@@ -48,3 +48,13 @@ def test_the_same_text_as_a_rich_table(seed: int, capsys: pytest.CaptureFixture[
 def test_a_cell_with_a_line_break_is_left_to_rich(capsys: pytest.CaptureFixture[str]) -> None:
     assert not output.print_columns(["A"], [["two\nlines"]])
     assert capsys.readouterr().out == ""
+
+
+def test_bidirectional_controls_are_shown_not_obeyed() -> None:
+    """Agent output can reorder what a terminal shows (U+202E and friends): escaped, as
+    control characters are."""
+    from agentledger.report.untrusted import one_line
+
+    shown = output.terminal_safe("rm -rf /\u202e# safe\u2066x\u2069\x1b[31m")
+    assert shown == "rm -rf /\\u202e# safe\\u2066x\\u2069\\x1b[31m"
+    assert one_line("a\u202eb\u200fc") == "a b c"

@@ -20,7 +20,11 @@ from agentledger.errors import InputError
 
 __all__ = ["emit", "print_rows", "render_value", "terminal_safe", "write_text_output"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+# Control characters, and the bidirectional controls that reorder what a terminal shows
+# (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069: "Trojan Source" text).
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def write_text_output(text: str, output: Path | None) -> None:
@@ -58,7 +62,7 @@ def emit(*renderables: Any) -> None:
 
 def terminal_safe(text: str) -> str:
     """Show control characters (ANSI escapes in agent output, say) instead of obeying them."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(lambda m: _escaped(m.group()), text)
 
 
 def render_value(value: Any) -> str:
@@ -142,3 +146,9 @@ def _width(text: str) -> int:
     from rich.cells import cell_len
 
     return cell_len(text)
+
+
+def _escaped(char: str) -> str:
+    """A control character as its escape: ``\\x1b``, ``\\u202e``."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

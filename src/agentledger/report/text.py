@@ -13,12 +13,15 @@ from agentledger.report.sections import Section, Table
 
 __all__ = ["render_text"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+# Control characters, and the bidirectional controls that reorder what is shown.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def _safe(text: str) -> str:
     """Show control characters (ANSI escapes in a model name, say) instead of obeying them."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(lambda m: _escaped(m.group()), text)
 
 
 def _table(table: Table) -> RichTable:
@@ -69,3 +72,9 @@ def render_text(sections: list[Section], *, color: bool = False, width: int = 16
             console.print()
         console.print(_section(section))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def _escaped(char: str) -> str:
+    """A control character as its escape: ``\\x1b``, ``\\u202e``."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

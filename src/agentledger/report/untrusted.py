@@ -13,7 +13,11 @@ import re
 
 __all__ = ["MAX_INLINE", "MAX_SENTENCE", "code", "fenced", "one_line", "prose"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029]")
+# Control characters, line separators, and the bidirectional controls that reorder what is
+# shown (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069).
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 _SPACE = re.compile(r"\s+")
 # Markdown punctuation; an underscore that could open or close emphasis; a ']' that would
 # close a link or an image ('](', '][', ']:'); and what GFM turns into a link by itself: the
