@@ -3,7 +3,9 @@ per sample and epoch."""
 
 from __future__ import annotations
 
+import gc
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,14 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 from inspect_ai.scorer import includes  # noqa: E402
 from inspect_ai.solver import generate, system_message, use_tools  # noqa: E402
 from inspect_ai.tool import Tool, tool  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _collect_inspect_garbage() -> Iterator[None]:
+    """Collect what inspect-ai's evaluation leaves for the garbage collector while this
+    module's warning filters hold, not in whichever test runs next."""
+    yield
+    gc.collect()
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -171,3 +181,42 @@ def test_a_sample_that_ended_in_error_is_a_failed_run(tmp_path: Path) -> None:
     assert summary.error and "the sandbox is gone" in summary.error
     code, out, _ = run("show", "--ledger", str(root), run_dir.name)
     assert "failed" in out and "the sandbox is gone" in out
+
+
+def test_sample_ids_a_run_id_cannot_hold_give_runs_of_their_own(tmp_path: Path) -> None:
+    outputs = [_used(ModelOutput.from_content("mockllm/model", "done"))] * 2
+    task = Task(
+        dataset=[
+            Sample(input="a", target="done", id="a b"),
+            Sample(input="b", target="done", id="a-b"),
+        ],
+        solver=[generate()],
+        scorer=includes(),
+    )
+    (log,) = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(log.location))
+    assert code == 0, err
+    assert "Imported 2 runs" in out
+
+
+def test_a_log_without_samples_is_refused(tmp_path: Path) -> None:
+    task = Task(dataset=[Sample(input="a", target="done", id="a")], solver=[generate()])
+    (log,) = eval(
+        task,
+        model=get_model(
+            "mockllm/model", custom_outputs=[_used(ModelOutput.from_content("mockllm/model", "x"))]
+        ),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        log_samples=False,
+    )
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(log.location))
+    assert code == 2 and "no samples in this log" in err
+    assert not root.exists()

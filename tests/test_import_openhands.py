@@ -343,6 +343,7 @@ def test_zones_system_prompt_and_unknown_kinds(tmp_path: Path) -> None:
         (b'[{"id": 1, "observation": 7}]', "event 0.observation"),
         (b'[{"id": 1, "cost": NaN}]', "NaN"),
         (b"[{", "malformed JSON"),
+        (b'\xef\xbb\xbf[{"id": 1}]', "byte-order mark"),
     ],
 )
 def test_malformed_trajectories_write_nothing(tmp_path: Path, content: bytes, where: str) -> None:

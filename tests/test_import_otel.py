@@ -302,3 +302,20 @@ def test_a_file_without_spans_is_refused(tmp_path: Path, text: str) -> None:
     assert code == 2
     assert f"no spans in {path}" in err and "Imported" not in out
     assert not root.exists()
+
+
+def test_64_bit_trace_ids_widened_with_zeros_give_runs_of_their_own(tmp_path: Path) -> None:
+    """Zipkin- and Jaeger-style ids are 64 bits, written as 128 with leading zeros: the run
+    ids come from the ids' ends, not from their (equal) starts."""
+    document = _document(_two_agents)
+    spans = [s for r in document["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    ids = sorted({span["traceId"] for span in spans})
+    for span in spans:
+        span["traceId"] = "0" * 16 + span["traceId"][-16:]
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    assert f"Imported {len(ids)} runs" in out
+    assert all(not p.name.endswith("_000000000000") for p in (root / "runs").iterdir())

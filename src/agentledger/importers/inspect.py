@@ -15,6 +15,7 @@ the report; the sample's start and end times (UTC).
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Sequence
 from datetime import datetime
@@ -41,6 +42,8 @@ __all__ = ["FORMAT", "find_inspect_samples", "plan_inspect_sample"]
 
 FORMAT = "inspect"
 _SEPARATOR = "#sample="
+# What a run id cannot hold of a sample id (`trace_runs._slug` makes it '-').
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]")
 _EPOCH = "#epoch="
 
 
@@ -63,7 +66,12 @@ def find_inspect_samples(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     for path in paths:
         for file in trace_files(path, (".eval", ".json"), "Inspect AI log"):
             log = _read_log(file)
-            for sample in log.samples or []:
+            if not log.samples:
+                raise InputError(
+                    f"{file}: no samples in this log (written with log_samples=False?): "
+                    "nothing to import"
+                )
+            for sample in log.samples:
                 key = f"{_SEPARATOR}{sample.id}{_EPOCH}{sample.epoch}"
                 found.append((Path(f"{file}{key}"), f"{file.resolve()}{key}"))
     return found
@@ -213,6 +221,8 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     revision = getattr(eval_spec, "revision", None)
     facts.agent_commit = getattr(revision, "commit", None) or None
     facts.run_key = f"e{epoch}-{sha256_bytes(raw)[7:15]}"
+    if _UNSAFE_ID.search(sample_id):  # "a b" and "a-b" would give one run id: the id's hash
+        facts.run_key += f"-{sha256_bytes(sample_id.encode('utf-8', 'surrogatepass'))[7:13]}"
     facts.started_at = _when(getattr(sample, "started_at", None))
     facts.ended_at = _when(getattr(sample, "completed_at", None))
     usage = list((sample.model_usage or {}).values())

@@ -645,7 +645,8 @@ def _exported_steps(
 
 def _run_key(facts: TraceFacts, trace_id: str) -> str:
     """What tells this trace's run apart: the exported run's own key when its id is
-    ``<scenario>_<model>_<key>`` (so the run id comes back), else the trace id's start."""
+    ``<scenario>_<model>_<key>`` (so the run id comes back), else the trace id's start (its
+    end when the start is zeros)."""
     run_id = facts.extra_source.get("exported_run_id")
     model = facts.model or facts.model_served
     if isinstance(run_id, str) and facts.scenario and model:
@@ -654,7 +655,8 @@ def _run_key(facts: TraceFacts, trace_id: str) -> str:
         )
         if run_id.startswith(prefix + "_") and len(run_id) > len(prefix) + 1:
             return run_id[len(prefix) + 1 :]
-    return trace_id[:12]
+    # A 64-bit id widened to 128 bits (Zipkin, Jaeger) starts with zeros: its end tells.
+    return trace_id[:12] if trace_id[:12].strip("0") else trace_id[-12:]
 
 
 def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:

@@ -488,6 +488,13 @@ def decode_json(raw: bytes, source: str, *, line: int | None = None) -> Any:
     value = decode_fast(raw, MAX_JSON_DEPTH)
     if value is not DOUBT:
         return value
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise RecordError(
+            source,
+            "starts with a byte-order mark (U+FEFF), which JSON does not allow: save the file "
+            "as UTF-8 without one",
+            line=line,
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
