@@ -319,3 +319,47 @@ def test_64_bit_trace_ids_widened_with_zeros_give_runs_of_their_own(tmp_path: Pa
     assert code == 0, err
     assert f"Imported {len(ids)} runs" in out
     assert all(not p.name.endswith("_000000000000") for p in (root / "runs").iterdir())
+
+
+def _crashing_agent(tracer: Any) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    with tracer.start_as_current_span(
+        "invoke_agent ghost",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "gpt-4o"},
+    ) as agent:
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"},
+        ):
+            pass
+        agent.set_status(Status(StatusCode.ERROR, "agent crashed"))
+
+
+def test_an_agent_span_that_failed_is_a_failed_run_and_exports_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(_document(_crashing_agent)))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    (run_dir,) = (root / "runs").iterdir()
+    summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+    assert summary.exit_status == "failed"
+    assert summary.error and "agent crashed" in summary.error
+    # exported, its agent span fails; imported again, the run is failed with its error
+    exported = tmp_path / "exported.json"
+    assert run("export", "--ledger", str(root), "--format", "otel", "--out", str(exported))[0] == 0
+    (agent_span,) = [
+        span
+        for r in json.loads(exported.read_text())["resourceSpans"]
+        for sc in r["scopeSpans"]
+        for span in sc["spans"]
+        if "parentSpanId" not in span
+    ]
+    assert agent_span["status"] == {"code": 2, "message": summary.error}
+    back = tmp_path / "back"
+    code, _, err = run("import", "--ledger", str(back), str(exported))
+    assert code == 0, err
+    (again,) = (back / "runs").iterdir()
+    second = parse_record(RunSummary, (again / "run_summary.json").read_bytes(), "s")
+    assert (second.exit_status, second.error) == ("failed", summary.error)

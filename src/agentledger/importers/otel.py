@@ -455,6 +455,8 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
             )
         if operation != "execute_tool":
             failure = _failure(span, None)
+            if failure is not None and operation == "invoke_agent" and not span["parent"]:
+                facts.error = f"the agent's span failed: {failure}"[:_ERROR_CHARS]
             if failure is not None:
                 failures.append((len(steps), span["name"] or operation, failure))
                 steps.append(
@@ -484,6 +486,9 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
             f"kept as error steps: {shown}{more}"
         )
     return steps
+
+
+_ERROR_CHARS = 2000
 
 
 def _export_root(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -673,6 +678,8 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     attachment = attachment_of(file.name)
     root = _export_root(spans)
     values = _exported_steps(spans, root, attachment, facts) if root is not None else None
+    if root is not None and values is not None and root["failed"]:
+        facts.error = root["status_message"] or "failed (status ERROR), without a message"
     if values is None:
         facts = TraceFacts(importer=FORMAT)
         values = _steps(spans, attachment, facts)

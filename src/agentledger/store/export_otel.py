@@ -340,7 +340,10 @@ def run_spans(
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(end),
         "attributes": _attributes(root_attrs),
-        "status": {},
+        # A run that failed is the agent's span failing, its error the status's message.
+        "status": {"code": _ERROR, "message": summary.error or "the run failed"}
+        if summary is not None and summary.exit_status == "failed"
+        else {},
     }
     return [root, *spans]
 
