@@ -286,6 +286,8 @@ def _assert_same_runs(before: Path, after: Path) -> int:
     source), summary totals and identity; the number of steps compared."""
     first, second = _runs(before), _runs(after)
     assert sorted(second) == sorted(first)  # run ids come back
+    with Ledger.open(after) as ledger:
+        trace_ids = {run.run_id: run.metadata["source"]["trace_id"] for run in ledger.runs()}
     compared = 0
     for run_id, (metadata, summary, steps) in first.items():
         metadata_after, summary_after, steps_after = second[run_id]
@@ -297,7 +299,19 @@ def _assert_same_runs(before: Path, after: Path) -> int:
         for was, now in zip(steps, steps_after, strict=True):
             for name in KEPT:
                 assert getattr(now, name) == getattr(was, name), (run_id, was.index, name)
-            assert now.source is not None and now.source.file == "attachments/spans.json"
+            # the run keeps its own trace's spans of the file, and its steps point there
+            assert now.source is not None
+            own = f"attachments/spans.json/trace-{trace_ids[run_id]}.json"
+            assert now.source.file == (own if len(trace_ids) > 1 else "attachments/spans.json")
+            kept = after / "runs" / run_id / now.source.file
+            spans = [
+                span
+                for resource in json.loads(kept.read_bytes())["resourceSpans"]
+                for scope in resource["scopeSpans"]
+                for span in scope["spans"]
+            ]
+            assert {span["traceId"] for span in spans} == {trace_ids[run_id]}
+            assert now.source.event in {span["spanId"] for span in spans}
             compared += 1
     return compared
 

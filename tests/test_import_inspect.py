@@ -4,6 +4,7 @@ per sample and epoch."""
 from __future__ import annotations
 
 import gc
+import json
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,3 +221,36 @@ def test_a_log_without_samples_is_refused(tmp_path: Path) -> None:
     code, _, err = run("import", "--ledger", str(root), str(log.location))
     assert code == 2 and "no samples in this log" in err
     assert not root.exists()
+
+
+def test_a_json_log_s_runs_keep_their_own_sample_not_the_whole_log(tmp_path: Path) -> None:
+    outputs = [_used(ModelOutput.from_content("mockllm/model", "done"))] * 3
+    task = Task(
+        dataset=[Sample(input=f"q{n}", target="done", id=f"s{n}") for n in range(3)],
+        solver=[generate()],
+        scorer=includes(),
+    )
+    (log,) = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        log_format="json",
+    )
+    path = Path(log.location)
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    document = json.loads(path.read_bytes())
+    for run_dir in (root / "runs").iterdir():
+        metadata = parse_record(RunMetadata, (run_dir / "metadata.json").read_bytes(), "m")
+        sample_id = (metadata.source or {})["sample_id"]
+        kept = run_dir / "attachments" / path.name
+        own = json.loads((kept / "samples" / f"{sample_id}_epoch_1.json").read_bytes())
+        (given,) = [s for s in document["samples"] if s["id"] == sample_id]
+        assert own == given
+        header = json.loads((kept / "header.json").read_bytes())
+        assert header == {k: v for k, v in document.items() if k != "samples"}
+        assert sum(p.stat().st_size for p in kept.rglob("*.json")) < path.stat().st_size
+    code, out, _ = run("verify", "--ledger", str(root))
+    assert code == 0, out

@@ -200,7 +200,7 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     if sample is None:
         raise InputError(f"{file}: no sample {sample_id!r} (epoch {epoch})")
     facts = TraceFacts(importer=FORMAT, agent_name="inspect")
-    parts = _sample_parts(file, sample)
+    parts = _sample_parts(file, sample, ctx)
     values = _steps(
         sample,
         part_attachment(file.name, parts[-1][0]) if parts else attachment_of(file.name),
@@ -247,13 +247,21 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     return plan_trace_run(file, raw, steps, facts, ctx, parts=parts)
 
 
-def _sample_parts(file: Path, sample: Any) -> list[tuple[str, bytes]] | None:
-    """A sample's own entries of an ``.eval`` log (a zip): the log's header and the sample's
-    entry, their bytes as in the log; kept instead of the whole log, which holds every other
-    sample too. None for a ``.json`` log (one document), which is kept whole."""
+def _sample_parts(file: Path, sample: Any, ctx: PlanContext) -> list[tuple[str, bytes]] | None:
+    """A sample's own part of its log, kept instead of the whole log (which holds every other
+    sample too): of an ``.eval`` log (a zip), the log's header and the sample's entry, their
+    bytes as in the log; of a ``.json`` log (one document), the document without its samples
+    and the sample, each written out as JSON. None when the log holds this sample only, or
+    its parts cannot be told."""
+    entry = f"samples/{sample.id}_epoch_{sample.epoch}.json"
+    if file.suffix == ".json":
+        header, samples = ctx.latest("inspect-json-parts", file, _json_parts)
+        own = samples.get((str(sample.id), str(sample.epoch)))
+        if own is None or len(samples) < 2:
+            return None
+        return [("header.json", header), (entry, own)]
     if file.suffix != ".eval":
         return None
-    entry = f"samples/{sample.id}_epoch_{sample.epoch}.json"
     try:
         with zipfile.ZipFile(file) as log:
             names = set(log.namelist())
@@ -263,6 +271,26 @@ def _sample_parts(file: Path, sample: Any) -> list[tuple[str, bytes]] | None:
             return [(name, log.read(name)) for name in (*header[:1], entry)]
     except (OSError, zipfile.BadZipFile):
         return None
+
+
+def _json_parts(file: Path) -> tuple[bytes, dict[tuple[str, str], bytes]]:
+    """A ``.json`` log without its samples, and each sample (by id and epoch), as JSON."""
+    try:
+        document = json.loads(file.read_bytes())
+    except (OSError, ValueError):
+        return b"", {}
+    if not isinstance(document, dict) or not isinstance(document.get("samples"), list):
+        return b"", {}
+    samples = {
+        (str(item.get("id")), str(item.get("epoch"))): _json(item)
+        for item in document["samples"]
+        if isinstance(item, dict)
+    }
+    return _json({k: v for k, v in document.items() if k != "samples"}), samples
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, indent=2).encode("utf-8", "surrogatepass") + b"\n"
 
 
 _ERROR_CHARS = 2000

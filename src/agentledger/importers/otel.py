@@ -54,6 +54,7 @@ from agentledger.importers.run_plan import PlanContext, read_source
 from agentledger.importers.trace_runs import (
     TraceFacts,
     attachment_of,
+    part_attachment,
     plan_trace_run,
     trace_files,
 )
@@ -670,12 +671,15 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     file = Path(file_name)
     if file.stat().st_size > ctx.limit:
         raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
-    raw = read_source(file)
-    spans = read_spans(raw, str(file)).get(trace_id)
+    # A file's traces come in a row: it is read and parsed once for all of them.
+    raw, traces, parts = ctx.latest("otel-file", file, _read_file)
+    spans = traces.get(trace_id)
     if not spans:
         raise InputError(f"{file}: no spans of trace {trace_id}")
     facts = TraceFacts(importer=FORMAT)
-    attachment = attachment_of(file.name)
+    # A file of several traces: each run keeps its own spans, not the whole file once more.
+    part = [(f"trace-{trace_id}.json", parts[trace_id])] if len(traces) > 1 else None
+    attachment = part_attachment(file.name, part[0][0]) if part else attachment_of(file.name)
     root = _export_root(spans)
     values = _exported_steps(spans, root, attachment, facts) if root is not None else None
     if root is not None and values is not None and root["failed"]:
@@ -695,4 +699,35 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
         facts.scenario, facts.scenario_from = file.stem, "file name"
     facts.run_key = _run_key(facts, trace_id)
     facts.extra_source["trace_id"] = trace_id
-    return plan_trace_run(file, raw, steps, facts, ctx)
+    return plan_trace_run(file, raw, steps, facts, ctx, parts=part)
+
+
+def _read_file(file: Path) -> tuple[bytes, dict[str, list[dict[str, Any]]], dict[str, bytes]]:
+    """A file's bytes, its spans by trace id (`read_spans`), and each trace's own part of it:
+    an OTLP export request of that trace's spans only, in their resource and scope, each span
+    as the file gives it."""
+    raw = read_source(file)
+    origin = str(file)
+    traces = read_spans(raw, origin)
+    kept: dict[str, dict[str, Any]] = {}
+    for request in _requests(raw, origin):
+        for resource in request["resourceSpans"]:
+            resource = resource or {}
+            for scope in resource.get("scopeSpans") or []:
+                scope = scope or {}
+                by_trace: dict[str, list[Any]] = {}
+                for span in scope.get("spans") or []:
+                    trace_id = _hex_id(span.get("traceId"), origin, "traceId")
+                    by_trace.setdefault(trace_id, []).append(span)
+                for trace_id, spans in by_trace.items():
+                    wrapped = {**{k: v for k, v in scope.items() if k != "spans"}, "spans": spans}
+                    outer = {k: v for k, v in resource.items() if k != "scopeSpans"}
+                    kept.setdefault(trace_id, {"resourceSpans": []})["resourceSpans"].append(
+                        {**outer, "scopeSpans": [wrapped]}
+                    )
+    parts = {
+        trace_id: json.dumps(request, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
+        + b"\n"
+        for trace_id, request in kept.items()
+    }
+    return raw, traces, parts
