@@ -123,6 +123,16 @@ def test_a_header_states_identity_and_system_prompt(tmp_path: Path) -> None:
         ({"actor": "agent", "kind": "message", "index": 7}, "line 2, field 'index'"),
         ({"kind": "message"}, "line 2, field 'actor'"),
         ([1, 2], "line 2: expected a JSON object"),
+        ({"actor": "agent", "kind": "command"}, "line 2, field 'command'"),
+        (
+            {"actor": "agent", "kind": "command", "command": "ls", "gate": {"decision": "maybe"}},
+            "line 2, field 'gate.decision': 'maybe' is no decision",
+        ),
+        (
+            {"actor": "agent", "kind": "command", "command": "ls", "gate": {"decision": "DENIED"}},
+            "field 'gate.decision'",
+        ),
+        ({"run": {"scenario": "s", "model": "m2"}}, "line 2, field 'run': a second run header"),
     ],
 )
 def test_bad_lines_write_nothing(tmp_path: Path, line: Any, problem: str) -> None:

@@ -40,7 +40,7 @@ from agentledger.importers.trace_runs import (
     read_trace_file,
     trace_files,
 )
-from agentledger.records import decode_json, parse_record_data
+from agentledger.records import NOT_EXECUTED, decode_json, parse_record_data
 from agentledger.records.trace import StepText, TraceStep, step_text
 from agentledger.shell.knowledge import KINDS as COMMAND_CLASSES
 
@@ -94,6 +94,10 @@ def find_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
         files = trace_files(path, (".jsonl",), "trace file")
         found += [(file, str(file.resolve())) for file in files]
     return found
+
+
+# What a step's gate may have decided (the gated shell's words, and the runtime's refusal).
+_DECISIONS = frozenset(("allowed", "denied", "approved", NOT_EXECUTED))
 
 
 def _header(data: dict[str, Any], origin: str, facts: TraceFacts, line: int) -> None:
@@ -255,6 +259,7 @@ def read_trace_lines(
     lines: list[int] = []
     texts: dict[int, str] = {}
     disputed: dict[str, dict[str, str]] = {}
+    header_line: int | None = None
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -263,8 +268,17 @@ def read_trace_lines(
             raise RecordError(
                 origin, f"expected a JSON object, found {type(data).__name__}", line=number
             )
-        if not steps and "run" in data and len(data) == 1:
+        if "run" in data and len(data) == 1:
+            if steps or header_line is not None:
+                first = f"line {header_line}" if header_line is not None else "the first line"
+                raise RecordError(
+                    origin,
+                    f"a second run header: the run's header is {first}, before the steps",
+                    field="run",
+                    line=number,
+                )
             _header(data, origin, facts, number)
+            header_line = number
             continue
         _check_values(data, line, origin, number)
         position = len(steps)
@@ -287,6 +301,21 @@ def read_trace_lines(
             )
         if isinstance(given, dict) and step.content is not None:
             _check_text(step.content, origin, number)
+        if step.kind == "command" and step.command is None:
+            raise RecordError(
+                origin,
+                "a command step needs its command (the command line)",
+                field="command",
+                line=number,
+            )
+        if step.gate is not None and step.gate.decision not in _DECISIONS:
+            raise RecordError(
+                origin,
+                f"{step.gate.decision!r} is no decision: use one of "
+                f"{', '.join(sorted(_DECISIONS))}",
+                field="gate.decision",
+                line=number,
+            )
         steps.append(step)
         lines.append(number)
     if not steps:
