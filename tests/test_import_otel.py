@@ -363,3 +363,28 @@ def test_an_agent_span_that_failed_is_a_failed_run_and_exports_as_one(tmp_path: 
     (again,) = (back / "runs").iterdir()
     second = parse_record(RunSummary, (again / "run_summary.json").read_bytes(), "s")
     assert (second.exit_status, second.error) == ("failed", summary.error)
+
+
+@pytest.mark.parametrize(
+    ("times", "problem"),
+    [
+        (
+            ("99999999999999999999", "99999999999999999999"),
+            "startTimeUnixNano': 99999999999999999999 is no time",
+        ),
+        (("-5", "10"), "startTimeUnixNano': -5 is no time"),
+        (("2000", "1000"), "endTimeUnixNano': the span ends before it starts"),
+    ],
+)
+def test_span_times_that_are_no_times_are_refused(
+    tmp_path: Path, times: tuple[str, str], problem: str
+) -> None:
+    document = _document(_two_agents)
+    span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["startTimeUnixNano"], span["endTimeUnixNano"] = times
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2 and "spans.json" in err and problem in err, err
+    assert not root.exists()

@@ -64,6 +64,7 @@ from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
 
 FORMAT = "otel"
+_MAX_NANOS = 2**63 - 1  # 2262-04-11: what a signed 64-bit count of nanoseconds holds
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
 _SEPARATOR = "#trace="
 _TOOL_KINDS = ("tool_call", "file_read", "file_write", "browse", "code")
@@ -182,6 +183,19 @@ def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
                             "expected nanoseconds since the epoch",
                             field=f"{where}.startTimeUnixNano",
                         ) from None
+                    for name, nanos in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
+                        if not 0 <= nanos <= _MAX_NANOS:  # OTLP's fixed64; and datetime's range
+                            raise RecordError(
+                                origin,
+                                f"{nanos} is no time: nanoseconds since 1970 up to year 2262",
+                                field=f"{where}.{name}",
+                            )
+                    if end < start:
+                        raise RecordError(
+                            origin,
+                            "the span ends before it starts",
+                            field=f"{where}.endTimeUnixNano",
+                        )
                     failed, message = _status(span.get("status"))
                     span_id = _hex_id(span.get("spanId"), origin, f"{where}.spanId")
                     entry: dict[str, Any] = {
