@@ -107,25 +107,3 @@ def test_exclude_leaves_trace_files_out(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 2 and "left out by --exclude" in err
     assert not (tmp_path / "none").exists()
-
-
-def test_subfolders_say_what_they_hold_too(tmp_path: Path) -> None:
-    """A folder's subfolders are looked into: traces only below are told; traces beside run
-    directories, or of two formats on two levels, are refused, not half imported."""
-    below = tmp_path / "below"
-    _folder(below / "sub", {"a.jsonl": PLAIN})
-    assert detect_format([below]) == "jsonl"
-    beside = tmp_path / "beside"
-    _folder(beside / "run-1", {"PROMPT.txt": "go", "shell_audit_1.jsonl": PLAIN})
-    _folder(beside, {"stray.jsonl": PLAIN})
-    with pytest.raises(Exception, match=r"different formats \(directory: run-1; jsonl: stray"):
-        detect_format([beside])
-    levels = tmp_path / "levels"
-    _folder(levels, {"good.jsonl": PLAIN})
-    _folder(levels / "sub", {"log.eval": "zip"})
-    with pytest.raises(Exception, match=r"different formats \(inspect: log.eval; jsonl: good"):
-        detect_format([levels])
-    runs = tmp_path / "runs"
-    for n in range(3):
-        _folder(runs / f"run-{n}", {"PROMPT.txt": "go", "shell_audit.jsonl": PLAIN})
-    assert detect_format([runs]) == "directory"

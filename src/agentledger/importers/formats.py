@@ -99,37 +99,15 @@ def _detect_one(path: Path) -> str:
     return next(iter(kinds), DIRECTORY)
 
 
-# How many of a folder's files, and of its subfolders, are looked into to tell its format.
+# How many of a folder's files are looked into to tell its format.
 _DETECT_FILES = 200
-_DETECT_FOLDERS = 50
 
 
 def _folder_kinds(path: Path) -> dict[str, list[Path]]:
-    """The formats of what the folder `path` holds, each with the paths that say so: its own
-    trace files (`_file_kinds`) and, one level down, its subfolders' (a run directory there
-    says `directory`). A run directory itself says nothing: it is the default."""
-    kinds = _file_kinds(path)
-    if kinds is None:
-        return {}
-    try:
-        folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-    except OSError:
-        return kinds
-    for folder in folders[:_DETECT_FOLDERS]:
-        below = _file_kinds(folder)
-        if below is None:
-            kinds.setdefault(DIRECTORY, []).append(folder)
-            continue
-        for kind, files in below.items():
-            kinds.setdefault(kind, []).extend(files)
-    return kinds
-
-
-def _file_kinds(path: Path) -> dict[str, list[Path]] | None:
     """The trace formats of the files at the top of the folder `path`, with files of each:
     ``traj_*.json`` are OpenHands, ``*.eval`` Inspect AI, ``*.json`` and ``*.jsonl`` with
-    OTLP spans or an Inspect header those, other ``*.jsonl`` the plain format; other files
-    say nothing. None for a run directory (the seed's layout: its shell log is no trace)."""
+    OTLP spans or an Inspect header those, other ``*.jsonl`` the plain format. Other files
+    (and run directories, below the top) say nothing."""
     kinds: dict[str, list[Path]] = {}
     try:
         names = sorted(entry.name for entry in path.iterdir())
@@ -139,7 +117,7 @@ def _file_kinds(path: Path) -> dict[str, list[Path]] | None:
     if not any(n.startswith(opening[0]) and n.endswith(opening[1]) for n in names) and any(
         _run_files().fullmatch(name) for name in names
     ):
-        return None
+        return kinds  # a run directory (the seed's layout): its shell log is no trace file
     files = [
         path / name
         for name in names
