@@ -107,3 +107,24 @@ def test_exclude_leaves_trace_files_out(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 2 and "left out by --exclude" in err
     assert not (tmp_path / "none").exists()
+
+
+def test_a_run_directory_laid_out_by_map_is_one(tmp_path: Path) -> None:
+    """--map names a run directory's files (its shell log as commands.jsonl): the directory
+    is a run, never taken for a folder of plain traces."""
+    run_dir = _folder(
+        tmp_path / "run-001",
+        {
+            "task.md": "check the disk",
+            "final_report.md": "28% used",
+            "commands.jsonl": '{"ts": "2026-02-01T09:30:00Z", "command": "df -h"}\n',
+        },
+    )
+    ledger = tmp_path / "ledger"
+    code, out, err = run(
+        "import", "--ledger", str(ledger), str(run_dir), "--map", "prompt=task.md",
+        "--map", "report=final_report.md", "--map", "shell_audit=commands.jsonl",
+        "--model", "m", "--scenario", "s",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Imported 1 run" in out

@@ -211,6 +211,8 @@ def resolve_format(paths: Sequence[Path], options: ImportOptions) -> ImportOptio
                 f"unknown import format {options.format!r}; use one of {', '.join(sorted(FORMATS))}"
             )
         chosen = options.format
+    elif options.mapping or options.name_pattern:
+        chosen = DIRECTORY  # --map and --name-pattern say how run directories are laid out
     else:
         chosen = detect_format(paths)
     if chosen == DIRECTORY:
