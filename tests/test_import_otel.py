@@ -388,3 +388,25 @@ def test_span_times_that_are_no_times_are_refused(
     code, _, err = run("import", "--ledger", str(root), str(path))
     assert code == 2 and "spans.json" in err and problem in err, err
     assert not root.exists()
+
+
+@pytest.mark.parametrize("given", [{"intValue": "-5"}, {"doubleValue": 1.5}, {"stringValue": "9"}])
+def test_token_counts_that_are_no_counts_are_unknown_not_zero(
+    tmp_path: Path, given: dict[str, Any]
+) -> None:
+    document = _document(_two_agents)
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for attribute in span.get("attributes", []):
+                    if attribute["key"].startswith("gen_ai.usage."):
+                        attribute["value"] = given
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    for run_dir in (root / "runs").iterdir():
+        summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
+        assert (summary.tokens_in, summary.tokens_out) == (None, None)
+        assert summary.model_calls == 2

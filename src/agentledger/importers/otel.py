@@ -345,7 +345,7 @@ def _failure(span: dict[str, Any], result: str | None) -> str | None:
 
 def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
-    tokens = [0, 0]
+    tokens: list[int | None] = [None, None]  # input, output: None until a call states them
     calls = 0
     failures: list[tuple[int, str, str]] = []
     # A parent starts no later than its children: at the same time, it comes first.
@@ -384,8 +384,9 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                 attrs.get("gen_ai.usage.input_tokens"),
                 attrs.get("gen_ai.usage.output_tokens"),
             )
-            tokens[0] += tin if isinstance(tin, int) and tin >= 0 else 0
-            tokens[1] += tout if isinstance(tout, int) and tout >= 0 else 0
+            for at, count in enumerate((tin, tout)):
+                if type(count) is int and count >= 0:  # else unknown, never taken for 0
+                    tokens[at] = (tokens[at] or 0) + count
             if facts.prompt is None:
                 facts.prompt = _messages_text(attrs.get("gen_ai.input.messages"), "user")
             output = _messages_text(attrs.get("gen_ai.output.messages"))
