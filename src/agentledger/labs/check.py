@@ -7,12 +7,13 @@ remedy the spec names (each in a fresh lab) and compares what broke with what th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from agentledger.labs.runtime import LabStartError, ProbeResults, start_lab
 from agentledger.labs.spec import LabSpec, LoadedLab, RemedySpec, Step
-from agentledger.labs.system import Privilege
+from agentledger.labs.system import Privilege, choose_privilege
 
 __all__ = ["CheckReport", "Measurement", "RemedyCheck", "check_lab", "measure"]
 
@@ -76,7 +77,8 @@ def measure(
     recorded, not raised: a remedy may well fail."""
     steps = _steps(commands, host)
     with start_lab(lab, fault=False, privilege=privilege) as running:
-        baseline = running.probe()
+        assert running.baseline is not None
+        baseline = running.baseline
         after_fault = running.inject_fault()
         outputs = []
         for step in steps:
@@ -99,6 +101,8 @@ class RemedyCheck:
     remedy: RemedySpec
     measurement: Measurement | None
     problems: list[str] = field(default_factory=list)
+    start_problem: str | None = None
+    """Why the lab did not come up with its fault (then the remedy was not tried)."""
 
     @property
     def ok(self) -> bool:
@@ -140,24 +144,28 @@ def check_lab(
     *,
     remedies: Sequence[str] | None = None,
     privilege: Privilege | None = None,
-    progress: Callable[[str], None] | None = None,
+    jobs: int = 4,
 ) -> CheckReport:
     """Prove the fault reproduces and each remedy (all, or those named) does what the spec
-    says, each in a fresh lab."""
+    says, each in a fresh lab (`jobs` labs at a time: most of a check is probe timeouts)."""
     chosen = [loaded.spec.remedy(n) for n in remedies] if remedies else list(loaded.spec.remedies)
-    try:
-        with start_lab(loaded, privilege=privilege):
-            pass
-    except LabStartError as exc:
-        return CheckReport(loaded.name, str(exc), [])
-    checks: list[RemedyCheck] = []
-    for remedy in chosen:
-        if progress:
-            progress(remedy.name)
+    privilege = privilege or choose_privilege()
+    if not chosen:
         try:
-            m = measure(loaded, remedy.steps, owner_cycles=remedy.cycles, privilege=privilege)
+            with start_lab(loaded, privilege=privilege):
+                pass
         except LabStartError as exc:
-            checks.append(RemedyCheck(remedy, None, [f"remedy {remedy.name}: {exc}"]))
-            continue
-        checks.append(RemedyCheck(remedy, m, _compare(remedy, m)))
-    return CheckReport(loaded.name, None, checks)
+            return CheckReport(loaded.name, str(exc), [])
+        return CheckReport(loaded.name, None, [])
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        checks = list(pool.map(lambda remedy: _check_remedy(loaded, remedy, privilege), chosen))
+    fault = next((c.start_problem for c in checks if c.start_problem), None)
+    return CheckReport(loaded.name, fault, [] if fault else checks)
+
+
+def _check_remedy(loaded: LoadedLab, remedy: RemedySpec, privilege: Privilege) -> RemedyCheck:
+    try:
+        m = measure(loaded, remedy.steps, owner_cycles=remedy.cycles, privilege=privilege)
+    except LabStartError as exc:
+        return RemedyCheck(remedy, None, [f"remedy {remedy.name}: {exc}"], start_problem=str(exc))
+    return RemedyCheck(remedy, m, _compare(remedy, m))

@@ -10,7 +10,6 @@ recorded in the runtime directory so later commands can find it.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -31,6 +30,7 @@ from agentledger.labs.script import (
     host_env,
     owner_cycle_argv,
     probe_argv,
+    read_probe,
     setup_script,
 )
 from agentledger.labs.spec import LabSpec, LoadedLab, ProbeSpec, Step
@@ -119,12 +119,6 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:
-    """In the supervisor's child: SIGKILL it when the process that started it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class Lab:
     """A running lab: the spec it was built from and the supervisor that holds it."""
@@ -137,6 +131,8 @@ class Lab:
     start_time: int
     started_at: str
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    baseline: ProbeResults | None = field(default=None, repr=False)
+    """The probes before the fault (set by `start_lab`)."""
 
     # -- entering the lab -------------------------------------------------------------------
 
@@ -290,18 +286,9 @@ def _finish_probe(probe: ProbeSpec, proc: subprocess.Popen[str]) -> ProbeResult:
         out, _ = proc.communicate(timeout=probe.timeout + 10)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
+        proc.communicate()
         return ProbeResult(probe.name, probe.role, False, "the probe itself hung; killed")
-    lines = [line for line in (out or "").strip().splitlines() if line.strip()]
-    detail = lines[-1].strip() if lines else f"exit {proc.returncode}"
-    if proc.returncode == 124:
-        detail = f"timed out after {probe.timeout:g}s"
-    passed = proc.returncode == 0
-    if passed and probe.stdout is not None:
-        import re
-
-        passed = re.search(probe.stdout, out or "") is not None
-        detail = detail if passed else f"output does not match {probe.stdout!r}: {detail}"
+    passed, detail = read_probe(probe, proc.returncode, out or "")
     return ProbeResult(probe.name, probe.role, passed, detail[:300])
 
 
@@ -320,8 +307,9 @@ def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
 
 def _spawn(privilege: Privilege, *, detach: bool) -> subprocess.Popen[bytes]:
     prefix = privilege.prefix()
-    if prefix and not detach:
-        prefix = [*prefix, "--pdeathsig", "KILL"]
+    if not detach:
+        # PR_SET_PDEATHSIG: the supervisor is SIGKILLed when its starter dies, at the latest.
+        prefix = [*(prefix or ["setpriv"]), "--pdeathsig", "KILL"]
     argv = [*prefix, "unshare"]
     if privilege.mode == "rootless":
         argv += ["--user", "--map-root-user"]
@@ -334,7 +322,6 @@ def _spawn(privilege: Privilege, *, detach: bool) -> subprocess.Popen[bytes]:
         cwd="/",
         env=_clean_env(),
         start_new_session=detach,
-        preexec_fn=None if (detach or prefix) else _die_with_parent,
     )
 
 
@@ -420,7 +407,7 @@ def _build(lab: Lab, *, fault: bool, verify: bool) -> None:
         raise LabStartError(
             f"the lab's setup failed: {(done.stderr or done.stdout).strip()[-800:]}"
         )
-    baseline = lab.probe()
+    baseline = lab.baseline = lab.probe()
     if verify and baseline.broken():
         failing = [r for r in baseline.results if not r.healthy]
         raise LabStartError(

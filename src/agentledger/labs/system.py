@@ -36,6 +36,7 @@ REQUIRED_TOOLS: dict[str, str] = {
     "nsenter": "util-linux",
     "setsid": "util-linux",
     "flock": "util-linux",
+    "setpriv": "util-linux",
     "ip": "iproute2",
     "tc": "iproute2",
     "ss": "iproute2",
