@@ -117,7 +117,8 @@ def _owner(owner: OwnerSpec) -> list[str]:
 
 def _cycle_command(owner: OwnerSpec) -> str:
     base = f"{host_dir(owner.host)}/owners/{owner.name}"
-    return shlex.join(["flock", f"{base}.lock", "sh", f"{base}.cycle"])
+    # -o: processes a cycle starts (a daemon it restarts) must not inherit the lock.
+    return shlex.join(["flock", "-o", f"{base}.lock", "sh", f"{base}.cycle"])
 
 
 def _service(host: str, name: str, command: str) -> str:
