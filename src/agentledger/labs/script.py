@@ -31,17 +31,30 @@ LAB_ROOT = "/run/lab"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 READY_SECONDS = 10
 
-BOOT = """\
+_INIT = """\
+import os, signal, sys
+def reap(*_):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+signal.signal(signal.SIGCHLD, reap)
+print("ready", flush=True)
+if sys.stdin.readline().strip() != "detach":
+    sys.exit(0)
+while True:
+    signal.pause()
+"""
+
+BOOT = f"""\
 mount -t tmpfs -o mode=0755 agentledger-lab /run || exit 1
 mkdir -p /run/netns /run/lab || exit 1
 ip link set lo up || exit 1
-echo ready
-read -r line || exit 0
-[ "$line" = detach ] || exit 0
-exec sleep infinity
+exec python3 -c {shlex.quote(_INIT)}
 """
-"""The supervisor (pid 1 of the lab's PID namespace): it lives until its stdin closes, or, once
-told `detach`, until it is killed. When it dies the kernel kills every process of the lab, and
+"""The supervisor (pid 1 of the lab's PID namespace, reaping the orphans daemons leave): it
+lives until its stdin closes, or, once told `detach`, until it is killed. When it dies the kernel kills every process of the lab, and
 the network namespaces (bind-mounted only in the lab's mount namespace) go with them."""
 
 _HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")

@@ -41,6 +41,7 @@ REQUIRED_TOOLS: dict[str, str] = {
     "tc": "iproute2",
     "ss": "iproute2",
     "base64": "coreutils",
+    "python3": "python3",
 }
 """Command -> the Debian package that has it; every lab needs all of them."""
 
