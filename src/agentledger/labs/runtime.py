@@ -305,7 +305,7 @@ def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
     raise LabUnavailableError(f"the lab's supervisor {pid} did not end after SIGKILL")
 
 
-def _spawn(privilege: Privilege, *, detach: bool) -> subprocess.Popen[bytes]:
+def _spawn(privilege: Privilege, name: str, *, detach: bool) -> subprocess.Popen[bytes]:
     prefix = privilege.prefix()
     if not detach:
         # PR_SET_PDEATHSIG: the supervisor is SIGKILLed when its starter dies, at the latest.
@@ -315,7 +315,7 @@ def _spawn(privilege: Privilege, *, detach: bool) -> subprocess.Popen[bytes]:
         argv += ["--user", "--map-root-user"]
     argv += ["--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
     return subprocess.Popen(
-        [*argv, "sh", "-c", BOOT],
+        [*argv, "sh", "-c", BOOT, f"agentledger-lab:{name}"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -349,10 +349,12 @@ def start_lab(
     verify: bool = True,
     privilege: Privilege | None = None,
     detach: bool = False,
+    periodic: bool = True,
 ) -> Lab:
     """Build the lab, check its baseline, inject its fault and check the symptom shows.
 
-    `fault=False` stops at the baseline. With `detach`, the lab outlives this process and is
+    `fault=False` stops at the baseline; `periodic=False` leaves owners to cycle on demand only
+    (`Lab.cycle`), as measurements need. With `detach`, the lab outlives this process and is
     recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest.
     """
     spec = loaded.spec if isinstance(loaded, LoadedLab) else loaded
@@ -362,7 +364,7 @@ def start_lab(
     if detach and _state_file(name).exists():
         raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
     privilege = privilege or choose_privilege()
-    proc = _spawn(privilege, detach=detach)
+    proc = _spawn(privilege, name, detach=detach)
     try:
         pid1 = _await_boot(proc)
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -378,7 +380,7 @@ def start_lab(
         )
         if detach:
             _write_state(lab)
-        _build(lab, fault=fault, verify=verify)
+        _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
         proc.kill()
         proc.wait()
@@ -393,9 +395,9 @@ def start_lab(
     return lab
 
 
-def _build(lab: Lab, *, fault: bool, verify: bool) -> None:
+def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
     done = subprocess.run(
-        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec)],
+        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
         capture_output=True,
         text=True,
         timeout=SETUP_SECONDS,

@@ -51,11 +51,14 @@ BOOT = f"""\
 mount -t tmpfs -o mode=0755 agentledger-lab /run || exit 1
 mkdir -p /run/netns /run/lab || exit 1
 ip link set lo up || exit 1
-exec python3 -c {shlex.quote(_INIT)}
+exec python3 -c {shlex.quote(_INIT)} "$0"
 """
-"""The supervisor (pid 1 of the lab's PID namespace, reaping the orphans daemons leave): it
-lives until its stdin closes, or, once told `detach`, until it is killed. When it dies the kernel kills every process of the lab, and
-the network namespaces (bind-mounted only in the lab's mount namespace) go with them."""
+"""Run as `sh -c BOOT agentledger-lab:NAME`: the marker names the lab in `ps`.
+
+The supervisor (pid 1 of the lab's PID namespace, reaping the orphans daemons leave): it
+lives until its stdin closes, or, once told `detach`, until it is killed. When it dies the
+kernel kills every process of the lab, and the network namespaces (bind-mounted only in the
+lab's mount namespace) go with them."""
 
 _HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
 
@@ -155,8 +158,12 @@ def _wait_ready(host: str, name: str, port: int) -> list[str]:
     ]
 
 
-def setup_script(spec: LabSpec) -> str:
-    """The script that builds the lab from inside its namespaces, up to its baseline."""
+def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
+    """The script that builds the lab from inside its namespaces, up to its baseline.
+
+    With `periodic`, each owner also cycles every `interval` seconds in the background (a lab
+    for people and agents); without, owners cycle only on demand (measurements, which must
+    not race a background cycle)."""
     lines = ["set -eu", f"export PATH={SYSTEM_PATH}"]
     for host in spec.hosts:
         d = shlex.quote(host_dir(host.name))
@@ -201,7 +208,7 @@ def setup_script(spec: LabSpec) -> str:
         lines.append(_in_host(owner.host, _cycle_command(owner)))
     for service in spec.services:
         lines.append(_service(service.host, service.name, service.run))
-    for owner in spec.owners:
+    for owner in spec.owners if periodic else []:
         loop = f"while sleep {owner.interval:g}; do {_cycle_command(owner)}; done"
         lines.append(_service(owner.host, f"owner-{owner.name}", loop))
     for service in spec.services:
