@@ -300,8 +300,8 @@ def probe_argv(probe: ProbeSpec) -> list[str]:
     if probe.tcp:
         if shutil.which("bash"):
             address, _, port = probe.tcp.rpartition(":")
-            script = 'exec 3<>"/dev/tcp/$0/$1" && echo "connected to $0:$1"'
-            return ["timeout", timeout, "bash", "-c", script, address.strip("[]"), port]
+            script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
+            return ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]
         return [*helper, "tcp", timeout, probe.tcp]
     if probe.dns:
         return [*helper, "dns", timeout, probe.dns, probe.server or "", probe.answer or ""]
@@ -332,6 +332,7 @@ def read_probe(probe: ProbeSpec, returncode: int, output: str) -> tuple[bool, st
         return passed, f"{url}: HTTP {code}, {rate}" + (f"; {error}" if error else "")
     if returncode == 124:
         return False, f"timed out after {probe.timeout:g}s"
+    last = re.sub(r"^tcp: line \d+: /dev/tcp/([^/]+)/(\d+): ", r"\1:\2: ", last)
     passed = returncode == 0
     if passed and probe.stdout is not None and re.search(probe.stdout, output) is None:
         return False, f"output does not match {probe.stdout!r}: {last}"
