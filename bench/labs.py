@@ -9,7 +9,8 @@ polls, probe round trips and probe timeouts.
 
 Then the whole `labs` suite is checked (`lab check labs`: every remedy of every scenario in a
 fresh lab), and N more cycles of a small lab are run to see that nothing is left behind: no
-process, namespace, mount, runtime record or open file of this process.
+process (so no namespace), mount, runtime record or open file of this process, and the
+machine's own network state (iptables-save, nft, routes, rules, links, qdiscs) unchanged.
 
     python bench/labs.py            # 20 measured cycles, the suite, 1,000 leak cycles
     python bench/labs.py --quick    # 5 cycles, the suite, 50 leak cycles
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -62,28 +64,49 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
+MARKER = b"agentledger-lab:benchleak"
+"""The leak cycles' labs are named benchleakN: other labs on the machine are not counted."""
+
+
 def _lab_processes() -> int:
+    """Supervisors and inits of the leak cycles' labs still alive (not zombies). While one
+    lives, so may its lab; once none does, the kernel has killed every process of those labs,
+    and their namespaces and mounts went with them."""
     count = 0
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and b"agentledger-lab:" in (entry / "cmdline").read_bytes():
-                count += 1
-        except OSError:
+            if entry.name.isdigit() and MARKER in (entry / "cmdline").read_bytes():
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+                count += state not in ("Z", "X")
+        except (OSError, IndexError):
             continue
     return count
 
 
+def _host_network() -> str:
+    """The machine's own network state, read-only, without timestamps and counters."""
+    out = []
+    for argv in (
+        ["iptables-save"],
+        ["nft", "list", "ruleset"],
+        ["ip", "route", "show", "table", "all"],
+        ["ip", "rule"],
+        ["ip", "-o", "link"],
+        ["tc", "qdisc"],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        text = re.sub(r"(?m)^#.*\n", "", done.stdout)
+        out.append(re.sub(r"\[\d+:\d+\]|packets \d+ bytes \d+", "", text))
+    return "\n".join(out)
+
+
 def _leak_state(runtime: Path) -> dict[str, int]:
-    namespaces = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                namespaces.add(os.readlink(entry / "ns" / "net"))
-            except OSError:
-                continue
+    for _ in range(200):  # the last supervisors may still be on their way out
+        if not _lab_processes():
+            break
+        time.sleep(0.01)
     return {
         "lab processes": _lab_processes(),
-        "network namespaces with a process": len(namespaces),
         "mounts (this process)": len(Path("/proc/self/mountinfo").read_text().splitlines()),
         "open files (this process)": len(os.listdir("/proc/self/fd")),
         "runtime records": len(list(runtime.glob("*"))),
@@ -128,16 +151,17 @@ def main() -> int:
         remedies = sum(len(loaded.spec.remedies) for loaded in suite)
 
         small = load_lab(write_small_lab(Path(temp) / "small"))
-        before = _leak_state(runtime / "agentledger-labs")
+        before, host_before = _leak_state(runtime / "agentledger-labs"), _host_network()
 
-        def small_cycle(_: int) -> None:
-            with start_lab(small, privilege=privilege, periodic=False):
+        def small_cycle(i: int) -> None:
+            with start_lab(small, name=f"benchleak{i}", privilege=privilege, periodic=False):
                 pass
 
         leak_wall, _ = _timed(
             lambda: list(ThreadPoolExecutor(max_workers=4).map(small_cycle, range(leak_cycles)))
         )
         after = _leak_state(runtime / "agentledger-labs")
+        host_unchanged = _host_network() == host_before
 
     waiting = [max(0.0, 1 - cpu / wall) for wall, cpu in zip(lab_walls, lab_cpus, strict=True)]
     figures = {
@@ -159,13 +183,14 @@ def main() -> int:
         "leak_before": before,
         "leak_after": after,
         "leaked": {k: after[k] - before[k] for k in before if after[k] != before[k]},
+        "host_network_unchanged": host_unchanged,
     }
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
         for key, value in figures.items():
             print(f"{key:24} {value}")
-    return 1 if figures["leaked"] else 0
+    return 1 if figures["leaked"] or not host_unchanged else 0
 
 
 if __name__ == "__main__":
