@@ -18,6 +18,7 @@ import pytest
 
 from agentledger.labs import (
     LabStartError,
+    Privilege,
     check_lab,
     load_lab,
     measure,
@@ -246,3 +247,15 @@ def test_a_killed_detached_lab_is_swept_at_the_next_start(
         time.sleep(0.01)
     with start_lab(loaded, name="next", privilege=privilege):
         assert not state.exists()
+
+
+def test_root_without_a_user_namespace_runs_labs_too(tmp_path: Path) -> None:
+    """Where the kernel refuses user namespaces, root runs labs in net/mount/pid namespaces."""
+    lab_privilege()
+    if os.geteuid() != 0:
+        pytest.skip("only root can run a lab without a user namespace")
+    before = _host_network()
+    loaded = load_lab(write_small_lab(tmp_path / "s"))
+    report = check_lab(loaded, privilege=Privilege("root"))
+    assert report.ok, [c.problems for c in report.remedies]
+    assert _host_network() == before

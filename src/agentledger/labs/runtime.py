@@ -248,7 +248,8 @@ class Lab:
         if self.process is not None:
             _reap(self.process)
         stop_supervisor(self.pid, self.start_time, self.pid1)
-        _state_file(self.name).unlink(missing_ok=True) if self._recorded() else None
+        if self._recorded():
+            _state_file(self.name).unlink(missing_ok=True)
 
     def _recorded(self) -> bool:
         try:
@@ -370,11 +371,10 @@ def start_lab(
     """
     spec = loaded.spec if isinstance(loaded, LoadedLab) else loaded
     name = name or (loaded.name if isinstance(loaded, LoadedLab) else "lab")
-    directory = runtime_dir()
-    sweep_dead_labs(directory)
+    privilege = privilege or choose_privilege()
+    sweep_dead_labs(runtime_dir())
     if detach and _state_file(name).exists():
         raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
-    privilege = privilege or choose_privilege()
     proc = _spawn(privilege, name, detach=detach)
     try:
         pid1 = _await_boot(proc)
