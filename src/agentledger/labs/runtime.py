@@ -367,7 +367,9 @@ def start_lab(
 
     `fault=False` stops at the baseline; `periodic=False` leaves owners to cycle on demand only
     (`Lab.cycle`), as measurements need. With `detach`, the lab outlives this process and is
-    recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest.
+    recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest,
+    and with the thread that started it (PR_SET_PDEATHSIG follows the starting thread): start
+    a lab in the thread that will use it, or keep that thread alive as long as the lab.
     """
     spec = loaded.spec if isinstance(loaded, LoadedLab) else loaded
     name = name or (loaded.name if isinstance(loaded, LoadedLab) else "lab")
