@@ -102,6 +102,14 @@ def test_every_packaged_lab_loads_with_good_and_wrong_remedies() -> None:
     )
 
 
+def test_the_labs_suite_is_a_suite_the_runner_reads() -> None:
+    from agentledger.runner.scenario import load_suite
+
+    scenarios = load_suite(packaged_labs_dir())
+    assert [s.id for s in scenarios] == sorted(lab.name for lab in resolve_labs("labs"))
+    assert all(s.spec.expected and s.spec.mandatory_checks for s in scenarios)
+
+
 def test_a_missing_tool_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
