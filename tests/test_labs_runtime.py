@@ -84,6 +84,7 @@ def _processes_in(namespace: str, kind: str) -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_up_fault_cycle_snapshot_down_through_the_cli(tmp_path: Path) -> None:
     lab_privilege()
     scenario = write_small_lab(tmp_path / "small")
@@ -113,6 +114,7 @@ def test_up_fault_cycle_snapshot_down_through_the_cli(tmp_path: Path) -> None:
     assert _host_network() == before
 
 
+@pytest.mark.slow
 def test_the_fault_is_seen_or_the_lab_refuses_naming_the_probe(tmp_path: Path) -> None:
     privilege = lab_privilege()
     with start_lab(load_lab(write_small_lab(tmp_path / "a")), privilege=privilege) as lab:
@@ -131,11 +133,20 @@ def test_an_owner_cycle_reverts_a_direct_edit(tmp_path: Path) -> None:
     privilege = lab_privilege()
     loaded = load_lab(write_small_lab(tmp_path / "s"))
     direct = "iptables -D f2b -s 10.0.0.2/32 -p tcp -j REJECT --reject-with tcp-reset"
-    m = measure(loaded, [direct], host="web", owner_cycles=1, privilege=privilege)
+    m = measure(
+        loaded,
+        [direct],
+        host="web",
+        owner_cycles=1,
+        privilege=privilege,
+        verify=["iptables -S f2b"],
+    )
     assert m.baseline.broken() == [] and m.after_fault.broken() == ["client-http"]
     assert m.fixed() and not m.durable()
     assert m.after_cycles.broken() == ["client-http"]
     assert m.outputs[0][2] == 0
+    # what the fixer would have seen, checking after the owner's cycle: the rule is back
+    assert "-A f2b -s 10.0.0.2/32" in m.verify_outputs[0][3]
 
 
 def test_lab_check_names_the_remedy_and_probe_that_differ(tmp_path: Path) -> None:

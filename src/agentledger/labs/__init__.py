@@ -18,9 +18,10 @@ The Python API (everything the CLI does, and what the runner and outcomes build 
         take_snapshot(lab).to_text()    # real state, sectioned text per host
     # gone: processes, namespaces, mounts
 
-    m = measure(loaded, ["jailctl unban 10.0.0.2"], host="web", owner_cycles=2)
+    m = measure(loaded, ["jailctl unban 10.0.0.2"], host="web", owner_cycles=2,
+                verify=["iptables -S f2b-http"])      # run after the cycles, outputs kept
     m.baseline, m.after_fault, m.after_commands, m.after_cycles   # ProbeResults each
-    m.fixed(), m.durable(), m.collateral()
+    m.fixed(), m.durable(), m.collateral(), m.outputs, m.verify_outputs
 
     check_lab(loaded).ok   # the fault reproduces and every remedy does what the spec says
 
