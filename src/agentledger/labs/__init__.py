@@ -1,4 +1,4 @@
-"""Labs: real faults on one Linux machine, in network namespaces, rootless, in under a second.
+"""Labs: real faults on one Linux machine, in network namespaces, rootless (docs/labs.md).
 
 A lab (`lab.yaml`, `LabSpec`) is hosts (one network namespace each), links, services, owners
 (reconcilers that re-assert what they own from their own desired state, with one cycle on
@@ -7,9 +7,11 @@ of its own, so the machine's network is never touched and the lab dies with its 
 
 The Python API (everything the CLI does, and what the runner and outcomes build on)::
 
-    from agentledger.labs import load_lab, start_lab, measure, check_lab, take_snapshot
+    from agentledger.labs import check_lab, load_lab, measure, resolve_labs, start_lab
+    from agentledger.labs import take_snapshot
 
-    loaded = load_lab(Path("suites/labs/f2b_chain"))      # lab.yaml, or its directory
+    loaded = load_lab(Path("my_scenario"))                # lab.yaml, or its directory
+    loaded = resolve_labs("lab_f2b_chain")[0]             # or a packaged scenario by id
     with start_lab(loaded) as lab:                        # up, baseline ok, fault verified
         lab.host_argv("web")            # argv prefix: run an argv in host web (for the gate)
         lab.run("web", "iptables -S")   # CompletedProcess, in host web
@@ -25,6 +27,7 @@ The Python API (everything the CLI does, and what the runner and outcomes build 
 
     check_lab(loaded).ok   # the fault reproduces and every remedy does what the spec says
 
+A lab started without `detach` dies with the process and the thread that started it.
 `start_lab(..., detach=True)` keeps the lab up after the caller exits (`agentledger lab up`);
 `attach_lab(name)` finds it again and `stop_lab(name)` takes it down. `choose_privilege()`
 says how labs run here (rootless in a user namespace, as `nobody` when the caller is root; as
