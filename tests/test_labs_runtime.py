@@ -270,3 +270,16 @@ def test_root_without_a_user_namespace_runs_labs_too(tmp_path: Path) -> None:
     report = check_lab(loaded, privilege=Privilege("root"))
     assert report.ok, [c.problems for c in report.remedies]
     assert _host_network() == before
+
+
+def test_stable_snapshots_of_two_labs_are_byte_for_byte_equal(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    loaded = load_lab(write_small_lab(tmp_path / "s"))
+    texts = []
+    for _ in range(2):
+        with start_lab(loaded, privilege=privilege, periodic=False) as lab:
+            snapshot = take_snapshot(lab, stable=True)
+            texts.append(snapshot.to_text())
+            assert snapshot.to_json()["hosts"]["web"]["file jail/banned"] == "10.0.0.2\n"
+    assert texts[0] == texts[1]
+    assert "-A f2b -s 10.0.0.2/32 -p tcp -j REJECT" in texts[0]

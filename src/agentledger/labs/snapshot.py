@@ -3,8 +3,9 @@ owned files and the owners' desired states.
 
 The text form is sections, host by host in spec order, each headed `=== HOST: SECTION ===`;
 the JSON form is {"hosts": {HOST: {SECTION: TEXT}}}. With `stable=True` live counters (packet
-and byte counts, tc statistics, process ids) are zeroed, so two snapshots of the same state
-are byte for byte the same; a judge's snapshot keeps them (drop counters are evidence).
+and byte counts, tc statistics, process ids) are zeroed and kernel-chosen qdisc handles made
+8000:, so two snapshots of the same state (even of two labs) are byte for byte the same; a
+judge's snapshot keeps them (drop counters are evidence).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ _STABLE = (
     ),
     (re.compile(r"backlog \d+b \d+p requeues \d+"), "backlog 0b 0p requeues 0"),
     (re.compile(r"pid=\d+,fd=\d+"), "pid=0,fd=0"),
+    # handles the kernel picks for qdiscs given none (8000: and up) differ from lab to lab
+    (re.compile(r"\b[89a-f][0-9a-f]{3}:"), "8000:"),
     (re.compile(r"(?m)^\s*(rate \d+\w*bit \d+pps )?backlog.*$"), "  backlog 0b 0p requeues 0"),
     (re.compile(r"(?m)^ *(lended|tokens|maxpacket|rate \d).*\n"), ""),
 )
@@ -87,7 +90,7 @@ class Snapshot:
 
 
 def _host_script(lab: Lab, host: str) -> str:
-    lines = [f"echo '{_MARK}{name}'; ( {command} ) 2>&1 || true" for name, command in SECTIONS]
+    lines = [f"echo '{_MARK}{name}'; {{ {command} ; }} 2>&1 || true" for name, command in SECTIONS]
     files = [f.path for h in lab.spec.hosts if h.name == host for f in h.files]
     for owner in lab.spec.owners:
         if owner.host == host:
