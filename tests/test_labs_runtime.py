@@ -283,3 +283,30 @@ def test_stable_snapshots_of_two_labs_are_byte_for_byte_equal(tmp_path: Path) ->
             assert snapshot.to_json()["hosts"]["web"]["file jail/banned"] == "10.0.0.2\n"
     assert texts[0] == texts[1]
     assert "-A f2b -s 10.0.0.2/32 -p tcp -j REJECT" in texts[0]
+
+
+def test_probes_without_curl_or_bash_use_the_python_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    privilege = lab_privilege()
+    import agentledger.labs.script as script
+
+    real = script.shutil.which
+    monkeypatch.setattr(
+        script.shutil, "which", lambda t: None if t in ("curl", "bash") else real(t)
+    )
+    text = (write_small_lab(tmp_path / "s") / "lab.yaml").read_text()
+    text = text.replace(
+        'http: "http://10.0.0.1/"}',
+        'http: "http://10.0.0.1/"}\n'
+        '  - {name: port, role: symptom, host: client, tcp: "10.0.0.1:80"}',
+    )
+    (tmp_path / "s" / "lab.yaml").write_text(text)
+    with start_lab(load_lab(tmp_path / "s"), privilege=privilege, periodic=False) as lab:
+        assert [r.detail for r in lab.probe().results] == [
+            "http://10.0.0.1/: [Errno 111] Connection refused",
+            "10.0.0.1:80: Connection refused",
+        ]
+        lab.run("web", "jailctl unban 10.0.0.2")
+        lab.cycle()
+        assert lab.probe().get("client-http").detail == "http://10.0.0.1/: HTTP 200, 6 bytes"

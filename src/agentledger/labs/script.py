@@ -54,7 +54,7 @@ BOOT = f"""\
 mount -t tmpfs -o mode=0755 agentledger-lab /run || exit 1
 mkdir -p /run/netns /run/lab || exit 1
 ip link set lo up || exit 1
-exec python3 -c {shlex.quote(_INIT)} "$0"
+exec python3 -I -S -c {shlex.quote(_INIT)} "$0"
 """
 """Run as `sh -c BOOT agentledger-lab:NAME`: the marker names the lab in `ps`.
 
@@ -277,7 +277,7 @@ def probe_argv(probe: ProbeSpec) -> list[str]:
     milliseconds each); otherwise the stdlib helper runs in the machine's python3.
     """
     timeout = f"{probe.timeout:g}"
-    helper = ["python3", "-c", _HELPER]
+    helper = ["python3", "-I", "-S", "-c", _HELPER]
     url = probe.http or probe.throughput
     if url and shutil.which("curl"):
         return [
