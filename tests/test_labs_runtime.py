@@ -24,6 +24,8 @@ from agentledger.labs import (
     measure,
     resolve_labs,
     start_lab,
+    stop_lab,
+    sweep_dead_labs,
     take_snapshot,
 )
 from labs_support import lab_privilege, write_small_lab
@@ -187,15 +189,23 @@ def test_lab_processes_run_as_nobody_and_cannot_write_the_machine(tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("delay", [0.05, 0.3, 0.8])
-def test_sigkill_of_the_runner_mid_up_leaves_nothing(tmp_path: Path, delay: float) -> None:
+@pytest.mark.parametrize(
+    ("detach", "delay"), [(False, 0.05), (False, 0.3), (False, 0.8), (True, 0.3)]
+)
+def test_sigkill_of_the_runner_mid_up_leaves_nothing(
+    tmp_path: Path, private_runtime: Path, detach: bool, delay: float
+) -> None:
+    """Attached labs die with their runner at any point; a detached one (`lab up`) too, as
+    long as it was not up yet, and its record is swept at the next start."""
     lab_privilege()
     scenario = write_small_lab(tmp_path / "s")
+    done = tmp_path / "up"
     before = _host_network()
     code = (
         "import sys, time\nfrom pathlib import Path\n"
         "from agentledger.labs import load_lab, start_lab\n"
-        f"lab = start_lab(load_lab(Path({str(scenario)!r})), name='killme')\n"
+        f"lab = start_lab(load_lab(Path({str(scenario)!r})), name='killme', detach={detach})\n"
+        f"Path({str(done)!r}).touch()\n"
         "time.sleep(60)\n"
     )
     runner = subprocess.Popen(
@@ -218,6 +228,9 @@ def test_sigkill_of_the_runner_mid_up_leaves_nothing(tmp_path: Path, delay: floa
         assert time.monotonic() < deadline + 30, "the lab never started"
     runner.send_signal(signal.SIGKILL)
     runner.wait()
+    if detach and done.exists():
+        stop_lab("killme")
+        pytest.skip("the detached lab was up before the kill: it is meant to stay up")
     for _ in range(500):
         left = {
             (kind, ns): _processes_in(ns, "pid" if kind == "pid_for_children" else kind)
@@ -229,6 +242,8 @@ def test_sigkill_of_the_runner_mid_up_leaves_nothing(tmp_path: Path, delay: floa
     assert not _marked("agentledger-lab:killme")
     assert not any(left.values()), left
     assert _host_network() == before
+    sweep_dead_labs()
+    assert not list((private_runtime / "agentledger-labs").glob("*"))
 
 
 def _marked(marker: str) -> list[int]:
