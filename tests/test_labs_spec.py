@@ -110,6 +110,14 @@ def test_the_labs_suite_is_a_suite_the_runner_reads() -> None:
     assert all(s.spec.expected and s.spec.mandatory_checks for s in scenarios)
 
 
+def test_scenario_lab_is_none_for_a_scenario_without_one(tmp_path: Path) -> None:
+    from agentledger.labs import scenario_lab
+
+    assert scenario_lab(tmp_path) is None
+    loaded = scenario_lab(write_small_lab(tmp_path / "with"))
+    assert loaded is not None and loaded.name == "with"
+
+
 def test_a_missing_tool_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -12,6 +12,7 @@ The Python API (everything the CLI does, and what the runner and outcomes build 
 
     loaded = load_lab(Path("my_scenario"))                # lab.yaml, or its directory
     loaded = resolve_labs("lab_f2b_chain")[0]             # or a packaged scenario by id
+    scenario_lab(Path("my_scenario"))                     # its LoadedLab, or None: no lab.yaml
     with start_lab(loaded) as lab:                        # up, baseline ok, fault verified
         lab.host_argv("web")            # argv prefix: run an argv in host web (for the gate)
         lab.run("web", "iptables -S")   # CompletedProcess, in host web
@@ -56,7 +57,15 @@ from agentledger.labs.runtime import (
     stop_lab,
 )
 from agentledger.labs.snapshot import Snapshot, take_snapshot
-from agentledger.labs.spec import LAB_FILE, LabSpec, LoadedLab, Step, load_lab, resolve_labs
+from agentledger.labs.spec import (
+    LAB_FILE,
+    LabSpec,
+    LoadedLab,
+    Step,
+    load_lab,
+    resolve_labs,
+    scenario_lab,
+)
 from agentledger.labs.system import (
     LabUnavailableError,
     Privilege,
@@ -90,6 +99,7 @@ __all__ = [
     "resolve_labs",
     "running_labs",
     "runtime_dir",
+    "scenario_lab",
     "start_lab",
     "stop_lab",
     "sweep_dead_labs",
