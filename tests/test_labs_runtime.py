@@ -325,3 +325,11 @@ def test_probes_without_curl_or_bash_use_the_python_helper(
         lab.run("web", "jailctl unban 10.0.0.2")
         lab.cycle()
         assert lab.probe().get("client-http").detail == "http://10.0.0.1/: HTTP 200, 6 bytes"
+
+
+def test_a_failing_fault_step_is_named_and_nothing_stays(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    loaded = load_lab(write_small_lab(tmp_path / "s", fault="iptables -A NOPE -j DROP"))
+    with pytest.raises(LabStartError, match=r"fault step 1 in web \('iptables -A NOPE -j DROP'\)"):
+        start_lab(loaded, name="failing", privilege=privilege)
+    assert not _marked("agentledger-lab:failing")

@@ -188,7 +188,13 @@ class Lab:
     def run_steps(self, steps: Sequence[Step], *, what: str) -> None:
         """Run each step in its host, in order; a LabStartError naming the first that fails."""
         for i, step in enumerate(steps):
-            done = self.run(step.host, step.run)
+            try:
+                done = self.run(step.host, step.run)
+            except subprocess.TimeoutExpired:
+                raise LabStartError(
+                    f"{what} step {i + 1} in {step.host} ({step.run.strip()!r}) did not end "
+                    f"within {COMMAND_SECONDS}s"
+                ) from None
             if done.returncode != 0:
                 raise LabStartError(
                     f"{what} step {i + 1} in {step.host} ({step.run.strip()!r}) exited "
@@ -200,7 +206,13 @@ class Lab:
         owners = [self.spec.owner(owner)] if owner else list(self.spec.owners)
         for _ in range(times):
             for spec in owners:
-                done = self.run(spec.host, owner_cycle_argv(spec))
+                try:
+                    done = self.run(spec.host, owner_cycle_argv(spec))
+                except subprocess.TimeoutExpired:
+                    raise LabStartError(
+                        f"owner {spec.name} in {spec.host}: its cycle did not end within "
+                        f"{COMMAND_SECONDS}s"
+                    ) from None
                 if done.returncode != 0:
                     raise LabStartError(
                         f"owner {spec.name} in {spec.host}: its cycle exited {done.returncode}: "
@@ -378,6 +390,7 @@ def start_lab(
     if detach and _state_file(name).exists():
         raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
     proc = _spawn(privilege, name, detach=detach)
+    pid1 = 0
     try:
         pid1 = _await_boot(proc)
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -396,6 +409,10 @@ def start_lab(
         _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
         _reap(proc)
+        for _ in range(4000):  # the init dies with the supervisor; wait until it has
+            if not pid1 or not process_running(pid1):
+                break
+            time.sleep(0.0025)
         if detach:
             _state_file(name).unlink(missing_ok=True)
         raise
@@ -409,15 +426,18 @@ def start_lab(
 
 
 def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
-    done = subprocess.run(
-        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
-        capture_output=True,
-        text=True,
-        timeout=SETUP_SECONDS,
-        env=_clean_env(),
-        cwd="/",
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
+            capture_output=True,
+            text=True,
+            timeout=SETUP_SECONDS,
+            env=_clean_env(),
+            cwd="/",
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise LabStartError(f"the lab's setup did not end within {SETUP_SECONDS}s") from None
     if done.returncode != 0:
         raise LabStartError(
             f"the lab's setup failed: {(done.stderr or done.stdout).strip()[-800:]}"
