@@ -43,6 +43,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     text: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """OpenAI only: the answer asks for these tool calls (``{"name", "arguments"}`` each)."""
 
 
 def _api(path: str) -> str | None:
@@ -106,6 +108,24 @@ def success_body(api: str, request: dict[str, Any], path: str, text: str) -> dic
         },
         "modelVersion": model + SERVED_SUFFIX[api],
         "responseId": "resp-local",
+    }
+
+
+def _ask_tools(payload: dict[str, Any], calls: list[dict[str, Any]]) -> None:
+    """Make an OpenAI answer one that asks for tool calls."""
+    choice = payload["choices"][0]
+    choice["finish_reason"] = "tool_calls"
+    choice["message"] = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            }
+            for n, call in enumerate(calls)
+        ],
     }
 
 
@@ -198,6 +218,8 @@ class LLMServer:
                 if reply.status == 200:
                     text = reply.text if reply.text is not None else server.answer
                     payload = success_body(api, body, path, text)
+                    if reply.tool_calls and api == "openai":
+                        _ask_tools(payload, reply.tool_calls)
                 else:
                     payload = error_body(api, reply.status, reply.message)
                 self._send(reply.status, payload, reply.headers)
