@@ -11,16 +11,16 @@ from typing import Any
 
 import httpx
 import pytest
-from collect_support import collecting, wait_for_runs
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from starlette.testclient import TestClient
 
 from agentledger import Ledger
-from agentledger.collector.receiver import CollectSettings, Collector, create_app
+from agentledger.collector.receiver import Collector, CollectSettings, create_app
 from agentledger.collector.spool import Limits
 from agentledger.identity import sha256_bytes
 from agentledger.records.trace import parse_trace
+from collect_support import collecting, wait_for_runs
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 SYSTEM = "You are an ops agent."
