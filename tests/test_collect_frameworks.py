@@ -7,6 +7,7 @@ The three attribute dialects: OpenInference (openinference-instrumentation-opena
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -69,11 +70,11 @@ def _run_of(running: RunningCollector, scenario: str) -> tuple[str, Any, list[An
     raise AssertionError(f"no run of {scenario}; collect said: {log}")
 
 
-def _check_run(running: RunningCollector, scenario: str) -> list[Any]:
+def _check_run(running: RunningCollector, scenario: str, *, served: bool = True) -> list[Any]:
     run_id, stored, steps = _run_of(running, scenario)
     metadata = stored.metadata
     assert metadata.model == "gpt-4o"
-    assert metadata.model_served == "gpt-4o" + SERVED_SUFFIX["openai"]
+    assert metadata.model_served == ("gpt-4o" + SERVED_SUFFIX["openai"] if served else None)
     assert metadata.system_prompt_hash == sha256_bytes(SYSTEM.encode())
     assert stored.summary.tokens_in is not None and stored.summary.tokens_in >= 1200
     commands = [step for step in steps if step.kind == "command"]
@@ -160,22 +161,68 @@ def test_pydantic_ai_agent(running: RunningCollector, server: LLMServer) -> None
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    provider = tracer_provider(running.endpoint, "pydantic-agent")
-    model = OpenAIChatModel(
-        "gpt-4o", provider=OpenAIProvider(base_url=server.url + "/v1", api_key="local")
-    )
-    agent = Agent(model, system_prompt=SYSTEM)
-    agent.instrument = InstrumentationSettings(tracer_provider=provider)
+    from openai import AsyncOpenAI
 
-    @agent.tool_plain
+    provider = tracer_provider(running.endpoint, "pydantic-agent")
+
     def shell(command: str) -> str:
+        """Run a read-only shell command."""
         assert command == COMMAND
         return OUTPUT
 
+    async def run_agent() -> Any:
+        # The client is closed in the loop that opened its connections.
+        async with AsyncOpenAI(base_url=server.url + "/v1", api_key="local") as client:
+            model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client))
+            agent = Agent(model, system_prompt=SYSTEM, tools=[shell])
+            agent.instrument = InstrumentationSettings(tracer_provider=provider)
+            return await agent.run(TASK)
+
     try:
-        answer = agent.run_sync(TASK)
+        answer = asyncio.run(run_agent())
     finally:
         provider.shutdown()
     assert answer.output.startswith("Root cause")
     steps = _check_run(running, "pydantic-agent")
     assert steps[-1].kind == "message" and "Root cause" in (steps[-1].content.text or "")
+
+
+def test_openai_agents_sdk_through_its_opentelemetry_bridge(
+    running: RunningCollector, server: LLMServer
+) -> None:
+    from agents import (
+        Agent,
+        OpenAIChatCompletionsModel,
+        Runner,
+        function_tool,
+        set_trace_processors,
+    )
+    from openai import AsyncOpenAI
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    provider = tracer_provider(running.endpoint, "agents-sdk")
+    set_trace_processors([])  # the SDK's own exporter (to OpenAI's servers) off
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+
+    @function_tool
+    def shell(command: str) -> str:
+        """Run a read-only shell command."""
+        assert command == COMMAND
+        return OUTPUT
+
+    async def run_agent() -> Any:
+        # The client is closed in the loop that opened its connections.
+        async with AsyncOpenAI(base_url=server.url + "/v1", api_key="local") as client:
+            model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+            agent = Agent(name="ops", instructions=SYSTEM, model=model, tools=[shell])
+            return await Runner.run(agent, TASK)
+
+    try:
+        answer = asyncio.run(run_agent())
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    assert answer.final_output.startswith("Root cause")
+    # The bridge's spans name the model configured, not the one the answer names.
+    _check_run(running, "agents-sdk", served=False)

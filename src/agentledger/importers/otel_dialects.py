@@ -5,7 +5,8 @@ Real spans come in three dialects while the GenAI conventions are still "develop
 - **GenAI semconv**, current names (``gen_ai.provider.name``, ``gen_ai.input.messages``,
   ``gen_ai.usage.input_tokens``) and older ones (``gen_ai.system``, ``gen_ai.prompt``,
   ``gen_ai.usage.prompt_tokens``); Pydantic AI, Strands, the OpenHands SDK;
-- **OpenInference** (Arize Phoenix's instrumentations): ``openinference.span.kind``,
+- **OpenInference** (Arize Phoenix's instrumentations, and the OpenAI Agents SDK's bridge):
+  ``openinference.span.kind``,
   ``llm.model_name``, ``llm.input_messages.N.message.*``, ``llm.token_count.*``, ``tool.name``,
   ``input.value`` / ``output.value``;
 - **OpenLLMetry** (Traceloop's instrumentations): ``traceloop.span.kind``,
@@ -177,12 +178,17 @@ def canonical_attributes(attrs: dict[str, Any], name: str, root: bool) -> dict[s
             else ("gen_ai.output.messages")
         )
         fill(key, messages)
-    # OpenInference: the model served is llm.model_name; the one asked for, the request's.
+    # OpenInference: llm.model_name is the model the answer names (served) when the request's
+    # parameters name the one asked for; without them (the OpenAI Agents SDK's bridge) it is
+    # the model configured, and what was served is not known.
     if "llm.model_name" in attrs:
-        fill("gen_ai.response.model", attrs["llm.model_name"])
         parameters = _json(attrs.get("llm.invocation_parameters"))
         asked = parameters.get("model") if isinstance(parameters, dict) else None
-        fill("gen_ai.request.model", asked if isinstance(asked, str) else attrs["llm.model_name"])
+        if isinstance(asked, str):
+            fill("gen_ai.request.model", asked)
+            fill("gen_ai.response.model", attrs["llm.model_name"])
+        else:
+            fill("gen_ai.request.model", attrs["llm.model_name"])
     operation = out.get("gen_ai.operation.name")
     if operation == "execute_tool":
         fill("gen_ai.tool.name", attrs.get("traceloop.entity.name"))
