@@ -156,12 +156,11 @@ def test_openai_sdk_under_openllmetry(running: RunningCollector, server: LLMServ
 
 
 def test_pydantic_ai_agent(running: RunningCollector, server: LLMServer) -> None:
+    from openai import AsyncOpenAI
     from pydantic_ai import Agent
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
-
-    from openai import AsyncOpenAI
 
     provider = tracer_provider(running.endpoint, "pydantic-agent")
 
