@@ -13,6 +13,7 @@ import json
 import re
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -145,6 +146,8 @@ class LLMServer:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self.answer = ANSWER
+        self.respond: Callable[[dict[str, Any]], str] | None = None
+        """When set, the text of each default success, made from the request's body."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -217,6 +220,8 @@ class LLMServer:
                     return
                 if reply.status == 200:
                     text = reply.text if reply.text is not None else server.answer
+                    if reply.text is None and server.respond is not None:
+                        text = server.respond(body)
                     payload = success_body(api, body, path, text)
                     if reply.tool_calls and api == "openai":
                         _ask_tools(payload, reply.tool_calls)
