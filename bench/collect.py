@@ -56,6 +56,27 @@ def _free_port() -> int:
         return port
 
 
+def _messages(role: str, text: str) -> str:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+
+def _chat_attributes(number: int, step: int) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.response.model": "gpt-4o-2024-08-06",
+        "gen_ai.system_instructions": "You are an ops agent.",
+        "gen_ai.usage.input_tokens": 1200 + step,
+        "gen_ai.usage.output_tokens": 80,
+        "gen_ai.input.messages": _messages(
+            "user", f"Trace {number}: users see packet loss on eth0."
+        ),
+        "gen_ai.output.messages": _messages(
+            "assistant", f"Step {step}: looking at the qdiscs and counters next."
+        ),
+    }
+
+
 def _make_spans(first: int, count: int) -> list[Any]:
     """`count` traces of SPANS_PER_TRACE spans each, made by the SDK, kept in memory."""
     from opentelemetry.sdk.resources import Resource
@@ -74,46 +95,7 @@ def _make_spans(first: int, count: int) -> list[Any]:
             for step in range(SPANS_PER_TRACE - 1):
                 if step % 2 == 0:
                     with tracer.start_as_current_span("chat gpt-4o") as span:
-                        span.set_attributes(
-                            {
-                                "gen_ai.operation.name": "chat",
-                                "gen_ai.request.model": "gpt-4o",
-                                "gen_ai.response.model": "gpt-4o-2024-08-06",
-                                "gen_ai.system_instructions": "You are an ops agent.",
-                                "gen_ai.usage.input_tokens": 1200 + step,
-                                "gen_ai.usage.output_tokens": 80,
-                                "gen_ai.input.messages": json.dumps(
-                                    [
-                                        {
-                                            "role": "user",
-                                            "parts": [
-                                                {
-                                                    "type": "text",
-                                                    "content": (
-                                                        f"Trace {number}: users see packet loss on eth0."
-                                                    ),
-                                                }
-                                            ],
-                                        }
-                                    ]
-                                ),
-                                "gen_ai.output.messages": json.dumps(
-                                    [
-                                        {
-                                            "role": "assistant",
-                                            "parts": [
-                                                {
-                                                    "type": "text",
-                                                    "content": (
-                                                        f"Step {step}: looking at the qdiscs and counters next."
-                                                    ),
-                                                }
-                                            ],
-                                        }
-                                    ]
-                                ),
-                            }
-                        )
+                        span.set_attributes(_chat_attributes(number, step))
                 else:
                     with tracer.start_as_current_span("execute_tool shell") as span:
                         command = COMMANDS[step % len(COMMANDS)]

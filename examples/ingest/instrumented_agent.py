@@ -59,7 +59,7 @@ def openai_agent(tracer: Any, tool_span: bool) -> None:
     messages.append(first.choices[0].message.model_dump(exclude_none=True))
     messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
     answer = client.chat.completions.create(model="gpt-4o", messages=messages, tools=[SHELL])
-    print(answer.choices[0].message.content)
+    sys.stdout.write(f"{answer.choices[0].message.content}\n")
     client.close()
 
 
@@ -93,7 +93,7 @@ def main(dialect: str) -> None:
                 model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client))
                 agent = Agent(model, system_prompt=SYSTEM, tools=[shell])
                 agent.instrument = InstrumentationSettings(tracer_provider=provider)
-                print((await agent.run(TASK)).output)
+                sys.stdout.write(f"{(await agent.run(TASK)).output}\n")
 
         asyncio.run(run())
     else:
