@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -225,3 +226,45 @@ def test_openai_agents_sdk_through_its_opentelemetry_bridge(
     assert answer.final_output.startswith("Root cause")
     # The bridge's spans name the model configured, not the one the answer names.
     _check_run(running, "agents-sdk", served=False)
+
+
+def test_a_span_processor_seals_runs_in_the_agents_own_process(
+    tmp_path: Path, server: LLMServer
+) -> None:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from pydantic_ai import Agent
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from agentledger.collector.processor import LedgerSpanProcessor
+
+    ledger = tmp_path / "ledger"
+    processor = LedgerSpanProcessor(ledger)
+    provider = TracerProvider(resource=Resource.create({"service.name": "in-process"}))
+    provider.add_span_processor(processor)  # type: ignore[arg-type]
+
+    def shell(command: str) -> str:
+        """Run a read-only shell command."""
+        return OUTPUT
+
+    async def run_agent() -> Any:
+        from openai import AsyncOpenAI
+
+        async with AsyncOpenAI(base_url=server.url + "/v1", api_key="local") as client:
+            model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client))
+            agent = Agent(model, system_prompt=SYSTEM, tools=[shell])
+            agent.instrument = InstrumentationSettings(tracer_provider=provider)
+            return await agent.run(TASK)
+
+    asyncio.run(run_agent())
+    (run_id,) = processor.sealed_runs  # sealed when the agent's root span ended
+    provider.shutdown()
+    with Ledger.open(ledger) as opened:
+        stored = opened.load(run_id)
+        steps = parse_trace(opened.read_bytes(run_id, "trace.jsonl"), "t")
+    assert stored.metadata.scenario == "in-process"
+    assert stored.metadata.model_served == "gpt-4o" + SERVED_SUFFIX["openai"]
+    assert stored.metadata.system_prompt_hash == sha256_bytes(SYSTEM.encode())
+    assert [s.command for s in steps if s.kind == "command"] == [COMMAND]
