@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentledger.collector.receiver import CollectSettings, Collector
+from agentledger.collector.receiver import Collector, CollectSettings
 from agentledger.store import Ledger
 
 __all__ = ["LedgerSpanProcessor"]
