@@ -51,7 +51,7 @@ from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.otel_dialects import (
     canonical_attributes,
-    message_tool_calls,
+    message_call_steps,
     tool_answers,
 )
 from agentledger.importers.plan import PlannedRun
@@ -434,7 +434,13 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                 }
             )
             if from_messages:
-                _message_calls(steps, base, attrs.get("gen_ai.output.messages"), answers, span)
+                steps += message_call_steps(
+                    base,
+                    len(steps),
+                    attrs.get("gen_ai.output.messages"),
+                    answers,
+                    _when(span["end"]),
+                )
         elif operation == "execute_tool":
             name = attrs.get("gen_ai.tool.name")
             arguments = _json_object(attrs.get("gen_ai.tool.call.arguments"))
@@ -537,53 +543,6 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
 
 
 _ERROR_CHARS = 2000
-
-
-def _message_calls(
-    steps: list[dict[str, Any]],
-    base: dict[str, Any],
-    output: Any,
-    answers: dict[str, str],
-    span: dict[str, Any],
-) -> None:
-    """The tool calls a model's answer asks for, as steps (a ``command`` argument makes a
-    shell command, classified), each followed by its answer when a later request holds it."""
-    for call in message_tool_calls(output):
-        arguments = call["arguments"] if isinstance(call["arguments"], dict) else None
-        command = (arguments or {}).get("command")
-        is_command = isinstance(command, str)
-        call_id = call["id"] if isinstance(call["id"], str) else None
-        index = len(steps)
-        steps.append(
-            {
-                **base,
-                "index": index,
-                "time": _when(span["end"]),
-                "actor": "agent",
-                "kind": "command" if is_command else "tool_call",
-                "tool": call["name"] if isinstance(call["name"], str) else None,
-                "call_id": call_id,
-                "arguments": arguments,
-                "command": command if is_command else None,
-                "command_class": command_class(command) if is_command else None,
-                "content": None,
-            }
-        )
-        answer = answers.get(call_id) if call_id else None
-        if answer is not None:
-            steps.append(
-                {
-                    **base,
-                    "index": index + 1,
-                    "time": _when(span["end"]),
-                    "actor": "tool",
-                    "kind": "command_output" if is_command else "tool_result",
-                    "tool": call["name"] if isinstance(call["name"], str) else None,
-                    "call_id": call_id,
-                    "cause": index,
-                    "content": step_text_fields(answer),
-                }
-            )
 
 
 def _export_root(spans: list[dict[str, Any]]) -> dict[str, Any] | None:

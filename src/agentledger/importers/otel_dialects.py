@@ -24,9 +24,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
-__all__ = ["canonical_attributes", "message_tool_calls", "tool_answers"]
+from agentledger.importers.openhands import command_class
+from agentledger.records.trace import step_text_fields
+
+__all__ = ["canonical_attributes", "message_call_steps", "message_tool_calls", "tool_answers"]
 
 _INDEXED = re.compile(
     r"^(llm\.(?:input|output)_messages|gen_ai\.(?:prompt|completion))\.(\d+)\.(.+)$"
@@ -261,3 +265,54 @@ def tool_answers(messages: Any) -> dict[str, str]:
                 content if isinstance(content, str) else json.dumps(content)
             )
     return answers
+
+
+def message_call_steps(
+    base: dict[str, Any],
+    first: int,
+    output: Any,
+    answers: dict[str, str],
+    moment: datetime | None,
+) -> list[dict[str, Any]]:
+    """The tool calls a model's answer asks for, as step fields from index `first` (a
+    ``command`` argument makes a shell command, classified), each followed by its answer when
+    a later request holds it (`tool_answers`)."""
+    steps: list[dict[str, Any]] = []
+    for call in message_tool_calls(output):
+        arguments = call["arguments"] if isinstance(call["arguments"], dict) else None
+        command = (arguments or {}).get("command")
+        is_command = isinstance(command, str)
+        call_id = call["id"] if isinstance(call["id"], str) else None
+        tool = call["name"] if isinstance(call["name"], str) else None
+        index = first + len(steps)
+        steps.append(
+            {
+                **base,
+                "index": index,
+                "time": moment,
+                "actor": "agent",
+                "kind": "command" if is_command else "tool_call",
+                "tool": tool,
+                "call_id": call_id,
+                "arguments": arguments,
+                "command": command if is_command else None,
+                "command_class": command_class(command) if is_command else None,
+                "content": None,
+            }
+        )
+        answer = answers.get(call_id) if call_id else None
+        if answer is not None:
+            steps.append(
+                {
+                    **base,
+                    "index": index + 1,
+                    "time": moment,
+                    "actor": "tool",
+                    "kind": "command_output" if is_command else "tool_result",
+                    "tool": tool,
+                    "call_id": call_id,
+                    "cause": index,
+                    "content": step_text_fields(answer),
+                }
+            )
+    return steps
