@@ -358,3 +358,15 @@ def test_each_dialect_gives_the_same_identity(tmp_path: Path, dialect: str) -> N
     assert metadata.system_prompt_hash == sha256_bytes(SYSTEM.encode())
     assert (stored.summary.tokens_in, stored.summary.tokens_out) == (100, 20)
     assert (prompt, report) == (b"why?", b"Root cause: netem")
+
+
+def test_collect_refuses_a_bad_token_before_starting(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentledger.cli.app import main
+
+    result = CliRunner().invoke(
+        main, ["collect", "--ledger", str(tmp_path / "l"), "--token", "short"]
+    )
+    assert result.exit_code == 2 and "16 to 256" in result.output
+    assert not (tmp_path / "l").exists()

@@ -133,9 +133,6 @@ class Collector:
             scenario=self.settings.scenario,
             tags=self.settings.tags,
             workers=1,
-            max_artifact_bytes=max(
-                ledger.config.max_artifact_bytes, self.settings.limits.max_trace_bytes
-            ),
         )
         paths = [Path(f"{trace.path}{_TRACE_SEPARATOR}{trace.trace_id}") for trace, _n in ready]
         plan = plan_runs(paths, options, ledger=ledger)

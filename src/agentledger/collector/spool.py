@@ -39,7 +39,8 @@ class Limits:
     max_request_bytes: int = 32 * 1024 * 1024
     max_span_bytes: int = 4 * 1024 * 1024
     max_trace_spans: int = 50_000
-    max_trace_bytes: int = 256 * 1024 * 1024
+    max_trace_bytes: int = 64 * 1024 * 1024
+    """Below the ledger's default largest artifact (100 MB): a trace's spans are kept whole."""
     max_pending_bytes: int = 512 * 1024 * 1024
     max_pending_traces: int = 20_000
 
