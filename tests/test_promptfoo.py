@@ -205,3 +205,16 @@ def test_real_promptfoo_eval_offline(tmp_path: Path, server: LLMServer) -> None:
     assert "2 passed" in done.stdout and "2 failed" in done.stdout
     rated = rate_and_export(promptfoo, work, env, free_port())
     _check_import(ledger, rated)
+
+
+def test_the_module_prints_the_paths_a_config_names() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "agentledger.promptfoo"], capture_output=True, text=True, check=True
+    )
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    for name in ("assertion", "provider"):
+        assert lines[name].startswith("file://") and lines[name].endswith(f"/{name}.py")
+        assert Path(lines[name].removeprefix("file://")).is_file()
