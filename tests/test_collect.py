@@ -31,7 +31,13 @@ PROTOBUF = {"content-type": "application/x-protobuf"}
 def _attrs(values: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for key, value in values.items():
-        kind = "intValue" if isinstance(value, int) else "stringValue"
+        kind = (
+            "intValue"
+            if isinstance(value, int)
+            else "doubleValue"
+            if isinstance(value, float)
+            else "stringValue"
+        )
         out.append({"key": key, "value": {kind: value}})
     return out
 
@@ -339,6 +345,7 @@ OLD_DIALECTS = {
         "llm.output_messages.0.message.content": "Root cause: netem",
         "llm.token_count.prompt": 100,
         "llm.token_count.completion": 20,
+        "llm.cost.total": 0.0042,
     },
 }
 
@@ -358,6 +365,7 @@ def test_each_dialect_gives_the_same_identity(tmp_path: Path, dialect: str) -> N
     assert metadata.system_prompt_hash == sha256_bytes(SYSTEM.encode())
     assert (stored.summary.tokens_in, stored.summary.tokens_out) == (100, 20)
     assert (prompt, report) == (b"why?", b"Root cause: netem")
+    assert stored.summary.cost_usd == (0.0042 if dialect == "openinference" else None)
 
 
 def test_collect_refuses_a_bad_token_before_starting(tmp_path: Path) -> None:
