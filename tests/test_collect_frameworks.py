@@ -93,19 +93,21 @@ def _openai_agent(server: LLMServer, tracer: Any, tool_span: Any = None) -> None
     """A small agent on the OpenAI SDK: ask, run the shell tool it asks for, ask again."""
     import openai
 
-    client = openai.OpenAI(base_url=server.url + "/v1", api_key="local")
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": TASK},
-    ]
-    first = client.chat.completions.create(model="gpt-4o", messages=messages, tools=[SHELL_TOOL])  # type: ignore[arg-type]
-    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
-    command = json.loads(call.function.arguments)["command"]  # type: ignore[union-attr]
-    if tool_span is not None:
-        tool_span(tracer, command, OUTPUT)
-    messages.append(first.choices[0].message.model_dump(exclude_none=True))
-    messages.append({"role": "tool", "tool_call_id": call.id, "content": OUTPUT})
-    client.chat.completions.create(model="gpt-4o", messages=messages, tools=[SHELL_TOOL])  # type: ignore[arg-type]
+    with openai.OpenAI(base_url=server.url + "/v1", api_key="local") as client:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": TASK},
+        ]
+        first = client.chat.completions.create(
+            model="gpt-4o", messages=messages, tools=[SHELL_TOOL]
+        )  # type: ignore[arg-type]
+        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        command = json.loads(call.function.arguments)["command"]  # type: ignore[union-attr]
+        if tool_span is not None:
+            tool_span(tracer, command, OUTPUT)
+        messages.append(first.choices[0].message.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": OUTPUT})
+        client.chat.completions.create(model="gpt-4o", messages=messages, tools=[SHELL_TOOL])  # type: ignore[arg-type]
 
 
 def test_openai_sdk_under_openinference(running: RunningCollector, server: LLMServer) -> None:
