@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/agreement.py
 	$(BIN)/python bench/guard.py
 	$(BIN)/python bench/traces.py
+	$(BIN)/python bench/collect.py
 	$(BIN)/python bench/label.py
 	$(BIN)/python bench/viewer.py
 	$(BIN)/python bench/scale.py

@@ -13,6 +13,7 @@ import json
 import re
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -43,6 +44,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     text: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """OpenAI only: the answer asks for these tool calls (``{"name", "arguments"}`` each)."""
 
 
 def _api(path: str) -> str | None:
@@ -109,6 +112,24 @@ def success_body(api: str, request: dict[str, Any], path: str, text: str) -> dic
     }
 
 
+def _ask_tools(payload: dict[str, Any], calls: list[dict[str, Any]]) -> None:
+    """Make an OpenAI answer one that asks for tool calls."""
+    choice = payload["choices"][0]
+    choice["finish_reason"] = "tool_calls"
+    choice["message"] = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{n}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+            }
+            for n, call in enumerate(calls)
+        ],
+    }
+
+
 def error_body(api: str, status: int, message: str) -> dict[str, Any]:
     """An error in the shape of `api`."""
     if api == "anthropic":
@@ -125,6 +146,8 @@ class LLMServer:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self.answer = ANSWER
+        self.respond: Callable[[dict[str, Any]], str] | None = None
+        """When set, the text of each default success, made from the request's body."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -197,7 +220,11 @@ class LLMServer:
                     return
                 if reply.status == 200:
                     text = reply.text if reply.text is not None else server.answer
+                    if reply.text is None and server.respond is not None:
+                        text = server.respond(body)
                     payload = success_body(api, body, path, text)
+                    if reply.tool_calls and api == "openai":
+                        _ask_tools(payload, reply.tool_calls)
                 else:
                     payload = error_body(api, reply.status, reply.message)
                 self._send(reply.status, payload, reply.headers)

@@ -22,6 +22,7 @@ __all__ = [
     "InputError",
     "IntegrityError",
     "Ledger",
+    "Recording",
     "RunFilter",
     "RunMetadata",
     "RunSummary",
@@ -29,7 +30,13 @@ __all__ = [
     "ShellEvent",
     "effective_prompt",
     "make_run_id",
+    "record",
+    "recorded",
 ]
+
+# record, recorded, Recording (agentledger.runner.recording) are not imported for type checkers
+# here: the layer contract keeps this package's own imports below agentledger.shell, which
+# imports it.
 
 __version__ = "0.1.0"
 
@@ -42,6 +49,9 @@ _HOMES = {
     "RunMetadata": "agentledger.records",
     "RunSummary": "agentledger.records",
     "ShellEvent": "agentledger.records",
+    "Recording": "agentledger.runner.recording",
+    "record": "agentledger.runner.recording",
+    "recorded": "agentledger.runner.recording",
     "Ledger": "agentledger.store",
     "RunFilter": "agentledger.store",
     "RunWriter": "agentledger.store",

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "agreement": "agentledger.cli.agreement:agreement_command",
     "migrate-backend": "agentledger.cli.migrate:migrate_backend_command",
     "serve": "agentledger.cli.serve:serve_command",
+    "collect": "agentledger.cli.collect:collect_command",
 }
 """Command name -> "module:attribute" of its click command."""
 

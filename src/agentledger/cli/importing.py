@@ -21,6 +21,7 @@ from agentledger.importers import workers as import_workers
 
 if TYPE_CHECKING:
     from agentledger.importers import PreparedImport
+    from agentledger.store import Ledger
 
 # The library is imported inside the command, once its worker processes are starting (they
 # load it too, on the other CPUs): what this module imports is light.
@@ -83,12 +84,13 @@ def _interrupted(root: Path, before: int, new: int) -> None:
 @click.option(
     "--format",
     "import_format",
-    type=click.Choice(["directory", "openhands", "jsonl", "otel", "inspect"]),
+    type=click.Choice(["directory", "openhands", "jsonl", "otel", "inspect", "promptfoo"]),
     default=None,
     help="What PATH holds: run directories, OpenHands trajectories (traj_*.json, one run "
     "per file), plain traces (*.jsonl, one step per line), OTLP JSON spans (otel, one run per "
-    "trace id) or Inspect AI logs (inspect, one run per sample and epoch) [default: detected "
-    "from the files].",
+    "trace id), Inspect AI logs (inspect, one run per sample and epoch) or promptfoo results "
+    "(promptfoo, one run per output, grades and ratings as labels) [default: detected from "
+    "the files].",
 )
 @click.option(
     "--map",
@@ -189,7 +191,10 @@ def import_command(
     PATH is a run directory or a directory of run directories; or trace files, or a
     directory of them: OpenHands trajectories (traj_*.json, one run per file, the files
     beside each kept with it), plain traces (*.jsonl, one run per file), OTLP JSON spans
-    (*.json, one run per trace id), Inspect AI logs (*.eval, one run per sample and epoch).
+    (*.json, one run per trace id), Inspect AI logs (*.eval, one run per sample and epoch),
+    promptfoo results (results.json of `promptfoo eval -o`: one run per output, except those
+    of agentledger's own promptfoo provider, which are runs already; grades, ratings and
+    comments become labels).
 
     Every run is checked before anything is written: one bad run and nothing is imported.
     Imported runs are marked backfilled. A run already in the ledger with identical content is
@@ -199,6 +204,7 @@ def import_command(
         import_workers.start_early(paths, workers, import_format=import_format)
         from agentledger.cli.output import terminal_safe
         from agentledger.importers import ARTIFACT_KEYS, ImportOptions, prepare_import
+        from agentledger.importers.formats import resolve_format
         from agentledger.store import Ledger
 
         mapping: dict[str, list[str]] = {}
@@ -258,6 +264,8 @@ def import_command(
                         report = prepared.commit(ledger, progress=progress)
                     except KeyboardInterrupt:
                         _interrupted(root, before, new)
+                if resolve_format(list(paths), options).format == "promptfoo":
+                    _promptfoo_labels(ledger, list(paths))
         finally:
             if ledger is not None:
                 ledger.close()
@@ -279,3 +287,16 @@ def import_command(
         sys.exit(INTERRUPTED)
     finally:
         import_workers.close_early()  # those the import did not take (it stopped before)
+
+
+def _promptfoo_labels(ledger: Ledger, paths: list[Path]) -> None:
+    """promptfoo's grades, ratings and comments as labels of the runs of its results."""
+    from agentledger.importers.promptfoo_labels import promptfoo_labels
+    from agentledger.labels import LabelStore
+
+    found = promptfoo_labels(ledger, paths)
+    _written, there = LabelStore(ledger).write_new(found.labels)
+    for what, why in found.left_out:
+        click.echo(f"left out {what}: {why}", err=True)
+    note = f"; {len(there)} already there" if there else ""
+    click.echo(f"Labelled from promptfoo: {len(found.labels) - len(there)} label(s){note}.")

@@ -42,6 +42,11 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "jsonl": ("agentledger.importers.jsonl", "find_traces", "plan_trace_file"),
     "otel": ("agentledger.importers.otel", "find_otel_traces", "plan_otel_trace"),
     "inspect": ("agentledger.importers.inspect", "find_inspect_samples", "plan_inspect_sample"),
+    "promptfoo": (
+        "agentledger.importers.promptfoo",
+        "find_promptfoo_results",
+        "plan_promptfoo_result",
+    ),
 }
 """Every importer, by the name `--format` takes."""
 
@@ -74,6 +79,8 @@ def _detect_one(path: Path) -> str:
                 head = handle.read(4096)
             if b'"resourceSpans"' in head:
                 return "otel"
+            if b'"evalId"' in head and b'"results"' in head:
+                return "promptfoo"
             if head.lstrip().startswith(b"{") and b'"eval"' in head:
                 return "inspect"
         if path.suffix == ".jsonl":
@@ -161,6 +168,7 @@ _TRACE_GLOBS = {
     "jsonl": ("*.jsonl",),
     "otel": ("*.json", "*.jsonl"),
     "inspect": ("*.eval", "*.json"),
+    "promptfoo": ("*.json",),
 }
 
 

@@ -49,6 +49,11 @@ from pydantic import ValidationError
 
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
+from agentledger.importers.otel_dialects import (
+    canonical_attributes,
+    message_call_steps,
+    tool_answers,
+)
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext, read_source
 from agentledger.importers.trace_runs import (
@@ -198,14 +203,20 @@ def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
                         )
                     failed, message = _status(span.get("status"))
                     span_id = _hex_id(span.get("spanId"), origin, f"{where}.spanId")
+                    given = span.get("name")
+                    name = given if isinstance(given, str) else ""
+                    parent = bool(span.get("parentSpanId"))
                     entry: dict[str, Any] = {
                         "span_id": span_id,
-                        "parent": bool(span.get("parentSpanId")),
-                        "name": span.get("name") if isinstance(span.get("name"), str) else "",
+                        "parent": parent,
+                        "name": name,
                         "start": start,
                         "end": end,
-                        "attributes": _attributes(
-                            span.get("attributes"), origin, f"{where}.attributes"
+                        # GenAI, OpenInference and OpenLLMetry, read as GenAI's current names
+                        "attributes": canonical_attributes(
+                            _attributes(span.get("attributes"), origin, f"{where}.attributes"),
+                            name,
+                            not parent,
                         ),
                         "failed": failed,
                         "status_message": message,
@@ -348,9 +359,22 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
     tokens: list[int | None] = [None, None]  # input, output: None until a call states them
     calls = 0
     failures: list[tuple[int, str, str]] = []
+    cost: float | None = None
+    # Without spans of its tools (an instrumented model client), a trace's tool calls are
+    # those its model answers ask for, answered in the next request's messages.
+    from_messages = not any(
+        span["attributes"].get("gen_ai.operation.name") == "execute_tool" for span in spans
+    )
+    answers: dict[str, str] = {}
+    if from_messages:
+        for span in spans:
+            answers.update(tool_answers(span["attributes"].get("gen_ai.input.messages")))
     # A parent starts no later than its children: at the same time, it comes first.
     for span in sorted(spans, key=lambda s: (s["start"], s["parent"], s["end"])):
         attrs = span["attributes"]
+        fingerprint = attrs.get("gen_ai.response.system_fingerprint")
+        if isinstance(fingerprint, str) and facts.system_fingerprint is None:
+            facts.system_fingerprint = fingerprint
         operation = attrs.get("gen_ai.operation.name") or span["name"].split(" ")[0]
         zone = attrs.get("agentledger.time_zone")
         base = {
@@ -387,6 +411,10 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
             for at, count in enumerate((tin, tout)):
                 if type(count) is int and count >= 0:  # else unknown, never taken for 0
                     tokens[at] = (tokens[at] or 0) + count
+            spent = attrs.get("gen_ai.usage.cost")
+            spent = spent if type(spent) in (int, float) and spent >= 0 else None
+            if spent is not None:
+                cost = (cost or 0.0) + spent
             if facts.prompt is None:
                 facts.prompt = _messages_text(attrs.get("gen_ai.input.messages"), "user")
             output = _messages_text(attrs.get("gen_ai.output.messages"))
@@ -401,9 +429,18 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     "model": served if isinstance(served, str) else asked,
                     "tokens_in": tin if isinstance(tin, int) and tin >= 0 else None,
                     "tokens_out": tout if isinstance(tout, int) and tout >= 0 else None,
+                    "cost_usd": float(spent) if spent is not None else None,
                     "content": step_text_fields(output),
                 }
             )
+            if from_messages:
+                steps += message_call_steps(
+                    base,
+                    len(steps),
+                    attrs.get("gen_ai.output.messages"),
+                    answers,
+                    _when(span["end"]),
+                )
         elif operation == "execute_tool":
             name = attrs.get("gen_ai.tool.name")
             arguments = _json_object(attrs.get("gen_ai.tool.call.arguments"))
@@ -490,6 +527,7 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
     if calls:
         facts.model_calls = calls
         facts.tokens_in, facts.tokens_out = tokens
+        facts.cost_usd = cost
     if failures:
         shown = "; ".join(
             f"step {index} ({name}): {text.splitlines()[0][:200]}"

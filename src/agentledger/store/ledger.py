@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentledger.errors import (
     IndexUnusableError,
@@ -159,6 +159,25 @@ class GcReport:
         return not self.unreadable and not self.unreadable_scores and not self.unreadable_labels
 
 
+class OpenedLedger(NamedTuple):
+    """What `Ledger.open_or_init` gives: the ledger and whether it was created; as a context
+    manager, the ledger itself, closed on exit."""
+
+    ledger: Ledger
+    created: bool
+
+    def __enter__(self) -> Ledger:
+        return self.ledger
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.ledger.close()
+
+
 class Ledger:
     """A ledger: its ledger.json, a storage backend holding its runs and records, and an index
     derived from them (by default ``runs/`` and ``index.sqlite`` in the ledger directory)."""
@@ -245,12 +264,15 @@ class Ledger:
         return ledger
 
     @classmethod
-    def open_or_init(cls, path: str | Path) -> tuple[Ledger, bool]:
-        """Open the ledger at `path`, creating it first if there is none; says if it was created."""
+    def open_or_init(cls, path: str | Path) -> OpenedLedger:
+        """Open the ledger at `path`, creating it first if there is none; says if it was created.
+
+        ``ledger, created = Ledger.open_or_init(p)``, or ``with Ledger.open_or_init(p) as
+        ledger:`` (closed at the block's end)."""
         root = Path(path)
         if (root / CONFIG_NAME).is_file():
-            return cls.open(root), False
-        return cls.init(root), True
+            return OpenedLedger(cls.open(root), False)
+        return OpenedLedger(cls.init(root), True)
 
     def close(self) -> None:
         """Close the index, then release the storage's clients (an S3 client's connections)."""

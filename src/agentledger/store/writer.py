@@ -29,6 +29,7 @@ from agentledger.records import (
     utc_now,
 )
 from agentledger.records.limits import check_storable
+from agentledger.records.trace import TRACE, parse_trace
 from agentledger.store.index import IndexEntry
 from agentledger.store.storage import StagedRun
 
@@ -146,12 +147,16 @@ class RunWriter:
     def add_bytes(self, name: str, data: bytes, *, checked: bool = False) -> None:
         """Add an artifact from bytes.
 
-        shell_audit.jsonl is validated line by line; `checked=True` says the caller already
-        validated it (an import's planning pass) and will call set_summary().
+        shell_audit.jsonl is validated line by line, and trace.jsonl as the trace record
+        (`records.trace.parse_trace`): a run never holds a trace that cannot be read back.
+        `checked=True` says the caller already validated them (an import's planning pass, a
+        recording's steps) and, for the shell log, will call set_summary().
         """
         self._check_name(name)
         if name == SHELL_AUDIT:
             self._note_shell_audit(data, name, checked)
+        elif name == TRACE and not checked:
+            parse_trace(data, f"run {self.run_id}: {TRACE}")
         self._stage().write(name, data)
 
     def add_text(self, name: str, text: str) -> None:
@@ -162,15 +167,17 @@ class RunWriter:
         """Add an artifact by streaming a file from disk (big attachments, snapshots)."""
         self._check_name(name)
         staged = self._stage()
-        if name != SHELL_AUDIT:
+        if name not in (SHELL_AUDIT, TRACE) or (name == TRACE and checked):
             staged.copy_file(name, source)
             return
         with open(source, "rb") as handle:
+            too_big = os.fstat(handle.fileno()).st_size > staged.max_artifact_bytes
+            # An oversized file is refused by write_stream below, before it is parsed.
             if name == SHELL_AUDIT:
-                too_big = os.fstat(handle.fileno()).st_size > staged.max_artifact_bytes
-                # An oversized log is refused by write_stream below, before it is parsed.
                 self._note_shell_audit(None if too_big else handle, str(source), checked)
-                handle.seek(0)
+            elif not too_big:
+                parse_trace(handle.read(), f"run {self.run_id}: {source}")
+            handle.seek(0)
             staged.write_stream(name, handle)
 
     def _note_shell_audit(self, data: bytes | BinaryIO | None, source: str, checked: bool) -> None:
