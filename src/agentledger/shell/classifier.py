@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock
 
+from agentledger.shell.differential import heredoc_problem, option_problem, text_problem
 from agentledger.shell.evaluate import assignment, evaluate
 from agentledger.shell.expansions import (
     FOREVER,
@@ -59,6 +60,8 @@ _SUBSTITUTIONS = ("command_substitution", "process_substitution")
 _DECLARATIONS = ("declaration_command", "unset_command")
 _ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
 _NAME_TESTS = frozenset(["-v", "-R"])
+_OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt"])
+"""Builtins whose words bash may evaluate or read later text by (`differential`)."""
 _parser: Parser | None = None
 _parser_lock = allocate_lock()
 _knowledge: Knowledge | None = None
@@ -270,6 +273,9 @@ class _Walker:
                     self.argv([Word(word, word) for word in words], stdin, via, depth,
                               " ".join(words))  # fmt: skip
                 return
+        problem = text_problem(text)
+        if problem is not None:
+            self.add(text.strip()[:80], UNKNOWN, problem, via)
         try:
             source = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
@@ -554,6 +560,9 @@ class _Walker:
 
     def heredoc(self, node: Node, via: tuple[str, ...], depth: int) -> str | None:
         """The text a here-document feeds; commands piped after it are classified too."""
+        problem = heredoc_problem(node)
+        if problem is not None:
+            self.add(node_text(node).split("\n", 1)[0], UNKNOWN, problem, via)
         text = None
         for child in node.named_children:
             if child.type == "heredoc_body":
@@ -655,6 +664,10 @@ class _Walker:
             why = "an alias defined earlier in the line" if name in self.aliases else "aliases"
             self.own(words, via, text, UNKNOWN, f"{name} may mean anything: {why} changed it")
             return
+        if base in _OPTION_CHECKS:
+            problem = option_problem(base, words[1:])
+            if problem is not None:
+                self.add(text, UNKNOWN, problem, via)
         entry = self.knowledge.entry(base)
         if entry is None:
             self.own(words, via, text, UNKNOWN, f"{base}: not in the command knowledge")
