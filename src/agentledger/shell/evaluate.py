@@ -149,7 +149,7 @@ def _options(
             kind = next((k for pattern, k in spec.flag_globs if glob_match(pattern, flag)), None)
         if kind is not None:
             matches.append((kind, f"{label} {flag} is {kind}"))
-        elif not _known(spec, flag):
+        elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not _known(spec, flag):
             _unknown_option(knowledge, spec, label, flag, value, matches, firm)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
