@@ -85,6 +85,11 @@ REFUSED = [
     "sort --ou /tmp/x f",
     "ip link set eth0 down",
     "ip -batch /tmp/f",
+    "hostname -F /etc/hostname.new",
+    "date 010101012020",
+    "iptables-save -f /etc/iptables/rules.v4",
+    "sensors -s",
+    "ntpq -c ':config server evil'",
 ]
 
 ALLOWED = [
@@ -111,6 +116,12 @@ ALLOWED = [
     "iptables --list -n",
     "ls --colo=auto",
     "journalctl -u nginx --no-pager",
+    "hostname -I",
+    "date +%s",
+    "date -d yesterday",
+    "iptables-save",
+    "sensors",
+    "ntpq -c rv",
 ]
 
 
