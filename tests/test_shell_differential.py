@@ -50,6 +50,8 @@ REFUSED = {
     "set -o keyword": "set -o keyword",
     "shopt extglob": "shopt -s extglob",
     "ansi-c control escape": "sort $'\\cA' /tmp/x",
+    "array key": "x='a[$(rm f)]'; y=( [x]=1 )",
+    "substring of $@": "x='a[$(rm f)]'; echo ${@:x}",
 }
 
 
@@ -108,7 +110,8 @@ SUBSCRIPT_USES = [
     "echo ${#b[x]}", "unset 'b[x]'", "let x", "[[ x -eq 1 ]]", "echo ${x:x}",
     "declare -i y=x", "wait -p 'b[x]'", "export 'b[x]=1'", "echo ${!x}", "test -R 'b[x]'",
     "declare -A b; echo ${b[$x]}", "echo $[x]", "[[ $x -gt 0 ]]",
-    "for ((i=x; i<1; i++)); do :; done",
+    "for ((i=x; i<1; i++)); do :; done", "y=( [x]=1 )", "local y=( [x]=1 )",
+    "set -- a b; echo ${@:x}", "echo \"${*:x}\"", "f() { local -n r=x; echo $r; }; f",
 ]  # fmt: skip
 
 

@@ -376,6 +376,7 @@ class _Walker:
         target = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         self.substitutions(node, via, depth)
+        self.array_keys(value_node, via)
         if target is None:
             return
         if target.type == "subscript":
@@ -411,6 +412,7 @@ class _Walker:
             if child.type == "variable_assignment":
                 target = child.child_by_field_name("name")
                 value_node = child.child_by_field_name("value")
+                self.array_keys(value_node, via)
                 name = node_text(target) if target is not None else ""
                 value = node_word(value_node).value if value_node is not None else ""
                 if target is not None and target.type == "subscript":
@@ -437,6 +439,15 @@ class _Walker:
         if words:
             self.position = node.start_byte
             self.argv(words, stdin, via, depth, node_text(node))
+
+    def array_keys(self, value: Node | None, via: tuple[str, ...]) -> None:
+        """`a=([KEY]=v ...)`: bash evaluates each KEY as arithmetic (an indexed array)."""
+        if value is None or value.type != "array":
+            return
+        for child in value.named_children:
+            text = node_text(child)
+            if text.startswith("[") and "]" in text:
+                self.arithmetic(text[1 : text.index("]")], child.start_byte, via)
 
     def arithmetic(self, text: str, position: int, via: tuple[str, ...]) -> None:
         """Bash evaluates the values of the variables an arithmetic expression names as
