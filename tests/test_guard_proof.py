@@ -268,3 +268,18 @@ def test_a_user_function_in_order_by_deletes_rows_on_postgres_and_is_refused(pg_
         db.execute(sql).fetchall()
         # What the guard refused would have emptied the table.
         assert db.execute("SELECT count(*) FROM invoices").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT query_to_xml('select * from users', true, false, '')",
+        "SELECT * FROM dblink('host=x', 'select * from users') AS t(a text)",
+        "SELECT lo_import('/etc/passwd')",
+        "SELECT wipe(1) FROM invoices",
+    ],
+)
+def test_the_subset_check_alone_refuses_functions_that_read_what_it_cannot_see(sql: str) -> None:
+    expect = {"sql_read_only": False, "sql_tables_subset": ["invoices"]}
+    ok, reasons = verdict({"sql": sql}, expect)
+    assert not ok and "may read tables the check cannot see" in reasons[0], reasons

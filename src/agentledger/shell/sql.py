@@ -181,13 +181,16 @@ class SqlFinding:
 class SqlAnalysis:
     """What one SQL text does: its statements, what is not a plain query, the tables it reads."""
 
-    __slots__ = ("error", "findings", "statements", "tables")
+    __slots__ = ("error", "findings", "opaque", "statements", "tables")
 
     def __init__(self) -> None:
         self.statements = 0
         self.findings: list[SqlFinding] = []
         self.tables: set[str] = set()
         self.error: str | None = None
+        self.opaque: set[str] = set()
+        """Functions called that may read tables `tables` cannot name (`query_to_xml`,
+        `dblink`, a user's function): a check of the tables read cannot pass them."""
 
     @property
     def writes(self) -> list[tuple[str, str]]:
@@ -400,6 +403,8 @@ def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, 
         analysis.findings.append(SqlFinding(kind, said, _sql_text(node, dialect)))
     for inner in node.walk():
         found = _write(inner, exp, rules)
+        if found is not None and isinstance(inner, exp.Func) and found[0] != READ_ONLY:
+            analysis.opaque.add(_sql_text(inner, dialect).split("(", 1)[0].lower() + "()")
         if found is not None and inner is not node:
             where = "" if isinstance(inner, exp.Func) else " inside the statement"
             kind, why = found
