@@ -214,6 +214,12 @@ def test_hosts_are_found_by_public_suffix_and_matched_by_label(
     assert not ok and reasons[0].startswith("hostname_allowlist: host "), reasons
 
 
+def test_an_exact_name_that_is_a_public_suffix_allows_that_name_only() -> None:
+    expect = {"hostname_allowlist": ["github.io"]}
+    assert verdict({"summary": "see github.io"}, expect) == (True, [])
+    assert not verdict({"summary": "see evil.github.io"}, expect)[0]
+
+
 def test_code_and_file_names_are_not_hosts() -> None:
     text = "see db.good.io, good.io, logger.info, users.id, requirements.in and api-1.good.io"
     expect = {"hostname_allowlist": ["*.good.io", "good.io"]}
@@ -238,6 +244,7 @@ def test_code_and_file_names_are_not_hosts() -> None:
         ({"hostname_allowlist": ["good.io", "*.co.uk"]}, "hostname_allowlist.1"),
         ({"hostname_allowlist": ["*.github.io"]}, "hostname_allowlist.0"),
         ({"hostname_allowlist": ["io"]}, "hostname_allowlist.0"),
+        ({"hostname_allowlist": ["?.io"]}, "hostname_allowlist.0"),
     ],
 )
 def test_an_expect_that_checks_nothing_is_refused_at_load(
