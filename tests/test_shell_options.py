@@ -90,6 +90,11 @@ REFUSED = [
     "iptables-save -f /etc/iptables/rules.v4",
     "sensors -s",
     "ntpq -c ':config server evil'",
+    "ssh-keygen -R bastion",
+    "ssh-keygen -t ed25519 -f /tmp/k",
+    "gpg --import key.asc",
+    "gpg --delete-secret-keys ops",
+    "gpg --list-keys --frobnicate",
 ]
 
 ALLOWED = [
@@ -122,6 +127,10 @@ ALLOWED = [
     "iptables-save",
     "sensors",
     "ntpq -c rv",
+    "ssh-keygen -l -f key.pub",
+    "ssh-keygen -F bastion",
+    "gpg --list-keys",
+    "gpg --fingerprint ops@example.com",
 ]
 
 
