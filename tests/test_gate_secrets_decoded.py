@@ -77,3 +77,38 @@ def test_a_certificate_body_without_its_header_is_left_alone() -> None:
     body = base64.b64encode(der).decode()
     lines = "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
     assert Redactor().redact(lines) == lines
+
+
+# The shapes of gitleaks' own true positives for Kubernetes Secrets (gitleaks/gitleaks,
+# cmd/generate/config/rules/kubernetes.go, MIT): `data:` before or after `kind: Secret`,
+# quoted values, tab indentation, literal and folded blocks.
+KUBERNETES = [
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: heketi-secret\ndata:\n"
+    "  # base64 encoded password\n  key: bXlwYXNzd29yZA==",
+    "apiVersion: v1\ndata:\n\tpassword: UyFCXCpkJHpEc2I9\n\tusername: YWRtaW4=\nkind: Secret\n"
+    "metadata:\n\tname: db-user-pass",
+    "apiVersion: 'v1'\ndata:\n\textra: 'YWRtaW46cGFzc3dvcmQ='\nkind: 'Secret'",
+    'apiVersion: "v1"\nkind: "Secret"\ndata:\n\tpassword: "UyFCXCpkJHpEc2I9"',
+    "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/dockercfg\ndata:\n  .dockercfg: |\n"
+    "    eyJhdXRocyI6eyJodHRwczovL2V4YW1wbGUvdjEvIjp7ImF1dGgiOiJvcGVuc2VzYW1lIn19fQo=\n",
+    "apiVersion: v1\ndata:\n  .dockercfg: >\n"
+    "    eyJhdXRocyI6eyJodHRwczovL2V4YW1wbGUvdjEvIjp7ImF1dGgiOiJvcGVuc2VzYW1lIn19fQo=\n"
+    "metadata:\n  name: secret-dockercfg\nkind: Secret",
+    "apiVersion: v1\nkind: secret\ndata:\n\textra: YWRtaW46cGFzc3dvcmQ=\nmetadata:\n\tname: x",
+]
+
+
+@pytest.mark.parametrize("text", KUBERNETES)
+def test_every_value_of_a_kubernetes_secret_is_redacted(text: str) -> None:
+    redacted = Redactor().redact(text)
+    for value in ("bXlwYXNzd29yZA", "UyFCXCpkJHpEc2I9", "YWRtaW46cGFzc3dvcmQ", "eyJhdXRocyI6"):
+        assert value not in redacted, redacted
+
+
+def test_a_config_map_and_empty_or_templated_values_are_left_alone() -> None:
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\ndata:\n  mode: YWRtaW46cGFzc3dvcmQ=\n---\n"
+        'kind: Secret\ndata:\n  csrf: ""\n  password: {{ .Values.Password }}\n'
+    )
+    redacted = Redactor().redact(text)
+    assert 'csrf: ""' in redacted and "{{ .Values.Password }}" in redacted

@@ -137,8 +137,53 @@ def rescan(text: str, redact: Callable[[str], str], marker: Callable[[str, str],
     `redact` finds secrets in what it decodes to, `marker(kind, run)` writes one."""
     if len(text) < 20:
         return text
+    text = _kubernetes_secrets(text, marker)
     text = _dumps(text, redact, marker)
     return _tokens(text, redact, marker)
+
+
+_SECRET_KIND = re.compile(r"^\s*kind:[ \t]*[\"']?secret[\"']?[ \t]*$", re.I | re.M)
+_DATA_KEY = re.compile(r"^([ \t]*)(?:data|stringData):[ \t]*$")
+_ENTRY = re.compile(r"^([ \t]+)([\w.-]+):[ \t]*(.*?)[ \t]*$")
+
+
+def _kubernetes_secrets(text: str, marker: Callable[[str, str], str]) -> str:
+    """The values under `data:` and `stringData:` of a Kubernetes Secret (`kubectl get
+    secret -o yaml`): every one is a secret, whatever its key is called."""
+    if "ecret" not in text or _SECRET_KIND.search(text) is None:
+        return text
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        block = _DATA_KEY.match(lines[index])
+        index += 1
+        if block is None:
+            continue
+        depth = len(block.group(1).expandtabs())
+        while index < len(lines):
+            if not lines[index].strip() or lines[index].lstrip().startswith("#"):
+                index += 1
+                continue
+            entry = _ENTRY.match(lines[index])
+            if entry is None or len(entry.group(1).expandtabs()) <= depth:
+                break
+            value = entry.group(3)
+            if value in ("|", ">", "|-", ">-", "|+", ">+"):
+                inner = len(entry.group(1).expandtabs())
+                index += 1
+                while index < len(lines) and lines[index].strip() and _indent(lines[index]) > inner:
+                    body = lines[index].strip()
+                    if not body.startswith("[REDACTED"):
+                        lines[index] = lines[index][: _indent(lines[index])] + marker(
+                            "kubernetes-secret", body
+                        )
+                    index += 1
+                continue
+            if value.strip("'\"") and not value.startswith(("{{", "[REDACTED")):
+                start = entry.start(3)
+                lines[index] = lines[index][:start] + marker("kubernetes-secret", value)
+            index += 1
+    return "\n".join(lines)
 
 
 def _holds_secret(decoded: str, redact: Callable[[str], str]) -> bool:
@@ -197,6 +242,10 @@ def _is_key_body(lines: list[str]) -> bool:
         if inner[:1] == b"\x30":
             return False
     return True
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _dumps(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
