@@ -290,3 +290,12 @@ def test_the_subset_check_alone_refuses_functions_that_read_what_it_cannot_see(s
     expect = {"sql_read_only": False, "sql_tables_subset": ["invoices"]}
     ok, reasons = verdict({"sql": sql}, expect)
     assert not ok and "may read tables the check cannot see" in reasons[0], reasons
+
+
+def test_shell_commands_refuse_a_field_written_another_way_or_missing() -> None:
+    ok, reasons = verdict({"Commands": ["rm -rf /var/lib/app"]}, {"shell_commands": True})
+    assert not ok and "'Commands'" in reasons[0], reasons
+    named = {"shell_commands": {"field": "plan.steps"}}
+    assert not verdict({"plan": {}}, named)[0]
+    assert verdict({"plan": {"steps": ["ls -la"]}}, named) == (True, [])
+    assert verdict({"commands": ["ls -la"]}, {"shell_commands": True}) == (True, [])
