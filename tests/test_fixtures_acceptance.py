@@ -263,7 +263,13 @@ def test_sql_that_reads_no_table_says_so() -> None:
     read_only, result = score_output(json.dumps({"sql": "SELECT 1"}), expect)
     assert read_only.passed and read_only.property == "sql_read_only"
     assert (result.passed, result.reason) == (True, "sql_tables_subset: the SQL reads no table")
+    # A field the expect names must exist (issue 33): absent is not "no SQL".
     read_only, result = score_output(json.dumps({"answer": "none"}), expect)
+    assert not result.passed and not read_only.passed
+    assert result.reason == (
+        "sql_tables_subset: the output has no field 'sql'; the guard checks only what it can see"
+    )
+    read_only, result = score_output(json.dumps({"sql": None}), expect)
     assert result.reason == "sql_tables_subset: no SQL and no tables in the output"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -253,7 +254,9 @@ def test_redos_patterns_answer_at_once(tmp_path: Path, pattern: str) -> None:
     assert time.monotonic() - started < 10  # Python's re takes longer than the universe
     assert done.returncode in (0, 1), done.stderr
     required = write(tmp_path, {"regex": [pattern]}, "required.json")
-    assert guard(required, json.dumps({"note": "a" * 50_000 + "!"})).returncode in (0, 1)
+    answer = guard(required, json.dumps({"note": "a" * 50_000 + "!"})).returncode
+    # A required pattern that matches the empty text checks nothing: refused at load (issue 33).
+    assert answer == (2 if re.search(pattern, "") else 1)
 
 
 @pytest.mark.parametrize(
@@ -365,7 +368,18 @@ def test_an_endless_output_file_ends_with_exit_2(tmp_path: Path) -> None:
     path = write(tmp_path, {"allowed_actions": ["noop"]})
     done = guard(path, None, "/dev/zero")
     assert done.returncode == 2
-    assert "the output file /dev/zero: the output is more than the" in done.stderr
+    # Only regular files and pipes are read (issue 33): a device is refused unread.
+    assert "the output file /dev/zero is not a regular file or a pipe" in done.stderr
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    endless = subprocess.Popen(["sh", "-c", f"yes > '{fifo}'"])
+    try:
+        done = guard(path, None, str(fifo))
+    finally:
+        endless.kill()
+        endless.wait()
+    assert done.returncode == 2
+    assert f"the output file {fifo}: the output is more than the" in done.stderr
 
 
 def test_a_huge_expect_file_is_refused_unread(tmp_path: Path) -> None:

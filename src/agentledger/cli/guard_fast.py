@@ -139,7 +139,7 @@ def _read_output(path: str) -> bytes:
             data = _read_up_to(sys.stdin.buffer, limit, name)
             size = _file_size(sys.stdin.buffer) if len(data) >= limit else None
         else:
-            with open(path, "rb") as handle:
+            with _open_output(path, name) as handle:
                 data = _read_up_to(handle, limit, name)
                 size = _file_size(handle) if len(data) >= limit else None
     except OSError as exc:
@@ -155,6 +155,26 @@ def _read_output(path: str) -> bytes:
             "read further, nothing was checked"
         )
     return data
+
+
+def _open_output(path: str, name: str) -> BinaryIO:
+    """The output file opened for reading without waiting: a FIFO no one writes to would hold
+    `open` forever, before any time limit. Only a regular file or a pipe (FIFO) is read; a
+    pipe's wait for its data and its end is `_read_up_to`'s, within the read time."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            from agentledger.errors import InputError
+
+            raise InputError(f"{name} is not a regular file or a pipe; nothing was checked")
+        os.set_blocking(fd, True)  # select() bounds every wait from here on
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _file_size(stream: BinaryIO) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock
 
+from agentledger.shell.differential import heredoc_problem, option_problem, text_problem
 from agentledger.shell.evaluate import assignment, evaluate
 from agentledger.shell.expansions import (
     FOREVER,
@@ -59,6 +60,8 @@ _SUBSTITUTIONS = ("command_substitution", "process_substitution")
 _DECLARATIONS = ("declaration_command", "unset_command")
 _ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
 _NAME_TESTS = frozenset(["-v", "-R"])
+_OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt"])
+"""Builtins whose words bash may evaluate or read later text by (`differential`)."""
 _parser: Parser | None = None
 _parser_lock = allocate_lock()
 _knowledge: Knowledge | None = None
@@ -270,6 +273,9 @@ class _Walker:
                     self.argv([Word(word, word) for word in words], stdin, via, depth,
                               " ".join(words))  # fmt: skip
                 return
+        problem = text_problem(text)
+        if problem is not None:
+            self.add(text.strip()[:80], UNKNOWN, problem, via)
         try:
             source = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
@@ -370,6 +376,7 @@ class _Walker:
         target = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         self.substitutions(node, via, depth)
+        self.array_keys(value_node, via)
         if target is None:
             return
         if target.type == "subscript":
@@ -405,6 +412,7 @@ class _Walker:
             if child.type == "variable_assignment":
                 target = child.child_by_field_name("name")
                 value_node = child.child_by_field_name("value")
+                self.array_keys(value_node, via)
                 name = node_text(target) if target is not None else ""
                 value = node_word(value_node).value if value_node is not None else ""
                 if target is not None and target.type == "subscript":
@@ -431,6 +439,15 @@ class _Walker:
         if words:
             self.position = node.start_byte
             self.argv(words, stdin, via, depth, node_text(node))
+
+    def array_keys(self, value: Node | None, via: tuple[str, ...]) -> None:
+        """`a=([KEY]=v ...)`: bash evaluates each KEY as arithmetic (an indexed array)."""
+        if value is None or value.type != "array":
+            return
+        for child in value.named_children:
+            text = node_text(child)
+            if text.startswith("[") and "]" in text:
+                self.arithmetic(text[1 : text.index("]")], child.start_byte, via)
 
     def arithmetic(self, text: str, position: int, via: tuple[str, ...]) -> None:
         """Bash evaluates the values of the variables an arithmetic expression names as
@@ -554,6 +571,9 @@ class _Walker:
 
     def heredoc(self, node: Node, via: tuple[str, ...], depth: int) -> str | None:
         """The text a here-document feeds; commands piped after it are classified too."""
+        problem = heredoc_problem(node)
+        if problem is not None:
+            self.add(node_text(node).split("\n", 1)[0], UNKNOWN, problem, via)
         text = None
         for child in node.named_children:
             if child.type == "heredoc_body":
@@ -655,6 +675,10 @@ class _Walker:
             why = "an alias defined earlier in the line" if name in self.aliases else "aliases"
             self.own(words, via, text, UNKNOWN, f"{name} may mean anything: {why} changed it")
             return
+        if base in _OPTION_CHECKS:
+            problem = option_problem(base, words[1:])
+            if problem is not None:
+                self.add(text, UNKNOWN, problem, via)
         entry = self.knowledge.entry(base)
         if entry is None:
             self.own(words, via, text, UNKNOWN, f"{base}: not in the command knowledge")

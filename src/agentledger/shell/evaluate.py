@@ -149,6 +149,8 @@ def _options(
             kind = next((k for pattern, k in spec.flag_globs if glob_match(pattern, flag)), None)
         if kind is not None:
             matches.append((kind, f"{label} {flag} is {kind}"))
+        elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not _known(spec, flag):
+            _unknown_option(knowledge, spec, label, flag, value, matches, firm)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
@@ -159,6 +161,41 @@ def _options(
             if spec.dry_run.most_severe(shown) is not None:
                 dry = shown
     return dry
+
+
+def _known(spec: Spec, flag: str) -> bool:
+    """True when `flag` is an option `spec` names (with or without a class)."""
+    return (
+        flag == "--"
+        or flag in spec.options_with_arg
+        or flag in spec.info
+        or flag in spec.nested
+        or (spec.dry_run is not None and spec.dry_run.most_severe(flag) is not None)
+    )
+
+
+def _unknown_option(
+    knowledge: Knowledge,
+    spec: Spec,
+    label: str,
+    flag: str,
+    value: Word | None,
+    matches: list[Match],
+    firm: list[Match],
+) -> None:
+    """An option the entry does not name: a long one may abbreviate one it does (GNU tools
+    take `--ze` for `--zero`); under `strict`, any other is unknown."""
+    if flag.startswith("--") and len(flag) > 2:
+        meant = [(name, kind) for name, kind in spec.long_options if name.startswith(flag)]
+        if meant:
+            for name, kind in meant:
+                if name in spec.outputs:
+                    _output(knowledge, label, f"{flag} ({name})", value, firm)
+                elif kind != READ_ONLY:
+                    matches.append((kind, f"{label} {flag} abbreviates {name}, which is {kind}"))
+            return
+    if spec.strict:
+        matches.append((UNKNOWN, f"{label} {flag}: an option the gate does not know"))
 
 
 def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
@@ -462,6 +499,14 @@ def _sql(knowledge: Knowledge, spec: Spec, label: str, where: str, text: str) ->
     return kind, f"{label} {where}: {reason}" if where else f"{label}: {reason}"
 
 
+def _dot_command(patterns: Patterns, label: str, text: str) -> Match:
+    """A client's own command (sqlite3's `.tables`, `.shell`): its class, unknown if none."""
+    command = text.strip()
+    kind = patterns.most_severe(command.lower()) or UNKNOWN
+    name = command.split(None, 1)[0]
+    return kind, f"{label} {name} is {kind}"
+
+
 def _subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
     """The subcommand `word` names: exactly, or as an abbreviation when the tool allows it.
 
@@ -505,11 +550,15 @@ def _stdin_and_sql(
         kind in ("sql", "shell") for flag, _ in options for _, kind in spec.values.get(flag, ())
     )
     if spec.sql_arg is not None and len(positionals) >= spec.sql_arg:
-        word = positionals[spec.sql_arg - 1][1]
-        if word.value is None:
-            matches.append((UNKNOWN, f"{label}: SQL {word.raw} is only known at run time"))
-        else:
-            matches.append(_sql(knowledge, spec, label, "", word.value))
+        first = spec.sql_arg - 1
+        words = positionals[first:] if spec.sql_rest else positionals[first : first + 1]
+        for _, word in words:
+            if word.value is None:
+                matches.append((UNKNOWN, f"{label}: SQL {word.raw} is only known at run time"))
+            elif spec.dot_commands is not None and word.value.lstrip().startswith("."):
+                matches.append(_dot_command(spec.dot_commands, label, word.value))
+            else:
+                matches.append(_sql(knowledge, spec, label, "", word.value))
         given = True
     if given or stdin is None:
         return

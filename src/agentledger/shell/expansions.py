@@ -119,6 +119,9 @@ def _parameter(text: str, index: int, found: list[tuple[str, str]]) -> int:
     return index
 
 
+_SPECIAL = frozenset("@*#?$!-0123456789")
+
+
 def expansion_parts(body: str) -> tuple[list[str], str | None]:
     """What a `${...}` body (without `${` and `}`) evaluates: the arithmetic texts of its
     subscript and substring offsets, and why it is unknown (`${!x}`, `${x@P}`), if it is."""
@@ -130,6 +133,8 @@ def expansion_parts(body: str) -> tuple[list[str], str | None]:
             return [], "indirect expansion evaluates a name only known at run time"
         body = name.rstrip("*@")
     stop = 0
+    if body[:1] in _SPECIAL:
+        stop = 1  # `${@:x}`, `${*:x}`, `${1:x}`: a special or positional parameter
     while stop < len(body) and (body[stop].isalnum() or body[stop] == "_"):
         stop += 1
     rest = body[stop:]

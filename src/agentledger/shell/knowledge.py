@@ -133,10 +133,12 @@ class Spec:
         "attached",
         "combined_short",
         "default",
+        "dot_commands",
         "dry_run",
         "flag_globs",
         "flags",
         "info",
+        "long_options",
         "names",
         "nested",
         "no_args",
@@ -148,7 +150,9 @@ class Spec:
         "script",
         "sql_arg",
         "sql_dialect",
+        "sql_rest",
         "stdin",
+        "strict",
         "subs",
         "values",
         "verbs",
@@ -195,6 +199,11 @@ class Spec:
         self.arithmetic: bool = entry.get("arithmetic", False)
         self.options_first: bool = entry.get("options_first", False)
         self.aliases: bool = entry.get("aliases", False)
+        self.strict: bool = entry.get("strict", False)
+        self.sql_rest: bool = entry.get("sql_rest", False)
+        dots = Patterns(entry.get("dot_commands", ()))
+        self.dot_commands: Patterns | None = dots if dots else None
+        self.long_options: list[tuple[str, str]] = _long_options(self)
         # A word only known at run time could be any option: it matters when some option
         # writes a file, runs a program or changes something.
         self.risky_options: bool = bool(
@@ -206,6 +215,25 @@ class Spec:
             or any(kind != READ_ONLY for kind in self.flags.values())
             or any(kind != READ_ONLY for _, kind in self.flag_globs)
         )
+
+
+def _long_options(spec: Spec) -> list[tuple[str, str]]:
+    """The long options `spec` knows, with what each does when given: an option GNU tools
+    accept abbreviated (`--ze` is `--zero`) counts as every option it may abbreviate."""
+    found: dict[str, str] = {}
+    for flag, kind in spec.flags.items():
+        found[flag] = kind
+    for pattern, kind in spec.flag_globs:
+        head = pattern.split("*", 1)[0]
+        if RANK[kind] > RANK[found.get(head, READ_ONLY)]:
+            found[head] = kind
+    for flag in spec.outputs:
+        found[flag] = MUTATING
+    for flag in (*spec.values, *spec.nested, *(spec.script or {}).get("files", ())):
+        found.setdefault(flag, UNKNOWN)
+    for flag in spec.options_with_arg:
+        found.setdefault(flag, READ_ONLY)
+    return [(flag, kind) for flag, kind in found.items() if flag.startswith("--") and len(flag) > 3]
 
 
 class Knowledge:
@@ -311,6 +339,9 @@ _ENTRY_KEYS = {
     "arithmetic",
     "options_first",
     "aliases",
+    "strict",
+    "sql_rest",
+    "dot_commands",
 }
 _WRAPPER_KEYS = {
     "options_with_arg",
@@ -464,7 +495,12 @@ def _entry(value: Any, field: str) -> Any:
         if not isinstance(value["note"], str):
             raise _Invalid(f"{field}.note", "expected text")
         out["note"] = value["note"]
-    for key in ("names", "arithmetic", "options_first", "aliases"):
+    if "dot_commands" in value:
+        out["dot_commands"] = [
+            [glob.lower(), kind]
+            for kind, glob in _by_kind(value["dot_commands"], f"{field}.dot_commands")
+        ]
+    for key in ("names", "arithmetic", "options_first", "aliases", "strict", "sql_rest"):
         if key in value:
             out[key] = _bool(value[key], f"{field}.{key}")
     for key in ("dry_run", "info"):

@@ -36,6 +36,7 @@ __all__ = [
     "analyse_sql",
     "classify_sql",
     "sql_rules",
+    "table_name",
 ]
 
 DEFAULT_DIALECT = "postgres"
@@ -62,9 +63,25 @@ _RISKY_FUNCTIONS = frozenset(
         "pg_try_advisory_lock_shared", "pg_try_advisory_xact_lock",
         "pg_try_advisory_xact_lock_shared", "pg_advisory_unlock", "pg_advisory_unlock_shared",
         "pg_advisory_unlock_all", "pg_logical_emit_message", "pg_replication_slot_advance",
-        "get_lock", "release_lock", "release_all_locks",
+        "get_lock", "release_lock", "release_all_locks", "cursor_to_xml",
+        "cursor_to_xmlschema", "schema_to_xml", "schema_to_xmlschema",
+        "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
+        "database_to_xml_and_xmlschema", "pg_import_system_collations", "readfile",
+        "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir",
     }
 )  # fmt: skip
+_TABLE_READERS = frozenset({"table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema"})
+"""Functions that read the whole table named by their first argument (`table_to_xml('users',
+...)`): the table counts as read, like one in FROM."""
+_TYPED_UNSAFE = frozenset(
+    {
+        "NEXT_VALUE_FOR", "READ_CSV", "READ_PARQUET", "TO_FILE", "SECRET", "PREDICT",
+        "GENERATE_EMBEDDING", "GENERATE_TEXT", "GENERATE_TABLE", "GENERATE_BOOL",
+        "GENERATE_DOUBLE", "GENERATE_INT", "M_L_FORECAST", "M_L_TRANSLATE", "A_I_FORECAST",
+        "FEATURES_AT_TIME", "VECTOR_SEARCH", "NET_FUNC", "APPLY",
+    }
+)  # fmt: skip
+"""Functions sqlglot knows that read files, advance sequences or call out: never read-only."""
 _EXPLAIN_OPTIONS = re.compile(
     r"^\s*(?:\([^)]*\)\s*|(?:ANALYZE|ANALYSE|VERBOSE|COSTS|BUFFERS|SETTINGS|QUERY\s+PLAN|"
     r"FORMAT\s*=?\s*\w+)\b\s*)*",
@@ -83,7 +100,7 @@ class SqlRules:
     pay for).
     """
 
-    __slots__ = ("destructive", "functions", "mutating", "read_only")
+    __slots__ = ("destructive", "functions", "mutating", "read_only", "reading_functions")
 
     def __init__(
         self,
@@ -91,14 +108,20 @@ class SqlRules:
         mutating: frozenset[str],
         destructive: frozenset[str],
         functions: frozenset[str],
+        reading_functions: frozenset[str] = frozenset(),
     ) -> None:
         self.read_only = read_only
         self.mutating = mutating
         self.destructive = destructive
         self.functions = functions
+        self.reading_functions = reading_functions
+        """Functions sqlglot does not know that are known to only read: any other is unknown."""
 
     def _key(self) -> tuple[frozenset[str], ...]:
-        return (self.read_only, self.mutating, self.destructive, self.functions)
+        return (
+            self.read_only, self.mutating, self.destructive, self.functions,
+            self.reading_functions,
+        )  # fmt: skip
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SqlRules) and self._key() == other._key()
@@ -109,7 +132,8 @@ class SqlRules:
     def __repr__(self) -> str:
         return (
             f"SqlRules(read_only={self.read_only!r}, mutating={self.mutating!r}, "
-            f"destructive={self.destructive!r}, functions={self.functions!r})"
+            f"destructive={self.destructive!r}, functions={self.functions!r}, "
+            f"reading_functions={self.reading_functions!r})"
         )
 
 
@@ -126,6 +150,7 @@ def sql_rules(section: dict[str, Any]) -> SqlRules:
         mutating=frozenset(section.get(MUTATING, ())),
         destructive=frozenset(section.get(DESTRUCTIVE, ())),
         functions=frozenset(_RISKY_FUNCTIONS | set(section.get("functions", {}).get(MUTATING, ()))),
+        reading_functions=frozenset(section.get("functions", {}).get(READ_ONLY, ())),
     )
     _RULES[id(section)] = (section, rules)
     return rules
@@ -156,13 +181,16 @@ class SqlFinding:
 class SqlAnalysis:
     """What one SQL text does: its statements, what is not a plain query, the tables it reads."""
 
-    __slots__ = ("error", "findings", "statements", "tables")
+    __slots__ = ("error", "findings", "opaque", "statements", "tables")
 
     def __init__(self) -> None:
         self.statements = 0
         self.findings: list[SqlFinding] = []
         self.tables: set[str] = set()
         self.error: str | None = None
+        self.opaque: set[str] = set()
+        """Functions called that may read tables `tables` cannot name (`query_to_xml`,
+        `dblink`, a user's function): a check of the tables read cannot pass them."""
 
     @property
     def writes(self) -> list[tuple[str, str]]:
@@ -375,6 +403,8 @@ def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, 
         analysis.findings.append(SqlFinding(kind, said, _sql_text(node, dialect)))
     for inner in node.walk():
         found = _write(inner, exp, rules)
+        if found is not None and isinstance(inner, exp.Func) and found[0] != READ_ONLY:
+            analysis.opaque.add(_sql_text(inner, dialect).split("(", 1)[0].lower() + "()")
         if found is not None and inner is not node:
             where = "" if isinstance(inner, exp.Func) else " inside the statement"
             kind, why = found
@@ -382,8 +412,14 @@ def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, 
         elif found is not None and isinstance(node, readable):
             kind, why = found
             analysis.findings.append(SqlFinding(kind, why, _sql_text(node, dialect)))
+        if isinstance(inner, exp.Anonymous) and inner.name.lower() in _TABLE_READERS:
+            _function_tables(inner, exp, analysis, dialect)
         if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Identifier):
-            parts = [part.lower() for part in (inner.catalog, inner.db, inner.name) if part]
+            parts = [
+                _identifier(inner.args[key])
+                for key in ("catalog", "db", "this")
+                if inner.args.get(key) is not None and str(inner.args[key].name)
+            ]
             if len(parts) == 1 and _names_a_cte(inner, parts[0]):
                 continue
             analysis.tables.add(".".join(parts))
@@ -418,10 +454,7 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
             return READ_ONLY, "SELECT ... FOR UPDATE/SHARE locks rows (needs write access)"
         return None
     if isinstance(node, exp.Func):
-        name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
-        if name in rules.functions:
-            return MUTATING, f"the function {name}() changes state or reaches outside the query"
-        return None
+        return _function(node, exp, rules)
     name = _statement_name(node)
     if isinstance(node, exp.Drop | exp.TruncateTable):
         return (
@@ -455,6 +488,59 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         if isinstance(node, kinds):
             return kind, f"{name} {effect}"
     return None
+
+
+def _function(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
+    """A function call is read-only only when it is known to be: a function of sqlglot's own
+    vocabulary (the SQL standard's and the dialects' built-ins) or of the knowledge's list of
+    reading functions, and not one a user's schema may define (`public.lower(x)`)."""
+    anonymous = isinstance(node, exp.Anonymous)
+    name = (node.name if anonymous else node.sql_name()).lower()
+    if name in rules.functions:
+        return MUTATING, f"the function {name}() changes state or reaches outside the query"
+    if isinstance(node.parent, exp.Dot) and node.parent.expression is node:
+        schema = node.parent.this.sql().lower()
+        if schema not in ("pg_catalog", "information_schema"):
+            return UNKNOWN, f"the function {schema}.{name}() is not known to be read-only"
+    if anonymous and name not in rules.reading_functions and name not in _TABLE_READERS:
+        return UNKNOWN, f"the function {name}() is not known to be read-only"
+    if not anonymous and node.sql_name() in _TYPED_UNSAFE:
+        return UNKNOWN, f"the function {name}() reads files or calls out"
+    return None
+
+
+def _function_tables(node: Any, exp: Any, analysis: SqlAnalysis, dialect: str) -> None:
+    """The table a `table_to_xml`-like function reads, or a finding when it is not a name."""
+    first = node.expressions[0] if node.expressions else None
+    if isinstance(first, exp.Cast):
+        first = first.this
+    if isinstance(first, exp.Literal) and first.is_string:
+        name = table_name(str(first.this))
+        if name is not None:
+            analysis.tables.add(name)
+            return
+    why = f"{node.name}() reads a table named at run time"
+    analysis.findings.append(SqlFinding(UNKNOWN, why, _sql_text(node, dialect)))
+
+
+def table_name(text: str) -> str | None:
+    """The table a regclass literal names (`users`, `public.users`, `"Users"`), folded as
+    PostgreSQL folds it: unquoted parts to lower case, quoted parts kept; None if not a name."""
+    parts = re.findall(r'"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_$]*)', text)
+    rebuilt = ".".join(f'"{q}"' if q else plain for q, plain in parts)
+    if not parts or rebuilt.replace('""', '"') != text.strip().replace('""', '"'):
+        return None
+    return ".".join(q.replace('""', '"') if q else plain.lower() for q, plain in parts)
+
+
+def _identifier(node: Any) -> str:
+    """A name as the database resolves it: a quoted identifier keeps its case (`"Invoices"`
+    is not `invoices`), an unquoted one is folded to lower case."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Identifier):
+        return str(node.this) if node.quoted else str(node.this).lower()
+    return str(getattr(node, "name", node)).lower()
 
 
 def _statement_name(node: Any) -> str:

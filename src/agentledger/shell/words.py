@@ -140,7 +140,9 @@ def _unescape(text: str, escapable: str | None = None) -> str:
 _DOUBLE_QUOTED_ESCAPES = '$`"\\\n'
 
 
-def _ansi_c(text: str) -> str:
+def _ansi_c(text: str) -> str | None:
+    """The value of `$'...'`'s body as bash decodes it; None for an escape it decodes in a way
+    this does not follow (`\\cX`)."""
     out = []
     index, end = 0, len(text)
     while index < end:
@@ -153,19 +155,28 @@ def _ansi_c(text: str) -> str:
         if code in _ANSI_C:
             out.append(_ANSI_C[code])
             index += 2
-        elif code in "xuU0":
-            width = {"x": 2, "u": 4, "U": 8, "0": 3}[code]
-            base = 8 if code == "0" else 16
+        elif code in "01234567":
+            digits = code
+            for digit in text[index + 2 : index + 4]:
+                if digit not in "01234567":
+                    break
+                digits += digit
+            out.append(chr(int(digits, 8) & 0xFF))
+            index += 1 + len(digits)
+        elif code in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[code]
             digits = ""
             for digit in text[index + 2 : index + 2 + width]:
-                if digit not in "0123456789abcdefABCDEF"[: base + (6 if base == 16 else 0)]:
+                if digit not in "0123456789abcdefABCDEF":
                     break
                 digits += digit
             try:
-                out.append(chr(int(digits, base)) if digits else "\\" + code)
+                out.append(chr(int(digits, 16)) if digits else "\\" + code)
             except (ValueError, OverflowError):
-                out.append("\\" + code + digits)
+                return None
             index += 2 + len(digits)
+        elif code == "c":
+            return None
         else:
             out.append("\\" + code)
             index += 2

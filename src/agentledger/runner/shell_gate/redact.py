@@ -133,7 +133,7 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "secret-assignment",
         r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*(?::=|=>|[:=])\s*"
-        r"(?P<secret>(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
+        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(])(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
         r"(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s,;'\"}&])*)",
         "i",
     ),
@@ -216,7 +216,14 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
 # detect-secrets plugins left out: public IP addresses are not secrets, and the private key
 # plugin finds a block's header only, where the rules above replace the whole block.
 _SKIPPED_PLUGINS = frozenset(("IPPublicDetector", "PrivateKeyDetector"))
-_TABLE_FORMAT = 2
+_TABLE_FORMAT = 4
+_KEYWORD_REGEXES: tuple[str, ...] = ()
+"""detect-secrets' keyword plugin (`password: X`, `db_pass = X`) is not a regex plugin, but
+its patterns are: any of them named here joins the table. None is: on the corpora of
+tests/test_gate_secrets.py and tests/data they found nothing the rules above miss, and they
+tripled the cost of redacting ops output (their `\\w*` affixes match anywhere)."""
+_MULTILINE = 8
+"""re.MULTILINE's value."""
 
 _Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int]
 """(kind, pattern, re flags, words of which one must be in the lowered text or None,
@@ -266,6 +273,9 @@ class Redactor:
         """`text` with every secret the detectors recognise replaced by its marker."""
         if not text:
             return text
+        from agentledger.runner.shell_gate.redact_decode import rescan, rescan_lines
+
+        text = rescan_lines(text, self._rules_only, _marker)
         lowered = text.lower()
         for kind, pattern, flags, words, library, shortest in rule_table():
             if len(text) < shortest:
@@ -274,7 +284,7 @@ class Redactor:
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
             regex = _compile(pattern, flags)
-            if words is None or flags & _DOTALL or len(text) < _WINDOWED:
+            if words is None or flags & (_DOTALL | _MULTILINE) or len(text) < _WINDOWED:
                 redacted = regex.sub(replace, text)
             else:
                 redacted = _sub_in_windows(regex, replace, text, lowered, words)
@@ -282,6 +292,18 @@ class Redactor:
                 text, lowered = redacted, redacted.lower()
         for pattern in self.extra:
             text = _compile(pattern, 0).sub(_replacer("policy"), text)
+        return rescan(text, self._rules_only, _marker)
+
+    def _rules_only(self, text: str) -> str:
+        """`redact` without looking into encoded text (what `rescan` runs on decoded text)."""
+        lowered = text.lower()
+        for kind, pattern, flags, words, library, shortest in rule_table():
+            if len(text) < shortest or (words is not None and not any(w in lowered for w in words)):
+                continue
+            replace = _library_replacer(kind) if library else _replacer(kind)
+            redacted = _compile(pattern, flags).sub(replace, text)
+            if redacted != text:
+                text, lowered = redacted, redacted.lower()
         return text
 
 
@@ -292,8 +314,10 @@ def rule_table() -> list[_Rule]:
         from agentledger.shell.validated_cache import load_cached, sha256_hex
 
         library = _library_dir()
-        # The key covers this file (the ops rules) and the installed library's version.
-        stamp = sha256_hex(f"{_TABLE_FORMAT}\0{library}\0{_stamp(library)}".encode())
+        # The key covers this file (the ops rules), the rules of redact_decode and the
+        # installed library's version.
+        rules = _stamp_file(os.path.join(os.path.dirname(__file__), "redact_decode.py"))
+        stamp = sha256_hex(f"{_TABLE_FORMAT}\0{library}\0{_stamp(library)}\0{rules}".encode())
         kind = f"secrets-{stamp[:16]}"
         _table = [tuple(rule) for rule in load_cached(__file__, kind, _build_table)]
     return _table
@@ -302,9 +326,15 @@ def rule_table() -> list[_Rule]:
 def _build_table(raw: bytes, source: str) -> list[list[Any]]:
     import re
 
+    from agentledger.runner.shell_gate.redact_decode import CONTEXT_RULES, TOKEN_RULES
+
     rules: list[list[Any]] = []
-    for kind, pattern, letters in _OPS_RULES:
-        flags = int((re.IGNORECASE if "i" in letters else 0) | (re.DOTALL if "s" in letters else 0))
+    for kind, pattern, letters in (*_OPS_RULES, *CONTEXT_RULES, *TOKEN_RULES):
+        flags = int(
+            (re.IGNORECASE if "i" in letters else 0)
+            | (re.DOTALL if "s" in letters else 0)
+            | (re.MULTILINE if "m" in letters else 0)
+        )
         words, shortest = _requirements(pattern, flags)
         rules.append([kind, pattern, flags, words, False, shortest])
     for kind, pattern, flags in _library_patterns():
@@ -333,6 +363,12 @@ def _library_patterns() -> list[tuple[str, str, int]]:
         kind = "-".join("".join(c if c.isalnum() else " " for c in secret_type).lower().split())
         for regex in plugin().denylist:
             found.append((kind, regex.pattern, int(regex.flags)))
+    from detect_secrets.plugins import keyword
+
+    for name in _KEYWORD_REGEXES:
+        regex = getattr(keyword, name, None)
+        if regex is not None:
+            found.append(("keyword", regex.pattern, int(regex.flags)))
     return found
 
 
@@ -344,6 +380,14 @@ def _library_dir() -> str:
         if os.path.isdir(candidate):
             return os.path.abspath(candidate)
     return ""
+
+
+def _stamp_file(path: str) -> str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return "none"
+    return f"{info.st_mtime_ns}-{info.st_size}"
 
 
 def _stamp(folder: str) -> str:

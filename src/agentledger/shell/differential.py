@@ -1,0 +1,174 @@
+"""Where bash and tree-sitter-bash may read a line differently: such a line is refused.
+
+The classifier sees the commands of a line through tree-sitter-bash; bash runs what its own
+parser reads. Where the two can disagree, the commands bash runs may be ones the classifier
+never saw (issue 33: `cat <<E"O"F` ends at a line `EOF` in bash, not in the grammar, and the
+lines after it ran unseen). So each of these shapes makes the line unknown, with the reason:
+
+- characters bash reads as part of a word and a parser may read otherwise: control characters
+  other than tab and newline (a carriage return), and Unicode spaces, joiners and direction
+  marks (`ls\\u3000-la`, `\\u200b`);
+- a line continuation (backslash-newline) inside a word: bash joins the two lines first;
+- a here-document whose delimiter is partly quoted or escaped (bash removes the quotes), holds
+  anything but letters, digits and `_.-`, or whose body holds a line bash would end it at;
+- a name bash evaluates as an array subscript (`test -v 'b[x]'` evaluates x, and x may hold
+  `a[$(cmd)]`), and `wait -p`, which assigns such a name;
+- shell options that change how later words are read: `set -k` (every `NAME=value` word is
+  an assignment), `shopt -s extglob` or `expand_aliases`.
+
+The differential test (tests/test_shell_differential.py) runs generated lines through real
+bash in a jail, tracing what it executes, and fails when bash runs a command of a line the
+classifier let through without seeing it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentledger.shell.words import node_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tree_sitter import Node
+
+    from agentledger.shell.words import Word
+
+__all__ = ["heredoc_problem", "option_problem", "text_problem"]
+
+# C0 controls but tab and newline, DEL, C1 controls; Unicode spaces other than the plain
+# space, zero-width and joiner characters, direction marks and overrides, the BOM.
+_ODD = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00a0\u1680\u180e\u2000-\u200f\u2028-\u202f"
+    "\u205f-\u206f\u3000\ufeff\ufff9-\ufffb]"
+)
+_CONTINUATION = re.compile(r"(?<![\\])((?:\\\\)*)\\\n")
+_DELIMITER = re.compile(r"[A-Za-z0-9_.-]+")
+_WHOLE_QUOTED = re.compile(r"'([A-Za-z0-9_.-]+)'|\"([A-Za-z0-9_.-]+)\"|\\([A-Za-z0-9_.-]+)")
+_PARSER_OPTIONS = frozenset(["extglob", "expand_aliases", "extquote", "posix"])
+
+
+def text_problem(text: str) -> str | None:
+    """Why bash and the parser may split `text` differently, or None."""
+    odd = _ODD.search(text)
+    if odd is not None:
+        return (
+            f"the character U+{ord(odd.group()):04X} may be read differently by bash and the "
+            "gate's parser"
+        )
+    if "\\\n" in text:
+        for match in _CONTINUATION.finditer(text):
+            start = match.start() + len(match.group(1))
+            before = text[start - 1] if start > 0 else "\n"
+            if before not in " \t":
+                return (
+                    "a line continuation inside a word: bash joins the lines before it reads them"
+                )
+    return None
+
+
+def heredoc_problem(node: Node) -> str | None:
+    """Why bash may end the here-document `node` (a heredoc_redirect) elsewhere than the
+    parser does, or None."""
+    operator, start, body, end = "<<", None, None, None
+    for child in node.children:
+        if child.type in ("<<", "<<-"):
+            operator = child.type
+        elif child.type == "heredoc_start":
+            start = child
+        elif child.type == "heredoc_body":
+            body = child
+        elif child.type == "heredoc_end":
+            end = child
+    if start is None:
+        return "a here-document without a delimiter"
+    written = node_text(start)
+    delimiter = _bash_delimiter(written)
+    if delimiter is None:
+        return (
+            f"the here-document delimiter {written!r} is partly quoted or holds characters "
+            "bash may read differently (bash removes quotes from it)"
+        )
+    strip = operator == "<<-"
+    if end is not None and node_text(end) != delimiter:
+        return f"bash ends the here-document at a line {delimiter!r}, the parser elsewhere"
+    if body is not None:
+        for line in node_text(body).split("\n"):
+            if (line.lstrip("\t") if strip else line) == delimiter:
+                return f"bash ends the here-document at its line {delimiter!r}, the parser later"
+    return None
+
+
+def option_problem(name: str, words: Sequence[Word]) -> str | None:
+    """Why running builtin `name` with `words` makes bash evaluate or read later text in a way
+    the gate does not follow, or None."""
+    if name in ("test", "["):
+        return _test_names(words)
+    if name == "wait":
+        for word in words:
+            value = word.value
+            if value is None or (value[:1] == "-" and value[1:2] != "-" and "p" in value):
+                return f"wait {word.raw}: -p assigns a variable name, which may hold a subscript"
+        return None
+    if name == "set":
+        return _set_options(words)
+    if name == "shopt":
+        return _shopt_options(words)
+    return None
+
+
+def _test_names(words: Sequence[Word]) -> str | None:
+    for index, word in enumerate(words[:-1]):
+        if word.value in ("-v", "-R"):
+            named = words[index + 1]
+            if named.value is None or "[" in named.value:
+                return (
+                    f"test {word.value} {named.raw}: bash evaluates the subscript of the name it "
+                    "is given (and the values it names, commands included)"
+                )
+    return None
+
+
+def _set_options(words: Sequence[Word]) -> str | None:
+    for index, word in enumerate(words):
+        value = word.value
+        if value is None:
+            return f"set {word.raw}: an option only known at run time"
+        if value in ("-o", "+o") and index + 1 < len(words):
+            option = words[index + 1].value
+            if option is None or option in ("keyword", "allexport", "posix"):
+                return f"set {value} {words[index + 1].raw} changes how bash reads later words"
+        elif (
+            value[:1] in "-+"
+            and value not in ("-o", "+o", "--", "-")
+            and ("k" in value or "a" in value)
+        ):
+            return f"set {value}: makes NAME=value words or later assignments reach commands"
+        elif value == "--":
+            return None
+    return None
+
+
+def _shopt_options(words: Sequence[Word]) -> str | None:
+    setting = False
+    for word in words:
+        value = word.value
+        if value is None:
+            return f"shopt {word.raw}: an option only known at run time"
+        if value.startswith("-"):
+            setting = setting or "s" in value or "u" in value
+        elif setting and value in _PARSER_OPTIONS:
+            return f"shopt {value} changes how bash reads later lines"
+    return None
+
+
+def _bash_delimiter(written: str) -> str | None:
+    """The delimiter bash ends a here-document at, when it is plain: `EOF`, `'EOF'`, `"EOF"`
+    or `\\EOF` (quoted as a whole); None for anything else."""
+    if _DELIMITER.fullmatch(written):
+        return written
+    quoted = _WHOLE_QUOTED.fullmatch(written)
+    if quoted is not None:
+        return next(group for group in quoted.groups() if group is not None)
+    return None
