@@ -95,10 +95,19 @@ def _resolved(target: str, cwd: str | None) -> tuple[str, bool]:
         except OSError:
             base = "/"
         target = posixpath.join(base, target)
-    for folder, name in ((target, ""), posixpath.split(target)):
-        found = _kernel_path(folder)
+    for _ in range(40):  # the kernel's own limit on links followed
+        found = _kernel_path(target)
         if found is not None:
-            return (posixpath.join(found, name) if name else found), True
+            return found, True
+        try:
+            link = os.readlink(target)  # a link to nothing (yet): where it points
+        except OSError:
+            break
+        target = posixpath.join(posixpath.dirname(target), link)
+    folder, name = posixpath.split(target)
+    found = _kernel_path(folder)
+    if found is not None:
+        return posixpath.join(found, name), True
     try:
         return os.path.realpath(target), False
     except (OSError, ValueError):
