@@ -143,7 +143,6 @@ def write_intent(path: str, event: dict[str, Any]) -> str:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
         finally:
             os.close(fd)
         return name
