@@ -112,3 +112,11 @@ def test_one_vouched_part_does_not_take_the_rest_out_of_the_sandbox() -> None:
     refused = Gate(policy, None, ci=False, approver=lambda decision: False)
     result = refused.run("systemctl restart nginx; cat /etc/hostname")
     assert not result.ran and result.denied
+
+
+def test_an_approved_line_keeps_the_network_its_reader_was_checked_for(tmp_path: Path) -> None:
+    policy = Policy(on_unknown="prompt")
+    gate = Gate(policy, tmp_path / "shell_audit.jsonl", ci=False, approver=lambda d: "alice")
+    result = gate.run("ip -br link | no-such-tool-here")
+    assert result.decision.decision == "approved"
+    assert result.event["network"] == "ip" and result.event["sandbox"] == "bwrap"

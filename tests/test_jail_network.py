@@ -117,7 +117,10 @@ def test_only_firewall_readers_keep_a_capability_and_only_as_root() -> None:
     iptables = network_grant("iptables -S", 0)
     ip = network_grant("ip -br a", 0)
     assert not isinstance(iptables, str) and iptables is not None
-    assert iptables.capabilities == ("CAP_NET_ADMIN",)
+    assert iptables.capabilities == ("CAP_NET_ADMIN", "CAP_NET_RAW")
+    ping = network_grant("ping -c 1 10.0.0.1", 0)
+    assert not isinstance(ping, str) and ping is not None
+    assert ping.capabilities == ("CAP_NET_RAW",)
     assert not isinstance(ip, str) and ip is not None and ip.capabilities == ()
     unprivileged = network_grant("iptables -S", 1000)
     assert not isinstance(unprivileged, str) and unprivileged is not None
@@ -196,11 +199,12 @@ JAILED = """
 import json, subprocess, sys
 from agentledger.runner.shell_gate import Gate
 subprocess.run(["ip", "link", "add", "jail0", "type", "bridge"], check=True)
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 subprocess.run(["iptables", "-A", "INPUT", "-i", "jail0", "-j", "DROP"], check=True)
 gate = Gate(None, sys.argv[1])
 out = {}
 for line in ["ip -br link", "cat /proc/net/dev", "iptables -S | grep -c jail0",
-             "iptables --ze -L", "iptables -S -v"]:
+             "iptables --ze -L", "ping -c 1 -W 2 127.0.0.1"]:
     result = gate.run(line)
     out[line] = [result.exit_code, result.output, result.reason]
 print(json.dumps(out))
@@ -229,6 +233,7 @@ def test_readers_see_the_gate_network_and_other_commands_do_not(tmp_path: Path) 
     assert "jail0" not in seen["cat /proc/net/dev"][1]
     assert seen["iptables -S | grep -c jail0"][:2] == [0, "1\n"]
     assert seen["iptables --ze -L"][0] is None and "--ze" in seen["iptables --ze -L"][2]
+    assert seen["ping -c 1 -W 2 127.0.0.1"][0] == 0, seen["ping -c 1 -W 2 127.0.0.1"]
     events = [json.loads(line) for line in (run_dir / "shell_audit.jsonl").read_text().splitlines()]
     networks = {event["command"]: event.get("network") for event in events}
     assert networks["ip -br link"] == "ip" and networks["cat /proc/net/dev"] == "none"

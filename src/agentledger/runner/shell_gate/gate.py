@@ -403,7 +403,9 @@ class Gate:
             answer = Answer(bool(answer), who, "refused at the prompt")
         if answer.approved:
             reason = f"approved by {answer.who}: {decision.reason}"
-            return Decision(decision.classification, "approved", answer.who, reason), False
+            approved = Decision(decision.classification, "approved", answer.who, reason)
+            approved.network = decision.network
+            return approved, False
         reason = f"{answer.why}: {decision.reason}"
         denied = Decision(decision.classification, "denied", answer.who, reason)
         return denied, answer.interrupted

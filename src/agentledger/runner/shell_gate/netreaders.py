@@ -16,7 +16,9 @@ listed. The line must be the reader alone, or the reader piped into the rest of 
 shell, so what runs is what was checked, and the rest of the line runs in a sandbox of its
 own with no network. The words are plain or in single quotes (what bash reads the same way
 as any tokenizer). As root, the firewall readers keep CAP_NET_ADMIN (reading netfilter
-needs it); nothing else keeps any capability. Readers get a clean environment, so that
+needs it; `iptables` also CAP_NET_RAW, for the legacy backend's raw socket) and `ping` keeps
+CAP_NET_RAW; as these run from checked words without a shell, nothing else gets them, and
+no other command keeps any capability. Readers get a clean environment, so that
 `WGETRC`, `CURL_HOME` or a proxy set by the agent cannot turn a read into a write, and
 curl and wget are told to ignore their configuration files and to follow no scheme but
 http and https.
@@ -50,6 +52,10 @@ _DESTINATION = re.compile(r"([A-Za-z0-9_.-]{1,64}@)?[A-Za-z0-9_.:\[\]-]{1,253}")
 _URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]+", re.IGNORECASE)
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-")
 _FIREWALL_CAPS = ("CAP_NET_ADMIN",)
+# The legacy iptables backend reads the tables through a raw socket.
+_IPTABLES_CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW")
+# ping as root sends ICMP through a raw socket (it is not setuid here: no-new-privileges).
+_PING_CAPS = ("CAP_NET_RAW",)
 SYSTEM_DIRECTORIES = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """Where a network reader is looked for (PATH is the agent's; it is not used)."""
 _PATH = ":".join(SYSTEM_DIRECTORIES)
@@ -478,15 +484,15 @@ def _positionals(args: Sequence[str], options: _Options) -> list[str]:
 
 
 _READERS: dict[str, tuple[Callable[[list[str]], str], tuple[str, ...]]] = {
-    "iptables": (_iptables, _FIREWALL_CAPS),
-    "ip6tables": (_iptables, _FIREWALL_CAPS),
-    "iptables-save": (_iptables_save, _FIREWALL_CAPS),
-    "ip6tables-save": (_iptables_save, _FIREWALL_CAPS),
+    "iptables": (_iptables, _IPTABLES_CAPS),
+    "ip6tables": (_iptables, _IPTABLES_CAPS),
+    "iptables-save": (_iptables_save, _IPTABLES_CAPS),
+    "ip6tables-save": (_iptables_save, _IPTABLES_CAPS),
     "nft": (_nft, _FIREWALL_CAPS),
     "tc": (_tc, ()),
     "ip": (_ip, ()),
     "ss": (_ss, ()),
-    "ping": (_ping, ()),
+    "ping": (_ping, _PING_CAPS),
     "dig": (_dig, ()),
     "host": (_host, ()),
     "nslookup": (_nslookup, ()),

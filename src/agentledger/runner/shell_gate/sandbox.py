@@ -17,7 +17,8 @@ what holds does not depend on the classifier being right:
   ``CAP_DAC_OVERRIDE``, ``CAP_SYS_PTRACE``, ``CAP_NET_ADMIN``, ``CAP_NET_RAW``);
 - a network namespace of its own (loopback only), except for a network reader whose words
   `netreaders` checked: it gets the host's network, and as root the firewall readers keep
-  ``CAP_NET_ADMIN`` (reading netfilter needs it) and nothing else;
+  ``CAP_NET_ADMIN`` (reading netfilter needs it) and ``ping`` ``CAP_NET_RAW``, each run
+  alone from its checked words;
 - a new session (no controlling terminal: no keystrokes pushed into one), killed with the
   gate (``--die-with-parent``).
 
