@@ -237,3 +237,43 @@ def test_readers_see_the_gate_network_and_other_commands_do_not(tmp_path: Path) 
     events = [json.loads(line) for line in (run_dir / "shell_audit.jsonl").read_text().splitlines()]
     networks = {event["command"]: event.get("network") for event in events}
     assert networks["ip -br link"] == "ip" and networks["cat /proc/net/dev"] == "none"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "systemctl status nginx --no-pager",
+        "systemctl",
+        "systemctl list-units --failed --no-legend",
+        "systemctl show -p ActiveState nginx.service",
+        "systemctl is-active nginx | grep -c active",
+        "docker ps -a --format '{{.Names}}'",
+        "docker inspect -f '{{.State.Status}}' api",
+        "docker logs --tail 50 api",
+        "docker container ls -q",
+        "docker stats --no-stream",
+    ],
+)
+def test_daemon_readers_get_their_socket_but_no_network(line: str) -> None:
+    grant = network_grant(line, 0)
+    assert grant is not None and not isinstance(grant, str), grant
+    assert grant.unix_sockets and not grant.host_network and grant.capabilities == ()
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("systemctl stop nginx", "systemctl stop"),
+        ("systemctl -H other status nginx", "-H"),
+        ("systemctl --machine=c1 status", "--machine"),
+        ("systemctl daemon-reload", "daemon-reload"),
+        ("docker rm -f api", "docker rm"),
+        ("docker -H tcp://10.0.0.5:2375 ps", "global"),
+        ("docker exec api sh", "docker exec"),
+        ("docker stats", "--no-stream"),
+        ("docker container rm api", "only ls"),
+    ],
+)
+def test_daemon_readers_refuse_everything_else(line: str, named: str) -> None:
+    why = network_grant(line, 0)
+    assert isinstance(why, str) and named in why, why

@@ -126,3 +126,43 @@ def test_a_root_command_cannot_write_the_audit_log_even_beside_its_scratch(
 def test_a_sandboxed_command_holds_no_terminal_and_no_session(sandbox: Sandbox) -> None:
     _, shown = jailed(sandbox, "tty; ls /dev/pts; echo x > /dev/tty && echo WROTE")
     assert "not a tty" in shown and "WROTE" not in shown
+
+
+CONNECT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    client = socket.socket(socket.AF_UNIX)\n"
+    "    client.connect(sys.argv[1]); client.sendall(b'STOP'); print('connected')\n"
+    "except OSError as exc:\n"
+    "    print('refused', exc.errno)\n"
+)
+
+
+def test_a_daemon_unix_socket_is_out_of_reach_but_for_readers(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    import socket
+
+    from agentledger.runner.shell_gate.netreaders import NetworkGrant
+
+    path = str(tmp_path / "daemon.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+    server.settimeout(0.5)
+    script = tmp_path / "connect.py"
+    script.write_text(CONNECT)
+    try:
+        _, shown = jailed(sandbox, f"/usr/bin/python3 {script} {path}")
+        assert "refused 13" in shown  # EACCES from the seccomp filter
+        with pytest.raises(TimeoutError):
+            server.accept()
+        reader = NetworkGrant(["/usr/bin/python3", str(script), path], "daemon reader")
+        reader.host_network, reader.unix_sockets = False, True
+        done = run_shell("", timeout=20, cwd="/", sandbox=sandbox, grant=reader)
+        assert bytes(done.stdout.head) == b"connected\n"
+        client, _ = server.accept()
+        assert client.recv(16) == b"STOP"
+        client.close()
+    finally:
+        server.close()

@@ -109,6 +109,10 @@ def run_shell(
         for job in jobs:
             job.status = os.pipe()
             os.set_inheritable(job.status[1], True)
+            if not job.unix_sockets:
+                from agentledger.runner.shell_gate.seccomp import unix_socket_filter_fd
+
+                job.seccomp = unix_socket_filter_fd()
             job.argv = sandbox.argv(
                 job.argv,
                 cwd=place,
@@ -116,12 +120,13 @@ def run_shell(
                 status_fd=job.status[1],
                 host_network=job.host_network,
                 capabilities=job.capabilities,
+                seccomp_fd=job.seccomp,
             )
         completed = _run(jobs, timeout, tee, session=False)
         started = all(sandbox.started(_read_ready(job.status[0])) for job in jobs)
     finally:
         for job in jobs:
-            for fd in job.status:
+            for fd in (*job.status, job.seccomp):
                 if fd >= 0:
                     os.close(fd)
         remove_scratch(scratch)
@@ -134,7 +139,17 @@ class _Job:
     """One process to start: its argv, environment, standard input, and (in the sandbox)
     its status pipe, whether it keeps the host's network and which capabilities."""
 
-    __slots__ = ("argv", "capabilities", "env", "host_network", "status", "stderr", "stdin")
+    __slots__ = (
+        "argv",
+        "capabilities",
+        "env",
+        "host_network",
+        "seccomp",
+        "status",
+        "stderr",
+        "stdin",
+        "unix_sockets",
+    )
 
     def __init__(self, argv: list[str], env: Mapping[str, str] | None, stdin: int | None) -> None:
         self.argv = argv
@@ -142,6 +157,8 @@ class _Job:
         self.stdin = stdin
         self.status = (-1, -1)
         self.host_network = False
+        self.unix_sockets = False
+        self.seccomp = -1
         self.capabilities: Sequence[str] = ()
         self.stderr = "pipe"
 
@@ -151,7 +168,8 @@ def _reader_jobs(grant: NetworkGrant, env: Mapping[str, str] | None) -> list[_Jo
     from agentledger.runner.shell_gate.netreaders import reader_environment
 
     reader = _Job(list(grant.argv), reader_environment(os.environ if env is None else env), None)
-    reader.host_network = True
+    reader.host_network = grant.host_network
+    reader.unix_sockets = grant.unix_sockets
     reader.capabilities = grant.capabilities
     if grant.stderr_to_stdout:
         reader.stderr = "stdout"
@@ -216,6 +234,9 @@ def _run(
                 if job.status[1] >= 0:
                     os.close(job.status[1])
                     job.status = (job.status[0], -1)
+                if job.seccomp >= 0:
+                    os.close(job.seccomp)
+                    job.seccomp = -1
             if failure is not None:
                 break
     finally:

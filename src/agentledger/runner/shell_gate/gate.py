@@ -241,9 +241,9 @@ class Gate:
                     continue
                 if names_reader(part.command, part.via):
                     reason = (
-                        f"{part.command} needs the host's network, which the sandbox gives "
-                        "a network reader only as the first command of its line, in plain "
-                        "words or single quotes, optionally piped into the rest "
+                        f"{part.command} needs the host's network or a daemon's socket, which "
+                        "the sandbox gives a reader only as the first command of its line, in "
+                        "plain words or single quotes, optionally piped into the rest "
                         "(`iptables -S | grep DROP`)"
                     )
                     return Decision(decision.classification, "denied", "sandbox", reason)

@@ -22,10 +22,12 @@ what holds does not depend on the classifier being right:
 - a new session (no controlling terminal: no keystrokes pushed into one), killed with the
   gate (``--die-with-parent``).
 
+- no Unix socket (a seccomp filter, `seccomp`): the read-only filesystem does not stop a
+  connection to a daemon's socket (``/run/docker.sock``, D-Bus, ``/var/run/postgresql``);
+  only the readers that need one (``systemctl``, ``docker``, ``ssh``'s agent) keep them.
+
 It does not reach what a command asks another machine to do (``ssh host CMD``: the classifier
-judges CMD; the log says so in `remote_parts`), nor a daemon listening on a Unix socket in
-the filesystem (``/run/docker.sock``, ``/var/run/postgresql``): connecting to a socket is not
-writing to the read-only filesystem.
+judges CMD; the log says so in `remote_parts`).
 """
 
 from __future__ import annotations
@@ -105,11 +107,13 @@ class Sandbox:
         status_fd: int,
         host_network: bool = False,
         capabilities: Sequence[str] = (),
+        seccomp_fd: int = -1,
     ) -> list[str]:
         """bwrap's command line to run `command` in `cwd`, writable only in `scratch`.
 
         `host_network` keeps the host's network namespace (a checked network reader) and
-        `capabilities` are the only ones kept (root only; none by default). bwrap reports on
+        `capabilities` are the only ones kept (root only; none by default); `seccomp_fd`
+        holds the seccomp program that refuses Unix sockets (`seccomp`). bwrap reports on
         `status_fd` (JSON lines) once the command has started, which is how a sandbox that
         could not be set up is told from a command that failed.
         """
@@ -129,6 +133,8 @@ class Sandbox:
         ]  # fmt: skip
         if not host_network:
             argv.append("--unshare-net")
+        if seccomp_fd >= 0:
+            argv += ["--seccomp", str(seccomp_fd)]
         if os.geteuid() == 0:
             for capability in capabilities:
                 argv += ["--cap-add", capability]
