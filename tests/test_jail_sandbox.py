@@ -166,3 +166,28 @@ def test_a_daemon_unix_socket_is_out_of_reach_but_for_readers(
         client.close()
     finally:
         server.close()
+
+
+def test_as_an_unprivileged_user_a_reader_runs_and_keeps_no_capability(sandbox: Sandbox) -> None:
+    need_root()  # to become nobody
+    from agentledger.runner.shell_gate.netreaders import network_grant
+
+    def attempt() -> dict[str, object]:
+        grant = network_grant("ip -br link", os.geteuid())
+        assert grant is not None and not isinstance(grant, str)
+        listed = run_shell("", timeout=20, cwd="/", sandbox=sandbox, grant=grant)
+        _, capabilities = jailed(sandbox, "grep -E '^Cap(Prm|Eff)' /proc/self/status")
+        return {
+            "capabilities": list(grant.capabilities),
+            "exit": listed.exit_code,
+            "lo": b"lo " in bytes(listed.stdout.head),
+            "caps": [line.split()[1] for line in capabilities.splitlines()],
+        }
+
+    seen = as_user(NOBODY, attempt)
+    assert seen == {
+        "capabilities": [],
+        "exit": 0,
+        "lo": True,
+        "caps": ["0000000000000000", "0000000000000000"],
+    }
