@@ -56,6 +56,8 @@ def write_target(
         return None, "standard output"
     if target in HARMLESS_STREAMS:
         return None, f"the command's own {target.rsplit('/', 1)[1]}"
+    if target == NULL_DEVICE and _null_device_is_real():
+        return None, NULL_DEVICE
     lexical = _lexical(target)
     resolved, sure = _resolved(target, cwd)
     if lexical == NULL_DEVICE and resolved == NULL_DEVICE:
@@ -75,6 +77,22 @@ def write_target(
     return _MUTATING, f"the file {where}"
 
 
+_null_checked: list[bool] = []
+
+
+def _null_device_is_real() -> bool:
+    """True when /dev/null is the kernel's null device (character device 1:3), not a link or
+    a file put in its place; looked at once per process."""
+    if not _null_checked:
+        try:
+            found = os.lstat(NULL_DEVICE)
+            real = stat.S_ISCHR(found.st_mode) and found.st_rdev == os.makedev(1, 3)
+        except OSError:
+            real = False
+        _null_checked.append(real)
+    return _null_checked[0]
+
+
 def _lexical(target: str) -> str:
     """`target` with `//` and `/./` folded; `..` kept (it is only resolved with links)."""
     parts = [part for part in target.split("/") if part not in ("", ".")]
@@ -87,8 +105,9 @@ def _resolved(target: str, cwd: str | None) -> tuple[str, bool]:
 
     The kernel resolves it (an O_PATH descriptor of the path, or of its directory for a file
     not made yet, read back through /proc/self/fd): `/proc/PID/root` and `/dev/fd` are links
-    that only it follows right. Where that cannot be done, realpath's reading is taken (and
-    the flag returned is False)."""
+    that only it follows right. Where neither the path nor its directory exists, its text
+    with `..` folded is taken (and the flag returned is False): writing there fails anyway,
+    or it is on another host."""
     if not posixpath.isabs(target):
         try:
             base = cwd if cwd is not None else os.getcwd()
@@ -108,10 +127,7 @@ def _resolved(target: str, cwd: str | None) -> tuple[str, bool]:
     found = _kernel_path(folder)
     if found is not None:
         return posixpath.join(found, name), True
-    try:
-        return os.path.realpath(target), False
-    except (OSError, ValueError):
-        return posixpath.normpath(target), False
+    return posixpath.normpath(target), False
 
 
 def _kernel_path(path: str) -> str | None:
