@@ -49,6 +49,8 @@ READ = [
     "wget -qO- http://10.0.0.5/status",
     "ssh -o ConnectTimeout=5 -o BatchMode=yes web-01 'iptables -S'",
     "timeout 5 curl -sI https://example.com/",
+    'ssh web-01 "sudo iptables -S" | grep -c f2b',
+    'curl -s -H "Authorization: Bearer abc" https://10.0.0.5/api',
 ]
 REFUSED = {
     "iptables --ze -L": "--ze",
@@ -136,7 +138,14 @@ def test_curl_and_wget_are_told_to_follow_nothing_but_http() -> None:
 
 
 def test_a_reader_hidden_in_a_line_is_refused_not_run_without_its_network() -> None:
-    for line in ("ls; iptables -S", "echo x | curl -s http://10.0.0.5/", "$(iptables -S)"):
+    hidden = (
+        "ls; iptables -S",
+        "echo x | curl -s http://10.0.0.5/",
+        "$(iptables -S)",
+        'ssh web "echo $(id)"',
+        'curl -H "X: \\$HOME" http://10.0.0.5/',
+    )
+    for line in hidden:
         decision = Gate(None, None).decide(line)
         assert decision.decision == "denied", line
 

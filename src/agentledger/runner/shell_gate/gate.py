@@ -243,7 +243,7 @@ class Gate:
                     reason = (
                         f"{part.command} needs the host's network or a daemon's socket, which "
                         "the sandbox gives a reader only as the first command of its line, in "
-                        "plain words or single quotes, optionally piped into the rest "
+                        "plain words or quotes bash reads literally, optionally piped into the rest "
                         "(`iptables -S | grep DROP`)"
                     )
                     return Decision(decision.classification, "denied", "sandbox", reason)

@@ -16,8 +16,8 @@ zeroes the counters), each value of the kind listed, each positional word of the
 listed. The line must be the reader alone, or the reader piped into the rest of the line
 (`iptables -S | grep DROP`); the reader is then run from the words checked here, without a
 shell, so what runs is what was checked, and the rest of the line runs in a sandbox of its
-own with no network. The words are plain or in single quotes (what bash reads the same way
-as any tokenizer). As root, the firewall readers keep CAP_NET_ADMIN (reading netfilter
+own with no network. The words are plain, in single quotes, or in double quotes holding
+nothing bash expands (what bash reads the same way as any tokenizer). As root, the firewall readers keep CAP_NET_ADMIN (reading netfilter
 needs it; `iptables` also CAP_NET_RAW, for the legacy backend's raw socket) and `ping` keeps
 CAP_NET_RAW; as these run from checked words without a shell, nothing else gets them, and
 no other command keeps any capability. Readers get a clean environment, so that
@@ -117,10 +117,15 @@ def check_reader(words: Sequence[str]) -> str:
     return reader.check(list(words[1:]))
 
 
+_DOUBLE_QUOTED_SPECIAL = frozenset("$`\\!")
+"""What bash still reads inside double quotes (history expansion only interactively)."""
+
+
 def strict_words(text: str) -> list[str] | None:
-    """The words of `text` when bash reads them as any tokenizer would: plain characters
-    and single-quoted strings only (no expansion, quoting or operator bash could read
-    otherwise); None when anything else is there."""
+    """The words of `text` when bash reads them as any tokenizer would: plain characters,
+    single-quoted strings, and double-quoted ones without `$`, a backquote, a backslash or
+    `!` (no expansion, quoting or operator bash could read otherwise); None when anything
+    else is there."""
     words: list[str] = []
     current: list[str] = []
     in_word = False
@@ -131,11 +136,12 @@ def strict_words(text: str) -> list[str] | None:
             if in_word:
                 words.append("".join(current))
                 current, in_word = [], False
-        elif char == "'":
-            end = text.find("'", index + 1)
-            if end < 0:
+        elif char in "'\"":
+            end = text.find(char, index + 1)
+            quoted = text[index + 1 : end]
+            if end < 0 or (char == '"' and _DOUBLE_QUOTED_SPECIAL.intersection(quoted)):
                 return None
-            current.append(text[index + 1 : end])
+            current.append(quoted)
             in_word, index = True, end
         elif char in _PLAIN:
             current.append(char)
@@ -152,11 +158,11 @@ def strict_words(text: str) -> list[str] | None:
 
 def split_reader(line: str) -> tuple[str, str | None]:
     """`line` as its first command and the rest after a pipe (None without one)."""
-    quoted = False
+    quote = ""
     for index, char in enumerate(line):
-        if char == "'":
-            quoted = not quoted
-        elif char == "|" and not quoted:
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        elif char == "|" and not quote:
             after = line[index + 1 : index + 2]
             if after in ("|", "&"):
                 return line, None
