@@ -243,8 +243,8 @@ class Gate:
                     reason = (
                         f"{part.command} needs the host's network or a daemon's socket, which "
                         "the sandbox gives a reader only as the first command of its line, in "
-                        "plain words or quotes bash reads literally, optionally piped into the rest "
-                        "(`iptables -S | grep DROP`)"
+                        "plain words or quotes bash reads literally, optionally piped into the "
+                        "rest (`iptables -S | grep DROP`)"
                     )
                     return Decision(decision.classification, "denied", "sandbox", reason)
         decision.network = grant

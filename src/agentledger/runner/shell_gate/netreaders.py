@@ -17,13 +17,13 @@ listed. The line must be the reader alone, or the reader piped into the rest of 
 (`iptables -S | grep DROP`); the reader is then run from the words checked here, without a
 shell, so what runs is what was checked, and the rest of the line runs in a sandbox of its
 own with no network. The words are plain, in single quotes, or in double quotes holding
-nothing bash expands (what bash reads the same way as any tokenizer). As root, the firewall readers keep CAP_NET_ADMIN (reading netfilter
-needs it; `iptables` also CAP_NET_RAW, for the legacy backend's raw socket) and `ping` keeps
-CAP_NET_RAW; as these run from checked words without a shell, nothing else gets them, and
-no other command keeps any capability. Readers get a clean environment, so that
-`WGETRC`, `CURL_HOME` or a proxy set by the agent cannot turn a read into a write, and
-curl and wget are told to ignore their configuration files and to follow no scheme but
-http and https.
+nothing bash expands (what bash reads the same way as any tokenizer). As root, the firewall
+readers keep CAP_NET_ADMIN (reading netfilter needs it; `iptables` also CAP_NET_RAW, for the
+legacy backend's raw socket) and `ping` keeps CAP_NET_RAW; as these run from checked words
+without a shell, nothing else gets them, and no other command keeps any capability. Readers
+get a clean environment, so that `WGETRC`, `CURL_HOME` or a proxy set by the agent cannot
+turn a read into a write, and curl and wget are told to ignore their configuration files and
+to follow no scheme but http and https.
 """
 
 from __future__ import annotations
