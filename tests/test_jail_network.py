@@ -286,3 +286,12 @@ def test_daemon_readers_get_their_socket_but_no_network(line: str) -> None:
 def test_daemon_readers_refuse_everything_else(line: str, named: str) -> None:
     why = network_grant(line, 0)
     assert isinstance(why, str) and named in why, why
+
+
+def test_the_investigators_commands_still_run_in_investigate_mode() -> None:
+    """Readers are checked strictly, but not at the cost of what investigators really run."""
+    from test_shell_corpora import INVESTIGATIONS
+
+    gate = Gate(None, None)
+    refused = [line for line in INVESTIGATIONS if gate.decide(line).decision == "denied"]
+    assert refused == []

@@ -117,6 +117,10 @@ def check_reader(words: Sequence[str]) -> str:
     return reader.check(list(words[1:]))
 
 
+_IGNORED_ASSIGNMENTS = frozenset(
+    ("SYSTEMD_PAGER", "PAGER", "SYSTEMD_COLORS", "SYSTEMD_LESS", "COLUMNS", "LINES", "NO_COLOR")
+)
+"""Assignments before a reader that only shape its output (it runs without them)."""
 _DOUBLE_QUOTED_SPECIAL = frozenset("$`\\!")
 """What bash still reads inside double quotes (history expansion only interactively)."""
 
@@ -151,6 +155,8 @@ def strict_words(text: str) -> list[str] | None:
         index += 1
     if in_word:
         words.append("".join(current))
+    while words and "=" in words[0] and words[0].split("=", 1)[0] in _IGNORED_ASSIGNMENTS:
+        words = words[1:]  # readers run with a clean environment: these change nothing
     if words and ("=" in words[0] and words[0].split("=", 1)[0].isidentifier()):
         return None  # an assignment before the command
     return words
@@ -202,7 +208,8 @@ def network_grant(line: str, euid: int) -> NetworkGrant | str | None:
     reader = READERS[name]
     problem = reader.check(words[1:])
     if problem:
-        return f"{name} gets the host's network only with the options it reads with: {problem}"
+        reach = "its daemon's socket" if not reader.host_network else "the host's network"
+        return f"{name} gets {reach} only with the words it reads with: {problem}"
     if rest is not None and not rest.strip():
         return "nothing follows the pipe"
     argv = [*prefix, words[0], *reader.forced, *words[1:]]

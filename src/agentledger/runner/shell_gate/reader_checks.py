@@ -331,6 +331,7 @@ _DOCKER_READS = {
                                           "stats"),
     "image": ("ls", "list", "inspect", "history"), "network": ("ls", "list", "inspect"),
     "volume": ("ls", "list", "inspect"), "system": ("df", "info"),
+    "compose": ("ps", "logs", "config", "ls", "images", "top", "version"),
 }  # fmt: skip
 _DOCKER_OPTIONS = ReaderOptions(
     "-a --all -q --quiet --no-trunc -s --size -t --timestamps --details --no-stream "
