@@ -1,5 +1,6 @@
-"""Benchmark of the gated shell (issues 3, 15): start-up of `agentledger exec` with and
-without the read-only sandbox, the classifier, and redaction.
+"""Benchmark of the gated shell (issues 3, 15, 33): start-up of `agentledger exec` with and
+without the read-only sandbox and for a network reader, the classifier, redaction, and the
+memory the output spool holds for `yes` run for 10 s.
 
     .venv/bin/python bench/gate.py                  # 30 repeats, a corpus of 5,000 commands
     .venv/bin/python bench/gate.py --repeats 50 --corpus 20000 --json results.json
@@ -47,7 +48,9 @@ def timed_runs(
     for _ in range(repeats):
         for name, argv in commands.items():
             started = time.perf_counter()
-            done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=False)
+            done = subprocess.run(
+                argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+            )
             samples[name].append((time.perf_counter() - started) * 1000)
             if done.returncode not in (0, 126):
                 raise SystemExit(f"{' '.join(argv)} exited {done.returncode}")
@@ -203,11 +206,36 @@ def redaction_cost(kilobytes: int = 64, repeats: int = 20) -> dict[str, float]:
     return figures
 
 
+def spool_memory(
+    exe: list[str], work: Path, env: dict[str, str], seconds: float
+) -> dict[str, float]:
+    """Peak resident memory of `agentledger exec -- yes` killed after `seconds` (the gate
+    spools the output: its head and tail kept, all of it counted and hashed), against
+    `exec -- true`."""
+    run_dir = work / "spool-run"
+    run_dir.mkdir()
+    peaks = {}
+    for name, command, timeout in (("true", "true", 10.0), ("yes", "yes", seconds)):
+        argv = [*exe, "--run-dir", str(run_dir), "--timeout", f"{timeout:g}", "--", command]
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+        _, _, usage = os.wait4(process.pid, 0)
+        process.returncode = 0
+        peaks[name] = usage.ru_maxrss / 1024
+    event = json.loads((run_dir / "shell_audit.jsonl").read_text().splitlines()[-1])
+    return {
+        "true_peak_mb": peaks["true"],
+        "yes_peak_mb": peaks["yes"],
+        "yes_seconds": seconds,
+        "yes_output_mb": event["stdout_bytes"] / 1e6,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--corpus", type=int, default=5000)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--yes-seconds", type=float, default=10.0, help="how long `yes` runs")
     options = parser.parse_args()
 
     script = Path(sys.executable).parent / "agentledger"
@@ -243,11 +271,17 @@ def main() -> int:
                 "exec -- pipeline (parser)": [
                     *exe, "--run-dir", str(run_dir), "--", "cat /etc/hostname | wc -c",
                 ],
+                # A network reader: checked option by option, run without a shell in the
+                # sandbox with the host's network.
+                "exec -- ip -br a (reader)": [
+                    *exe, "--run-dir", str(run_dir), "--", "ip -br a",
+                ],
             },
             options.repeats,
             env,
         )  # fmt: skip
         logged = len((run_dir / "shell_audit.jsonl").read_text().splitlines())
+        spool = spool_memory(exe, Path(work), env, options.yes_seconds)
     baseline = medians["python -c pass"]
     ratio = medians["exec -- true"] / baseline
     sandbox_cost = medians["exec -- true"] / medians["exec -- true (sandbox: off)"]
@@ -261,6 +295,14 @@ def main() -> int:
     print(f"  goal: exec -- true within {GOAL:g}x of python -c pass: {ratio:.2f}x ({verdict})")
     print(f"  the sandbox: exec -- true {sandbox_cost:.2f}x the same exec with sandbox: off")
     print(f"  audit lines written: {logged}")
+    reader = medians["exec -- ip -br a (reader)"] / baseline
+    print(f"  goal: exec of a network reader within {GOAL:g}x of python -c pass: {reader:.2f}x")
+    print(f"output spool: exec -- yes for {spool['yes_seconds']:g} s")
+    print(
+        f"  {spool['yes_output_mb']:,.0f} MB of output; peak resident "
+        f"{spool['yes_peak_mb']:.1f} MB (exec -- true: {spool['true_peak_mb']:.1f} MB); "
+        f"goal under 64 MB: {'met' if spool['yes_peak_mb'] < 64 else 'NOT met'}"
+    )
     print(f"classifier on {throughput['commands']:,} generated ops commands")
     print(f"  {throughput['commands_per_s']:,.0f} commands/s")
     print(f"  {throughput['parser_only_commands_per_s']:,.0f} commands/s with the parser for all")
@@ -278,7 +320,9 @@ def main() -> int:
         figures = {
             "startup_ms": medians,
             "ratio": ratio,
+            "reader_ratio": reader,
             "sandbox_ratio": sandbox_cost,
+            "spool": spool,
             "redaction": redaction,
             "goal": GOAL,
             "repeats": options.repeats,

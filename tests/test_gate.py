@@ -408,7 +408,10 @@ def test_timeout_kills_the_whole_sandboxed_command(run_dir: Path) -> None:
     assert _running_with_argument("31.25") == []
     (event,) = events(run_dir)
     assert event.exit_code == 124 and event.timed_out is True
-    assert event.model_extra == {"sandbox": "bwrap"}
+    assert {key: event.model_extra[key] for key in ("sandbox", "network")} == {
+        "sandbox": "bwrap",
+        "network": "none",
+    }
 
 
 def test_signals_give_shell_exit_codes(run_dir: Path) -> None:

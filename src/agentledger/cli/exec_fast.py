@@ -178,7 +178,13 @@ def _exec(
             "No run directory: pass --run-dir DIR or set AGENTLEDGER_RUN_DIR "
             "(--dry-run needs none)."
         )
-    gate = Gate.for_run_dir(run_dir, policy, timeout=timeout, stdin=_stdin_for_command())
+    tee = _output_descriptors()
+    gate = Gate.for_run_dir(run_dir, policy, timeout=timeout, stdin=_stdin_for_command(), tee=tee)
+    if gate.rules.sandbox == "off":
+        sys.stderr.write(
+            "agentledger exec: WARNING: the policy says `sandbox: off`: this command runs "
+            "outside the sandbox, held by the classifier alone\n"
+        )
     previous = _handle_signals()
     try:
         result = gate.run(line)
@@ -191,8 +197,9 @@ def _exec(
             f"[{decision.classification.kind}]: {decision.reason}\n"
         )
         return DENIED_EXIT
-    _write(sys.stdout, result.stdout)
-    _write(sys.stderr, result.stderr)
+    if tee is None:
+        _write(sys.stdout, result.stdout)
+        _write(sys.stderr, result.stderr)
     if result.timed_out:
         sys.stderr.write(f"agentledger exec: timed out after {gate.timeout:g} s and was killed\n")
     return result.exit_code if result.exit_code is not None else 1
@@ -231,6 +238,17 @@ def _describe(decision: Decision) -> str:
     lines.append(f"decision:        {decision.decision} (by {decision.decided_by})")
     lines.append(f"reason:          {printable(decision.reason)}")
     return "\n".join(lines) + "\n"
+
+
+def _output_descriptors() -> tuple[int, int] | None:
+    """Our stdout and stderr descriptors, for the command's output to go on to as it comes
+    (the gate keeps only a bounded copy); None when they are not real files."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _stdin_for_command() -> int | None:

@@ -30,7 +30,6 @@ from agentledger.shell.knowledge import (
     MUTATING,
     UNKNOWN,
     Knowledge,
-    glob_match,
     load_knowledge,
     most_severe,
 )
@@ -612,14 +611,17 @@ class _Walker:
             self.add(shown, MUTATING, f"output goes to {destination.raw}, a file named at run "
                      "time", via)  # fmt: skip
             return False
-        rules = self.knowledge.redirects
+        from agentledger.shell.paths import write_target
+
         path = destination.value
-        if any(glob_match(pattern, path) for pattern in rules.get("harmless", ())):
+        destructive = self.knowledge.redirects.get("destructive", ())
+        kind, what = write_target(path, destructive=destructive)
+        if kind is None:
             return False
-        if any(glob_match(pattern, path) for pattern in rules.get("destructive", ())):
-            self.add(shown, DESTRUCTIVE, f"output redirected onto the device {path}", via)
+        if kind == DESTRUCTIVE:
+            self.add(shown, DESTRUCTIVE, f"output redirected onto {what}", via)
         else:
-            self.add(shown, MUTATING, f"output redirected to {path} writes a file", via)
+            self.add(shown, MUTATING, f"output redirected to {path} writes {what}", via)
         self.visitor.writes(destination.raw.strip("'\""), via)
         return False
 

@@ -200,15 +200,13 @@ def _unknown_option(
 
 def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
     """The class of writing to the file `target` (None: named at run time); None when the
-    place is harmless (/dev/null, standard output)."""
+    place is harmless (exactly /dev/null, standard output): see `paths.write_target`."""
     if target is None:
         return MUTATING
-    rules = knowledge.redirects
-    if target == "-" or any(glob_match(p, target) for p in rules.get("harmless", ())):
-        return None
-    if any(glob_match(pattern, target) for pattern in rules.get("destructive", ())):
-        return DESTRUCTIVE
-    return MUTATING
+    from agentledger.shell.paths import write_target
+
+    destructive = knowledge.redirects.get("destructive", ())
+    return write_target(target, option=True, destructive=destructive)[0]
 
 
 def _output(

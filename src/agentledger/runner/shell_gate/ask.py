@@ -1,11 +1,15 @@
-"""Ask the person at the terminal whether a command may run (policy `prompt`).
+r"""Ask the person at the terminal whether a command may run (policy `prompt`).
 
 The question goes to the controlling terminal (/dev/tty), never to stdout or stderr, which
 belong to the agent, and the answer is read from it. Without a terminal nobody can be asked
-and the command is denied. The terminal is used through its file descriptor (a terminal
-cannot seek, so it is not opened as a read-write text file), input typed before the
-question is thrown away so that it cannot answer it, and the person who answered is the
-terminal's owner, not whatever the agent put in $USER.
+and the command is denied. No command the agent runs holds that terminal: gated commands get
+their standard input from /dev/null or a pipe and a session of their own (`execute`). The
+question is drawn by the gate alone: the terminal is reset and the screen cleared first, so
+nothing printed before can pose as part of it, and the command is shown with every control
+character, escape sequence and bidirectional mark as ``\xNN`` / ``\uXXXX``. Input typed
+before the question is thrown away so that it cannot answer it. The person who answered is
+named from what the agent cannot set: the kernel's login uid of the session, then the login
+name of the terminal, then sudo's SUDO_USER; a bare ``root`` is never all the log says.
 """
 
 from __future__ import annotations
@@ -25,9 +29,22 @@ if TYPE_CHECKING:
         def is_set(self) -> bool: ...
 
 
-__all__ = ["TERMINAL", "Answer", "has_terminal", "printable", "question", "terminal_approver"]
+__all__ = [
+    "CLEAR",
+    "TERMINAL",
+    "Answer",
+    "approver_identity",
+    "has_terminal",
+    "printable",
+    "question",
+    "terminal_approver",
+]
 
 TERMINAL = "/dev/tty"
+CLEAR = "\x1b[!p\x1b[0m\x1b[?25h\x1b[2J\x1b[3J\x1b[H"
+"""Written before the question: soft reset (modes and character sets a command's output may
+have set), normal colours, a visible cursor, the screen and its scrollback cleared, home."""
+_NO_LOGIN_UID = 4294967295
 
 
 class Answer:
@@ -56,10 +73,95 @@ def has_terminal() -> bool:
 
 
 def printable(text: str) -> str:
-    """`text` with control characters shown as escapes: agent text cannot drive the terminal."""
+    """`text` with control characters, escape sequences and invisible or bidirectional
+    marks shown as ``\\xNN`` / ``\\uXXXX``: agent text cannot drive the terminal or hide
+    what it says. When anything is escaped, backslashes are doubled too, so that a typed
+    ``\\x1b`` cannot pass for an escaped one."""
     if text.isprintable():
         return text
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    return "".join(char if char.isprintable() and char != "\\" else _escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    if char == "\\":
+        return "\\\\"
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def approver_identity(fd: int | None = None) -> str:
+    """Who is answering: the session's login user (the kernel's loginuid, which no process
+    of the session can change), else the terminal's login name, else SUDO_USER; a plain
+    ``root`` only with where it came from (`fd`: the terminal asked on)."""
+    import pwd
+
+    login = _login_name()
+    if login and login != "root":
+        return login
+    sudo = os.environ.get("SUDO_USER", "")
+    if sudo and sudo != "root":
+        try:
+            pwd.getpwnam(sudo)
+        except KeyError:
+            sudo = ""
+        if sudo:
+            return f"{sudo} (SUDO_USER)"
+    owner = _owner(fd) if fd is not None else _user_name(os.getuid())
+    where = _terminal_name(fd)
+    if login == "root":
+        return f"root (logged in as root{where})"
+    return f"{owner} (no login or sudo identity{where})"
+
+
+def _login_name() -> str | None:
+    import pwd
+
+    try:
+        with open("/proc/self/loginuid", "rb") as handle:
+            uid = int(handle.read().strip() or _NO_LOGIN_UID)
+    except (OSError, ValueError):
+        uid = _NO_LOGIN_UID
+    if uid != _NO_LOGIN_UID:
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return str(uid)
+    try:
+        return os.getlogin()
+    except OSError:
+        return None
+
+
+def _terminal_name(fd: int | None) -> str:
+    """``, at /dev/pts/N``: the controlling terminal (/dev/tty names none in particular)."""
+    if fd is None:
+        return ""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        number = int(fields[4])
+        major, minor = (number >> 8) & 0xFFF, (number & 0xFF) | ((number >> 12) & 0xFFF00)
+        if 136 <= major <= 143:
+            return f", at /dev/pts/{(major - 136) * 256 + minor}"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return f", at {os.ttyname(fd)}"
+    except OSError:
+        return ""
+
+
+def _user_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
 
 
 def question(decision: Decision) -> str:
@@ -102,10 +204,10 @@ _QUESTION = _thread.allocate_lock()
 def _ask(decision: Decision, timeout: float, cancel: Cancel | None) -> Answer:
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
     try:
-        who = _owner(fd)
+        who = approver_identity(fd)
         try:
             _discard_typeahead(fd)
-            _write(fd, question(decision))
+            _write(fd, CLEAR + question(decision))
             line = _read_line(fd, timeout, cancel)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")
@@ -126,17 +228,12 @@ def _ask(decision: Decision, timeout: float, cancel: Cancel | None) -> Answer:
 
 
 def _owner(fd: int) -> str:
-    """The terminal's owner: the person sitting at it."""
+    """The terminal's owner (the account it was opened for)."""
     try:
         uid = os.fstat(fd).st_uid
     except OSError:
         uid = os.getuid()
-    try:
-        import pwd
-
-        return pwd.getpwuid(uid).pw_name
-    except (ImportError, KeyError):
-        return str(uid)
+    return _user_name(uid)
 
 
 def _discard_typeahead(fd: int) -> None:

@@ -12,19 +12,29 @@ import fcntl
 import os
 import time
 
-from agentledger.shell.validated_cache import sha256_hex
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from agentledger.runner.shell_gate.redact import Redactor
+    from agentledger.runner.shell_gate.spool import Spool
 
-__all__ = ["append_event", "encode_json", "iso_time", "stored_output"]
+__all__ = [
+    "INTENT_SUFFIX",
+    "append_event",
+    "clear_intent",
+    "encode_json",
+    "iso_time",
+    "recover_unfinished",
+    "stored_output",
+    "write_intent",
+]
 
 _MARGIN = 8192
 """Output past the kept bytes that is still redacted, so that a secret cut by the truncation
 is recognised whole (private key blocks are the longest, a few kilobytes)."""
+_TAIL_SHOWN = 4096
+"""At most this many bytes of the end of a cut output are logged after the marker."""
 
 try:
     from _json import encode_basestring_ascii as _quote
@@ -52,21 +62,25 @@ def clean_text(text: str) -> str:
         return raw.decode("utf-8", "backslashreplace")
 
 
-def stored_output(raw: bytes, redactor: Redactor, limit: int) -> tuple[str, str, int, bool]:
-    """How output is logged: (redacted text cut to `limit` bytes, sha256 and size of the full
-    raw bytes, whether it was cut). Bytes that are not UTF-8 are kept as ``\\xNN``."""
-    digest = "sha256:" + sha256_hex(raw)
-    text = raw[: limit + _MARGIN].decode("utf-8", "backslashreplace")
-    text = redactor.redact(text)
+def stored_output(spool: Spool, redactor: Redactor, limit: int) -> tuple[str, str, int, bool]:
+    """How output is logged: (redacted text cut to `limit` bytes, sha256 and size of all the
+    bytes, whether it was cut). A cut text ends with the last bytes of the output. Bytes
+    that are not UTF-8 are kept as ``\\xNN``."""
+    head = bytes(spool.head[: limit + _MARGIN])
+    text = redactor.redact(head.decode("utf-8", "backslashreplace"))
     encoded = text.encode("utf-8")
-    truncated = len(encoded) > limit or len(raw) > limit + _MARGIN
+    truncated = len(encoded) > limit or spool.size > len(head)
     if truncated:
-        text = encoded[:limit].decode("utf-8", "ignore")
+        tail_room = min(_TAIL_SHOWN, limit // 4)
+        text = encoded[: limit - tail_room].decode("utf-8", "ignore")
         text += (
-            f"\n[agentledger: output truncated to {limit} bytes of {len(raw)}; "
-            "the sha256 covers all of it]"
+            f"\n[agentledger: output truncated to {limit} bytes of {spool.size}; "
+            "the sha256 covers all of it; its end follows]\n"
         )
-    return text, digest, len(raw), truncated
+        tail = (bytes(spool.head) + spool.tail)[-(tail_room + _MARGIN) :]
+        ending = redactor.redact(tail.decode("utf-8", "backslashreplace"))
+        text += ending.encode("utf-8")[-tail_room:].decode("utf-8", "ignore") if tail_room else ""
+    return text, spool.digest, spool.size, truncated
 
 
 def encode_json(value: Any) -> str:
@@ -105,3 +119,94 @@ def append_event(path: str, event: dict[str, Any]) -> None:
             view = view[written:]
     finally:
         os.close(fd)
+
+
+INTENT_SUFFIX = ".pending"
+"""The directory beside the audit log (``shell_audit.jsonl.pending``) that holds the events
+of commands running now: written before a command starts, removed once its event is in the
+log. One left behind by a gate that died (killed, out of memory) is moved into the log as
+`unfinished` by the next gate on the same log (`recover_unfinished`)."""
+
+
+def write_intent(path: str, event: dict[str, Any]) -> str:
+    """Record that the command of `event` is about to run; the intent file's path."""
+    folder = path + INTENT_SUFFIX
+    name = os.path.join(folder, f"{event['event_id']}.json")
+    data = (encode_json({**event, "gate_pid": os.getpid()}) + "\n").encode("ascii")
+    for _ in range(3):
+        try:
+            os.makedirs(folder, mode=0o755, exist_ok=True)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:
+            continue  # another gate removed the empty directory just now
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return name
+    raise FileNotFoundError(f"cannot create {name}")
+
+
+def clear_intent(name: str) -> None:
+    """The command's event is in the log: its intent is no longer needed."""
+    import contextlib
+
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(name))
+
+
+def recover_unfinished(path: str) -> int:
+    """Append to the log, as `unfinished`, every intent whose gate is no longer alive; how
+    many. A command whose gate died has run (or begun to), and the log must say so."""
+    folder = path + INTENT_SUFFIX
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    recovered = 0
+    for entry in names:
+        name = os.path.join(folder, entry)
+        if not entry.endswith(".json"):
+            continue
+        event = _read_intent(name)
+        if event is None or _alive(event.pop("gate_pid", None)):
+            continue
+        claimed = f"{name}.{os.getpid()}"
+        try:
+            os.rename(name, claimed)  # two gates recovering at once: one wins
+        except FileNotFoundError:
+            continue
+        name = claimed
+        event["state"] = "unfinished"
+        event["reason"] = f"{event.get('reason', '')}; the gate stopped before the command ended"
+        append_event(path, event)
+        clear_intent(name)
+        recovered += 1
+    return recovered
+
+
+def _read_intent(name: str) -> dict[str, Any] | None:
+    import json
+
+    try:
+        with open(name, "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "event_id" in data else None
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,8 +1,13 @@
-"""Run an allowed command line with a shell, capture its output, and kill it on timeout.
+"""Run an allowed command line with a shell, spool its output, and kill it on timeout.
 
 The command runs as ``bash -c COMMAND`` (``/bin/sh -c`` where there is no bash) in a process
 group of its own, so that a timeout kills everything it started (like `timeout`, the exit code
-is then 124). `os.posix_spawn` and `select.poll` keep this module cheap to load.
+is then 124). Outside the sandbox it also gets a session of its own: no controlling terminal,
+so it cannot write to or read from the approver's. Output goes to a bounded `Spool` (and,
+when asked, straight on to the caller's own descriptors), never whole into memory.
+A network reader (`netreaders`) runs from its checked words, without a shell, and the rest of
+its line, if any, reads its output in a sandbox of its own. `os.posix_spawn` and
+`select.poll` keep this module cheap to load.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
+    from agentledger.runner.shell_gate.netreaders import NetworkGrant
     from agentledger.runner.shell_gate.sandbox import Sandbox
+    from agentledger.runner.shell_gate.spool import Spool
 
 __all__ = ["TIMEOUT_EXIT", "Completed", "find_shell", "run_shell"]
 
@@ -29,15 +36,15 @@ _shell: str | None = None
 
 
 class Completed:
-    """What a command did: exit code, full output, duration, and whether it was cut short."""
+    """What a command did: exit code, its output spools, duration, whether it was cut short."""
 
     __slots__ = ("duration_ms", "exit_code", "interrupted", "stderr", "stdout", "timed_out")
 
     def __init__(
         self,
         exit_code: int,
-        stdout: bytes,
-        stderr: bytes,
+        stdout: Spool,
+        stderr: Spool,
         duration_ms: float,
         *,
         timed_out: bool = False,
@@ -74,6 +81,8 @@ def run_shell(
     env: Mapping[str, str] | None = None,
     stdin: int | None = None,
     sandbox: Sandbox | None = None,
+    grant: NetworkGrant | None = None,
+    tee: tuple[int, int] | None = None,
 ) -> Completed:
     """Run `command` with the shell and wait for it, at most `timeout` seconds.
 
@@ -81,32 +90,94 @@ def run_shell(
     while waiting kills the command and returns with `interrupted` set. With `sandbox` the
     command runs inside it, writable only in a scratch directory removed afterwards; a
     sandbox that cannot be set up raises SandboxUnavailableError (the command did not run).
+    `grant` (with a sandbox) runs the network reader it names with the host's network. `tee`
+    are descriptors that get the output as it comes (stdout, stderr), besides the spools.
     """
     if sandbox is None:
-        return _spawn(_shell_argv(command, cwd), timeout=timeout, env=env, stdin=stdin)
+        job = _Job(_shell_argv(command, cwd), env, stdin)
+        return _run([job], timeout, tee, session=True)
     from agentledger.runner.shell_gate.sandbox import make_scratch, remove_scratch
 
     scratch = make_scratch()
-    status_read, status_write = os.pipe()
+    jobs: list[_Job] = []
     try:
-        os.set_inheritable(status_write, True)
-        argv = sandbox.argv(
-            [find_shell(), "-c", command],
-            cwd=cwd if cwd is not None else os.getcwd(),
-            scratch=scratch,
-            status_fd=status_write,
-        )
-        handed, status_write = status_write, -1
-        completed = _spawn(argv, timeout=timeout, env=env, stdin=stdin, extra_fd=handed)
-        status = _read_ready(status_read)
+        place = cwd if cwd is not None else os.getcwd()
+        if grant is None:
+            jobs.append(_Job([find_shell(), "-c", command], env, stdin))
+        else:
+            jobs += _reader_jobs(grant, env)
+        for job in jobs:
+            job.status = os.pipe()
+            os.set_inheritable(job.status[1], True)
+            if not job.unix_sockets:
+                from agentledger.runner.shell_gate.seccomp import unix_socket_filter_fd
+
+                job.seccomp = unix_socket_filter_fd()
+            job.argv = sandbox.argv(
+                job.argv,
+                cwd=place,
+                scratch=scratch,
+                status_fd=job.status[1],
+                host_network=job.host_network,
+                capabilities=job.capabilities,
+                seccomp_fd=job.seccomp,
+            )
+        completed = _run(jobs, timeout, tee, session=False)
+        started = all(sandbox.started(_read_ready(job.status[0])) for job in jobs)
     finally:
-        for fd in (status_read, status_write):
-            if fd >= 0:
-                os.close(fd)
+        for job in jobs:
+            for fd in (*job.status, job.seccomp):
+                if fd >= 0:
+                    os.close(fd)
         remove_scratch(scratch)
-    if not sandbox.started(status) and not (completed.timed_out or completed.interrupted):
-        raise sandbox.failure(completed.stderr)
+    if not started and not (completed.timed_out or completed.interrupted):
+        raise sandbox.failure(bytes(completed.stderr.head))
     return completed
+
+
+class _Job:
+    """One process to start: its argv, environment, standard input, and (in the sandbox)
+    its status pipe, whether it keeps the host's network and which capabilities."""
+
+    __slots__ = (
+        "argv",
+        "capabilities",
+        "env",
+        "host_network",
+        "seccomp",
+        "status",
+        "stderr",
+        "stdin",
+        "unix_sockets",
+    )
+
+    def __init__(self, argv: list[str], env: Mapping[str, str] | None, stdin: int | None) -> None:
+        self.argv = argv
+        self.env = env
+        self.stdin = stdin
+        self.status = (-1, -1)
+        self.host_network = False
+        self.unix_sockets = False
+        self.seccomp = -1
+        self.capabilities: Sequence[str] = ()
+        self.stderr = "pipe"
+
+
+def _reader_jobs(grant: NetworkGrant, env: Mapping[str, str] | None) -> list[_Job]:
+    """The network reader (host network, clean environment) and the rest of its line."""
+    from agentledger.runner.shell_gate.netreaders import reader_environment
+
+    reader = _Job(list(grant.argv), reader_environment(os.environ if env is None else env), None)
+    reader.host_network = grant.host_network
+    reader.unix_sockets = grant.unix_sockets
+    reader.capabilities = grant.capabilities
+    if grant.stderr_to_stdout:
+        reader.stderr = "stdout"
+    elif grant.stderr_to_null:
+        reader.stderr = "null"
+    if grant.rest is None:
+        return [reader]
+    return [reader, _Job([find_shell(), "-c", grant.rest], env, None)]
 
 
 def _shell_argv(command: str, cwd: str | None) -> list[str]:
@@ -129,57 +200,72 @@ def _read_ready(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _spawn(
-    argv: list[str],
-    *,
-    timeout: float,
-    env: Mapping[str, str] | None,
-    stdin: int | None,
-    extra_fd: int = -1,
+def _run(
+    jobs: list[_Job], timeout: float, tee: tuple[int, int] | None, *, session: bool
 ) -> Completed:
-    """Start `argv` in a process group of its own, collect its output, wait for it.
+    """Start `jobs` as a pipeline in one process group, spool their output, wait for them.
 
-    `extra_fd` is closed here once the child holds it (the sandbox's status pipe)."""
-    shell = argv[0]
+    `session`: the first job gets a session of its own (outside the sandbox; bwrap makes
+    one for each sandboxed job itself)."""
+    from agentledger.runner.shell_gate.spool import Spool
+
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    actions: list[tuple[object, ...]] = [
-        (os.POSIX_SPAWN_DUP2, out_write, 1),
-        (os.POSIX_SPAWN_DUP2, err_write, 2),
-    ]
-    if stdin is None:
-        actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
-    elif stdin != 0:
-        actions.append((os.POSIX_SPAWN_DUP2, stdin, 0))
     started = time.monotonic()
+    pids: list[int] = []
+    failure: OSError | None = None
+    link_read = -1
     try:
-        pid = os.posix_spawn(
-            shell, argv, os.environ if env is None else env, file_actions=actions, setpgroup=0
-        )
-    except OSError as exc:
-        for fd in (out_read, err_read):
-            os.close(fd)
-        message = f"agentledger: cannot start {shell}: {exc.strerror or exc}\n".encode()
-        code = 127 if isinstance(exc, FileNotFoundError) else 126
-        return Completed(code, b"", message, (time.monotonic() - started) * 1000)
+        for index, job in enumerate(jobs):
+            last = index == len(jobs) - 1
+            link = (-1, -1) if last else os.pipe()
+            stdout = out_write if last else link[1]
+            actions = _actions(job, link_read, stdout, err_write)
+            try:
+                pids.append(_start(job, actions, pids, session=session))
+            except OSError as exc:
+                failure = exc
+            finally:
+                if link_read >= 0:
+                    os.close(link_read)
+                if not last:
+                    os.close(link[1])
+                link_read = link[0]
+                if job.status[1] >= 0:
+                    os.close(job.status[1])
+                    job.status = (job.status[0], -1)
+                if job.seccomp >= 0:
+                    os.close(job.seccomp)
+                    job.seccomp = -1
+            if failure is not None:
+                break
     finally:
+        if link_read >= 0:
+            os.close(link_read)
         os.close(out_write)
         os.close(err_write)
-        if extra_fd >= 0:
-            os.close(extra_fd)
-    outputs: dict[int, list[bytes]] = {out_read: [], err_read: []}
+    spools = {out_read: Spool(), err_read: Spool()}
+    if failure is not None and not pids:
+        for fd in spools:
+            os.close(fd)
+        shell = jobs[0].argv[0]
+        message = f"agentledger: cannot start {shell}: {failure.strerror or failure}\n".encode()
+        code = 127 if isinstance(failure, FileNotFoundError) else 126
+        return Completed(code, Spool(), Spool.of(message), (time.monotonic() - started) * 1000)
+    sinks = {out_read: tee[0], err_read: tee[1]} if tee is not None else {}
     timed_out = interrupted = False
     try:
-        timed_out = not _drain(outputs, started + timeout)
+        timed_out = not _drain(spools, sinks, started + timeout)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         if timed_out or interrupted:
-            _kill_group(pid)
-            _drain(outputs, time.monotonic() + _KILL_GRACE)
-        for fd in outputs:
+            _kill_group(pids[0])
+            _drain(spools, sinks, time.monotonic() + _KILL_GRACE)
+        for fd in spools:
             os.close(fd)
-    status = _wait(pid)
+    statuses = [_wait(pid) for pid in pids]
+    status = statuses[-1]
     duration = (time.monotonic() - started) * 1000
     if timed_out:
         status = TIMEOUT_EXIT
@@ -187,19 +273,46 @@ def _spawn(
         status = INTERRUPTED_EXIT
     return Completed(
         status,
-        b"".join(outputs[out_read]),
-        b"".join(outputs[err_read]),
+        spools[out_read],
+        spools[err_read],
         duration,
         timed_out=timed_out,
         interrupted=interrupted,
     )
 
 
-def _drain(outputs: dict[int, list[bytes]], deadline: float) -> bool:
-    """Read both pipes until they close (True) or the deadline passes (False)."""
+def _actions(job: _Job, stdin: int, stdout: int, stderr: int) -> list[tuple[object, ...]]:
+    """posix_spawn's file actions: standard input, output and error of one job."""
+    actions: list[tuple[object, ...]] = [(os.POSIX_SPAWN_DUP2, stdout, 1)]
+    if job.stderr == "stdout":
+        actions.append((os.POSIX_SPAWN_DUP2, stdout, 2))
+    elif job.stderr == "null":
+        actions.append((os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0))
+    else:
+        actions.append((os.POSIX_SPAWN_DUP2, stderr, 2))
+    if stdin >= 0:
+        actions.append((os.POSIX_SPAWN_DUP2, stdin, 0))
+    elif job.stdin is None:
+        actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
+    elif job.stdin != 0:
+        actions.append((os.POSIX_SPAWN_DUP2, job.stdin, 0))
+    return actions
+
+
+def _start(job: _Job, actions: list[tuple[object, ...]], pids: list[int], *, session: bool) -> int:
+    env = os.environ if job.env is None else job.env
+    if session and not pids:
+        return os.posix_spawn(job.argv[0], job.argv, env, file_actions=actions, setsid=True)
+    group = pids[0] if pids else 0
+    return os.posix_spawn(job.argv[0], job.argv, env, file_actions=actions, setpgroup=group)
+
+
+def _drain(spools: dict[int, Spool], sinks: dict[int, int], deadline: float) -> bool:
+    """Read both pipes into their spools (and on to `sinks`) until they close (True) or the
+    deadline passes (False)."""
     poller = select.poll()
     open_fds = set()
-    for fd in outputs:
+    for fd in spools:
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         open_fds.add(fd)
     while open_fds:
@@ -209,11 +322,24 @@ def _drain(outputs: dict[int, list[bytes]], deadline: float) -> bool:
         for fd, _ in poller.poll(min(remaining, 3600.0) * 1000):
             data = os.read(fd, _CHUNK)
             if data:
-                outputs[fd].append(data)
+                spools[fd].add(data)
+                if fd in sinks:
+                    _pass_on(sinks, fd, data)
             else:
                 poller.unregister(fd)
                 open_fds.discard(fd)
     return True
+
+
+def _pass_on(sinks: dict[int, int], fd: int, data: bytes) -> None:
+    """Write `data` to the caller's descriptor; one that is gone is dropped (the spool and
+    the command go on)."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(sinks[fd], view) :]
+    except OSError:
+        del sinks[fd]
 
 
 def _kill_group(pid: int) -> None:

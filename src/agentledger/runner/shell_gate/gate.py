@@ -12,7 +12,15 @@ from __future__ import annotations
 import os
 import time
 
-from agentledger.runner.shell_gate.audit import append_event, clean_text, iso_time, stored_output
+from agentledger.runner.shell_gate.audit import (
+    append_event,
+    clean_text,
+    clear_intent,
+    iso_time,
+    recover_unfinished,
+    stored_output,
+    write_intent,
+)
 from agentledger.runner.shell_gate.execute import run_shell
 from agentledger.runner.shell_gate.redact import Redactor
 from agentledger.runner.shell_gate.rules import PolicyRules, decide, load_policy
@@ -24,8 +32,10 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
     from agentledger.runner.shell_gate.ask import Answer
+    from agentledger.runner.shell_gate.netreaders import NetworkGrant
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.sandbox import Sandbox
+    from agentledger.runner.shell_gate.spool import Spool
 
     Approver: TypeAlias = Callable[["Decision"], "bool | str | Answer | None"]
 
@@ -45,9 +55,10 @@ def ci_detected(environ: Mapping[str, str] | None = None) -> bool:
 
 class Decision:
     """The gate's decision on a command: its classification, and allowed, denied, prompt
-    (the policy asks a person; `Gate.run` turns it into approved or denied) or approved."""
+    (the policy asks a person; `Gate.run` turns it into approved or denied) or approved.
+    `network` is the network reader that gets the host's network in the sandbox, if any."""
 
-    __slots__ = ("classification", "command", "decided_by", "decision", "reason")
+    __slots__ = ("classification", "command", "decided_by", "decision", "network", "reason")
 
     def __init__(
         self, classification: Classification, decision: str, decided_by: str, reason: str
@@ -57,6 +68,7 @@ class Decision:
         self.decision = decision
         self.decided_by = decided_by
         self.reason = reason
+        self.network: NetworkGrant | None = None
 
     @property
     def allowed(self) -> bool:
@@ -81,7 +93,8 @@ class Decision:
 class GateResult:
     """What happened to a command: the decision and, when it ran, its exit code and output.
 
-    `stdout` and `stderr` are the full output (the log keeps them redacted and truncated);
+    `stdout` and `stderr` are the output: all of it up to `spool.HEAD_BYTES` (1 MiB), else
+    its head, a marker and its tail (the log keeps less, redacted; its sha256 covers all);
     `event` is the line appended to the audit log, as a dict.
     """
 
@@ -142,7 +155,8 @@ class Gate:
     policy's prompt_timeout), and without one the answer is no. `ci` (default: from the CI
     environment variable) refuses every mutating command. `sandbox` is where commands the
     policy wants sandboxed run (default: the system's bubblewrap, looked for when first
-    needed; see `sandbox.py`).
+    needed; see `sandbox.py`). `tee` are descriptors (stdout, stderr) that get the output
+    as it comes, besides the bounded copy the result and the log keep.
     """
 
     def __init__(
@@ -157,6 +171,7 @@ class Gate:
         ci: bool | None = None,
         stdin: int | None = None,
         sandbox: Sandbox | None = None,
+        tee: tuple[int, int] | None = None,
     ) -> None:
         if policy is None:
             policy = load_policy(None)
@@ -171,6 +186,7 @@ class Gate:
         self.ci = ci_detected() if ci is None else ci
         self.stdin = stdin
         self.sandbox = sandbox
+        self.tee = tee
         self.redactor = Redactor(policy.redact)
         if self.timeout <= 0:
             raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
@@ -180,6 +196,7 @@ class Gate:
             folder = os.path.dirname(os.path.abspath(self.audit_path))
             if not os.path.isdir(folder):
                 raise _input_error(f"the audit log's directory {folder} does not exist")
+            recover_unfinished(self.audit_path)
 
     @classmethod
     def for_run_dir(
@@ -202,7 +219,36 @@ class Gate:
         """What the gate would do with `command` (nothing is run or logged)."""
         classification = self.classify(command)
         verdict = decide(self.rules, classification, ci=self.ci)
-        return Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+        decision = Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+        return self._network(decision)
+
+    def _network(self, decision: Decision) -> Decision:
+        """`decision` with the network it runs with in the sandbox: its own, or the host's
+        for a checked network reader; denied when it needs a network reader that it cannot
+        have the host's network for."""
+        if decision.decision == "denied" or not self._sandboxes(decision.decision, decision):
+            return decision
+        from agentledger.runner.shell_gate.netreaders import names_reader, network_grant
+        from agentledger.runner.shell_gate.sandbox import REMOTE_WRAPPERS
+
+        grant = network_grant(decision.command, os.geteuid())
+        if isinstance(grant, str):
+            return Decision(decision.classification, "denied", "sandbox", grant)
+        if grant is None:
+            for part in decision.classification.parts:
+                remote = [name for name in part.via if name in REMOTE_WRAPPERS]
+                if remote and "ssh" not in remote:
+                    continue
+                if names_reader(part.command, part.via):
+                    reason = (
+                        f"{part.command} needs the host's network or a daemon's socket, which "
+                        "the sandbox gives a reader only as the first command of its line, in "
+                        "plain words or quotes bash reads literally, optionally piped into the "
+                        "rest (`iptables -S | grep DROP`)"
+                    )
+                    return Decision(decision.classification, "denied", "sandbox", reason)
+        decision.network = grant
+        return decision
 
     def run(self, command: str) -> GateResult:
         """Decide, run the command if allowed, and append one event to the audit log.
@@ -222,14 +268,26 @@ class Gate:
                 raise KeyboardInterrupt
             return GateResult(decision, event)
         sandbox = self._sandbox_for(decision)
-        completed = run_shell(
-            decision.command,
-            timeout=self.timeout,
-            cwd=self.cwd,
-            env=self.env,
-            stdin=self.stdin,
-            sandbox=sandbox,
-        )
+        if sandbox is None:
+            decision.network = None
+        sandbox_name = sandbox.name if sandbox is not None else "none"
+        event_id = os.urandom(8).hex()
+        intent = self._intent(decision, started, event_id, sandbox_name)
+        try:
+            completed = run_shell(
+                decision.command,
+                timeout=self.timeout,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=self.stdin,
+                sandbox=sandbox,
+                grant=decision.network,
+                tee=self.tee,
+            )
+        except BaseException as exc:
+            if intent is not None:
+                self._abandon(intent, decision, started, event_id, exc)
+            raise
         if completed.timed_out:
             decision.reason += f"; timed out after {self.timeout:g} s and was killed"
         elif completed.interrupted:
@@ -241,16 +299,19 @@ class Gate:
             duration_ms=completed.duration_ms,
             outputs=(completed.stdout, completed.stderr),
             timed_out=completed.timed_out,
-            sandbox=sandbox.name if sandbox is not None else "none",
+            sandbox=sandbox_name,
+            event_id=event_id,
         )
+        if intent is not None:
+            clear_intent(intent)
         if completed.interrupted:
             raise KeyboardInterrupt
         return GateResult(
             decision,
             event,
             completed.exit_code,
-            completed.stdout,
-            completed.stderr,
+            completed.stdout.kept(),
+            completed.stderr.kept(),
             duration_ms=completed.duration_ms,
             timed_out=completed.timed_out,
         )
@@ -259,11 +320,50 @@ class Gate:
         """True when the command of `decision` runs in the read-only sandbox: every command
         in investigate mode, and one allowed as read-only in remediate mode, unless the
         policy says `sandbox: off`."""
+        return self._sandboxes(decision.decision, decision)
+
+    def _sandboxes(self, verdict: str, decision: Decision) -> bool:
         if self.rules.sandbox == "off":
             return False
         if self.rules.mode == "investigate":
             return True
-        return decision.decision == "allowed" and decision.classification.kind == "read-only"
+        return verdict == "allowed" and decision.classification.kind == "read-only"
+
+    def _intent(
+        self, decision: Decision, started: float, event_id: str, sandbox: str
+    ) -> str | None:
+        """Write what is about to run before it runs (see `audit.write_intent`)."""
+        if self.audit_path is None:
+            return None
+        event = self._fields(decision, started)
+        event.update(event_id=event_id, state="running", sandbox=sandbox)
+        try:
+            return write_intent(self.audit_path, event)
+        except OSError as exc:
+            raise _input_error(
+                f"cannot record the command before running it beside {self.audit_path}: "
+                f"{exc.strerror or exc}; nothing was run"
+            ) from None
+
+    def _abandon(
+        self, intent: str, decision: Decision, started: float, event_id: str, exc: BaseException
+    ) -> None:
+        """The command could not be run after all: log why, drop the intent."""
+        from agentledger.runner.shell_gate.unavailable import SandboxUnavailableError
+
+        event = self._fields(decision, started)
+        event["event_id"] = event_id
+        if isinstance(exc, SandboxUnavailableError):
+            event.update(decision="denied", decided_by="sandbox")
+            event["reason"] = clean_text(f"the sandbox could not be set up: {exc}")
+        else:
+            event["state"] = "unfinished"
+            event["reason"] += f"; the gate failed while it ran: {type(exc).__name__}"
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            append_event(self.audit_path or "", event)
+        clear_intent(intent)
 
     def _sandbox_for(self, decision: Decision) -> Sandbox | None:
         if not self.sandboxed(decision):
@@ -291,34 +391,29 @@ class Gate:
         try:
             answer: object = approver(decision)
         except KeyboardInterrupt:
-            import getpass
+            from agentledger.runner.shell_gate.ask import approver_identity
 
-            answer = Answer(False, getpass.getuser(), "interrupted at the prompt", interrupted=True)
+            answer = Answer(
+                False, approver_identity(), "interrupted at the prompt", interrupted=True
+            )
         if not isinstance(answer, Answer):
-            import getpass
+            from agentledger.runner.shell_gate.ask import approver_identity
 
-            who = answer if isinstance(answer, str) and answer else getpass.getuser()
+            who = answer if isinstance(answer, str) and answer else approver_identity()
             answer = Answer(bool(answer), who, "refused at the prompt")
         if answer.approved:
             reason = f"approved by {answer.who}: {decision.reason}"
-            return Decision(decision.classification, "approved", answer.who, reason), False
+            approved = Decision(decision.classification, "approved", answer.who, reason)
+            approved.network = decision.network
+            return approved, False
         reason = f"{answer.why}: {decision.reason}"
         denied = Decision(decision.classification, "denied", answer.who, reason)
         return denied, answer.interrupted
 
-    def _event(
-        self,
-        decision: Decision,
-        started: float,
-        *,
-        exit_code: int | None = None,
-        duration_ms: float | None = None,
-        outputs: tuple[bytes, bytes] | None = None,
-        timed_out: bool = False,
-        sandbox: str | None = None,
-    ) -> dict[str, Any]:
+    def _fields(self, decision: Decision, started: float) -> dict[str, Any]:
+        """The fields every event of `decision` has, redacted and cleaned."""
         redact = self.redactor.redact
-        event: dict[str, Any] = {
+        return {
             "schema_version": 1,
             "ts": iso_time(started),
             "command": redact(clean_text(decision.command)),
@@ -327,14 +422,32 @@ class Gate:
             "decision": decision.decision,
             "decided_by": clean_text(decision.decided_by),
             "reason": redact(clean_text(decision.reason)),
-            "exit_code": exit_code,
+            "exit_code": None,
         }
+
+    def _event(
+        self,
+        decision: Decision,
+        started: float,
+        *,
+        exit_code: int | None = None,
+        duration_ms: float | None = None,
+        outputs: tuple[Spool, Spool] | None = None,
+        timed_out: bool = False,
+        sandbox: str | None = None,
+        event_id: str | None = None,
+    ) -> dict[str, Any]:
+        redact = self.redactor.redact
+        event = self._fields(decision, started)
+        event["exit_code"] = exit_code
+        if event_id is not None:
+            event["event_id"] = event_id
         if outputs is not None:
             event["duration_ms"] = round(duration_ms or 0.0, 3)
             truncated = False
-            for name, raw in zip(("stdout", "stderr"), outputs, strict=True):
+            for name, spool in zip(("stdout", "stderr"), outputs, strict=True):
                 text, digest, size, cut = stored_output(
-                    raw, self.redactor, self.rules.max_output_bytes
+                    spool, self.redactor, self.rules.max_output_bytes
                 )
                 event[name] = text
                 event[f"{name}_sha256"] = digest
@@ -358,6 +471,7 @@ class Gate:
                 remote = remote_parts(decision.classification.parts)
                 if remote:
                     event["remote_parts"] = [redact(clean_text(text)) for text in remote]
+                event["network"] = decision.network.tool if decision.network else "none"
         if self.audit_path is not None:
             try:
                 append_event(self.audit_path, event)

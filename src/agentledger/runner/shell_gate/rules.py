@@ -23,10 +23,11 @@ from agentledger.shell.validated_cache import load_cached
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Sequence
     from typing import Any
 
     from agentledger.runner.shell_gate.policy import Policy
-    from agentledger.shell.classifier import Classification
+    from agentledger.shell.classifier import Classification, Part
 
 __all__ = ["DEFAULT_POLICY", "PolicyRules", "Verdict", "decide", "load_policy"]
 
@@ -208,7 +209,25 @@ def decide(rules: PolicyRules, classification: Classification, *, ci: bool) -> V
         return Verdict("prompt", "policy", "; ".join(asks))
     if not parts:
         return Verdict("allowed", "policy", "nothing to run")
+    riders = _riders(rules, parts) if vouched else []
+    if riders:
+        # A line runs as one: the part vouched for takes the others out of the sandbox too.
+        why = (
+            f"{'; '.join(vouched)}; the line runs outside the sandbox as a whole, and with it "
+            f"{', '.join(riders)}, which alone would run in it: asking for the whole line"
+        )
+        if ci:
+            return Verdict("denied", "ci", f"no one to ask in CI: {why}")
+        return Verdict("prompt", "policy", why)
     reason = f"{classification.kind}: " + "; ".join(
         dict.fromkeys(vouched or [part.reason for part in parts])
     )
     return Verdict("allowed", "policy", reason)
+
+
+def _riders(rules: PolicyRules, parts: Sequence[Part]) -> list[str]:
+    """The read-only parts of a remediate-mode line that another part takes out of the
+    sandbox (none when the policy runs nothing sandboxed)."""
+    if rules.mode != "remediate" or rules.sandbox == "off":
+        return []
+    return [part.command for part in parts if part.kind == READ_ONLY]

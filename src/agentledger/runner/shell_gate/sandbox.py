@@ -1,28 +1,33 @@
-"""The kernel's half of investigate mode: commands run where the filesystem is read-only.
+"""The kernel's half of investigate mode: a command runs where it can change nothing.
 
 The classifier decides from the text of a command; when it is wrong, a command it called
-read-only could still delete a file. So the gate runs such commands under bubblewrap
-(``bwrap``, Debian package ``bubblewrap``): the whole filesystem is bound read-only, except a
-scratch directory of the command's own (``$TMPDIR``, removed afterwards). A misclassified
-``sed -n '1e rm F' G`` then fails with "Read-only file system" and F stays.
+read-only could still delete a file, reach another process or change the network. So the
+gate runs such commands under bubblewrap (``bwrap``, Debian package ``bubblewrap``), and
+what holds does not depend on the classifier being right:
 
-What the sandbox holds, and why:
+- ``/`` is bound read-only, with every mount under it; the only writable place is a scratch
+  directory of the command's own (``$TMPDIR``, removed afterwards), never the audit log's;
+- ``/dev`` is a fresh minimal one (null, zero, random, tty, a private pts), so no disk device
+  or other terminal can be opened;
+- a PID namespace of its own with a procfs of its own (``--proc /proc``): the host's
+  processes are not there at all, so ``/proc/<pid>/root``, ``cwd`` and ``fd`` of a host
+  process (which lead to writable mounts) cannot be reached, nor can a process be signalled
+  or traced; IPC and UTS namespaces of its own too;
+- every capability dropped: as root it is uid 0 that owns no capability (no
+  ``CAP_DAC_OVERRIDE``, ``CAP_SYS_PTRACE``, ``CAP_NET_ADMIN``, ``CAP_NET_RAW``);
+- a network namespace of its own (loopback only), except for a network reader whose words
+  `netreaders` checked: it gets the host's network, and as root the firewall readers keep
+  ``CAP_NET_ADMIN`` (reading netfilter needs it) and ``ping`` ``CAP_NET_RAW``, each run
+  alone from its checked words;
+- a new session (no controlling terminal: no keystrokes pushed into one), killed with the
+  gate (``--die-with-parent``).
 
-- ``/`` is bound read-only, with every mount under it; ``/dev`` is a fresh minimal one
-  (null, zero, random, tty, pts), so no disk device can be written;
-- a PID namespace of its own: ``ps`` still reads the host's ``/proc`` (it is bound too), but
-  ``kill`` and ``ptrace`` cannot reach a process outside;
-- every capability is dropped except those that reading needs as root: reading any file
-  (``CAP_DAC_READ_SEARCH``, ``CAP_DAC_OVERRIDE``, both held in check by the read-only
-  mounts), tracing the sandbox's own processes (``CAP_SYS_PTRACE``), and the network ones
-  that ``iptables -L`` and ``ping`` need (``CAP_NET_ADMIN``, ``CAP_NET_RAW``). Mounting,
-  setting the clock, loading modules and rebooting are gone;
-- a new session (no keystrokes pushed into the terminal), killed with the gate.
+- no Unix socket (a seccomp filter, `seccomp`): the read-only filesystem does not stop a
+  connection to a daemon's socket (``/run/docker.sock``, D-Bus, ``/var/run/postgresql``);
+  only the readers that need one (``systemctl``, ``docker``, ``ssh``'s agent) keep them.
 
-It does not reach what a command asks another machine or a daemon to do: ``ssh host CMD``,
-``kubectl exec``, ``docker exec`` and requests over a daemon's socket run outside it, and the
-network configuration stays as reachable as ``iptables -L`` needs it. For those the classifier
-is the only guard; the log says so (`remote_parts`).
+It does not reach what a command asks another machine to do (``ssh host CMD``: the classifier
+judges CMD; the log says so in `remote_parts`).
 """
 
 from __future__ import annotations
@@ -57,14 +62,6 @@ REMOTE_WRAPPERS = frozenset(
 sandbox does not hold it."""
 
 _CANDIDATES = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
-# Only what reading needs; see the module docstring.
-_KEPT_CAPABILITIES = (
-    "CAP_DAC_OVERRIDE",
-    "CAP_DAC_READ_SEARCH",
-    "CAP_NET_ADMIN",
-    "CAP_NET_RAW",
-    "CAP_SYS_PTRACE",
-)
 
 
 def find_bwrap(candidates: Sequence[str] | None = None) -> str | None:
@@ -101,25 +98,46 @@ class Sandbox:
             )
         return cls(executable)
 
-    def argv(self, command: Sequence[str], *, cwd: str, scratch: str, status_fd: int) -> list[str]:
+    def argv(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str,
+        scratch: str,
+        status_fd: int,
+        host_network: bool = False,
+        capabilities: Sequence[str] = (),
+        seccomp_fd: int = -1,
+    ) -> list[str]:
         """bwrap's command line to run `command` in `cwd`, writable only in `scratch`.
 
-        bwrap reports on `status_fd` (JSON lines) once the command has started, which is how
-        a sandbox that could not be set up is told from a command that failed.
+        `host_network` keeps the host's network namespace (a checked network reader) and
+        `capabilities` are the only ones kept (root only; none by default); `seccomp_fd`
+        holds the seccomp program that refuses Unix sockets (`seccomp`). bwrap reports on
+        `status_fd` (JSON lines) once the command has started, which is how a sandbox that
+        could not be set up is told from a command that failed.
         """
         argv = [
             self.executable,
             "--ro-bind", "/", "/",
             "--dev", "/dev",
+            "--proc", "/proc",
             "--bind", scratch, scratch,
             "--setenv", "TMPDIR", scratch,
             "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
             "--die-with-parent",
             "--new-session",
             "--cap-drop", "ALL",
         ]  # fmt: skip
-        for capability in _KEPT_CAPABILITIES:
-            argv += ["--cap-add", capability]
+        if not host_network:
+            argv.append("--unshare-net")
+        if seccomp_fd >= 0:
+            argv += ["--seccomp", str(seccomp_fd)]
+        if os.geteuid() == 0:
+            for capability in capabilities:
+                argv += ["--cap-add", capability]
         argv += ["--chdir", cwd, "--json-status-fd", str(status_fd), "--", *command]
         return argv
 

@@ -1,0 +1,419 @@
+"""What each reader may be given: one check per tool, and `READERS`, the table of them with
+what each gets (the host's network, the daemons' sockets, capabilities as root)."""
+
+from __future__ import annotations
+
+import re
+
+from agentledger.runner.shell_gate.reader_options import (
+    DESTINATION,
+    HOST,
+    INT,
+    NAME,
+    NUM,
+    STDOUT_ONLY,
+    TABLES,
+    URL,
+    ReaderOptions,
+    any_text,
+    header,
+    interval,
+    matches,
+    names,
+    one_of,
+    positionals,
+    selectors,
+    write_out,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["READERS", "Reader"]
+
+_FIREWALL_CAPS = ("CAP_NET_ADMIN",)
+# The legacy iptables backend reads the tables through a raw socket.
+_IPTABLES_CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW")
+# ping as root sends ICMP through a raw socket (it is not setuid here: no-new-privileges).
+_PING_CAPS = ("CAP_NET_RAW",)
+
+
+def _iptables(args: list[str]) -> str:
+    options = ReaderOptions(
+        "-L --list -S --list-rules -n --numeric -v --verbose -x --exact --line-numbers -w --wait",
+        {"-t": TABLES, "--table": TABLES},
+    )
+    seen, _, problem = options.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    listing = [flag for flag in seen if flag in ("-L", "--list", "-S", "--list-rules")]
+    if len(listing) != 1:
+        return "exactly one of -L, --list, -S, --list-rules is needed"
+    chains = [word for word in positionals(args, options) if word]
+    if len(chains) > 2 or not all(NAME.fullmatch(word) for word in chains):
+        return "only a chain name (and a rule number) may follow"
+    return ""
+
+
+def _iptables_save(args: list[str]) -> str:
+    options = ReaderOptions("-c --counters", {"-t": TABLES, "--table": TABLES})
+    _, end, problem = options.parse(args, stop_at_positional=True)
+    if problem:
+        return problem
+    return "" if end == len(args) else f"{args[end]!r}: iptables-save takes options only"
+
+
+_NFT_OBJECTS = names(
+    "ruleset tables table chains chain sets set maps map counters counter quotas quota "
+    "flowtables flowtable meters meter limits limit"
+)
+
+
+def _nft(args: list[str]) -> str:
+    options = ReaderOptions(
+        "-a --handle -n --numeric -s --stateless -j --json -t --terse -y "
+        "--numeric-priority -p --numeric-protocol -T --numeric-time -S "
+        "--service"
+    )
+    _, end, problem = options.parse(args, stop_at_positional=True)
+    if problem:
+        return problem
+    words = args[end:]
+    if len(words) < 2 or words[0] != "list" or words[1] not in _NFT_OBJECTS:
+        return "only `nft list OBJECT ...` reads (OBJECT: ruleset, table, chain, set, ...)"
+    if not all(re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", word) for word in words[2:]):
+        return "only family, table and chain names may follow `nft list`"
+    return ""
+
+
+_TC_OPTIONS = ReaderOptions(
+    "-s -stats -statistics -d -details -p -pretty -j -json -g -graph -iec -raw", combine=False
+)
+
+
+def _tc(args: list[str]) -> str:
+    _, end, problem = _TC_OPTIONS.parse(args, stop_at_positional=True)
+    if problem:
+        return problem
+    words = args[end:]
+    if not words or words[0] not in ("qdisc", "class", "filter"):
+        return "only `tc qdisc|class|filter show ...` reads"
+    if len(words) > 1 and words[1] not in ("show", "list", "ls"):
+        return f"`tc {words[0]} {words[1]}`: only show, list or ls reads"
+    return selectors(words[2:])
+
+
+_IP_OPTIONS = ReaderOptions(
+    "-4 -6 -s -stats -statistics -d -details -br -brief -j -json -p -pretty -o -oneline -h -human",
+    combine=False,
+)
+_IP_OBJECTS = {
+    **dict.fromkeys(("a", "addr", "address"), "address"),
+    **dict.fromkeys(("r", "ro", "route"), "route"),
+    **dict.fromkeys(("ru", "rule"), "rule"),
+    **dict.fromkeys(("l", "link"), "link"),
+    **dict.fromkeys(("n", "neigh", "neighbor", "neighbour"), "neigh"),
+}
+
+
+def _ip(args: list[str]) -> str:
+    _, end, problem = _IP_OPTIONS.parse(args, stop_at_positional=True)
+    if problem:
+        return problem
+    words = args[end:]
+    if not words or words[0] not in _IP_OBJECTS:
+        return "only `ip addr|route|rule|link|neigh show ...` reads"
+    verbs = ("show", "list", "ls", "lst") + (("get",) if _IP_OBJECTS[words[0]] == "route" else ())
+    if len(words) > 1 and words[1] not in verbs:
+        return f"`ip {words[0]} {words[1]}`: only {', '.join(verbs)} reads"
+    return selectors(words[2:])
+
+
+_SS_FAMILIES = one_of("inet", "inet6", "link", "unix", "netlink", "vsock", "tipc", "xdp", "mptcp")
+_SS_QUERY = matches(re.compile(r"[a-z0-9_,!|]{1,100}"))
+_SS_OPTIONS = ReaderOptions(
+    "-t -u -l -n -p -a -x -w -4 -6 -s -e -m -i -o -H -O -r -d -S -0 --tcp --udp --listening "
+    "--numeric --processes --all --unix --raw --ipv4 --ipv6 --summary --extended --memory "
+    "--info --options --no-header --oneline --resolve --dccp --sctp --packet",
+    {"-f": _SS_FAMILIES, "--family": _SS_FAMILIES, "-A": _SS_QUERY, "--query": _SS_QUERY},
+)
+
+
+def _ss(args: list[str]) -> str:
+    _, end, problem = _SS_OPTIONS.parse(args, stop_at_positional=True)
+    if problem:
+        return problem
+    for word in args[end:]:
+        if word.startswith("-") or not word.isprintable():
+            return f"{word!r}: only a filter may follow the options of ss"
+    return ""
+
+
+def _ping(args: list[str]) -> str:
+    options = ReaderOptions(
+        "-n -q -4 -6 -D -O -v",
+        {"-c": INT, "-W": NUM, "-w": INT, "-i": interval, "-s": INT, "-t": INT},
+    )
+    _, _, problem = options.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    hosts = positionals(args, options)
+    if len(hosts) != 1 or not HOST.fullmatch(hosts[0]):
+        return "ping takes one host"
+    return ""
+
+
+def _dig(args: list[str]) -> str:
+    options = ReaderOptions(
+        "-4 -6",
+        {
+            "-t": matches(re.compile(r"[A-Za-z0-9]{1,10}")),
+            "-c": one_of("IN", "CH", "HS", "in", "ch", "hs"),
+            "-x": matches(HOST),
+            "-q": matches(NAME),
+        },
+    )
+    _, _, problem = options.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    for word in positionals(args, options):
+        if not re.fullmatch(r"@?[A-Za-z0-9_.:*-]{1,253}|\+[a-z0-9-]{1,30}(=[0-9]{1,5})?", word):
+            return f"{word!r}: only names, types, @SERVER and +options may be given to dig"
+    return ""
+
+
+def _host(args: list[str]) -> str:
+    options = ReaderOptions(
+        "-a -v -4 -6 -C -r -T -d -l",
+        {"-t": matches(re.compile(r"[A-Za-z0-9]{1,10}")), "-W": INT},
+    )
+    _, _, problem = options.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    names = positionals(args, options)
+    if not 1 <= len(names) <= 2 or not all(HOST.fullmatch(name) for name in names):
+        return "host takes a name and, optionally, a server"
+    return ""
+
+
+def _nslookup(args: list[str]) -> str:
+    for word in args:
+        if word.startswith("-"):
+            if not re.fullmatch(r"-(type|query|q|timeout|retry)=[A-Za-z0-9]{1,10}|-debug", word):
+                return f"{word} is not an option the network readers allow"
+        elif not HOST.fullmatch(word):
+            return f"{word!r}: nslookup takes a name and, optionally, a server"
+    return "" if 1 <= sum(not w.startswith("-") for w in args) <= 2 else "nslookup needs a name"
+
+
+_CURL_OPTIONS = ReaderOptions(
+    "-s --silent -S --show-error -f --fail --fail-with-body -L --location -I --head -i "
+    "--include -v --verbose -k --insecure -4 -6 --compressed -N --no-buffer --http1.1 "
+    "--http2 -g --globoff -q",
+    {
+        **dict.fromkeys(("-m", "--max-time", "--connect-timeout"), NUM),
+        **dict.fromkeys(("--retry", "--max-filesize", "--max-redirs"), INT),
+        **dict.fromkeys(("-H", "--header"), header),
+        **dict.fromkeys(("-A", "--user-agent", "-u", "--user", "-r", "--range"), any_text),
+        **dict.fromkeys(("-w", "--write-out"), write_out),
+        **dict.fromkeys(("-X", "--request"), one_of("GET", "HEAD")),
+        **dict.fromkeys(("-o", "--output"), STDOUT_ONLY),
+    },
+)
+_WGET_OPTIONS = ReaderOptions(
+    "-q --quiet -S --server-response --spider --no-check-certificate -4 -6 -nv --no-verbose",
+    {
+        **dict.fromkeys(("-O", "--output-document"), STDOUT_ONLY),
+        **dict.fromkeys(("-T", "--timeout"), NUM),
+        **dict.fromkeys(("-t", "--tries", "--max-redirect"), INT),
+        **dict.fromkeys(("--header",), header),
+        **dict.fromkeys(("-U", "--user-agent"), any_text),
+    },
+)
+
+
+def _fetch(options: ReaderOptions) -> Callable[[list[str]], str]:
+    def check(args: list[str]) -> str:
+        _, _, problem = options.parse(args, stop_at_positional=False)
+        if problem:
+            return problem
+        urls = positionals(args, options)
+        if not urls:
+            return "a URL is needed"
+        for url in urls:
+            if URL.fullmatch(url) is None:
+                return f"{url!r}: only http:// and https:// URLs are read"
+        return ""
+
+    return check
+
+
+_SSH_OPTIONNAMES = names(
+    (
+        "ConnectTimeout StrictHostKeyChecking BatchMode UserKnownHostsFile LogLevel "
+        "ServerAliveInterval ServerAliveCountMax Port User IdentityFile IdentitiesOnly "
+        "PasswordAuthentication ConnectionAttempts GlobalKnownHostsFile PubkeyAuthentication "
+        "PreferredAuthentications HostKeyAlgorithms PubkeyAcceptedKeyTypes "
+        "PubkeyAcceptedAlgorithms KbdInteractiveAuthentication CheckHostIP HashKnownHosts "
+        "AddressFamily Compression"
+    ).lower()
+)
+
+
+def _ssh_option(value: str) -> bool:
+    name, _, setting = value.replace(" ", "=", 1).partition("=")
+    return (
+        name.lower() in _SSH_OPTIONNAMES
+        and re.fullmatch(r"[A-Za-z0-9_.,/@:~+-]*", setting) is not None
+    )
+
+
+_SSH_OPTIONS = ReaderOptions(
+    "-q -T -n -4 -6 -v -C -x -k",
+    {
+        "-p": INT,
+        "-l": matches(re.compile(r"[A-Za-z0-9_.-]{1,64}")),
+        "-i": matches(re.compile(r"[A-Za-z0-9_./~-]{1,4096}")),
+        "-o": _ssh_option,
+    },
+)
+
+
+def _ssh(args: list[str]) -> str:
+    # OpenSSH reads options again after the destination, up to the first plain word.
+    _, end, problem = _SSH_OPTIONS.parse(args, stop_at_positional=True)
+    if problem:
+        return problem
+    if end >= len(args) or not DESTINATION.fullmatch(args[end]):
+        return "a destination (HOST or USER@HOST) is needed"
+    _, more, problem = _SSH_OPTIONS.parse(args[end + 1 :], stop_at_positional=True)
+    if problem:
+        return problem
+    if end + 1 + more >= len(args):
+        return "ssh without a remote command opens a session; give the command to run"
+    return ""
+
+
+_UNIT = re.compile(r"[A-Za-z0-9@_.:\\*-]{1,256}")
+_SYSTEMCTL_READS = names(
+    "status show cat is-active is-enabled is-failed is-system-running list-units "
+    "list-unit-files list-sockets list-timers list-jobs list-dependencies get-default"
+)
+_SYSTEMCTL_OPTIONS = ReaderOptions(
+    "--no-pager -l --full -a --all --failed --plain --no-legend -q --quiet --value "
+    "--no-ask-password --system -r --recursive --reverse --before --after",
+    {
+        **dict.fromkeys(("-t", "--type", "--state", "-p", "--property"), matches(NAME)),
+        **dict.fromkeys(("-n", "--lines"), INT),
+        **dict.fromkeys(("-o", "--output"), matches(re.compile(r"[a-z-]{1,20}"))),
+    },
+)
+
+
+def _systemctl(args: list[str]) -> str:
+    """Only what reads the manager's state; never -H/-M (another host or container)."""
+    _, _, problem = _SYSTEMCTL_OPTIONS.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    words = positionals(args, _SYSTEMCTL_OPTIONS)
+    if words and words[0] not in _SYSTEMCTL_READS:
+        return f"`systemctl {words[0]}`: only {', '.join(sorted(_SYSTEMCTL_READS))} read"
+    for word in words[1:]:
+        if not _UNIT.fullmatch(word):
+            return f"{word!r} is not a unit name or pattern"
+    return ""
+
+
+_DOCKER_READS = {
+    "ps": (), "images": (), "inspect": (), "logs": (), "version": (), "info": (), "port": (),
+    "top": (), "stats": (), "container": ("ls", "list", "ps", "inspect", "logs", "port", "top",
+                                          "stats"),
+    "image": ("ls", "list", "inspect", "history"), "network": ("ls", "list", "inspect"),
+    "volume": ("ls", "list", "inspect"), "system": ("df", "info"),
+    "compose": ("ps", "logs", "config", "ls", "images", "top", "version"),
+}  # fmt: skip
+_DOCKER_OPTIONS = ReaderOptions(
+    "-a --all -q --quiet --no-trunc -s --size -t --timestamps --details --no-stream "
+    "--digests -l --latest",
+    {
+        **dict.fromkeys(("--format", "-f", "--filter"), any_text),
+        **dict.fromkeys(("--tail", "-n", "--last"), matches(re.compile(r"[0-9]{1,9}|all"))),
+        **dict.fromkeys(("--since", "--until"), matches(re.compile(r"[0-9A-Za-z:.+-]{1,40}"))),
+        "--type": one_of("container", "image", "volume", "network"),
+    },
+)
+
+
+def _docker(args: list[str]) -> str:
+    """Listing and inspecting, over the local daemon's socket; no global option (`-H`,
+    `--context` and `--config` would name another daemon or configuration)."""
+    if not args or args[0].startswith("-"):
+        return "docker needs a subcommand first (no global options)"
+    reads = _DOCKER_READS.get(args[0])
+    if reads is None:
+        return f"`docker {args[0]}`: only {', '.join(sorted(_DOCKER_READS))} read"
+    rest = args[1:]
+    if reads:
+        if not rest or rest[0] not in reads:
+            return f"`docker {args[0]}`: only {', '.join(reads)} read"
+        rest = rest[1:]
+    if args[0] in ("stats", "container") and "stats" in args[:2] and "--no-stream" not in rest:
+        return "docker stats reads only with --no-stream"
+    _, _, problem = _DOCKER_OPTIONS.parse(rest, stop_at_positional=False)
+    if problem:
+        return problem
+    for word in positionals(rest, _DOCKER_OPTIONS):
+        if not re.fullmatch(r"[A-Za-z0-9_.:/@-]{1,256}", word):
+            return f"{word!r} is not a container, image, network or volume name"
+    return ""
+
+
+class Reader:
+    """A reader: its check, the capabilities it keeps as root, whether it gets the host's
+    network and the daemons' Unix sockets, and words put before the agent's (its own
+    configuration ignored, its reach narrowed)."""
+
+    __slots__ = ("capabilities", "check", "forced", "host_network", "unix_sockets")
+
+    def __init__(
+        self,
+        check: Callable[[list[str]], str],
+        capabilities: tuple[str, ...] = (),
+        *,
+        host_network: bool = True,
+        unix_sockets: bool = False,
+        forced: tuple[str, ...] = (),
+    ) -> None:
+        self.check = check
+        self.capabilities = capabilities
+        self.host_network = host_network
+        self.unix_sockets = unix_sockets
+        self.forced = forced
+
+
+READERS: dict[str, Reader] = {
+    "iptables": Reader(_iptables, _IPTABLES_CAPS),
+    "ip6tables": Reader(_iptables, _IPTABLES_CAPS),
+    "iptables-save": Reader(_iptables_save, _IPTABLES_CAPS),
+    "ip6tables-save": Reader(_iptables_save, _IPTABLES_CAPS),
+    "nft": Reader(_nft, _FIREWALL_CAPS),
+    "tc": Reader(_tc),
+    "ip": Reader(_ip),
+    "ss": Reader(_ss),
+    "ping": Reader(_ping, _PING_CAPS),
+    "dig": Reader(_dig),
+    "host": Reader(_host),
+    "nslookup": Reader(_nslookup),
+    # curl: -q (it must come first) skips .curlrc; only http and https, redirects included.
+    "curl": Reader(
+        _fetch(_CURL_OPTIONS),
+        forced=("-q", "--proto", "=http,https", "--proto-redir", "=http,https"),
+    ),
+    "wget": Reader(_fetch(_WGET_OPTIONS), forced=("--no-config", "--max-redirect=5")),
+    # The agent's key (SSH_AUTH_SOCK) is a Unix socket.
+    "ssh": Reader(_ssh, unix_sockets=True),
+    "systemctl": Reader(_systemctl, host_network=False, unix_sockets=True),
+    "docker": Reader(_docker, host_network=False, unix_sockets=True),
+}
+"""Every reader, by command name."""

@@ -1,0 +1,182 @@
+"""Exact option lists for the readers that get more than a sandbox gives (`netreaders`):
+each option as written (getopt accepts any unambiguous prefix of a long option, and
+`--ze` is `--zero`; here only the exact word counts), each value of the kind listed."""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = [
+    "DESTINATION",
+    "HOST",
+    "INT",
+    "INTEGER",
+    "NAME",
+    "NUM",
+    "NUMBER",
+    "STDOUT_ONLY",
+    "TABLES",
+    "URL",
+    "ReaderOptions",
+    "any_text",
+    "header",
+    "interval",
+    "matches",
+    "names",
+    "one_of",
+    "positionals",
+    "selectors",
+    "write_out",
+]
+
+INTEGER = re.compile(r"[0-9]{1,9}")
+NUMBER = re.compile(r"[0-9]{1,6}(\.[0-9]{1,3})?")
+NAME = re.compile(r"[A-Za-z0-9_.:@%/-]{1,253}")
+HOST = re.compile(r"[A-Za-z0-9_.:\[\]-]{1,253}")
+DESTINATION = re.compile(r"([A-Za-z0-9_.-]{1,64}@)?[A-Za-z0-9_.:\[\]-]{1,253}")
+URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]+", re.IGNORECASE)
+
+
+class ReaderOptions:
+    """A reader's exact options: flags, options with a value (and what the value may be),
+    and whether short flags may be combined (`-nvL`, as getopt reads them)."""
+
+    __slots__ = ("combine", "flags", "valued")
+
+    def __init__(
+        self,
+        flags: str | Sequence[str] = (),
+        valued: dict[str, Callable[[str], bool]] | None = None,
+        *,
+        combine: bool = True,
+    ) -> None:
+        self.flags = frozenset(flags.split() if isinstance(flags, str) else flags)
+        self.valued = valued or {}
+        self.combine = combine
+
+    def parse(self, args: Sequence[str], stop_at_positional: bool) -> tuple[list[str], int, str]:
+        """The options of `args` in order (as given), the index where options end, and a
+        problem ('' when none)."""
+        seen: list[str] = []
+        index = 0
+        while index < len(args):
+            word = args[index]
+            if word == "--" and not stop_at_positional:
+                return seen, index, "-- is not allowed before the arguments of a network reader"
+            if word == "--" or not word.startswith("-") or word == "-":
+                if stop_at_positional:
+                    return seen, index + (word == "--"), ""
+                index += 1
+                continue
+            taken, problem = self._one(args, index, seen)
+            if problem:
+                return seen, index, problem
+            index += taken
+        return seen, index, ""
+
+    def _one(self, args: Sequence[str], index: int, seen: list[str]) -> tuple[int, str]:
+        word = args[index]
+        if word in self.flags:
+            seen.append(word)
+            return 1, ""
+        name, eq, inline = word.partition("=")
+        if word.startswith("--") and eq and name in self.valued:
+            return 1, self._value(name, inline, seen)
+        if word in self.valued:
+            if index + 1 >= len(args):
+                return 1, f"{word} needs a value"
+            return 2, self._value(word, args[index + 1], seen)
+        if not word.startswith("--") and self.combine and len(word) > 2:
+            return self._combined(args, index, seen)
+        return 1, f"{word} is not an option the network readers allow (exact options only)"
+
+    def _combined(self, args: Sequence[str], index: int, seen: list[str]) -> tuple[int, str]:
+        word = args[index]
+        for position in range(1, len(word)):
+            flag = "-" + word[position]
+            if flag in self.flags:
+                seen.append(flag)
+                continue
+            if flag in self.valued:
+                rest = word[position + 1 :]
+                if rest:
+                    return 1, self._value(flag, rest, seen)
+                if index + 1 >= len(args):
+                    return 1, f"{flag} needs a value"
+                return 2, self._value(flag, args[index + 1], seen)
+            return 1, f"{flag} (in {word}) is not an option the network readers allow"
+        return 1, ""
+
+    def _value(self, name: str, value: str, seen: list[str]) -> str:
+        seen.append(name)
+        if not self.valued[name](value):
+            return f"{name} {value!r} is not a value the network readers allow"
+        return ""
+
+
+def names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def one_of(*choices: str) -> Callable[[str], bool]:
+    allowed = frozenset(choices)
+    return lambda value: value in allowed
+
+
+def matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda value: pattern.fullmatch(value) is not None
+
+
+def any_text(value: str) -> bool:
+    return value.isprintable()
+
+
+def interval(value: str) -> bool:
+    return NUMBER.fullmatch(value) is not None and float(value) >= 0.2
+
+
+def header(value: str) -> bool:
+    name = value.partition(":")[0].strip().lower()
+    return value.isprintable() and "method" not in name and "override" not in name
+
+
+def write_out(value: str) -> bool:
+    return value.isprintable() and "%output{" not in value and "%{stderr}" not in value
+
+
+INT = matches(INTEGER)
+NUM = matches(NUMBER)
+STDOUT_ONLY = one_of("-", "/dev/null")
+TABLES = one_of("filter", "nat", "mangle", "raw", "security")
+
+
+def selectors(words: list[str]) -> str:
+    for word in words:
+        if word.startswith("-") or not NAME.fullmatch(word):
+            return f"{word!r} is not a device, address or selector name"
+    return ""
+
+
+def positionals(args: Sequence[str], options: ReaderOptions) -> list[str]:
+    """The words of `args` that are neither options nor option values."""
+    found: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word.startswith("-") and word != "-":
+            index += 1
+            if word in options.valued:
+                index += 1
+            elif not word.startswith("--") and options.combine and len(word) > 2:
+                letters = [f"-{letter}" for letter in word[1:]]
+                valued = [i for i, flag in enumerate(letters) if flag in options.valued]
+                if valued and valued[0] == len(letters) - 1:
+                    index += 1
+            continue
+        found.append(word)
+        index += 1
+    return found
