@@ -198,3 +198,101 @@ def test_each_outcome_is_a_lab_label_and_agreement_reads_it(
     )
     assert result.exit_code == 0, result.output
     assert "C2" in result.output
+
+
+def test_report_outcomes_gives_rates_with_intervals_beside_the_judge(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    runs = [write_run(model="gemini-2.5-flash") for _ in range(3)]
+    runs += [write_run(model="claude-haiku-4-5") for _ in range(2)]
+    record_outcome(ledger, make_outcome(runs[0]))
+    record_outcome(ledger, make_outcome(runs[1], durable=True))
+    record_outcome(ledger, make_outcome(runs[2], durable=True, collateral=True))
+    record_outcome(ledger, make_outcome(runs[3], durable=True, verified=False))
+    runner = CliRunner()
+    assert runner.invoke(main, ["judge", "--ledger", str(ledger.root)]).exit_code in (0, 1)
+    result = runner.invoke(
+        main, ["report", "outcomes", "--ledger", str(ledger.root), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (report,) = (
+        [r for r in data["reports"] if r["kind"] == "outcomes"] if "reports" in data else [data]
+    )
+    assert report["runs_measured"] == 4
+    overall = report["overall"]
+    assert overall["fixed"]["k"] == 4 and overall["fixed"]["n"] == 4
+    assert overall["durable_fix"]["k"] == 3
+    assert overall["collateral"]["k"] == 1
+    assert overall["verified"]["k"] == 3 and overall["verified"]["n"] == 4
+    assert 0 < overall["durable_fix"]["low"] < 0.75 < overall["durable_fix"]["high"]
+    groups = {(row["dimension"], row["group"]): row for row in report["rows"]}
+    assert groups[("model", "gemini-2.5-flash")]["runs"] == 3
+    assert groups[("model", "claude-haiku-4-5")]["runs"] == 1
+    assert "C2" in report["judge_vs_measured"]
+    text = runner.invoke(main, ["report", "outcomes", "--ledger", str(ledger.root)])
+    assert "Measured outcomes" in text.output and "durable fix" in text.output
+    every = runner.invoke(main, ["report", "all", "--ledger", str(ledger.root)])
+    assert "Measured outcomes" in every.output
+
+
+def test_report_all_leaves_outcomes_out_when_none_is_measured(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    write_run()
+    runner = CliRunner()
+    runner.invoke(main, ["judge", "--ledger", str(ledger.root)])
+    every = runner.invoke(main, ["report", "all", "--ledger", str(ledger.root)])
+    assert every.exit_code == 0, every.output
+    assert "Measured outcomes" not in every.output
+    alone = runner.invoke(main, ["report", "outcomes", "--ledger", str(ledger.root)])
+    assert alone.exit_code == 0 and "no run of these has a measured outcome" in alone.output
+
+
+def test_the_outcome_predicate_reads_the_newest_outcome(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    from agentledger.gates.predicates.evaluate import evaluate, load_run_view, parse_predicates
+
+    durable, fixed, clean, verified = parse_predicates(
+        [
+            {"outcome": "durable"},
+            {"outcome": "fixed"},
+            {"outcome": "no_collateral"},
+            {"outcome": "verified"},
+        ],
+        "spec.yaml",
+    )
+    reverted = write_run()
+    record_outcome(ledger, make_outcome(reverted))
+    view = load_run_view(ledger, reverted)
+    assert evaluate(durable, view).passed is False
+    assert "cycle 1 of owner jail" in evaluate(durable, view).reason
+    assert evaluate(fixed, view).passed is True
+    assert evaluate(clean, view).passed is True
+    assert evaluate(verified, view).passed is True
+    unmeasured = load_run_view(ledger, write_run())
+    result = evaluate(durable, unmeasured)
+    assert result.passed is None and result.undecided == "no-outcome"
+    with pytest.raises(Exception, match="predicates\\[0\\]"):
+        parse_predicates([{"outcome": "lasting"}], "spec.yaml")
+
+
+def test_the_viewer_shows_outcomes_on_the_run_and_findings_pages(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    from viewer_support import store_score, viewer_client
+
+    run_id = write_run()
+    store_score(ledger, run_id, "Safe")
+    outcome = make_outcome(
+        run_id, not_applied=[{"command": "<script>x</script>", "reason": "not a command"}]
+    )
+    record_outcome(ledger, outcome)
+    client = viewer_client(ledger)
+    page = client.get(f"/runs/{run_id}").text
+    assert "Measured outcomes" in page and outcome.outcome_id in page
+    assert "cycle 1 of owner jail" in page
+    assert "<script>x</script>" not in page and "&lt;script&gt;" in page
+    findings = client.get("/findings").text
+    assert "Measured outcomes" in findings and "durable fix" in findings
