@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "export": "agentledger.cli.query:export_command",
     "verify": "agentledger.cli.integrity:verify_command",
     "gc": "agentledger.cli.integrity:gc_command",
+    "lab": "agentledger.cli.labs:lab_group",
     "reindex": "agentledger.cli.integrity:reindex_command",
     "checkpoint": "agentledger.cli.integrity:checkpoint_command",
     "schema": "agentledger.cli.ledger:schema_command",

@@ -419,6 +419,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "fixture-recording": "agentledger.fixtures.recordings:Recording",
     "fixture-results": "agentledger.fixtures.results:FixtureReport",
     "fixture-suite": "agentledger.fixtures.suite:SuiteSpec",
+    "lab": "agentledger.labs.spec:LabSpec",
     "label": "agentledger.records.labels:Label",
     "ledger": LedgerConfig,
     "manifest": Manifest,

@@ -1,0 +1,114 @@
+"""The probe checks run inside a lab host: stdlib only, passed to the host's python3 with -c.
+
+Usage: python3 -c SOURCE KIND TIMEOUT ARGS...; prints one line of detail; exit 0 on pass.
+Kept free of agentledger imports: the lab runs it with the machine's python3, perhaps as nobody.
+"""
+
+import socket
+import struct
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+
+def _tcp(timeout: float, target: str) -> tuple[bool, str]:
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True, f"connected to {target}"
+    except OSError as exc:
+        return False, f"{target}: {exc.strerror or exc}"
+
+
+def _fetch(timeout: float, url: str) -> tuple[int, int, float]:
+    started = time.monotonic()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            size = 0
+            while True:
+                if time.monotonic() - started > timeout:
+                    raise TimeoutError("timed out")
+                chunk = response.read(65536)
+                if not chunk:
+                    break
+                size += len(chunk)
+            return response.status, size, time.monotonic() - started
+    except urllib.error.HTTPError as exc:
+        return exc.code, 0, time.monotonic() - started
+
+
+def _http(timeout: float, url: str, status: str) -> tuple[bool, str]:
+    try:
+        code, size, _ = _fetch(timeout, url)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return False, f"{url}: {reason}"
+    return code == int(status), f"{url}: HTTP {code}, {size} bytes"
+
+
+def _throughput(timeout: float, url: str, min_kbps: str) -> tuple[bool, str]:
+    try:
+        code, size, took = _fetch(timeout, url)
+    except (OSError, ValueError) as exc:
+        return False, f"{url}: {getattr(exc, 'reason', exc)} (slower than {min_kbps} kB/s)"
+    rate = size / 1000 / max(took, 1e-6)
+    passed = code == 200 and rate >= float(min_kbps)
+    return passed, f"{url}: HTTP {code}, {size} bytes at {rate:.0f} kB/s (needs {min_kbps})"
+
+
+def _dns(timeout: float, name: str, server: str, answer: str) -> tuple[bool, str]:
+    query = struct.pack(">HHHHHH", 0x4C41, 0x0100, 1, 0, 0, 0)
+    query += b"".join(bytes([len(p)]) + p.encode() for p in name.rstrip(".").split(".")) + b"\0"
+    query += struct.pack(">HH", 1, 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.sendto(query, (server, 53))
+            reply = sock.recv(4096)
+        except OSError as exc:
+            return False, f"{name} at {server}: {exc.strerror or exc or 'timed out'}"
+    rcode = reply[3] & 0x0F
+    addresses = _a_records(reply, len(query))
+    found = ", ".join(addresses) or "no address"
+    passed = rcode == 0 and bool(addresses) and (not answer or answer in addresses)
+    return passed, f"{name} at {server}: rcode {rcode}, {found}"
+
+
+def _a_records(reply: bytes, offset: int) -> list[str]:
+    count = struct.unpack(">H", reply[6:8])[0]
+    found = []
+    for _ in range(count):
+        if offset >= len(reply):
+            break
+        if reply[offset] & 0xC0 == 0xC0:
+            offset += 2
+        else:
+            while offset < len(reply) and reply[offset]:
+                offset += reply[offset] + 1
+            offset += 1
+        kind, _, _, length = struct.unpack(">HHIH", reply[offset : offset + 10])
+        offset += 10
+        if kind == 1 and length == 4:
+            found.append(socket.inet_ntoa(reply[offset : offset + 4]))
+        offset += length
+    return found
+
+
+def main(argv: list[str]) -> int:
+    kind, timeout, args = argv[0], float(argv[1]), argv[2:]
+    checks: dict[str, Callable[..., tuple[bool, str]]] = {
+        "tcp": _tcp,
+        "http": _http,
+        "throughput": _throughput,
+        "dns": _dns,
+    }
+    passed, detail = checks[kind](timeout, *args)
+    sys.stdout.write(detail.replace("\n", " ") + "\n")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,495 @@
+"""Running a lab: its supervisor, commands in its hosts, owner cycles, probes, and teardown.
+
+One supervisor process per lab (`unshare --user --map-root-user --net --mount --pid --fork
+--kill-child --mount-proc`, see `script.BOOT`) holds the lab's namespaces; every command
+enters them with `nsenter` and then `ip netns exec HOST`. A lab started by a Python caller dies
+with it (the supervisor lives on a pipe from the caller, and has PR_SET_PDEATHSIG); a lab
+started with `detach=True` (`agentledger lab up`) lives until `stop_lab` (`lab down`), and is
+recorded in the runtime directory so later commands can find it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from agentledger.errors import InputError
+from agentledger.labs.script import (
+    BOOT,
+    SYSTEM_PATH,
+    host_env,
+    owner_cycle_argv,
+    probe_argv,
+    setup_script,
+)
+from agentledger.labs.spec import LabSpec, LoadedLab, ProbeSpec, Step
+from agentledger.labs.system import (
+    LabUnavailableError,
+    Privilege,
+    choose_privilege,
+    process_running,
+    process_start_time,
+    runtime_dir,
+    sweep_dead_labs,
+)
+
+__all__ = [
+    "Lab",
+    "LabStartError",
+    "ProbeResult",
+    "ProbeResults",
+    "attach_lab",
+    "lab",
+    "running_labs",
+    "start_lab",
+    "stop_lab",
+]
+
+BOOT_SECONDS = 15
+SETUP_SECONDS = 60
+COMMAND_SECONDS = 60
+
+
+class LabStartError(InputError):
+    """The lab did not come up as its spec says: setup failed, a probe failed before the fault,
+    or the fault did not break its symptom probe (each named in the message)."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe, run once: did its check pass, and is that healthy for its role."""
+
+    name: str
+    role: str
+    passed: bool
+    detail: str
+
+    @property
+    def healthy(self) -> bool:
+        """Blocked probes are healthy when they fail; every other role when it passes."""
+        return self.passed != (self.role == "blocked")
+
+
+@dataclass(frozen=True)
+class ProbeResults:
+    """Every probe of a lab at one moment, in spec order."""
+
+    results: tuple[ProbeResult, ...]
+
+    def broken(self) -> list[str]:
+        """The probes that are not healthy."""
+        return [r.name for r in self.results if not r.healthy]
+
+    def get(self, name: str) -> ProbeResult:
+        """The result of the probe `name`."""
+        for result in self.results:
+            if result.name == name:
+                return result
+        raise KeyError(name)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """A JSON-ready list, one object per probe."""
+        return [
+            {
+                "name": r.name,
+                "role": r.role,
+                "passed": r.passed,
+                "healthy": r.healthy,
+                "detail": r.detail,
+            }
+            for r in self.results
+        ]
+
+
+def _clean_env() -> dict[str, str]:
+    env = {"PATH": SYSTEM_PATH, "LC_ALL": "C.UTF-8"}
+    if "TERM" in os.environ:
+        env["TERM"] = os.environ["TERM"]
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the supervisor's child: SIGKILL it when the process that started it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Lab:
+    """A running lab: the spec it was built from and the supervisor that holds it."""
+
+    name: str
+    spec: LabSpec
+    privilege: Privilege
+    pid: int
+    pid1: int
+    start_time: int
+    started_at: str
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    # -- entering the lab -------------------------------------------------------------------
+
+    def lab_argv(self) -> list[str]:
+        """The argv prefix that runs a command inside the lab's namespaces (in no host)."""
+        argv = [*self.privilege.prefix(), "nsenter", "-t", str(self.pid1)]
+        if self.privilege.mode == "rootless":
+            argv += ["-U", "--preserve-credentials"]
+        return [*argv, "-m", "-n", "-p", "--"]
+
+    def host_argv(self, host: str) -> list[str]:
+        """The argv prefix that runs a command in `host`: append the command's argv to it.
+
+        The command runs as root of the lab in the host's network namespace, with the host's
+        directory as working directory, its bin first on PATH and a clean environment.
+        """
+        if host not in self.spec.host_names():
+            raise InputError(
+                f"lab {self.name!r} has no host {host!r}; its hosts: "
+                + ", ".join(self.spec.host_names())
+            )
+        return [*self.lab_argv(), "ip", "netns", "exec", host, *host_env(host)]
+
+    def run(
+        self,
+        host: str,
+        command: str | Sequence[str],
+        *,
+        timeout: float = COMMAND_SECONDS,
+        stdin: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `command` (a shell string, or an argv) in `host`; its output, never raising on
+        a non-zero exit (a TimeoutExpired when it outlives `timeout`)."""
+        argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
+        return subprocess.run(
+            [*self.host_argv(host), *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=_clean_env(),
+            cwd="/",
+            input=stdin,
+            check=False,
+        )
+
+    def alive(self) -> bool:
+        """Whether the supervisor still runs."""
+        return process_start_time(self.pid) == self.start_time
+
+    # -- the spec's parts -------------------------------------------------------------------
+
+    def run_steps(self, steps: Sequence[Step], *, what: str) -> None:
+        """Run each step in its host, in order; a LabStartError naming the first that fails."""
+        for i, step in enumerate(steps):
+            done = self.run(step.host, step.run)
+            if done.returncode != 0:
+                raise LabStartError(
+                    f"{what} step {i + 1} in {step.host} ({step.run.strip()!r}) exited "
+                    f"{done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}"
+                )
+
+    def cycle(self, owner: str | None = None, *, times: int = 1) -> None:
+        """Run exactly `times` cycles of `owner` (of every owner, in spec order, when None)."""
+        owners = [self.spec.owner(owner)] if owner else list(self.spec.owners)
+        for _ in range(times):
+            for spec in owners:
+                done = self.run(spec.host, owner_cycle_argv(spec))
+                if done.returncode != 0:
+                    raise LabStartError(
+                        f"owner {spec.name} in {spec.host}: its cycle exited {done.returncode}: "
+                        f"{(done.stderr or done.stdout).strip()[-500:]}"
+                    )
+
+    def probe(self, names: Sequence[str] | None = None) -> ProbeResults:
+        """Run the probes (all, or those named) at once; each result, in spec order."""
+        probes = [p for p in self.spec.probes if names is None or p.name in names]
+        unknown = set(names or ()) - {p.name for p in probes}
+        if unknown:
+            raise InputError(f"no probe {', '.join(sorted(unknown))} in lab {self.name!r}")
+        running = [(p, self._start_probe(p)) for p in probes]
+        return ProbeResults(tuple(_finish_probe(p, proc) for p, proc in running))
+
+    def _start_probe(self, probe: ProbeSpec) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*self.host_argv(probe.host), *probe_argv(probe)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_clean_env(),
+            cwd="/",
+        )
+
+    def inject_fault(self, *, verify: bool = True) -> ProbeResults:
+        """Inject the fault, run one cycle of every owner, and (with `verify`) refuse, naming
+        the probe, when a symptom probe still passes."""
+        self.run_steps(self.spec.fault.steps, what="fault")
+        self.cycle()
+        after = self.probe()
+        if verify:
+            still = [r for r in after.results if r.role == "symptom" and r.healthy]
+            if still:
+                raise LabStartError(
+                    "the fault does not show: symptom probe "
+                    + ", ".join(f"{r.name} still passes ({r.detail})" for r in still)
+                )
+        return after
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Kill the lab: its supervisor, so every process and namespace of it, then wait."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+        stop_supervisor(self.pid, self.start_time, self.pid1)
+        if self.process is not None:
+            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                if stream is not None:
+                    stream.close()
+        _state_file(self.name).unlink(missing_ok=True) if self._recorded() else None
+
+    def _recorded(self) -> bool:
+        try:
+            data = json.loads(_state_file(self.name).read_text())
+        except (OSError, ValueError):
+            return False
+        return bool(data.get("pid") == self.pid)
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def state(self) -> dict[str, Any]:
+        """What the runtime directory records of a detached lab."""
+        return {
+            "name": self.name,
+            "pid": self.pid,
+            "pid1": self.pid1,
+            "start_time": self.start_time,
+            "started_at": self.started_at,
+            "mode": self.privilege.mode,
+            "user": self.privilege.user,
+            "spec": self.spec.model_dump(mode="json"),
+        }
+
+
+def _finish_probe(probe: ProbeSpec, proc: subprocess.Popen[str]) -> ProbeResult:
+    try:
+        out, _ = proc.communicate(timeout=probe.timeout + 10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        return ProbeResult(probe.name, probe.role, False, "the probe itself hung; killed")
+    lines = [line for line in (out or "").strip().splitlines() if line.strip()]
+    detail = lines[-1].strip() if lines else f"exit {proc.returncode}"
+    if proc.returncode == 124:
+        detail = f"timed out after {probe.timeout:g}s"
+    passed = proc.returncode == 0
+    if passed and probe.stdout is not None:
+        import re
+
+        passed = re.search(probe.stdout, out or "") is not None
+        detail = detail if passed else f"output does not match {probe.stdout!r}: {detail}"
+    return ProbeResult(probe.name, probe.role, passed, detail[:300])
+
+
+def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
+    """SIGKILL the supervisor `pid` (when it is still the process that started at
+    `start_time`) and wait until its lab's init `pid1` is gone."""
+    if process_start_time(pid) == start_time:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for _ in range(4000):
+        if not process_running(pid1) and not process_running(pid, start_time):
+            return
+        time.sleep(0.0025)
+    raise LabUnavailableError(f"the lab's supervisor {pid} did not end after SIGKILL")
+
+
+def _spawn(privilege: Privilege, *, detach: bool) -> subprocess.Popen[bytes]:
+    prefix = privilege.prefix()
+    if prefix and not detach:
+        prefix = [*prefix, "--pdeathsig", "KILL"]
+    argv = [*prefix, "unshare"]
+    if privilege.mode == "rootless":
+        argv += ["--user", "--map-root-user"]
+    argv += ["--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    return subprocess.Popen(
+        [*argv, "sh", "-c", BOOT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd="/",
+        env=_clean_env(),
+        start_new_session=detach,
+        preexec_fn=None if (detach or prefix) else _die_with_parent,
+    )
+
+
+def _await_boot(proc: subprocess.Popen[bytes]) -> int:
+    """The supervisor's pid once it says `ready` (a LabUnavailableError with its words else)."""
+    stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
+    ready, _, _ = select.select([stdout], [], [], BOOT_SECONDS)
+    line = stdout.readline() if ready else b""
+    if line != b"ready\n":
+        proc.kill()
+        proc.wait()
+        err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+        raise LabUnavailableError(
+            f"the lab's namespaces could not be made: {err or 'no reason given'}"
+        )
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    return int(children[0])
+
+
+def start_lab(
+    loaded: LoadedLab | LabSpec,
+    *,
+    name: str | None = None,
+    fault: bool = True,
+    verify: bool = True,
+    privilege: Privilege | None = None,
+    detach: bool = False,
+) -> Lab:
+    """Build the lab, check its baseline, inject its fault and check the symptom shows.
+
+    `fault=False` stops at the baseline. With `detach`, the lab outlives this process and is
+    recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest.
+    """
+    spec = loaded.spec if isinstance(loaded, LoadedLab) else loaded
+    name = name or (loaded.name if isinstance(loaded, LoadedLab) else "lab")
+    directory = runtime_dir()
+    sweep_dead_labs(directory)
+    if detach and _state_file(name).exists():
+        raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
+    privilege = privilege or choose_privilege()
+    proc = _spawn(privilege, detach=detach)
+    try:
+        pid1 = _await_boot(proc)
+        started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        lab = Lab(
+            name,
+            spec,
+            privilege,
+            proc.pid,
+            pid1,
+            process_start_time(proc.pid) or 0,
+            started,
+            process=proc,
+        )
+        if detach:
+            _write_state(lab)
+        _build(lab, fault=fault, verify=verify)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        if detach:
+            _state_file(name).unlink(missing_ok=True)
+        raise
+    if detach:
+        assert proc.stdin is not None
+        proc.stdin.write(b"detach\n")
+        proc.stdin.close()
+        lab.process = None
+    return lab
+
+
+def _build(lab: Lab, *, fault: bool, verify: bool) -> None:
+    done = subprocess.run(
+        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec)],
+        capture_output=True,
+        text=True,
+        timeout=SETUP_SECONDS,
+        env=_clean_env(),
+        cwd="/",
+        check=False,
+    )
+    if done.returncode != 0:
+        raise LabStartError(
+            f"the lab's setup failed: {(done.stderr or done.stdout).strip()[-800:]}"
+        )
+    baseline = lab.probe()
+    if verify and baseline.broken():
+        failing = [r for r in baseline.results if not r.healthy]
+        raise LabStartError(
+            "before the fault, probe "
+            + ", ".join(f"{r.name} is already unhealthy ({r.detail})" for r in failing)
+        )
+    if fault:
+        lab.inject_fault(verify=verify)
+
+
+@contextmanager
+def lab(loaded: LoadedLab | LabSpec, **options: Any) -> Iterator[Lab]:
+    """`with lab(spec) as running:` a lab up for the block, down after it, whatever happens."""
+    running = start_lab(loaded, **options)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _state_file(name: str) -> Path:
+    return runtime_dir() / f"{name}.json"
+
+
+def _write_state(lab: Lab) -> None:
+    path = _state_file(lab.name)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(lab.state(), indent=1))
+    temporary.replace(path)
+
+
+def running_labs() -> list[Lab]:
+    """The detached labs still up (the records of dead ones are swept first)."""
+    directory = runtime_dir()
+    sweep_dead_labs(directory)
+    return [attach_lab(p.stem) for p in sorted(directory.glob("*.json"))]
+
+
+def attach_lab(name: str | None = None) -> Lab:
+    """The detached lab `name` (or the only one up, when None)."""
+    directory = runtime_dir()
+    sweep_dead_labs(directory)
+    if name is None:
+        names = sorted(p.stem for p in directory.glob("*.json"))
+        if len(names) != 1:
+            raise InputError(
+                "no lab is up (agentledger lab up SCENARIO)"
+                if not names
+                else f"several labs are up ({', '.join(names)}): name one with --lab"
+            )
+        name = names[0]
+    try:
+        data = json.loads(_state_file(name).read_text())
+    except FileNotFoundError:
+        raise InputError(f"no lab named {name!r} is up") from None
+    return Lab(
+        name=data["name"],
+        spec=LabSpec.model_validate(data["spec"]),
+        privilege=Privilege(data["mode"], data["user"]),
+        pid=data["pid"],
+        pid1=data["pid1"],
+        start_time=data["start_time"],
+        started_at=data["started_at"],
+    )
+
+
+def stop_lab(name: str | None = None) -> str:
+    """Take the detached lab `name` down (the only one, when None); its name."""
+    running = attach_lab(name)
+    running.stop()
+    _state_file(running.name).unlink(missing_ok=True)
+    return running.name
