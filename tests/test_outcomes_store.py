@@ -53,7 +53,9 @@ def make_outcome(run_id: str, **changes: Any) -> Outcome:
         "probes": [
             {
                 "stage": "after-fix",
-                "probes": [{"name": "web-reachable", "role": "symptom", "passed": True}],
+                "probes": [
+                    {"name": "web-reachable", "role": "symptom", "passed": True, "healthy": True}
+                ],
             }
         ],
     }

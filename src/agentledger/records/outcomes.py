@@ -57,10 +57,10 @@ OUTCOME_ID = r"^out_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{8}$"
 """``out_<UTC time>_<8 hex>``: sortable by time, unique without coordination."""
 _OUTCOME_ID = re.compile(OUTCOME_ID)
 
-ProbeRole = Literal["symptom", "keep-working", "stay-blocked", "list"]
-PROBE_ROLES: tuple[str, ...] = ("symptom", "keep-working", "stay-blocked", "list")
-"""What a probe stands for: the fault's symptom (passes once fixed), a flow that must keep
-working, a flow that must stay blocked, or the entries a list must keep."""
+ProbeRole = Literal["symptom", "keep", "blocked", "entry"]
+PROBE_ROLES: tuple[str, ...] = ("symptom", "keep", "blocked", "entry")
+"""A probe's role in the lab spec: the fault's symptom (healthy once fixed), a flow that must
+keep working, a flow that must stay blocked, or an entry that must remain in a list."""
 
 STAGES: tuple[str, ...] = ("before-fault", "after-fault", "after-fix")
 """The fixed stages at which every probe runs; owner cycles add ``after-cycle-<n>``."""
@@ -79,17 +79,13 @@ class _Part(BaseModel):
 
 
 class ProbeResult(_Part):
-    """One probe at one stage: passed or not (null: it could not run), and what it saw."""
+    """One probe at one stage: did its check pass, and is that healthy for its role."""
 
     name: str = Field(description="The probe's name in the lab spec.")
-    role: ProbeRole = Field(description="symptom, keep-working, stay-blocked or list.")
-    passed: bool | None = Field(
-        description="The probe's check held (a blocked flow: it stayed blocked); null if unrun."
-    )
+    role: ProbeRole = Field(description="symptom, keep, blocked or entry.")
+    passed: bool = Field(description="The probe's check passed (a blocked flow: it got through).")
+    healthy: bool = Field(description="Healthy for its role (a blocked probe: it failed).")
     detail: str = Field(default="", max_length=4000, description="What the probe saw, short.")
-    entries: list[str] | None = Field(
-        default=None, description="For a list probe: the entries present."
-    )
 
 
 class ProbeStage(_Part):
