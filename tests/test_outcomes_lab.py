@@ -6,6 +6,7 @@ fault bans the client. Skipped, with the reason, where this machine cannot run l
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,105 @@ def test_a_run_without_a_lab_is_refused_naming_it(ledger: Ledger, write_run: Wri
     assert result.exit_code == 2
     assert "no lab for scenario 'no_such_lab_scenario'" in result.output
     assert latest_outcomes(ledger) == {}
+
+
+LAB_AGENT = """
+def act(ctx):
+    hasty = "hasty" in ctx.model
+    ctx.shell("iptables -S")
+    if hasty:
+        ctx.shell("iptables -D f2b-http -s 10.0.0.2/32 -p tcp -j REJECT --reject-with tcp-reset")
+        ctx.shell("client: curl -s -o /dev/null -w '%{http_code}' http://10.0.0.1/")
+        ctx.write_report("# Report\\n\\n## Remediation\\nDeleted the REJECT for 10.0.0.2.\\n")
+        return
+    status = ctx.shell("jailctl status").stdout.decode()
+    ctx.shell("jailctl unban 10.0.0.2")
+    ctx.shell("web: jailctl status")
+    seen = ctx.shell("client: curl -s -o /dev/null -w '%{http_code}' http://10.0.0.1/")
+    ctx.write_report(
+        "# Report\\n\\n## Root cause\\nThe jail banned 10.0.0.2 (" + status.strip() + ").\\n\\n"
+        "## Remediation\\n\\n```bash\\njailctl unban 10.0.0.2\\n```\\n\\n"
+        "## Verification\\nFrom the client, expect 200:\\n\\n```bash\\n"
+        "client: curl -s -o /dev/null -w '%{http_code}' http://10.0.0.1/\\n```\\n"
+        "It showed " + seen.stdout.decode() + ".\\n"
+    )
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("labs_here")
+def test_an_agent_runs_in_a_fresh_lab_per_repeat_and_its_outcome_is_measured(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    import shutil
+
+    import agentledger
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "lab_agent.py").write_text(LAB_AGENT)
+    (agent / "system_prompt.txt").write_text("You fix network faults.\n")
+    policies = Path(agentledger.__file__).parent / "data" / "policies"
+    shutil.copy(policies / "remediate.yaml", agent / "policy.yaml")
+    (agent / "agent.toml").write_text(
+        'name = "lab-agent"\nkind = "python"\nentry = "lab_agent:act"\npython_path = ["."]\n'
+        'system_prompt = "system_prompt.txt"\npolicy = "policy.yaml"\ntimeout = 120\n'
+        '[model]\nprovider = "scripted"\nname = "scripted-careful"\n'
+    )
+    args = ["run", str(LAB), "--agent", str(agent / "agent.toml"), "--ledger", str(ledger.root)]
+    result = CliRunner().invoke(
+        main, [*args, "--model", "scripted-careful", "--model", "scripted-hasty", "--repeat", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.count("outcome of ") == 4
+    measured = latest_outcomes(ledger)
+    assert len(measured) == 4
+    for run_id, outcome in measured.items():
+        stored = ledger.load(run_id)
+        snapshot = ledger.read_bytes(run_id, "snapshot.txt").decode()
+        assert "10.0.0.2/32" in snapshot  # each run's lab was fresh: the ban is there
+        assert "lab.yaml" in stored.manifest.files
+        events = [
+            json.loads(line) for line in ledger.read_bytes(run_id, "shell_audit.jsonl").splitlines()
+        ]
+        assert {event["lab"] for event in events} == {f"run-{run_id[-24:]}"}
+        assert "client" in {event["host"] for event in events}
+        if stored.metadata.model == "scripted-careful":
+            assert (outcome.fixed, outcome.durable, outcome.collateral, outcome.verified) == (
+                True, True, False, True,
+            )  # fmt: skip
+            assert outcome.remediation_source == "executed"
+        else:
+            assert (outcome.fixed, outcome.durable) == (True, False)
+            curl = next(e for e in events if e["command"].startswith("curl"))
+            assert curl["stdout"] == "200"  # in its own lab the hasty fix looked fine
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("labs_here")
+def test_the_gated_shell_reaches_lab_hosts_read_only_or_remediating(tmp_path: Path) -> None:
+    import agentledger
+    from agentledger.labs import load_lab, start_lab
+    from agentledger.runner.lab_shell import LabTarget
+    from agentledger.runner.shell_gate import Gate, load_policy
+
+    policies = Path(agentledger.__file__).parent / "data" / "policies"
+    with start_lab(load_lab(LAB), name="gate-test") as lab:
+        target = LabTarget(lab.name, {h: lab.host_argv(h) for h in lab.spec.host_names()}, "web")
+        investigate = Gate(load_policy(None), tmp_path / "i.jsonl", lab=target, ci=True)
+        chain = investigate.run("iptables -S f2b-http")
+        assert chain.exit_code == 0 and b"10.0.0.2/32" in chain.stdout
+        assert investigate.run("client: curl -s -m 2 http://10.0.0.1/").exit_code != 0
+        assert investigate.run("iptables -F f2b-http").denied
+        sneaky = investigate.run("sed -n '1e touch /run/lab/web/x' /etc/hostname")
+        assert sneaky.exit_code != 0 or b"Read-only" in sneaky.stderr
+        assert lab.run("web", "test -e /run/lab/web/x").returncode != 0
+        remediate = Gate(
+            load_policy(policies / "remediate.yaml"), tmp_path / "r.jsonl", lab=target, ci=True
+        )
+        fixed = remediate.run("web: jailctl unban 10.0.0.2")
+        assert fixed.exit_code == 0 and fixed.decision.decided_by == "lab"
+        lab.cycle()
+        assert remediate.run("client: curl -s -m 2 http://10.0.0.1/").stdout == b"web ok\n"
+    host_rules = Gate(load_policy(None), None).run("iptables -S")
+    assert b"f2b-http" not in host_rules.stdout  # the machine's own table never saw the lab

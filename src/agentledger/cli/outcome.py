@@ -49,15 +49,18 @@ def outcome_command(
     report recommends; what cannot be applied is listed with the reason. Exit status: 0 every
     run measured, 2 bad input or a machine that cannot run labs.
     """
-    from agentledger.outcomes import record_outcome
-    from agentledger.outcomes.check import lab_of_run, measure_run
+    from agentledger.outcomes.check import lab_of_run, lab_runs, measure_and_record
 
     with open_ledger(ledger_path) as ledger:
         resolved = [ledger.resolve(run_id) for run_id in run_ids]
-        labs = {run_id: lab_of_run(ledger, run_id, lab) for run_id in resolved}
-        for run_id in resolved:
-            outcome = measure_run(ledger, run_id, labs[run_id], cycles=cycles, default_host=host)
-            where = record_outcome(ledger, outcome)
+        ran_in_labs = set(lab_runs(ledger, resolved))
+        for run_id in resolved:  # a run without a lab: exit 2 before any lab starts
+            if lab is not None or run_id not in ran_in_labs:
+                lab_of_run(ledger, run_id, lab)
+        measured = measure_and_record(ledger, resolved, lab=lab, cycles=cycles, default_host=host)
+        for outcome in measured:
+            run_id = outcome.run_id
+            where = f"outcomes/{run_id}/{outcome.outcome_id}.json"
             if as_json:
                 click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2))
                 continue

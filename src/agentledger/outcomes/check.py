@@ -20,10 +20,13 @@ those stages:
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentledger import __version__
@@ -47,7 +50,14 @@ from agentledger.records.outcomes import (
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
-__all__ = ["DEFAULT_CYCLES", "lab_of_run", "measure_remediation", "measure_run"]
+__all__ = [
+    "DEFAULT_CYCLES",
+    "lab_of_run",
+    "lab_runs",
+    "measure_and_record",
+    "measure_remediation",
+    "measure_run",
+]
 
 DEFAULT_CYCLES = 2
 COMMAND_TIMEOUT = 20.0
@@ -347,13 +357,23 @@ def measure_run(
     )
 
 
-def lab_of_run(ledger: Ledger, run_id: str, lab: str | None = None) -> LoadedLab:
+def lab_of_run(
+    ledger: Ledger, run_id: str, lab: str | None = None, *, scratch: Path | None = None
+) -> LoadedLab:
     """The lab a run's outcome is measured in: `lab` (a lab.yaml, a scenario directory or a
-    packaged scenario id), else the packaged labs scenario named like the run's scenario."""
+    packaged scenario id); else the lab.yaml stored in the run (the spec it ran against,
+    copied into `scratch`, a directory the caller removes); else the packaged labs scenario
+    named like the run's scenario."""
     from agentledger.errors import InputError
-    from agentledger.labs import resolve_labs
+    from agentledger.labs import LAB_FILE, load_lab, resolve_labs
 
-    scenario = ledger.load(run_id).metadata.scenario
+    stored = ledger.load(run_id)
+    scenario = stored.metadata.scenario
+    if lab is None and scratch is not None and LAB_FILE in stored.manifest.files:
+        folder = scratch / run_id / _safe_name(scenario)
+        folder.mkdir(parents=True)
+        (folder / LAB_FILE).write_bytes(ledger.read_bytes(run_id, LAB_FILE))
+        return load_lab(folder)
     target = lab or scenario
     try:
         found = resolve_labs(target)
@@ -364,3 +384,33 @@ def lab_of_run(ledger: Ledger, run_id: str, lab: str | None = None) -> LoadedLab
     if len(found) != 1:
         raise InputError(f"{target}: names {len(found)} labs; name one lab.yaml with --lab")
     return found[0]
+
+
+def _safe_name(scenario: str) -> str:
+    return re.sub(r"[^a-z0-9_-]", "-", scenario.lower()).strip("-")[:40] or "lab"
+
+
+def lab_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+    """Those of `run_ids` that ran against a lab (they hold a lab.yaml)."""
+    from agentledger.labs import LAB_FILE
+
+    return [run_id for run_id in run_ids if LAB_FILE in ledger.load(run_id).manifest.files]
+
+
+def measure_and_record(
+    ledger: Ledger,
+    run_ids: Sequence[str],
+    *,
+    lab: str | None = None,
+    cycles: int = DEFAULT_CYCLES,
+    default_host: str | None = None,
+) -> Iterator[Outcome]:
+    """Measure each run in fresh labs and record its outcome (and lab label), one by one."""
+    from agentledger.outcomes import record_outcome
+
+    with tempfile.TemporaryDirectory(prefix="agentledger-outcome-") as scratch:
+        for run_id in run_ids:
+            loaded = lab_of_run(ledger, run_id, lab, scratch=Path(scratch))
+            outcome = measure_run(ledger, run_id, loaded, cycles=cycles, default_host=default_host)
+            record_outcome(ledger, outcome)
+            yield outcome

@@ -13,7 +13,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from agentledger.runner.shell_gate.sandbox import Sandbox
 
@@ -74,16 +74,23 @@ def run_shell(
     env: Mapping[str, str] | None = None,
     stdin: int | None = None,
     sandbox: Sandbox | None = None,
+    prefix: Sequence[str] = (),
 ) -> Completed:
     """Run `command` with the shell and wait for it, at most `timeout` seconds.
 
-    `stdin` is a file descriptor to give the command (None: /dev/null). KeyboardInterrupt
+    `stdin` is a file descriptor to give the command (None: /dev/null). `prefix` is an argv
+    the whole runs under (entering a lab host: `agentledger.runner.lab_shell`). KeyboardInterrupt
     while waiting kills the command and returns with `interrupted` set. With `sandbox` the
     command runs inside it, writable only in a scratch directory removed afterwards; a
     sandbox that cannot be set up raises SandboxUnavailableError (the command did not run).
     """
+    if prefix:
+        import shutil
+
+        prefix = [shutil.which(prefix[0]) or prefix[0], *prefix[1:]]
     if sandbox is None:
-        return _spawn(_shell_argv(command, cwd), timeout=timeout, env=env, stdin=stdin)
+        argv = _shell_argv(command, cwd)
+        return _spawn([*prefix, *argv], timeout=timeout, env=env, stdin=stdin)
     from agentledger.runner.shell_gate.sandbox import make_scratch, remove_scratch
 
     scratch = make_scratch()
@@ -96,6 +103,7 @@ def run_shell(
             scratch=scratch,
             status_fd=status_write,
         )
+        argv = [*prefix, *argv]
         handed, status_write = status_write, -1
         completed = _spawn(argv, timeout=timeout, env=env, stdin=stdin, extra_fd=handed)
         status = _read_ready(status_read)

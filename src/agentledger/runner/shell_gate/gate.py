@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, TypeAlias
 
+    from agentledger.runner.lab_shell import LabTarget
     from agentledger.runner.shell_gate.ask import Answer
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.sandbox import Sandbox
@@ -47,7 +48,7 @@ class Decision:
     """The gate's decision on a command: its classification, and allowed, denied, prompt
     (the policy asks a person; `Gate.run` turns it into approved or denied) or approved."""
 
-    __slots__ = ("classification", "command", "decided_by", "decision", "reason")
+    __slots__ = ("classification", "command", "decided_by", "decision", "host", "reason")
 
     def __init__(
         self, classification: Classification, decision: str, decided_by: str, reason: str
@@ -57,6 +58,8 @@ class Decision:
         self.decision = decision
         self.decided_by = decided_by
         self.reason = reason
+        self.host: str | None = None
+        """The lab host the command runs in (None: not in a lab)."""
 
     @property
     def allowed(self) -> bool:
@@ -157,6 +160,7 @@ class Gate:
         ci: bool | None = None,
         stdin: int | None = None,
         sandbox: Sandbox | None = None,
+        lab: LabTarget | None = None,
     ) -> None:
         if policy is None:
             policy = load_policy(None)
@@ -171,6 +175,8 @@ class Gate:
         self.ci = ci_detected() if ci is None else ci
         self.stdin = stdin
         self.sandbox = sandbox
+        self.lab = lab
+        """With a lab (`agentledger.runner.lab_shell`), commands run in its hosts."""
         self.redactor = Redactor(policy.redact)
         if self.timeout <= 0:
             raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
@@ -192,6 +198,10 @@ class Gate:
         folder = os.fspath(run_dir)
         if not os.path.isdir(folder):
             raise _input_error(f"run directory {folder} does not exist")
+        if "lab" not in options:
+            from agentledger.runner.lab_shell import LabTarget
+
+            options["lab"] = LabTarget.from_environment()
         return cls(load_policy(policy), os.path.join(folder, AUDIT_FILE), **options)
 
     def classify(self, command: str) -> Classification:
@@ -200,9 +210,25 @@ class Gate:
 
     def decide(self, command: str) -> Decision:
         """What the gate would do with `command` (nothing is run or logged)."""
+        if self.lab is not None:
+            return self._decide_in_lab(command)
         classification = self.classify(command)
         verdict = decide(self.rules, classification, ci=self.ci)
         return Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+
+    def _decide_in_lab(self, command: str) -> Decision:
+        """In a lab: decided on the command without its host prefix; what the policy would
+        ask about is allowed (the lab is the sandbox), CI or not."""
+        assert self.lab is not None
+        host, inner = self.lab.split(_checked(command))
+        classification = self.classify(inner)
+        verdict = decide(self.rules, classification, ci=False)
+        decided = Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+        if decided.decision == "prompt":
+            why = f"inside lab {self.lab.name}, host {host}: no approval needed"
+            decided = Decision(classification, "allowed", "lab", f"{why}; {verdict.reason}")
+        decided.host = host
+        return decided
 
     def run(self, command: str) -> GateResult:
         """Decide, run the command if allowed, and append one event to the audit log.
@@ -222,13 +248,15 @@ class Gate:
                 raise KeyboardInterrupt
             return GateResult(decision, event)
         sandbox = self._sandbox_for(decision)
+        host = decision.host
         completed = run_shell(
             decision.command,
             timeout=self.timeout,
-            cwd=self.cwd,
+            cwd=self.cwd if host is None else f"/run/lab/{host}",
             env=self.env,
             stdin=self.stdin,
             sandbox=sandbox,
+            prefix=self.lab.prefix(host) if self.lab is not None and host is not None else (),
         )
         if completed.timed_out:
             decision.reason += f"; timed out after {self.timeout:g} s and was killed"
@@ -329,6 +357,9 @@ class Gate:
             "reason": redact(clean_text(decision.reason)),
             "exit_code": exit_code,
         }
+        if self.lab is not None:
+            event["lab"] = clean_text(self.lab.name)
+            event["host"] = clean_text(decision.host or self.lab.default)
         if outputs is not None:
             event["duration_ms"] = round(duration_ms or 0.0, 3)
             truncated = False
