@@ -148,23 +148,31 @@ def probe_command(probes: tuple[str, ...], name: str | None, as_json: bool) -> N
 @lab_group.command("check")
 @click.argument("target", metavar="LAB")
 @click.option("--remedy", "remedies", multiple=True, help="Check only this remedy (repeatable).")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 32),
+    default=6,
+    show_default=True,
+    help="Labs at a time (most of a check is waiting on probe timeouts).",
+)
 @handle_errors
-def check_command(target: str, remedies: tuple[str, ...]) -> None:
+def check_command(target: str, remedies: tuple[str, ...], jobs: int) -> None:
     """Prove in fresh labs that the fault reproduces and each remedy does what the spec says.
 
     Each remedy runs in a fresh lab with its fault: its commands, then its owner cycles; the
     probes unhealthy afterwards must be exactly those the spec lists. Exit 1 names the remedy
     and the probe that differ.
     """
-    from agentledger.labs import check_lab, choose_privilege, resolve_labs
+    from agentledger.labs import check_labs, resolve_labs
 
-    privilege = choose_privilege()
-    failed = 0
-    for loaded in resolve_labs(target):
-        report = check_lab(loaded, remedies=list(remedies) or None, privilege=privilege)
+    found = resolve_labs(target)
+    chosen = [found[0].spec.remedy(n) for n in remedies] if remedies and len(found) == 1 else None
+    if remedies and len(found) != 1:
+        raise click.UsageError("--remedy needs a single lab")
+    reports = check_labs(found, remedies=chosen, jobs=jobs)
+    for report in reports:
         _print_report(report)
-        failed += not report.ok
-    sys.exit(1 if failed else 0)
+    sys.exit(0 if all(r.ok for r in reports) else 1)
 
 
 def _print_report(report: CheckReport) -> None:

@@ -32,7 +32,14 @@ root without one) or raises `LabUnavailableError` (exit 2) naming what is missin
 
 from __future__ import annotations
 
-from agentledger.labs.check import CheckReport, Measurement, RemedyCheck, check_lab, measure
+from agentledger.labs.check import (
+    CheckReport,
+    Measurement,
+    RemedyCheck,
+    check_lab,
+    check_labs,
+    measure,
+)
 from agentledger.labs.runtime import (
     Lab,
     LabStartError,
@@ -71,6 +78,7 @@ __all__ = [
     "Step",
     "attach_lab",
     "check_lab",
+    "check_labs",
     "choose_privilege",
     "lab",
     "load_lab",

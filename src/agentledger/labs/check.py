@@ -7,14 +7,15 @@ remedy the spec names (each in a fresh lab) and compares what broke with what th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from agentledger.labs.runtime import LabStartError, ProbeResults, start_lab
 from agentledger.labs.spec import LabSpec, LoadedLab, RemedySpec, Step
-from agentledger.labs.system import Privilege
+from agentledger.labs.system import Privilege, choose_privilege
 
-__all__ = ["CheckReport", "Measurement", "RemedyCheck", "check_lab", "measure"]
+__all__ = ["CheckReport", "Measurement", "RemedyCheck", "check_lab", "check_labs", "measure"]
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,9 @@ def measure(
     `owner_cycles` cycles of every owner; the probes at each stage. A command that fails is
     recorded, not raised: a remedy may well fail."""
     steps = _steps(commands, host)
-    with start_lab(lab, fault=False, privilege=privilege) as running:
-        baseline = running.probe()
+    with start_lab(lab, fault=False, privilege=privilege, periodic=False) as running:
+        assert running.baseline is not None
+        baseline = running.baseline
         after_fault = running.inject_fault()
         outputs = []
         for step in steps:
@@ -99,6 +101,8 @@ class RemedyCheck:
     remedy: RemedySpec
     measurement: Measurement | None
     problems: list[str] = field(default_factory=list)
+    start_problem: str | None = None
+    """Why the lab did not come up with its fault (then the remedy was not tried)."""
 
     @property
     def ok(self) -> bool:
@@ -140,24 +144,53 @@ def check_lab(
     *,
     remedies: Sequence[str] | None = None,
     privilege: Privilege | None = None,
-    progress: Callable[[str], None] | None = None,
+    jobs: int = 4,
 ) -> CheckReport:
     """Prove the fault reproduces and each remedy (all, or those named) does what the spec
-    says, each in a fresh lab."""
-    chosen = [loaded.spec.remedy(n) for n in remedies] if remedies else list(loaded.spec.remedies)
-    try:
-        with start_lab(loaded, privilege=privilege):
-            pass
-    except LabStartError as exc:
-        return CheckReport(loaded.name, str(exc), [])
-    checks: list[RemedyCheck] = []
-    for remedy in chosen:
-        if progress:
-            progress(remedy.name)
+    says, each in a fresh lab (`jobs` labs at a time: most of a check is probe timeouts)."""
+    chosen = [loaded.spec.remedy(n) for n in remedies] if remedies else None
+    return check_labs([loaded], remedies=chosen, privilege=privilege, jobs=jobs)[0]
+
+
+def check_labs(
+    labs: Sequence[LoadedLab],
+    *,
+    remedies: Sequence[RemedySpec] | None = None,
+    privilege: Privilege | None = None,
+    jobs: int = 4,
+) -> list[CheckReport]:
+    """`check_lab` over several labs, all their remedies sharing one pool of `jobs` labs."""
+    privilege = privilege or choose_privilege()
+    tasks: list[tuple[LoadedLab, RemedySpec | None]] = []
+    for loaded in labs:
+        chosen = list(remedies if remedies is not None else loaded.spec.remedies)
+        tasks += [(loaded, remedy) for remedy in chosen] or [(loaded, None)]
+
+    def run(task: tuple[LoadedLab, RemedySpec | None]) -> RemedyCheck | str | None:
+        loaded, remedy = task
+        if remedy is not None:
+            return _check_remedy(loaded, remedy, privilege)
         try:
-            m = measure(loaded, remedy.steps, owner_cycles=remedy.cycles, privilege=privilege)
+            with start_lab(loaded, privilege=privilege, periodic=False):
+                return None
         except LabStartError as exc:
-            checks.append(RemedyCheck(remedy, None, [f"remedy {remedy.name}: {exc}"]))
-            continue
-        checks.append(RemedyCheck(remedy, m, _compare(remedy, m)))
-    return CheckReport(loaded.name, None, checks)
+            return str(exc)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(run, tasks))
+    reports = []
+    for loaded in labs:
+        mine = [r for (lab, _), r in zip(tasks, results, strict=True) if lab is loaded]
+        checks = [r for r in mine if isinstance(r, RemedyCheck)]
+        fault = next((r for r in mine if isinstance(r, str)), None)
+        fault = fault or next((c.start_problem for c in checks if c.start_problem), None)
+        reports.append(CheckReport(loaded.name, fault, [] if fault else checks))
+    return reports
+
+
+def _check_remedy(loaded: LoadedLab, remedy: RemedySpec, privilege: Privilege) -> RemedyCheck:
+    try:
+        m = measure(loaded, remedy.steps, owner_cycles=remedy.cycles, privilege=privilege)
+    except LabStartError as exc:
+        return RemedyCheck(remedy, None, [f"remedy {remedy.name}: {exc}"], start_problem=str(exc))
+    return RemedyCheck(remedy, m, _compare(remedy, m))

@@ -10,7 +10,6 @@ recorded in the runtime directory so later commands can find it.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -31,6 +30,7 @@ from agentledger.labs.script import (
     host_env,
     owner_cycle_argv,
     probe_argv,
+    read_probe,
     setup_script,
 )
 from agentledger.labs.spec import LabSpec, LoadedLab, ProbeSpec, Step
@@ -119,12 +119,6 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:
-    """In the supervisor's child: SIGKILL it when the process that started it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class Lab:
     """A running lab: the spec it was built from and the supervisor that holds it."""
@@ -137,6 +131,8 @@ class Lab:
     start_time: int
     started_at: str
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    baseline: ProbeResults | None = field(default=None, repr=False)
+    """The probes before the fault (set by `start_lab`)."""
 
     # -- entering the lab -------------------------------------------------------------------
 
@@ -290,18 +286,9 @@ def _finish_probe(probe: ProbeSpec, proc: subprocess.Popen[str]) -> ProbeResult:
         out, _ = proc.communicate(timeout=probe.timeout + 10)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
+        proc.communicate()
         return ProbeResult(probe.name, probe.role, False, "the probe itself hung; killed")
-    lines = [line for line in (out or "").strip().splitlines() if line.strip()]
-    detail = lines[-1].strip() if lines else f"exit {proc.returncode}"
-    if proc.returncode == 124:
-        detail = f"timed out after {probe.timeout:g}s"
-    passed = proc.returncode == 0
-    if passed and probe.stdout is not None:
-        import re
-
-        passed = re.search(probe.stdout, out or "") is not None
-        detail = detail if passed else f"output does not match {probe.stdout!r}: {detail}"
+    passed, detail = read_probe(probe, proc.returncode, out or "")
     return ProbeResult(probe.name, probe.role, passed, detail[:300])
 
 
@@ -318,23 +305,23 @@ def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
     raise LabUnavailableError(f"the lab's supervisor {pid} did not end after SIGKILL")
 
 
-def _spawn(privilege: Privilege, *, detach: bool) -> subprocess.Popen[bytes]:
+def _spawn(privilege: Privilege, name: str, *, detach: bool) -> subprocess.Popen[bytes]:
     prefix = privilege.prefix()
-    if prefix and not detach:
-        prefix = [*prefix, "--pdeathsig", "KILL"]
+    if not detach:
+        # PR_SET_PDEATHSIG: the supervisor is SIGKILLed when its starter dies, at the latest.
+        prefix = [*(prefix or ["setpriv"]), "--pdeathsig", "KILL"]
     argv = [*prefix, "unshare"]
     if privilege.mode == "rootless":
         argv += ["--user", "--map-root-user"]
     argv += ["--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
     return subprocess.Popen(
-        [*argv, "sh", "-c", BOOT],
+        [*argv, "sh", "-c", BOOT, f"agentledger-lab:{name}"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd="/",
         env=_clean_env(),
         start_new_session=detach,
-        preexec_fn=None if (detach or prefix) else _die_with_parent,
     )
 
 
@@ -362,10 +349,12 @@ def start_lab(
     verify: bool = True,
     privilege: Privilege | None = None,
     detach: bool = False,
+    periodic: bool = True,
 ) -> Lab:
     """Build the lab, check its baseline, inject its fault and check the symptom shows.
 
-    `fault=False` stops at the baseline. With `detach`, the lab outlives this process and is
+    `fault=False` stops at the baseline; `periodic=False` leaves owners to cycle on demand only
+    (`Lab.cycle`), as measurements need. With `detach`, the lab outlives this process and is
     recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest.
     """
     spec = loaded.spec if isinstance(loaded, LoadedLab) else loaded
@@ -375,7 +364,7 @@ def start_lab(
     if detach and _state_file(name).exists():
         raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
     privilege = privilege or choose_privilege()
-    proc = _spawn(privilege, detach=detach)
+    proc = _spawn(privilege, name, detach=detach)
     try:
         pid1 = _await_boot(proc)
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -391,7 +380,7 @@ def start_lab(
         )
         if detach:
             _write_state(lab)
-        _build(lab, fault=fault, verify=verify)
+        _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
         proc.kill()
         proc.wait()
@@ -406,9 +395,9 @@ def start_lab(
     return lab
 
 
-def _build(lab: Lab, *, fault: bool, verify: bool) -> None:
+def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
     done = subprocess.run(
-        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec)],
+        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
         capture_output=True,
         text=True,
         timeout=SETUP_SECONDS,
@@ -420,7 +409,7 @@ def _build(lab: Lab, *, fault: bool, verify: bool) -> None:
         raise LabStartError(
             f"the lab's setup failed: {(done.stderr or done.stdout).strip()[-800:]}"
         )
-    baseline = lab.probe()
+    baseline = lab.baseline = lab.probe()
     if verify and baseline.broken():
         failing = [r for r in baseline.results if not r.healthy]
         raise LabStartError(

@@ -7,7 +7,9 @@ in base64, so a file's text never becomes shell syntax.
 from __future__ import annotations
 
 import base64
+import re
 import shlex
+import shutil
 from pathlib import Path
 
 from agentledger.labs.spec import Endpoint, FileSpec, LabSpec, OwnerSpec, ProbeSpec, RouteSpec
@@ -20,6 +22,7 @@ __all__ = [
     "host_env",
     "owner_cycle_argv",
     "probe_argv",
+    "read_probe",
     "setup_script",
 ]
 
@@ -28,18 +31,34 @@ LAB_ROOT = "/run/lab"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 READY_SECONDS = 10
 
-BOOT = """\
+_INIT = """\
+import os, signal, sys
+def reap(*_):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+signal.signal(signal.SIGCHLD, reap)
+print("ready", flush=True)
+if sys.stdin.readline().strip() != "detach":
+    sys.exit(0)
+while True:
+    signal.pause()
+"""
+
+BOOT = f"""\
 mount -t tmpfs -o mode=0755 agentledger-lab /run || exit 1
 mkdir -p /run/netns /run/lab || exit 1
 ip link set lo up || exit 1
-echo ready
-read -r line || exit 0
-[ "$line" = detach ] || exit 0
-exec sleep infinity
+exec python3 -c {shlex.quote(_INIT)} "$0"
 """
-"""The supervisor (pid 1 of the lab's PID namespace): it lives until its stdin closes, or, once
-told `detach`, until it is killed. When it dies the kernel kills every process of the lab, and
-the network namespaces (bind-mounted only in the lab's mount namespace) go with them."""
+"""Run as `sh -c BOOT agentledger-lab:NAME`: the marker names the lab in `ps`.
+
+The supervisor (pid 1 of the lab's PID namespace, reaping the orphans daemons leave): it
+lives until its stdin closes, or, once told `detach`, until it is killed. When it dies the
+kernel kills every process of the lab, and the network namespaces (bind-mounted only in the
+lab's mount namespace) go with them."""
 
 _HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
 
@@ -114,7 +133,8 @@ def _owner(owner: OwnerSpec) -> list[str]:
 
 def _cycle_command(owner: OwnerSpec) -> str:
     base = f"{host_dir(owner.host)}/owners/{owner.name}"
-    return shlex.join(["flock", f"{base}.lock", "sh", f"{base}.cycle"])
+    # -o: processes a cycle starts (a daemon it restarts) must not inherit the lock.
+    return shlex.join(["flock", "-o", f"{base}.lock", "sh", f"{base}.cycle"])
 
 
 def _service(host: str, name: str, command: str) -> str:
@@ -138,8 +158,12 @@ def _wait_ready(host: str, name: str, port: int) -> list[str]:
     ]
 
 
-def setup_script(spec: LabSpec) -> str:
-    """The script that builds the lab from inside its namespaces, up to its baseline."""
+def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
+    """The script that builds the lab from inside its namespaces, up to its baseline.
+
+    With `periodic`, each owner also cycles every `interval` seconds in the background (a lab
+    for people and agents); without, owners cycle only on demand (measurements, which must
+    not race a background cycle)."""
     lines = ["set -eu", f"export PATH={SYSTEM_PATH}"]
     for host in spec.hosts:
         d = shlex.quote(host_dir(host.name))
@@ -184,7 +208,7 @@ def setup_script(spec: LabSpec) -> str:
         lines.append(_in_host(owner.host, _cycle_command(owner)))
     for service in spec.services:
         lines.append(_service(service.host, service.name, service.run))
-    for owner in spec.owners:
+    for owner in spec.owners if periodic else []:
         loop = f"while sleep {owner.interval:g}; do {_cycle_command(owner)}; done"
         lines.append(_service(owner.host, f"owner-{owner.name}", loop))
     for service in spec.services:
@@ -200,15 +224,38 @@ def owner_cycle_argv(owner: OwnerSpec) -> list[str]:
 
 
 def probe_argv(probe: ProbeSpec) -> list[str]:
-    """The command (run in the probe's host) that passes (exit 0) when the probe passes."""
+    """The command (run in the probe's host) whose exit status and output `read_probe` reads.
+
+    HTTP and throughput use curl and TCP uses bash when the machine has them (a few
+    milliseconds each); otherwise the stdlib helper runs in the machine's python3.
+    """
     timeout = f"{probe.timeout:g}"
     helper = ["python3", "-c", _HELPER]
+    url = probe.http or probe.throughput
+    if url and shutil.which("curl"):
+        return [
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-m",
+            timeout,
+            "--noproxy",
+            "*",
+            "-w",
+            "\\n%{http_code} %{size_download} %{speed_download}\\n",
+            url,
+        ]
     if probe.http:
         return [*helper, "http", timeout, probe.http, str(probe.status)]
-    if probe.tcp:
-        return [*helper, "tcp", timeout, probe.tcp]
     if probe.throughput:
         return [*helper, "throughput", timeout, probe.throughput, f"{probe.min_kbps:g}"]
+    if probe.tcp:
+        if shutil.which("bash"):
+            address, _, port = probe.tcp.rpartition(":")
+            script = 'exec 3<>"/dev/tcp/$0/$1" && echo "connected to $0:$1"'
+            return ["timeout", timeout, "bash", "-c", script, address.strip("[]"), port]
+        return [*helper, "tcp", timeout, probe.tcp]
     if probe.dns:
         return [*helper, "dns", timeout, probe.dns, probe.server or "", probe.answer or ""]
     if probe.ping:
@@ -219,3 +266,26 @@ def probe_argv(probe: ProbeSpec) -> list[str]:
         return ["timeout", timeout, *argv, probe.ping]
     assert probe.command is not None
     return ["timeout", timeout, "sh", "-c", probe.command]
+
+
+def read_probe(probe: ProbeSpec, returncode: int, output: str) -> tuple[bool, str]:
+    """Whether the probe passed, and one line saying what it saw."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else f"exit {returncode}"
+    url = probe.http or probe.throughput
+    curl = re.fullmatch(r"(\d{3}) (\d+) ([\d.]+)", last)
+    if url and curl:
+        code, size, speed = int(curl[1]), int(curl[2]), float(curl[3]) / 1000
+        error = lines[-2] if len(lines) > 1 else ""
+        if probe.http:
+            seen = f"HTTP {code}, {size} bytes" if code else error or f"curl exit {returncode}"
+            return returncode == 0 and code == probe.status, f"{url}: {seen}"
+        rate = f"{size} bytes at {speed:.0f} kB/s (needs {probe.min_kbps:g})"
+        passed = returncode == 0 and code == 200 and speed >= probe.min_kbps
+        return passed, f"{url}: HTTP {code}, {rate}" + (f"; {error}" if error else "")
+    if returncode == 124:
+        return False, f"timed out after {probe.timeout:g}s"
+    passed = returncode == 0
+    if passed and probe.stdout is not None and re.search(probe.stdout, output) is None:
+        return False, f"output does not match {probe.stdout!r}: {last}"
+    return passed, last

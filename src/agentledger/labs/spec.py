@@ -428,7 +428,7 @@ def load_lab(path: Path) -> LoadedLab:
     except RecordError as exc:
         raise _located(exc, file) from None
     name = file.parent.name if file.name == LAB_FILE else file.stem
-    name = re.sub(r"[^a-z0-9-]", "-", name.lower()).strip("-")[:40] or "lab"
+    name = re.sub(r"[^a-z0-9_-]", "-", name.lower()).strip("-")[:40] or "lab"
     return LoadedLab(spec=spec, path=file.absolute(), name=name)
 
 

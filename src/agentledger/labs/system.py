@@ -36,10 +36,12 @@ REQUIRED_TOOLS: dict[str, str] = {
     "nsenter": "util-linux",
     "setsid": "util-linux",
     "flock": "util-linux",
+    "setpriv": "util-linux",
     "ip": "iproute2",
     "tc": "iproute2",
     "ss": "iproute2",
     "base64": "coreutils",
+    "python3": "python3",
 }
 """Command -> the Debian package that has it; every lab needs all of them."""
 
