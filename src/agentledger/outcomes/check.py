@@ -8,8 +8,9 @@ those stages:
 
 - fixed: every symptom probe healthy after the fix (or, for a fix made through an owner, after
   the owners' first cycle, which carries it through), and the guard passed: a service no longer
-  listening, an owner whose loop is gone or whose cycle fails, a host whose every firewall rule
-  is gone, is not a fix but the removal of what was broken;
+  listening, an owner whose cycle fails (its script or state removed), a host whose every
+  firewall rule is gone, is not a fix but the removal of what was broken. Owners cycle on
+  demand only, so stopping one cannot pass for a durable fix: its next cycle still runs;
 - durable: every symptom probe still healthy after every cycle (null when not fixed);
 - collateral: some keep, blocked or entry probe healthy before the fault and unhealthy after
   the fix or after any cycle (entry probes lost are listed apart: the list lost an entry);
@@ -21,7 +22,6 @@ those stages:
 from __future__ import annotations
 
 import re
-import shlex
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -97,11 +97,6 @@ def _guard(lab: Lab, baseline_rules: dict[str, int]) -> list[str]:
                 f"service {service.name} in {service.host} no longer listens on port "
                 f"{service.ready_port}"
             )
-    for owner in spec.owners:
-        pattern = shlex.quote(f"while sleep .*owners/{owner.name}.cycle")
-        code, _ = _run(lab, owner.host, f"pgrep -f {pattern} >/dev/null")
-        if code not in (0, None):
-            found.append(f"owner {owner.name} in {owner.host} was stopped (its loop is gone)")
     for host, before in _rule_counts(lab).items():
         if baseline_rules.get(host, 0) > 0 and before == 0:
             found.append(f"every firewall rule of host {host} is gone (the table was deleted)")
@@ -178,8 +173,10 @@ def measure_remediation(
     clock: Callable[[], str] | None = None,
 ) -> Outcome:
     """Measure `remediation` in a fresh lab of `loaded` (see the module docstring)."""
-    with start_lab(loaded, fault=False, privilege=privilege) as lab:
-        baseline = lab.probe()
+    # Owners cycle on demand only: no background cycle races a probe, and an owner the
+    # remediation stopped is still cycled (stopping it cannot pass for a durable fix).
+    with start_lab(loaded, fault=False, privilege=privilege, periodic=False) as lab:
+        baseline = lab.baseline if lab.baseline is not None else lab.probe()
         rules = _rule_counts(lab)
         after_fault = lab.inject_fault()
         applied, skipped = _apply(lab, remediation)
