@@ -57,9 +57,11 @@ class LabTarget:
         return {"name": self.name, "hosts": {k: list(v) for k, v in self.hosts.items()},
                 "default": self.default}  # fmt: skip
 
-    def write(self, path: Path) -> Path:
-        """Write the target where the gated shell finds it (AGENTLEDGER_LAB)."""
-        path.write_text(json.dumps(self.to_json()), encoding="utf-8")
+    def write(self, path: Path, spec: Mapping[str, object] | None = None) -> Path:
+        """Write the target where the gated shell finds it (AGENTLEDGER_LAB), with the lab's
+        spec (`spec`, as JSON) for agents that read what their lab is made of."""
+        data = self.to_json() if spec is None else {**self.to_json(), "spec": dict(spec)}
+        path.write_text(json.dumps(data), encoding="utf-8")
         return path
 
     @classmethod

@@ -295,7 +295,7 @@ def _start_lab(
     running = stack.enter_context(start_lab(loaded, name=f"run-{run_id[-24:]}"))
     hosts = {host: running.host_argv(host) for host in loaded.spec.host_names()}
     target = LabTarget(running.name, hosts, _default_host(scenario, loaded))
-    target.write(work.input_dir / LAB_TARGET)
+    target.write(work.input_dir / LAB_TARGET, loaded.spec.model_dump(mode="json"))
     return running, target
 
 
