@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 env = os.environ
 run_dir = Path(env["AGENTLEDGER_RUN_DIR"])
@@ -61,7 +62,7 @@ def path(name: str) -> str:
 LOOKS = ["iptables -S", "ip route", "tc -s qdisc show", "ss -Hltn", "nft list ruleset"]
 
 
-def _check_of(probe: dict) -> tuple[str, str] | None:
+def _check_of(probe: dict[str, Any]) -> tuple[str, str] | None:
     """A command showing the symptom probe's check from its host, and what it prints when ok."""
     host = probe["host"]
     if probe.get("http") or probe.get("throughput"):
@@ -78,7 +79,7 @@ def _check_of(probe: dict) -> tuple[str, str] | None:
     return None
 
 
-def lab_mode(lab: dict) -> None:
+def lab_mode(lab: dict[str, Any]) -> None:
     spec = lab["spec"]
     remedies = spec.get("remedies") or []
     good = [r for r in remedies if r["kind"] == "good"]
