@@ -13,6 +13,7 @@ import json
 import re
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -43,6 +44,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     text: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None
+    """Tool calls to answer with (name, arguments), OpenAI or Anthropic shaped."""
 
 
 def _api(path: str) -> str | None:
@@ -53,6 +56,32 @@ def _api(path: str) -> str | None:
     if re.fullmatch(r"/v1(beta)?/models/[^/]+:generateContent", path):
         return "gemini"
     return None
+
+
+def tool_call_body(
+    api: str, request: dict[str, Any], text: str, calls: list[tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """An answer asking for tool calls, in the shape of `api` (openai or anthropic)."""
+    body = success_body(api, request, "", text)
+    ids = [f"call_{len(request.get('messages', []))}_{n}" for n in range(len(calls))]
+    if api == "openai":
+        message = body["choices"][0]["message"]
+        message["content"] = text or None
+        message["tool_calls"] = [
+            {"id": i, "type": "function",
+             "function": {"name": name, "arguments": json.dumps(arguments)}}
+            for i, (name, arguments) in zip(ids, calls, strict=True)
+        ]  # fmt: skip
+        body["choices"][0]["finish_reason"] = "tool_calls"
+        return body
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks += [
+        {"type": "tool_use", "id": i, "name": name, "input": arguments}
+        for i, (name, arguments) in zip(ids, calls, strict=True)
+    ]
+    body["content"] = blocks
+    body["stop_reason"] = "tool_use"
+    return body
 
 
 def success_body(api: str, request: dict[str, Any], path: str, text: str) -> dict[str, Any]:
@@ -125,6 +154,8 @@ class LLMServer:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self.answer = ANSWER
+        self.responder: Callable[[Received], Reply] | None = None
+        """Answers each request when no reply is queued (a scripted tool-calling model)."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -174,7 +205,9 @@ class LLMServer:
     def _next(self, received: Received) -> Reply:
         with self._lock:
             self.requests.append(received)
-            return self._replies.popleft() if self._replies else Reply()
+            if self._replies:
+                return self._replies.popleft()
+        return self.responder(received) if self.responder is not None else Reply()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -195,7 +228,9 @@ class LLMServer:
                 reply = server._next(Received(api, path, headers, body))
                 if reply.delay and server._stopping.wait(reply.delay):
                     return
-                if reply.status == 200:
+                if reply.status == 200 and reply.tool_calls:
+                    payload = tool_call_body(api, body, reply.text or "", reply.tool_calls)
+                elif reply.status == 200:
                     text = reply.text if reply.text is not None else server.answer
                     payload = success_body(api, body, path, text)
                 else:

@@ -356,6 +356,14 @@ class LlmAdapter(AgentAdapter):
         use = ModelUse()
         context = AgentContext(run, use)
         started = time.monotonic()
+        if self.agent.spec.tools:
+            from agentledger.runner.tool_agent import run_tool_loop
+
+            try:
+                run_tool_loop(context, use, max_turns=self.agent.spec.max_turns)
+            except Exception as exc:
+                return AgentResult(_crash(started, exc, run), use)
+            return AgentResult(ProcessOutcome("ok", 0, time.monotonic() - started), use)
         try:
             completion = context.complete(run.scenario.prompt)
         except Exception as exc:
