@@ -8,9 +8,10 @@ those stages:
 
 - fixed: every symptom probe healthy after the fix (or, for a fix made through an owner, after
   the owners' first cycle, which carries it through), and the guard passed: a service no longer
-  listening, an owner whose cycle fails (its script or state removed), a host whose every
-  firewall rule is gone, is not a fix but the removal of what was broken. Owners cycle on
-  demand only, so stopping one cannot pass for a durable fix: its next cycle still runs;
+  listening, an owner whose cycle fails (its script or state removed), a host whose firewall
+  rules (two or more before) are all gone or whose nftables tables are all deleted, is not a
+  fix but the removal of what was broken. Owners cycle on demand only, so stopping one cannot
+  pass for a durable fix: its next cycle still runs;
 - durable: every symptom probe still healthy after every cycle (null when not fixed);
 - collateral: some keep, blocked or entry probe healthy before the fault and unhealthy after
   the fix or after any cycle (entry probes lost are listed apart: the list lost an entry);
@@ -84,7 +85,7 @@ def _run(lab: Lab, host: str, command: str) -> tuple[int | None, str]:
     return done.returncode, (done.stdout + done.stderr)[-_SHORT:]
 
 
-def _guard(lab: Lab, baseline_rules: dict[str, int]) -> list[str]:
+def _guard(lab: Lab, baseline_rules: dict[str, tuple[int, int]]) -> list[str]:
     """Why a passing symptom probe is not a fix: what the remediation removed wholesale."""
     found: list[str] = []
     spec = lab.spec
@@ -97,17 +98,27 @@ def _guard(lab: Lab, baseline_rules: dict[str, int]) -> list[str]:
                 f"service {service.name} in {service.host} no longer listens on port "
                 f"{service.ready_port}"
             )
-    for host, before in _rule_counts(lab).items():
-        if baseline_rules.get(host, 0) > 0 and before == 0:
-            found.append(f"every firewall rule of host {host} is gone (the table was deleted)")
+    for host, (rules, tables) in _rule_counts(lab).items():
+        rules_before, tables_before = baseline_rules.get(host, (0, 0))
+        if rules_before >= 2 and rules == 0:
+            found.append(f"every firewall rule of host {host} is gone (the table was flushed)")
+        elif tables_before > 0 and tables == 0:
+            found.append(f"every nftables table of host {host} is gone (deleted)")
     return found
 
 
-def _rule_counts(lab: Lab) -> dict[str, int]:
+def _rule_counts(lab: Lab) -> dict[str, tuple[int, int]]:
+    """Per host: its iptables rules and its nftables tables (iptables' own included)."""
     counts = {}
+    script = (
+        "echo $(iptables-save 2>/dev/null | grep -c '^-A') "
+        "$(nft list tables 2>/dev/null | grep -c '^table')"
+    )
     for host in lab.spec.host_names():
-        code, out = _run(lab, host, "iptables-save 2>/dev/null | grep -c '^-A' || true")
-        counts[host] = int(out.strip() or 0) if code == 0 and out.strip().isdigit() else 0
+        code, out = _run(lab, host, script)
+        numbers = out.split()
+        if code == 0 and len(numbers) == 2 and all(n.isdigit() for n in numbers):
+            counts[host] = (int(numbers[0]), int(numbers[1]))
     return counts
 
 

@@ -30,6 +30,8 @@ __all__ = ["Remediation", "Verification", "read_remediation", "split_host"]
 
 _HOST_PREFIX = re.compile(r"^([a-z][a-z0-9-]{0,14}):\s+(\S.*)$", re.S)
 _LINE_HOST = re.compile(r"^(\s*(?:\$ )?)([a-z][a-z0-9-]{0,14}):[ \t]+(?=\S)")
+_SPAN = re.compile(r"`([^`\n]+)`")
+_COMMANDLIKE = re.compile(r"^(?:[a-z][a-z0-9-]{0,14}:\s+)?[a-z][a-z0-9_.-]*\s+\S")
 _PLACEHOLDER = re.compile(r"<[A-Za-z_][A-Za-z0-9_ -]*>|\$\{?[A-Z_]*(?:IP|ADDR|HOST)[A-Z_]*\}?")
 _INTERACTIVE = frozenset({"vi", "vim", "nano", "emacs", "less", "more", "top", "watch", "ssh"})
 _EXPECT = re.compile(
@@ -135,18 +137,27 @@ def _strip_hosts(report: str, hosts: Sequence[str]) -> tuple[str, dict[int, str]
 
 
 def _unknown_fence_lines(report: Report, items: Sequence[Extracted]) -> list[tuple[int, str]]:
-    """Lines of the report's remediation code blocks that the extractor does not know as
-    commands (a lab's own tools: an owner's client), as (line, text): applied, not dropped."""
-    known = {item.line for item in items}
+    """Commands of the report's remediation that the extractor does not know (a lab's own
+    tools: an owner's client), as (line, text): the lines of its code blocks, and the code
+    spans of its prose that read like a command. Applied, not dropped."""
+    known = {(item.line, item.text.strip()) for item in items}
+    lines_known = {item.line for item in items}
     found = []
     for unit in report.units:
-        if unit.kind != "fence" or "remediation" not in unit.kinds or "rejected" in unit.kinds:
+        if "remediation" not in unit.kinds or "rejected" in unit.kinds:
+            continue
+        if unit.kind != "fence":
+            for offset, raw in enumerate(unit.lines):
+                for span in _SPAN.findall(raw):
+                    line = unit.start + offset
+                    if _COMMANDLIKE.match(span) and (line, span.strip()) not in known:
+                        found.append((line, span.strip()))
             continue
         first = unit.start if unit.indented else unit.start + 1
         for offset, raw in enumerate(unit.lines):
             text = raw.strip().removeprefix("$ ").removeprefix("# ").strip()
             line = first + offset
-            if text and not raw.strip().startswith("#") and line not in known:
+            if text and not raw.strip().startswith("#") and line not in lines_known:
                 found.append((line, text))
     return found
 
@@ -179,9 +190,16 @@ def read_remediation(
     if report:
         report, hosts_at = _strip_hosts(report, hosts)
         parsed, report_items = report_commands(report, knowledge)
+        lines = report.split("\n")
+
+        def place(item: tuple[int, str]) -> tuple[int, int]:
+            line, text = item
+            return line, lines[line - 1].find(text) if 0 < line <= len(lines) else 0
+
         recommended = sorted(
             [(i.line, i.text) for i in report_items if i.role == "recommended" and i.is_write]
-            + _unknown_fence_lines(parsed, report_items)
+            + _unknown_fence_lines(parsed, report_items),
+            key=place,
         )
     if ran_writes:
         remediation = Remediation("executed")
