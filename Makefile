@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/label.py
 	$(BIN)/python bench/viewer.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/labs.py
 	$(BIN)/python bench/outcomes.py
 
 docs: $(STAMP)

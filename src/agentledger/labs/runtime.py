@@ -56,6 +56,7 @@ __all__ = [
     "stop_lab",
 ]
 
+_DETACHED: list[subprocess.Popen[bytes]] = []
 BOOT_SECONDS = 15
 SETUP_SECONDS = 60
 COMMAND_SECONDS = 60
@@ -245,13 +246,8 @@ class Lab:
     def stop(self) -> None:
         """Kill the lab: its supervisor, so every process and namespace of it, then wait."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            _reap(self.process)
         stop_supervisor(self.pid, self.start_time, self.pid1)
-        if self.process is not None:
-            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-                if stream is not None:
-                    stream.close()
         _state_file(self.name).unlink(missing_ok=True) if self._recorded() else None
 
     def _recorded(self) -> bool:
@@ -290,6 +286,20 @@ def _finish_probe(probe: ProbeSpec, proc: subprocess.Popen[str]) -> ProbeResult:
         return ProbeResult(probe.name, probe.role, False, "the probe itself hung; killed")
     passed, detail = read_probe(probe, proc.returncode, out or "")
     return ProbeResult(probe.name, probe.role, passed, detail[:300])
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with suppress(OSError):
+                stream.close()
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the supervisor `proc` (the lab goes with it), wait for it, close our pipe ends."""
+    proc.kill()
+    proc.wait()
+    _close_pipes(proc)
 
 
 def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
@@ -334,6 +344,7 @@ def _await_boot(proc: subprocess.Popen[bytes]) -> int:
         proc.kill()
         proc.wait()
         err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+        _close_pipes(proc)
         raise LabUnavailableError(
             f"the lab's namespaces could not be made: {err or 'no reason given'}"
         )
@@ -382,16 +393,16 @@ def start_lab(
             _write_state(lab)
         _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
-        proc.kill()
-        proc.wait()
+        _reap(proc)
         if detach:
             _state_file(name).unlink(missing_ok=True)
         raise
     if detach:
         assert proc.stdin is not None
         proc.stdin.write(b"detach\n")
-        proc.stdin.close()
+        _close_pipes(proc)
         lab.process = None
+        _DETACHED.append(proc)  # outlives us by design: never waited for, never warned about
     return lab
 
 

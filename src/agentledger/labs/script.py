@@ -7,12 +7,15 @@ in base64, so a file's text never becomes shell syntax.
 from __future__ import annotations
 
 import base64
+import io
 import re
 import shlex
 import shutil
+import tarfile
+import time
 from pathlib import Path
 
-from agentledger.labs.spec import Endpoint, FileSpec, LabSpec, OwnerSpec, ProbeSpec, RouteSpec
+from agentledger.labs.spec import Endpoint, HostSpec, LabSpec, OwnerSpec, ProbeSpec, RouteSpec
 
 __all__ = [
     "BOOT",
@@ -85,30 +88,54 @@ def _in_host(host: str, command: str) -> str:
     return shlex.join(["ip", "netns", "exec", host, *host_env(host), "sh", "-c", command])
 
 
-def _write_file(host: str, file: FileSpec, *, executable: bool = False) -> list[str]:
-    target = f"{host_dir(host)}/{file.path}"
-    data = base64.b64encode(file.content.encode()).decode()
-    mode = "0755" if executable else file.mode
-    return [
-        f"mkdir -p {shlex.quote(str(Path(target).parent))}",
-        f"printf %s {data} | base64 -d > {shlex.quote(target)}",
-        f"chmod {mode} {shlex.quote(target)}",
-    ]
+def _files_archive(spec: LabSpec) -> str:
+    """Every file of the lab (hosts' files, owners' desired state, tools and cycles) as one
+    base64 tar, so writing them costs two processes however many there are."""
+    entries: list[tuple[str, str, int]] = []
+    for host in spec.hosts:
+        for sub in ("bin", "log", "owners"):
+            entries.append((f"{host.name}/{sub}", "", -1))
+        entries += [(f"{host.name}/{f.path}", f.content, int(f.mode, 8)) for f in host.files]
+    for owner in spec.owners:
+        base = owner.host
+        entries += [(f"{base}/{f.path}", f.content, int(f.mode, 8)) for f in owner.desired]
+        entries += [
+            (f"{base}/bin/{t.name}", "#!/bin/sh\nset -eu\n" + t.run, 0o755) for t in owner.tools
+        ]
+        entries.append((f"{base}/owners/{owner.name}.cycle", "set -eu\n" + owner.cycle, 0o644))
+    buffer, now = io.BytesIO(), time.time()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        made: set[str] = set()
+        for name, content, mode in entries:
+            parts = name.split("/")
+            for depth in range(1, len(parts) + (mode < 0)):
+                directory = "/".join(parts[:depth])
+                if directory not in made:
+                    made.add(directory)
+                    info = tarfile.TarInfo(directory)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+                    tar.addfile(info)
+            if mode >= 0:
+                data = content.encode()
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(data), mode, now
+                tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def _endpoint(end: Endpoint) -> list[str]:
-    net = ["ip", "-n", end.host]
+    """`ip -batch` lines (run with -n HOST) that configure one end of a link."""
     lines = []
     if end.mtu is not None:
-        lines.append(shlex.join([*net, "link", "set", end.dev, "mtu", str(end.mtu)]))
+        lines.append(shlex.join(["link", "set", end.dev, "mtu", str(end.mtu)]))
     if end.address is not None:
-        lines.append(shlex.join([*net, "addr", "add", end.address, "dev", end.dev]))
-    lines.append(shlex.join([*net, "link", "set", end.dev, "up"]))
+        lines.append(shlex.join(["addr", "add", end.address, "dev", end.dev]))
+    lines.append(shlex.join(["link", "set", end.dev, "up"]))
     return lines
 
 
 def _route(route: RouteSpec) -> str:
-    argv = ["ip", "-n", route.host, "route", "add"]
+    argv = ["route", "add"]
     argv += [route.to] if route.type == "unicast" else [route.type, route.to]
     if route.via:
         argv += ["via", route.via]
@@ -119,16 +146,12 @@ def _route(route: RouteSpec) -> str:
     return shlex.join(argv)
 
 
-def _owner(owner: OwnerSpec) -> list[str]:
-    lines: list[str] = []
-    for file in owner.desired:
-        lines += _write_file(owner.host, file)
-    for tool in owner.tools:
-        script = FileSpec(path=f"bin/{tool.name}", content="#!/bin/sh\nset -eu\n" + tool.run)
-        lines += _write_file(owner.host, script, executable=True)
-    cycle = FileSpec(path=f"owners/{owner.name}.cycle", content="set -eu\n" + owner.cycle)
-    lines += _write_file(owner.host, cycle)
-    return lines
+def _batch(lines: list[str], namespace: str | None = None) -> list[str]:
+    """A here-document feeding `lines` to one `ip -batch` (in `namespace` when given)."""
+    if not lines:
+        return []
+    prefix = f"ip -n {namespace}" if namespace else "ip"
+    return [f"{prefix} -batch - <<'IP_BATCH'", *lines, "IP_BATCH"]
 
 
 def _cycle_command(owner: OwnerSpec) -> str:
@@ -138,74 +161,98 @@ def _cycle_command(owner: OwnerSpec) -> str:
 
 
 def _service(host: str, name: str, command: str) -> str:
-    log = f"{host_dir(host)}/log/{name}.log"
-    inner = _in_host(host, command)
-    return f"setsid sh -c {shlex.quote(inner)} </dev/null >{shlex.quote(log)} 2>&1 &"
+    log = shlex.quote(f"{host_dir(host)}/log/{name}.log")
+    inner = shlex.join(["ip", "netns", "exec", host, *host_env(host), "sh", "-c", command])
+    return f"setsid {inner} </dev/null >{log} 2>&1 &"
 
 
 def _wait_ready(host: str, name: str, port: int) -> list[str]:
     check = shlex.join(["ip", "netns", "exec", host, "ss", "-Hltnu", f"sport = :{port}"])
     log = shlex.quote(f"{host_dir(host)}/log/{name}.log")
-    limit = READY_SECONDS * 200
+    limit = READY_SECONDS * 100
     return [
         "i=0",
-        f"until {check} | grep -q .; do",
+        f'until [ -n "$({check})" ]; do',
         f"  i=$((i+1)); if [ $i -gt {limit} ]; then",
         f"    echo 'service {name} in {host}: not listening on port {port} after "
         f"{READY_SECONDS}s; its log:' >&2; tail -n 20 {log} >&2; exit 1; fi",
-        "  sleep 0.005",
+        "  sleep 0.01",
         "done",
     ]
+
+
+def _host_sysctls(host: HostSpec) -> str:
+    # No IPv6: no link-local addresses to wait on or to vary between snapshots.
+    sysctls = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+    if host.forwarding:
+        sysctls["net.ipv4.ip_forward"] = "1"
+    sysctls.update(host.sysctls)
+    pairs = [f"{key}={value}" for key, value in sysctls.items()]
+    return shlex.join(["ip", "netns", "exec", host.name, "sysctl", "-qw", *pairs])
 
 
 def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
     """The script that builds the lab from inside its namespaces, up to its baseline.
 
-    With `periodic`, each owner also cycles every `interval` seconds in the background (a lab
-    for people and agents); without, owners cycle only on demand (measurements, which must
-    not race a background cycle)."""
+    Few processes: one `ip -batch` for the namespaces and links, one per host for its
+    addresses and routes, one tar for every file. With `periodic`, each owner also cycles every
+    `interval` seconds in the background (a lab for people and agents); without, owners cycle
+    only on demand (measurements, which must not race a background cycle)."""
     lines = ["set -eu", f"export PATH={SYSTEM_PATH}"]
-    for host in spec.hosts:
-        d = shlex.quote(host_dir(host.name))
-        lines += [f"ip netns add {host.name}", f"mkdir -p {d}/bin {d}/log {d}/owners"]
-        lines.append(f"ip -n {host.name} link set lo up")
-        # No IPv6: no link-local addresses to wait on or to vary between snapshots.
-        lines.append(
-            _in_host(
-                host.name,
-                "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
-                "net.ipv6.conf.default.disable_ipv6=1 || true",
-            )
-        )
-        sysctls = dict(host.sysctls)
-        if host.forwarding:
-            sysctls.setdefault("net.ipv4.ip_forward", "1")
-        for key, value in sysctls.items():
-            lines.append(_in_host(host.name, shlex.join(["sysctl", "-qw", f"{key}={value}"])))
-        for file in host.files:
-            lines += _write_file(host.name, file)
+    root = [f"netns add {host.name}" for host in spec.hosts]
+    per_host: dict[str, list[str]] = {host.name: ["link set lo up"] for host in spec.hosts}
     for link in spec.links:
         a, b = link.a, link.b
-        lines.append(
-            shlex.join(["ip", "link", "add", a.dev, "netns", a.host, "type", "veth"])
-            + " "
-            + shlex.join(["peer", "name", b.dev, "netns", b.host])
+        root.append(
+            shlex.join(
+                [
+                    "link",
+                    "add",
+                    a.dev,
+                    "netns",
+                    a.host,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b.dev,
+                    "netns",
+                    b.host,
+                ]
+            )
         )
-        lines += _endpoint(a) + _endpoint(b)
+        per_host[a.host] += _endpoint(a)
+        per_host[b.host] += _endpoint(b)
     for i, bridge in enumerate(spec.bridges):
-        lines += [f"ip link add {bridge.name} type bridge", f"ip link set {bridge.name} up"]
+        root += [f"link add {bridge.name} type bridge", f"link set {bridge.name} up"]
         for j, port in enumerate(bridge.ports):
             peer = f"b{i}p{j}"
-            lines.append(
-                shlex.join(["ip", "link", "add", port.dev, "netns", port.host, "type", "veth"])
-                + f" peer name {peer}"
+            root.append(
+                shlex.join(
+                    [
+                        "link",
+                        "add",
+                        port.dev,
+                        "netns",
+                        port.host,
+                        "type",
+                        "veth",
+                        "peer",
+                        "name",
+                        peer,
+                    ]
+                )
             )
-            lines += [f"ip link set {peer} master {bridge.name} up", *_endpoint(port)]
-    lines += [_route(route) for route in spec.routes]
+            root.append(f"link set {peer} master {bridge.name} up")
+            per_host[port.host] += _endpoint(port)
+    for route in spec.routes:
+        per_host[route.host].append(_route(route))
+    lines += _batch(root)
+    lines.append(f"printf %s {_files_archive(spec)} | base64 -d | tar -x -C {LAB_ROOT}")
+    for host in spec.hosts:
+        lines += [_host_sysctls(host), *_batch(per_host[host.name], host.name)]
     lines += [_in_host(step.host, step.run) for step in spec.setup]
-    for owner in spec.owners:
-        lines += _owner(owner)
-        lines.append(_in_host(owner.host, _cycle_command(owner)))
+    lines += [_in_host(owner.host, _cycle_command(owner)) for owner in spec.owners]
     for service in spec.services:
         lines.append(_service(service.host, service.name, service.run))
     for owner in spec.owners if periodic else []:
@@ -253,8 +300,8 @@ def probe_argv(probe: ProbeSpec) -> list[str]:
     if probe.tcp:
         if shutil.which("bash"):
             address, _, port = probe.tcp.rpartition(":")
-            script = 'exec 3<>"/dev/tcp/$0/$1" && echo "connected to $0:$1"'
-            return ["timeout", timeout, "bash", "-c", script, address.strip("[]"), port]
+            script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
+            return ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]
         return [*helper, "tcp", timeout, probe.tcp]
     if probe.dns:
         return [*helper, "dns", timeout, probe.dns, probe.server or "", probe.answer or ""]
@@ -285,6 +332,7 @@ def read_probe(probe: ProbeSpec, returncode: int, output: str) -> tuple[bool, st
         return passed, f"{url}: HTTP {code}, {rate}" + (f"; {error}" if error else "")
     if returncode == 124:
         return False, f"timed out after {probe.timeout:g}s"
+    last = re.sub(r"^tcp: line \d+: /dev/tcp/([^/]+)/(\d+): ", r"\1:\2: ", last)
     passed = returncode == 0
     if passed and probe.stdout is not None and re.search(probe.stdout, output) is None:
         return False, f"output does not match {probe.stdout!r}: {last}"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentledger.labs.script import host_dir
+from agentledger.labs.script import SYSTEM_PATH, host_dir
 
 if TYPE_CHECKING:
     from agentledger.labs.runtime import Lab
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["SECTIONS", "Snapshot", "take_snapshot"]
 
 _MARK = "\x1esection "
+SNAPSHOT_SECONDS = 60
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ip addr", "ip -o addr show | sed 's/ valid_lft.*//; s/\\\\ *$//'"),
     ("ip link", "ip -o link show | sed 's/\\\\.*//'"),
@@ -97,12 +99,23 @@ def _host_script(lab: Lab, host: str) -> str:
 
 
 def take_snapshot(lab: Lab, *, stable: bool = False) -> Snapshot:
-    """Read every host's state from the running `lab` (read-only commands only)."""
+    """Read every host's state from the running `lab` (read-only commands; hosts at once)."""
+    running = {
+        host: subprocess.Popen(
+            [*lab.host_argv(host), "sh", "-c", _host_script(lab, host)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd="/",
+            env={"PATH": SYSTEM_PATH, "LC_ALL": "C.UTF-8"},
+        )
+        for host in lab.spec.host_names()
+    }
     hosts: dict[str, dict[str, str]] = {}
-    for host in lab.spec.host_names():
-        done = lab.run(host, _host_script(lab, host))
+    for host, proc in running.items():
+        out, _ = proc.communicate(timeout=SNAPSHOT_SECONDS)
         sections: dict[str, str] = {}
-        for chunk in done.stdout.split(_MARK)[1:]:
+        for chunk in out.split(_MARK)[1:]:
             name, _, text = chunk.partition("\n")
             if stable:
                 for pattern, replacement in _STABLE:

@@ -42,6 +42,7 @@ REQUIRED_TOOLS: dict[str, str] = {
     "ss": "iproute2",
     "base64": "coreutils",
     "python3": "python3",
+    "tar": "tar",
 }
 """Command -> the Debian package that has it; every lab needs all of them."""
 
@@ -87,6 +88,7 @@ _PACKAGES = {
     "iptables": "iptables",
     "nft": "nftables",
     "python3": "python3",
+    "tar": "tar",
     "ping": "iputils-ping",
     "setpriv": "util-linux",
     "ipset": "ipset",

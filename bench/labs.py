@@ -1,0 +1,197 @@
+"""Labs: how long a lab cycle takes against `unshare -Urn true`, the labs suite's check, leaks.
+
+A lab cycle is what every lab check and every lab run pays: up (namespaces, links, services,
+owners, baseline probes), the fault injected and verified, a snapshot, down. It is measured
+against the cheapest possible namespace (`unshare -Urn true`, run the same way, as the same
+user) in the same run, so the ratio means something on any machine. "Waiting" is the share of
+a cycle's wall time not spent on a CPU (by this process and everything it started): readiness
+polls, probe round trips and probe timeouts.
+
+Then the whole `labs` suite is checked (`lab check labs`: every remedy of every scenario in a
+fresh lab), and N more cycles of a small lab are run to see that nothing is left behind: no
+process (so no namespace), mount, runtime record or open file of this process, and the
+machine's own network state (iptables-save, nft, routes, rules, links, qdiscs) unchanged.
+
+    python bench/labs.py            # 20 measured cycles, the suite, 1,000 leak cycles
+    python bench/labs.py --quick    # 5 cycles, the suite, 50 leak cycles
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from agentledger.labs import (  # noqa: E402
+    check_labs,
+    choose_privilege,
+    load_lab,
+    resolve_labs,
+    start_lab,
+    take_snapshot,
+)
+from labs_support import write_small_lab  # noqa: E402
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(block: Callable[[], object]) -> tuple[float, float]:
+    cpu, started = _cpu(), time.perf_counter()
+    block()
+    return time.perf_counter() - started, _cpu() - cpu
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+MARKER = b"agentledger-lab:benchleak"
+"""The leak cycles' labs are named benchleakN: other labs on the machine are not counted."""
+
+
+def _lab_processes() -> int:
+    """Supervisors and inits of the leak cycles' labs still alive (not zombies). While one
+    lives, so may its lab; once none does, the kernel has killed every process of those labs,
+    and their namespaces and mounts went with them."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and MARKER in (entry / "cmdline").read_bytes():
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+                count += state not in ("Z", "X")
+        except (OSError, IndexError):
+            continue
+    return count
+
+
+def _host_network() -> str:
+    """The machine's own network state, read-only, without timestamps and counters."""
+    out = []
+    for argv in (
+        ["iptables-save"],
+        ["nft", "list", "ruleset"],
+        ["ip", "route", "show", "table", "all"],
+        ["ip", "rule"],
+        ["ip", "-o", "link"],
+        ["tc", "qdisc"],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        text = re.sub(r"(?m)^#.*\n", "", done.stdout)
+        out.append(re.sub(r"\[\d+:\d+\]|packets \d+ bytes \d+", "", text))
+    return "\n".join(out)
+
+
+def _leak_state(runtime: Path) -> dict[str, int]:
+    for _ in range(200):  # the last supervisors may still be on their way out
+        if not _lab_processes():
+            break
+        time.sleep(0.01)
+    return {
+        "lab processes": _lab_processes(),
+        "mounts (this process)": len(Path("/proc/self/mountinfo").read_text().splitlines()),
+        "open files (this process)": len(os.listdir("/proc/self/fd")),
+        "runtime records": len(list(runtime.glob("*"))),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Fewer cycles.")
+    parser.add_argument("--cycles", type=int, help="Measured lab cycles [20; quick 5].")
+    parser.add_argument("--leak-cycles", type=int, help="Leak-check cycles [1000; quick 50].")
+    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    args = parser.parse_args()
+    cycles = args.cycles or (5 if args.quick else 20)
+    leak_cycles = args.leak_cycles or (50 if args.quick else 1000)
+
+    with tempfile.TemporaryDirectory() as temp:
+        runtime = Path(temp) / "xdg"
+        runtime.mkdir(mode=0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+        privilege = choose_privilege()
+        baseline_argv = [*privilege.prefix(), "unshare", "-Urn", "true"]
+        if privilege.mode == "root":
+            baseline_argv = ["unshare", "-n", "true"]
+        loaded = resolve_labs("lab_f2b_chain")[0]
+
+        baseline, lab_walls, lab_cpus, snapshot_walls = [], [], [], []
+        for _ in range(cycles):
+            wall, _cpu_used = _timed(lambda: subprocess.run(baseline_argv, check=True, cwd="/"))
+            baseline.append(wall)
+
+            def cycle() -> None:
+                with start_lab(loaded, privilege=privilege) as lab:
+                    snapshot_walls.append(_timed(lambda: take_snapshot(lab))[0])
+
+            wall, cpu = _timed(cycle)
+            lab_walls.append(wall)
+            lab_cpus.append(cpu)
+
+        suite = resolve_labs("labs")
+        suite_wall, _ = _timed(lambda: check_labs(suite, privilege=privilege, jobs=6))
+        remedies = sum(len(loaded.spec.remedies) for loaded in suite)
+
+        small = load_lab(write_small_lab(Path(temp) / "small"))
+        before, host_before = _leak_state(runtime / "agentledger-labs"), _host_network()
+
+        def small_cycle(i: int) -> None:
+            with start_lab(small, name=f"benchleak{i}", privilege=privilege, periodic=False):
+                pass
+
+        leak_wall, _ = _timed(
+            lambda: list(ThreadPoolExecutor(max_workers=4).map(small_cycle, range(leak_cycles)))
+        )
+        after = _leak_state(runtime / "agentledger-labs")
+        host_unchanged = _host_network() == host_before
+
+    waiting = [max(0.0, 1 - cpu / wall) for wall, cpu in zip(lab_walls, lab_cpus, strict=True)]
+    figures = {
+        "machine": {"cpus": os.cpu_count(), "load_1min": os.getloadavg()[0]},
+        "privilege": f"{privilege.mode}" + (f" as {privilege.user}" if privilege.user else ""),
+        "lab": "lab_f2b_chain (4 hosts, a bridge, 2 services, 1 owner, 4 probes)",
+        "cycles": cycles,
+        "lab_cycle_median_s": round(statistics.median(lab_walls), 3),
+        "lab_cycle_p95_s": round(_percentile(lab_walls, 0.95), 3),
+        "unshare_median_s": round(statistics.median(baseline), 4),
+        "unshare_p95_s": round(_percentile(baseline, 0.95), 4),
+        "ratio_median": round(statistics.median(lab_walls) / statistics.median(baseline), 1),
+        "snapshot_median_s": round(statistics.median(snapshot_walls), 3),
+        "waiting_share_median": round(statistics.median(waiting), 2),
+        "suite": f"{len(suite)} scenarios, {remedies} remedies, one fresh lab each, 6 at a time",
+        "suite_check_s": round(suite_wall, 1),
+        "leak_cycles": leak_cycles,
+        "leak_cycles_s": round(leak_wall, 1),
+        "leak_before": before,
+        "leak_after": after,
+        "leaked": {k: after[k] - before[k] for k in before if after[k] != before[k]},
+        "host_network_unchanged": host_unchanged,
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for key, value in figures.items():
+            print(f"{key:24} {value}")
+    return 1 if figures["leaked"] or not host_unchanged else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

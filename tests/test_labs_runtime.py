@@ -1,0 +1,248 @@
+"""Real labs: real namespaces, processes, iptables and SIGKILL; the machine's network untouched.
+
+Skipped, saying why, where the machine cannot run labs (no user namespaces and not root, or a
+missing tool); in CI (AGENTLEDGER_REQUIRE_LABS=1) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentledger.labs import (
+    LabStartError,
+    check_lab,
+    load_lab,
+    measure,
+    resolve_labs,
+    start_lab,
+    take_snapshot,
+)
+from labs_support import lab_privilege, write_small_lab
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+@pytest.fixture(autouse=True)
+def private_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test records its labs in its own runtime directory."""
+    runtime = tmp_path / "xdg"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    return runtime
+
+
+def _cli(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-m", "agentledger", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=check,
+    )
+
+
+def _host_network() -> dict[str, str]:
+    """The machine's own network state, read-only (timestamps and counters dropped)."""
+    commands = {
+        "iptables-save": ["iptables-save"],
+        "nft": ["nft", "list", "ruleset"],
+        "ip route": ["ip", "route", "show", "table", "all"],
+        "ip rule": ["ip", "rule"],
+        "ip link": ["ip", "-o", "link"],
+        "tc qdisc": ["tc", "qdisc"],
+        "netns": ["ip", "netns", "list"],
+    }
+    state = {}
+    for name, argv in commands.items():
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        text = re.sub(r"(?m)^#.*\n", "", done.stdout)
+        text = re.sub(r"\[\d+:\d+\]|packets \d+ bytes \d+", "", text)
+        state[name] = text
+    return state
+
+
+def _processes_in(namespace: str, kind: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / kind) == namespace:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_up_fault_cycle_snapshot_down_through_the_cli(tmp_path: Path) -> None:
+    lab_privilege()
+    scenario = write_small_lab(tmp_path / "small")
+    before = _host_network()
+    up = _cli("lab", "up", str(scenario))
+    assert up.returncode == 0, up.stderr
+    assert "lab small up" in up.stdout
+    try:
+        probe = _cli("lab", "probe")
+        assert probe.returncode == 1 and "UNHEALTHY" in probe.stdout
+        chain = _cli("lab", "shell", "web", "iptables -S f2b")
+        assert chain.returncode == 0
+        assert "-A f2b -s 10.0.0.2/32 -p tcp -j REJECT" in chain.stdout
+        assert _cli("lab", "shell", "nohost", "true").returncode == 2
+        _cli("lab", "shell", "web", "jailctl unban 10.0.0.2", check=True)
+        assert _cli("lab", "probe").returncode == 1  # the ban stays until the jail cycles
+        assert _cli("lab", "cycle", "jail").returncode == 0
+        assert _cli("lab", "probe").returncode == 0
+        snapshot = _cli("lab", "snapshot", "--stable")
+        assert "=== web: iptables-save ===" in snapshot.stdout
+        assert "=== web: file jail/banned ===" in snapshot.stdout
+        assert "0.0.0.0:80" in snapshot.stdout  # the listening http server
+    finally:
+        down = _cli("lab", "down")
+    assert down.returncode == 0 and "lab small down" in down.stdout
+    assert _cli("lab", "list").stdout == ""
+    assert _host_network() == before
+
+
+def test_the_fault_is_seen_or_the_lab_refuses_naming_the_probe(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    with start_lab(load_lab(write_small_lab(tmp_path / "a")), privilege=privilege) as lab:
+        assert lab.probe().broken() == ["client-http"]
+    harmless = write_small_lab(tmp_path / "b", fault="echo no fault")
+    with pytest.raises(LabStartError, match="symptom probe client-http still passes"):
+        start_lab(load_lab(harmless), privilege=privilege)
+    up = _cli("lab", "up", str(harmless))
+    assert up.returncode == 2 and "client-http still passes" in up.stderr
+    assert _cli("lab", "list").stdout == ""
+    check = _cli("lab", "check", str(harmless))
+    assert check.returncode == 1 and "FAIL b: fault" in check.stdout
+
+
+def test_an_owner_cycle_reverts_a_direct_edit(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    loaded = load_lab(write_small_lab(tmp_path / "s"))
+    direct = "iptables -D f2b -s 10.0.0.2/32 -p tcp -j REJECT --reject-with tcp-reset"
+    m = measure(loaded, [direct], host="web", owner_cycles=1, privilege=privilege)
+    assert m.baseline.broken() == [] and m.after_fault.broken() == ["client-http"]
+    assert m.fixed() and not m.durable()
+    assert m.after_cycles.broken() == ["client-http"]
+    assert m.outputs[0][2] == 0
+
+
+def test_lab_check_names_the_remedy_and_probe_that_differ(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    scenario = write_small_lab(tmp_path / "s")
+    text = (scenario / "lab.yaml").read_text()
+    (scenario / "lab.yaml").write_text(text.replace("broken: [client-http]", "broken: []"))
+    report = check_lab(load_lab(scenario), privilege=privilege)
+    assert not report.ok
+    bad = [c for c in report.remedies if not c.ok]
+    assert [c.remedy.name for c in bad] == ["delete-rule"]
+    assert "probe client-http is not healthy after 2 owner cycles" in bad[0].problems[0]
+
+
+@pytest.mark.slow
+def test_lab_check_passes_for_every_shipped_scenario() -> None:
+    lab_privilege()
+    done = _cli("lab", "check", "labs")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("the fault reproduces") == len(resolve_labs("labs"))
+
+
+def test_lab_processes_run_as_nobody_and_cannot_write_the_machine(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    if os.geteuid() != 0:
+        pytest.skip("running a lab as nobody is what root does; this test runs unprivileged")
+    if privilege.mode != "rootless":
+        pytest.skip("this machine has no user namespaces: root runs labs as root")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with start_lab(load_lab(write_small_lab(tmp_path / "s")), privilege=privilege) as lab:
+        uid = re.search(r"Uid:\s+(\d+)", Path(f"/proc/{lab.pid1}/status").read_text())
+        assert uid is not None and int(uid[1]) == 65534
+        assert lab.run("web", "id -u").stdout.strip() == "0"  # root of the lab, only there
+        wrote = lab.run("web", f"touch {private}/x")
+        assert wrote.returncode != 0 and not (private / "x").exists()
+        assert "REJECT" in take_snapshot(lab).hosts["web"]["iptables-save"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.8])
+def test_sigkill_of_the_runner_mid_up_leaves_nothing(tmp_path: Path, delay: float) -> None:
+    lab_privilege()
+    scenario = write_small_lab(tmp_path / "s")
+    before = _host_network()
+    code = (
+        "import sys, time\nfrom pathlib import Path\n"
+        "from agentledger.labs import load_lab, start_lab\n"
+        f"lab = start_lab(load_lab(Path({str(scenario)!r})), name='killme')\n"
+        "time.sleep(60)\n"
+    )
+    runner = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        stdout=subprocess.DEVNULL,
+    )
+    namespaces: set[tuple[str, str]] = set()
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline or not namespaces:
+        for pid in _marked("agentledger-lab:killme"):
+            for kind in ("pid_for_children", "mnt", "net"):
+                try:
+                    ns = os.readlink(f"/proc/{pid}/ns/{kind}")
+                except OSError:
+                    continue
+                if ns != os.readlink(f"/proc/self/ns/{kind}"):  # the lab's, not the machine's
+                    namespaces.add((kind, ns))
+        time.sleep(0.01)
+        assert time.monotonic() < deadline + 30, "the lab never started"
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    for _ in range(500):
+        left = {
+            (kind, ns): _processes_in(ns, "pid" if kind == "pid_for_children" else kind)
+            for kind, ns in namespaces
+        }
+        if not _marked("agentledger-lab:killme") and not any(left.values()):
+            break
+        time.sleep(0.01)
+    assert not _marked("agentledger-lab:killme")
+    assert not any(left.values()), left
+    assert _host_network() == before
+
+
+def _marked(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def test_a_killed_detached_lab_is_swept_at_the_next_start(
+    tmp_path: Path, private_runtime: Path
+) -> None:
+    privilege = lab_privilege()
+    loaded = load_lab(write_small_lab(tmp_path / "s"))
+    lab = start_lab(loaded, name="swept", privilege=privilege, detach=True)
+    state = private_runtime / "agentledger-labs" / "swept.json"
+    assert state.is_file()
+    os.kill(lab.pid, signal.SIGKILL)
+    for _ in range(400):
+        if not Path(f"/proc/{lab.pid1}").exists():
+            break
+        time.sleep(0.01)
+    with start_lab(loaded, name="next", privilege=privilege):
+        assert not state.exists()
