@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import agentledger
 from agentledger.cli.app import main
 from agentledger.store.ledger import Ledger
+from labs_support import lab_privilege
 from llm_server import LLMServer, Received, Reply
 
 SCENARIO = """schema_version: 1
@@ -164,13 +165,9 @@ def _fixer(received: Received) -> Reply:
 def test_the_tool_agent_fixes_a_lab_and_its_outcome_is_measured(
     tmp_path: Path, server: LLMServer
 ) -> None:
-    from agentledger.labs import LabUnavailableError, choose_privilege
     from agentledger.outcomes import latest_outcomes
 
-    try:
-        choose_privilege()
-    except LabUnavailableError as exc:
-        pytest.skip(f"this machine cannot run labs: {exc}")
+    lab_privilege()  # skips, saying why, where labs cannot run (fails in CI)
     server.responder = _fixer
     agent = make_agent(tmp_path, "anthropic", server.url, policy="remediate")
     lab = Path(__file__).parent / "data" / "outcome_lab"
