@@ -90,6 +90,10 @@ def _processes_in(namespace: str, kind: str) -> list[int]:
 def test_up_fault_cycle_snapshot_down_through_the_cli(tmp_path: Path) -> None:
     lab_privilege()
     scenario = write_small_lab(tmp_path / "small")
+    spec = scenario / "lab.yaml"  # no background cycle between the unban and the probe below
+    spec.write_text(
+        spec.read_text().replace("owns: the chain f2b", "owns: the chain f2b\n    interval: 3600")
+    )
     before = _host_network()
     up = _cli("lab", "up", str(scenario))
     assert up.returncode == 0, up.stderr
@@ -306,10 +310,8 @@ def test_probes_without_curl_or_bash_use_the_python_helper(
     privilege = lab_privilege()
     import agentledger.labs.script as script
 
-    real = script.shutil.which
-    monkeypatch.setattr(
-        script.shutil, "which", lambda t: None if t in ("curl", "bash") else real(t)
-    )
+    real = script.which
+    monkeypatch.setattr(script, "which", lambda t: None if t in ("curl", "bash") else real(t))
     text = (write_small_lab(tmp_path / "s") / "lab.yaml").read_text()
     text = text.replace(
         'http: "http://10.0.0.1/"}',
@@ -333,3 +335,34 @@ def test_a_failing_fault_step_is_named_and_nothing_stays(tmp_path: Path) -> None
     with pytest.raises(LabStartError, match=r"fault step 1 in web \('iptables -A NOPE -j DROP'\)"):
         start_lab(loaded, name="failing", privilege=privilege)
     assert not _marked("agentledger-lab:failing")
+
+
+def test_a_setup_that_fails_names_its_step_and_a_dead_service_fails_at_once(
+    tmp_path: Path,
+) -> None:
+    """What a new lab's author hits first: a service that dies (its log shown at once, not
+    after the readiness deadline), an owner's first cycle that runs before the services."""
+    privilege = lab_privilege()
+    text = (write_small_lab(tmp_path / "dies") / "lab.yaml").read_text()
+    dying = text.replace(
+        "run: exec python3 -m http.server 80 --directory www",
+        "run: echo 'cannot bind' >&2; exit 3",
+    )
+    (tmp_path / "dies" / "lab.yaml").write_text(dying)
+    with pytest.raises(LabStartError) as caught:
+        start_lab(load_lab(tmp_path / "dies"), name="dies", privilege=privilege)
+    assert str(caught.value).startswith(
+        "the lab's setup failed at waiting for service http in web to listen on port 80"
+    )
+    assert "exited 3 before listening on port 80; its log:\ncannot bind" in str(caught.value)
+    signals = text.replace(
+        "iptables -F f2b\n", 'iptables -F f2b\n      kill -HUP "$(cat http.pid)"\n'
+    )
+    (write_small_lab(tmp_path / "early") / "lab.yaml").write_text(signals)
+    with pytest.raises(LabStartError) as caught:
+        start_lab(load_lab(tmp_path / "early"), name="early", privilege=privilege)
+    assert str(caught.value).startswith(
+        "the lab's setup failed at the first cycle of owner jail in web "
+        "(before the services start) (exit 2):\ncat: http.pid: No such file or directory"
+    )
+    assert not _marked("agentledger-lab:dies") and not _marked("agentledger-lab:early")
