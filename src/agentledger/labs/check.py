@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from agentledger.labs.runtime import LabStartError, ProbeResults, start_lab
+from agentledger.labs.runtime import Lab, LabStartError, ProbeResults, start_lab
 from agentledger.labs.spec import LabSpec, LoadedLab, RemedySpec, Step
 from agentledger.labs.system import Privilege, choose_privilege
 
@@ -29,6 +29,8 @@ class Measurement:
     cycles: int
     outputs: tuple[tuple[str, str, int, str], ...] = ()
     """(host, command, exit status, output) of each command applied."""
+    verify_outputs: tuple[tuple[str, str, int, str], ...] = ()
+    """The same for each `verify` command, run after the cycles (a fixer's own checks)."""
 
     def fixed(self) -> bool:
         """Every symptom probe is healthy after the commands, before any cycle."""
@@ -71,27 +73,40 @@ def measure(
     *,
     owner_cycles: int = 2,
     privilege: Privilege | None = None,
+    verify: Sequence[str | Step] = (),
 ) -> Measurement:
     """Apply `commands` (plain ones run in `host`) in a fresh lab with its fault, then run
     `owner_cycles` cycles of every owner; the probes at each stage. A command that fails is
-    recorded, not raised: a remedy may well fail."""
+    recorded, not raised: a remedy may well fail. `verify` commands run last, after the
+    cycles, and their outputs are kept: what a fixer's own checks show once the owners ran."""
     steps = _steps(commands, host)
+    checks = _steps(verify, host)
     with start_lab(lab, fault=False, privilege=privilege, periodic=False) as running:
         assert running.baseline is not None
         baseline = running.baseline
         after_fault = running.inject_fault()
-        outputs = []
-        for step in steps:
-            done = running.run(step.host, step.run)
-            outputs.append(
-                (step.host, step.run, done.returncode, (done.stdout + done.stderr)[-2000:])
-            )
+        outputs = _apply(running, steps)
         after_commands = running.probe()
         running.cycle(times=owner_cycles)
         after_cycles = running.probe() if owner_cycles else after_commands
+        verify_outputs = _apply(running, checks)
     return Measurement(
-        baseline, after_fault, after_commands, after_cycles, owner_cycles, tuple(outputs)
+        baseline,
+        after_fault,
+        after_commands,
+        after_cycles,
+        owner_cycles,
+        outputs,
+        verify_outputs,
     )
+
+
+def _apply(running: Lab, steps: list[Step]) -> tuple[tuple[str, str, int, str], ...]:
+    outputs = []
+    for step in steps:
+        done = running.run(step.host, step.run)
+        outputs.append((step.host, step.run, done.returncode, (done.stdout + done.stderr)[-2000:]))
+    return tuple(outputs)
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,13 @@ class Lab:
     def run_steps(self, steps: Sequence[Step], *, what: str) -> None:
         """Run each step in its host, in order; a LabStartError naming the first that fails."""
         for i, step in enumerate(steps):
-            done = self.run(step.host, step.run)
+            try:
+                done = self.run(step.host, step.run)
+            except subprocess.TimeoutExpired:
+                raise LabStartError(
+                    f"{what} step {i + 1} in {step.host} ({step.run.strip()!r}) did not end "
+                    f"within {COMMAND_SECONDS}s"
+                ) from None
             if done.returncode != 0:
                 raise LabStartError(
                     f"{what} step {i + 1} in {step.host} ({step.run.strip()!r}) exited "
@@ -200,7 +206,13 @@ class Lab:
         owners = [self.spec.owner(owner)] if owner else list(self.spec.owners)
         for _ in range(times):
             for spec in owners:
-                done = self.run(spec.host, owner_cycle_argv(spec))
+                try:
+                    done = self.run(spec.host, owner_cycle_argv(spec))
+                except subprocess.TimeoutExpired:
+                    raise LabStartError(
+                        f"owner {spec.name} in {spec.host}: its cycle did not end within "
+                        f"{COMMAND_SECONDS}s"
+                    ) from None
                 if done.returncode != 0:
                     raise LabStartError(
                         f"owner {spec.name} in {spec.host}: its cycle exited {done.returncode}: "
@@ -248,7 +260,8 @@ class Lab:
         if self.process is not None:
             _reap(self.process)
         stop_supervisor(self.pid, self.start_time, self.pid1)
-        _state_file(self.name).unlink(missing_ok=True) if self._recorded() else None
+        if self._recorded():
+            _state_file(self.name).unlink(missing_ok=True)
 
     def _recorded(self) -> bool:
         try:
@@ -366,16 +379,18 @@ def start_lab(
 
     `fault=False` stops at the baseline; `periodic=False` leaves owners to cycle on demand only
     (`Lab.cycle`), as measurements need. With `detach`, the lab outlives this process and is
-    recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest.
+    recorded under `name` for `attach_lab`; otherwise it dies with this process at the latest,
+    and with the thread that started it (PR_SET_PDEATHSIG follows the starting thread): start
+    a lab in the thread that will use it, or keep that thread alive as long as the lab.
     """
     spec = loaded.spec if isinstance(loaded, LoadedLab) else loaded
     name = name or (loaded.name if isinstance(loaded, LoadedLab) else "lab")
-    directory = runtime_dir()
-    sweep_dead_labs(directory)
+    privilege = privilege or choose_privilege()
+    sweep_dead_labs(runtime_dir())
     if detach and _state_file(name).exists():
         raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
-    privilege = privilege or choose_privilege()
     proc = _spawn(privilege, name, detach=detach)
+    pid1 = 0
     try:
         pid1 = _await_boot(proc)
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -394,6 +409,10 @@ def start_lab(
         _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
         _reap(proc)
+        for _ in range(4000):  # the init dies with the supervisor; wait until it has
+            if not pid1 or not process_running(pid1):
+                break
+            time.sleep(0.0025)
         if detach:
             _state_file(name).unlink(missing_ok=True)
         raise
@@ -407,19 +426,20 @@ def start_lab(
 
 
 def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
-    done = subprocess.run(
-        [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
-        capture_output=True,
-        text=True,
-        timeout=SETUP_SECONDS,
-        env=_clean_env(),
-        cwd="/",
-        check=False,
-    )
-    if done.returncode != 0:
-        raise LabStartError(
-            f"the lab's setup failed: {(done.stderr or done.stdout).strip()[-800:]}"
+    try:
+        done = subprocess.run(
+            [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
+            capture_output=True,
+            text=True,
+            timeout=SETUP_SECONDS,
+            env=_clean_env(),
+            cwd="/",
+            check=False,
         )
+    except subprocess.TimeoutExpired:
+        raise LabStartError(f"the lab's setup did not end within {SETUP_SECONDS}s") from None
+    if done.returncode != 0:
+        raise LabStartError(_setup_failure(done.stderr or done.stdout))
     baseline = lab.baseline = lab.probe()
     if verify and baseline.broken():
         failing = [r for r in baseline.results if not r.healthy]
@@ -429,6 +449,18 @@ def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
         )
     if fault:
         lab.inject_fault(verify=verify)
+
+
+def _setup_failure(output: str) -> str:
+    """The setup script's error: the step it failed at first, then what that step said."""
+    lines = output.strip().splitlines()
+    marker = "the lab's setup failed at: "
+    if lines and lines[-1].startswith(marker):
+        said = "\n".join(lines[:-1]).strip()[-800:]
+        return f"the lab's setup failed at {lines[-1][len(marker) :]}" + (
+            f":\n{said}" if said else ""
+        )
+    return f"the lab's setup failed: {output.strip()[-800:]}"
 
 
 @contextmanager

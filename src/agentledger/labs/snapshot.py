@@ -3,8 +3,9 @@ owned files and the owners' desired states.
 
 The text form is sections, host by host in spec order, each headed `=== HOST: SECTION ===`;
 the JSON form is {"hosts": {HOST: {SECTION: TEXT}}}. With `stable=True` live counters (packet
-and byte counts, tc statistics, process ids) are zeroed, so two snapshots of the same state
-are byte for byte the same; a judge's snapshot keeps them (drop counters are evidence).
+and byte counts, tc statistics, process ids) are zeroed and kernel-chosen qdisc handles made
+8000:, so two snapshots of the same state (even of two labs) are byte for byte the same; a
+judge's snapshot keeps them (drop counters are evidence).
 """
 
 from __future__ import annotations
@@ -25,29 +26,48 @@ __all__ = ["SECTIONS", "Snapshot", "take_snapshot"]
 _MARK = "\x1esection "
 SNAPSHOT_SECONDS = 60
 SECTIONS: tuple[tuple[str, str], ...] = (
-    ("ip addr", "ip -o addr show | sed 's/ valid_lft.*//; s/\\\\ *$//'"),
-    ("ip link", "ip -o link show | sed 's/\\\\.*//'"),
-    (
-        "ip route",
-        "ip route show table all | grep -v '^local\\|^broadcast\\|^multicast\\|fe80\\|ff00'",
-    ),
+    ("ip addr", "ip -o addr show"),
+    ("ip link", "ip -o link show"),
+    ("ip route", "ip route show table all"),
     ("ip rule", "ip rule show"),
-    ("iptables-save", "command -v iptables-save >/dev/null && iptables-save | grep -v '^#'"),
+    ("iptables-save", "command -v iptables-save >/dev/null && iptables-save"),
     ("nft list ruleset", "command -v nft >/dev/null && nft list ruleset"),
     ("ipset list", "command -v ipset >/dev/null && ipset list"),
     ("tc -s qdisc", "tc -s qdisc show"),
-    (
-        "tc -s class",
-        'for d in $(ls /sys/class/net); do tc -s class show dev $d | sed "s/^/$d: /"; done',
-    ),
-    (
-        "tc filter",
-        'for d in $(ls /sys/class/net); do tc filter show dev $d | sed "s/^/$d: /"; done',
-    ),
-    ("ss -ltnup", "ss -Hltnup | sort"),
-    ("sysctl", "sysctl net.ipv4.ip_forward net.ipv4.conf.all.rp_filter 2>/dev/null"),
+    ("tc -s class", 'for d in $DEVS; do echo "# $d"; tc -s class show dev $d; done'),
+    ("tc filter", 'for d in $DEVS; do echo "# $d"; tc filter show dev $d; done'),
+    ("ss -ltnup", "ss -Hltnup"),
+    ("sysctl", "sysctl net.ipv4.ip_forward net.ipv4.conf.all.rp_filter"),
 )
-"""Section name -> the shell that prints it in a host (missing tools leave it empty)."""
+"""Section name -> the shell that prints it in a host (missing tools leave it empty). Few
+processes: the trimming is done here, in `_tidy`, not by sed and grep in every host."""
+
+_SKIP_ROUTES = re.compile(r"^(local|broadcast|multicast)\b|fe80|ff00")
+
+
+def _tidy(section: str, text: str) -> str:
+    """A section's raw output without what says nothing (comments, kernel routes, lft)."""
+    lines = text.splitlines()
+    if section == "ip addr":
+        lines = [re.sub(r"\s*\\?\s*valid_lft.*|\s*\\\s*$", "", line) for line in lines]
+    elif section == "ip link":
+        lines = [line.split("\\")[0].rstrip() for line in lines]
+    elif section == "ip route":
+        lines = [line for line in lines if not _SKIP_ROUTES.search(line)]
+    elif section == "iptables-save":
+        lines = [line for line in lines if not line.startswith("#")]
+    elif section == "ss -ltnup":
+        lines = sorted(lines)
+    elif section in ("tc -s class", "tc filter"):
+        device, tagged = "", []
+        for line in lines:
+            if line.startswith("# "):
+                device = line[2:]
+            elif line.strip():
+                tagged.append(f"{device}: {line}")
+        lines = tagged
+    return "".join(line + "\n" for line in lines)
+
 
 _STABLE = (
     (re.compile(r"\[\d+:\d+\]"), "[0:0]"),
@@ -58,6 +78,8 @@ _STABLE = (
     ),
     (re.compile(r"backlog \d+b \d+p requeues \d+"), "backlog 0b 0p requeues 0"),
     (re.compile(r"pid=\d+,fd=\d+"), "pid=0,fd=0"),
+    # handles the kernel picks for qdiscs given none (8000: and up) differ from lab to lab
+    (re.compile(r"\b[89a-f][0-9a-f]{3}:"), "8000:"),
     (re.compile(r"(?m)^\s*(rate \d+\w*bit \d+pps )?backlog.*$"), "  backlog 0b 0p requeues 0"),
     (re.compile(r"(?m)^ *(lended|tokens|maxpacket|rate \d).*\n"), ""),
 )
@@ -87,14 +109,17 @@ class Snapshot:
 
 
 def _host_script(lab: Lab, host: str) -> str:
-    lines = [f"echo '{_MARK}{name}'; ( {command} ) 2>&1 || true" for name, command in SECTIONS]
+    devices = [e.dev for link in lab.spec.links for e in (link.a, link.b) if e.host == host]
+    devices += [p.dev for bridge in lab.spec.bridges for p in bridge.ports if p.host == host]
+    lines = [f"DEVS={shlex.quote(' '.join(devices))}"]
+    lines += [f"echo '{_MARK}{name}'; {{ {command} ; }} 2>&1" for name, command in SECTIONS]
     files = [f.path for h in lab.spec.hosts if h.name == host for f in h.files]
     for owner in lab.spec.owners:
         if owner.host == host:
             files += [f.path for f in owner.desired]
     for path in files:
         full = shlex.quote(f"{host_dir(host)}/{path}")
-        lines.append(f"echo '{_MARK}file {path}'; cat {full} 2>&1 || true")
+        lines.append(f"echo '{_MARK}file {path}'; cat {full} 2>&1")
     return "\n".join(lines)
 
 
@@ -117,6 +142,7 @@ def take_snapshot(lab: Lab, *, stable: bool = False) -> Snapshot:
         sections: dict[str, str] = {}
         for chunk in out.split(_MARK)[1:]:
             name, _, text = chunk.partition("\n")
+            text = _tidy(name, text)
             if stable:
                 for pattern, replacement in _STABLE:
                     text = pattern.sub(replacement, text)

@@ -41,6 +41,7 @@ __all__ = [
     "load_lab",
     "packaged_labs_dir",
     "resolve_labs",
+    "scenario_lab",
 ]
 
 LAB_FILE = "lab.yaml"
@@ -430,6 +431,13 @@ def load_lab(path: Path) -> LoadedLab:
     name = file.parent.name if file.name == LAB_FILE else file.stem
     name = re.sub(r"[^a-z0-9_-]", "-", name.lower()).strip("-")[:40] or "lab"
     return LoadedLab(spec=spec, path=file.absolute(), name=name)
+
+
+def scenario_lab(directory: Path) -> LoadedLab | None:
+    """The lab of the scenario in `directory` (its lab.yaml), or None when it has none."""
+    if not (directory / LAB_FILE).is_file():
+        return None
+    return load_lab(directory / LAB_FILE)
 
 
 def packaged_labs_dir() -> Path:
