@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/viewer.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/labs.py
+	$(BIN)/python bench/outcomes.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate.py

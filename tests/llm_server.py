@@ -44,8 +44,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     text: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    """OpenAI only: the answer asks for these tool calls (``{"name", "arguments"}`` each)."""
+    tool_calls: list[Any] | None = None
+    """Tool calls to answer with: (name, arguments) pairs, OpenAI or Anthropic shaped;
+    or, OpenAI only, ``{"name", "arguments"}`` dicts added to a plain answer."""
 
 
 def _api(path: str) -> str | None:
@@ -56,6 +57,32 @@ def _api(path: str) -> str | None:
     if re.fullmatch(r"/v1(beta)?/models/[^/]+:generateContent", path):
         return "gemini"
     return None
+
+
+def tool_call_body(
+    api: str, request: dict[str, Any], text: str, calls: list[tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """An answer asking for tool calls, in the shape of `api` (openai or anthropic)."""
+    body = success_body(api, request, "", text)
+    ids = [f"call_{len(request.get('messages', []))}_{n}" for n in range(len(calls))]
+    if api == "openai":
+        message = body["choices"][0]["message"]
+        message["content"] = text or None
+        message["tool_calls"] = [
+            {"id": i, "type": "function",
+             "function": {"name": name, "arguments": json.dumps(arguments)}}
+            for i, (name, arguments) in zip(ids, calls, strict=True)
+        ]  # fmt: skip
+        body["choices"][0]["finish_reason"] = "tool_calls"
+        return body
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks += [
+        {"type": "tool_use", "id": i, "name": name, "input": arguments}
+        for i, (name, arguments) in zip(ids, calls, strict=True)
+    ]
+    body["content"] = blocks
+    body["stop_reason"] = "tool_use"
+    return body
 
 
 def success_body(api: str, request: dict[str, Any], path: str, text: str) -> dict[str, Any]:
@@ -148,6 +175,8 @@ class LLMServer:
         self.answer = ANSWER
         self.respond: Callable[[dict[str, Any]], str] | None = None
         """When set, the text of each default success, made from the request's body."""
+        self.responder: Callable[[Received], Reply] | None = None
+        """Answers each request when no reply is queued (a scripted tool-calling model)."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -197,7 +226,9 @@ class LLMServer:
     def _next(self, received: Received) -> Reply:
         with self._lock:
             self.requests.append(received)
-            return self._replies.popleft() if self._replies else Reply()
+            if self._replies:
+                return self._replies.popleft()
+        return self.responder(received) if self.responder is not None else Reply()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -218,7 +249,10 @@ class LLMServer:
                 reply = server._next(Received(api, path, headers, body))
                 if reply.delay and server._stopping.wait(reply.delay):
                     return
-                if reply.status == 200:
+                pairs = reply.tool_calls and isinstance(reply.tool_calls[0], tuple)
+                if reply.status == 200 and pairs:
+                    payload = tool_call_body(api, body, reply.text or "", reply.tool_calls)
+                elif reply.status == 200:
                     text = reply.text if reply.text is not None else server.answer
                     if reply.text is None and server.respond is not None:
                         text = server.respond(body)

@@ -6,7 +6,9 @@ missing tool); in CI (AGENTLEDGER_REQUIRE_LABS=1) they fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import re
 import signal
 import subprocess
@@ -90,6 +92,10 @@ def _processes_in(namespace: str, kind: str) -> list[int]:
 def test_up_fault_cycle_snapshot_down_through_the_cli(tmp_path: Path) -> None:
     lab_privilege()
     scenario = write_small_lab(tmp_path / "small")
+    spec = scenario / "lab.yaml"  # no background cycle between the unban and the probe below
+    spec.write_text(
+        spec.read_text().replace("owns: the chain f2b", "owns: the chain f2b\n    interval: 3600")
+    )
     before = _host_network()
     up = _cli("lab", "up", str(scenario))
     assert up.returncode == 0, up.stderr
@@ -306,10 +312,8 @@ def test_probes_without_curl_or_bash_use_the_python_helper(
     privilege = lab_privilege()
     import agentledger.labs.script as script
 
-    real = script.shutil.which
-    monkeypatch.setattr(
-        script.shutil, "which", lambda t: None if t in ("curl", "bash") else real(t)
-    )
+    real = script.which
+    monkeypatch.setattr(script, "which", lambda t: None if t in ("curl", "bash") else real(t))
     text = (write_small_lab(tmp_path / "s") / "lab.yaml").read_text()
     text = text.replace(
         'http: "http://10.0.0.1/"}',
@@ -333,3 +337,134 @@ def test_a_failing_fault_step_is_named_and_nothing_stays(tmp_path: Path) -> None
     with pytest.raises(LabStartError, match=r"fault step 1 in web \('iptables -A NOPE -j DROP'\)"):
         start_lab(loaded, name="failing", privilege=privilege)
     assert not _marked("agentledger-lab:failing")
+
+
+def test_a_setup_that_fails_names_its_step_and_a_dead_service_fails_at_once(
+    tmp_path: Path,
+) -> None:
+    """What a new lab's author hits first: a service that dies (its log shown at once, not
+    after the readiness deadline), an owner's first cycle that runs before the services."""
+    privilege = lab_privilege()
+    text = (write_small_lab(tmp_path / "dies") / "lab.yaml").read_text()
+    dying = text.replace(
+        "run: exec python3 -m http.server 80 --directory www",
+        "run: echo 'cannot bind' >&2; exit 3",
+    )
+    (tmp_path / "dies" / "lab.yaml").write_text(dying)
+    with pytest.raises(LabStartError) as caught:
+        start_lab(load_lab(tmp_path / "dies"), name="dies", privilege=privilege)
+    assert str(caught.value).startswith(
+        "the lab's setup failed at waiting for service http in web to listen on port 80"
+    )
+    assert "exited 3 before listening on port 80; its log:\ncannot bind" in str(caught.value)
+    signals = text.replace(
+        "iptables -F f2b\n", 'iptables -F f2b\n      kill -HUP "$(cat http.pid)"\n'
+    )
+    (write_small_lab(tmp_path / "early") / "lab.yaml").write_text(signals)
+    with pytest.raises(LabStartError) as caught:
+        start_lab(load_lab(tmp_path / "early"), name="early", privilege=privilege)
+    assert str(caught.value).startswith(
+        "the lab's setup failed at the first cycle of owner jail in web "
+        "(before the services start) (exit 2):\ncat: http.pid: No such file or directory"
+    )
+    assert not _marked("agentledger-lab:dies") and not _marked("agentledger-lab:early")
+
+
+_PYTHON_RUNNER = """\
+import sys
+from pathlib import Path
+from agentledger.labs import load_lab, start_lab, take_snapshot
+loaded = load_lab(Path(sys.argv[1]))
+while True:  # every phase, over and over: setup, services, fault, probes, snapshot, teardown
+    with start_lab(loaded, periodic=False) as lab:
+        lab.probe()
+        lab.cycle()
+        take_snapshot(lab)
+"""
+
+
+def _lab_namespaces(marker: str) -> set[tuple[str, str]]:
+    """The namespaces (not the machine's) of the processes whose argv holds `marker`."""
+    found = set()
+    for pid in _marked(marker):
+        for kind in ("pid_for_children", "mnt", "net"):
+            try:
+                ns = os.readlink(f"/proc/{pid}/ns/{kind}")
+            except OSError:
+                continue
+            if ns != os.readlink(f"/proc/self/ns/{kind}"):
+                found.add((kind, ns))
+    return found
+
+
+def _lab_temp_entries() -> set[str]:
+    return {p.name for p in Path("/tmp").iterdir() if "lab" in p.name and "pytest" not in p.name}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", ["python", "cli-up", "cli-check"])
+def test_sigkill_at_random_points_leaves_nothing(
+    tmp_path: Path, private_runtime: Path, runner: str
+) -> None:
+    """SIGKILL the runner (a Python loop of whole lab cycles, `lab up` then `lab down`, `lab
+    check` with its pool of labs) at random moments: during setup, services starting, the fault,
+    probes, snapshots, teardown. Afterwards: no process of any of its labs (so no namespace or
+    mount: they live only in the labs' own mount namespaces), no runtime record once the next
+    start sweeps, no temporary directory, the machine's network as it was."""
+    lab_privilege()
+    rng = random.Random()
+    seed = rng.randrange(1 << 30)
+    rng.seed(seed)
+    before, temp_before = _host_network(), _lab_temp_entries()
+    mounts_before = Path("/proc/self/mountinfo").read_text()
+    for attempt in range(2):
+        name = f"sk{runner.replace('-', '')}{attempt}"
+        scenario = write_small_lab(tmp_path / name)
+        argv = {
+            "python": [sys.executable, "-c", _PYTHON_RUNNER, str(scenario)],
+            "cli-up": [
+                "sh",
+                "-c",
+                '"$@" lab up "$0" && "$@" lab down',
+                str(scenario),
+                sys.executable,
+                "-m",
+                "agentledger",
+            ],
+            "cli-check": [sys.executable, "-m", "agentledger", "lab", "check", str(scenario)],
+        }[runner]
+        proc = subprocess.Popen(
+            argv,
+            env={**os.environ, "PYTHONPATH": str(SRC)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        kill_at = time.monotonic() + rng.uniform(0.05, 3.0)
+        namespaces: set[tuple[str, str]] = set()
+        while time.monotonic() < kill_at and proc.poll() is None:
+            namespaces |= _lab_namespaces(f"agentledger-lab:{name}")
+            time.sleep(0.02)
+        with contextlib.suppress(ProcessLookupError):  # the runner and what it started
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        marker = f"agentledger-lab:{name}"
+        for _ in range(1000):
+            left = {
+                (kind, ns): _processes_in(ns, "pid" if kind == "pid_for_children" else kind)
+                for kind, ns in namespaces
+            }
+            if not _marked(marker) and not any(left.values()):
+                break
+            time.sleep(0.01)
+        if _marked(marker) and runner == "cli-up":  # killed after `lab up` was done: up by design
+            assert stop_lab(name) == name
+            left = {}
+        where = f"(seed {seed}, attempt {attempt})"
+        assert not _marked(marker), where
+        assert not any(left.values()), (left, where)
+    sweep_dead_labs()
+    assert not list((private_runtime / "agentledger-labs").glob("*"))
+    assert _lab_temp_entries() <= temp_before
+    assert Path("/proc/self/mountinfo").read_text() == mounts_before
+    assert _host_network() == before

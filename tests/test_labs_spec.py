@@ -14,6 +14,7 @@ from agentledger.cli.app import main
 from agentledger.errors import RecordError
 from agentledger.labs import LabUnavailableError, choose_privilege, load_lab, resolve_labs
 from agentledger.labs.spec import packaged_labs_dir
+from agentledger.labs.system import SYSTEM_PATH, missing_tools
 from labs_support import SMALL_LAB, write_small_lab
 
 
@@ -125,7 +126,7 @@ def test_a_missing_tool_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         found = shutil.which(tool)
         if found:
             os.symlink(found, bin_dir / tool)
-    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr("agentledger.labs.system.SYSTEM_PATH", str(bin_dir))
     with pytest.raises(LabUnavailableError, match=r"ip \(iproute2\).*iptables or nft"):
         choose_privilege()
     result = CliRunner().invoke(main, ["lab", "up", str(write_small_lab(tmp_path / "s"))])
@@ -136,7 +137,7 @@ def test_a_missing_tool_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_refused_user_namespaces_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for path in os.environ["PATH"].split(os.pathsep):
+    for path in SYSTEM_PATH.split(os.pathsep):
         for tool in Path(path).glob("*") if Path(path).is_dir() else []:
             if not (bin_dir / tool.name).exists():
                 os.symlink(tool, bin_dir / tool.name)
@@ -145,6 +146,15 @@ def test_refused_user_namespaces_are_named(tmp_path: Path, monkeypatch: pytest.M
         "#!/bin/sh\necho 'unshare: Operation not permitted' >&2\nexit 1\n"
     )
     (bin_dir / "unshare").chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr("agentledger.labs.system.SYSTEM_PATH", str(bin_dir))
     with pytest.raises(LabUnavailableError, match="unprivileged user namespaces"):
         choose_privilege(allow_root=False)
+
+
+def test_tools_are_found_without_sbin_on_the_callers_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A login shell of an ordinary account has no /usr/sbin on PATH, where ip, tc and iptables
+    live: a lab looks for its tools on the PATH it runs them with, not the caller's."""
+    if missing_tools():
+        pytest.skip(f"this machine lacks lab tools: {missing_tools()}")
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    assert missing_tools() == []

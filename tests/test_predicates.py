@@ -348,6 +348,7 @@ def test_canonical_text_is_stable() -> None:
             - criterion_not_fired: {criterion: C2, judge: rules}
             - {id: P1, diagnosis_correct: {judge: llm}, description: root cause}
             - trajectory_match: {mode: superset, steps: [iptables, {class: mutating}]}
+            - outcome: durable
             """
         )
     ]
@@ -365,6 +366,7 @@ def test_canonical_text_is_stable() -> None:
         "criterion_not_fired: C2 under judge rules",
         "diagnosis_correct: judge llm",
         "trajectory_match: superset [name 'iptables'; class 'mutating']",
+        "outcome: durable",
     ]
     assert len(texts) == len(FORMS)
 

@@ -15,6 +15,7 @@ from agentledger.analysis.compare import CompareReport, compare_report
 from agentledger.analysis.criteria import CriteriaReport, criteria_report
 from agentledger.analysis.drift import DriftReport, drift_report
 from agentledger.analysis.gap import GapReport, gap_report
+from agentledger.analysis.outcomes import OutcomesReport, outcomes_report
 from agentledger.analysis.select import DEFAULT_KINDS, JudgeChoice, ReportHead, Selection
 from agentledger.analysis.stats import Rate, TestResult, fisher_test, mcnemar_test, wilson
 from agentledger.analysis.trajectory import TrajectoryReport, trajectory_report
@@ -36,6 +37,7 @@ __all__ = [
     "GapReport",
     "JudgeChoice",
     "JudgeValidityReport",
+    "OutcomesReport",
     "Rate",
     "ReportHead",
     "Selection",
@@ -51,6 +53,7 @@ __all__ = [
     "fisher_test",
     "gap_report",
     "mcnemar_test",
+    "outcomes_report",
     "trajectory_report",
     "verdicts_report",
     "wilson",
@@ -65,8 +68,18 @@ AnyReport = (
     | JudgeValidityReport
     | AgreementReport
     | TrajectoryReport
+    | OutcomesReport
 )
-REPORT_KINDS = ("verdicts", "criteria", "gap", "drift", "compare", "trajectory", "all")
+REPORT_KINDS = (
+    "verdicts",
+    "criteria",
+    "gap",
+    "drift",
+    "compare",
+    "trajectory",
+    "outcomes",
+    "all",
+)
 
 
 def build_reports(
@@ -91,6 +104,8 @@ def build_reports(
         raise InputError(f"unknown report {kind!r}: choose from {', '.join(REPORT_KINDS)}")
     if kind == "trajectory" and ledger is None:
         raise InputError("the trajectory report reads the runs' traces: it needs the ledger")
+    if kind == "outcomes" and ledger is None:
+        raise InputError("the outcomes report reads the runs' outcomes: it needs the ledger")
     if kind == "compare" and (a is None or b is None):
         raise InputError("compare needs two groups: --a FILTER and --b FILTER")
     if (a is None) != (b is None):
@@ -111,6 +126,11 @@ def build_reports(
         if kind == "trajectory" or (kind == "all" and ledger is not None):
             assert ledger is not None
             out.append(trajectory_report(selection, ledger))
+        if kind == "outcomes" or (kind == "all" and ledger is not None):
+            assert ledger is not None
+            measured = outcomes_report(selection, ledger)
+            if kind == "outcomes" or measured.runs_measured:
+                out.append(measured)
     if a is not None and b is not None and kind in ("compare", "all"):
         out.append(compare_report(index, run_filter, a, b, judge, choice=choice))
     if ledger is not None:

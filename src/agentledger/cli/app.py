@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "verify": "agentledger.cli.integrity:verify_command",
     "gc": "agentledger.cli.integrity:gc_command",
     "lab": "agentledger.cli.labs:lab_group",
+    "outcome": "agentledger.cli.outcome:outcome_command",
     "reindex": "agentledger.cli.integrity:reindex_command",
     "checkpoint": "agentledger.cli.integrity:checkpoint_command",
     "schema": "agentledger.cli.ledger:schema_command",

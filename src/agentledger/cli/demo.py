@@ -186,18 +186,69 @@ def _runner_demo(root: str) -> tuple[Path, str]:
     return example, hasty[-1].run_id
 
 
+LAB_SCENARIOS = ("lab_f2b_chain", "lab_allowlist_set")
+PERSONALITIES = ("scripted-careful", "scripted-hasty", "scripted-reckless")
+
+
+def _labs_demo(directory: Path) -> None:
+    """The scripted agents in real labs: what their fixes really do, and the judge against it."""
+    from agentledger.labs import LabUnavailableError, choose_privilege
+    from agentledger.labs.spec import packaged_labs_dir
+
+    try:
+        privilege = choose_privilege()
+    except LabUnavailableError as exc:
+        click.echo(f"agentledger demo --labs: skipped: this machine cannot run labs: {exc}")
+        return
+    root = str(directory)
+    click.echo(f"agentledger demo --labs: labs run {privilege.mode} here; a ledger in {root}")
+    agent = examples_dir() / "netops" / "agent"
+    scenarios = [arg for name in LAB_SCENARIOS for arg in ("--scenario", name)]
+    models = [arg for name in PERSONALITIES for arg in ("--model", name)]
+    suite = str(packaged_labs_dir())
+    _step(
+        "Investigate in real labs (a fresh one per run); the fix each report recommends is "
+        "then applied in another fresh lab and measured",
+        ["run", "--ledger", root, suite, "--agent", str(agent / "agent.toml"),
+         *scenarios, *models],
+    )  # fmt: skip
+    _step(
+        "The same agents under the remediate policy: inside a lab they apply their fix",
+        ["run", "--ledger", root, suite, "--agent", str(agent / "agent-remediate.toml"),
+         *scenarios, *models],
+    )  # fmt: skip
+    _step("Judge the runs from their text (the rules judge)", ["judge", "--ledger", root])
+    _step(
+        "What the fixes did, beside what the judge said", ["report", "outcomes", "--ledger", root]
+    )
+    _step(
+        "The judge against the measurements, criterion by criterion",
+        ["agreement", "--ledger", root, "--a", "judge:rules", "--b", "labels:lab"],
+    )
+
+
 @click.command("demo")
 @click.argument("directory", type=click.Path(path_type=Path), default=DEFAULT_DIR)
+@click.option(
+    "--labs",
+    is_flag=True,
+    help="Only the lab tour: the scripted agents in real labs, their fixes measured (needs "
+    "user namespaces or root; says why it skips otherwise).",
+)
 @handle_errors
-def demo_command(directory: Path) -> None:
+def demo_command(directory: Path, labs: bool) -> None:
     """A guided tour: backfill the sample runs, judge them, report the findings, run an agent.
 
     The sample runs are synthetic runs of a network forensics agent (three models, ten
     scenarios) in the seed's layout, tagged sample=true. The tour writes DIRECTORY/report.html.
-    DIRECTORY defaults to ./agentledger-demo and must not hold a ledger.
+    DIRECTORY defaults to ./agentledger-demo and must not hold a ledger. With --labs, the tour
+    runs the scripted agents in real labs instead, and measures what their fixes do.
     """
     if (directory / CONFIG_NAME).exists():
         fail(f"{directory} already holds a ledger; remove it or pass another DIRECTORY")
+    if labs:
+        _labs_demo(directory)
+        return
     root = str(directory)
     samples = sample_runs_dir()
     click.echo(

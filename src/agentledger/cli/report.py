@@ -80,6 +80,8 @@ def report_command(
     compare   two groups (--a, --b: model=X,prompt=P,variant=V,tag:K=V) with an exact test
     trajectory  steps per model: to conclusion, mutating share, denials and retries;
               the fired criteria step by step
+    outcomes  measured in labs, per model / prompt / scenario: fixed, durable fix,
+              collateral and verified rates beside the judge, and where they disagree
     all       every report (compare when --a and --b are given)
 
     Each report uses one score per run: the newest by --judge (default: the judge that

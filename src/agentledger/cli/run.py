@@ -19,7 +19,13 @@ from agentledger.cli.common import (
 )
 from agentledger.cli.output import terminal_safe
 from agentledger.runner.agent_spec import LoadedAgent, load_agent
-from agentledger.runner.run import RunOptions, RunOutcome, prepare_suite, run_suite
+from agentledger.runner.run import (
+    RunOptions,
+    RunOutcome,
+    SuiteReport,
+    prepare_suite,
+    run_suite,
+)
 from agentledger.runner.scenario import load_suite
 from agentledger.store import Ledger
 
@@ -104,6 +110,11 @@ def _line(run: RunOutcome) -> str:
     help="Also write every model response here, for replay.",
 )
 @model_call_options
+@click.option(
+    "--no-outcome",
+    is_flag=True,
+    help="Do not measure the outcome of runs of lab scenarios (a fresh lab each) at the end.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
 @handle_errors
 def run_command(
@@ -121,6 +132,7 @@ def run_command(
     record_dir: Path | None,
     request_timeout: float | None,
     retries: int | None,
+    no_outcome: bool,
     quiet: bool,
 ) -> None:
     """Run an agent over SUITE (a directory of scenarios, or one scenario).
@@ -161,6 +173,8 @@ def run_command(
                     click.echo(_line(run))
 
             report = run_suite(ledger, prepared, on_run=on_run)
+        if not no_outcome and not report.interrupted:
+            _measure_outcomes(ledger, report, quiet)
     finally:
         ledger.close()
     failed = len(report.failed)
@@ -181,3 +195,21 @@ def run_command(
         sys.exit(130)
     if failed:
         sys.exit(1)
+
+
+def _measure_outcomes(ledger: Ledger, report: SuiteReport, quiet: bool) -> None:
+    """Measure each new run of a lab scenario in a fresh lab, and record it."""
+    from agentledger.outcomes.check import lab_runs, measure_and_record
+
+    runs = lab_runs(ledger, [run.run_id for run in report.runs if run.status != "setup-failed"])
+    for outcome in measure_and_record(ledger, runs):
+        if not quiet:
+            click.echo(
+                f"outcome of {terminal_safe(outcome.run_id)}: fixed {_yes(outcome.fixed)}, "
+                f"durable {_yes(outcome.durable)}, collateral {_yes(outcome.collateral)}, "
+                f"verified {_yes(outcome.verified)}"
+            )
+
+
+def _yes(value: bool | None) -> str:
+    return "unknown" if value is None else "yes" if value else "no"

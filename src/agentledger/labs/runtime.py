@@ -439,9 +439,7 @@ def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
     except subprocess.TimeoutExpired:
         raise LabStartError(f"the lab's setup did not end within {SETUP_SECONDS}s") from None
     if done.returncode != 0:
-        raise LabStartError(
-            f"the lab's setup failed: {(done.stderr or done.stdout).strip()[-800:]}"
-        )
+        raise LabStartError(_setup_failure(done.stderr or done.stdout))
     baseline = lab.baseline = lab.probe()
     if verify and baseline.broken():
         failing = [r for r in baseline.results if not r.healthy]
@@ -451,6 +449,18 @@ def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
         )
     if fault:
         lab.inject_fault(verify=verify)
+
+
+def _setup_failure(output: str) -> str:
+    """The setup script's error: the step it failed at first, then what that step said."""
+    lines = output.strip().splitlines()
+    marker = "the lab's setup failed at: "
+    if lines and lines[-1].startswith(marker):
+        said = "\n".join(lines[:-1]).strip()[-800:]
+        return f"the lab's setup failed at {lines[-1][len(marker) :]}" + (
+            f":\n{said}" if said else ""
+        )
+    return f"the lab's setup failed: {output.strip()[-800:]}"
 
 
 @contextmanager

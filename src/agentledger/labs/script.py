@@ -10,12 +10,12 @@ import base64
 import io
 import re
 import shlex
-import shutil
 import tarfile
 import time
 from pathlib import Path
 
 from agentledger.labs.spec import Endpoint, HostSpec, LabSpec, OwnerSpec, ProbeSpec, RouteSpec
+from agentledger.labs.system import SYSTEM_PATH, which
 
 __all__ = [
     "BOOT",
@@ -31,7 +31,6 @@ __all__ = [
 
 LAB_ROOT = "/run/lab"
 """Inside the lab: a tmpfs of its own; each host's files are under LAB_ROOT/HOST."""
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 READY_SECONDS = 10
 
 _INIT = """\
@@ -166,19 +165,60 @@ def _service(host: str, name: str, command: str) -> str:
     return f"setsid {inner} </dev/null >{log} 2>&1 &"
 
 
-def _wait_ready(host: str, name: str, port: int) -> list[str]:
+def _wait_ready(index: int, host: str, name: str, port: int) -> list[str]:
+    """Poll until the service listens on `port`, without a process per poll.
+
+    `/proc/PID/net/*` shows the sockets of PID's network namespace, so the shell reads them
+    itself while the service lives. A service that exits fails at once with its log (unless it
+    exited 0, as a daemon that forked does: then `ss` in the host is asked). The deadline is
+    wall time (from /proc/uptime), however loaded the machine."""
+    hexport = f"{port:04X}"
     check = shlex.join(["ip", "netns", "exec", host, "ss", "-Hltnu", f"sport = :{port}"])
     log = shlex.quote(f"{host_dir(host)}/log/{name}.log")
-    limit = READY_SECONDS * 100
+    what = shlex.quote(f"service {name} in {host}")
     return [
-        "i=0",
-        f'until [ -n "$({check})" ]; do',
-        f"  i=$((i+1)); if [ $i -gt {limit} ]; then",
-        f"    echo 'service {name} in {host}: not listening on port {port} after "
-        f"{READY_SECONDS}s; its log:' >&2; tail -n 20 {log} >&2; exit 1; fi",
-        "  sleep 0.01",
+        f"STEP={shlex.quote(f'waiting for service {name} in {host} to listen on port {port}')}",
+        f"pid=$svc_{index}; centis; deadline=$((now + {READY_SECONDS * 100})); ready=''",
+        'while [ -z "$ready" ]; do',
+        '  if alive "$pid"; then',
+        f'    listening "$pid" {hexport}',
+        "  else",
+        '    if [ -n "$pid" ]; then rc=0; wait "$pid" || rc=$?; pid=""',
+        f'      if [ $rc -ne 0 ]; then echo {what}": exited $rc before listening on port '
+        f'{port}; its log:" >&2; tail -n 20 {log} >&2; exit 1; fi; fi',
+        f"    ready=$({check})",
+        "  fi",
+        f'  centis; if [ -z "$ready" ] && [ $now -gt $deadline ]; then echo {what}": not '
+        f'listening on port {port} after {READY_SECONDS}s; its log:" >&2; tail -n 20 {log} >&2;'
+        " exit 1; fi",
+        '  [ -n "$ready" ] || sleep 0.01',
         "done",
     ]
+
+
+_FUNCTIONS = r"""
+centis() { read -r up _ < /proc/uptime; now=$(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
+alive() {
+  [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
+  read -r stat < "/proc/$1/stat" || return 1
+  case "${stat##*) }" in Z*|X*) return 1 ;; esac
+}
+listening() {
+  for table in tcp tcp6 udp udp6; do
+    [ -r "/proc/$1/net/$table" ] || continue
+    while read -r _ local _ state _; do
+      case "$table:${local##*:}:$state" in
+        tcp*:"$2":0A|udp*:"$2":07) ready=yes; return ;;
+      esac
+    done < "/proc/$1/net/$table"
+  done
+}
+failed() {
+  rc=$?; [ "$rc" -eq 0 ] || echo "the lab's setup failed at: $STEP (exit $rc)" >&2
+}
+"""
+"""Shell functions of the setup script: wall-time centiseconds, a live process, a socket
+listening in a process's network namespace, and the note naming the step that failed."""
 
 
 def _host_sysctls(host: HostSpec) -> str:
@@ -191,6 +231,36 @@ def _host_sysctls(host: HostSpec) -> str:
     return shlex.join(["ip", "netns", "exec", host.name, "sysctl", "-qw", *pairs])
 
 
+def _ends(spec: LabSpec) -> list[Endpoint]:
+    return [end for link in spec.links for end in (link.a, link.b)] + [
+        port for bridge in spec.bridges for port in bridge.ports
+    ]
+
+
+def _wait_carrier(hosts: list[str]) -> list[str]:
+    """Wait until no link of `hosts` is NO-CARRIER: the kernel turns a veth's carrier on
+    asynchronously, so a snapshot taken at once may see a link DOWN that traffic already uses,
+    and two snapshots of the same lab would differ. Usually one `ip` per host, once."""
+    if not hosts:
+        return []
+    names = " ".join(shlex.quote(h) for h in hosts)
+    return [
+        "STEP='waiting for the links to have a carrier'",
+        f"centis; deadline=$((now + {READY_SECONDS * 100}))",
+        f"for h in {names}; do",
+        '  until case "$(ip -n "$h" -o link show)" in *NO-CARRIER*) false ;; esac; do',
+        '    centis; if [ $now -gt $deadline ]; then echo "host $h: a link has no carrier after '
+        f'{READY_SECONDS}s:" >&2; ip -n "$h" -o link show >&2; exit 1; fi',
+        "    sleep 0.01",
+        "  done",
+        "done",
+    ]
+
+
+def _step(what: str) -> str:
+    return f"STEP={shlex.quote(what)}"
+
+
 def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
     """The script that builds the lab from inside its namespaces, up to its baseline.
 
@@ -198,7 +268,8 @@ def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
     addresses and routes, one tar for every file. With `periodic`, each owner also cycles every
     `interval` seconds in the background (a lab for people and agents); without, owners cycle
     only on demand (measurements, which must not race a background cycle)."""
-    lines = ["set -eu", f"export PATH={SYSTEM_PATH}"]
+    lines = ["set -eu", f"export PATH={SYSTEM_PATH}", _FUNCTIONS, "trap failed EXIT"]
+    lines.append("STEP='creating the namespaces, links and bridges'")
     root = [f"netns add {host.name}" for host in spec.hosts]
     per_host: dict[str, list[str]] = {host.name: ["link set lo up"] for host in spec.hosts}
     for link in spec.links:
@@ -248,20 +319,36 @@ def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
     for route in spec.routes:
         per_host[route.host].append(_route(route))
     lines += _batch(root)
-    lines.append(f"printf %s {_files_archive(spec)} | base64 -d | tar -x -C {LAB_ROOT}")
+    lines += [
+        "STEP='writing the files'",
+        f"printf %s {_files_archive(spec)} | base64 -d | tar -x -C {LAB_ROOT}",
+    ]
     for host in spec.hosts:
+        lines.append(_step(f"addresses, routes and sysctls of host {host.name}"))
         lines += [_host_sysctls(host), *_batch(per_host[host.name], host.name)]
-    lines += [_in_host(step.host, step.run) for step in spec.setup]
-    lines += [_in_host(owner.host, _cycle_command(owner)) for owner in spec.owners]
-    for service in spec.services:
-        lines.append(_service(service.host, service.name, service.run))
+    for i, step in enumerate(spec.setup, 1):
+        lines += [
+            _step(f"setup step {i} in {step.host} ({step.run!r})"),
+            _in_host(step.host, step.run),
+        ]
+    for owner in spec.owners:
+        what = f"the first cycle of owner {owner.name} in {owner.host} (before the services start)"
+        lines += [_step(what), _in_host(owner.host, _cycle_command(owner))]
+    for i, service in enumerate(spec.services):
+        lines += [
+            _step(f"starting service {service.name} in {service.host}"),
+            _service(service.host, service.name, service.run),
+            f"svc_{i}=$!",
+        ]
     for owner in spec.owners if periodic else []:
         loop = f"while sleep {owner.interval:g}; do {_cycle_command(owner)}; done"
         lines.append(_service(owner.host, f"owner-{owner.name}", loop))
-    for service in spec.services:
+    for i, service in enumerate(spec.services):
         if service.ready_port is not None:
-            lines += _wait_ready(service.host, service.name, service.ready_port)
-    lines.append("echo built")
+            lines += _wait_ready(i, service.host, service.name, service.ready_port)
+    linked = [h.name for h in spec.hosts if any(e.host == h.name for e in _ends(spec))]
+    lines += _wait_carrier(linked)
+    lines += ["trap - EXIT", "echo built"]
     return "\n".join(lines) + "\n"
 
 
@@ -279,7 +366,7 @@ def probe_argv(probe: ProbeSpec) -> list[str]:
     timeout = f"{probe.timeout:g}"
     helper = ["python3", "-I", "-S", "-c", _HELPER]
     url = probe.http or probe.throughput
-    if url and shutil.which("curl"):
+    if url and which("curl"):
         return [
             "curl",
             "-sS",
@@ -298,7 +385,7 @@ def probe_argv(probe: ProbeSpec) -> list[str]:
     if probe.throughput:
         return [*helper, "throughput", timeout, probe.throughput, f"{probe.min_kbps:g}"]
     if probe.tcp:
-        if shutil.which("bash"):
+        if which("bash"):
             address, _, port = probe.tcp.rpartition(":")
             script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
             return ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]

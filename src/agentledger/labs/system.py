@@ -21,6 +21,7 @@ from agentledger.errors import InputError
 
 __all__ = [
     "REQUIRED_TOOLS",
+    "SYSTEM_PATH",
     "LabUnavailableError",
     "Privilege",
     "choose_privilege",
@@ -29,7 +30,18 @@ __all__ = [
     "process_start_time",
     "runtime_dir",
     "sweep_dead_labs",
+    "which",
 ]
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""The PATH of everything a lab runs, whatever the caller's PATH (a login shell's often lacks
+the sbin directories, where `ip`, `tc` and `iptables` live)."""
+
+
+def which(tool: str) -> str | None:
+    """Where `tool` is on the lab's PATH (SYSTEM_PATH), the one every lab command runs with."""
+    return shutil.which(tool, path=SYSTEM_PATH)
+
 
 REQUIRED_TOOLS: dict[str, str] = {
     "unshare": "util-linux",
@@ -75,13 +87,13 @@ class Privilege:
 
 
 def missing_tools(extra: tuple[str, ...] = ()) -> list[str]:
-    """Tools a lab needs that are not on PATH, as "tool (package)"."""
+    """Tools a lab needs that are not on the lab's PATH (SYSTEM_PATH), as "tool (package)"."""
     wanted = dict(REQUIRED_TOOLS)
     for tool in extra:
         wanted.setdefault(tool, _PACKAGES.get(tool, tool))
-    if shutil.which("iptables") is None and shutil.which("nft") is None:
+    if which("iptables") is None and which("nft") is None:
         wanted["iptables or nft"] = "iptables or nftables"
-    return [f"{tool} ({package})" for tool, package in wanted.items() if shutil.which(tool) is None]
+    return [f"{tool} ({package})" for tool, package in wanted.items() if which(tool) is None]
 
 
 _PACKAGES = {
@@ -105,6 +117,7 @@ def _userns_works(prefix: list[str]) -> str | None:
             text=True,
             timeout=10,
             cwd="/",
+            env={"PATH": SYSTEM_PATH},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
@@ -130,7 +143,7 @@ def choose_privilege(user: str | None = None, *, allow_root: bool = True) -> Pri
             pwd.getpwnam(user)
         except KeyError:
             raise InputError(f"no user {user!r} on this machine") from None
-        if shutil.which("setpriv") is None:
+        if which("setpriv") is None:
             raise LabUnavailableError("running a lab as another user needs setpriv (util-linux)")
     privilege = Privilege("rootless", user)
     why = _userns_works(privilege.prefix())

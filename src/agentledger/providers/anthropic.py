@@ -20,6 +20,7 @@ from agentledger.providers.base import (
     Usage,
 )
 from agentledger.providers.pricing import cost_usd
+from agentledger.providers.tools import ToolSpec, ToolTurn, Turn, anthropic_request, anthropic_turn
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider"]
 
@@ -103,6 +104,29 @@ class AnthropicProvider(Provider):
             raw=response.model_dump(mode="json"),
             provider=self.name,
         )
+
+    def complete_tools(
+        self,
+        model: str,
+        system: str | None,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        params: dict[str, Any],
+    ) -> ToolTurn:
+        """One call offering `tools`; the answer's text and tool calls."""
+        params = {k: v for k, v in params.items() if k not in _IGNORED}
+        params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        known, extra = split_params(params, self._named)
+        body = anthropic_request(system, turns, tools)
+        try:
+            response = self._client.messages.create(
+                model=model, extra_body=extra or None, **body, **known
+            )
+        except self._sdk.AnthropicError as exc:
+            raise stainless_error(
+                exc, self._sdk, provider=self.name, model=model, endpoint=self.base_url
+            ) from exc
+        return anthropic_turn(response.model_dump(mode="json"))
 
     def close(self) -> None:
         """Close the SDK's connection pool."""

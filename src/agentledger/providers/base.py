@@ -13,13 +13,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentledger.errors import ProviderError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import FULL_HASH_PATTERN, Record
+
+if TYPE_CHECKING:
+    from agentledger.providers.tools import ToolSpec, ToolTurn, Turn
 
 __all__ = [
     "KEY_VERSION",
@@ -205,6 +208,23 @@ class Provider(ABC):
     @abstractmethod
     def complete(self, request: CompletionRequest) -> Completion:
         """Make one call and return its answer."""
+
+    def complete_tools(
+        self,
+        model: str,
+        system: str | None,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        params: dict[str, Any],
+    ) -> ToolTurn:
+        """One call offering `tools` (`agentledger.providers.tools`); providers without tool
+        calling refuse, naming themselves."""
+        from agentledger.errors import InputError
+
+        raise InputError(
+            f"provider {self.name!r} does not offer tool calling here: use openai (or an "
+            "OpenAI-compatible server) or anthropic for an agent with tools"
+        )
 
     def close(self) -> None:  # noqa: B027 - a no-op unless the provider holds connections
         """Release connections; the provider is not used afterwards."""

@@ -16,6 +16,7 @@ from agentledger.providers._sdk import (
 )
 from agentledger.providers.base import Completion, CompletionRequest, Provider, Usage
 from agentledger.providers.pricing import cost_usd
+from agentledger.providers.tools import ToolSpec, ToolTurn, Turn, openai_request, openai_turn
 
 __all__ = ["LOCAL_API_KEY", "OpenAIProvider"]
 
@@ -100,6 +101,27 @@ class OpenAIProvider(Provider):
             raw=response.model_dump(mode="json"),
             provider=self.name,
         )
+
+    def complete_tools(
+        self,
+        model: str,
+        system: str | None,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        params: dict[str, Any],
+    ) -> ToolTurn:
+        """One call offering `tools`; the answer's text and tool calls."""
+        known, extra = split_params(params, self._named)
+        body = openai_request(system, turns, tools)
+        try:
+            response = self._client.chat.completions.create(
+                model=model, extra_body=extra or None, **body, **known
+            )
+        except self._sdk.OpenAIError as exc:
+            raise stainless_error(
+                exc, self._sdk, provider=self.name, model=model, endpoint=self.base_url
+            ) from exc
+        return openai_turn(response.model_dump(mode="json"))
 
     def close(self) -> None:
         """Close the SDK's connection pool."""

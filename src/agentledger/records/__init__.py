@@ -424,6 +424,7 @@ SCHEMAS: dict[str, type[BaseModel] | str] = {
     "ledger": LedgerConfig,
     "manifest": Manifest,
     "metadata": RunMetadata,
+    "outcome": "agentledger.records.outcomes:Outcome",
     "policy": "agentledger.runner.shell_gate.policy:Policy",
     "response": "agentledger.providers.base:RecordedResponse",
     "scenario": "agentledger.runner.scenario:Scenario",

@@ -69,6 +69,8 @@ class Undecided(StrEnum):
     """The judge scored the run but not what the predicate reads (a criterion, the diagnosis)."""
     NO_REFERENCE = "no-reference"
     """A trajectory predicate has no reference trajectory for the run's scenario."""
+    NO_OUTCOME = "no-outcome"
+    """An outcome predicate's run has no measured outcome (or not the one it reads)."""
 
 
 class PredicateResult(BaseModel):

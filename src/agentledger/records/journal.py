@@ -30,8 +30,8 @@ __all__ = [
     "entry_hash",
 ]
 
-EntryKind = Literal["genesis", "run", "score", "label", "decision"]
-ENTRY_KINDS: tuple[str, ...] = ("genesis", "run", "score", "label", "decision")
+EntryKind = Literal["genesis", "run", "score", "label", "decision", "outcome"]
+ENTRY_KINDS: tuple[str, ...] = ("genesis", "run", "score", "label", "decision", "outcome")
 GENESIS_PREV = HASH_PREFIX + "0" * 64
 """The `prev` of the first entry: there is nothing before it."""
 
@@ -42,7 +42,7 @@ class JournalEntry(Record):
     """One accepted record (or the journal's start: kind ``genesis``)."""
 
     seq: int = Field(ge=1, description="Position in the journal, from 1, without gaps.")
-    kind: EntryKind = Field(description="genesis, run, score, label or decision.")
+    kind: EntryKind = Field(description="genesis, run, score, label, decision or outcome.")
     id: str = Field(
         max_length=1024,
         description="The run id, the score's or label's key, the decision id; 'genesis'.",

@@ -15,6 +15,7 @@ from agentledger.analysis import (
     DriftReport,
     GapReport,
     JudgeValidityReport,
+    OutcomesReport,
     ReportHead,
     TrajectoryReport,
     VerdictsReport,
@@ -490,6 +491,10 @@ def sections(reports: list[AnyReport]) -> list[Section]:
             from agentledger.report.trajectory_sections import trajectory_section
 
             out.append(trajectory_section(report))
+        elif isinstance(report, OutcomesReport):
+            from agentledger.report.outcome_sections import outcomes_section
+
+            out.append(outcomes_section(report))
         else:
             from agentledger.report.agreement_sections import agreement_section, validity_section
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentledger.errors import InputError
 from agentledger.records.specfiles import validation_problem
 from agentledger.runner.agent_spec import LoadedAgent
+from agentledger.runner.lab_shell import LAB_ENV, LAB_TARGET, LabTarget
 from agentledger.runner.process import ProcessOutcome, Status, run_process
 from agentledger.runner.scenario import LoadedScenario
 from agentledger.runner.workspace import RunWorkspace
@@ -114,6 +115,8 @@ class AgentRun:
     cancel: threading.Event
     policy: Path | None
     client: ModelClient | None
+    lab: LabTarget | None = None
+    """The run's lab, when its scenario has one: the gated shell runs commands in its hosts."""
 
 
 @dataclass
@@ -197,7 +200,11 @@ class AgentContext:
                 else None
             )
             self._gate = Gate(
-                rules, self._run.work.audit_path, cwd=self._run.work.out_dir, approver=approver
+                rules,
+                self._run.work.audit_path,
+                cwd=self._run.work.out_dir,
+                approver=approver,
+                lab=self._run.lab,
             )
         try:
             result: GateResult = self._gate.run(command)
@@ -274,6 +281,8 @@ class CommandAdapter(AgentAdapter):
             policy=run.policy,
             extra=self.agent.spec.env,
         )
+        if run.lab is not None:
+            env[LAB_ENV] = str(run.work.input_dir / LAB_TARGET)
         with (
             (run.work.logs_dir / "agent_stdout.log").open("wb") as out,
             (run.work.logs_dir / "agent_stderr.log").open("wb") as err,
@@ -347,6 +356,14 @@ class LlmAdapter(AgentAdapter):
         use = ModelUse()
         context = AgentContext(run, use)
         started = time.monotonic()
+        if self.agent.spec.tools:
+            from agentledger.runner.tool_agent import run_tool_loop
+
+            try:
+                run_tool_loop(context, use, max_turns=self.agent.spec.max_turns)
+            except Exception as exc:
+                return AgentResult(_crash(started, exc, run), use)
+            return AgentResult(ProcessOutcome("ok", 0, time.monotonic() - started), use)
         try:
             completion = context.complete(run.scenario.prompt)
         except Exception as exc:

@@ -102,6 +102,14 @@ class AgentSpec(Record):
     env: dict[str, str] = Field(
         default_factory=dict, description="command kind: extra environment variables."
     )
+    tools: bool = Field(
+        default=False,
+        description="llm kind: a tool-calling loop (run_command, read_file, finish) through "
+        "the gated shell, for the openai and anthropic providers.",
+    )
+    max_turns: int = Field(
+        default=30, ge=1, le=500, description="llm kind with tools: model turns before giving up."
+    )
 
     @field_validator("command", mode="before")
     @classmethod

@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,15 @@ from agentledger.identity import (
     detect_agent_checkout,
     effective_prompt,
     make_run_id,
+)
+from agentledger.labs import (
+    LAB_FILE,
+    Lab,
+    LabStartError,
+    LoadedLab,
+    load_lab,
+    start_lab,
+    take_snapshot,
 )
 from agentledger.records import (
     AgentInfo,
@@ -37,6 +47,7 @@ from agentledger.records.specfiles import read_text_file
 from agentledger.records.trace import TRACE, steps_from_shell_log, trace_bytes
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
+from agentledger.runner.lab_shell import LAB_ENV, LAB_TARGET, LabTarget
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
 from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
 from agentledger.runner.shell_gate.execute import find_shell
@@ -271,6 +282,42 @@ def _take_snapshot(
     return target, None
 
 
+def _start_lab(
+    scenario: LoadedScenario, run_id: str, work: RunWorkspace, stack: ExitStack
+) -> tuple[Lab, LabTarget] | None:
+    """Bring up a fresh lab for a scenario with a lab.yaml (each run, each repeat, its own),
+    stopped when `stack` closes; the lab and the target the gated shell reaches it by,
+    written where the gated shell finds it."""
+    lab_file = scenario.directory / LAB_FILE
+    if not lab_file.is_file():
+        return None
+    loaded = load_lab(lab_file)
+    running = stack.enter_context(start_lab(loaded, name=f"run-{run_id[-24:]}"))
+    hosts = {host: running.host_argv(host) for host in loaded.spec.host_names()}
+    target = LabTarget(running.name, hosts, _default_host(scenario, loaded))
+    target.write(work.input_dir / LAB_TARGET, loaded.spec.model_dump(mode="json"))
+    return running, target
+
+
+def _default_host(scenario: LoadedScenario, loaded: LoadedLab) -> str:
+    """The host an agent's commands run in unless they name one: the scenario's `lab_host`
+    tag, else the host the fault is injected in."""
+    named = scenario.spec.tags.get("lab_host")
+    if named in loaded.spec.host_names():
+        return str(named)
+    return loaded.spec.fault.steps[0].host
+
+
+def _lab_snapshot(running: Lab, work: RunWorkspace) -> tuple[Path | None, str | None]:
+    """snapshot.txt from the running lab: its real state at the start of the run."""
+    target = work.root / "snapshot.txt"
+    try:
+        target.write_text(take_snapshot(running).to_text(), encoding="utf-8")
+    except Exception as exc:  # a snapshot that fails is noted; the run goes on
+        return None, f"lab snapshot: {type(exc).__name__}: {exc}"
+    return target, None
+
+
 def _execute(
     prepared: PreparedSuite,
     scenario: LoadedScenario,
@@ -297,7 +344,12 @@ def _execute(
         extra={},
     )
     snapshot = None
+    lab_stack = ExitStack()
     try:
+        started_lab = _start_lab(scenario, run_id, work, lab_stack)
+        target = started_lab[1] if started_lab is not None else None
+        if target is not None:
+            env[LAB_ENV] = str(work.input_dir / LAB_TARGET)
         with (work.logs_dir / "environment.log").open("ab") as log:
             failed: ProcessOutcome | None = None
             for step in environment.setup:
@@ -318,7 +370,10 @@ def _execute(
                 ProcessOutcome(status, None, 0.0, f"setup command failed: {failed.error}")
             )
         else:
-            snapshot, problem = _take_snapshot(scenario, work, env, cancel)
+            if started_lab is not None:
+                snapshot, problem = _lab_snapshot(started_lab[0], work)
+            else:
+                snapshot, problem = _take_snapshot(scenario, work, env, cancel)
             if problem:
                 notes.append(problem)
             result = prepared.adapter.run(
@@ -339,13 +394,17 @@ def _execute(
                         else None
                     ),
                     client=prepared.client,
+                    lab=target,
                 )
             )
+    except LabStartError as exc:  # the lab would not come up: no agent ran
+        result = AgentResult(ProcessOutcome("setup-failed", None, 0.0, f"lab: {exc}"))
     except Exception as exc:  # the runner's own failure still leaves evidence
         result = AgentResult(
             ProcessOutcome("failed", None, 0.0, f"runner error: {type(exc).__name__}: {exc}")
         )
     finally:
+        lab_stack.close()  # the lab goes first, whatever happened (Ctrl-C included)
         with (work.logs_dir / "environment.log").open("ab") as log:
             for step in environment.teardown:
                 outcome = run_shell_step(
@@ -469,6 +528,9 @@ def _seal(ledger: Ledger, prepared: PreparedSuite, done: _Finished) -> RunOutcom
         writer.add_bytes(SYSTEM_PROMPT, prepared.prompt.text)
         # The scenario as it was: what a judge compares the diagnosis against, years later.
         writer.add_file(SCENARIO, done.scenario.directory / SCENARIO_FILE)
+        if (done.scenario.directory / LAB_FILE).is_file():
+            # and its lab: what an outcome is measured in, the same spec, years later.
+            writer.add_file(LAB_FILE, done.scenario.directory / LAB_FILE)
         events = _add_outputs(writer, done, notes)
         if outcome.status == "ok" and not (done.work.out_dir / "report.md").is_file():
             notes.append("the agent wrote no report.md")

@@ -67,9 +67,9 @@ __all__ = [
 ]
 
 JOURNAL_AREA = "journal"
-JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions"})
+JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions", "outcomes"})
 """Record areas whose every value is evidence, and so gets a journal entry."""
-_KINDS = {"scores": "score", "labels": "label", "decisions": "decision"}
+_KINDS = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
 _SEGMENT = re.compile(r"^journal/([0-9]{12})\.jsonl$")
 _CHECKPOINT = re.compile(r"^\s*([0-9]+):(sha256:[0-9a-f]{64})\s*$")
 CRASH_ENV = CRASH_AT

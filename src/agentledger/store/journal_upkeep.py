@@ -108,6 +108,7 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
 
     from agentledger.records.decisions import DECISION_JSON, DECISION_MD, Decision
     from agentledger.records.labels import Label
+    from agentledger.records.outcomes import Outcome
     from agentledger.records.scores import Score
 
     area = key.split("/", 1)[0]
@@ -121,7 +122,7 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
                 return f"the decision has no {name}"
         model, raw, expected = Decision, values[main], key.split("/")[1]
     else:
-        model = Score if area == "scores" else Label
+        model = Score if area == "scores" else Outcome if area == "outcomes" else Label
         raw = values[key]
         expected = key.split("/", 1)[1].removesuffix(".json")
     try:
@@ -132,6 +133,8 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
         named = f"{record.run_id}/{record.judge_id}"
     elif isinstance(record, Label):
         named = f"{record.run_id}/{record.label_id}"
+    elif isinstance(record, Outcome):
+        named = f"{record.run_id}/{record.outcome_id}"
     else:
         named = getattr(record, "decision_id", "")
     if named != expected:

@@ -25,7 +25,7 @@ from agentledger.errors import InputError, IntegrityError, RecordExistsError, Re
 from agentledger.records import LedgerConfig
 from agentledger.records.journal import JournalEntry
 from agentledger.store.backends import UnknownBackendError, check_index, make_index, make_storage
-from agentledger.store.journal import JOURNAL_AREA, segment_key
+from agentledger.store.journal import JOURNAL_AREA, JOURNALED_AREAS, segment_key
 from agentledger.store.ledger import CONFIG_NAME, Ledger
 from agentledger.store.storage import MANIFEST_NAME, RECORD_AREAS, StorageBackend
 from agentledger.store.verify import VerifyReport, verify_ledger
@@ -35,7 +35,7 @@ __all__ = ["MigrationReport", "migrate_ledger"]
 
 _BATCH = 50
 _FIRST = segment_key(1)
-_UNJOURNALED = sorted(RECORD_AREAS - {"scores", "labels", "decisions", JOURNAL_AREA})
+_UNJOURNALED = sorted(RECORD_AREAS - JOURNALED_AREAS - {JOURNAL_AREA})
 
 
 @dataclass

@@ -62,7 +62,7 @@ NOT_A_FILE = "not-a-file"
 """The hash `scan_run` reports for a symlink or other non-regular file."""
 
 RECORD_AREAS: frozenset[str] = frozenset(
-    {"cache", "decisions", "journal", "labels", "scores", "splits"}
+    {"cache", "decisions", "journal", "labels", "outcomes", "scores", "splits"}
 )
 """The first segment of every record key; runs are reached through the run methods only."""
 REPLACEABLE_AREAS: frozenset[str] = frozenset({"cache"})

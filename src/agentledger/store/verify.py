@@ -327,7 +327,7 @@ def _check_everything_else(
     ledger: Ledger, cut: _Cut, accepted: dict[str, str], report: VerifyReport
 ) -> None:
     """Scores, labels and decisions against the journal, their index rows, the staging area."""
-    kinds = {"scores": "score", "labels": "label", "decisions": "decision"}
+    kinds = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
     records = _held_records(ledger.storage, cut.record_keys)
     intact = _check_records(records, accepted, kinds, report)
     held = {key for key in records if key.startswith("scores/")}

@@ -42,6 +42,7 @@ from agentledger.gates.predicates.judged import (
     DiagnosisCorrect,
     VerdictNotUnsafe,
 )
+from agentledger.gates.predicates.measured import OutcomeHolds
 from agentledger.gates.predicates.run_view import RunView, load_run_view
 from agentledger.gates.predicates.trajectory import TrajectoryMatchForm
 from agentledger.records.decisions import PredicateResult
@@ -62,6 +63,7 @@ __all__ = [
     "NeverTried",
     "NoDenied",
     "Order",
+    "OutcomeHolds",
     "Predicate",
     "PredicateForm",
     "Ran",
@@ -129,6 +131,7 @@ Predicate = Annotated[
         CriterionNotFired,
         DiagnosisCorrect,
         TrajectoryMatchForm,
+        OutcomeHolds,
     ],
     WrapValidator(_validate_predicate),
 ]

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.judges.scores import run_scores
+from agentledger.outcomes import OutcomeStore
 from agentledger.records import RunMetadata
+from agentledger.records.outcomes import Outcome
 from agentledger.records.scores import SCORES_DIR, Score
 from agentledger.store.evidence import LoggedCommand, RunEvidence, TraceLog, load_run_evidence
 from agentledger.store.writer import REPORT
@@ -43,6 +45,8 @@ class RunView:
     """Where the run's scores are stored (to cite the line of a score that a predicate read)."""
     evidence: RunEvidence | None = field(default=None, repr=False)
     """The run's files, for what is read only when a predicate asks (the trace)."""
+    outcome: Outcome | None = None
+    """The run's newest measured outcome (lab scenarios), if any."""
     _report_lines: list[str] | None = field(default=None, repr=False)
     _report_starts: list[int] | None = field(default=None, repr=False)
     _score_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -114,6 +118,7 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
     scores: dict[str, Score] = {}
     for score in run_scores(ledger, run_id):  # oldest first: the newest of a judge wins
         scores[score.judge_id] = score
+    outcomes = OutcomeStore(ledger).of_run(run_id)  # oldest first
     return RunView(
         run_id=run_id,
         metadata=evidence.metadata,
@@ -124,4 +129,5 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         files=evidence.files,
         storage=ledger.storage,
         evidence=evidence,
+        outcome=outcomes[-1] if outcomes else None,
     )

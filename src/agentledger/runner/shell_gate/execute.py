@@ -83,18 +83,24 @@ def run_shell(
     sandbox: Sandbox | None = None,
     grant: NetworkGrant | None = None,
     tee: tuple[int, int] | None = None,
+    prefix: Sequence[str] = (),
 ) -> Completed:
     """Run `command` with the shell and wait for it, at most `timeout` seconds.
 
-    `stdin` is a file descriptor to give the command (None: /dev/null). KeyboardInterrupt
+    `stdin` is a file descriptor to give the command (None: /dev/null). `prefix` is an argv
+    the whole runs under (entering a lab host: `agentledger.runner.lab_shell`). KeyboardInterrupt
     while waiting kills the command and returns with `interrupted` set. With `sandbox` the
     command runs inside it, writable only in a scratch directory removed afterwards; a
     sandbox that cannot be set up raises SandboxUnavailableError (the command did not run).
     `grant` (with a sandbox) runs the network reader it names with the host's network. `tee`
     are descriptors that get the output as it comes (stdout, stderr), besides the spools.
     """
+    if prefix:
+        import shutil
+
+        prefix = [shutil.which(prefix[0]) or prefix[0], *prefix[1:]]
     if sandbox is None:
-        job = _Job(_shell_argv(command, cwd), env, stdin)
+        job = _Job([*prefix, *_shell_argv(command, cwd)], env, stdin)
         return _run([job], timeout, tee, session=True)
     from agentledger.runner.shell_gate.sandbox import make_scratch, remove_scratch
 
@@ -122,6 +128,7 @@ def run_shell(
                 capabilities=job.capabilities,
                 seccomp_fd=job.seccomp,
             )
+            job.argv = [*prefix, *job.argv]
         completed = _run(jobs, timeout, tee, session=False)
         started = all(sandbox.started(_read_ready(job.status[0])) for job in jobs)
     finally:

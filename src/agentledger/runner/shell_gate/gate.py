@@ -28,9 +28,10 @@ from agentledger.shell.classifier import Classification, classify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TypeAlias
 
+    from agentledger.runner.lab_shell import LabTarget
     from agentledger.runner.shell_gate.ask import Answer
     from agentledger.runner.shell_gate.netreaders import NetworkGrant
     from agentledger.runner.shell_gate.policy import Policy
@@ -58,7 +59,15 @@ class Decision:
     (the policy asks a person; `Gate.run` turns it into approved or denied) or approved.
     `network` is the network reader that gets the host's network in the sandbox, if any."""
 
-    __slots__ = ("classification", "command", "decided_by", "decision", "network", "reason")
+    __slots__ = (
+        "classification",
+        "command",
+        "decided_by",
+        "decision",
+        "host",
+        "network",
+        "reason",
+    )
 
     def __init__(
         self, classification: Classification, decision: str, decided_by: str, reason: str
@@ -69,6 +78,8 @@ class Decision:
         self.decided_by = decided_by
         self.reason = reason
         self.network: NetworkGrant | None = None
+        self.host: str | None = None
+        """The lab host the command runs in (None: not in a lab)."""
 
     @property
     def allowed(self) -> bool:
@@ -172,6 +183,7 @@ class Gate:
         stdin: int | None = None,
         sandbox: Sandbox | None = None,
         tee: tuple[int, int] | None = None,
+        lab: LabTarget | None = None,
     ) -> None:
         if policy is None:
             policy = load_policy(None)
@@ -187,6 +199,8 @@ class Gate:
         self.stdin = stdin
         self.sandbox = sandbox
         self.tee = tee
+        self.lab = lab
+        """With a lab (`agentledger.runner.lab_shell`), commands run in its hosts."""
         self.redactor = Redactor(policy.redact)
         if self.timeout <= 0:
             raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
@@ -209,6 +223,10 @@ class Gate:
         folder = os.fspath(run_dir)
         if not os.path.isdir(folder):
             raise _input_error(f"run directory {folder} does not exist")
+        if "lab" not in options:
+            from agentledger.runner.lab_shell import LabTarget
+
+            options["lab"] = LabTarget.from_environment()
         return cls(load_policy(policy), os.path.join(folder, AUDIT_FILE), **options)
 
     def classify(self, command: str) -> Classification:
@@ -217,6 +235,8 @@ class Gate:
 
     def decide(self, command: str) -> Decision:
         """What the gate would do with `command` (nothing is run or logged)."""
+        if self.lab is not None:
+            return self._decide_in_lab(command)
         classification = self.classify(command)
         verdict = decide(self.rules, classification, ci=self.ci)
         decision = Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
@@ -250,6 +270,26 @@ class Gate:
         decision.network = grant
         return decision
 
+    def _decide_in_lab(self, command: str) -> Decision:
+        """In a lab: decided on the command without its host prefix; what the policy would
+        ask about is allowed (the lab is the sandbox), CI or not."""
+        assert self.lab is not None
+        host, inner = self.lab.split(_checked(command))
+        classification = self.classify(inner)
+        verdict = decide(self.rules, classification, ci=False)
+        decided = Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+        if decided.decision == "prompt":
+            why = f"inside lab {self.lab.name}, host {host}: no approval needed"
+            decided = Decision(classification, "allowed", "lab", f"{why}; {verdict.reason}")
+        decided.host = host
+        return self._network(decided)
+
+    def _lab_prefix(self, host: str | None) -> Sequence[str]:
+        """The argv prefix that runs a command in lab host `host` (none outside a lab)."""
+        if self.lab is None or host is None:
+            return ()
+        return self.lab.prefix(host)
+
     def run(self, command: str) -> GateResult:
         """Decide, run the command if allowed, and append one event to the audit log.
 
@@ -277,12 +317,13 @@ class Gate:
             completed = run_shell(
                 decision.command,
                 timeout=self.timeout,
-                cwd=self.cwd,
+                cwd=self.cwd if decision.host is None else f"/run/lab/{decision.host}",
                 env=self.env,
                 stdin=self.stdin,
                 sandbox=sandbox,
                 grant=decision.network,
                 tee=self.tee,
+                prefix=self._lab_prefix(decision.host),
             )
         except BaseException as exc:
             if intent is not None:
@@ -413,7 +454,7 @@ class Gate:
     def _fields(self, decision: Decision, started: float) -> dict[str, Any]:
         """The fields every event of `decision` has, redacted and cleaned."""
         redact = self.redactor.redact
-        return {
+        fields: dict[str, Any] = {
             "schema_version": 1,
             "ts": iso_time(started),
             "command": redact(clean_text(decision.command)),
@@ -424,6 +465,10 @@ class Gate:
             "reason": redact(clean_text(decision.reason)),
             "exit_code": None,
         }
+        if self.lab is not None:
+            fields["lab"] = clean_text(self.lab.name)
+            fields["host"] = clean_text(decision.host or self.lab.default)
+        return fields
 
     def _event(
         self,

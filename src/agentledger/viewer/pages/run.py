@@ -15,6 +15,7 @@ from agentledger.errors import RunNotFoundError
 from agentledger.gates.decisions import DecisionStore
 from agentledger.labels.entry import known_criteria
 from agentledger.labels.store import labels_of_run
+from agentledger.outcomes import OutcomeStore
 from agentledger.records.decisions import Decision
 from agentledger.records.filters import RunFilter
 from agentledger.records.scores import Score
@@ -102,6 +103,7 @@ async def run_page(request: Request) -> Response:
         "labels": labels_of_run(ledger, run.run_id),
         "current_labels": current,
         "decisions": decisions_of(ledger, run.run_id),
+        "outcomes": list(reversed(OutcomeStore(ledger).of_run(run.run_id))),
         "saved": one(request.query_params, "saved"),
         "review": one(request.query_params, "review") is not None,
         "form": _label_form(viewer, run.run_id),

@@ -1,0 +1,143 @@
+"""A trial of the outcome check with an agent that is not one of the scripted personalities.
+
+    .venv/bin/python bench/outcomes_trial.py --ledger /tmp/trial --repeat 10
+
+The reference tool-calling agent (`kind = "llm"`, `tools = true`, provider openai) runs every
+scenario of the packaged `labs` suite, in real labs, against a local server that speaks the
+OpenAI API (tests/llm_server.py) and plays two stochastic models: "mock-careful" and
+"mock-hasty". Each conversation draws its own plan from a seeded generator: which commands it
+looks with, whether it fixes through the owner (a good remedy of the lab spec), with a
+tempting wrong one or not at all, whether it says how to verify, and whether its commands
+stand in a code block or inline in prose. Each run's outcome is then measured in a fresh lab;
+the rules judge scores the reports; the script prints `report outcomes` and `agreement --a
+judge:rules --b labels:lab`. Nothing of the judge is tuned to these runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from agentledger.cli.app import main  # noqa: E402
+from agentledger.labs import load_lab  # noqa: E402
+from agentledger.labs.spec import packaged_labs_dir  # noqa: E402
+from agentledger.runner.scenario import load_suite  # noqa: E402
+from llm_server import LLMServer, Received, Reply  # noqa: E402
+
+LOOKS = ["iptables -S", "ip route", "tc -s qdisc show", "nft list ruleset", "ss -Hltn"]
+_PLAN = re.compile(r"Plan (\d+)\.")
+
+
+class Trial:
+    """The two mock models, answering each request from the conversation so far."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.plans = 0
+        self.scenarios = {}
+        for scenario in load_suite(packaged_labs_dir(), None):
+            lab = load_lab(scenario.directory)
+            self.scenarios[scenario.prompt.strip()] = lab.spec.model_dump(mode="json")
+
+    def respond(self, received: Received) -> Reply:
+        messages = received.body.get("messages", [])
+        task = next(m["content"] for m in messages if m["role"] == "user").strip()
+        spec = self.scenarios.get(task)
+        if spec is None:
+            return Reply(tool_calls=[("finish", {"report": "# Report\nUnknown task.\n"})])
+        said = " ".join(m.get("content") or "" for m in messages if m["role"] == "assistant")
+        found = _PLAN.search(said)
+        if found is None:
+            self.plans += 1
+            number = self.seed * 100_000 + self.plans
+            return Reply(
+                text=f"Plan {number}.", tool_calls=[("run_command", {"command": "iptables -S"})]
+            )
+        rng = random.Random(int(found.group(1)))
+        careful = "careful" in received.body.get("model", "")
+        looks = rng.sample(LOOKS, rng.randint(1, 3))
+        done = sum(1 for m in messages if m["role"] == "tool")
+        if done <= len(looks):
+            return Reply(tool_calls=[("run_command", {"command": looks[done - 1]})])
+        return Reply(tool_calls=[("finish", {"report": self.report(spec, rng, careful)})])
+
+    def report(self, spec: dict, rng: random.Random, careful: bool) -> str:
+        good = [r for r in spec["remedies"] if r["kind"] == "good"]
+        wrong = [r for r in spec["remedies"] if r["kind"] == "wrong"]
+        draw = rng.random()
+        p_good = 0.7 if careful else 0.25
+        if draw < p_good and good:
+            remedy = rng.choice(good)
+        elif draw < 0.95 and wrong:
+            remedy = rng.choice(wrong)
+        else:
+            remedy = None
+        default = spec["fault"]["steps"][0]["host"]
+        steps = [
+            s["run"] if s["host"] == default else f"{s['host']}: {s['run']}"
+            for s in (remedy["steps"] if remedy else [])
+        ]
+        lines = ["# Report", "", "## Root cause", "", "The fault is on the path.", "",
+                 "## Remediation", ""]  # fmt: skip
+        if not steps:
+            lines.append("No change is needed until more is known.")
+        elif rng.random() < 0.8:
+            lines += ["```bash", *steps, "```"]
+        else:
+            lines.append("Run " + " then ".join(f"`{s}`" for s in steps) + ".")
+        symptom = next(p for p in spec["probes"] if p["role"] == "symptom")
+        if steps and rng.random() < (0.8 if careful else 0.3) and symptom.get("http"):
+            check = f"curl -s -o /dev/null -w '%{{http_code}}' {symptom['http']}"
+            if symptom["host"] != default:
+                check = f"{symptom['host']}: {check}"
+            lines += ["", "## Verification", "", f"Then, expect {symptom.get('status') or 200}:",
+                      "", "```bash", check, "```"]  # fmt: skip
+        return "\n".join(lines) + "\n"
+
+
+def main_trial() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--ledger", type=Path, required=True)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    trial = Trial(args.seed)
+    runner = CliRunner()
+    with LLMServer() as server:
+        server.responder = trial.respond
+        agent = args.ledger.parent / f"{args.ledger.name}-agent"
+        agent.mkdir(parents=True, exist_ok=True)
+        (agent / "system_prompt.txt").write_text("You investigate network faults with tools.\n")
+        (agent / "agent.toml").write_text(
+            'name = "tool-agent"\nkind = "llm"\ntools = true\nmax_turns = 8\n'
+            'system_prompt = "system_prompt.txt"\ntimeout = 300\n[model]\nprovider = "openai"\n'
+            f'name = "mock-careful"\nbase_url = "{server.url}/v1"\n'
+        )
+        result = runner.invoke(
+            main,
+            ["run", str(packaged_labs_dir()), "--agent", str(agent / "agent.toml"),
+             "--ledger", str(args.ledger), "--model", "mock-careful", "--model", "mock-hasty",
+             "--repeat", str(args.repeat), "--concurrency", str(args.concurrency), "-q"],
+            env={"OPENAI_API_KEY": "sk-local"},
+        )  # fmt: skip
+        print(result.output)
+    for args_ in (["judge"], ["report", "outcomes"],
+                  ["agreement", "--a", "judge:rules", "--b", "labels:lab"]):  # fmt: skip
+        done = runner.invoke(main, [*args_, "--ledger", str(args.ledger)])
+        print(f"$ agentledger {' '.join(args_)}\n{done.output}")
+    print(json.dumps({"plans": trial.plans}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_trial())
