@@ -47,6 +47,9 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     html = tmp_path / "demo" / "report.html"
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    # report.html is written once every run of the tour exists: the runner's are in it.
+    assert out.index("$ agentledger report all") > out.index("$ agentledger fixtures run")
+    assert "scripted-hasty" in page
     assert "https://" not in page and "<script src" not in page
     with Ledger.open(tmp_path / "demo") as ledger:
         assert ledger.count() == 98  # 42 samples, 8 runner runs, 48 fixture executions

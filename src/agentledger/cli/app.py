@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "agentledger.cli.integrity:checkpoint_command",
     "schema": "agentledger.cli.ledger:schema_command",
     "demo": "agentledger.cli.demo:demo_command",
+    "doctor": "agentledger.cli.doctor:doctor_command",
     "exec": "agentledger.cli.shell:exec_command",
     "report": "agentledger.cli.report:report_command",
     "fixtures": "agentledger.cli.fixtures:fixtures_group",
