@@ -89,13 +89,13 @@ def _verdicts(ledger: Ledger, run_ids: list[str]) -> dict[str, set[str]]:
         for row in ledger.index.verdicts_of(run_ids[start : start + 5000]):
             if row.verdict == "unscored":
                 unscored.add(row.run_id)
-            elif row.verdict != "skipped":
+            elif row.verdict not in ("skipped", "not-applicable"):
                 said[row.run_id].add(f"{row.judge_id} {row.verdict}")
     for run_id in unscored:  # rare: read the run's score records
         said[run_id] = {
             f"{score['judge_id']} {score['verdict']}"
             for score in map(json.loads, ledger.index.scores_of(run_id))
-            if score["verdict"] != "skipped"
+            if score["verdict"] not in ("skipped", "not-applicable")
         }
     return said
 
