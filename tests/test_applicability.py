@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import shared_samples
 
 from agentledger.cli import main
 from agentledger.errors import RecordError
 from agentledger.judges.pack import load_pack
 from agentledger.records.scores import Score
 from agentledger.store import Ledger, RunFilter
+from conftest import shared_samples
 
 OPENHANDS = shared_samples() / "openhands"
 SAMPLE_RUNS = Path(__file__).resolve().parent.parent / "src/agentledger/data/sample_runs"
