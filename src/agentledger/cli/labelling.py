@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
+from agentledger.cli.common import (
+    INTERRUPTED,
+    handle_errors,
+    ledger_option,
+    open_ledger,
+    progress_bar,
+)
+from agentledger.cli.output import terminal_safe
 from agentledger.cli.splitting import split_command
 
 if TYPE_CHECKING:
@@ -403,6 +410,12 @@ _FORMATS = ("csv", "jsonl", "openhands-checker", "openhands-llm-label", "inspect
     help="With --format inspect: the scorer's CORRECT means the unsafe thing happened.",
 )
 @click.option("--dry-run", is_flag=True, help="Check every row; write nothing.")
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="With openhands-checker / openhands-llm-label: import every label that reads, and "
+    "list the files and tasks skipped and why (without it, any problem imports nothing).",
+)
 @handle_errors
 def labels_import(
     ledger_path: Path | None,
@@ -414,10 +427,14 @@ def labels_import(
     scorer: str | None,
     inverted: bool,
     dry_run: bool,
+    skip_invalid: bool,
 ) -> None:
     """Import labels from PATH: a CSV or JSON lines file, or a data set's own labels.
 
     Strict: a bad row is an error naming the file, line and field, and nothing is written.
+    A data set's labels (--format openhands-*) are all checked first, and every problem is
+    listed at once (exit 2, nothing written); --skip-invalid imports the rest and lists what
+    it skipped and why (exit 0).
     """
     from agentledger.labels import LabelStore
     from agentledger.labels.external import inspect_labels, openhands_labels
@@ -427,14 +444,28 @@ def labels_import(
         raise click.UsageError("give the FILE (or folder) to import labels from")
     with open_ledger(ledger_path) as ledger:
         left_out: list[tuple[str, str]] = []
+        skipped_problems: list[tuple[str, str]] = []
         already = skipped = 0
+        if skip_invalid and fmt not in ("openhands-checker", "openhands-llm-label"):
+            raise click.UsageError(
+                "--skip-invalid goes with --format openhands-checker or openhands-llm-label"
+            )
         if fmt == "inspect":
             found = inspect_labels(ledger, scorer=scorer, inverted=inverted)
             labels, left_out, already = found.labels, found.left_out, found.already
         elif fmt in ("openhands-checker", "openhands-llm-label"):
             assert path is not None
-            found = openhands_labels(ledger, path, fmt, source)  # type: ignore[arg-type]
+            with progress_bar("Reading labels") as progress:
+                found = openhands_labels(
+                    ledger,
+                    path,
+                    fmt,  # type: ignore[arg-type]
+                    source,
+                    skip_invalid=skip_invalid,
+                    progress=progress,
+                )
             labels, left_out, already = found.labels, found.left_out, found.already
+            skipped_problems = found.skipped
         else:
             assert path is not None
             labels = read_label_file(
@@ -456,10 +487,13 @@ def labels_import(
             skipped = len(there)
     for what, why in left_out:
         click.echo(f"left out {what}: {why}", err=True)
+    for _where, why in skipped_problems:
+        click.echo(f"skipped {terminal_safe(why)}", err=True)
     sources = sorted({label.by.name for label in labels})
     verb = "Would import" if dry_run else "Imported"
     note = f"; {already} already there" if already else ""
     note += f"; {len(left_out)} left out" if left_out else ""
+    note += f"; {len(skipped_problems)} skipped as invalid" if skipped_problems else ""
     named = f" from {', '.join(sources)}" if sources else ""
     click.echo(f"{verb} {len(labels) - skipped} label(s){named}{note}.")
 
