@@ -21,6 +21,7 @@ from agentledger.importers import workers as import_workers
 
 if TYPE_CHECKING:
     from agentledger.importers import PreparedImport
+    from agentledger.store import Ledger
 
 # The library is imported inside the command, once its worker processes are starting (they
 # load it too, on the other CPUs): what this module imports is light.
@@ -52,6 +53,25 @@ def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
         else:
             verb = "would import" if dry_run else "imported"
             click.echo(f"{run.run_id}: {verb} from {terminal_safe(str(run.directory))}")
+
+
+def _refuse_doubles(ledger: Ledger, prepared: PreparedImport) -> None:
+    """Exit 2 naming the runs the import would double, unless there are none."""
+    from agentledger.cli.common import fail
+    from agentledger.importers.duplicates import doubled_runs
+
+    doubled = doubled_runs(ledger, prepared)
+    if not doubled:
+        return
+    shown = "\n".join(
+        f"  {new} (from the same file as {', '.join(held)})" for new, held in doubled[:10]
+    )
+    more = f"\n  ... and {len(doubled) - 10} more" if len(doubled) > 10 else ""
+    fail(
+        f"{len(doubled)} run(s) would double runs already in the ledger: their trace files "
+        f"were imported before under another identity. Nothing was written.\n{shown}{more}\n"
+        "Import under the same identity (a no-op), or pass --allow-duplicates to keep both."
+    )
 
 
 def _interrupted(root: Path, before: int, new: int) -> None:
@@ -159,6 +179,18 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     help="Processes that check and seal runs [default: one more than the CPUs, up to 8, from "
     "1000 runs, or 300 trace files].",
 )
+@click.option(
+    "--timezone",
+    metavar="ZONE",
+    help="The time zone of trace times written without one (an IANA name: Europe/Berlin, "
+    "UTC); recorded in each run's metadata [default: such times give no start time].",
+)
+@click.option(
+    "--allow-duplicates",
+    is_flag=True,
+    help="Import trace files the ledger already holds as runs of another identity (another "
+    "--model, --scenario...): every such run is then in the ledger twice.",
+)
 @click.option("--dry-run", is_flag=True, help="Check every run and report; write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="List every run and what happened to it.")
 @handle_errors
@@ -181,6 +213,8 @@ def import_command(
     max_artifact_size: int | None,
     batch_size: int,
     workers: int | None,
+    timezone: str | None,
+    allow_duplicates: bool,
     dry_run: bool,
     verbose: bool,
 ) -> None:
@@ -226,7 +260,12 @@ def import_command(
             batch_size=batch_size,
             workers=workers,
             format=import_format,
+            timezone=timezone,
         )
+        if timezone is not None:
+            from agentledger.importers.trace_runs import time_zone
+
+            time_zone(timezone)  # an unknown zone is refused before any file is read
         root = ledger_location(ledger_path)
         try:
             ledger: Ledger | None = Ledger.open(root)
@@ -239,6 +278,8 @@ def import_command(
             with progress_bar("Checking runs") as progress:
                 prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
             with prepared:
+                if ledger is not None and not allow_duplicates:
+                    _refuse_doubles(ledger, prepared)
                 new = len(prepared.new_runs)
                 identical = len(prepared.runs) - new
                 if dry_run:

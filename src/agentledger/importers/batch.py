@@ -31,6 +31,7 @@ from agentledger.importers.plan import (
     ImportOptions,
     ImportPlan,
     ImportReport,
+    PlannedRun,
     Progress,
     duplicate_run_id,
 )
@@ -63,6 +64,8 @@ class ImportedRun:
     run_id: str
     directory: Path
     identical: bool
+    original: str | None = None
+    """The sha256 of the trace file it was read from (None for a run directory)."""
 
 
 class PreparedImport(ABC):
@@ -97,9 +100,17 @@ class PreparedImport(ABC):
         self.close()
 
 
+def _original(run: PlannedRun) -> str | None:
+    """The sha256 of the trace file a planned run was read from, if it was."""
+    digest = (run.metadata.source or {}).get("original_sha256")
+    return digest if isinstance(digest, str) else None
+
+
 class _InProcess(PreparedImport):
     def __init__(self, plan: ImportPlan) -> None:
-        super().__init__([ImportedRun(r.run_id, r.directory, r.identical) for r in plan.runs])
+        super().__init__(
+            [ImportedRun(r.run_id, r.directory, r.identical, _original(r)) for r in plan.runs]
+        )
         self.plan = plan
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
@@ -160,7 +171,7 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
             real_paths=real_paths,
             unchecked=unchecked,
         )
-        outbox.send(("planned", [(run.run_id, run.identical) for run in plan.runs]))
+        outbox.send(("planned", [(run.run_id, run.identical, _original(run)) for run in plan.runs]))
         try:
             order = inbox.recv()
         except EOFError:  # the parent went away: write nothing
@@ -303,14 +314,19 @@ class _Workers(PreparedImport):
                 real_paths=[real for _path, real in own],
                 unchecked=unchecked,
             )
-            planned = [[(run.run_id, run.identical) for run in self.plan.runs], *phase.finish()]
+            planned = [
+                [(run.run_id, run.identical, _original(run)) for run in self.plan.runs],
+                *phase.finish(),
+            ]
             seen: dict[str, Path] = {}
             for share, results in zip(shares, planned, strict=True):
-                for (directory, _real), (run_id, identical) in zip(share, results, strict=True):
+                for (directory, _real), (run_id, identical, original) in zip(
+                    share, results, strict=True
+                ):
                     if run_id in seen:
                         raise duplicate_run_id(run_id, seen[run_id], directory)
                     seen[run_id] = directory
-                    self.runs.append(ImportedRun(run_id, directory, identical))
+                    self.runs.append(ImportedRun(run_id, directory, identical, original))
         except BaseException:
             # Nothing is written while runs are checked: no need to let the workers finish.
             for worker in self.workers:

@@ -64,6 +64,8 @@ class ImportOptions:
     batch_size: int = 200
     workers: int | None = None
     format: str | None = None  # an importers.formats name; None: detected from the paths
+    timezone: str | None = None
+    """The IANA zone of trace times written without one (None: such times stay unzoned)."""
 
 
 @dataclass(frozen=True)
