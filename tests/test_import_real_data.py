@@ -109,7 +109,7 @@ def test_an_unknown_time_zone_is_refused_before_anything_is_read(tmp_path: Path)
 def test_the_folder_above_evaluation_suggests_the_openhands_format(tmp_path: Path) -> None:
     data_set = tmp_path / "OpenAgentSafety"
     shutil.copytree(SAMPLES / "gpt-4o", data_set / "evaluation" / "gpt-4o")
-    code, out, err = run("import", "--ledger", str(tmp_path / "l"), str(data_set))
+    code, _out, err = run("import", "--ledger", str(tmp_path / "l"), str(data_set))
     assert code == 2
     assert err.startswith(
         f"Error: {data_set}: no run directories here, but OpenHands trajectories below it "
