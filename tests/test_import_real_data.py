@@ -122,3 +122,40 @@ def test_the_folder_above_evaluation_suggests_the_openhands_format(tmp_path: Pat
         "import", "--ledger", str(tmp_path / "l"), str(data_set), "--format", "openhands"
     )
     assert code == 0, err
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_bad_traces_are_all_named_and_skip_invalid_imports_the_rest(
+    tmp_path: Path, workers: str
+) -> None:
+    folder = tmp_path / "traces"
+    shutil.copytree(SAMPLES / "gpt-4o", folder)
+    for extra in (SAMPLES / "o3-mini").glob("traj_*.json"):
+        shutil.copy(extra, folder)
+    (folder / "traj_safety-delete-logs.json").write_text('{"broken')
+    (folder / "traj_safety-impossible-tests.json").write_text('[{"id": "x"}]')
+    malformed = (
+        f"{folder}/traj_safety-delete-logs.json, line 1: malformed JSON: Unterminated string "
+        "starting at (column 2)"
+    )
+    no_model = (
+        f"{folder}/traj_safety-impossible-tests.json, field 'model': cannot determine the "
+        "run's model: the trace does not say; give it with --model or a --sidecar column "
+        "'model' (entry: the file name)"
+    )
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(folder), "--workers", "1")
+    assert code == 2 and out == "" and not root.exists()
+    assert err == (
+        "Error: 2 runs cannot be imported; nothing was written (--skip-invalid imports the "
+        f"rest and lists these):\n  {malformed}\n  {no_model}\n"
+    )
+    code, out, err = run(
+        "import", "--ledger", str(root), str(folder), "--skip-invalid", "--workers", workers
+    )
+    assert code == 0, err
+    good = len(list(folder.glob("traj_*.json"))) - 2
+    assert out == f"Imported {good} runs into {root}; 2 skipped as invalid.\n"
+    assert err.splitlines()[:2] == [f"skipped {malformed}", f"skipped {no_model}"]
+    with Ledger.open(root) as ledger:
+        assert ledger.count() == good

@@ -55,6 +55,14 @@ def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
             click.echo(f"{run.run_id}: {verb} from {terminal_safe(str(run.directory))}")
 
 
+def _echo_skipped(prepared: PreparedImport) -> None:
+    """List the runs --skip-invalid left out, and why, on stderr."""
+    from agentledger.cli.output import terminal_safe
+
+    for _path, why in prepared.skipped:
+        click.echo(f"skipped {terminal_safe(why)}", err=True)
+
+
 def _refuse_doubles(ledger: Ledger, prepared: PreparedImport) -> None:
     """Exit 2 naming the runs the import would double, unless there are none."""
     from agentledger.cli.common import fail
@@ -186,6 +194,12 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     "UTC); recorded in each run's metadata [default: such times give no start time].",
 )
 @click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Import every run that reads and list the ones left out and why (without it, one "
+    "bad run imports nothing, every problem listed).",
+)
+@click.option(
     "--allow-duplicates",
     is_flag=True,
     help="Import trace files the ledger already holds as runs of another identity (another "
@@ -214,6 +228,7 @@ def import_command(
     batch_size: int,
     workers: int | None,
     timezone: str | None,
+    skip_invalid: bool,
     allow_duplicates: bool,
     dry_run: bool,
     verbose: bool,
@@ -225,7 +240,8 @@ def import_command(
     beside each kept with it), plain traces (*.jsonl, one run per file), OTLP JSON spans
     (*.json, one run per trace id), Inspect AI logs (*.eval, one run per sample and epoch).
 
-    Every run is checked before anything is written: one bad run and nothing is imported.
+    Every run is checked before anything is written: one bad run and nothing is imported,
+    every bad run named; --skip-invalid imports the rest and lists those it left out.
     Imported runs are marked backfilled. A run already in the ledger with identical content is
     skipped; the same run id with different content is an error.
     """
@@ -261,6 +277,7 @@ def import_command(
             workers=workers,
             format=import_format,
             timezone=timezone,
+            skip_invalid=skip_invalid,
         )
         if timezone is not None:
             from agentledger.importers.trace_runs import time_zone
@@ -278,6 +295,7 @@ def import_command(
             with progress_bar("Checking runs") as progress:
                 prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
             with prepared:
+                _echo_skipped(prepared)
                 if ledger is not None and not allow_duplicates:
                     _refuse_doubles(ledger, prepared)
                 new = len(prepared.new_runs)
@@ -314,6 +332,8 @@ def import_command(
                 f"; {len(report.indexed)} of those were sealed but not indexed (an earlier import "
                 "was stopped in between): indexed now"
             )
+        if prepared.skipped:
+            message += f"; {len(prepared.skipped)} skipped as invalid"
         click.echo(message + ".")
     except KeyboardInterrupt:  # before any run was sealed (after, _interrupted says what was)
         click.echo("Interrupted while checking runs: nothing was written.", err=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -19,13 +19,14 @@ from agentledger.cli.common import (
     open_ledger,
     progress_bar,
 )
+from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import terminal_safe
 from agentledger.cli.splitting import split_command
 
 if TYPE_CHECKING:
     from agentledger.labels.review import RunBrief
     from agentledger.records.labels import Label
-    from agentledger.store import Ledger
+    from agentledger.store import Ledger, RunFilter
 
 __all__ = ["label_command", "labels_group", "review_command"]
 
@@ -214,23 +215,54 @@ def _show_brief(brief: RunBrief) -> None:
     console.print()
 
 
-def _ask_label(brief: RunBrief, who: str) -> Label | None:
+class _Quit(Exception):
+    """The person answered q: stop asking (the review loop ends)."""
+
+
+_VERDICT_ANSWERS = {
+    "s": "Safe", "safe": "Safe", "u": "Unsafe", "unsafe": "Unsafe",
+    "x": "Uncertain", "uncertain": "Uncertain", "": None, "skip": None,
+}  # fmt: skip
+_FIRED_ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "?": "unknown",
+                  "unknown": "unknown", "": None, "skip": None}  # fmt: skip
+_DIAGNOSIS_ANSWERS = {"c": True, "correct": True, "i": False, "incorrect": False,
+                      "": None, "skip": None}  # fmt: skip
+
+
+def _ask(question: str, answers: dict[str, Any], hint: str) -> Any:
+    """Ask until the answer is one of `answers` (a letter or the word, any case); q quits."""
+    from rich.prompt import Prompt
+
+    while True:
+        text = Prompt.ask(f"{question} ({hint}, q quit)", default="", show_default=False)
+        key = text.strip().lower()
+        if key in ("q", "quit"):
+            raise _Quit
+        if key in answers:
+            return answers[key]
+        click.echo(f"Please answer with one of: {hint}, q quit.", err=True)
+
+
+def _ask_label(brief: RunBrief, who: str, only: tuple[str, ...] = ()) -> Label | None:
+    """Ask for a verdict, the criteria (`only` these, when given) and the diagnosis; one
+    letter answers each (the words work too), Enter skips, q raises _Quit."""
     from rich.prompt import Confirm, Prompt
 
     from agentledger.errors import InputError
     from agentledger.labels.entry import make_label, parse_fired
 
-    verdict = Prompt.ask("Verdict", choices=[*_VERDICT_CHOICES, "skip"], default="skip")
+    verdict = _ask("Verdict", _VERDICT_ANSWERS, "s safe, u unsafe, x uncertain, Enter skip")
     criteria: list[tuple[str, bool | None]] = []
     known = brief.criteria
-    if known:
-        for criterion in known:
-            answer = Prompt.ask(
-                f"{criterion} fired?", choices=["yes", "no", "unknown", "skip"], default="skip"
+    asked = [c for c in known if c in only] if only else known
+    if asked:
+        for criterion in asked:
+            answer = _ask(
+                f"{criterion} fired?", _FIRED_ANSWERS, "y yes, n no, ? unknown, Enter skip"
             )
-            if answer != "skip":
+            if answer is not None:
                 criteria.append((criterion, parse_fired(answer)))
-    else:
+    elif not only:
         while True:
             text = Prompt.ask("Criteria (C1=yes;C2=no, empty for none)", default="")
             try:
@@ -239,16 +271,16 @@ def _ask_label(brief: RunBrief, who: str) -> Label | None:
                 break
             except InputError as exc:
                 click.echo(str(exc), err=True)
-    diagnosis = Prompt.ask("Diagnosis", choices=["correct", "incorrect", "skip"], default="skip")
+    diagnosis = _ask("Diagnosis", _DIAGNOSIS_ANSWERS, "c correct, i incorrect, Enter skip")
     reason = Prompt.ask("Reason (optional)", default="")
-    if verdict == "skip" and not criteria and diagnosis == "skip":
+    if verdict is None and not criteria and diagnosis is None:
         return None
     label = make_label(
         brief.run.run_id,
         who,
-        verdict=None if verdict == "skip" else verdict.capitalize(),
+        verdict=verdict,
         criteria=criteria,
-        diagnosis_correct=None if diagnosis == "skip" else diagnosis == "correct",
+        diagnosis_correct=diagnosis,
         reason=reason or None,
         known=known,
     )
@@ -257,22 +289,29 @@ def _ask_label(brief: RunBrief, who: str) -> Label | None:
     return label
 
 
-def _walk_through(ledger: Ledger, run_id: str, who: str) -> None:
+def _walk_through(
+    ledger: Ledger, run_id: str, who: str, only: tuple[str, ...] = ()
+) -> Literal["saved", "passed", "quit"]:
+    """Show the run and ask for its label: saved, passed (no label), or quit (q)."""
     from agentledger.labels import LabelStore
     from agentledger.labels.review import run_brief
 
     brief = run_brief(ledger, run_id)
     _show_brief(brief)
     try:
-        label = _ask_label(brief, who)
+        label = _ask_label(brief, who, only)
     except (KeyboardInterrupt, EOFError):
         click.echo("\nInterrupted: no label saved.", err=True)
         sys.exit(INTERRUPTED)
+    except _Quit:
+        click.echo("No label saved.")
+        return "quit"
     if label is None:
         click.echo("No label saved.")
-        return
+        return "passed"
     LabelStore(ledger).write(label)
     click.echo(_saved(label))
+    return "saved"
 
 
 # -- review ------------------------------------------------------------------------------------
@@ -280,8 +319,20 @@ def _walk_through(ledger: Ledger, run_id: str, who: str) -> None:
 
 @click.command("review")
 @ledger_option
-@click.option("--next", "open_next", is_flag=True, help="Open the next run for labelling.")
+@click.option(
+    "--next",
+    "open_next",
+    is_flag=True,
+    help="Label the runs of the queue one after another, until q (or Ctrl-C) or the end.",
+)
 @click.option("--by", help="Who labels (with --next) [default: git user.name, $USER].")
+@click.option(
+    "--criteria",
+    "only",
+    metavar="C1,C3",
+    help="With --next: ask only these criteria (comma-separated) [default: every criterion "
+    "the run's judges assessed].",
+)
 @click.option(
     "--no-unlabelled",
     "unlabelled",
@@ -289,13 +340,7 @@ def _walk_through(ledger: Ledger, run_id: str, who: str) -> None:
     default=True,
     help="Leave out runs that wait only for a first label.",
 )
-@click.option(
-    "--kind",
-    "kinds",
-    multiple=True,
-    type=click.Choice(("agent", "fixture", "sentinel", "variant")),
-    help="Run kinds to review (repeatable) [default: agent].",
-)
+@run_filter_options
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Rows shown."
 )
@@ -305,13 +350,20 @@ def review_command(
     ledger_path: Path | None,
     open_next: bool,
     by: str | None,
+    only: str | None,
     unlabelled: bool,
-    kinds: tuple[str, ...],
     limit: int,
     as_json: bool,
+    **filters: Any,
 ) -> None:
-    """The review queue: runs a judge refused (self-judging), runs whose judges disagree, and
-    runs nobody has labelled, each with why it is there. A person's label takes a run out."""
+    """The review queue: runs a judge refused (self-judging), runs whose judges of one pack
+    disagree, and runs nobody has labelled, each with why it is there. A person's label
+    takes a run out. The run filters (--model, --scenario, --tag, ...) narrow it; --kind
+    defaults to agent runs.
+
+    --next walks through the queue, one run after another: answer with one letter (s safe,
+    u unsafe, x uncertain; y / n / ? for a criterion; Enter skips; q stops).
+    """
     import json
 
     from agentledger.cli.output import print_rows
@@ -319,21 +371,19 @@ def review_command(
 
     if open_next and not _on_terminal():
         raise click.UsageError("review --next asks questions: run it on a terminal")
-    kinds = kinds or ("agent",)
+    kinds = tuple(filters.pop("kinds", None) or ("agent",))
+    chosen = build_filter(**filters) if any(filters.values()) else None
+    criteria = tuple(c.strip() for c in (only or "").split(",") if c.strip())
     with open_ledger(ledger_path) as ledger:
         if open_next:
-            head = review_queue_page(ledger, limit=1, unlabelled=unlabelled, kinds=kinds).items
-            if not head:
-                click.echo("Nothing waits for review.")
-                return
-            item = head[0]
-            click.echo(f"Next in the queue ({', '.join(item.reasons)}): {item.run_id}")
-            _walk_through(ledger, item.run_id, _labeller(by))
+            _review_loop(ledger, _labeller(by), unlabelled, kinds, chosen, criteria)
             return
         if as_json:
-            queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds)
+            queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds, run_filter=chosen)
         else:  # the first `limit` runs only, and what the whole queue holds
-            found = review_queue_page(ledger, limit=limit, unlabelled=unlabelled, kinds=kinds)
+            found = review_queue_page(
+                ledger, limit=limit, unlabelled=unlabelled, kinds=kinds, run_filter=chosen
+            )
     if as_json:
         rows = [
             {
@@ -365,6 +415,40 @@ def review_command(
         + "): label the next with agentledger review --next",
         err=True,
     )
+
+
+def _review_loop(
+    ledger: Ledger,
+    who: str,
+    unlabelled: bool,
+    kinds: tuple[str, ...],
+    chosen: RunFilter | None,
+    only: tuple[str, ...],
+) -> None:
+    """Label the queue's runs in turn until q, Ctrl-C or the end; a run passed without a
+    label is not offered again in this session."""
+    from agentledger.labels.review import review_queue_page
+
+    passed: set[str] = set()
+    left_unlabelled = 0  # runs passed without a label: still in the queue
+    labelled = 0
+    while True:
+        page = review_queue_page(
+            ledger, limit=len(passed) + 1, unlabelled=unlabelled, kinds=kinds, run_filter=chosen
+        )
+        item = next((entry for entry in page.items if entry.run_id not in passed), None)
+        if item is None:
+            click.echo(f"Nothing more waits for review ({labelled} labelled in this session).")
+            return
+        left = page.total - left_unlabelled
+        click.echo(f"Next in the queue ({', '.join(item.reasons)}; {left} waiting): {item.run_id}")
+        done = _walk_through(ledger, item.run_id, who, only)
+        if done == "quit":
+            click.echo(f"Stopped: {labelled} labelled in this session.")
+            return
+        labelled += done == "saved"
+        left_unlabelled += done == "passed"
+        passed.add(item.run_id)
 
 
 # -- labels import | list | export -------------------------------------------------------------

@@ -76,6 +76,8 @@ class PreparedImport(ABC):
 
     def __init__(self, runs: list[ImportedRun]) -> None:
         self.runs = runs
+        self.skipped: list[tuple[str, str]] = []
+        """(path, why) of the runs left out under `ImportOptions.skip_invalid`."""
 
     @property
     def new_runs(self) -> list[ImportedRun]:
@@ -111,6 +113,7 @@ class _InProcess(PreparedImport):
         super().__init__(
             [ImportedRun(r.run_id, r.directory, r.identical, _original(r)) for r in plan.runs]
         )
+        self.skipped = list(plan.skipped)
         self.plan = plan
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
@@ -171,7 +174,8 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
             real_paths=real_paths,
             unchecked=unchecked,
         )
-        outbox.send(("planned", [(run.run_id, run.identical, _original(run)) for run in plan.runs]))
+        planned = [(run.run_id, run.identical, _original(run)) for run in plan.runs]
+        outbox.send(("planned", (planned, plan.skipped)))
         try:
             order = inbox.recv()
         except EOFError:  # the parent went away: write nothing
@@ -314,14 +318,15 @@ class _Workers(PreparedImport):
                 real_paths=[real for _path, real in own],
                 unchecked=unchecked,
             )
-            planned = [
-                [(run.run_id, run.identical, _original(run)) for run in self.plan.runs],
-                *phase.finish(),
-            ]
+            own_planned = [(run.run_id, run.identical, _original(run)) for run in self.plan.runs]
+            planned = [(own_planned, self.plan.skipped), *phase.finish()]
             seen: dict[str, Path] = {}
-            for share, results in zip(shares, planned, strict=True):
+            for share, (results, skipped) in zip(shares, planned, strict=True):
+                self.skipped.extend((str(path), str(why)) for path, why in skipped)
+                left_out = {path for path, _why in skipped}
+                kept = [entry for entry in share if str(entry[0]) not in left_out]
                 for (directory, _real), (run_id, identical, original) in zip(
-                    share, results, strict=True
+                    kept, results, strict=True
                 ):
                     if run_id in seen:
                         raise duplicate_run_id(run_id, seen[run_id], directory)

@@ -794,9 +794,10 @@ class PostgresIndex(RunIndex):
 
     def disagreeing_runs(self) -> list[str]:
         rows = self._rows(
-            "WITH split AS (SELECT run_id FROM scores "
+            # Judges of one pack disagree; two packs judge different criteria.
+            "WITH split AS (SELECT DISTINCT run_id FROM scores "
             "WHERE verdict NOT IN ('skipped', 'not-applicable') "
-            "GROUP BY run_id HAVING count(DISTINCT verdict) > 1) "
+            "GROUP BY run_id, pack HAVING count(DISTINCT verdict) > 1) "
             "SELECT r.run_id FROM split JOIN runs r ON r.run_id = split.run_id "
             "ORDER BY r.started_at IS NULL, r.started_at DESC, r.run_id"
         )
