@@ -319,7 +319,7 @@ def sql_command(ledger_path: Path | None, query: str, fmt: str) -> None:
     default="run-index",
     show_default=True,
     help="run-index (the seed's run_index.json shape), csv, jsonl, otel (OTLP JSON spans, "
-    "one trace per run) or parquet (a directory of tables: runs, scores, steps; needs "
+    "one trace per run) or parquet (a directory of tables: runs, scores, steps, labels; needs "
     "agentledger[parquet]).",
 )
 @click.option(
@@ -355,8 +355,8 @@ def export_command(
             ) as tmp:
                 tables = write_parquet(ledger, found, tmp)
             click.echo(
-                f"Exported {_runs(tables.runs)}, {tables.scores} scores and {tables.steps} "
-                f"trace steps to {output}",
+                f"Exported {_runs(tables.runs)}, {tables.scores} scores, {tables.steps} "
+                f"trace steps and {tables.labels} labels to {output}",
                 err=True,
             )
             return
