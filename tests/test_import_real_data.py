@@ -94,6 +94,20 @@ def test_local_times_read_in_the_zone_given_and_the_metadata_says_so(tmp_path: P
     assert code == 0 and len(out.splitlines()) == runs + 1
 
 
+def test_drift_by_week_says_how_many_runs_have_no_start(tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    folder = SAMPLES / "o3-mini"
+    assert run("import", "--ledger", str(root), str(folder))[0] == 0
+    assert run("judge", "--ledger", str(root), "--pack", "ops-trajectory")[0] == 0
+    code, out, _err = run("report", "drift", "--ledger", str(root))
+    assert code == 0
+    runs = len(list(folder.glob("traj_*.json")))
+    assert (
+        f"{runs} scored run(s) have no start time (traces written in local time): they are in "
+        "no ISO week" in " ".join(out.split())
+    )
+
+
 def test_an_unknown_time_zone_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     code, _out, err = run(
         "import", "--ledger", str(tmp_path / "l"), str(SAMPLES / "o3-mini"),

@@ -278,6 +278,21 @@ def test_a_label_written_twice_label_colon_reads_as_its_number(
         assert label.verdict == "Unsafe" and label.reason == "LLM judge: Label: Label: 2"
 
 
+def test_reading_a_data_sets_labels_reports_progress_file_by_file(
+    samples: Path, imported: Path
+) -> None:
+    from agentledger.labels.external import openhands_labels
+
+    seen: list[tuple[int, int]] = []
+    with Ledger.open(imported) as ledger:
+        found = openhands_labels(
+            ledger, samples, "openhands-checker", progress=lambda *at: seen.append(at)
+        )
+    files = len(list(samples.glob("*/eval_*.json")))
+    assert seen == [(done, files) for done in range(1, files + 1)]
+    assert len(found.labels) == files
+
+
 def test_skip_invalid_is_for_the_data_sets_formats(imported: Path, tmp_path: Path) -> None:
     table = tmp_path / "labels.csv"
     table.write_text("run_id,verdict\n")
