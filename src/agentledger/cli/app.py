@@ -19,7 +19,7 @@ COMMANDS: dict[str, str] = {
     "import": "agentledger.cli.importing:import_command",
     "run": "agentledger.cli.run:run_command",
     "judge": "agentledger.cli.judging:judge_command",
-    "review": "agentledger.cli.labelling:review_command",
+    "review": "agentledger.cli.walkthrough:review_command",
     "label": "agentledger.cli.labelling:label_command",
     "labels": "agentledger.cli.labelling:labels_group",
     "criteria": "agentledger.cli.judging:criteria_group",
