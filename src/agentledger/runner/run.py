@@ -37,6 +37,7 @@ from agentledger.records.specfiles import read_text_file
 from agentledger.records.trace import TRACE, steps_from_shell_log, trace_bytes
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
+from agentledger.runner.gate_outcome import gate_outcome
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
 from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
 from agentledger.runner.shell_gate.execute import find_shell
@@ -436,56 +437,6 @@ def _add_outputs(writer: RunWriter, done: _Finished, notes: list[str]) -> list[A
     return events
 
 
-def _gate_outcome(
-    outcome: ProcessOutcome, out_dir: Path, events: list[Any] | None, notes: list[str]
-) -> ProcessOutcome:
-    """`outcome`, or `failed` when the gated shell could not start any command the agent tried.
-
-    An agent that goes on after its commands failed to start (no sandbox here) would otherwise
-    leave an `ok` run in which nothing ran: a judge would score it as if it had.
-    """
-    from agentledger.runner.shell_gate.gate import GATE_ERRORS_FILE
-
-    path = out_dir / GATE_ERRORS_FILE
-    if not path.is_file():
-        return outcome
-    tried, errors = _gate_errors(path)
-    if not errors:
-        return outcome
-    ran = sum(1 for event in events or () if event.exit_code is not None)
-    if ran:
-        notes.append(f"the gated shell could not start {tried} command(s): {errors[0]}")
-        return outcome
-    if outcome.status != "ok":
-        notes.append(f"the gated shell could not start any command: {errors[0]}")
-        return outcome
-    error = (
-        f"the gated shell could not start any of the {tried} command(s) the agent tried: "
-        f"{errors[0]}"
-    )
-    return ProcessOutcome("failed", outcome.exit_code, outcome.duration_s, error)
-
-
-def _gate_errors(path: Path) -> tuple[int, list[str]]:
-    """How many commands a gate_errors.jsonl names, and its distinct reasons in order (a line
-    that does not parse is kept as it is)."""
-    import json
-
-    tried = 0
-    reasons: list[str] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        tried += 1
-        try:
-            reason = str(json.loads(line).get("error", line))
-        except (ValueError, AttributeError):
-            reason = line
-        if reason not in reasons:
-            reasons.append(reason)
-    return tried, reasons
-
-
 def _add_trace(
     writer: RunWriter,
     done: _Finished,
@@ -520,7 +471,7 @@ def _seal(ledger: Ledger, prepared: PreparedSuite, done: _Finished) -> RunOutcom
         # The scenario as it was: what a judge compares the diagnosis against, years later.
         writer.add_file(SCENARIO, done.scenario.directory / SCENARIO_FILE)
         events = _add_outputs(writer, done, notes)
-        outcome = _gate_outcome(outcome, done.work.out_dir, events, notes)
+        outcome = gate_outcome(outcome, done.work.out_dir, events, notes)
         if outcome.status == "ok" and not (done.work.out_dir / "report.md").is_file():
             notes.append("the agent wrote no report.md")
         _add_trace(writer, done, metadata, events, notes)
