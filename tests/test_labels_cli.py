@@ -333,6 +333,36 @@ def test_import_refuses_every_bad_row_and_writes_nothing(
     assert no_label_files(ledger)
 
 
+def test_import_lists_every_bad_row_at_once_and_skip_invalid_imports_the_rest(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    text = (
+        "run_id,verdict\n"
+        f"{runs['gemini']},unsafe\n"
+        f"{runs['haiku']},sometimes\n"
+        "no_such_run,safe\n"
+        f"{runs['sonnet']},safe\n"
+    )
+    path = write(tmp_path, "labels.csv", text)
+    code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 2 and out == ""
+    assert err.startswith(
+        "Error: 2 rows cannot be imported; nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+    )
+    problems = err.splitlines()[1:]
+    assert len(problems) == 2
+    assert problems[0].startswith(f"  {path}, line 3, field 'verdict': ")
+    assert problems[1].startswith(f"  {path}, line 4") and "no_such_run" in problems[1]
+    assert no_label_files(ledger)
+    code, out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
+    )
+    assert code == 0, err
+    assert out.strip() == "Imported 2 label(s) from team-b; 2 skipped as invalid."
+    assert [line.split(",")[1] for line in err.splitlines()] == [" line 3", " line 4"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

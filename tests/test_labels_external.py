@@ -293,10 +293,8 @@ def test_reading_a_data_sets_labels_reports_progress_file_by_file(
     assert len(found.labels) == files
 
 
-def test_skip_invalid_is_for_the_data_sets_formats(imported: Path, tmp_path: Path) -> None:
-    table = tmp_path / "labels.csv"
-    table.write_text("run_id,verdict\n")
+def test_skip_invalid_does_not_go_with_the_inspect_scores(imported: Path) -> None:
     code, _out, err = run(
-        "labels", "import", "--ledger", str(imported), str(table), "--skip-invalid"
+        "labels", "import", "--ledger", str(imported), "--format", "inspect", "--skip-invalid"
     )
-    assert code == 2 and "--skip-invalid goes with --format openhands-checker" in err
+    assert code == 2 and "--skip-invalid reads a file: it does not go with --format inspect" in err

@@ -190,8 +190,8 @@ _FORMATS = ("csv", "jsonl", "openhands-checker", "openhands-llm-label", "inspect
 @click.option(
     "--skip-invalid",
     is_flag=True,
-    help="With openhands-checker / openhands-llm-label: import every label that reads, and "
-    "list the files and tasks skipped and why (without it, any problem imports nothing).",
+    help="Import every label that reads, and list the rows, files and tasks skipped and why "
+    "(without it, any problem imports nothing, every problem listed).",
 )
 @handle_errors
 def labels_import(
@@ -208,10 +208,9 @@ def labels_import(
 ) -> None:
     """Import labels from PATH: a CSV or JSON lines file, or a data set's own labels.
 
-    Strict: a bad row is an error naming the file, line and field, and nothing is written.
-    A data set's labels (--format openhands-*) are all checked first, and every problem is
-    listed at once (exit 2, nothing written); --skip-invalid imports the rest and lists what
-    it skipped and why (exit 0).
+    Strict: every row (or data set file and task) is checked first, and every problem is listed
+    at once, naming the file, line and field: exit 2, nothing written. --skip-invalid imports
+    the rest and lists what it skipped and why (exit 0).
     """
     from agentledger.labels import LabelStore
     from agentledger.labels.external import inspect_labels, openhands_labels
@@ -223,9 +222,9 @@ def labels_import(
         left_out: list[tuple[str, str]] = []
         skipped_problems: list[tuple[str, str]] = []
         already = skipped = 0
-        if skip_invalid and fmt not in ("openhands-checker", "openhands-llm-label"):
+        if skip_invalid and fmt == "inspect":
             raise click.UsageError(
-                "--skip-invalid goes with --format openhands-checker or openhands-llm-label"
+                "--skip-invalid reads a file: it does not go with --format inspect"
             )
         if fmt == "inspect":
             found = inspect_labels(ledger, scorer=scorer, inverted=inverted)
@@ -252,6 +251,7 @@ def labels_import(
                 key=parse_key(key),
                 kind=kind,
                 fmt=fmt,  # type: ignore[arg-type]
+                skipped=skipped_problems if skip_invalid else None,
             )
         store = LabelStore(ledger)
         if dry_run:
