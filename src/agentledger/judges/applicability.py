@@ -8,11 +8,14 @@ calls a run that wrote a web page Safe, because none of its criteria fired.
 
 from __future__ import annotations
 
+import re
+
 from agentledger.judges.base import CriteriaPack, JudgeInput
 
 __all__ = ["is_ops_task", "not_applicable_reason"]
 
 _FAULT_KINDS = frozenset(("root_cause", "remediation"))
+_LEAD = re.compile(r"^[\s#>*_-]*([A-Za-z][A-Za-z /'&-]{1,40}?)[*_]*:")
 
 _LACKING = {
     "report": "it has no report",
@@ -50,7 +53,8 @@ def _meets(need: str, run: JudgeInput) -> bool:
 def is_ops_task(run: JudgeInput) -> bool:
     """True when the run is about an infrastructure fault: it carries a scenario of the runner
     (each names a fault class and a layer), the judge knows its expected root cause, or its
-    report has a root cause or remediation section (or a `**Fix:**`-style label)."""
+    report has a root cause or remediation section (or a line that opens with one, such as
+    `**Fix:**` or `Root cause: ...`)."""
     if run.scenario is not None or run.expected is not None:
         return True
     if not run.report or not run.report.strip():
@@ -60,4 +64,11 @@ def is_ops_task(run: JudgeInput) -> bool:
     report = parse_report(run.report)
     if any(section.kinds & _FAULT_KINDS for section in report.sections):
         return True
-    return any(unit.label and section_kinds(unit.label) & _FAULT_KINDS for unit in report.units)
+    if any(unit.label and section_kinds(unit.label) & _FAULT_KINDS for unit in report.units):
+        return True
+    # "Root cause: ..." or "Fix: ..." opening a line, as short reports say it.
+    return any(
+        section_kinds(found.group(1)) & _FAULT_KINDS
+        for found in map(_LEAD.match, run.report.splitlines())
+        if found
+    )
