@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	rm -rf demo-ledger
-	$(BIN)/agentledger demo demo-ledger
+	rm -rf agentledger-demo
+	$(BIN)/agentledger demo agentledger-demo
 	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly)"
 
 test: $(STAMP)
@@ -51,4 +51,4 @@ docs: $(STAMP)
 	$(BIN)/python docs/generate.py
 
 clean:
-	rm -rf $(VENV) demo-ledger bench/.work .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) agentledger-demo bench/.work .pytest_cache .mypy_cache .ruff_cache

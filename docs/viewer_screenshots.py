@@ -2,10 +2,13 @@
 system's Chromium (Playwright drives it; no browser is downloaded).
 
     .venv/bin/python docs/viewer_screenshots.py            # writes docs/images/viewer/*.png
+    .venv/bin/python docs/viewer_screenshots.py --scale    # only the two shots at scale
 
 The demo ledger is built in a temporary directory by `agentledger demo`, the viewer serves it on
 a free loopback port, and each page is shot at 1280 pixels wide as a person first sees it (the
-run page scrolled to the first highlighted firing).
+run page scrolled to the first highlighted firing). The shots at scale are of a ledger of 1,452
+runs over 290 scenarios: the sample runs copied under 29 names per scenario, half of them again
+a month later, imported and judged.
 """
 
 from __future__ import annotations
@@ -45,6 +48,66 @@ def _wait(port: int, server: subprocess.Popen[str]) -> None:
             time.sleep(0.1)
 
 
+def _scale_ledger(work: Path) -> Path:
+    """A ledger of 1,452 runs over 290 scenarios, built from copies of the sample runs."""
+    import json
+    import shutil
+
+    samples = ROOT / "src" / "agentledger" / "data" / "sample_runs"
+    runs = work / "scale-runs"
+    for copy in range(29):
+        for run in sorted(p for p in samples.iterdir() if p.is_dir()):
+            parts = run.name.split("_")  # use_case_a_gemini_20260303
+            scenario, model, day = "_".join(parts[:3]), parts[3], parts[4]
+            days = [day] + ([day[:4] + f"{int(day[4:6]) + 1:02d}" + day[6:]] if copy % 2 else [])
+            for when in days:
+                name = f"{scenario}{copy:02d}_{model}_{when}"
+                shutil.copytree(run, runs / name)
+                meta = json.loads((runs / name / "metadata.json").read_text())
+                (runs / name / "metadata.json").write_text(json.dumps({**meta, "run_id": name}))
+                for old in (runs / name).glob(f"*_{day}.*"):
+                    old.rename(old.with_name(old.name.replace(day, when)))
+    ledger = work / "scale"
+    _agentledger("import", "--ledger", str(ledger), "--agent-name", "ghost", str(runs))
+    _agentledger("judge", "--ledger", str(ledger))
+    return ledger
+
+
+def _serve(ledger: Path) -> tuple[subprocess.Popen[str], str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentledger", "serve", "--ledger", str(ledger),
+         "--port", str(port)],
+        stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    _wait(port, server)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def shoot_scale(driver: Any, work: Path) -> None:
+    """The findings of 1,452 runs over 290 scenarios: tables folded past 25 rows, the
+    heatmap and the long tables scrolling inside their boxes."""
+    server, base = _serve(_scale_ledger(work))
+    try:
+        context = driver.chromium.launch_persistent_context(
+            str(work / "profile-scale"),
+            executable_path=CHROMIUM,
+            args=ARGS,
+            headless=True,
+            viewport={"width": 1280, "height": 860},
+        )
+        page = context.new_page()
+        shoot(page, f"{base}/findings", "findings-scale.png", scroll_to="#criteria")
+        height = page.evaluate("document.documentElement.scrollHeight")
+        print(f"the findings page of 1,452 runs over 290 scenarios is {height} px high")
+        context.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def shoot(page: Any, url: str, name: str, *, scroll_to: str | None = None) -> None:
     page.goto(url, wait_until="load")
     if scroll_to is not None:
@@ -58,6 +121,13 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
+    if "--scale" in sys.argv[1:]:
+        with (
+            tempfile.TemporaryDirectory(prefix="agentledger-shots-") as scratch,
+            sync_playwright() as driver,
+        ):
+            shoot_scale(driver, Path(scratch))
+        return 0
     with tempfile.TemporaryDirectory(prefix="agentledger-shots-") as work:
         demo = Path(work) / "agentledger-demo"
         _agentledger("demo", str(demo))

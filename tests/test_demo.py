@@ -47,6 +47,9 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     html = tmp_path / "demo" / "report.html"
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    # report.html is written once every run of the tour exists: the runner's are in it.
+    assert out.index("$ agentledger report all") > out.index("$ agentledger fixtures run")
+    assert "scripted-hasty" in page
     assert "https://" not in page and "<script src" not in page
     with Ledger.open(tmp_path / "demo") as ledger:
         assert ledger.count() == 98  # 42 samples, 8 runner runs, 48 fixture executions
@@ -165,3 +168,28 @@ def test_each_try_next_line_runs_without_a_usage_error(demo: Demo, name: str) ->
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code != 2, result.output
     assert "Usage:" not in result.output and "No such option" not in result.output, result.output
+
+
+@pytest.mark.slow
+def test_the_demo_without_bubblewrap_says_so_and_its_agent_runs_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make demo` on a machine without bubblewrap: the tour says why the agent's commands
+    cannot start, and the runs in which nothing ran are failed, not ok."""
+    monkeypatch.setenv("AGENTLEDGER_HIDE_BWRAP", "1")  # the agent's gate sees it too
+    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    assert (
+        "The gated shell cannot start commands here (bubblewrap (bwrap) is not installed: "
+        "apt-get install bubblewrap): the agent runs below are recorded as failed."
+        in " ".join(result.stderr.split())
+    )
+    assert "`agentledger doctor` lists what each feature needs." in " ".join(result.stderr.split())
+    out = result.stdout
+    assert "0 did not end ok" not in out
+    assert out.count("4 of 4 runs written") == 2 and out.count("4 did not end ok") == 2
+    assert "failed  (the gated shell could not start any of the" in out
+    with Ledger.open(tmp_path / "demo") as ledger:
+        runner_runs = ledger.runs(RunFilter(backfilled=False, kinds=("agent",)))
+        assert len(runner_runs) == 8
+        assert all(ledger.load(r.run_id).summary.exit_status == "failed" for r in runner_runs)

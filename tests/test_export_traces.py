@@ -57,13 +57,14 @@ def test_parquet_tables_hold_every_run_score_and_step(traced: Path, tmp_path: Pa
     code, _, err = run("export", "--ledger", str(traced), "--format", "parquet", "--out", str(out))
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
+        "labels.parquet",
         "runs.parquet",
         "scores.parquet",
         "steps.parquet",
     ]
     traces = _traces(traced)
     steps_total = sum(len(steps) for steps in traces.values())
-    assert f"Exported 2 runs, 2 scores and {steps_total} trace steps to {out}" in err
+    assert f"Exported 2 runs, 2 scores, {steps_total} trace steps and 0 labels to {out}" in err
 
     runs = pq.read_table(out / "runs.parquet").to_pylist()
     assert sorted(row["run_id"] for row in runs) == sorted(traces)
@@ -94,6 +95,34 @@ def test_parquet_tables_hold_every_run_score_and_step(traced: Path, tmp_path: Pa
     assert command["time_zone"] == "unknown" and command["time_utc"] is None
     assert command["time"].startswith("2025-05-05T11:55:58")
     assert command["source_file"] == "attachments/traj_safety-delete-logs.json"
+
+
+def test_parquet_has_a_labels_table_with_the_current_ones_marked(
+    traced: Path, tmp_path: Path
+) -> None:
+    with Ledger.open(traced) as ledger:
+        run_id = ledger.runs()[0].run_id
+    first = run("label", "--ledger", str(traced), run_id, "--verdict", "safe", "--by", "ann")
+    assert first[0] == 0, first[2]
+    label_id = first[1].split("(")[-1].rstrip(")\n")
+    again = run(
+        "label", "--ledger", str(traced), run_id, "--verdict", "unsafe", "--criterion", "C2",
+        "--fired", "yes", "--by", "ann", "--supersedes", label_id, "--reason", "owned chain",
+    )  # fmt: skip
+    assert again[0] == 0, again[2]
+    out = tmp_path / "tables"
+    code, _, err = run("export", "--ledger", str(traced), "--format", "parquet", "--out", str(out))
+    assert code == 0 and "and 2 labels to" in err
+    rows = sorted(
+        pq.read_table(out / "labels.parquet").to_pylist(), key=lambda row: row["created_at"]
+    )
+    assert [(row["verdict"], row["current"], row["source_name"]) for row in rows] == [
+        ("Safe", False, "ann"),
+        ("Unsafe", True, "ann"),
+    ]
+    assert rows[1]["criteria_fired"] == ["C2"] and rows[1]["supersedes"] == label_id
+    assert rows[1]["reason"] == "owned chain" and rows[1]["source_kind"] == "person"
+    assert json.loads(rows[1]["label_json"])["run_id"] == run_id
 
 
 def test_duckdb_reads_the_tables(traced: Path, tmp_path: Path) -> None:

@@ -442,3 +442,12 @@ def test_junit_has_a_suite_per_agent_and_escapes_untrusted_text() -> None:
     assert failure.get("message") == 'forbidden_substrings: found "<APPROVE>"'
     assert "evidence: <APPROVE> & \\x1b[31m\\x00" in (failure.text or "")
     assert b"<APPROVE>" not in xml  # escaped, not markup
+
+
+def test_must_pass_written_as_one_string_is_the_list_of_it(tmp_path: Path) -> None:
+    """`must_pass: "*"`, as docs/fixtures.md writes it, means every fixture."""
+    directory = write_suite(tmp_path, must_pass="*", must_pass_properties="sql_read_only")
+    suite = load_suite(directory)
+    assert suite.spec.must_pass == ["*"]
+    assert suite.spec.must_pass_properties == ["sql_read_only"]
+    assert all(suite.is_must_pass(fixture.id) for fixture in suite.fixtures)

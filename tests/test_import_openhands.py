@@ -539,8 +539,21 @@ def test_the_same_model_named_by_the_option_too_is_the_same_run(
     )
     assert code == 0, err
     assert f"{count} already imported, identical" in out
-    # another model is another run, never a changed one
+    # another model is another run, never a changed one: refused, naming what it would
+    # double, unless asked for
     code, out, err = run("import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "x")
+    assert code == 2 and out == ""
+    assert err.startswith(
+        f"Error: {count} run(s) would double runs already in the ledger: their trace files "
+        "were imported before under another identity. Nothing was written.\n"
+    )
+    assert "  safety-delete-logs_x_4fbbd7d5 (from the same file as " in err
+    assert "safety-delete-logs_gpt-4o_4fbbd7d5)" in err
+    assert len(list((root / "runs").iterdir())) == count
+    code, out, err = run(
+        "import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "x",
+        "--allow-duplicates",
+    )  # fmt: skip
     assert code == 0 and f"Imported {count} runs" in out
 
 

@@ -556,6 +556,24 @@ def test_disagreeing_runs_ignore_skipped_scores(index: RunIndex) -> None:
     assert index.disagreeing_runs() == ["a", "c"]
 
 
+def test_disagreeing_runs_are_judges_of_one_pack_apart(index: RunIndex) -> None:
+    """Two packs judge different criteria: their verdicts differing is no disagreement; a
+    pack that does not apply to a run says nothing either way."""
+    index.add([entry("a", 0), entry("b", 1), entry("c", 2)])
+    index.add_scores(
+        [
+            score("a", "rules-x", "Safe"),
+            score("a", "rules-t", "Unsafe", pack="ops-trajectory"),
+            score("b", "rules-x", "Safe"),
+            score("b", "llm-y", "Unsafe"),
+            score("b", "rules-t", "Unsafe", pack="ops-trajectory"),
+            score("c", "rules-x", "not-applicable"),
+            score("c", "llm-y", "Safe"),
+        ]
+    )
+    assert index.disagreeing_runs() == ["b"]
+
+
 def test_newest_judge_is_the_first_of_its_kind_judges_of_lists(scored: RunIndex) -> None:
     agents = RunFilter(kinds=("agent",))
     for run_filter in (RunFilter(), agents, RunFilter(models=("gemini",)), RunFilter(limit=1)):

@@ -27,15 +27,23 @@ def no_label_files(ledger: Ledger) -> bool:
     return not folder.exists() or not any(folder.rglob("*.json"))
 
 
-def score(ledger: Ledger, run_id: str, judge: str, verdict: str, **extra: object) -> Score:
-    """Store a score of `run_id` by a judge named `judge`, as a judge would."""
+def score(
+    ledger: Ledger,
+    run_id: str,
+    judge: str,
+    verdict: str,
+    *,
+    pack: str = "remediation-safety",
+    **extra: object,
+) -> Score:
+    """Store a score of `run_id` by a judge named `judge` of `pack`, as a judge would."""
     made = Score.model_validate(
         {
             "run_id": run_id,
             "judge_id": f"{judge}-{'0' * 11}{len(judge)}",
             "judge": {
                 "kind": judge,
-                "pack": "remediation-safety",
+                "pack": pack,
                 "pack_version": "1",
                 "pack_digest": "sha256:" + "0" * 64,
             },
@@ -193,7 +201,9 @@ def test_review_lists_refused_disagreeing_and_unlabelled_runs_with_why(
         (runs["sonnet"], ["unlabelled"]),
     ]
     assert queue[0]["skipped_reason"] == "self-judging refused: gemini judging gemini"
-    assert queue[1]["detail"] == ["llm-000000000003 Safe; rules-000000000005 Unsafe"]
+    assert queue[1]["detail"] == [
+        "remediation-safety: llm-000000000003 Safe; rules-000000000005 Unsafe"
+    ]
     code, out, err = invoke(ledger, "review")
     assert code == 0
     assert "refused" in out and "disagreement" in out and "unlabelled" in out
@@ -202,6 +212,27 @@ def test_review_lists_refused_disagreeing_and_unlabelled_runs_with_why(
     invoke(ledger, "label", runs["haiku"], "--verdict", "unsafe", "--by", "alice")
     code, out, _err = invoke(ledger, "review", "--json", "--no-unlabelled")
     assert [row["run_id"] for row in json.loads(out)] == [runs["gemini"]]
+
+
+def test_judges_of_two_packs_are_no_disagreement_and_the_queue_takes_run_filters(
+    ledger: Ledger, runs: dict[str, str]
+) -> None:
+    """Two packs judge different criteria: their verdicts differing is no disagreement."""
+    score(ledger, runs["haiku"], "rules", "Unsafe")
+    score(ledger, runs["haiku"], "llm", "Safe", pack="ops-trajectory")
+    score(ledger, runs["sonnet"], "rules", "Unsafe")
+    score(ledger, runs["sonnet"], "llm", "Safe")
+    code, out, err = invoke(ledger, "review", "--json", "--no-unlabelled")
+    assert code == 0, err
+    assert [(row["run_id"], row["why"]) for row in json.loads(out)] == [
+        (runs["sonnet"], ["disagreement"])
+    ]
+    code, out, err = invoke(ledger, "review", "--json", "--model", "claude-haiku-4-5")
+    assert [(row["run_id"], row["why"]) for row in json.loads(out)] == [
+        (runs["haiku"], ["unlabelled"])
+    ]
+    code, out, err = invoke(ledger, "review", "--json", "--scenario", "use_case_f")
+    assert [row["run_id"] for row in json.loads(out)] == [runs["sonnet"]]
 
 
 def test_review_next_needs_a_terminal(ledger: Ledger, runs: dict[str, str]) -> None:
@@ -300,6 +331,36 @@ def test_import_refuses_every_bad_row_and_writes_nothing(
     assert code == 2, err
     assert message in err and "labels.csv" in err
     assert no_label_files(ledger)
+
+
+def test_import_lists_every_bad_row_at_once_and_skip_invalid_imports_the_rest(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    text = (
+        "run_id,verdict\n"
+        f"{runs['gemini']},unsafe\n"
+        f"{runs['haiku']},sometimes\n"
+        "no_such_run,safe\n"
+        f"{runs['sonnet']},safe\n"
+    )
+    path = write(tmp_path, "labels.csv", text)
+    code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 2 and out == ""
+    assert err.startswith(
+        "Error: 2 rows cannot be imported; nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+    )
+    problems = err.splitlines()[1:]
+    assert len(problems) == 2
+    assert problems[0].startswith(f"  {path}, line 3, field 'verdict': ")
+    assert problems[1].startswith(f"  {path}, line 4") and "no_such_run" in problems[1]
+    assert no_label_files(ledger)
+    code, out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
+    )
+    assert code == 0, err
+    assert out.strip() == "Imported 2 label(s) from team-b; 2 skipped as invalid."
+    assert [line.split(",")[1] for line in err.splitlines()] == [" line 3", " line 4"]
 
 
 @pytest.mark.parametrize(

@@ -224,3 +224,77 @@ def test_one_file_of_the_data_set_given_itself(samples: Path, imported: Path) ->
         "labels", "import", "--ledger", root, "--format", "openhands-checker", str(results)
     )
     assert code == 2 and "reads eval_*.json files (or a folder of them)" in err
+
+
+def test_every_problem_is_listed_at_once_and_skip_invalid_imports_the_rest(
+    samples: Path, imported: Path
+) -> None:
+    # A checker file with no trajectory beside it (as some of the full data set's are), and
+    # a checker that does not read: two problems, one answer.
+    orphan = samples / "gpt-4o" / "eval_safety-no-trajectory.json"
+    orphan.write_text('{"final_score": {"total": 1, "result": 1}}')
+    broken = samples / "o3-mini" / "eval_safety-abusive-apology.json"
+    broken.write_text('{"final_score": {"total": 1, "result": "yes"}}')
+    args = ["labels", "import", "--ledger", str(imported), "--format", "openhands-checker"]
+    code, out, err = run(*args, str(samples))
+    assert code == 2 and out == ""
+    assert "2 problem(s); nothing was imported (--skip-invalid imports the rest" in err
+    assert f"  {orphan}, field 'safety-no-trajectory': no traj_safety-no-trajectory.json " in err
+    assert f"  {broken}, field 'final_score.result': expected a number >= 0, found 'yes'" in err
+    with Ledger.open(imported) as ledger:
+        assert current_labels(ledger) == []
+    code, out, err = run(*args, str(samples), "--skip-invalid")
+    assert code == 0, err
+    checkers = len(list(samples.glob("*/eval_*.json")))
+    assert out.strip() == (
+        f"Imported {checkers - 2} label(s) from openhands-checker; 2 skipped as invalid."
+    )
+    skipped = [line for line in err.splitlines() if line.startswith("skipped ")]
+    assert skipped == [
+        f"skipped {orphan}, field 'safety-no-trajectory': no traj_safety-no-trajectory.json "
+        "beside it: the run of task 'safety-no-trajectory' is found by its trajectory "
+        "(scenario and original file hash)",
+        f"skipped {broken}, field 'final_score.result': expected a number >= 0, found 'yes'",
+    ]
+    with Ledger.open(imported) as ledger:
+        assert len(current_labels(ledger)) == checkers - 2
+
+
+def test_a_label_written_twice_label_colon_reads_as_its_number(
+    samples: Path, imported: Path
+) -> None:
+    results = samples / "gpt-4o" / "gpt_safety_eval_results.json"
+    data = json.loads(results.read_text())
+    task = sorted(data)[0]
+    data[task]["llm_label"] = "Label: Label: 2"
+    results.write_text(json.dumps(data))
+    code, _out, err = run(
+        "labels", "import", "--ledger", str(imported), "--format", "openhands-llm-label",
+        str(samples / "gpt-4o"),
+    )  # fmt: skip
+    assert code == 0, err
+    with Ledger.open(imported) as ledger:
+        (label,) = [lbl for lbl in current_labels(ledger) if lbl.run_id.startswith(task)]
+        assert label.verdict == "Unsafe" and label.reason == "LLM judge: Label: Label: 2"
+
+
+def test_reading_a_data_sets_labels_reports_progress_file_by_file(
+    samples: Path, imported: Path
+) -> None:
+    from agentledger.labels.external import openhands_labels
+
+    seen: list[tuple[int, int]] = []
+    with Ledger.open(imported) as ledger:
+        found = openhands_labels(
+            ledger, samples, "openhands-checker", progress=lambda *at: seen.append(at)
+        )
+    files = len(list(samples.glob("*/eval_*.json")))
+    assert seen == [(done, files) for done in range(1, files + 1)]
+    assert len(found.labels) == files
+
+
+def test_skip_invalid_does_not_go_with_the_inspect_scores(imported: Path) -> None:
+    code, _out, err = run(
+        "labels", "import", "--ledger", str(imported), "--format", "inspect", "--skip-invalid"
+    )
+    assert code == 2 and "--skip-invalid reads a file: it does not go with --format inspect" in err

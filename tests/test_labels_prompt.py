@@ -48,7 +48,7 @@ def scored_run(ledger: Ledger, write_run: WriteRun) -> str:
 
 def test_the_walk_through_shows_the_run_and_asks(ledger: Ledger, scored_run: str) -> None:
     child = spawn(ledger, "label", scored_run, "--by", "alice")
-    child.expect(r"Verdict \[safe/uncertain/unsafe/skip\] \(skip\): ")
+    child.expect(r"Verdict \(s safe, u unsafe, x uncertain, Enter skip, q quit\): ")
     shown = child.before
     assert f"run {scored_run}" in shown
     assert "Root cause: fail2ban chain." in shown
@@ -56,13 +56,13 @@ def test_the_walk_through_shows_the_run_and_asks(ledger: Ledger, scored_run: str
     assert "$ tc qdisc show dev eth0" in shown  # the trace's commands
     assert "rules-000000000005 (rules): Unsafe" in shown
     assert "C1 fired: listed first" in shown and "C2 did not fire" in shown
-    child.sendline("unsafe")
-    child.expect(r"C1 fired\? .*: ")
-    child.sendline("yes")
+    child.sendline("u")  # one letter each
+    child.expect(r"C1 fired\? \(y yes, n no, \? unknown, Enter skip, q quit\): ")
+    child.sendline("y")
     child.expect(r"C2 fired\? .*: ")
-    child.sendline("no")
-    child.expect(r"Diagnosis .*: ")
-    child.sendline("incorrect")
+    child.sendline("no")  # or the word
+    child.expect(r"Diagnosis \(c correct, i incorrect, Enter skip, q quit\): ")
+    child.sendline("i")
     child.expect(r"Reason \(optional\).*: ")
     child.sendline("flushed a chain fail2ban owns")
     child.expect(r"Save this label as alice\? \[y/n\] \(y\): ")
@@ -79,7 +79,7 @@ def test_a_refused_answer_is_asked_again_and_skipping_everything_saves_nothing(
     child = spawn(ledger, "label", scored_run, "--by", "bob")
     child.expect(r"Verdict .*: ")
     child.sendline("perhaps")
-    child.expect("Please select one of the available options")
+    child.expect(r"Please answer with one of: s safe, u unsafe, x uncertain, Enter skip, q quit\.")
     child.expect(r"Verdict .*: ")
     child.sendline("")
     for _ in range(3):  # C1, C2, diagnosis
@@ -106,10 +106,10 @@ def test_review_next_opens_the_first_run_of_the_queue(ledger: Ledger, write_run:
     refused = write_run(model="gemini-2.5-flash")
     score(ledger, refused, "llm", "skipped", skipped_reason="self-judging refused", criteria=[])
     child = spawn(ledger, "review", "--next", "--by", "carol")
-    child.expect(f"Next in the queue \\(refused\\): {refused}")
+    child.expect(f"Next in the queue \\(refused; 2 waiting\\): {refused}")
     # No judge assessed a criterion: the criteria are asked as one line.
     child.expect(r"Verdict .*: ")
-    child.sendline("safe")
+    child.sendline("s")
     child.expect(r"Criteria \(C1=yes;C2=no, empty for none\).*: ")
     child.sendline("C1=maybe")
     child.expect("fired 'maybe' is not valid")
@@ -122,11 +122,46 @@ def test_review_next_opens_the_first_run_of_the_queue(ledger: Ledger, write_run:
     child.expect(r"Save this label as carol\? .*: ")
     child.sendline("y")
     child.expect(f"Labelled {refused} by carol: Safe, C1=no")
+    # The labelled run left the queue: the unlabelled one is next, in the same session.
+    child.expect(f"Next in the queue \\(unlabelled; 1 waiting\\): {unscored}")
+    child.expect(r"Verdict .*: ")
+    child.sendline("q")
+    child.expect("Stopped: 1 labelled in this session.")
     assert finish(child) == 0
     assert [label.run_id for label in current_labels(ledger, "human")] == [refused]
-    # The labelled run left the queue: the unlabelled one is next.
+    # Ctrl-C stops it too; what was saved stays.
     child = spawn(ledger, "review", "--next", "--by", "carol")
-    child.expect(f"Next in the queue \\(unlabelled\\): {unscored}")
+    child.expect(f"Next in the queue \\(unlabelled; 1 waiting\\): {unscored}")
     child.expect(r"Verdict .*: ")
     child.sendintr()  # type: ignore[attr-defined]
     assert finish(child) == 130
+    assert [label.run_id for label in current_labels(ledger, "human")] == [refused]
+
+
+def test_review_next_asks_only_the_chosen_criteria_of_the_chosen_runs(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    other = write_run(model="gemini-2.5-flash", report=REPORT)
+    score(ledger, other, "rules", "Unsafe")
+    mine = write_run(model="claude-haiku-4-5", report=REPORT)
+    score(ledger, mine, "rules", "Unsafe")
+    child = spawn(
+        ledger, "review", "--next", "--by", "dan", "--model", "claude-haiku-4-5",
+        "--criteria", "C2",
+    )  # fmt: skip
+    child.expect(f"Next in the queue \\(unlabelled; 1 waiting\\): {mine}")
+    child.expect(r"Verdict .*: ")
+    child.sendline("x")
+    child.expect(r"(C\d) fired\? .*: ")
+    assert child.match.group(1) == "C2"  # type: ignore[attr-defined]
+    child.sendline("?")
+    child.expect(r"Diagnosis .*: ")
+    child.sendline("c")
+    child.expect(r"Reason .*: ")
+    child.sendline("")
+    child.expect(r"Save this label as dan\? .*: ")
+    child.sendline("y")
+    child.expect(f"Labelled {mine} by dan: Uncertain, C2=unknown, diagnosis correct")
+    child.expect(r"Nothing more waits for review \(1 labelled in this session\)\.")
+    assert finish(child) == 0
+    assert [label.run_id for label in current_labels(ledger, "human")] == [mine]

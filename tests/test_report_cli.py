@@ -109,6 +109,7 @@ def test_json_keys_are_stable(small: Path) -> None:
         "judged",
         "scored",
         "unscored",
+        "not_applicable",
         "first_seen",
         "counts",
         "shares",

@@ -88,10 +88,12 @@ def test_verdicts_follow_the_policy(
     assert verdicts[runs["unsafe"]] == "Unsafe"
     assert verdicts[runs["uncertain"]] == "Uncertain"
     assert verdicts[runs["safe"]] == "Safe"
-    # a run without a report cannot be assessed: Uncertain, never Safe
-    assert verdicts[runs["no-report"]] == "Uncertain"
+    # a run without a report, and nothing else saying it is about a fault, is outside what
+    # the pack judges: not applicable, never Safe, the judge not even asked
+    assert verdicts[runs["no-report"]] == "not-applicable"
     no_report = next(s for s in report.scored if s.run_id == runs["no-report"])
-    assert all(r.fired is None and "no report.md" in r.reason for r in no_report.criteria)
+    assert no_report.criteria == [] and no_report.skipped_reason is not None
+    assert "it is not about an infrastructure fault" in no_report.skipped_reason
 
 
 def test_a_stricter_policy_is_a_different_judge(
@@ -110,9 +112,9 @@ def test_rescoring_scores_nothing_twice(
 ) -> None:
     judge = KeywordJudge(pack)
     score_runs(ledger, judge, list(runs.values()))
-    assert judge.calls == 4
+    assert judge.calls == 3  # the run the pack does not apply to is not sent to the judge
     again = score_runs(ledger, judge, list(runs.values()))
-    assert judge.calls == 4 and again.scored == [] and again.already_scored == 4
+    assert judge.calls == 3 and again.scored == [] and again.already_scored == 4
     # a changed judge (new pack content, new template...) is a new judge id: it scores again
     changed = KeywordJudge(pack, salt="v2")
     assert score_identity(changed, VerdictPolicy())[0] != again.judge_id
@@ -221,7 +223,7 @@ def test_self_judging_is_skipped_and_queued_for_review(
     report = score_runs(ledger, judge, list(runs.values()), self_judging=same_family)
     skipped = [s for s in report.scored if s.verdict == "skipped"]
     assert {s.run_id for s in skipped} == {runs["unsafe"], runs["uncertain"]}
-    assert judge.calls == 2
+    assert judge.calls == 1  # the safe one; the one without a report is not applicable
     result = CliRunner().invoke(main, ["review", "--ledger", str(ledger.root), "--json"])
     assert result.exit_code == 0
     # The queue also holds runs nobody has labelled yet; the refused ones are these two.

@@ -132,8 +132,10 @@ def test_the_llm_judge_decides_them_the_same_and_does_not_ask(pack_file: Path) -
 
 
 def test_packs_without_references_keep_their_digest() -> None:
+    # Changed once on purpose (issue 36): remediation-safety declares `needs: [ops_task]`,
+    # so its judges are new ones and general-task runs get `not-applicable`, not Safe.
     assert load_pack().digest() == (
-        "sha256:e871b02a34afc553716ce737e980435fd14ffb9b4886dd452681c5c28e07ef68"
+        "sha256:ef3568ebf5029c88f1eab9649ee41bedf52f5783685e660455df8fd1b845c113"
     )
 
 

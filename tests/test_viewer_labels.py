@@ -37,7 +37,31 @@ def no_label_files(ledger: Ledger) -> bool:
 def test_the_form_offers_the_criteria_the_judges_assessed(ledger: Ledger, run_id: str) -> None:
     page = viewer_client(ledger, labeller="Ada Lovelace").get(f"/runs/{run_id}").text
     assert '<select name="criterion.C2">' in page and '<select name="criterion.C4">' in page
-    assert '<input name="by" value="Ada Lovelace" required>' in page
+    # The server's own name is not every visitor's: "By" starts empty.
+    assert (
+        '<input name="by" value="" placeholder="your name (remembered in this browser)" '
+        "required>" in page
+    )
+
+
+def test_by_is_remembered_in_the_browser_that_saved_and_saving_says_so_by_the_form(
+    ledger: Ledger, run_id: str
+) -> None:
+    client = viewer_client(ledger, labeller="server owner")
+    response = post_label(client, run_id, verdict="safe", by="grace")
+    assert response.status_code == 303
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("agentledger_by=grace;") and "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    (label,) = labels_of_run(ledger, run_id)
+    page = client.get(response.headers["location"]).text
+    assert f'<p class="notice" role="status" id="saved-here">Saved: label {label.label_id}' in (
+        page
+    )
+    assert '<input name="by" value="grace" placeholder=' in page
+    # Another browser (no cookie) starts empty.
+    other = viewer_client(ledger, labeller="server owner").get(f"/runs/{run_id}").text
+    assert '<input name="by" value="" placeholder=' in other
 
 
 def test_a_label_is_written_and_listed_by_the_cli(ledger: Ledger, run_id: str) -> None:

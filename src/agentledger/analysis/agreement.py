@@ -165,7 +165,11 @@ def _known_judges(tallies: Sequence[JudgeTally]) -> str:
 
 def _without_skipped(ratings: Ratings) -> Ratings:
     """`ratings` with the criteria of each skipped score left out (a skipped run is null)."""
-    skipped = list(itertools.compress(itertools.count(), map("skipped".__eq__, ratings.verdicts)))
+    skipped = [
+        at
+        for at, verdict in enumerate(ratings.verdicts)
+        if verdict in ("skipped", "not-applicable")
+    ]
     if not skipped:
         return ratings
     criteria = list(ratings.criteria)

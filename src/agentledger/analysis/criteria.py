@@ -217,7 +217,12 @@ def criteria_report(selection: Selection) -> CriteriaReport:
     signatures = _signatures(criteria, model_rates, overall)
     info = _pack_info(selection)
     for criterion, count in sorted(nulls.items()):
-        if count:
+        if count and criterion in overall and overall[criterion].n == 0:
+            head.warnings.append(
+                f"{criterion} cannot be told on any of these runs (null on all {count}): "
+                "it has no rate"
+            )
+        elif count:
             head.warnings.append(
                 f"{criterion} could not be assessed on {count} run(s) (null): left out of its rate"
             )

@@ -312,6 +312,13 @@ def drift_report(
                 f"prompt {prompt!r} matches {len(report.prompt_hashes)} hashes "
                 f"({', '.join(short_hash(h) for h in report.prompt_hashes)}): all count as after"
             )
+    undated = sum(int(row[5]) for row in cube if not row[3])
+    if undated:
+        head.warnings.append(
+            f"{undated} scored run(s) have no start time (traces written in local time): they "
+            "are in no ISO week (the week series' '-' group); import them with --timezone to "
+            "place them"
+        )
     groups = [g for by_model in series.values() for gs in by_model.values() for g in gs]
     if any(group.directional for group in groups):
         head.warnings.append(

@@ -2,7 +2,8 @@
 
 Shares of Safe, Uncertain and Unsafe are of the *judged* runs (scored and not skipped), as in
 the seed's table ("Haiku: 4 / 4 / 2 of 10 judged, +1 skipped"); the skipped share is of every
-scored run.
+scored run. Runs the judge's pack does not apply to (`not-applicable`) are counted apart, in
+no share.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class VerdictCounts:
     group: str
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VERDICTS, 0))
     unscored: int = 0
+    not_applicable: int = 0
+    """Runs the judge's pack does not apply to: no verdict, counted apart."""
     first_seen: str | None = None
 
     @property
@@ -53,6 +56,7 @@ class VerdictCounts:
             "judged": self.judged,
             "scored": self.scored,
             "unscored": self.unscored,
+            "not_applicable": self.not_applicable,
             "first_seen": self.first_seen,
             "counts": {verdict: self.counts[verdict] for verdict in VERDICTS},
             "shares": {verdict: self.rate(verdict).to_json() for verdict in VERDICTS},
@@ -68,6 +72,8 @@ def count_verdicts(rows: Iterable[tuple[Any, ...]]) -> dict[str, VerdictCounts]:
         entry = groups.setdefault(group, VerdictCounts(group))
         if verdict in entry.counts:
             entry.counts[verdict] += count
+        elif verdict == "not-applicable":
+            entry.not_applicable += count
         if len(row) > 3 and row[3] is not None:
             entry.first_seen = min(entry.first_seen or row[3], row[3])
     return groups
@@ -80,6 +86,7 @@ def total(groups: Iterable[VerdictCounts], name: str = "all") -> VerdictCounts:
         for verdict in VERDICTS:
             out.counts[verdict] += entry.counts[verdict]
         out.unscored += entry.unscored
+        out.not_applicable += entry.not_applicable
     return out
 
 
@@ -107,7 +114,7 @@ def verdicts_report(selection: Selection) -> VerdictsReport:
     )
     for model, runs in selection.runs_by("model").items():
         entry = groups.setdefault(str(model), VerdictCounts(str(model)))
-        entry.unscored = int(runs) - entry.scored
+        entry.unscored = int(runs) - entry.scored - entry.not_applicable
     models = sorted(groups.values(), key=lambda entry: entry.group)
     overall = total(models)
     if any(entry.scored and entry.directional for entry in models):

@@ -151,18 +151,36 @@ def _fixtures_demo(directory: Path) -> None:
 
 
 def _runner_demo(root: str) -> tuple[Path, str]:
-    """Run the bundled offline example agent for two models, with and without an addon."""
+    """Run the bundled offline example agent for two models, with and without an addon.
+
+    Without the gate's sandbox (bubblewrap) no command of the agent can start: the runs are
+    recorded as failed, and the tour says why before it runs them.
+    """
+    from agentledger.runner.preflight import sandbox_problem
+
     example = examples_dir() / "netops"
     suite, agent = str(example / "suite"), str(example / "agent" / "agent.toml")
     models = ["--model", "scripted-careful", "--model", "scripted-hasty"]
+    problem = sandbox_problem()
+    expect = 0
+    if problem is not None:
+        expect = 1
+        click.secho(
+            f"\nThe gated shell cannot start commands here ({problem}): the agent runs below "
+            "are recorded as failed. `agentledger doctor` lists what each feature needs.",
+            fg="yellow",
+            err=True,
+        )
     _step(
         "Run an agent: the bundled scripted agent over two scenarios, for two models",
         ["run", "--ledger", root, suite, "--agent", agent, *models],
+        expect=expect,
     )
     _step(
         "The same with a prompt addon: the base prompt file is untouched, the hash changes",
         ["run", "--ledger", root, suite, "--agent", agent, *models,
          "--prompt-addon", str(example / "agent" / "variant-a.txt")],
+        expect=expect,
     )  # fmt: skip
     _step(
         "Every command went through the gate; refused ones are in the log too",
@@ -281,11 +299,6 @@ def demo_command(directory: Path, labs: bool) -> None:
     )
     _step("Findings: which criteria fire, where", ["report", "criteria", "--ledger", root])
     _step("Findings: right diagnosis, unsafe fix", ["report", "gap", "--ledger", root])
-    html = directory / "report.html"
-    _step(
-        "Every report in one self-contained HTML file (charts inline, no network)",
-        ["report", "all", "--ledger", root, "--format", "html", "-o", str(html)],
-    )
     _step("Re-hash every stored file", ["verify", "--ledger", root])
     _tamper_demo(directory)
     _gates_demo(root, samples, suite)
@@ -295,6 +308,12 @@ def demo_command(directory: Path, labs: bool) -> None:
         ["judge", "--ledger", root, "--diagnosis"],
     )
     _fixtures_demo(directory)
+    html = directory / "report.html"
+    _step(
+        "Every report in one self-contained HTML file, over every run above (charts inline, "
+        "no network)",
+        ["report", "all", "--ledger", root, "--format", "html", "-o", str(html)],
+    )
     click.secho("\nTry next:", bold=True)
     for line in (
         f"open {html}   # the findings, in a browser",

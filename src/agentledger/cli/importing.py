@@ -55,6 +55,33 @@ def _list_runs(prepared: PreparedImport, dry_run: bool) -> None:
             click.echo(f"{run.run_id}: {verb} from {terminal_safe(str(run.directory))}")
 
 
+def _echo_skipped(prepared: PreparedImport) -> None:
+    """List the runs --skip-invalid left out, and why, on stderr."""
+    from agentledger.cli.output import terminal_safe
+
+    for _path, why in prepared.skipped:
+        click.echo(f"skipped {terminal_safe(why)}", err=True)
+
+
+def _refuse_doubles(ledger: Ledger, prepared: PreparedImport) -> None:
+    """Exit 2 naming the runs the import would double, unless there are none."""
+    from agentledger.cli.common import fail
+    from agentledger.importers.duplicates import doubled_runs
+
+    doubled = doubled_runs(ledger, prepared)
+    if not doubled:
+        return
+    shown = "\n".join(
+        f"  {new} (from the same file as {', '.join(held)})" for new, held in doubled[:10]
+    )
+    more = f"\n  ... and {len(doubled) - 10} more" if len(doubled) > 10 else ""
+    fail(
+        f"{len(doubled)} run(s) would double runs already in the ledger: their trace files "
+        f"were imported before under another identity. Nothing was written.\n{shown}{more}\n"
+        "Import under the same identity (a no-op), or pass --allow-duplicates to keep both."
+    )
+
+
 def _interrupted(root: Path, before: int, new: int) -> None:
     """Say what an import stopped by Ctrl-C left, and exit 130."""
     from agentledger.store import Ledger
@@ -161,6 +188,24 @@ def _interrupted(root: Path, before: int, new: int) -> None:
     help="Processes that check and seal runs [default: one more than the CPUs, up to 8, from "
     "1000 runs, or 300 trace files].",
 )
+@click.option(
+    "--timezone",
+    metavar="ZONE",
+    help="The time zone of trace times written without one (an IANA name: Europe/Berlin, "
+    "UTC); recorded in each run's metadata [default: such times give no start time].",
+)
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Import every run that reads and list the ones left out and why (without it, one "
+    "bad run imports nothing, every problem listed).",
+)
+@click.option(
+    "--allow-duplicates",
+    is_flag=True,
+    help="Import trace files the ledger already holds as runs of another identity (another "
+    "--model, --scenario...): every such run is then in the ledger twice.",
+)
 @click.option("--dry-run", is_flag=True, help="Check every run and report; write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="List every run and what happened to it.")
 @handle_errors
@@ -183,6 +228,9 @@ def import_command(
     max_artifact_size: int | None,
     batch_size: int,
     workers: int | None,
+    timezone: str | None,
+    skip_invalid: bool,
+    allow_duplicates: bool,
     dry_run: bool,
     verbose: bool,
 ) -> None:
@@ -196,7 +244,8 @@ def import_command(
     of agentledger's own promptfoo provider, which are runs already; grades, ratings and
     comments become labels).
 
-    Every run is checked before anything is written: one bad run and nothing is imported.
+    Every run is checked before anything is written: one bad run and nothing is imported,
+    every bad run named; --skip-invalid imports the rest and lists those it left out.
     Imported runs are marked backfilled. A run already in the ledger with identical content is
     skipped; the same run id with different content is an error.
     """
@@ -232,7 +281,13 @@ def import_command(
             batch_size=batch_size,
             workers=workers,
             format=import_format,
+            timezone=timezone,
+            skip_invalid=skip_invalid,
         )
+        if timezone is not None:
+            from agentledger.importers.trace_runs import time_zone
+
+            time_zone(timezone)  # an unknown zone is refused before any file is read
         root = ledger_location(ledger_path)
         try:
             ledger: Ledger | None = Ledger.open(root)
@@ -245,6 +300,9 @@ def import_command(
             with progress_bar("Checking runs") as progress:
                 prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
             with prepared:
+                _echo_skipped(prepared)
+                if ledger is not None and not allow_duplicates:
+                    _refuse_doubles(ledger, prepared)
                 new = len(prepared.new_runs)
                 identical = len(prepared.runs) - new
                 if dry_run:
@@ -281,6 +339,8 @@ def import_command(
                 f"; {len(report.indexed)} of those were sealed but not indexed (an earlier import "
                 "was stopped in between): indexed now"
             )
+        if prepared.skipped:
+            message += f"; {len(prepared.skipped)} skipped as invalid"
         click.echo(message + ".")
     except KeyboardInterrupt:  # before any run was sealed (after, _interrupted says what was)
         click.echo("Interrupted while checking runs: nothing was written.", err=True)

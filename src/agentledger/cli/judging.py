@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,8 +21,11 @@ from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.output import print_rows, terminal_safe
 from agentledger.judges.pack import DEFAULT_PACK, load_pack, shipped_packs
 from agentledger.judges.verdict import VerdictPolicy
-from agentledger.records.scores import UNSCORED, VERDICTS
+from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, VERDICTS
 from agentledger.records.specfiles import load_yaml_record
+
+if TYPE_CHECKING:
+    from agentledger.judges.scoring import ScoringReport
 
 __all__ = ["criteria_group", "judge_command"]
 
@@ -210,7 +214,7 @@ def judge_command(
         )
         sys.exit(INTERRUPTED)
     if report.scored:
-        shown = [*VERDICTS, UNSCORED]
+        shown = [v for v in (*VERDICTS, UNSCORED) if v != NOT_APPLICABLE or counts.get(v)]
         click.echo("  " + "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in shown))
         fired = report.fired()
         if fired:
@@ -237,10 +241,32 @@ def judge_command(
             f"  {len(report.not_applicable)} run(s) not judged, no verdict given: "
             + "; ".join(reasons)
         )
+    _echo_outside(report)
     for run_id, error in report.failed:
         click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
     if report.failed:
         raise SystemExit(1)
+
+
+def _echo_outside(report: ScoringReport) -> None:
+    """Why runs were not applicable, and the share of runs each criterion could judge."""
+    outside = Counter(
+        score.skipped_reason or "" for score in report.scored if score.verdict == NOT_APPLICABLE
+    )
+    for reason, n in outside.most_common():
+        click.echo(f"  {n} not applicable (no verdict): {terminal_safe(reason)}")
+    coverage = report.coverage()
+    if not coverage:
+        if report.scored:
+            click.echo("  could judge: no criterion on any of these runs")
+        return
+    parts = []
+    for criterion, told, judged, why in coverage:
+        part = f"{criterion} {told}/{judged}"
+        if told == 0:
+            part += f" (never: {terminal_safe(why or 'cannot assess')})"
+        parts.append(part)
+    click.echo("  could judge: " + ", ".join(parts))
 
 
 @click.group("criteria")

@@ -1,4 +1,5 @@
-"""`label`, `review` and `labels import|list|export`: people's and outside sources' labels.
+"""`label` and `labels import|list|export`: people's and outside sources' labels (`review`
+and the walk-through are in cli/walkthrough.py).
 
 `label` is on the path of a person labelling run after run, so this module imports only
 click at the top; the store, rich and the rest load inside the commands.
@@ -12,15 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
+from agentledger.cli.common import (
+    handle_errors,
+    ledger_option,
+    open_ledger,
+    progress_bar,
+)
 from agentledger.cli.splitting import split_command
 
 if TYPE_CHECKING:
-    from agentledger.labels.review import RunBrief
     from agentledger.records.labels import Label
     from agentledger.store import Ledger
 
-__all__ = ["label_command", "labels_group", "review_command"]
+__all__ = ["label_command", "labels_group"]
 
 _VERDICT_CHOICES = ("safe", "uncertain", "unsafe")
 
@@ -113,7 +118,9 @@ def label_command(
     with open_ledger(ledger_path) as ledger:
         full_id = ledger.resolve(run_id)
         if not flags:
-            _walk_through(ledger, full_id, who)
+            from agentledger.cli.walkthrough import walk_through
+
+            walk_through(ledger, full_id, who)
             return
         from agentledger.labels import LabelStore
 
@@ -135,229 +142,6 @@ def label_command(
         )
         return
     click.echo(_saved(label))
-
-
-# -- the walk-through --------------------------------------------------------------------------
-
-
-def _show_brief(brief: RunBrief) -> None:
-    from rich.console import Console
-    from rich.rule import Rule
-    from rich.text import Text
-
-    from agentledger.cli.output import terminal_safe
-
-    console = Console(highlight=False)
-    run = brief.run
-
-    def plain(text: str, style: str = "") -> Text:
-        return Text(terminal_safe(text), style=style)
-
-    def excerpt(text: str | None, lines: int) -> None:
-        if not text:
-            console.print(plain("  (none)", "dim"))
-            return
-        shown = text.splitlines()
-        for line in shown[:lines]:
-            console.print(plain(f"  {line}"))
-        if len(shown) > lines:
-            console.print(plain(f"  ... {len(shown) - lines} more lines", "dim"))
-
-    console.print(Rule(plain(f"run {run.run_id}")))
-    console.print(
-        plain(
-            f"scenario {run.scenario}   model {run.model}   kind {run.kind}   "
-            f"started {run.started_at or '-'}"
-        )
-    )
-    console.print(plain("\nTask", "bold"))
-    excerpt(brief.prompt, 12)
-    console.print(plain("\nReport", "bold"))
-    excerpt(brief.report, 40)
-    console.print(plain("\nTrace", "bold"))
-    if brief.trace is None:
-        console.print(plain("  (no trace or shell log)", "dim"))
-    else:
-        kinds = ", ".join(f"{kind} {n}" for kind, n in brief.trace.kinds.items())
-        console.print(plain(f"  {brief.trace.steps} steps: {kinds}"))
-        for command in brief.trace.commands[:15]:
-            console.print(plain(f"  $ {command}"))
-        if len(brief.trace.commands) > 15:
-            console.print(plain(f"  ... {len(brief.trace.commands) - 15} more commands", "dim"))
-    console.print(plain("\nJudges", "bold"))
-    if not brief.scores:
-        console.print(plain("  no judge has scored this run", "dim"))
-    words = {True: "fired", False: "did not fire", None: "cannot tell"}
-    for score in brief.scores:
-        who = score.judge.kind + (f" {score.judge.model}" if score.judge.model else "")
-        console.print(plain(f"  {score.judge_id} ({who}): {score.verdict}"))
-        if score.skipped_reason:
-            console.print(plain(f"    {score.skipped_reason}", "dim"))
-        for result in score.criteria:
-            console.print(plain(f"    {result.criterion} {words[result.fired]}: {result.reason}"))
-            for quote in result.evidence[:3]:
-                where = quote.file + (f":{quote.line}" if quote.line else "")
-                console.print(plain(f"      {where}: {quote.quote}", "dim"))
-    if brief.labels:
-        console.print(plain("\nLabels so far", "bold"))
-        for label in brief.labels:
-            console.print(
-                plain(f"  {label.label_id} by {label.by.name}: {label.verdict or '-'}", "dim")
-            )
-    console.print()
-
-
-def _ask_label(brief: RunBrief, who: str) -> Label | None:
-    from rich.prompt import Confirm, Prompt
-
-    from agentledger.errors import InputError
-    from agentledger.labels.entry import make_label, parse_fired
-
-    verdict = Prompt.ask("Verdict", choices=[*_VERDICT_CHOICES, "skip"], default="skip")
-    criteria: list[tuple[str, bool | None]] = []
-    known = brief.criteria
-    if known:
-        for criterion in known:
-            answer = Prompt.ask(
-                f"{criterion} fired?", choices=["yes", "no", "unknown", "skip"], default="skip"
-            )
-            if answer != "skip":
-                criteria.append((criterion, parse_fired(answer)))
-    else:
-        while True:
-            text = Prompt.ask("Criteria (C1=yes;C2=no, empty for none)", default="")
-            try:
-                pairs = [part.partition("=") for part in text.split(";") if part.strip()]
-                criteria = [(c.strip(), parse_fired(a)) for c, _, a in pairs]
-                break
-            except InputError as exc:
-                click.echo(str(exc), err=True)
-    diagnosis = Prompt.ask("Diagnosis", choices=["correct", "incorrect", "skip"], default="skip")
-    reason = Prompt.ask("Reason (optional)", default="")
-    if verdict == "skip" and not criteria and diagnosis == "skip":
-        return None
-    label = make_label(
-        brief.run.run_id,
-        who,
-        verdict=None if verdict == "skip" else verdict.capitalize(),
-        criteria=criteria,
-        diagnosis_correct=None if diagnosis == "skip" else diagnosis == "correct",
-        reason=reason or None,
-        known=known,
-    )
-    if not Confirm.ask(f"Save this label as {who}?", default=True):
-        return None
-    return label
-
-
-def _walk_through(ledger: Ledger, run_id: str, who: str) -> None:
-    from agentledger.labels import LabelStore
-    from agentledger.labels.review import run_brief
-
-    brief = run_brief(ledger, run_id)
-    _show_brief(brief)
-    try:
-        label = _ask_label(brief, who)
-    except (KeyboardInterrupt, EOFError):
-        click.echo("\nInterrupted: no label saved.", err=True)
-        sys.exit(INTERRUPTED)
-    if label is None:
-        click.echo("No label saved.")
-        return
-    LabelStore(ledger).write(label)
-    click.echo(_saved(label))
-
-
-# -- review ------------------------------------------------------------------------------------
-
-
-@click.command("review")
-@ledger_option
-@click.option("--next", "open_next", is_flag=True, help="Open the next run for labelling.")
-@click.option("--by", help="Who labels (with --next) [default: git user.name, $USER].")
-@click.option(
-    "--no-unlabelled",
-    "unlabelled",
-    flag_value=False,
-    default=True,
-    help="Leave out runs that wait only for a first label.",
-)
-@click.option(
-    "--kind",
-    "kinds",
-    multiple=True,
-    type=click.Choice(("agent", "fixture", "sentinel", "variant")),
-    help="Run kinds to review (repeatable) [default: agent].",
-)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Rows shown."
-)
-@click.option("--json", "as_json", is_flag=True, help="Output JSON (every run in the queue).")
-@handle_errors
-def review_command(
-    ledger_path: Path | None,
-    open_next: bool,
-    by: str | None,
-    unlabelled: bool,
-    kinds: tuple[str, ...],
-    limit: int,
-    as_json: bool,
-) -> None:
-    """The review queue: runs a judge refused (self-judging), runs whose judges disagree, and
-    runs nobody has labelled, each with why it is there. A person's label takes a run out."""
-    import json
-
-    from agentledger.cli.output import print_rows
-    from agentledger.labels.review import review_queue, review_queue_page
-
-    if open_next and not _on_terminal():
-        raise click.UsageError("review --next asks questions: run it on a terminal")
-    kinds = kinds or ("agent",)
-    with open_ledger(ledger_path) as ledger:
-        if open_next:
-            head = review_queue_page(ledger, limit=1, unlabelled=unlabelled, kinds=kinds).items
-            if not head:
-                click.echo("Nothing waits for review.")
-                return
-            item = head[0]
-            click.echo(f"Next in the queue ({', '.join(item.reasons)}): {item.run_id}")
-            _walk_through(ledger, item.run_id, _labeller(by))
-            return
-        if as_json:
-            queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds)
-        else:  # the first `limit` runs only, and what the whole queue holds
-            found = review_queue_page(ledger, limit=limit, unlabelled=unlabelled, kinds=kinds)
-    if as_json:
-        rows = [
-            {
-                "run_id": item.run_id,
-                "model": item.model,
-                "scenario": item.scenario,
-                "why": list(item.reasons),
-                "detail": list(item.detail),
-                "skipped_reason": item.skipped_reason,
-            }
-            for item in queue
-        ]
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    if not found.items:
-        click.echo("Nothing waits for review.")
-        return
-    print_rows(
-        ["RUN_ID", "MODEL", "WHY", "DETAIL"],
-        [
-            (item.run_id, item.model, ", ".join(item.reasons), " | ".join(item.detail))
-            for item in found.items
-        ],
-    )
-    shown = f"showing {limit} of {found.total}; " if found.total > limit else ""
-    click.echo(
-        f"{found.total} run(s) wait ({shown}"
-        + ", ".join(f"{n} {why}" for why, n in sorted(found.counts.items()))
-        + "): label the next with agentledger review --next",
-        err=True,
-    )
 
 
 # -- labels import | list | export -------------------------------------------------------------
@@ -403,6 +187,12 @@ _FORMATS = ("csv", "jsonl", "openhands-checker", "openhands-llm-label", "inspect
     help="With --format inspect: the scorer's CORRECT means the unsafe thing happened.",
 )
 @click.option("--dry-run", is_flag=True, help="Check every row; write nothing.")
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Import every label that reads, and list the rows, files and tasks skipped and why "
+    "(without it, any problem imports nothing, every problem listed).",
+)
 @handle_errors
 def labels_import(
     ledger_path: Path | None,
@@ -414,10 +204,13 @@ def labels_import(
     scorer: str | None,
     inverted: bool,
     dry_run: bool,
+    skip_invalid: bool,
 ) -> None:
     """Import labels from PATH: a CSV or JSON lines file, or a data set's own labels.
 
-    Strict: a bad row is an error naming the file, line and field, and nothing is written.
+    Strict: every row (or data set file and task) is checked first, and every problem is listed
+    at once, naming the file, line and field: exit 2, nothing written. --skip-invalid imports
+    the rest and lists what it skipped and why (exit 0).
     """
     from agentledger.labels import LabelStore
     from agentledger.labels.external import inspect_labels, openhands_labels
@@ -427,14 +220,28 @@ def labels_import(
         raise click.UsageError("give the FILE (or folder) to import labels from")
     with open_ledger(ledger_path) as ledger:
         left_out: list[tuple[str, str]] = []
+        skipped_problems: list[tuple[str, str]] = []
         already = skipped = 0
+        if skip_invalid and fmt == "inspect":
+            raise click.UsageError(
+                "--skip-invalid reads a file: it does not go with --format inspect"
+            )
         if fmt == "inspect":
             found = inspect_labels(ledger, scorer=scorer, inverted=inverted)
             labels, left_out, already = found.labels, found.left_out, found.already
         elif fmt in ("openhands-checker", "openhands-llm-label"):
             assert path is not None
-            found = openhands_labels(ledger, path, fmt, source)  # type: ignore[arg-type]
+            with progress_bar("Reading labels") as progress:
+                found = openhands_labels(
+                    ledger,
+                    path,
+                    fmt,  # type: ignore[arg-type]
+                    source,
+                    skip_invalid=skip_invalid,
+                    progress=progress,
+                )
             labels, left_out, already = found.labels, found.left_out, found.already
+            skipped_problems = found.skipped
         else:
             assert path is not None
             labels = read_label_file(
@@ -444,6 +251,7 @@ def labels_import(
                 key=parse_key(key),
                 kind=kind,
                 fmt=fmt,  # type: ignore[arg-type]
+                skipped=skipped_problems if skip_invalid else None,
             )
         store = LabelStore(ledger)
         if dry_run:
@@ -456,10 +264,16 @@ def labels_import(
             skipped = len(there)
     for what, why in left_out:
         click.echo(f"left out {what}: {why}", err=True)
+    if skipped_problems:
+        from agentledger.cli.output import terminal_safe
+
+        for _where, why in skipped_problems:
+            click.echo(f"skipped {terminal_safe(why)}", err=True)
     sources = sorted({label.by.name for label in labels})
     verb = "Would import" if dry_run else "Imported"
     note = f"; {already} already there" if already else ""
     note += f"; {len(left_out)} left out" if left_out else ""
+    note += f"; {len(skipped_problems)} skipped as invalid" if skipped_problems else ""
     named = f" from {', '.join(sources)}" if sources else ""
     click.echo(f"{verb} {len(labels) - skipped} label(s){named}{note}.")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -38,6 +38,9 @@ from agentledger.store.export import (
 from agentledger.store.export_otel import otel_request
 from agentledger.store.export_parquet import PARQUET_FILES, write_parquet
 from agentledger.store.sizes import format_size
+
+if TYPE_CHECKING:
+    from agentledger.store import Ledger
 
 __all__ = ["export_command", "runs_command", "show_command", "sql_command"]
 
@@ -88,6 +91,7 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
             print_rows(ROW_COLUMNS, [tuple(run_row(run).values()) for run in found], "csv")
             return
         total = ledger.count(build_filter(**filters)) if len(found) == limit else len(found)
+        untimed = _untimed(ledger, filters) if not found else 0
     rows = [
         (
             run.run_id,
@@ -104,6 +108,13 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
     ]
     if not rows:
         click.echo("No runs match.", err=True)
+        if untimed:
+            click.echo(
+                f"{untimed} run(s) matching the other filters have no start time, so "
+                "--since / --until cannot place them (traces with local times: import them "
+                "with --timezone).",
+                err=True,
+            )
         return
     print_rows(
         [
@@ -121,6 +132,14 @@ def runs_command(ledger_path: Path | None, limit: int | None, fmt: str, **filter
     )
     if total > len(found):
         click.echo(f"{len(found)} of {total} runs shown (--limit 0 for all).", err=True)
+
+
+def _untimed(ledger: Ledger, filters: dict[str, Any]) -> int:
+    """How many runs the filters would match but for --since / --until, having no start."""
+    if filters.get("since") is None and filters.get("until") is None:
+        return 0
+    others = build_filter(**{**filters, "since": None, "until": None})
+    return sum(1 for run in ledger.runs(others) if not run.started_at)
 
 
 @click.command("show")
@@ -300,7 +319,7 @@ def sql_command(ledger_path: Path | None, query: str, fmt: str) -> None:
     default="run-index",
     show_default=True,
     help="run-index (the seed's run_index.json shape), csv, jsonl, otel (OTLP JSON spans, "
-    "one trace per run) or parquet (a directory of tables: runs, scores, steps; needs "
+    "one trace per run) or parquet (a directory of tables: runs, scores, steps, labels; needs "
     "agentledger[parquet]).",
 )
 @click.option(
@@ -336,8 +355,8 @@ def export_command(
             ) as tmp:
                 tables = write_parquet(ledger, found, tmp)
             click.echo(
-                f"Exported {_runs(tables.runs)}, {tables.scores} scores and {tables.steps} "
-                f"trace steps to {output}",
+                f"Exported {_runs(tables.runs)}, {tables.scores} scores, {tables.steps} "
+                f"trace steps and {tables.labels} labels to {output}",
                 err=True,
             )
             return

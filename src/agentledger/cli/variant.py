@@ -19,6 +19,8 @@ from agentledger.cli.common import (
 from agentledger.cli.output import emit, terminal_safe
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentledger.gates.variants.spec import VariantEvaluation
     from agentledger.records.decisions import Decision
     from agentledger.store import Ledger
@@ -231,7 +233,11 @@ def variant_evaluate(
     help="Runs at the same time.",
 )
 @click.option("--no-cache", is_flag=True, help="Call the model even when a cached answer exists.")
-@click.option("--plan", is_flag=True, help="Only print the runs that are missing; run nothing.")
+@click.option(
+    "--plan",
+    is_flag=True,
+    help="Only print the runs that are missing; run nothing, create no ledger.",
+)
 @_decision_options
 @handle_errors
 def variant_run(
@@ -277,19 +283,13 @@ def variant_run(
 
         with open_ledger(root) as existing:
             DecisionStore(existing).check_supersedes("variant", supersedes)
+    if plan:
+        _print_plan(root, lambda ledger: plan_missing(ledger, loaded, agent))
+        return
     ledger, created = Ledger.open_or_init(root)
     try:
         if created:
             click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
-        if plan:
-            missing, plan_notes = plan_missing(ledger, loaded, agent)
-            for item in missing:
-                click.echo(f"{item.role}  {item.model}  {item.scenario}  {item.count} run(s)")
-            if not missing:
-                click.echo("Nothing is missing.")
-            for note in plan_notes:
-                click.echo(f"Note: {terminal_safe(note)}", err=True)
-            return
 
         def on_run(run: Any) -> None:
             if not as_json:
@@ -338,3 +338,34 @@ def variant_run(
         _interrupted(0, "the evaluation")
     finally:
         ledger.close()
+
+
+def _print_plan(root: Path, missing_in: Callable[[Ledger], tuple[list[Any], list[str]]]) -> None:
+    """Print the runs a variant run would make; a ledger that does not exist yet is not
+    created (every run is missing: planned against an empty ledger in a temporary folder)."""
+    import tempfile
+
+    from agentledger.errors import LedgerNotFoundError
+    from agentledger.store import Ledger
+
+    try:
+        ledger = Ledger.open(root)
+    except LedgerNotFoundError:
+        click.echo(
+            f"No ledger at {terminal_safe(str(root))} yet (none is created): every run is missing.",
+            err=True,
+        )
+        with (
+            tempfile.TemporaryDirectory(prefix="agentledger-plan-") as scratch,
+            Ledger.init(Path(scratch) / "ledger") as empty,
+        ):
+            missing, notes = missing_in(empty)
+    else:
+        with ledger:
+            missing, notes = missing_in(ledger)
+    for item in missing:
+        click.echo(f"{item.role}  {item.model}  {item.scenario}  {item.count} run(s)")
+    if not missing:
+        click.echo("Nothing is missing.")
+    for note in notes:
+        click.echo(f"Note: {terminal_safe(note)}", err=True)

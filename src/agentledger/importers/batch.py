@@ -31,6 +31,7 @@ from agentledger.importers.plan import (
     ImportOptions,
     ImportPlan,
     ImportReport,
+    PlannedRun,
     Progress,
     duplicate_run_id,
 )
@@ -63,6 +64,8 @@ class ImportedRun:
     run_id: str
     directory: Path
     identical: bool
+    original: str | None = None
+    """The sha256 of the trace file it was read from (None for a run directory)."""
 
 
 class PreparedImport(ABC):
@@ -73,6 +76,8 @@ class PreparedImport(ABC):
 
     def __init__(self, runs: list[ImportedRun]) -> None:
         self.runs = runs
+        self.skipped: list[tuple[str, str]] = []
+        """(path, why) of the runs left out under `ImportOptions.skip_invalid`."""
 
     @property
     def new_runs(self) -> list[ImportedRun]:
@@ -97,9 +102,18 @@ class PreparedImport(ABC):
         self.close()
 
 
+def _original(run: PlannedRun) -> str | None:
+    """The sha256 of the trace file a planned run was read from, if it was."""
+    digest = (run.metadata.source or {}).get("original_sha256")
+    return digest if isinstance(digest, str) else None
+
+
 class _InProcess(PreparedImport):
     def __init__(self, plan: ImportPlan) -> None:
-        super().__init__([ImportedRun(r.run_id, r.directory, r.identical) for r in plan.runs])
+        super().__init__(
+            [ImportedRun(r.run_id, r.directory, r.identical, _original(r)) for r in plan.runs]
+        )
+        self.skipped = list(plan.skipped)
         self.plan = plan
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
@@ -160,7 +174,8 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
             real_paths=real_paths,
             unchecked=unchecked,
         )
-        outbox.send(("planned", [(run.run_id, run.identical) for run in plan.runs]))
+        planned = [(run.run_id, run.identical, _original(run)) for run in plan.runs]
+        outbox.send(("planned", (planned, plan.skipped)))
         try:
             order = inbox.recv()
         except EOFError:  # the parent went away: write nothing
@@ -303,14 +318,20 @@ class _Workers(PreparedImport):
                 real_paths=[real for _path, real in own],
                 unchecked=unchecked,
             )
-            planned = [[(run.run_id, run.identical) for run in self.plan.runs], *phase.finish()]
+            own_planned = [(run.run_id, run.identical, _original(run)) for run in self.plan.runs]
+            planned = [(own_planned, self.plan.skipped), *phase.finish()]
             seen: dict[str, Path] = {}
-            for share, results in zip(shares, planned, strict=True):
-                for (directory, _real), (run_id, identical) in zip(share, results, strict=True):
+            for share, (results, skipped) in zip(shares, planned, strict=True):
+                self.skipped.extend((str(path), str(why)) for path, why in skipped)
+                left_out = {path for path, _why in skipped}
+                kept = [entry for entry in share if str(entry[0]) not in left_out]
+                for (directory, _real), (run_id, identical, original) in zip(
+                    kept, results, strict=True
+                ):
                     if run_id in seen:
                         raise duplicate_run_id(run_id, seen[run_id], directory)
                     seen[run_id] = directory
-                    self.runs.append(ImportedRun(run_id, directory, identical))
+                    self.runs.append(ImportedRun(run_id, directory, identical, original))
         except BaseException:
             # Nothing is written while runs are checked: no need to let the workers finish.
             for worker in self.workers:

@@ -147,13 +147,17 @@ def plan_runs(
 
         plan_one = planner(options.format)
     try:
-        runs = _plan_each(run_dirs, ctx, plan_one, real_paths, progress)
+        runs, skipped = _plan_each(run_dirs, ctx, plan_one, real_paths, progress)
     except BaseException:
         if ctx.spool is not None:
             shutil.rmtree(ctx.spool, ignore_errors=True)
         raise
     return ImportPlan(
-        runs=runs, max_artifact_bytes=limit, batch_size=options.batch_size, spool=ctx.spool
+        runs=runs,
+        max_artifact_bytes=limit,
+        batch_size=options.batch_size,
+        spool=ctx.spool,
+        skipped=skipped,
     )
 
 
@@ -163,23 +167,41 @@ def _plan_each(
     plan_one: Callable[[Path, PlanContext, str | None], PlannedRun],
     real_paths: Sequence[str] | None,
     progress: Progress | None,
-) -> list[PlannedRun]:
+) -> tuple[list[PlannedRun], list[tuple[str, str]]]:
+    """The planned runs, and (path, why) of those that cannot be imported: skipped under
+    `skip_invalid`; otherwise the one problem raised as it is, or several in one InputError."""
     runs: list[PlannedRun] = []
+    problems: list[tuple[str, str, InputError]] = []
     seen: dict[str, Path] = {}
     with _fewer_collections():
         for done, run_dir in enumerate(run_dirs, start=1):
-            run = plan_one(run_dir, ctx, real_paths[done - 1] if real_paths else None)
-            # What the ledger will write for the run must fit the index and read back: checked
-            # now, so that a bad value refuses the import before anything is written.
-            check_storable(run.metadata, f"{run_dir}: the ledger's {METADATA} of this run")
-            check_storable(run.summary, f"{run_dir}: the ledger's {SUMMARY} of this run")
+            try:
+                run = plan_one(run_dir, ctx, real_paths[done - 1] if real_paths else None)
+                # What the ledger will write for the run must fit the index and read back:
+                # checked now, so that a bad value refuses the import before anything is
+                # written.
+                check_storable(run.metadata, f"{run_dir}: the ledger's {METADATA} of this run")
+                check_storable(run.summary, f"{run_dir}: the ledger's {SUMMARY} of this run")
+            except InputError as exc:
+                problems.append((str(run_dir), " ".join(str(exc).split()), exc))
+                if progress:
+                    progress(done, len(run_dirs))
+                continue
             if run.run_id in seen:
                 raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
             seen[run.run_id] = run_dir
             runs.append(run)
             if progress:
                 progress(done, len(run_dirs))
-    return runs
+    if problems and not ctx.options.skip_invalid:
+        if len(problems) == 1:
+            raise problems[0][2]
+        lines = "\n".join(f"  {why}" for _path, why, _exc in problems)
+        raise InputError(
+            f"{len(problems)} runs cannot be imported; nothing was written (--skip-invalid "
+            f"imports the rest and lists these):\n{lines}"
+        )
+    return runs, [(path, why) for path, why, _exc in problems]
 
 
 def plan_import(

@@ -94,6 +94,8 @@ def _detect_one(path: Path) -> str:
     kinds = _folder_kinds(path)
     if any(path.glob("*/traj_*.json")):
         kinds.setdefault("openhands", []).append(next(path.glob("*/traj_*.json")))
+    if not kinds:
+        _suggest_deeper(path)
     if len(kinds) > 1:
         shown = "; ".join(
             f"{kind}: {', '.join(p.name for p in files[:3])}{', ...' if len(files) > 3 else ''}"
@@ -104,6 +106,34 @@ def _detect_one(path: Path) -> str:
             f"--format ({', '.join(sorted(FORMATS))}), which reads only that format's files"
         )
     return next(iter(kinds), DIRECTORY)
+
+
+def _suggest_deeper(path: Path) -> None:
+    """A folder with no run directory at its top but OpenHands trajectories deeper (a data
+    set's root above `evaluation/<model>/traj_*.json`): an InputError naming the format,
+    rather than the run directory layout's error about the folder itself."""
+    if any(_run_files().fullmatch(entry.name) for entry in _entries(path)):
+        return
+    for pattern in ("*/*/traj_*.json", "*/*/*/traj_*.json"):
+        found = next(path.glob(pattern), None)
+        if found is not None and not any(
+            _run_files().fullmatch(entry.name)
+            for child in _entries(path)
+            if child.is_dir()
+            for entry in _entries(child)
+        ):
+            raise InputError(
+                f"{path}: no run directories here, but OpenHands trajectories below it (e.g. "
+                f"{found.relative_to(path)}); import them with --format openhands, which reads "
+                "the traj_*.json files at any depth"
+            )
+
+
+def _entries(path: Path) -> list[Path]:
+    try:
+        return list(path.iterdir())
+    except OSError:
+        return []
 
 
 # How many of a folder's files are looked into to tell its format.

@@ -64,6 +64,11 @@ class ImportOptions:
     batch_size: int = 200
     workers: int | None = None
     format: str | None = None  # an importers.formats name; None: detected from the paths
+    timezone: str | None = None
+    """The IANA zone of trace times written without one (None: such times stay unzoned)."""
+    skip_invalid: bool = False
+    """Leave out the runs that cannot be imported (listed in the plan's `skipped`) and import
+    the rest; without it, any such run refuses the whole import, every problem listed."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,8 @@ class ImportPlan:
     """The directory where files planning made wait for sealing, when memory could not hold
     them all (`run_plan.PlanContext.keep_made`); removed by `discard`, or when the plan is
     freed or the process ends."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(path, why) of the runs left out under `ImportOptions.skip_invalid`."""
     _discard: weakref.finalize[..., Any] | None = field(
         init=False, repr=False, compare=False, default=None
     )

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -220,15 +220,62 @@ def _identity(
         if name not in values and stated:
             values[name] = stated
             kinds[name] = kind
+    if kinds.get("model") == "trace":
+        values["model"] = model_without_route(values["model"])
     return values, kinds, tags
 
 
-def _times(times: Sequence[datetime]) -> tuple[datetime | None, datetime | None, Any]:
+# LiteLLM's provider prefixes: `openai/neulab/claude-3-7-sonnet-20250219` is the model
+# claude-3-7-sonnet-20250219 reached through an OpenAI-compatible router called neulab.
+_ROUTER_PREFIXES = frozenset(
+    (
+        "openai", "anthropic", "azure", "azure_ai", "bedrock", "vertex_ai", "gemini",
+        "openrouter", "together_ai", "groq", "deepseek", "mistral", "ollama", "ollama_chat",
+        "huggingface", "litellm_proxy", "hosted_vllm", "fireworks_ai", "deepinfra",
+        "cohere", "xai", "perplexity", "sagemaker", "watsonx", "databricks", "cerebras",
+    )
+)  # fmt: skip
+
+
+def time_zone(name: str) -> tzinfo:
+    """The IANA time zone `name` (Europe/Berlin, UTC); InputError naming --timezone if unknown."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InputError(
+            f"--timezone {name!r}: not a time zone name (an IANA name, e.g. Europe/Berlin or UTC)"
+        ) from None
+
+
+def model_without_route(model: str) -> str:
+    """The model a LiteLLM route names (`openai/neulab/claude-x` -> `claude-x`); a name that
+    does not start with a router's provider prefix (`gpt-4o`, `meta-llama/Llama-3`) is kept.
+    The route itself stays in the run's metadata (`source.model_in_trace`)."""
+    parts = model.split("/")
+    if len(parts) > 1 and parts[0].lower() in _ROUTER_PREFIXES and parts[-1]:
+        return parts[-1]
+    return model
+
+
+def _times(
+    times: Sequence[datetime], zone: str | None = None
+) -> tuple[datetime | None, datetime | None, Any]:
     """started_at and ended_at when the trace's times carry a zone; else the local times
     (first and last, for a duration). Times some with a zone and some without give neither:
-    the two cannot be put on one clock."""
+    the two cannot be put on one clock. With `zone` (an IANA name, `--timezone`), times
+    without a zone are read as local times of that zone, and the metadata says so."""
     if not times:
         return None, None, None
+    if zone is not None and any(moment.tzinfo is None for moment in times):
+        place = time_zone(zone)
+        zoned_times = [m if m.tzinfo else m.replace(tzinfo=place) for m in times]
+        return (
+            min(zoned_times),
+            max(zoned_times),
+            {"time_zone": f"{zone}: the trace's times carry no zone; read as {zone} (--timezone)"},
+        )
     zoned = sum(1 for moment in times if moment.tzinfo is not None)
     if zoned == len(times):
         return min(times), max(times), None
@@ -361,7 +408,7 @@ def plan_trace_run(
         if text is not None:
             data = text.encode("utf-8")
             artifacts.append(PlannedArtifact(name, None, len(data), data))
-    started, ended, local = _times(built.times)
+    started, ended, local = _times(built.times, ctx.options.timezone)
     if started is None and local is None and facts.started_at and facts.started_at.tzinfo:
         started, ended = facts.started_at, facts.ended_at
     if local is not None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INVESTIGATION_KINDS",
+    "PACK_NEEDS",
     "REQUIREMENTS",
     "CriteriaPack",
     "Criterion",
@@ -41,6 +42,11 @@ __all__ = [
 Severity = Literal["high", "medium", "low"]
 REQUIREMENTS = ("report", "shell_audit", "snapshot", "trace")
 """What a criterion may require of a run; a run that lacks one gets null for it."""
+PACK_NEEDS = ("report", "shell_log", "snapshot", "trace", "expected_root_cause", "ops_task")
+"""What a pack may need of a run to apply to it at all (`needs:`); a run that lacks one gets
+a `not-applicable` score with the reason, never Safe or Uncertain. `ops_task`: the run is
+about an infrastructure fault (it carries an ops scenario, its expected root cause is known,
+or its report states a root cause or a remediation)."""
 INVESTIGATION_KINDS: tuple[RunKind, ...] = ("agent", "sentinel", "variant")
 """The run kinds a pack applies to unless it says otherwise: the runs in which an agent
 investigated and reported (a fixture execution is scored by its fixture's properties)."""
@@ -107,6 +113,13 @@ class CriteriaPack(Record):
             "another kind, with the reason, and never calls it Safe."
         ),
     )
+    needs: list[str] = Field(
+        default_factory=list,
+        description=(
+            f"What a run must hold for the pack to apply to it ({', '.join(PACK_NEEDS)}); a "
+            "run without it gets `not-applicable` with the reason, never a verdict."
+        ),
+    )
     developed_against: list[DevelopedAgainst] = Field(
         default_factory=list,
         description=(
@@ -114,6 +127,14 @@ class CriteriaPack(Record):
             "optionally a split's part): `agreement` never grades them on those labels."
         ),
     )
+
+    @field_validator("needs")
+    @classmethod
+    def _known_needs(cls, value: list[str]) -> list[str]:
+        unknown = [item for item in value if item not in PACK_NEEDS]
+        if unknown:
+            raise ValueError(f"unknown need {unknown[0]!r}; choose from {', '.join(PACK_NEEDS)}")
+        return value
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CriteriaPack:
@@ -131,7 +152,9 @@ class CriteriaPack(Record):
         # keeps the same digest, so their judges keep their ids and their scores stay current.
         if tuple(self.applies_to) == INVESTIGATION_KINDS:
             del content["applies_to"]
-        # Likewise a pack that declares no development labels.
+        # Likewise a pack that declares no needs, or no development labels.
+        if not self.needs:
+            del content["needs"]
         if not self.developed_against:
             del content["developed_against"]
         # And criteria without a reference trajectory.

@@ -5,6 +5,9 @@ made by the judge model's own family is not sent to it: it gets a `skipped` scor
 reason, and lands in the human review queue (`agentledger review`). A run of a kind the
 judge's pack does not apply to (a fixture execution, for the remediation-safety pack) gets no
 score at all, so no verdict, Safe least of all: it is listed in `not_applicable` with the reason.
+A run of a kind it judges but without what the pack needs (`needs:`, e.g. an infrastructure
+fault for remediation-safety) gets a `not-applicable` score with the reason: counted apart,
+and not looked at again by the same judge.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from agentledger.errors import RecordError, RecordExistsError
 from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.judges.applicability import not_applicable_reason
 from agentledger.judges.base import (
     CriteriaPack,
     ExpectedDiagnosis,
@@ -29,7 +33,7 @@ from agentledger.judges.inputs import load_judge_input
 from agentledger.judges.scores import ScoreStore, score_row
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.limits import check_storable
-from agentledger.records.scores import UNSCORED, JudgeInfo, Score
+from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, JudgeInfo, Score
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.journal_upkeep import accept_records
@@ -87,6 +91,20 @@ class ScoringReport:
         """On how many of the newly scored runs each criterion fired."""
         return Counter(criterion for score in self.scored for criterion in score.fired())
 
+    def coverage(self) -> list[tuple[str, int, int, str | None]]:
+        """Per criterion of the new scores that carry criteria: (criterion, runs it could
+        tell, runs judged, the first reason it could not tell), in the pack's order."""
+        judged = [score for score in self.scored if score.criteria]
+        order: dict[str, list[Any]] = {}
+        for score in judged:
+            for result in score.criteria:
+                entry = order.setdefault(result.criterion, [0, None])
+                if result.fired is not None:
+                    entry[0] += 1
+                elif entry[1] is None:
+                    entry[1] = result.reason
+        return [(name, told, len(judged), why) for name, (told, why) in order.items()]
+
     def diagnoses(self) -> Counter[bool | None]:
         """Diagnosis results of the new scores: True correct, False incorrect, None unknown."""
         return Counter(score.diagnosis.correct for score in self.scored if score.diagnosis)
@@ -138,6 +156,16 @@ def _score(
     run: JudgeInput,
     self_judging: SelfJudgingCheck | None,
 ) -> Score:
+    outside = not_applicable_reason(judge.pack, run)
+    if outside is not None:
+        return Score(
+            run_id=run.run_id,
+            judge_id=judge_id,
+            judge=_info(judge),
+            identity=identity,
+            verdict=NOT_APPLICABLE,
+            skipped_reason=outside,
+        )
     refusal = self_judging(run, judge) if self_judging is not None else None
     if refusal is not None:
         return Score(

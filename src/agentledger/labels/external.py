@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,7 +46,8 @@ __all__ = [
 
 ExternalFormat = Literal["openhands-checker", "openhands-llm-label"]
 EXTERNAL_FORMATS: tuple[str, ...] = ("openhands-checker", "openhands-llm-label", "inspect")
-_LLM_LABEL = re.compile(r"^\s*Label:\s*(-?\d+)\s*$")
+# "Label: 2"; a few files of the data set say "Label: Label: 2", which means the same.
+_LLM_LABEL = re.compile(r"^\s*(?:Label:\s*)+(-?\d+)\s*$")
 _MAX_FILE = 64 * 1024 * 1024
 
 
@@ -59,6 +60,29 @@ class ExternalLabels:
     """(what, why): a task the source could not judge, ..."""
     already: int = 0
     """Labels the source had given those runs already (not given again)."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(where, why): files or tasks that could not be read or matched, skipped because the
+    caller asked to skip them (`skip_invalid`)."""
+
+
+def _problem_text(exc: Exception) -> str:
+    """`exc` as one line naming file and field (RecordError says both)."""
+    return " ".join(str(exc).split())
+
+
+def _settle(out: ExternalLabels, problems: list[tuple[str, str]], skip_invalid: bool) -> None:
+    """Every problem at once: an InputError listing them all (nothing is written), or, with
+    `skip_invalid`, the list of what is skipped and why."""
+    if not problems:
+        return
+    if skip_invalid:
+        out.skipped.extend(problems)
+        return
+    lines = "\n".join(f"  {why}" for _where, why in problems)
+    raise InputError(
+        f"{len(problems)} problem(s); nothing was imported (--skip-invalid imports the rest "
+        f"and lists these):\n{lines}"
+    )
 
 
 def _read_json(path: Path) -> Any:
@@ -134,11 +158,21 @@ def _llm_verdict(entry: Any, where: str, task: str) -> str | None:
 
 
 def openhands_labels(
-    ledger: Ledger, folder: Path, fmt: ExternalFormat, source: str | None = None
+    ledger: Ledger,
+    folder: Path,
+    fmt: ExternalFormat,
+    source: str | None = None,
+    *,
+    skip_invalid: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ExternalLabels:
     """The OpenAgentSafety labels under `folder` (one model's folder or a folder of them) as
-    labels of the runs imported from the trajectories beside them; RecordError naming the
-    file and task on the first that cannot be read or matched."""
+    labels of the runs imported from the trajectories beside them.
+
+    Every file and task that cannot be read or matched (a checker with no trajectory beside
+    it, a label that is not 'Label: N') is a problem; all of them are raised at once in one
+    InputError, or, with `skip_invalid`, listed in `skipped` while the rest are labelled.
+    `progress(done, total)` is called once per file."""
     pattern = "eval_*.json" if fmt == "openhands-checker" else "*_safety_eval_results.json"
     if folder.is_file():  # one file of the data set, given itself
         if not fnmatch.fnmatch(folder.name, pattern):
@@ -154,40 +188,75 @@ def openhands_labels(
     runs = _Runs(ledger)
     out = ExternalLabels()
     found: list[tuple[str, str | None, str, str]] = []  # run, verdict, reason, detail
-    if fmt == "openhands-checker":
-        for path in files:
-            task = path.name.removeprefix("eval_").removesuffix(".json")
-            where = str(path)
-            data = _read_json(path)
-            verdict = _checker_verdict(data, where)
-            run_id = runs.of(path.parent, task, where)
-            if verdict is None:
-                out.left_out.append((f"{path}", "no final_score"))
-                continue
-            final = data["final_score"]
-            reason = (
-                f"post-state checker: final_score.result {final.get('result')} of "
-                f"{final.get('total')}"
-            )
-            found.append((run_id, verdict, reason, str(path.relative_to(base))))
-    else:
-        for path in files:
-            where = str(path)
-            data = _read_json(path)
-            if not isinstance(data, dict):
-                raise RecordError(
-                    where, f"expected an object of tasks, found {type(data).__name__}"
-                )
-            for task in sorted(data):
-                verdict = _llm_verdict(data[task], where, task)
-                run_id = runs.of(path.parent, task, where)
-                if verdict is None:
-                    out.left_out.append((f"{path} {task}", "the LLM judge could not judge (-1)"))
-                    continue
-                reason = f"LLM judge: {data[task]['llm_label']}"
-                found.append((run_id, verdict, reason, f"{path.relative_to(base)} {task}"))
+    problems: list[tuple[str, str]] = []
+    read = _checker_file if fmt == "openhands-checker" else _llm_label_file
+    for done, path in enumerate(files, 1):
+        read(path, base, runs, out, found, problems)
+        if progress is not None:
+            progress(done, len(files))
+    _settle(out, problems, skip_invalid)
     _collect(ledger, out, name, found)
     return out
+
+
+_Found = list[tuple[str, str | None, str, str]]
+
+
+def _checker_file(
+    path: Path,
+    base: Path,
+    runs: _Runs,
+    out: ExternalLabels,
+    found: _Found,
+    problems: list[tuple[str, str]],
+) -> None:
+    task = path.name.removeprefix("eval_").removesuffix(".json")
+    where = str(path)
+    try:
+        data = _read_json(path)
+        verdict = _checker_verdict(data, where)
+        run_id = runs.of(path.parent, task, where)
+    except InputError as exc:
+        problems.append((where, _problem_text(exc)))
+        return
+    if verdict is None:
+        out.left_out.append((f"{path}", "no final_score"))
+        return
+    final = data["final_score"]
+    reason = f"post-state checker: final_score.result {final.get('result')} of {final.get('total')}"
+    found.append((run_id, verdict, reason, str(path.relative_to(base))))
+
+
+def _llm_label_file(
+    path: Path,
+    base: Path,
+    runs: _Runs,
+    out: ExternalLabels,
+    found: _Found,
+    problems: list[tuple[str, str]],
+) -> None:
+    where = str(path)
+    try:
+        data = _read_json(path)
+    except InputError as exc:
+        problems.append((where, _problem_text(exc)))
+        return
+    if not isinstance(data, dict):
+        problem = RecordError(where, f"expected an object of tasks, found {type(data).__name__}")
+        problems.append((where, _problem_text(problem)))
+        return
+    for task in sorted(data):
+        try:
+            verdict = _llm_verdict(data[task], where, task)
+            run_id = runs.of(path.parent, task, where)
+        except InputError as exc:
+            problems.append((f"{where} {task}", _problem_text(exc)))
+            continue
+        if verdict is None:
+            out.left_out.append((f"{path} {task}", "the LLM judge could not judge (-1)"))
+            continue
+        reason = f"LLM judge: {data[task]['llm_label']}"
+        found.append((run_id, verdict, reason, f"{path.relative_to(base)} {task}"))
 
 
 def _collect(

@@ -1,7 +1,8 @@
 """The review queue, and what a person sees of a run before labelling it.
 
 A run waits for a person when a judge refused it (self-judging: the score is `skipped`), when
-its judges disagree on the verdict, or when nobody has labelled it; a current label by a
+judges of the same criteria pack disagree on its verdict (two packs judge different things:
+their verdicts differing is no disagreement), or when nobody has labelled it; a current label by a
 person takes it out of the queue. Refused runs come first, then disagreements, then the
 unlabelled, each newest first.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from agentledger.errors import RunNotFoundError
 from agentledger.records import decode_json
 from agentledger.records.labels import Label
-from agentledger.records.scores import Score
+from agentledger.records.scores import Score, unscored_reason
 from agentledger.records.trace import TRACE
 from agentledger.store.index import IndexedRun, RunFilter
 
@@ -79,28 +80,36 @@ def _before(a: IndexedRun, b: IndexedRun) -> bool:
     return a.run_id < b.run_id
 
 
-def _verdicts(ledger: Ledger, run_ids: list[str]) -> dict[str, set[str]]:
-    """Each run's judges and what they said (``judge_id Verdict``), refusals left out: from
-    the index's verdict column, a few thousand runs a query; a score the index counts as
-    ``unscored`` is said as its record says it."""
-    said: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
-    unscored: set[str] = set()
-    for start in range(0, len(run_ids), 5000):
-        for row in ledger.index.verdicts_of(run_ids[start : start + 5000]):
-            if row.verdict == "unscored":
-                unscored.add(row.run_id)
-            elif row.verdict != "skipped":
-                said[row.run_id].add(f"{row.judge_id} {row.verdict}")
-    for run_id in unscored:  # rare: read the run's score records
-        said[run_id] = {
-            f"{score['judge_id']} {score['verdict']}"
-            for score in map(json.loads, ledger.index.scores_of(run_id))
-            if score["verdict"] != "skipped"
-        }
-    return said
+_NO_VERDICT = ("skipped", "not-applicable")
 
 
-def _flagged(ledger: Ledger, kinds: tuple[str, ...]) -> list[tuple[QueueItem, IndexedRun]]:
+def _disagreements(ledger: Ledger, run_ids: list[str]) -> dict[str, str]:
+    """The runs of `run_ids` on which judges of one criteria pack give different verdicts,
+    each with what they said (``pack: judge_id Verdict; judge_id Verdict``). Judges of two
+    packs judge different criteria: their verdicts differing is no disagreement. Refusals,
+    runs a pack does not apply to, and unscored answers say nothing either way."""
+    found: dict[str, str] = {}
+    for run_id in run_ids:
+        by_pack: dict[str, dict[str, str]] = {}
+        for score in map(json.loads, ledger.index.scores_of(run_id)):
+            verdict = score.get("verdict")
+            if verdict in _NO_VERDICT or unscored_reason(verdict, score.get("criteria") or []):
+                continue
+            pack = str((score.get("judge") or {}).get("pack") or "?")
+            by_pack.setdefault(pack, {})[str(score.get("judge_id"))] = str(verdict)
+        split = [
+            f"{pack}: " + "; ".join(f"{judge} {verdict}" for judge, verdict in sorted(said.items()))
+            for pack, said in sorted(by_pack.items())
+            if len(set(said.values())) > 1
+        ]
+        if split:
+            found[run_id] = " | ".join(split)
+    return found
+
+
+def _flagged(
+    ledger: Ledger, kinds: tuple[str, ...], allowed: set[str] | None = None
+) -> list[tuple[QueueItem, IndexedRun]]:
     """The runs of `kinds` a judge refused or whose judges disagree, that no person has
     labelled: refused first, then disagreements, each newest first. They are few (each
     needs a score), so they are built whole."""
@@ -108,14 +117,18 @@ def _flagged(ledger: Ledger, kinds: tuple[str, ...]) -> list[tuple[QueueItem, In
     details: dict[str, list[tuple[Why, str]]] = {}
     refused: dict[str, str | None] = {}
     for skipped in ledger.index.skipped_scores():
-        if skipped.run_id not in people:
+        if skipped.run_id not in people and (allowed is None or skipped.run_id in allowed):
             refused.setdefault(skipped.run_id, skipped.skipped_reason)
             details.setdefault(skipped.run_id, []).append(
                 ("refused", _refusal(skipped.judge_id, skipped.skipped_reason))
             )
-    disagreeing = [run_id for run_id in ledger.index.disagreeing_runs() if run_id not in people]
-    for run_id, verdicts in _verdicts(ledger, disagreeing).items():
-        details.setdefault(run_id, []).append(("disagreement", "; ".join(sorted(verdicts))))
+    disagreeing = [
+        run_id
+        for run_id in ledger.index.disagreeing_runs()
+        if run_id not in people and (allowed is None or run_id in allowed)
+    ]
+    for run_id, said in _disagreements(ledger, disagreeing).items():
+        details.setdefault(run_id, []).append(("disagreement", said))
     runs = ledger.index.get_many(list(details))
     items: list[tuple[int, str, str, QueueItem, IndexedRun]] = []
     for run_id, reasons in details.items():
@@ -155,14 +168,18 @@ def review_queue_page(
     limit: int | None = None,
     unlabelled: bool = True,
     kinds: tuple[str, ...] = ("agent",),
+    run_filter: RunFilter | None = None,
 ) -> QueuePage:
-    """The queue of `review_queue` from `offset`, at most `limit` runs (all with None).
+    """The queue of `review_queue` from `offset`, at most `limit` runs (all with None);
+    with `run_filter`, only the runs it selects (by model, scenario, tag, ...).
 
     The unlabelled runs are paged in the index, never all loaded: of them, only those also
     refused or disagreed on (listed once, with that reason) are looked at here, to find where
     the window starts among the rest.
     """
-    flagged = _flagged(ledger, kinds)
+    chosen = replace(run_filter or RunFilter(), kinds=kinds, limit=None, offset=0)
+    allowed = {run.run_id for run in ledger.runs(chosen)} if run_filter is not None else None
+    flagged = _flagged(ledger, kinds, allowed)
     counts: Counter[str] = Counter(why for item, _ in flagged for why in item.reasons)
     end = None if limit is None else offset + limit
     items = [item for item, _ in flagged[offset:end]]
@@ -170,7 +187,7 @@ def review_queue_page(
         return QueuePage(items, len(flagged), dict(counts))
     # Runs no person has labelled: an outside source's labels (a benchmark's checker, another
     # judge) are what a person reviews against, not a review.
-    bare = RunFilter(labelled=False, label_source="human", kinds=kinds)
+    bare = replace(chosen, labelled=False, label_source="human")
     # Flagged runs have no person's label either: they are in `bare` too, skipped below.
     shown = [run for _item, run in flagged]
     shown_ids = {run.run_id for run in shown}
@@ -203,12 +220,18 @@ def review_queue_page(
 
 
 def review_queue(
-    ledger: Ledger, *, unlabelled: bool = True, kinds: tuple[str, ...] = ("agent",)
+    ledger: Ledger,
+    *,
+    unlabelled: bool = True,
+    kinds: tuple[str, ...] = ("agent",),
+    run_filter: RunFilter | None = None,
 ) -> list[QueueItem]:
     """Every run of `kinds` (agent runs by default; empty for every kind) waiting for a
     person: refused first, then disagreements, then (with `unlabelled`) runs no one has
     labelled. `review_queue_page` gives a window of it without loading every run."""
-    return review_queue_page(ledger, unlabelled=unlabelled, kinds=kinds).items
+    return review_queue_page(
+        ledger, unlabelled=unlabelled, kinds=kinds, run_filter=run_filter
+    ).items
 
 
 @dataclass(frozen=True)

@@ -269,11 +269,15 @@ def read_label_file(
     key: LabelKey,
     kind: str = "external",
     fmt: FileFormat | None = None,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> list[Label]:
-    """The labels in the file at `path`, every row checked; RecordError on the first bad one.
+    """The labels in the file at `path`, every row checked: a bad row is a RecordError naming
+    its line and field, several are listed at once in one InputError; with `skipped` (a list),
+    bad rows are appended to it as (where, why) instead and the good ones returned.
 
     `source` names who gave them unless a ``source`` column does (the two must agree when both
     are given). Two rows for one run and source are an error: a file says one thing per run.
+    A file that cannot be read or parsed as a whole is an error either way.
     """
     where = str(path)
     try:
@@ -292,12 +296,26 @@ def read_label_file(
     default_source = source_name(source, "--source") if source is not None else None
     resolver = _Resolver(ledger, key)
     labels: list[Label] = []
+    problems: list[RecordError] = []
     seen: dict[tuple[str, str, str], int] = {}
     for row in rows:
-        if len(labels) >= _MAX_ROWS:
+        if len(labels) + len(problems) >= _MAX_ROWS:
             raise RecordError(where, f"more than {_MAX_ROWS} rows", line=row.line)
-        labels.append(_row_label(row, where, key, default_source, kind, resolver, seen))
-    if not labels:
+        try:
+            labels.append(_row_label(row, where, key, default_source, kind, resolver, seen))
+        except RecordError as exc:
+            problems.append(exc)
+    if problems and skipped is None:
+        if len(problems) == 1:
+            raise problems[0]
+        shown = "\n".join(f"  {' '.join(str(exc).split())}" for exc in problems)
+        raise InputError(
+            f"{len(problems)} rows cannot be imported; nothing was imported (--skip-invalid "
+            f"imports the rest and lists these):\n{shown}"
+        )
+    if skipped is not None:
+        skipped.extend((where, " ".join(str(exc).split())) for exc in problems)
+    if not labels and not problems:
         raise RecordError(where, "no labels in the file")
     return labels
 

@@ -34,8 +34,9 @@ __all__ = [
     "selection_value",
 ]
 
-VERDICTS = ("Safe", "Uncertain", "Unsafe", "skipped")
-"""The verdicts a run can be selected by (`skipped`: the judge did not apply to it)."""
+VERDICTS = ("Safe", "Uncertain", "Unsafe", "skipped", "not-applicable")
+"""The verdicts a run can be selected by (`skipped`: the judge may not judge it;
+`not-applicable`: the judge's pack is not about such runs)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def parse_label_verdict(text: str) -> str:
     Labels give Safe, Uncertain or Unsafe; `skipped` is a judge's word, not a labeller's.
     """
     found = parse_verdict(text)
-    if found == "skipped":
+    if found in ("skipped", "not-applicable"):
         raise ValueError(f"'{text}' is not a label verdict: use one of Safe, Uncertain, Unsafe")
     return found
 

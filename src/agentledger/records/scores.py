@@ -21,6 +21,7 @@ from agentledger.records import Record, utc_now
 
 __all__ = [
     "JUDGE_ID",
+    "NOT_APPLICABLE",
     "SCORES_DIR",
     "UNSCORED",
     "VERDICTS",
@@ -39,10 +40,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Verdict = Literal["Safe", "Uncertain", "Unsafe", "skipped"]
+Verdict = Literal["Safe", "Uncertain", "Unsafe", "skipped", "not-applicable"]
+"""`skipped`: the judge may not judge the run (self-judging refused; a person reviews it).
+`not-applicable`: the judge's pack is not about such runs (what the run lacks is in
+`skipped_reason`); counted apart, never Safe or Uncertain."""
 
+NOT_APPLICABLE = "not-applicable"
 
-VERDICTS: tuple[str, ...] = ("Safe", "Uncertain", "Unsafe", "skipped")
+VERDICTS: tuple[str, ...] = ("Safe", "Uncertain", "Unsafe", "skipped", NOT_APPLICABLE)
 
 
 class Evidence(_Strict):
@@ -115,9 +120,11 @@ class Score(Record):
     judge: JudgeInfo = Field(description="The judge, readable.")
     identity: dict[str, Any] = Field(description="Everything the judge id is a hash of.")
     created_at: datetime = Field(default_factory=utc_now, description="When it was scored.")
-    verdict: Verdict = Field(description="Safe, Uncertain, Unsafe, or skipped.")
+    verdict: Verdict = Field(description="Safe, Uncertain, Unsafe, skipped or not-applicable.")
     skipped_reason: str | None = Field(
-        default=None, description="Why the run was not judged (self-judging refused, ...)."
+        default=None,
+        description="Why the run was not judged (self-judging refused, the pack does not "
+        "apply to it, ...).",
     )
     criteria: list[CriterionResult] = Field(
         default_factory=list, description="Per criterion: fired true/false/null with evidence."

@@ -100,9 +100,11 @@ def verdict_bar(entry: VerdictCounts) -> str:
     return out
 
 
-def _verdict_row(entry: VerdictCounts, bar: bool = True) -> list[str]:
+def _verdict_row(entry: VerdictCounts, bar: bool = True, not_applicable: bool = False) -> list[str]:
     row = [entry.group, str(entry.judged)]
     row += [_cell(entry.rate(verdict)) for verdict in VERDICTS]
+    if not_applicable:
+        row.append(str(entry.not_applicable))
     return [*row, str(entry.unscored), verdict_bar(entry)] if bar else row
 
 
@@ -122,8 +124,15 @@ def _verdicts(report: VerdictsReport) -> Section:
                 f"Most often Unsafe: {worst.group}, {worst.counts['Unsafe']} of {worst.judged} "
                 f"judged runs ({worst.rate('Unsafe').percent()})."
             )
-    headers = ["model", "judged", *VERDICTS, "unscored", "bar"]
-    rows = [_verdict_row(entry) for entry in [*report.models, o]]
+    outside = o.not_applicable > 0
+    if outside:
+        summary.append(
+            f"{o.not_applicable} run(s) not applicable: the judge's pack is not about them "
+            "(no verdict, in no share; `agentledger judge` says why)."
+        )
+    headers = ["model", "judged", *VERDICTS, *(["not applicable"] if outside else [])]
+    headers += ["unscored", "bar"]
+    rows = [_verdict_row(entry, not_applicable=outside) for entry in [*report.models, o]]
     chart = charts.stacked_bars(
         "Verdicts by model",
         [
@@ -142,7 +151,7 @@ def _verdicts(report: VerdictsReport) -> Section:
         "Verdicts by model",
         _basis(report.head),
         summary,
-        [Table("Verdict distribution", headers, rows, {1, 2, 3, 4, 5, 6})],
+        [Table("Verdict distribution", headers, rows, set(range(1, len(headers) - 1)))],
         [Chart("verdicts.svg", chart)],
         caveats,
     )

@@ -47,6 +47,7 @@ from agentledger.records.specfiles import read_text_file
 from agentledger.records.trace import TRACE, steps_from_shell_log, trace_bytes
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
+from agentledger.runner.gate_outcome import gate_outcome
 from agentledger.runner.lab_shell import LAB_ENV, LAB_TARGET, LabTarget
 from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
 from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
@@ -532,6 +533,7 @@ def _seal(ledger: Ledger, prepared: PreparedSuite, done: _Finished) -> RunOutcom
             # and its lab: what an outcome is measured in, the same spec, years later.
             writer.add_file(LAB_FILE, done.scenario.directory / LAB_FILE)
         events = _add_outputs(writer, done, notes)
+        outcome = gate_outcome(outcome, done.work.out_dir, events, notes)
         if outcome.status == "ok" and not (done.work.out_dir / "report.md").is_file():
             notes.append("the agent wrote no report.md")
         _add_trace(writer, done, metadata, events, notes)

@@ -8,7 +8,10 @@ Three tables, one file each in the export's directory:
   whole score as JSON;
 - ``steps.parquet``: one row per trace step of every run that has a trace (``run_id``,
   ``index``, the step's fields; its arguments as JSON; ``time`` as written and ``time_utc``
-  where its zone is known).
+  where its zone is known);
+- ``labels.parquet``: one row per label of a person or an outside source: who, the verdict,
+  the criteria said to fire, the diagnosis, whether it is current (no later label of the
+  same run supersedes it) and the whole label as JSON.
 
 pyarrow writes them: it is the optional extra ``agentledger[parquet]``.
 """
@@ -29,7 +32,7 @@ from agentledger.store.ledger import Ledger
 
 __all__ = ["PARQUET_FILES", "TABLES", "ParquetExport", "write_parquet"]
 
-TABLES = ("runs", "scores", "steps")
+TABLES = ("runs", "scores", "steps", "labels")
 PARQUET_FILES = tuple(f"{name}.parquet" for name in TABLES)
 
 
@@ -40,6 +43,7 @@ class ParquetExport:
     runs: int
     scores: int
     steps: int
+    labels: int
 
 
 def _pyarrow() -> Any:
@@ -108,6 +112,23 @@ def _schemas(pa: Any) -> dict[str, Any]:
                 ("criteria_unknown", pa.list_(string)),
                 ("created_at", utc),
                 ("score_json", string),
+            ]
+        ),
+        "labels": pa.schema(
+            [
+                ("run_id", string),
+                ("label_id", string),
+                ("source_kind", string),
+                ("source_name", string),
+                ("verdict", string),
+                ("criteria_fired", pa.list_(string)),
+                ("criteria_not_fired", pa.list_(string)),
+                ("diagnosis_correct", boolean),
+                ("reason", string),
+                ("supersedes", string),
+                ("current", boolean),
+                ("created_at", utc),
+                ("label_json", string),
             ]
         ),
         "steps": pa.schema(
@@ -201,6 +222,36 @@ def _score_row(text: str) -> dict[str, Any]:
     }
 
 
+def _label_rows(texts: list[str]) -> list[dict[str, Any]]:
+    """One run's labels as rows; a label another of them supersedes is not current."""
+    labels = [(json.loads(text), text) for text in texts]
+    superseded = {label.get("supersedes") for label, _text in labels}
+    rows = []
+    for label, text in labels:
+        by = label.get("by") or {}
+        criteria = label.get("criteria") or []
+        rows.append(
+            {
+                "run_id": label.get("run_id"),
+                "label_id": label.get("label_id"),
+                "source_kind": by.get("kind"),
+                "source_name": by.get("name"),
+                "verdict": label.get("verdict"),
+                "criteria_fired": [c.get("criterion") for c in criteria if c.get("fired") is True],
+                "criteria_not_fired": [
+                    c.get("criterion") for c in criteria if c.get("fired") is False
+                ],
+                "diagnosis_correct": label.get("diagnosis_correct"),
+                "reason": label.get("reason"),
+                "supersedes": label.get("supersedes"),
+                "current": label.get("label_id") not in superseded,
+                "created_at": _time(label.get("created_at")),
+                "label_json": text,
+            }
+        )
+    return rows
+
+
 def _step_row(run_id: str, step: TraceStep) -> dict[str, Any]:
     content, gate, source = step.content, step.gate, step.source
     return {
@@ -239,14 +290,16 @@ def _step_row(run_id: str, step: TraceStep) -> dict[str, Any]:
 
 
 def write_parquet(ledger: Ledger, runs: Iterable[IndexedRun], directory: Path) -> ParquetExport:
-    """Write the runs, their scores and their trace steps into `directory` (which the caller
-    has made, empty): ``runs.parquet``, ``scores.parquet``, ``steps.parquet``."""
+    """Write the runs, their scores, trace steps and labels into `directory` (which the
+    caller has made, empty): ``runs.parquet``, ``scores.parquet``, ``steps.parquet``,
+    ``labels.parquet``."""
     pa, pq = _pyarrow()
     schemas = _schemas(pa)
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
     for run in runs:
         rows["runs"].append(_run_row(run))
         rows["scores"] += [_score_row(text) for text in ledger.index.scores_of(run.run_id)]
+        rows["labels"] += _label_rows(list(ledger.index.labels_of(run.run_id)))
         if TRACE in ledger.load(run.run_id).manifest.files:
             steps = parse_trace(
                 ledger.read_bytes(run.run_id, TRACE), ledger.storage.locate(run.run_id, TRACE)

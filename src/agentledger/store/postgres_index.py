@@ -667,7 +667,8 @@ class PostgresIndex(RunIndex):
         # The newest run: the largest (started_at, run_id), a run without a start the oldest.
         rows = self._rows(
             f"{cte}SELECT DISTINCT ON (1) {key}, verdict FROM chosen "
-            "WHERE verdict != 'skipped' ORDER BY 1, coalesce(started_at, '') DESC, run_id DESC",
+            "WHERE verdict NOT IN ('skipped', 'not-applicable') "
+            "ORDER BY 1, coalesce(started_at, '') DESC, run_id DESC",
             params,
         )
         return {key: str(verdict) for key, verdict in rows}
@@ -793,8 +794,10 @@ class PostgresIndex(RunIndex):
 
     def disagreeing_runs(self) -> list[str]:
         rows = self._rows(
-            "WITH split AS (SELECT run_id FROM scores WHERE verdict != 'skipped' "
-            "GROUP BY run_id HAVING count(DISTINCT verdict) > 1) "
+            # Judges of one pack disagree; two packs judge different criteria.
+            "WITH split AS (SELECT DISTINCT run_id FROM scores "
+            "WHERE verdict NOT IN ('skipped', 'not-applicable') "
+            "GROUP BY run_id, pack HAVING count(DISTINCT verdict) > 1) "
             "SELECT r.run_id FROM split JOIN runs r ON r.run_id = split.run_id "
             "ORDER BY r.started_at IS NULL, r.started_at DESC, r.run_id"
         )

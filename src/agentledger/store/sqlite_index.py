@@ -652,7 +652,7 @@ class SQLiteIndex(RunIndex):
         # (SQLite takes it from the row of the max). Unary + as in count_by.
         rows = self.db.execute(
             f"{cte}SELECT +{key}, verdict, max(coalesce(started_at, '') || char(31) || run_id) "
-            "FROM chosen WHERE verdict != 'skipped' GROUP BY 1",
+            "FROM chosen WHERE verdict NOT IN ('skipped', 'not-applicable') GROUP BY 1",
             params,
         )
         return {key: str(verdict) for key, verdict, _newest in rows}
@@ -809,8 +809,10 @@ class SQLiteIndex(RunIndex):
 
     def disagreeing_runs(self) -> list[str]:
         rows = self.db.execute(
-            "WITH split AS (SELECT run_id FROM scores WHERE verdict != 'skipped' "
-            "GROUP BY run_id HAVING count(DISTINCT verdict) > 1) "
+            # Judges of one pack disagree; two packs judge different criteria.
+            "WITH split AS (SELECT DISTINCT run_id FROM scores "
+            "WHERE verdict NOT IN ('skipped', 'not-applicable') "
+            "GROUP BY run_id, pack HAVING count(DISTINCT verdict) > 1) "
             "SELECT r.run_id FROM split JOIN runs r ON r.run_id = split.run_id "
             "ORDER BY r.started_at IS NULL, r.started_at DESC, r.run_id"
         )

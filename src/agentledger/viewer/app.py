@@ -66,8 +66,16 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["short_hash"] = short_hash
+    env.filters["short_judge"] = short_judge
     env.filters["when"] = _when
     return env
+
+
+def short_judge(judge_id: str) -> str:
+    """A judge id short enough for a column and still telling two judges of one kind apart:
+    ``rules-4668cb5b16c9`` -> ``rules-4668cb``."""
+    kind, _, digest = judge_id.rpartition("-")
+    return f"{kind}-{digest[:6]}" if kind else judge_id[:12]
 
 
 class Viewer:
@@ -82,12 +90,19 @@ class Viewer:
 
     def run(self, run_id: str, name: str = "run") -> IndexedRun:
         """The indexed run of an id from the URL: checked as a name first (BadParam), then
-        looked up by exact id (RunNotFoundError: 404)."""
+        looked up by exact id, or by a prefix of one as the CLI takes it (RunNotFoundError:
+        404, naming the runs an ambiguous prefix matches)."""
         from agentledger.viewer.params import run_id_param
 
         checked = run_id_param(run_id, name)
         found = self.ledger.index.get(checked)
         if found is None:
+            matches = self.ledger.index.ids_with_prefix(checked, limit=6)
+            if len(matches) == 1:
+                return self.run(matches[0], name)
+            if matches:
+                shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+                raise RunNotFoundError(f"{checked!r} matches several runs: {shown}")
             if self.ledger.storage.has_run(checked):
                 raise RunNotFoundError(
                     f"run {checked} is sealed but not indexed yet: index it with `agentledger gc`"
@@ -203,8 +218,10 @@ def create_app(
 
     `token`: every request must carry it (see `agentledger.viewer.security`); required by
     `agentledger serve` off loopback. `allowed_hosts`: the Host names answered (loopback names
-    by default; None for any, when a token guards the app). `labeller`: the name the
-    labelling form starts with. `close_ledger`: close the ledger when the app shuts down.
+    by default; None for any, when a token guards the app). `labeller`: the name of the
+    person who started the server (the labelling form does not start with it: every visitor
+    gives their own, which their browser remembers). `close_ledger`: close the ledger when the
+    app shuts down.
     """
 
     @asynccontextmanager

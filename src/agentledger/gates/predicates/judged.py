@@ -95,7 +95,7 @@ class VerdictNotUnsafe(PredicateForm):
 
     def check(self, run: RunView) -> PredicateResult:
         score, named = _judge_score(run, self.verdict_not_unsafe.judge)
-        if score is None or score.verdict == "skipped":
+        if score is None or score.verdict in ("skipped", "not-applicable"):
             return _unjudged(self, run, named, score)
         needle = f'"verdict": "{score.verdict}"'
         where = Evidence(
@@ -128,7 +128,7 @@ class CriterionNotFired(PredicateForm):
     def check(self, run: RunView) -> PredicateResult:
         ref = self.criterion_not_fired
         score, named = _judge_score(run, ref.judge)
-        if score is None or score.verdict == "skipped":
+        if score is None or score.verdict in ("skipped", "not-applicable"):
             return _unjudged(self, run, named, score)
         found = next((c for c in score.criteria if c.criterion == ref.criterion), None)
         facts: dict[str, Any] = {"judge_id": score.judge_id, "verdict": score.verdict}
@@ -171,7 +171,7 @@ class DiagnosisCorrect(PredicateForm):
 
     def check(self, run: RunView) -> PredicateResult:
         score, named = _judge_score(run, self.diagnosis_correct.judge)
-        if score is None or score.verdict == "skipped":
+        if score is None or score.verdict in ("skipped", "not-applicable"):
             return _unjudged(self, run, named, score)
         facts: dict[str, Any] = {"judge_id": score.judge_id, "verdict": score.verdict}
         diagnosis = score.diagnosis

@@ -304,6 +304,8 @@ def _judgement_issues(
                 problem = "not judged"
             elif verdict == "skipped":
                 problem = f"judgement skipped ({skipped or 'no reason given'})"
+            elif verdict == "not-applicable":
+                problem = f"judge not applicable ({skipped or 'no reason given'})"
             elif verdict == "Uncertain":
                 problem = "verdict Uncertain"
             else:

@@ -40,10 +40,14 @@ if TYPE_CHECKING:
 
     Approver: TypeAlias = Callable[["Decision"], "bool | str | Answer | None"]
 
-__all__ = ["AUDIT_FILE", "Decision", "Gate", "GateResult", "ci_detected"]
+__all__ = ["AUDIT_FILE", "GATE_ERRORS_FILE", "Decision", "Gate", "GateResult", "ci_detected"]
 
 AUDIT_FILE = "shell_audit.jsonl"
 """The audit log's name in a run directory."""
+GATE_ERRORS_FILE = "gate_errors.jsonl"
+"""Beside the audit log: one JSON line per allowed command the gate could not start (its
+sandbox could not be had), so that a runner can tell a run where nothing ran from one that
+ran nothing."""
 DENIED_EXIT = 126
 """What `agentledger exec` exits with when the gate refuses a command."""
 
@@ -307,7 +311,13 @@ class Gate:
             if interrupted:
                 raise KeyboardInterrupt
             return GateResult(decision, event)
-        sandbox = self._sandbox_for(decision)
+        from agentledger.runner.shell_gate.unavailable import SandboxUnavailableError
+
+        try:
+            sandbox = self._sandbox_for(decision)
+        except SandboxUnavailableError as exc:  # nothing ran
+            self._note_not_started(decision, started, exc)
+            raise
         if sandbox is None:
             decision.network = None
         sandbox_name = sandbox.name if sandbox is not None else "none"
@@ -328,6 +338,8 @@ class Gate:
         except BaseException as exc:
             if intent is not None:
                 self._abandon(intent, decision, started, event_id, exc)
+            if isinstance(exc, SandboxUnavailableError):  # nothing ran
+                self._note_not_started(decision, started, exc)
             raise
         if completed.timed_out:
             decision.reason += f"; timed out after {self.timeout:g} s and was killed"
@@ -356,6 +368,24 @@ class Gate:
             duration_ms=completed.duration_ms,
             timed_out=completed.timed_out,
         )
+
+    def _note_not_started(self, decision: Decision, started: float, exc: Exception) -> None:
+        """Append to GATE_ERRORS_FILE beside the audit log why `decision` could not start."""
+        if self.audit_path is None:
+            return
+        import json
+
+        line = {
+            "ts": iso_time(started),
+            "command": self.redactor.redact(clean_text(decision.command)),
+            "error": clean_text(str(exc)),
+        }
+        path = os.path.join(os.path.dirname(os.path.abspath(self.audit_path)), GATE_ERRORS_FILE)
+        try:
+            with open(path, "a", encoding="utf-8") as log:
+                log.write(json.dumps(line, ensure_ascii=False) + "\n")
+        except OSError:
+            pass  # the error itself still reaches the caller
 
     def sandboxed(self, decision: Decision) -> bool:
         """True when the command of `decision` runs in the read-only sandbox: every command

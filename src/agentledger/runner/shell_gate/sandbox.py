@@ -69,7 +69,11 @@ def find_bwrap(candidates: Sequence[str] | None = None) -> str | None:
 
     PATH is not searched: the agent sets the environment a gated command starts in, and a
     ``bwrap`` of its own earlier on PATH would be a sandbox that holds nothing.
+    ``AGENTLEDGER_HIDE_BWRAP=1`` makes it answer None, to try what a machine without
+    bubblewrap does (`make demo`, the tests): it can only refuse commands, never unsandbox one.
     """
+    if candidates is None and os.environ.get("AGENTLEDGER_HIDE_BWRAP") == "1":
+        return None
     for path in _CANDIDATES if candidates is None else candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path

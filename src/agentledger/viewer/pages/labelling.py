@@ -30,10 +30,13 @@ from agentledger.viewer.app import viewer_of
 from agentledger.viewer.params import BadParam, check_params
 from agentledger.viewer.security import CSRF_FIELD
 
-__all__ = ["CRITERION_PREFIX", "label_from_form", "routes"]
+__all__ = ["CRITERION_PREFIX", "LABELLER_COOKIE", "label_from_form", "routes"]
 
 CRITERION_PREFIX = "criterion."
 _FIELDS = (CSRF_FIELD, "verdict", "diagnosis", "reason", "by", "next")
+LABELLER_COOKIE = "agentledger_by"
+"""The cookie that remembers, in one browser, who labels there (the label form's "By")."""
+_YEAR = 365 * 24 * 3600
 MAX_REASON = 10_000
 
 
@@ -103,7 +106,12 @@ async def label_run(request: Request) -> Response:
         target = f"/review/next?after={quote(run.run_id)}"
     else:
         target = f"/runs/{quote(run.run_id)}?saved={quote(label.label_id)}#labels"
-    return RedirectResponse(target, status_code=303)
+    response = RedirectResponse(target, status_code=303)
+    # The next form in this browser says who labels; another visitor's browser does not.
+    response.set_cookie(
+        LABELLER_COOKIE, label.by.name, max_age=_YEAR, httponly=True, samesite="strict"
+    )
+    return response
 
 
 routes = [Route("/runs/{run_id}/label", label_run, methods=["POST"], name="label")]

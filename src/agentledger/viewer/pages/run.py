@@ -25,6 +25,7 @@ from agentledger.store.ledger import Ledger
 from agentledger.viewer.app import Viewer, viewer_of
 from agentledger.viewer.diff import prompt_diff
 from agentledger.viewer.evidence import evidence_view
+from agentledger.viewer.pages.labelling import LABELLER_COOKIE
 from agentledger.viewer.params import artifact_param, check_params, one
 
 __all__ = ["PROMPT_CANDIDATES", "PromptOther", "decisions_of", "routes"]
@@ -67,10 +68,12 @@ def decisions_of(ledger: Ledger, run_id: str) -> list[Decision]:
     return list(reversed(found))
 
 
-def _label_form(viewer: Viewer, run_id: str) -> dict[str, object]:
+def _label_form(viewer: Viewer, run_id: str, request: Request) -> dict[str, object]:
+    """The label form's criteria, and its "By": what this browser gave last (a cookie),
+    else empty: the server's own name is not every visitor's."""
     return {
         "criteria": known_criteria(viewer.ledger, run_id),
-        "labeller": viewer.labeller or "",
+        "labeller": request.cookies.get(LABELLER_COOKIE, "")[:200],
     }
 
 
@@ -106,7 +109,7 @@ async def run_page(request: Request) -> Response:
         "outcomes": list(reversed(OutcomeStore(ledger).of_run(run.run_id))),
         "saved": one(request.query_params, "saved"),
         "review": one(request.query_params, "review") is not None,
-        "form": _label_form(viewer, run.run_id),
+        "form": _label_form(viewer, run.run_id, request),
     }
     return viewer.render(request, "run.html", context)
 

@@ -1,0 +1,108 @@
+"""Judges that know where they apply: a pack's `needs`, `not-applicable`, and what each
+criterion could judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.errors import RecordError
+from agentledger.judges.pack import load_pack
+from agentledger.records.scores import Score
+from agentledger.store import Ledger, RunFilter
+from conftest import shared_samples
+
+OPENHANDS = shared_samples() / "openhands"
+SAMPLE_RUNS = Path(__file__).resolve().parent.parent / "src/agentledger/data/sample_runs"
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def openhands_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not OPENHANDS.is_dir():
+        pytest.skip("the OpenHands samples are absent")
+    root = tmp_path_factory.mktemp("oh") / "ledger"
+    for folder in sorted(p for p in OPENHANDS.iterdir() if p.is_dir() and p.name != "tasks"):
+        code, output = invoke("import", "--ledger", str(root), "--format", "openhands", str(folder))
+        assert code == 0, output
+    return root
+
+
+def test_the_default_pack_gives_general_tasks_no_verdict_and_says_why(
+    openhands_ledger: Path,
+) -> None:
+    code, output = invoke("judge", "--ledger", str(openhands_ledger))
+    assert code == 0, output
+    runs = len(list(OPENHANDS.glob("*/traj_*.json")))
+    reason = (
+        "pack remediation-safety does not apply: it is not about an infrastructure fault (no "
+        "ops scenario, no expected root cause, and its report states no root cause or "
+        "remediation)"
+    )
+    assert f"  Safe 0  Uncertain 0  Unsafe 0  skipped 0  not-applicable {runs}  unscored 0" in (
+        output
+    )
+    assert f"  {runs} not applicable (no verdict): {reason}\n" in output
+    assert output.rstrip().endswith("could judge: no criterion on any of these runs")
+    with Ledger.open(openhands_ledger) as ledger:
+        assert ledger.count(RunFilter(judge="rules", verdicts=("Safe",))) == 0
+        assert ledger.count(RunFilter(judge="rules", verdicts=("not-applicable",))) == runs
+        run_id = ledger.runs(RunFilter())[0].run_id
+        (text,) = ledger.index.scores_of(run_id)
+        score = Score.model_validate_json(text)
+        assert score.verdict == "not-applicable" and score.skipped_reason == reason
+        assert score.criteria == []
+    # The report counts them apart, in no share.
+    code, output = invoke("report", "verdicts", "--ledger", str(openhands_ledger))
+    assert f"{runs} run(s) not applicable: the judge's pack is not about them" in output
+    assert "not applicable  unscored" in output
+    # Judging again does not look at them again.
+    code, output = invoke("judge", "--ledger", str(openhands_ledger))
+    assert f"scored 0 runs; {runs} already scored by this judge." in output
+
+
+def test_the_trajectory_pack_says_which_criteria_it_could_never_tell(
+    openhands_ledger: Path,
+) -> None:
+    code, output = invoke("judge", "--ledger", str(openhands_ledger), "--pack", "ops-trajectory")
+    assert code == 0, output
+    runs = len(list(OPENHANDS.glob("*/traj_*.json")))
+    (line,) = [text for text in output.splitlines() if text.startswith("  could judge: ")]
+    assert f"T2 {runs}/{runs}" in line
+    parts = line.removeprefix("  could judge: ").split(", ")
+    never = [part.split()[0] for part in parts if f" 0/{runs} (never: " in part]
+    assert never == ["T1", "T4", "T5"]
+    code, output = invoke(
+        "report", "criteria", "--ledger", str(openhands_ledger), "--judge", "rules",
+        "--kind", "agent",
+    )  # fmt: skip
+    assert f"T1 cannot be told on any of these runs (null on all {runs}): it has no rate" in (
+        output
+    )
+
+
+def test_ops_runs_are_still_judged(tmp_path: Path) -> None:
+    root = str(tmp_path / "l")
+    invoke("import", "--ledger", root, "--agent-name", "ghost", str(SAMPLE_RUNS))
+    code, output = invoke("judge", "--ledger", root)
+    assert code == 0, output
+    assert "not-applicable" not in output
+    assert "could judge: C1 33/33, C2 33/33, C3 33/33, C4 33/33" in output
+
+
+def test_a_pack_with_an_unknown_need_is_refused_naming_the_field(tmp_path: Path) -> None:
+    pack = tmp_path / "pack.yaml"
+    pack.write_text(
+        "schema_version: 1\nid: mine\nversion: '1'\ntitle: t\nneeds: [vibes]\ncriteria:\n"
+        "  - {id: X1, title: t, fires_when: f, risk: r, severity: low}\n"
+    )
+    with pytest.raises(RecordError) as caught:
+        load_pack(pack)
+    assert "needs" in str(caught.value) and "unknown need 'vibes'" in str(caught.value)

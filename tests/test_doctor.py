@@ -1,0 +1,121 @@
+"""`agentledger doctor` and honest failure when the gate's sandbox cannot be had."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.runner import preflight
+from agentledger.runner.shell_gate import sandbox as sandbox_module
+from agentledger.store import Ledger, RunFilter
+
+HAS_BWRAP = sandbox_module.find_bwrap() is not None
+
+
+def no_bwrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """This process looks for bubblewrap where there is none."""
+    monkeypatch.setattr(sandbox_module, "_CANDIDATES", (str(tmp_path / "no-bwrap"),))
+
+
+def test_doctor_without_bubblewrap_names_the_package_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    no_bwrap(monkeypatch, tmp_path)
+    result = CliRunner().invoke(main, ["doctor"])
+    assert result.exit_code == 1, result.output
+    rows = {line.split("  ")[0].strip(): line for line in result.stdout.splitlines()}
+    assert "MISSING" in rows["gated shell (run, exec)"]
+    assert "bubblewrap (bwrap) is not installed; apt-get install bubblewrap" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        "A default feature cannot work here: missing bubblewrap."
+    )
+
+
+def test_doctor_json_says_which_checks_are_default_and_how_to_get_a_missing_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    extras = (("widgets", "nowidget", ("agentledger_no_such_module",), "widgets"),)
+    monkeypatch.setattr(preflight, "_EXTRAS", extras)
+    result = CliRunner().invoke(main, ["doctor", "--json"])
+    checks = [json.loads(line) for line in result.stdout.splitlines()]
+    assert checks[0]["feature"] == "core" and checks[0]["default"] is True
+    widget = checks[-1]
+    assert widget == {
+        "feature": "widgets",
+        "need": "nowidget",
+        "ok": False,
+        "detail": "agentledger_no_such_module not installed",
+        "how": "pip install 'agentledger[widgets]'",
+        "default": False,
+    }
+    # An optional need missing does not fail the doctor; the default ones decide.
+    assert result.exit_code == (0 if preflight.core_ok(preflight.run_checks()) else 1)
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="needs bubblewrap")
+def test_doctor_with_bubblewrap_starts_a_command_in_the_sandbox() -> None:
+    checks = {check.need: check for check in preflight.run_checks()}
+    assert checks["sandbox starts a command"].ok, checks["sandbox starts a command"].detail
+    assert preflight.sandbox_problem() is None
+
+
+# The agent calls `agentledger exec` in a process that finds no bubblewrap (the same code as
+# the console script, with the seam set), then reports as if all went well.
+AGENT_WITHOUT_SANDBOX = """
+    import os, pathlib, sys
+    sys.path[:0] = SYS_PATH
+    import agentledger.runner.shell_gate.sandbox as sandbox
+    sandbox._CANDIDATES = ("/nonexistent/bwrap",)
+    from agentledger.cli.exec_fast import run_exec
+    out = os.environ["AGENTLEDGER_RUN_DIR"]
+    codes = [
+        run_exec(run_dir=out, policy=None, dry_run=False, batch=False, timeout=None,
+                 command=[line])
+        for line in ("iptables -S", "ls /etc")
+    ]
+    pathlib.Path(out, "report.md").write_text(f"Root cause: none found ({codes}).\\n")
+"""
+
+
+def test_a_run_whose_gate_could_not_start_any_command_is_failed_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    suite = tmp_path / "suite" / "alpha"
+    suite.mkdir(parents=True)
+    (suite / "scenario.yaml").write_text("id: alpha\nfault_class: demo\nlayer: os\nprompt: Go.\n")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "system.txt").write_text("Investigate.\n")
+    script = textwrap.dedent(AGENT_WITHOUT_SANDBOX).replace("SYS_PATH", json.dumps(sys.path))
+    (agent / "agent.py").write_text(script)
+    (agent / "agent.toml").write_text(
+        f'name = "tester"\nkind = "command"\ncommand = [{json.dumps(sys.executable)}, '
+        '"agent.py"]\nsystem_prompt = "system.txt"\ntimeout = 60\n'
+        '[model]\nprovider = "scripted"\nname = "model-a"\n'
+    )
+    ledger_dir = tmp_path / "l"
+    result = CliRunner().invoke(
+        main, ["run", str(tmp_path / "suite"), "--agent", str(agent / "agent.toml"),
+               "--ledger", str(ledger_dir)],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    reason = (
+        "the gated shell could not start any of the 2 command(s) the agent tried: "
+        "investigate mode runs commands in a read-only sandbox, and bubblewrap (bwrap) is not "
+        "installed"
+    )
+    assert reason in result.stdout
+    assert "1 of 1 runs written" in result.stdout and "1 did not end ok" in result.stdout
+    with Ledger.open(ledger_dir) as ledger:
+        (row,) = ledger.runs(RunFilter())
+        run = ledger.load(row.run_id)
+        assert run.summary is not None and run.summary.exit_status == "failed"
+        assert run.summary.error is not None and run.summary.error.startswith(reason)
+        kept = ledger.read_bytes(row.run_id, "attachments/gate_errors.jsonl").splitlines()
+        assert [json.loads(line)["command"] for line in kept] == ["iptables -S", "ls /etc"]
