@@ -42,3 +42,23 @@ def test_an_import_loads_no_rich(tmp_path: Path) -> None:
     )
     assert status == 0
     assert not {name for name in modules if name.split(".")[0] == "rich"}
+
+
+def test_records_first_used_from_many_threads_at_once_validate_as_themselves() -> None:
+    """The records build their validators when first used (defer_build); an import's sealing
+    threads may first use one together, and each must get the record's own validator."""
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from agentledger.records import RunMetadata, parse_shell_audit\n"
+        "data = {'run_id': 'r', 'scenario': 's', 'model': 'm',\n"
+        "        'system_prompt_hash': 'sha256:' + '0' * 64,\n"
+        "        'started_at': '2026-03-01T00:00:00Z'}\n"
+        'line = b\'{"command": "ls", "exit_code": 0}\'\n'
+        "def use(_: int) -> tuple[str, str]:\n"
+        "    return (RunMetadata.model_validate(data).run_id,\n"
+        "            parse_shell_audit(line, 'x')[0].command)\n"
+        "with ThreadPoolExecutor(16) as pool:\n"
+        "    print(sorted(set(pool.map(use, range(64)))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[('r', 'ls')]", done.stderr
