@@ -503,3 +503,24 @@ def test_the_same_label_given_again_is_not_written_twice(
     assert invoke(ledger, *argv)[0] == 0
     verdicts = [label.verdict for label in labels_of_run(ledger, runs["gemini"])]
     assert verdicts == ["Unsafe", "Safe", "Unsafe"]
+
+
+def test_label_help_loads_neither_the_records_nor_pydantic() -> None:
+    """`label` is run label after label: its help (and its parsing) imports click and the
+    command, not the records, pydantic or rich, which the `labels` group's filters need."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.argv = ['agentledger', 'label', '--help']\n"
+        "from agentledger._entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    heavy = ('pydantic', 'rich', 'agentledger.records', 'agentledger.store')\n"
+        "    print(exc.code, sorted(set(sys.modules) & set(heavy)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "--verdict" in done.stdout
+    assert done.stderr.strip() == "0 []", done.stderr

@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "judge": "agentledger.cli.judging:judge_command",
     "review": "agentledger.cli.walkthrough:review_command",
     "label": "agentledger.cli.labelling:label_command",
-    "labels": "agentledger.cli.labelling:labels_group",
+    "labels": "agentledger.cli.label_sets:labels_group",
     "criteria": "agentledger.cli.judging:criteria_group",
     "runs": "agentledger.cli.query:runs_command",
     "show": "agentledger.cli.query:show_command",

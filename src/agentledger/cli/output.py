@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from agentledger.errors import InputError
 
@@ -45,6 +42,8 @@ def write_text_output(text: str, output: Path | None) -> None:
 def emit(*renderables: Any) -> None:
     """Print rich renderables at their natural width: a narrow terminal wraps lines rather
     than cropping run ids and hashes; to a pipe, plain text without trailing padding."""
+    from rich.console import Console  # here: `import` and `label` print no rich text
+
     tty = sys.stdout.isatty()
     buffer = io.StringIO()
     out = Console(
@@ -99,6 +98,9 @@ def print_rows(
     names = [name.upper() for name in headers or columns]
     if print_columns(names, cells):
         return
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for name in names:
         table.add_column(name, no_wrap=True, overflow="fold")

@@ -58,6 +58,10 @@ DEFAULT_MAX_ARTIFACT_BYTES = 100 * 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 R = TypeVar("R", bound="Record")
+_DEFERRED = ConfigDict(defer_build=True)
+"""Models and adapters here build their validators when first used, not when imported: a
+command that reads a label or a score (`agentledger label`) does not pay at start-up for the
+shell log's, the trace's and every other record's."""
 
 RunKind = Literal["agent", "fixture", "sentinel", "variant"]
 """What a run is: an agent investigation, a fixture execution, or a run a gate made."""
@@ -93,7 +97,7 @@ def utc_now() -> datetime:
 class Record(BaseModel):
     """Base of every versioned record."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
     CURRENT_VERSION: ClassVar[int] = 1
     schema_version: int = Field(default=1, description="Version of this record's shape.")
@@ -123,7 +127,7 @@ UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
 class PromptAddon(BaseModel):
     """Text appended to the base system prompt for a variant run."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="Name of the addon, usually its file stem.")
     hash: str = Field(pattern=HASH_PATTERN, description="sha256 of the addon's exact bytes.")
@@ -134,7 +138,7 @@ class PromptAddon(BaseModel):
 class AgentInfo(BaseModel):
     """The agent that made the run, and the state of its code."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, description="The agent's name.")
     commit: str | None = Field(default=None, description="Commit of the agent's code, if known.")
@@ -301,7 +305,7 @@ class ShellEvent(Record):
     """
 
     model_config = ConfigDict(
-        extra="allow", frozen=True, populate_by_name=True, allow_inf_nan=False
+        defer_build=True, extra="allow", frozen=True, populate_by_name=True, allow_inf_nan=False
     )
 
     ts: datetime | None = Field(
@@ -378,7 +382,7 @@ class ShellCounts(NamedTuple):
 class FileEntry(BaseModel):
     """One sealed file: its hash and size."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     sha256: str = Field(pattern=FULL_HASH_PATTERN)
     size: int = Field(ge=0)
@@ -526,7 +530,7 @@ def parse_record(cls: type[R], raw: bytes, source: str) -> R:
         return parse_record_data(cls, data, source)
 
 
-_SHELL_LOG = TypeAdapter(list[ShellEvent])
+_SHELL_LOG = TypeAdapter(list[ShellEvent], config=_DEFERRED)
 
 
 def parse_shell_audit(raw: bytes, source: str) -> list[ShellEvent]:

@@ -76,7 +76,7 @@ class Undecided(StrEnum):
 class PredicateResult(BaseModel):
     """The outcome of one predicate on one run, with the lines that decided it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     predicate: str = Field(description="Canonical one-line text, e.g. 'never_ran: iptables -F'.")
     id: str | None = Field(default=None, description="The predicate's id in its spec, if given.")
@@ -164,7 +164,7 @@ def new_decision_id(kind: str, subject: str, when: datetime | None = None) -> st
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class SpecRef(_Part):

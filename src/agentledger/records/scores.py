@@ -37,7 +37,7 @@ __all__ = [
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 Verdict = Literal["Safe", "Uncertain", "Unsafe", "skipped", "not-applicable"]
@@ -102,7 +102,7 @@ JUDGE_ID = r"^[a-z0-9-]{1,40}-[0-9a-f]{12}$"
 class JudgeInfo(BaseModel):
     """Which judge made a score: everything its id was computed from, in readable form."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="allow", frozen=True)
 
     kind: str = Field(description="rules, llm or human.")
     model: str | None = Field(default=None, description="The judge's model, for LLM judges.")

@@ -82,7 +82,7 @@ class DevelopedAgainst(BaseModel):
     graded on them. In a criteria pack's ``developed_against:`` list, or added by the LLM
     judge for the labelled runs it takes as few-shot examples."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     labels: str = Field(
         pattern=SOURCE_NAME,

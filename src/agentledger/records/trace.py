@@ -85,7 +85,7 @@ class StepText(BaseModel):
     """A step's text (message, thought, observation), cut to MAX_STEP_TEXT characters, with the
     size and sha256 of the whole, so that the cut is visible and the whole can be checked."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     text: str = Field(description="The text, possibly cut.")
     bytes: int = Field(ge=0, strict=True, description="Size of the whole text in UTF-8 bytes.")
@@ -120,7 +120,7 @@ def step_text_fields(value: str | None, limit: int = MAX_STEP_TEXT) -> dict[str,
 class GateDecision(BaseModel):
     """What the gated shell decided about a command step, when it went through it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     decision: str = Field(
         description="allowed, denied or approved; not-executed when the agent's own runtime "
@@ -134,7 +134,7 @@ class GateDecision(BaseModel):
 class StepSource(BaseModel):
     """Where a step comes from in the original: the file, and the line or event id in it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     file: str = Field(description="The original file (kept as an attachment of the run).")
     line: int | None = Field(
@@ -256,8 +256,9 @@ def exact_time(moment: datetime) -> bool:
     return offset is None or (offset.seconds % 60 == 0 and not offset.microseconds)
 
 
-_TRACE = TypeAdapter(list[TraceStep])
-_SHELL_EVENTS = TypeAdapter(list[ShellEvent])
+_DEFERRED = ConfigDict(defer_build=True)  # built when first used (see records._DEFERRED)
+_TRACE = TypeAdapter(list[TraceStep], config=_DEFERRED)
+_SHELL_EVENTS = TypeAdapter(list[ShellEvent], config=_DEFERRED)
 STEPS = _TRACE
 """Validates a list of steps at once (much faster than one by one)."""
 

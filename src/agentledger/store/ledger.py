@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentledger.errors import (
     IndexUnusableError,
@@ -49,13 +49,12 @@ from agentledger.store.journal_upkeep import (
     settle_unaccepted,
     start_journal_of_old_ledger,
 )
-from agentledger.store.reindex import (
-    ReindexReport,
-    rebuild_index,
-)
-from agentledger.store.sealing import RunContent, seal_runs
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
+
+if TYPE_CHECKING:  # sealing many runs and reindexing are imported by the methods doing them
+    from agentledger.store.reindex import ReindexReport
+    from agentledger.store.sealing import RunContent
 
 __all__ = [
     "CONFIG_NAME",
@@ -64,7 +63,6 @@ __all__ = [
     "GcReport",
     "Ledger",
     "Progress",
-    "ReindexReport",
     "StoredRun",
     "default_ledger_path",
     "open_storage",
@@ -356,6 +354,8 @@ class Ledger:
         written. Runs already landed stay when a later one fails; a run id that turns out to be
         sealed already raises RunExistsError. `progress(sealed)` follows each batch.
         """
+        from agentledger.store.sealing import seal_runs
+
         return seal_runs(
             self,
             runs,
@@ -453,6 +453,8 @@ class Ledger:
         """Rebuild the index (runs, scores and labels) from the files, beside the old one, and
         swap it in atomically (see `agentledger.store.reindex`); on failure the old index stays.
         Records that cannot be indexed are listed, not indexed."""
+        from agentledger.store.reindex import rebuild_index
+
         self.index.close()
         try:
             report = rebuild_index(
@@ -473,6 +475,8 @@ class Ledger:
     ) -> ReindexReport:
         """Rebuild the index of the ledger at `path`, also when the index in use cannot be
         opened (corrupt, or from a newer agentledger): it is then replaced whole."""
+        from agentledger.store.reindex import rebuild_index
+
         root = Path(path)
         config = _read_config(root)
         storage = _backend_storage(root, config)

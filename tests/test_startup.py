@@ -1,0 +1,64 @@
+"""Commands run once per run or per file start with only what they use (issue 38): a whole
+process each, as an agent's harness or a person's loop runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRAJECTORIES = Path(__file__).resolve().parent / "data" / "openhands"
+
+
+def _modules_after(argv: list[str], cwd: Path) -> tuple[int, set[str]]:
+    """The exit code of `agentledger ARGV` and the modules it had imported by then."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['agentledger', *{argv!r}]\n"
+        "from agentledger._entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, file=sys.stderr)\n"
+        "    print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    status, modules = done.stderr.strip().splitlines()[-2:]
+    return int(status or 0), set(modules.split())
+
+
+@pytest.mark.slow
+def test_an_import_loads_no_rich(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    status, _ = _modules_after(["init", str(ledger)], tmp_path)
+    assert status == 0
+    status, modules = _modules_after(
+        ["import", "--ledger", str(ledger), "--format", "openhands", str(TRAJECTORIES)],
+        tmp_path,
+    )
+    assert status == 0
+    assert not {name for name in modules if name.split(".")[0] == "rich"}
+
+
+def test_records_first_used_from_many_threads_at_once_validate_as_themselves() -> None:
+    """The records build their validators when first used (defer_build); an import's sealing
+    threads may first use one together, and each must get the record's own validator."""
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from agentledger.records import RunMetadata, parse_shell_audit\n"
+        "data = {'run_id': 'r', 'scenario': 's', 'model': 'm',\n"
+        "        'system_prompt_hash': 'sha256:' + '0' * 64,\n"
+        "        'started_at': '2026-03-01T00:00:00Z'}\n"
+        'line = b\'{"command": "ls", "exit_code": 0}\'\n'
+        "def use(_: int) -> tuple[str, str]:\n"
+        "    return (RunMetadata.model_validate(data).run_id,\n"
+        "            parse_shell_audit(line, 'x')[0].command)\n"
+        "with ThreadPoolExecutor(16) as pool:\n"
+        "    print(sorted(set(pool.map(use, range(64)))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[('r', 'ls')]", done.stderr
