@@ -108,6 +108,13 @@ def find_run_dirs(paths: Sequence[Path], options: ImportOptions | None = None) -
 # -- planning and writing --------------------------------------------------------------------
 
 
+def import_limit(options: ImportOptions, ledger: Ledger | None) -> int:
+    """The largest file the import accepts: --max-artifact-size, else the ledger's own limit."""
+    return options.max_artifact_bytes or (
+        ledger.config.max_artifact_bytes if ledger is not None else DEFAULT_MAX_ARTIFACT_BYTES
+    )
+
+
 def plan_runs(
     run_dirs: Sequence[Path],
     options: ImportOptions,
@@ -125,9 +132,7 @@ def plan_runs(
     """
     if options.batch_size < 1:
         raise InputError("the batch size must be at least 1")
-    limit = options.max_artifact_bytes or (
-        ledger.config.max_artifact_bytes if ledger is not None else DEFAULT_MAX_ARTIFACT_BYTES
-    )
+    limit = import_limit(options, ledger)
     prompt_file = options.system_prompt_file
     ctx = PlanContext(
         layout=_layout(options),

@@ -40,7 +40,12 @@ from agentledger.importers.trace_runs import (
     read_trace_file,
     trace_files,
 )
-from agentledger.records import NOT_EXECUTED, decode_json, parse_record_data
+from agentledger.records import (
+    DEFAULT_MAX_ARTIFACT_BYTES,
+    NOT_EXECUTED,
+    decode_json,
+    parse_record_data,
+)
 from agentledger.records.trace import StepText, TraceStep, step_text
 from agentledger.shell.knowledge import KINDS as COMMAND_CLASSES
 
@@ -87,12 +92,13 @@ def _surrogate_at(value: Any, where: str) -> str | None:
     return None
 
 
-def find_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+def find_traces(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
     """Every trace file under `paths` (files given, or ``*.jsonl`` in directories)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        files = trace_files(path, (".jsonl",), "trace file")
-        found += [(file, str(file.resolve())) for file in files]
+        found += trace_files(path, (".jsonl",), "trace file")
     return found
 
 

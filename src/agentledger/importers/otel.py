@@ -50,7 +50,8 @@ from pydantic import ValidationError
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
-from agentledger.importers.run_plan import PlanContext, read_source
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.source_files import given_file, read_regular
 from agentledger.importers.trace_runs import (
     TraceFacts,
     attachment_of,
@@ -58,7 +59,7 @@ from agentledger.importers.trace_runs import (
     plan_trace_run,
     trace_files,
 )
-from agentledger.records import decode_json
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json
 from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
@@ -233,19 +234,22 @@ def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
     return traces
 
 
-def find_otel_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
-    """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``)."""
+def find_otel_traces(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
+    """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``); a
+    file over `limit` bytes is refused before it is read."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        for file in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
-            traces = read_spans(read_source(file), str(file))
+        for file, real in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
+            traces = read_spans(read_regular(real, limit, file), str(file))
             if not traces:
                 raise InputError(f"no spans in {file}: nothing to import")
             for trace_id in sorted(traces):
                 found.append(
                     (
                         Path(f"{file}{_SEPARATOR}{trace_id}"),
-                        f"{file.resolve()}{_SEPARATOR}{trace_id}",
+                        f"{real}{_SEPARATOR}{trace_id}",
                     )
                 )
     return found
@@ -684,10 +688,11 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     """The checked plan of one trace (``file#trace=ID``) of an OTLP JSON file."""
     file_name, _, trace_id = str(path).partition(_SEPARATOR)
     file = Path(file_name)
-    if file.stat().st_size > ctx.limit:
-        raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
+    at = real.partition(_SEPARATOR)[0] if real else given_file(file)
     # A file's traces come in a row: it is read and parsed once for all of them.
-    raw, traces, parts = ctx.latest("otel-file", file, _read_file)
+    raw, traces, parts = ctx.latest(
+        "otel-file", Path(at), lambda _at: _read_file(file, read_regular(at, ctx.limit, file))
+    )
     spans = traces.get(trace_id)
     if not spans:
         raise InputError(f"{file}: no spans of trace {trace_id}")
@@ -717,11 +722,12 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     return plan_trace_run(file, raw, steps, facts, ctx, parts=part)
 
 
-def _read_file(file: Path) -> tuple[bytes, dict[str, list[dict[str, Any]]], dict[str, bytes]]:
-    """A file's bytes, its spans by trace id (`read_spans`), and each trace's own part of it:
-    an OTLP export request of that trace's spans only, in their resource and scope, each span
-    as the file gives it."""
-    raw = read_source(file)
+def _read_file(
+    file: Path, raw: bytes
+) -> tuple[bytes, dict[str, list[dict[str, Any]]], dict[str, bytes]]:
+    """A file's bytes `raw`, its spans by trace id (`read_spans`), and each trace's own part of
+    it: an OTLP export request of that trace's spans only, in their resource and scope, each
+    span as the file gives it."""
     origin = str(file)
     traces = read_spans(raw, origin)
     kept: dict[str, dict[str, Any]] = {}
