@@ -249,15 +249,21 @@ def import_command(
                         f"{identical} already imported, identical. Nothing was written."
                     )
                     return
+                created = False
                 if ledger is None:
                     ledger, created = Ledger.open_or_init(root)
-                    if created:
-                        click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
                 with progress_bar("Importing runs") as progress:
                     try:
                         report = prepared.commit(ledger, progress=progress)
                     except KeyboardInterrupt:
                         _interrupted(root, before, new)
+                    except Exception:
+                        # A ledger this import created and could not write into goes again.
+                        if created and ledger.remove_if_unused():
+                            ledger = None
+                        raise
+                if created:
+                    click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
         finally:
             if ledger is not None:
                 ledger.close()

@@ -23,9 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
-from agentledger.errors import (
-    InputError,
-)
+from agentledger.errors import ArtifactTooLargeError, InputError
 from agentledger.importers.identity_fields import (
     load_sidecar,
 )
@@ -48,6 +46,7 @@ from agentledger.records.limits import check_storable
 from agentledger.store.journal_upkeep import accept_runs
 from agentledger.store.ledger import Ledger
 from agentledger.store.sealing import RunContent
+from agentledger.store.sizes import format_size
 from agentledger.store.writer import METADATA, SUMMARY
 
 __all__ = [
@@ -162,6 +161,19 @@ def plan_runs(
     )
 
 
+def _check_sizes(run: PlannedRun, run_dir: Path, limit: int) -> None:
+    """Every file the run would hold within the import's artifact limit, the files planning
+    made (a trace.jsonl derived from a trajectory, a shell log, a report) as well as those
+    read: found now, not while sealing, when other runs may be sealed already."""
+    for artifact in run.artifacts:
+        if artifact.size > limit:
+            raise ArtifactTooLargeError(
+                f"{run_dir}: the run's {artifact.name} would be {format_size(artifact.size)}, "
+                f"over the {format_size(limit)} artifact size limit (raise it for this import "
+                "with --max-artifact-size, or set max_artifact_bytes in ledger.json)"
+            )
+
+
 def _plan_each(
     run_dirs: Sequence[Path],
     ctx: PlanContext,
@@ -178,6 +190,7 @@ def _plan_each(
             # now, so that a bad value refuses the import before anything is written.
             check_storable(run.metadata, f"{run_dir}: the ledger's {METADATA} of this run")
             check_storable(run.summary, f"{run_dir}: the ledger's {SUMMARY} of this run")
+            _check_sizes(run, run_dir, ctx.limit)
             if run.run_id in seen:
                 raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
             seen[run.run_id] = run_dir

@@ -159,6 +159,9 @@ class GcReport:
         return not self.unreadable and not self.unreadable_scores and not self.unreadable_labels
 
 
+_RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
+
+
 class Ledger:
     """A ledger: its ledger.json, a storage backend holding its runs and records, and an index
     derived from them (by default ``runs/`` and ``index.sqlite`` in the ledger directory)."""
@@ -173,6 +176,9 @@ class Ledger:
         self.journal_started_now: int | None = None
         """How many records a journal built by this open anchored (a ledger older than the
         journal, opened for the first time since); None when it had a journal already."""
+        self.created_here: bool | None = None
+        """Whether this process created the ledger (`init`), and with it its directory (True)
+        or in a directory that was there, empty (False); None: opened, not created."""
 
     # -- opening -------------------------------------------------------------------------
 
@@ -225,7 +231,9 @@ class Ledger:
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))
         os.replace(tmp, root / CONFIG_NAME)
-        return cls.open(root)
+        ledger = cls.open(root)
+        ledger.created_here = created
+        return ledger
 
     @classmethod
     def open(cls, path: str | Path) -> Ledger:
@@ -251,6 +259,31 @@ class Ledger:
         if (root / CONFIG_NAME).is_file():
             return cls.open(root), False
         return cls.init(root), True
+
+    def remove_if_unused(self) -> bool:
+        """Remove this ledger, which this process created (`init`), if nothing was written
+        into it since: a command that created it and then failed leaves no empty ledger
+        behind. Closes the ledger. A directory that was there before is left, emptied; a
+        ledger holding any run or record is never removed. Says whether it was removed."""
+        if self.created_here is None or split_uri(self.config.storage)[0] != "local":
+            return False
+        try:
+            unused = self.count() == 0 and not any(
+                any((self.root / folder).rglob("*.json")) for folder in _RECORD_FOLDERS
+            )
+        finally:
+            self.close()
+        if not unused:
+            return False
+        if self.created_here:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            for entry in self.root.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        return True
 
     def close(self) -> None:
         """Close the index, then release the storage's clients (an S3 client's connections)."""
