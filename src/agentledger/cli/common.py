@@ -132,9 +132,14 @@ def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
 
 
 def announce_journal(ledger: Ledger) -> None:
-    """Say, once, that opening an old ledger gave it a journal (and what that anchors)."""
+    """Say, once, that opening an old ledger gave it a journal (and what that anchors); and,
+    on every command, that the ledger went back from a head this machine saw it show."""
     if ledger.journal_started_now is not None:
         announce_journal_start(ledger.root, ledger.journal_started_now)
+    if ledger.head_problem is not None:
+        from agentledger.cli.output import terminal_safe
+
+        click.echo(f"Warning: {terminal_safe(str(ledger.head_problem))}", err=True)
 
 
 def announce_journal_start(root: Path, anchored: int) -> None:

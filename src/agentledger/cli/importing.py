@@ -10,6 +10,7 @@ import click
 
 from agentledger.cli.common import (
     INTERRUPTED,
+    announce_journal,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -234,6 +235,8 @@ def import_command(
             if root.exists() and not root.is_dir():
                 raise
             ledger = None  # created once every run has been checked
+        if ledger is not None:
+            announce_journal(ledger)
         before = ledger.count() if ledger is not None else 0
         try:
             with progress_bar("Checking runs") as progress:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_location, ledger_option
+from agentledger.cli.common import announce_journal, handle_errors, ledger_location, ledger_option
 
 __all__ = ["serve_command"]
 
@@ -72,6 +72,7 @@ def serve_command(
     if generated:
         token = new_token()
     ledger = Ledger.open(ledger_location(ledger_path))
+    announce_journal(ledger)
     app = create_app(
         ledger,
         token=token,

@@ -14,6 +14,7 @@ the report; the sample's start and end times (UTC).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -75,6 +76,10 @@ def _check_log_size(real: str, file: Path, limit: int) -> None:
         if not zipfile.is_zipfile(handle):
             return
         handle.seek(0)
+        with contextlib.suppress(ImportError):
+            # What inspect-ai compresses its logs with (zstd), which zipfile reads once it is
+            # imported (before Python 3.14); inspect-ai imports it itself, later.
+            import zipfile_zstd  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
         unpacked = 0
         try:
             with zipfile.ZipFile(handle) as log:

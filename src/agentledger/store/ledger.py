@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -14,6 +15,7 @@ from agentledger.errors import (
     IndexUnusableError,
     IndexVersionError,
     InputError,
+    IntegrityError,
     LedgerNotFoundError,
     RecordError,
     RunExistsError,
@@ -42,7 +44,7 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal import run_entry
+from agentledger.store.journal import run_entry, segment_key
 from agentledger.store.journal_upkeep import (
     index_missing_labels,
     index_missing_scores,
@@ -54,6 +56,7 @@ from agentledger.store.reindex import (
     rebuild_index,
 )
 from agentledger.store.sealing import RunContent, seal_runs
+from agentledger.store.seen_heads import HeadProblem, check_seen_head, note_head
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
 
@@ -93,6 +96,13 @@ def _read_config(root: Path) -> LedgerConfig:
             "create one with `agentledger init` or point --ledger / AGENTLEDGER_DIR at it"
         )
     return parse_record(LedgerConfig, config_path.read_bytes(), str(config_path))
+
+
+def _mark_journal(root: Path) -> None:
+    """Note beside ledger.json that the ledger has a journal (`JOURNAL_MARK`); a ledger that
+    cannot be written (read-only) is left as it is."""
+    with contextlib.suppress(OSError):
+        (root / JOURNAL_MARK).write_bytes(_JOURNAL_MARK_TEXT)
 
 
 def _backend_storage(root: Path, config: LedgerConfig) -> StorageBackend:
@@ -160,6 +170,14 @@ class GcReport:
 
 
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
+JOURNAL_MARK = "journal.started"
+"""A file beside ledger.json saying the ledger has a journal (every ledger made or opened
+since the journal came): a journal missing then is an integrity failure, never a fresh start.
+(A file of its own, not a field of ledger.json, so that older versions still open the ledger.)"""
+_JOURNAL_MARK_TEXT = (
+    b"This ledger has a journal (journal/). Without it, agentledger refuses the ledger as an "
+    b"integrity failure rather than start a new one.\n"
+)
 
 
 class Ledger:
@@ -176,6 +194,9 @@ class Ledger:
         self.journal_started_now: int | None = None
         """How many records a journal built by this open anchored (a ledger older than the
         journal, opened for the first time since); None when it had a journal already."""
+        self.head_problem: HeadProblem | None = None
+        """The journal found behind or beside the head this machine saw it show before
+        (`agentledger.store.seen_heads`); commands warn, `verify` fails."""
         self.created_here: bool | None = None
         """Whether this process created the ledger (`init`), and with it its directory (True)
         or in a directory that was there, empty (False); None: opened, not created."""
@@ -228,6 +249,7 @@ class Ledger:
                 shutil.rmtree(root, ignore_errors=True)
             raise
         # Written last and atomically: a ledger.json on disk means a complete ledger.
+        _mark_journal(root)
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))
         os.replace(tmp, root / CONFIG_NAME)
@@ -246,7 +268,18 @@ class Ledger:
         index = _backend_index(root, config)
         ledger = cls(root, config, storage, index)
         try:
+            marked = (root / JOURNAL_MARK).exists()
+            if marked and not storage.journal.started():
+                raise IntegrityError(
+                    f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
+                    f"gone) though {JOURNAL_MARK} says the ledger has one: deleted, or the "
+                    "ledger was replaced. This is never a fresh start: restore journal/ from "
+                    "a copy"
+                )
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
+            if not marked:
+                _mark_journal(root)
+            ledger.head_problem = check_seen_head(root, storage)
         except BaseException:
             ledger.close()
             raise
@@ -286,8 +319,11 @@ class Ledger:
         return True
 
     def close(self) -> None:
-        """Close the index, then release the storage's clients (an S3 client's connections)."""
+        """Close the index, then release the storage's clients (an S3 client's connections).
+        The head the journal shows now is noted for the next command (`seen_heads`)."""
         try:
+            if self.head_problem is None:
+                note_head(self.root, self.storage)
             self.index.close()
         finally:
             self.storage.close()
