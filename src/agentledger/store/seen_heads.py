@@ -94,8 +94,9 @@ class HeadProblem:
                 f"machine saw at {self.seen.seen_at}: the journal was replaced"
             )
         return (
-            f"{self.shown or self.seen.ledger}: {what}. Restore the ledger, or if the change was meant, "
-            "accept the head it has now with `agentledger checkpoint --accept-current`"
+            f"{self.shown or self.seen.ledger}: {what}. Restore the ledger, or if the change "
+            "was meant, accept the head it has now with `agentledger checkpoint "
+            "--accept-current`"
         )
 
 
