@@ -13,7 +13,7 @@ from starlette.routing import Route
 from agentledger.records.scores import Score
 from agentledger.store.evidence import RunEvidence, load_run_evidence
 from agentledger.store.index import IndexedRun
-from agentledger.viewer.app import Viewer, viewer_of
+from agentledger.viewer.app import Viewer, in_worker, viewer_of
 from agentledger.viewer.diff import AlignedRow, Step, align_steps, prompt_diff, signature
 from agentledger.viewer.evidence import Cite, EvidenceView, evidence_view
 from agentledger.viewer.params import BadParam, check_params, one
@@ -120,7 +120,8 @@ def _pair(request: Request) -> tuple[str, str]:
     return a, b
 
 
-async def compare_page(request: Request) -> Response:
+@in_worker
+def compare_page(request: Request) -> Response:
     check_params(request.query_params, ("a", "b", "run"))
     viewer = viewer_of(request)
     a_id, b_id = _pair(request)
