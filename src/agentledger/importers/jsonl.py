@@ -34,10 +34,12 @@ from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (
+    MAX_TRACE_STEPS,
     TraceFacts,
     attachment_of,
     plan_trace_run,
     read_trace_file,
+    too_many_steps,
     trace_files,
 )
 from agentledger.records import (
@@ -260,6 +262,11 @@ def read_trace_lines(
     raw: bytes, origin: str, attachment: str
 ) -> tuple[list[TraceStep], TraceFacts]:
     """The steps of the plain trace `raw` and what its header (if any) says of the run."""
+    # Counted before any line is parsed (a header line comes on top of the steps).
+    if raw.count(b"\n") > MAX_TRACE_STEPS and (
+        sum(1 for line in raw.split(b"\n") if line.strip()) > MAX_TRACE_STEPS + 1
+    ):
+        raise too_many_steps(origin, "lines")
     facts = TraceFacts(importer=FORMAT)
     steps: list[TraceStep] = []
     lines: list[int] = []

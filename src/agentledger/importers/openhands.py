@@ -31,11 +31,13 @@ from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.source_files import checked_real, files_below, given_file
 from agentledger.importers.trace_runs import (
+    MAX_TRACE_STEPS,
     BuiltTrace,
     TraceFacts,
     attachment_of,
     plan_trace_run,
     read_trace_file,
+    too_many_steps,
 )
 from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, NOT_EXECUTED, decode_json
 from agentledger.records.trace import (
@@ -635,12 +637,35 @@ class _Reader:
 
 
 def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, Any]]:
+    _check_event_count(raw, origin)
     events, meta = _events(decode_json(raw, origin), origin)
     reader = _Reader(origin, attachment)
     steps = reader.steps
     for position, event in enumerate(events):
         steps.append(reader.step(event, position))
+        events[position] = None  # each event let go once it is a step: not both held whole
     return reader, meta
+
+
+# A file smaller than this cannot hold enough events to matter: it is parsed at once.
+_COUNT_FROM_BYTES = 1 << 20
+
+
+def _check_event_count(raw: bytes, origin: str) -> None:
+    """Refuse a trajectory of more than `MAX_TRACE_STEPS` events, counted by a streaming
+    parser (ijson) that stops there, before the file is parsed whole: parsed, a million
+    events take gigabytes (orjson builds every event at once)."""
+    if len(raw) < _COUNT_FROM_BYTES:
+        return
+    import ijson  # type: ignore[import-untyped, unused-ignore]
+
+    prefix = "history.item" if raw.lstrip()[:1] == b"{" else "item"
+    try:
+        for count, _event in enumerate(ijson.items(raw, prefix, use_float=True), start=1):
+            if count > MAX_TRACE_STEPS:
+                raise too_many_steps(origin)
+    except ijson.JSONError:
+        return  # malformed: the strict parser says where
 
 
 def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:

@@ -42,11 +42,13 @@ from agentledger.store.storage import HashedBytes
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
 __all__ = [
+    "MAX_TRACE_STEPS",
     "BuiltTrace",
     "TraceFacts",
     "plan_trace_run",
     "read_trace_file",
     "shell_log_bytes",
+    "too_many_steps",
     "trace_files",
 ]
 
@@ -68,6 +70,23 @@ def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> by
     """The bytes of the trace file `path` (read at `real`, its real path as found, or checked
     now), refused with a clear error when it is larger than the import accepts."""
     return read_regular(real or given_file(path), ctx.limit, path)
+
+
+MAX_TRACE_STEPS = 50_000
+"""The most events (steps) one trace file's run may hold. Memory while planning grows with
+the steps (about 7 kB each for an OpenHands trajectory: 50,000 take under 400 MB), so a trace
+of more is refused while it is read, before it is parsed whole, whatever its size in bytes.
+Real agent runs hold hundreds to a few thousand."""
+
+
+def too_many_steps(origin: str | Path, what: str = "events") -> RecordError:
+    """The error refusing a trace of more than `MAX_TRACE_STEPS` steps."""
+    return RecordError(
+        str(origin),
+        f"more than {MAX_TRACE_STEPS:,} {what}: a run's trace is held whole while it is "
+        "checked, so longer ones are refused (split the run, or keep the file as an "
+        "attachment of a run of its own)",
+    )
 
 
 _PART_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
