@@ -38,8 +38,9 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The disk refusing a write: full, over quota, read-only. A clear message, never a traceback.
-_REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+# The system refusing a write: a full disk, a quota, a read-only mount, a file or folder that
+# may not be changed (permissions, or immutable: chattr +i). A clear message, never a traceback.
+_REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EPERM, errno.EACCES})
 
 INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as a shell reports it."""

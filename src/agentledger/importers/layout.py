@@ -296,6 +296,12 @@ def _scan(
             except FileNotFoundError:
                 raise InputError(f"{shown(run_dir / rel)}: broken symlink") from None
             if stat.S_ISDIR(info.st_mode):
+                keys = layout._cached_keys(rel)
+                if keys:  # metadata.json as a folder: never quietly a run without metadata
+                    raise InputError(
+                        f"{shown(run_dir / rel)}: a directory, where the run's {keys[0]} file "
+                        "is expected; rename it, or leave it out with --exclude"
+                    )
                 if target in visited:  # a link to a directory already included
                     skipped.append(rel)
                 else:

@@ -87,18 +87,34 @@ def _requests(raw: bytes, origin: str) -> list[Any]:
     ]
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def _hex_id(value: Any, origin: str, where: str) -> str:
-    """A trace or span id as hex: OTLP JSON writes hex, protobuf's JSON mapping base64."""
+    """A trace id (16 bytes) or span id (8 bytes) as lowercase hex. OTLP/JSON writes ids as
+    hex (32 or 16 digits); the Protobuf JSON mapping (what `MessageToDict` makes of an export
+    request) writes them base64 (24 or 12 characters): taken too, but only when it decodes
+    to an id of the right size, so that a short word ("AAAA") is never read as an id. An id
+    of zeros is no id (the spec calls it invalid)."""
+    size = 16 if where.endswith("traceId") else 8
     if not isinstance(value, str) or not value:
-        raise RecordError(origin, "expected a trace or span id (hex)", field=where)
-    if len(value) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in value):
-        return value.lower()
-    try:
-        return base64.b64decode(value, validate=True).hex()
-    except (binascii.Error, ValueError):
-        raise RecordError(
-            origin, f"{value[:40]!r} is not a hex or base64 id", field=where
-        ) from None
+        raise RecordError(origin, f"expected a {size}-byte id in hex", field=where)
+    if len(value) == 2 * size and _HEX.issuperset(value):
+        decoded = bytes.fromhex(value)
+    else:
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            decoded = b""
+        if len(decoded) != size or len(value) != 4 * -(-size // 3):
+            raise RecordError(
+                origin,
+                f"{value[:40]!r} is not a {size}-byte id: OTLP/JSON writes {2 * size} hex digits",
+                field=where,
+            )
+    if not decoded.strip(b"\0"):
+        raise RecordError(origin, f"an id of zeros ({value[:40]!r}) is invalid", field=where)
+    return decoded.hex()
 
 
 def _value(value: Any) -> Any:

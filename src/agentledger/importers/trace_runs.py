@@ -19,6 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentledger.errors import ArtifactTooLargeError, InputError, RecordError, UnsafeNameError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
@@ -416,6 +418,10 @@ def plan_trace_run(
             tags=tags,
             source=source,
         )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or None
+        raise RecordError(shown, first["msg"].removeprefix("Value error, "), field=where) from None
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
     counts = built.counts
