@@ -419,9 +419,9 @@ def plan_trace_run(
             source=source,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or None
-        raise RecordError(shown, first["msg"].removeprefix("Value error, "), field=where) from None
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or None
+        raise RecordError(shown, error["msg"].removeprefix("Value error, "), field=where) from None
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
     counts = built.counts
