@@ -70,3 +70,34 @@ def test_a_ledger_with_a_run_or_opened_is_never_removed(
     write_run()
     ledger.created_here = True  # as if this process had created it
     assert not ledger.remove_if_unused() and (ledger.root / "ledger.json").is_file()
+
+
+def test_concurrent_imports_of_the_same_runs_land_each_once_and_all_succeed(
+    tmp_path: Path,
+) -> None:
+    """Two imports racing on the same runs: each run is sealed once; the import that finds a
+    run the other sealed meanwhile, byte for byte the same, counts it as already imported."""
+    import subprocess
+    import sys
+
+    from agentledger.importers import sample_runs_dir
+
+    root = tmp_path / "shared"
+    Ledger.init(root).close()
+    argv = [
+        sys.executable, "-m", "agentledger", "import", str(sample_runs_dir()),
+        "--ledger", str(root), "--batch-size", "1", "--workers", "1",
+    ]  # fmt: skip
+    writers = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outcomes = [writer.communicate(timeout=180) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0, 0], outcomes
+    expected = sum(1 for path in sample_runs_dir().iterdir() if path.is_dir())
+    with Ledger.open(root) as ledger:
+        assert ledger.count() == expected
+        runs = [e.id for e in ledger.storage.journal.entries() if e.kind == "run"]
+        assert len(set(runs)) == len(runs) == expected
+    code, _out, err = run("verify", "--ledger", str(root))
+    assert code == 0, err

@@ -267,7 +267,8 @@ def write_plan(
             )
     finally:
         plan.discard()
-    report.imported.extend(result.run_id for result in sealed)
+    report.imported.extend(result.run_id for result in sealed if not result.already)
+    report.identical.extend(result.run_id for result in sealed if result.already)
     if report.identical:
         report.indexed = _index_missing(ledger, report.identical)
     return report
