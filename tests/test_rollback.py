@@ -132,3 +132,15 @@ def test_verify_checkpoint_still_works(ledger: Ledger, write_run: WriteRun) -> N
     write_run("use_case_f")
     code, out, err = run("verify", "--ledger", str(ledger.root), "--checkpoint", head)
     assert code == 0 and "extends checkpoint" in err + out, (out, err)
+
+
+def test_a_new_ledger_made_where_another_was_seen_is_no_rollback(tmp_path: Path) -> None:
+    root = str(tmp_path / "again")
+    code, _out, err = run("init", root)
+    assert code == 0 and "Note" not in err
+    code, _out, err = run("checkpoint", "--ledger", root)
+    shutil.rmtree(root)
+    code, _out, err = run("init", root)  # deleted and made again, on purpose
+    assert code == 0 and "another ledger was at" in err, err
+    code, _out, err = run("verify", "--ledger", root)
+    assert code == 0 and "Warning" not in err, err

@@ -137,10 +137,17 @@ def announce_journal(ledger: Ledger) -> None:
     on every command, that the ledger went back from a head this machine saw it show."""
     if ledger.journal_started_now is not None:
         announce_journal_start(ledger.root, ledger.journal_started_now)
-    if ledger.head_problem is not None:
-        from agentledger.cli.output import terminal_safe
+    from agentledger.cli.output import terminal_safe
 
+    if ledger.head_problem is not None:
         click.echo(f"Warning: {terminal_safe(str(ledger.head_problem))}", err=True)
+    if ledger.replaced_head is not None:
+        seen = ledger.replaced_head
+        click.echo(
+            f"Note: another ledger was at {terminal_safe(str(ledger.root))} (journal head "
+            f"{seen.head}, seen {seen.seen_at}); this machine now follows the new one.",
+            err=True,
+        )
 
 
 def announce_journal_start(root: Path, anchored: int) -> None:

@@ -267,6 +267,7 @@ def import_command(
                         raise
                 if created:
                     click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
+                    announce_journal(ledger)
         finally:
             if ledger is not None:
                 ledger.close()

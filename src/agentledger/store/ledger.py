@@ -56,7 +56,14 @@ from agentledger.store.reindex import (
     rebuild_index,
 )
 from agentledger.store.sealing import RunContent, seal_runs
-from agentledger.store.seen_heads import HeadProblem, check_seen_head, note_head
+from agentledger.store.seen_heads import (
+    HeadProblem,
+    SeenHead,
+    check_seen_head,
+    forget_seen_head,
+    note_head,
+    read_seen_head,
+)
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
 
@@ -197,6 +204,9 @@ class Ledger:
         self.head_problem: HeadProblem | None = None
         """The journal found behind or beside the head this machine saw it show before
         (`agentledger.store.seen_heads`); commands warn, `verify` fails."""
+        self.replaced_head: SeenHead | None = None
+        """The head of another ledger this machine saw at the same place, when `init` made
+        this one there (the CLI says so)."""
         self.created_here: bool | None = None
         """Whether this process created the ledger (`init`), and with it its directory (True)
         or in a directory that was there, empty (False); None: opened, not created."""
@@ -250,11 +260,16 @@ class Ledger:
             raise
         # Written last and atomically: a ledger.json on disk means a complete ledger.
         _mark_journal(root)
+        # Made on purpose where another ledger was seen: this one is new, not that one gone back.
+        replaced = read_seen_head(root, backend)
+        if replaced is not None:
+            forget_seen_head(root, backend)
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))
         os.replace(tmp, root / CONFIG_NAME)
         ledger = cls.open(root)
         ledger.created_here = created
+        ledger.replaced_head = replaced
         return ledger
 
     @classmethod
