@@ -67,3 +67,23 @@ def test_a_static_file_is_answered_while_a_huge_run_page_renders_in_parts(
         assert page.count('<li class="step') == ROWS_PER_PART
     assert "echo 0</code>" in first and "echo 500</code>" not in first
     assert f"thought {STEPS - 1}" in last and "echo 0</code>" not in last
+
+
+def test_a_long_trace_is_paged_on_the_run_page(ledger: Ledger) -> None:
+    from viewer_support import viewer_client
+
+    steps = [
+        TraceStep(index=i, actor="agent", kind="command", command=f"echo {i}") for i in range(1200)
+    ]
+    metadata = make_metadata("paged_run_gpt-4o_20260312T101500Z_0002")
+    with ledger.new_run(metadata) as run:
+        run.add_bytes("trace.jsonl", trace_bytes(steps))
+    client = viewer_client(ledger)
+    first = client.get(f"/runs/{metadata.run_id}").text
+    assert "Part 1 of 3" in first and first.count('<li class="step') == ROWS_PER_PART
+    assert "echo 499</code>" in first and "echo 500</code>" not in first
+    last = client.get(f"/runs/{metadata.run_id}?part=3").text
+    assert "Part 3 of 3" in last and "echo 1199</code>" in last and "echo 999</code>" not in last
+    assert last.count('<li class="step') == 200
+    assert "Part 3 of 3" in client.get(f"/runs/{metadata.run_id}?part=99").text  # the last
+    assert client.get(f"/runs/{metadata.run_id}?part=0").status_code == 400
