@@ -184,7 +184,9 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
         DecisionStore(ledger).write(decision)
         assert verify_ledger(ledger).ok
         first = scored.scored[0]
-    assert sorted(p.name for p in root.iterdir()) == ["index.sqlite", "ledger.json"]
+    # Nothing of the evidence is kept locally: the index, ledger.json and the journal's mark.
+    local = sorted(p.name for p in root.iterdir())
+    assert local == ["index.sqlite", "journal.started", "ledger.json"]
     keys = [
         item["Key"] for item in raw(s3_uri).list_objects_v2(Bucket=bucket_of(s3_uri))["Contents"]
     ]
