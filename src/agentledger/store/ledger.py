@@ -259,7 +259,8 @@ class Ledger:
                 shutil.rmtree(root, ignore_errors=True)
             raise
         # Written last and atomically: a ledger.json on disk means a complete ledger.
-        _mark_journal(root)
+        if backend.shared_between_processes:
+            _mark_journal(root)
         # Made on purpose where another ledger was seen: this one is new, not that one gone back.
         replaced = read_seen_head(root, backend)
         if replaced is not None:
@@ -283,7 +284,9 @@ class Ledger:
         index = _backend_index(root, config)
         ledger = cls(root, config, storage, index)
         try:
-            marked = (root / JOURNAL_MARK).exists()
+            # A storage that lives as long as this process (memory) outlives no directory.
+            lasting = storage.shared_between_processes
+            marked = lasting and (root / JOURNAL_MARK).exists()
             if marked and not storage.journal.started():
                 raise IntegrityError(
                     f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
@@ -292,7 +295,7 @@ class Ledger:
                     "a copy"
                 )
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
-            if not marked:
+            if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
         except BaseException:

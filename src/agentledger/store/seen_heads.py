@@ -181,7 +181,10 @@ def compare_with_seen(
 
 def check_seen_head(root: Path, storage: StorageBackend) -> HeadProblem | None:
     """Compare the ledger's journal with the head this machine saw, and note its head when it
-    extends that one. A journal that cannot be read here is left to `verify` to report."""
+    extends that one. A journal that cannot be read here is left to `verify` to report. A
+    storage that lives only as long as its process (memory) has no past to go back to."""
+    if not storage.shared_between_processes:
+        return None
     seen = read_seen_head(root, storage)
     try:
         head, at_seen = _head_and_entry(storage, seen.head.count if seen else None)
