@@ -33,9 +33,9 @@ def test_a_formula_cell_is_made_inert_and_reads_back(text: str) -> None:
 
 
 def test_plain_cells_and_numbers_are_left_as_they_are() -> None:
-    assert csv_row(["use_case_m", -3, -0.5, None, True, "a=b", "'quoted"]) == [
-        "use_case_m", -3, -0.5, None, True, "a=b", "'quoted",
-    ]  # fmt: skip
+    plain = ["use_case_m", -3, -0.5, None, True, "a=b", "'quoted", "-", "-0.5", "+3", "1e-3"]
+    assert csv_row(plain) == plain
+    assert csv_row(["-2+3", "-1 ", "-"]) == ["'-2+3", "'-1 ", "-"]  # a formula; not a bare number
 
 
 def _cells(text: str) -> list[str]:

@@ -5,7 +5,8 @@ Agent output, labels' reasons and run metadata are untrusted text. A CSV cell st
 LibreOffice, Google Sheets) for a formula, which can run commands or leak other cells
 (``=cmd|' /C calc'!A0``, ``=HYPERLINK(...)``). As OWASP advises (CSV Injection), such a text
 cell is written with a leading ``'``, which shows the text as it is. Numbers are left as they
-are: a negative number is data, not a formula. Every CSV writer of agentledger goes through
+are, as numbers or as text ("-0.5", and a lone "-" for none): a negative number is data, not a
+formula ("-2+3" is one, and gets its ``'``). Every CSV writer of agentledger goes through
 `inert_cell` (`csv_row`, `csv_dict`); `original_cell` undoes it, for files agentledger reads
 back (`labels import` of a `labels export`): a text that itself starts with ``'`` before a
 formula character gets one more ``'``, so the round trip is exact.
@@ -23,7 +24,19 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _marked(text: str) -> bool:
-    return text.lstrip("'").startswith(FORMULA_STARTS)
+    bare = text.lstrip("'")
+    return bare.startswith(FORMULA_STARTS) and not (bare == "-" or _plain_number(bare))
+
+
+def _plain_number(text: str) -> bool:
+    """A number written as text ("-0.5", "+3"), which a spreadsheet reads as that number."""
+    if text != text.strip():
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def inert_cell(value: Any) -> Any:
