@@ -269,6 +269,7 @@ def _cli_env(work: Path) -> dict[str, str | None]:
         "NO_COLOR": "1",
         "COLUMNS": "100",
         "AGENTLEDGER_CACHE_DIR": str(work / ".cache"),
+        "AGENTLEDGER_STATE_DIR": str(work / ".state"),
         "PYTHONUNBUFFERED": "1",
     }
 

@@ -31,6 +31,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("AGENTLEDGER_DIR", raising=False)
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("AGENTLEDGER_CACHE_DIR", str(tmp_path / ".user-cache"))
+    monkeypatch.setenv("AGENTLEDGER_STATE_DIR", str(tmp_path / ".user-state"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".user-state-xdg"))
     return tmp_path
 
 

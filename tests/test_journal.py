@@ -23,6 +23,8 @@ from agentledger.judges.scores import ScoreStore
 from agentledger.records.journal import GENESIS_PREV, entry_hash
 from agentledger.store import verify_ledger
 from agentledger.store.journal import CRASH_ENV, Checkpoint, segment_key
+from agentledger.store.ledger import JOURNAL_MARK
+from agentledger.store.seen_heads import state_dir
 from conftest import WriteRun
 from journal_records import make_score, write_decision, write_label, write_score
 
@@ -138,8 +140,8 @@ def test_a_coordinated_rewrite_is_caught_by_the_checkpoint(
     path = ledger.root / key
     path.chmod(0o644)
     path.write_text(path.read_text().replace('"Unsafe"', '"Safe"'))
-    shutil.rmtree(ledger.root / "journal")
     ledger.close()
+    _as_before_the_journal(ledger.root)  # ledger.json rewritten too, on a machine of theirs
     with Ledger.open(ledger.root) as rewritten:
         from agentledger.judges.scores import reindex_scores
 
@@ -203,8 +205,16 @@ def _make_old_ledger(ledger: Ledger, write_run: WriteRun) -> int:
     write_label(ledger, run_id)
     write_decision(ledger)
     ledger.close()
-    shutil.rmtree(ledger.root / "journal")
+    _as_before_the_journal(ledger.root)
     return 5
+
+
+def _as_before_the_journal(root: Path) -> None:
+    """The ledger as the code before the journal left it: no journal/, no journal.started
+    beside ledger.json, and never seen by this machine (whose noted heads would tell)."""
+    shutil.rmtree(root / "journal")
+    (root / JOURNAL_MARK).unlink()
+    shutil.rmtree(state_dir(), ignore_errors=True)
 
 
 def test_an_old_ledger_gets_a_journal_once_and_says_so(ledger: Ledger, write_run: WriteRun) -> None:

@@ -184,7 +184,9 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
         DecisionStore(ledger).write(decision)
         assert verify_ledger(ledger).ok
         first = scored.scored[0]
-    assert sorted(p.name for p in root.iterdir()) == ["index.sqlite", "ledger.json"]
+    # Nothing of the evidence is kept locally: the index, ledger.json and the journal's mark.
+    local = sorted(p.name for p in root.iterdir())
+    assert local == ["index.sqlite", "journal.started", "ledger.json"]
     keys = [
         item["Key"] for item in raw(s3_uri).list_objects_v2(Bucket=bucket_of(s3_uri))["Contents"]
     ]
@@ -500,11 +502,9 @@ def test_conflicting_writers_seal_each_run_once(tmp_path: Path, s3_uri: str) -> 
     ]
     outcomes = [writer.communicate(timeout=180) for writer in writers]
     codes = [writer.returncode for writer in writers]
-    # The slower one may meet a run the other sealed between its check and its claim.
-    assert set(codes) <= {0, 2}, outcomes
-    for code, (_out, err) in zip(codes, outcomes, strict=True):
-        if code == 2:
-            assert "already exists" in err and "never replaced" in err
+    # The slower one may meet a run the other sealed between its check and its claim: the
+    # same bytes, so it is counted as already imported, not an error.
+    assert codes == [0, 0], outcomes
     storage = storage_at(s3_uri)
     run_ids = sorted(storage.run_ids())
     assert len(run_ids) == 6

@@ -225,3 +225,38 @@ def test_serve_says_how_to_install_what_it_lacks(
     result = CliRunner().invoke(main, ["serve", "--ledger", str(ledger.root)])
     assert result.exit_code == 2
     assert "pip install 'agentledger[serve]'" in result.output
+
+
+@pytest.mark.parametrize("path", ["//evil.example/x", "///evil.example/x", "/\\evil.example"])
+def test_the_one_time_link_never_redirects_to_another_host(ledger: Ledger, path: str) -> None:
+    client = viewer_client(ledger, token=TOKEN, allowed_hosts=None, base_url="http://10.1.2.3")
+    link = client.get(f"http://10.1.2.3{path}?token={TOKEN}")
+    location = link.headers["location"]
+    assert link.status_code == 303 and location.startswith("/") and not location.startswith("//")
+
+
+def _serve(ledger: Ledger, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[str, object]:
+    started: dict[str, object] = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, **options: started.update(app=app))
+    result = CliRunner().invoke(main, ["serve", "--ledger", str(ledger.root), *args])
+    assert result.exit_code == 0, result.output
+    return result.output, getattr(started["app"], "token", None)
+
+
+def test_a_token_on_the_command_line_is_warned_about(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output, token = _serve(ledger, monkeypatch, "--token", TOKEN)
+    assert token == TOKEN and "visible to every user" in output and "ps" in output
+
+
+def test_a_token_from_the_environment_or_a_file_is_not_on_the_command_line(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AGENTLEDGER_VIEWER_TOKEN", TOKEN)
+    output, token = _serve(ledger, monkeypatch)
+    assert token == TOKEN and "visible" not in output
+    monkeypatch.delenv("AGENTLEDGER_VIEWER_TOKEN")
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    output, token = _serve(ledger, monkeypatch, "--token-file", str(tmp_path / "token"))
+    assert token == TOKEN and "visible" not in output

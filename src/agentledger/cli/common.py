@@ -38,8 +38,9 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The disk refusing a write: full, over quota, read-only. A clear message, never a traceback.
-_REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+# The system refusing a write: a full disk, a quota, a read-only mount, a file or folder that
+# may not be changed (permissions, or immutable: chattr +i). A clear message, never a traceback.
+_REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EPERM, errno.EACCES})
 
 INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as a shell reports it."""
@@ -132,9 +133,21 @@ def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
 
 
 def announce_journal(ledger: Ledger) -> None:
-    """Say, once, that opening an old ledger gave it a journal (and what that anchors)."""
+    """Say, once, that opening an old ledger gave it a journal (and what that anchors); and,
+    on every command, that the ledger went back from a head this machine saw it show."""
     if ledger.journal_started_now is not None:
         announce_journal_start(ledger.root, ledger.journal_started_now)
+    from agentledger.cli.output import terminal_safe
+
+    if ledger.head_problem is not None:
+        click.echo(f"Warning: {terminal_safe(str(ledger.head_problem))}", err=True)
+    if ledger.replaced_head is not None:
+        seen = ledger.replaced_head
+        click.echo(
+            f"Note: another ledger was at {terminal_safe(str(ledger.root))} (journal head "
+            f"{seen.head}, seen {seen.seen_at}); this machine now follows the new one.",
+            err=True,
+        )
 
 
 def announce_journal_start(root: Path, anchored: int) -> None:

@@ -10,6 +10,7 @@ import click
 
 from agentledger.cli.common import (
     INTERRUPTED,
+    announce_journal,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -295,6 +296,8 @@ def import_command(
             if root.exists() and not root.is_dir():
                 raise
             ledger = None  # created once every run has been checked
+        if ledger is not None:
+            announce_journal(ledger)
         before = ledger.count() if ledger is not None else 0
         try:
             with progress_bar("Checking runs") as progress:
@@ -313,15 +316,22 @@ def import_command(
                         f"{identical} already imported, identical. Nothing was written."
                     )
                     return
+                created = False
                 if ledger is None:
                     ledger, created = Ledger.open_or_init(root)
-                    if created:
-                        click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
                 with progress_bar("Importing runs") as progress:
                     try:
                         report = prepared.commit(ledger, progress=progress)
                     except KeyboardInterrupt:
                         _interrupted(root, before, new)
+                    except Exception:
+                        # A ledger this import created and could not write into goes again.
+                        if created and ledger.remove_if_unused():
+                            ledger = None
+                        raise
+                if created:
+                    click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
+                    announce_journal(ledger)
                 if resolve_format(list(paths), options).format == "promptfoo":
                     _promptfoo_labels(ledger, list(paths))
         finally:

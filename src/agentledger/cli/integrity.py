@@ -24,6 +24,7 @@ from agentledger.errors import IndexUnusableError, IntegrityError
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
+from agentledger.store.verify_runs import Problem
 
 __all__ = ["checkpoint_command", "gc_command", "reindex_command", "verify_command"]
 
@@ -54,6 +55,11 @@ def verify_command(
     try:
         with open_ledger(ledger_path) as ledger, progress_bar("Verifying") as progress:
             report = verify_ledger(ledger, list(run_ids) or None, progress, checkpoint=checkpoint)
+            if ledger.head_problem is not None:
+                problem = ledger.head_problem
+                report.problems.insert(
+                    0, Problem("journal", "rollback", str(problem), None, "journal")
+                )
     except IndexUnusableError as exc:
         # A damaged index is an integrity problem of the ledger, not bad input.
         fail(f"{exc}", 3)
@@ -185,15 +191,27 @@ def reindex_command(ledger_path: Path | None) -> None:
 @click.command("checkpoint")
 @ledger_option
 @click.option("--json", "as_json", is_flag=True, help="Output the head as JSON.")
+@click.option(
+    "--accept-current",
+    is_flag=True,
+    help="Take the head the ledger has now as the one this machine saw, after a rollback "
+    "that was meant (a backup restored on purpose); commands stop warning about it.",
+)
 @handle_errors
-def checkpoint_command(ledger_path: Path | None, as_json: bool) -> None:
+def checkpoint_command(ledger_path: Path | None, as_json: bool, accept_current: bool) -> None:
     """Print the head of the ledger's journal (entry count and hash), to keep elsewhere.
 
     Paste it into a CI log, a git tag or a ticket; `agentledger verify --checkpoint HEAD`
     later proves the ledger still extends it, which a wholesale rewrite of files,
-    manifests, index and journal together cannot fake.
+    manifests, index and journal together cannot fake. This machine also keeps the last head
+    each ledger showed, outside it, and says when a ledger is found behind it (rolled back).
     """
     with open_ledger(ledger_path) as ledger:
+        if accept_current:
+            from agentledger.store.seen_heads import forget_seen_head
+
+            forget_seen_head(ledger.root, ledger.storage)
+            ledger.head_problem = None
         head = ledger.storage.journal.head()
     if head is None:  # Ledger.open starts the journal; only a vanished one has no head
         raise IntegrityError(f"{ledger.root}: the journal is empty; run `agentledger verify`")

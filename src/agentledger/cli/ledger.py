@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_location, parse_size
+from agentledger.cli.common import announce_journal, handle_errors, ledger_location, parse_size
 from agentledger.records import SCHEMAS, json_schema, schema_model
 from agentledger.store import Ledger
 from agentledger.store.sizes import format_size
@@ -53,6 +53,7 @@ def init_command(
             f"Created ledger at {ledger.root} "
             f"(artifacts up to {format_size(ledger.config.max_artifact_bytes)}{backends})"
         )
+        announce_journal(ledger)
         if ledger.count() == 0 and next(iter(ledger.storage.run_ids()), None) is not None:
             report = ledger.reindex()
             click.echo(f"Joined a storage already in use: indexed {report.indexed} run(s)")

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from agentledger.errors import InputError
+from agentledger.records.csv_cells import csv_row
 
 __all__ = ["emit", "print_rows", "render_value", "terminal_safe", "write_text_output"]
 
@@ -91,8 +92,8 @@ def print_rows(
         return
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
+        writer.writerow(csv_row(columns))
+        writer.writerows(csv_row(row) for row in rows)
         return
     cells = [[render_value(value) for value in row] for row in rows]
     names = [name.upper() for name in headers or columns]

@@ -7,12 +7,14 @@ import re
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
-from agentledger.cli.common import handle_errors, ledger_location, ledger_option
+from agentledger.cli.common import announce_journal, handle_errors, ledger_location, ledger_option
 
 __all__ = ["serve_command"]
 
 _NEEDS = ("starlette", "uvicorn", "multipart")
+TOKEN_ENV = "AGENTLEDGER_VIEWER_TOKEN"  # noqa: S105 (the name of a variable, no secret)
 _TOKEN = re.compile(r"^[A-Za-z0-9._~-]{16,256}$")
 INSTALL_HINT = "pip install 'agentledger[serve]'"
 
@@ -35,12 +37,27 @@ def _missing() -> list[str]:
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
 @click.option(
     "--token",
+    envvar=TOKEN_ENV,
+    show_envvar=True,
     help="Every request must carry this token (16 or more of A-Z a-z 0-9 . _ ~ -) [default off "
-    "loopback: one generated and printed once].",
+    "loopback: one generated and printed once]. Better from the environment or --token-file: "
+    "on the command line, other users of the machine see it in `ps`.",
 )
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the token from this file (its first line).",
+)
+@click.pass_context
 @handle_errors
 def serve_command(
-    ledger_path: Path | None, host: str, port: int, open_browser: bool, token: str | None
+    ctx: click.Context,
+    ledger_path: Path | None,
+    host: str,
+    port: int,
+    open_browser: bool,
+    token: str | None,
+    token_file: Path | None,
 ) -> None:
     """Browse the ledger's runs and evidence in a browser; compare runs; label them.
 
@@ -53,6 +70,12 @@ def serve_command(
         raise click.UsageError(
             f"the viewer needs {', '.join(missing)}, which are not installed: {INSTALL_HINT}"
         )
+    on_command_line = ctx.get_parameter_source("token") is ParameterSource.COMMANDLINE
+    if token_file is not None:
+        if token is not None:
+            raise click.UsageError(f"give the token once: --token-file or {TOKEN_ENV}/--token")
+        lines = token_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        token = lines[0].strip() if lines else ""
     if token is not None and not _TOKEN.match(token):
         raise click.BadParameter(
             "a token is 16 to 256 of the characters A-Z a-z 0-9 . _ ~ - (it travels in a link "
@@ -72,6 +95,7 @@ def serve_command(
     if generated:
         token = new_token()
     ledger = Ledger.open(ledger_location(ledger_path))
+    announce_journal(ledger)
     app = create_app(
         ledger,
         token=token,
@@ -86,6 +110,12 @@ def serve_command(
     if token:
         shown = "generated token (shown once)" if generated else "token"
         click.echo(f"  {shown}: open {link}", err=True)
+    if on_command_line:
+        click.echo(
+            f"Warning: a --token given on the command line is visible to every user of this "
+            f"machine (`ps`); give it with {TOKEN_ENV} or --token-file",
+            err=True,
+        )
     if open_browser:
         import webbrowser
 

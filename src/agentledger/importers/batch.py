@@ -24,7 +24,7 @@ from typing import Any
 
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
-from agentledger.importers.directory import plan_runs, write_plan
+from agentledger.importers.directory import import_limit, plan_runs, write_plan
 from agentledger.importers.formats import DIRECTORY, finder, resolve_format, without_excluded
 from agentledger.importers.layout import Layout
 from agentledger.importers.plan import (
@@ -411,10 +411,10 @@ def prepare_import(
         # planning makes anyway, in the worker's share), not here one listing at a time.
         if find is None:
             found = layout.find_runs_real(paths, check=False)
-        elif layout.exclude is not None and kind is not None:
-            found = find(without_excluded(paths, kind, layout.exclude))
         else:
-            found = find(paths)
+            if layout.exclude is not None and kind is not None:
+                paths = without_excluded(paths, kind, layout.exclude)
+            found = find(paths, import_limit(options, ledger))
         count = worker_count(options.workers, len(found), import_format=kind)
         if ledger is not None and not ledger.storage.shared_between_processes:
             count = 1  # another process would write into storage of its own

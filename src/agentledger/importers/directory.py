@@ -23,9 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
-from agentledger.errors import (
-    InputError,
-)
+from agentledger.errors import ArtifactTooLargeError, InputError
 from agentledger.importers.identity_fields import (
     load_sidecar,
 )
@@ -48,6 +46,7 @@ from agentledger.records.limits import check_storable
 from agentledger.store.journal_upkeep import accept_runs
 from agentledger.store.ledger import Ledger
 from agentledger.store.sealing import RunContent
+from agentledger.store.sizes import format_size
 from agentledger.store.writer import METADATA, SUMMARY
 
 __all__ = [
@@ -108,6 +107,13 @@ def find_run_dirs(paths: Sequence[Path], options: ImportOptions | None = None) -
 # -- planning and writing --------------------------------------------------------------------
 
 
+def import_limit(options: ImportOptions, ledger: Ledger | None) -> int:
+    """The largest file the import accepts: --max-artifact-size, else the ledger's own limit."""
+    return options.max_artifact_bytes or (
+        ledger.config.max_artifact_bytes if ledger is not None else DEFAULT_MAX_ARTIFACT_BYTES
+    )
+
+
 def plan_runs(
     run_dirs: Sequence[Path],
     options: ImportOptions,
@@ -125,9 +131,7 @@ def plan_runs(
     """
     if options.batch_size < 1:
         raise InputError("the batch size must be at least 1")
-    limit = options.max_artifact_bytes or (
-        ledger.config.max_artifact_bytes if ledger is not None else DEFAULT_MAX_ARTIFACT_BYTES
-    )
+    limit = import_limit(options, ledger)
     prompt_file = options.system_prompt_file
     ctx = PlanContext(
         layout=_layout(options),
@@ -161,6 +165,19 @@ def plan_runs(
     )
 
 
+def _check_sizes(run: PlannedRun, run_dir: Path, limit: int) -> None:
+    """Every file the run would hold within the import's artifact limit, the files planning
+    made (a trace.jsonl derived from a trajectory, a shell log, a report) as well as those
+    read: found now, not while sealing, when other runs may be sealed already."""
+    for artifact in run.artifacts:
+        if artifact.size > limit:
+            raise ArtifactTooLargeError(
+                f"{run_dir}: the run's {artifact.name} would be {format_size(artifact.size)}, "
+                f"over the {format_size(limit)} artifact size limit (raise it for this import "
+                "with --max-artifact-size, or set max_artifact_bytes in ledger.json)"
+            )
+
+
 def _plan_each(
     run_dirs: Sequence[Path],
     ctx: PlanContext,
@@ -182,6 +199,7 @@ def _plan_each(
                 # written.
                 check_storable(run.metadata, f"{run_dir}: the ledger's {METADATA} of this run")
                 check_storable(run.summary, f"{run_dir}: the ledger's {SUMMARY} of this run")
+                _check_sizes(run, run_dir, ctx.limit)
             except InputError as exc:
                 problems.append((str(run_dir), " ".join(str(exc).split()), exc))
                 if progress:
@@ -271,7 +289,8 @@ def write_plan(
             )
     finally:
         plan.discard()
-    report.imported.extend(result.run_id for result in sealed)
+    report.imported.extend(result.run_id for result in sealed if not result.already)
+    report.identical.extend(result.run_id for result in sealed if result.already)
     if report.identical:
         report.indexed = _index_missing(ledger, report.identical)
     return report

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import importlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.importers.plan import ImportOptions
+from agentledger.importers.source_files import checked_real, files_below, given_file, open_regular
 
 if TYPE_CHECKING:
     from agentledger.importers.plan import PlannedRun
@@ -51,7 +53,8 @@ FORMATS: dict[str, tuple[str, str, str]] = {
 """Every importer, by the name `--format` takes."""
 
 Planner = Callable[[Path, "PlanContext", "str | None"], "PlannedRun"]
-Finder = Callable[[Sequence[Path]], list[tuple[Path, str]]]
+Finder = Callable[[Sequence[Path], int], list[tuple[Path, str]]]
+"""Finds the runs under the paths; files it reads whole are refused over the limit (bytes)."""
 
 
 def planner(name: str) -> Planner:
@@ -75,7 +78,7 @@ def _detect_one(path: Path) -> str:
         if path.suffix == ".eval":
             return "inspect"
         if path.suffix in (".json", ".jsonl"):
-            with path.open("rb") as handle:
+            with open_regular(given_file(path), path) as handle:
                 head = handle.read(4096)
             if b'"resourceSpans"' in head:
                 return "otel"
@@ -155,12 +158,13 @@ def _folder_kinds(path: Path) -> dict[str, list[Path]]:
         _run_files().fullmatch(name) for name in names
     ):
         return kinds  # a run directory (the seed's layout): its shell log is no trace file
+    root = os.path.realpath(path)
     files = [
         path / name
         for name in names
         if Path(name).suffix in (".json", ".jsonl", ".eval")
         and not name.startswith(".")
-        and (path / name).is_file()
+        and os.path.isfile(checked_real(path / name, root, path))  # links out refused, unread
     ]
     trajectories = [p for p in files if p.name.startswith("traj_") and p.suffix == ".json"]
     if trajectories:
@@ -202,6 +206,12 @@ _TRACE_GLOBS = {
 }
 
 
+def _trace_name(kind: str) -> Callable[[str], bool]:
+    """Whether a file name is one format `kind` reads."""
+    globs = _TRACE_GLOBS[kind]
+    return lambda name: any(fnmatch.fnmatchcase(name, glob) for glob in globs)
+
+
 def without_excluded(paths: Sequence[Path], kind: str, exclude: re.Pattern[str]) -> list[Path]:
     """`paths` with every folder replaced by the files of format `kind` below it that
     `exclude` (from --exclude globs) does not match, by their path below the folder or their
@@ -213,9 +223,7 @@ def without_excluded(paths: Sequence[Path], kind: str, exclude: re.Pattern[str])
             if not exclude.fullmatch(path.name):
                 kept.append(path)
             continue
-        files = sorted(
-            {file for glob in _TRACE_GLOBS[kind] for file in path.rglob(glob) if file.is_file()}
-        )
+        files = [file for file, _real in files_below(path, _trace_name(kind))]
         left = [
             file
             for file in files

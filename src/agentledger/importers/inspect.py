@@ -14,7 +14,9 @@ the report; the sample's start and end times (UTC).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import zipfile
 from collections.abc import Sequence
@@ -24,11 +26,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentledger.errors import InputError, RecordError
+from agentledger.errors import ArtifactTooLargeError, InputError, RecordError
 from agentledger.identity import sha256_bytes
 from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
-from agentledger.importers.run_plan import PlanContext, read_source
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.source_files import given_file, open_regular, read_regular, too_large
 from agentledger.importers.trace_runs import (
     TraceFacts,
     attachment_of,
@@ -36,7 +39,9 @@ from agentledger.importers.trace_runs import (
     plan_trace_run,
     trace_files,
 )
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES
 from agentledger.records.trace import STEPS, step_text_fields
+from agentledger.store.sizes import format_size
 
 __all__ = ["FORMAT", "find_inspect_samples", "plan_inspect_sample"]
 
@@ -60,12 +65,51 @@ def _read_log(path: Path) -> Any:
         raise InputError(f"{path}: not a readable Inspect AI log ({exc})") from None
 
 
-def find_inspect_samples(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+def _check_log_size(real: str, file: Path, limit: int) -> None:
+    """Refuse a log over `limit` bytes, or a zipped log (``.eval``) whose entries unpack to
+    more: the bytes are counted as they are unpacked, since the sizes a zip states are only
+    claims, so a zip bomb is refused after `limit` bytes, before the log is parsed."""
+    with open_regular(real, file) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise ArtifactTooLargeError(too_large(file, size, limit))
+        if not zipfile.is_zipfile(handle):
+            return
+        handle.seek(0)
+        with contextlib.suppress(ImportError):
+            # What inspect-ai compresses its logs with (zstd), which zipfile reads once it is
+            # imported (before Python 3.14); inspect-ai imports it itself, later.
+            import zipfile_zstd  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
+        unpacked = 0
+        try:
+            with zipfile.ZipFile(handle) as log:
+                for info in log.infolist():
+                    with log.open(info) as member:
+                        while chunk := member.read(_UNPACK_CHUNK):
+                            unpacked += len(chunk)
+                            if unpacked > limit:
+                                raise ArtifactTooLargeError(
+                                    f"{file}: its entries unpack to more than "
+                                    f"{format_size(limit)} (at {info.filename!r}), the artifact "
+                                    "size limit (raise it for this import with "
+                                    "--max-artifact-size)"
+                                )
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
+            raise InputError(f"{file}: not a readable Inspect AI log ({exc})") from None
+
+
+_UNPACK_CHUNK = 1 << 20
+
+
+def find_inspect_samples(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
     """One entry per sample and epoch of every log under `paths` (``log#sample=ID#epoch=N``)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        for file in trace_files(path, (".eval", ".json"), "Inspect AI log"):
-            log = _read_log(file)
+        for file, real in trace_files(path, (".eval", ".json"), "Inspect AI log"):
+            _check_log_size(real, file, limit)
+            log = _read_log(Path(real))
             if not log.samples:
                 raise InputError(
                     f"{file}: no samples in this log (written with log_samples=False?): "
@@ -73,7 +117,7 @@ def find_inspect_samples(paths: Sequence[Path]) -> list[tuple[Path, str]]:
                 )
             for sample in log.samples:
                 key = f"{_SEPARATOR}{sample.id}{_EPOCH}{sample.epoch}"
-                found.append((Path(f"{file}{key}"), f"{file.resolve()}{key}"))
+                found.append((Path(f"{file}{key}"), f"{real}{key}"))
     return found
 
 
@@ -189,18 +233,17 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
     file_name, _, key = str(path).partition(_SEPARATOR)
     sample_id, _, epoch = key.rpartition(_EPOCH)
     file = Path(file_name)
-    if file.stat().st_size > ctx.limit:
-        raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
+    at = Path(real.partition(_SEPARATOR)[0] if real else given_file(file))
     # The samples of a log come in a row: it is read and parsed once for all of them.
-    raw = ctx.latest("inspect-bytes", file, read_source)
-    log = ctx.latest("inspect-log", file, _read_log)
+    raw = ctx.latest("inspect-bytes", at, lambda f: read_regular(str(f), ctx.limit, file))
+    log = ctx.latest("inspect-log", at, _read_log)
     sample = next(
         (s for s in log.samples or [] if str(s.id) == sample_id and str(s.epoch) == epoch), None
     )
     if sample is None:
         raise InputError(f"{file}: no sample {sample_id!r} (epoch {epoch})")
     facts = TraceFacts(importer=FORMAT, agent_name="inspect")
-    parts = _sample_parts(file, sample, ctx)
+    parts = _sample_parts(at, sample, ctx)
     values = _steps(
         sample,
         part_attachment(file.name, parts[-1][0]) if parts else attachment_of(file.name),

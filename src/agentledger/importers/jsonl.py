@@ -34,13 +34,20 @@ from agentledger.importers.openhands import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (
+    MAX_TRACE_STEPS,
     TraceFacts,
     attachment_of,
     plan_trace_run,
     read_trace_file,
+    too_many_steps,
     trace_files,
 )
-from agentledger.records import NOT_EXECUTED, decode_json, parse_record_data
+from agentledger.records import (
+    DEFAULT_MAX_ARTIFACT_BYTES,
+    NOT_EXECUTED,
+    decode_json,
+    parse_record_data,
+)
 from agentledger.records.trace import StepText, TraceStep, step_text
 from agentledger.shell.knowledge import KINDS as COMMAND_CLASSES
 
@@ -87,12 +94,13 @@ def _surrogate_at(value: Any, where: str) -> str | None:
     return None
 
 
-def find_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+def find_traces(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
     """Every trace file under `paths` (files given, or ``*.jsonl`` in directories)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        files = trace_files(path, (".jsonl",), "trace file")
-        found += [(file, str(file.resolve())) for file in files]
+        found += trace_files(path, (".jsonl",), "trace file")
     return found
 
 
@@ -254,6 +262,11 @@ def read_trace_lines(
     raw: bytes, origin: str, attachment: str
 ) -> tuple[list[TraceStep], TraceFacts]:
     """The steps of the plain trace `raw` and what its header (if any) says of the run."""
+    # Counted before any line is parsed (a header line comes on top of the steps).
+    if raw.count(b"\n") > MAX_TRACE_STEPS and (
+        sum(1 for line in raw.split(b"\n") if line.strip()) > MAX_TRACE_STEPS + 1
+    ):
+        raise too_many_steps(origin, "lines")
     facts = TraceFacts(importer=FORMAT)
     steps: list[TraceStep] = []
     lines: list[int] = []

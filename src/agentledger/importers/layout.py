@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
+from agentledger.importers.source_files import checked_real
 from agentledger.store.sizes import format_size
 
 __all__ = [
@@ -190,10 +191,6 @@ def shown(path: str | Path) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def _inside(target: str, root: str) -> bool:
-    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _subdirectories(path: Path) -> list[tuple[Path, str]]:
     """The subdirectories of `path`, sorted, each with its real path."""
     root = os.path.realpath(path)
@@ -203,12 +200,7 @@ def _subdirectories(path: Path) -> list[tuple[Path, str]]:
             if entry.name.startswith(".") or not entry.is_dir():
                 continue
             if entry.is_symlink():
-                real = os.path.realpath(entry.path)
-                if not _inside(real, root):
-                    raise UnsafeNameError(
-                        f"{shown(entry.path)}: symlink points outside {path} "
-                        f"(to {shown(real)}); refusing to import it"
-                    )
+                real = checked_real(entry.path, root, path)
             else:  # not a link: its real path is its parent's plus its name
                 real = os.path.join(root, entry.name)
             found.append((entry.path, real))
@@ -298,17 +290,18 @@ def _scan(
                 continue
             target = entry.path
             if entry.is_symlink():
-                target = os.path.realpath(entry.path)
-                if not _inside(target, root):
-                    raise UnsafeNameError(
-                        f"{shown(run_dir / rel)}: symlink points outside the run directory "
-                        f"(to {shown(target)}); refusing to import it"
-                    )
+                target = checked_real(entry.path, root, "the run directory", run_dir / rel)
             try:
                 info = os.stat(target)
             except FileNotFoundError:
                 raise InputError(f"{shown(run_dir / rel)}: broken symlink") from None
             if stat.S_ISDIR(info.st_mode):
+                keys = layout._cached_keys(rel)
+                if keys:  # metadata.json as a folder: never quietly a run without metadata
+                    raise InputError(
+                        f"{shown(run_dir / rel)}: a directory, where the run's {keys[0]} file "
+                        "is expected; rename it, or leave it out with --exclude"
+                    )
                 if target in visited:  # a link to a directory already included
                     skipped.append(rel)
                 else:

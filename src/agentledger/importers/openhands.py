@@ -29,14 +29,17 @@ from agentledger.errors import InputError, RecordError
 from agentledger.identity import HASH_PREFIX
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.source_files import checked_real, files_below, given_file
 from agentledger.importers.trace_runs import (
+    MAX_TRACE_STEPS,
     BuiltTrace,
     TraceFacts,
     attachment_of,
     plan_trace_run,
     read_trace_file,
+    too_many_steps,
 )
-from agentledger.records import NOT_EXECUTED, decode_json
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, NOT_EXECUTED, decode_json
 from agentledger.records.trace import (
     MAX_STEP_TEXT,
     STEPS,
@@ -97,29 +100,30 @@ def scenario_of(path: Path) -> str:
     return stem[len(_PREFIX) :] if stem.startswith(_PREFIX) and len(stem) > len(_PREFIX) else stem
 
 
-def find_trajectories(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+def find_trajectories(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
     """Every trajectory under `paths` (files given, or ``traj_*.json`` in directories), with
     its real path, in a stable order."""
     found: list[tuple[Path, str]] = []
     seen: set[str] = set()
     beside: list[Path] = []
     for path in paths:
-        if path.is_file():
-            real = str(path.resolve())
+        if not path.is_dir():
+            real = given_file(path)
             if _beside_a_trajectory(path):
                 beside.append(path)
             elif real not in seen:
                 seen.add(real)
                 found.append((path, real))
             continue
-        files = sorted(p for p in path.rglob(f"{_PREFIX}*.json") if p.is_file())
+        files = files_below(path, lambda name: name.startswith(_PREFIX) and name.endswith(".json"))
         if not files:
             raise InputError(
                 f"{path}: no OpenHands trajectory (traj_*.json) here or below; give the "
                 "trajectory files themselves, or another --format"
             )
-        for file in files:
-            real = str(file.resolve())
+        for file, real in files:
             if real not in seen:
                 seen.add(real)
                 found.append((file, real))
@@ -145,18 +149,20 @@ def _beside_a_trajectory(path: Path) -> bool:
 
 
 def _task_files(folder: Path) -> dict[str, list[str]]:
-    """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``."""
+    """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``;
+    links among them too (`_siblings` checks where they point)."""
     by_rest: dict[str, list[str]] = {}
     with os.scandir(folder) as entries:
         for entry in entries:
             _kind, sep, rest = entry.name.partition("_")
-            if sep and rest and entry.is_file():
+            if sep and rest and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
                 by_rest.setdefault(rest, []).append(entry.name)
     return by_rest
 
 
-def _siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[Path]:
-    """Other files of the same task in the trajectory's folder: ``<kind>_<task>.json``.
+def _siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[tuple[Path, str]]:
+    """Other files of the same task in the trajectory's folder: ``<kind>_<task>.json``, each
+    with its real path. A link among them must stay inside the folder (`source_files`).
 
     The folder is listed once per import (`ctx`): a flat folder of a thousand trajectories
     would otherwise be listed a thousand times."""
@@ -165,7 +171,12 @@ def _siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[Pat
     folder = path.parent
     by_rest = _task_files(folder) if ctx is None else ctx.per_folder(FORMAT, folder, _task_files)
     names = by_rest.get(f"{task}{path.suffix}", ())
-    return sorted(folder / name for name in names if name != path.name)
+    root = os.path.realpath(folder)
+    return [
+        (folder / name, checked_real(folder / name, root, folder))
+        for name in sorted(names)
+        if name != path.name
+    ]
 
 
 def _events(data: Any, origin: str) -> tuple[list[Any], dict[str, Any]]:
@@ -626,12 +637,35 @@ class _Reader:
 
 
 def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, Any]]:
+    _check_event_count(raw, origin)
     events, meta = _events(decode_json(raw, origin), origin)
     reader = _Reader(origin, attachment)
     steps = reader.steps
     for position, event in enumerate(events):
         steps.append(reader.step(event, position))
+        events[position] = None  # each event let go once it is a step: not both held whole
     return reader, meta
+
+
+# A file smaller than this cannot hold enough events to matter: it is parsed at once.
+_COUNT_FROM_BYTES = 1 << 20
+
+
+def _check_event_count(raw: bytes, origin: str) -> None:
+    """Refuse a trajectory of more than `MAX_TRACE_STEPS` events, counted by a streaming
+    parser (ijson) that stops there, before the file is parsed whole: parsed, a million
+    events take gigabytes (orjson builds every event at once)."""
+    if len(raw) < _COUNT_FROM_BYTES:
+        return
+    import ijson  # type: ignore[import-untyped, unused-ignore]
+
+    prefix = "history.item" if raw.lstrip()[:1] == b"{" else "item"
+    try:
+        for count, _event in enumerate(ijson.items(raw, prefix, use_float=True), start=1):
+            if count > MAX_TRACE_STEPS:
+                raise too_many_steps(origin)
+    except ijson.JSONError:
+        return  # malformed: the strict parser says where
 
 
 def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:

@@ -55,7 +55,8 @@ from agentledger.importers.otel_dialects import (
     tool_answers,
 )
 from agentledger.importers.plan import PlannedRun
-from agentledger.importers.run_plan import PlanContext, read_source
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.source_files import given_file, read_regular
 from agentledger.importers.trace_runs import (
     TraceFacts,
     attachment_of,
@@ -63,7 +64,7 @@ from agentledger.importers.trace_runs import (
     plan_trace_run,
     trace_files,
 )
-from agentledger.records import decode_json
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json
 from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
@@ -91,18 +92,34 @@ def _requests(raw: bytes, origin: str) -> list[Any]:
     ]
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def _hex_id(value: Any, origin: str, where: str) -> str:
-    """A trace or span id as hex: OTLP JSON writes hex, protobuf's JSON mapping base64."""
+    """A trace id (16 bytes) or span id (8 bytes) as lowercase hex. OTLP/JSON writes ids as
+    hex (32 or 16 digits); the Protobuf JSON mapping (what `MessageToDict` makes of an export
+    request) writes them base64 (24 or 12 characters): taken too, but only when it decodes
+    to an id of the right size, so that a short word ("AAAA") is never read as an id. An id
+    of zeros is no id (the spec calls it invalid)."""
+    size = 16 if where.endswith("traceId") else 8
     if not isinstance(value, str) or not value:
-        raise RecordError(origin, "expected a trace or span id (hex)", field=where)
-    if len(value) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in value):
-        return value.lower()
-    try:
-        return base64.b64decode(value, validate=True).hex()
-    except (binascii.Error, ValueError):
-        raise RecordError(
-            origin, f"{value[:40]!r} is not a hex or base64 id", field=where
-        ) from None
+        raise RecordError(origin, f"expected a {size}-byte id in hex", field=where)
+    if len(value) == 2 * size and _HEX.issuperset(value):
+        decoded = bytes.fromhex(value)
+    else:
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            decoded = b""
+        if len(decoded) != size or len(value) != 4 * -(-size // 3):
+            raise RecordError(
+                origin,
+                f"{value[:40]!r} is not a {size}-byte id: OTLP/JSON writes {2 * size} hex digits",
+                field=where,
+            )
+    if not decoded.strip(b"\0"):
+        raise RecordError(origin, f"an id of zeros ({value[:40]!r}) is invalid", field=where)
+    return decoded.hex()
 
 
 def _value(value: Any) -> Any:
@@ -244,19 +261,22 @@ def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
     return traces
 
 
-def find_otel_traces(paths: Sequence[Path]) -> list[tuple[Path, str]]:
-    """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``)."""
+def find_otel_traces(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
+    """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``); a
+    file over `limit` bytes is refused before it is read."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        for file in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
-            traces = read_spans(read_source(file), str(file))
+        for file, real in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
+            traces = read_spans(read_regular(real, limit, file), str(file))
             if not traces:
                 raise InputError(f"no spans in {file}: nothing to import")
             for trace_id in sorted(traces):
                 found.append(
                     (
                         Path(f"{file}{_SEPARATOR}{trace_id}"),
-                        f"{file.resolve()}{_SEPARATOR}{trace_id}",
+                        f"{real}{_SEPARATOR}{trace_id}",
                     )
                 )
     return found
@@ -722,10 +742,11 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     """The checked plan of one trace (``file#trace=ID``) of an OTLP JSON file."""
     file_name, _, trace_id = str(path).partition(_SEPARATOR)
     file = Path(file_name)
-    if file.stat().st_size > ctx.limit:
-        raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
+    at = real.partition(_SEPARATOR)[0] if real else given_file(file)
     # A file's traces come in a row: it is read and parsed once for all of them.
-    raw, traces, parts = ctx.latest("otel-file", file, _read_file)
+    raw, traces, parts = ctx.latest(
+        "otel-file", Path(at), lambda _at: _read_file(file, read_regular(at, ctx.limit, file))
+    )
     spans = traces.get(trace_id)
     if not spans:
         raise InputError(f"{file}: no spans of trace {trace_id}")
@@ -755,11 +776,12 @@ def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     return plan_trace_run(file, raw, steps, facts, ctx, parts=part)
 
 
-def _read_file(file: Path) -> tuple[bytes, dict[str, list[dict[str, Any]]], dict[str, bytes]]:
-    """A file's bytes, its spans by trace id (`read_spans`), and each trace's own part of it:
-    an OTLP export request of that trace's spans only, in their resource and scope, each span
-    as the file gives it."""
-    raw = read_source(file)
+def _read_file(
+    file: Path, raw: bytes
+) -> tuple[bytes, dict[str, list[dict[str, Any]]], dict[str, bytes]]:
+    """A file's bytes `raw`, its spans by trace id (`read_spans`), and each trace's own part of
+    it: an OTLP export request of that trace's spans only, in their resource and scope, each
+    span as the file gives it."""
     origin = str(file)
     traces = read_spans(raw, origin)
     kept: dict[str, dict[str, Any]] = {}

@@ -71,14 +71,14 @@ def find_promptfoo_results(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     """One entry per result that is not a run already (``file#result=N``)."""
     found: list[tuple[Path, str]] = []
     for path in paths:
-        for file in trace_files(path, (".json",), "promptfoo results file"):
-            results = read_results(read_source(file), str(file))
+        for file, real in trace_files(path, (".json",), "promptfoo results file"):
+            results = read_results(read_source(real, found=True), str(file))
             for number, result in enumerate(results):
                 if linked_run(result) is None:
                     found.append(
                         (
                             Path(f"{file}{_SEPARATOR}{number}"),
-                            f"{file.resolve()}{_SEPARATOR}{number}",
+                            f"{real}{_SEPARATOR}{number}",
                         )
                     )
     return found

@@ -42,8 +42,8 @@ def promptfoo_labels(ledger: Ledger, paths: Sequence[Path]) -> PromptfooLabels:
     """The labels of every result in the promptfoo output files under `paths`."""
     found = PromptfooLabels()
     for path in paths:
-        for file in trace_files(path, (".json",), "promptfoo results file"):
-            results = read_results(read_source(file), str(file))
+        for file, real in trace_files(path, (".json",), "promptfoo results file"):
+            results = read_results(read_source(real, found=True), str(file))
             for number, result in enumerate(results):
                 where = f"{file.name} results[{number}]"
                 run_id = promptfoo_run_id(result, number)

@@ -11,6 +11,7 @@ import json
 import operator
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -262,11 +263,16 @@ def _decode_json(raw: bytes, origin: str) -> Any:
     return decode_json(raw, origin)
 
 
-def read_source(path: str | Path, size: int = _READ_CHUNK) -> bytes:
-    """The bytes of a file; `size`, its size as scanned, sizes the first read."""
+def read_source(path: str | Path, size: int = _READ_CHUNK, *, found: bool = False) -> bytes:
+    """The bytes of a file; `size`, its size as scanned, sizes the first read. `found`: `path`
+    is the real path of a file found in the folder imported (`source_files`), opened without
+    following a link it may have become since, and read only if still a regular file."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW | os.O_NONBLOCK if found else 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, flags)
         try:
+            if found and not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(f"{shown(path)}: not a regular file")
             chunks = []
             want = size + 1
             while chunk := os.read(fd, want):
@@ -342,7 +348,7 @@ def _system_prompt(
     if own is not None:
         found.append(
             (
-                read_source(own.path, own.size),
+                read_source(own.path, own.size, found=True),
                 shown(f"{run_dir}/{own.rel}"),
                 "system_prompt.txt",
                 True,
@@ -478,7 +484,7 @@ def _summary(
     counts = None
     shell_log = None
     if shell is not None:
-        shell_log = read_source(shell.path, shell.size)
+        shell_log = read_source(shell.path, shell.size, found=True)
         counts = check_shell_log(shell_log, shown(f"{run_dir}/{shell.rel}"))
     derived = derived_values(metadata, counts)
     values: dict[str, Any] = {}
@@ -513,7 +519,7 @@ def plan_run(run_dir: Path, ctx: PlanContext, real: str | None = None) -> Planne
     assigned, attachments = ctx.layout.assign(run_dir, files)
     # The run's own records are read once: for identity, metrics, and their hashes.
     originals = {
-        key: read_source(assigned[key].path, assigned[key].size)
+        key: read_source(assigned[key].path, assigned[key].size, found=True)
         for key in _ORIGINALS
         if key in assigned
     }

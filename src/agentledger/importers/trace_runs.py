@@ -10,6 +10,7 @@ the run is sealed by the same batch path as the directory importer.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -18,11 +19,20 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import InputError, RecordError, UnsafeNameError
+from pydantic import ValidationError
+
+from agentledger.errors import ArtifactTooLargeError, InputError, RecordError, UnsafeNameError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id, sha256_bytes
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
-from agentledger.importers.run_plan import PlanContext, _check_identical, read_source
+from agentledger.importers.run_plan import PlanContext, _check_identical
+from agentledger.importers.source_files import (
+    files_below,
+    given_file,
+    open_regular,
+    read_regular,
+    too_large,
+)
 from agentledger.records import RunMetadata, RunSummary, ShellCounts, ShellEvent, check_tags
 from agentledger.records.trace import (
     TRACE,
@@ -34,21 +44,24 @@ from agentledger.store.storage import HashedBytes
 from agentledger.store.writer import PROMPT, REPORT, SHELL_AUDIT, SYSTEM_PROMPT
 
 __all__ = [
+    "MAX_TRACE_STEPS",
     "BuiltTrace",
     "TraceFacts",
     "plan_trace_run",
     "read_trace_file",
     "shell_log_bytes",
+    "too_many_steps",
     "trace_files",
 ]
 
 
-def trace_files(path: Path, suffixes: Sequence[str], what: str) -> list[Path]:
+def trace_files(path: Path, suffixes: Sequence[str], what: str) -> list[tuple[Path, str]]:
     """`path` itself if it is a file, else every file below it with one of `suffixes`, in a
-    stable order; none is an InputError naming `what` was looked for."""
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.suffix in suffixes and p.is_file())
+    stable order, each with its real path (`source_files`: links out of the folder refused);
+    none is an InputError naming `what` was looked for."""
+    if not path.is_dir():
+        return [(path, given_file(path))]
+    files = files_below(path, lambda name: os.path.splitext(name)[1] in suffixes)
     if not files:
         patterns = ", ".join(f"*{suffix}" for suffix in suffixes)
         raise InputError(f"{path}: no {what} ({patterns}) here or below")
@@ -56,15 +69,26 @@ def trace_files(path: Path, suffixes: Sequence[str], what: str) -> list[Path]:
 
 
 def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> bytes:
-    """The bytes of the trace file `path` (read at `real`, its real path, when given), refused
-    with a clear error when it is larger than the import accepts."""
-    size = path.stat().st_size
-    if size > ctx.limit:
-        raise InputError(
-            f"{path}: {size} bytes, larger than the largest artifact accepted ({ctx.limit}); "
-            "raise it with --max-artifact-size"
-        )
-    return read_source(real or path, size)
+    """The bytes of the trace file `path` (read at `real`, its real path as found, or checked
+    now), refused with a clear error when it is larger than the import accepts."""
+    return read_regular(real or given_file(path), ctx.limit, path)
+
+
+MAX_TRACE_STEPS = 50_000
+"""The most events (steps) one trace file's run may hold. Memory while planning grows with
+the steps (about 7 kB each for an OpenHands trajectory: 50,000 take under 400 MB), so a trace
+of more is refused while it is read, before it is parsed whole, whatever its size in bytes.
+Real agent runs hold hundreds to a few thousand."""
+
+
+def too_many_steps(origin: str | Path, what: str = "events") -> RecordError:
+    """The error refusing a trace of more than `MAX_TRACE_STEPS` steps."""
+    return RecordError(
+        str(origin),
+        f"more than {MAX_TRACE_STEPS:,} {what}: a run's trace is held whole while it is "
+        "checked, so longer ones are refused (split the run, or keep the file as an "
+        "attachment of a run of its own)",
+    )
 
 
 _PART_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -308,7 +332,7 @@ def plan_trace_run(
     facts: TraceFacts,
     ctx: PlanContext,
     *,
-    attachments: Sequence[Path] = (),
+    attachments: Sequence[tuple[Path, str]] = (),
     parts: Sequence[tuple[str, bytes]] | None = None,
 ) -> PlannedRun:
     """The checked plan of the run in the trace file `path` (bytes `raw`, made into `steps`,
@@ -355,13 +379,18 @@ def plan_trace_run(
             kept, spooled = ctx.keep_made(content)
             artifacts.append(PlannedArtifact(name, spooled, len(content), kept))
             files[f"{path.name}:{part}"] = name
-    for sibling in attachments:
+    for sibling, real in attachments:
         name = attachment_of(sibling.name)
         ctx.check_name(name)
-        size = sibling.stat().st_size
-        small = size <= _SMALL_SIBLING and ctx.hold(size)
-        read = read_source(sibling, size) if small else None
-        artifacts.append(PlannedArtifact(name, str(sibling), len(read) if read else size, read))
+        with open_regular(real, sibling) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > ctx.limit:
+                raise ArtifactTooLargeError(too_large(sibling, size, ctx.limit))
+            small = size <= _SMALL_SIBLING and ctx.hold(size)
+            read = handle.read(size + 1) if small else None
+        if read is not None and len(read) > size:
+            raise InputError(f"{sibling}: grew while being imported")
+        artifacts.append(PlannedArtifact(name, real, len(read) if read else size, read))
     if parts is None:
         ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
@@ -373,7 +402,7 @@ def plan_trace_run(
         "importer": facts.importer,
         "file": path.name,
         "original_sha256": digest,
-        "files": {**files, **{s.name: attachment_of(s.name) for s in attachments}},
+        "files": {**files, **{s.name: attachment_of(s.name) for s, _real in attachments}},
     }
     if parts is not None:
         source["kept"] = (
@@ -436,6 +465,10 @@ def plan_trace_run(
             tags=tags,
             source=source,
         )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or None
+        raise RecordError(shown, error["msg"].removeprefix("Value error, "), field=where) from None
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
     counts = built.counts

@@ -38,6 +38,7 @@ from agentledger.labels.entry import (
     source_name,
 )
 from agentledger.records import decode_json
+from agentledger.records.csv_cells import csv_dict, original_cell
 from agentledger.records.labels import Label
 from agentledger.store.index import RunFilter
 
@@ -124,7 +125,7 @@ def _csv_rows(text: str, where: str) -> Iterator[_Row]:
                 raise RecordError(
                     where, f"{len(cells)} cells where the header has {len(names)}", line=start
                 )
-            yield _Row(start, dict(zip(names, cells, strict=True)))
+            yield _Row(start, dict(zip(names, map(original_cell, cells), strict=True)))
             start = reader.line_num + 1
     except csv.Error as exc:
         raise RecordError(where, f"malformed CSV: {exc}", line=reader.line_num) from None
@@ -469,7 +470,7 @@ def export_labels(ledger: Ledger, labels: Sequence[Label], fmt: FileFormat, out:
         writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for record in records:
-            writer.writerow({k: "" if v is None else v for k, v in record.items()})
+            writer.writerow(csv_dict({k: "" if v is None else v for k, v in record.items()}))
     else:
         for label, record in zip(labels, records, strict=True):
             record["criteria"] = {item.criterion: item.fired for item in label.criteria}

@@ -235,9 +235,16 @@ class RunMetadata(Record):
     @field_validator("started_at", "ended_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC) if value is not None else None
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+14:00 is in year 0 in UTC
+            raise ValueError(
+                f"{value.isoformat()} is out of the range of times once taken to UTC"
+            ) from None
 
     _tags = field_validator("tags")(check_tags)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentledger.errors import InputError
+from agentledger.records.csv_cells import csv_dict
 from agentledger.store import IndexedRun
 
 __all__ = [
@@ -88,7 +89,7 @@ def write_export(runs: Iterable[IndexedRun], fmt: str, out: TextIO) -> int:
         writer = csv.DictWriter(out, fieldnames=list(ROW_COLUMNS), lineterminator="\n")
         writer.writeheader()
         for run in runs:
-            writer.writerow(run_row(run))
+            writer.writerow(csv_dict(run_row(run)))
             count += 1
     elif fmt == "jsonl":
         for run in runs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -14,6 +15,7 @@ from agentledger.errors import (
     IndexUnusableError,
     IndexVersionError,
     InputError,
+    IntegrityError,
     LedgerNotFoundError,
     RecordError,
     RunExistsError,
@@ -42,12 +44,20 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal import run_entry
+from agentledger.store.journal import run_entry, segment_key
 from agentledger.store.journal_upkeep import (
     index_missing_labels,
     index_missing_scores,
     settle_unaccepted,
     start_journal_of_old_ledger,
+)
+from agentledger.store.seen_heads import (
+    HeadProblem,
+    SeenHead,
+    check_seen_head,
+    forget_seen_head,
+    note_head,
+    read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
@@ -91,6 +101,13 @@ def _read_config(root: Path) -> LedgerConfig:
             "create one with `agentledger init` or point --ledger / AGENTLEDGER_DIR at it"
         )
     return parse_record(LedgerConfig, config_path.read_bytes(), str(config_path))
+
+
+def _mark_journal(root: Path) -> None:
+    """Note beside ledger.json that the ledger has a journal (`JOURNAL_MARK`); a ledger that
+    cannot be written (read-only) is left as it is."""
+    with contextlib.suppress(OSError):
+        (root / JOURNAL_MARK).write_bytes(_JOURNAL_MARK_TEXT)
 
 
 def _backend_storage(root: Path, config: LedgerConfig) -> StorageBackend:
@@ -176,6 +193,17 @@ class OpenedLedger(NamedTuple):
         self.ledger.close()
 
 
+_RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
+JOURNAL_MARK = "journal.started"
+"""A file beside ledger.json saying the ledger has a journal (every ledger made or opened
+since the journal came): a journal missing then is an integrity failure, never a fresh start.
+(A file of its own, not a field of ledger.json, so that older versions still open the ledger.)"""
+_JOURNAL_MARK_TEXT = (
+    b"This ledger has a journal (journal/). Without it, agentledger refuses the ledger as an "
+    b"integrity failure rather than start a new one.\n"
+)
+
+
 class Ledger:
     """A ledger: its ledger.json, a storage backend holding its runs and records, and an index
     derived from them (by default ``runs/`` and ``index.sqlite`` in the ledger directory)."""
@@ -190,6 +218,15 @@ class Ledger:
         self.journal_started_now: int | None = None
         """How many records a journal built by this open anchored (a ledger older than the
         journal, opened for the first time since); None when it had a journal already."""
+        self.head_problem: HeadProblem | None = None
+        """The journal found behind or beside the head this machine saw it show before
+        (`agentledger.store.seen_heads`); commands warn, `verify` fails."""
+        self.replaced_head: SeenHead | None = None
+        """The head of another ledger this machine saw at the same place, when `init` made
+        this one there (the CLI says so)."""
+        self.created_here: bool | None = None
+        """Whether this process created the ledger (`init`), and with it its directory (True)
+        or in a directory that was there, empty (False); None: opened, not created."""
 
     # -- opening -------------------------------------------------------------------------
 
@@ -239,10 +276,19 @@ class Ledger:
                 shutil.rmtree(root, ignore_errors=True)
             raise
         # Written last and atomically: a ledger.json on disk means a complete ledger.
+        if backend.shared_between_processes:
+            _mark_journal(root)
+        # Made on purpose where another ledger was seen: this one is new, not that one gone back.
+        replaced = read_seen_head(root, backend)
+        if replaced is not None:
+            forget_seen_head(root, backend)
         tmp = root / f".{CONFIG_NAME}.tmp"
         tmp.write_bytes(record_bytes(config))
         os.replace(tmp, root / CONFIG_NAME)
-        return cls.open(root)
+        ledger = cls.open(root)
+        ledger.created_here = created
+        ledger.replaced_head = replaced
+        return ledger
 
     @classmethod
     def open(cls, path: str | Path) -> Ledger:
@@ -255,7 +301,20 @@ class Ledger:
         index = _backend_index(root, config)
         ledger = cls(root, config, storage, index)
         try:
+            # A storage that lives as long as this process (memory) outlives no directory.
+            lasting = storage.shared_between_processes
+            marked = lasting and (root / JOURNAL_MARK).exists()
+            if marked and not storage.journal.started():
+                raise IntegrityError(
+                    f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
+                    f"gone) though {JOURNAL_MARK} says the ledger has one: deleted, or the "
+                    "ledger was replaced. This is never a fresh start: restore journal/ from "
+                    "a copy"
+                )
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
+            if lasting and not marked:
+                _mark_journal(root)
+            ledger.head_problem = check_seen_head(root, storage)
         except BaseException:
             ledger.close()
             raise
@@ -272,9 +331,37 @@ class Ledger:
             return OpenedLedger(cls.open(root), False)
         return OpenedLedger(cls.init(root), True)
 
-    def close(self) -> None:
-        """Close the index, then release the storage's clients (an S3 client's connections)."""
+    def remove_if_unused(self) -> bool:
+        """Remove this ledger, which this process created (`init`), if nothing was written
+        into it since: a command that created it and then failed leaves no empty ledger
+        behind. Closes the ledger. A directory that was there before is left, emptied; a
+        ledger holding any run or record is never removed. Says whether it was removed."""
+        if self.created_here is None or split_uri(self.config.storage)[0] != "local":
+            return False
         try:
+            unused = self.count() == 0 and not any(
+                any((self.root / folder).rglob("*.json")) for folder in _RECORD_FOLDERS
+            )
+        finally:
+            self.close()
+        if not unused:
+            return False
+        if self.created_here:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            for entry in self.root.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        return True
+
+    def close(self) -> None:
+        """Close the index, then release the storage's clients (an S3 client's connections).
+        The head the journal shows now is noted for the next command (`seen_heads`)."""
+        try:
+            if self.head_problem is None:
+                note_head(self.root, self.storage)
             self.index.close()
         finally:
             self.storage.close()

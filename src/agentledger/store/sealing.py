@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
-from agentledger.records import Manifest, RunMetadata, RunSummary, utc_now
+from agentledger.records import Manifest, RunMetadata, RunSummary, parse_record, utc_now
 from agentledger.records.limits import check_storable
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.journal import run_entry
-from agentledger.store.storage import StagedRun, StorageBackend
+from agentledger.store.storage import MANIFEST_NAME, StagedRun, StorageBackend
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
 if TYPE_CHECKING:
@@ -116,20 +116,35 @@ def _publish_batch(ledger: Ledger, written: _Written) -> list[SealedRun]:
             [run_entry(entry.metadata.run_id, entry.manifest_sha256) for entry in landed]
         )
         ledger.index.add(landed)
-    if existing:
-        raise RunExistsError(
-            f"run {sorted(existing)[0]} already exists in {ledger.root}; "
-            "sealed runs are never replaced"
-        )
+    ours = {run.run_id: entry for run, entry in written}
+    for run_id in sorted(existing):
+        if not _same_files(storage, run_id, ours[run_id].manifest):
+            raise RunExistsError(
+                f"run {run_id} already exists in {ledger.root} with other content; "
+                "sealed runs are never replaced"
+            )
+    # A run another writer sealed meanwhile, with the very same files (two imports of the same
+    # runs at once): it landed once, and this writer has nothing to add; not an error.
     return [
         SealedRun(
             run_id=entry.metadata.run_id,
             manifest=entry.manifest,
             manifest_sha256=entry.manifest_sha256,
             location=storage.locate(entry.metadata.run_id),
+            already=entry.metadata.run_id in existing,
         )
-        for entry in landed
+        for _run, entry in written
     ]
+
+
+def _same_files(storage: StorageBackend, run_id: str, manifest: Manifest) -> bool:
+    """Whether the sealed run `run_id` holds exactly the files of `manifest` (names, sizes and
+    hashes: the time of sealing aside)."""
+    try:
+        stored = parse_record(Manifest, storage.read(run_id, MANIFEST_NAME), run_id)
+    except (InputError, OSError):
+        return False
+    return stored.files == manifest.files
 
 
 def _batches(runs: Iterable[RunContent], size: int) -> Iterator[list[RunContent]]:

@@ -97,6 +97,9 @@ class SealedRun:
     manifest: Manifest
     manifest_sha256: str
     location: str
+    already: bool = False
+    """Sealed by another writer at the same time (two imports of the same runs), byte for byte
+    as this one: this writer wrote nothing (`sealing._publish_batch`)."""
 
 
 class RunWriter:

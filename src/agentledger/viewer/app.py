@@ -12,15 +12,18 @@ on the event loop, so the ledger's one SQLite connection is never shared between
 
 from __future__ import annotations
 
+import functools
 import gc
 import secrets
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -46,7 +49,7 @@ from agentledger.viewer.security import (
     session_of,
 )
 
-__all__ = ["STATIC_DIR", "Viewer", "create_app", "settle_for_serving", "viewer_of"]
+__all__ = ["STATIC_DIR", "Viewer", "create_app", "in_worker", "settle_for_serving", "viewer_of"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -87,6 +90,13 @@ class Viewer:
         """Who labels, as the labelling form first says (the person can change it)."""
         self.secret = secrets.token_bytes(32)
         self.env = _environment()
+        self.lock = threading.Lock()
+        """Held while a page reads the ledger and renders (`in_worker`)."""
+
+    def one_at_a_time(self, work: Callable[[Request], Response], request: Request) -> Response:
+        """`work(request)` under `lock`."""
+        with self.lock:
+            return work(request)
 
     def run(self, run_id: str, name: str = "run") -> IndexedRun:
         """The indexed run of an id from the URL: checked as a name first (BadParam), then
@@ -141,6 +151,19 @@ class Viewer:
             **context,
         )
         return HTMLResponse(page, status_code=status)
+
+
+def in_worker(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint doing `handler`'s work in a worker thread, so that the event loop keeps
+    answering other requests (static files, small pages) while a heavy page is read and
+    rendered. Pages take turns (`Viewer.lock`): the ledger and its index are not made for use
+    from several threads at once, and the work is CPU-bound under the GIL anyway."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        return await run_in_threadpool(viewer_of(request).one_at_a_time, handler, request)
+
+    return endpoint
 
 
 def viewer_of(request: Request) -> Viewer:

@@ -80,6 +80,13 @@ class Step:
     """What aligning compares: the kind and the command, tool or first words."""
     cited: tuple[str, ...] = ()
     """The criteria whose evidence stands on it (``C2 fired``)."""
+    part: int = 1
+    """The part of the run's page that shows it (a long trace is shown in parts)."""
+
+    @property
+    def link(self) -> str:
+        """Where it stands on the run's page, relative to that page's address."""
+        return f"#{self.anchor}" if self.part == 1 else f"?part={self.part}#{self.anchor}"
 
 
 @dataclass(frozen=True)

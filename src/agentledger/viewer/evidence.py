@@ -21,6 +21,7 @@ from agentledger.store.writer import SHELL_AUDIT
 
 __all__ = [
     "MAX_SHOWN_BYTES",
+    "ROWS_PER_PART",
     "Cite",
     "EvidenceView",
     "Line",
@@ -32,6 +33,9 @@ __all__ = [
 
 MAX_SHOWN_BYTES = 2_000_000
 """A text longer than this is shown cut, with a link to the whole file."""
+ROWS_PER_PART = 500
+"""Trace steps (and shell log commands) a run page shows at once: a run of 100,000 steps is
+200 parts (`?part=N`), each page a bounded size, not one page of tens of megabytes."""
 
 Section = Literal["report", "reasoning", "shell", "step", "snapshot"]
 
@@ -112,9 +116,46 @@ class EvidenceView:
     trace_problem: str | None
     placed: dict[tuple[str, str, int], str] = field(default_factory=dict)
     """(judge id, criterion, position of the evidence) -> the anchor it was placed on."""
+    part: int = 1
+    """Which part of a long trace and shell log the page shows (`ROWS_PER_PART` each)."""
 
     def anchor_of(self, judge_id: str, criterion: str, position: int) -> str | None:
         return self.placed.get((judge_id, criterion, position))
+
+    @property
+    def parts(self) -> int:
+        longest = max(len(self.steps or ()), len(self.shell or ()), 1)
+        return -(-longest // ROWS_PER_PART)
+
+    @property
+    def first_shown(self) -> int:
+        """The position of the part's first step and command."""
+        return (self.part - 1) * ROWS_PER_PART
+
+    @property
+    def shown_steps(self) -> list[StepRow]:
+        """The trace steps of the part shown."""
+        return (self.steps or [])[self.first_shown : self.first_shown + ROWS_PER_PART]
+
+    @property
+    def shown_shell(self) -> list[ShellRow]:
+        """The shell log's commands of the part shown."""
+        return (self.shell or [])[self.first_shown : self.first_shown + ROWS_PER_PART]
+
+    def href(self, anchor: str) -> str:
+        """The link to an anchor: on this page, or on the part of it that shows its step or
+        command."""
+        at = self._parts_of_anchors().get(anchor)
+        return f"#{anchor}" if at is None or at == self.part else f"?part={at}#{anchor}"
+
+    def _parts_of_anchors(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        groups: tuple[Sequence[StepRow | ShellRow], ...] = (self.steps or [], self.shell or [])
+        for rows in groups:
+            for position, row in enumerate(rows):
+                if row.cites:
+                    found[row.anchor] = position // ROWS_PER_PART + 1
+        return found
 
 
 def _lines(text: str) -> list[Line]:
@@ -254,8 +295,9 @@ def _said(row: StepRow) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def evidence_view(evidence: RunEvidence, scores: Iterable[Score]) -> EvidenceView:
-    """The run's shown files, with every score's evidence placed on them."""
+def evidence_view(evidence: RunEvidence, scores: Iterable[Score], part: int = 1) -> EvidenceView:
+    """The run's shown files, with every score's evidence placed on them; of a long trace and
+    shell log, `part` (past the last: the last)."""
     log = evidence.shell_log
     steps, trace_problem = _trace_rows(evidence)
     view = EvidenceView(
@@ -270,4 +312,5 @@ def evidence_view(evidence: RunEvidence, scores: Iterable[Score]) -> EvidenceVie
     placer = _Placer(view)
     for score in scores:
         placer.place(score)
+    view.part = min(part, view.parts)
     return view

@@ -170,6 +170,8 @@ class ViewerGuard:
                     return
                 rest = urlencode([(key, value) for key, value in pairs if key != "token"])
                 path = quote(scope.get("path", "/"), safe="/:@!$&'()*+,;=-._~")
+                # One leading slash: "//evil.example/x" would send the browser to another host.
+                path = "/" + path.lstrip("/")
                 location = path + (f"?{rest}" if rest else "")
                 await self._redirect(send, location, [_cookie(TOKEN_COOKIE, self.token)])
                 return

@@ -13,9 +13,9 @@ from starlette.routing import Route
 from agentledger.records.scores import Score
 from agentledger.store.evidence import RunEvidence, load_run_evidence
 from agentledger.store.index import IndexedRun
-from agentledger.viewer.app import Viewer, viewer_of
+from agentledger.viewer.app import Viewer, in_worker, viewer_of
 from agentledger.viewer.diff import AlignedRow, Step, align_steps, prompt_diff, signature
-from agentledger.viewer.evidence import Cite, EvidenceView, evidence_view
+from agentledger.viewer.evidence import ROWS_PER_PART, Cite, EvidenceView, evidence_view
 from agentledger.viewer.params import BadParam, check_params, one
 
 __all__ = ["IDENTITY_FIELDS", "Side", "routes"]
@@ -52,7 +52,7 @@ def _cited(cites: list[Cite]) -> tuple[str, ...]:
 def _steps(view: EvidenceView) -> list[Step]:
     if view.steps:
         steps = []
-        for row in view.steps:
+        for position, row in enumerate(view.steps):
             step = row.step
             if step.kind == "command" and step.command is not None:
                 text = f"$ {step.command}"
@@ -68,6 +68,7 @@ def _steps(view: EvidenceView) -> list[Step]:
                     row.anchor,
                     signature(step.kind, step.command or text),
                     _cited(row.cites),
+                    position // ROWS_PER_PART + 1,
                 )
             )
         return steps
@@ -80,6 +81,7 @@ def _steps(view: EvidenceView) -> list[Step]:
             row.anchor,
             signature("command", row.command.command),
             _cited(row.cites),
+            position // ROWS_PER_PART + 1,
         )
         for position, row in enumerate(view.shell or ())
     ]
@@ -120,7 +122,8 @@ def _pair(request: Request) -> tuple[str, str]:
     return a, b
 
 
-async def compare_page(request: Request) -> Response:
+@in_worker
+def compare_page(request: Request) -> Response:
     check_params(request.query_params, ("a", "b", "run"))
     viewer = viewer_of(request)
     a_id, b_id = _pair(request)

@@ -34,7 +34,7 @@ from agentledger.gates.sentinels.history import HistoryEntry, HistoryFlag, senti
 from agentledger.records.decisions import Decision, superseded_by
 from agentledger.records.filters import RunFilter
 from agentledger.report.sections import Section, sections
-from agentledger.viewer.app import viewer_of
+from agentledger.viewer.app import in_worker, viewer_of
 from agentledger.viewer.params import FILTER_PARAMS, check_params, one, parse_runs_query
 
 if TYPE_CHECKING:
@@ -148,7 +148,8 @@ def _query(params: QueryParams) -> tuple[RunFilter, dict[str, list[str]], dict[s
     return replace(query.run_filter, limit=None, offset=0), query.values, own
 
 
-async def findings_page(request: Request) -> Response:
+@in_worker
+def findings_page(request: Request) -> Response:
     """GET /findings: the report sections, decisions and sentinel history."""
     viewer = viewer_of(request)
     run_filter, values, own = _query(request.query_params)

@@ -8,8 +8,10 @@ at the terminal are the same record. A bad form is refused whole (400), with not
 
 from __future__ import annotations
 
+from functools import partial
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -94,13 +96,19 @@ def label_from_form(form: FormData, run_id: str, known: list[str]) -> Label:
 
 async def label_run(request: Request) -> Response:
     check_params(request.query_params, ())
+    async with request.form() as form:
+        viewer = viewer_of(request)
+        return await run_in_threadpool(viewer.one_at_a_time, partial(_label, form), request)
+
+
+def _label(form: FormData, request: Request) -> Response:
+    """Write the label the form gives (in a worker thread, as pages are read: `in_worker`)."""
     viewer = viewer_of(request)
     run = viewer.run(request.path_params["run_id"])
-    async with request.form() as form:
-        given = form.get(CSRF_FIELD)
-        viewer.check_csrf(request, given if isinstance(given, str) else None)
-        label = label_from_form(form, run.run_id, known_criteria(viewer.ledger, run.run_id))
-        go_next = _single(form, "next") == "1"
+    given = form.get(CSRF_FIELD)
+    viewer.check_csrf(request, given if isinstance(given, str) else None)
+    label = label_from_form(form, run.run_id, known_criteria(viewer.ledger, run.run_id))
+    go_next = _single(form, "next") == "1"
     LabelStore(viewer.ledger).write(label)
     if go_next:
         target = f"/review/next?after={quote(run.run_id)}"

@@ -19,7 +19,7 @@ from agentledger.records import RUN_KINDS
 from agentledger.records.filters import RunFilter, parse_kind
 from agentledger.store.index import JudgeTally
 from agentledger.store.ledger import Ledger
-from agentledger.viewer.app import viewer_of
+from agentledger.viewer.app import in_worker, viewer_of
 from agentledger.viewer.params import BadParam, check_params, one, page_number, run_id_param
 
 __all__ = ["JudgeAgreement", "judge_agreements", "routes"]
@@ -84,7 +84,8 @@ def _unlabelled(request: Request) -> bool:
     return value == "yes"
 
 
-async def review_page(request: Request) -> Response:
+@in_worker
+def review_page(request: Request) -> Response:
     check_params(request.query_params, ("kind", "unlabelled", "page"))
     viewer = viewer_of(request)
     kinds = _kinds(request)
@@ -132,7 +133,8 @@ def _still_queued(ledger: Ledger, run_id: str) -> bool:
     return not any(label.source_kind == "person" for label in labels)
 
 
-async def next_in_queue(request: Request) -> Response:
+@in_worker
+def next_in_queue(request: Request) -> Response:
     """The run after `after` in the queue (the first, when `after` has left it)."""
     check_params(request.query_params, ("after",))
     viewer = viewer_of(request)

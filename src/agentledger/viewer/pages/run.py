@@ -22,11 +22,11 @@ from agentledger.records.scores import Score
 from agentledger.store.evidence import load_run_evidence
 from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
-from agentledger.viewer.app import Viewer, viewer_of
+from agentledger.viewer.app import Viewer, in_worker, viewer_of
 from agentledger.viewer.diff import prompt_diff
 from agentledger.viewer.evidence import evidence_view
 from agentledger.viewer.pages.labelling import LABELLER_COOKIE
-from agentledger.viewer.params import artifact_param, check_params, one
+from agentledger.viewer.params import artifact_param, check_params, one, page_number
 
 __all__ = ["PROMPT_CANDIDATES", "PromptOther", "decisions_of", "routes"]
 
@@ -77,14 +77,16 @@ def _label_form(viewer: Viewer, run_id: str, request: Request) -> dict[str, obje
     }
 
 
-async def run_page(request: Request) -> Response:
-    check_params(request.query_params, ("against", "saved", "review"))
+@in_worker
+def run_page(request: Request) -> Response:
+    check_params(request.query_params, ("against", "saved", "review", "part"))
+    part = page_number(request.query_params, "part")
     viewer = viewer_of(request)
     run = viewer.run(request.path_params["run_id"])
     ledger = viewer.ledger
     evidence = load_run_evidence(ledger, run.run_id)
     scores = [Score.model_validate_json(text) for text in ledger.index.scores_of(run.run_id)]
-    view = evidence_view(evidence, scores)
+    view = evidence_view(evidence, scores, part)
     against_id = one(request.query_params, "against")
     diff = None
     against = None
@@ -114,7 +116,8 @@ async def run_page(request: Request) -> Response:
     return viewer.render(request, "run.html", context)
 
 
-async def run_file(request: Request) -> Response:
+@in_worker
+def run_file(request: Request) -> Response:
     """One artifact of the run as plain text (never rendered as a page by the browser)."""
     check_params(request.query_params, ())
     viewer = viewer_of(request)

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from agentledger.records import RUN_KINDS
 from agentledger.records.filters import VERDICTS
 from agentledger.store.index import IndexedRun, LabelResult, RunVerdict
-from agentledger.viewer.app import viewer_of
+from agentledger.viewer.app import in_worker, viewer_of
 from agentledger.viewer.params import RunsQuery, parse_runs_query
 
 __all__ = ["SORT_COLUMNS", "RunRow", "routes", "runs_url"]
@@ -79,7 +79,8 @@ def _links(query: RunsQuery, total: int) -> dict[str, object]:
     }
 
 
-async def runs_page(request: Request) -> Response:
+@in_worker
+def runs_page(request: Request) -> Response:
     viewer = viewer_of(request)
     query = parse_runs_query(request.query_params)
     index = viewer.ledger.index

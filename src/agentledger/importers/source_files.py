@@ -1,0 +1,179 @@
+"""Which files an import may read: regular files inside the folder it was given.
+
+One rule for every format (run directories, OpenHands trajectories and the files kept beside
+them, plain traces, OTLP spans, Inspect logs): a file is read only when its real path lies
+inside the folder the import was given (for a file given itself, the folder that holds it).
+A link whose target stays inside is followed; a link out of the folder (to a file or a
+directory), a link loop, a dangling link, and anything that is not a regular file are refused,
+naming the link and its target, before any byte is read. A sealed run can never be removed,
+so a secrets file reached through a planted link would be kept, and shipped, for good.
+
+Reads open the real path without following a link at its last step (``O_NOFOLLOW``) and
+check the open descriptor (``fstat``): a file swapped for a link, a FIFO or a device between
+the check and the read is refused too, and a FIFO never blocks the import.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
+from agentledger.store.sizes import format_size
+
+__all__ = [
+    "checked_real",
+    "files_below",
+    "given_file",
+    "inside",
+    "open_regular",
+    "read_regular",
+    "too_large",
+]
+
+_CHUNK = 1 << 20
+
+
+def _shown(path: str | Path) -> str:
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def inside(target: str, root: str) -> bool:
+    """Whether the real path `target` is `root` or lies below it."""
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _link_target(path: str | Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
+def checked_real(
+    path: str | Path, root: str, folder: str | Path | None = None, name: str | Path | None = None
+) -> str:
+    """The real path of `path`, a file or link found in the folder whose real path is `root`
+    (`folder`: that folder as the user named it, and `name`: the file as the user would name
+    it, for messages).
+
+    Raises UnsafeNameError for a link whose target lies outside the folder, InputError for a
+    link loop or a dangling link. Reads nothing."""
+    real = os.path.realpath(path)
+    link = os.path.islink(path)
+    shown_path, path = path, name if name is not None else path
+    if not inside(real, root):
+        where = _shown(folder) if folder is not None else _shown(root)
+        if link:
+            raise UnsafeNameError(
+                f"{_shown(path)}: symlink points outside {where} (to {_shown(real)}); "
+                "refusing to import it"
+            )
+        raise UnsafeNameError(f"{_shown(path)}: outside {where}; refusing to import it")
+    try:
+        os.stat(real)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(
+                f"{_shown(path)}: symlink loop (it points to {_shown(_link_target(shown_path))}); "
+                "refusing to import it"
+            ) from None
+        if exc.errno == errno.ENOENT and link:
+            raise InputError(
+                f"{_shown(path)}: broken symlink (to {_shown(_link_target(shown_path))})"
+            ) from None
+        raise InputError(f"{_shown(path)}: cannot read ({exc.strerror})") from None
+    return real
+
+
+def given_file(path: Path) -> str:
+    """The real path of a file named on the command line: it must stay inside the folder that
+    holds it (a link to elsewhere is refused as a link found in a folder is)."""
+    parent = os.path.realpath(path.parent)
+    return checked_real(path, parent, path.parent)
+
+
+def files_below(folder: Path, wanted: Callable[[str], bool]) -> list[tuple[Path, str]]:
+    """Every file below `folder` whose name `wanted` accepts, with its real path, in a stable
+    order. Links to directories are not entered (one inside is met again under its own name;
+    one outside the folder is refused); a wanted name that is a link out of the folder, a loop
+    or no regular file is refused. Names starting with '.' are skipped."""
+    root = os.path.realpath(folder)
+    found: list[tuple[Path, str]] = []
+    stack = [str(folder)]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            raise InputError(f"{_shown(directory)}: cannot list ({exc.strerror})") from None
+        for entry in reversed(entries):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                target = os.path.realpath(entry.path)
+                if not inside(target, root) and (wanted(entry.name) or os.path.isdir(target)):
+                    checked_real(entry.path, root, folder)  # raises, naming link and target
+                if not wanted(entry.name) or os.path.isdir(target):
+                    continue
+                real = checked_real(entry.path, root, folder)
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+                continue
+            elif not wanted(entry.name):
+                continue
+            else:
+                real = os.path.join(os.path.realpath(directory), entry.name)
+            if not stat.S_ISREG(os.stat(real).st_mode):
+                raise InputError(f"{_shown(entry.path)}: not a regular file")
+            found.append((Path(entry.path), real))
+    return sorted(found, key=lambda pair: str(pair[0]))
+
+
+def open_regular(real: str, shown: str | Path | None = None) -> BinaryIO:
+    """The file at the real path `real`, open for reading, if it is a regular file (checked on
+    the open descriptor: the last step is not followed if it became a link)."""
+    name = _shown(shown if shown is not None else real)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{name}: became a symlink while being imported; refused") from None
+        raise InputError(f"{name}: cannot read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{name}: not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(real: str, limit: int, shown: str | Path | None = None) -> bytes:
+    """The bytes of the regular file at the real path `real`, refused when more than `limit`
+    (counted as read: a file that grows after its size was taken is refused too)."""
+    name = _shown(shown if shown is not None else real)
+    with open_regular(real, shown) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise ArtifactTooLargeError(too_large(name, size, limit))
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ArtifactTooLargeError(too_large(name, len(data), limit))
+    return data
+
+
+def too_large(name: str | Path, size: int, limit: int) -> str:
+    """The message refusing the file `name` of `size` bytes over the import's `limit`."""
+    return (
+        f"{_shown(name)}: {format_size(size)} is over the {format_size(limit)} artifact size limit "
+        "(raise it for this import with --max-artifact-size, or set max_artifact_bytes in "
+        "ledger.json)"
+    )

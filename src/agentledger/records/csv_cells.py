@@ -1,0 +1,61 @@
+"""CSV that a spreadsheet opens as data: cells that would be read as a formula made inert.
+
+Agent output, labels' reasons and run metadata are untrusted text. A CSV cell starting with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return is taken by spreadsheets (Excel,
+LibreOffice, Google Sheets) for a formula, which can run commands or leak other cells
+(``=cmd|' /C calc'!A0``, ``=HYPERLINK(...)``). As OWASP advises (CSV Injection), such a text
+cell is written with a leading ``'``, which shows the text as it is. Numbers are left as they
+are, as numbers or as text ("-0.5", and a lone "-" for none): a negative number is data, not a
+formula ("-2+3" is one, and gets its ``'``). Every CSV writer of agentledger goes through
+`inert_cell` (`csv_row`, `csv_dict`); `original_cell` undoes it, for files agentledger reads
+back (`labels import` of a `labels export`): a text that itself starts with ``'`` before a
+formula character gets one more ``'``, so the round trip is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["FORMULA_STARTS", "csv_dict", "csv_row", "inert_cell", "original_cell"]
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""The first characters that make a spreadsheet read a cell as a formula (OWASP)."""
+
+
+def _marked(text: str) -> bool:
+    bare = text.lstrip("'")
+    return bare.startswith(FORMULA_STARTS) and not (bare == "-" or _plain_number(bare))
+
+
+def _plain_number(text: str) -> bool:
+    """A number written as text ("-0.5", "+3"), which a spreadsheet reads as that number."""
+    if text != text.strip():
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def inert_cell(value: Any) -> Any:
+    """`value`, with ``'`` before it when it is text a spreadsheet would read as a formula."""
+    if isinstance(value, str) and _marked(value):
+        return "'" + value
+    return value
+
+
+def original_cell(text: str) -> str:
+    """The text `inert_cell` made `text` of."""
+    return text[1:] if text.startswith("'") and _marked(text) else text
+
+
+def csv_row(values: Iterable[Any]) -> list[Any]:
+    """A row for `csv.writer`, every cell inert."""
+    return [inert_cell(value) for value in values]
+
+
+def csv_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row for `csv.DictWriter`, every cell inert."""
+    return {key: inert_cell(value) for key, value in row.items()}

@@ -1,0 +1,202 @@
+"""No import reads a file outside the folder it was given: links out (to a file or a directory),
+link loops and dangling links are refused before anything is read, for every format, and the
+refused import writes nothing, not even a new ledger."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli.app import main
+
+SECRET = "root:$6$hash-of-a-secret:0:0"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _trajectory(folder: Path, task: str = "ssh") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "SSH is refused"}},
+        {"id": 1, "source": "agent", "action": "finish", "args": {"final_thought": "a DROP"}},
+    ]
+    path = folder / f"traj_{task}.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def _trace(folder: Path, name: str = "a.jsonl") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {"actor": "user", "kind": "message", "content": "the mesh drops packets"},
+        {"actor": "agent", "kind": "finish", "content": "netem loss"},
+    ]
+    path = folder / name
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _spans(folder: Path, name: str = "spans.json") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": "1741774500000000000",
+        "endTimeUnixNano": "1741774501000000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+        ],
+    }
+    path = folder / name
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    return path
+
+
+@pytest.fixture
+def secrets(tmp_path: Path) -> Path:
+    """A secrets file outside every folder imported."""
+    path = tmp_path / "private" / "shadow"
+    path.parent.mkdir()
+    path.write_text(SECRET + "\n")
+    return path
+
+
+def refused(args: list[str], tmp_path: Path, *words: str) -> str:
+    """Import refused with exit 2, naming `words`; no ledger left behind, nothing written."""
+    ledger = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(ledger), *args)
+    assert code == 2, (out, err)
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+    assert not ledger.exists()
+    return err
+
+
+def test_an_openhands_sidecar_linked_out_of_the_folder_is_refused(
+    tmp_path: Path, secrets: Path
+) -> None:
+    traj = _trajectory(tmp_path / "data")
+    (traj.parent / "eval_ssh.json").symlink_to(secrets)
+    refused(
+        [str(traj.parent), "--model", "gpt-4o"], tmp_path, "eval_ssh.json", str(secrets), "symlink"
+    )
+    refused([str(traj), "--model", "gpt-4o"], tmp_path, "eval_ssh.json", str(secrets))
+
+
+def test_a_trajectory_linked_out_of_the_folder_is_refused(tmp_path: Path, secrets: Path) -> None:
+    outside = _trajectory(tmp_path / "elsewhere", "other")
+    _trajectory(tmp_path / "data")
+    (tmp_path / "data" / "traj_planted.json").symlink_to(outside)
+    refused(
+        [str(tmp_path / "data"), "--model", "gpt-4o"], tmp_path, "traj_planted.json", str(outside)
+    )
+    # named itself, a link out of its folder is refused all the same
+    refused([str(tmp_path / "data" / "traj_planted.json"), "--model", "gpt-4o"], tmp_path)
+
+
+def test_a_plain_trace_linked_out_of_the_folder_is_refused(tmp_path: Path, secrets: Path) -> None:
+    _trace(tmp_path / "traces")
+    (tmp_path / "traces" / "b.jsonl").symlink_to(secrets)
+    refused(
+        [str(tmp_path / "traces"), "--format", "jsonl", "--model", "m", "--scenario", "s"],
+        tmp_path,
+        "b.jsonl",
+        str(secrets),
+    )
+
+
+def test_otlp_spans_linked_out_of_the_folder_are_refused(tmp_path: Path, secrets: Path) -> None:
+    outside = _spans(tmp_path / "elsewhere")
+    (tmp_path / "spans").mkdir()
+    (tmp_path / "spans" / "spans.json").symlink_to(outside)
+    refused([str(tmp_path / "spans"), "--format", "otel"], tmp_path, "spans.json", str(outside))
+    # detection (which reads a file's head) refuses it too, before reading it
+    refused([str(tmp_path / "spans")], tmp_path, "spans.json", str(outside))
+
+
+def test_an_inspect_log_linked_out_of_the_folder_is_refused(tmp_path: Path, secrets: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "x.eval").symlink_to(secrets)
+    refused([str(tmp_path / "logs"), "--format", "inspect"], tmp_path, "x.eval", str(secrets))
+
+
+def test_a_link_to_a_directory_outside_is_refused(tmp_path: Path, secrets: Path) -> None:
+    _trace(tmp_path / "traces")
+    _trace(secrets.parent, "stolen.jsonl")
+    (tmp_path / "traces" / "more").symlink_to(secrets.parent, target_is_directory=True)
+    refused(
+        [str(tmp_path / "traces"), "--format", "jsonl", "--model", "m", "--scenario", "s"],
+        tmp_path,
+        "more",
+        str(secrets.parent),
+    )
+
+
+@pytest.mark.parametrize("fmt", ["openhands", "jsonl", "otel", "inspect"])
+def test_a_symlink_loop_is_refused_without_a_traceback(tmp_path: Path, fmt: str) -> None:
+    folder = tmp_path / "in"
+    name = {"openhands": "traj_x.json", "jsonl": "x.jsonl", "otel": "x.json"}.get(fmt, "x.eval")
+    folder.mkdir()
+    (folder / name).symlink_to(name)
+    refused([str(folder), "--format", fmt, "--model", "m"], tmp_path, name, "symlink loop")
+
+
+def test_a_loop_inside_a_run_directory_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "use_case_m_haiku_20260312"
+    run_dir.mkdir(parents=True)
+    (run_dir / "PROMPT.txt").write_text("SSH is refused")
+    (run_dir / "report.md").write_text("a DROP rule")
+    (run_dir / "loop").symlink_to("loop")
+    refused([str(tmp_path / "runs"), "--model", "m"], tmp_path, "loop", "symlink loop")
+
+
+def test_a_link_that_stays_inside_the_folder_is_followed(tmp_path: Path) -> None:
+    traj = _trajectory(tmp_path / "data")
+    (traj.parent / "kept").mkdir()
+    (traj.parent / "kept" / "checks.json").write_text('{"passed": true}')
+    (traj.parent / "eval_ssh.json").symlink_to(traj.parent / "kept" / "checks.json")
+    code, _out, err = run("import", "--ledger", "l", str(traj.parent), "--model", "gpt-4o")
+    assert code == 0, err
+    (run_dir,) = Path("l/runs").iterdir()
+    assert (run_dir / "attachments" / "eval_ssh.json").read_text() == '{"passed": true}'
+
+
+def test_an_inspect_zip_bomb_is_refused_by_what_it_unpacks_to(tmp_path: Path) -> None:
+    """The sizes a zip states are claims: the bytes are counted as they are unpacked."""
+    log = tmp_path / "logs" / "bomb.eval"
+    log.parent.mkdir()
+    with zipfile.ZipFile(log, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", "{}")
+        with archive.open("samples/a_epoch_1.json", "w") as member:
+            for _ in range(8):
+                member.write(bytes(1 << 20))
+    assert log.stat().st_size < 100_000
+    err = refused(
+        [str(log.parent), "--format", "inspect", "--max-artifact-size", "2MB"],
+        tmp_path,
+        "bomb.eval",
+        "unpack to more than 2 MB",
+    )
+    assert "samples/a_epoch_1.json" in err
+
+
+def test_an_otlp_file_over_the_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    path = _spans(tmp_path / "spans")
+    with path.open("a") as handle:  # no longer JSON: refused by its size, never parsed
+        handle.write(" " * 3_000_000 + "not json")
+    refused(
+        [str(path.parent), "--format", "otel", "--max-artifact-size", "1MB"],
+        tmp_path,
+        "spans.json",
+        "over the 1 MB artifact size limit",
+    )

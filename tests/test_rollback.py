@@ -1,0 +1,146 @@
+"""Rollback noticed by default: the head each ledger showed is kept outside it, on this
+machine; a ledger found behind it (an older copy restored, the journal's tail deleted) or beside
+it (another chain) is reported by every command and fails `verify`; a deleted journal is an
+integrity failure, never a fresh start."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from agentledger import Ledger
+from agentledger.cli.app import main
+from agentledger.store.journal import segment_key
+from conftest import WriteRun
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _head(root: Path) -> str:
+    code, out, err = run("checkpoint", "--ledger", str(root))
+    assert code == 0, err
+    return out.strip()
+
+
+def test_a_restored_older_copy_is_reported_naming_both_heads(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    write_run()
+    old = _head(ledger.root)
+    shutil.copytree(ledger.root, tmp_path / "copy")
+    with Ledger.open(ledger.root) as opened:
+        assert opened.head_problem is None
+    write_run("use_case_f")
+    new = _head(ledger.root)
+    assert new != old
+    shutil.rmtree(ledger.root)
+    shutil.copytree(tmp_path / "copy", ledger.root)
+    code, out, err = run("verify", "--ledger", str(ledger.root))
+    assert code == 3, (out, err)
+    assert "rollback" in out and old in out and new in out
+    code, _out, err = run("runs", "--ledger", str(ledger.root))
+    assert code == 0 and "Warning:" in err and "rolled back" in err and new in err
+    # The warning stays until the change is accepted...
+    code, _out, err = run("runs", "--ledger", str(ledger.root))
+    assert "rolled back" in err
+    code, out, err = run("checkpoint", "--accept-current", "--ledger", str(ledger.root))
+    assert code == 0 and out.strip() == old, err
+    code, _out, err = run("runs", "--ledger", str(ledger.root))
+    assert code == 0 and "Warning" not in err
+    code, _out, err = run("verify", "--ledger", str(ledger.root))
+    assert code == 0, err
+
+
+def test_a_truncated_journal_tail_fails_verify(ledger: Ledger, write_run: WriteRun) -> None:
+    write_run()
+    write_run("use_case_f")
+    head = _head(ledger.root)
+    segments = sorted((ledger.root / "journal").glob("*.jsonl"))
+    assert len(segments) >= 2
+    segments[-1].chmod(0o644)
+    segments[-1].unlink()
+    code, out, err = run("verify", "--ledger", str(ledger.root))
+    assert code == 3 and head in out, (out, err)
+
+
+def test_another_chain_in_the_journal_s_place_is_reported(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    write_run()
+    _head(ledger.root)
+    other = Ledger.init(tmp_path / "other")  # another ledger's journal, as long or longer
+    other.close()
+    for segment in (ledger.root / "journal").glob("*.jsonl"):
+        segment.chmod(0o644)
+        segment.unlink()
+    for segment in (other.root / "journal").glob("*.jsonl"):
+        shutil.copy(segment, ledger.root / "journal" / segment.name)
+    code, out, err = run("verify", "--ledger", str(ledger.root))
+    assert code == 3, (out, err)
+    assert "rollback" in out
+
+
+def test_a_deleted_journal_is_an_integrity_failure_never_a_fresh_start(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    write_run()
+    ledger.close()
+    shutil.rmtree(ledger.root / "journal")
+    for command in (["verify"], ["runs"], ["gc"]):
+        code, _out, err = run(*command, "--ledger", str(ledger.root))
+        assert code == 3 and "journal is missing" in err, (command, err)
+    assert not (ledger.root / segment_key(1)).exists()  # nothing re-anchored
+
+
+def test_a_deleted_journal_is_caught_on_a_machine_that_never_saw_the_ledger(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    write_run()
+    ledger.close()
+    shutil.rmtree(tmp_path / ".user-state", ignore_errors=True)
+    shutil.rmtree(ledger.root / "journal")
+    code, _out, err = run("verify", "--ledger", str(ledger.root))
+    assert code == 3 and "journal is missing" in err
+
+
+def test_a_new_ledger_and_ordinary_commands_never_warn(tmp_path: Path) -> None:
+    root = str(tmp_path / "fresh")
+    steps = [
+        ["init", root],
+        ["runs", "--ledger", root],
+        ["checkpoint", "--ledger", root],
+        ["verify", "--ledger", root],
+        ["gc", "--ledger", root],
+        ["reindex", "--ledger", root],
+    ]
+    for step in steps:
+        code, _out, err = run(*step)
+        assert code == 0 and "Warning" not in err, (step, err)
+    with Ledger.open(root) as opened:
+        assert opened.head_problem is None
+        assert (Path(root) / "journal.started").is_file()
+
+
+def test_verify_checkpoint_still_works(ledger: Ledger, write_run: WriteRun) -> None:
+    write_run()
+    head = _head(ledger.root)
+    write_run("use_case_f")
+    code, out, err = run("verify", "--ledger", str(ledger.root), "--checkpoint", head)
+    assert code == 0 and "extends checkpoint" in err + out, (out, err)
+
+
+def test_a_new_ledger_made_where_another_was_seen_is_no_rollback(tmp_path: Path) -> None:
+    root = str(tmp_path / "again")
+    code, _out, err = run("init", root)
+    assert code == 0 and "Note" not in err
+    code, _out, err = run("checkpoint", "--ledger", root)
+    shutil.rmtree(root)
+    code, _out, err = run("init", root)  # deleted and made again, on purpose
+    assert code == 0 and "another ledger was at" in err, err
+    code, _out, err = run("verify", "--ledger", root)
+    assert code == 0 and "Warning" not in err, err

@@ -1,0 +1,89 @@
+"""The viewer serves several requests at once: a heavy run page is read and rendered in a
+worker thread, so a static file is answered meanwhile; and a long trace is shown in parts, so a
+100,000-step run page stays a bounded size. Against a real `agentledger serve` on loopback."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.records.trace import TraceStep, step_text, trace_bytes
+from agentledger.viewer.evidence import ROWS_PER_PART
+from browser_support import served
+from conftest import make_metadata
+
+pytest.importorskip("uvicorn")
+STEPS = 100_000
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A ledger holding a run of 100,000 trace steps."""
+    root = tmp_path_factory.mktemp("long") / "ledger"
+    steps = [
+        TraceStep(index=i, actor="agent", kind="reasoning", content=step_text(f"thought {i}"))
+        if i % 2
+        else TraceStep(index=i, actor="agent", kind="command", command=f"echo {i}")
+        for i in range(STEPS)
+    ]
+    metadata = make_metadata("long_run_gpt-4o_20260312T101500Z_0001")
+    with Ledger.init(root) as ledger, ledger.new_run(metadata) as run:
+        run.add_bytes("trace.jsonl", trace_bytes(steps))
+        run.add_text("report.md", "done\n")
+    return root, metadata.run_id
+
+
+def _get(url: str, done: list[tuple[str, bytes]], name: str) -> None:
+    with urllib.request.urlopen(url, timeout=300) as response:
+        done.append((name, response.read()))
+
+
+@pytest.mark.slow
+def test_a_static_file_is_answered_while_a_huge_run_page_renders_in_parts(
+    long_run: tuple[Path, str],
+) -> None:
+    root, run_id = long_run
+    parts = STEPS // ROWS_PER_PART
+    with served(root) as server:
+        _get(f"{server.url}/static/viewer.css", [], "warm")
+        done: list[tuple[str, bytes]] = []
+        heavy = threading.Thread(target=_get, args=(f"{server.url}/runs/{run_id}", done, "page"))
+        heavy.start()
+        time.sleep(0.3)  # the page is being read and rendered by now (it takes seconds)
+        _get(f"{server.url}/static/viewer.css", done, "static")
+        heavy.join(300)
+        # The static file did not wait behind the page.
+        assert [name for name, _body in done] == ["static", "page"]
+        _get(f"{server.url}/runs/{run_id}?part={parts}", done, "last")
+    first, last = (body.decode() for name, body in done if name != "static")
+    for page in (first, last):
+        assert len(page) < 1_000_000, len(page)  # 500 steps, not 100,000 (45 MB)
+        assert f"of {parts}" in page
+        assert page.count('<li class="step') == ROWS_PER_PART
+    assert "echo 0</code>" in first and "echo 500</code>" not in first
+    assert f"thought {STEPS - 1}" in last and "echo 0</code>" not in last
+
+
+def test_a_long_trace_is_paged_on_the_run_page(ledger: Ledger) -> None:
+    from viewer_support import viewer_client
+
+    steps = [
+        TraceStep(index=i, actor="agent", kind="command", command=f"echo {i}") for i in range(1200)
+    ]
+    metadata = make_metadata("paged_run_gpt-4o_20260312T101500Z_0002")
+    with ledger.new_run(metadata) as run:
+        run.add_bytes("trace.jsonl", trace_bytes(steps))
+    client = viewer_client(ledger)
+    first = client.get(f"/runs/{metadata.run_id}").text
+    assert "Part 1 of 3" in first and first.count('<li class="step') == ROWS_PER_PART
+    assert "echo 499</code>" in first and "echo 500</code>" not in first
+    last = client.get(f"/runs/{metadata.run_id}?part=3").text
+    assert "Part 3 of 3" in last and "echo 1199</code>" in last and "echo 999</code>" not in last
+    assert last.count('<li class="step') == 200
+    assert "Part 3 of 3" in client.get(f"/runs/{metadata.run_id}?part=99").text  # the last
+    assert client.get(f"/runs/{metadata.run_id}?part=0").status_code == 400
