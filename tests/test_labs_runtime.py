@@ -7,6 +7,7 @@ missing tool); in CI (AGENTLEDGER_REQUIRE_LABS=1) they fail instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -468,3 +469,51 @@ def test_sigkill_at_random_points_leaves_nothing(
     assert _lab_temp_entries() <= temp_before
     assert Path("/proc/self/mountinfo").read_text() == mounts_before
     assert _host_network() == before
+
+
+_RESPONDER = r"""
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("10.0.0.1", 53))
+while True:
+    q, peer = s.recvfrom(512)
+    end = q.index(b"\0", 12) + 5
+    name = q[12:end - 5]
+    if name == b"\x02ok\x03lab":
+        head = q[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0)
+        rr = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("10.0.0.9")
+        s.sendto(head + q[12:end] + rr, peer)
+    else:
+        s.sendto(q[:2] + b"\x81\x83" + struct.pack(">HHHH", 1, 0, 0, 0) + q[12:end], peer)
+"""
+
+
+def test_a_udp_service_is_awaited_and_dns_probes_name_the_rcode(tmp_path: Path) -> None:
+    """A DNS server listens on UDP only: readiness sees it; NXDOMAIN is named as such."""
+    privilege = lab_privilege()
+    directory = tmp_path / "dns"
+    directory.mkdir()
+    (directory / "lab.yaml").write_text(
+        "schema_version: 1\n"
+        "hosts:\n"
+        "  - name: dns\n"
+        "    files: [{path: responder.py, content: " + json.dumps(_RESPONDER) + "}]\n"
+        "  - name: client\n"
+        "links:\n"
+        "  - a: {host: client, address: 10.0.0.2/24}\n"
+        "    b: {host: dns, address: 10.0.0.1/24}\n"
+        "services:\n"
+        "  - {name: dns, host: dns, run: exec python3 responder.py, ready_port: 53}\n"
+        "fault: {description: none, steps: [{host: dns, run: 'true'}]}\n"
+        "probes:\n"
+        "  - {name: ok, role: keep, host: client, dns: ok.lab, server: 10.0.0.1,"
+        " answer: 10.0.0.9}\n"
+        "  - {name: api, role: symptom, host: client, dns: api.lab, server: 10.0.0.1}\n"
+    )
+    loaded = load_lab(directory)
+    with start_lab(loaded, privilege=privilege, fault=False, verify=False) as lab:
+        details = [r.detail for r in lab.probe().results]
+    assert details == [
+        "ok.lab at 10.0.0.1: NOERROR, 10.0.0.9",
+        "api.lab at 10.0.0.1: NXDOMAIN, no address",
+    ]
