@@ -303,6 +303,10 @@ def test_stable_snapshots_of_two_labs_are_byte_for_byte_equal(tmp_path: Path) ->
             snapshot = take_snapshot(lab, stable=True)
             texts.append(snapshot.to_text())
             assert snapshot.to_json()["hosts"]["web"]["file jail/banned"] == "10.0.0.2\n"
+            sysctl = snapshot.hosts["web"]["sysctl"]  # read in web's namespace, not the machine's
+            assert re.fullmatch(
+                r"net\.ipv4\.ip_forward = 0\nnet\.ipv4\.conf\.all\.rp_filter = [012]\n", sysctl
+            ), sysctl
     assert texts[0] == texts[1]
     assert "-A f2b -s 10.0.0.2/32 -p tcp -j REJECT" in texts[0]
 
