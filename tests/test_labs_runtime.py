@@ -31,6 +31,7 @@ from agentledger.labs import (
     sweep_dead_labs,
     take_snapshot,
 )
+from agentledger.labs.system import which
 from labs_support import lab_privilege, write_small_lab
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -521,3 +522,32 @@ def test_a_udp_service_is_awaited_and_dns_probes_name_the_rcode(tmp_path: Path) 
         "ok.lab at 10.0.0.1: NOERROR, 10.0.0.9",
         "api.lab at 10.0.0.1: NXDOMAIN, no address",
     ]
+
+
+def _docs_lab(tmp_path: Path, intro: str, name: str) -> Path:
+    """The lab.yaml block that follows `intro` in docs/labs.md, as the directory `name`."""
+    text = (SRC.parent / "docs" / "labs.md").read_text()
+    found = re.search(re.escape(intro) + r".*?```yaml\n(.*?)```", text, re.S)
+    assert found, f"docs/labs.md no longer has the lab after {intro!r}"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "lab.yaml").write_text(found[1])
+    return tmp_path / name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("intro", "name", "needs"),
+    [("Put this in `mylab/lab.yaml`:", "mylab", None), ("`dnslab/lab.yaml`:", "dnslab", "dnsmasq")],
+)
+def test_the_labs_written_in_the_docs_come_up_and_check(
+    tmp_path: Path, intro: str, name: str, needs: str | None
+) -> None:
+    """The labs docs/labs.md teaches with, exactly as printed there: fault and every remedy."""
+    privilege = lab_privilege()
+    if needs and which(needs) is None:
+        if os.environ.get("AGENTLEDGER_REQUIRE_LABS") == "1":
+            pytest.fail(f"{needs} is missing (.ci/run installs it)")
+        pytest.skip(f"{needs} is not installed")
+    report = check_lab(load_lab(_docs_lab(tmp_path, intro, name)), privilege=privilege)
+    assert report.ok, [report.fault_problem, *[c.problems for c in report.remedies]]
+    assert len(report.remedies) >= 2
