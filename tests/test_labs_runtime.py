@@ -7,6 +7,7 @@ missing tool); in CI (AGENTLEDGER_REQUIRE_LABS=1) they fail instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -30,6 +31,7 @@ from agentledger.labs import (
     sweep_dead_labs,
     take_snapshot,
 )
+from agentledger.labs.system import which
 from labs_support import lab_privilege, write_small_lab
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -302,6 +304,10 @@ def test_stable_snapshots_of_two_labs_are_byte_for_byte_equal(tmp_path: Path) ->
             snapshot = take_snapshot(lab, stable=True)
             texts.append(snapshot.to_text())
             assert snapshot.to_json()["hosts"]["web"]["file jail/banned"] == "10.0.0.2\n"
+            sysctl = snapshot.hosts["web"]["sysctl"]  # read in web's namespace, not the machine's
+            assert re.fullmatch(
+                r"net\.ipv4\.ip_forward = 0\nnet\.ipv4\.conf\.all\.rp_filter = [012]\n", sysctl
+            ), sysctl
     assert texts[0] == texts[1]
     assert "-A f2b -s 10.0.0.2/32 -p tcp -j REJECT" in texts[0]
 
@@ -468,3 +474,80 @@ def test_sigkill_at_random_points_leaves_nothing(
     assert _lab_temp_entries() <= temp_before
     assert Path("/proc/self/mountinfo").read_text() == mounts_before
     assert _host_network() == before
+
+
+_RESPONDER = r"""
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("10.0.0.1", 53))
+while True:
+    q, peer = s.recvfrom(512)
+    end = q.index(b"\0", 12) + 5
+    name = q[12:end - 5]
+    if name == b"\x02ok\x03lab":
+        head = q[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, 1, 0, 0)
+        rr = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("10.0.0.9")
+        s.sendto(head + q[12:end] + rr, peer)
+    else:
+        s.sendto(q[:2] + b"\x81\x83" + struct.pack(">HHHH", 1, 0, 0, 0) + q[12:end], peer)
+"""
+
+
+def test_a_udp_service_is_awaited_and_dns_probes_name_the_rcode(tmp_path: Path) -> None:
+    """A DNS server listens on UDP only: readiness sees it; NXDOMAIN is named as such."""
+    privilege = lab_privilege()
+    directory = tmp_path / "dns"
+    directory.mkdir()
+    (directory / "lab.yaml").write_text(
+        "schema_version: 1\n"
+        "hosts:\n"
+        "  - name: dns\n"
+        "    files: [{path: responder.py, content: " + json.dumps(_RESPONDER) + "}]\n"
+        "  - name: client\n"
+        "links:\n"
+        "  - a: {host: client, address: 10.0.0.2/24}\n"
+        "    b: {host: dns, address: 10.0.0.1/24}\n"
+        "services:\n"
+        "  - {name: dns, host: dns, run: exec python3 responder.py, ready_port: 53}\n"
+        "fault: {description: none, steps: [{host: dns, run: 'true'}]}\n"
+        "probes:\n"
+        "  - {name: ok, role: keep, host: client, dns: ok.lab, server: 10.0.0.1,"
+        " answer: 10.0.0.9}\n"
+        "  - {name: api, role: symptom, host: client, dns: api.lab, server: 10.0.0.1}\n"
+    )
+    loaded = load_lab(directory)
+    with start_lab(loaded, privilege=privilege, fault=False, verify=False) as lab:
+        details = [r.detail for r in lab.probe().results]
+    assert details == [
+        "ok.lab at 10.0.0.1: NOERROR, 10.0.0.9",
+        "api.lab at 10.0.0.1: NXDOMAIN, no address",
+    ]
+
+
+def _docs_lab(tmp_path: Path, intro: str, name: str) -> Path:
+    """The lab.yaml block that follows `intro` in docs/labs.md, as the directory `name`."""
+    text = (SRC.parent / "docs" / "labs.md").read_text()
+    found = re.search(re.escape(intro) + r".*?```yaml\n(.*?)```", text, re.S)
+    assert found, f"docs/labs.md no longer has the lab after {intro!r}"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "lab.yaml").write_text(found[1])
+    return tmp_path / name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("intro", "name", "needs"),
+    [("Put this in `mylab/lab.yaml`:", "mylab", None), ("`dnslab/lab.yaml`:", "dnslab", "dnsmasq")],
+)
+def test_the_labs_written_in_the_docs_come_up_and_check(
+    tmp_path: Path, intro: str, name: str, needs: str | None
+) -> None:
+    """The labs docs/labs.md teaches with, exactly as printed there: fault and every remedy."""
+    privilege = lab_privilege()
+    if needs and which(needs) is None:
+        if os.environ.get("AGENTLEDGER_REQUIRE_LABS") == "1":
+            pytest.fail(f"{needs} is missing (.ci/run installs it)")
+        pytest.skip(f"{needs} is not installed")
+    report = check_lab(load_lab(_docs_lab(tmp_path, intro, name)), privilege=privilege)
+    assert report.ok, [report.fault_problem, *[c.problems for c in report.remedies]]
+    assert len(report.remedies) >= 2

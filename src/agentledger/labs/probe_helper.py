@@ -74,7 +74,11 @@ def _dns(timeout: float, name: str, server: str, answer: str) -> tuple[bool, str
     addresses = _a_records(reply, len(query))
     found = ", ".join(addresses) or "no address"
     passed = rcode == 0 and bool(addresses) and (not answer or answer in addresses)
-    return passed, f"{name} at {server}: rcode {rcode}, {found}"
+    rname = _RCODES.get(rcode, f"rcode {rcode}")
+    return passed, f"{name} at {server}: {rname}, {found}"
+
+
+_RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
 
 
 def _a_records(reply: bytes, offset: int) -> list[str]:

@@ -37,7 +37,12 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("tc -s class", 'for d in $DEVS; do echo "# $d"; tc -s class show dev $d; done'),
     ("tc filter", 'for d in $DEVS; do echo "# $d"; tc filter show dev $d; done'),
     ("ss -ltnup", "ss -Hltnup"),
-    ("sysctl", "sysctl net.ipv4.ip_forward net.ipv4.conf.all.rp_filter"),
+    (  # read by the shell itself: /proc/sys/net is the reader's network namespace's
+        "sysctl",
+        "read -r f < /proc/sys/net/ipv4/ip_forward; "
+        "read -r r < /proc/sys/net/ipv4/conf/all/rp_filter; "
+        'echo "net.ipv4.ip_forward = $f"; echo "net.ipv4.conf.all.rp_filter = $r"',
+    ),
 )
 """Section name -> the shell that prints it in a host (missing tools leave it empty). Few
 processes: the trimming is done here, in `_tidy`, not by sed and grep in every host."""
