@@ -32,7 +32,7 @@ from agentledger.store.index import (
     VerdictCount,
     packed_criteria,
 )
-from agentledger.store.sqlite_index import SQLiteIndex
+from agentledger.store.index.sqlite import SQLiteIndex
 
 T0 = datetime(2026, 3, 12, 10, 0, tzinfo=UTC)
 PROMPT_A = sha256_bytes(b"prompt a")
@@ -42,7 +42,7 @@ ODD = ("gpt-4*", "gpt-4?", "gpt-[4]", "gpt-4%", "gpt_4", 'o\'brien "quoted"')
 
 
 def _postgres(request: pytest.FixtureRequest, _tmp: Path) -> RunIndex:
-    from agentledger.store.postgres_index import PostgresIndex
+    from agentledger.store.index.postgres import PostgresIndex
 
     return PostgresIndex(request.getfixturevalue("pg_url"))
 

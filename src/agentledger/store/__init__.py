@@ -5,6 +5,7 @@ whoever uses it.
 """
 
 from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex
+from agentledger.store.index.sqlite import SQLiteIndex
 from agentledger.store.ledger import (
     DEFAULT_LEDGER,
     ENV_VAR,
@@ -17,7 +18,6 @@ from agentledger.store.ledger import (
 )
 from agentledger.store.local import LocalStorage
 from agentledger.store.sealing import RunContent
-from agentledger.store.sqlite_index import SQLiteIndex
 from agentledger.store.storage import StorageBackend
 from agentledger.store.verify import Problem, VerifyReport, verify_ledger
 from agentledger.store.writer import RunWriter, SealedRun

@@ -398,7 +398,7 @@ class Ledger:
     def sql(self, query: str) -> QueryResult:
         """A user's read-only SQL query against the index: a feature of the SQLite index only
         (its tables are not an interface; every other caller asks `RunIndex`'s typed queries)."""
-        from agentledger.store.sqlite_index import SQLiteIndex
+        from agentledger.store.index.sqlite import SQLiteIndex
 
         if not isinstance(self.index, SQLiteIndex):
             raise InputError(

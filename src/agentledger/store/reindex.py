@@ -258,7 +258,7 @@ def rebuild_index(
                 stored_label_rows(ledger.storage, report.skipped_labels)
             )
         return report
-    from agentledger.store.sqlite_index import SQLiteIndex
+    from agentledger.store.index.sqlite import SQLiteIndex
 
     fresh = Path(f"{target}.new")
     _remove(fresh)  # debris of a rebuild that died: never the index in use
