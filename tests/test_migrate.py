@@ -84,6 +84,16 @@ EXPECTED_TABLES = {
         "criteria_packed",
     ],
     "label_criteria": ["label_id", "criterion", "fired"],
+    "decisions": [
+        "decision_id",
+        "kind",
+        "subject",
+        "outcome",
+        "supersedes",
+        "created_at",
+        "decision_json",
+    ],
+    "decision_runs": ["decision_id", "run_id"],
 }
 EXPECTED_INDEXES = {
     "runs_model_prompt",
@@ -106,6 +116,8 @@ EXPECTED_INDEXES = {
     "labels_run",
     "labels_source",
     "labels_supersedes",
+    "decisions_subject",
+    "decision_runs_run",
 }
 
 

@@ -56,6 +56,8 @@ def test_a_new_database_gets_every_migration_named_as_sqlites(pg_url: str) -> No
         index.close()
     assert _tables(pg_url) == [
         "_migrations",
+        "decision_runs",
+        "decisions",
         "label_criteria",
         "labels",
         "run_tags",

@@ -264,7 +264,7 @@ def _walk_through(ledger: Ledger, run_id: str, who: str) -> None:
     if label is None:
         click.echo("No label saved.")
         return
-    LabelStore(ledger).write(label)
+    LabelStore(ledger).write([label])
     click.echo(_saved(label))
 
 

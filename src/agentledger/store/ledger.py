@@ -43,12 +43,8 @@ from agentledger.store.index import (
     RunIndex,
 )
 from agentledger.store.journal import run_entry
-from agentledger.store.journal_upkeep import (
-    index_missing_labels,
-    index_missing_scores,
-    settle_unaccepted,
-    start_journal_of_old_ledger,
-)
+from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
+from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
 from agentledger.store.reindex import (
     ReindexReport,
     rebuild_index,
@@ -153,10 +149,19 @@ class GcReport:
     """The ids of accepted labels the index lacked (a writer died before indexing them)."""
     unreadable_labels: list[tuple[str, str]] = field(default_factory=list)
     """(label key, why) of such labels that could not be indexed."""
+    indexed_decisions: list[str] = field(default_factory=list)
+    """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
+    unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
+    """(decision, why) of such decisions that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.unreadable and not self.unreadable_scores and not self.unreadable_labels
+        return not (
+            self.unreadable
+            or self.unreadable_scores
+            or self.unreadable_labels
+            or self.unreadable_decisions
+        )
 
 
 class Ledger:
@@ -506,6 +511,12 @@ class Ledger:
         report.unreadable.extend(left_out)
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
-        report.indexed_scores, report.unreadable_scores = index_missing_scores(self)
-        report.indexed_labels, report.unreadable_labels = index_missing_labels(self)
+        report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
+        labels, report.unreadable_labels = LabelRecords(self).index_missing()
+        report.indexed_labels = sorted(
+            key.rsplit("/", 1)[-1].removesuffix(".json") for key in labels
+        )
+        report.indexed_decisions, report.unreadable_decisions = DecisionRecords(
+            self
+        ).index_missing()
         return report

@@ -29,11 +29,11 @@ from agentledger.errors import (
 )
 from agentledger.identity import sha256_bytes
 from agentledger.records import parse_record
-from agentledger.records.labels import LABELS_DIR, Label
 from agentledger.records.limits import check_storable
 from agentledger.records.scores import SCORES_DIR, Score
 from agentledger.store.backends import INDEX_NAME, split_uri
-from agentledger.store.index import IndexEntry, LabelRow, RunIndex, ScoreRow, label_row, score_row
+from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, score_row
+from agentledger.store.record_store import DecisionRecords, LabelRecords
 from agentledger.store.storage import MANIFEST_NAME
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ __all__ = [
     "rebuild_index",
     "score_keys_in",
     "score_row",
-    "stored_label_rows",
     "stored_score_rows",
 ]
 
@@ -78,10 +77,15 @@ class ReindexReport:
     labels: int = 0
     skipped_labels: list[tuple[str, str]] = field(default_factory=list)
     """(label file, why) of the labels that could not be indexed."""
+    decisions: int = 0
+    skipped_decisions: list[tuple[str, str]] = field(default_factory=list)
+    """(decision, why) of the decisions that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.skipped and not self.skipped_scores and not self.skipped_labels
+        return not (
+            self.skipped or self.skipped_scores or self.skipped_labels or self.skipped_decisions
+        )
 
 
 def index_path(root: Path, index_uri: str) -> Path | None:
@@ -175,45 +179,22 @@ def stored_score_rows(
             problems.append((storage.describe(key), str(exc)))
 
 
-def stored_label_rows(
-    storage: StorageBackend, problems: list[tuple[str, str]]
-) -> Iterator[LabelRow]:
-    """The index rows of every label the journal accepted, appending (file, why) of each one
-    that cannot be indexed (changed since, unreadable, not where its run and id say) to
-    `problems` instead of stopping."""
-    accepted = storage.journal.accepted()
-    for key in storage.keys(LABELS_DIR):
-        if not (key.endswith(".json") and key.count("/") == 2 and key in accepted):
-            continue
-        where = storage.describe(key)
-        try:
-            raw = storage.get(key)
-            if sha256_bytes(raw) != accepted[key]:
-                raise IntegrityError(
-                    f"{where}: changed since the journal accepted it (run `agentledger verify`)"
-                )
-            label = parse_record(Label, raw, where)
-            if key != f"{LABELS_DIR}/{label.run_id}/{label.label_id}.json":
-                raise RecordError(where, "the file's place does not match its run_id and label_id")
-        except (InputError, IntegrityError, OSError) as exc:
-            problems.append((where, str(exc)))
-            continue
-        yield label_row(label)
+def _records(ledger: Ledger, report: ReindexReport) -> None:
+    """Index the labels and decisions the journal accepted (the scores are indexed apart,
+    leaving out each one the index cannot take)."""
+    report.labels = LabelRecords(ledger).reindex(report.skipped_labels)
+    report.decisions = DecisionRecords(ledger).reindex(report.skipped_decisions)
 
 
-def _fill(
-    index: RunIndex,
-    storage: StorageBackend,
-    entries: Iterable[IndexEntry],
-    report: ReindexReport,
-) -> None:
+def _fill(ledger: Ledger, entries: Iterable[IndexEntry], report: ReindexReport) -> None:
+    index = ledger.index
     report.indexed, left_out = index.add_each(entries)
     report.skipped.extend(left_out)
     problems: list[tuple[str, str]] = []
-    report.scores, left_out = index.add_scores_each(stored_score_rows(storage, problems))
+    report.scores, left_out = index.add_scores_each(stored_score_rows(ledger.storage, problems))
     report.skipped_scores.extend(problems)
     report.skipped_scores.extend(left_out)
-    report.labels = index.rebuild_labels(stored_label_rows(storage, report.skipped_labels))
+    _records(ledger, report)
 
 
 def _entries(
@@ -254,9 +235,7 @@ def rebuild_index(
                 stored_score_rows(ledger.storage, report.skipped_scores)
             )
             report.skipped_scores.extend(left_out)
-            report.labels = ledger.index.rebuild_labels(
-                stored_label_rows(ledger.storage, report.skipped_labels)
-            )
+            _records(ledger, report)
         return report
     from agentledger.store.index.sqlite import SQLiteIndex
 
@@ -265,7 +244,7 @@ def rebuild_index(
     try:
         new_index = SQLiteIndex(fresh)
         with open_ledger(new_index) as ledger:
-            _fill(new_index, ledger.storage, _entries(ledger, progress, report), report)
+            _fill(ledger, _entries(ledger, progress, report), report)
             new_index.seal_file()
         fd = os.open(fresh, os.O_RDONLY)
         try:

@@ -29,6 +29,7 @@ from agentledger.store.index.rows import (
     RUN_SORTS,
     CriterionCell,
     CriterionFirst,
+    DecisionRow,
     Dimension,
     IndexedRun,
     IndexEntry,
@@ -45,6 +46,7 @@ from agentledger.store.index.rows import (
     ScoreRow,
     SkippedScore,
     VerdictCount,
+    decision_row,
     facets_of,
     format_time,
     label_row,
@@ -61,6 +63,7 @@ __all__ = [
     "RUN_SORTS",
     "CriterionCell",
     "CriterionFirst",
+    "DecisionRow",
     "Dimension",
     "IndexEntry",
     "IndexedRun",
@@ -78,6 +81,7 @@ __all__ = [
     "ScoreRow",
     "SkippedScore",
     "VerdictCount",
+    "decision_row",
     "facets_of",
     "format_time",
     "label_row",
@@ -401,6 +405,27 @@ class RunIndex(ABC):
     @abstractmethod
     def label_ids(self) -> set[str]:
         """The id of every indexed label (gc compares them with the files)."""
+
+    # -- decisions -------------------------------------------------------------------------
+
+    @abstractmethod
+    def add_decisions(self, rows: Sequence[DecisionRow]) -> None:
+        """Index decisions (one already indexed is replaced by the same one)."""
+
+    @abstractmethod
+    def rebuild_decisions(self, rows: Iterable[DecisionRow]) -> int:
+        """Replace every indexed decision with `rows` (reindex); return how many."""
+
+    @abstractmethod
+    def decision_ids(self) -> set[str]:
+        """The id of every indexed decision (gc compares them with the files)."""
+
+    @abstractmethod
+    def decisions(
+        self, kind: str | None = None, subject: str | None = None, run_id: str | None = None
+    ) -> list[str]:
+        """The JSON of the indexed decisions of `kind`, about `subject`, that read run
+        `run_id` (each when given), oldest first (then by id)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -401,3 +401,33 @@ def m011_packed_criteria(d: Dialect) -> list[str]:
         "CREATE INDEX labels_current ON labels (current, source_name, run_id, created_at, "
         "label_id, source_kind, verdict, criteria_packed)",
     ]
+
+
+@migration
+def m012_decisions(d: Dialect) -> list[str]:
+    """Gate decisions, one row each, and the runs each one read: a suite's history and the
+    decisions that read a run are one lookup, where reading them meant every decision file."""
+    decisions = """
+        CREATE TABLE decisions (
+            decision_id {text} PRIMARY KEY,
+            kind {text} NOT NULL,
+            subject {text} NOT NULL,
+            outcome {text} NOT NULL,
+            supersedes {text},
+            created_at {text} NOT NULL,
+            decision_json {text} NOT NULL
+        )
+    """
+    decision_runs = """
+        CREATE TABLE decision_runs (
+            decision_id {text} NOT NULL REFERENCES decisions(decision_id) ON DELETE CASCADE,
+            run_id {text} NOT NULL,
+            PRIMARY KEY (decision_id, run_id)
+        )
+    """
+    return [
+        d.ddl(decisions),
+        d.ddl(decision_runs),
+        "CREATE INDEX decisions_subject ON decisions (kind, subject, created_at)",
+        "CREATE INDEX decision_runs_run ON decision_runs (run_id)",
+    ]

@@ -546,3 +546,29 @@ class SqlQueries(RunIndex):
 
     def label_ids(self) -> set[str]:
         return set(self._column("SELECT label_id FROM labels"))
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    def decision_ids(self) -> set[str]:
+        return set(self._column("SELECT decision_id FROM decisions"))
+
+    def decisions(
+        self, kind: str | None = None, subject: str | None = None, run_id: str | None = None
+    ) -> list[str]:
+        mark = self.dialect.mark
+        clauses, params = [], []
+        for column, value in (("kind", kind), ("subject", subject)):
+            if value is not None:
+                clauses.append(f"{column} = {mark}")
+                params.append(value)
+        if run_id is not None:
+            clauses.append(
+                "decision_id IN (SELECT r.decision_id FROM decision_runs r "
+                f"WHERE r.run_id = {mark})"
+            )
+            params.append(run_id)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        return self._column(
+            f"SELECT decision_json FROM decisions{where} ORDER BY created_at, decision_id",
+            params,
+        )

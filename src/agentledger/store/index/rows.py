@@ -17,6 +17,7 @@ from agentledger.records import Manifest, RunMetadata, RunSummary
 from agentledger.records.filters import RunFilter
 
 if TYPE_CHECKING:
+    from agentledger.records.decisions import Decision
     from agentledger.records.labels import Label
     from agentledger.records.scores import Score
 
@@ -25,6 +26,7 @@ __all__ = [
     "RUN_SORTS",
     "CriterionCell",
     "CriterionFirst",
+    "DecisionRow",
     "Dimension",
     "IndexEntry",
     "IndexedRun",
@@ -41,6 +43,7 @@ __all__ = [
     "ScoreRow",
     "SkippedScore",
     "VerdictCount",
+    "decision_row",
     "facets_of",
     "format_time",
     "label_row",
@@ -278,6 +281,38 @@ def label_row(label: Label) -> LabelRow:
         created_at=format_time(label.created_at) or "",
         label_json=label.model_dump_json(),
         criteria=tuple((item.criterion, item.fired) for item in label.criteria),
+    )
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    """What the index keeps of one decision (the files under decisions/ are the truth)."""
+
+    decision_id: str
+    kind: str
+    subject: str
+    outcome: str
+    supersedes: str | None
+    created_at: str
+    decision_json: str
+    run_ids: tuple[str, ...]
+    """Every run the decision read (what it tested, and each model's results), sorted."""
+
+
+def decision_row(decision: Decision) -> DecisionRow:
+    """What the index keeps of `decision`."""
+    runs = set(decision.tested.run_ids)
+    for item in decision.results:
+        runs.update(item.run_ids)
+    return DecisionRow(
+        decision_id=decision.decision_id,
+        kind=str(decision.kind),
+        subject=decision.subject,
+        outcome=str(decision.outcome),
+        supersedes=decision.supersedes,
+        created_at=format_time(decision.created_at) or "",
+        decision_json=decision.model_dump_json(),
+        run_ids=tuple(sorted(runs)),
     )
 
 

@@ -22,6 +22,7 @@ from agentledger.errors import IndexVersionError
 from agentledger.store.index.migrations import MIGRATIONS
 from agentledger.store.index.queries import SCORE_FIELDS, SqlQueries, chunks
 from agentledger.store.index.rows import (
+    DecisionRow,
     IndexEntry,
     LabelRow,
     RunColumns,
@@ -45,6 +46,17 @@ _LABEL_FIELDS = (
     "created_at",
     "label_json",
     "criteria_packed",
+)
+
+
+_DECISION_FIELDS = (
+    "decision_id",
+    "kind",
+    "subject",
+    "outcome",
+    "supersedes",
+    "created_at",
+    "decision_json",
 )
 
 
@@ -340,3 +352,31 @@ class SqlIndex(SqlQueries):
             return count
 
         return self._replace(("label_criteria", "labels"), insert)
+
+    def _insert_decisions(self, db: Writer, rows: Sequence[DecisionRow]) -> int:
+        d = self.dialect
+        ordered = sorted(rows, key=lambda r: r.decision_id)
+        ids, params = d.any_of("decision_id", [row.decision_id for row in ordered])
+        db.execute(f"DELETE FROM decision_runs WHERE {ids}", params)
+        db.executemany(
+            d.upsert("decisions", _DECISION_FIELDS, ["decision_id"]),
+            [tuple(getattr(row, name) for name in _DECISION_FIELDS) for row in ordered],
+        )
+        runs = [(row.decision_id, run_id) for row in ordered for run_id in row.run_ids]
+        if runs:
+            db.executemany(
+                d.upsert("decision_runs", ("decision_id", "run_id"), ["decision_id", "run_id"]),
+                runs,
+            )
+        return len(ordered)
+
+    def add_decisions(self, rows: Sequence[DecisionRow]) -> None:
+        if rows:
+            chunk = list(rows)
+            self._transact(lambda db: self._insert_decisions(db, chunk))
+
+    def rebuild_decisions(self, rows: Iterable[DecisionRow]) -> int:
+        def insert(db: Writer) -> int:
+            return sum(self._insert_decisions(db, chunk) for chunk in chunks(rows))
+
+        return self._replace(("decision_runs", "decisions"), insert)
