@@ -123,9 +123,10 @@ class Dialect:
         if self.plan_hints:
             return f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({values})"
         updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns if name not in key)
+        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
         return (
             f"INSERT INTO {table} ({names}) VALUES ({values}) "
-            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+            f"ON CONFLICT ({', '.join(key)}) {action}"
         )
 
     def nulls_first(self, expression: str) -> str:
