@@ -189,7 +189,7 @@ def _index_missing(
         removed = {key.split("/")[1] for key, _why in dropped}
     problems: list[tuple[str, str]] = []
     # Only a journaled score can be checked against what the journal accepted.
-    rows = list(stored_score_rows(ledger.storage, problems, keys, journaled_only=True))
+    rows = list(stored_score_rows(ledger, problems, keys))
     if problems:
         where, why = problems[0]
         raise RecordError(where, f"a score of this judge cannot be indexed: {why}")

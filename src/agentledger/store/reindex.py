@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,28 +24,21 @@ from agentledger.errors import (
     IndexUnusableError,
     InputError,
     IntegrityError,
-    RecordError,
     WriteFailedError,
 )
-from agentledger.identity import sha256_bytes
-from agentledger.records import parse_record
 from agentledger.records.limits import check_storable
-from agentledger.records.scores import SCORES_DIR, Score
 from agentledger.store.backends import INDEX_NAME, split_uri
 from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, score_row
-from agentledger.store.record_store import DecisionRecords, LabelRecords
+from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
 from agentledger.store.storage import MANIFEST_NAME
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger, Progress
-    from agentledger.store.storage import StorageBackend
 
 __all__ = [
     "ReindexReport",
     "index_path",
-    "read_score_row",
     "rebuild_index",
-    "score_keys_in",
     "score_row",
     "stored_score_rows",
 ]
@@ -125,58 +118,26 @@ def _checkpoint_old(path: Path) -> None:
         pass  # an unusable old index: it is replaced whole, its log with it
 
 
-def score_keys_in(storage: StorageBackend) -> list[str]:
-    """The storage keys of every score file (scores/<run_id>/<judge_id>.json)."""
-    return [
-        key for key in storage.keys(SCORES_DIR) if key.endswith(".json") and key.count("/") == 2
-    ]
-
-
-def read_score_row(
-    storage: StorageBackend, key: str, accepted: Mapping[str, str] | None = None
-) -> ScoreRow:
-    """The index row of the score stored at `key`; InputError or OSError when it cannot be
-    read, does not sit where its run and judge say, or holds what the index cannot take, and
-    IntegrityError when its bytes are not the ones the journal accepted."""
-    where = storage.describe(key)
-    raw = storage.get(key)
-    expected = (storage.journal.accepted() if accepted is None else accepted).get(key)
-    if expected is None:
-        raise IntegrityError(f"{where}: the journal has no entry for this score")
-    if sha256_bytes(raw) != expected:
-        raise IntegrityError(
-            f"{where}: changed since the journal accepted it (run `agentledger verify`)"
-        )
-    score = parse_record(Score, raw, where)
-    _, run_id, name = key.split("/")
-    if (run_id, name) != (score.run_id, f"{score.judge_id}.json"):
-        raise RecordError(where, "the file's place does not match its run_id and judge_id")
-    check_storable(score, where)
-    return score_row(score)
-
-
 def stored_score_rows(
-    storage: StorageBackend,
-    problems: list[tuple[str, str]],
-    keys: Iterable[str] | None = None,
-    *,
-    journaled_only: bool = False,
+    ledger: Ledger, problems: list[tuple[str, str]], keys: Iterable[str] | None = None
 ) -> Iterator[ScoreRow]:
-    """The index rows of the scores at `keys` (default: every score the journal accepted),
-    appending (file, why) of each one that cannot be indexed to `problems` instead of
-    stopping. `journaled_only` leaves out the scores at `keys` that have no journal entry
-    (yet: their writer, on another machine, is between writing the score and journaling it,
-    or died there) instead of reporting them."""
-    accepted = storage.journal.accepted()
-    if keys is None or journaled_only:
-        keys = [
-            key for key in (score_keys_in(storage) if keys is None else keys) if key in accepted
-        ]
-    for key in keys:
+    """The index rows of the scores at `keys` (default: every score) that the journal
+    accepted, appending (file, why) of each one that cannot be indexed (changed since,
+    unreadable, not where its run and judge say, holding what the index cannot take) to
+    `problems` instead of stopping. A score without an entry is left out: its writer, on
+    another machine, is between writing it and journaling it, or died there (`gc`)."""
+    store = ScoreRecords(ledger)
+    accepted = ledger.storage.journal.accepted()
+    chosen = store.accepted_keys(accepted) if keys is None else [k for k in keys if k in accepted]
+    for key in chosen:
+        where = ledger.storage.describe(key)
         try:
-            yield read_score_row(storage, key, accepted)
+            score = store.read(key, accepted)
+            check_storable(score, where)
         except (InputError, IntegrityError, OSError) as exc:
-            problems.append((storage.describe(key), str(exc)))
+            problems.append((where, str(exc)))
+            continue
+        yield score_row(score)
 
 
 def _records(ledger: Ledger, report: ReindexReport) -> None:
@@ -191,7 +152,7 @@ def _fill(ledger: Ledger, entries: Iterable[IndexEntry], report: ReindexReport) 
     report.indexed, left_out = index.add_each(entries)
     report.skipped.extend(left_out)
     problems: list[tuple[str, str]] = []
-    report.scores, left_out = index.add_scores_each(stored_score_rows(ledger.storage, problems))
+    report.scores, left_out = index.add_scores_each(stored_score_rows(ledger, problems))
     report.skipped_scores.extend(problems)
     report.skipped_scores.extend(left_out)
     _records(ledger, report)
@@ -232,7 +193,7 @@ def rebuild_index(
             report.indexed, left_out = ledger.index.rebuild_each(_entries(ledger, progress, report))
             report.skipped.extend(left_out)
             report.scores, left_out = ledger.index.rebuild_scores_each(
-                stored_score_rows(ledger.storage, report.skipped_scores)
+                stored_score_rows(ledger, report.skipped_scores)
             )
             report.skipped_scores.extend(left_out)
             _records(ledger, report)
