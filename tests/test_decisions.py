@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli import main
+from agentledger.cli.schemas import json_schema
 from agentledger.errors import InputError, RecordError
 from agentledger.gates.decisions import DecisionStore, exit_code, render_markdown
-from agentledger.cli.schemas import json_schema
 from agentledger.records.decisions import (
     AddonRef,
     Decision,
