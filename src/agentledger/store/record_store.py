@@ -229,11 +229,12 @@ class RecordStore(Generic[R]):
     def settle(self, keys: Sequence[str]) -> list[R]:
         """Finish what killed writers left of the records at `keys`: journal each one stored
         without an entry whose bytes check out (remove it otherwise, as `gc` would), then index
-        the journaled ones the index lacks; those indexed."""
+        the journaled ones the index lacks; those indexed. (For a kind stored as one file a
+        record; a decision's group of files is settled by `gc`.)"""
         stored = [key for key in keys if self.storage.exists(self._record_key(key))]
         if not stored:
             return []
-        accept_records(self.ledger, [self._journal_key(key) for key in stored])
+        accept_records(self.ledger, stored)
         accepted = self.storage.journal.accepted()
         held = self.indexed(stored)
         missing = [
@@ -243,10 +244,6 @@ class RecordStore(Generic[R]):
         ]
         self.index(missing)
         return missing
-
-    def _journal_key(self, key: str) -> str:
-        """What `accept_records` settles for the record at `key` (a group: its folder)."""
-        return key
 
     def index_missing(self) -> tuple[list[str], list[tuple[str, str]]]:
         """Index every accepted, intact record the index lacks (its writer died before
