@@ -44,7 +44,6 @@ from agentledger.store.index import (
 )
 from agentledger.store.journal import run_entry
 from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
-from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
 from agentledger.store.reindex import (
     ReindexReport,
     rebuild_index,
@@ -511,6 +510,9 @@ class Ledger:
         report.unreadable.extend(left_out)
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
+        # Imported here: the record kinds' models (decisions') cost every command's start-up.
+        from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
+
         report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
         labels, report.unreadable_labels = LabelRecords(self).index_missing()
         report.indexed_labels = sorted(

@@ -29,7 +29,6 @@ from agentledger.errors import (
 from agentledger.records.limits import check_storable
 from agentledger.store.backends import INDEX_NAME, split_uri
 from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, score_row
-from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
 from agentledger.store.storage import MANIFEST_NAME
 
 if TYPE_CHECKING:
@@ -126,6 +125,8 @@ def stored_score_rows(
     unreadable, not where its run and judge say, holding what the index cannot take) to
     `problems` instead of stopping. A score without an entry is left out: its writer, on
     another machine, is between writing it and journaling it, or died there (`gc`)."""
+    from agentledger.store.record_store import ScoreRecords
+
     store = ScoreRecords(ledger)
     accepted = ledger.storage.journal.accepted()
     chosen = store.accepted_keys(accepted) if keys is None else [k for k in keys if k in accepted]
@@ -143,6 +144,8 @@ def stored_score_rows(
 def _records(ledger: Ledger, report: ReindexReport) -> None:
     """Index the labels and decisions the journal accepted (the scores are indexed apart,
     leaving out each one the index cannot take)."""
+    from agentledger.store.record_store import DecisionRecords, LabelRecords
+
     report.labels = LabelRecords(ledger).reindex(report.skipped_labels)
     report.decisions = DecisionRecords(ledger).reindex(report.skipped_decisions)
 
