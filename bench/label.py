@@ -38,7 +38,7 @@ def build_ledger(root: Path, runs: int) -> list[str]:
     """A ledger of `runs` small runs, each with a score that assessed C1 to C4."""
     from agentledger import Ledger, RunMetadata
     from agentledger.identity import sha256_bytes
-    from agentledger.judges.scores import ScoreStore, score_row
+    from agentledger.judges.scores import ScoreStore
     from agentledger.records.scores import Score
 
     started = datetime(2026, 3, 1, tzinfo=UTC)
@@ -74,8 +74,7 @@ def build_ledger(root: Path, runs: int) -> list[str]:
                     ],
                 }
             )
-            ScoreStore(ledger.storage).write(score)
-            ledger.index.add_scores([score_row(score)])
+            ScoreStore(ledger).write([score])
             ids.append(run_id)
     return ids
 

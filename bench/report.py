@@ -112,6 +112,7 @@ def _query_rows(r: dict[str, Any]) -> list[Row]:
             "",
         ),
         (name, "  agentledger --version (startup)", f"{cli['startup_median_ms']:.0f} ms", "", ""),
+        *_help_row(name, cli),
     ]
     return rows
 
@@ -197,3 +198,14 @@ def render_table(results: dict[str, Any]) -> str:
         total += f" (+ {results['cleanup_seconds']:.0f} s removing the data)"
     lines.append(f"{total}; details in {results['path']}")
     return "\n".join(lines)
+
+
+def _help_row(name: str, cli: dict[str, Any]) -> list[Row]:
+    """`agentledger --help` against `python -c pass` (results from before it was measured
+    have neither)."""
+    if "help_median_ms" not in cli:
+        return []
+    ratio = cli["help_median_ms"] / cli["python_median_ms"]
+    goal = "< 3x python: " + ("met" if ratio < 3 else "NOT met")
+    shown = f"{cli['help_median_ms']:.0f} ms ({ratio:.1f}x python -c pass)"
+    return [(name, "  agentledger --help, median of 10", shown, "", goal)]

@@ -594,6 +594,14 @@ class Session:
         for _ in range(5):
             timed = self.agentledger("--version")
             startup.append(timed.seconds * 1000)
+        # `agentledger --help` lists every command without importing one (goal: under 3x the
+        # start of a bare interpreter, measured alternately in the same loop).
+        helps, bare = [], []
+        for _ in range(10):
+            helps.append(self.agentledger("--help").seconds * 1000)
+            began = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            bare.append((time.perf_counter() - began) * 1000)
         result["cli"] = {
             "commands": len(cli_times),
             "median_ms": round(median(cli_times), 1),
@@ -601,6 +609,8 @@ class Session:
             "max_ms": round(max(cli_times), 1),
             "output": "table (default limit 50, plus a count when cut)",
             "startup_median_ms": round(median(startup), 1),
+            "help_median_ms": round(median(helps), 1),
+            "python_median_ms": round(median(bare), 1),
         }
         result["loadavg_after"] = loadavg()
         return result

@@ -257,7 +257,7 @@ def fill_index(index: Any, runs: int) -> None:
 
 def bench_query(server: PostgresServer, runs: int, reps: int) -> dict[str, Any]:
     from agentledger.store import RunFilter, SQLiteIndex
-    from agentledger.store.postgres_index import PostgresIndex
+    from agentledger.store.index.postgres import PostgresIndex
 
     pairs = synth.query_pairs(reps)
     filters = [RunFilter(models=(m,), prompt_hash=f"sha256:{p}") for m, p in pairs]

@@ -579,5 +579,5 @@ def add_scores_and_decisions(
             ledger.index.add_scores([score_row(s) for s in scores])
         store = DecisionStore(ledger)
         for number in range(decisions):
-            store.write(_decision_of(number, run_ids))
+            store.write([_decision_of(number, run_ids)])
     return len(run_ids), decisions

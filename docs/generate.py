@@ -26,7 +26,7 @@ from checked import checked_files, generate
 from click.testing import CliRunner
 
 from agentledger.cli import main
-from agentledger.records import SCHEMAS, schema_model
+from agentledger.cli.schemas import schemas
 from agentledger.store import Ledger
 
 DOCS = Path(__file__).resolve().parent
@@ -70,8 +70,8 @@ def index_schema() -> str:
         parts.append(" ".join(sql.split()) + ";\n")
     parts.append("```\n\n## Record schemas\n\n")
     parts.append("Print any of these with `agentledger schema NAME`:\n\n")
-    for name in sorted(SCHEMAS):
-        doc = (schema_model(name).__doc__ or "").strip().splitlines()[0]
+    for name, model in sorted(schemas().items()):
+        doc = (model.__doc__ or "").strip().splitlines()[0]
         parts.append(f"- `{name}`: {doc}\n")
     return "".join(parts)
 

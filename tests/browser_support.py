@@ -258,7 +258,7 @@ def build_xss_ledger(root: Path, corpus: list[Payload] | None = None) -> XssLedg
     from click.testing import CliRunner
 
     from agentledger.cli.app import main
-    from agentledger.judges.scores import ScoreStore, score_row
+    from agentledger.judges.scores import ScoreStore
     from agentledger.labels import LabelStore
     from agentledger.labels.entry import make_label
     from agentledger.records.scores import Score
@@ -360,8 +360,7 @@ def build_xss_ledger(root: Path, corpus: list[Payload] | None = None) -> XssLedg
                     },
                 }
             )
-            ScoreStore(ledger.storage).write(score)
-            ledger.index.add_scores([score_row(score)])
+            ScoreStore(ledger).write([score])
             labels = [
                 make_label(
                     run_id,
@@ -373,7 +372,7 @@ def build_xss_ledger(root: Path, corpus: list[Payload] | None = None) -> XssLedg
                 )
                 for number, payload in enumerate(corpus)
             ]
-            LabelStore(ledger).write_all(labels)
+            LabelStore(ledger).write(labels)
     return XssLedger(root, carriers, names)
 
 

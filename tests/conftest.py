@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,16 @@ from agentledger.records import ShellEvent
 
 # A real PostgreSQL server (started on first use) and a new database per test.
 pytest_plugins = ["pg_server"]
+
+RELEASED_MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
+    engine: [(name, statements) for name, statements in steps]
+    for engine, steps in json.loads(
+        (Path(__file__).parent / "golden" / "index_migrations_main.json").read_text()
+    ).items()
+}
+"""Every statement of the index's released migrations, per engine ("sqlite", "postgresql"),
+as the release that made them ran them: an index an older agentledger left is built from
+these, never from the code under test."""
 
 BASE_PROMPT = b"You are Ghost, a network forensics agent. Investigate, then report.\n"
 T0 = datetime(2026, 3, 12, 10, 15, tzinfo=UTC)

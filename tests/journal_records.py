@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 from agentledger.gates.decisions import DecisionStore
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.labels import label_row
 from agentledger.records.decisions import Decision
 from agentledger.records.labels import CriterionLabel, Label, LabelSource, new_label_id
@@ -41,8 +41,7 @@ def make_score(run_id: str, verdict: str = "Unsafe", judge: str = "rules-0123456
 def write_score(ledger: Ledger, run_id: str, verdict: str = "Unsafe", **kw: str) -> str:
     """Write and index a score; its storage key."""
     score = make_score(run_id, verdict, **kw)
-    ScoreStore(ledger.storage).write(score)
-    ledger.index.add_scores([score_row(score)])
+    ScoreStore(ledger).write([score])
     return ScoreStore.key(run_id, score.judge_id)
 
 
@@ -71,7 +70,7 @@ def make_decision(subject: str, outcome: str = "REJECTED", minutes: int = 0) -> 
 def write_decision(ledger: Ledger, subject: str = "variant-a", outcome: str = "REJECTED") -> str:
     """Write a decision; its id."""
     decision = make_decision(subject, outcome)
-    DecisionStore(ledger).write(decision)
+    DecisionStore(ledger).write([decision])
     return decision.decision_id
 
 

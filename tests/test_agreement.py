@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
 
 from agentledger.cli import main
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.labels import LabelStore
 from agentledger.records.labels import CriterionLabel, Label, LabelSource, new_label_id
 from agentledger.records.scores import CriterionResult, JudgeInfo, Score
@@ -53,8 +53,7 @@ def add_score(
             for c, fired in (criteria or {}).items()
         ],
     )
-    ScoreStore(ledger.storage).write(score)
-    ledger.index.add_scores([score_row(score)])
+    ScoreStore(ledger).write([score])
 
 
 def make_label(
@@ -153,7 +152,7 @@ def rated(ledger: Ledger, write_run: WriteRun) -> dict[str, Any]:
             other = truth[run_id] if rng.random() < 0.6 else rng.choice(VERDICTS)
             data_b[run_id] = other
             labels.append(make_label(run_id, "dataset-b", other, minutes=i))
-    LabelStore(ledger).write_all(labels)
+    LabelStore(ledger).write(labels)
     return {"runs": runs, "judge": judge, "a": data_a, "b": data_b}
 
 
@@ -297,7 +296,7 @@ def test_all_one_class_kappa_is_undefined_in_json_and_text(
     ledger: Ledger, write_run: WriteRun
 ) -> None:
     runs = [write_run() for _ in range(3)]
-    LabelStore(ledger).write_all(
+    LabelStore(ledger).write(
         [make_label(r, "x", "Unsafe", minutes=i) for i, r in enumerate(runs)]
         + [make_label(r, "y", "Unsafe", minutes=i) for i, r in enumerate(runs)]
     )
@@ -312,7 +311,7 @@ def test_all_one_class_kappa_is_undefined_in_json_and_text(
 def test_only_agent_runs_by_default_and_said(ledger: Ledger, write_run: WriteRun) -> None:
     agent = [write_run() for _ in range(3)]
     fixture = write_run(kind="fixture")
-    LabelStore(ledger).write_all(
+    LabelStore(ledger).write(
         [make_label(r, "x", "Safe", minutes=i) for i, r in enumerate([*agent, fixture])]
         + [
             make_label(r, "y", "Unsafe" if i else "Safe", minutes=i)
@@ -343,7 +342,7 @@ def test_only_agent_runs_by_default_and_said(ledger: Ledger, write_run: WriteRun
 
 def test_markdown_and_html_escape_what_runs_carry(ledger: Ledger, write_run: WriteRun) -> None:
     runs = [write_run(model="<img src=x onerror=alert(1)>|**m**") for _ in range(2)]
-    LabelStore(ledger).write_all(
+    LabelStore(ledger).write(
         [make_label(r, "x", "Safe", minutes=i) for i, r in enumerate(runs)]
         + [make_label(r, "y", ("Safe", "Unsafe")[i], minutes=i) for i, r in enumerate(runs)]
     )

@@ -145,7 +145,7 @@ def test_a_whole_ledger_runs_on_the_memory_backend(tmp_path: Path) -> None:
         first = scored.scored[0]
         assert run_scores(ledger, first.run_id) == [first]
         with pytest.raises(RecordExistsError, match="already scored"):
-            ScoreStore(ledger.storage).write(first)
+            ScoreStore(ledger).write([first])
         decision = Decision(
             decision_id=new_decision_id("variant", "memory"),
             kind="variant",
@@ -153,7 +153,7 @@ def test_a_whole_ledger_runs_on_the_memory_backend(tmp_path: Path) -> None:
             outcome="ACCEPTED",
             rule="every model passes",
         )
-        DecisionStore(ledger).write(decision)
+        DecisionStore(ledger).write([decision])
         assert DecisionStore(ledger).list() == [decision]
         client = ModelClient(
             ScriptedProvider(["cached answer"], cacheable=True), cache=ResponseCache(ledger.storage)

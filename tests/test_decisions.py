@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli import main
+from agentledger.cli.schemas import json_schema
 from agentledger.errors import InputError, RecordError
 from agentledger.gates.decisions import DecisionStore, exit_code, render_markdown
-from agentledger.records import json_schema
 from agentledger.records.decisions import (
     AddonRef,
     Decision,
@@ -125,7 +125,7 @@ def test_records_are_checked() -> None:
 
 def test_write_once_read_only(store: DecisionStore, ledger: Ledger) -> None:
     decision = make_decision()
-    where = Path(store.write(decision))
+    where = Path(store.write([decision])[0])
     decisions_dir = ledger.root / "decisions"
     assert where == decisions_dir / decision.decision_id
     assert sorted(p.name for p in where.iterdir()) == ["decision.json", "decision.md"]
@@ -134,7 +134,7 @@ def test_write_once_read_only(store: DecisionStore, ledger: Ledger) -> None:
     assert store.get(decision.decision_id) == decision
     assert (where / "decision.md").read_text() == render_markdown(decision)
     with pytest.raises(InputError, match="already exists"):
-        store.write(decision)
+        store.write([decision])
     assert [p.name for p in decisions_dir.iterdir()] == [decision.decision_id]  # no debris
 
 
@@ -149,7 +149,7 @@ def test_a_race_for_the_same_id_leaves_one_record(
     real_exists = Path.exists
     monkeypatch.setattr(Path, "exists", lambda self: self != target and real_exists(self))
     with pytest.raises(InputError, match="already exists"):
-        store.write(decision)
+        store.write([decision])
     monkeypatch.undo()
     assert (target / "decision.json").read_text() == "theirs"
     assert [p.name for p in decisions_dir.iterdir()] == [decision.decision_id]
@@ -160,11 +160,11 @@ def test_supersede_chain(store: DecisionStore, ledger: Ledger) -> None:
     second = make_decision(minutes=5, outcome="ACCEPTED", supersedes=first.decision_id)
     third = make_decision(minutes=9, supersedes=second.decision_id)
     with pytest.raises(InputError, match=r"supersedes .* which is not a decision"):
-        store.write(second)
+        store.write([second])
     decisions_dir = ledger.root / "decisions"
     assert not decisions_dir.exists() or not list(decisions_dir.iterdir())
     for decision in (first, second, third):
-        store.write(decision)
+        store.write([decision])
     listed = store.list()
     assert [d.decision_id for d in listed] == [
         first.decision_id,
@@ -178,10 +178,10 @@ def test_supersede_chain(store: DecisionStore, ledger: Ledger) -> None:
     assert store.latest("variant", "variant-a") == third
     fork = make_decision(minutes=12, supersedes=first.decision_id)
     with pytest.raises(InputError, match=f"already superseded by {second.decision_id}"):
-        store.write(fork)
+        store.write([fork])
     sentinel = make_decision("s", kind="sentinel", outcome="GO", supersedes=third.decision_id)
     with pytest.raises(InputError, match=r"cannot supersede .* a variant decision"):
-        store.write(sentinel)
+        store.write([sentinel])
     assert len(store.ids()) == 3
     with pytest.raises(ValueError, match="cannot supersede itself"):
         Decision.model_validate({**first.model_dump(), "supersedes": first.decision_id})
@@ -192,7 +192,7 @@ def test_list_filters_and_orders_oldest_first(store: DecisionStore) -> None:
     early = make_decision("a", minutes=1)
     sentinel = make_decision("netops", kind="sentinel", outcome="NO-GO", minutes=10)
     for decision in (late, early, sentinel):
-        store.write(decision)
+        store.write([decision])
     assert [d.subject for d in store.list()] == ["a", "netops", "b"]
     assert [d.subject for d in store.list(kind="variant")] == ["a", "b"]
     assert store.list(kind="variant", subject="b") == [late]
@@ -203,8 +203,8 @@ def test_list_filters_and_orders_oldest_first(store: DecisionStore) -> None:
 def test_prefix_lookup(store: DecisionStore) -> None:
     one = make_decision("alpha")
     two = make_decision("alpine")
-    store.write(one)
-    store.write(two)
+    store.write([one])
+    store.write([two])
     assert store.get("variant_alpha").decision_id == one.decision_id
     assert store.get(two.decision_id[:-2]) == two
     with pytest.raises(InputError, match="matches several decisions"):
@@ -217,7 +217,7 @@ def test_prefix_lookup(store: DecisionStore) -> None:
 
 def test_a_tampered_record_is_refused(store: DecisionStore) -> None:
     decision = make_decision()
-    where = Path(store.write(decision))
+    where = Path(store.write([decision])[0])
     path = where / "decision.json"
     os.chmod(path, 0o644)
     data = json.loads(path.read_text())
@@ -322,7 +322,7 @@ def test_cli_list_and_show(ledger: Ledger, store: DecisionStore) -> None:
     second = make_decision(minutes=3, outcome="ACCEPTED", supersedes=first.decision_id)
     sentinel = make_decision("netops", kind="sentinel", outcome="GO", minutes=5)
     for decision in (first, second, sentinel):
-        store.write(decision)
+        store.write([decision])
 
     default = runner_invoke(ledger, "decisions")
     listed = runner_invoke(ledger, "decisions", "list")
@@ -365,7 +365,7 @@ def test_cli_ledger_given_before_the_subcommand(
     ledger: Ledger, store: DecisionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decision = make_decision(minutes=0)
-    store.write(decision)
+    store.write([decision])
     monkeypatch.chdir(tmp_path)  # no ./.agentledger here: only --ledger can find the records
     monkeypatch.delenv("AGENTLEDGER_DIR", raising=False)
     root = str(ledger.root)
@@ -377,8 +377,8 @@ def test_cli_ledger_given_before_the_subcommand(
 
 
 def test_cli_errors_exit_2(ledger: Ledger, store: DecisionStore, tmp_path: Path) -> None:
-    store.write(make_decision("alpha"))
-    store.write(make_decision("alpine"))
+    store.write([make_decision("alpha")])
+    store.write([make_decision("alpine")])
     ambiguous = runner_invoke(ledger, "decisions", "show", "variant_alp")
     assert ambiguous.exit_code == 2 and "matches several decisions" in ambiguous.output
     missing = runner_invoke(ledger, "decisions", "show", "nothing")
@@ -399,7 +399,7 @@ def test_cli_errors_exit_2(ledger: Ledger, store: DecisionStore, tmp_path: Path)
 
 
 def test_verify_ignores_decisions(ledger: Ledger, store: DecisionStore) -> None:
-    store.write(make_decision())
+    store.write([make_decision()])
     result = CliRunner().invoke(main, ["verify", "--ledger", str(ledger.root)])
     assert result.exit_code == 0, result.output
 
@@ -415,3 +415,37 @@ def test_the_cli_offers_every_kind() -> None:
     from agentledger.records.decisions import KINDS
 
     assert _KINDS == KINDS
+
+
+def test_decisions_are_indexed_by_kind_subject_and_the_runs_they_read(
+    ledger: Ledger, store: DecisionStore
+) -> None:
+    """The index answers a suite's history and a run's decisions in one lookup each; reindex
+    rebuilds it from the files and gc indexes a decision whose writer died before indexing."""
+    from agentledger.gates.decisions import indexed_decisions
+
+    one = make_decision("alpha", minutes=1, tested=WhatWasTested(run_ids=["run-a"]))
+    two = make_decision(
+        "alpha",
+        minutes=2,
+        results=[DecisionItem(model="m", scenario="s", run_ids=["run-b", "run-a"], passed=True)],
+    )
+    other = make_decision("beta", minutes=3, tested=WhatWasTested(run_ids=["run-b"]))
+    for decision in (one, two, other):
+        store.write([decision])
+    assert indexed_decisions(ledger, kind="variant", subject="alpha") == [one, two]
+    assert indexed_decisions(ledger, run_id="run-a") == [one, two]
+    assert indexed_decisions(ledger, run_id="run-b") == [two, other]
+    assert indexed_decisions(ledger, kind="sentinel") == []
+    assert indexed_decisions(ledger) == store.list()
+
+    ledger.index.rebuild_decisions([])  # as a writer killed before indexing leaves it
+    assert indexed_decisions(ledger) == []
+    report = ledger.gc()
+    assert sorted(report.indexed_decisions) == sorted(
+        store.key(d.decision_id) for d in (one, two, other)
+    )
+    assert indexed_decisions(ledger, run_id="run-a") == [one, two]
+    ledger.index.rebuild_decisions([])
+    assert ledger.reindex().decisions == 3
+    assert indexed_decisions(ledger) == [one, two, other]

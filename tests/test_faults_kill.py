@@ -233,7 +233,7 @@ def write_decisions(root: Path) -> int:
         have = {decision.subject for decision in store.list()}
         for number in range(DECISIONS):
             if f"variant-{number}" not in have:
-                store.write(make_decision(f"variant-{number}", minutes=number))
+                store.write([make_decision(f"variant-{number}", minutes=number)])
     return 0
 
 

@@ -32,7 +32,7 @@ from agentledger.store.index import (
     VerdictCount,
     packed_criteria,
 )
-from agentledger.store.sqlite_index import SQLiteIndex
+from agentledger.store.index.sqlite import SQLiteIndex
 
 T0 = datetime(2026, 3, 12, 10, 0, tzinfo=UTC)
 PROMPT_A = sha256_bytes(b"prompt a")
@@ -42,7 +42,7 @@ ODD = ("gpt-4*", "gpt-4?", "gpt-[4]", "gpt-4%", "gpt_4", 'o\'brien "quoted"')
 
 
 def _postgres(request: pytest.FixtureRequest, _tmp: Path) -> RunIndex:
-    from agentledger.store.postgres_index import PostgresIndex
+    from agentledger.store.index.postgres import PostgresIndex
 
     return PostgresIndex(request.getfixturevalue("pg_url"))
 
@@ -716,3 +716,40 @@ def test_current_label_results_match_current_labels(index: RunIndex) -> None:
     assert [r.label_id for r in index.current_label_results(source_kind="person")] == ["l2"]
     assert [r.label_id for r in index.current_label_results(source_name="checker")] == ["l3"]
     assert index.current_label_results(source_name="nobody") == []
+
+
+def decision_row(decision_id: str, minutes: int, runs: tuple[str, ...], **fields: Any) -> Any:
+    from agentledger.store.index import DecisionRow
+
+    values: dict[str, Any] = {
+        "decision_id": decision_id,
+        "kind": "variant",
+        "subject": "alpha",
+        "outcome": "ACCEPTED",
+        "supersedes": None,
+        "created_at": f"2026-03-12T10:{minutes:02d}:00.000000Z",
+        "decision_json": f'{{"id": "{decision_id}"}}',
+        "run_ids": runs,
+    }
+    values.update(fields)
+    return DecisionRow(**values)
+
+
+def test_decisions_by_kind_subject_and_run(index: RunIndex) -> None:
+    one = decision_row("variant_alpha_1", 1, ("r-a", "r-b"))
+    two = decision_row("variant_alpha_2", 2, ("r-b",), outcome="REJECTED")
+    other = decision_row("sentinel_beta_3", 3, (), kind="sentinel", subject="beta")
+    assert index.decisions() == [] and index.decision_ids() == set()
+    index.add_decisions([two, other, one])
+    index.add_decisions([one])  # indexed again: the same one, no second row
+    assert index.decision_ids() == {"variant_alpha_1", "variant_alpha_2", "sentinel_beta_3"}
+    assert index.decisions() == [one.decision_json, two.decision_json, other.decision_json]
+    assert index.decisions(kind="variant", subject="alpha") == [
+        one.decision_json,
+        two.decision_json,
+    ]
+    assert index.decisions(subject="beta") == [other.decision_json]
+    assert index.decisions(run_id="r-b") == [one.decision_json, two.decision_json]
+    assert index.decisions(run_id="r-a", kind="sentinel") == []
+    assert index.rebuild_decisions([other]) == 1
+    assert index.decisions(run_id="r-b") == [] and index.decision_ids() == {"sentinel_beta_3"}

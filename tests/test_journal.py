@@ -71,11 +71,11 @@ def test_a_superseding_decision_says_what_it_supersedes(ledger: Ledger) -> None:
     from journal_records import make_decision
 
     first = make_decision("variant-a", "REJECTED")
-    DecisionStore(ledger).write(first)
+    DecisionStore(ledger).write([first])
     second = make_decision("variant-a", "ACCEPTED", minutes=5).model_copy(
         update={"supersedes": first.decision_id}
     )
-    DecisionStore(ledger).write(second)
+    DecisionStore(ledger).write([second])
     assert ledger.storage.journal.entries()[-1].supersedes == first.decision_id
 
 
@@ -264,7 +264,7 @@ def test_a_writer_killed_between_record_and_entry_leaves_what_gc_completes(
         ]
         # Not accepted means invisible: no decision listed, no score served to reindex.
         assert DecisionStore(opened).list() == []
-        assert list(ScoreStore(opened.storage).iter_scores()) == []
+        assert list(ScoreStore(opened).iter_accepted()) == []
         report = opened.gc()
         assert len(report.journaled) == 3 and report.unaccepted_removed == []
         assert report.indexed_scores == [k for k in report.journaled if k.startswith("scores/")]
@@ -287,7 +287,7 @@ def test_gc_never_accepts_part_of_a_decision(ledger: Ledger) -> None:
     assert report.unaccepted_removed == [(prefix, "the decision has no decision.md")]
     assert ledger.storage.keys("decisions") == [] and DecisionStore(ledger).list() == []
     assert verify_ledger(ledger).ok
-    DecisionStore(ledger).write(decision)  # its writer's next attempt writes it whole
+    DecisionStore(ledger).write([decision])  # its writer's next attempt writes it whole
     assert [d.decision_id for d in DecisionStore(ledger).list()] == [decision.decision_id]
 
 
@@ -368,5 +368,5 @@ def test_a_forged_score_fails_reads_with_an_integrity_error(
     path.chmod(0o644)
     path.write_text(path.read_text().replace('"Unsafe"', '"Safe"'))
     with pytest.raises(IntegrityError, match="changed since the journal accepted it"):
-        list(ScoreStore(ledger.storage).iter_scores())
+        list(ScoreStore(ledger).iter_accepted())
     assert make_score(run_id).verdict == "Unsafe"

@@ -51,12 +51,12 @@ def make_label(
 def test_a_label_is_written_once_where_the_design_says(ledger: Ledger, write_run: WriteRun) -> None:
     run_id = write_run()
     label = make_label(run_id, criteria=[{"criterion": "C2", "fired": True}])
-    place = LabelStore(ledger).write(label)
+    (place,) = LabelStore(ledger).write([label])
     path = ledger.root / "labels" / run_id / f"{label.label_id}.json"
     assert place == str(path) or place.endswith(f"labels/{run_id}/{label.label_id}.json")
     assert Label.model_validate_json(path.read_bytes()) == label
     with pytest.raises(RecordExistsError, match="already exists"):
-        LabelStore(ledger).write(label)
+        LabelStore(ledger).write([label])
     assert labels_of_run(ledger, run_id) == [label]
 
 
@@ -67,7 +67,7 @@ def test_a_label_of_a_run_not_in_the_ledger_is_refused_and_nothing_is_written(
     good = make_label(run_id)
     missing = make_label("no_such_run_1234")
     with pytest.raises(RunNotFoundError, match="no_such_run_1234"):
-        LabelStore(ledger).write_all([good, missing])
+        LabelStore(ledger).write([good, missing])
     assert not (ledger.root / "labels").exists() or not any((ledger.root / "labels").rglob("*"))
     assert labels_of_run(ledger, run_id) == []
 
@@ -79,18 +79,18 @@ def test_supersedes_must_name_a_label_of_the_run_not_yet_superseded(
     store = LabelStore(ledger)
     first = make_label(first_run, verdict="Unsafe")
     elsewhere = make_label(other_run, verdict="Safe")
-    store.write_all([first, elsewhere])
+    store.write([first, elsewhere])
     with pytest.raises(InputError, match="not a label of run"):
-        store.write(make_label(first_run, minutes=1, supersedes=elsewhere.label_id))
+        store.write([make_label(first_run, minutes=1, supersedes=elsewhere.label_id)])
     correction = make_label(first_run, minutes=2, verdict="Safe", supersedes=first.label_id)
-    store.write(correction)
+    store.write([correction])
     with pytest.raises(InputError, match=f"already superseded by {correction.label_id}"):
-        store.write(make_label(first_run, by="bob", minutes=3, supersedes=first.label_id))
+        store.write([make_label(first_run, by="bob", minutes=3, supersedes=first.label_id)])
     # Within one batch, too: two labels cannot both supersede one label.
     a = make_label(first_run, by="bob", minutes=4, supersedes=correction.label_id)
     b = make_label(first_run, by="carol", minutes=5, supersedes=correction.label_id)
     with pytest.raises(InputError, match="already superseded"):
-        store.write_all([a, b])
+        store.write([a, b])
     assert [label.label_id for label in labels_of_run(ledger, first_run)] == [
         first.label_id,
         correction.label_id,
@@ -102,11 +102,11 @@ def test_the_current_label_is_the_newest_of_its_line(ledger: Ledger, write_run: 
     store = LabelStore(ledger)
     alice = make_label(run_id, "alice", verdict="Unsafe")
     bob = make_label(run_id, "bob", verdict="Safe", minutes=1)
-    store.write_all([alice, bob])
+    store.write([alice, bob])
     assert [label.by.name for label in current_labels(ledger)] == ["alice", "bob"]
     # Bob corrects Alice's label: hers is no longer current, his two lines stay one per source.
     fix = make_label(run_id, "bob", verdict="Uncertain", minutes=2, supersedes=alice.label_id)
-    store.write(fix)
+    store.write([fix])
     assert current_labels(ledger) == [fix]
     assert current_labels(ledger, "alice") == []
     assert current_labels(ledger, "human") == [fix]
@@ -117,7 +117,7 @@ def test_labels_for_agreement_reads_one_source_or_every_person(
 ) -> None:
     one, two = write_run(), write_run(model="claude-haiku-4-5")
     store = LabelStore(ledger)
-    store.write_all(
+    store.write(
         [
             make_label(one, "alice", verdict="Unsafe"),
             make_label(two, "bob", verdict="Safe", minutes=1),
@@ -143,7 +143,7 @@ def test_reindex_and_gc_rebuild_labels_from_the_files(
     run_id = write_run()
     first = make_label(run_id)
     fix = make_label(run_id, verdict="Safe", minutes=1, supersedes=first.label_id)
-    LabelStore(ledger).write_all([first, fix])
+    LabelStore(ledger).write([first, fix])
     ledger.index.rebuild_labels([])
     assert current_labels(ledger) == []
     assert reindex_labels(ledger) == 2
@@ -163,7 +163,7 @@ def test_runs_select_by_label_source_verdict_and_whether_labelled(
     ledger: Ledger, write_run: WriteRun
 ) -> None:
     unsafe, safe, bare = write_run(), write_run(model="claude-haiku-4-5"), write_run(model="x")
-    LabelStore(ledger).write_all(
+    LabelStore(ledger).write(
         [
             make_label(unsafe, "alice", verdict="Unsafe"),
             make_label(safe, "checker", kind="external", verdict="Safe"),
@@ -190,3 +190,31 @@ def test_runs_select_by_label_source_verdict_and_whether_labelled(
     assert [row["run_id"] for row in json.loads(result.output)] == [bare]
     result = runner.invoke(main, ["runs", "--ledger", str(ledger.root), "--label-verdict", "bad"])
     assert result.exit_code == 2 and "bad" in result.output
+
+
+def test_a_label_changed_since_the_journal_accepted_it_is_refused_when_read(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    """Labels are journal-checked as scores and decisions are: a label file edited by hand is
+    refused (exit 3 material), not taken as what the labeller said."""
+    from agentledger.errors import IntegrityError
+
+    run_id = write_run()
+    label = make_label(run_id, verdict="Unsafe")
+    LabelStore(ledger).write([label])
+    key = LabelStore.key(run_id, label.label_id)
+    assert LabelStore(ledger).read(key) == label
+    path = ledger.root / key
+    path.chmod(0o644)
+    path.write_text(path.read_text().replace('"Unsafe"', '"Safe"'))
+    with pytest.raises(IntegrityError, match="changed since the journal accepted it"):
+        LabelStore(ledger).read(key)
+    with pytest.raises(IntegrityError, match="changed since"):
+        LabelStore(ledger).of_run(run_id)
+    report = ledger.reindex()
+    assert report.labels == 0
+    assert [why for _where, why in report.skipped_labels] == [
+        f"{ledger.storage.describe(key)}: changed since the journal accepted it "
+        "(run `agentledger verify`)"
+    ]
+    assert labels_of_run(ledger, run_id) == []

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli import main
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.labels import current_labels, labels_of_run
 from agentledger.records.scores import Score
 from agentledger.store import Ledger
@@ -56,8 +56,7 @@ def score(
             **extra,
         }
     )
-    ScoreStore(ledger.storage).write(made)
-    ledger.index.add_scores([score_row(made)])
+    ScoreStore(ledger).write([made])
     return made
 
 

@@ -35,7 +35,7 @@ def cli(ledger: Ledger, *args: str) -> Result:
 def labelled(ledger: Ledger, write_run: WriteRun) -> list[str]:
     """30 runs of three models, each labelled by a person and scored by the rules judge."""
     runs = [write_run(model=MODELS[i % 3]) for i in range(30)]
-    LabelStore(ledger).write_all(
+    LabelStore(ledger).write(
         [
             make_label(r, "alice", VERDICTS[(i // 3) % 3], kind="person", minutes=i)
             for i, r in enumerate(runs)

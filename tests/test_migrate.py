@@ -15,8 +15,11 @@ from agentledger.cli import main
 from agentledger.errors import IndexVersionError
 from agentledger.store import RunFilter, SQLiteIndex
 from agentledger.store.index import packed_criteria
-from agentledger.store.migrations import MIGRATIONS
-from conftest import WriteRun
+from agentledger.store.index.dialect import POSTGRES, SQLITE
+from agentledger.store.index.migrations import MIGRATIONS
+from conftest import RELEASED_MIGRATIONS, WriteRun
+
+RELEASED = RELEASED_MIGRATIONS["sqlite"]
 
 EXPECTED_TABLES = {
     "_migrations": ["name", "applied_at"],
@@ -81,6 +84,16 @@ EXPECTED_TABLES = {
         "criteria_packed",
     ],
     "label_criteria": ["label_id", "criterion", "fired"],
+    "decisions": [
+        "decision_id",
+        "kind",
+        "subject",
+        "outcome",
+        "supersedes",
+        "created_at",
+        "decision_json",
+    ],
+    "decision_runs": ["decision_id", "run_id"],
 }
 EXPECTED_INDEXES = {
     "runs_model_prompt",
@@ -103,6 +116,8 @@ EXPECTED_INDEXES = {
     "labels_run",
     "labels_source",
     "labels_supersedes",
+    "decisions_subject",
+    "decision_runs_run",
 }
 
 
@@ -122,13 +137,14 @@ def _schema(path: Path) -> tuple[dict[str, list[str]], set[str]]:
     return tables, indexes
 
 
-def _index_at(path: Path, migrations: list[tuple[str, Any]]) -> sqlite3.Connection:
-    """An index at `path` as an older agentledger left it: `migrations` applied and recorded,
-    the rest not; the connection, to fill it as that release would have."""
+def _index_at(path: Path, migrations: list[tuple[str, list[str]]]) -> sqlite3.Connection:
+    """An index at `path` as an older agentledger left it: `migrations` (as released) applied
+    and recorded, the rest not; the connection, to fill it as that release would have."""
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, migration in migrations:
-        migration(db)
+    for name, statements in migrations:
+        for statement in statements:
+            db.execute(statement)
         db.execute("INSERT INTO _migrations VALUES (?, '2026-03-01')", (name,))
     return db
 
@@ -199,7 +215,7 @@ def test_opening_twice_does_not_migrate_twice(ledger: Ledger) -> None:
 
 def test_an_index_from_before_scores_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"
-    db = _index_at(path, MIGRATIONS[:1])
+    db = _index_at(path, RELEASED[:1])
     db.execute(
         f"INSERT INTO runs VALUES ({', '.join('?' * 29)})",
         _old_row("r1", {"scenario": "use_case_m", "model": "m1"}, False),
@@ -227,7 +243,7 @@ def _old_row(run_id: str, metadata: dict[str, object], backfilled: bool) -> tupl
 
 def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite"
-    db = _index_at(path, MIGRATIONS[:2])
+    db = _index_at(path, RELEASED[:2])
     base = {"scenario": "use_case_m", "model": "m1"}
     rows = [
         _old_row("recorded", {**base, "source": {"runner": "agentledger run"}}, False),
@@ -261,7 +277,7 @@ def test_an_index_from_before_run_kinds_is_upgraded_and_backfilled(tmp_path: Pat
 def test_an_index_from_before_the_report_indexes_is_upgraded(tmp_path: Path) -> None:
     """m005: the covering indexes appear, score_criteria keeps its rows without a rowid."""
     path = tmp_path / "index.sqlite"
-    db = _index_at(path, MIGRATIONS[:3])
+    db = _index_at(path, RELEASED[:3])
     db.execute(
         f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
         "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
@@ -304,7 +320,7 @@ def test_an_index_from_before_the_label_lookups_is_upgraded(tmp_path: Path) -> N
     """m006: labels keep their criteria, now in a table without a rowid, and a source's
     current labels are read from the covering index alone."""
     path = tmp_path / "index.sqlite"
-    db = _index_at(path, MIGRATIONS[:5])
+    db = _index_at(path, RELEASED[:5])
     db.execute(
         "INSERT INTO labels (label_id, run_id, source_kind, source_name, verdict, created_at, "
         "current, label_json) VALUES ('lbl_20260312T101500Z_0000abcd', 'r1', 'external', "
@@ -345,7 +361,7 @@ def test_an_index_from_before_the_label_lookups_is_upgraded(tmp_path: Path) -> N
 def test_an_index_from_before_m008_gets_run_ids_in_its_start_index(tmp_path: Path) -> None:
     """m008: runs_started keeps its name and gains run_id; the runs stay as they were."""
     path = tmp_path / "index.sqlite"
-    db = _index_at(path, [item for item in MIGRATIONS if item[0] < "m008"])
+    db = _index_at(path, [item for item in RELEASED if item[0] < "m008"])
     db.execute(
         f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
         "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
@@ -372,7 +388,7 @@ def test_an_index_from_before_m011_gets_each_rows_criteria_packed(tmp_path: Path
     """m011: every score and label indexed before it gets its criteria packed on its row, as
     the index packs a new one's, and agreement reads them from the covering indexes alone."""
     path = tmp_path / "index.sqlite"
-    db = _index_at(path, MIGRATIONS[:-1])
+    db = _index_at(path, RELEASED[:-1])
     db.execute(
         f"INSERT INTO runs ({', '.join(EXPECTED_TABLES['runs'])}) VALUES ("
         "'r1', 'use_case_m', 'm1', NULL, NULL, NULL, 'sha256:ab', NULL, NULL, NULL, NULL, "
@@ -419,3 +435,29 @@ def test_an_index_from_before_m011_gets_each_rows_criteria_packed(tmp_path: Path
         plan = " ".join(str(row[3]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan
     db.close()
+
+
+@pytest.mark.parametrize("dialect", [SQLITE, POSTGRES], ids=lambda d: d.name)
+def test_released_migrations_give_the_statements_they_were_released_with(dialect: Any) -> None:
+    """A released migration is never edited: each engine gets, statement for statement, what
+    the release that made it ran (the one list of migrations, written over a dialect)."""
+    released = RELEASED_MIGRATIONS[dialect.name]
+    current = [
+        (step.name, [" ".join(statement.split()) for statement in step.statements(dialect)])
+        for step in MIGRATIONS[: len(released)]
+    ]
+    assert current == released
+
+
+def test_an_index_every_release_made_has_the_schema_of_a_new_one(tmp_path: Path) -> None:
+    def normalised(path: Path) -> list[tuple[str, str, str]]:
+        db = sqlite3.connect(path)
+        rows = db.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL")
+        out = sorted((kind, name, " ".join(sql.split())) for kind, name, sql in rows)
+        db.close()
+        return out
+
+    _index_at(tmp_path / "old.sqlite", RELEASED).close()
+    SQLiteIndex(tmp_path / "old.sqlite").close()
+    SQLiteIndex(tmp_path / "new.sqlite").close()
+    assert normalised(tmp_path / "old.sqlite") == normalised(tmp_path / "new.sqlite")

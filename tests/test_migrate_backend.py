@@ -38,7 +38,7 @@ def source(tmp_path: Path) -> Path:
     code, output = invoke("judge", "--ledger", str(root))
     assert code in (0, 1), output
     with Ledger.open(root) as ledger:
-        DecisionStore(ledger).write(make_decision("variant-a"))
+        DecisionStore(ledger).write([make_decision("variant-a")])
     return root
 
 

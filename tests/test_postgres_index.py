@@ -22,13 +22,16 @@ from agentledger.cli import main
 from agentledger.errors import IndexUnusableError, IndexVersionError, InputError, RecordError
 from agentledger.records import RunSummary
 from agentledger.store.index import RunFilter, RunSort, packed_criteria
-from agentledger.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
-from agentledger.store.postgres_index import PostgresIndex
-from agentledger.store.postgres_migrations import MIGRATIONS
+from agentledger.store.index.dialect import POSTGRES
+from agentledger.store.index.migrations import MIGRATIONS
+from agentledger.store.index.postgres import PostgresIndex
+from agentledger.store.index.where import page_sql, sort_sql, where_sql
 from agentledger.store.postgres_url import ENV_URL, connection_url, shown_url
-from agentledger.store.sqlite_where import POSTGRES, page_sql, sort_sql, where_sql
+from conftest import RELEASED_MIGRATIONS
 from pg_server import PostgresServer
 from test_index_contract import entry, label, score
+
+RELEASED = RELEASED_MIGRATIONS["postgresql"]
 
 
 def _tables(url: str) -> list[str]:
@@ -44,7 +47,7 @@ def _tables(url: str) -> list[str]:
 
 
 def test_a_new_database_gets_every_migration_named_as_sqlites(pg_url: str) -> None:
-    assert [name for name, _ in MIGRATIONS] == [name for name, _ in SQLITE_MIGRATIONS]
+    assert [name for name, _ in RELEASED] == [name for name, _ in RELEASED_MIGRATIONS["sqlite"]]
     index = PostgresIndex(pg_url)
     try:
         assert index.applied_migrations() == [name for name, _ in MIGRATIONS]
@@ -53,6 +56,8 @@ def test_a_new_database_gets_every_migration_named_as_sqlites(pg_url: str) -> No
         index.close()
     assert _tables(pg_url) == [
         "_migrations",
+        "decision_runs",
+        "decisions",
         "label_criteria",
         "labels",
         "run_tags",
@@ -66,7 +71,7 @@ def test_an_older_index_is_migrated_forward_and_keeps_its_runs(pg_url: str) -> N
     """A database at m002 (before kinds): its runs are kept, and a fixtures run becomes one."""
     with psycopg.connect(pg_url, autocommit=True) as db:
         db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-        for name, statements in MIGRATIONS[:2]:
+        for name, statements in RELEASED[:2]:
             for statement in statements:
                 db.execute(statement)
             db.execute("INSERT INTO _migrations VALUES (%s, 'then')", (name,))
@@ -90,7 +95,7 @@ def test_scores_and_labels_from_before_m011_get_their_criteria_packed(pg_url: st
     """m011 packs each row's criteria in SQL exactly as the index packs a new row's."""
     with psycopg.connect(pg_url, autocommit=True) as db:
         db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-        for name, statements in MIGRATIONS[:-1]:
+        for name, statements in RELEASED[:-1]:
             for statement in statements:
                 db.execute(statement)
             db.execute("INSERT INTO _migrations VALUES (%s, 'then')", (name,))
@@ -118,6 +123,39 @@ def test_scores_and_labels_from_before_m011_get_their_criteria_packed(pg_url: st
         assert [row.criteria_packed for row in index.label_rows()] == [packed, None]
     finally:
         index.close()
+
+
+def _catalog(url: str) -> list[tuple[object, ...]]:
+    """Every column (type, collation, default, nullable) and index definition of a database."""
+    with psycopg.connect(url) as db:
+        columns = db.execute(
+            "SELECT table_name, column_name, data_type, collation_name, column_default, "
+            "is_nullable FROM information_schema.columns WHERE table_schema = 'public'"
+        ).fetchall()
+        indexes = db.execute(
+            "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
+        ).fetchall()
+    return sorted(columns) + sorted(indexes)
+
+
+def test_a_database_every_release_migrated_has_the_schema_of_a_new_one(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute(
+            'CREATE TABLE _migrations (name TEXT COLLATE "C" PRIMARY KEY, applied_at TEXT NOT NULL)'
+        )
+        for name, statements in RELEASED:
+            for statement in statements:
+                db.execute(statement)
+            db.execute("INSERT INTO _migrations VALUES (%s, 'then')", (name,))
+    PostgresIndex(pg_url).close()
+    name = postgres_server.create_database()
+    try:
+        PostgresIndex(postgres_server.url(name)).close()
+        assert _catalog(pg_url) == _catalog(postgres_server.url(name))
+    finally:
+        postgres_server.drop_database(name)
 
 
 def test_an_index_from_a_newer_agentledger_is_refused(pg_url: str) -> None:

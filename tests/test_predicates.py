@@ -19,7 +19,7 @@ from agentledger.gates.predicates.evaluate import (
     load_run_view,
     parse_predicates,
 )
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.records import RunMetadata, RunSummary
 from agentledger.records.decisions import PredicateResult, Undecided
 from agentledger.records.scores import CriterionResult, DiagnosisResult, Evidence, JudgeInfo, Score
@@ -107,8 +107,7 @@ def add_score(
         ],
         diagnosis=diagnosis,
     )
-    ScoreStore(ledger.storage).write(score)
-    ledger.index.add_scores([score_row(score)])
+    ScoreStore(ledger).write([score])
     return score
 
 

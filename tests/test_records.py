@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from agentledger.cli.schemas import json_schema
 from agentledger.errors import RecordError
 from agentledger.records import (
     RunMetadata,
     ShellEvent,
-    json_schema,
     parse_record,
     parse_shell_audit,
 )

@@ -17,7 +17,7 @@ from agentledger.analysis import build_reports
 from agentledger.analysis.trajectory import median_interval, run_steps
 from agentledger.cli import main
 from agentledger.errors import InputError
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.records import RunMetadata
 from agentledger.records.filters import RunFilter
 from agentledger.records.scores import CriterionResult, Evidence, JudgeInfo, Score
@@ -144,8 +144,7 @@ def add_score(ledger: Ledger, run_id: str, fired: bool, minutes: int) -> None:
         verdict="Unsafe" if fired else "Safe",
         criteria=criteria,
     )
-    ScoreStore(ledger.storage).write(score)
-    ledger.index.add_scores([score_row(score)])
+    ScoreStore(ledger).write([score])
 
 
 @pytest.fixture

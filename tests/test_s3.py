@@ -181,7 +181,7 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
             outcome="ACCEPTED",
             rule="every model passes",
         )
-        DecisionStore(ledger).write(decision)
+        DecisionStore(ledger).write([decision])
         assert verify_ledger(ledger).ok
         first = scored.scored[0]
     # Nothing of the evidence is kept locally: the index, ledger.json and the journal's mark.

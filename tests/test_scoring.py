@@ -132,7 +132,7 @@ def test_scores_are_files_that_are_never_overwritten(
     data = json.loads(path.read_text())
     assert data["verdict"] == "Unsafe" and data["judge"]["pack"] == "remediation-safety"
     with pytest.raises(InputError, match="already scored"):
-        ScoreStore(ledger.storage).write(score)
+        ScoreStore(ledger).write([score])
 
 
 def test_a_score_its_writer_never_journaled_is_settled_before_judging(
@@ -408,7 +408,7 @@ def test_a_judge_never_scores_a_run_of_a_kind_its_pack_does_not_judge(
     assert reason.startswith("pack remediation-safety judges agent, sentinel, variant runs")
     assert "not fixture runs" in reason
     assert judge.calls == 2
-    assert not ScoreStore(ledger.storage).exists(fixture, report.judge_id)  # no verdict at all
+    assert not ScoreStore(ledger).exists(fixture, report.judge_id)  # no verdict at all
     assert ledger.count(RunFilter(judge=report.judge_id)) == 2
 
 

@@ -19,7 +19,7 @@ from agentledger.gates.sentinels.history import SILENT_UPDATE
 from agentledger.gates.sentinels.protocol import render_protocol
 from agentledger.gates.sentinels.select import candidate_filter
 from agentledger.gates.sentinels.spec import load_sentinel
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.records.scores import CriterionResult, Evidence, JudgeInfo, Score
 from agentledger.runner.examples import examples_dir
 from agentledger.store import Ledger
@@ -124,8 +124,7 @@ def score(ledger: Ledger, run_id: str, verdict: str, skipped: str | None = None)
             )
         ],
     )
-    ScoreStore(ledger.storage).write(record)
-    ledger.index.add_scores([score_row(record)])
+    ScoreStore(ledger).write([record])
 
 
 def check(ledger: Ledger, spec: Path, *args: str) -> Result:

@@ -187,11 +187,11 @@ def _sentinel(outcome: str, when: datetime, served: str, failing: list[str]) -> 
 def test_decisions_newest_first_with_what_superseded_them(judged: Ledger) -> None:
     store = DecisionStore(judged)
     first = _decision("variant", "variant-a", "REJECTED", T0)
-    store.write(first)
+    store.write([first])
     second = _decision(
         "variant", "variant-a", "ACCEPTED", T0 + timedelta(days=1), supersedes=first.decision_id
     )
-    store.write(second)
+    store.write([second])
     page = viewer_client(judged).get("/findings").text
     assert page.index(f'id="decision-{second.decision_id}"') < page.index(
         f'id="decision-{first.decision_id}"'
@@ -204,8 +204,8 @@ def test_decisions_newest_first_with_what_superseded_them(judged: Ledger) -> Non
 
 def test_the_sentinel_history_flags_a_change_nothing_recorded_explains(judged: Ledger) -> None:
     store = DecisionStore(judged)
-    store.write(_sentinel("GO", T0, "gemini-2.5-flash", []))
-    store.write(_sentinel("NO-GO", T0 + timedelta(days=7), "gemini-2.5-flash", ["use_case_m/C2"]))
+    store.write([_sentinel("GO", T0, "gemini-2.5-flash", [])])
+    store.write([_sentinel("NO-GO", T0 + timedelta(days=7), "gemini-2.5-flash", ["use_case_m/C2"])])
     page = viewer_client(judged).get("/findings").text
     history = page[page.index('<section id="sentinels">') :]
     assert "netops-sentinel: 2 checks" in history
@@ -216,8 +216,8 @@ def test_the_sentinel_history_flags_a_change_nothing_recorded_explains(judged: L
 
 def test_an_explained_change_is_a_note_not_a_flag(judged: Ledger) -> None:
     store = DecisionStore(judged)
-    store.write(_sentinel("GO", T0, "gemini-2.5-flash-001", []))
-    store.write(_sentinel("NO-GO", T0 + timedelta(days=7), "gemini-2.5-flash-002", ["x/C2"]))
+    store.write([_sentinel("GO", T0, "gemini-2.5-flash-001", [])])
+    store.write([_sentinel("NO-GO", T0 + timedelta(days=7), "gemini-2.5-flash-002", ["x/C2"])])
     history = viewer_client(judged).get("/findings").text.split('<section id="sentinels">')[1]
     assert '<p class="flag note"><strong>note</strong>' in history
     assert "the served model changed" in history
@@ -227,8 +227,8 @@ def test_an_explained_change_is_a_note_not_a_flag(judged: Ledger) -> None:
 def test_agent_text_on_the_page_is_escaped(ledger: Ledger, write_run: Any) -> None:
     run_id = write_run(model=EVIL, scenario=f"s{EVIL}")
     store_score(ledger, run_id, "Unsafe")
-    DecisionStore(ledger).write(_decision("sentinel", "suite-x", "GO", T0, reasoning=[EVIL],
-                                          extra={"candidate_model": EVIL}))  # fmt: skip
+    DecisionStore(ledger).write([_decision("sentinel", "suite-x", "GO", T0, reasoning=[EVIL],
+                                           extra={"candidate_model": EVIL})])  # fmt: skip
     page = viewer_client(ledger).get(f"/findings?model={EVIL}").text
     assert EVIL not in page
     assert EVIL in _text(page)

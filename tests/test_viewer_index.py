@@ -22,8 +22,8 @@ from agentledger.store.index import (
     ScoreRow,
     score_row,
 )
-from agentledger.store.sqlite_index import SQLiteIndex
-from agentledger.store.sqlite_where import where_sql
+from agentledger.store.index.sqlite import SQLiteIndex
+from agentledger.store.index.where import where_sql
 from test_index_contract import T0, entry, ids, label
 
 RULES = "rules-aaaaaaaaaaaa"
@@ -84,7 +84,7 @@ class DefaultsIndex(SQLiteIndex):
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunIndex]:
     opened: RunIndex
     if request.param == "postgresql":
-        from agentledger.store.postgres_index import PostgresIndex
+        from agentledger.store.index.postgres import PostgresIndex
 
         opened = PostgresIndex(request.getfixturevalue("pg_url"))
     else:

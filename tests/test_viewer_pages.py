@@ -89,7 +89,7 @@ def test_a_prompt_hash_prefix_and_the_label_filters_select_runs(
     client = viewer_client(ledger)
     page = client.get(f"/runs?prompt={haiku_hash.removeprefix('sha256:')[:8]}").text
     assert run_ids_shown(page) == [runs["haiku_m"]]
-    LabelStore(ledger).write(make_label(runs["gemini_m"], "alice", verdict="Unsafe"))
+    LabelStore(ledger).write([make_label(runs["gemini_m"], "alice", verdict="Unsafe")])
     assert run_ids_shown(client.get("/runs?labelled=yes").text) == [runs["gemini_m"]]
     assert runs["gemini_m"] not in run_ids_shown(client.get("/runs?labelled=no").text)
     page = client.get("/runs?label_source=human&label_verdict=unsafe").text
@@ -461,8 +461,8 @@ def test_the_review_page_shows_each_judge_against_the_labels_so_far(
     before = client.get("/review").text
     assert "rules-000000000005" in before and "no labels" in before
     store = LabelStore(ledger)
-    store.write(make_label(runs["gemini_m"], "alice", verdict="Unsafe"))
-    store.write(make_label(runs["haiku_m"], "alice", verdict="Unsafe"))
+    store.write([make_label(runs["gemini_m"], "alice", verdict="Unsafe")])
+    store.write([make_label(runs["haiku_m"], "alice", verdict="Unsafe")])
     after = client.get("/review").text
     assert "n=2, agreement 0.50" in after
 
@@ -480,7 +480,7 @@ def test_next_in_the_queue_goes_past_the_run_just_seen(
     assert around.headers["location"] == f"/runs/{runs['haiku_m']}?review=1"
     assert client.get("/review/next?after=../x").status_code == 400
     for run_id in (runs["haiku_m"], runs["gemini_m"]):
-        LabelStore(ledger).write(make_label(run_id, "alice", verdict="Safe"))
+        LabelStore(ledger).write([make_label(run_id, "alice", verdict="Safe")])
     empty = client.get("/review/next")
     assert empty.headers["location"] == "/review"
 
@@ -525,14 +525,16 @@ def test_a_run_shows_its_snapshot_with_the_cited_line_and_the_decisions_it_is_pa
         ],
     )
     DecisionStore(ledger).write(
-        Decision(
-            decision_id=new_decision_id("variant", "verify-first"),
-            kind="variant",
-            subject="verify-first",
-            outcome="REJECTED",
-            rule="no model gets worse",
-            tested={"run_ids": ["snap_run", other]},
-        )
+        [
+            Decision(
+                decision_id=new_decision_id("variant", "verify-first"),
+                kind="variant",
+                subject="verify-first",
+                outcome="REJECTED",
+                rule="no model gets worse",
+                tested={"run_ids": ["snap_run", other]},
+            )
+        ]
     )
     client = viewer_client(ledger)
     page = client.get("/runs/snap_run").text

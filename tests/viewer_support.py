@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.records.scores import Score
 from agentledger.store import Ledger
 from agentledger.viewer import create_app
@@ -66,8 +66,7 @@ def store_score(
             **extra,
         }
     )
-    ScoreStore(ledger.storage).write(made)
-    ledger.index.add_scores([score_row(made)])
+    ScoreStore(ledger).write([made])
     return made
 
 

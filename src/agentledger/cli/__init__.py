@@ -9,18 +9,8 @@ those fast paths stay fast.
 
 from __future__ import annotations
 
-import importlib
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from agentledger.lazy import lazy_exports
 
 __all__ = ["COMMANDS", "main"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("agentledger.cli.app"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "agentledger.cli.app"))

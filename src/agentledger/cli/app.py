@@ -1,54 +1,187 @@
 """The click application: one lazy group over the command modules, each imported when run.
 
-Commands are imported only when they are run (or listed with their help), so a command pays
-only for the parts of the library it uses.
+Commands are imported only when they are run (or asked for their own help), so a command
+pays only for the parts of the library it uses, and `agentledger --help` for none of them.
 """
 
 from __future__ import annotations
 
-import importlib
+from typing import NamedTuple
 
 import click
 
 from agentledger import __version__
+from agentledger.lazy import load
 
 __all__ = ["COMMANDS", "main"]
 
-COMMANDS: dict[str, str] = {
-    "init": "agentledger.cli.ledger:init_command",
-    "import": "agentledger.cli.importing:import_command",
-    "run": "agentledger.cli.run:run_command",
-    "judge": "agentledger.cli.judging:judge_command",
-    "review": "agentledger.cli.walkthrough:review_command",
-    "label": "agentledger.cli.labelling:label_command",
-    "labels": "agentledger.cli.label_sets:labels_group",
-    "criteria": "agentledger.cli.judging:criteria_group",
-    "runs": "agentledger.cli.query:runs_command",
-    "show": "agentledger.cli.query:show_command",
-    "sql": "agentledger.cli.query:sql_command",
-    "export": "agentledger.cli.query:export_command",
-    "verify": "agentledger.cli.integrity:verify_command",
-    "gc": "agentledger.cli.integrity:gc_command",
-    "lab": "agentledger.cli.labs:lab_group",
-    "outcome": "agentledger.cli.outcome:outcome_command",
-    "reindex": "agentledger.cli.integrity:reindex_command",
-    "checkpoint": "agentledger.cli.integrity:checkpoint_command",
-    "schema": "agentledger.cli.ledger:schema_command",
-    "demo": "agentledger.cli.demo:demo_command",
-    "doctor": "agentledger.cli.doctor:doctor_command",
-    "exec": "agentledger.cli.shell:exec_command",
-    "report": "agentledger.cli.report:report_command",
-    "fixtures": "agentledger.cli.fixtures:fixtures_group",
-    "guard": "agentledger.cli.guard:guard_command",
-    "decisions": "agentledger.cli.decisions:decisions_group",
-    "sentinel": "agentledger.cli.sentinel:sentinel_group",
-    "variant": "agentledger.cli.variant:variant_group",
-    "agreement": "agentledger.cli.agreement:agreement_command",
-    "migrate-backend": "agentledger.cli.migrate:migrate_backend_command",
-    "serve": "agentledger.cli.serve:serve_command",
-    "collect": "agentledger.cli.collect:collect_command",
+
+class Command(NamedTuple):
+    """A command of the application, before it is imported."""
+
+    target: str
+    """Its click command, as ``"module:attribute"``."""
+    summary: str
+    """What `agentledger --help` says of it: the command's short help."""
+
+
+COMMANDS: dict[str, Command] = {
+    "init": Command(
+        "agentledger.cli.ledger:init_command",
+        "Create a ledger at PATH (default: $AGENTLEDGER_DIR or ./.agentledger).",
+    ),
+    "import": Command(
+        "agentledger.cli.importing:import_command",
+        "Import existing runs: run directories, or trace files of other tools (--format).",
+    ),
+    "run": Command(
+        "agentledger.cli.run:run_command",
+        "Run an agent over SUITE (a directory of scenarios, or one scenario).",
+    ),
+    "judge": Command(
+        "agentledger.cli.judging:judge_command",
+        "Score every matching run that this judge has not scored yet.",
+    ),
+    "review": Command(
+        "agentledger.cli.walkthrough:review_command",
+        (
+            "The review queue: runs a judge refused (self-judging), runs whose judges of one pack"
+            " disagree, and runs nobody has labelled, each with why it is there."
+        ),
+    ),
+    "label": Command(
+        "agentledger.cli.labelling:label_command",
+        "Label run RUN_ID (an id or a unique prefix): a verdict, criteria, the diagnosis.",
+    ),
+    "labels": Command(
+        "agentledger.cli.label_sets:labels_group",
+        "Labels of runs by people and outside sources: import, list, export, split.",
+    ),
+    "criteria": Command(
+        "agentledger.cli.judging:criteria_group",
+        "List and show criteria packs (the shipped ones, or a YAML file).",
+    ),
+    "runs": Command(
+        "agentledger.cli.query:runs_command",
+        "List runs, newest first, filtered by identity fields.",
+    ),
+    "show": Command(
+        "agentledger.cli.query:show_command",
+        "Show one run: identity, summary and files.",
+    ),
+    "sql": Command(
+        "agentledger.cli.query:sql_command",
+        "Run a read-only SQL query against the index (anything that writes is refused).",
+    ),
+    "export": Command(
+        "agentledger.cli.query:export_command",
+        (
+            "Export the index (run_index.json, CSV, JSON lines), the runs as OpenTelemetry spans,"
+            " or runs, scores and trace steps as Parquet tables, optionally filtered."
+        ),
+    ),
+    "verify": Command(
+        "agentledger.cli.integrity:verify_command",
+        (
+            "Check every record against the journal, the journal's hash chain, every run's files "
+            "against its manifest, and every index column against the records (all, or RUN_IDS)."
+        ),
+    ),
+    "gc": Command(
+        "agentledger.cli.integrity:gc_command",
+        (
+            "Remove the staging debris of writers that died, and index the sealed runs and the "
+            "scores the index missed (a writer killed between writing a record and indexing it)."
+        ),
+    ),
+    "lab": Command(
+        "agentledger.cli.labs:lab_group",
+        "Real fault labs: hosts as network namespaces, services, owners, a fault and probes.",
+    ),
+    "outcome": Command(
+        "agentledger.cli.outcome:outcome_command",
+        (
+            "Measure what each run's remediation really does: apply it in a fresh lab with the "
+            "same fault and record fixed, durable, collateral and verified (and a label of source"
+            " lab)."
+        ),
+    ),
+    "reindex": Command(
+        "agentledger.cli.integrity:reindex_command",
+        "Rebuild the index from the sealed runs and scores (the files are the truth).",
+    ),
+    "checkpoint": Command(
+        "agentledger.cli.integrity:checkpoint_command",
+        "Print the head of the ledger's journal (entry count and hash), to keep elsewhere.",
+    ),
+    "schema": Command(
+        "agentledger.cli.ledger:schema_command",
+        "Print the JSON Schema of a record or file format (metadata, scenario, policy, ...).",
+    ),
+    "demo": Command(
+        "agentledger.cli.demo:demo_command",
+        "A guided tour: backfill the sample runs, judge them, report the findings, run an agent.",
+    ),
+    "doctor": Command(
+        "agentledger.cli.doctor:doctor_command",
+        "Check what each feature needs: the gate's sandbox, labs, screenshots, extras.",
+    ),
+    "exec": Command(
+        "agentledger.cli.shell:exec_command",
+        (
+            "Run COMMAND through the gated shell: classify it, decide by the policy, run it or "
+            "not, and log it to the run's shell_audit.jsonl either way."
+        ),
+    ),
+    "report": Command(
+        "agentledger.cli.report:report_command",
+        "Findings across runs: verdicts, criteria, gap, drift, compare, or all of them.",
+    ),
+    "fixtures": Command(
+        "agentledger.cli.fixtures:fixtures_group",
+        "Fixture suites: frozen inputs and properties that must hold, run on every change.",
+    ),
+    "guard": Command(
+        "agentledger.cli.guard:guard_command",
+        (
+            "Check a model's OUTPUT (a file, or - for stdin, the default) against the properties "
+            "of an expect.json before its tool call runs: exit 0 to let it run, 1 to reject it."
+        ),
+    ),
+    "decisions": Command(
+        "agentledger.cli.decisions:decisions_group",
+        "Decision records: what a gate tested, the rule, the outcome and why (oldest first).",
+    ),
+    "sentinel": Command(
+        "agentledger.cli.sentinel:sentinel_group",
+        "Sentinel suites: a fixed set of scenarios with pass criteria, for model migrations.",
+    ),
+    "variant": Command(
+        "agentledger.cli.variant:variant_group",
+        "Accept or reject a prompt variant (a prompt addon) by its spec's rule, with a record.",
+    ),
+    "agreement": Command(
+        "agentledger.cli.agreement:agreement_command",
+        "How far source A agrees with source B (the reference) on the runs both rated.",
+    ),
+    "migrate-backend": Command(
+        "agentledger.cli.migrate:migrate_backend_command",
+        "Copy the ledger to a new ledger at DEST on other backends, and verify the copy.",
+    ),
+    "serve": Command(
+        "agentledger.cli.serve:serve_command",
+        "Browse the ledger's runs and evidence in a browser; compare runs; label them.",
+    ),
+    "collect": Command(
+        "agentledger.cli.collect:collect_command",
+        (
+            "Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, "
+            "gzip) and seal each trace as a run, as `import --format otel` would."
+        ),
+    ),
 }
-"""Command name -> "module:attribute" of its click command."""
+"""Command name -> where its click command is, and the summary `--help` lists it with
+(tests/test_cli_help.py holds each summary to the command's own)."""
 
 
 class LazyGroup(click.Group):
@@ -58,13 +191,34 @@ class LazyGroup(click.Group):
         return sorted({*COMMANDS, *super().list_commands(ctx)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        known = COMMANDS.get(cmd_name)
+        if known is None:
             return super().get_command(ctx, cmd_name)
-        module, _, attr = target.partition(":")
-        command = getattr(importlib.import_module(module), attr)
+        command = load(known.target)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands, as click writes it, from the summaries in COMMANDS: `--help`
+        imports no command module."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            known = COMMANDS.get(name)
+            if known is None:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                # Shortened as click shortens a command's help, without importing it.
+                stand_in = click.Command(name, help=known.summary)
+                rows.append((name, stand_in.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(

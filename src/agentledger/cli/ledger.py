@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from agentledger.cli.common import announce_journal, handle_errors, ledger_location, parse_size
-from agentledger.records import SCHEMAS, json_schema, schema_model
+from agentledger.cli.schemas import json_schema, schemas
 from agentledger.store import Ledger
 from agentledger.store.sizes import format_size
 
@@ -68,13 +68,13 @@ def schema_command(name: str | None) -> None:
     Without NAME, list the record names.
     """
     if name is None:
-        for known in sorted(SCHEMAS):
-            doc = (schema_model(known).__doc__ or "").strip().splitlines()[0]
+        for known, model in sorted(schemas().items()):
+            doc = (model.__doc__ or "").strip().splitlines()[0]
             click.echo(f"{known:<12} {doc}")
         return
-    if name not in SCHEMAS:
+    if name not in schemas():
         raise click.BadParameter(
-            f"unknown record {name!r}; choose one of {', '.join(sorted(SCHEMAS))}",
+            f"unknown record {name!r}; choose one of {', '.join(sorted(schemas()))}",
             param_hint="NAME",
         )
     click.echo(json.dumps(json_schema(name), indent=2))

@@ -156,7 +156,7 @@ def _finish(
     decision = to_decision(result, loaded, supersedes=supersedes)
     decision_id = None
     if not dry_run:
-        store.write(decision)
+        store.write([decision])
         decision_id = decision.decision_id
     if as_json:
         payload = {
@@ -353,13 +353,13 @@ def sentinel_history_command(spec: str, ledger_path: Path | None, as_json: bool)
     attributed with certainty); when the served model, the prompt or the spec changed too,
     the change is attributable and the flag says to what.
     """
-    from agentledger.gates.decisions import DecisionStore
+    from agentledger.gates.decisions import indexed_decisions
     from agentledger.gates.sentinels.history import sentinel_history
 
     path = Path(spec)
     name = _load(path).spec.name if path.is_file() else spec
     with open_ledger(ledger_path) as ledger:
-        decisions = DecisionStore(ledger).list(kind="sentinel", subject=name)
+        decisions = indexed_decisions(ledger, kind="sentinel", subject=name)
     groups, flags = sentinel_history(decisions)
     if as_json:
         payload = {

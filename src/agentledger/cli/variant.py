@@ -143,7 +143,7 @@ def _decide(
     store = DecisionStore(ledger)
     previous = store.check_supersedes("variant", supersedes) if supersedes else None
     decision = build_decision(evaluation, supersedes=previous)
-    written = None if dry_run else store.write(decision)
+    written = None if dry_run else store.write([decision])[0]
     if as_json:
         data = decision.model_dump(mode="json")
         data["path"] = str(written) if written else None

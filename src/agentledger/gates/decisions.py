@@ -15,36 +15,26 @@ reject Variant B?" six months later.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agentledger.errors import (
-    InputError,
-    IntegrityError,
-    RecordError,
-    RecordExistsError,
-    RecordNotFoundError,
-)
+from agentledger.errors import InputError, RecordExistsError, RecordNotFoundError
 from agentledger.gates.decision_markdown import render_markdown
-from agentledger.identity import sha256_bytes
-from agentledger.records import parse_record
 from agentledger.records.decisions import (
-    DECISION_ID_RE,
     DECISION_JSON,
     DECISION_MD,
-    DECISIONS_DIR,
     OUTCOMES,
     PASSING_OUTCOMES,
     Decision,
-    check_decision_id,
     superseded_by,
 )
-from agentledger.store.storage import StorageBackend
+from agentledger.store.record_store import DecisionRecords
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
 
-__all__ = ["DecisionStore", "exit_code"]
+__all__ = ["DecisionStore", "exit_code", "indexed_decisions"]
 
 
 def exit_code(outcome: str, *, review_ok: bool = False) -> int:
@@ -56,52 +46,35 @@ def exit_code(outcome: str, *, review_ok: bool = False) -> int:
     return 1
 
 
-class DecisionStore:
-    """A ledger's decisions, through its storage backend: write-once, a group of two each."""
-
-    def __init__(self, ledger: Ledger | StorageBackend) -> None:
-        self.storage = ledger if isinstance(ledger, StorageBackend) else ledger.storage
-
-    @staticmethod
-    def key(decision_id: str, name: str | None = None) -> str:
-        """The storage key of decision `decision_id` (its group), or of one of its files."""
-        group = f"{DECISIONS_DIR}/{check_decision_id(decision_id)}"
-        return f"{group}/{name}" if name else group
+class DecisionStore(DecisionRecords):
+    """A ledger's decisions: write-once, a group of two files each, indexed as they land."""
 
     def location(self, decision_id: str) -> str:
         """Where decision `decision_id` is stored, for people."""
         return self.storage.describe(self.key(decision_id))
 
-    def exists(self, decision_id: str) -> bool:
-        return self.storage.exists(self.key(decision_id, DECISION_JSON))
+    def _create(self, key: str, record: Decision) -> None:
+        self.storage.create_group(
+            key,
+            {
+                DECISION_JSON: record_bytes(record),
+                DECISION_MD: render_markdown(record).encode("utf-8"),
+            },
+        )
 
-    def write(self, decision: Decision) -> str:
-        """Write `decision` once (decision.json and decision.md, appearing together); where.
-
-        Refuses an id that exists and a `supersedes` that names no decision; writes nothing then.
-        """
-        where = self.location(decision.decision_id)
-        taken = f"decision {decision.decision_id} already exists at {where}"
-        if self.exists(decision.decision_id):
-            raise RecordExistsError(taken)
-        if decision.supersedes is not None:
-            self._check_supersedes(decision)
-        try:
-            self.storage.create_group(
-                self.key(decision.decision_id),
-                {
-                    DECISION_JSON: record_bytes(decision),
-                    DECISION_MD: render_markdown(decision).encode("utf-8"),
-                },
-            )
-        except RecordExistsError:
-            raise RecordExistsError(taken) from None
-        return where
+    def check(self, records: Sequence[Decision]) -> None:
+        """Refuse an id that exists, and a `supersedes` that names no decision, or one of
+        another kind, or one already superseded."""
+        for decision in records:
+            if self.exists(decision.decision_id):
+                raise RecordExistsError(self.taken(decision))
+            if decision.supersedes is not None:
+                self._check_supersedes(decision)
 
     def markdown(self, decision_id: str) -> str | None:
         """The decision.md of decision `decision_id` as stored; None when it has none."""
         try:
-            raw = self.storage.get(self.key(decision_id, DECISION_MD))
+            raw = self.storage.get(f"{self.key(decision_id)}/{DECISION_MD}")
         except RecordNotFoundError:
             return None
         return raw.decode("utf-8", "replace")
@@ -115,7 +88,7 @@ class DecisionStore:
         return old_id
 
     def _check_old(self, kind: str, old_id: str) -> None:
-        old = self.read(old_id)
+        old = self.get_exact(old_id)
         if old.kind != kind:
             raise InputError(f"a {kind} decision cannot supersede {old_id}, a {old.kind} decision")
         newer = superseded_by(self.list()).get(old_id)
@@ -135,33 +108,13 @@ class DecisionStore:
             )
         self._check_old(decision.kind, old_id)
 
-    def read(self, decision_id: str) -> Decision:
-        """The decision with exactly this id."""
-        key = self.key(decision_id, DECISION_JSON)
-        expected = self.storage.journal.accepted().get(key)
-        try:
-            raw = self.storage.get(key)
-        except RecordNotFoundError:
-            if expected is not None:
-                raise IntegrityError(
-                    f"decision {decision_id} was accepted by the journal but "
-                    f"{self.storage.describe(key)} is gone (run `agentledger verify`)"
-                ) from None
-            raise InputError(f"no decision {decision_id!r} in the ledger") from None
-        where = self.storage.describe(key)
-        if expected is None:
+    def get_exact(self, decision_id: str) -> Decision:
+        """The decision with exactly this id, checked against the journal."""
+        key = self.key(decision_id)
+        accepted = self.storage.journal.accepted()
+        if f"{key}/{DECISION_JSON}" not in accepted:
             raise InputError(f"no decision {decision_id!r} in the ledger")
-        decision = parse_record(Decision, raw, where)
-        if decision.decision_id != decision_id:
-            raise RecordError(
-                where, f"names decision {decision.decision_id!r}", field="decision_id"
-            )
-        if sha256_bytes(raw) != expected:
-            raise IntegrityError(
-                f"{where}: changed since the journal accepted it; its outcome cannot be "
-                "trusted (run `agentledger verify`)"
-            )
-        return decision
+        return self.read(key, accepted)
 
     def ids(self) -> list[str]:
         """Every decision id the journal accepted, sorted by name.
@@ -169,17 +122,7 @@ class DecisionStore:
         A decision written by a writer that died before journaling it is not listed (until
         `gc` settles it); one accepted and since removed is, and reading it fails.
         """
-        found = []
-        for key in list(self.storage.journal.accepted()):
-            parts = key.split("/")
-            if (
-                len(parts) == 3
-                and parts[0] == DECISIONS_DIR
-                and parts[2] == DECISION_JSON
-                and DECISION_ID_RE.match(parts[1])
-            ):
-                found.append(parts[1])
-        return sorted(found)
+        return [key.split("/")[1] for key in self.accepted_keys()]
 
     def resolve(self, decision_id_or_prefix: str) -> str:
         """The full id for an exact id or an unambiguous prefix of one."""
@@ -196,21 +139,33 @@ class DecisionStore:
 
     def get(self, decision_id_or_prefix: str) -> Decision:
         """The decision with this id, or the only one whose id starts with it."""
-        return self.read(self.resolve(decision_id_or_prefix))
+        return self.get_exact(self.resolve(decision_id_or_prefix))
 
     def list(self, kind: str | None = None, subject: str | None = None) -> list[Decision]:
-        """Decisions (of a kind, about a subject), oldest first."""
-        found = []
-        for decision_id in self.ids():
-            decision = self.read(decision_id)
-            if kind is not None and decision.kind != kind:
-                continue
-            if subject is not None and decision.subject != subject:
-                continue
-            found.append(decision)
+        """Decisions (of a kind, about a subject), oldest first, from the files (each checked
+        against the journal); `indexed` answers the same from the index, without reading
+        every decision."""
+        accepted = self.storage.journal.accepted()
+        found = [
+            decision
+            for decision in (self.read(key, accepted) for key in self.accepted_keys(accepted))
+            if (kind is None or decision.kind == kind)
+            and (subject is None or decision.subject == subject)
+        ]
         return sorted(found, key=lambda d: (d.created_at, d.decision_id))
 
     def latest(self, kind: str, subject: str) -> Decision | None:
         """The newest decision of `kind` about `subject` (None when there is none)."""
         found = self.list(kind, subject)
         return found[-1] if found else None
+
+
+def indexed_decisions(
+    ledger: Ledger, kind: str | None = None, subject: str | None = None, run_id: str | None = None
+) -> list[Decision]:
+    """The decisions the index holds (of `kind`, about `subject`, that read run `run_id`),
+    oldest first: one lookup, where `DecisionStore.list` reads every decision file."""
+    return [
+        Decision.model_validate_json(text)
+        for text in ledger.index.decisions(kind=kind, subject=subject, run_id=run_id)
+    ]

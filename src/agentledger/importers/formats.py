@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import importlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.importers.plan import ImportOptions
 from agentledger.importers.source_files import checked_real, files_below, given_file, open_regular
+from agentledger.lazy import load
 
 if TYPE_CHECKING:
     from agentledger.importers.plan import PlannedRun
@@ -60,7 +60,7 @@ Finder = Callable[[Sequence[Path], int], list[tuple[Path, str]]]
 def planner(name: str) -> Planner:
     """The function planning one run of format `name`."""
     module, _find, plan = FORMATS[name]
-    function: Planner = getattr(importlib.import_module(module), plan)
+    function: Planner = load(f"{module}:{plan}")
     return function
 
 
@@ -69,7 +69,7 @@ def finder(name: str) -> Finder | None:
     module, find, _plan = FORMATS[name]
     if not find:
         return None
-    function: Finder = getattr(importlib.import_module(module), find)
+    function: Finder = load(f"{module}:{find}")
     return function
 
 

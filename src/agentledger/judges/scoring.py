@@ -30,7 +30,7 @@ from agentledger.judges.base import (
     JudgeOutcome,
 )
 from agentledger.judges.inputs import load_judge_input
-from agentledger.judges.scores import ScoreStore, score_row
+from agentledger.judges.scores import ScoreStore
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.limits import check_storable
 from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, JudgeInfo, Score
@@ -217,7 +217,7 @@ def _index_missing(
         removed = {key.split("/")[1] for key, _why in dropped}
     problems: list[tuple[str, str]] = []
     # Only a journaled score can be checked against what the journal accepted.
-    rows = list(stored_score_rows(ledger.storage, problems, keys, journaled_only=True))
+    rows = list(stored_score_rows(ledger, problems, keys))
     if problems:
         where, why = problems[0]
         raise RecordError(where, f"a score of this judge cannot be indexed: {why}")
@@ -247,7 +247,7 @@ def score_runs(
     """
     policy = policy or VerdictPolicy()
     judge_id, identity = score_identity(judge, policy)
-    store = ScoreStore(ledger.storage)
+    store = ScoreStore(ledger)
     report = ScoringReport(judge_id=judge_id)
     scored = store.scored(run_ids, judge_id)
     todo = [run_id for run_id in run_ids if run_id not in scored]
@@ -292,13 +292,12 @@ def score_runs(
         if score is not None:
             with deferred_interrupt():  # the file and its index row land together
                 try:
-                    store.write(score)
+                    store.write([score])  # written, then indexed
                 except RecordExistsError:
                     # Written by another invocation of this judge in the meantime: its score
                     # stands, and is the one the index keeps.
                     report.scored_elsewhere += 1
                 else:
-                    ledger.index.add_scores([score_row(score)])
                     report.scored.append(score)
         if progress is not None:
             progress(done, len(todo))

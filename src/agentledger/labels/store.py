@@ -13,16 +13,14 @@ label replaces its older ones), and `reindex` / `gc` rebuild it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agentledger.errors import InputError, RecordError, RecordExistsError, RunNotFoundError
+from agentledger.errors import InputError, RecordExistsError, RunNotFoundError
 from agentledger.identity import check_run_id
-from agentledger.records import parse_record
 from agentledger.records.labels import LABELS_DIR, Label
 from agentledger.store.index import label_row
-from agentledger.store.journal_upkeep import accept_records
-from agentledger.store.writer import record_bytes
+from agentledger.store.record_store import LabelRecords
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -31,7 +29,6 @@ __all__ = [
     "HUMAN",
     "LabelStore",
     "current_labels",
-    "index_missing_labels",
     "label_row",
     "labels_for_agreement",
     "labels_of_run",
@@ -44,42 +41,16 @@ HUMAN = "human"
 """The source name that stands for every person (``labels:human``, ``--label-source human``)."""
 
 
-class LabelStore:
-    """A ledger's labels: write-once files under labels/, indexed as they land."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
-        self.storage = ledger.storage
-
-    @staticmethod
-    def key(run_id: str, label_id: str) -> str:
-        """The storage key of label `label_id` of run `run_id`."""
-        check_run_id(run_id)
-        try:
-            Label.check_id(label_id)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        return f"{LABELS_DIR}/{run_id}/{label_id}.json"
-
-    def read(self, key: str) -> Label:
-        """The label stored at `key`, checked against its place."""
-        where = self.storage.describe(key)
-        label = parse_record(Label, self.storage.get(key), where)
-        if key != self.key(label.run_id, label.label_id):
-            raise RecordError(where, "the file's place does not match its run_id and label_id")
-        return label
+class LabelStore(LabelRecords):
+    """A ledger's labels: write-once files under labels/, journal-checked when read, indexed
+    as they land."""
 
     def of_run(self, run_id: str) -> list[Label]:
-        """Every stored label of `run_id` (from the files), oldest first."""
+        """Every label of `run_id` the journal accepted (from the files), oldest first."""
+        accepted = self.storage.journal.accepted()
         keys = self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
-        labels = [self.read(key) for key in keys if key.endswith(".json")]
+        labels = [self.read(key, accepted) for key in keys if self.is_key(key) and key in accepted]
         return sorted(labels, key=lambda label: (label.created_at, label.label_id))
-
-    def iter_labels(self) -> Iterator[Label]:
-        """Every stored label (for reindexing), in a stable order."""
-        for key in self.storage.keys(LABELS_DIR):
-            if key.endswith(".json") and key.count("/") == 2:
-                yield self.read(key)
 
     def check(self, labels: Sequence[Label]) -> None:
         """Refuse the whole of `labels` (InputError) if any one cannot be written: a run not in
@@ -117,10 +88,6 @@ class LabelStore:
                 taken[(run_id, label.supersedes)] = label.label_id
             batch_ids[label.label_id] = run_id
 
-    def write(self, label: Label) -> str:
-        """Write one label (after `check`); where it went."""
-        return self.write_all([label])[0]
-
     def write_new(self, labels: Sequence[Label]) -> tuple[list[str], list[Label]]:
         """Write the labels of `labels` that are not there already; (where each written one
         went, the labels already there that stand for the others).
@@ -147,49 +114,19 @@ class LabelStore:
                 already.append(held)
             else:
                 fresh.append(label)
-        return (self.write_all(fresh) if fresh else []), already
+        return (self.write(fresh) if fresh else []), already
 
     def _settle(self, run_ids: Sequence[str]) -> None:
         """Journal and index the labels of `run_ids` that a killed writer left unfinished."""
-        keys = [
-            key
-            for run_id in run_ids
-            if self.storage.has_run(run_id)
-            for key in self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
-            if key.endswith(".json")
-        ]
-        if not keys:
-            return
-        accept_records(self.ledger, keys)
-        indexed = self.ledger.index.label_ids()
-        missing = [
-            self.read(key)
-            for key in keys
-            if self.storage.exists(key)
-            and key.rsplit("/", 1)[-1].removesuffix(".json") not in indexed
-        ]
-        if missing:
-            self.ledger.index.add_labels([label_row(label) for label in missing])
-
-    def write_all(self, labels: Sequence[Label]) -> list[str]:
-        """Check every label, then write each once and index them; where each went.
-
-        Nothing is written when any label is refused. Each file is created write-once; the
-        index follows, and `gc` indexes any label file a crash left unindexed.
-        """
-        self.check(labels)
-        places = []
-        for label in labels:
-            key = self.key(label.run_id, label.label_id)
-            try:
-                self.storage.create(key, record_bytes(label))
-            except RecordExistsError:
-                raise RecordExistsError(
-                    f"{self.storage.describe(key)}: label {label.label_id} already exists"
-                ) from None
-            places.append(self.storage.describe(key))
-        self.ledger.index.add_labels([label_row(label) for label in labels])
-        return places
+        self.settle(
+            [
+                key
+                for run_id in run_ids
+                if self.storage.has_run(run_id)
+                for key in self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
+                if self.is_key(key)
+            ]
+        )
 
 
 def same_label(a: Label, b: Label) -> bool:
@@ -209,23 +146,7 @@ def same_label(a: Label, b: Label) -> bool:
 
 def reindex_labels(ledger: Ledger) -> int:
     """Rebuild the index's labels from the files under labels/ (the files are the truth)."""
-    return ledger.index.rebuild_labels(
-        label_row(label) for label in LabelStore(ledger).iter_labels()
-    )
-
-
-def index_missing_labels(ledger: Ledger) -> list[str]:
-    """Index the label files the index lacks (a writer that died between file and index);
-    the ids indexed, sorted."""
-    indexed = ledger.index.label_ids()
-    store = LabelStore(ledger)
-    missing = []
-    for key in ledger.storage.keys(LABELS_DIR):
-        name = key.rsplit("/", 1)[-1].removesuffix(".json")
-        if key.endswith(".json") and key.count("/") == 2 and name not in indexed:
-            missing.append(store.read(key))
-    ledger.index.add_labels([label_row(label) for label in missing])
-    return sorted(label.label_id for label in missing)
+    return LabelStore(ledger).reindex()
 
 
 def labels_of_run(ledger: Ledger, run_id: str) -> list[Label]:

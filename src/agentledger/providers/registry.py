@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 from agentledger.errors import ProviderSetupError
+from agentledger.lazy import load
 from agentledger.providers.base import Provider
 
 __all__ = ["PROVIDERS", "make_provider", "register_provider"]
@@ -33,8 +33,7 @@ def _provider_class(name: str) -> type[Provider]:
             f"unknown model provider {name!r}; known providers: {', '.join(sorted(PROVIDERS))}"
         )
     if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        loaded = getattr(importlib.import_module(module), attr)
+        loaded = load(target)
         if not (isinstance(loaded, type) and issubclass(loaded, Provider)):
             raise ProviderSetupError(f"provider {name!r}: {target} is not a Provider class")
         PROVIDERS[name] = target = loaded

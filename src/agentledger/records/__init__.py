@@ -6,7 +6,6 @@ with a clear error; older shapes are upgraded on read (`UPGRADES`), never rewrit
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -32,7 +31,6 @@ from agentledger.strict_json import MAX_JSON_DEPTH as MAX_JSON_DEPTH
 
 __all__ = [
     "RUN_KINDS",
-    "SCHEMAS",
     "AgentInfo",
     "FileEntry",
     "LedgerConfig",
@@ -46,10 +44,8 @@ __all__ = [
     "ShellEvent",
     "check_tags",
     "is_denied",
-    "json_schema",
     "parse_record",
     "parse_record_data",
-    "schema_model",
 ]
 
 HASH_PATTERN = r"^sha256:[0-9a-f]{8,64}$"
@@ -421,51 +417,6 @@ class LedgerConfig(Record):
         min_length=1,
         description="The index backend URI: sqlite (index.sqlite in the ledger), ...",
     )
-
-
-SCHEMAS: dict[str, type[BaseModel] | str] = {
-    "agent": "agentledger.runner.agent_spec:AgentSpec",
-    "decision": "agentledger.records.decisions:Decision",
-    "fixture-lock": "agentledger.fixtures.lock:FixtureLock",
-    "fixture-recording": "agentledger.fixtures.recordings:Recording",
-    "fixture-results": "agentledger.fixtures.results:FixtureReport",
-    "fixture-suite": "agentledger.fixtures.suite:SuiteSpec",
-    "lab": "agentledger.labs.spec:LabSpec",
-    "label": "agentledger.records.labels:Label",
-    "ledger": LedgerConfig,
-    "manifest": Manifest,
-    "metadata": RunMetadata,
-    "outcome": "agentledger.records.outcomes:Outcome",
-    "policy": "agentledger.runner.shell_gate.policy:Policy",
-    "response": "agentledger.providers.base:RecordedResponse",
-    "scenario": "agentledger.runner.scenario:Scenario",
-    "score": "agentledger.records.scores:Score",
-    "sentinel": "agentledger.gates.sentinels.spec:SentinelSpec",
-    "shell-event": ShellEvent,
-    "split": "agentledger.records.splits:Split",
-    "summary": RunSummary,
-    "trace-step": "agentledger.records.trace:TraceStep",
-    "trajectory-references": "agentledger.judges.trajectory_match:TrajectoryReferences",
-    "variant": "agentledger.gates.variants.spec:VariantSpec",
-}
-"""Every file format the CLI can print a schema for. Records defined in other modules are named
-as "module:Class" and imported only when asked for, so this module stays light."""
-
-
-def schema_model(name: str) -> type[BaseModel]:
-    """The pydantic model of the record called `name` (KeyError when unknown)."""
-    model = SCHEMAS[name]
-    if isinstance(model, str):
-        module, _, attr = model.partition(":")
-        loaded = getattr(importlib.import_module(module), attr)
-        assert isinstance(loaded, type) and issubclass(loaded, BaseModel)
-        SCHEMAS[name] = model = loaded
-    return model
-
-
-def json_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of the record called `name` (see SCHEMAS)."""
-    return schema_model(name).model_json_schema(mode="validation")
 
 
 def _describe(error: ValidationError) -> tuple[str | None, str]:

@@ -14,6 +14,7 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex
+    from agentledger.store.index.sqlite import SQLiteIndex
     from agentledger.store.ledger import (
         DEFAULT_LEDGER,
         ENV_VAR,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from agentledger.store.local import LocalStorage
     from agentledger.store.reindex import ReindexReport
     from agentledger.store.sealing import RunContent
-    from agentledger.store.sqlite_index import SQLiteIndex
     from agentledger.store.storage import StorageBackend
     from agentledger.store.verify import Problem, VerifyReport, verify_ledger
     from agentledger.store.writer import RunWriter, SealedRun
@@ -70,7 +70,7 @@ _HOMES = {
     "open_storage": "agentledger.store.ledger",
     "LocalStorage": "agentledger.store.local",
     "RunContent": "agentledger.store.sealing",
-    "SQLiteIndex": "agentledger.store.sqlite_index",
+    "SQLiteIndex": "agentledger.store.index.sqlite",
     "StorageBackend": "agentledger.store.storage",
     "Problem": "agentledger.store.verify",
     "VerifyReport": "agentledger.store.verify",

@@ -84,7 +84,7 @@ def _s3(root: Path, rest: str) -> StorageBackend:
 
 
 def _sqlite(root: Path, rest: str) -> RunIndex:
-    from agentledger.store.sqlite_index import SQLiteIndex
+    from agentledger.store.index.sqlite import SQLiteIndex
 
     return SQLiteIndex(Path(rest) if rest else root / INDEX_NAME)
 
@@ -94,7 +94,7 @@ def _postgresql(root: Path, rest: str) -> RunIndex:
 
     url = connection_url(rest)  # refuses a password in ledger.json before any import
     try:
-        from agentledger.store.postgres_index import PostgresIndex
+        from agentledger.store.index.postgres import PostgresIndex
     except ImportError as exc:
         raise UnknownBackendError(
             f"the postgresql index needs psycopg ({exc}): pip install 'agentledger[postgres]'"

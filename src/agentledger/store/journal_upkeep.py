@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
-from agentledger.store.index import label_row, score_row
 from agentledger.store.journal import (
     JOURNALED_AREAS,
     PendingEntry,
@@ -38,8 +37,6 @@ __all__ = [
     "SettleReport",
     "accept_records",
     "held_records",
-    "index_missing_labels",
-    "index_missing_scores",
     "run_checks_out",
     "settle_unaccepted",
     "start_journal_of_old_ledger",
@@ -207,59 +204,6 @@ def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
         if pending:
             storage.journal.append(pending)
     return done
-
-
-def index_missing_scores(ledger: Ledger) -> tuple[list[str], list[tuple[str, str]]]:
-    """Index every accepted, intact score the index lacks (its writer died before indexing
-    it); (keys indexed, (key, why not) for those that could not be)."""
-    from agentledger.records.scores import Score
-
-    storage = ledger.storage
-    accepted = storage.journal.accepted()
-    indexed = {f"scores/{row.run_id}/{row.judge_id}.json" for row in ledger.index.score_rows()}
-    rows, done, refused = [], [], []
-    for key in sorted(k for k in list(accepted) if k.startswith("scores/") and k not in indexed):
-        try:
-            raw = storage.get(key)
-            if sha256_bytes(raw) != accepted[key]:
-                refused.append((key, "changed since the journal accepted it"))
-                continue
-            rows.append(score_row(parse_record(Score, raw, storage.describe(key))))
-            done.append(key)
-        except InputError as exc:
-            refused.append((key, str(exc)))
-    ledger.index.add_scores(rows)
-    return done, refused
-
-
-def index_missing_labels(ledger: Ledger) -> tuple[list[str], list[tuple[str, str]]]:
-    """Index every accepted, intact label the index lacks (its writer died before indexing
-    it); (label ids indexed, (key, why not) for those that could not be)."""
-    from agentledger.records.labels import LABELS_DIR, Label
-
-    storage = ledger.storage
-    accepted = storage.journal.accepted()
-    indexed = ledger.index.label_ids()
-    rows, refused = [], []
-    for key in sorted(k for k in list(accepted) if k.startswith(f"{LABELS_DIR}/")):
-        label_id = key.rsplit("/", 1)[-1].removesuffix(".json")
-        if label_id in indexed:
-            continue
-        try:
-            raw = storage.get(key)
-            if sha256_bytes(raw) != accepted[key]:
-                refused.append((key, "changed since the journal accepted it"))
-                continue
-            label = parse_record(Label, raw, storage.describe(key))
-        except InputError as exc:
-            refused.append((key, str(exc)))
-            continue
-        if key != f"{LABELS_DIR}/{label.run_id}/{label.label_id}.json":
-            refused.append((key, "the file's place does not match its run_id and label_id"))
-            continue
-        rows.append(label_row(label))
-    ledger.index.add_labels(rows)
-    return [row.label_id for row in rows], refused
 
 
 def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:

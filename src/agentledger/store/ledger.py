@@ -45,12 +45,7 @@ from agentledger.store.index import (
     RunIndex,
 )
 from agentledger.store.journal import run_entry, segment_key
-from agentledger.store.journal_upkeep import (
-    index_missing_labels,
-    index_missing_scores,
-    settle_unaccepted,
-    start_journal_of_old_ledger,
-)
+from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
 from agentledger.store.seen_heads import (
     HeadProblem,
     SeenHead,
@@ -168,10 +163,19 @@ class GcReport:
     """The ids of accepted labels the index lacked (a writer died before indexing them)."""
     unreadable_labels: list[tuple[str, str]] = field(default_factory=list)
     """(label key, why) of such labels that could not be indexed."""
+    indexed_decisions: list[str] = field(default_factory=list)
+    """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
+    unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
+    """(decision, why) of such decisions that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.unreadable and not self.unreadable_scores and not self.unreadable_labels
+        return not (
+            self.unreadable
+            or self.unreadable_scores
+            or self.unreadable_labels
+            or self.unreadable_decisions
+        )
 
 
 class OpenedLedger(NamedTuple):
@@ -507,7 +511,7 @@ class Ledger:
     def sql(self, query: str) -> QueryResult:
         """A user's read-only SQL query against the index: a feature of the SQLite index only
         (its tables are not an interface; every other caller asks `RunIndex`'s typed queries)."""
-        from agentledger.store.sqlite_index import SQLiteIndex
+        from agentledger.store.index.sqlite import SQLiteIndex
 
         if not isinstance(self.index, SQLiteIndex):
             raise InputError(
@@ -619,6 +623,15 @@ class Ledger:
         report.unreadable.extend(left_out)
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
-        report.indexed_scores, report.unreadable_scores = index_missing_scores(self)
-        report.indexed_labels, report.unreadable_labels = index_missing_labels(self)
+        # Imported here: the record kinds' models (decisions') cost every command's start-up.
+        from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
+
+        report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
+        labels, report.unreadable_labels = LabelRecords(self).index_missing()
+        report.indexed_labels = sorted(
+            key.rsplit("/", 1)[-1].removesuffix(".json") for key in labels
+        )
+        report.indexed_decisions, report.unreadable_decisions = DecisionRecords(
+            self
+        ).index_missing()
         return report

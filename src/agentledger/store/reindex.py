@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,30 +24,21 @@ from agentledger.errors import (
     IndexUnusableError,
     InputError,
     IntegrityError,
-    RecordError,
     WriteFailedError,
 )
-from agentledger.identity import sha256_bytes
-from agentledger.records import parse_record
-from agentledger.records.labels import LABELS_DIR, Label
 from agentledger.records.limits import check_storable
-from agentledger.records.scores import SCORES_DIR, Score
 from agentledger.store.backends import INDEX_NAME, split_uri
-from agentledger.store.index import IndexEntry, LabelRow, RunIndex, ScoreRow, label_row, score_row
+from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, score_row
 from agentledger.store.storage import MANIFEST_NAME
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger, Progress
-    from agentledger.store.storage import StorageBackend
 
 __all__ = [
     "ReindexReport",
     "index_path",
-    "read_score_row",
     "rebuild_index",
-    "score_keys_in",
     "score_row",
-    "stored_label_rows",
     "stored_score_rows",
 ]
 
@@ -78,10 +69,15 @@ class ReindexReport:
     labels: int = 0
     skipped_labels: list[tuple[str, str]] = field(default_factory=list)
     """(label file, why) of the labels that could not be indexed."""
+    decisions: int = 0
+    skipped_decisions: list[tuple[str, str]] = field(default_factory=list)
+    """(decision, why) of the decisions that could not be indexed."""
 
     @property
     def ok(self) -> bool:
-        return not self.skipped and not self.skipped_scores and not self.skipped_labels
+        return not (
+            self.skipped or self.skipped_scores or self.skipped_labels or self.skipped_decisions
+        )
 
 
 def index_path(root: Path, index_uri: str) -> Path | None:
@@ -121,99 +117,48 @@ def _checkpoint_old(path: Path) -> None:
         pass  # an unusable old index: it is replaced whole, its log with it
 
 
-def score_keys_in(storage: StorageBackend) -> list[str]:
-    """The storage keys of every score file (scores/<run_id>/<judge_id>.json)."""
-    return [
-        key for key in storage.keys(SCORES_DIR) if key.endswith(".json") and key.count("/") == 2
-    ]
-
-
-def read_score_row(
-    storage: StorageBackend, key: str, accepted: Mapping[str, str] | None = None
-) -> ScoreRow:
-    """The index row of the score stored at `key`; InputError or OSError when it cannot be
-    read, does not sit where its run and judge say, or holds what the index cannot take, and
-    IntegrityError when its bytes are not the ones the journal accepted."""
-    where = storage.describe(key)
-    raw = storage.get(key)
-    expected = (storage.journal.accepted() if accepted is None else accepted).get(key)
-    if expected is None:
-        raise IntegrityError(f"{where}: the journal has no entry for this score")
-    if sha256_bytes(raw) != expected:
-        raise IntegrityError(
-            f"{where}: changed since the journal accepted it (run `agentledger verify`)"
-        )
-    score = parse_record(Score, raw, where)
-    _, run_id, name = key.split("/")
-    if (run_id, name) != (score.run_id, f"{score.judge_id}.json"):
-        raise RecordError(where, "the file's place does not match its run_id and judge_id")
-    check_storable(score, where)
-    return score_row(score)
-
-
 def stored_score_rows(
-    storage: StorageBackend,
-    problems: list[tuple[str, str]],
-    keys: Iterable[str] | None = None,
-    *,
-    journaled_only: bool = False,
+    ledger: Ledger, problems: list[tuple[str, str]], keys: Iterable[str] | None = None
 ) -> Iterator[ScoreRow]:
-    """The index rows of the scores at `keys` (default: every score the journal accepted),
-    appending (file, why) of each one that cannot be indexed to `problems` instead of
-    stopping. `journaled_only` leaves out the scores at `keys` that have no journal entry
-    (yet: their writer, on another machine, is between writing the score and journaling it,
-    or died there) instead of reporting them."""
-    accepted = storage.journal.accepted()
-    if keys is None or journaled_only:
-        keys = [
-            key for key in (score_keys_in(storage) if keys is None else keys) if key in accepted
-        ]
-    for key in keys:
-        try:
-            yield read_score_row(storage, key, accepted)
-        except (InputError, IntegrityError, OSError) as exc:
-            problems.append((storage.describe(key), str(exc)))
+    """The index rows of the scores at `keys` (default: every score) that the journal
+    accepted, appending (file, why) of each one that cannot be indexed (changed since,
+    unreadable, not where its run and judge say, holding what the index cannot take) to
+    `problems` instead of stopping. A score without an entry is left out: its writer, on
+    another machine, is between writing it and journaling it, or died there (`gc`)."""
+    from agentledger.store.record_store import ScoreRecords
 
-
-def stored_label_rows(
-    storage: StorageBackend, problems: list[tuple[str, str]]
-) -> Iterator[LabelRow]:
-    """The index rows of every label the journal accepted, appending (file, why) of each one
-    that cannot be indexed (changed since, unreadable, not where its run and id say) to
-    `problems` instead of stopping."""
-    accepted = storage.journal.accepted()
-    for key in storage.keys(LABELS_DIR):
-        if not (key.endswith(".json") and key.count("/") == 2 and key in accepted):
-            continue
-        where = storage.describe(key)
+    store = ScoreRecords(ledger)
+    accepted = ledger.storage.journal.accepted()
+    chosen = store.accepted_keys(accepted) if keys is None else [k for k in keys if k in accepted]
+    for key in chosen:
+        where = ledger.storage.describe(key)
         try:
-            raw = storage.get(key)
-            if sha256_bytes(raw) != accepted[key]:
-                raise IntegrityError(
-                    f"{where}: changed since the journal accepted it (run `agentledger verify`)"
-                )
-            label = parse_record(Label, raw, where)
-            if key != f"{LABELS_DIR}/{label.run_id}/{label.label_id}.json":
-                raise RecordError(where, "the file's place does not match its run_id and label_id")
+            score = store.read(key, accepted)
+            check_storable(score, where)
         except (InputError, IntegrityError, OSError) as exc:
             problems.append((where, str(exc)))
             continue
-        yield label_row(label)
+        yield score_row(score)
 
 
-def _fill(
-    index: RunIndex,
-    storage: StorageBackend,
-    entries: Iterable[IndexEntry],
-    report: ReindexReport,
-) -> None:
+def _records(ledger: Ledger, report: ReindexReport) -> None:
+    """Index the labels and decisions the journal accepted (the scores are indexed apart,
+    leaving out each one the index cannot take)."""
+    from agentledger.store.record_store import DecisionRecords, LabelRecords
+
+    report.labels = LabelRecords(ledger).reindex(report.skipped_labels)
+    report.decisions = DecisionRecords(ledger).reindex(report.skipped_decisions)
+
+
+def _fill(ledger: Ledger, entries: Iterable[IndexEntry], report: ReindexReport) -> None:
+    index = ledger.index
     report.indexed, left_out = index.add_each(entries)
     report.skipped.extend(left_out)
     problems: list[tuple[str, str]] = []
-    report.scores, left_out = index.add_scores_each(stored_score_rows(storage, problems))
+    report.scores, left_out = index.add_scores_each(stored_score_rows(ledger, problems))
     report.skipped_scores.extend(problems)
     report.skipped_scores.extend(left_out)
-    report.labels = index.rebuild_labels(stored_label_rows(storage, report.skipped_labels))
+    _records(ledger, report)
 
 
 def _entries(
@@ -251,21 +196,19 @@ def rebuild_index(
             report.indexed, left_out = ledger.index.rebuild_each(_entries(ledger, progress, report))
             report.skipped.extend(left_out)
             report.scores, left_out = ledger.index.rebuild_scores_each(
-                stored_score_rows(ledger.storage, report.skipped_scores)
+                stored_score_rows(ledger, report.skipped_scores)
             )
             report.skipped_scores.extend(left_out)
-            report.labels = ledger.index.rebuild_labels(
-                stored_label_rows(ledger.storage, report.skipped_labels)
-            )
+            _records(ledger, report)
         return report
-    from agentledger.store.sqlite_index import SQLiteIndex
+    from agentledger.store.index.sqlite import SQLiteIndex
 
     fresh = Path(f"{target}.new")
     _remove(fresh)  # debris of a rebuild that died: never the index in use
     try:
         new_index = SQLiteIndex(fresh)
         with open_ledger(new_index) as ledger:
-            _fill(new_index, ledger.storage, _entries(ledger, progress, report), report)
+            _fill(ledger, _entries(ledger, progress, report), report)
             new_index.seal_file()
         fd = os.open(fresh, os.O_RDONLY)
         try:

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentledger.analysis import build_reports
-from agentledger.gates.decisions import DecisionStore
+from agentledger.gates.decisions import indexed_decisions
 from agentledger.gates.sentinels.history import HistoryEntry, HistoryFlag, sentinel_history
 from agentledger.records.decisions import Decision, superseded_by
 from agentledger.records.filters import RunFilter
@@ -118,7 +118,7 @@ def findings_view(
         prompt=before_after,
         ledger=ledger,
     )
-    every = DecisionStore(ledger).list()
+    every = indexed_decisions(ledger)
     by_suite: dict[str, list[Decision]] = defaultdict(list)
     for decision in every:
         if decision.kind == "sentinel":

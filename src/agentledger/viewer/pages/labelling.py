@@ -109,7 +109,7 @@ def _label(form: FormData, request: Request) -> Response:
     viewer.check_csrf(request, given if isinstance(given, str) else None)
     label = label_from_form(form, run.run_id, known_criteria(viewer.ledger, run.run_id))
     go_next = _single(form, "next") == "1"
-    LabelStore(viewer.ledger).write(label)
+    LabelStore(viewer.ledger).write([label])
     if go_next:
         target = f"/review/next?after={quote(run.run_id)}"
     else:

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentledger.errors import RunNotFoundError
-from agentledger.gates.decisions import DecisionStore
+from agentledger.gates.decisions import indexed_decisions
 from agentledger.labels.entry import known_criteria
 from agentledger.labels.store import labels_of_run
 from agentledger.outcomes import OutcomeStore
@@ -58,14 +58,8 @@ def _other_prompts(ledger: Ledger, run: IndexedRun) -> list[PromptOther]:
 
 
 def decisions_of(ledger: Ledger, run_id: str) -> list[Decision]:
-    """The decisions that read run `run_id`, newest first."""
-    found = [
-        decision
-        for decision in DecisionStore(ledger).list()
-        if run_id in decision.tested.run_ids
-        or any(run_id in item.run_ids for item in decision.results)
-    ]
-    return list(reversed(found))
+    """The decisions that read run `run_id`, newest first (from the index)."""
+    return list(reversed(indexed_decisions(ledger, run_id=run_id)))
 
 
 def _label_form(viewer: Viewer, run_id: str, request: Request) -> dict[str, object]:

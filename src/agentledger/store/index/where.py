@@ -1,128 +1,32 @@
-"""How an index turns a `RunFilter` into SQL: the WHERE clause over `runs`, the
-chosen-score CTE every report query starts from, and literal prefix matching.
+"""How the index turns a `RunFilter` into SQL: the WHERE clause over `runs`, the
+chosen-score CTE every report query starts from, sorting and paging.
 
-Written for SQLite, and shared with the PostgreSQL index through a `Dialect`: what differs
-between the two (placeholders, prefix matching, plan hints, the newest score among several
-judges) is one field of it; everything else is the same SQL. Used by
-`agentledger.store.sqlite_index` and `agentledger.store.postgres_index`; together they are the
-only SQL in agentledger.
+Written once over a `Dialect` (`agentledger.store.index.dialect`): what differs between the
+engines is one field or method of it; everything else is the same SQL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from agentledger.errors import InputError
-from agentledger.store.index import RunFilter, format_time
+from agentledger.store.index.dialect import SQLITE, Dialect
+from agentledger.store.index.rows import RunFilter, format_time
 
 __all__ = [
-    "POSTGRES",
     "SORT_COLUMNS",
-    "SQLITE",
-    "Dialect",
     "chosen_sql",
     "criteria_join_sql",
     "current_label_where",
     "dimension_sql",
     "distinct_values_sql",
-    "glob_prefix",
-    "like_prefix",
     "marks",
     "page_sql",
     "scores_chosen",
     "sort_sql",
     "where_sql",
 ]
-
-
-def glob_prefix(value: str) -> str:
-    """A GLOB pattern matching exactly the strings that start with `value`.
-
-    GLOB (not LIKE: case-sensitive, and it can use an index) reads ``*``, ``?`` and ``[`` as
-    patterns; each is put in a bracket of its own so that it matches only itself.
-    """
-    return value.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]") + "*"
-
-
-def like_prefix(value: str) -> str:
-    """A LIKE pattern (backslash escapes) matching exactly the strings that start with `value`:
-    ``%``, ``_`` and the backslash itself match only themselves."""
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """What the filter SQL says differently in one database."""
-
-    name: str
-    mark: str
-    """The parameter placeholder."""
-    prefix_operator: str
-    """The operator that matches a column against a pattern made by `prefix_pattern`."""
-    plan_hints: bool
-    """Whether the SQL pins SQLite's plans (unary +, CROSS JOIN, INDEXED BY): only SQLite has
-    them, and PostgreSQL plans from its own statistics."""
-
-    def prefix_pattern(self, value: str) -> str:
-        """The pattern that matches exactly the strings starting with `value`."""
-        return glob_prefix(value) if self.prefix_operator == "GLOB" else like_prefix(value)
-
-    def prefix(self, column: str) -> str:
-        """``column`` starts with the parameter (made by `prefix_pattern`)."""
-        return f"{column} {self.prefix_operator} {self.mark}"
-
-    def unhinted(self, column: str) -> str:
-        """`column`, kept off its own index where the dialect can say so (SQLite's unary +)."""
-        return f"+{column}" if self.plan_hints else column
-
-    @property
-    def cross_join(self) -> str:
-        """An inner join SQLite keeps in the written order; a plain JOIN elsewhere."""
-        return "CROSS JOIN" if self.plan_hints else "JOIN"
-
-    def marks(self, count: int) -> str:
-        """One placeholder per value, comma-separated."""
-        return ", ".join([self.mark] * count)
-
-    def runs_having(
-        self, table: str, condition: str, negate: bool = False, common: bool = False
-    ) -> str:
-        """The runs that have (or, `negate`d, have not) a row of `table` (``name alias``)
-        matching `condition`: a semi-join on run_id.
-
-        SQLite gets it as ``runs.run_id IN (SELECT ...)``: the subquery runs once, from an
-        index that starts with the condition's columns, into a temporary table. Written as a
-        correlated EXISTS, SQLite (with no statistics, as a ledger's index has none) picked
-        that same index for the lookup of every single run, scanning every matching row once
-        per run: minutes over 100,000 runs.
-
-        SQLite then walks the subquery's rows, looking each run up by id: right for a rare
-        fact (a criterion that fired, a tag, a label), about 5x faster than testing every
-        run. A `common` fact (a judge's score, which nearly every run has) stays a
-        correlated EXISTS, on a `table` whose index leads with run_id (scores_chosen, named
-        with INDEXED BY): one seek per run the other conditions leave, which for a verdict
-        within one scenario is 3x faster than gathering every score first. PostgreSQL plans
-        EXISTS as a semi-join (and NOT EXISTS as an anti-join, where NOT IN would not be)
-        from its own statistics.
-        """
-        alias = table.split()[1]
-        if self.plan_hints and not common:
-            member = "NOT IN" if negate else "IN"
-            run_id = "+runs.run_id" if negate else "runs.run_id"
-            return f"{run_id} {member} (SELECT {alias}.run_id FROM {table} WHERE {condition})"
-        exists = "NOT EXISTS" if negate else "EXISTS"
-        return (
-            f"{exists} (SELECT 1 FROM {table} WHERE {alias}.run_id = runs.run_id AND {condition})"
-        )
-
-
-SQLITE = Dialect("sqlite", "?", "GLOB", plan_hints=True)
-"""SQLite: GLOB (case-sensitive, and it can use an index), and plans pinned by hand."""
-POSTGRES = Dialect("postgresql", "%s", "LIKE", plan_hints=False)
-"""PostgreSQL (psycopg's placeholders): LIKE over columns of the "C" collation, which an
-index serves and which compares bytes, as SQLite does."""
 
 
 _DIMENSION_SQL: dict[str, str] = {

@@ -1,0 +1,402 @@
+"""`RecordStore[T]`: one store for every kind of record kept beside the runs.
+
+Scores, labels and decisions (and outcomes next) are all records written once through the
+storage backend, accepted by the journal, and cached in the index. What differs between kinds
+is small, and a kind says it in a few lines: its area, its pydantic model, its key scheme, and
+its index hook. Everything else is done here once, the same way for every kind:
+
+- **key scheme**: `key(*ids)` (the ids checked) and `key_of(record)`;
+- **create once**: `write(records)` is the one way records are written: `check` them all,
+  create each one write-once (`RecordExistsError` names the record), then index them. (A rule
+  every write of a kind must obey goes in `check`, or in `write` of the kind's store.)
+- **journal-checked read**: `read(key)` refuses a record the journal never accepted, or whose
+  bytes changed since (IntegrityError), or that does not sit where its ids say (RecordError);
+- **iterate the accepted**: `iter_accepted()`, for reindexing, reporting what it cannot read;
+- **settle after a kill**: `settle(keys)` journals (or removes) what a killed writer stored but
+  did not journal, and indexes what it journaled but did not index; `index_missing()` does
+  the same for every record of the kind (`gc`);
+- **the index hook**: `index(records)`, `indexed(keys)` and `reindex()`.
+
+A fourth kind is a subclass naming those parts::
+
+    class OutcomeRecords(RecordStore[Outcome]):
+        area, noun = OUTCOMES_DIR, "outcome"
+        model = Outcome
+
+        @classmethod
+        def key(cls, run_id: str, outcome_id: str) -> str:
+            return f"{OUTCOMES_DIR}/{check_run_id(run_id)}/{check_outcome_id(outcome_id)}.json"
+
+        @classmethod
+        def ids_of(cls, outcome: Outcome) -> tuple[str, ...]:
+            return (outcome.run_id, outcome.outcome_id)
+
+(with `index`, `indexed` and `reindex` once the index has a table for it), and an entry in
+`RECORD_KINDS` so that `reindex` and `gc` include it.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from agentledger.errors import (
+    InputError,
+    IntegrityError,
+    RecordError,
+    RecordExistsError,
+    RecordNotFoundError,
+)
+from agentledger.identity import check_run_id, sha256_bytes
+from agentledger.records import Record, parse_record
+from agentledger.records.decisions import (
+    DECISION_ID_RE,
+    DECISION_JSON,
+    DECISIONS_DIR,
+    Decision,
+    check_decision_id,
+)
+from agentledger.records.labels import LABELS_DIR, Label
+from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
+from agentledger.store.index import decision_row, label_row, score_row
+from agentledger.store.journal_upkeep import accept_records
+from agentledger.store.writer import record_bytes
+
+if TYPE_CHECKING:
+    from agentledger.store.ledger import Ledger
+
+__all__ = [
+    "RECORD_KINDS",
+    "DecisionRecords",
+    "LabelRecords",
+    "RecordStore",
+    "ScoreRecords",
+]
+
+R = TypeVar("R", bound=Record)
+_JUDGE_ID = re.compile(JUDGE_ID)
+
+
+class RecordStore(Generic[R]):
+    """A ledger's records of one kind: written once, journal-checked when read, indexed."""
+
+    area: ClassVar[str]
+    """The storage area (top folder) of the kind."""
+    model: type[R]
+    noun: ClassVar[str]
+    """What one record is called in messages."""
+    id_names: ClassVar[str] = "ids"
+    """What the ids of a record are called in messages (``run_id and judge_id``)."""
+    changed_note: ClassVar[str] = " (run `agentledger verify`)"
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.storage = ledger.storage
+
+    # -- the kind's part -----------------------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def key(cls, *ids: str) -> str:
+        """The storage key of the record with these ids (InputError for a malformed id)."""
+
+    @classmethod
+    @abstractmethod
+    def ids_of(cls, record: R) -> tuple[str, ...]:
+        """The ids the record names (what `key` takes)."""
+
+    def index(self, records: Sequence[R]) -> None:
+        """Put `records` in the index (a kind the index does not hold: nothing to do)."""
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        """Those of `keys` whose record the index holds."""
+        return set(keys)
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        """Replace the index's records of this kind with the accepted ones; how many."""
+        return 0
+
+    def check(self, records: Sequence[R]) -> None:
+        """Refuse (InputError) the whole of `records` if any one cannot be written."""
+
+    def _create(self, key: str, record: R) -> None:
+        """Store `record` at `key`, write-once (a kind stored as several files overrides)."""
+        self.storage.create(key, record_bytes(record))
+
+    def _record_key(self, key: str) -> str:
+        """The key whose bytes the journal holds for the record at `key`."""
+        return key
+
+    # -- the same for every kind ---------------------------------------------------------------
+
+    @classmethod
+    def key_of(cls, record: R) -> str:
+        return cls.key(*cls.ids_of(record))
+
+    def misplaced(self, where: str, record: R) -> RecordError:
+        """The error of a record stored where its ids do not put it."""
+        return RecordError(where, f"the file's place does not match its {self.id_names}")
+
+    def is_key(self, key: str) -> bool:
+        """Whether `key` is where a record of this kind is stored."""
+        return key.startswith(f"{self.area}/") and key.endswith(".json") and key.count("/") == 2
+
+    def exists(self, *ids: str) -> bool:
+        return self.storage.exists(self._record_key(self.key(*ids)))
+
+    def write(self, records: Sequence[R]) -> list[str]:
+        """Check every record, then create each one once and index them; where each went.
+
+        Nothing is written when any record is refused; a record already stored is never
+        replaced (RecordExistsError). The index follows the files; `settle` and `gc` index
+        what a writer killed in between left unindexed.
+        """
+        if isinstance(records, BaseModel):
+            raise TypeError(f"write takes a sequence of {self.noun}s, not one")
+        self.check(records)
+        places = []
+        for record in records:
+            key = self.key_of(record)
+            try:
+                self._create(key, record)
+            except RecordExistsError:
+                raise RecordExistsError(self.taken(record)) from None
+            places.append(self.storage.describe(key))
+        self.index(records)
+        return places
+
+    def taken(self, record: R) -> str:
+        """Why `record` cannot be written: one of its ids is stored already."""
+        where = self.storage.describe(self.key_of(record))
+        return f"{where}: {self.noun} {'/'.join(self.ids_of(record))} already exists"
+
+    def read(self, key: str, accepted: Mapping[str, str] | None = None) -> R:
+        """The record stored at `key`, checked against its journal entry (`accepted`: the
+        journal's keys and hashes, read once by callers reading many) and its place."""
+        stored = self._record_key(key)
+        where = self.storage.describe(stored)
+        expected = (self.storage.journal.accepted() if accepted is None else accepted).get(stored)
+        try:
+            raw = self.storage.get(stored)
+        except RecordNotFoundError:
+            if expected is not None:
+                raise IntegrityError(
+                    f"{where} was accepted by the journal but is gone (run `agentledger verify`)"
+                ) from None
+            raise
+        record = parse_record(self.model, raw, where)
+        if key != self.key_of(record):
+            raise self.misplaced(where, record)
+        if expected is None:
+            raise IntegrityError(f"{where}: the journal has no entry for this {self.noun}")
+        if sha256_bytes(raw) != expected:
+            raise IntegrityError(
+                f"{where}: changed since the journal accepted it{self.changed_note}"
+            )
+        return record
+
+    def load(self, *ids: str) -> R:
+        """The record with these ids (journal-checked)."""
+        return self.read(self.key(*ids))
+
+    def accepted_keys(self, accepted: Mapping[str, str] | None = None) -> list[str]:
+        """The keys of every stored record of the kind the journal accepted, sorted (one
+        stored without an entry, its writer killed before journaling it, is not listed)."""
+        accepted = self.storage.journal.accepted() if accepted is None else accepted
+        return sorted(
+            key
+            for key in self.storage.keys(self.area)
+            if self.is_key(key) and self._record_key(key) in accepted
+        )
+
+    def iter_accepted(self, problems: list[tuple[str, str]] | None = None) -> Iterator[R]:
+        """Every stored record the journal accepted, in key order. A record without an entry
+        (its writer died before journaling it) is left out until `gc` settles it; one that
+        cannot be read is added to `problems` as (where, why), or raises without it."""
+        accepted = self.storage.journal.accepted()
+        for key in self.accepted_keys(accepted):
+            try:
+                yield self.read(key, accepted)
+            except (InputError, IntegrityError, OSError) as exc:
+                if problems is None:
+                    raise
+                problems.append((self.storage.describe(key), str(exc)))
+
+    def settle(self, keys: Sequence[str]) -> list[R]:
+        """Finish what killed writers left of the records at `keys`: journal each one stored
+        without an entry whose bytes check out (remove it otherwise, as `gc` would), then index
+        the journaled ones the index lacks; those indexed. (For a kind stored as one file a
+        record; a decision's group of files is settled by `gc`.)"""
+        stored = [key for key in keys if self.storage.exists(self._record_key(key))]
+        if not stored:
+            return []
+        accept_records(self.ledger, stored)
+        accepted = self.storage.journal.accepted()
+        held = self.indexed(stored)
+        missing = [
+            self.read(key, accepted)
+            for key in stored
+            if key not in held and self._record_key(key) in accepted
+        ]
+        self.index(missing)
+        return missing
+
+    def index_missing(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Index every accepted, intact record the index lacks (its writer died before
+        indexing it); (keys indexed, (key, why not) for those that could not be)."""
+        accepted = self.storage.journal.accepted()
+        keys = self.accepted_keys(accepted)
+        held = self.indexed(keys)
+        records, done, refused = [], [], []
+        for key in keys:
+            if key in held:
+                continue
+            try:
+                records.append(self.read(key, accepted))
+                done.append(key)
+            except (InputError, IntegrityError, OSError) as exc:
+                refused.append((key, str(exc)))
+        self.index(records)
+        return done, refused
+
+
+class ScoreRecords(RecordStore[Score]):
+    """Judges' scores: ``scores/<run_id>/<judge_id>.json``, one per (run, judge id)."""
+
+    area = SCORES_DIR
+    model = Score
+    noun = "score"
+    id_names = "run_id and judge_id"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        run_id, judge_id = ids
+        check_run_id(run_id)
+        if not _JUDGE_ID.match(judge_id):
+            raise InputError(f"judge id {judge_id!r} is not valid (expected <kind>-<12 hex>)")
+        return f"{SCORES_DIR}/{run_id}/{judge_id}.json"
+
+    @classmethod
+    def ids_of(cls, record: Score) -> tuple[str, ...]:
+        return (record.run_id, record.judge_id)
+
+    def taken(self, record: Score) -> str:
+        where = self.storage.describe(self.key_of(record))
+        return f"{where}: this run is already scored by judge {record.judge_id}"
+
+    def index(self, records: Sequence[Score]) -> None:
+        if records:
+            self.ledger.index.add_scores([score_row(score) for score in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.score_keys()
+        return {key for key in keys if tuple(key[:-5].split("/")[1:]) in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (score_row(score) for score in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_scores(rows)
+
+
+class LabelRecords(RecordStore[Label]):
+    """People's and outside sources' labels: ``labels/<run_id>/<label_id>.json``."""
+
+    area = LABELS_DIR
+    model = Label
+    noun = "label"
+    id_names = "run_id and label_id"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        run_id, label_id = ids
+        check_run_id(run_id)
+        try:
+            Label.check_id(label_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return f"{LABELS_DIR}/{run_id}/{label_id}.json"
+
+    @classmethod
+    def ids_of(cls, record: Label) -> tuple[str, ...]:
+        return (record.run_id, record.label_id)
+
+    def taken(self, record: Label) -> str:
+        where = self.storage.describe(self.key_of(record))
+        return f"{where}: label {record.label_id} already exists"
+
+    def index(self, records: Sequence[Label]) -> None:
+        if records:
+            self.ledger.index.add_labels([label_row(label) for label in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.label_ids()
+        return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (label_row(label) for label in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_labels(rows)
+
+
+class DecisionRecords(RecordStore[Decision]):
+    """Gate decisions: ``decisions/<decision_id>/`` holding decision.json and decision.md,
+    which appear together (one group of the storage backend)."""
+
+    area = DECISIONS_DIR
+    model = Decision
+    noun = "decision"
+    changed_note = "; its outcome cannot be trusted (run `agentledger verify`)"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        (decision_id,) = ids
+        return f"{DECISIONS_DIR}/{check_decision_id(decision_id)}"
+
+    @classmethod
+    def ids_of(cls, record: Decision) -> tuple[str, ...]:
+        return (record.decision_id,)
+
+    def misplaced(self, where: str, record: Decision) -> RecordError:
+        return RecordError(where, f"names decision {record.decision_id!r}", field="decision_id")
+
+    def is_key(self, key: str) -> bool:
+        parts = key.split("/")
+        return (
+            len(parts) == 2 and parts[0] == DECISIONS_DIR and bool(DECISION_ID_RE.match(parts[1]))
+        )
+
+    def _record_key(self, key: str) -> str:
+        return f"{key}/{DECISION_JSON}"
+
+    def accepted_keys(self, accepted: Mapping[str, str] | None = None) -> list[str]:
+        # The journal's keys, not a listing: a decision accepted and since removed is listed,
+        # and reading it fails.
+        accepted = self.storage.journal.accepted() if accepted is None else accepted
+        return sorted(
+            key.removesuffix(f"/{DECISION_JSON}")
+            for key in list(accepted)
+            if key.endswith(f"/{DECISION_JSON}")
+            and self.is_key(key.removesuffix(f"/{DECISION_JSON}"))
+        )
+
+    def taken(self, record: Decision) -> str:
+        where = self.storage.describe(self.key_of(record))
+        return f"decision {record.decision_id} already exists at {where}"
+
+    def index(self, records: Sequence[Decision]) -> None:
+        if records:
+            self.ledger.index.add_decisions([decision_row(decision) for decision in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.decision_ids()
+        return {key for key in keys if key.split("/")[1] in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (decision_row(decision) for decision in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_decisions(rows)
+
+
+RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (ScoreRecords, LabelRecords, DecisionRecords)
+"""Every kind of record beside the runs: what `reindex` and `gc` go through."""
