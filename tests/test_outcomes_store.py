@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli.app import main
+from agentledger.cli.schemas import json_schema
 from agentledger.errors import IntegrityError, RecordExistsError, RunNotFoundError
 from agentledger.labels.store import current_labels
 from agentledger.outcomes import OutcomeStore, criteria_of, latest_outcomes, record_outcome
-from agentledger.records import json_schema
 from agentledger.records.outcomes import Outcome, new_outcome_id
 from agentledger.store.journal_upkeep import settle_unaccepted
 from agentledger.store.ledger import Ledger

@@ -189,7 +189,7 @@ def walk_through(
     if label is None:
         click.echo("No label saved.")
         return "passed"
-    LabelStore(ledger).write(label)
+    LabelStore(ledger).write([label])
     click.echo(_saved(label))
     return "saved"
 
