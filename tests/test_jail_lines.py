@@ -127,8 +127,16 @@ def test_a_chained_line_sees_the_gate_network_in_one_sandbox(tmp_path: Path) -> 
     run_dir.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        ["unshare", "-Urn", sys.executable, "-c", JAILED, str(run_dir / "audit.jsonl")]
-        + [CHAINED, NOT_LOCAL],
+        [
+            "unshare",
+            "-Urn",
+            sys.executable,
+            "-c",
+            JAILED,
+            str(run_dir / "audit.jsonl"),
+            CHAINED,
+            NOT_LOCAL,
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -66,10 +66,11 @@ def _sshd(args: list[str]) -> str:
 
 LOCAL_ONLY: dict[str, tuple[Callable[[list[str]], str], bool]] = {
     **dict.fromkeys(
-        (
+        re.split(
+            r"\s+",
             "grep egrep fgrep head tail cat ls wc cut uniq tr echo printf true false test [ "
-            "which stat id whoami uname pwd basename dirname column nl tac"
-        ).split(),
+            "which stat id whoami uname pwd basename dirname column nl tac",
+        ),
         (_any, True),
     ),
     "sort": (_no_long_options, False),
