@@ -150,3 +150,13 @@ def test_a_chained_line_sees_the_gate_network_in_one_sandbox(tmp_path: Path) -> 
     assert seen[NOT_LOCAL][0] is None and "find is neither" in seen[NOT_LOCAL][2]
     events = [json.loads(line) for line in (run_dir / "audit.jsonl").read_text().splitlines()]
     assert {event["command"]: event.get("network") for event in events}[CHAINED] == ("ip+iptables")
+
+
+def test_readers_after_the_first_one_s_pipe_get_their_network_too() -> None:
+    gate = Gate(None, None)
+    both = gate.decide("iptables -S | grep -c DROP; ss -tln")
+    assert isinstance(both.network, NetworkGrant) and both.network.tool == "iptables+ss"
+    # With a part that is not local-only, only the first reader gets the network, as before.
+    first = gate.decide("iptables -S | awk 1; ss -tln")
+    assert first.decision == "allowed" and isinstance(first.network, NetworkGrant)
+    assert first.network.tool == "iptables" and first.network.rest == " awk 1; ss -tln"
