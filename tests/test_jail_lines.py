@@ -78,6 +78,9 @@ def test_what_runs_is_rebuilt_from_the_checked_words() -> None:
         ("ls; ss -tln # note", "only plain words"),
         ("cat <<EOF; ss -tln", "only plain words"),
         ("(ls); ss -tln", "only plain words"),
+        ("test -v 'a[$(ip link del eth0)]'; ss -tln", "subscript"),
+        ("[ -v 'a[$(id)]' ] || ss -tln", "subscript"),
+        ("printf -v PATH /tmp; iptables -S", "printf -v"),
         ("ls && && ss -tln", "an empty command"),
         ("ls; ss -tln &&", "an empty command"),
     ],
@@ -160,3 +163,7 @@ def test_readers_after_the_first_one_s_pipe_get_their_network_too() -> None:
     first = gate.decide("iptables -S | awk 1; ss -tln")
     assert first.decision == "allowed" and isinstance(first.network, NetworkGrant)
     assert first.network.tool == "iptables" and first.network.rest == " awk 1; ss -tln"
+
+
+def test_a_bracket_test_is_a_local_part() -> None:
+    assert _grant("[ -f /etc/hosts ] && ss -tln").argv[2] == "'[' -f /etc/hosts ] && ss -tln"

@@ -59,6 +59,19 @@ def _no_long_options(args: list[str]) -> str:
     return f"{bad[0]}: sort takes only short options in a line with network readers" if bad else ""
 
 
+def _test(args: list[str]) -> str:
+    """test and [ (bash builtins): `-v 'a[$(cmd)]'` runs cmd as bash reads the subscript."""
+    bad = [word for word in args if word in ("-v", "-R")]
+    return f"test {bad[0]} evaluates a variable's subscript: not in such a line" if bad else ""
+
+
+def _printf(args: list[str]) -> str:
+    """printf (a bash builtin): `-v NAME` assigns a variable (PATH, for the readers after)."""
+    if args and args[0].startswith("-") and args[0] != "--":
+        return f"printf {args[0]}: not in a line with network readers"
+    return ""
+
+
 def _sshd(args: list[str]) -> str:
     """sshd only tests or prints its configuration; anything else starts the daemon."""
     return "" if args in (["-t"], ["-T"]) else "sshd runs here only as `sshd -t` or `sshd -T`"
@@ -68,11 +81,14 @@ LOCAL_ONLY: dict[str, tuple[Callable[[list[str]], str], bool]] = {
     **dict.fromkeys(
         re.split(
             r"\s+",
-            "grep egrep fgrep head tail cat ls wc cut uniq tr echo printf true false test [ "
+            "grep egrep fgrep head tail cat ls wc cut uniq tr echo true false "
             "which stat id whoami uname pwd basename dirname column nl tac",
         ),
         (_any, True),
     ),
+    "test": (_test, False),
+    "[": (_test, False),
+    "printf": (_printf, False),
     "sort": (_no_long_options, False),
     "sshd": (_sshd, False),
 }
@@ -153,6 +169,9 @@ def tokenize(line: str) -> list[_Word | str] | None:
             return None
     if word is not None:
         items.append(word)
+    for item in items:
+        if isinstance(item, _Word) and item.script in ("[", "]"):
+            item.glob = False  # a bracket alone matches nothing: `[ -f x ]`
     return items
 
 
