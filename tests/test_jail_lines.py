@@ -16,7 +16,7 @@ import pytest
 
 from agentledger.runner.shell_gate import Gate
 from agentledger.runner.shell_gate.netlines import line_grant
-from agentledger.runner.shell_gate.netreaders import NetworkGrant
+from agentledger.runner.shell_gate.netreaders import NetworkGrant, check_reader
 from jail_helpers import need_bwrap, need_userns
 
 
@@ -167,3 +167,40 @@ def test_readers_after_the_first_one_s_pipe_get_their_network_too() -> None:
 
 def test_a_bracket_test_is_a_local_part() -> None:
     assert _grant("[ -f /etc/hosts ] && ss -tln").argv[2] == "'[' -f /etc/hosts ] && ss -tln"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "ping -M do -s 1472 -c 3 172.16.8.20",
+        "ping -I eth0 -W 1 -i 0.5 -c 2 10.0.0.1",
+        "docker --version",
+        "netstat -tulpn",
+        "netstat --route --numeric",
+        "service ssh status",
+        "service --status-all",
+        "ufw status verbose",
+        "ufw status numbered",
+    ],
+)
+def test_the_read_only_forms_investigators_use_pass_their_reader(words: str) -> None:
+    assert check_reader(words.split()) == ""
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "ping -M dont -f 10.0.0.1",
+        "ping -M x 10.0.0.1",
+        "docker --host tcp://10.0.0.5:2375 ps",
+        "netstat -c",
+        "netstat -tulpn eth0",
+        "service ssh restart",
+        "service ssh",
+        "ufw enable",
+        "ufw status verbose extra",
+        "ufw --force reset",
+    ],
+)
+def test_their_writing_forms_do_not(words: str) -> None:
+    assert check_reader(words.split()) != ""
