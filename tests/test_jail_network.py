@@ -138,9 +138,11 @@ def test_curl_and_wget_are_told_to_follow_nothing_but_http() -> None:
 
 
 def test_a_reader_hidden_in_a_line_is_refused_not_run_without_its_network() -> None:
+    # A line of readers and local-only tools runs in one sandbox (test_jail_lines.py);
+    # with any other part, or words bash would expand, it is refused.
     hidden = (
-        "ls; iptables -S",
-        "echo x | curl -s http://10.0.0.5/",
+        "find . -maxdepth 0; iptables -S",
+        "awk 1 /etc/hostname | curl -s http://10.0.0.5/",
         "$(iptables -S)",
         'ssh web "echo $(id)"',
         'curl -H "X: \\$HOME" http://10.0.0.5/',

@@ -264,15 +264,40 @@ class Gate:
                 if remote and "ssh" not in remote:
                     continue
                 if names_reader(part.command, part.via):
-                    reason = (
-                        f"{part.command} needs the host's network or a daemon's socket, which "
-                        "the sandbox gives a reader only as the first command of its line, in "
-                        "plain words or quotes bash reads literally, optionally piped into the "
-                        "rest (`iptables -S | grep DROP`)"
-                    )
-                    return Decision(decision.classification, "denied", "sandbox", reason)
+                    return self._line_of_readers(decision, part.command)
+        elif grant.rest is not None and any(
+            names_reader(part.command, part.via) for part in decision.classification.parts[1:]
+        ):
+            # More readers after the pipe: all of them get what they need, or only the first.
+            return self._line_of_readers(decision, grant.rest, fallback=grant)
         decision.network = grant
         return decision
+
+    def _line_of_readers(
+        self, decision: Decision, command: str, fallback: NetworkGrant | None = None
+    ) -> Decision:
+        """`decision` for a line where the network reader `command` is not first: run in
+        one sandbox with what its readers need, when every other part is local-only
+        (`netlines`); else with `fallback` (the first reader's grant) when there is one;
+        denied otherwise."""
+        from agentledger.runner.shell_gate.execute import find_shell
+        from agentledger.runner.shell_gate.netlines import line_grant
+
+        grant = line_grant(decision.command, os.geteuid(), find_shell())
+        if grant is not None and not isinstance(grant, str):
+            decision.network = grant
+            return decision
+        if fallback is not None:
+            decision.network = fallback
+            return decision
+        reason = (
+            f"{command} needs the host's network or a daemon's socket, which the sandbox "
+            "gives a reader only as the first command of its line, optionally piped into the "
+            "rest (`iptables -S | grep DROP`), or in a line whose every other part is a "
+            "local-only tool (`grep`, `tail`, `ls`, ...), in plain words or quotes bash "
+            f"reads literally: {grant or 'no network reader in the line'}"
+        )
+        return Decision(decision.classification, "denied", "sandbox", reason)
 
     def _decide_in_lab(self, command: str) -> Decision:
         """In a lab: decided on the command without its host prefix; what the policy would

@@ -153,7 +153,13 @@ def _ss(args: list[str]) -> str:
 def _ping(args: list[str]) -> str:
     options = ReaderOptions(
         "-n -q -4 -6 -D -O -v",
-        {"-c": INT, "-W": NUM, "-w": INT, "-i": interval, "-s": INT, "-t": INT},
+        {
+            **{"-c": INT, "-W": NUM, "-w": INT, "-i": interval, "-s": INT, "-t": INT},
+            # -M: path MTU discovery (do, want, dont, probe); -I: the interface or address
+            # sent from. Both shape this ping's packets only.
+            "-M": one_of("do", "want", "dont", "probe"),
+            "-I": matches(HOST),
+        },
     )
     _, _, problem = options.parse(args, stop_at_positional=False)
     if problem:
@@ -348,8 +354,10 @@ _DOCKER_OPTIONS = ReaderOptions(
 def _docker(args: list[str]) -> str:
     """Listing and inspecting, over the local daemon's socket; no global option (`-H`,
     `--context` and `--config` would name another daemon or configuration)."""
+    if args in (["--version"], ["-v"]):
+        return ""
     if not args or args[0].startswith("-"):
-        return "docker needs a subcommand first (no global options)"
+        return "docker needs a subcommand first (no global options but --version)"
     reads = _DOCKER_READS.get(args[0])
     if reads is None:
         return f"`docker {args[0]}`: only {', '.join(sorted(_DOCKER_READS))} read"
@@ -367,6 +375,42 @@ def _docker(args: list[str]) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_.:/@-]{1,256}", word):
             return f"{word!r} is not a container, image, network or volume name"
     return ""
+
+
+_NETSTAT_OPTIONS = ReaderOptions(
+    "-t -u -w -x -l -a -n -p -e -o -r -i -s -g -W -4 -6 --tcp --udp --raw --unix --listening "
+    "--all --numeric --programs --extend --timers --route --interfaces --statistics --groups "
+    "--wide --numeric-hosts --numeric-ports --numeric-users"
+)
+
+
+def _netstat(args: list[str]) -> str:
+    """netstat reads /proc/net of its network namespace; never -c (it would not end)."""
+    _, _, problem = _NETSTAT_OPTIONS.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    extra = positionals(args, _NETSTAT_OPTIONS)
+    return f"{extra[0]!r}: netstat takes options only" if extra else ""
+
+
+def _service(args: list[str]) -> str:
+    """`service UNIT status` (systemctl status, or the init script's status) and
+    `service --status-all`; no other action."""
+    if args == ["--status-all"] or (
+        len(args) == 2 and args[1] == "status" and _UNIT.fullmatch(args[0])
+    ):
+        return ""
+    return "service only as `service UNIT status` or `service --status-all`"
+
+
+def _ufw(args: list[str]) -> str:
+    """`ufw status [verbose|numbered]` and `ufw version`: they list the rules through
+    iptables; every other command changes them."""
+    if args in (["status"], ["status", "verbose"], ["status", "numbered"], ["version"]):
+        return ""
+    if args in (["--version"],):
+        return ""
+    return "ufw only as `ufw status`, `ufw status verbose|numbered` or `ufw version`"
 
 
 class Reader:
@@ -415,5 +459,8 @@ READERS: dict[str, Reader] = {
     "ssh": Reader(_ssh, unix_sockets=True),
     "systemctl": Reader(_systemctl, host_network=False, unix_sockets=True),
     "docker": Reader(_docker, host_network=False, unix_sockets=True),
+    "netstat": Reader(_netstat),
+    "service": Reader(_service, host_network=False, unix_sockets=True),
+    "ufw": Reader(_ufw, _IPTABLES_CAPS),
 }
 """Every reader, by command name."""
