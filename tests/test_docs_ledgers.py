@@ -25,7 +25,9 @@ def _command_lines(text: str) -> list[str]:
             joined = joined[:-1]
             continue
         for part in re.split(r"\s(?:&&|&|;|\|)\s", joined):
-            if "--ledger" in part and re.search(r"\bagentledger\s", part):
+            if re.search(r"\bagentledger\s", part) and (
+                "--ledger" in part or re.search(r"\bagentledger demo\s", part)
+            ):
                 lines.append(part[part.index("agentledger") :])
         joined = ""
     return lines
@@ -36,6 +38,9 @@ def _ledger_and_subcommand(line: str) -> tuple[str, str] | None:
         words = shlex.split(line, comments=True)
     except ValueError:
         words = line.split()
+    if words[1:2] == ["demo"]:  # `agentledger demo [--labs] PATH` makes the ledger PATH
+        places = [word for word in words[2:] if not word.startswith("-")]
+        return (places[-1].strip("`"), "demo") if places else None
     for at, word in enumerate(words):
         name = word.split("=", 1)[1] if word.startswith("--ledger=") else None
         if word == "--ledger" and at + 1 < len(words):

@@ -23,7 +23,7 @@ from typing import Literal
 from agentledger.judges.rules.extract import Extracted, log_commands, report_commands
 from agentledger.judges.rules.ops_knowledge import OpsKnowledge, load_ops_knowledge
 from agentledger.judges.rules.report_structure import Report
-from agentledger.judges.rules.verification import _probes, is_probe
+from agentledger.judges.rules.verification import is_probe, probe_patterns
 from agentledger.records import ShellEvent
 
 __all__ = ["Remediation", "Verification", "read_remediation", "split_host"]
@@ -170,7 +170,7 @@ def _is_change(item: Extracted, knowledge: OpsKnowledge) -> bool:
     label = item.event.classification if item.event is not None else None
     if label == "read-only" or not item.cmds:
         return False
-    known = _probes(knowledge)
+    known = probe_patterns(knowledge)
     return not any(pattern.matches(cmd) for cmd in item.cmds for pattern in known)
 
 

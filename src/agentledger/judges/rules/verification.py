@@ -28,7 +28,7 @@ from agentledger.judges.rules.ops_knowledge import OpsKnowledge
 from agentledger.judges.rules.report_structure import Unit
 from agentledger.records.scores import CriterionResult, Evidence
 
-__all__ = ["judge_c4"]
+__all__ = ["is_probe", "judge_c4", "probe_patterns"]
 
 _NO_ACTION = re.compile(
     r"\b(?:no (?:[\w-]+ ){0,2}?(?:action|change|remediation|fix|intervention)s? (?:is |are )?"
@@ -49,7 +49,8 @@ _PLUMBING = frozenset(
 )  # fmt: skip
 
 
-def _probes(knowledge: OpsKnowledge) -> list[CommandPattern]:
+def probe_patterns(knowledge: OpsKnowledge) -> list[CommandPattern]:
+    """The known probes of `knowledge` (verification.yaml) as patterns, built once."""
     found = _PATTERNS.get(knowledge.digest)
     if found is None:
         found = [CommandPattern(probe.command, knowledge) for probe in knowledge.probes]
@@ -62,7 +63,7 @@ def is_probe(item: Extracted, knowledge: OpsKnowledge) -> bool:
     (verification.yaml), or any other command that is not shell plumbing (`echo`, `cd`)."""
     if not item.cmds or any(cmd.is_change for cmd in item.cmds):
         return False
-    patterns = _probes(knowledge)
+    patterns = probe_patterns(knowledge)
     if any(pattern.matches(cmd) for cmd in item.cmds for pattern in patterns):
         return True
     if any(cmd.via and cmd.via[0] in ("ssh", "sudo") and "ssh" in cmd.via for cmd in item.cmds):
