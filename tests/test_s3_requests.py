@@ -116,12 +116,12 @@ def test_verify_lists_the_runs_once_whatever_their_number(
         # Under the journal lock (taken and let go: two PUTs), one listing of runs/ (a page
         # of 1,000 keys a request) gives every sealed run with its files, so no run is listed
         # again (it was one listing each); the journal's keys, and its two segments read (a
-        # listing after the first, to read the rest at once); the keys of scores, labels and
-        # decisions; the staging areas, the claims and the groups' seals (leftovers). Then
+        # listing after the first, to read the rest at once); the keys of scores, labels,
+        # decisions and outcomes; the staging areas, the claims and the groups' seals (leftovers). Then
         # each file of each run read, MANIFEST.json with them.
         assert verified == {
             "PutObject": 2,
-            "ListObjectsV2": 1 + 2 + 3 + 3,
+            "ListObjectsV2": 1 + 2 + 4 + 3,
             "GetObject": 2 + runs * (per_run + 1),
         }
 

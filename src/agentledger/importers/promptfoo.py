@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentledger.errors import InputError, RecordError
+from agentledger.errors import RecordError
 from agentledger.importers.plan import PlannedRun
-from agentledger.importers.run_plan import PlanContext, read_source
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.source_files import given_file, read_regular
 from agentledger.importers.trace_runs import TraceFacts, plan_trace_run, trace_files
-from agentledger.records import decode_json
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json
 from agentledger.records.trace import STEPS, step_text_fields
 
 __all__ = [
@@ -67,12 +68,15 @@ def linked_run(result: dict[str, Any]) -> str | None:
     return None
 
 
-def find_promptfoo_results(paths: Sequence[Path]) -> list[tuple[Path, str]]:
-    """One entry per result that is not a run already (``file#result=N``)."""
+def find_promptfoo_results(
+    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
+) -> list[tuple[Path, str]]:
+    """One entry per result that is not a run already (``file#result=N``); a file over
+    `limit` bytes is refused before it is read, and links out of the folder are refused."""
     found: list[tuple[Path, str]] = []
     for path in paths:
         for file, real in trace_files(path, (".json",), "promptfoo results file"):
-            results = read_results(read_source(real, found=True), str(file))
+            results = read_results(read_regular(real, limit, file), str(file))
             for number, result in enumerate(results):
                 if linked_run(result) is None:
                     found.append(
@@ -131,9 +135,10 @@ def plan_promptfoo_result(path: Path, ctx: PlanContext, real: str | None = None)
     """The checked plan of one result (``file#result=N``) of a promptfoo output file."""
     file_name, _, number_text = str(path).partition(_SEPARATOR)
     file = Path(file_name)
-    if file.stat().st_size > ctx.limit:
-        raise InputError(f"{file}: larger than the largest artifact accepted ({ctx.limit})")
-    raw, results = ctx.latest("promptfoo-file", file, _read_file)
+    at = real.partition(_SEPARATOR)[0] if real else given_file(file)
+    raw, results = ctx.latest(
+        "promptfoo-file", Path(at), lambda _at: _read_file(file, read_regular(at, ctx.limit, file))
+    )
     number = int(number_text)
     result = results[number]
     where = f"results[{number}]"
@@ -201,8 +206,7 @@ def _result_bytes(result: dict[str, Any]) -> bytes:
     return json.dumps(result, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass") + b"\n"
 
 
-def _read_file(file: Path) -> tuple[bytes, list[dict[str, Any]]]:
-    raw = read_source(file)
+def _read_file(file: Path, raw: bytes) -> tuple[bytes, list[dict[str, Any]]]:
     return raw, read_results(raw, str(file))
 
 
