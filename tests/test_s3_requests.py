@@ -117,8 +117,8 @@ def test_verify_lists_the_runs_once_whatever_their_number(
         # of 1,000 keys a request) gives every sealed run with its files, so no run is listed
         # again (it was one listing each); the journal's keys, and its two segments read (a
         # listing after the first, to read the rest at once); the keys of scores, labels,
-        # decisions and outcomes; the staging areas, the claims and the groups' seals (leftovers). Then
-        # each file of each run read, MANIFEST.json with them.
+        # decisions and outcomes; the staging areas, the claims and the groups' seals
+        # (leftovers). Then each file of each run read, MANIFEST.json with them.
         assert verified == {
             "PutObject": 2,
             "ListObjectsV2": 1 + 2 + 4 + 3,
