@@ -36,7 +36,9 @@ __all__ = [
     "Label",
     "LabelSource",
     "LabelVerdict",
+    "aware_created_at",
     "new_label_id",
+    "safe_run_id",
 ]
 
 LABELS_DIR = "labels"
@@ -55,6 +57,21 @@ def new_label_id(when: datetime | None = None) -> str:
     """A new label id for a label made at `when` (now by default)."""
     moment = (when or datetime.now(UTC)).astimezone(UTC)
     return f"lbl_{moment.strftime('%Y%m%dT%H%M%SZ')}_{secrets.token_hex(4)}"
+
+
+def safe_run_id(value: str) -> str:
+    """A record's `run_id`, checked as a run id (a validator of labels and outcomes)."""
+    try:
+        return check_run_id(value)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def aware_created_at(value: datetime) -> datetime:
+    """A record's `created_at`, which must carry its time zone, in UTC."""
+    if value.tzinfo is None:
+        raise ValueError("created_at must carry its time zone")
+    return value.astimezone(UTC)
 
 
 class _Part(BaseModel):
@@ -103,20 +120,8 @@ class Label(Record):
         default=None, pattern=LABEL_ID, description="The label of the same run this corrects."
     )
 
-    @field_validator("run_id")
-    @classmethod
-    def _safe_run_id(cls, value: str) -> str:
-        try:
-            return check_run_id(value)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("created_at")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("created_at must carry its time zone")
-        return value.astimezone(UTC)
+    _safe_run_id = field_validator("run_id")(safe_run_id)
+    _aware = field_validator("created_at")(aware_created_at)
 
     @model_validator(mode="after")
     def _says_something(self) -> Label:

@@ -31,9 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentledger.errors import InputError
-from agentledger.identity import check_run_id
 from agentledger.records import HASH_PATTERN, Record, utc_now
+from agentledger.records.labels import aware_created_at, safe_run_id
 
 __all__ = [
     "OUTCOMES_DIR",
@@ -197,20 +196,8 @@ class Outcome(Record):
         "owner stopped, table deleted).",
     )
 
-    @field_validator("run_id")
-    @classmethod
-    def _safe_run_id(cls, value: str) -> str:
-        try:
-            return check_run_id(value)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("created_at")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("created_at must carry its time zone")
-        return value.astimezone(UTC)
+    _safe_run_id = field_validator("run_id")(safe_run_id)
+    _aware = field_validator("created_at")(aware_created_at)
 
     @staticmethod
     def check_id(outcome_id: str) -> str:
