@@ -48,6 +48,8 @@ GATE_ERRORS_FILE = "gate_errors.jsonl"
 """Beside the audit log: one JSON line per allowed command the gate could not start (its
 sandbox could not be had), so that a runner can tell a run where nothing ran from one that
 ran nothing."""
+LAB_ENV = "AGENTLEDGER_LAB"
+"""The environment variable naming a run's lab target (`agentledger.runner.lab_shell`)."""
 DENIED_EXIT = 126
 """What `agentledger exec` exits with when the gate refuses a command."""
 
@@ -227,7 +229,8 @@ class Gate:
         folder = os.fspath(run_dir)
         if not os.path.isdir(folder):
             raise _input_error(f"run directory {folder} does not exist")
-        if "lab" not in options:
+        if "lab" not in options and os.environ.get(LAB_ENV):
+            # Imported only in a lab: it costs more than the rest of a gated command's start.
             from agentledger.runner.lab_shell import LabTarget
 
             options["lab"] = LabTarget.from_environment()

@@ -36,7 +36,16 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["MARK", "Redactor", "check_pattern", "fingerprint", "rule_table"]
+__all__ = [
+    "MARK",
+    "SHORTEST_TOKEN",
+    "TOKEN_CHARACTERS",
+    "Redactor",
+    "check_pattern",
+    "fingerprint",
+    "may_hold_encoded",
+    "rule_table",
+]
 
 MARK = "[REDACTED"
 """How every redaction marker starts: ``[REDACTED:KIND:HASH]``."""
@@ -216,7 +225,7 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
 # detect-secrets plugins left out: public IP addresses are not secrets, and the private key
 # plugin finds a block's header only, where the rules above replace the whole block.
 _SKIPPED_PLUGINS = frozenset(("IPPublicDetector", "PrivateKeyDetector"))
-_TABLE_FORMAT = 4
+_TABLE_FORMAT = 5
 _KEYWORD_REGEXES: tuple[str, ...] = ()
 """detect-secrets' keyword plugin (`password: X`, `db_pass = X`) is not a regex plugin, but
 its patterns are: any of them named here joins the table. None is: on the corpora of
@@ -225,10 +234,28 @@ tripled the cost of redacting ops output (their `\\w*` affixes match anywhere)."
 _MULTILINE = 8
 """re.MULTILINE's value."""
 
-_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int]
+_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int, "list[list[Any]]"]
 """(kind, pattern, re flags, words of which one must be in the lowered text or None,
 whether the group to replace is found by the library's convention, the length of its
-shortest match)."""
+shortest match, and [word, count] pairs: how often each word is in every match, such as the
+four colons of a pgpass line)."""
+
+TOKEN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"  # noqa: S105
+"""What an encoded token (base64, base64url, hex) is made of, as `redact_decode` reads it."""
+SHORTEST_TOKEN = 20
+"""The shortest token `redact_decode` decodes."""
+_AS_RUNS = str.maketrans(TOKEN_CHARACTERS, "a" * len(TOKEN_CHARACTERS))
+
+
+def may_hold_encoded(text: str) -> bool:
+    """False when `redact_decode` can find nothing in `text`: a single line without a run of
+    SHORTEST_TOKEN token characters (a dump, a run of lines or a Secret's data needs two
+    lines). The command words, paths and reasons of most events are such lines, and then
+    neither that module nor `re` is loaded."""
+    if len(text) < SHORTEST_TOKEN:
+        return False
+    return "\n" in text or "a" * SHORTEST_TOKEN in text.translate(_AS_RUNS)
+
 
 _DOTALL = 16
 """re.DOTALL's value (kept here so that `re` is imported only to compile)."""
@@ -273,14 +300,18 @@ class Redactor:
         """`text` with every secret the detectors recognise replaced by its marker."""
         if not text:
             return text
-        from agentledger.runner.shell_gate.redact_decode import rescan, rescan_lines
+        decode = may_hold_encoded(text)
+        if decode:
+            from agentledger.runner.shell_gate.redact_decode import rescan_lines
 
-        text = rescan_lines(text, self._rules_only, _marker)
+            text = rescan_lines(text, self._rules_only, _marker)
         lowered = text.lower()
-        for kind, pattern, flags, words, library, shortest in rule_table():
+        for kind, pattern, flags, words, library, shortest, needs in rule_table():
             if len(text) < shortest:
                 continue
             if words is not None and not any(word in lowered for word in words):
+                continue
+            if needs and not _has_counts(lowered, needs):
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
             regex = _compile(pattern, flags)
@@ -292,13 +323,19 @@ class Redactor:
                 text, lowered = redacted, redacted.lower()
         for pattern in self.extra:
             text = _compile(pattern, 0).sub(_replacer("policy"), text)
+        if not decode:
+            return text
+        from agentledger.runner.shell_gate.redact_decode import rescan
+
         return rescan(text, self._rules_only, _marker)
 
     def _rules_only(self, text: str) -> str:
         """`redact` without looking into encoded text (what `rescan` runs on decoded text)."""
         lowered = text.lower()
-        for kind, pattern, flags, words, library, shortest in rule_table():
+        for kind, pattern, flags, words, library, shortest, needs in rule_table():
             if len(text) < shortest or (words is not None and not any(w in lowered for w in words)):
+                continue
+            if needs and not _has_counts(lowered, needs):
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
             redacted = _compile(pattern, flags).sub(replace, text)
@@ -335,11 +372,11 @@ def _build_table(raw: bytes, source: str) -> list[list[Any]]:
             | (re.DOTALL if "s" in letters else 0)
             | (re.MULTILINE if "m" in letters else 0)
         )
-        words, shortest = _requirements(pattern, flags)
-        rules.append([kind, pattern, flags, words, False, shortest])
+        words, shortest, needs = _requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, False, shortest, needs])
     for kind, pattern, flags in _library_patterns():
-        words, shortest = _requirements(pattern, flags)
-        rules.append([kind, pattern, flags, words, True, shortest])
+        words, shortest, needs = _requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, True, shortest, needs])
     return rules
 
 
@@ -398,23 +435,45 @@ def _stamp(folder: str) -> str:
     return f"{info.st_mtime_ns}-{info.st_size}"
 
 
-def _requirements(pattern: str, flags: int) -> tuple[list[str] | None, int]:
-    """What every match of `pattern` has: one of some lower-case words (None: no such
-    words), and at least some length; text without them is not searched."""
+def _requirements(pattern: str, flags: int) -> list[Any]:
+    """What every match of `pattern` has: [one of some lower-case words (None: no such
+    words), at least some length, [word, count] pairs of words it holds that many times];
+    text without them is not searched."""
     import importlib
 
     parser = importlib.import_module("re._parser")
     try:
         parsed = parser.parse(pattern, flags)
     except Exception:
-        return None, 0
-    words = _sequence_words(parser, list(parsed))
-    return (sorted(words) if words else None), int(parsed.getwidth()[0])
-
-
-def _sequence_words(parser: Any, items: list[tuple[Any, Any]]) -> set[str] | None:
-    constants = parser
+        return [None, 0, []]
     candidates: list[set[str]] = []
+    words = _sequence_words(parser, list(parsed), candidates)
+    counts: dict[str, int] = {}
+    for candidate in candidates:
+        if len(candidate) == 1:
+            word = next(iter(candidate))
+            counts[word] = counts.get(word, 0) + 1
+    chosen = sorted(words) if words else None
+    needs = [
+        [word, count]
+        for word, count in sorted(counts.items())
+        if count > 1 or chosen != [word]  # one word held once is what `words` checks
+    ]
+    return [chosen, int(parsed.getwidth()[0]), needs]
+
+
+def _has_counts(lowered: str, needs: list[list[Any]]) -> bool:
+    """True when `lowered` holds each word of `needs` at least its count of times."""
+    return all(lowered.count(word) >= count for word, count in needs)
+
+
+def _sequence_words(
+    parser: Any, items: list[tuple[Any, Any]], candidates: list[set[str]] | None = None
+) -> set[str] | None:
+    """The words of which every match of `items` holds one (the set with the longest
+    shortest word); `candidates` gets every such set found at this level."""
+    constants = parser
+    candidates = [] if candidates is None else candidates
     run: list[str] = []
 
     def close() -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import binascii
 import re
 
+from agentledger.runner.shell_gate.redact import SHORTEST_TOKEN, TOKEN_CHARACTERS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,7 +113,7 @@ TOKEN_RULES: tuple[tuple[str, str, str], ...] = (
     ("gitlab-token", r"\b(?P<secret>glrt-[A-Za-z0-9_-]{20,})", ""),
 )
 
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,}")
+_TOKEN = re.compile(f"[{re.escape(TOKEN_CHARACTERS)}]{{{SHORTEST_TOKEN},}}")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2}){20,}")
 _LINE_RUN = re.compile(
@@ -135,7 +137,7 @@ def rescan_lines(text: str, redact: Callable[[str], str], marker: Callable[[str,
 def rescan(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     """`text` with every encoded token or dump that holds a secret replaced by a marker:
     `redact` finds secrets in what it decodes to, `marker(kind, run)` writes one."""
-    if len(text) < 20:
+    if len(text) < SHORTEST_TOKEN:
         return text
     text = _kubernetes_secrets(text, marker)
     text = _dumps(text, redact, marker)
