@@ -297,3 +297,11 @@ def test_the_investigators_commands_still_run_in_investigate_mode() -> None:
     gate = Gate(None, None)
     refused = [line for line in INVESTIGATIONS if gate.decide(line).decision == "denied"]
     assert refused == []
+
+
+def test_the_sandbox_knows_every_network_reader_by_name() -> None:
+    # The gate skips loading the readers' checks for a line naming none of READER_NAMES.
+    from agentledger.runner.shell_gate.reader_checks import READERS
+    from agentledger.runner.shell_gate.sandbox import READER_NAMES
+
+    assert sorted(READER_NAMES) == sorted(READERS)

@@ -255,8 +255,14 @@ class Gate:
         have the host's network for."""
         if decision.decision == "denied" or not self._sandboxes(decision.decision, decision):
             return decision
+        from agentledger.runner.shell_gate.sandbox import READER_NAMES, REMOTE_WRAPPERS
+
+        parts = decision.classification.parts
+        texts = [decision.command, *(part.command for part in parts)]
+        texts += [name for part in parts for name in part.via]
+        if not any(name in text for text in texts for name in READER_NAMES):
+            return decision  # no reader named anywhere: its own network (netreaders unread)
         from agentledger.runner.shell_gate.netreaders import names_reader, network_grant
-        from agentledger.runner.shell_gate.sandbox import REMOTE_WRAPPERS
 
         grant = network_grant(decision.command, os.geteuid())
         if isinstance(grant, str):
