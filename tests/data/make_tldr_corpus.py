@@ -4,7 +4,9 @@ read-only or not by a rule fixed before the gate was measured on them.
     python tests/data/make_tldr_corpus.py PAGES_DIR     # writes beside this file
 
 PAGES_DIR holds tldr pages (tldr-pages/tldr, `pages/common/*.md` and `pages/linux/*.md`) as
-`PLATFORM__NAME.md`. The pages are © the tldr-pages contributors, licensed CC BY 4.0
+`PLATFORM__NAME.md`, each starting with a line `<!-- commit: SHA -->` naming the version read
+(an example's description wrapped over two lines is joined into one). The pages are © the
+tldr-pages contributors, licensed CC BY 4.0
 (https://creativecommons.org/licenses/by/4.0/); the JSON written names each example's page
 and keeps its description and command as tldr wrote them, placeholders resolved as below.
 
@@ -42,6 +44,7 @@ NOT_READING = (
 )  # fmt: skip
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 _EXAMPLE = re.compile(r"^- (?P<description>.+?)\n\n`(?P<command>.+)`$", re.M)
+_COMMIT = re.compile(r"<!-- commit: ([0-9a-f]{40}) -->")
 
 
 def resolve(command: str) -> str:
@@ -73,12 +76,15 @@ def examples(pages: Path) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for page in sorted(pages.glob("*__*.md")):
         platform, name = page.stem.split("__", 1)
-        for match in _EXAMPLE.finditer(page.read_text(encoding="utf-8")):
+        text = page.read_text(encoding="utf-8")
+        commit = _COMMIT.search(text)
+        for match in _EXAMPLE.finditer(text):
             description = match.group("description").strip().rstrip(":")
             command = resolve(match.group("command"))
             rows.append(
                 {
                     "page": f"pages/{platform}/{name}.md",
+                    "commit": commit.group(1) if commit else None,
                     "description": description,
                     "command": command,
                     "read_only": plainly_read_only(description, command),

@@ -33,7 +33,12 @@ __all__ = ["READERS", "Reader"]
 
 _NFT_NAME = Shape(r"[A-Za-z0-9_.-]{1,64}")
 _DIG_WORD = Shape(r"@?[A-Za-z0-9_.:*-]{1,253}|\+[a-z0-9-]{1,30}(=[0-9]{1,5})?")
-_NSLOOKUP_OPTION = Shape(r"-(type|query|q|timeout|retry)=[A-Za-z0-9]{1,10}|-debug")
+# Options that shape the query only: its type and class, TCP (-vc) or UDP, recursion, the
+# search list, the server's port, the debug output.
+_NSLOOKUP_OPTION = Shape(
+    r"-(type|query|q|querytype|class|timeout|retry)=[A-Za-z0-9]{1,10}|-port=[0-9]{1,5}"
+    r"|-(no)?(debug|d2|vc|recurse|search|defname)"
+)
 _SSH_SETTING = Shape(r"[A-Za-z0-9_.,/@:~+-]*")
 _DOCKER_NAME = Shape(r"[A-Za-z0-9_.:/@-]{1,256}")
 _FIREWALL_CAPS = ("CAP_NET_ADMIN",)
