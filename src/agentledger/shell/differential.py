@@ -50,7 +50,9 @@ def text_problem(text: str) -> str | None:
     """Why bash and the parser may split `text` differently, or None."""
     # Plain ASCII with no control character but tab and newline needs no regular expression
     # (most lines; `re` is not imported for them).
-    plain = text.isascii() and text.replace("\t", " ").replace("\n", " ").isprintable()
+    plain = text.isascii() and (
+        text.isprintable() or text.replace("\t", " ").replace("\n", " ").isprintable()
+    )
     if not plain:
         import re
 
