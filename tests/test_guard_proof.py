@@ -239,6 +239,13 @@ def test_code_and_file_names_are_not_hosts() -> None:
         ({"confidence_floor": {"floor": 0}}, "confidence_floor.floor"),
         ({"json_schema": {}}, "json_schema"),
         ({"json_schema": {"title": "anything"}}, "json_schema"),
+        (
+            {"json_schema": {"type": ["object", "array", "string", "number", "boolean", "null"]}},
+            "json_schema",
+        ),
+        ({"json_schema": {"not": {"not": {}}}}, "json_schema"),
+        ({"json_schema": {"anyOf": [{"type": "object"}, {}]}}, "json_schema"),
+        ({"json_schema": {"allOf": [True, {"properties": {}}]}}, "json_schema"),
         ({"hostname_allowlist": ["*"]}, "hostname_allowlist.0"),
         ({"hostname_allowlist": ["*.io"]}, "hostname_allowlist.0"),
         ({"hostname_allowlist": ["good.io", "*.co.uk"]}, "hostname_allowlist.1"),
@@ -253,6 +260,17 @@ def test_an_expect_that_checks_nothing_is_refused_at_load(
     with pytest.raises(RecordError) as raised:
         check("{}", expect)
     assert raised.value.field == field
+
+
+def test_a_schema_whose_constraints_may_fail_is_kept() -> None:
+    # The refusal above errs towards keeping: a schema that can reject some output loads.
+    for schema in (
+        {"type": ["object", "array"]},
+        {"anyOf": [{"type": "object"}, {"required": ["sql"]}]},
+        {"not": {"type": "null"}},
+        {"properties": {"sql": {"type": "string"}}},
+    ):
+        assert check(json.dumps({"sql": "SELECT 1"}), {"json_schema": schema}).ok
 
 
 # -- a real PostgreSQL: what the refused SQL does ------------------------------------------------
