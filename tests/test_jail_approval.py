@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate import Gate, Policy
-from agentledger.runner.shell_gate.ask import CLEAR, approver_identity, printable, question
+from agentledger.runner.shell_gate.ask import (
+    CLEAR,
+    approver_identity,
+    printable,
+    question,
+    under_sudo,
+)
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -47,11 +53,20 @@ def test_the_approver_is_a_person_never_a_bare_root(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("SUDO_USER", raising=False)
     who = approver_identity()
     assert who != "root" and who
-    monkeypatch.setenv("SUDO_USER", "nobody")
-    if who.split(" ")[0] in ("root", "nobody"):  # no login identity here: sudo's is used
-        assert approver_identity() == "nobody (SUDO_USER)"
     monkeypatch.setenv("SUDO_USER", "no-such-user-here")
     assert "no-such-user-here" not in approver_identity()
+
+
+def test_a_sudo_user_set_without_sudo_does_not_name_the_approver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The agent that starts the gate sets its environment: SUDO_USER alone proves nothing.
+    assert not under_sudo()  # the tests do not run under sudo
+    monkeypatch.setenv("SUDO_USER", "nobody")
+    who = approver_identity()
+    assert who.split(" (")[0] != "nobody" and "(SUDO_USER)" not in who
+    if who.startswith(("root ", "nobody ")):  # no login identity: the claim is noted
+        assert "SUDO_USER=nobody set without sudo" in who
 
 
 def spawn(tmp_path: Path, run_dir: Path, policy: Path, command: str) -> object:
@@ -120,3 +135,13 @@ def test_an_approved_line_keeps_the_network_its_reader_was_checked_for(tmp_path:
     result = gate.run("ip -br link | no-such-tool-here")
     assert result.decision.decision == "approved"
     assert result.event["network"] == "ip" and result.event["sandbox"] == "bwrap"
+
+
+def test_the_clearing_resets_what_a_soft_reset_keeps() -> None:
+    # A command's output may have set the default colours alike (OSC 10/11: the question
+    # would be invisible), changed the palette, left the alternate screen on, or turned on
+    # mouse reporting (a click sends input); none of it survives the clearing.
+    for sequence in ("\x1b]104\x07", "\x1b]110\x07", "\x1b]111\x07", "\x1b[?1049l",
+                     "\x1b[?1000l", "\x1b[?1003l", "\x1b[2J"):  # fmt: skip
+        assert sequence in CLEAR
+    assert CLEAR.index("\x1b]111\x07") < CLEAR.index("\x1b[2J")

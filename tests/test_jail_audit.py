@@ -89,7 +89,9 @@ def test_yes_for_seconds_keeps_the_gate_small(run_dir: Path) -> None:
         check=True,
     )
     size, before_kib, after_kib = (int(value) for value in done.stdout.split())
-    assert size > 50_000_000  # it did print without end
+    # It did print without end: more than the growth allowed below, several times over (how
+    # much more depends on the machine's load: 45 MB in 3 s on two cores at load 30).
+    assert size > 24_000_000
     # Hundreds of MB went through; the gate grew by no more than its two spools and change.
     # (What it started at depends on what validating the policy loaded here, a cold cache;
     # bench/gate.py measures `agentledger exec -- yes` as a whole: goal under 64 MB.)

@@ -601,6 +601,7 @@ def _wrapper(
     attached = spec.attached
     matches: list[Match] = []
     started = len(jobs)
+    given: list[str] = []
     after = wrapper.get("after")
     if after is not None:
         split = next((i for i, word in enumerate(args) if word.value == after), len(args))
@@ -632,6 +633,7 @@ def _wrapper(
                 flag = text
             if flag in no_run:
                 return READ_ONLY, f"{label} {flag} runs no command"
+            given.append(flag)
             index += 1
             if value is None and (flag in attached or flag in takes_value) and index < end:
                 value = args[index]
@@ -640,7 +642,11 @@ def _wrapper(
                 _value(knowledge, spec, label, flag, value, spec.values[flag], matches, jobs)
             if flag in outputs:
                 _output(knowledge, label, flag, value, firm)
-        inner = args[index + wrapper.get("skip", 0) :]
+        skip = wrapper.get("skip", 0)
+        for number in spec.writes.get("args", ()):
+            if number <= skip and index + number - 1 < end:  # `flock FILE cmd` creates FILE
+                _output(knowledge, label, "(its lock file)", args[index + number - 1], firm)
+        inner = args[index + skip :]
     if inner:
         if wrapper.get("appends"):
             inner = [*inner, _STDIN_WORD]
@@ -655,6 +661,11 @@ def _wrapper(
             kind = wrapper.get("no_command", UNKNOWN)
             note = wrapper.get("note") or spec.note
             reason = f"{label} without a command is {kind}" + (f" ({note})" if note else "")
+            sets = wrapper.get("sets", ())
+            setting = [flag for flag in given if flag in sets or flag[:2] in sets]
+            if setting:  # e.g. `ionice -c 3 -p PID`: sets what the named processes run with
+                kind = MUTATING
+                reason = f"{label} {setting[0]} without a command changes running processes"
             matches.append((kind, reason))
     if matches:
         return max(matches, key=lambda match: RANK[match[0]])

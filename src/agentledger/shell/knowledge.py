@@ -364,6 +364,7 @@ _WRAPPER_KEYS = {
     "assignments",
     "no_run_flags",
     "no_command",
+    "sets",
     "note",
     "appends",
 }
@@ -586,7 +587,7 @@ def _wrapper(value: Any, field: str) -> dict[str, Any]:
                 f"{field}.{key}", f"unknown key (expected one of {sorted(_WRAPPER_KEYS)})"
             )
     out: dict[str, Any] = {}
-    for key in ("options_with_arg", "no_run_flags"):
+    for key in ("options_with_arg", "no_run_flags", "sets"):
         if key in value:
             out[key] = _strings(value[key], f"{field}.{key}")
     if "skip" in value:

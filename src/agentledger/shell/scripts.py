@@ -190,8 +190,10 @@ def _sed_substitute(script: str, index: int, command: str, findings: list[Findin
             stop = _line_end(script, index + 1)
             findings.append(("writes", script[index + 1 : stop].strip()))
             return stop
-        else:
+        elif flag in " \t\n;}#":
             break
+        else:  # GNU sed: "unknown option to `s'"; read on, it would pass for other commands
+            raise _Unparsable(f"{flag!r} is not a flag of {command}")
     return index
 
 

@@ -455,6 +455,9 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         return None
     if isinstance(node, exp.Func):
         return _function(node, exp, rules)
+    schema_defined = _schema_defined(node, exp)
+    if schema_defined is not None:
+        return UNKNOWN, schema_defined
     name = _statement_name(node)
     if isinstance(node, exp.Drop | exp.TruncateTable):
         return (
@@ -487,6 +490,22 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
     for kinds, kind, effect in effects:
         if isinstance(node, kinds):
             return kind, f"{name} {effect}"
+    return None
+
+
+def _schema_defined(node: Any, exp: Any) -> str | None:
+    """Why `node` may run a function of the database's schema that the query does not name
+    (issue 33, cause 9), or None: a cast to a type that is not built in (a domain's CHECK or
+    a user cast calls functions), an operator named by OPERATOR(...) (a user operator is a
+    function), a TABLESAMPLE method other than the built-in BERNOULLI and SYSTEM."""
+    if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.USERDEFINED:
+        return f"the type {node.sql()} is not built in: a cast to it may call a function"
+    if isinstance(node, exp.Operator):
+        return "OPERATOR(...) names an operator a schema may define (it calls a function)"
+    if isinstance(node, exp.TableSample):
+        method = str(node.args.get("method") or "").upper()
+        if method and method not in ("BERNOULLI", "SYSTEM"):
+            return f"the TABLESAMPLE method {method.lower()} is not built in"
     return None
 
 

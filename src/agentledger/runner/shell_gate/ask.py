@@ -41,9 +41,15 @@ __all__ = [
 ]
 
 TERMINAL = "/dev/tty"
-CLEAR = "\x1b[!p\x1b[0m\x1b[?25h\x1b[2J\x1b[3J\x1b[H"
+CLEAR = (
+    "\x1b[!p\x1b]104\x07\x1b]110\x07\x1b]111\x07\x1b[?1049l\x1b[?1000l\x1b[?1002l"
+    "\x1b[?1003l\x1b[?1006l\x1b[0m\x1b[?25h\x1b[2J\x1b[3J\x1b[H"
+)
 """Written before the question: soft reset (modes and character sets a command's output may
-have set), normal colours, a visible cursor, the screen and its scrollback cleared, home."""
+have set), the colour palette and the default foreground and background colours reset (a
+command may have made text invisible with OSC 4/10/11, which the soft reset keeps), back
+from the alternate screen, mouse reporting off, normal colours, a visible cursor, the screen
+and its scrollback cleared, home."""
 _NO_LOGIN_UID = 4294967295
 
 
@@ -103,18 +109,62 @@ def approver_identity(fd: int | None = None) -> str:
     if login and login != "root":
         return login
     sudo = os.environ.get("SUDO_USER", "")
+    unverified = ""
     if sudo and sudo != "root":
         try:
             pwd.getpwnam(sudo)
         except KeyError:
             sudo = ""
-        if sudo:
+        if sudo and under_sudo():
             return f"{sudo} (SUDO_USER)"
+        if sudo:  # the agent that started the gate may have set it: said, not believed
+            unverified = f"; SUDO_USER={sudo} set without sudo"
     owner = _owner(fd) if fd is not None else _user_name(os.getuid())
     where = _terminal_name(fd)
     if login == "root":
-        return f"root (logged in as root{where})"
-    return f"{owner} (no login or sudo identity{where})"
+        return f"root (logged in as root{where}{unverified})"
+    return f"{owner} (no login or sudo identity{where}{unverified})"
+
+
+def under_sudo() -> bool:
+    """True when a process above this one is the system's sudo: SUDO_USER is an environment
+    variable, which the agent that runs the gate can set, so it names the approver only when
+    sudo really started this session (issue 33, cause 7). A process counts when its program
+    is the sudo found on PATH, a root-owned set-user-ID file, or, where that cannot be read
+    (the gate runs as another user), when it is named sudo and runs as root."""
+    import shutil
+
+    found = shutil.which("sudo")
+    if found is None:
+        return False
+    real = os.path.realpath(found)
+    try:
+        info = os.stat(real)
+    except OSError:
+        return False
+    if info.st_uid != 0 or not info.st_mode & 0o4000:
+        return False
+    pid = os.getppid()
+    for _ in range(64):
+        if pid <= 1:
+            return False
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as handle:
+                status = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            return False
+        try:
+            program = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            program = None
+        if program == real or (
+            program is None
+            and status.get("Name", "").strip() == "sudo"
+            and status.get("Uid", "").split()[:1] == ["0"]
+        ):
+            return True
+        pid = int(status.get("PPid", "0").strip() or 0)
+    return False
 
 
 def _login_name() -> str | None:
