@@ -246,10 +246,15 @@ def test_code_and_file_names_are_not_hosts() -> None:
         ({"json_schema": {"not": {"not": {}}}}, "json_schema"),
         ({"json_schema": {"anyOf": [{"type": "object"}, {}]}}, "json_schema"),
         ({"json_schema": {"allOf": [True, {"properties": {}}]}}, "json_schema"),
+        ({"json_schema": {"if": {"type": "object"}}}, "json_schema"),
+        ({"json_schema": {"minProperties": 0, "required": []}}, "json_schema"),
+        ({"json_schema": {"properties": {"sql": {"minLength": 0}}}}, "json_schema"),
+        ({"json_schema": {"properties": {"url": {"format": "uri"}}}}, "json_schema"),
         ({"hostname_allowlist": ["*"]}, "hostname_allowlist.0"),
         ({"hostname_allowlist": ["*.io"]}, "hostname_allowlist.0"),
         ({"hostname_allowlist": ["good.io", "*.co.uk"]}, "hostname_allowlist.1"),
         ({"hostname_allowlist": ["*.github.io"]}, "hostname_allowlist.0"),
+        ({"hostname_allowlist": ["good.io", "*.amazonaws.com"]}, "hostname_allowlist.1"),
         ({"hostname_allowlist": ["io"]}, "hostname_allowlist.0"),
         ({"hostname_allowlist": ["?.io"]}, "hostname_allowlist.0"),
     ],
@@ -269,8 +274,16 @@ def test_a_schema_whose_constraints_may_fail_is_kept() -> None:
         {"anyOf": [{"type": "object"}, {"required": ["sql"]}]},
         {"not": {"type": "null"}},
         {"properties": {"sql": {"type": "string"}}},
+        {"required": ["sql"], "minProperties": 0},
     ):
         assert check(json.dumps({"sql": "SELECT 1"}), {"json_schema": schema}).ok
+
+
+def test_a_format_is_asserted_not_an_annotation() -> None:
+    expect = {"json_schema": {"properties": {"ip": {"format": "ipv4"}}}}
+    result = check(json.dumps({"ip": "10.0.0.300"}), expect)
+    assert not result.ok and "is not a 'ipv4'" in result.reasons[0]
+    assert check(json.dumps({"ip": "10.0.0.3"}), expect).ok
 
 
 # -- a real PostgreSQL: what the refused SQL does ------------------------------------------------
