@@ -22,9 +22,9 @@ from agentledger.gates.decisions import DecisionStore
 from agentledger.judges.scores import ScoreStore
 from agentledger.records.journal import GENESIS_PREV, entry_hash
 from agentledger.store import verify_ledger
-from agentledger.store.journal import CRASH_ENV, Checkpoint, segment_key
 from agentledger.store.ledger import JOURNAL_MARK
 from agentledger.store.seen_heads import state_dir
+from agentledger.store.storage.journal import CRASH_ENV, Checkpoint, segment_key
 from conftest import WriteRun
 from journal_records import make_score, write_decision, write_label, write_score
 

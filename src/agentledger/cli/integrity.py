@@ -22,8 +22,8 @@ from agentledger.cli.common import (
 from agentledger.cli.output import print_rows
 from agentledger.errors import IndexUnusableError, IntegrityError
 from agentledger.store import Ledger, verify_ledger
-from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
+from agentledger.store.storage.journal import Checkpoint
 from agentledger.store.verify_runs import Problem
 
 __all__ = ["checkpoint_command", "gc_command", "reindex_command", "verify_command"]

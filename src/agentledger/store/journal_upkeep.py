@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
-from agentledger.store.journal import (
+from agentledger.store.storage import MANIFEST_NAME, StorageBackend
+from agentledger.store.storage.journal import (
     JOURNALED_AREAS,
     PendingEntry,
     record_entry,
     run_entry,
 )
-from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger

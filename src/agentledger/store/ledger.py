@@ -44,7 +44,6 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal import run_entry, segment_key
 from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
 from agentledger.store.seen_heads import (
     HeadProblem,
@@ -55,6 +54,7 @@ from agentledger.store.seen_heads import (
     read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
+from agentledger.store.storage.journal import run_entry, segment_key
 from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
 
 if TYPE_CHECKING:  # sealing many runs and reindexing are imported by the methods doing them
@@ -400,7 +400,7 @@ class Ledger:
             for writer in writers:
                 writer.discard()
             raise
-        # Record, then entry, then index, under the journal lock: see store/journal.py.
+        # Record, then entry, then index, under the journal lock: see store/storage/journal.py.
         with self.storage.journal.lock():
             published = self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
             existing = set(published)

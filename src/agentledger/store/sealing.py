@@ -24,8 +24,8 @@ from agentledger.records.limits import check_storable
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
-from agentledger.store.journal import run_entry
 from agentledger.store.storage import MANIFEST_NAME, StagedRun, StorageBackend
+from agentledger.store.storage.journal import run_entry
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
 if TYPE_CHECKING:
