@@ -31,7 +31,7 @@ from agentledger.store.storage.journal import (
 )
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = [
     "SettleReport",
@@ -148,7 +148,9 @@ class SettleReport:
     refused_runs: list[tuple[str, str]] = field(default_factory=list)
 
 
-def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = None) -> SettleReport:
+def settle_unaccepted(
+    ledger: LedgerParts, on_run: Callable[[str], None] | None = None
+) -> SettleReport:
     """Complete or remove what writers that died between record and entry left behind."""
     storage = ledger.storage
     report = SettleReport()
@@ -180,7 +182,7 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
     return report
 
 
-def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+def accept_runs(ledger: LedgerParts, run_ids: Sequence[str]) -> list[str]:
     """Accept the runs of `run_ids` that a writer sealed and died before journaling, when every
     file checks out against its manifest (what `gc` would do for them): the next import of the
     same runs completes the killed one's work. The ids accepted; InputError for a run that
@@ -206,7 +208,9 @@ def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
     return done
 
 
-def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+def accept_records(
+    ledger: LedgerParts, keys: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Settle the records at `keys` that a writer stored and died before journaling (what
     `gc` does for every record, for these alone): each one whose bytes check out gets its
     entry, each one that does not is removed. (keys accepted, (key, why) removed)."""

@@ -55,7 +55,14 @@ from agentledger.store.seen_heads import (
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.storage.journal import run_entry, segment_key
-from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
+from agentledger.store.writer import (
+    METADATA,
+    SUMMARY,
+    Progress,
+    RunWriter,
+    SealedRun,
+    record_bytes,
+)
 
 if TYPE_CHECKING:  # sealing many runs and reindexing are imported by the methods doing them
     from agentledger.store.reindex import ReindexReport
@@ -76,9 +83,6 @@ __all__ = [
 DEFAULT_LEDGER = ".agentledger"
 ENV_VAR = "AGENTLEDGER_DIR"
 CONFIG_NAME = "ledger.json"
-
-# Called with (done, total) as long operations advance; total may be None when unknown.
-Progress = Callable[[int, int | None], None]
 
 
 def default_ledger_path() -> Path:

@@ -67,7 +67,7 @@ from agentledger.store.journal_upkeep import accept_records
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = [
     "RECORD_KINDS",
@@ -93,7 +93,7 @@ class RecordStore(Generic[R]):
     """What the ids of a record are called in messages (``run_id and judge_id``)."""
     changed_note: ClassVar[str] = " (run `agentledger verify`)"
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: LedgerParts) -> None:
         self.ledger = ledger
         self.storage = ledger.storage
 
