@@ -34,10 +34,7 @@ type, text, exit code, scenario and times without a zone (``unknown``) or none (
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -50,9 +47,15 @@ from pydantic import ValidationError
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.otel_dialects import (
-    canonical_attributes,
     message_call_steps,
     tool_answers,
+)
+from agentledger.importers.otel_spans import (
+    SEPARATOR,
+    find_otel_traces,
+    hex_id,
+    read_spans,
+    requests_of,
 )
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
@@ -62,223 +65,18 @@ from agentledger.importers.trace_runs import (
     attachment_of,
     part_attachment,
     plan_trace_run,
-    trace_files,
 )
-from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json, otlp
+from agentledger.records import otlp
 from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
 
 FORMAT = "otel"
-_MAX_NANOS = 2**63 - 1  # 2262-04-11: what a signed 64-bit count of nanoseconds holds
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
-_SEPARATOR = "#trace="
 _TOOL_KINDS = ("tool_call", "file_read", "file_write", "browse", "code")
 _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 _NO_REPORT = "no finish step: the run has no report"  # the note plan_trace_run adds itself
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")  # as trace_runs makes the run id of its parts
-
-
-def _requests(raw: bytes, origin: str) -> list[Any]:
-    """The export requests of a file: the whole file, or one per line."""
-    text = raw.lstrip()
-    if text.startswith(b"{") and b"\n{" not in text.rstrip():
-        return [decode_json(raw, origin)]
-    return [
-        decode_json(line, origin, line=number)
-        for number, line in enumerate(raw.split(b"\n"), start=1)
-        if line.strip()
-    ]
-
-
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-
-def _hex_id(value: Any, origin: str, where: str) -> str:
-    """A trace id (16 bytes) or span id (8 bytes) as lowercase hex. OTLP/JSON writes ids as
-    hex (32 or 16 digits); the Protobuf JSON mapping (what `MessageToDict` makes of an export
-    request) writes them base64 (24 or 12 characters): taken too, but only when it decodes
-    to an id of the right size, so that a short word ("AAAA") is never read as an id. An id
-    of zeros is no id (the spec calls it invalid)."""
-    size = 16 if where.endswith("traceId") else 8
-    if not isinstance(value, str) or not value:
-        raise RecordError(origin, f"expected a {size}-byte id in hex", field=where)
-    if len(value) == 2 * size and _HEX.issuperset(value):
-        decoded = bytes.fromhex(value)
-    else:
-        try:
-            decoded = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            decoded = b""
-        if len(decoded) != size or len(value) != 4 * -(-size // 3):
-            raise RecordError(
-                origin,
-                f"{value[:40]!r} is not a {size}-byte id: OTLP/JSON writes {2 * size} hex digits",
-                field=where,
-            )
-    if not decoded.strip(b"\0"):
-        raise RecordError(origin, f"an id of zeros ({value[:40]!r}) is invalid", field=where)
-    return decoded.hex()
-
-
-def _value(value: Any) -> Any:
-    """An OTLP AnyValue as plain JSON."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return None
-    ((kind, inner),) = value.items()
-    if kind == "intValue":
-        try:
-            return int(inner)
-        except (TypeError, ValueError):
-            return None
-    if kind == "arrayValue":
-        return [_value(item) for item in (inner or {}).get("values", [])]
-    if kind == "kvlistValue":
-        return {kv.get("key"): _value(kv.get("value")) for kv in (inner or {}).get("values", [])}
-    return inner
-
-
-def _attributes(items: Any, origin: str, where: str) -> dict[str, Any]:
-    if items is None:
-        return {}
-    if not isinstance(items, list):
-        raise RecordError(origin, "expected a list of attributes", field=where)
-    out: dict[str, Any] = {}
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("key"), str):
-            out[item["key"]] = _value(item.get("value"))
-    return out
-
-
-def _status(value: Any) -> tuple[bool, str | None]:
-    """Whether a span's status is an error (``2``, or ``STATUS_CODE_ERROR`` in protobuf's JSON
-    mapping), and its message."""
-    if not isinstance(value, dict):
-        return False, None
-    message = value.get("message")
-    return value.get("code") in (2, "2", "STATUS_CODE_ERROR"), (
-        message if isinstance(message, str) and message else None
-    )
-
-
-def _events(items: Any, origin: str, where: str) -> list[dict[str, Any]]:
-    """A span's events (name and attributes), as given."""
-    if not isinstance(items, list):
-        return []
-    return [
-        {
-            "name": item.get("name") if isinstance(item.get("name"), str) else "",
-            "attributes": _attributes(item.get("attributes"), origin, f"{where}[{n}].attributes"),
-        }
-        for n, item in enumerate(items)
-        if isinstance(item, dict)
-    ]
-
-
-def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
-    """Every span of the file by trace id, each with its attributes made plain.
-
-    A span given more than once (the same request exported twice) is taken once; a span id
-    that a trace repeats with other content is malformed input."""
-    traces: dict[str, list[dict[str, Any]]] = {}
-    seen: dict[tuple[str, str], str] = {}  # the sha256 of each span's content, as given
-    requests = _requests(raw, origin)
-    for number, request in enumerate(requests):
-        if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
-            raise RecordError(
-                origin, "expected an OTLP export request with 'resourceSpans'", line=number + 1
-            )
-        for r, resource in enumerate(request["resourceSpans"]):
-            for s, scope in enumerate((resource or {}).get("scopeSpans") or []):
-                for n, span in enumerate((scope or {}).get("spans") or []):
-                    where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
-                    if not isinstance(span, dict):
-                        raise RecordError(origin, "expected a span object", field=where)
-                    trace_id = _hex_id(span.get("traceId"), origin, f"{where}.traceId")
-                    try:
-                        start = int(span.get("startTimeUnixNano", 0))
-                        end = int(span.get("endTimeUnixNano", start))
-                    except (TypeError, ValueError):
-                        raise RecordError(
-                            origin,
-                            "expected nanoseconds since the epoch",
-                            field=f"{where}.startTimeUnixNano",
-                        ) from None
-                    for name, nanos in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
-                        if not 0 <= nanos <= _MAX_NANOS:  # OTLP's fixed64; and datetime's range
-                            raise RecordError(
-                                origin,
-                                f"{nanos} is no time: nanoseconds since 1970 up to year 2262",
-                                field=f"{where}.{name}",
-                            )
-                    if end < start:
-                        raise RecordError(
-                            origin,
-                            "the span ends before it starts",
-                            field=f"{where}.endTimeUnixNano",
-                        )
-                    failed, message = _status(span.get("status"))
-                    span_id = _hex_id(span.get("spanId"), origin, f"{where}.spanId")
-                    given = span.get("name")
-                    name = given if isinstance(given, str) else ""
-                    parent = bool(span.get("parentSpanId"))
-                    entry: dict[str, Any] = {
-                        "span_id": span_id,
-                        "parent": parent,
-                        "name": name,
-                        "start": start,
-                        "end": end,
-                        # GenAI, OpenInference and OpenLLMetry, read as GenAI's current names
-                        "attributes": canonical_attributes(
-                            _attributes(span.get("attributes"), origin, f"{where}.attributes"),
-                            name,
-                            not parent,
-                        ),
-                        "failed": failed,
-                        "status_message": message,
-                        "events": _events(span.get("events"), origin, f"{where}.events"),
-                    }
-                    key = (trace_id, span_id)
-                    content = hashlib.sha256(
-                        json.dumps(span, sort_keys=True, ensure_ascii=False).encode(
-                            "utf-8", "surrogatepass"
-                        )
-                    ).hexdigest()
-                    before = seen.get(key)
-                    if before is not None:
-                        if before == content:
-                            continue  # the same span given again
-                        raise RecordError(
-                            origin,
-                            f"span {span_id} of trace {trace_id} is given twice with "
-                            "different content",
-                            field=where,
-                            line=number + 1 if len(requests) > 1 else None,
-                        )
-                    seen[key] = content
-                    traces.setdefault(trace_id, []).append({**entry, "where": where})
-    return traces
-
-
-def find_otel_traces(
-    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
-) -> list[tuple[Path, str]]:
-    """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``); a
-    file over `limit` bytes is refused before it is read."""
-    found: list[tuple[Path, str]] = []
-    for path in paths:
-        for file, real in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
-            traces = read_spans(read_regular(real, limit, file), str(file))
-            if not traces:
-                raise InputError(f"no spans in {file}: nothing to import")
-            for trace_id in sorted(traces):
-                found.append(
-                    (
-                        Path(f"{file}{_SEPARATOR}{trace_id}"),
-                        f"{real}{_SEPARATOR}{trace_id}",
-                    )
-                )
-    return found
 
 
 def _messages_text(value: Any, role: str | None = None) -> str | None:
@@ -730,9 +528,9 @@ def _run_key(facts: TraceFacts, trace_id: str) -> str:
 
 def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of one trace (``file#trace=ID``) of an OTLP JSON file."""
-    file_name, _, trace_id = str(path).partition(_SEPARATOR)
+    file_name, _, trace_id = str(path).partition(SEPARATOR)
     file = Path(file_name)
-    at = real.partition(_SEPARATOR)[0] if real else given_file(file)
+    at = real.partition(SEPARATOR)[0] if real else given_file(file)
     # A file's traces come in a row: it is read and parsed once for all of them.
     raw, traces, parts = ctx.latest(
         "otel-file", Path(at), lambda _at: _read_file(file, read_regular(at, ctx.limit, file))
@@ -775,14 +573,14 @@ def _read_file(
     origin = str(file)
     traces = read_spans(raw, origin)
     kept: dict[str, dict[str, Any]] = {}
-    for request in _requests(raw, origin):
+    for request in requests_of(raw, origin):
         for resource in request["resourceSpans"]:
             resource = resource or {}
             for scope in resource.get("scopeSpans") or []:
                 scope = scope or {}
                 by_trace: dict[str, list[Any]] = {}
                 for span in scope.get("spans") or []:
-                    trace_id = _hex_id(span.get("traceId"), origin, "traceId")
+                    trace_id = hex_id(span.get("traceId"), origin, "traceId")
                     by_trace.setdefault(trace_id, []).append(span)
                 for trace_id, spans in by_trace.items():
                     wrapped = {**{k: v for k, v in scope.items() if k != "spans"}, "spans": spans}

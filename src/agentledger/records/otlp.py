@@ -5,10 +5,15 @@ that what one writes the other reads back.
 GenAI semantic-convention names first (what other tools write and read too), then
 agentledger's own, under ``agentledger.``: the facts of a run the conventions have no name for,
 and each step's fields (`STEP_ATTRIBUTES`), under ``agentledger.result.`` for the answer a tool's
-span also holds.
+span also holds. And the wire format's values and attributes, written (`attribute_list`) and
+read (`attribute_map`).
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from agentledger.errors import RecordError
 
 OPERATION = "gen_ai.operation.name"
 AGENT_NAME = "gen_ai.agent.name"
@@ -82,3 +87,60 @@ STEP_ATTRIBUTES: dict[str, type | tuple[type, ...]] = {
 }
 """A step's fields after `OURS` (or `RESULT`), in the order written, with the type each is
 read back as."""
+
+
+# -- the wire: OTLP/JSON values and attributes, written and read ----------------------------
+
+
+def any_value(value: Any) -> dict[str, Any]:
+    """A plain value as an OTLP AnyValue (64-bit integers as strings, as OTLP JSON writes)."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [any_value(item) for item in value]}}
+    return {"stringValue": str(value)}
+
+
+def attribute_list(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """`values` as OTLP attributes, those that are None left out."""
+    return [
+        {"key": key, "value": any_value(value)}
+        for key, value in values.items()
+        if value is not None
+    ]
+
+
+def plain_value(value: Any) -> Any:
+    """An OTLP AnyValue as plain JSON."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    ((kind, inner),) = value.items()
+    if kind == "intValue":
+        try:
+            return int(inner)
+        except (TypeError, ValueError):
+            return None
+    if kind == "arrayValue":
+        return [plain_value(item) for item in (inner or {}).get("values", [])]
+    if kind == "kvlistValue":
+        return {
+            kv.get("key"): plain_value(kv.get("value")) for kv in (inner or {}).get("values", [])
+        }
+    return inner
+
+
+def attribute_map(items: Any, origin: str, where: str) -> dict[str, Any]:
+    """OTLP attributes (a list of key and AnyValue) as a dict of plain values."""
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise RecordError(origin, "expected a list of attributes", field=where)
+    out: dict[str, Any] = {}
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("key"), str):
+            out[item["key"]] = plain_value(item.get("value"))
+    return out

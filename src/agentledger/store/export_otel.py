@@ -56,27 +56,6 @@ def _id(*parts: str, length: int) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
 
 
-def _any_value(value: Any) -> dict[str, Any]:
-    """A plain value as an OTLP AnyValue (64-bit integers as strings, as OTLP JSON writes)."""
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, list):
-        return {"arrayValue": {"values": [_any_value(item) for item in value]}}
-    return {"stringValue": str(value)}
-
-
-def _attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"key": key, "value": _any_value(value)}
-        for key, value in values.items()
-        if value is not None
-    ]
-
-
 def _nanos(moment: datetime) -> int:
     """Nanoseconds since the epoch; a time without a zone is taken as written (as UTC)."""
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
@@ -144,7 +123,7 @@ def _failure(step: TraceStep, nanos: int) -> tuple[dict[str, Any], list[dict[str
     event = {
         "timeUnixNano": str(nanos),
         "name": "exception",
-        "attributes": _attributes(
+        "attributes": otlp.attribute_list(
             {"exception.type": step.raw_type or step.kind, "exception.message": text}
         ),
     }
@@ -228,7 +207,7 @@ def run_spans(
             "kind": 1,
             "startTimeUnixNano": str(start),
             "endTimeUnixNano": str(end),
-            "attributes": _attributes(attrs),
+            "attributes": otlp.attribute_list(attrs),
             "status": status,
         }
         if events:
@@ -320,7 +299,7 @@ def run_spans(
         "kind": 1,
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(end),
-        "attributes": _attributes(root_attrs),
+        "attributes": otlp.attribute_list(root_attrs),
         # A run that failed is the agent's span failing, its error the status's message.
         "status": {"code": _ERROR, "message": summary.error or "the run failed"}
         if summary is not None and summary.exit_status == "failed"
@@ -368,7 +347,7 @@ def otel_request(ledger: Ledger, runs: Iterable[IndexedRun]) -> tuple[dict[str, 
     request = {
         "resourceSpans": [
             {
-                "resource": {"attributes": _attributes({"service.name": "agentledger"})},
+                "resource": {"attributes": otlp.attribute_list({"service.name": "agentledger"})},
                 "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}],
             }
         ]
