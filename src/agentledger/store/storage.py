@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_NAME",
     "NOT_A_FILE",
+    "QUARANTINE_AREA",
     "RECORD_AREAS",
     "REPLACEABLE_AREAS",
     "HashedBytes",
@@ -62,10 +65,12 @@ NOT_A_FILE = "not-a-file"
 """The hash `scan_run` reports for a symlink or other non-regular file."""
 
 RECORD_AREAS: frozenset[str] = frozenset(
-    {"cache", "decisions", "journal", "labels", "outcomes", "scores", "splits"}
+    {"cache", "decisions", "journal", "labels", "outcomes", "quarantine", "scores", "splits"}
 )
 """The first segment of every record key; runs are reached through the run methods only."""
 REPLACEABLE_AREAS: frozenset[str] = frozenset({"cache"})
+QUARANTINE_AREA = "quarantine"
+"""Where `gc` moves records no writer announced (see `StorageBackend.quarantine`)."""
 """Areas whose values may be overwritten: derived data, never evidence."""
 
 KEY_MAX = 1024
@@ -240,24 +245,27 @@ class StorageBackend(ABC):
             journal = self.__dict__["_journal"] = Journal(self)
         return journal
 
-    def create(self, key: str, data: bytes) -> None:
+    def create(self, key: str, data: bytes, writer: str | None = None) -> None:
         """Store `data` at `key` if nothing is there; else RecordExistsError, nothing changed.
 
         The value appears whole or not at all. Of several concurrent creates of one key,
         exactly one succeeds. A score or label also gets its journal entry, under the
-        journal lock (see `agentledger.store.journal`).
+        journal lock, announced first by an intent naming `writer` (see
+        `agentledger.store.journal`).
         """
         from agentledger.store.journal import JOURNALED_AREAS
 
         key = check_key(key)
         crash_point("record: before create")
         if key.split("/", 1)[0] in JOURNALED_AREAS:
-            self.journal.create_record(key, bytes(data))
+            self.journal.create_record(key, bytes(data), writer)
         else:
             self._create(key, bytes(data))
         crash_point("record: created")
 
-    def create_group(self, prefix: str, values: Mapping[str, bytes]) -> None:
+    def create_group(
+        self, prefix: str, values: Mapping[str, bytes], writer: str | None = None
+    ) -> None:
         """Store ``prefix/<name>`` for each of `values` so that they all appear at once.
 
         RecordExistsError (and nothing written) when anything is stored at or under `prefix`
@@ -276,7 +284,7 @@ class StorageBackend(ABC):
 
         crash_point("group: before create")
         if prefix.split("/", 1)[0] in JOURNALED_AREAS:
-            self.journal.create_group(prefix, copied)
+            self.journal.create_group(prefix, copied, writer)
         else:
             self._create_group(prefix, copied)
         crash_point("group: created")
@@ -316,6 +324,19 @@ class StorageBackend(ABC):
         out: what a writer that died between record and entry left. Only `gc` calls this,
         under the journal lock, after checking that no entry names `key`."""
         self._remove(check_key(key))
+
+    def quarantine(self, key: str) -> str:
+        """Move a record (or group) that no writer announced out of the way: its bytes to
+        ``quarantine/<time>-<random>/<key>``, where `verify` names them until a person removes
+        them, never accepted. Only `gc` calls this, under the journal lock. The new place."""
+        key = check_key(key)
+        stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+        place = f"{QUARANTINE_AREA}/{stamp}/{key}"
+        members = [key] if self._exists(key) else self._keys(key)
+        for member in members:
+            self._create(f"{QUARANTINE_AREA}/{stamp}/{member}", self._get(member))
+        self._remove(key)
+        return place
 
     @abstractmethod
     def journal_lock(self) -> AbstractContextManager[None]:
