@@ -355,14 +355,21 @@ class LabelRecords(RecordStore[Label]):
 
     def index(self, records: Sequence[Label]) -> None:
         if records:
-            self.ledger.index.add_labels([label_row(label) for label in records])
+            order = self.storage.journal.accepted_at()
+            self.ledger.index.add_labels(
+                [label_row(label, order.get(self.key_of(label))) for label in records]
+            )
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.label_ids()
         return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
 
     def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        rows = (label_row(label) for label in self.iter_accepted(problems))
+        order = self.storage.journal.accepted_at()
+        rows = (
+            label_row(label, order.get(self.key_of(label)))
+            for label in self.iter_accepted(problems)
+        )
         return self.ledger.index.rebuild_labels(rows)
 
 

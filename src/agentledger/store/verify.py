@@ -374,7 +374,8 @@ def _check_everything_else(
     for key, detail in check_score_rows(intact["scores"], held, cut.score_rows):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="score"))
     held = {key for key in records if key.startswith("labels/")}
-    for key, detail in check_label_rows(intact["labels"], held, cut.label_rows):
+    accepted_at = {key: e.seq for e in journal.read.entries for key in e.keys}
+    for key, detail in check_label_rows(intact["labels"], held, cut.label_rows, accepted_at):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="label"))
     _check_leftovers(ledger.storage.leftovers(), report)
     _check_quarantine(cut.quarantined, report)
