@@ -565,6 +565,8 @@ class Journal:
                 self.storage._create(key, data)
                 batch.entries.append(record_entry(key, {key: data}))
                 return
+            if self.storage._exists(key):
+                raise RecordExistsError(f"{self.storage.describe(key)} already exists")
             writer = writer or claim_of(key, data) or _WRITER
             self.announce([intent_of(_kind_of(key), writer, {key: sha256_bytes(data)})])
             self.storage._create(key, data)
@@ -600,6 +602,8 @@ class Journal:
                 self.storage._create_group(prefix, values)
                 batch.entries.append(record_entry(prefix, members))
                 return
+            if self.storage._exists(prefix) or self.storage._keys(prefix):
+                raise RecordExistsError(f"{self.storage.describe(prefix)} already exists")
             intends = {key: sha256_bytes(data) for key, data in members.items()}
             self.announce([intent_of(_kind_of(prefix), writer or _WRITER, intends)])
             self.storage._create_group(prefix, values)
