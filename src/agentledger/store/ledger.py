@@ -54,7 +54,7 @@ from agentledger.store.seen_heads import (
     read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.storage.journal import run_entry, segment_key
+from agentledger.store.storage.journal import run_entry, run_intent, segment_key
 from agentledger.store.writer import (
     METADATA,
     SUMMARY,
@@ -159,6 +159,9 @@ class GcReport:
     accepted (their journal entry appended)."""
     unaccepted_removed: list[tuple[str, str]] = field(default_factory=list)
     """Such records whose bytes did not check out: removed, with why."""
+    quarantined: list[tuple[str, str]] = field(default_factory=list)
+    """(key, where it went) of records without an entry that no writer announced (put there
+    by hand or by another program): moved to quarantine, never accepted."""
     indexed_scores: list[str] = field(default_factory=list)
     """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
     unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
@@ -179,6 +182,7 @@ class GcReport:
             or self.unreadable_scores
             or self.unreadable_labels
             or self.unreadable_decisions
+            or self.quarantined
         )
 
 
@@ -406,6 +410,9 @@ class Ledger:
             raise
         # Record, then entry, then index, under the journal lock: see store/storage/journal.py.
         with self.storage.journal.lock():
+            self.storage.journal.announce(
+                [run_intent([(p[2].metadata.run_id, p[2].manifest_sha256) for p in prepared])]
+            )
             published = self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
             existing = set(published)
             landed = [p for p in prepared if p[2].metadata.run_id not in existing]
@@ -603,6 +610,7 @@ class Ledger:
         settled = settle_unaccepted(self)
         report.journaled = settled.completed
         report.unaccepted_removed = settled.removed
+        report.quarantined = settled.quarantined
         report.unreadable.extend(settled.refused_runs)
         refused = {run_id for run_id, _problem in settled.refused_runs}
         for leftover in self.storage.leftovers():

@@ -431,3 +431,11 @@ def m012_decisions(d: Dialect) -> list[str]:
         "CREATE INDEX decisions_subject ON decisions (kind, subject, created_at)",
         "CREATE INDEX decision_runs_run ON decision_runs (run_id)",
     ]
+
+
+@migration
+def m013_label_order(d: Dialect) -> list[str]:
+    """Each label's position in the journal: a source's newest label is the one the ledger
+    accepted last, whatever time its file gives (a label dated 2099 is superseded by a later
+    one all the same)."""
+    return [d.ddl("ALTER TABLE labels ADD COLUMN accepted_seq {bigint}")]
