@@ -63,7 +63,9 @@ def main() -> int:
         name="lab-investigator",
         instructions=system,
         tools=[run_command],
-        model=OpenAIChatCompletionsModel(model=os.environ["AGENTLEDGER_MODEL"], openai_client=client),
+        model=OpenAIChatCompletionsModel(
+            model=os.environ["AGENTLEDGER_MODEL"], openai_client=client
+        ),
         model_settings=ModelSettings(temperature=params.get("temperature")),
     )
     result = Runner.run_sync(agent, prompt, max_turns=int(os.environ.get("AGENT_MAX_TURNS", "12")))

@@ -167,6 +167,10 @@ class GcReport:
     """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
     unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
     """(decision, why) of such decisions that could not be indexed."""
+    indexed_outcomes: list[str] = field(default_factory=list)
+    """Accepted outcomes the index lacked (a measurer died before indexing them): now indexed."""
+    unreadable_outcomes: list[tuple[str, str]] = field(default_factory=list)
+    """(outcome key, why) of such outcomes that could not be indexed."""
 
     @property
     def ok(self) -> bool:
@@ -175,6 +179,7 @@ class GcReport:
             or self.unreadable_scores
             or self.unreadable_labels
             or self.unreadable_decisions
+            or self.unreadable_outcomes
         )
 
 
@@ -624,7 +629,12 @@ class Ledger:
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
         # Imported here: the record kinds' models (decisions') cost every command's start-up.
-        from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
+        from agentledger.store.record_store import (
+            DecisionRecords,
+            LabelRecords,
+            OutcomeRecords,
+            ScoreRecords,
+        )
 
         report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
         labels, report.unreadable_labels = LabelRecords(self).index_missing()
@@ -634,4 +644,5 @@ class Ledger:
         report.indexed_decisions, report.unreadable_decisions = DecisionRecords(
             self
         ).index_missing()
+        report.indexed_outcomes, report.unreadable_outcomes = OutcomeRecords(self).index_missing()
         return report
