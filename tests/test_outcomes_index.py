@@ -5,6 +5,7 @@ ones a killed measurer left unindexed indexed by `gc`."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -117,3 +118,23 @@ def test_reindex_reports_an_outcome_it_cannot_read(ledger: Ledger) -> None:
     assert "skipped outcome" in result.output and "changed since" in result.output
     with Ledger.open(ledger.root) as reopened:
         assert latest_outcomes(reopened) == {}
+
+
+def test_an_index_from_before_outcomes_were_indexed_is_filled_when_opened(
+    ledger: Ledger,
+) -> None:
+    """Upgrading: the outcomes measured before m013 are indexed when the ledger opens."""
+    run_id = _run(ledger, 1)
+    outcome = make_outcome(run_id)
+    record_outcome(ledger, outcome)
+    root = ledger.root
+    ledger.close()
+    db = sqlite3.connect(root / "index.sqlite")
+    db.execute("DROP TABLE outcomes")
+    db.execute("DELETE FROM _migrations WHERE name = 'm013_outcomes'")
+    db.commit()
+    db.close()
+    with Ledger.open(root) as upgraded:
+        assert latest_outcomes(upgraded) == {run_id: outcome}
+    with Ledger.open(root) as again:  # filled once: a later open finds nothing to do
+        assert again.index.upgraded_by == ()

@@ -202,6 +202,9 @@ class OpenedLedger(NamedTuple):
         self.ledger.close()
 
 
+OUTCOMES_MIGRATION = "m013_outcomes"
+"""The index migration that added the outcomes table (an index it upgraded is filled)."""
+
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
 JOURNAL_MARK = "journal.started"
 """A file beside ledger.json saying the ledger has a journal (every ledger made or opened
@@ -324,6 +327,11 @@ class Ledger:
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
+            if OUTCOMES_MIGRATION in index.upgraded_by:
+                # The outcomes measured before outcomes were indexed: indexed now, once.
+                from agentledger.store.record_store import OutcomeRecords
+
+                OutcomeRecords(ledger).index_missing()
         except BaseException:
             ledger.close()
             raise

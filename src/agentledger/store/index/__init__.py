@@ -107,6 +107,10 @@ class RunIndex(ABC):
     pattern.
     """
 
+    upgraded_by: tuple[str, ...] = ()
+    """The migrations that opening this index applied to an index that existed (a new one
+    lists none): the ledger fills from its files what such a migration added a table for."""
+
     # -- writing ---------------------------------------------------------------------------
 
     @abstractmethod

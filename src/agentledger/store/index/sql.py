@@ -161,6 +161,8 @@ class SqlIndex(SqlQueries):
                         (step.name, format_time(datetime.now(UTC))),
                     )
                     newly.append(step.name)
+        if applied:
+            self.upgraded_by = tuple(newly)
         return newly
 
     # -- writing -------------------------------------------------------------------------------
