@@ -73,7 +73,7 @@ def a_stored(root: Path, area: str) -> tuple[str, dict[str, object]]:
 
 def plant_score(root: Path) -> str:
     """A score under a judge id no judge of this ledger ran: Safe, dated 2099."""
-    key, score = a_stored(root, "scores")
+    _key, score = a_stored(root, "scores")
     run_id = str(score["run_id"])
     score.update(judge_id=PLANTED_JUDGE, verdict="Safe", created_at="2099-01-01T00:00:00Z")
     for criterion in score.get("criteria", []):  # type: ignore[attr-defined]

@@ -174,6 +174,10 @@ class GcReport:
     """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
     unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
     """(decision, why) of such decisions that could not be indexed."""
+    indexed_outcomes: list[str] = field(default_factory=list)
+    """Accepted outcomes the index lacked (a measurer died before indexing them): now indexed."""
+    unreadable_outcomes: list[tuple[str, str]] = field(default_factory=list)
+    """(outcome key, why) of such outcomes that could not be indexed."""
 
     @property
     def ok(self) -> bool:
@@ -183,6 +187,7 @@ class GcReport:
             or self.unreadable_labels
             or self.unreadable_decisions
             or self.quarantined
+            or self.unreadable_outcomes
         )
 
 
@@ -204,6 +209,9 @@ class OpenedLedger(NamedTuple):
     ) -> None:
         self.ledger.close()
 
+
+OUTCOMES_MIGRATION = "m014_outcomes"
+"""The index migration that added the outcomes table (an index it upgraded is filled)."""
 
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
 JOURNAL_MARK = "journal.started"
@@ -327,6 +335,11 @@ class Ledger:
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
+            if OUTCOMES_MIGRATION in index.upgraded_by:
+                # The outcomes measured before outcomes were indexed: indexed now, once.
+                from agentledger.store.record_store import OutcomeRecords
+
+                OutcomeRecords(ledger).index_missing()
         except BaseException:
             ledger.close()
             raise
@@ -636,7 +649,12 @@ class Ledger:
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
         # Imported here: the record kinds' models (decisions') cost every command's start-up.
-        from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
+        from agentledger.store.record_store import (
+            DecisionRecords,
+            LabelRecords,
+            OutcomeRecords,
+            ScoreRecords,
+        )
 
         report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
         labels, report.unreadable_labels = LabelRecords(self).index_missing()
@@ -646,4 +664,5 @@ class Ledger:
         report.indexed_decisions, report.unreadable_decisions = DecisionRecords(
             self
         ).index_missing()
+        report.indexed_outcomes, report.unreadable_outcomes = OutcomeRecords(self).index_missing()
         return report
