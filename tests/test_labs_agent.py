@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli.app import main
-from agentledger.labs import load_lab, start_lab
+from agentledger.labs import LabStartError, load_lab, start_lab
 from labs_support import lab_privilege, write_small_lab
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -154,3 +154,18 @@ def test_lab_check_with_one_bad_lab_names_it_and_starts_nothing(tmp_path: Path) 
     assert several.exit_code == 2
     none = runner.invoke(main, ["lab", "check"])
     assert none.exit_code == 2 and "LAB..." in none.output
+
+
+def test_a_sysctl_that_does_not_exist_names_its_host(tmp_path: Path) -> None:
+    privilege = lab_privilege()
+    text = (write_small_lab(tmp_path / "s") / "lab.yaml").read_text()
+    text = text.replace(
+        "  - name: client\n", "  - name: client\n    sysctls: {net.ipv4.nope: '1'}\n"
+    )
+    (tmp_path / "s" / "lab.yaml").write_text(text)
+    with pytest.raises(LabStartError) as caught:
+        start_lab(load_lab(tmp_path / "s"), privilege=privilege)
+    assert str(caught.value) == (
+        "the lab's setup failed at addresses, routes and sysctls of host client (exit 1):\n"
+        "sysctl: setting key 'net.ipv4.nope': No such file or directory"
+    )

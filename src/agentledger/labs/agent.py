@@ -199,25 +199,44 @@ def _do_files(action: dict[str, Any], _services: dict[str, int]) -> int:
     return 0
 
 
-def _do_sysctl(action: dict[str, Any], _services: dict[str, int]) -> int:
-    pid = os.fork()
-    if pid == 0:
+def _do_hosts(action: dict[str, Any], _services: dict[str, int]) -> int:
+    """Every host's sysctls, then its `ip -batch` (addresses, routes), all hosts at once: a
+    child per host enters it, writes the sysctls itself and becomes the `ip`."""
+    children = {}
+    for host in action["hosts"]:
+        pid = os.fork()
+        if pid == 0:
+            _configure(host)
+        children[pid] = host
+    failed = None
+    for pid, host in children.items():
+        code = _exit_code(os.waitpid(pid, 0)[1])
+        if code and failed is None:
+            failed = code
+            action["step"] = host["step"]
+    return failed or 0
+
+
+def _configure(host: dict[str, Any]) -> None:
+    """In a forked child: `host`'s sysctls, then exec its `ip -batch` there."""
+    code = 1
+    try:
+        enter(host["host"], False)
         code = 0
-        try:
-            enter(action["host"], False)
-            for key, value in action["pairs"]:
-                try:
-                    with open("/proc/sys/" + key.replace(".", "/"), "w") as out:
-                        out.write(value)
-                except OSError as exc:
-                    sys.stderr.write(f"sysctl: setting key {key!r}: {exc.strerror}\n")
-                    code = 1
-        except OSError as exc:
-            sys.stderr.write(f"{exc}\n")
-            code = 1
-        sys.stderr.flush()
-        os._exit(code)
-    return _exit_code(os.waitpid(pid, 0)[1])
+        for key, value in host["sysctls"]:
+            try:
+                with open("/proc/sys/" + key.replace(".", "/"), "w") as out:
+                    out.write(value)
+            except OSError as exc:
+                sys.stderr.write(f"sysctl: setting key {key!r}: {exc.strerror}\n")
+                code = 1
+        if code == 0:
+            os.execvpe("ip", ["ip", "-batch", host["batch"]], host["env"])  # noqa: S606
+    except OSError as exc:
+        sys.stderr.write(f"{exc}\n")
+        code = 1
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _do_service(action: dict[str, Any], services: dict[str, int]) -> int:
@@ -297,7 +316,7 @@ def _do_ready(action: dict[str, Any], services: dict[str, int]) -> int:
             return _not_ready(action, entry, said)
         if pending:
             time.sleep(pause)
-            pause = min(pause * 1.5, 0.02)
+            pause = min(pause * 1.5, 0.005)
     return 0
 
 
@@ -379,7 +398,7 @@ def _attribute(data: bytes, start: int, end: int, wanted: int) -> str:
 _ACTIONS: dict[str, Callable[[dict[str, Any], dict[str, int]], int]] = {
     "exec": _do_exec,
     "files": _do_files,
-    "sysctl": _do_sysctl,
+    "hosts": _do_hosts,
     "service": _do_service,
     "ready": _do_ready,
     "carrier": _do_carrier,

@@ -247,19 +247,17 @@ def setup_plan(spec: LabSpec, *, periodic: bool = True) -> list[dict[str, Any]]:
             "cwd": "/",
         },
     ]
-    for host in spec.hosts:
-        step = f"addresses, routes and sysctls of host {host.name}"
-        plan += [
-            {"do": "sysctl", "step": step, "host": host.name, "pairs": _host_sysctls(host)},
-            {
-                "do": "exec",
-                "step": step,
-                "host": None,
-                "argv": ["ip", "-n", host.name, "-batch", f"{PLAN_ROOT}/{host.name}.ip"],
-                "env": lab_environment(),
-                "cwd": "/",
-            },
-        ]
+    hosts = [
+        {
+            "host": host.name,
+            "step": f"addresses, routes and sysctls of host {host.name}",
+            "sysctls": _host_sysctls(host),
+            "batch": f"{PLAN_ROOT}/{host.name}.ip",
+            "env": lab_environment(),
+        }
+        for host in spec.hosts
+    ]
+    plan.append({"do": "hosts", "step": "addresses, routes and sysctls", "hosts": hosts})
     for i, command in enumerate(spec.setup, 1):
         what = f"setup step {i} in {command.host} ({command.run!r})"
         plan.append(_in_host(command.host, what, ["sh", "-c", command.run]))

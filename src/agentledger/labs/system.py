@@ -108,8 +108,16 @@ _PACKAGES = {
 }
 
 
+_WORKED: set[tuple[str, ...]] = set()
+"""(SYSTEM_PATH, *prefix) for which a user namespace was made once in this process: every
+lab start asks, and the answer does not change (a refusal is asked again)."""
+
+
 def _userns_works(prefix: list[str]) -> str | None:
     """None when `unshare -Urn true` works with `prefix`, else why not."""
+    key = (SYSTEM_PATH, *prefix)
+    if key in _WORKED:
+        return None
     try:
         done = subprocess.run(
             [*prefix, "unshare", "--user", "--map-root-user", "--net", "--mount", "true"],
@@ -121,7 +129,10 @@ def _userns_works(prefix: list[str]) -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
-    return None if done.returncode == 0 else (done.stderr.strip() or f"exit {done.returncode}")
+    if done.returncode == 0:
+        _WORKED.add(key)
+        return None
+    return done.stderr.strip() or f"exit {done.returncode}"
 
 
 def choose_privilege(user: str | None = None, *, allow_root: bool = True) -> Privilege:
