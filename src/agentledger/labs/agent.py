@@ -42,6 +42,7 @@ MS_RDONLY, MS_REC, MS_SLAVE, MNT_DETACH = 1, 0x4000, 1 << 19, 2
 SIOCGIFFLAGS, SIOCSIFFLAGS = 0x8913, 0x8914
 RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK, NLMSG_DONE, NLMSG_ERROR = 16, 17, 18, 3, 2
 IFF_UP, IFF_RUNNING, IFLA_IFNAME = 0x1, 0x40, 3
+NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY = 4, 20
 READY_SECONDS = 10.0
 TIMED_OUT = 124
 
@@ -165,6 +166,29 @@ def call_probe(source: str, *argv: str) -> int:
     return code
 
 
+def call_sysctl(*keys: str) -> int:
+    """`KEY = VALUE` of each sysctl, read in this process's network namespace."""
+    for key in keys:
+        try:
+            with open("/proc/sys/" + key.replace(".", "/")) as text:
+                sys.stdout.write(f"{key} = {text.read().strip()}\n")
+        except OSError as exc:
+            sys.stdout.write(f"sysctl: cannot read {key}: {exc.strerror}\n")
+    return 0
+
+
+def call_cat(path: str) -> int:
+    """The file's bytes on stdout, or what `cat` would say."""
+    try:
+        with open(path, "rb") as data:
+            sys.stdout.flush()
+            os.write(1, data.read())
+    except OSError as exc:
+        sys.stdout.write(f"cat: {path}: {exc.strerror}\n")
+        return 1
+    return 0
+
+
 def call_setup() -> int:
     """Build the lab from the plan on stdin (JSON: a list of actions, in order); on the first
     that fails, its output and `the lab's setup failed at: STEP (exit N)` on stderr."""
@@ -249,31 +273,48 @@ def _do_service(action: dict[str, Any], services: dict[str, int]) -> int:
     return 0
 
 
-def _listening(table_dir: str, port: int) -> bool:
-    """Whether a socket listens on `port` (TCP) or is bound to it (UDP) in the tables."""
-    wanted = f"{port:04X}"
-    for table, state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
-        try:
-            with open(f"{table_dir}/{table}") as lines:
-                next(lines, None)
-                for line in lines:
-                    fields = line.split()
-                    if fields[1].rpartition(":")[2] == wanted and fields[3] == state:
-                        return True
-        except OSError:
-            continue
+def _host_socket(host: str, family: int, kind: int, protocol: int) -> socket.socket:
+    """A socket made in `host`'s network namespace (so it sees that namespace's sockets and
+    links), this process staying in its own."""
+    home = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        enter(host, False)
+        return socket.socket(family, kind, protocol)
+    finally:
+        _check(_libc.setns(home, CLONE_NEWNET), "back to the lab's namespace")
+        os.close(home)
+
+
+def _listening(diag: socket.socket, port: int) -> bool:
+    """Whether a TCP socket listens on `port`, or a UDP one is bound to it, in the namespace of
+    `diag` (a NETLINK_SOCK_DIAG socket): the kernel dumps only listening TCP sockets, where
+    /proc/net/tcp would walk the machine's whole table of established connections."""
+    for protocol, states in ((socket.IPPROTO_TCP, 1 << 10), (socket.IPPROTO_UDP, 1 << 7)):
+        for family in (socket.AF_INET, socket.AF_INET6):
+            request = struct.pack("=BBBxI", family, protocol, 0, states) + bytes(48)
+            diag.send(
+                struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, 0x301, 1, 0) + request
+            )
+            if _dumped_port(diag, port):
+                return True
     return False
 
 
-def _listening_in_host(host: str, port: int) -> bool:
-    pid = os.fork()
-    if pid == 0:
-        try:
-            enter(host, False)
-            os._exit(0 if _listening("/proc/self/net", port) else 1)
-        except BaseException:  # a child never returns into the agent
-            os._exit(2)
-    return os.waitpid(pid, 0)[1] == 0
+def _dumped_port(diag: socket.socket, port: int) -> bool:
+    """Read one sock_diag dump to its end; whether a socket of it has `port` as its own."""
+    found = False
+    while True:
+        data, offset = diag.recv(1 << 16), 0
+        while offset + 16 <= len(data):
+            length, kind = struct.unpack_from("=IH", data, offset)
+            if kind in (NLMSG_DONE, NLMSG_ERROR):
+                return found
+            if (
+                kind == SOCK_DIAG_BY_FAMILY
+                and struct.unpack_from(">H", data, offset + 20)[0] == port
+            ):
+                found = True
+            offset += (length + 3) & ~3 if length else len(data)
 
 
 def _tail(path: str, lines: int = 20) -> str:
@@ -285,29 +326,28 @@ def _tail(path: str, lines: int = 20) -> str:
 
 
 def _do_ready(action: dict[str, Any], services: dict[str, int]) -> int:
-    """Wait until each service listens on its port, reading its network namespace's socket
-    tables from /proc while it lives (no program per poll); a service that exits fails at once
-    with its log, unless it exited 0 (a daemon that forked): then its host's tables are read."""
+    """Wait until each service listens on its port, asking its host's kernel (sock_diag, no
+    program per poll); a service that exits fails at once with its log, unless it exited 0 (a
+    daemon that forked, whose socket is then waited for as any other)."""
     pending = {e["name"]: dict(e, pid=services.get(e["name"])) for e in action["services"]}
+    diag = {
+        host: _host_socket(host, socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
+        for host in {e["host"] for e in pending.values()}
+    }
     deadline, pause = time.monotonic() + READY_SECONDS, 0.001
     while pending:
         for name, entry in list(pending.items()):
             pid, port = entry["pid"], entry["port"]
             what = f"service {name} in {entry['host']}"
-            ready = False
             if pid:
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
-                    entry["pid"] = pid = None
+                    entry["pid"] = None
                     code = _exit_code(status)
                     if code:
                         said = f"{what}: exited {code} before listening on port {port}"
                         return _not_ready(action, entry, said)
-                else:
-                    ready = _listening(f"/proc/{pid}/net", port)
-            if not pid:
-                ready = _listening_in_host(entry["host"], port)
-            if ready:
+            if _listening(diag[entry["host"]], port):
                 del pending[name]
         if pending and time.monotonic() > deadline:
             entry = next(iter(pending.values()))
@@ -332,17 +372,11 @@ def _do_carrier(action: dict[str, Any], _services: dict[str, int]) -> int:
     events (netlink) rather than polling: the kernel turns a veth's carrier on asynchronously,
     so a snapshot taken at once could see a link DOWN that traffic already uses."""
     sockets: dict[socket.socket, str] = {}
-    home = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        for host in action["hosts"]:
-            enter(host, False)
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
-            sock.bind((0, 1))  # RTMGRP_LINK: every change of a link
-            sock.send(struct.pack("=IHHII", 32, RTM_GETLINK, 0x301, 1, 0) + bytes(16))
-            sockets[sock] = host
-    finally:
-        _check(_libc.setns(home, CLONE_NEWNET), "back to the lab's namespace")
-        os.close(home)
+    for host in action["hosts"]:
+        sock = _host_socket(host, socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+        sock.bind((0, 1))  # RTMGRP_LINK: every change of a link
+        sock.send(struct.pack("=IHHII", 32, RTM_GETLINK, 0x301, 1, 0) + bytes(16))
+        sockets[sock] = host
     links: dict[str, dict[int, tuple[str, int]]] = {host: {} for host in action["hosts"]}
     dumping = set(action["hosts"])
     deadline = time.monotonic() + READY_SECONDS
@@ -404,6 +438,8 @@ _ACTIONS: dict[str, Callable[[dict[str, Any], dict[str, int]], int]] = {
     "carrier": _do_carrier,
 }
 _CALLS: dict[str, Callable[..., int]] = {
+    "cat": call_cat,
+    "sysctl": call_sysctl,
     "cycle": call_cycle,
     "probe": call_probe,
     "setup": call_setup,
@@ -559,6 +595,8 @@ def main() -> None:
     control.set_inheritable(False)
     try:
         boot()
+        os.setsid()  # a session of its own, as every command it starts: ^C at the starter's
+        # terminal reaches the starter only, and each is its own scheduling autogroup
     except OSError as exc:
         sys.stderr.write(f"{exc}\n")
         sys.exit(1)

@@ -46,15 +46,12 @@ def which(tool: str) -> str | None:
 REQUIRED_TOOLS: dict[str, str] = {
     "unshare": "util-linux",
     "nsenter": "util-linux",
-    "setsid": "util-linux",
     "flock": "util-linux",
     "setpriv": "util-linux",
     "ip": "iproute2",
     "tc": "iproute2",
     "ss": "iproute2",
-    "base64": "coreutils",
     "python3": "python3",
-    "tar": "tar",
 }
 """Command -> the Debian package that has it; every lab needs all of them."""
 
@@ -100,7 +97,6 @@ _PACKAGES = {
     "iptables": "iptables",
     "nft": "nftables",
     "python3": "python3",
-    "tar": "tar",
     "ping": "iputils-ping",
     "setpriv": "util-linux",
     "ipset": "ipset",
