@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli.app import main
-from agentledger.labs import LabStartError, load_lab, resolve_labs, start_lab, take_snapshot
+from agentledger.labs import LabStartError, load_lab, start_lab
 from labs_support import lab_privilege, write_small_lab
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -169,19 +169,3 @@ def test_a_sysctl_that_does_not_exist_names_its_host(tmp_path: Path) -> None:
         "the lab's setup failed at addresses, routes and sysctls of host client (exit 1):\n"
         "sysctl: setting key 'net.ipv4.nope': No such file or directory"
     )
-
-
-@pytest.mark.parametrize("scenario", ["lab_tc_shaping", "lab_f2b_chain"])
-def test_a_snapshot_through_the_agent_is_the_one_a_shell_script_takes(scenario: str) -> None:
-    """The agent runs each section as a program of its own, all at once; a lab entered with
-    nsenter (a detached one) runs one script per host: the same sections, byte for byte."""
-    privilege = lab_privilege()
-    with start_lab(resolve_labs(scenario)[0], privilege=privilege, periodic=False) as lab:
-        by_agent = take_snapshot(lab, stable=True)
-        channel, lab.channel = lab.channel, None
-        try:
-            by_script = take_snapshot(lab, stable=True)
-        finally:
-            lab.channel = channel
-    assert by_agent.to_text() == by_script.to_text()
-    assert "=== web: file www/index.html ===" in by_agent.to_text()

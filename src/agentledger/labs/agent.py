@@ -166,29 +166,6 @@ def call_probe(source: str, *argv: str) -> int:
     return code
 
 
-def call_sysctl(*keys: str) -> int:
-    """`KEY = VALUE` of each sysctl, read in this process's network namespace."""
-    for key in keys:
-        try:
-            with open("/proc/sys/" + key.replace(".", "/")) as text:
-                sys.stdout.write(f"{key} = {text.read().strip()}\n")
-        except OSError as exc:
-            sys.stdout.write(f"sysctl: cannot read {key}: {exc.strerror}\n")
-    return 0
-
-
-def call_cat(path: str) -> int:
-    """The file's bytes on stdout, or what `cat` would say."""
-    try:
-        with open(path, "rb") as data:
-            sys.stdout.flush()
-            os.write(1, data.read())
-    except OSError as exc:
-        sys.stdout.write(f"cat: {path}: {exc.strerror}\n")
-        return 1
-    return 0
-
-
 def call_setup() -> int:
     """Build the lab from the plan on stdin (JSON: a list of actions, in order); on the first
     that fails, its output and `the lab's setup failed at: STEP (exit N)` on stderr."""
@@ -438,8 +415,6 @@ _ACTIONS: dict[str, Callable[[dict[str, Any], dict[str, int]], int]] = {
     "carrier": _do_carrier,
 }
 _CALLS: dict[str, Callable[..., int]] = {
-    "cat": call_cat,
-    "sysctl": call_sysctl,
     "cycle": call_cycle,
     "probe": call_probe,
     "setup": call_setup,

@@ -13,15 +13,13 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentledger.labs.script import Command, host_dir
-from agentledger.labs.system import which
 
 if TYPE_CHECKING:
-    from agentledger.labs.runtime import Lab, Running
+    from agentledger.labs.runtime import Lab
 
 __all__ = ["SECTIONS", "Snapshot", "take_snapshot"]
 
@@ -116,117 +114,36 @@ class Snapshot:
 
 
 def _host_script(lab: Lab, host: str) -> str:
-    lines = [f"DEVS={shlex.quote(' '.join(_devices(lab, host)))}"]
+    devices = [e.dev for link in lab.spec.links for e in (link.a, link.b) if e.host == host]
+    devices += [p.dev for bridge in lab.spec.bridges for p in bridge.ports if p.host == host]
+    lines = [f"DEVS={shlex.quote(' '.join(devices))}"]
     lines += [f"echo '{_MARK}{name}'; {{ {command} ; }} 2>&1" for name, command in SECTIONS]
-    for path in _files(lab, host):
+    files = [f.path for h in lab.spec.hosts if h.name == host for f in h.files]
+    for owner in lab.spec.owners:
+        if owner.host == host:
+            files += [f.path for f in owner.desired]
+    for path in files:
         full = shlex.quote(f"{host_dir(host)}/{path}")
         lines.append(f"echo '{_MARK}file {path}'; cat {full} 2>&1")
     return "\n".join(lines)
 
 
-_ARGV: dict[str, list[str]] = {
-    "ip addr": ["ip", "-o", "addr", "show"],
-    "ip link": ["ip", "-o", "link", "show"],
-    "ip route": ["ip", "route", "show", "table", "all"],
-    "ip rule": ["ip", "rule", "show"],
-    "iptables-save": ["iptables-save"],
-    "nft list ruleset": ["nft", "list", "ruleset"],
-    "ipset list": ["ipset", "list"],
-    "tc -s qdisc": ["tc", "-s", "qdisc", "show"],
-    "tc -s class": ["tc", "-s", "class", "show", "dev"],
-    "tc filter": ["tc", "filter", "show", "dev"],
-    "ss -ltnup": ["ss", "-Hltnup"],
-}
-"""What the lab's agent runs for each section, as programs (no shell): the same output as
-SECTIONS' shell, each section a command of its own, all at once."""
-_PER_DEVICE = ("tc -s class", "tc filter")
-_SYSCTLS = ("net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter")
-_WINDOW = 24
-"""Commands of one snapshot running at once, at most (each holds two pipes here)."""
-
-
-def _devices(lab: Lab, host: str) -> list[str]:
-    devices = [e.dev for link in lab.spec.links for e in (link.a, link.b) if e.host == host]
-    return devices + [p.dev for b in lab.spec.bridges for p in b.ports if p.host == host]
-
-
-def _files(lab: Lab, host: str) -> list[str]:
-    files = [f.path for h in lab.spec.hosts if h.name == host for f in h.files]
-    return files + [f.path for o in lab.spec.owners if o.host == host for f in o.desired]
-
-
-def _parts(lab: Lab, host: str) -> list[tuple[str, str, Command | None]]:
-    """(section, text before its output, command) for every part of `host`'s snapshot."""
-    parts: list[tuple[str, str, Command | None]] = []
-    for name, _ in SECTIONS:
-        if name == "sysctl":
-            parts.append((name, "", Command([], call="sysctl", args=_SYSCTLS, mounts=False)))
-        elif name in _PER_DEVICE:
-            parts += [
-                (name, f"# {dev}\n", Command([*_ARGV[name], dev], mounts=False))
-                for dev in _devices(lab, host)
-            ]
-            parts += [] if _devices(lab, host) else [(name, "", None)]
-        else:
-            argv = _ARGV[name]
-            parts.append((name, "", Command(argv, mounts=False) if which(argv[0]) else None))
-    for path in _files(lab, host):
-        full = f"{host_dir(host)}/{path}"
-        parts.append((f"file {path}", "", Command([], call="cat", args=(full,), mounts=False)))
-    return parts
-
-
-def _by_agent(lab: Lab) -> dict[str, dict[str, str]]:
-    """Every part of every host at once (a window of them), through the lab's agent."""
-    jobs = [(host, part) for host in lab.spec.host_names() for part in _parts(lab, host)]
-    outputs = [""] * len(jobs)
-    running: deque[tuple[int, Running]] = deque()
-    for i, (host, (_, _, command)) in enumerate(jobs):
-        if command is None:
-            continue
-        if len(running) >= _WINDOW:
-            outputs.__setitem__(*_output(*running.popleft()))
-        running.append((i, lab.start(host, command, merge=True)))
-    while running:
-        outputs.__setitem__(*_output(*running.popleft()))
-    raw: dict[str, dict[str, str]] = {host: {} for host in lab.spec.host_names()}
-    for (host, (section, before, _)), out in zip(jobs, outputs, strict=True):
-        raw[host][section] = raw[host].get(section, "") + before + out
-    return raw
-
-
-def _output(index: int, proc: Running) -> tuple[int, str]:
-    try:
-        out, _ = proc.communicate(timeout=SNAPSHOT_SECONDS)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-    return index, out
-
-
-def _by_script(lab: Lab) -> dict[str, dict[str, str]]:
-    """One shell script per host, hosts at once (a lab entered with nsenter: no agent here)."""
+def take_snapshot(lab: Lab, *, stable: bool = False) -> Snapshot:
+    """Read every host's state from the running `lab` (read-only commands; hosts at once)."""
     running = {
         host: lab.start(host, Command(["sh", "-c", _host_script(lab, host)], mounts=False))
         for host in lab.spec.host_names()
     }
-    raw: dict[str, dict[str, str]] = {}
+    hosts: dict[str, dict[str, str]] = {}
     for host, proc in running.items():
-        _, out = _output(0, proc)
-        raw[host] = {}
+        try:
+            out, _ = proc.communicate(timeout=SNAPSHOT_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        sections: dict[str, str] = {}
         for chunk in out.split(_MARK)[1:]:
             name, _, text = chunk.partition("\n")
-            raw[host][name] = text
-    return raw
-
-
-def take_snapshot(lab: Lab, *, stable: bool = False) -> Snapshot:
-    """Read every host's state from the running `lab` (read-only commands, all at once)."""
-    raw = _by_agent(lab) if lab.channel is not None else _by_script(lab)
-    hosts: dict[str, dict[str, str]] = {}
-    for host, found in raw.items():
-        sections: dict[str, str] = {}
-        for name, text in found.items():
             text = _tidy(name, text)
             if stable:
                 for pattern, replacement in _STABLE:
