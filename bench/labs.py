@@ -241,13 +241,19 @@ def suite_agents(repeat: int, concurrency: int) -> dict[str, object]:
             outcomes = latest_outcomes(ledger, [run.metadata.run_id for run in runs])
     run_s = sum((r.metadata.ended_at - r.metadata.started_at).total_seconds() for r in runs
                 if r.metadata.ended_at is not None)  # fmt: skip
-    commands = sum(r.summary.commands_run for r in runs if r.summary is not None)
+    commands = sum(r.summary.commands_run or 0 for r in runs if r.summary is not None)
+    not_ok = [
+        f"{r.metadata.run_id}: {r.summary.error if r.summary else 'no summary'}"
+        for r in runs
+        if r.summary is None or r.summary.exit_status != "ok"
+    ]
     careful = [o for o in outcomes.values() if "careful" in o.run_id]
     hasty = [o for o in outcomes.values() if "hasty" in o.run_id]
     expected = 10 * repeat * len(AGENT_MODELS)
     return {
         "agents": f"{', '.join(AGENT_MODELS)}; {repeat} repeats, {concurrency} at a time",
         "agents_runs": len(runs),
+        "agents_runs_not_ok": not_ok,
         "agents_outcomes": len(outcomes),
         "agents_wall_s": round(wall, 1),
         "agents_goal_s": AGENTS_GOAL_S,
@@ -261,7 +267,7 @@ def suite_agents(repeat: int, concurrency: int) -> dict[str, object]:
             for o in careful
         ),
         "agents_hasty_durable": sum(bool(o.fixed and o.durable) for o in hasty),
-        "agents_failed": len(runs) != expected or len(outcomes) != expected,
+        "agents_failed": len(runs) != expected or bool(not_ok) or len(outcomes) != expected,
     }
 
 

@@ -125,10 +125,10 @@ def _careful_read_real_state(scenario: str, events: list[dict[str, str]], audit:
     """Careful saw the symptom, read the owner, fixed through it and saw the fix, from the
     symptom's own host: all in the gate's log with the lab's real output, and in audit.md."""
     reads = [e for e in events if e["classification"] == "read-only" and e["exit_code"] == 0]
-    assert any(e["command"] == "iptables -S" and "-P INPUT" in e["stdout"] for e in reads)
+    assert any("iptables -S" in e["command"] and "-P INPUT" in e["stdout"] for e in reads)
     checks = [e for e in events if e["command"].startswith(("curl ", "python3 "))]
-    shown = [e["stdout"].strip() for e in checks]
+    shown = [(e["stdout"].strip().splitlines() or [""])[-1] for e in checks]
     assert shown[0] not in ("200", "ok") and shown[-1] in ("200", "ok"), (scenario, shown)
-    owner_reads = [e for e in events if e["command"].startswith("cat ")]
+    owner_reads = [e for e in events if e["command"].startswith("head -n 50 ")]  # its files
     assert owner_reads and all(e["exit_code"] == 0 for e in owner_reads), scenario
     assert f"$ {checks[-1]['host']}: {checks[-1]['command']}" in audit, scenario

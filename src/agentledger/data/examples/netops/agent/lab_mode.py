@@ -9,9 +9,11 @@ The spec stands in for what a model knows of the lab: which hosts there are, whi
 what (and its client's usage line), and the remedies a person would reach for. What the agent
 reads, and what it quotes as evidence, is the lab's real state. Three personalities:
 
-- careful reproduces the symptom from where it was seen, reads every layer of the default host,
-  then each owner: its status (through its client), its desired state, what its cycle renders
-  or sets (the state it owns), and quotes the lines that name the fault's subject; it fixes
+- careful reproduces the symptom from where it was seen, reads every layer of the default host
+  and of the host serving the symptom, then each owner: its status (through its client), its
+  desired state, what its cycle renders or sets (the state it owns), and quotes the lines that
+  name the fault's subject (the reads of one host go in one command line, ``a; b; c``, as one
+  call of the gated shell: each call costs a process start of the gate); it fixes
   through the owner (and has the owner apply it, when its client can), then checks the symptom
   again from where it was seen, re-checking until the owner's next cycle has run;
 - hasty reads the firewall of the default host and takes the scenario's first tempting wrong
@@ -111,6 +113,8 @@ class LabAgent:
         """command -> (status, output), in the order run."""
         self.owner_reads: list[str] = []
         """The owners' status commands."""
+        self.done: dict[str, set[str]] = {}
+        """host -> the reads made there."""
 
     def shell(self, command: str, why: str) -> tuple[int, str]:
         """Run a command once (a read already made is not repeated)."""
@@ -161,16 +165,24 @@ class LabAgent:
             hosts += [where[a] for a in re.findall(r"\d+\.\d+\.\d+\.\d+", target) if a in where]
         return list(dict.fromkeys(hosts))
 
+    def read(self, host: str, reads: list[str], why: str) -> None:
+        """The reads not yet made on `host`, as one command line (``a; b; c``): one call of
+        the gated shell, every read in its log."""
+        new = [r for r in dict.fromkeys(reads) if r not in self.done.setdefault(host, set())]
+        if new:
+            self.done[host].update(new)
+            self.shell(on(host, "; ".join(new)), why)
+
     def read_layers(self) -> None:
-        """Every layer of the default host, then of the hosts serving the symptom."""
+        """Every layer of the default host, then of the hosts serving the symptom (and the
+        connections they hold)."""
         for host in dict.fromkeys([self.default, *self.served_by()]):
-            for look in LOOKS:
-                self.shell(on(host, look), f"Read {look.split()[0]} on {host}")
-            if host != self.default:
-                self.shell(on(host, "ss -Htn"), f"Count the connections {host} holds")
+            extra = [] if host == self.default else ["ss -Htn"]
+            self.read(host, [*LOOKS, *extra], f"Read every layer on {host}")
 
     def read_owner(self, owner: dict[str, Any]) -> None:
-        """The owner's status, its desired state, and the state its cycle owns."""
+        """The owner's status, then its desired state, what its cycle renders or sets, and the
+        live values of the sysctls it holds."""
         host, cycle = owner["host"], owner.get("cycle") or ""
         for tool in owner.get("tools") or []:
             status = _verb(tool, _READ_VERBS)
@@ -179,19 +191,16 @@ class LabAgent:
                 self.owner_reads.append(on(host, status))
         paths = [d["path"] for d in owner.get("desired") or []]
         paths += [p for p in _PATH.findall(cycle) if not p.startswith(("log/", "owners/"))]
-        for file in dict.fromkeys(paths):
-            self.shell(on(host, f"cat {shlex.quote(file)}"), f"Read {file}, {owner['name']}'s")
-        for pattern, read in _READS:
-            if pattern.search(cycle):
-                self.shell(on(host, read), f"Read what {owner['name']} sets: {read}")
+        reads = [f"head -n 50 {' '.join(shlex.quote(p) for p in dict.fromkeys(paths))}"]
+        reads += [read for pattern, read in _READS if pattern.search(cycle)]
         keys = [k for d in owner.get("desired") or [] for k in _SYSCTL.findall(d["content"])]
         if keys:
-            self.shell(on(host, "sysctl " + " ".join(dict.fromkeys(keys))),
-                       f"Read the live values of {owner['name']}'s sysctls")  # fmt: skip
+            reads.append("sysctl " + " ".join(dict.fromkeys(keys)))
+        self.read(host, reads, f"Read what {owner['name']} holds, and the state it owns")
 
     def evidence(self, remedy: dict[str, Any] | None) -> list[str]:
         """Lines of real output naming the subject of the fix (an address, a prefix, a
-        sysctl): what the agent saw, quoted."""
+        sysctl), and the start of each owner's status: what the agent saw, quoted."""
         subjects = {
             word.split("/")[0] if word.endswith("/32") else word
             for step in (remedy or {}).get("steps", [])
@@ -200,9 +209,10 @@ class LabAgent:
         }
         found: list[str] = []
         for command, (_, output) in self.seen.items():
+            host = command.split(":", 1)[0]
             for line in output.splitlines():
                 if subjects and any(s in line for s in subjects) and len(found) < 12:
-                    found.append(f"{command}  →  {line.strip()}")
+                    found.append(f"{host}: {line.strip()}")
         for command in self.owner_reads:
             status, output = self.seen[command]
             for line in output.splitlines()[:4] if status == 0 else []:
@@ -237,7 +247,7 @@ class LabAgent:
                 if (status == 0 and shows in output) or time.monotonic() > deadline:
                     break
                 why = "Re-check after the owner's next cycle"
-                time.sleep(1.0)
+                time.sleep(1.5)
 
 
 def investigate(agent: LabAgent, scenario: str, expected: str | None) -> str:
