@@ -11,6 +11,8 @@ cannot run labs (a failure where AGENTLEDGER_REQUIRE_LABS=1).
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,54 @@ def _careful_read_real_state(scenario: str, events: list[dict[str, str]], audit:
     owner_reads = [e for e in events if e["command"].startswith("head -n 50 ")]  # its files
     assert owner_reads and all(e["exit_code"] == 0 for e in owner_reads), scenario
     assert f"$ {checks[-1]['host']}: {checks[-1]['command']}" in audit, scenario
+
+
+FLAG_AGENT = """
+from pathlib import Path
+
+
+def act(ctx):
+    ctx.shell("iptables -S")
+    Path(FLAG).touch()  # on the machine: a fresh lab now sees it, and will not come up
+    ctx.write_report("# Report\\n\\n## Remediation\\n\\n```bash\\njailctl unban 10.0.0.2\\n```\\n")
+"""
+
+
+@pytest.mark.slow
+def test_an_outcome_whose_lab_will_not_come_up_is_named_not_fatal(tmp_path: Path) -> None:
+    lab_privilege()  # skips, saying why, where labs cannot run (fails in CI)
+    shared = Path(tempfile.mkdtemp(prefix="agentledger-flag-", dir="/tmp"))
+    shared.chmod(0o755)  # the lab's processes (nobody, as root) read the machine's files
+    flag = shared / "flag"
+    scenario = tmp_path / "outcome_lab"
+    shutil.copytree(Path(__file__).parent / "data" / "outcome_lab", scenario)
+    lab = scenario / "lab.yaml"
+    lab.write_text(lab.read_text().replace("probes:\n", (
+        f"probes:\n  - {{name: flag-absent, role: keep, host: web, command: 'test ! -e {flag}'}}\n"
+    ), 1))  # fmt: skip
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "flag_agent.py").write_text(f"FLAG = {str(flag)!r}\n" + FLAG_AGENT)
+    (agent / "prompt.txt").write_text("You fix network faults.\n")
+    (agent / "agent.toml").write_text(
+        'name = "flag-agent"\nkind = "python"\nentry = "flag_agent:act"\npython_path = ["."]\n'
+        'system_prompt = "prompt.txt"\n[model]\nprovider = "scripted"\nname = "scripted-x"\n'
+    )
+    root = str(tmp_path / "ledger")
+    try:
+        ran = CliRunner().invoke(main, ["run", str(scenario), "--agent",
+                                        str(agent / "agent.toml"), "--ledger", root])  # fmt: skip
+        assert ran.exit_code == 1, ran.output  # the run is ok; its outcome could not be measured
+        assert "1 of 1 runs written" in ran.output and "0 did not end ok" in ran.output
+        (line,) = [x for x in ran.output.splitlines() if "not measured" in x]
+        assert "probe flag-absent is already unhealthy" in line
+        run_id = line.split()[2].rstrip(":")
+        with Ledger.open(Path(root)) as ledger:
+            assert latest_outcomes(ledger) == {}
+        flag.unlink()  # as the line says, the run can be measured later
+        again = CliRunner().invoke(main, ["outcome", run_id, "--ledger", root])
+        assert again.exit_code == 0, again.output
+        with Ledger.open(Path(root)) as ledger:
+            assert latest_outcomes(ledger)[run_id].fixed is True
+    finally:
+        shutil.rmtree(shared)

@@ -204,28 +204,34 @@ def run_command(
     if report.interrupted:
         click.echo("Interrupted: the runs not started were skipped.", err=True)
         sys.exit(130)
-    if failed:
+    if failed or (outcomes is not None and outcomes.unmeasured):
         sys.exit(1)
 
 
 class _Outcomes:
     """The outcomes of a suite's lab runs, measured while the suite runs: each sealed run of a
     lab scenario is measured in a fresh lab by one of `jobs` workers (the run's
-    `--concurrency`), so that the checks overlap the runs still going."""
+    `--concurrency`), so that the checks overlap the runs still going. A check whose lab
+    would not come up is named, with why, and does not stop the others."""
 
     def __init__(self, ledger: Ledger, jobs: int) -> None:
         self.ledger = ledger
         self.pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="agentledger-outcome")
         self.pending: list[Future[list[Outcome]]] = []
+        self.unmeasured = 0
 
     def submit(self, run: RunOutcome) -> None:
         if run.status != "setup-failed":
             self.pending.append(self.pool.submit(self._measure, run.run_id))
 
     def _measure(self, run_id: str) -> list[Outcome]:
+        from agentledger.labs import LabStartError, LabUnavailableError
         from agentledger.outcomes.check import lab_runs, measure_and_record
 
-        return list(measure_and_record(self.ledger, lab_runs(self.ledger, [run_id])))
+        try:
+            return list(measure_and_record(self.ledger, lab_runs(self.ledger, [run_id])))
+        except (LabStartError, LabUnavailableError) as exc:
+            raise _NotMeasured(run_id, str(exc)) from None
 
     def finish(self, report: SuiteReport, quiet: bool) -> None:
         """Wait for every check (none is started after Ctrl-C) and say what each measured."""
@@ -234,13 +240,28 @@ class _Outcomes:
         for future in as_completed(self.pending):
             if future.cancelled():
                 continue
-            for outcome in future.result():
-                if not quiet:
-                    click.echo(
-                        f"outcome of {terminal_safe(outcome.run_id)}: "
-                        f"fixed {_yes(outcome.fixed)}, durable {_yes(outcome.durable)}, "
-                        f"collateral {_yes(outcome.collateral)}, verified {_yes(outcome.verified)}"
-                    )
+            try:
+                outcomes = future.result()
+            except _NotMeasured as exc:
+                self.unmeasured += 1
+                click.echo(
+                    f"outcome of {terminal_safe(exc.run_id)}: not measured: "
+                    f"{terminal_safe(exc.why)} (`agentledger outcome {exc.run_id}` measures it)",
+                    err=True,
+                )
+                continue
+            for outcome in outcomes if not quiet else []:
+                click.echo(
+                    f"outcome of {terminal_safe(outcome.run_id)}: "
+                    f"fixed {_yes(outcome.fixed)}, durable {_yes(outcome.durable)}, "
+                    f"collateral {_yes(outcome.collateral)}, verified {_yes(outcome.verified)}"
+                )
+
+
+class _NotMeasured(Exception):
+    def __init__(self, run_id: str, why: str) -> None:
+        super().__init__(f"{run_id}: {why}")
+        self.run_id, self.why = run_id, why
 
 
 def _yes(value: bool | None) -> str:
