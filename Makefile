@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	rm -rf agentledger-demo
+	rm -rf agentledger-demo agentledger-demo-labs
 	$(BIN)/agentledger demo agentledger-demo
+	$(BIN)/agentledger demo --labs agentledger-demo-labs
 	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly)"
 
 test: $(STAMP)
@@ -51,4 +52,4 @@ docs: $(STAMP)
 	$(BIN)/python docs/generate.py
 
 clean:
-	rm -rf $(VENV) agentledger-demo bench/.work .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) agentledger-demo agentledger-demo-labs bench/.work .pytest_cache .mypy_cache .ruff_cache
