@@ -68,6 +68,7 @@ def deep(levels: int, key: bool = False) -> bytes:
         b'[{"x": 1}, {"y": {"z": 1, "z": 2}}]',
         b'{"a": "\\u003a", "a": 1}',  # an escaped colon could make up for the lost key
         b'{"\\u0061": 1, "a": 2}',  # the same key, once escaped
+        b'{"\\u003a": true, "\\u003a": true}',  # the lost key's colon is escaped in the other
         b'{"a": {"p": 1, "q": 2}, "a": 3}',  # the dropped value held keys of its own
         b'{"s": "a\\\\", "s": "b\\""}',  # escapes next to the key's quotes
         b'{"n": 9223372036854775808}',  # 2**63: orjson reads it

@@ -86,7 +86,7 @@ def _checked_in_python(raw: bytes, value: Any, max_depth: int) -> Any:
 def _escaped_colon(raw: bytes) -> bool:
     at = raw.find(_ESCAPE)
     while at >= 0:
-        if raw[at + 6 : at + 7] in (b"a", b"A"):
+        if raw[at + 5 : at + 6] in (b"a", b"A"):
             return True
-        at = raw.find(_ESCAPE, at + 6)
+        at = raw.find(_ESCAPE, at + 5)
     return False
