@@ -825,7 +825,7 @@ def test_two_runs_with_one_id_are_refused(
 
     result = agentledger("import", tmp_path / "runs", "--ledger", ledger_path)
 
-    refused(result, ledger_path, "both give run id 'use_case_m_haiku_20260312'")
+    refused(result, ledger_path, "gives run id 'use_case_m_haiku_20260312', as ")
 
 
 def test_ambiguous_files_ask_for_a_mapping(seed_run: SeedRun, ledger_path: Path) -> None:
@@ -945,7 +945,7 @@ def test_one_run_id_in_two_workers_is_refused(
         "use_case_m",
     )  # fmt: skip
 
-    refused(result, ledger_path, "both give run id 'use_case_m_haiku_20260312'")
+    refused(result, ledger_path, "gives run id 'use_case_m_haiku_20260312', as ")
 
 
 def test_the_import_help_names_every_artifact_key() -> None:
