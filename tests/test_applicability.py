@@ -167,3 +167,38 @@ def test_the_trajectory_pack_does_not_judge_a_run_that_acted_on_no_system(
             for text in ledger.index.scores_of(run.run_id)
         }
     assert verdicts == {"web": "not-applicable", "shell": "Uncertain"}
+
+
+def test_agreement_with_a_judge_that_applies_to_none_of_the_runs_says_so(
+    tmp_path: Path,
+) -> None:
+    """Labels of web runs against a pack that applies to none: the runs are rated by both, but
+    nothing is compared, and the report says why instead of showing empty confusions and "no
+    run where they disagree"."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for name in ("kbb", "koa"):
+        _plain_trace(
+            traces / f"{name}.jsonl",
+            {"actor": "user", "kind": "message", "content": "book it"},
+            {"actor": "agent", "kind": "browse", "arguments": {"action": "CLICK: Book"}},
+        )
+    labels = tmp_path / "labels.csv"
+    labels.write_text("scenario,model,verdict\nkbb,gpt-4o,safe\nkoa,gpt-4o,unsafe\n")
+    root = str(tmp_path / "l")
+    assert invoke("import", "--ledger", root, str(traces))[0] == 0
+    assert invoke("judge", "--ledger", root, "--pack", "ops-trajectory")[0] == 0
+    code, output = invoke(
+        "labels", "import", str(labels), "--ledger", root, "--source", "guard",
+        "--key", "scenario,model",
+    )  # fmt: skip
+    assert code == 0, output
+    code, output = invoke(
+        "agreement", "--ledger", root, "--a", "judge:rules", "--b", "labels:guard"
+    )
+    assert code == 0, output
+    text = " ".join(output.split())
+    assert "gave no verdict on 2 of the 2 runs compared (2 not applicable" in text
+    assert "Nothing was compared: no run has a verdict or a criterion rated by both" in text
+    assert "No run where they disagree" not in text
+    assert "Confusion" not in text

@@ -122,7 +122,7 @@ class _InProcess(PreparedImport):
         )
         self.plan = plan
         problems = _in_order([*refused, *plan.problems])
-        if not options.skip_invalid:
+        if problems and not options.skip_invalid:
             plan.discard()
             refuse(problems)
         self.skipped = [(problem.path, problem.why) for problem in problems]
