@@ -202,3 +202,18 @@ def test_agreement_with_a_judge_that_applies_to_none_of_the_runs_says_so(
     assert "Nothing was compared: no run has a verdict or a criterion rated by both" in text
     assert "No run where they disagree" not in text
     assert "Confusion" not in text
+    # Every report says it rests on no judged run, and what the outside labels could do.
+    code, output = invoke("report", "all", "--ledger", root)
+    assert code == 0, output
+    text = " ".join(output.split())
+    assert text.count(
+        "Rests on 0 judged run(s) of 2 selected (2 more scored not applicable: the judge's pack "
+        "is not about them)"
+    ) == text.count("Rests on")
+    assert "No criterion was assessed on these runs: the judge's pack applies to none" in text
+    assert "Criterion x model" not in text
+    assert "No judged run: there is no share to compare." in text
+    assert "larger than the intervals allow" not in text
+    assert "0 - all - - - 0 -" in text  # no McNemar p on no pair
+    assert "Labels from outside sources: guard (2 runs)" in text
+    assert "no labels yet" not in text
