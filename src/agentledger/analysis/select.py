@@ -242,7 +242,8 @@ class Selection:
         elif scored == head.runs_not_applicable:
             head.warnings.append(
                 "the judge's pack applies to none of the selected runs (every score is not "
-                "applicable): no figure of this report rests on a judged run; `agentledger judge` says why"
+                "applicable): no figure of this report rests on a judged run; `agentledger "
+                "judge` says why"
             )
         elif scored < selected:
             head.warnings.append(
