@@ -318,6 +318,8 @@ class Redactor:
                 continue
             if needs and not _has_counts(lowered, needs):
                 continue
+            if kind == "pgpass" and not _unblank_line(text, ":", 4):
+                continue
             if run:
                 runs = text.translate(_AS_RUNS) if runs is None else runs
                 if "a" * run not in runs:
@@ -346,6 +348,8 @@ class Redactor:
                 continue
             if needs and not _has_counts(lowered, needs):
                 continue
+            if kind == "pgpass" and not _unblank_line(text, ":", 4):
+                continue
             if run and "a" * run not in text.translate(_AS_RUNS):
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
@@ -353,6 +357,13 @@ class Redactor:
             if redacted != text:
                 text, lowered = redacted, redacted.lower()
         return text
+
+
+def _unblank_line(text: str, char: str, count: int) -> bool:
+    """True when a line of `text` holds `count` of `char` and no blank: a pgpass line
+    (host:port:db:user:password), not `ip a`'s IPv6 addresses among spaces."""
+    lines = text.splitlines()
+    return any(line.count(char) >= count and len(line.split()) == 1 for line in lines)
 
 
 def rule_table() -> list[_Rule]:

@@ -125,10 +125,14 @@ def _token_width(parser: Any, op: Any, value: Any) -> int | None:
 
 
 def _token_class(parser: Any, members: Any) -> bool:
-    """True when the character class `members` holds token characters only (a category
-    such as \\d matches other scripts' digits too, so it is not)."""
+    """True when the character class `members` holds token characters only. \\d counts:
+    it matches other scripts' digits too, but no token of a known kind is written with them,
+    and a run broken by one is no such token (`[a-zA-Z\\d_-]{23}` of a Discord token is a
+    run of 23, so output without such a run skips the rule and its compiling)."""
     constants = parser
     for op, value in members:
+        if op is constants.CATEGORY and value is constants.CATEGORY_DIGIT:
+            continue
         if op is constants.LITERAL:
             if chr(value) not in _TOKEN:
                 return False
