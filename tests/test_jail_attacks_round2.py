@@ -8,6 +8,7 @@ functions the query does not name (refused, and shown doing so on a real Postgre
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from agentledger.fixtures.guard import check
 from agentledger.runner.shell_gate import Gate
 from agentledger.runner.shell_gate.rules import load_policy
 from agentledger.shell.classifier import classify
+from jail_helpers import NOBODY, as_user, need_bwrap, need_root, shared_dir
 
 REMEDIATE = Path(agentledger.__file__).parent / "data" / "policies" / "remediate.yaml"
 
@@ -151,10 +153,10 @@ CORPUS = Path(__file__).parent / "data" / "jail_attacks_round2.jsonl"
 PLACES = {"T": "/srv/t", "P": "4242", "PORT": "8080", "SOCK": "/srv/t/d.sock"}
 
 
-def corpus() -> list[dict[str, Any]]:
+def corpus(places: dict[str, str] = PLACES) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in CORPUS.read_text().splitlines()]
     for row in rows:
-        for name, value in PLACES.items():
+        for name, value in places.items():
             row["line"] = row["line"].replace("{" + name + "}", value)
     return rows
 
@@ -176,3 +178,56 @@ def test_no_attempt_of_the_second_round_is_allowed_but_the_harmless() -> None:
         if allowed != bool(row.get("allowed")):
             wrong.append((row["cause"], row["line"], allowed))
     assert not wrong, wrong
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every entry under `root` with its kind, mode, owner and (files) content."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        content = path.read_bytes().hex() if path.is_file() and not path.is_symlink() else ""
+        found[str(path.relative_to(root))] = f"{info.st_mode:o} {info.st_uid} {content}"
+    return found
+
+
+def _run_the_allowed(base: Path) -> dict[str, Any]:
+    """The corpus's investigate-mode lines the gate allows, run for real against targets in
+    `base` and a host process whose cwd is there: what changed."""
+    (base / "file.txt").write_text("orig\n")
+    (base / "repo").mkdir()
+    subprocess.run(["git", "init", "-q", str(base / "repo")], check=True)
+    (base / "repo" / "a.txt").write_text("a\n")
+    victim = subprocess.Popen(["sleep", "60"], cwd=base)
+    places = {**PLACES, "T": str(base), "P": str(victim.pid)}
+    gate = Gate(None, None, cwd=base, timeout=10, ci=False)
+    ran = []
+    try:
+        before = _tree(base)
+        for row in corpus(places):
+            if row.get("allowed") and not row.get("policy"):  # remediate's run unsandboxed
+                ran.append(gate.run(row["line"]).exit_code is not None)
+        after = _tree(base)
+        changed = sorted(key for key in {*before, *after} if before.get(key) != after.get(key))
+        return {"ran": ran, "changed": changed, "alive": victim.poll() is None}
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+@pytest.mark.slow
+def test_what_the_gate_lets_run_of_the_corpus_changes_nothing(tmp_path: Path) -> None:
+    need_bwrap()
+    (tmp_path / "t").mkdir()  # tmp_path also holds the gate's own cache (conftest)
+    seen = _run_the_allowed(tmp_path / "t")
+    assert len(seen["ran"]) == 10 and all(seen["ran"])
+    assert seen["changed"] == [] and seen["alive"], seen
+
+
+@pytest.mark.slow
+def test_as_nobody_what_the_gate_lets_run_of_the_corpus_changes_nothing() -> None:
+    need_bwrap()
+    need_root()  # to become nobody
+    with shared_dir() as base:
+        seen = as_user(NOBODY, lambda: _run_the_allowed(base))
+    assert len(seen["ran"]) == 10 and all(seen["ran"])
+    assert seen["changed"] == [] and seen["alive"], seen
