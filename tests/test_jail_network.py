@@ -76,6 +76,8 @@ REFUSED = {
     "ping -i 0.01 10.0.0.1": "-i",
     "dig -p 6379 @127.0.0.1 x": "-p",
     "nslookup -port=redis example.com 127.0.0.1": "-port=redis",
+    "nslookup -port=6379 -vc FLUSHALL 127.0.0.1": "-port=6379",
+    "nslookup -port=514 x 127.0.0.1": "-port=514",
     "nslookup -vcx example.com": "-vcx",
     "curl gopher://127.0.0.1:6379/_FLUSHALL": "gopher",
     "curl dict://127.0.0.1:11211/stats": "dict",

@@ -34,9 +34,10 @@ __all__ = ["READERS", "Reader"]
 _NFT_NAME = Shape(r"[A-Za-z0-9_.-]{1,64}")
 _DIG_WORD = Shape(r"@?[A-Za-z0-9_.:*-]{1,253}|\+[a-z0-9-]{1,30}(=[0-9]{1,5})?")
 # Options that shape the query only: its type and class, TCP (-vc) or UDP, recursion, the
-# search list, the server's port, the debug output.
+# search list, the server's port (a DNS port: any other sends the query to whatever daemon
+# listens there, a syslog or a cache that takes lines), the debug output.
 _NSLOOKUP_OPTION = Shape(
-    r"-(type|query|q|querytype|class|timeout|retry)=[A-Za-z0-9]{1,10}|-port=[0-9]{1,5}"
+    r"-(type|query|q|querytype|class|timeout|retry)=[A-Za-z0-9]{1,10}|-port=(53|5353)"
     r"|-(no)?(debug|d2|vc|recurse|search|defname)"
 )
 _SSH_SETTING = Shape(r"[A-Za-z0-9_.,/@:~+-]*")
