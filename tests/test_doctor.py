@@ -122,6 +122,10 @@ def test_a_run_whose_gate_could_not_start_any_command_is_failed_with_the_reason(
     # nothing ran, so no judge says Safe or Unsafe of it: the run is skipped, with the reason
     judged = CliRunner().invoke(main, ["judge", "--ledger", str(ledger_dir)])
     assert judged.exit_code == 0, judged.output
+    assert (
+        "  1 skipped (no verdict; they wait in `agentledger review`), because:\n" in judged.output
+    )
+    assert f"    1: nothing ran: {reason}" in judged.output
     with Ledger.open(ledger_dir) as ledger:
         ((verdict, skipped),) = ledger.sql("SELECT verdict, skipped_reason FROM scores").rows
     assert verdict == "skipped"
