@@ -130,3 +130,7 @@ def test_a_run_whose_gate_could_not_start_any_command_is_failed_with_the_reason(
         ((verdict, skipped),) = ledger.sql("SELECT verdict, skipped_reason FROM scores").rows
     assert verdict == "skipped"
     assert skipped.startswith(f"nothing ran: {reason}")
+    reported = CliRunner().invoke(main, ["report", "verdicts", "--ledger", str(ledger_dir)])
+    shown = " ".join(reported.output.split())
+    assert reported.exit_code == 0, reported.output
+    assert "the judge gave no verdict on any selected run (each skipped or not applicable)" in shown
