@@ -312,19 +312,22 @@ def cycle_command(owner: OwnerSpec) -> Command:
 def probe_command(probe: ProbeSpec) -> Command:
     """The command (run in the probe's host) whose exit status and output `read_probe` reads.
 
-    HTTP and throughput use curl when the machine has it (a few milliseconds); the lab's agent
-    runs TCP and DNS checks itself, in a child it forks (no program started), and kills a ping
-    or a command probe at its timeout. Without the agent (a detached lab), TCP uses bash when
-    the machine has it, the stdlib helper in the machine's python3 otherwise, and `timeout`
-    bounds ping and command probes.
+    The lab's agent runs HTTP (http:// URLs), throughput, TCP and DNS checks itself, in a child
+    it forks (no program started: a curl costs more CPU than the whole check), and kills a ping
+    or a command probe at its timeout. Without the agent (a detached lab), HTTP and throughput
+    use curl when the machine has it (as do https:// URLs always), TCP uses bash when the
+    machine has it, the stdlib helper in the machine's python3 otherwise, and `timeout` bounds
+    ping and command probes.
     """
     timeout = f"{probe.timeout:g}"
     helper = ["python3", "-I", "-S", "-c", _HELPER]
     url = probe.http or probe.throughput
+    curl = None
     if url and which("curl"):
         curl = ["curl", "-sS", "-o", "/dev/null", "-m", timeout, "--noproxy", "*", "-w",
                 "\\n%{http_code} %{size_download} %{speed_download}\\n", url]  # fmt: skip
-        return Command(curl, mounts=False)
+        if not url.lower().startswith("http://"):  # the helper speaks plain HTTP only
+            return Command(curl, mounts=False)
     args: tuple[str, ...] = ()
     if probe.http:
         args = ("http", timeout, probe.http, str(probe.status))
@@ -335,7 +338,7 @@ def probe_command(probe: ProbeSpec) -> Command:
     elif probe.dns:
         args = ("dns", timeout, probe.dns, probe.server or "", probe.answer or "")
     if args:
-        argv = [*helper, *args]
+        argv = curl or [*helper, *args]
         if probe.tcp and which("bash"):
             address, _, port = probe.tcp.rpartition(":")
             script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
