@@ -543,6 +543,8 @@ class Agent:
         if request.get("call") == "probe":
             probe_helper(request["args"][0])  # made here, once, for every probe's child
         pid = _start(request, fds)
+        if request.get("prepare"):  # while that child works: the probes' helper, made once
+            probe_helper(request["prepare"])
         for fd in fds[:3]:
             os.close(fd)
         limit = request.get("limit")

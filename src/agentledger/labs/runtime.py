@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from agentledger.errors import InputError
 from agentledger.labs.channel import AGENT_SOURCE, MARSHAL, Channel
 from agentledger.labs.script import (
+    PROBE_HELPER,
     SYSTEM_PATH,
     Command,
     cycle_command,
@@ -542,10 +543,10 @@ def start_lab(
 
 def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
     assert lab.channel is not None
-    setup = Command([], call="setup")
-    running = lab.channel.start(
-        setup.request(None), stdin=marshal.dumps(setup_plan(lab.spec, periodic=periodic), MARSHAL)
-    )
+    # `prepare`: the agent makes the probe helper while the setup runs, not at the first probe
+    request = {**Command([], call="setup").request(None), "prepare": PROBE_HELPER}
+    plan = marshal.dumps(setup_plan(lab.spec, periodic=periodic), MARSHAL)
+    running = lab.channel.start(request, stdin=plan)
     try:
         out, err = running.communicate(SETUP_SECONDS)
     except subprocess.TimeoutExpired:

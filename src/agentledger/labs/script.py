@@ -20,6 +20,7 @@ from agentledger.labs.system import SYSTEM_PATH, which
 
 __all__ = [
     "LAB_ROOT",
+    "PROBE_HELPER",
     "SYSTEM_PATH",
     "Command",
     "cycle_command",
@@ -37,7 +38,8 @@ LAB_ROOT = "/run/lab"
 PLAN_ROOT = "/run/agentledger"
 """Inside the lab, beside LAB_ROOT: the setup's `ip -batch` files (in no host's directory)."""
 
-_HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
+PROBE_HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
+"""The probe helper's source (run by python3 -c, or made once in the lab's agent)."""
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ def probe_command(probe: ProbeSpec) -> Command:
     ping and command probes.
     """
     timeout = f"{probe.timeout:g}"
-    helper = ["python3", "-I", "-S", "-c", _HELPER]
+    helper = ["python3", "-I", "-S", "-c", PROBE_HELPER]
     url = probe.http or probe.throughput
     curl = None
     if url and which("curl"):
@@ -343,7 +345,7 @@ def probe_command(probe: ProbeSpec) -> Command:
             address, _, port = probe.tcp.rpartition(":")
             script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
             argv = ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]
-        return Command(argv, call="probe", args=(_HELPER, *args), mounts=False)
+        return Command(argv, call="probe", args=(PROBE_HELPER, *args), mounts=False)
     if probe.ping:
         wait = max(1, round(probe.timeout))
         ping = ["ping", "-n", "-c", "1", "-W", str(wait)]
