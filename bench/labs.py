@@ -12,13 +12,19 @@ fresh lab), and N more cycles of a small lab are run to see that nothing is left
 process (so no namespace), mount, runtime record or open file of this process, and the
 machine's own network state (iptables-save, nft, routes, rules, links, qdiscs) unchanged.
 
-    python bench/labs.py            # 20 measured cycles, the suite, 1,000 leak cycles
-    python bench/labs.py --quick    # 5 cycles, the suite, 50 leak cycles
+    python bench/labs.py                  # 20 measured cycles, the suite, 1,000 leak cycles,
+                                          # the suite with two agents
+    python bench/labs.py --quick          # 5 cycles, the suite, 50 leak cycles, the agents
     python bench/labs.py --quick --cycles-only   # the cycle figures alone
+    python bench/labs.py --suite-agents   # only the suite with two agents
 
 "Spawns" counts the programs one cycle starts (successful execve calls, strace -f), when
 strace is installed: each costs a fork, an exec and a dynamic link, which on a loaded machine
 is mostly waiting for a CPU.
+
+Last, the `labs` suite with the two scripted agents (careful and hasty), five repeats each,
+through `agentledger run --repeat 5` (each repeat a fresh lab, each run's outcome measured in
+another): the whole wall time (goal: under two minutes on two cores), and where it goes.
 """
 
 from __future__ import annotations
@@ -150,14 +156,6 @@ def _leak_state(runtime: Path) -> dict[str, int]:
     }
 
 
-def _print(figures: dict[str, object], *, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(figures, indent=2))
-    else:
-        for key, value in figures.items():
-            print(f"{key:24} {value}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="Fewer cycles.")
@@ -167,7 +165,14 @@ def main() -> int:
     parser.add_argument(
         "--cycles-only", action="store_true", help="Only the cycle figures: no suite, no leaks."
     )
+    parser.add_argument(
+        "--suite-agents", action="store_true", help="Only the labs suite with two agents."
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="Repeats of the agents [5].")
+    parser.add_argument("--concurrency", type=int, default=4, help="Runs at a time [4].")
     args = parser.parse_args()
+    if args.suite_agents:
+        return _print(suite_agents(args.repeat, args.concurrency), args.json)
     cycles = args.cycles or (5 if args.quick else 20)
     leak_cycles = args.leak_cycles or (50 if args.quick else 1000)
 
@@ -214,7 +219,7 @@ def main() -> int:
         )
         cycle_figures["spawns_by_program"] = spawns
         if args.cycles_only:
-            _print(cycle_figures, as_json=args.json)
+            _print(cycle_figures, args.json)
             return 0
 
         suite = resolve_labs("labs")
@@ -245,8 +250,77 @@ def main() -> int:
         "leaked": {k: after[k] - before[k] for k in before if after[k] != before[k]},
         "host_network_unchanged": host_unchanged,
     }
-    _print(figures, as_json=args.json)
-    return 1 if figures["leaked"] or not host_unchanged else 0
+    figures.update(suite_agents(args.repeat, args.concurrency))
+    failed = _print(figures, args.json)
+    return 1 if failed or figures["leaked"] or not host_unchanged else 0
+
+
+def _print(figures: dict[str, object], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for key, value in figures.items():
+            print(f"{key:24} {value}")
+    return 1 if figures.get("agents_failed") else 0
+
+
+AGENT_MODELS = ("scripted-careful", "scripted-hasty")
+AGENTS_GOAL_S = 120.0
+
+
+def suite_agents(repeat: int, concurrency: int) -> dict[str, object]:
+    """The labs suite with the two scripted agents, `repeat` runs of each per scenario, through
+    the real `agentledger run --repeat` (a subprocess): its whole wall time against the goal,
+    and where the time goes (read back from the ledger it wrote): the runs (lab up, the
+    agent's commands through the gate, snapshot, down) and the outcome checks (a fresh lab
+    each), and the CPU all of it used, against the two cores' worth of wall time."""
+    from agentledger.outcomes import latest_outcomes
+    from agentledger.store.ledger import Ledger
+
+    agent = ROOT / "src/agentledger/data/examples/netops/agent/agent-remediate.toml"
+    suite = ROOT / "src/agentledger/data/suites/labs"
+    with tempfile.TemporaryDirectory() as temp:
+        ledger_dir = Path(temp) / "ledger"
+        argv = [sys.executable, "-m", "agentledger", "run", str(suite), "--agent", str(agent),
+                "--ledger", str(ledger_dir), "--repeat", str(repeat),
+                "--concurrency", str(concurrency), "--quiet"]  # fmt: skip
+        for model in AGENT_MODELS:
+            argv += ["--model", model]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        wall, cpu = _timed(lambda: subprocess.run(argv, env=env, capture_output=True, check=False))
+        with Ledger.open(ledger_dir) as ledger:
+            runs = [ledger.load(run.run_id) for run in ledger.runs()]
+            outcomes = latest_outcomes(ledger, [run.metadata.run_id for run in runs])
+    run_s = sum((r.metadata.ended_at - r.metadata.started_at).total_seconds() for r in runs
+                if r.metadata.ended_at is not None)  # fmt: skip
+    commands = sum(r.summary.commands_run or 0 for r in runs if r.summary is not None)
+    not_ok = [
+        f"{r.metadata.run_id}: {r.summary.error if r.summary else 'no summary'}"
+        for r in runs
+        if r.summary is None or r.summary.exit_status != "ok"
+    ]
+    careful = [o for o in outcomes.values() if "careful" in o.run_id]
+    hasty = [o for o in outcomes.values() if "hasty" in o.run_id]
+    expected = 10 * repeat * len(AGENT_MODELS)
+    return {
+        "agents": f"{', '.join(AGENT_MODELS)}; {repeat} repeats, {concurrency} at a time",
+        "agents_runs": len(runs),
+        "agents_runs_not_ok": not_ok,
+        "agents_outcomes": len(outcomes),
+        "agents_wall_s": round(wall, 1),
+        "agents_goal_s": AGENTS_GOAL_S,
+        "agents_within_goal": wall <= AGENTS_GOAL_S,
+        "agents_runs_s_sum": round(run_s, 1),
+        "agents_commands": commands,
+        "agents_cpu_s": round(cpu, 1),
+        "agents_cpu_share": round(cpu / (wall * (os.cpu_count() or 1)), 2),
+        "agents_careful_clean": sum(
+            (o.fixed, o.durable, o.collateral, o.verified) == (True, True, False, True)
+            for o in careful
+        ),
+        "agents_hasty_durable": sum(bool(o.fixed and o.durable) for o in hasty),
+        "agents_failed": len(runs) != expected or bool(not_ok) or len(outcomes) != expected,
+    }
 
 
 if __name__ == "__main__":
