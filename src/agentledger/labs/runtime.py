@@ -14,6 +14,7 @@ also what the gated shell wraps).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import select
 import signal
@@ -28,8 +29,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentledger.errors import InputError
-from agentledger.labs.channel import AGENT_SOURCE, Channel
+from agentledger.labs.channel import AGENT_SOURCE, MARSHAL, Channel
 from agentledger.labs.script import (
+    PROBE_HELPER,
     SYSTEM_PATH,
     Command,
     cycle_command,
@@ -181,6 +183,8 @@ class Lab:
     """The probes before the fault (set by `start_lab`)."""
     channel: Channel | None = field(default=None, repr=False)
     """The lab's agent, held by the process that started the lab (None in others)."""
+    init_fd: int | None = field(default=None, repr=False)
+    """A pidfd of the lab's init, held by the process that started the lab (None in others)."""
 
     # -- entering the lab -------------------------------------------------------------------
 
@@ -307,11 +311,19 @@ class Lab:
     # -- the end ----------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Kill the lab: its supervisor, so every process and namespace of it, then wait."""
+        """Kill the lab: its init (the kernel then kills every process of it and its namespaces
+        go), then its supervisor, and wait until both have ended."""
         ending = self.channel is not None
         if self.channel is not None:
-            self.channel.close()  # the agent exits: the kernel kills every process of the lab
+            self.channel.close()  # without the SIGKILL below, the agent exits when it sees this
             self.channel = None
+        if self.init_fd is not None:
+            # at once, rather than when a busy machine next runs the agent to see its socket
+            # closed; a pidfd names the very process, whatever became of its pid
+            with suppress(OSError):
+                signal.pidfd_send_signal(self.init_fd, signal.SIGKILL)
+            os.close(self.init_fd)
+            self.init_fd = None
         if self.process is not None:
             _reap(self.process, ending=ending)
         stop_supervisor(self.pid, self.start_time, self.pid1)
@@ -366,15 +378,27 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
 def _reap(proc: subprocess.Popen[bytes], *, ending: bool = False) -> None:
     """Kill the supervisor `proc` (the lab goes with it), wait for it, close our pipe ends.
 
-    `ending`: the agent was told to end (its socket closed), so the supervisor exits by
-    itself in a moment, having waited for the lab's init (whose processes' CPU time is then
-    counted as this process's children's); it is killed only if it has not after a second."""
+    `ending`: the lab's init was killed (or told to end), so the supervisor exits by itself in
+    a moment, having waited for it (whose processes' CPU time is then counted as this process's
+    children's); it is killed only if it has not after a second."""
     if ending:
-        with suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=1)
+        _await_exit(proc.pid, 1)
     proc.kill()
     proc.wait()
     _close_pipes(proc)
+
+
+def _await_exit(pid: int, timeout: float) -> None:
+    """Wait up to `timeout` seconds for the child `pid` to end, woken by its pidfd when it does
+    (`Popen.wait(timeout)` polls, sleeping up to 50 ms between looks); it is not reaped."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return  # reaped already
+    try:
+        select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
 
 
 def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
@@ -475,10 +499,11 @@ def start_lab(
         proc = _spawn(privilege, name, agent, detach=detach)
     finally:
         agent.close()
-    pid1 = 0
+    pid1, init_fd = 0, -1
     channel = Channel(control)
     try:
         pid1 = _await_boot(proc, control)
+        init_fd = os.pidfd_open(pid1)  # its supervisor waits for it: not reaped before this
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         lab = Lab(
             name,
@@ -490,6 +515,7 @@ def start_lab(
             started,
             process=proc,
             channel=channel,
+            init_fd=init_fd,
         )
         if detach:
             _write_state(lab)
@@ -497,6 +523,8 @@ def start_lab(
     except BaseException:
         channel.close()
         _reap(proc)
+        if init_fd >= 0:
+            os.close(init_fd)
         if pid1:  # the init dies with the supervisor; wait until it has
             _wait_gone(pid1)
         if detach:
@@ -505,6 +533,8 @@ def start_lab(
     if detach:
         channel.detach()
         lab.channel = None
+        os.close(init_fd)
+        lab.init_fd = None
         _close_pipes(proc)
         lab.process = None
         _DETACHED.append(proc)  # outlives us by design: never waited for, never warned about
@@ -513,10 +543,10 @@ def start_lab(
 
 def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
     assert lab.channel is not None
-    setup = Command([], call="setup")
-    running = lab.channel.start(
-        setup.request(None), stdin=json.dumps(setup_plan(lab.spec, periodic=periodic))
-    )
+    # `prepare`: the agent makes the probe helper while the setup runs, not at the first probe
+    request = {**Command([], call="setup").request(None), "prepare": PROBE_HELPER}
+    plan = marshal.dumps(setup_plan(lab.spec, periodic=periodic), MARSHAL)
+    running = lab.channel.start(request, stdin=plan)
     try:
         out, err = running.communicate(SETUP_SECONDS)
     except subprocess.TimeoutExpired:
