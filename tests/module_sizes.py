@@ -16,26 +16,11 @@ FUNCTION_LINES = 100
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 OVER: dict[str, int] = {
-    "agentledger/importers/openhands.py": 731,
-    "agentledger/shell/classifier.py": 723,
-    "agentledger/analysis/agreement.py": 681,
-    "agentledger/shell/knowledge.py": 665,
-    "agentledger/store/storage/s3/storage.py": 661,
-    "agentledger/shell/evaluate.py": 643,
-    "agentledger/importers/run_plan.py": 636,
-    "agentledger/fixtures/suite.py": 626,
-    "agentledger/runner/run.py": 617,
-    "agentledger/runner/shell_gate/gate.py": 614,
+    "agentledger/importers/openhands.py": 658,
     "agentledger/importers/openhands.py:step": 197,
-    "agentledger/importers/trace_runs.py:plan_trace_run": 181,
-    "agentledger/analysis/agreement.py:agreement_report": 166,
-    "agentledger/judges/llm/prompt.py:render_prompt": 153,
-    "agentledger/cli/importing.py:import_command": 147,
-    "agentledger/gates/sentinels/protocol.py:_blocks": 142,
-    "agentledger/cli/judging.py:judge_command": 137,
+    "agentledger/importers/trace_runs.py:plan_trace_run": 110,
+    "agentledger/judges/llm/prompt.py:render_prompt": 118,
     "agentledger/labels/tabular.py:_row_label": 113,
-    "agentledger/cli/query.py:show_command": 109,
-    "agentledger/report/sections.py:_drift": 101,
 }
 """Known to be over, with the most each may have (the issue of splitting them: 34)."""
 

@@ -25,6 +25,7 @@ from agentledger.shell.knowledge import (
     Spec,
     glob_match,
 )
+from agentledger.shell.sql_args import sql_match, stdin_and_sql
 from agentledger.shell.words import Word
 
 __all__ = ["assignment", "evaluate", "output_kind"]
@@ -111,7 +112,7 @@ def _evaluate(
         _names(knowledge, spec, label, positionals, jobs, firm)
     if spec.risky_options and not spec.subs:
         _dynamic_options(label, positionals, firm)
-    _stdin_and_sql(knowledge, spec, label, stdin, options, positionals, matches, jobs)
+    stdin_and_sql(knowledge, spec, label, stdin, options, positionals, matches, jobs)
     if dry is not None and matches:
         matches = [
             (READ_ONLY, f"{reason}, but {dry} only shows what it would do")
@@ -482,27 +483,12 @@ def _value(
     for pattern, kind in patterns:
         if glob_match(pattern, lowered):
             if kind == "sql":
-                matches.append(_sql(knowledge, spec, label, flag, text))
+                matches.append(sql_match(knowledge, spec, label, flag, text))
             elif kind == "shell":
                 jobs.append((text, None))
             else:
                 matches.append((kind, f"{label} {flag} {text} is {kind}"))
             return
-
-
-def _sql(knowledge: Knowledge, spec: Spec, label: str, where: str, text: str) -> Match:
-    from agentledger.shell.sql import DEFAULT_DIALECT, classify_sql
-
-    kind, reason = classify_sql(text, knowledge.sql, spec.sql_dialect or DEFAULT_DIALECT)
-    return kind, f"{label} {where}: {reason}" if where else f"{label}: {reason}"
-
-
-def _dot_command(patterns: Patterns, label: str, text: str) -> Match:
-    """A client's own command (sqlite3's `.tables`, `.shell`): its class, unknown if none."""
-    command = text.strip()
-    kind = patterns.most_severe(command.lower()) or UNKNOWN
-    name = command.split(None, 1)[0]
-    return kind, f"{label} {name} is {kind}"
 
 
 def _subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
@@ -531,39 +517,6 @@ def _verb(verbs: Patterns, positionals: list[tuple[int, Word]]) -> tuple[str, st
         if kind is not None:
             return kind, word.value
     return None
-
-
-def _stdin_and_sql(
-    knowledge: Knowledge,
-    spec: Spec,
-    label: str,
-    stdin: str | None,
-    options: list[tuple[str, Word | None]],
-    positionals: list[tuple[int, Word]],
-    matches: list[Match],
-    jobs: list[Job],
-) -> None:
-    """SQL given as a positional argument or on standard input, or a script on standard input."""
-    given = any(
-        kind in ("sql", "shell") for flag, _ in options for _, kind in spec.values.get(flag, ())
-    )
-    if spec.sql_arg is not None and len(positionals) >= spec.sql_arg:
-        first = spec.sql_arg - 1
-        words = positionals[first:] if spec.sql_rest else positionals[first : first + 1]
-        for _, word in words:
-            if word.value is None:
-                matches.append((UNKNOWN, f"{label}: SQL {word.raw} is only known at run time"))
-            elif spec.dot_commands is not None and word.value.lstrip().startswith("."):
-                matches.append(_dot_command(spec.dot_commands, label, word.value))
-            else:
-                matches.append(_sql(knowledge, spec, label, "", word.value))
-        given = True
-    if given or stdin is None:
-        return
-    if spec.stdin == "sql":
-        matches.append(_sql(knowledge, spec, label, "<<", stdin))
-    elif spec.stdin == "shell" and not positionals:
-        jobs.append((stdin, None))
 
 
 def _wrapper(
