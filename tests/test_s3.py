@@ -154,7 +154,7 @@ def test_an_unknown_lease_setting_is_refused(monkeypatch: pytest.MonkeyPatch, s3
 
 
 def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
-    """Import, judge and decide through the seam: only ledger.json and the index on disk,
+    """Import, judge, decide and measure through the seam: only ledger.json and the index on disk,
     everything else in the bucket, and another machine sees all of it."""
     from agentledger.gates.decisions import DecisionStore
     from agentledger.importers import import_runs
@@ -162,7 +162,9 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
     from agentledger.judges.pack import load_pack
     from agentledger.judges.scores import run_scores
     from agentledger.judges.scoring import score_runs
+    from agentledger.outcomes import OutcomeStore, latest_outcomes, record_outcome
     from agentledger.records.decisions import Decision, new_decision_id
+    from test_outcomes_store import make_outcome
 
     source = tmp_path / "source"
     write_runs(source, 5)
@@ -182,6 +184,9 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
             rule="every model passes",
         )
         DecisionStore(ledger).write([decision])
+        outcome = make_outcome(run_ids[0])
+        record_outcome(ledger, outcome)
+        assert latest_outcomes(ledger) == {run_ids[0]: outcome}
         assert verify_ledger(ledger).ok
         first = scored.scored[0]
     # Nothing of the evidence is kept locally: the index, ledger.json and the journal's mark.
@@ -201,6 +206,8 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
         assert other.reindex().indexed == len(run_ids)
         assert [score.judge_id for score in run_scores(other, first.run_id)] == [first.judge_id]
         assert DecisionStore(other).list() == [decision]
+        assert latest_outcomes(other) == {run_ids[0]: outcome}
+        assert OutcomeStore(other).of_run(run_ids[0]) == [outcome]
         assert verify_ledger(other).ok
 
 

@@ -27,7 +27,9 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
 
 from __future__ import annotations
 
-from pathlib import Path
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "AgentLedgerError",

@@ -424,6 +424,7 @@ def agreement_report(
             + f" ({len(in_a)} rated by A, {len(in_b)} by B)"
         )
     development = _checked_development(ledger, a, b, common, allow_dev, warnings)
+    warnings += _without_verdict(a, "A", common) + _without_verdict(b, "B", common)
     # A's run ids come in run id order, so sorting them is one pass (a set's order is none).
     ordered = sorted(filter(common.__contains__, a.ratings.run_ids))
     runs = _runs(ordered, facets, by)
@@ -513,6 +514,27 @@ def _checked_development(
             "evaluation (--allow-dev). Every such run is flagged."
         )
     return development
+
+
+def _without_verdict(source: Source, side: str, common: set[str]) -> list[str]:
+    """A warning when `source` gave no verdict at all (not applicable, skipped) on some of the
+    runs compared: they are rated, but nothing of theirs can agree or disagree."""
+    tally: dict[str, int] = {}
+    for run_id, verdict in zip(source.ratings.run_ids, source.ratings.verdicts, strict=True):
+        if verdict in ("not-applicable", "skipped") and run_id in common:
+            tally[verdict] = tally.get(verdict, 0) + 1
+    if not tally:
+        return []
+    why = []
+    if "not-applicable" in tally:
+        why.append(f"{tally['not-applicable']} not applicable: the judge's pack does not apply")
+    if "skipped" in tally:
+        why.append(f"{tally['skipped']} skipped")
+    return [
+        f"{side} ({source.describe()}) gave no verdict on {sum(tally.values())} of the "
+        f"{len(common)} runs compared ({'; '.join(why)}; `agentledger show RUN` says why): "
+        "they count as nulls, never as agreement or disagreement."
+    ]
 
 
 def _comparisons(

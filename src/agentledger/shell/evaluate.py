@@ -25,6 +25,7 @@ from agentledger.shell.knowledge import (
     Spec,
     glob_match,
 )
+from agentledger.shell.spec_lookup import abbreviated, named_in, subcommand, verb_of
 from agentledger.shell.sql_args import sql_match, stdin_and_sql
 from agentledger.shell.words import Word
 
@@ -96,7 +97,7 @@ def _evaluate(
     if not _subcommand_of(
         knowledge, spec, label, args, positionals, stdin, verbs, matches, jobs, firm
     ):
-        verb = _verb(verbs, positionals) if verbs else None
+        verb = verb_of(verbs, positionals) if verbs else None
         if verb is not None:
             matches.append((verb[0], f"{label} {verb[1]} is {verb[0]}"))
     if spec.args is not None:
@@ -150,7 +151,7 @@ def _options(
             kind = next((k for pattern, k in spec.flag_globs if glob_match(pattern, flag)), None)
         if kind is not None:
             matches.append((kind, f"{label} {flag} is {kind}"))
-        elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not _known(spec, flag):
+        elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not named_in(spec, flag):
             _unknown_option(knowledge, spec, label, flag, value, matches, firm)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
@@ -162,17 +163,6 @@ def _options(
             if spec.dry_run.most_severe(shown) is not None:
                 dry = shown
     return dry
-
-
-def _known(spec: Spec, flag: str) -> bool:
-    """True when `flag` is an option `spec` names (with or without a class)."""
-    return (
-        flag == "--"
-        or flag in spec.options_with_arg
-        or flag in spec.info
-        or flag in spec.nested
-        or (spec.dry_run is not None and spec.dry_run.most_severe(flag) is not None)
-    )
 
 
 def _unknown_option(
@@ -187,7 +177,7 @@ def _unknown_option(
     """An option the entry does not name: a long one may abbreviate one it does (GNU tools
     take `--ze` for `--zero`); under `strict`, any other is unknown."""
     if flag.startswith("--") and len(flag) > 2:
-        meant = [(name, kind) for name, kind in spec.long_options if name.startswith(flag)]
+        meant = abbreviated(spec, flag)
         if meant:
             for name, kind in meant:
                 if name in spec.outputs:
@@ -367,7 +357,7 @@ def _subcommand_of(
     if word.value is None:
         matches.append((UNKNOWN, f"{label}: the subcommand {word.raw} is only known at run time"))
         return True
-    found = _subcommand(spec, word.value)
+    found = subcommand(spec, word.value)
     if found is None:
         return False
     name, entry = found
@@ -489,34 +479,6 @@ def _value(
             else:
                 matches.append((kind, f"{label} {flag} {text} is {kind}"))
             return
-
-
-def _subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
-    """The subcommand `word` names: exactly, or as an abbreviation when the tool allows it.
-
-    An abbreviation that could mean several plain subcommands counts as the most severe.
-    """
-    if word in spec.subs:
-        return word, spec.subs[word]
-    if not spec.abbreviations:
-        return None
-    candidates = [(name, entry) for name, entry in spec.subs.items() if name.startswith(word)]
-    if not candidates:
-        return None
-    if all(isinstance(entry, str) for _, entry in candidates):
-        return max(candidates, key=lambda candidate: RANK[candidate[1]])
-    return candidates[0]
-
-
-def _verb(verbs: Patterns, positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:
-    """The class of the first positional word that matches a verb pattern."""
-    for _, word in positionals:
-        if word.value is None:
-            return UNKNOWN, word.raw
-        kind = verbs.most_severe(word.value.lower())
-        if kind is not None:
-            return kind, word.value
-    return None
 
 
 def _wrapper(

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.store.journal_upkeep import settle_unaccepted
-from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
+from agentledger.store.record_store import (
+    DecisionRecords,
+    LabelRecords,
+    OutcomeRecords,
+    ScoreRecords,
+)
 
 if TYPE_CHECKING:
     from agentledger.store.writer import LedgerParts
@@ -33,6 +38,9 @@ class GcReport:
     accepted (their journal entry appended)."""
     unaccepted_removed: list[tuple[str, str]] = field(default_factory=list)
     """Such records whose bytes did not check out: removed, with why."""
+    quarantined: list[tuple[str, str]] = field(default_factory=list)
+    """(key, where it went) of records without an entry that no writer announced (put there
+    by hand or by another program): moved to quarantine, never accepted."""
     indexed_scores: list[str] = field(default_factory=list)
     """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
     unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
@@ -45,6 +53,10 @@ class GcReport:
     """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
     unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
     """(decision, why) of such decisions that could not be indexed."""
+    indexed_outcomes: list[str] = field(default_factory=list)
+    """Accepted outcomes the index lacked (a measurer died before indexing them): now indexed."""
+    unreadable_outcomes: list[tuple[str, str]] = field(default_factory=list)
+    """(outcome key, why) of such outcomes that could not be indexed."""
 
     @property
     def ok(self) -> bool:
@@ -53,6 +65,8 @@ class GcReport:
             or self.unreadable_scores
             or self.unreadable_labels
             or self.unreadable_decisions
+            or self.quarantined
+            or self.unreadable_outcomes
         )
 
 
@@ -63,6 +77,7 @@ def collect_garbage(ledger: LedgerParts) -> GcReport:
     settled = settle_unaccepted(ledger)
     report.journaled = settled.completed
     report.unaccepted_removed = settled.removed
+    report.quarantined = settled.quarantined
     report.unreadable.extend(settled.refused_runs)
     refused = {run_id for run_id, _problem in settled.refused_runs}
     for leftover in ledger.storage.leftovers():
@@ -91,4 +106,5 @@ def collect_garbage(ledger: LedgerParts) -> GcReport:
     labels, report.unreadable_labels = LabelRecords(ledger).index_missing()
     report.indexed_labels = sorted(key.rsplit("/", 1)[-1].removesuffix(".json") for key in labels)
     report.indexed_decisions, report.unreadable_decisions = DecisionRecords(ledger).index_missing()
+    report.indexed_outcomes, report.unreadable_outcomes = OutcomeRecords(ledger).index_missing()
     return report

@@ -54,7 +54,7 @@ from agentledger.store.seen_heads import (
     read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.storage.journal import run_entry, segment_key
+from agentledger.store.storage.journal import run_entry, run_intent, segment_key
 from agentledger.store.writer import (
     METADATA,
     SUMMARY,
@@ -164,6 +164,9 @@ class OpenedLedger(NamedTuple):
     ) -> None:
         self.ledger.close()
 
+
+OUTCOMES_MIGRATION = "m014_outcomes"
+"""The index migration that added the outcomes table (an index it upgraded is filled)."""
 
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
 JOURNAL_MARK = "journal.started"
@@ -287,6 +290,11 @@ class Ledger:
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
+            if OUTCOMES_MIGRATION in index.upgraded_by:
+                # The outcomes measured before outcomes were indexed: indexed now, once.
+                from agentledger.store.record_store import OutcomeRecords
+
+                OutcomeRecords(ledger).index_missing()
         except BaseException:
             ledger.close()
             raise
@@ -370,6 +378,9 @@ class Ledger:
             raise
         # Record, then entry, then index, under the journal lock: see store/storage/journal.py.
         with self.storage.journal.lock():
+            self.storage.journal.announce(
+                [run_intent([(p[2].metadata.run_id, p[2].manifest_sha256) for p in prepared])]
+            )
             published = self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
             existing = set(published)
             landed = [p for p in prepared if p[2].metadata.run_id not in existing]

@@ -72,11 +72,18 @@ class ReindexReport:
     decisions: int = 0
     skipped_decisions: list[tuple[str, str]] = field(default_factory=list)
     """(decision, why) of the decisions that could not be indexed."""
+    outcomes: int = 0
+    skipped_outcomes: list[tuple[str, str]] = field(default_factory=list)
+    """(outcome file, why) of the outcomes that could not be indexed."""
 
     @property
     def ok(self) -> bool:
         return not (
-            self.skipped or self.skipped_scores or self.skipped_labels or self.skipped_decisions
+            self.skipped
+            or self.skipped_scores
+            or self.skipped_labels
+            or self.skipped_decisions
+            or self.skipped_outcomes
         )
 
 
@@ -142,12 +149,13 @@ def stored_score_rows(
 
 
 def _records(ledger: LedgerParts, report: ReindexReport) -> None:
-    """Index the labels and decisions the journal accepted (the scores are indexed apart,
-    leaving out each one the index cannot take)."""
-    from agentledger.store.record_store import DecisionRecords, LabelRecords
+    """Index the labels, decisions and outcomes the journal accepted (the scores are indexed
+    apart, leaving out each one the index cannot take)."""
+    from agentledger.store.record_store import DecisionRecords, LabelRecords, OutcomeRecords
 
     report.labels = LabelRecords(ledger).reindex(report.skipped_labels)
     report.decisions = DecisionRecords(ledger).reindex(report.skipped_decisions)
+    report.outcomes = OutcomeRecords(ledger).reindex(report.skipped_outcomes)
 
 
 def _fill(ledger: LedgerParts, entries: Iterable[IndexEntry], report: ReindexReport) -> None:

@@ -25,7 +25,7 @@ from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.storage import MANIFEST_NAME, StagedRun, StorageBackend
-from agentledger.store.storage.journal import run_entry
+from agentledger.store.storage.journal import run_entry, run_intent
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
 if TYPE_CHECKING:
@@ -104,6 +104,13 @@ def _publish_batch(ledger: LedgerParts, written: _Written) -> list[SealedRun]:
     storage = ledger.storage
     # Record, then entry (the batch's as one segment), then index, under the journal lock.
     with storage.journal.lock():
+        storage.journal.announce(
+            [
+                run_intent(
+                    [(entry.metadata.run_id, entry.manifest_sha256) for _run, entry in written]
+                )
+            ]
+        )
         try:
             existing = set(storage.publish_written([run for run, _entry in written]))
         except BaseException:

@@ -49,6 +49,8 @@ GATE_ERRORS_FILE = "gate_errors.jsonl"
 """Beside the audit log: one JSON line per allowed command the gate could not start (its
 sandbox could not be had), so that a runner can tell a run where nothing ran from one that
 ran nothing."""
+LAB_ENV = "AGENTLEDGER_LAB"
+"""The environment variable naming a run's lab target (`agentledger.runner.lab_shell`)."""
 DENIED_EXIT = 126
 """What `agentledger exec` exits with when the gate refuses a command."""
 
@@ -128,7 +130,8 @@ class Gate:
         folder = os.fspath(run_dir)
         if not os.path.isdir(folder):
             raise _input_error(f"run directory {folder} does not exist")
-        if "lab" not in options:
+        if "lab" not in options and os.environ.get(LAB_ENV):
+            # Imported only in a lab: it costs more than the rest of a gated command's start.
             from agentledger.runner.lab_shell import LabTarget
 
             options["lab"] = LabTarget.from_environment()
@@ -155,8 +158,14 @@ class Gate:
         have the host's network for."""
         if decision.decision == "denied" or not self._sandboxes(decision.decision, decision):
             return decision
+        from agentledger.runner.shell_gate.sandbox import READER_NAMES, REMOTE_WRAPPERS
+
+        parts = decision.classification.parts
+        texts = [decision.command, *(part.command for part in parts)]
+        texts += [name for part in parts for name in part.via]
+        if not any(name in text for text in texts for name in READER_NAMES):
+            return decision  # no reader named anywhere: its own network (netreaders unread)
         from agentledger.runner.shell_gate.netreaders import names_reader, network_grant
-        from agentledger.runner.shell_gate.sandbox import REMOTE_WRAPPERS
 
         grant = network_grant(decision.command, os.geteuid())
         if isinstance(grant, str):

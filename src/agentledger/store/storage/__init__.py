@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from agentledger.store.storage.base import (
     MANIFEST_NAME,
     NOT_A_FILE,
+    QUARANTINE_AREA,
     RECORD_AREAS,
     REPLACEABLE_AREAS,
     BareStorage,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_NAME",
     "NOT_A_FILE",
+    "QUARANTINE_AREA",
     "RECORD_AREAS",
     "REPLACEABLE_AREAS",
     "BareStorage",
@@ -61,18 +63,20 @@ class StorageBackend(BareStorage):
             journal = self.__dict__["_journal"] = Journal(self)
         return journal
 
-    def _create_record(self, key: str, data: bytes) -> None:
+    def _create_record(self, key: str, data: bytes, writer: str | None) -> None:
         from agentledger.store.storage.journal import JOURNALED_AREAS
 
         if key.split("/", 1)[0] in JOURNALED_AREAS:
-            self.journal.create_record(key, data)
+            self.journal.create_record(key, data, writer)
         else:
             self._create(key, data)
 
-    def _create_record_group(self, prefix: str, values: dict[str, bytes]) -> None:
+    def _create_record_group(
+        self, prefix: str, values: dict[str, bytes], writer: str | None
+    ) -> None:
         from agentledger.store.storage.journal import JOURNALED_AREAS
 
         if prefix.split("/", 1)[0] in JOURNALED_AREAS:
-            self.journal.create_group(prefix, values)
+            self.journal.create_group(prefix, values, writer)
         else:
             self._create_group(prefix, values)

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
@@ -42,6 +44,7 @@ from agentledger.store.sizes import format_size
 __all__ = [
     "MANIFEST_NAME",
     "NOT_A_FILE",
+    "QUARANTINE_AREA",
     "RECORD_AREAS",
     "REPLACEABLE_AREAS",
     "BareStorage",
@@ -58,10 +61,12 @@ NOT_A_FILE = "not-a-file"
 """The hash `scan_run` reports for a symlink or other non-regular file."""
 
 RECORD_AREAS: frozenset[str] = frozenset(
-    {"cache", "decisions", "journal", "labels", "outcomes", "scores", "splits"}
+    {"cache", "decisions", "journal", "labels", "outcomes", "quarantine", "scores", "splits"}
 )
 """The first segment of every record key; runs are reached through the run methods only."""
 REPLACEABLE_AREAS: frozenset[str] = frozenset({"cache"})
+QUARANTINE_AREA = "quarantine"
+"""Where `gc` moves records no writer announced (see `StorageBackend.quarantine`)."""
 """Areas whose values may be overwritten: derived data, never evidence."""
 
 KEY_MAX = 1024
@@ -226,18 +231,22 @@ class BareStorage(ABC):
 
     # -- records: create if absent, else fail --------------------------------------------
 
-    def create(self, key: str, data: bytes) -> None:
+    def create(self, key: str, data: bytes, writer: str | None = None) -> None:
         """Store `data` at `key` if nothing is there; else RecordExistsError, nothing changed.
 
         The value appears whole or not at all. Of several concurrent creates of one key,
-        exactly one succeeds.
+        exactly one succeeds. A score or label also gets its journal entry, under the
+        journal lock, announced first by an intent naming `writer` (see
+        `agentledger.store.storage.journal`).
         """
         key = check_key(key)
         crash_point("record: before create")
-        self._create_record(key, bytes(data))
+        self._create_record(key, bytes(data), writer)
         crash_point("record: created")
 
-    def create_group(self, prefix: str, values: Mapping[str, bytes]) -> None:
+    def create_group(
+        self, prefix: str, values: Mapping[str, bytes], writer: str | None = None
+    ) -> None:
         """Store ``prefix/<name>`` for each of `values` so that they all appear at once.
 
         RecordExistsError (and nothing written) when anything is stored at or under `prefix`
@@ -252,14 +261,18 @@ class BareStorage(ABC):
                 raise UnsafeNameError(f"storage group member {name!r} must be one segment")
             check_key(f"{prefix}/{name}")
         crash_point("group: before create")
-        self._create_record_group(prefix, {name: bytes(data) for name, data in values.items()})
+        self._create_record_group(
+            prefix, {name: bytes(data) for name, data in values.items()}, writer
+        )
         crash_point("group: created")
 
-    def _create_record(self, key: str, data: bytes) -> None:
+    def _create_record(self, key: str, data: bytes, writer: str | None) -> None:
         """`create` once the key is checked: `StorageBackend` journals it here."""
         self._create(key, data)
 
-    def _create_record_group(self, prefix: str, values: dict[str, bytes]) -> None:
+    def _create_record_group(
+        self, prefix: str, values: dict[str, bytes], writer: str | None
+    ) -> None:
         """`create_group` once the keys are checked: `StorageBackend` journals it here."""
         self._create_group(prefix, values)
 
@@ -298,6 +311,19 @@ class BareStorage(ABC):
         out: what a writer that died between record and entry left. Only `gc` calls this,
         under the journal lock, after checking that no entry names `key`."""
         self._remove(check_key(key))
+
+    def quarantine(self, key: str) -> str:
+        """Move a record (or group) that no writer announced out of the way: its bytes to
+        ``quarantine/<time>-<random>/<key>``, where `verify` names them until a person removes
+        them, never accepted. Only `gc` calls this, under the journal lock. The new place."""
+        key = check_key(key)
+        stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+        place = f"{QUARANTINE_AREA}/{stamp}/{key}"
+        members = [key] if self._exists(key) else self._keys(key)
+        for member in members:
+            self._create(f"{QUARANTINE_AREA}/{stamp}/{member}", self._get(member))
+        self._remove(key)
+        return place
 
     @abstractmethod
     def journal_lock(self) -> AbstractContextManager[None]:
