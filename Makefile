@@ -41,6 +41,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tests/module_sizes.py
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests bench docs
