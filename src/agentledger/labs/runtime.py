@@ -20,7 +20,6 @@ import select
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -41,11 +40,11 @@ from agentledger.labs.script import (
     setup_plan,
 )
 from agentledger.labs.spec import LabSpec, LoadedLab, ProbeSpec, Step
+from agentledger.labs.supervisor import close_pipes, reap, stop_supervisor, wait_gone
 from agentledger.labs.system import (
     LabUnavailableError,
     Privilege,
     choose_privilege,
-    process_running,
     process_start_time,
     runtime_dir,
     sweep_dead_labs,
@@ -325,7 +324,7 @@ class Lab:
             os.close(self.init_fd)
             self.init_fd = None
         if self.process is not None:
-            _reap(self.process, ending=ending)
+            reap(self.process, ending=ending)
         stop_supervisor(self.pid, self.start_time, self.pid1)
         if self._recorded():
             _state_file(self.name).unlink(missing_ok=True)
@@ -368,64 +367,6 @@ def _finish_probe(probe: ProbeSpec, proc: Running) -> ProbeResult:
     return ProbeResult(probe.name, probe.role, passed, detail[:300])
 
 
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            with suppress(OSError):
-                stream.close()
-
-
-def _reap(proc: subprocess.Popen[bytes], *, ending: bool = False) -> None:
-    """Kill the supervisor `proc` (the lab goes with it), wait for it, close our pipe ends.
-
-    `ending`: the lab's init was killed (or told to end), so the supervisor exits by itself in
-    a moment, having waited for it (whose processes' CPU time is then counted as this process's
-    children's); it is killed only if it has not after a second."""
-    if ending:
-        _await_exit(proc.pid, 1)
-    proc.kill()
-    proc.wait()
-    _close_pipes(proc)
-
-
-def _await_exit(pid: int, timeout: float) -> None:
-    """Wait up to `timeout` seconds for the child `pid` to end, woken by its pidfd when it does
-    (`Popen.wait(timeout)` polls, sleeping up to 50 ms between looks); it is not reaped."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
-        return  # reaped already
-    try:
-        select.select([fd], [], [], timeout)
-    finally:
-        os.close(fd)
-
-
-def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
-    """SIGKILL the supervisor `pid` (when it is still the process that started at
-    `start_time`) and wait until its lab's init `pid1` is gone."""
-    if process_start_time(pid) == start_time:
-        with suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    _wait_gone(pid1, pid, start_time)
-
-
-def _wait_gone(pid1: int, pid: int | None = None, start_time: int | None = None) -> None:
-    """Wait until the lab's init `pid1` has ended (woken by its pidfd: an init ends only once
-    the kernel has killed every process of its PID namespace), and the supervisor too."""
-    with suppress(OSError):
-        fd = os.pidfd_open(pid1)
-        try:
-            select.select([fd], [], [], 10)
-        finally:
-            os.close(fd)
-    for _ in range(4000):
-        if not process_running(pid1) and not (pid and process_running(pid, start_time)):
-            return
-        time.sleep(0.0025)
-    raise LabUnavailableError(f"the lab's supervisor {pid} did not end after SIGKILL")
-
-
 def _spawn(
     privilege: Privilege, name: str, agent: socket.socket, *, detach: bool
 ) -> subprocess.Popen[bytes]:
@@ -462,7 +403,7 @@ def _await_boot(proc: subprocess.Popen[bytes], control: socket.socket) -> int:
         proc.kill()
         proc.wait()
         err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
-        _close_pipes(proc)
+        close_pipes(proc)
         raise LabUnavailableError(
             f"the lab's namespaces could not be made: {err or 'no reason given'}"
         )
@@ -522,11 +463,11 @@ def start_lab(
         _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
         channel.close()
-        _reap(proc)
+        reap(proc)
         if init_fd >= 0:
             os.close(init_fd)
         if pid1:  # the init dies with the supervisor; wait until it has
-            _wait_gone(pid1)
+            wait_gone(pid1)
         if detach:
             _state_file(name).unlink(missing_ok=True)
         raise
@@ -535,7 +476,7 @@ def start_lab(
         lab.channel = None
         os.close(init_fd)
         lab.init_fd = None
-        _close_pipes(proc)
+        close_pipes(proc)
         lab.process = None
         _DETACHED.append(proc)  # outlives us by design: never waited for, never warned about
     return lab
