@@ -36,8 +36,9 @@ $(SCAN_LIB): $(SCAN_SRC)
 	fi
 
 demo: $(STAMP) scan
-	rm -rf agentledger-demo
+	rm -rf agentledger-demo agentledger-demo-labs
 	$(BIN)/agentledger demo agentledger-demo
+	$(BIN)/agentledger demo --labs agentledger-demo-labs
 	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly)"
 
 test: $(STAMP) scan
@@ -73,4 +74,4 @@ docs: $(STAMP)
 	$(BIN)/python docs/generate.py
 
 clean:
-	rm -rf $(VENV) src/agentledger/records/_strict_scan*.so agentledger-demo bench/.work .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) src/agentledger/records/_strict_scan*.so agentledger-demo agentledger-demo-labs bench/.work .pytest_cache .mypy_cache .ruff_cache

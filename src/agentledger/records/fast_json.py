@@ -28,6 +28,7 @@ instead, at about twice the parse's cost:
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -35,7 +36,9 @@ import orjson
 
 _certain: Callable[[bytes, int], bool] | None
 try:
-    from agentledger.records._strict_scan import certain as _certain
+    # By name: the C module has no .py source, so import-linter would take a plain import
+    # for one of the package root (records may not import it); its types are in the .pyi.
+    _certain = importlib.import_module("agentledger.records._strict_scan").certain
 except ImportError:  # not built (no C compiler): the checks below, in Python
     _certain = None
 
