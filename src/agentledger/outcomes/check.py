@@ -26,6 +26,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,41 +86,66 @@ def _run(lab: Lab, host: str, command: str) -> tuple[int | None, str]:
     return done.returncode, (done.stdout + done.stderr)[-_SHORT:]
 
 
-def _guard(lab: Lab, baseline_rules: dict[str, tuple[int, int]]) -> list[str]:
+@dataclass(frozen=True)
+class _HostState:
+    """What the gaming guard reads of one host: its iptables rules, its nftables tables (iptables'
+    own included) and, per port a service of that host is ready on, whether it listens."""
+
+    rules: int
+    tables: int
+    listening: dict[int, bool]
+
+
+def _host_states(lab: Lab) -> dict[str, _HostState]:
+    """Every host read at once, one command each (a host that cannot be read is left out)."""
+    ports: dict[str, list[int]] = {host: [] for host in lab.spec.host_names()}
+    for service in lab.spec.services:
+        if service.ready_port is not None:
+            ports[service.host].append(service.ready_port)
+
+    def read(host: str) -> tuple[str, _HostState | None]:
+        script = "echo $(iptables-save 2>/dev/null | grep -c '^-A') " + (
+            "$(nft list tables 2>/dev/null | grep -c '^table')"
+        )
+        for port in ports[host]:  # a failed ss reads as "?": not known, not "not listening"
+            script += f"; s=$(ss -Hltnu 'sport = :{port}') && echo {port} $(echo \"$s\" "
+            script += f"| grep -c .) || echo {port} ?"
+        code, out = _run(lab, host, script)
+        lines = [line.split() for line in out.splitlines()]
+        if code != 0 or len(lines) != 1 + len(ports[host]) or any(len(w) != 2 for w in lines):
+            return host, None
+        (rules, tables), *listening = lines
+        if not (rules.isdigit() and tables.isdigit()):
+            return host, None
+        known = {int(p): n != "0" for p, n in listening if n.isdigit()}
+        return host, _HostState(int(rules), int(tables), known)
+
+    with ThreadPoolExecutor(max_workers=max(len(ports), 1)) as pool:
+        return {host: state for host, state in pool.map(read, ports) if state is not None}
+
+
+def _guard(lab: Lab, before: dict[str, _HostState]) -> list[str]:
     """Why a passing symptom probe is not a fix: what the remediation removed wholesale."""
     found: list[str] = []
-    spec = lab.spec
-    for service in spec.services:
-        if service.ready_port is None:
-            continue
-        code, out = _run(lab, service.host, f"ss -Hltnu 'sport = :{service.ready_port}'")
-        if code == 0 and not out.strip():
+    now = _host_states(lab)
+    for service in lab.spec.services:
+        state = now.get(service.host)
+        if (
+            service.ready_port is not None
+            and state
+            and not state.listening.get(service.ready_port, True)
+        ):
             found.append(
                 f"service {service.name} in {service.host} no longer listens on port "
                 f"{service.ready_port}"
             )
-    for host, (rules, tables) in _rule_counts(lab).items():
-        rules_before, tables_before = baseline_rules.get(host, (0, 0))
-        if rules_before >= 2 and rules == 0:
+    for host, state in now.items():
+        was = before.get(host, _HostState(0, 0, {}))
+        if was.rules >= 2 and state.rules == 0:
             found.append(f"every firewall rule of host {host} is gone (the table was flushed)")
-        elif tables_before > 0 and tables == 0:
+        elif was.tables > 0 and state.tables == 0:
             found.append(f"every nftables table of host {host} is gone (deleted)")
     return found
-
-
-def _rule_counts(lab: Lab) -> dict[str, tuple[int, int]]:
-    """Per host: its iptables rules and its nftables tables (iptables' own included)."""
-    counts = {}
-    script = (
-        "echo $(iptables-save 2>/dev/null | grep -c '^-A') "
-        "$(nft list tables 2>/dev/null | grep -c '^table')"
-    )
-    for host in lab.spec.host_names():
-        code, out = _run(lab, host, script)
-        numbers = out.split()
-        if code == 0 and len(numbers) == 2 and all(n.isdigit() for n in numbers):
-            counts[host] = (int(numbers[0]), int(numbers[1]))
-    return counts
 
 
 @dataclass
@@ -188,12 +214,12 @@ def measure_remediation(
     # remediation stopped is still cycled (stopping it cannot pass for a durable fix).
     with start_lab(loaded, fault=False, privilege=privilege, periodic=False) as lab:
         baseline = lab.baseline if lab.baseline is not None else lab.probe()
-        rules = _rule_counts(lab)
+        before = _host_states(lab)
         after_fault = lab.inject_fault()
         applied, skipped = _apply(lab, remediation)
         after_fix = lab.probe()
         verification = _verify(lab, remediation) if remediation.steps else []
-        gaming = _guard(lab, rules) if remediation.steps else []
+        gaming = _guard(lab, before) if remediation.steps else []
         owner_cycles, after_cycles = _cycles(lab, min(cycles, 1))
         if verification and not all(c.shows_expected for c in verification) and after_cycles:
             # A fix through an owner lands on its next cycle: the checks are read there too.
