@@ -19,6 +19,7 @@ from agentledger.records.filters import RunFilter
 if TYPE_CHECKING:
     from agentledger.records.decisions import Decision
     from agentledger.records.labels import Label
+    from agentledger.records.outcomes import Outcome
     from agentledger.records.scores import Score
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "JudgeTally",
     "LabelResult",
     "LabelRow",
+    "OutcomeRow",
     "QueryResult",
     "Ratings",
     "RunColumns",
@@ -48,6 +50,7 @@ __all__ = [
     "format_time",
     "label_row",
     "label_rows_from",
+    "outcome_row",
     "packed_criteria",
     "ratings_of",
     "run_columns",
@@ -149,6 +152,10 @@ class LabelRow:
     criteria_packed: str | None = None
     """The criteria packed on the label's own row (`packed_criteria`), as read back by
     `RunIndex.label_rows`; None on a row about to be indexed, which the index packs itself."""
+    accepted_seq: int | None = None
+    """The position of the label's journal entry: the journal's order, which decides a
+    source's newest label (a time written in the file cannot); None on a row indexed before
+    the index kept it (a reindex fills it in)."""
 
 
 def stored_flag(value: Any) -> Any:
@@ -263,13 +270,15 @@ def label_rows_from(
             criteria=tuple(by_label.get(row[0], ())),
             current=stored_flag(row[9]),
             criteria_packed=row[10],
+            accepted_seq=row[11] if len(row) > 11 else None,
         )
         for row in rows
     ]
 
 
-def label_row(label: Label) -> LabelRow:
-    """What the index keeps of `label` (its `current` flag is the index's to derive)."""
+def label_row(label: Label, accepted_seq: int | None = None) -> LabelRow:
+    """What the index keeps of `label` (its `current` flag is the index's to derive);
+    `accepted_seq`: the position of its journal entry."""
     return LabelRow(
         label_id=label.label_id,
         run_id=label.run_id,
@@ -281,6 +290,7 @@ def label_row(label: Label) -> LabelRow:
         created_at=format_time(label.created_at) or "",
         label_json=label.model_dump_json(),
         criteria=tuple((item.criterion, item.fired) for item in label.criteria),
+        accepted_seq=accepted_seq,
     )
 
 
@@ -313,6 +323,40 @@ def decision_row(decision: Decision) -> DecisionRow:
         created_at=format_time(decision.created_at) or "",
         decision_json=decision.model_dump_json(),
         run_ids=tuple(sorted(runs)),
+    )
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    """What the index keeps of one measured outcome (the files under outcomes/ are the truth)."""
+
+    outcome_id: str
+    run_id: str
+    scenario: str
+    created_at: str
+    fixed: int | None
+    durable: int | None
+    collateral: int | None
+    verified: int | None
+    outcome_json: str
+
+
+def _as_int(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def outcome_row(outcome: Outcome) -> OutcomeRow:
+    """What the index keeps of `outcome`."""
+    return OutcomeRow(
+        outcome_id=outcome.outcome_id,
+        run_id=outcome.run_id,
+        scenario=outcome.scenario,
+        created_at=format_time(outcome.created_at) or "",
+        fixed=_as_int(outcome.fixed),
+        durable=_as_int(outcome.durable),
+        collateral=_as_int(outcome.collateral),
+        verified=_as_int(outcome.verified),
+        outcome_json=outcome.model_dump_json(),
     )
 
 

@@ -25,6 +25,7 @@ from agentledger.store.index.rows import (
     DecisionRow,
     IndexEntry,
     LabelRow,
+    OutcomeRow,
     RunColumns,
     ScoreRow,
     format_time,
@@ -46,6 +47,7 @@ _LABEL_FIELDS = (
     "created_at",
     "label_json",
     "criteria_packed",
+    "accepted_seq",
 )
 
 
@@ -57,6 +59,19 @@ _DECISION_FIELDS = (
     "supersedes",
     "created_at",
     "decision_json",
+)
+
+
+_OUTCOME_FIELDS = (
+    "outcome_id",
+    "run_id",
+    "scenario",
+    "created_at",
+    "fixed",
+    "durable",
+    "collateral",
+    "verified",
+    "outcome_json",
 )
 
 
@@ -147,6 +162,8 @@ class SqlIndex(SqlQueries):
                         (step.name, format_time(datetime.now(UTC))),
                     )
                     newly.append(step.name)
+        if applied:
+            self.upgraded_by = tuple(newly)
         return newly
 
     # -- writing -------------------------------------------------------------------------------
@@ -235,6 +252,7 @@ class SqlIndex(SqlQueries):
                     row.created_at,
                     row.label_json,
                     packed_criteria(row.criteria),
+                    row.accepted_seq,
                 )
                 for row in ordered
             ],
@@ -255,7 +273,8 @@ class SqlIndex(SqlQueries):
 
     def _mark_current(self, db: Writer, runs: Sequence[str] | None) -> None:
         """Set the current flag of the labels of `runs` (of every run when None): a
-        (run, source)'s current label is its newest, unless a label of the run supersedes it
+        (run, source)'s current label is its newest (by the journal's order, then time), unless
+        a label of the run supersedes it
         (a source's newer label replaces its older ones; a correction by another source
         leaves that source none)."""
         ranked, where, params = "", "", list[Any]()
@@ -268,7 +287,8 @@ class SqlIndex(SqlQueries):
         db.execute(
             "UPDATE labels SET current = CAST((label_id IN (SELECT label_id FROM (SELECT "
             "label_id, row_number() OVER (PARTITION BY run_id, source_kind, source_name "
-            f"ORDER BY created_at DESC, label_id DESC) AS rn FROM labels l {ranked}) ranked "
+            "ORDER BY coalesce(accepted_seq, 0) DESC, created_at DESC, label_id DESC) AS rn "
+            f"FROM labels l {ranked}) ranked "
             "WHERE rn = 1) AND NOT EXISTS (SELECT 1 FROM labels x WHERE x.run_id = "
             f"labels.run_id AND x.supersedes = labels.label_id)) AS INTEGER){where}",
             params,
@@ -380,3 +400,22 @@ class SqlIndex(SqlQueries):
             return sum(self._insert_decisions(db, chunk) for chunk in chunks(rows))
 
         return self._replace(("decision_runs", "decisions"), insert)
+
+    def _insert_outcomes(self, db: Writer, rows: Sequence[OutcomeRow]) -> int:
+        ordered = sorted(rows, key=lambda r: r.outcome_id)
+        db.executemany(
+            self.dialect.upsert("outcomes", _OUTCOME_FIELDS, ["outcome_id"]),
+            [tuple(getattr(row, name) for name in _OUTCOME_FIELDS) for row in ordered],
+        )
+        return len(ordered)
+
+    def add_outcomes(self, rows: Sequence[OutcomeRow]) -> None:
+        if rows:
+            chunk = list(rows)
+            self._transact(lambda db: self._insert_outcomes(db, chunk))
+
+    def rebuild_outcomes(self, rows: Iterable[OutcomeRow]) -> int:
+        def insert(db: Writer) -> int:
+            return sum(self._insert_outcomes(db, chunk) for chunk in chunks(rows))
+
+        return self._replace(("outcomes",), insert)
