@@ -66,8 +66,7 @@ def shell_status(command: str, why: str) -> tuple[int, str]:
 
 def run_in_lab(lab: dict[str, Any]) -> None:
     """A scenario with a lab: see lab_mode.py (next to this file)."""
-    # Beside this file, on the agent's python_path (mypy checks it as a file of its own).
-    from lab_mode import LabAgent, investigate  # type: ignore[import-not-found]
+    from lab_mode import LabAgent, investigate
 
     remediate = "remediate" in Path(env.get("AGENTLEDGER_POLICY", "investigate")).name
     agent = LabAgent(lab, model, mandatory, remediate, shell_status)
