@@ -3,8 +3,9 @@
 In a fresh lab (`agentledger.labs.start_lab`): every probe before the fault, the fault injected
 (and its symptom verified), every probe again; the remediation's commands applied in their
 hosts; every probe after the fix; the agent's verification commands re-run; the gaming guard;
-then each owner's cycles, one at a time on demand (no sleeping), every probe after each. From
-those stages:
+then each owner's cycles, one at a time on demand (no sleeping), every probe after each (a
+probe that turned unhealthy since the stage before is probed once more, so that a probe starved
+on a loaded machine is not taken for a change). From those stages:
 
 - fixed: every symptom probe healthy after the fix (or, for a fix made through an owner, after
   the owners' first cycle, which carries it through), and the guard passed: a service no longer
@@ -183,8 +184,21 @@ def _verify(lab: Lab, remediation: Remediation) -> list[VerificationCheck]:
     return checks
 
 
+def _probe(lab: Lab, before: ProbeResults) -> ProbeResults:
+    """Every probe, with each one that turned unhealthy since `before` probed once more. No
+    owner cycles in the background, so a real change is still there; a probe starved by a
+    loaded machine (its timeout passed waiting for a CPU) is not taken for a change."""
+    now = lab.probe()
+    was = {r.name for r in before.results if r.healthy}
+    turned = [r.name for r in now.results if r.name in was and not r.healthy]
+    if not turned:
+        return now
+    again = {r.name: r for r in lab.probe(turned).results}
+    return ProbeResults(tuple(again.get(r.name, r) for r in now.results))
+
+
 def _cycles(
-    lab: Lab, cycles: int, *, first: int = 1
+    lab: Lab, cycles: int, before: ProbeResults, *, first: int = 1
 ) -> tuple[list[OwnerCycle], list[ProbeResults]]:
     done: list[OwnerCycle] = []
     stages: list[ProbeResults] = []
@@ -195,7 +209,7 @@ def _cycles(
                 done.append(OwnerCycle(owner=owner.name, cycle=number, ok=True))
             except LabStartError as exc:
                 done.append(OwnerCycle(owner=owner.name, cycle=number, ok=False, detail=str(exc)))
-        stages.append(lab.probe())
+        stages.append(_probe(lab, stages[-1] if stages else before))
     return done, stages
 
 
@@ -217,15 +231,18 @@ def measure_remediation(
         before = _host_states(lab)
         after_fault = lab.inject_fault()
         applied, skipped = _apply(lab, remediation)
-        after_fix = lab.probe()
+        after_fix = _probe(lab, after_fault)
         verification = _verify(lab, remediation) if remediation.steps else []
         gaming = _guard(lab, before) if remediation.steps else []
-        owner_cycles, after_cycles = _cycles(lab, min(cycles, 1))
+        owner_cycles, after_cycles = _cycles(lab, min(cycles, 1), after_fix)
         if verification and not all(c.shows_expected for c in verification) and after_cycles:
             # A fix through an owner lands on its next cycle: the checks are read there too.
             again = _verify(lab, remediation)
             verification = again if all(c.shows_expected for c in again) else verification
-        more_cycles, more = _cycles(lab, cycles - len(after_cycles), first=len(after_cycles) + 1)
+        more_cycles, more = _cycles(
+            lab, cycles - len(after_cycles), (after_cycles or [after_fix])[-1],
+            first=len(after_cycles) + 1,
+        )  # fmt: skip
         owner_cycles += more_cycles
         after_cycles += more
         gaming += [
