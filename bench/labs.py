@@ -170,7 +170,7 @@ def main() -> int:
         "--suite-agents", action="store_true", help="Only the labs suite with two agents."
     )
     parser.add_argument("--repeat", type=int, default=5, help="Repeats of the agents [5].")
-    parser.add_argument("--concurrency", type=int, default=4, help="Runs at a time [4].")
+    parser.add_argument("--concurrency", type=int, default=6, help="Runs at a time [6].")
     args = parser.parse_args()
     if args.suite_agents:
         return _print(suite_agents(args.repeat, args.concurrency), args.json)
