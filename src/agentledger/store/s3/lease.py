@@ -43,6 +43,10 @@ __all__ = ["LEASE_ENV", "JournalLease", "Presence", "lease_seconds"]
 
 LEASE_ENV = "AGENTLEDGER_S3_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 30.0
+_MAX_POLL = 0.25
+"""The longest wait between two reads of a held lock. Waiters poll, so each one costs the store
+requests: at 50 ms, eight waiters kept a store that answers one request at a time too busy to
+serve the holder; at 250 ms a freed lock is still taken within a fraction of a second."""
 
 
 def lease_seconds() -> float:
@@ -119,7 +123,7 @@ class JournalLease:
             if etag:
                 return etag
             time.sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
-            delay = min(delay * 2, 0.05)
+            delay = min(delay * 2, _MAX_POLL)
 
 
 class _Held:
