@@ -37,6 +37,34 @@ LOOKS = ["iptables -S", "ip route", "tc -s qdisc show", "nft list ruleset", "ss 
 _PLAN = re.compile(r"Plan (\d+)\.")
 
 
+def _text(content: object) -> str:
+    """A message's text, whether sent as a string or as a list of parts."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def write_agent(directory: Path, harness: str, url: str) -> Path:
+    """The agent file of `harness`: agentledger's tool agent, or the OpenAI Agents SDK's loop."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "system_prompt.txt").write_text("You investigate network faults with tools.\n")
+    if harness == "agents-sdk":
+        script = ROOT / "bench" / "agents_sdk" / "agent.py"
+        (directory / "agent.toml").write_text(
+            f'name = "agents-sdk"\nkind = "command"\ncommand = ["{sys.executable}", "{script}"]\n'
+            'system_prompt = "system_prompt.txt"\ntimeout = 300\ncheckout = "."\n'
+            '[model]\nprovider = "openai"\nname = "mock-careful"\n'
+            f'[env]\nAGENTLEDGER_BASE_URL = "{url}/v1"\n'
+        )
+    else:
+        (directory / "agent.toml").write_text(
+            'name = "tool-agent"\nkind = "llm"\ntools = true\nmax_turns = 8\n'
+            'system_prompt = "system_prompt.txt"\ntimeout = 300\n[model]\nprovider = "openai"\n'
+            f'name = "mock-careful"\nbase_url = "{url}/v1"\n'
+        )
+    return directory / "agent.toml"
+
+
 class Trial:
     """The two mock models, answering each request from the conversation so far."""
 
@@ -49,12 +77,20 @@ class Trial:
             self.scenarios[scenario.prompt.strip()] = lab.spec.model_dump(mode="json")
 
     def respond(self, received: Received) -> Reply:
+        reply = self._respond(received)
+        tools = {t.get("function", {}).get("name") for t in received.body.get("tools") or []}
+        if "finish" not in tools and reply.tool_calls and reply.tool_calls[0][0] == "finish":
+            # A harness whose loop ends on a plain answer (the Agents SDK) gets the report so.
+            return Reply(text=reply.tool_calls[0][1]["report"])
+        return reply
+
+    def _respond(self, received: Received) -> Reply:
         messages = received.body.get("messages", [])
-        task = next(m["content"] for m in messages if m["role"] == "user").strip()
+        task = _text(next(m["content"] for m in messages if m["role"] == "user")).strip()
         spec = self.scenarios.get(task)
         if spec is None:
             return Reply(tool_calls=[("finish", {"report": "# Report\nUnknown task.\n"})])
-        said = " ".join(m.get("content") or "" for m in messages if m["role"] == "assistant")
+        said = " ".join(_text(m.get("content")) for m in messages if m["role"] == "assistant")
         found = _PLAN.search(said)
         if found is None:
             self.plans += 1
@@ -110,22 +146,21 @@ def main_trial() -> int:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--harness", choices=["tool-agent", "agents-sdk"], default="tool-agent",
+        help="agentledger's own tool agent, or the OpenAI Agents SDK's loop (bench/agents_sdk).",
+    )  # fmt: skip
     args = parser.parse_args()
     trial = Trial(args.seed)
     runner = CliRunner()
     with LLMServer() as server:
         server.responder = trial.respond
-        agent = args.ledger.parent / f"{args.ledger.name}-agent"
-        agent.mkdir(parents=True, exist_ok=True)
-        (agent / "system_prompt.txt").write_text("You investigate network faults with tools.\n")
-        (agent / "agent.toml").write_text(
-            'name = "tool-agent"\nkind = "llm"\ntools = true\nmax_turns = 8\n'
-            'system_prompt = "system_prompt.txt"\ntimeout = 300\n[model]\nprovider = "openai"\n'
-            f'name = "mock-careful"\nbase_url = "{server.url}/v1"\n'
+        agent = write_agent(
+            args.ledger.parent / f"{args.ledger.name}-agent", args.harness, server.url
         )
         result = runner.invoke(
             main,
-            ["run", str(packaged_labs_dir()), "--agent", str(agent / "agent.toml"),
+            ["run", str(packaged_labs_dir()), "--agent", str(agent),
              "--ledger", str(args.ledger), "--model", "mock-careful", "--model", "mock-hasty",
              "--repeat", str(args.repeat), "--concurrency", str(args.concurrency), "-q"],
             env={"OPENAI_API_KEY": "sk-local"},

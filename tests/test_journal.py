@@ -23,9 +23,9 @@ from agentledger.identity import sha256_bytes
 from agentledger.judges.scores import ScoreStore
 from agentledger.records.journal import GENESIS_PREV, entry_hash
 from agentledger.store import verify_ledger
-from agentledger.store.journal import CRASH_ENV, Checkpoint, intent_of, segment_key
 from agentledger.store.ledger import JOURNAL_MARK
 from agentledger.store.seen_heads import state_dir
+from agentledger.store.storage.journal import CRASH_ENV, Checkpoint, intent_of, segment_key
 from conftest import WriteRun
 from journal_records import make_score, write_decision, write_label, write_score
 

@@ -74,7 +74,7 @@ def test_an_outcome_is_written_once_journaled_and_read_back(
     assert store.of_run(run_id) == [outcome]
     assert latest_outcomes(ledger) == {run_id: outcome}
     with pytest.raises(RecordExistsError):
-        store.write(outcome)
+        store.write_one(outcome)
     kinds = [entry.kind for entry in ledger.storage.journal.entries()]
     assert "outcome" in kinds
     report = verify_ledger(ledger)
@@ -99,7 +99,7 @@ def test_a_newer_measurement_stands_for_the_run(ledger: Ledger, write_run: Write
 
 def test_an_outcome_of_a_run_not_in_the_ledger_is_refused(ledger: Ledger) -> None:
     with pytest.raises(RunNotFoundError, match="not in"):
-        OutcomeStore(ledger).write(make_outcome("nowhere_x_20260101T000000Z_abcd"))
+        OutcomeStore(ledger).write_one(make_outcome("nowhere_x_20260101T000000Z_abcd"))
     assert not (ledger.root / "outcomes").exists() or not any((ledger.root / "outcomes").iterdir())
 
 
@@ -128,10 +128,14 @@ def test_an_outcome_a_killed_writer_left_unjournaled_is_settled(
     key = OutcomeStore.key(run_id, outcome.outcome_id)
     ledger.storage._create(key, outcome.model_dump_json(indent=2).encode() + b"\n")
     assert OutcomeStore(ledger).of_run(run_id) == []  # not accepted: not read
+    assert latest_outcomes(ledger) == {}
     assert any(p.kind == "unaccepted" for p in verify_ledger(ledger).problems)
     report = settle_unaccepted(ledger)
     assert key in report.completed
+    assert latest_outcomes(ledger) == {}  # journaled now, not yet indexed
+    assert ledger.gc().indexed_outcomes == [key]
     assert OutcomeStore(ledger).of_run(run_id) == [outcome]
+    assert latest_outcomes(ledger) == {run_id: outcome}
 
 
 def test_bad_outcomes_are_refused_naming_the_field() -> None:

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.store import Ledger, verify_ledger
-from agentledger.store.journal import CRASH_ENV, record_entry
+from agentledger.store.storage.journal import CRASH_ENV, record_entry
 from many_runs import write_runs
 
 PLANTED_JUDGE = "rules-0badc0ffee00"
@@ -73,7 +73,7 @@ def a_stored(root: Path, area: str) -> tuple[str, dict[str, object]]:
 
 def plant_score(root: Path) -> str:
     """A score under a judge id no judge of this ledger ran: Safe, dated 2099."""
-    key, score = a_stored(root, "scores")
+    _key, score = a_stored(root, "scores")
     run_id = str(score["run_id"])
     score.update(judge_id=PLANTED_JUDGE, verdict="Safe", created_at="2099-01-01T00:00:00Z")
     for criterion in score.get("criteria", []):  # type: ignore[attr-defined]
@@ -159,7 +159,7 @@ def test_the_next_writer_quarantines_a_planted_score_and_scores_the_run_itself(
 ) -> None:
     # A score planted under the real judge's id, for a run that judge has not scored yet.
     assert cli("import", "--ledger", str(scored), str(scored.parent / "later"))[0] == 0
-    key, score = a_stored(scored, "scores")
+    _key, score = a_stored(scored, "scores")
     judge_id = str(score["judge_id"])
     unscored = sorted(
         p.name for p in (scored / "runs").iterdir() if not (scored / "scores" / p.name).exists()

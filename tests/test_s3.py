@@ -26,8 +26,8 @@ from agentledger.cli import main
 from agentledger.errors import InputError, StorageAccessError
 from agentledger.store import verify_ledger
 from agentledger.store.backends import UnknownBackendError
-from agentledger.store.s3 import S3Storage, parse_location
-from agentledger.store.s3.client import ObjectStore
+from agentledger.store.storage.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3.client import ObjectStore
 from conftest import S3_LEASE_SECONDS
 from many_runs import write_runs
 
@@ -154,7 +154,7 @@ def test_an_unknown_lease_setting_is_refused(monkeypatch: pytest.MonkeyPatch, s3
 
 
 def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
-    """Import, judge and decide through the seam: only ledger.json and the index on disk,
+    """Import, judge, decide and measure through the seam: only ledger.json and the index on disk,
     everything else in the bucket, and another machine sees all of it."""
     from agentledger.gates.decisions import DecisionStore
     from agentledger.importers import import_runs
@@ -162,7 +162,9 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
     from agentledger.judges.pack import load_pack
     from agentledger.judges.scores import run_scores
     from agentledger.judges.scoring import score_runs
+    from agentledger.outcomes import OutcomeStore, latest_outcomes, record_outcome
     from agentledger.records.decisions import Decision, new_decision_id
+    from test_outcomes_store import make_outcome
 
     source = tmp_path / "source"
     write_runs(source, 5)
@@ -182,6 +184,9 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
             rule="every model passes",
         )
         DecisionStore(ledger).write([decision])
+        outcome = make_outcome(run_ids[0])
+        record_outcome(ledger, outcome)
+        assert latest_outcomes(ledger) == {run_ids[0]: outcome}
         assert verify_ledger(ledger).ok
         first = scored.scored[0]
     # Nothing of the evidence is kept locally: the index, ledger.json and the journal's mark.
@@ -201,6 +206,8 @@ def test_a_whole_ledger_runs_on_s3(tmp_path: Path, s3_uri: str) -> None:
         assert other.reindex().indexed == len(run_ids)
         assert [score.judge_id for score in run_scores(other, first.run_id)] == [first.judge_id]
         assert DecisionStore(other).list() == [decision]
+        assert latest_outcomes(other) == {run_ids[0]: outcome}
+        assert OutcomeStore(other).of_run(run_ids[0]) == [outcome]
         assert verify_ledger(other).ok
 
 
@@ -234,7 +241,7 @@ def test_closing_a_ledger_closes_its_s3_client(tmp_path: Path, s3_uri: str) -> N
 
 APPENDER = """
 import sys
-from agentledger.store.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3 import S3Storage, parse_location
 storage = S3Storage(parse_location(sys.argv[1]))
 for number in range(int(sys.argv[3])):
     storage.create(f"labels/run-{sys.argv[2]}/l{number}.json", f"{sys.argv[2]}-{number}".encode())
@@ -283,7 +290,7 @@ def test_the_journal_lock_excludes_writers_that_share_only_the_bucket(s3_uri: st
 
 HOLDER = """
 import os, signal, sys
-from agentledger.store.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3 import S3Storage, parse_location
 storage = S3Storage(parse_location(sys.argv[1]))
 with storage.journal_lock():
     print("held", flush=True)

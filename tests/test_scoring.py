@@ -25,7 +25,7 @@ from agentledger.judges.scoring import score_identity, score_runs
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.scores import CriterionResult, Evidence
 from agentledger.store import Ledger, RunFilter, verify_ledger
-from agentledger.store.journal import intent_of
+from agentledger.store.storage.journal import intent_of
 from agentledger.store.writer import record_bytes
 from conftest import WriteRun
 

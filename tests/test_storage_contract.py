@@ -26,8 +26,8 @@ from agentledger.errors import (
     UnsafeNameError,
 )
 from agentledger.store import LocalStorage, StorageBackend
-from agentledger.store.memory import MemoryStorage, forget
 from agentledger.store.storage import MANIFEST_NAME
+from agentledger.store.storage.memory import MemoryStorage, forget
 
 BACKENDS = ["local", "memory", "s3"]
 SCORE = "scores/run-1/rules-0123456789ab.json"
@@ -39,7 +39,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StorageB
     if request.param == "local":
         storage: StorageBackend = LocalStorage(tmp_path / "ledger")
     elif request.param == "s3":
-        from agentledger.store.s3 import S3Storage, parse_location
+        from agentledger.store.storage.s3 import S3Storage, parse_location
 
         uri = request.getfixturevalue("s3_uri")
         storage = S3Storage(parse_location(uri.removeprefix("s3://")))
@@ -508,7 +508,7 @@ def test_concurrent_journaled_creates_leave_one_unbroken_chain(backend: StorageB
 def test_a_segment_position_is_taken_once(backend: StorageBackend) -> None:
     """Two writers that both think the journal ends at entry N: one segment wins (an object
     store's compare-and-swap on the head), and the other appends after it."""
-    from agentledger.store.journal import Journal, record_entry
+    from agentledger.store.storage.journal import Journal, record_entry
 
     backend.create(SCORE, b"x")
     stale = Journal(backend)  # a second writer's view: the journal ends at entry 3

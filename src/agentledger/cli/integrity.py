@@ -22,8 +22,8 @@ from agentledger.cli.common import (
 from agentledger.cli.output import print_rows
 from agentledger.errors import IndexUnusableError, IntegrityError
 from agentledger.store import Ledger, verify_ledger
-from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
+from agentledger.store.storage.journal import Checkpoint
 from agentledger.store.verify_runs import Problem
 
 __all__ = ["checkpoint_command", "gc_command", "reindex_command", "verify_command"]
@@ -122,6 +122,8 @@ def gc_command(ledger_path: Path | None) -> None:
         click.echo(f"indexed score {key}")
     for label_id in report.indexed_labels:
         click.echo(f"indexed label {label_id}")
+    for key in report.indexed_outcomes:
+        click.echo(f"indexed outcome {key}")
     for name in report.in_progress:
         click.echo(f"kept {name}: its writer is still running", err=True)
     for key in report.indexed_scores:
@@ -142,8 +144,12 @@ def gc_command(ledger_path: Path | None) -> None:
         click.echo(f"cannot index score {where}: {problem}", err=True)
     for where, problem in report.unreadable_labels:
         click.echo(f"cannot index label {where}: {problem}", err=True)
+    for where, problem in report.unreadable_outcomes:
+        click.echo(f"cannot index outcome {where}: {problem}", err=True)
     scores = f", {len(report.indexed_scores)} score(s) indexed" if report.indexed_scores else ""
     scores += f", {len(report.indexed_labels)} label(s) indexed" if report.indexed_labels else ""
+    if report.indexed_outcomes:
+        scores += f", {len(report.indexed_outcomes)} outcome(s) indexed"
     click.echo(
         f"gc: {len(report.removed)} leftover(s) removed, {len(report.indexed)} run(s) "
         f"indexed{scores}",
@@ -157,7 +163,7 @@ def gc_command(ledger_path: Path | None) -> None:
         )
     if not report.ok:
         failed = len(report.unreadable) + len(report.unreadable_scores)
-        failed += len(report.unreadable_labels)
+        failed += len(report.unreadable_labels) + len(report.unreadable_outcomes)
         if failed:
             click.echo(
                 f"{failed} record(s) could not be indexed (listed above); "
@@ -190,12 +196,16 @@ def reindex_command(ledger_path: Path | None) -> None:
         click.echo(f"skipped score {where}: {problem}", err=True)
     for where, problem in report.skipped_labels:
         click.echo(f"skipped label {where}: {problem}", err=True)
+    for where, problem in report.skipped_outcomes:
+        click.echo(f"skipped outcome {where}: {problem}", err=True)
+    outcomes = f", {report.outcomes} outcomes" if report.outcomes else ""
     click.echo(
-        f"Indexed {report.indexed} runs and {report.scores} scores ({report.labels} labels) in "
-        f"{time.perf_counter() - started:.1f}s"
+        f"Indexed {report.indexed} runs and {report.scores} scores ({report.labels} labels"
+        f"{outcomes}) in {time.perf_counter() - started:.1f}s"
     )
     if not report.ok:
         skipped = len(report.skipped) + len(report.skipped_scores) + len(report.skipped_labels)
+        skipped += len(report.skipped_outcomes)
         click.echo(
             f"{skipped} record(s) could not be "
             "indexed (listed above); `agentledger verify` checks them against their manifests.",

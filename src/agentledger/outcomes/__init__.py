@@ -28,6 +28,6 @@ __all__ = [
 
 def record_outcome(ledger: Ledger, outcome: Outcome) -> str:
     """Write `outcome` and its ``lab`` label; where the outcome went."""
-    where = OutcomeStore(ledger).write(outcome)
+    where = OutcomeStore(ledger).write_one(outcome)
     write_lab_label(ledger, outcome)
     return where

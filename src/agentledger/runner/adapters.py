@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 import shutil
 import sys
 import threading
@@ -257,7 +258,9 @@ class CommandAdapter(AgentAdapter):
         command = list(self.agent.spec.command or [])
         program = command[0]
         if "/" in program:
-            resolved = self.agent.resolve(program)
+            # Symbolic links are kept: a virtualenv's python is a link to the base interpreter,
+            # and it finds its environment from the path it was started by.
+            resolved = Path(os.path.abspath(self.agent.directory / Path(program).expanduser()))
             if not resolved.is_file():
                 raise InputError(
                     f"{self.agent.path}: field 'command': no such executable: {resolved}"

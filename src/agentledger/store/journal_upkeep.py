@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
-from agentledger.store.journal import (
+from agentledger.store.storage import MANIFEST_NAME, StorageBackend
+from agentledger.store.storage.journal import (
     JOURNALED_AREAS,
     PendingEntry,
     record_entry,
     run_entry,
 )
-from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = [
     "SettleReport",
@@ -194,7 +194,9 @@ def _run_unannounced(storage: StorageBackend, run_id: str, digest: str) -> str |
     return None
 
 
-def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = None) -> SettleReport:
+def settle_unaccepted(
+    ledger: LedgerParts, on_run: Callable[[str], None] | None = None
+) -> SettleReport:
     """Complete or remove what writers that died between record and entry left behind."""
     storage = ledger.storage
     report = SettleReport()
@@ -224,7 +226,7 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
     return report
 
 
-def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+def accept_runs(ledger: LedgerParts, run_ids: Sequence[str]) -> list[str]:
     """Accept the runs of `run_ids` that a writer sealed and died before journaling, when every
     file checks out against its manifest (what `gc` would do for them): the next import of the
     same runs completes the killed one's work. The ids accepted; InputError for a run that
@@ -252,7 +254,9 @@ def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
     return done
 
 
-def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+def accept_records(
+    ledger: LedgerParts, keys: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Settle the records at `keys` that a writer stored and died before journaling (what
     `gc` does for every record, for these alone): each one announced and intact gets its
     entry, each announced one that does not check out is removed, and each one no writer

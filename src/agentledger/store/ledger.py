@@ -44,7 +44,6 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal import run_entry, run_intent, segment_key
 from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
 from agentledger.store.seen_heads import (
     HeadProblem,
@@ -55,7 +54,15 @@ from agentledger.store.seen_heads import (
     read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
+from agentledger.store.storage.journal import run_entry, run_intent, segment_key
+from agentledger.store.writer import (
+    METADATA,
+    SUMMARY,
+    Progress,
+    RunWriter,
+    SealedRun,
+    record_bytes,
+)
 
 if TYPE_CHECKING:  # sealing many runs and reindexing are imported by the methods doing them
     from agentledger.store.reindex import ReindexReport
@@ -76,9 +83,6 @@ __all__ = [
 DEFAULT_LEDGER = ".agentledger"
 ENV_VAR = "AGENTLEDGER_DIR"
 CONFIG_NAME = "ledger.json"
-
-# Called with (done, total) as long operations advance; total may be None when unknown.
-Progress = Callable[[int, int | None], None]
 
 
 def default_ledger_path() -> Path:
@@ -170,6 +174,10 @@ class GcReport:
     """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
     unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
     """(decision, why) of such decisions that could not be indexed."""
+    indexed_outcomes: list[str] = field(default_factory=list)
+    """Accepted outcomes the index lacked (a measurer died before indexing them): now indexed."""
+    unreadable_outcomes: list[tuple[str, str]] = field(default_factory=list)
+    """(outcome key, why) of such outcomes that could not be indexed."""
 
     @property
     def ok(self) -> bool:
@@ -179,6 +187,7 @@ class GcReport:
             or self.unreadable_labels
             or self.unreadable_decisions
             or self.quarantined
+            or self.unreadable_outcomes
         )
 
 
@@ -200,6 +209,9 @@ class OpenedLedger(NamedTuple):
     ) -> None:
         self.ledger.close()
 
+
+OUTCOMES_MIGRATION = "m014_outcomes"
+"""The index migration that added the outcomes table (an index it upgraded is filled)."""
 
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
 JOURNAL_MARK = "journal.started"
@@ -323,6 +335,11 @@ class Ledger:
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
+            if OUTCOMES_MIGRATION in index.upgraded_by:
+                # The outcomes measured before outcomes were indexed: indexed now, once.
+                from agentledger.store.record_store import OutcomeRecords
+
+                OutcomeRecords(ledger).index_missing()
         except BaseException:
             ledger.close()
             raise
@@ -404,7 +421,7 @@ class Ledger:
             for writer in writers:
                 writer.discard()
             raise
-        # Record, then entry, then index, under the journal lock: see store/journal.py.
+        # Record, then entry, then index, under the journal lock: see store/storage/journal.py.
         with self.storage.journal.lock():
             self.storage.journal.announce(
                 [run_intent([(p[2].metadata.run_id, p[2].manifest_sha256) for p in prepared])]
@@ -632,7 +649,12 @@ class Ledger:
         refused = {run_id for run_id, _why in left_out}
         report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
         # Imported here: the record kinds' models (decisions') cost every command's start-up.
-        from agentledger.store.record_store import DecisionRecords, LabelRecords, ScoreRecords
+        from agentledger.store.record_store import (
+            DecisionRecords,
+            LabelRecords,
+            OutcomeRecords,
+            ScoreRecords,
+        )
 
         report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
         labels, report.unreadable_labels = LabelRecords(self).index_missing()
@@ -642,4 +664,5 @@ class Ledger:
         report.indexed_decisions, report.unreadable_decisions = DecisionRecords(
             self
         ).index_missing()
+        report.indexed_outcomes, report.unreadable_outcomes = OutcomeRecords(self).index_missing()
         return report

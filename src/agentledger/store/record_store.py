@@ -1,6 +1,6 @@
 """`RecordStore[T]`: one store for every kind of record kept beside the runs.
 
-Scores, labels and decisions (and outcomes next) are all records written once through the
+Scores, labels, decisions and outcomes are all records written once through the
 storage backend, accepted by the journal, and cached in the index. What differs between kinds
 is small, and a kind says it in a few lines: its area, its pydantic model, its key scheme, and
 its index hook. Everything else is done here once, the same way for every kind:
@@ -17,7 +17,7 @@ its index hook. Everything else is done here once, the same way for every kind:
   the same for every record of the kind (`gc`);
 - **the index hook**: `index(records)`, `indexed(keys)` and `reindex()`.
 
-A fourth kind is a subclass naming those parts::
+A kind is a subclass naming those parts (as outcomes do, below)::
 
     class OutcomeRecords(RecordStore[Outcome]):
         area, noun = OUTCOMES_DIR, "outcome"
@@ -31,7 +31,7 @@ A fourth kind is a subclass naming those parts::
         def ids_of(cls, outcome: Outcome) -> tuple[str, ...]:
             return (outcome.run_id, outcome.outcome_id)
 
-(with `index`, `indexed` and `reindex` once the index has a table for it), and an entry in
+with `index`, `indexed` and `reindex` over the index's table of the kind, and an entry in
 `RECORD_KINDS` so that `reindex` and `gc` include it.
 """
 
@@ -50,6 +50,7 @@ from agentledger.errors import (
     RecordError,
     RecordExistsError,
     RecordNotFoundError,
+    RunNotFoundError,
 )
 from agentledger.identity import check_run_id, sha256_bytes
 from agentledger.records import Record, parse_record
@@ -61,19 +62,21 @@ from agentledger.records.decisions import (
     check_decision_id,
 )
 from agentledger.records.labels import LABELS_DIR, Label
+from agentledger.records.outcomes import OUTCOMES_DIR, Outcome
 from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
-from agentledger.store.index import decision_row, label_row, score_row
-from agentledger.store.journal import intent_of
+from agentledger.store.index import decision_row, label_row, outcome_row, score_row
 from agentledger.store.journal_upkeep import accept_records
+from agentledger.store.storage.journal import intent_of
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = [
     "RECORD_KINDS",
     "DecisionRecords",
     "LabelRecords",
+    "OutcomeRecords",
     "RecordStore",
     "ScoreRecords",
 ]
@@ -94,7 +97,7 @@ class RecordStore(Generic[R]):
     """What the ids of a record are called in messages (``run_id and judge_id``)."""
     changed_note: ClassVar[str] = " (run `agentledger verify`)"
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: LedgerParts) -> None:
         self.ledger = ledger
         self.storage = ledger.storage
 
@@ -434,5 +437,54 @@ class DecisionRecords(RecordStore[Decision]):
         return self.ledger.index.rebuild_decisions(rows)
 
 
-RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (ScoreRecords, LabelRecords, DecisionRecords)
+class OutcomeRecords(RecordStore[Outcome]):
+    """Measured outcomes of lab runs: ``outcomes/<run_id>/<outcome_id>.json``; a
+    re-measurement is a new record beside the old one, and the newest stands for the run."""
+
+    area = OUTCOMES_DIR
+    model = Outcome
+    noun = "outcome"
+    id_names = "run_id and outcome_id"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        run_id, outcome_id = ids
+        check_run_id(run_id)
+        try:
+            Outcome.check_id(outcome_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return f"{OUTCOMES_DIR}/{run_id}/{outcome_id}.json"
+
+    @classmethod
+    def ids_of(cls, record: Outcome) -> tuple[str, ...]:
+        return (record.run_id, record.outcome_id)
+
+    def check(self, records: Sequence[Outcome]) -> None:
+        for outcome in records:
+            if not self.storage.has_run(outcome.run_id):
+                raise RunNotFoundError(
+                    f"outcome {outcome.outcome_id}: run {outcome.run_id!r} is not in "
+                    f"{self.ledger.root}"
+                )
+
+    def index(self, records: Sequence[Outcome]) -> None:
+        if records:
+            self.ledger.index.add_outcomes([outcome_row(outcome) for outcome in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.outcome_ids()
+        return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (outcome_row(outcome) for outcome in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_outcomes(rows)
+
+
+RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (
+    ScoreRecords,
+    LabelRecords,
+    DecisionRecords,
+    OutcomeRecords,
+)
 """Every kind of record beside the runs: what `reindex` and `gc` go through."""

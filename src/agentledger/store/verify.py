@@ -15,18 +15,18 @@ from agentledger.errors import RecordNotFoundError
 from agentledger.identity import sha256_bytes
 from agentledger.records.journal import JournalEntry
 from agentledger.store.index import LabelRow, RunColumns, ScoreRow
-from agentledger.store.journal import (
-    JOURNALED_AREAS,
-    Checkpoint,
-    JournalRead,
-    check_segments,
-    claim_of,
-)
 from agentledger.store.storage import (
     MANIFEST_NAME,
     QUARANTINE_AREA,
     Leftover,
     StorageBackend,
+)
+from agentledger.store.storage.journal import (
+    JOURNALED_AREAS,
+    Checkpoint,
+    JournalRead,
+    check_segments,
+    claim_of,
 )
 from agentledger.store.verify_index import check_label_rows, check_score_rows
 from agentledger.store.verify_runs import Problem, RunExam, examine_run, examine_runs

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.judges.scores import run_scores
-from agentledger.outcomes import OutcomeStore
+from agentledger.outcomes import latest_outcomes
 from agentledger.records import RunMetadata
 from agentledger.records.outcomes import Outcome
 from agentledger.records.scores import SCORES_DIR, Score
@@ -118,7 +118,7 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
     scores: dict[str, Score] = {}
     for score in run_scores(ledger, run_id):  # oldest first: the newest of a judge wins
         scores[score.judge_id] = score
-    outcomes = OutcomeStore(ledger).of_run(run_id)  # oldest first
+    outcome = latest_outcomes(ledger, [run_id]).get(run_id)
     return RunView(
         run_id=run_id,
         metadata=evidence.metadata,
@@ -129,5 +129,5 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         files=evidence.files,
         storage=ledger.storage,
         evidence=evidence,
-        outcome=outcomes[-1] if outcomes else None,
+        outcome=outcome,
     )

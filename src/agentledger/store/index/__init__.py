@@ -36,6 +36,7 @@ from agentledger.store.index.rows import (
     JudgeTally,
     LabelResult,
     LabelRow,
+    OutcomeRow,
     QueryResult,
     Ratings,
     RunColumns,
@@ -51,6 +52,7 @@ from agentledger.store.index.rows import (
     format_time,
     label_row,
     label_rows_from,
+    outcome_row,
     packed_criteria,
     ratings_of,
     run_columns,
@@ -70,6 +72,7 @@ __all__ = [
     "JudgeTally",
     "LabelResult",
     "LabelRow",
+    "OutcomeRow",
     "QueryResult",
     "Ratings",
     "RunColumns",
@@ -86,6 +89,7 @@ __all__ = [
     "format_time",
     "label_row",
     "label_rows_from",
+    "outcome_row",
     "packed_criteria",
     "ratings_of",
     "run_columns",
@@ -102,6 +106,10 @@ class RunIndex(ABC):
     values are compared exactly: no character of a model, scenario, commit or judge id is a
     pattern.
     """
+
+    upgraded_by: tuple[str, ...] = ()
+    """The migrations that opening this index applied to an index that existed (a new one
+    lists none): the ledger fills from its files what such a migration added a table for."""
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -426,6 +434,26 @@ class RunIndex(ABC):
     ) -> list[str]:
         """The JSON of the indexed decisions of `kind`, about `subject`, that read run
         `run_id` (each when given), oldest first (then by id)."""
+
+    # -- outcomes --------------------------------------------------------------------------
+
+    @abstractmethod
+    def add_outcomes(self, rows: Sequence[OutcomeRow]) -> None:
+        """Index measured outcomes (one already indexed is replaced by the same one)."""
+
+    @abstractmethod
+    def rebuild_outcomes(self, rows: Iterable[OutcomeRow]) -> int:
+        """Replace every indexed outcome with `rows` (reindex); return how many."""
+
+    @abstractmethod
+    def outcome_ids(self) -> set[str]:
+        """The id of every indexed outcome (gc compares them with the files)."""
+
+    @abstractmethod
+    def outcomes(self, run_ids: Sequence[str] | None = None, *, latest: bool = False) -> list[str]:
+        """The JSON of the indexed outcomes of `run_ids` (default: of every run), sorted by
+        run id, then oldest first (by created_at, then id); with `latest`, only the newest
+        outcome of each run, the one that stands for it."""
 
     @abstractmethod
     def close(self) -> None:

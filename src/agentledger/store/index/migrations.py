@@ -439,3 +439,28 @@ def m013_label_order(d: Dialect) -> list[str]:
     accepted last, whatever time its file gives (a label dated 2099 is superseded by a later
     one all the same)."""
     return [d.ddl("ALTER TABLE labels ADD COLUMN accepted_seq {bigint}")]
+
+
+@migration
+def m014_outcomes(d: Dialect) -> list[str]:
+    """Measured outcomes of lab runs, one row each, with the four measurements in columns: a
+    run's newest outcome (what reports, the viewer and the `outcome:` predicate read) is one
+    lookup of outcomes_run, where reading it meant listing and reading every file under
+    outcomes/ (one request per outcome on S3)."""
+    outcomes = """
+        CREATE TABLE outcomes (
+            outcome_id {text} PRIMARY KEY,
+            run_id {text} NOT NULL,
+            scenario {text} NOT NULL,
+            created_at {text} NOT NULL,
+            fixed INTEGER,
+            durable INTEGER,
+            collateral INTEGER,
+            verified INTEGER,
+            outcome_json {text} NOT NULL
+        )
+    """
+    return [
+        d.ddl(outcomes),
+        "CREATE INDEX outcomes_run ON outcomes (run_id, created_at, outcome_id)",
+    ]

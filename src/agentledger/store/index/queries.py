@@ -575,3 +575,26 @@ class SqlQueries(RunIndex):
             f"SELECT decision_json FROM decisions{where} ORDER BY created_at, decision_id",
             params,
         )
+
+    # -- outcomes ------------------------------------------------------------------------------
+
+    def outcome_ids(self) -> set[str]:
+        return set(self._column("SELECT outcome_id FROM outcomes"))
+
+    def outcomes(self, run_ids: Sequence[str] | None = None, *, latest: bool = False) -> list[str]:
+        newest = (
+            " AND NOT EXISTS (SELECT 1 FROM outcomes n WHERE n.run_id = o.run_id AND "
+            "(n.created_at > o.created_at OR (n.created_at = o.created_at AND "
+            "n.outcome_id > o.outcome_id)))"
+            if latest
+            else ""
+        )
+        query = "SELECT outcome_json FROM outcomes o WHERE {match}" + newest
+        order = " ORDER BY o.run_id, o.created_at, o.outcome_id"
+        if run_ids is None:
+            return self._column(query.format(match="1 = 1") + order)
+        found: list[str] = []
+        for chunk in chunks(sorted(set(run_ids))):
+            match, params = self.dialect.any_of("o.run_id", chunk)
+            found += self._column(query.format(match=match) + order, params)
+        return found

@@ -19,6 +19,7 @@ from agentledger.records.filters import RunFilter
 if TYPE_CHECKING:
     from agentledger.records.decisions import Decision
     from agentledger.records.labels import Label
+    from agentledger.records.outcomes import Outcome
     from agentledger.records.scores import Score
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "JudgeTally",
     "LabelResult",
     "LabelRow",
+    "OutcomeRow",
     "QueryResult",
     "Ratings",
     "RunColumns",
@@ -48,6 +50,7 @@ __all__ = [
     "format_time",
     "label_row",
     "label_rows_from",
+    "outcome_row",
     "packed_criteria",
     "ratings_of",
     "run_columns",
@@ -320,6 +323,40 @@ def decision_row(decision: Decision) -> DecisionRow:
         created_at=format_time(decision.created_at) or "",
         decision_json=decision.model_dump_json(),
         run_ids=tuple(sorted(runs)),
+    )
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    """What the index keeps of one measured outcome (the files under outcomes/ are the truth)."""
+
+    outcome_id: str
+    run_id: str
+    scenario: str
+    created_at: str
+    fixed: int | None
+    durable: int | None
+    collateral: int | None
+    verified: int | None
+    outcome_json: str
+
+
+def _as_int(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def outcome_row(outcome: Outcome) -> OutcomeRow:
+    """What the index keeps of `outcome`."""
+    return OutcomeRow(
+        outcome_id=outcome.outcome_id,
+        run_id=outcome.run_id,
+        scenario=outcome.scenario,
+        created_at=format_time(outcome.created_at) or "",
+        fixed=_as_int(outcome.fixed),
+        durable=_as_int(outcome.durable),
+        collateral=_as_int(outcome.collateral),
+        verified=_as_int(outcome.verified),
+        outcome_json=outcome.model_dump_json(),
     )
 
 

@@ -25,6 +25,7 @@ from agentledger.store.index.rows import (
     DecisionRow,
     IndexEntry,
     LabelRow,
+    OutcomeRow,
     RunColumns,
     ScoreRow,
     format_time,
@@ -58,6 +59,19 @@ _DECISION_FIELDS = (
     "supersedes",
     "created_at",
     "decision_json",
+)
+
+
+_OUTCOME_FIELDS = (
+    "outcome_id",
+    "run_id",
+    "scenario",
+    "created_at",
+    "fixed",
+    "durable",
+    "collateral",
+    "verified",
+    "outcome_json",
 )
 
 
@@ -148,6 +162,8 @@ class SqlIndex(SqlQueries):
                         (step.name, format_time(datetime.now(UTC))),
                     )
                     newly.append(step.name)
+        if applied:
+            self.upgraded_by = tuple(newly)
         return newly
 
     # -- writing -------------------------------------------------------------------------------
@@ -384,3 +400,22 @@ class SqlIndex(SqlQueries):
             return sum(self._insert_decisions(db, chunk) for chunk in chunks(rows))
 
         return self._replace(("decision_runs", "decisions"), insert)
+
+    def _insert_outcomes(self, db: Writer, rows: Sequence[OutcomeRow]) -> int:
+        ordered = sorted(rows, key=lambda r: r.outcome_id)
+        db.executemany(
+            self.dialect.upsert("outcomes", _OUTCOME_FIELDS, ["outcome_id"]),
+            [tuple(getattr(row, name) for name in _OUTCOME_FIELDS) for row in ordered],
+        )
+        return len(ordered)
+
+    def add_outcomes(self, rows: Sequence[OutcomeRow]) -> None:
+        if rows:
+            chunk = list(rows)
+            self._transact(lambda db: self._insert_outcomes(db, chunk))
+
+    def rebuild_outcomes(self, rows: Iterable[OutcomeRow]) -> int:
+        def insert(db: Writer) -> int:
+            return sum(self._insert_outcomes(db, chunk) for chunk in chunks(rows))
+
+        return self._replace(("outcomes",), insert)

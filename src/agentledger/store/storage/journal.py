@@ -55,7 +55,7 @@ from agentledger.records.journal import GENESIS_PREV, JournalEntry, entry_hash
 from agentledger.store.crashpoints import CRASH_AT, crash_point
 
 if TYPE_CHECKING:
-    from agentledger.store.storage import StorageBackend
+    from agentledger.store.storage.base import BareStorage
 
 __all__ = [
     "CRASH_ENV",
@@ -319,7 +319,7 @@ def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
 class Journal:
     """The journal of one storage backend (`StorageBackend.journal`)."""
 
-    def __init__(self, storage: StorageBackend) -> None:
+    def __init__(self, storage: BareStorage) -> None:
         self.storage = storage
         self._entries: list[JournalEntry] = []
         self._accepted: dict[str, str] = {}
@@ -577,7 +577,7 @@ class Journal:
         """Store several records (scores, labels) and append their entries as one segment: one
         lock hold and two journal writes for a bulk writer's batch. A record that exists stops
         the batch (RecordExistsError) after the ones before it are journaled."""
-        from agentledger.store.storage import check_key
+        from agentledger.store.storage.base import check_key
 
         for key in values:
             if check_key(key).split("/", 1)[0] not in JOURNALED_AREAS:
