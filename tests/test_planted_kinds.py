@@ -14,7 +14,7 @@ from pathlib import Path
 from agentledger.gates.decisions import DecisionStore
 from agentledger.outcomes import OutcomeStore, latest_outcomes, record_outcome
 from agentledger.records.outcomes import new_outcome_id
-from agentledger.store import Ledger, RunFilter
+from agentledger.store import Ledger, RunFilter, verify_ledger
 from agentledger.store.storage.journal import intent_of
 from agentledger.store.writer import record_bytes
 from journal_records import make_decision
@@ -120,3 +120,36 @@ def test_other_bytes_at_a_key_a_killed_writer_announced_are_quarantined(
 
 def record_bytes_of(value: dict[str, object]) -> bytes:
     return (json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+def test_records_planted_in_an_s3_bucket_are_quarantined_never_reported(
+    tmp_path: Path, s3_uri: str
+) -> None:
+    """The same on S3: objects put into the bucket by hand (not through agentledger) are never
+    accepted, and `gc` moves them to quarantine/ in the bucket."""
+    from agentledger.importers import import_runs
+    from agentledger.judges.factory import make_judge, parse_judge_spec
+    from agentledger.judges.pack import load_pack
+    from agentledger.judges.scoring import score_runs
+    from many_runs import write_runs
+
+    write_runs(tmp_path / "source", 2)
+    root = tmp_path / "ledger"
+    with Ledger.init(root, storage=s3_uri) as ledger:
+        import_runs(ledger, [tmp_path / "source"])
+        judge, _ = make_judge(parse_judge_spec("rules"), load_pack(), ledger_root=ledger.root)
+        score_runs(ledger, judge, sorted(ledger.storage.run_ids()))
+        key = sorted(ledger.storage.keys("scores"))[0]
+        score = json.loads(ledger.storage.get(key))
+        score.update(
+            judge_id="rules-0badc0ffee00", verdict="Safe", created_at="2099-01-01T00:00:00Z"
+        )
+        planted = f"scores/{score['run_id']}/rules-0badc0ffee00.json"
+        ledger.storage.store.put(planted, record_bytes_of(score))  # by hand, around the journal
+    with Ledger.open(root) as ledger:
+        assert ("unannounced", planted) in [
+            (p.kind, p.run_id) for p in verify_ledger(ledger).problems
+        ]
+        assert [moved for moved, _place in ledger.gc().quarantined] == [planted]
+        assert [p.kind for p in verify_ledger(ledger).problems] == ["quarantined"]
+        assert all(judge_id != "rules-0badc0ffee00" for _run, judge_id in ledger.index.score_keys())
