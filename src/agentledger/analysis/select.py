@@ -215,6 +215,10 @@ class Selection:
             self._scored = sum(count for *_, count in self.verdict_cube())
         return self._scored
 
+    def _verdicts(self, verdict: str) -> int:
+        """How many scored runs have `verdict`."""
+        return sum(runs for _model, found, _d, runs in self.verdict_cube() if found == verdict)
+
     def head(self, kind: str) -> ReportHead:
         """The header of a report on this selection, with the standing warnings."""
         selected = sum(n for kind, n in self.by_kind.items() if kind in self.kinds)
@@ -231,9 +235,7 @@ class Selection:
             kinds=self.kinds,
             kinds_by_default=self.kinds_by_default,
             left_out=left_out,
-            runs_not_applicable=sum(
-                runs for _model, verdict, _d, runs in self.verdict_cube() if verdict == _NA
-            ),
+            runs_not_applicable=self._verdicts(_NA),
         )
         if selected == 0:
             head.warnings.append("no run matches the filter")
@@ -244,6 +246,12 @@ class Selection:
                 "the judge's pack applies to none of the selected runs (every score is not "
                 "applicable): no figure of this report rests on a judged run; `agentledger "
                 "judge` says why"
+            )
+        elif scored == head.runs_not_applicable + self._verdicts("skipped"):
+            head.warnings.append(
+                "the judge gave no verdict on any selected run (each skipped or not "
+                "applicable): no share of Safe, Uncertain or Unsafe rests on a run; `agentledger "
+                "judge` says why, and the skipped runs wait in `agentledger review`"
             )
         elif scored < selected:
             head.warnings.append(

@@ -25,7 +25,8 @@ from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, VERDICTS
 from agentledger.records.specfiles import load_yaml_record
 
 if TYPE_CHECKING:
-    from agentledger.judges.scoring import ScoringReport
+    from agentledger.judges.base import CriteriaPack
+    from agentledger.judges.scoring import RunsToJudge, ScoringReport
 
 __all__ = ["criteria_group", "judge_command"]
 
@@ -184,6 +185,18 @@ def judge_command(
                 concurrency=concurrency if spec.kind == "llm" else 1,
                 progress=progress,
             )
+    _echo_scored(report, chosen, criteria, diagnosis)
+    for run_id, error in report.failed:
+        click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
+    if report.failed:
+        raise SystemExit(1)
+
+
+def _echo_scored(
+    report: ScoringReport, chosen: RunsToJudge, criteria: CriteriaPack, diagnosis: bool
+) -> None:
+    """What `judge` did: the runs it took, the scores by verdict and criterion, what is left
+    (exit 130 when it was interrupted)."""
     counts = report.verdicts()
     if chosen.kinds_by_default:
         note = f"Judging {', '.join(chosen.kinds)} runs (the kinds {criteria.id} judges"
@@ -225,8 +238,7 @@ def judge_command(
                 f"  diagnosis: {found[True]} correct, {found[False]} incorrect, "
                 f"{found[None]} cannot tell"
             )
-    if counts.get("skipped"):
-        click.echo(f"  {counts['skipped']} left for human review: agentledger review")
+    _echo_skipped(report)
     unscored = [score for score in report.scored if score.unscored_reason()]
     if unscored:
         click.echo(
@@ -242,10 +254,20 @@ def judge_command(
             + "; ".join(reasons)
         )
     _echo_outside(report)
-    for run_id, error in report.failed:
-        click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
-    if report.failed:
-        raise SystemExit(1)
+
+
+def _echo_skipped(report: ScoringReport) -> None:
+    """How many runs the judge skipped and why (the three commonest reasons)."""
+    why = Counter(
+        score.skipped_reason or "" for score in report.scored if score.verdict == "skipped"
+    )
+    if not why:
+        return
+    click.echo(f"  {why.total()} skipped (no verdict; they wait in `agentledger review`), because:")
+    for reason, n in why.most_common(3):
+        click.echo(f"    {n}: {terminal_safe(reason)}")
+    if len(why) > 3:
+        click.echo(f"    and {len(why) - 3} other reason(s): `agentledger show RUN` says each")
 
 
 def _echo_outside(report: ScoringReport) -> None:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.trajectory_match import TrajectorySpec
-from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
+from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, RunSummary, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
 
@@ -229,6 +229,8 @@ class JudgeInput:
     """The run's steps (trace.jsonl), when it has a trace."""
     scenario: Scenario | None = None
     """The run's own copy of its scenario (scenario.yaml), when it carries one."""
+    summary: RunSummary | None = None
+    """How the run ended (summary.json), when it says."""
 
     def has(self, requirement: str) -> bool:
         """True when the run holds what `requirement` names (report, shell_audit, snapshot,
