@@ -1,16 +1,21 @@
 """A trial of the outcome check with an agent that is not one of the scripted personalities.
 
     .venv/bin/python bench/outcomes_trial.py --ledger /tmp/trial --repeat 10
+    .venv/bin/python bench/outcomes_trial.py --ledger /tmp/trial --repeat 20 --harness agents-sdk
 
-The reference tool-calling agent (`kind = "llm"`, `tools = true`, provider openai) runs every
-scenario of the packaged `labs` suite, in real labs, against a local server that speaks the
-OpenAI API (tests/llm_server.py) and plays two stochastic models: "mock-careful" and
-"mock-hasty". Each conversation draws its own plan from a seeded generator: which commands it
-looks with, whether it fixes through the owner (a good remedy of the lab spec), with a
-tempting wrong one or not at all, whether it says how to verify, and whether its commands
-stand in a code block or inline in prose. Each run's outcome is then measured in a fresh lab;
-the rules judge scores the reports; the script prints `report outcomes` and `agreement --a
-judge:rules --b labels:lab`. Nothing of the judge is tuned to these runs.
+An agent runs every scenario of the packaged `labs` suite, in real labs, against a local server
+that speaks the OpenAI API (tests/llm_server.py) and plays two stochastic models: "mock-careful"
+and "mock-hasty". The agent is agentledger's reference tool-calling agent (`kind = "llm"`,
+`tools = true`), or with `--harness agents-sdk` one agentledger did not write: the OpenAI Agents
+SDK's own loop (bench/agents_sdk/agent.py, a `command` agent whose one tool runs commands
+through the gate in the lab hosts; its final answer is the report). The models are local
+stand-ins, not real models: no API key or model weights are used. Each conversation draws its
+own plan from a seeded generator: which commands it looks with, whether it fixes through the
+owner (a good remedy of the lab spec), with a tempting wrong one or not at all, whether it says
+how to verify, and whether its commands stand in a code block or inline in prose. Each run's
+outcome is then measured in a fresh lab; the rules judge scores the reports; the script prints
+`report outcomes` and `agreement --a judge:rules --b labels:lab`. Nothing of the judge is tuned
+to these runs.
 """
 
 from __future__ import annotations
