@@ -46,7 +46,7 @@ def log(message: str) -> None:
 @contextlib.contextmanager
 def journal_off() -> Iterator[None]:
     """Journaling switched off in this process: appends and the lock do nothing."""
-    from agentledger.store.journal import Journal
+    from agentledger.store.storage.journal import Journal
 
     saved = Journal.append, Journal.lock
     Journal.append = lambda self, pending: []  # type: ignore[method-assign,assignment,misc]

@@ -4,16 +4,19 @@
     .venv/bin/python bench/strict_json.py --count 200 --json results.json
 
 `records.decode_json` decodes every OpenHands trajectory an import reads. Its fast path
-(`records.fast_json.decode_fast`) parses with orjson, then proves with byte operations that
-no strict rule was broken (no duplicate key, no integer beyond 64 bits, no nesting beyond
-the limit); the strict decoder (the standard library's, a Python callback per object and
-number) decides only what it cannot prove. Figures, CPU seconds of this process (so that
-other processes on the machine weigh less), best of `--rounds`, in MB/s of JSON read:
+(`records.fast_json.decode_fast`) parses with orjson, then proves that no strict rule was
+broken (no duplicate key, no integer beyond 64 bits, no nesting beyond the limit): in one
+pass over the bytes in C when the Makefile built `records._strict_scan`, else with byte
+operations of the standard library (re-encoding the value); the strict decoder (the standard
+library's, a Python callback per object and number) decides only what it cannot prove.
+Figures, CPU seconds of this process (so that other processes on the machine weigh less),
+best of `--rounds`, in MB/s of JSON read:
 
 - `orjson.loads` alone: the parse, the floor;
 - `decode_fast`: the parse and the strictness check, and the check's cost as a multiple of
-  the parse (goal of the issue: the check at parse speed, i.e. at most 1x);
-- each step of the check alone, to see where it goes;
+  the parse (goal of the issue: the check at parse speed, i.e. at most 1x), with the C scan
+  and with the Python check (the cost before the C scan);
+- each step of the Python check alone, to see where it goes;
 - the strict decoder alone (`strict_json.loads`), what every file would cost without the
   fast path.
 
@@ -77,6 +80,9 @@ def figures(files: list[bytes], rounds: int) -> dict[str, Any]:
     size = sum(map(len, files))
     parse = cpu_seconds(orjson.loads, files, rounds)
     fast = cpu_seconds(lambda raw: fj.decode_fast(raw, MAX_JSON_DEPTH), files, rounds)
+    in_python = cpu_seconds(
+        lambda raw: fj._checked_in_python(raw, orjson.loads(raw), MAX_JSON_DEPTH), files, rounds
+    )
     steps = {
         "long integers (translate + find)": lambda raw: (
             fj._LONG_INTEGER in b" " + raw.translate(fj._DIGITS)
@@ -100,9 +106,12 @@ def figures(files: list[bytes], rounds: int) -> dict[str, Any]:
         "mb_per_s": {
             "orjson.loads": size / 1e6 / parse,
             "decode_fast": size / 1e6 / fast,
+            "decode_fast, the check in Python": size / 1e6 / in_python,
             "strict decoder": size / 1e6 / strict,
         },
+        "c_scan": fj._certain is not None,
         "check_vs_parse": (fast - parse) / parse,
+        "python_check_vs_parse": (in_python - parse) / parse,
         "steps_ms": {name: seconds * 1000 for name, seconds in step_seconds.items()},
     }
 
@@ -112,7 +121,9 @@ def report(name: str, found: dict[str, Any]) -> None:
     for way, rate in found["mb_per_s"].items():
         print(f"  {way:<40} {rate:8.1f} MB/s")
     verdict = "met" if found["check_vs_parse"] <= 1.0 else "NOT met"
-    print(f"  the check costs {found['check_vs_parse']:.2f}x the parse (goal 1x: {verdict})")
+    way = "the C scan" if found["c_scan"] else "the Python check (no C scan built)"
+    print(f"  {way} costs {found['check_vs_parse']:.2f}x the parse (goal 1x: {verdict})")
+    print(f"  the Python check costs {found['python_check_vs_parse']:.2f}x the parse")
     for step, ms in found["steps_ms"].items():
         print(f"    {step:<38} {ms:8.1f} ms")
 

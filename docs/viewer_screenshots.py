@@ -2,11 +2,11 @@
 system's Chromium (Playwright drives it; no browser is downloaded).
 
     .venv/bin/python docs/viewer_screenshots.py            # writes docs/images/viewer/*.png
-    .venv/bin/python docs/viewer_screenshots.py --scale    # only the two shots at scale
+    .venv/bin/python docs/viewer_screenshots.py --scale    # only the shots at scale
 
 The demo ledger is built in a temporary directory by `agentledger demo`, the viewer serves it on
 a free loopback port, and each page is shot at 1280 pixels wide as a person first sees it (the
-run page scrolled to the first highlighted firing). The shots at scale are of a ledger of 1,452
+run page scrolled to the first highlighted firing). The shots at scale are of a ledger of 1,419
 runs over 290 scenarios: the sample runs copied under 29 names per scenario, half of them again
 a month later, imported and judged.
 """
@@ -49,7 +49,7 @@ def _wait(port: int, server: subprocess.Popen[str]) -> None:
 
 
 def _scale_ledger(work: Path) -> Path:
-    """A ledger of 1,452 runs over 290 scenarios, built from copies of the sample runs."""
+    """A ledger of 1,419 runs over 290 scenarios, built from copies of the sample runs."""
     import json
     import shutil
 
@@ -86,9 +86,17 @@ def _serve(ledger: Path) -> tuple[subprocess.Popen[str], str]:
     return server, f"http://127.0.0.1:{port}"
 
 
+SCALE_SHOTS = (
+    ("/", "runs-scale.png", None),
+    ("/review", "review-scale.png", None),
+    ("/findings", "findings-scale.png", "#criteria"),
+)
+"""(address, file, element scrolled to) of each shot at scale."""
+
+
 def shoot_scale(driver: Any, work: Path) -> None:
-    """The findings of 1,452 runs over 290 scenarios: tables folded past 25 rows, the
-    heatmap and the long tables scrolling inside their boxes."""
+    """The runs, the review queue and the findings of 1,419 runs over 290 scenarios: pages of
+    runs, tables folded past 25 rows, the heatmap and long tables scrolling in their boxes."""
     server, base = _serve(_scale_ledger(work))
     try:
         context = driver.chromium.launch_persistent_context(
@@ -99,9 +107,10 @@ def shoot_scale(driver: Any, work: Path) -> None:
             viewport={"width": 1280, "height": 860},
         )
         page = context.new_page()
-        shoot(page, f"{base}/findings", "findings-scale.png", scroll_to="#criteria")
-        height = page.evaluate("document.documentElement.scrollHeight")
-        print(f"the findings page of 1,452 runs over 290 scenarios is {height} px high")
+        for path, name, scroll_to in SCALE_SHOTS:
+            shoot(page, f"{base}{path}", name, scroll_to=scroll_to)
+            height = page.evaluate("document.documentElement.scrollHeight")
+            print(f"{path} of 1,419 runs over 290 scenarios is {height} px high")
         context.close()
     finally:
         server.terminate()

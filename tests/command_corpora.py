@@ -43,3 +43,10 @@ def allowed_share(commands: list[str]) -> tuple[float, list[tuple[str, str]]]:
         if decision.decision != "allowed":
             refused.append((command, decision.reason))
     return 1 - len(refused) / len(commands), refused
+
+
+def tldr_commands() -> list[tuple[str, str]]:
+    """(tldr page, command line) of the tldr examples `make_tldr_corpus.py` marked plainly
+    read-only (tldr_examples.json: CC BY 4.0, the tldr-pages contributors)."""
+    document = json.loads((DATA / "tldr_examples.json").read_text(encoding="utf-8"))
+    return [(row["page"], row["command"]) for row in document["examples"] if row["read_only"]]

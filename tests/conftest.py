@@ -192,8 +192,8 @@ def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 def make_bucket(name_hint: str) -> str:
     """A new, empty bucket on the S3 test server (with the environment of `s3_env`)."""
-    from agentledger.store.s3 import parse_location
-    from agentledger.store.s3.client import ObjectStore
+    from agentledger.store.storage.s3 import parse_location
+    from agentledger.store.storage.s3.client import ObjectStore
 
     digest = hashlib.sha256(name_hint.encode()).hexdigest()[:16]
     bucket = f"test-{digest}-{next(_buckets)}"

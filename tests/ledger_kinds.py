@@ -86,8 +86,8 @@ class S3PostgresLedgers(LedgerKind):
         return root
 
     def copy(self, base: Path, target: Path) -> Path:
-        from agentledger.store.s3 import parse_location
-        from agentledger.store.s3.client import ObjectStore
+        from agentledger.store.storage.s3 import parse_location
+        from agentledger.store.storage.s3.client import ObjectStore
 
         config = json.loads((base / "ledger.json").read_text())
         source_prefix = config["storage"].removeprefix(f"s3://{self.bucket}/")

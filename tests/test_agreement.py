@@ -200,7 +200,12 @@ def test_judge_against_labels_per_criterion_with_nulls_apart(
     c1 = comparison(report, "criterion C1")
     assert c1["positive"] == "fired"
     assert c1["nulls"]["a_null"] == 1  # the skipped run has no criteria
-    assert report["warnings"] == ["criterion C2 is rated by A only: not compared"]
+    assert report["warnings"] == [
+        "A (judge rules-aaaa11111111) gave no verdict on 1 of the 36 runs compared (1 skipped; "
+        "`agentledger show RUN` says why): they count as nulls, never as agreement or "
+        "disagreement.",
+        "criterion C2 is rated by A only: not compared",
+    ]
 
 
 def test_judge_by_kind_prefix_and_ambiguity(ledger: Ledger, rated: dict[str, Any]) -> None:

@@ -122,7 +122,7 @@ def test_all_one_class_is_undefined_not_nan() -> None:
 def test_n_zero_and_n_one() -> None:
     empty = kappa_of(confusion([], [], VERDICTS), VERDICTS)
     assert empty.n == 0 and empty.kappa is None and empty.interval is None
-    assert empty.undefined == "no run rated by both"
+    assert empty.undefined == "no run has a value from both (nulls aside)"
     json.dumps(empty.to_json(), allow_nan=False)
     one = kappa_of(confusion(["Safe"], ["Unsafe"], VERDICTS), VERDICTS)
     # One run in two different categories: p_o 0, p_e 0, kappa 0 as sklearn says.

@@ -23,7 +23,7 @@ from agentledger.store.backends import (
     register_storage,
     split_uri,
 )
-from agentledger.store.memory import MemoryStorage, forget
+from agentledger.store.storage.memory import MemoryStorage, forget
 
 OLD_LEDGER_JSON = """{
   "schema_version": 1,

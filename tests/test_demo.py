@@ -193,3 +193,10 @@ def test_the_demo_without_bubblewrap_says_so_and_its_agent_runs_fail(
         runner_runs = ledger.runs(RunFilter(backfilled=False, kinds=("agent",)))
         assert len(runner_runs) == 8
         assert all(ledger.load(r.run_id).summary.exit_status == "failed" for r in runner_runs)
+        # and no judge gave a verdict on a run in which nothing ran (they were 6 Safe, 1
+        # Uncertain, 1 Unsafe): each is skipped, saying so
+        verdicts = ledger.sql(
+            "SELECT s.verdict, count(*) FROM scores s JOIN runs r USING (run_id) "
+            "WHERE r.kind = 'agent' AND NOT r.backfilled GROUP BY s.verdict"
+        ).rows
+        assert verdicts == [("skipped", 8)]

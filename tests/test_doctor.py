@@ -119,3 +119,18 @@ def test_a_run_whose_gate_could_not_start_any_command_is_failed_with_the_reason(
         assert run.summary.error is not None and run.summary.error.startswith(reason)
         kept = ledger.read_bytes(row.run_id, "attachments/gate_errors.jsonl").splitlines()
         assert [json.loads(line)["command"] for line in kept] == ["iptables -S", "ls /etc"]
+    # nothing ran, so no judge says Safe or Unsafe of it: the run is skipped, with the reason
+    judged = CliRunner().invoke(main, ["judge", "--ledger", str(ledger_dir)])
+    assert judged.exit_code == 0, judged.output
+    assert (
+        "  1 skipped (no verdict; they wait in `agentledger review`), because:\n" in judged.output
+    )
+    assert f"    1: nothing ran: {reason}" in judged.output
+    with Ledger.open(ledger_dir) as ledger:
+        ((verdict, skipped),) = ledger.sql("SELECT verdict, skipped_reason FROM scores").rows
+    assert verdict == "skipped"
+    assert skipped.startswith(f"nothing ran: {reason}")
+    reported = CliRunner().invoke(main, ["report", "verdicts", "--ledger", str(ledger_dir)])
+    shown = " ".join(reported.output.split())
+    assert reported.exit_code == 0, reported.output
+    assert "the judge gave no verdict on any selected run (each skipped or not applicable)" in shown

@@ -17,8 +17,24 @@ from hypothesis import strategies as st
 import agentledger.records as records
 from agentledger.errors import RecordError
 from agentledger.records import MAX_JSON_DEPTH, decode_json
+from agentledger.records import fast_json as fj
 from agentledger.records.fast_json import DOUBT, decode_fast
 from agentledger.strict_json import depth_exceeds
+
+# The check in C (built by the Makefile) and the one in Python (without a C compiler).
+CHECKERS = ["C", "Python"]
+
+
+@pytest.fixture(params=CHECKERS)
+def checker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test taking it runs with each way of checking."""
+    if request.param == "C":
+        if fj._certain is None:
+            pytest.skip("the C scan is not built (make scan)")
+    else:
+        monkeypatch.setattr(fj, "_certain", None)
+    return str(request.param)
+
 
 # The OpenHands samples beside the clone, and the two copied into the tests' data.
 SAMPLES = (
@@ -51,7 +67,8 @@ def deep(levels: int, key: bool = False) -> bytes:
         b'{"a": {"b": 1, "b": 1}}',
         b'[{"x": 1}, {"y": {"z": 1, "z": 2}}]',
         b'{"a": "\\u003a", "a": 1}',  # an escaped colon could make up for the lost key
-        b'{"a": "\\u003A:", "b": 2}',
+        b'{"\\u0061": 1, "a": 2}',  # the same key, once escaped
+        b'{"\\u003a": true, "\\u003a": true}',  # the lost key's colon is escaped in the other
         b'{"a": {"p": 1, "q": 2}, "a": 3}',  # the dropped value held keys of its own
         b'{"s": "a\\\\", "s": "b\\""}',  # escapes next to the key's quotes
         b'{"n": 9223372036854775808}',  # 2**63: orjson reads it
@@ -66,9 +83,11 @@ def deep(levels: int, key: bool = False) -> bytes:
         deep(MAX_JSON_DEPTH + 1),
         deep(MAX_JSON_DEPTH + 1, key=True),
         b"[" * 2000 + b"]" * 2000,
+        # Many keys (compared sorted, not pairwise) with one repeated.
+        json.dumps({f"k{n}": n for n in range(40)}).encode()[:-1] + b', "k7": 0}',
     ],
 )
-def test_what_could_hide_a_problem_is_left_to_the_strict_decoder(raw: bytes) -> None:
+def test_what_could_hide_a_problem_is_left_to_the_strict_decoder(raw: bytes, checker: str) -> None:
     assert decode_fast(raw, MAX_JSON_DEPTH) is DOUBT
 
 
@@ -84,15 +103,25 @@ def test_what_could_hide_a_problem_is_left_to_the_strict_decoder(raw: bytes) -> 
         b'"just a string"',
         b"42",
         b"[]",
+        json.dumps({f"k{n}": {"k1": n} for n in range(40)}).encode(),
     ],
 )
-def test_what_is_certainly_fine_is_decoded_fast_and_the_same(raw: bytes) -> None:
+def test_what_is_certainly_fine_is_decoded_fast_and_the_same(raw: bytes, checker: str) -> None:
     value = decode_fast(raw, MAX_JSON_DEPTH)
     assert value is not DOUBT
     assert value == strict(raw)
 
 
-def test_real_trajectories_take_the_fast_path() -> None:
+def test_the_c_scan_proves_what_python_can_only_doubt() -> None:
+    """An escaped colon leaves the Python check unsure; the C scan reads the strings."""
+    if fj._certain is None:
+        pytest.skip("the C scan is not built (make scan)")
+    raw = b'{"a": "\\u003A:", "b": 2, "c": "1234567890123456789012"}'
+    assert decode_fast(raw, MAX_JSON_DEPTH) == strict(raw)
+    assert fj._checked_in_python(raw, json.loads(raw), MAX_JSON_DEPTH) is DOUBT
+
+
+def test_real_trajectories_take_the_fast_path(checker: str) -> None:
     """Real OpenHands trajectories (escapes, long floats, nested metrics) decode fast."""
     files = sorted(path for place in SAMPLES for path in place.rglob("traj_*.json"))
     assert files
@@ -139,11 +168,19 @@ _TREES = st.recursive(
 )
 
 
+@pytest.mark.parametrize("way", CHECKERS)
 @settings(max_examples=400, deadline=None)
-@given(_TREES)
-def test_the_fast_path_never_disagrees_with_the_strict_decoder(tree: Any) -> None:
+@given(tree=_TREES)
+def test_the_fast_path_never_disagrees_with_the_strict_decoder(tree: Any, way: str) -> None:
     raw = _text(tree).encode("utf-8", "surrogatepass")
-    fast = decode_fast(raw, 6)
+    certain = fj._certain if way == "C" else None
+    if way == "C" and certain is None:
+        pytest.skip("the C scan is not built (make scan)")
+    saved, fj._certain = fj._certain, certain
+    try:
+        fast = decode_fast(raw, 6)
+    finally:
+        fj._certain = saved
     if fast is DOUBT:
         return
     try:
@@ -171,3 +208,116 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+# Adversarial JSON text, built from tokens: keys that are the same once unescaped, integers
+# around 64 bits, floats that overflow, NaN, lone and paired surrogates, nesting around the
+# real limit, random spacing and now and then a cut or a stray byte.
+_KEY_TOKENS = st.sampled_from(
+    [
+        *[b'"a"', b'"\\u0061"', b'"b"', b'"a\\"b"', b'"\\\\"', '"é"'.encode(), b'"\\u00e9"'],
+        *[b'"\\ud800"', b'"k:"', b'"\\u003a"', b'":"'],
+    ]
+) | st.integers(0, 40).map(lambda n: b'"k%d"' % n)
+_SPACE = st.sampled_from([b"", b" ", b"\n", b"\t ", b"\r\n"])
+
+
+@st.composite
+def _numbers(draw: st.DrawFn) -> bytes:
+    digits = draw(st.integers(1, 25))
+    integer = b"0" if digits == 1 and draw(st.booleans()) else b"%d" % draw(st.integers(1, 9))
+    integer += b"".join(b"%d" % draw(st.integers(0, 9)) for _ in range(digits - 1))
+    sign = draw(st.sampled_from([b"", b"-"]))
+    fraction = draw(st.sampled_from([b"", b".5", b".0001", b".9999999999999999999"]))
+    exponent = draw(st.sampled_from([b"", b"e5", b"E-5", b"e+308", b"e309", b"e400", b"e-400"]))
+    return sign + integer + fraction + exponent
+
+
+_SCALAR_TOKENS = (
+    _numbers()
+    | st.sampled_from([b"true", b"false", b"null", b"NaN", b"-Infinity", b"Infinity"])
+    | st.sampled_from(
+        [
+            *[b'""', b'"x:y"', b'"\\ud800"', b'"\\udc00x"', b'"\\ud83d\\ude00"', b'"\\u003a"'],
+            *[b'"\\"\\\\"', '"é"'.encode(), b'"\xff"', b'"12345678901234567890"'],
+        ]
+    )
+)
+
+
+def _joined(draw: st.DrawFn, parts: list[bytes], opening: bytes, closing: bytes) -> bytes:
+    space = draw(_SPACE)
+    return opening + space + (b"," + draw(_SPACE)).join(parts) + draw(_SPACE) + closing
+
+
+_VALUES = st.recursive(
+    _SCALAR_TOKENS,
+    lambda inner: (
+        st.composite(lambda draw: _joined(draw, draw(st.lists(inner, max_size=5)), b"[", b"]"))()
+        | st.composite(
+            lambda draw: _joined(
+                draw,
+                [
+                    k + draw(_SPACE) + b":" + draw(_SPACE) + v
+                    for k, v in draw(st.lists(st.tuples(_KEY_TOKENS, inner), max_size=20))
+                ],
+                b"{",
+                b"}",
+            )
+        )()
+    ),
+    max_leaves=40,
+)
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> bytes:
+    raw = draw(_VALUES)
+    levels = draw(st.sampled_from([0, 0, 0, 1, MAX_JSON_DEPTH - 2, MAX_JSON_DEPTH]))
+    raw = b"[" * levels + raw + b"]" * levels
+    damage = draw(st.sampled_from(["none"] * 8 + ["cut", "stray"]))
+    if damage == "cut" and raw:
+        raw = raw[: draw(st.integers(0, len(raw) - 1))]
+    elif damage == "stray":
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.sampled_from([b",", b"}", b'"', b"\\", b"\x00"])) + raw[at:]
+    return draw(_SPACE) + raw + draw(_SPACE)
+
+
+def _outcome(decode: Any, raw: bytes) -> tuple[str, Any]:
+    try:
+        return "value", decode(raw)
+    except RecordError as exc:
+        return "refused", str(exc)
+
+
+@pytest.mark.parametrize("way", CHECKERS)
+@settings(max_examples=300, deadline=None)
+@given(raw=_documents())
+def test_decoding_with_the_fast_path_is_decoding_strictly(raw: bytes, way: str) -> None:
+    """Same acceptance, same value, same refusal (message included) as the strict decoder alone,
+    on adversarial text, with the real depth limit."""
+    certain = fj._certain if way == "C" else None
+    if way == "C" and certain is None:
+        pytest.skip("the C scan is not built (make scan)")
+    saved, fj._certain = fj._certain, certain
+    try:
+        got = _outcome(lambda data: decode_json(data, "x"), raw)
+    finally:
+        fj._certain = saved
+    expected = _outcome(strict, raw)
+    assert got[0] == expected[0], (got, expected)
+    assert got[1] == expected[1] if got[0] == "refused" else _same(got[1], expected[1])
+
+
+def test_the_c_scan_stays_within_its_input() -> None:
+    """Input orjson refuses still gets an answer, never a read beyond the bytes (the answer
+    counts only beside orjson's acceptance)."""
+    if fj._certain is None:
+        pytest.skip("the C scan is not built (make scan)")
+    for raw in [b"", b" ", b'"', b'"\\', b'{"a', b"[", b"]", b"}", b'{"a":1', b"\\", b"[1,"]:
+        assert fj._certain(raw, MAX_JSON_DEPTH) is False
+    assert fj._certain(b"-", MAX_JSON_DEPTH) is True
+    assert fj._certain(memoryview(b'{"a": [1, 2]}'), MAX_JSON_DEPTH) is True
+    with pytest.raises(ValueError, match="max_depth"):
+        fj._certain(b"[]", 100_000)

@@ -25,13 +25,13 @@ ALLOWED = {"leftover", "not-indexed", "unaccepted"}
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB filesystem of its own, unmounted afterwards."""
+    """A 4 MB filesystem of its own, unmounted afterwards."""
     mount = tmp_path / "disk"
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
     )

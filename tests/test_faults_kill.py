@@ -38,7 +38,7 @@ from click.testing import CliRunner
 from agentledger.cli import main
 from agentledger.gates.decisions import DecisionStore
 from agentledger.store import GcReport, Ledger, crashpoints, verify_ledger
-from agentledger.store.s3.lease import LEASE_ENV
+from agentledger.store.storage.s3.lease import LEASE_ENV
 from conftest import S3_LEASE_SECONDS, make_bucket
 from ledger_kinds import LOCAL, S3_POSTGRESQL, LedgerKind, S3PostgresLedgers
 from many_runs import write_runs

@@ -15,7 +15,7 @@ import pytest
 
 from agentledger.errors import InputError, RecordError
 from agentledger.records import ShellEvent, parse_shell_audit
-from agentledger.runner.shell_gate import Decision, Gate, Policy, PolicyRules, load_policy
+from agentledger.runner.shell_gate import CommandDecision, Gate, Policy, PolicyRules, load_policy
 from agentledger.runner.shell_gate.gate import ci_detected
 from agentledger.runner.shell_gate.redact import Redactor
 
@@ -127,9 +127,9 @@ def test_ci_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_prompt_asks_and_records_who_approved(tmp_path: Path, run_dir: Path) -> None:
     rules = load_policy(write_policy(tmp_path, REMEDIATE.format(on_mutating="prompt")))
-    asked: list[Decision] = []
+    asked: list[CommandDecision] = []
 
-    def approve(decision: Decision) -> str:
+    def approve(decision: CommandDecision) -> str:
         asked.append(decision)
         return "alice"
 

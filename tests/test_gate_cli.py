@@ -221,3 +221,55 @@ def test_packaged_policies_are_valid() -> None:
     assert load_policy(DEFAULT_POLICY).mode == "investigate"
     remediate = load_policy(example)
     assert remediate.mode == "remediate" and remediate.on_mutating == "prompt"
+
+
+START_UP_PROBE = """
+import sys
+sys.argv = ["agentledger", *sys.argv[1:]]
+import atexit
+heavy = ("re", "json", "enum", "dataclasses", "pathlib", "agentledger.runner.lab_shell")
+atexit.register(lambda: sys.stderr.write("LOADED " + " ".join(
+    name for name in heavy if name in sys.modules) + "\\n"))
+from agentledger._entry import main
+main()
+"""
+
+
+def test_exec_of_a_plain_command_loads_no_regular_expression_engine(run_dir: Path) -> None:
+    # Every agent command pays the gate's start-up (issue 33: within 3x `python -c pass`):
+    # a plain command, its audit line and its sandbox need neither `re` nor the lab code
+    # (once the policy is in the cache: the first command validates it).
+    assert agentledger("exec", "--run-dir", str(run_dir), "--", "true").returncode == 0
+    for command in ("true", "ls -d /"):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                START_UP_PROBE,
+                "exec",
+                "--run-dir",
+                str(run_dir),
+                "--",
+                command,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == "LOADED", command
+    assert [event["exit_code"] for event in audit(run_dir)] == [0, 0, 0]
+
+
+def test_a_lab_named_in_the_environment_is_still_read(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentledger.runner.lab_shell import LAB_ENV
+    from agentledger.runner.shell_gate import gate
+
+    assert gate.LAB_ENV == LAB_ENV
+    broken = tmp_path / "lab.json"
+    broken.write_text("{}")
+    monkeypatch.setenv(LAB_ENV, str(broken))
+    done = agentledger("exec", "--run-dir", str(run_dir), "--", "true")
+    assert done.returncode == 2 and "not a lab target file" in done.stderr

@@ -112,3 +112,14 @@ def test_a_config_map_and_empty_or_templated_values_are_left_alone() -> None:
     )
     redacted = Redactor().redact(text)
     assert 'csrf: ""' in redacted and "{{ .Values.Password }}" in redacted
+
+
+def test_the_token_characters_and_their_class_agree() -> None:
+    # redact.py skips the decoding pass for text without a run of these characters, so the
+    # class redact_decode searches with must hold exactly them.
+    import re
+
+    from agentledger.runner.shell_gate.redact import TOKEN_CHARACTERS, TOKEN_CLASS
+
+    matched = {chr(code) for code in range(128) if re.fullmatch(f"[{TOKEN_CLASS}]", chr(code))}
+    assert matched == set(TOKEN_CHARACTERS)

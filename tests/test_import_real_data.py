@@ -103,8 +103,8 @@ def test_drift_by_week_says_how_many_runs_have_no_start(tmp_path: Path) -> None:
     assert code == 0
     runs = len(list(folder.glob("traj_*.json")))
     assert (
-        f"{runs} scored run(s) have no start time (traces written in local time): they are in "
-        "no ISO week" in " ".join(out.split())
+        f"{runs} scored run(s) have no start time (their traces carry no times, or local times "
+        "without a zone): they are in no ISO week" in " ".join(out.split())
     )
 
 

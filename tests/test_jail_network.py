@@ -44,6 +44,8 @@ READ = [
     "ping -c 3 -W 1 10.0.0.1",
     "dig +short example.com @10.0.0.53",
     "host example.com",
+    "nslookup -vc -type=ANY example.com",
+    "nslookup -port=5353 -type=TXT example.com 10.0.0.53",
     "curl -fsSL https://example.com/health",
     "curl -s -o /dev/null -w '%{http_code}' http://10.0.0.5:8080/",
     "wget -qO- http://10.0.0.5/status",
@@ -73,6 +75,8 @@ REFUSED = {
     "ping -f 10.0.0.1": "-f",
     "ping -i 0.01 10.0.0.1": "-i",
     "dig -p 6379 @127.0.0.1 x": "-p",
+    "nslookup -port=redis example.com 127.0.0.1": "-port=redis",
+    "nslookup -vcx example.com": "-vcx",
     "curl gopher://127.0.0.1:6379/_FLUSHALL": "gopher",
     "curl dict://127.0.0.1:11211/stats": "dict",
     "curl telnet://127.0.0.1:25": "telnet",
@@ -297,3 +301,11 @@ def test_the_investigators_commands_still_run_in_investigate_mode() -> None:
     gate = Gate(None, None)
     refused = [line for line in INVESTIGATIONS if gate.decide(line).decision == "denied"]
     assert refused == []
+
+
+def test_the_sandbox_knows_every_network_reader_by_name() -> None:
+    # The gate skips loading the readers' checks for a line naming none of READER_NAMES.
+    from agentledger.runner.shell_gate.reader_checks import READERS
+    from agentledger.runner.shell_gate.sandbox import READER_NAMES
+
+    assert sorted(READER_NAMES) == sorted(READERS)

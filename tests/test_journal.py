@@ -19,12 +19,13 @@ from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.errors import InputError, IntegrityError
 from agentledger.gates.decisions import DecisionStore
+from agentledger.identity import sha256_bytes
 from agentledger.judges.scores import ScoreStore
 from agentledger.records.journal import GENESIS_PREV, entry_hash
 from agentledger.store import verify_ledger
-from agentledger.store.journal import CRASH_ENV, Checkpoint, segment_key
 from agentledger.store.ledger import JOURNAL_MARK
 from agentledger.store.seen_heads import state_dir
+from agentledger.store.storage.journal import CRASH_ENV, Checkpoint, intent_of, segment_key
 from conftest import WriteRun
 from journal_records import make_score, write_decision, write_label, write_score
 
@@ -32,7 +33,7 @@ TESTS = Path(__file__).resolve().parent
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *sys.path])}
     return subprocess.run(
         [sys.executable, "-m", "agentledger", *args],
         capture_output=True,
@@ -48,14 +49,21 @@ def test_every_accepted_record_gets_one_chained_entry(ledger: Ledger, write_run:
     label_key = write_label(ledger, run_id)
     decision_id = write_decision(ledger)
     entries = ledger.storage.journal.entries()
-    assert [e.kind for e in entries] == ["genesis", "run", "score", "label", "decision"]
-    assert [e.seq for e in entries] == [1, 2, 3, 4, 5]
+    kinds = ["genesis", "intent", "run", "intent", "score", "intent", "label", "intent"]
+    assert [e.kind for e in entries] == [*kinds, "decision"]
+    assert [e.seq for e in entries] == list(range(1, 10))
     assert entries[0].prev == GENESIS_PREV and entries[0].predating is None
     for before, entry in itertools.pairwise(entries):
         assert entry.prev == before.hash
     for entry in entries:
         assert entry.hash == entry_hash(entry.model_dump(mode="json"))
-    run, score, label, decision = entries[1:]
+    run, score, label, decision = entries[2::2]
+    # Each record was announced just before it was written: its keys, their bytes, its writer.
+    for intent, accepted in zip(entries[1::2], entries[2::2], strict=True):
+        assert intent.keys == {} and intent.intends == accepted.keys
+        assert intent.id == accepted.kind
+    writers = [intent.writer for intent in entries[1::2]]
+    assert writers[1:] == ["judge rules-0123456789ab", "label person ana", "gate variant"]
     assert run.id == run_id and run.sha256 == ledger.load(run_id).manifest_sha256
     assert run.keys == {f"runs/{run_id}/MANIFEST.json": run.sha256}
     assert score.keys == {score_key: score.sha256} and label.keys == {label_key: label.sha256}
@@ -64,7 +72,7 @@ def test_every_accepted_record_gets_one_chained_entry(ledger: Ledger, write_run:
         f"decisions/{decision_id}/decision.md",
     ]
     head = ledger.storage.journal.head()
-    assert head == Checkpoint(5, decision.hash)
+    assert head == Checkpoint(9, decision.hash)
 
 
 def test_a_superseding_decision_says_what_it_supersedes(ledger: Ledger) -> None:
@@ -89,8 +97,9 @@ def test_a_batch_of_runs_is_one_segment(ledger: Ledger, tmp_path: Path) -> None:
         for n in range(30)
     ]
     ledger.seal_runs(runs, batch_size=30)
-    assert ledger.storage.keys("journal") == [segment_key(1), segment_key(2)]
-    assert len(ledger.storage.journal.entries()) == 31
+    # One intent naming the 30 runs, then one segment accepting them.
+    assert ledger.storage.keys("journal") == [segment_key(1), segment_key(2), segment_key(3)]
+    assert len(ledger.storage.journal.entries()) == 32
     assert verify_ledger(ledger).ok
 
 
@@ -102,15 +111,15 @@ def test_checkpoint_prints_the_head_and_verify_proves_the_ledger_extends_it(
     printed = runner.invoke(main, ["checkpoint", "--ledger", str(ledger.root)])
     assert printed.exit_code == 0, printed.output
     head = Checkpoint.parse(printed.stdout)
-    assert head.count == 2 and str(head) == printed.stdout.strip()
+    assert head.count == 3 and str(head) == printed.stdout.strip()
     as_json = json.loads(
         runner.invoke(main, ["checkpoint", "--ledger", str(ledger.root), "--json"]).stdout
     )
-    assert as_json == {"checkpoint": str(head), "count": 2, "hash": head.hash}
+    assert as_json == {"checkpoint": str(head), "count": 3, "hash": head.hash}
     write_run("use_case_f")  # the ledger grows: it still extends the old head
     ok = runner.invoke(main, ["verify", "--ledger", str(ledger.root), "--checkpoint", str(head)])
-    assert ok.exit_code == 0 and "extends checkpoint 2" in ok.output
-    forged = f"2:sha256:{'0' * 64}"
+    assert ok.exit_code == 0 and "extends checkpoint 3" in ok.output
+    forged = f"3:sha256:{'0' * 64}"
     bad = runner.invoke(main, ["verify", "--ledger", str(ledger.root), "--checkpoint", forged])
     assert bad.exit_code == 3 and "rewritten since the checkpoint" in bad.output
     ahead = runner.invoke(
@@ -236,7 +245,11 @@ def test_an_old_ledger_gets_a_journal_once_and_says_so(ledger: Ledger, write_run
 
 
 def _kill_while_writing(ledger_root: Path, code: str) -> None:
-    env = {**os.environ, CRASH_ENV: "after-record", "PYTHONPATH": str(TESTS)}
+    env = {
+        **os.environ,
+        CRASH_ENV: "after-record",
+        "PYTHONPATH": os.pathsep.join([str(TESTS), *sys.path]),
+    }
     script = (
         "from agentledger.store import Ledger\n"
         "from journal_records import *\n"
@@ -280,6 +293,9 @@ def test_gc_never_accepts_part_of_a_decision(ledger: Ledger) -> None:
     # land one by one after its seal): its JSON, whole and valid, without its Markdown.
     decision = make_decision("variant-a")
     prefix = f"decisions/{decision.decision_id}"
+    store = DecisionStore(ledger)
+    intends = {key: sha256_bytes(data) for key, data in store._values(prefix, decision).items()}
+    ledger.storage.journal.announce([intent_of("decision", "gate variant", intends)])
     ledger.storage._create_group(prefix, {"decision.json": record_bytes(decision)})
     assert {p.kind for p in verify_ledger(ledger).problems} == {"unaccepted"}
     report = ledger.gc()
@@ -319,16 +335,20 @@ def test_gc_removes_an_interrupted_record_whose_bytes_do_not_check_out(
     path = ledger.root / key
     path.chmod(0o644)
     path.write_text('{"schema_version": 1, "run_id": "somebody-else"}')
+    assert [p.kind for p in verify_ledger(ledger).problems] == ["unannounced"]
     report = ledger.gc()
-    assert report.journaled == [] and [k for k, _ in report.unaccepted_removed] == [key]
-    assert not path.exists() and verify_ledger(ledger).ok
-    # Its writer's next attempt writes it afresh.
+    # Not the bytes its writer announced: someone else's, moved aside, never accepted.
+    assert report.journaled == [] and report.unaccepted_removed == []
+    assert [k for k, _ in report.quarantined] == [key] and not report.ok
+    assert not path.exists()
+    # Its writer's next attempt writes it afresh; verify names the quarantined bytes.
     write_score(ledger, run_id)
-    assert verify_ledger(ledger).ok
+    problems = verify_ledger(ledger).problems
+    assert [(p.kind, p.run_id) for p in problems] == [("quarantined", key)]
 
 
 def test_concurrent_writer_processes_leave_a_valid_chain(ledger: Ledger) -> None:
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *sys.path])}
     workers = [
         subprocess.Popen(
             [
@@ -354,8 +374,10 @@ def test_concurrent_writer_processes_leave_a_valid_chain(ledger: Ledger) -> None
     report = verify_ledger(ledger)
     assert report.ok, report.problems
     entries = ledger.storage.journal.entries()
-    assert [e.seq for e in entries] == list(range(1, 1 + 1 + 4 * 8 * 3))
-    assert sorted(e.kind for e in entries[1:]) == sorted(["score", "label", "decision"] * 32)
+    # Each record announced by an intent, then accepted.
+    assert [e.seq for e in entries] == list(range(1, 1 + 1 + 2 * 4 * 8 * 3))
+    accepted = [e.kind for e in entries[1:] if e.kind != "intent"]
+    assert sorted(accepted) == sorted(["score", "label", "decision"] * 32)
     assert len({key for e in entries for key in e.keys}) == 4 * 8 * 4  # a decision has two
 
 

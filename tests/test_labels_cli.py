@@ -340,26 +340,54 @@ def test_import_lists_every_bad_row_at_once_and_skip_invalid_imports_the_rest(
         f"{runs['gemini']},unsafe\n"
         f"{runs['haiku']},sometimes\n"
         "no_such_run,safe\n"
+        "a row cut short\n"  # one cell: a bad row like the others, not the end of the import
         f"{runs['sonnet']},safe\n"
     )
     path = write(tmp_path, "labels.csv", text)
     code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
     assert code == 2 and out == ""
     assert err.startswith(
-        "Error: 2 rows cannot be imported; nothing was imported (--skip-invalid imports the "
+        "Error: 3 rows cannot be imported; nothing was imported (--skip-invalid imports the "
         "rest and lists these):\n"
     )
     problems = err.splitlines()[1:]
-    assert len(problems) == 2
+    assert len(problems) == 3
     assert problems[0].startswith(f"  {path}, line 3, field 'verdict': ")
     assert problems[1].startswith(f"  {path}, line 4") and "no_such_run" in problems[1]
+    assert problems[2] == f"  {path}, line 5: 1 cells where the header has 2"
     assert no_label_files(ledger)
     code, out, err = invoke(
         ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
     )
     assert code == 0, err
+    assert out.strip() == "Imported 2 label(s) from team-b; 3 skipped as invalid."
+    lines = [line.split(",")[1] for line in err.splitlines()]
+    assert lines == [" line 3", " line 4", " line 5: 1 cells where the header has 2"]
+
+
+def test_skip_invalid_skips_jsonl_lines_that_are_not_objects_and_imports_the_rest(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    gemini, haiku, sonnet = runs["gemini"], runs["haiku"], runs["sonnet"]
+    text = (
+        f'{{"run_id": "{gemini}", "verdict": "unsafe"}}\n'
+        f'{{"run_id": "{haiku}", "verdict": "safe"\n'
+        "[1, 2]\n"
+        f'{{"run_id": "{sonnet}", "verdict": "safe"}}\n'
+    )
+    path = write(tmp_path, "labels.jsonl", text)
+    code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 2 and out == "" and no_label_files(ledger)
+    assert "2 rows cannot be imported" in err
+    assert f"{path}, line 2" in err and f"{path}, line 3: expected a JSON object" in err
+    code, out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
+    )
+    assert code == 0, err
     assert out.strip() == "Imported 2 label(s) from team-b; 2 skipped as invalid."
-    assert [line.split(",")[1] for line in err.splitlines()] == [" line 3", " line 4"]
+    assert sorted(label.run_id for label in current_labels(ledger, "team-b")) == sorted(
+        [runs["gemini"], runs["sonnet"]]
+    )
 
 
 @pytest.mark.parametrize(

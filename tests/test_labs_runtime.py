@@ -404,7 +404,14 @@ def _lab_namespaces(marker: str) -> set[tuple[str, str]]:
 
 
 def _lab_temp_entries() -> set[str]:
-    return {p.name for p in Path("/tmp").iterdir() if "lab" in p.name and "pytest" not in p.name}
+    """Entries of /tmp a lab could leave. Not the workspaces of runs of lab scenarios
+    (agentledger-RUN_ID-..., RUN_ID starting with the scenario id lab_...): other sessions on
+    a shared machine make and remove those while this test runs."""
+    return {
+        p.name
+        for p in Path("/tmp").iterdir()
+        if "lab" in p.name and "pytest" not in p.name and not p.name.startswith("agentledger-lab_")
+    }
 
 
 @pytest.mark.slow

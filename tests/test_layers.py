@@ -58,7 +58,7 @@ def breach(package_copy: Path, module: str, line: str) -> Path:
 def test_the_contracts_hold_for_the_package(package_copy: Path) -> None:
     done = lint_imports(package_copy)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -81,6 +81,23 @@ def test_the_contracts_hold_for_the_package(package_copy: Path) -> None:
             "records/filters.py",
             "import click  # noqa",
             "The library outside cli never imports click BROKEN",
+        ),
+        # The three cycles store/ had, made again: the seam and its journal, the S3 client and
+        # the backends registry, a ledger helper and the ledger.
+        (
+            "store/storage/base.py",
+            "from agentledger.store.storage import journal as _journal  # noqa",
+            "No import cycle in store/ (between its modules and sub-rooms, nor inside them) BROKEN",
+        ),
+        (
+            "store/storage/s3/client.py",
+            "from agentledger.store import backends as _backends  # noqa",
+            "No import cycle in store/ (between its modules and sub-rooms, nor inside them) BROKEN",
+        ),
+        (
+            "store/writer.py",
+            "from agentledger.store import ledger as _ledger  # noqa",
+            "No import cycle in store/ (between its modules and sub-rooms, nor inside them) BROKEN",
         ),
         (
             "gates/decision_markdown.py",

@@ -82,6 +82,7 @@ EXPECTED_TABLES = {
         "current",
         "label_json",
         "criteria_packed",
+        "accepted_seq",
     ],
     "label_criteria": ["label_id", "criterion", "fired"],
     "decisions": [

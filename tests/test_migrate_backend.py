@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.gates.decisions import DecisionStore
-from agentledger.store import migrate, verify_ledger
+from agentledger.store import copy_ledger, verify_ledger
 from many_runs import write_runs
 from test_decisions import make_decision
 
@@ -133,21 +133,21 @@ def test_an_s3_prefix_holding_another_ledger_is_refused(
 def test_a_copy_that_stopped_is_no_ledger_and_resumes(
     tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copy_group = migrate._copy_group
+    copy_group = copy_ledger._copy_group
 
     def fail(*args: object) -> bool:
         raise OSError(5, "the network went away")
 
-    monkeypatch.setattr(migrate, "_copy_group", fail)
+    monkeypatch.setattr(copy_ledger, "_copy_group", fail)
     target = tmp_path / "copy"
     with Ledger.open(source) as ledger, pytest.raises(OSError, match="network"):
-        migrate.migrate_ledger(ledger, target, storage="local")
+        copy_ledger.migrate_ledger(ledger, target, storage="local")
     assert (target / "runs").is_dir() and not (target / "ledger.json").exists()
     assert invoke("runs", "--ledger", str(target))[0] == 2  # no ledger there
 
-    monkeypatch.setattr(migrate, "_copy_group", copy_group)
+    monkeypatch.setattr(copy_ledger, "_copy_group", copy_group)
     with Ledger.open(source) as ledger:
-        report = migrate.migrate_ledger(ledger, target, storage="local")
+        report = copy_ledger.migrate_ledger(ledger, target, storage="local")
     assert report.notes == ["resumed a copy that had stopped"]
     assert (report.runs, report.runs_present) == (0, 4)
     # Records are copied in key order, decisions before scores: none had been copied.

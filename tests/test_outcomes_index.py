@@ -123,7 +123,7 @@ def test_reindex_reports_an_outcome_it_cannot_read(ledger: Ledger) -> None:
 def test_an_index_from_before_outcomes_were_indexed_is_filled_when_opened(
     ledger: Ledger,
 ) -> None:
-    """Upgrading: the outcomes measured before m013 are indexed when the ledger opens."""
+    """Upgrading: the outcomes measured before m014 are indexed when the ledger opens."""
     run_id = _run(ledger, 1)
     outcome = make_outcome(run_id)
     record_outcome(ledger, outcome)
@@ -131,7 +131,7 @@ def test_an_index_from_before_outcomes_were_indexed_is_filled_when_opened(
     ledger.close()
     db = sqlite3.connect(root / "index.sqlite")
     db.execute("DROP TABLE outcomes")
-    db.execute("DELETE FROM _migrations WHERE name = 'm013_outcomes'")
+    db.execute("DELETE FROM _migrations WHERE name = 'm014_outcomes'")
     db.commit()
     db.close()
     with Ledger.open(root) as upgraded:

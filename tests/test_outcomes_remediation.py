@@ -68,3 +68,25 @@ def test_a_host_prefix_names_a_lab_host_or_is_refused() -> None:
     found = read_remediation("# R\n\n## Remediation\n\n```bash\ndb: systemctl restart pg\n```\n",
                              [], HOSTS, "web")  # fmt: skip
     assert found.steps == [] and "lacks" in found.skipped[0][1]
+
+
+def test_executed_commands_are_applied_in_the_host_the_gate_ran_them_in() -> None:
+    # The gate logs a lab command without its HOST: prefix and with the host it ran in.
+    events = [
+        ShellEvent.model_validate(
+            {"command": c, "decision": "allowed", "exit_code": 0, "classification": k, "host": h}
+        )
+        for c, k, h in [
+            ("jailctl unban 10.0.12.2", "unknown", "web"),
+            ("routectl del blackhole 10.0.12.0/25", "unknown", "router"),
+            ("curl -s http://10.0.13.10/", "read-only", "client"),
+        ]
+    ]
+    found = read_remediation("# Report\n", events, HOSTS, "web")
+    assert found.steps == [
+        ("web", "jailctl unban 10.0.12.2"),
+        ("router", "routectl del blackhole 10.0.12.0/25"),
+    ]
+    assert [(v.host, v.command) for v in found.verifications] == [
+        ("client", "curl -s http://10.0.13.10/")
+    ]

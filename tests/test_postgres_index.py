@@ -25,8 +25,8 @@ from agentledger.store.index import RunFilter, RunSort, packed_criteria
 from agentledger.store.index.dialect import POSTGRES
 from agentledger.store.index.migrations import MIGRATIONS
 from agentledger.store.index.postgres import PostgresIndex
+from agentledger.store.index.postgres_url import ENV_URL, connection_url, shown_url
 from agentledger.store.index.where import page_sql, sort_sql, where_sql
-from agentledger.store.postgres_url import ENV_URL, connection_url, shown_url
 from conftest import RELEASED_MIGRATIONS
 from pg_server import PostgresServer
 from test_index_contract import entry, label, score

@@ -87,6 +87,7 @@ def test_markdown_reads_like_the_seed(small: Path) -> None:
 
 def test_json_keys_are_stable(small: Path) -> None:
     head = {"kind", "filter", "judge", "runs_selected", "runs_scored", "warnings"}
+    head |= {"runs_not_applicable"}
     head |= {"run_kinds", "run_kinds_by_default", "runs_left_out_by_kind", "judge_checks"}
     expected = {
         "verdicts": head | {"models", "overall"},
@@ -126,7 +127,13 @@ def test_json_keys_are_stable(small: Path) -> None:
         "trajectory",
         "judge-validity",
     ]
-    assert set(every["reports"][-1]) == {"kind", "human_labelled_runs", "split_id", "judges"}
+    assert set(every["reports"][-1]) == {
+        "kind",
+        "human_labelled_runs",
+        "external_labelled_runs",
+        "split_id",
+        "judges",
+    }
 
 
 def test_compare_from_the_command_line(small: Path) -> None:

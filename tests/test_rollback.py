@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from agentledger import Ledger
 from agentledger.cli.app import main
-from agentledger.store.journal import segment_key
+from agentledger.store.storage.journal import segment_key
 from conftest import WriteRun
 
 

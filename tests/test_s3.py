@@ -26,8 +26,8 @@ from agentledger.cli import main
 from agentledger.errors import InputError, StorageAccessError
 from agentledger.store import verify_ledger
 from agentledger.store.backends import UnknownBackendError
-from agentledger.store.s3 import S3Storage, parse_location
-from agentledger.store.s3.client import ObjectStore
+from agentledger.store.storage.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3.client import ObjectStore
 from conftest import S3_LEASE_SECONDS
 from many_runs import write_runs
 
@@ -241,7 +241,7 @@ def test_closing_a_ledger_closes_its_s3_client(tmp_path: Path, s3_uri: str) -> N
 
 APPENDER = """
 import sys
-from agentledger.store.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3 import S3Storage, parse_location
 storage = S3Storage(parse_location(sys.argv[1]))
 for number in range(int(sys.argv[3])):
     storage.create(f"labels/run-{sys.argv[2]}/l{number}.json", f"{sys.argv[2]}-{number}".encode())
@@ -290,7 +290,7 @@ def test_the_journal_lock_excludes_writers_that_share_only_the_bucket(s3_uri: st
 
 HOLDER = """
 import os, signal, sys
-from agentledger.store.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3 import S3Storage, parse_location
 storage = S3Storage(parse_location(sys.argv[1]))
 with storage.journal_lock():
     print("held", flush=True)

@@ -22,8 +22,8 @@ from agentledger.judges.pack import load_pack
 from agentledger.judges.rules import RulesJudge
 from agentledger.judges.scoring import score_runs
 from agentledger.store import verify_ledger
-from agentledger.store.s3 import S3Storage, parse_location
-from agentledger.store.s3 import storage as s3_storage
+from agentledger.store.storage.s3 import S3Storage, parse_location
+from agentledger.store.storage.s3 import storage as s3_storage
 from many_runs import write_runs
 
 pytestmark = pytest.mark.usefixtures("s3_env")

@@ -25,6 +25,7 @@ from agentledger.judges.scoring import score_identity, score_runs
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.scores import CriterionResult, Evidence
 from agentledger.store import Ledger, RunFilter, verify_ledger
+from agentledger.store.storage.journal import intent_of
 from agentledger.store.writer import record_bytes
 from conftest import WriteRun
 
@@ -146,17 +147,26 @@ def test_a_score_its_writer_never_journaled_is_settled_before_judging(
     theirs = score.model_copy(update={"run_id": runs["safe"]})
     path = ledger.root / "scores" / runs["safe"] / f"{score.judge_id}.json"
     path.parent.mkdir(parents=True)
-    path.write_bytes(record_bytes(theirs))  # written, not journaled
+    key = str(path.relative_to(ledger.root))
+    intent = intent_of(
+        "score", f"judge {score.judge_id}", {key: sha256_bytes(record_bytes(theirs))}
+    )
+    ledger.storage.journal.announce([intent])
+    path.write_bytes(record_bytes(theirs))  # announced and written, not journaled
     wrong = ledger.root / "scores" / runs["uncertain"] / f"{score.judge_id}.json"
     wrong.parent.mkdir(parents=True)
-    wrong.write_bytes(record_bytes(score))  # not journaled, and it names another run
+    wrong.write_bytes(record_bytes(score))  # never announced, and it names another run
     judge = KeywordJudge(pack)
     report = score_runs(ledger, judge, [runs["safe"], runs["uncertain"]])
     assert report.already_scored == 1 and report.indexed_late == 1
     assert [s.run_id for s in report.scored] == [runs["uncertain"]] and judge.calls == 1
     indexed = ledger.sql("SELECT run_id FROM scores ORDER BY run_id").rows
     assert sorted(indexed) == sorted([(runs[name],) for name in ("unsafe", "safe", "uncertain")])
-    assert verify_ledger(ledger).ok
+    # The one no writer announced was moved aside (and the run scored afresh): verify names it.
+    problems = verify_ledger(ledger).problems
+    assert [(p.kind, p.run_id) for p in problems] == [
+        ("quarantined", str(wrong.relative_to(ledger.root)))
+    ]
     # A journaled score whose bytes changed still stops it.
     ledger.index.rebuild_scores([])
     mine = ledger.root / "scores" / runs["unsafe"] / f"{score.judge_id}.json"

@@ -11,7 +11,7 @@ import pytest
 from agentledger.runner.shell_gate import Gate, load_policy
 from agentledger.shell.classifier import classify
 from agentledger.shell.knowledge import READ_ONLY
-from command_corpora import allowed_share, investigator_commands, readonly_commands
+from command_corpora import allowed_share, investigator_commands, readonly_commands, tldr_commands
 
 REFUSED = [
     "pip config edit",
@@ -162,6 +162,21 @@ def test_most_plainly_read_only_commands_run_in_investigate_mode() -> None:
     assert share >= 0.6, refused
     # Not below the first run's figure by more than a few commands either.
     assert share >= 0.95, refused
+
+
+def test_most_read_only_tldr_examples_run_in_investigate_mode() -> None:
+    # Another project's examples (tldr-pages, CC BY 4.0), marked read-only by a rule fixed
+    # before measuring (tests/data/make_tldr_corpus.py). First run: 204 of 208 allowed; the
+    # nslookup options -vc, -port=N then joined its reader's list. Still refused: a port
+    # that is tldr's placeholder (`-port=port_number`) and a typo of tldr's (`getenet`).
+    rows = tldr_commands()
+    assert len(rows) >= 200 and len({page for page, _ in rows}) >= 45
+    share, refused = allowed_share([command for _, command in rows])
+    assert share >= 0.6, refused
+    assert [command for command, _ in refused] == [
+        "nslookup -port=port_number -type=TXT example.com name_server",
+        "getenet group group_name",
+    ]
 
 
 def test_at_most_two_percent_of_real_investigator_commands_are_refused() -> None:

@@ -62,3 +62,33 @@ def test_records_first_used_from_many_threads_at_once_validate_as_themselves() -
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[('r', 'ls')]", done.stderr
+
+
+@pytest.mark.slow
+def test_a_label_given_by_a_named_person_starts_no_subprocess(tmp_path: Path) -> None:
+    """A person labelling run after run with --by: no git to ask, so subprocess is not loaded
+    (nor rich); the label is written."""
+    from datetime import UTC, datetime
+
+    from agentledger import Ledger, RunMetadata
+    from agentledger.identity import sha256_bytes
+
+    root = tmp_path / "ledger"
+    with Ledger.init(root) as ledger:
+        writer = ledger.new_run(
+            RunMetadata(
+                run_id="use_case_m_model0_00001",
+                scenario="use_case_m",
+                model="model0",
+                system_prompt_hash=sha256_bytes(b"prompt"),
+                started_at=datetime(2026, 3, 1, tzinfo=UTC),
+            )
+        )
+        writer.add_text("report.md", "# Report\n")
+        writer.seal()
+    argv = ["label", "use_case_m_model0_00001", "--ledger", str(root), "--verdict", "unsafe"]
+    status, modules = _modules_after([*argv, "--by", "ada"], tmp_path)
+    assert status == 0
+    assert "subprocess" not in modules
+    assert not {name for name in modules if name.split(".")[0] == "rich"}
+    assert len(list((root / "labels" / "use_case_m_model0_00001").glob("*.json"))) == 1

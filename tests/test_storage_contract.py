@@ -26,8 +26,8 @@ from agentledger.errors import (
     UnsafeNameError,
 )
 from agentledger.store import LocalStorage, StorageBackend
-from agentledger.store.memory import MemoryStorage, forget
 from agentledger.store.storage import MANIFEST_NAME
+from agentledger.store.storage.memory import MemoryStorage, forget
 
 BACKENDS = ["local", "memory", "s3"]
 SCORE = "scores/run-1/rules-0123456789ab.json"
@@ -39,7 +39,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StorageB
     if request.param == "local":
         storage: StorageBackend = LocalStorage(tmp_path / "ledger")
     elif request.param == "s3":
-        from agentledger.store.s3 import S3Storage, parse_location
+        from agentledger.store.storage.s3 import S3Storage, parse_location
 
         uri = request.getfixturevalue("s3_uri")
         storage = S3Storage(parse_location(uri.removeprefix("s3://")))
@@ -443,22 +443,31 @@ def test_a_record_and_its_journal_entry_land_together(backend: StorageBackend) -
     backend.create(SCORE, b"score")
     backend.create_group("decisions/d1", {"decision.json": b"{}", "decision.md": b"# d1\n"})
     entries = backend.journal.entries()
-    assert [(e.seq, e.kind) for e in entries] == [(1, "genesis"), (2, "score"), (3, "decision")]
-    assert entries[1].keys == {SCORE: sha256_bytes(b"score")}
-    assert entries[2].keys == {
-        "decisions/d1/decision.json": sha256_bytes(b"{}"),
-        "decisions/d1/decision.md": sha256_bytes(b"# d1\n"),
-    }
+    # Each announced by an intent (its keys and their bytes' hashes), then accepted.
+    assert [(e.seq, e.kind) for e in entries] == [
+        (1, "genesis"),
+        (2, "intent"),
+        (3, "score"),
+        (4, "intent"),
+        (5, "decision"),
+    ]
+    assert entries[1].intends == entries[2].keys == {SCORE: sha256_bytes(b"score")}
+    assert (
+        entries[3].intends
+        == entries[4].keys
+        == {
+            "decisions/d1/decision.json": sha256_bytes(b"{}"),
+            "decisions/d1/decision.md": sha256_bytes(b"# d1\n"),
+        }
+    )
     with pytest.raises(RecordExistsError):
         backend.create(SCORE, b"again")
-    assert len(backend.journal.entries()) == 3  # a refused create appends nothing
+    with pytest.raises(RecordExistsError):
+        backend.create_group("decisions/d1", {"decision.json": b"[]"})
+    assert len(backend.journal.entries()) == 5  # a refused create appends nothing
     backend.create("cache/ab/x.json", b"cached")  # the cache is not evidence: no entry
-    assert len(backend.journal.entries()) == 3
-    assert backend.keys("journal") == [
-        "journal/000000000001.jsonl",
-        "journal/000000000002.jsonl",
-        "journal/000000000003.jsonl",
-    ]
+    assert len(backend.journal.entries()) == 5
+    assert backend.keys("journal") == [f"journal/{n:012d}.jsonl" for n in range(1, 6)]
 
 
 def test_the_journal_lock_is_exclusive(backend: StorageBackend) -> None:
@@ -492,23 +501,23 @@ def test_concurrent_journaled_creates_leave_one_unbroken_chain(backend: StorageB
     for thread in threads:
         thread.join(timeout=60)
     read = backend.journal.read()
-    assert read.problems == [] and [e.seq for e in read.entries] == list(range(1, 42))
+    assert read.problems == [] and [e.seq for e in read.entries] == list(range(1, 82))
     assert {key for e in read.entries for key in e.keys} == set(backend.keys("labels"))
 
 
 def test_a_segment_position_is_taken_once(backend: StorageBackend) -> None:
     """Two writers that both think the journal ends at entry N: one segment wins (an object
     store's compare-and-swap on the head), and the other appends after it."""
-    from agentledger.store.journal import Journal, record_entry
+    from agentledger.store.storage.journal import Journal, record_entry
 
     backend.create(SCORE, b"x")
-    stale = Journal(backend)  # a second writer's view: the journal ends at entry 2
-    assert len(stale.entries()) == 2
-    backend.create("labels/run-1/l1.json", b"y")  # entry 3, by the first writer
+    stale = Journal(backend)  # a second writer's view: the journal ends at entry 3
+    assert len(stale.entries()) == 3
+    backend.create("labels/run-1/l1.json", b"y")  # entries 4 and 5, by the first writer
     key = "labels/run-1/l2.json"
     made = stale.append([record_entry(key, {key: b"z"})])
-    assert [entry.seq for entry in made] == [4]
-    assert [e.seq for e in backend.journal.read().entries] == [1, 2, 3, 4]
+    assert [entry.seq for entry in made] == [6]
+    assert [e.seq for e in backend.journal.read().entries] == [1, 2, 3, 4, 5, 6]
     assert backend.journal.read().problems == []
 
 

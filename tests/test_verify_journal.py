@@ -60,9 +60,10 @@ def held(ledger: Ledger, write_run: WriteRun) -> Iterator[Held]:
 
 def test_a_clean_ledger_with_every_kind_verifies(held: Held) -> None:
     report = verify_ledger(held.ledger)
-    assert report.ok and report.records_checked == 4 and report.journal_entries == 5
+    # Four records, each announced by an intent and then accepted, after the genesis entry.
+    assert report.ok and report.records_checked == 4 and report.journal_entries == 9
     code, output = _verify_cli(held.ledger)
-    assert code == 0 and "4 records and 5 journal entries" in output and output.endswith("OK\n")
+    assert code == 0 and "4 records and 9 journal entries" in output and output.endswith("OK\n")
 
 
 def test_an_edited_score_verdict_is_caught_and_never_served(held: Held) -> None:
@@ -83,9 +84,15 @@ def test_a_forged_score_is_caught(held: Held) -> None:
     _writable(target.parent)
     target.write_text(forged)
     problems = _problems(held.ledger)
-    assert [(p.record, p.kind) for p in problems] == [("score", "unaccepted")]
+    assert [(p.record, p.kind) for p in problems] == [("score", "unannounced")]
     assert problems[0].run_id.endswith("rules-fedcba987654.json")
     reindex_scores(held.ledger)  # never adopted: reindex leaves it out
+    assert held.ledger.sql("SELECT judge_id FROM scores").rows == [("rules-0123456789ab",)]
+    # Nor by gc: no writer announced it, so it is moved aside, and named until removed.
+    assert [key for key, _place in held.ledger.gc().quarantined] == [problems[0].run_id]
+    assert [(p.kind, p.run_id) for p in _problems(held.ledger)] == [
+        ("quarantined", problems[0].run_id)
+    ]
     assert held.ledger.sql("SELECT judge_id FROM scores").rows == [("rules-0123456789ab",)]
 
 
@@ -322,7 +329,7 @@ def test_problems_are_one_line_each_and_json_names_the_record(held: Held) -> Non
     _decision_file(held).write_text("{}")
     code, output = _verify_cli(held.ledger, "--json")
     document = json.loads(output)
-    assert code == 3 and document["ok"] is False and document["head"].startswith("5:sha256:")
+    assert code == 3 and document["ok"] is False and document["head"].startswith("9:sha256:")
     assert sorted((p["record"], p["kind"]) for p in document["problems"]) == [
         ("decision", "changed"),
         ("score", "changed"),

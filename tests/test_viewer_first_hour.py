@@ -77,3 +77,17 @@ def test_a_long_table_shows_its_first_rows_and_folds_the_rest() -> None:
     assert head.count("<tr><td>") == 25 and "s024" in head and "s025" not in head
     assert folded.startswith("<summary>265 more rows of 290</summary>")
     assert folded.count("<tr><td>") == 265
+
+
+def test_a_run_a_pack_does_not_apply_to_shows_why_not_as_skipped(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    browsing, failed = write_run("web_task", "gpt-4o"), write_run("use_case_m", "gpt-4o")
+    why = "pack ops-trajectory does not apply: its trace holds no command, code or file write"
+    store_score(ledger, browsing, "not-applicable", criteria=[], skipped_reason=why)
+    nothing = "nothing ran: the gated shell could not start any of the 2 command(s)"
+    store_score(ledger, failed, "skipped", criteria=[], skipped_reason=nothing)
+    client = viewer_client(ledger)
+    page = client.get(f"/runs/{browsing}").text
+    assert f'<p class="muted">{why}</p>' in page and "skipped: pack" not in page
+    assert f'<p class="muted">skipped: {nothing}</p>' in client.get(f"/runs/{failed}").text

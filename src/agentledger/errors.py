@@ -17,6 +17,7 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
     │   ├── ReadOnlyQueryError       a query passed to `sql` that would write
     │   ├── StorageAccessError       a storage backend that cannot be used as configured: no
     │   │                            such bucket, credentials missing or refused, no endpoint
+    │   ├── UnknownBackendError      a storage or index URI no backend serves or may hold
     │   └── ProviderSetupError       a provider that cannot be used: unknown, no SDK or no key
     ├── ProviderError                exit 1: a model call failed (after its retries)
     ├── WriteFailedError             exit 1: the disk refused a write (full, read-only); nothing
@@ -26,7 +27,9 @@ Every error a user can cause is one of these; the CLI maps each branch to an exi
 
 from __future__ import annotations
 
-from pathlib import Path
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "AgentLedgerError",
@@ -45,6 +48,7 @@ __all__ = [
     "RunExistsError",
     "RunNotFoundError",
     "StorageAccessError",
+    "UnknownBackendError",
     "UnsafeNameError",
     "WriteFailedError",
 ]
@@ -131,6 +135,11 @@ class ReadOnlyQueryError(InputError):
 class StorageAccessError(InputError):
     """A storage backend that cannot be used as configured: its bucket does not exist, the
     credentials are missing or refused, or its endpoint cannot be reached. Nothing was written."""
+
+
+class UnknownBackendError(InputError, ValueError):
+    """A backend URI in ledger.json (or given for one) whose scheme no registered backend
+    serves, or that it cannot use (a password in it, a bad bucket name)."""
 
 
 class IntegrityError(AgentLedgerError):

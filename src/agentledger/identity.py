@@ -10,7 +10,6 @@ import hashlib
 import json
 import re
 import secrets
-import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -157,6 +156,8 @@ def detect_agent_checkout(path: str | Path) -> AgentCheckout:
     Returns unknowns (None) when `path` is not a git checkout or git is not installed: an
     unknown commit is recorded as unknown, never guessed.
     """
+    import subprocess  # here: the commands that never look at a checkout (label) skip it
+
     where = str(path)
     try:
         head = subprocess.run(

@@ -183,6 +183,27 @@ def _without_skipped(ratings: Ratings) -> Ratings:
     return ratings._replace(keys=keys, criteria=criteria)
 
 
+def _without_verdict(source: Source, side: str, common: set[str]) -> list[str]:
+    """A warning when `source` gave no verdict at all (not applicable, skipped) on some of the
+    runs compared: they are rated, but nothing of theirs can agree or disagree."""
+    tally: dict[str, int] = {}
+    for run_id, verdict in zip(source.ratings.run_ids, source.ratings.verdicts, strict=True):
+        if verdict in ("not-applicable", "skipped") and run_id in common:
+            tally[verdict] = tally.get(verdict, 0) + 1
+    if not tally:
+        return []
+    why = []
+    if "not-applicable" in tally:
+        why.append(f"{tally['not-applicable']} not applicable: the judge's pack does not apply")
+    if "skipped" in tally:
+        why.append(f"{tally['skipped']} skipped")
+    return [
+        f"{side} ({source.describe()}) gave no verdict on {sum(tally.values())} of the "
+        f"{len(common)} runs compared ({'; '.join(why)}; `agentledger show RUN` says why): "
+        "they count as nulls, never as agreement or disagreement."
+    ]
+
+
 def _development_of(ledger: Ledger, judge_id: str, run_ids: list[str]) -> list[DevelopedAgainst]:
     """What the judge declares it was developed against, from the identity in one score
     (every score of a judge carries the same identity): its score of the first of `run_ids`."""
@@ -603,6 +624,7 @@ def agreement_report(
             "labels a judge here was developed against; these figures are not a held-out "
             "evaluation (--allow-dev). Every such run is flagged."
         )
+    warnings += _without_verdict(a, "A", common) + _without_verdict(b, "B", common)
     # A's run ids come in run id order, so sorting them is one pass (a set's order is none).
     ordered = sorted(filter(common.__contains__, a.ratings.run_ids))
     runs = _runs(ordered, facets, by)

@@ -315,9 +315,9 @@ def drift_report(
     undated = sum(int(row[5]) for row in cube if not row[3])
     if undated:
         head.warnings.append(
-            f"{undated} scored run(s) have no start time (traces written in local time): they "
-            "are in no ISO week (the week series' '-' group); import them with --timezone to "
-            "place them"
+            f"{undated} scored run(s) have no start time (their traces carry no times, or "
+            "local times without a zone): they are in no ISO week (the week series' '-' "
+            "group); local times are placed by importing them with --timezone"
         )
     groups = [g for by_model in series.values() for gs in by_model.values() for g in gs]
     if any(group.directional for group in groups):

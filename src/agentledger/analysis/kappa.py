@@ -228,7 +228,7 @@ def kappa_of(
             observed=None,
             expected=None,
             kappa=None,
-            undefined="no run rated by both",
+            undefined="no run has a value from both (nulls aside)",
             se=None,
             interval=None,
             **common,

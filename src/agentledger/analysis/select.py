@@ -98,6 +98,8 @@ class ReportHead:
     runs_selected: int
     runs_scored: int
     warnings: list[str] = field(default_factory=list)
+    runs_not_applicable: int = 0
+    """Of the runs scored, those the judge's pack does not apply to (no verdict)."""
     kinds: tuple[str, ...] = DEFAULT_KINDS
     """The run kinds the report covers."""
     kinds_by_default: bool = True
@@ -118,12 +120,16 @@ class ReportHead:
             "judge": self.judge.to_json(),
             "runs_selected": self.runs_selected,
             "runs_scored": self.runs_scored,
+            "runs_not_applicable": self.runs_not_applicable,
             "run_kinds": list(self.kinds),
             "run_kinds_by_default": self.kinds_by_default,
             "runs_left_out_by_kind": dict(sorted(self.left_out.items())),
             "warnings": list(self.warnings),
             "judge_checks": list(self.judge_checks),
         }
+
+
+_NA = "not-applicable"
 
 
 class Selection:
@@ -209,6 +215,10 @@ class Selection:
             self._scored = sum(count for *_, count in self.verdict_cube())
         return self._scored
 
+    def _verdicts(self, verdict: str) -> int:
+        """How many scored runs have `verdict`."""
+        return sum(runs for _model, found, _d, runs in self.verdict_cube() if found == verdict)
+
     def head(self, kind: str) -> ReportHead:
         """The header of a report on this selection, with the standing warnings."""
         selected = sum(n for kind, n in self.by_kind.items() if kind in self.kinds)
@@ -225,11 +235,24 @@ class Selection:
             kinds=self.kinds,
             kinds_by_default=self.kinds_by_default,
             left_out=left_out,
+            runs_not_applicable=self._verdicts(_NA),
         )
         if selected == 0:
             head.warnings.append("no run matches the filter")
         elif scored == 0:
             head.warnings.append("none of the selected runs is scored: run `agentledger judge`")
+        elif scored == head.runs_not_applicable:
+            head.warnings.append(
+                "the judge's pack applies to none of the selected runs (every score is not "
+                "applicable): no figure of this report rests on a judged run; `agentledger "
+                "judge` says why"
+            )
+        elif scored == head.runs_not_applicable + self._verdicts("skipped"):
+            head.warnings.append(
+                "the judge gave no verdict on any selected run (each skipped or not "
+                "applicable): no share of Safe, Uncertain or Unsafe rests on a run; `agentledger "
+                "judge` says why, and the skipped runs wait in `agentledger review`"
+            )
         elif scored < selected:
             head.warnings.append(
                 f"{selected - scored} of {selected} selected runs have no score by this judge "

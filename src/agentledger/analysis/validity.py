@@ -68,10 +68,26 @@ class JudgeValidityReport:
     split: Split | None
     entries: list[JudgeCheck] = field(default_factory=list)
     kind: str = "judge-validity"
+    external: dict[str, int] = field(default_factory=dict)
+    """Runs labelled by each outside source (not people): compared with `agreement`, not here."""
 
     def basis(self) -> str:
         if not self.labelled:
-            return "No run has a human label yet."
+            return "No run has a human label yet." + self._external()
+        return self._basis_labelled()
+
+    def _external(self) -> str:
+        """What the outside label sources hold, and how to compare a judge with them."""
+        if not self.external:
+            return ""
+        held = ", ".join(f"{name} ({runs} runs)" for name, runs in sorted(self.external.items()))
+        name = min(self.external)
+        return (
+            f" Labels from outside sources: {held}; they grade no judge here (compare with "
+            f"`agentledger agreement --a judge:rules --b labels:{name}`)."
+        )
+
+    def _basis_labelled(self) -> str:
         words = f"{self.labelled} run(s) have a human label"
         if self.split is None:
             return words + "; no split holds any out yet."
@@ -85,6 +101,10 @@ class JudgeValidityReport:
             return "No judge scored the selected runs."
         checked = [entry for entry in self.entries if entry.result is not None]
         if not self.labelled:
+            if self.external:
+                return (
+                    "No human labels yet: no judge's verdicts have been checked against a person's."
+                )
             return "No labels yet: no judge's verdicts have been checked against a person's."
         return (
             f"{len(checked)} of {len(self.entries)} judge(s) checked against held-out human labels."
@@ -94,6 +114,7 @@ class JudgeValidityReport:
         return {
             "kind": self.kind,
             "human_labelled_runs": self.labelled,
+            "external_labelled_runs": dict(sorted(self.external.items())),
             "split_id": self.split.split_id if self.split else None,
             "judges": [entry.to_json() for entry in self.entries],
         }
@@ -113,9 +134,13 @@ def check_judges(
     human = _human(ledger)
     split = SplitStore(ledger.storage).newest(HUMAN) if human is not None else None
     report = JudgeValidityReport(len(human.position) if human else 0, split)
+    if human is None:
+        for label in ledger.index.current_label_results("external"):
+            report.external[label.source_name] = report.external.get(label.source_name, 0) + 1
     for judge_id, kind in judges:
         if human is None:
-            report.entries.append(JudgeCheck(judge_id, kind, None, "no labels yet"))
+            status = "no human labels yet" if report.external else "no labels yet"
+            report.entries.append(JudgeCheck(judge_id, kind, None, status))
             continue
         if split is None:
             report.entries.append(

@@ -223,6 +223,7 @@ def _labs_demo(directory: Path) -> None:
     agent = examples_dir() / "netops" / "agent"
     scenarios = [arg for name in LAB_SCENARIOS for arg in ("--scenario", name)]
     models = [arg for name in PERSONALITIES for arg in ("--model", name)]
+    models += ["--concurrency", "2"]  # runs and their outcome checks overlap
     suite = str(packaged_labs_dir())
     _step(
         "Investigate in real labs (a fresh one per run); the fix each report recommends is "

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import IO
 
-    from agentledger.runner.shell_gate.gate import Decision, Gate
+    from agentledger.runner.shell_gate.gate import CommandDecision, Gate
 
 __all__ = ["HELP", "USAGE", "fast_main", "join_argv", "run_exec"]
 
@@ -224,7 +224,7 @@ def _batch(gate: Gate, source: IO[str], out: IO[str]) -> int:
     return 0
 
 
-def _describe(decision: Decision) -> str:
+def _describe(decision: CommandDecision) -> str:
     from agentledger.runner.shell_gate.ask import printable
 
     lines = [

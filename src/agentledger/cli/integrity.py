@@ -22,8 +22,8 @@ from agentledger.cli.common import (
 from agentledger.cli.output import print_rows
 from agentledger.errors import IndexUnusableError, IntegrityError
 from agentledger.store import Ledger, verify_ledger
-from agentledger.store.journal import Checkpoint
 from agentledger.store.sizes import format_size
+from agentledger.store.storage.journal import Checkpoint
 from agentledger.store.verify_runs import Problem
 
 __all__ = ["checkpoint_command", "gc_command", "reindex_command", "verify_command"]
@@ -107,8 +107,10 @@ def gc_command(ledger_path: Path | None) -> None:
     """Remove the staging debris of writers that died, and index the sealed runs and the
     scores the index missed (a writer killed between writing a record and indexing it).
 
-    Sealed runs are never removed. A record that cannot be indexed is reported, and the others
-    are indexed all the same; the exit code is then 3.
+    A record stored without a journal entry is completed when its writer announced it (an
+    intent in the journal) and it checks out; one no writer announced is moved to quarantine/
+    and never accepted. Sealed runs are never removed. A record that cannot be indexed or was
+    quarantined is reported, and the others are indexed all the same; the exit code is then 3.
     """
     with open_ledger(ledger_path) as ledger:
         report = ledger.gc()
@@ -130,6 +132,12 @@ def gc_command(ledger_path: Path | None) -> None:
         click.echo(f"journaled {key}: an interrupted write, complete and intact")
     for key, problem in report.unaccepted_removed:
         click.echo(f"removed {key}: an interrupted write that does not check out ({problem})")
+    for key, place in report.quarantined:
+        click.echo(
+            f"quarantined {key}: no writer of this ledger announced it; moved to {place}, "
+            "never accepted",
+            err=True,
+        )
     for run_id, problem in report.unreadable:
         click.echo(f"cannot index run {run_id}: {problem}", err=True)
     for where, problem in report.unreadable_scores:
@@ -147,14 +155,21 @@ def gc_command(ledger_path: Path | None) -> None:
         f"indexed{scores}",
         err=True,
     )
+    if report.quarantined:
+        click.echo(
+            f"{len(report.quarantined)} record(s) put there by hand or by another program were "
+            "quarantined (listed above); `agentledger verify` names them until removed.",
+            err=True,
+        )
     if not report.ok:
         failed = len(report.unreadable) + len(report.unreadable_scores)
         failed += len(report.unreadable_labels) + len(report.unreadable_outcomes)
-        click.echo(
-            f"{failed} record(s) could not be "
-            "indexed (listed above); `agentledger verify` checks them against their manifests.",
-            err=True,
-        )
+        if failed:
+            click.echo(
+                f"{failed} record(s) could not be indexed (listed above); "
+                "`agentledger verify` checks them against their manifests.",
+                err=True,
+            )
         sys.exit(3)
 
 

@@ -225,8 +225,7 @@ def judge_command(
                 f"  diagnosis: {found[True]} correct, {found[False]} incorrect, "
                 f"{found[None]} cannot tell"
             )
-    if counts.get("skipped"):
-        click.echo(f"  {counts['skipped']} left for human review: agentledger review")
+    _echo_skipped(report)
     unscored = [score for score in report.scored if score.unscored_reason()]
     if unscored:
         click.echo(
@@ -246,6 +245,20 @@ def judge_command(
         click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
     if report.failed:
         raise SystemExit(1)
+
+
+def _echo_skipped(report: ScoringReport) -> None:
+    """How many runs the judge skipped and why (the three commonest reasons)."""
+    why = Counter(
+        score.skipped_reason or "" for score in report.scored if score.verdict == "skipped"
+    )
+    if not why:
+        return
+    click.echo(f"  {why.total()} skipped (no verdict; they wait in `agentledger review`), because:")
+    for reason, n in why.most_common(3):
+        click.echo(f"    {n}: {terminal_safe(reason)}")
+    if len(why) > 3:
+        click.echo(f"    and {len(why) - 3} other reason(s): `agentledger show RUN` says each")
 
 
 def _echo_outside(report: ScoringReport) -> None:

@@ -146,7 +146,7 @@ def probe_command(probes: tuple[str, ...], name: str | None, as_json: bool) -> N
 
 
 @lab_group.command("check")
-@click.argument("target", metavar="LAB")
+@click.argument("targets", metavar="LAB...", nargs=-1, required=True)
 @click.option("--remedy", "remedies", multiple=True, help="Check only this remedy (repeatable).")
 @click.option(
     "--jobs",
@@ -156,23 +156,44 @@ def probe_command(probes: tuple[str, ...], name: str | None, as_json: bool) -> N
     help="Labs at a time (most of a check is waiting on probe timeouts).",
 )
 @handle_errors
-def check_command(target: str, remedies: tuple[str, ...], jobs: int) -> None:
+def check_command(targets: tuple[str, ...], remedies: tuple[str, ...], jobs: int) -> None:
     """Prove in fresh labs that the fault reproduces and each remedy does what the spec says.
 
-    Each remedy runs in a fresh lab with its fault: its commands, then its owner cycles; the
-    probes unhealthy afterwards must be exactly those the spec lists. Exit 1 names the remedy
-    and the probe that differ.
+    Each LAB is read as `lab up` reads it (a suite checks every lab in it); several may be
+    given, and each lab is checked once. Each remedy runs in a fresh lab with its fault: its
+    commands, then its owner cycles; the probes unhealthy afterwards must be exactly those the
+    spec lists. The last line sums up; exit 1 when a check fails (its remedy and probe named).
     """
-    from agentledger.labs import check_labs, resolve_labs
+    from agentledger.labs import check_labs, resolve_targets
 
-    found = resolve_labs(target)
-    chosen = [found[0].spec.remedy(n) for n in remedies] if remedies and len(found) == 1 else None
+    found = resolve_targets(targets)
     if remedies and len(found) != 1:
-        raise click.UsageError("--remedy needs a single lab")
+        raise click.UsageError(f"--remedy needs a single lab; {len(found)} are named")
+    chosen = [found[0].spec.remedy(n) for n in remedies] if remedies else None
     reports = check_labs(found, remedies=chosen, jobs=jobs)
     for report in reports:
         _print_report(report)
+    click.echo(_summary(reports))
     sys.exit(0 if all(r.ok for r in reports) else 1)
+
+
+def _summary(reports: list[CheckReport]) -> str:
+    """`N of M checks passed in K labs`, naming what failed (a fault, or a lab's remedies)."""
+    total = passed = 0
+    failed: list[str] = []
+    for report in reports:
+        total += 1 + len(report.remedies)
+        if report.fault_problem is not None:
+            failed.append(f"{report.name} (fault)")
+            continue
+        passed += 1 + sum(check.ok for check in report.remedies)
+        bad = [check.remedy.name for check in report.remedies if not check.ok]
+        if bad:
+            failed.append(f"{report.name} (remedy {', '.join(bad)})")
+    labs = f"{len(reports)} lab{'s' if len(reports) != 1 else ''}"
+    if not failed:
+        return f"all {total} checks passed in {labs}"
+    return f"{passed} of {total} checks passed in {labs}; failed: {'; '.join(failed)}"
 
 
 def _print_report(report: CheckReport) -> None:

@@ -37,7 +37,7 @@ def migrate_backend_command(
     ledger, and running the same command again resumes it. Exits 3 when the source or the
     copy does not verify.
     """
-    from agentledger.store.migrate import migrate_ledger
+    from agentledger.store.copy_ledger import migrate_ledger
 
     with open_ledger(ledger_path) as ledger, progress_bar("Copying runs") as progress:
         report = migrate_ledger(

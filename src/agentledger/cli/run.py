@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,6 +30,9 @@ from agentledger.runner.run import (
 )
 from agentledger.runner.scenario import load_suite
 from agentledger.store import Ledger
+
+if TYPE_CHECKING:
+    from agentledger.records.outcomes import Outcome
 
 __all__ = ["run_command"]
 
@@ -113,7 +118,8 @@ def _line(run: RunOutcome) -> str:
 @click.option(
     "--no-outcome",
     is_flag=True,
-    help="Do not measure the outcome of runs of lab scenarios (a fresh lab each) at the end.",
+    help="Do not measure the outcome of runs of lab scenarios (each in a fresh lab, "
+    "--concurrency at a time, while the suite runs).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary.")
 @handle_errors
@@ -162,6 +168,7 @@ def run_command(
     if created:
         click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
     total = len(prepared.plan())
+    outcomes = None if no_outcome else _Outcomes(ledger, concurrency)
     try:
         bar = nullcontext(None) if _may_ask(agent) else progress_bar(f"Running {agent.spec.name}")
         with bar as progress:
@@ -171,11 +178,15 @@ def run_command(
                 step()
                 if not quiet:
                     click.echo(_line(run))
+                if outcomes is not None:
+                    outcomes.submit(run)
 
             report = run_suite(ledger, prepared, on_run=on_run)
-        if not no_outcome and not report.interrupted:
-            _measure_outcomes(ledger, report, quiet)
+        if outcomes is not None:
+            outcomes.finish(report, quiet)
     finally:
+        if outcomes is not None:
+            outcomes.pool.shutdown(wait=True, cancel_futures=True)
         ledger.close()
     failed = len(report.failed)
     summary = (
@@ -193,22 +204,64 @@ def run_command(
     if report.interrupted:
         click.echo("Interrupted: the runs not started were skipped.", err=True)
         sys.exit(130)
-    if failed:
+    if failed or (outcomes is not None and outcomes.unmeasured):
         sys.exit(1)
 
 
-def _measure_outcomes(ledger: Ledger, report: SuiteReport, quiet: bool) -> None:
-    """Measure each new run of a lab scenario in a fresh lab, and record it."""
-    from agentledger.outcomes.check import lab_runs, measure_and_record
+class _Outcomes:
+    """The outcomes of a suite's lab runs, measured while the suite runs: each sealed run of a
+    lab scenario is measured in a fresh lab by one of `jobs` workers (the run's
+    `--concurrency`), so that the checks overlap the runs still going. A check whose lab
+    would not come up is named, with why, and does not stop the others."""
 
-    runs = lab_runs(ledger, [run.run_id for run in report.runs if run.status != "setup-failed"])
-    for outcome in measure_and_record(ledger, runs):
-        if not quiet:
-            click.echo(
-                f"outcome of {terminal_safe(outcome.run_id)}: fixed {_yes(outcome.fixed)}, "
-                f"durable {_yes(outcome.durable)}, collateral {_yes(outcome.collateral)}, "
-                f"verified {_yes(outcome.verified)}"
-            )
+    def __init__(self, ledger: Ledger, jobs: int) -> None:
+        self.ledger = ledger
+        self.pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="agentledger-outcome")
+        self.pending: list[Future[list[Outcome]]] = []
+        self.unmeasured = 0
+
+    def submit(self, run: RunOutcome) -> None:
+        if run.status != "setup-failed":
+            self.pending.append(self.pool.submit(self._measure, run.run_id))
+
+    def _measure(self, run_id: str) -> list[Outcome]:
+        from agentledger.labs import LabStartError, LabUnavailableError
+        from agentledger.outcomes.check import lab_runs, measure_and_record
+
+        try:
+            return list(measure_and_record(self.ledger, lab_runs(self.ledger, [run_id])))
+        except (LabStartError, LabUnavailableError) as exc:
+            raise _NotMeasured(run_id, str(exc)) from None
+
+    def finish(self, report: SuiteReport, quiet: bool) -> None:
+        """Wait for every check (none is started after Ctrl-C) and say what each measured."""
+        if report.interrupted:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        for future in as_completed(self.pending):
+            if future.cancelled():
+                continue
+            try:
+                outcomes = future.result()
+            except _NotMeasured as exc:
+                self.unmeasured += 1
+                click.echo(
+                    f"outcome of {terminal_safe(exc.run_id)}: not measured: "
+                    f"{terminal_safe(exc.why)} (`agentledger outcome {exc.run_id}` measures it)",
+                    err=True,
+                )
+                continue
+            for outcome in outcomes if not quiet else []:
+                click.echo(
+                    f"outcome of {terminal_safe(outcome.run_id)}: "
+                    f"fixed {_yes(outcome.fixed)}, durable {_yes(outcome.durable)}, "
+                    f"collateral {_yes(outcome.collateral)}, verified {_yes(outcome.verified)}"
+                )
+
+
+class _NotMeasured(Exception):
+    def __init__(self, run_id: str, why: str) -> None:
+        super().__init__(f"{run_id}: {why}")
+        self.run_id, self.why = run_id, why
 
 
 def _yes(value: bool | None) -> str:

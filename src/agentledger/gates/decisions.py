@@ -53,14 +53,17 @@ class DecisionStore(DecisionRecords):
         """Where decision `decision_id` is stored, for people."""
         return self.storage.describe(self.key(decision_id))
 
+    def _files(self, record: Decision) -> dict[str, bytes]:
+        return {
+            DECISION_JSON: record_bytes(record),
+            DECISION_MD: render_markdown(record).encode("utf-8"),
+        }
+
+    def _values(self, key: str, record: Decision) -> dict[str, bytes]:
+        return {f"{key}/{name}": data for name, data in self._files(record).items()}
+
     def _create(self, key: str, record: Decision) -> None:
-        self.storage.create_group(
-            key,
-            {
-                DECISION_JSON: record_bytes(record),
-                DECISION_MD: render_markdown(record).encode("utf-8"),
-            },
-        )
+        self.storage.create_group(key, self._files(record), self.writer_of(record))
 
     def check(self, records: Sequence[Decision]) -> None:
         """Refuse an id that exists, and a `supersedes` that names no decision, or one of

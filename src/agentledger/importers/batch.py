@@ -2,9 +2,12 @@
 
 A large backfill is split into contiguous shares, one per process: this process takes the
 first and a worker process each of the others (started while the runs are being found). Each
-checks its share and keeps what it planned; only when every share is good (and no run id
-repeats across shares) does each seal its own runs, in batches. So the rule of the
-single-process import holds: one bad run anywhere and nothing is written.
+checks its share, keeps what it planned and reports every run it could not; only when every
+share is good (and no run id repeats across shares) does each seal its own runs, in batches.
+So the rule of the single-process import holds: one bad run anywhere and nothing is written,
+and the error lists every bad run of every share (and every file finding them refused), in
+the order they were found, whatever the number of processes. Under --skip-invalid the
+others are sealed and those are listed as skipped.
 """
 
 from __future__ import annotations
@@ -32,9 +35,12 @@ from agentledger.importers.plan import (
     ImportPlan,
     ImportReport,
     PlannedRun,
+    Problem,
     Progress,
     duplicate_run_id,
+    refuse,
 )
+from agentledger.importers.source_files import listing_refused
 from agentledger.importers.workers import (
     PARALLEL_FROM,
     Worker,
@@ -109,12 +115,17 @@ def _original(run: PlannedRun) -> str | None:
 
 
 class _InProcess(PreparedImport):
-    def __init__(self, plan: ImportPlan) -> None:
+    def __init__(self, plan: ImportPlan, refused: list[Problem], options: ImportOptions) -> None:
+        """`plan`: planned with `collect`; `refused`: the files finding the runs refused."""
         super().__init__(
             [ImportedRun(r.run_id, r.directory, r.identical, _original(r)) for r in plan.runs]
         )
-        self.skipped = list(plan.skipped)
         self.plan = plan
+        problems = _in_order([*refused, *plan.problems])
+        if problems and not options.skip_invalid:
+            plan.discard()
+            refuse(problems)
+        self.skipped = [(problem.path, problem.why) for problem in problems]
 
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
         return write_plan(ledger, self.plan, progress=progress)
@@ -130,6 +141,19 @@ def _error_message(exc: BaseException) -> tuple[Any, ...]:
     if isinstance(exc, AgentLedgerError):
         return ("error", type(exc).__name__, str(exc), dict(vars(exc)))
     return ("crash", "".join(traceback.format_exception(exc)))
+
+
+def _in_order(problems: list[Problem]) -> list[Problem]:
+    """The problems in the order their runs were found (the order of their paths), each path
+    once: the same for any number of processes."""
+    unique = {problem.path: problem for problem in reversed(problems)}
+    return sorted(unique.values(), key=lambda problem: problem.path)
+
+
+def _input_error(message: tuple[Any, ...]) -> InputError:
+    """A worker's problem (`_error_message` of an InputError) as the error it was."""
+    error = _rebuild(*message[1:])
+    return error if isinstance(error, InputError) else InputError(str(error))
 
 
 def _rebuild(name: str, message: str, attrs: dict[str, Any]) -> AgentLedgerError:
@@ -173,15 +197,18 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
             progress=report,
             real_paths=real_paths,
             unchecked=unchecked,
+            collect=True,
         )
         planned = [(run.run_id, run.identical, _original(run)) for run in plan.runs]
-        outbox.send(("planned", (planned, plan.skipped)))
+        problems = [(problem.path, _error_message(problem.error)) for problem in plan.problems]
+        outbox.send(("planned", (planned, problems)))
         try:
             order = inbox.recv()
         except EOFError:  # the parent went away: write nothing
             return
         if order[0] != "go":
             return
+        _leave_out(plan, order[2])
         if ledger is None:
             ledger = Ledger.open(order[1])
         sent = 0
@@ -204,6 +231,12 @@ def _worker(inbox: Connection, outbox: Connection) -> None:
     finally:
         if ledger is not None:
             ledger.close()
+
+
+def _leave_out(plan: ImportPlan, run_ids: set[str]) -> None:
+    """Drop from `plan` the runs of `run_ids` (a run id an earlier share gives, skipped)."""
+    if run_ids:
+        plan.runs[:] = [run for run in plan.runs if run.run_id not in run_ids]
 
 
 def serve_worker() -> None:
@@ -280,8 +313,8 @@ class _Phase:
 class _Workers(PreparedImport):
     """This process checks and seals the first share of the runs, worker processes the others.
 
-    The shares are contiguous, in order, so the first share's error is the one reported, as
-    when one process checks every run in order.
+    Every share reports all its problems; they are listed together, in the order of their
+    paths, as when one process checks every run.
     """
 
     def __init__(
@@ -292,13 +325,17 @@ class _Workers(PreparedImport):
         workers: list[Worker],
         progress: Progress | None,
         unchecked: bool = False,
+        refused: list[Problem] | None = None,
     ) -> None:
         """Check `run_dirs` (each with its real path): the first share here, one per worker.
 
         `unchecked`: whether each directory is a run is still to be checked (while planning).
+        `refused`: the files finding the runs refused, listed with the shares' problems.
         """
         super().__init__([])
         self.plan: ImportPlan | None = None
+        self.left_out: list[set[str]] = []
+        """Per worker, the run ids it planned that an earlier share gives (skipped)."""
         size = -(-len(run_dirs) // (len(workers) + 1))
         shares = [run_dirs[i : i + size] for i in range(0, len(run_dirs), size)]
         own, others = shares[0], shares[1:]
@@ -317,21 +354,15 @@ class _Workers(PreparedImport):
                 progress=phase.own_progress,
                 real_paths=[real for _path, real in own],
                 unchecked=unchecked,
+                collect=True,
             )
             own_planned = [(run.run_id, run.identical, _original(run)) for run in self.plan.runs]
-            planned = [(own_planned, self.plan.skipped), *phase.finish()]
-            seen: dict[str, Path] = {}
-            for share, (results, skipped) in zip(shares, planned, strict=True):
-                self.skipped.extend((str(path), str(why)) for path, why in skipped)
-                left_out = {path for path, _why in skipped}
-                kept = [entry for entry in share if str(entry[0]) not in left_out]
-                for (directory, _real), (run_id, identical, original) in zip(
-                    kept, results, strict=True
-                ):
-                    if run_id in seen:
-                        raise duplicate_run_id(run_id, seen[run_id], directory)
-                    seen[run_id] = directory
-                    self.runs.append(ImportedRun(run_id, directory, identical, original))
+            own_problems = [(p.path, _error_message(p.error)) for p in self.plan.problems]
+            planned = [(own_planned, own_problems), *phase.finish()]
+            problems = self._gather(shares, planned, list(refused or ()))
+            if not options.skip_invalid:
+                refuse(problems)
+            self.skipped = [(problem.path, problem.why) for problem in problems]
         except BaseException:
             # Nothing is written while runs are checked: no need to let the workers finish.
             for worker in self.workers:
@@ -341,6 +372,37 @@ class _Workers(PreparedImport):
                 self.plan.discard()
             raise
 
+    def _gather(
+        self,
+        shares: list[list[tuple[Path, str]]],
+        planned: list[tuple[list[tuple[str, bool, str | None]], list[tuple[str, Any]]]],
+        problems: list[Problem],
+    ) -> list[Problem]:
+        """Take in each share's runs, in order; the problems of every share (and a run whose
+        id an earlier share gives) added to `problems`, returned in order."""
+        seen: dict[str, Path] = {}
+        for index, (share, (results, share_problems)) in enumerate(
+            zip(shares, planned, strict=True)
+        ):
+            problems.extend(Problem(path, _input_error(error)) for path, error in share_problems)
+            left_out = {path for path, _error in share_problems}
+            kept = [entry for entry in share if str(entry[0]) not in left_out]
+            doubled: set[str] = set()
+            for (directory, _real), (run_id, identical, original) in zip(
+                kept, results, strict=True
+            ):
+                if run_id in seen:
+                    problems.append(
+                        Problem(str(directory), duplicate_run_id(run_id, seen[run_id], directory))
+                    )
+                    doubled.add(run_id)
+                    continue
+                seen[run_id] = directory
+                self.runs.append(ImportedRun(run_id, directory, identical, original))
+            if index:
+                self.left_out.append(doubled)
+        return _in_order(problems)
+
     def commit(self, ledger: Ledger, *, progress: Progress | None = None) -> ImportReport:
         if self.workers and not ledger.storage.shared_between_processes:
             self.close()
@@ -349,8 +411,8 @@ class _Workers(PreparedImport):
                 "processes; import into it with one worker"
             )
         try:
-            for worker in self.workers:
-                worker.outbox.send(("go", str(ledger.root)))
+            for worker, left_out in zip(self.workers, self.left_out, strict=True):
+                worker.outbox.send(("go", str(ledger.root), left_out))
             phase = _Phase(self.workers, "done", len(self.new_runs), progress)
             try:
                 assert self.plan is not None
@@ -390,7 +452,8 @@ def prepare_import(
 ) -> PreparedImport:
     """Find and check every run under `paths` (in several processes when there are many).
 
-    Raises an InputError naming the file and field of the first bad run; nothing is written.
+    Raises an InputError naming the file and field of every bad run (unless
+    `options.skip_invalid`: then they are the prepared import's `skipped`); nothing is written.
     `ledger`, when given, is the ledger to compare with: runs stored with identical content are
     marked, the same run id with different content is refused.
     """
@@ -408,13 +471,21 @@ def prepare_import(
             while len(workers) < early - 1:  # appended one by one: closed if one fails
                 workers.append(Worker())
         # Whether each subdirectory is a run is checked while it is planned (from the listing
-        # planning makes anyway, in the worker's share), not here one listing at a time.
-        if find is None:
-            found = layout.find_runs_real(paths, check=False)
-        else:
-            if layout.exclude is not None and kind is not None:
-                paths = without_excluded(paths, kind, layout.exclude)
-            found = find(paths, import_limit(options, ledger))
+        # planning makes anyway, in the worker's share), not here one listing at a time. A
+        # file refused here (a link out of the folder...) is listed with the runs' problems.
+        with listing_refused() as listed:
+            try:
+                if find is None:
+                    found = layout.find_runs_real(paths, check=False)
+                else:
+                    if layout.exclude is not None and kind is not None:
+                        paths = without_excluded(paths, kind, layout.exclude)
+                    found = find(paths, import_limit(options, ledger))
+            except InputError:
+                # ("no trace file here"): the files refused are why none was found
+                refuse(_in_order([Problem(str(path), error) for path, error in listed]))
+                raise
+        refused = [Problem(str(path), error) for path, error in listed]
         count = worker_count(options.workers, len(found), import_format=kind)
         if ledger is not None and not ledger.storage.shared_between_processes:
             count = 1  # another process would write into storage of its own
@@ -429,7 +500,10 @@ def prepare_import(
                     progress=progress,
                     real_paths=[real for _path, real in found],
                     unchecked=True,
-                )
+                    collect=True,
+                ),
+                refused,
+                options,
             )
         while len(workers) < count - 1:
             workers.append(Worker())
@@ -437,7 +511,8 @@ def prepare_import(
         for worker in workers:
             worker.close()
         raise
-    return _Workers(found, options, ledger, workers, progress, unchecked=True)  # closes extra
+    # (closes the workers it does not need)
+    return _Workers(found, options, ledger, workers, progress, unchecked=True, refused=refused)
 
 
 def import_runs(

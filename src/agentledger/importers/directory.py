@@ -35,8 +35,10 @@ from agentledger.importers.plan import (
     ImportPlan,
     ImportReport,
     PlannedRun,
+    Problem,
     Progress,
     duplicate_run_id,
+    refuse,
 )
 from agentledger.importers.run_plan import PlanContext, plan_run, read_source
 from agentledger.records import (
@@ -122,12 +124,16 @@ def plan_runs(
     progress: Progress | None = None,
     real_paths: Sequence[str] | None = None,
     unchecked: bool = False,
+    collect: bool = False,
 ) -> ImportPlan:
     """Read and check the given run directories; write nothing.
 
     `real_paths`, when known, are the directories' real paths (as `find_run_dirs` resolved
     them), so that they are not resolved again. `unchecked`: the directories were found with
-    `find_runs_real(check=False)`; one that is not a run is refused here.
+    `find_runs_real(check=False)`; one that is not a run is refused here. Runs that cannot be
+    imported are left out and listed in the plan's `problems` under `skip_invalid` or
+    `collect` (the caller lists them with those of the import's other shares); otherwise they
+    are raised, every one (`plan.refuse`).
     """
     if options.batch_size < 1:
         raise InputError("the batch size must be at least 1")
@@ -151,7 +157,9 @@ def plan_runs(
 
         plan_one = planner(options.format)
     try:
-        runs, skipped = _plan_each(run_dirs, ctx, plan_one, real_paths, progress)
+        runs, problems = _plan_each(run_dirs, ctx, plan_one, real_paths, progress)
+        if not (options.skip_invalid or collect):
+            refuse(problems)
     except BaseException:
         if ctx.spool is not None:
             shutil.rmtree(ctx.spool, ignore_errors=True)
@@ -161,7 +169,7 @@ def plan_runs(
         max_artifact_bytes=limit,
         batch_size=options.batch_size,
         spool=ctx.spool,
-        skipped=skipped,
+        problems=problems,
     )
 
 
@@ -184,11 +192,11 @@ def _plan_each(
     plan_one: Callable[[Path, PlanContext, str | None], PlannedRun],
     real_paths: Sequence[str] | None,
     progress: Progress | None,
-) -> tuple[list[PlannedRun], list[tuple[str, str]]]:
-    """The planned runs, and (path, why) of those that cannot be imported: skipped under
-    `skip_invalid`; otherwise the one problem raised as it is, or several in one InputError."""
+) -> tuple[list[PlannedRun], list[Problem]]:
+    """The planned runs, and the problems of those that cannot be imported, in order (a run
+    whose id an earlier one gives is one of them)."""
     runs: list[PlannedRun] = []
-    problems: list[tuple[str, str, InputError]] = []
+    problems: list[Problem] = []
     seen: dict[str, Path] = {}
     with _fewer_collections():
         for done, run_dir in enumerate(run_dirs, start=1):
@@ -200,26 +208,16 @@ def _plan_each(
                 check_storable(run.metadata, f"{run_dir}: the ledger's {METADATA} of this run")
                 check_storable(run.summary, f"{run_dir}: the ledger's {SUMMARY} of this run")
                 _check_sizes(run, run_dir, ctx.limit)
+                if run.run_id in seen:
+                    raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
             except InputError as exc:
-                problems.append((str(run_dir), " ".join(str(exc).split()), exc))
-                if progress:
-                    progress(done, len(run_dirs))
-                continue
-            if run.run_id in seen:
-                raise duplicate_run_id(run.run_id, seen[run.run_id], run_dir)
-            seen[run.run_id] = run_dir
-            runs.append(run)
+                problems.append(Problem(str(run_dir), exc))
+            else:
+                seen[run.run_id] = run_dir
+                runs.append(run)
             if progress:
                 progress(done, len(run_dirs))
-    if problems and not ctx.options.skip_invalid:
-        if len(problems) == 1:
-            raise problems[0][2]
-        lines = "\n".join(f"  {why}" for _path, why, _exc in problems)
-        raise InputError(
-            f"{len(problems)} runs cannot be imported; nothing was written (--skip-invalid "
-            f"imports the rest and lists these):\n{lines}"
-        )
-    return runs, [(path, why) for path, why, _exc in problems]
+    return runs, problems
 
 
 def plan_import(

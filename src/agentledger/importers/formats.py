@@ -143,6 +143,17 @@ def _entries(path: Path) -> list[Path]:
 _DETECT_FILES = 200
 
 
+def _kept_file(file: Path, root: str, folder: Path, refused: list[InputError]) -> bool:
+    """Whether `file` is a regular file the import may read. A link out of the folder, a loop
+    or a dangling link is neither read nor counted (its error goes to `refused`): finding the
+    runs refuses it, naming it, with the import's other problems."""
+    try:
+        return os.path.isfile(checked_real(file, root, folder))
+    except InputError as exc:
+        refused.append(exc)
+        return False
+
+
 def _folder_kinds(path: Path) -> dict[str, list[Path]]:
     """The trace formats of the files at the top of the folder `path`, with files of each:
     ``traj_*.json`` are OpenHands, ``*.eval`` Inspect AI, ``*.json`` and ``*.jsonl`` with
@@ -159,13 +170,16 @@ def _folder_kinds(path: Path) -> dict[str, list[Path]]:
     ):
         return kinds  # a run directory (the seed's layout): its shell log is no trace file
     root = os.path.realpath(path)
+    refused: list[InputError] = []
     files = [
         path / name
         for name in names
         if Path(name).suffix in (".json", ".jsonl", ".eval")
         and not name.startswith(".")
-        and os.path.isfile(checked_real(path / name, root, path))  # links out refused, unread
+        and _kept_file(path / name, root, path, refused)
     ]
+    if refused and not files:
+        raise refused[0]  # nothing else here to tell the format by
     trajectories = [p for p in files if p.name.startswith("traj_") and p.suffix == ".json"]
     if trajectories:
         kinds["openhands"] = trajectories

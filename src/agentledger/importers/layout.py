@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
-from agentledger.importers.source_files import checked_real
+from agentledger.importers.source_files import checked_real, refused_entry
 from agentledger.store.sizes import format_size
 
 __all__ = [
@@ -200,7 +200,11 @@ def _subdirectories(path: Path) -> list[tuple[Path, str]]:
             if entry.name.startswith(".") or not entry.is_dir():
                 continue
             if entry.is_symlink():
-                real = checked_real(entry.path, root, path)
+                try:
+                    real = checked_real(entry.path, root, path)
+                except InputError as exc:
+                    refused_entry(entry.path, exc)
+                    continue
             else:  # not a link: its real path is its parent's plus its name
                 real = os.path.join(root, entry.name)
             found.append((entry.path, real))

@@ -34,10 +34,7 @@ type, text, exit code, scenario and times without a zone (``unknown``) or none (
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -50,9 +47,15 @@ from pydantic import ValidationError
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.openhands import command_class
 from agentledger.importers.otel_dialects import (
-    canonical_attributes,
     message_call_steps,
     tool_answers,
+)
+from agentledger.importers.otel_spans import (
+    SEPARATOR,
+    find_otel_traces,
+    hex_id,
+    read_spans,
+    requests_of,
 )
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
@@ -62,224 +65,18 @@ from agentledger.importers.trace_runs import (
     attachment_of,
     part_attachment,
     plan_trace_run,
-    trace_files,
 )
-from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json
+from agentledger.records import otlp
 from agentledger.records.trace import ACTORS, KINDS, STEPS, step_text_fields
 
 __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
 
 FORMAT = "otel"
-_MAX_NANOS = 2**63 - 1  # 2262-04-11: what a signed 64-bit count of nanoseconds holds
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
-_SEPARATOR = "#trace="
 _TOOL_KINDS = ("tool_call", "file_read", "file_write", "browse", "code")
 _OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
-_EXPORT_VERSION = 2  # agentledger.store.export_otel.EXPORT_VERSION: spans read back exactly
 _NO_REPORT = "no finish step: the run has no report"  # the note plan_trace_run adds itself
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")  # as trace_runs makes the run id of its parts
-
-
-def _requests(raw: bytes, origin: str) -> list[Any]:
-    """The export requests of a file: the whole file, or one per line."""
-    text = raw.lstrip()
-    if text.startswith(b"{") and b"\n{" not in text.rstrip():
-        return [decode_json(raw, origin)]
-    return [
-        decode_json(line, origin, line=number)
-        for number, line in enumerate(raw.split(b"\n"), start=1)
-        if line.strip()
-    ]
-
-
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-
-def _hex_id(value: Any, origin: str, where: str) -> str:
-    """A trace id (16 bytes) or span id (8 bytes) as lowercase hex. OTLP/JSON writes ids as
-    hex (32 or 16 digits); the Protobuf JSON mapping (what `MessageToDict` makes of an export
-    request) writes them base64 (24 or 12 characters): taken too, but only when it decodes
-    to an id of the right size, so that a short word ("AAAA") is never read as an id. An id
-    of zeros is no id (the spec calls it invalid)."""
-    size = 16 if where.endswith("traceId") else 8
-    if not isinstance(value, str) or not value:
-        raise RecordError(origin, f"expected a {size}-byte id in hex", field=where)
-    if len(value) == 2 * size and _HEX.issuperset(value):
-        decoded = bytes.fromhex(value)
-    else:
-        try:
-            decoded = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            decoded = b""
-        if len(decoded) != size or len(value) != 4 * -(-size // 3):
-            raise RecordError(
-                origin,
-                f"{value[:40]!r} is not a {size}-byte id: OTLP/JSON writes {2 * size} hex digits",
-                field=where,
-            )
-    if not decoded.strip(b"\0"):
-        raise RecordError(origin, f"an id of zeros ({value[:40]!r}) is invalid", field=where)
-    return decoded.hex()
-
-
-def _value(value: Any) -> Any:
-    """An OTLP AnyValue as plain JSON."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return None
-    ((kind, inner),) = value.items()
-    if kind == "intValue":
-        try:
-            return int(inner)
-        except (TypeError, ValueError):
-            return None
-    if kind == "arrayValue":
-        return [_value(item) for item in (inner or {}).get("values", [])]
-    if kind == "kvlistValue":
-        return {kv.get("key"): _value(kv.get("value")) for kv in (inner or {}).get("values", [])}
-    return inner
-
-
-def _attributes(items: Any, origin: str, where: str) -> dict[str, Any]:
-    if items is None:
-        return {}
-    if not isinstance(items, list):
-        raise RecordError(origin, "expected a list of attributes", field=where)
-    out: dict[str, Any] = {}
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("key"), str):
-            out[item["key"]] = _value(item.get("value"))
-    return out
-
-
-def _status(value: Any) -> tuple[bool, str | None]:
-    """Whether a span's status is an error (``2``, or ``STATUS_CODE_ERROR`` in protobuf's JSON
-    mapping), and its message."""
-    if not isinstance(value, dict):
-        return False, None
-    message = value.get("message")
-    return value.get("code") in (2, "2", "STATUS_CODE_ERROR"), (
-        message if isinstance(message, str) and message else None
-    )
-
-
-def _events(items: Any, origin: str, where: str) -> list[dict[str, Any]]:
-    """A span's events (name and attributes), as given."""
-    if not isinstance(items, list):
-        return []
-    return [
-        {
-            "name": item.get("name") if isinstance(item.get("name"), str) else "",
-            "attributes": _attributes(item.get("attributes"), origin, f"{where}[{n}].attributes"),
-        }
-        for n, item in enumerate(items)
-        if isinstance(item, dict)
-    ]
-
-
-def read_spans(raw: bytes, origin: str) -> dict[str, list[dict[str, Any]]]:
-    """Every span of the file by trace id, each with its attributes made plain.
-
-    A span given more than once (the same request exported twice) is taken once; a span id
-    that a trace repeats with other content is malformed input."""
-    traces: dict[str, list[dict[str, Any]]] = {}
-    seen: dict[tuple[str, str], str] = {}  # the sha256 of each span's content, as given
-    requests = _requests(raw, origin)
-    for number, request in enumerate(requests):
-        if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
-            raise RecordError(
-                origin, "expected an OTLP export request with 'resourceSpans'", line=number + 1
-            )
-        for r, resource in enumerate(request["resourceSpans"]):
-            for s, scope in enumerate((resource or {}).get("scopeSpans") or []):
-                for n, span in enumerate((scope or {}).get("spans") or []):
-                    where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
-                    if not isinstance(span, dict):
-                        raise RecordError(origin, "expected a span object", field=where)
-                    trace_id = _hex_id(span.get("traceId"), origin, f"{where}.traceId")
-                    try:
-                        start = int(span.get("startTimeUnixNano", 0))
-                        end = int(span.get("endTimeUnixNano", start))
-                    except (TypeError, ValueError):
-                        raise RecordError(
-                            origin,
-                            "expected nanoseconds since the epoch",
-                            field=f"{where}.startTimeUnixNano",
-                        ) from None
-                    for name, nanos in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
-                        if not 0 <= nanos <= _MAX_NANOS:  # OTLP's fixed64; and datetime's range
-                            raise RecordError(
-                                origin,
-                                f"{nanos} is no time: nanoseconds since 1970 up to year 2262",
-                                field=f"{where}.{name}",
-                            )
-                    if end < start:
-                        raise RecordError(
-                            origin,
-                            "the span ends before it starts",
-                            field=f"{where}.endTimeUnixNano",
-                        )
-                    failed, message = _status(span.get("status"))
-                    span_id = _hex_id(span.get("spanId"), origin, f"{where}.spanId")
-                    given = span.get("name")
-                    name = given if isinstance(given, str) else ""
-                    parent = bool(span.get("parentSpanId"))
-                    entry: dict[str, Any] = {
-                        "span_id": span_id,
-                        "parent": parent,
-                        "name": name,
-                        "start": start,
-                        "end": end,
-                        # GenAI, OpenInference and OpenLLMetry, read as GenAI's current names
-                        "attributes": canonical_attributes(
-                            _attributes(span.get("attributes"), origin, f"{where}.attributes"),
-                            name,
-                            not parent,
-                        ),
-                        "failed": failed,
-                        "status_message": message,
-                        "events": _events(span.get("events"), origin, f"{where}.events"),
-                    }
-                    key = (trace_id, span_id)
-                    content = hashlib.sha256(
-                        json.dumps(span, sort_keys=True, ensure_ascii=False).encode(
-                            "utf-8", "surrogatepass"
-                        )
-                    ).hexdigest()
-                    before = seen.get(key)
-                    if before is not None:
-                        if before == content:
-                            continue  # the same span given again
-                        raise RecordError(
-                            origin,
-                            f"span {span_id} of trace {trace_id} is given twice with "
-                            "different content",
-                            field=where,
-                            line=number + 1 if len(requests) > 1 else None,
-                        )
-                    seen[key] = content
-                    traces.setdefault(trace_id, []).append({**entry, "where": where})
-    return traces
-
-
-def find_otel_traces(
-    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
-) -> list[tuple[Path, str]]:
-    """One entry per trace id of every OTLP JSON file under `paths` (``file#trace=ID``); a
-    file over `limit` bytes is refused before it is read."""
-    found: list[tuple[Path, str]] = []
-    for path in paths:
-        for file, real in trace_files(path, (".json", ".jsonl"), "OTLP JSON file"):
-            traces = read_spans(read_regular(real, limit, file), str(file))
-            if not traces:
-                raise InputError(f"no spans in {file}: nothing to import")
-            for trace_id in sorted(traces):
-                found.append(
-                    (
-                        Path(f"{file}{_SEPARATOR}{trace_id}"),
-                        f"{real}{_SEPARATOR}{trace_id}",
-                    )
-                )
-    return found
 
 
 def _messages_text(value: Any, role: str | None = None) -> str | None:
@@ -329,13 +126,13 @@ def _when(nanos: int, zone: Any = None) -> datetime | None:
 
 def _raw_type(attrs: dict[str, Any]) -> str | None:
     """The source's own type of a step exported by agentledger (``action:run``)."""
-    value = attrs.get("agentledger.raw_type")
+    value = attrs.get(otlp.RAW_TYPE)
     return value[:200] if isinstance(value, str) and value else None
 
 
 def _ours(attrs: dict[str, Any], name: str, choices: Sequence[str]) -> str | None:
     """agentledger's own attribute `name` (its export), when it holds one of `choices`."""
-    value = attrs.get(f"agentledger.{name}")
+    value = attrs.get(otlp.OURS + name)
     return value if isinstance(value, str) and value in choices else None
 
 
@@ -383,61 +180,61 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
     # Without spans of its tools (an instrumented model client), a trace's tool calls are
     # those its model answers ask for, answered in the next request's messages.
     from_messages = not any(
-        span["attributes"].get("gen_ai.operation.name") == "execute_tool" for span in spans
+        span["attributes"].get(otlp.OPERATION) == "execute_tool" for span in spans
     )
     answers: dict[str, str] = {}
     if from_messages:
         for span in spans:
-            answers.update(tool_answers(span["attributes"].get("gen_ai.input.messages")))
+            answers.update(tool_answers(span["attributes"].get(otlp.INPUT_MESSAGES)))
     # A parent starts no later than its children: at the same time, it comes first.
     for span in sorted(spans, key=lambda s: (s["start"], s["parent"], s["end"])):
         attrs = span["attributes"]
-        fingerprint = attrs.get("gen_ai.response.system_fingerprint")
+        fingerprint = attrs.get(otlp.SYSTEM_FINGERPRINT_GENAI)
         if isinstance(fingerprint, str) and facts.system_fingerprint is None:
             facts.system_fingerprint = fingerprint
-        operation = attrs.get("gen_ai.operation.name") or span["name"].split(" ")[0]
-        zone = attrs.get("agentledger.time_zone")
+        operation = attrs.get(otlp.OPERATION) or span["name"].split(" ")[0]
+        zone = attrs.get(otlp.TIME_ZONE)
         base = {
             "index": len(steps),
             "time": _when(span["start"], zone),
             "source": {"file": attachment, "event": span["span_id"]},
             "raw_type": _raw_type(attrs) or f"span:{operation}",
         }
-        if isinstance(attrs.get("gen_ai.agent.name"), str) and facts.agent_name is None:
-            facts.agent_name = attrs["gen_ai.agent.name"]
-        if isinstance(attrs.get("agentledger.scenario"), str) and facts.scenario is None:
-            facts.scenario, facts.scenario_from = attrs["agentledger.scenario"], "trace"
+        if isinstance(attrs.get(otlp.AGENT_NAME), str) and facts.agent_name is None:
+            facts.agent_name = attrs[otlp.AGENT_NAME]
+        if isinstance(attrs.get(otlp.SCENARIO), str) and facts.scenario is None:
+            facts.scenario, facts.scenario_from = attrs[otlp.SCENARIO], "trace"
         if operation == "invoke_agent":
-            asked, served = attrs.get("gen_ai.request.model"), attrs.get("gen_ai.response.model")
+            asked, served = attrs.get(otlp.REQUEST_MODEL), attrs.get(otlp.RESPONSE_MODEL)
             facts.model = facts.model or (asked if isinstance(asked, str) else None)
             facts.model_served = facts.model_served or (served if isinstance(served, str) else None)
         if (
-            isinstance(attrs.get("gen_ai.system_instructions"), str | list)
+            isinstance(attrs.get(otlp.SYSTEM_INSTRUCTIONS), str | list)
             and facts.system_prompt is None
         ):
-            instructions = attrs["gen_ai.system_instructions"]
+            instructions = attrs[otlp.SYSTEM_INSTRUCTIONS]
             facts.system_prompt = (
                 instructions if isinstance(instructions, str) else _messages_text(instructions)
             )
         if operation in _MODEL_OPERATIONS:
             calls += 1
-            asked, served = attrs.get("gen_ai.request.model"), attrs.get("gen_ai.response.model")
+            asked, served = attrs.get(otlp.REQUEST_MODEL), attrs.get(otlp.RESPONSE_MODEL)
             facts.model = facts.model or (asked if isinstance(asked, str) else None)
             facts.model_served = facts.model_served or (served if isinstance(served, str) else None)
             tin, tout = (
-                attrs.get("gen_ai.usage.input_tokens"),
-                attrs.get("gen_ai.usage.output_tokens"),
+                attrs.get(otlp.INPUT_TOKENS),
+                attrs.get(otlp.OUTPUT_TOKENS),
             )
             for at, count in enumerate((tin, tout)):
                 if type(count) is int and count >= 0:  # else unknown, never taken for 0
                     tokens[at] = (tokens[at] or 0) + count
-            spent = attrs.get("gen_ai.usage.cost")
+            spent = attrs.get(otlp.COST)
             spent = spent if type(spent) in (int, float) and spent >= 0 else None
             if spent is not None:
                 cost = (cost or 0.0) + spent
             if facts.prompt is None:
-                facts.prompt = _messages_text(attrs.get("gen_ai.input.messages"), "user")
-            output = _messages_text(attrs.get("gen_ai.output.messages"))
+                facts.prompt = _messages_text(attrs.get(otlp.INPUT_MESSAGES), "user")
+            output = _messages_text(attrs.get(otlp.OUTPUT_MESSAGES))
             if output is not None:
                 facts.report = output
             steps.append(
@@ -457,21 +254,21 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                 steps += message_call_steps(
                     base,
                     len(steps),
-                    attrs.get("gen_ai.output.messages"),
+                    attrs.get(otlp.OUTPUT_MESSAGES),
                     answers,
                     _when(span["end"]),
                 )
         elif operation == "execute_tool":
-            name = attrs.get("gen_ai.tool.name")
-            arguments = _json_object(attrs.get("gen_ai.tool.call.arguments"))
+            name = attrs.get(otlp.TOOL_NAME)
+            arguments = _json_object(attrs.get(otlp.TOOL_ARGUMENTS))
             command = (arguments or {}).get("command")
             # agentledger's export says which tools ran commands (an editor's "command" is not)
             is_command = isinstance(command, str) and _ours(attrs, "kind", KINDS) in (
                 None,
                 "command",
             )
-            text = attrs.get("agentledger.text")
-            exit_code = attrs.get("agentledger.exit_code")
+            text = attrs.get(otlp.TEXT)
+            exit_code = attrs.get(otlp.EXIT_CODE)
             call = len(steps)
             steps.append(
                 {
@@ -481,8 +278,8 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     if is_command
                     else _ours(attrs, "kind", _TOOL_KINDS) or "tool_call",
                     "tool": name if isinstance(name, str) else None,
-                    "call_id": attrs.get("gen_ai.tool.call.id")
-                    if isinstance(attrs.get("gen_ai.tool.call.id"), str)
+                    "call_id": attrs.get(otlp.TOOL_CALL_ID)
+                    if isinstance(attrs.get(otlp.TOOL_CALL_ID), str)
                     else None,
                     "arguments": arguments,
                     "command": command if is_command else None,
@@ -490,7 +287,7 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     "content": step_text_fields(text if isinstance(text, str) else None),
                 }
             )
-            result = attrs.get("gen_ai.tool.call.result")
+            result = attrs.get(otlp.TOOL_RESULT)
             if result is not None and not isinstance(result, str):
                 result = json.dumps(result)
             failure = _failure(span, result)
@@ -516,7 +313,7 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     }
                 )
         else:
-            text = attrs.get("agentledger.text")
+            text = attrs.get(otlp.TEXT)
             steps.append(
                 {
                     **base,
@@ -566,13 +363,13 @@ _ERROR_CHARS = 2000
 
 
 def _export_root(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The run's span of a trace that agentledger exported (`_EXPORT_VERSION`), if it is one."""
+    """The run's span of a trace that agentledger exported (`otlp.EXPORT_VERSION`), if it is one."""
     for span in spans:
         attrs = span["attributes"]
         if (
             not span["parent"]
-            and attrs.get("gen_ai.operation.name") == "invoke_agent"
-            and attrs.get("agentledger.export") == _EXPORT_VERSION
+            and attrs.get(otlp.OPERATION) == "invoke_agent"
+            and attrs.get(otlp.EXPORT) == otlp.EXPORT_VERSION
         ):
             return span
     return None
@@ -593,50 +390,41 @@ def _exported_step(
     answer in a tool's span. `text` is its text when a GenAI attribute holds it. None without
     the step's index."""
 
-    def get(name: str, kind: type | tuple[type, ...] = str) -> Any:
-        return _of(attrs.get(prefix + name), kind)
-
-    index = get("step", int)
-    if index is None:
+    said = {
+        name: _of(attrs.get(prefix + name), kind) for name, kind in otlp.STEP_ATTRIBUTES.items()
+    }
+    if said["step"] is None:
         return None
-    arguments = get("arguments")
     gate = None
-    if get("gate.decision") is not None:
+    if said["gate.decision"] is not None:
         gate = {
-            name: get(f"gate.{name}")
+            name: said[f"gate.{name}"]
             for name in ("decision", "decided_by", "reason", "policy")
-            if get(f"gate.{name}") is not None
+            if said[f"gate.{name}"] is not None
         }
     if text is None:
-        text = get("text")
+        text = said["text"]
     content = step_text_fields(text) if isinstance(text, str) else None
-    if content is not None and get("content.sha256") is not None:
+    if content is not None and said["content.sha256"] is not None:
         # the size and hash of the whole text, which the export may have cut
         content.update(
-            bytes=get("content.bytes", int),
-            sha256=get("content.sha256"),
-            truncated=get("content.truncated", bool) or False,
+            bytes=said["content.bytes"],
+            sha256=said["content.sha256"],
+            truncated=said["content.truncated"] or False,
         )
+    arguments = said["arguments"]
     return {
-        "index": index,
-        "time": _when(nanos, get("time_zone")),
-        "actor": get("actor"),
-        "kind": get("kind"),
-        "raw_type": get("raw_type"),
-        "tool": get("tool"),
-        "call_id": get("call_id"),
+        "index": said["step"],
+        "time": _when(nanos, said["time_zone"]),
+        **{name: said[name] for name in ("actor", "kind", "raw_type", "tool", "call_id")},
         "arguments": _json_object(arguments) if arguments is not None else None,
-        "command": get("command"),
-        "command_class": get("command_class"),
+        "command": said["command"],
+        "command_class": said["command_class"],
         "gate": gate,
-        "exit_code": get("exit_code", int),
-        "cwd": get("cwd"),
+        "exit_code": said["exit_code"],
+        "cwd": said["cwd"],
         "content": content,
-        "cause": get("cause", int),
-        "model": get("model"),
-        "tokens_in": get("tokens_in", int),
-        "tokens_out": get("tokens_out", int),
-        "cost_usd": get("cost_usd", (int, float)),
+        **{name: said[name] for name in ("cause", "model", "tokens_in", "tokens_out", "cost_usd")},
     }
 
 
@@ -651,32 +439,32 @@ def _exported_steps(
         if span is root:
             continue
         attrs = span["attributes"]
-        operation = attrs.get("gen_ai.operation.name")
+        operation = attrs.get(otlp.OPERATION)
         text = None
         if operation in _MODEL_OPERATIONS:
-            text = _messages_text(attrs.get("gen_ai.output.messages"))
-        step = _exported_step(attrs, "agentledger.", span["start"], text)
+            text = _messages_text(attrs.get(otlp.OUTPUT_MESSAGES))
+        step = _exported_step(attrs, otlp.OURS, span["start"], text)
         if step is None:
             return None
         step["source"] = {"file": attachment, "event": span["span_id"]}
         if operation in _MODEL_OPERATIONS:
-            step["model"] = _of(attrs.get("gen_ai.response.model"), str)
-            step["tokens_in"] = _of(attrs.get("gen_ai.usage.input_tokens"), int)
-            step["tokens_out"] = _of(attrs.get("gen_ai.usage.output_tokens"), int)
+            step["model"] = _of(attrs.get(otlp.RESPONSE_MODEL), str)
+            step["tokens_in"] = _of(attrs.get(otlp.INPUT_TOKENS), int)
+            step["tokens_out"] = _of(attrs.get(otlp.OUTPUT_TOKENS), int)
         elif operation == "execute_tool":
-            step["tool"] = _of(attrs.get("gen_ai.tool.name"), str)
-            step["call_id"] = _of(attrs.get("gen_ai.tool.call.id"), str)
-            arguments = attrs.get("gen_ai.tool.call.arguments")
-            if arguments is not None and attrs.get("agentledger.arguments_made") is not True:
+            step["tool"] = _of(attrs.get(otlp.TOOL_NAME), str)
+            step["call_id"] = _of(attrs.get(otlp.TOOL_CALL_ID), str)
+            arguments = attrs.get(otlp.TOOL_ARGUMENTS)
+            if arguments is not None and attrs.get(otlp.ARGUMENTS_MADE) is not True:
                 step["arguments"] = _json_object(arguments)
         steps.append(step)
-        if "agentledger.result.step" in attrs:
-            result = attrs.get("gen_ai.tool.call.result")
+        if otlp.RESULT + "step" in attrs:
+            result = attrs.get(otlp.TOOL_RESULT)
             answer = _exported_step(
                 attrs,
-                "agentledger.result.",
+                otlp.RESULT,
                 span["end"],
-                result if attrs.get("agentledger.result.kind") != "error" else None,
+                result if attrs.get(otlp.RESULT + "kind") != "error" else None,
             )
             if answer is None:
                 return None
@@ -692,23 +480,23 @@ def _exported_steps(
         value = attrs.get(name)
         return value if isinstance(value, str) else None
 
-    facts.agent_name = said("gen_ai.agent.name")
-    facts.model, facts.model_served = said("gen_ai.request.model"), said("gen_ai.response.model")
-    facts.system_prompt = said("gen_ai.system_instructions")
-    facts.system_fingerprint = said("agentledger.system_fingerprint")
-    facts.agent_commit = said("agentledger.agent.commit")
-    if said("agentledger.scenario") is not None:
-        facts.scenario, facts.scenario_from = said("agentledger.scenario"), "trace"
-    facts.prompt, facts.report = said("agentledger.prompt"), said("agentledger.report")
-    facts.tokens_in = _of(attrs.get("gen_ai.usage.input_tokens"), int)
-    facts.tokens_out = _of(attrs.get("gen_ai.usage.output_tokens"), int)
-    facts.cost_usd = _of(attrs.get("agentledger.cost_usd"), (int, float))
-    facts.model_calls = _of(attrs.get("agentledger.model_calls"), int)
+    facts.agent_name = said(otlp.AGENT_NAME)
+    facts.model, facts.model_served = said(otlp.REQUEST_MODEL), said(otlp.RESPONSE_MODEL)
+    facts.system_prompt = said(otlp.SYSTEM_INSTRUCTIONS)
+    facts.system_fingerprint = said(otlp.SYSTEM_FINGERPRINT)
+    facts.agent_commit = said(otlp.AGENT_COMMIT)
+    if said(otlp.SCENARIO) is not None:
+        facts.scenario, facts.scenario_from = said(otlp.SCENARIO), "trace"
+    facts.prompt, facts.report = said(otlp.PROMPT), said(otlp.REPORT)
+    facts.tokens_in = _of(attrs.get(otlp.INPUT_TOKENS), int)
+    facts.tokens_out = _of(attrs.get(otlp.OUTPUT_TOKENS), int)
+    facts.cost_usd = _of(attrs.get(otlp.COST_USD), (int, float))
+    facts.model_calls = _of(attrs.get(otlp.MODEL_CALLS), int)
     for name in ("started_at", "ended_at"):
-        value = said(f"agentledger.{name}")
+        value = said(otlp.OURS + name)
         with contextlib.suppress(ValueError):
             setattr(facts, name, datetime.fromisoformat(value) if value else None)
-    notes = attrs.get("agentledger.notes")
+    notes = attrs.get(otlp.NOTES)
     if isinstance(notes, list):
         # plan_trace_run notes a missing report itself
         facts.notes = [
@@ -716,7 +504,7 @@ def _exported_steps(
             for note in notes
             if isinstance(note, str) and not (facts.report is None and note == _NO_REPORT)
         ]
-    run_id = said("agentledger.run_id")
+    run_id = said(otlp.RUN_ID)
     if run_id is not None:
         facts.extra_source["exported_run_id"] = run_id
     return steps
@@ -740,9 +528,9 @@ def _run_key(facts: TraceFacts, trace_id: str) -> str:
 
 def plan_otel_trace(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
     """The checked plan of one trace (``file#trace=ID``) of an OTLP JSON file."""
-    file_name, _, trace_id = str(path).partition(_SEPARATOR)
+    file_name, _, trace_id = str(path).partition(SEPARATOR)
     file = Path(file_name)
-    at = real.partition(_SEPARATOR)[0] if real else given_file(file)
+    at = real.partition(SEPARATOR)[0] if real else given_file(file)
     # A file's traces come in a row: it is read and parsed once for all of them.
     raw, traces, parts = ctx.latest(
         "otel-file", Path(at), lambda _at: _read_file(file, read_regular(at, ctx.limit, file))
@@ -785,14 +573,14 @@ def _read_file(
     origin = str(file)
     traces = read_spans(raw, origin)
     kept: dict[str, dict[str, Any]] = {}
-    for request in _requests(raw, origin):
+    for request in requests_of(raw, origin):
         for resource in request["resourceSpans"]:
             resource = resource or {}
             for scope in resource.get("scopeSpans") or []:
                 scope = scope or {}
                 by_trace: dict[str, list[Any]] = {}
                 for span in scope.get("spans") or []:
-                    trace_id = _hex_id(span.get("traceId"), origin, "traceId")
+                    trace_id = hex_id(span.get("traceId"), origin, "traceId")
                     by_trace.setdefault(trace_id, []).append(span)
                 for trace_id, spans in by_trace.items():
                     wrapped = {**{k: v for k, v in scope.items() if k != "spans"}, "spans": spans}

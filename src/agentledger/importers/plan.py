@@ -29,8 +29,10 @@ __all__ = [
     "ImportReport",
     "PlannedArtifact",
     "PlannedRun",
+    "Problem",
     "Progress",
     "duplicate_run_id",
+    "refuse",
 ]
 
 Progress = Callable[[int, int | None], None]
@@ -104,6 +106,33 @@ class PlannedRun:
 
 
 @dataclass(frozen=True)
+class Problem:
+    """A run (or a file found for one) that cannot be imported, and the error that says why."""
+
+    path: str
+    error: InputError
+
+    @property
+    def why(self) -> str:
+        """The error's message on one line."""
+        return " ".join(str(self.error).split())
+
+
+def refuse(problems: Sequence[Problem]) -> None:
+    """Refuse an import with problems (nothing is written): one problem is raised as it is,
+    several in one InputError listing each, in the order given."""
+    if not problems:
+        return
+    if len(problems) == 1:
+        raise problems[0].error
+    lines = "\n".join(f"  {problem.why}" for problem in problems)
+    raise InputError(
+        f"{len(problems)} runs cannot be imported; nothing was written (--skip-invalid "
+        f"imports the rest and lists these):\n{lines}"
+    )
+
+
+@dataclass(frozen=True)
 class ImportPlan:
     """Every run of an import, checked; nothing has been written yet."""
 
@@ -114,8 +143,9 @@ class ImportPlan:
     """The directory where files planning made wait for sealing, when memory could not hold
     them all (`run_plan.PlanContext.keep_made`); removed by `discard`, or when the plan is
     freed or the process ends."""
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    """(path, why) of the runs left out under `ImportOptions.skip_invalid`."""
+    problems: list[Problem] = field(default_factory=list)
+    """The runs left out: under `ImportOptions.skip_invalid`, or when the plan is one share
+    of an import whose problems are listed together (`plan_runs(collect=True)`)."""
     _discard: weakref.finalize[..., Any] | None = field(
         init=False, repr=False, compare=False, default=None
     )
@@ -133,6 +163,11 @@ class ImportPlan:
     def new_runs(self) -> list[PlannedRun]:
         return [run for run in self.runs if not run.identical]
 
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """(path, why) of the runs left out."""
+        return [(problem.path, problem.why) for problem in self.problems]
+
 
 @dataclass
 class ImportReport:
@@ -146,8 +181,9 @@ class ImportReport:
 
 
 def duplicate_run_id(run_id: str, first: Path, second: Path) -> InputError:
-    """The error for two run directories that give the same run id."""
+    """The error for two run directories that give the same run id: the second is the one
+    refused (or skipped), so it comes first."""
     return InputError(
-        f"{first} and {second} both give run id {run_id!r}; give one another id with a "
+        f"{second}: gives run id {run_id!r}, as {first} does; give one another id with a "
         "--sidecar column 'run_id'"
     )

@@ -15,10 +15,12 @@ the check and the read is refused too, and a FIFO never blocks the import.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,8 +32,10 @@ __all__ = [
     "files_below",
     "given_file",
     "inside",
+    "listing_refused",
     "open_regular",
     "read_regular",
+    "refused_entry",
     "too_large",
 ]
 
@@ -98,6 +102,31 @@ def given_file(path: Path) -> str:
     return checked_real(path, parent, path.parent)
 
 
+_refused: ContextVar[list[tuple[Path, InputError]] | None] = ContextVar("refused", default=None)
+
+
+@contextlib.contextmanager
+def listing_refused() -> Iterator[list[tuple[Path, InputError]]]:
+    """Within this block, a file or directory that finding the runs refuses (a link out of the
+    folder, a link loop, a dangling link, no regular file) is added to the list it gives, with
+    its error, instead of raised: an import names every bad file at once, and under
+    --skip-invalid imports the rest. Nothing refused is ever read either way."""
+    listed: list[tuple[Path, InputError]] = []
+    token = _refused.set(listed)
+    try:
+        yield listed
+    finally:
+        _refused.reset(token)
+
+
+def refused_entry(path: str | Path, error: InputError) -> None:
+    """Raise `error` for the entry `path` found in a folder, or list it (`listing_refused`)."""
+    listed = _refused.get()
+    if listed is None:
+        raise error
+    listed.append((Path(path), error))
+
+
 def files_below(folder: Path, wanted: Callable[[str], bool]) -> list[tuple[Path, str]]:
     """Every file below `folder` whose name `wanted` accepts, with its real path, in a stable
     order. Links to directories are not entered (one inside is met again under its own name;
@@ -113,27 +142,48 @@ def files_below(folder: Path, wanted: Callable[[str], bool]) -> list[tuple[Path,
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
             raise InputError(f"{_shown(directory)}: cannot list ({exc.strerror})") from None
+        real_dir = os.path.realpath(directory)
         for entry in reversed(entries):
             if entry.name.startswith("."):
                 continue
-            if entry.is_symlink():
-                target = os.path.realpath(entry.path)
-                if not inside(target, root) and (wanted(entry.name) or os.path.isdir(target)):
-                    checked_real(entry.path, root, folder)  # raises, naming link and target
-                if not wanted(entry.name) or os.path.isdir(target):
-                    continue
-                real = checked_real(entry.path, root, folder)
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
+            try:
+                real = _wanted_file(entry, (root, real_dir), folder, wanted, stack)
+            except InputError as exc:
+                refused_entry(entry.path, exc)
                 continue
-            elif not wanted(entry.name):
-                continue
-            else:
-                real = os.path.join(os.path.realpath(directory), entry.name)
-            if not stat.S_ISREG(os.stat(real).st_mode):
-                raise InputError(f"{_shown(entry.path)}: not a regular file")
-            found.append((Path(entry.path), real))
+            if real is not None:
+                found.append((Path(entry.path), real))
     return sorted(found, key=lambda pair: str(pair[0]))
+
+
+def _wanted_file(
+    entry: os.DirEntry[str],
+    roots: tuple[str, str],
+    folder: Path,
+    wanted: Callable[[str], bool],
+    stack: list[str],
+) -> str | None:
+    """The real path of `entry` if it is a file `wanted` accepts (`roots`: the real paths of
+    `folder`, where the search started, and of the directory listed); a directory inside goes
+    on `stack`. Raises for one that is refused."""
+    root, real_dir = roots
+    if entry.is_symlink():
+        target = os.path.realpath(entry.path)
+        if not inside(target, root) and (wanted(entry.name) or os.path.isdir(target)):
+            checked_real(entry.path, root, folder)  # raises, naming link and target
+        if not wanted(entry.name) or os.path.isdir(target):
+            return None
+        real = checked_real(entry.path, root, folder)
+    elif entry.is_dir(follow_symlinks=False):
+        stack.append(entry.path)
+        return None
+    elif not wanted(entry.name):
+        return None
+    else:
+        real = os.path.join(real_dir, entry.name)
+    if not stat.S_ISREG(os.stat(real).st_mode):
+        raise InputError(f"{_shown(entry.path)}: not a regular file")
+    return real
 
 
 def open_regular(real: str, shown: str | Path | None = None) -> BinaryIO:

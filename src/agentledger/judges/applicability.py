@@ -15,6 +15,8 @@ from agentledger.judges.base import CriteriaPack, JudgeInput
 __all__ = ["is_ops_task", "not_applicable_reason"]
 
 _FAULT_KINDS = frozenset(("root_cause", "remediation"))
+_ACTING = frozenset(("command", "code", "file_write"))
+"""The trace step kinds that act on a system (`system_actions`)."""
 _LEAD = re.compile(r"^[\s#>*_-]*([A-Za-z][A-Za-z /'&-]{1,40}?)[*_]*:")
 
 _LACKING = {
@@ -23,6 +25,9 @@ _LACKING = {
     "snapshot": "it has no snapshot",
     "trace": "it has no trace",
     "expected_root_cause": "its scenario's expected root cause is unknown (give --suite)",
+    "system_actions": (
+        "its trace holds no command, code or file write (nothing it did acted on a system)"
+    ),
     "ops_task": (
         "it is not about an infrastructure fault (no ops scenario, no expected root cause, "
         "and its report states no root cause or remediation)"
@@ -47,6 +52,8 @@ def _meets(need: str, run: JudgeInput) -> bool:
         return run.has(need)
     if need == "expected_root_cause":
         return run.expected is not None
+    if need == "system_actions":
+        return run.trace is None or any(step.kind in _ACTING for step in run.trace)
     return is_ops_task(run)
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.trajectory_match import TrajectorySpec
-from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, ShellEvent
+from agentledger.records import RUN_KINDS, Record, RunKind, RunMetadata, RunSummary, ShellEvent
 from agentledger.records.scores import CriterionResult, DiagnosisResult
 from agentledger.records.splits import DevelopedAgainst
 
@@ -42,11 +42,22 @@ __all__ = [
 Severity = Literal["high", "medium", "low"]
 REQUIREMENTS = ("report", "shell_audit", "snapshot", "trace")
 """What a criterion may require of a run; a run that lacks one gets null for it."""
-PACK_NEEDS = ("report", "shell_log", "snapshot", "trace", "expected_root_cause", "ops_task")
+PACK_NEEDS = (
+    "report",
+    "shell_log",
+    "snapshot",
+    "trace",
+    "expected_root_cause",
+    "ops_task",
+    "system_actions",
+)
 """What a pack may need of a run to apply to it at all (`needs:`); a run that lacks one gets
 a `not-applicable` score with the reason, never Safe or Uncertain. `ops_task`: the run is
 about an infrastructure fault (it carries an ops scenario, its expected root cause is known,
-or its report states a root cause or a remediation)."""
+or its report states a root cause or a remediation). `system_actions`: the run's trace holds
+a step that acts on a system (a command, code, a file written); a run whose trace holds only
+messages, reasoning, browsing or other tools' calls has nothing such a pack could judge (a run
+without a trace is left to the criteria, which cannot tell)."""
 INVESTIGATION_KINDS: tuple[RunKind, ...] = ("agent", "sentinel", "variant")
 """The run kinds a pack applies to unless it says otherwise: the runs in which an agent
 investigated and reported (a fixture execution is scored by its fixture's properties)."""
@@ -218,6 +229,8 @@ class JudgeInput:
     """The run's steps (trace.jsonl), when it has a trace."""
     scenario: Scenario | None = None
     """The run's own copy of its scenario (scenario.yaml), when it carries one."""
+    summary: RunSummary | None = None
+    """How the run ended (summary.json), when it says."""
 
     def has(self, requirement: str) -> bool:
         """True when the run holds what `requirement` names (report, shell_audit, snapshot,

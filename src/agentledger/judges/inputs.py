@@ -105,6 +105,7 @@ def load_judge_input(
         prompt=_text(prompt) if prompt is not None else None,
         trace=_trace(evidence.read(TRACE)) if with_trace else None,
         scenario=scenario,
+        summary=evidence.summary,
     )
 
 

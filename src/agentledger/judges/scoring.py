@@ -34,6 +34,7 @@ from agentledger.judges.scores import ScoreStore
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.limits import check_storable
 from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, JudgeInfo, Score
+from agentledger.runner.nothing_started import nothing_started
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.journal_upkeep import accept_records
@@ -167,6 +168,9 @@ def _score(
             skipped_reason=outside,
         )
     refusal = self_judging(run, judge) if self_judging is not None else None
+    ended = run.summary
+    if refusal is None and ended is not None and nothing_started(ended.exit_status, ended.error):
+        refusal = f"nothing ran: {ended.error}"
     if refusal is not None:
         return Score(
             run_id=run.run_id,

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -91,6 +90,8 @@ def source_name(text: str, what: str = "--by") -> str:
 def default_labeller() -> str | None:
     """Who is labelling, when --by is not given: git's user.name, then $AGENTLEDGER_USER, then
     $USER; None when none is set."""
+    import subprocess  # here: a label given --by never asks git
+
     git = shutil.which("git")
     if git:
         try:

@@ -46,11 +46,16 @@ class LabelStore(LabelRecords):
     as they land."""
 
     def of_run(self, run_id: str) -> list[Label]:
-        """Every label of `run_id` the journal accepted (from the files), oldest first."""
+        """Every label of `run_id` the journal accepted (from the files), in the journal's
+        order: the order they were accepted in, whatever times they carry."""
         accepted = self.storage.journal.accepted()
+        order = self.storage.journal.accepted_at()
         keys = self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
-        labels = [self.read(key, accepted) for key in keys if self.is_key(key) and key in accepted]
-        return sorted(labels, key=lambda label: (label.created_at, label.label_id))
+        keys = sorted(
+            (key for key in keys if self.is_key(key) and key in accepted),
+            key=lambda key: order.get(key, 0),
+        )
+        return [self.read(key, accepted) for key in keys]
 
     def check(self, labels: Sequence[Label]) -> None:
         """Refuse the whole of `labels` (InputError) if any one cannot be written: a run not in
@@ -100,21 +105,26 @@ class LabelStore(LabelRecords):
         """
         runs = sorted({label.run_id for label in labels})
         self._settle(runs)
-        newest: dict[tuple[str, str, str], Label] = {}
-        for run_id in runs:
-            if not self.storage.has_run(run_id):
-                continue  # refused by `check` below, with the reason
-            for old in self.of_run(run_id):  # oldest first: the last of a source is its newest
-                newest[(run_id, old.by.kind, old.by.name)] = old
-        fresh: list[Label] = []
-        already: list[Label] = []
-        for label in labels:
-            held = newest.get((label.run_id, label.by.kind, label.by.name))
-            if held is not None and same_label(held, label):
-                already.append(held)
-            else:
-                fresh.append(label)
-        return (self.write(fresh) if fresh else []), already
+        # Under the journal lock (on S3 the lease every machine takes): what is newest is
+        # decided by what the journal holds now, and no other writer, on this machine or
+        # another, lands a label between that look and this write. Two imports of one file
+        # at once therefore give each row once.
+        with self.storage.journal.lock():
+            newest: dict[tuple[str, str, str], Label] = {}
+            for run_id in runs:
+                if not self.storage.has_run(run_id):
+                    continue  # refused by `check` below, with the reason
+                for old in self.of_run(run_id):  # journal order: the last of a source is its newest
+                    newest[(run_id, old.by.kind, old.by.name)] = old
+            fresh: list[Label] = []
+            already: list[Label] = []
+            for label in labels:
+                held = newest.get((label.run_id, label.by.kind, label.by.name))
+                if held is not None and same_label(held, label):
+                    already.append(held)
+                else:
+                    fresh.append(label)
+            return (self.write(fresh) if fresh else []), already
 
     def _settle(self, run_ids: Sequence[str]) -> None:
         """Journal and index the labels of `run_ids` that a killed writer left unfinished."""

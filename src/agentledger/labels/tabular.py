@@ -104,6 +104,9 @@ def parse_key(text: str) -> LabelKey:
 class _Row:
     line: int
     values: dict[str, Any]
+    problem: RecordError | None = None
+    """Why the row cannot be read at all (a CSV row of the wrong width, a JSONL line that is
+    not a JSON object): listed with the other bad rows, skipped with --skip-invalid."""
 
 
 def _csv_rows(text: str, where: str) -> Iterator[_Row]:
@@ -122,10 +125,10 @@ def _csv_rows(text: str, where: str) -> Iterator[_Row]:
                 start = reader.line_num + 1
                 continue
             if len(cells) != len(names):
-                raise RecordError(
-                    where, f"{len(cells)} cells where the header has {len(names)}", line=start
-                )
-            yield _Row(start, dict(zip(names, map(original_cell, cells), strict=True)))
+                width = f"{len(cells)} cells where the header has {len(names)}"
+                yield _Row(start, {}, RecordError(where, width, line=start))
+            else:
+                yield _Row(start, dict(zip(names, map(original_cell, cells), strict=True)))
             start = reader.line_num + 1
     except csv.Error as exc:
         raise RecordError(where, f"malformed CSV: {exc}", line=reader.line_num) from None
@@ -135,12 +138,16 @@ def _jsonl_rows(raw: bytes, where: str) -> Iterator[_Row]:
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
-        value = decode_json(line, where, line=number)
+        try:
+            value = decode_json(line, where, line=number)
+        except RecordError as exc:
+            yield _Row(number, {}, exc)
+            continue
         if not isinstance(value, dict):
-            raise RecordError(
-                where, f"expected a JSON object, found {type(value).__name__}", line=number
-            )
-        yield _Row(number, value)
+            found = f"expected a JSON object, found {type(value).__name__}"
+            yield _Row(number, {}, RecordError(where, found, line=number))
+        else:
+            yield _Row(number, value)
 
 
 def _format_of(path: Path, raw: bytes, fmt: FileFormat | None) -> FileFormat:
@@ -278,7 +285,9 @@ def read_label_file(
 
     `source` names who gave them unless a ``source`` column does (the two must agree when both
     are given). Two rows for one run and source are an error: a file says one thing per run.
-    A file that cannot be read or parsed as a whole is an error either way.
+    A row of the wrong width or a line that is not a JSON object is a bad row like the others;
+    a file that cannot be read or parsed as a whole (not UTF-8, an unclosed quote) is an error
+    either way.
     """
     where = str(path)
     try:
@@ -302,6 +311,9 @@ def read_label_file(
     for row in rows:
         if len(labels) + len(problems) >= _MAX_ROWS:
             raise RecordError(where, f"more than {_MAX_ROWS} rows", line=row.line)
+        if row.problem is not None:
+            problems.append(row.problem)
+            continue
         try:
             labels.append(_row_label(row, where, key, default_source, kind, resolver, seen))
         except RecordError as exc:

@@ -64,6 +64,7 @@ from agentledger.labs.spec import (
     Step,
     load_lab,
     resolve_labs,
+    resolve_targets,
     scenario_lab,
 )
 from agentledger.labs.system import (
@@ -97,6 +98,7 @@ __all__ = [
     "load_lab",
     "measure",
     "resolve_labs",
+    "resolve_targets",
     "running_labs",
     "runtime_dir",
     "scenario_lab",

@@ -1,15 +1,15 @@
 """The probe checks run inside a lab host: stdlib only, passed to the host's python3 with -c.
 
-Usage: python3 -c SOURCE KIND TIMEOUT ARGS...; prints one line of detail; exit 0 on pass.
-Kept free of agentledger imports: the lab runs it with the machine's python3, perhaps as nobody.
+Usage: python3 -c SOURCE KIND TIMEOUT ARGS...; prints one line of detail; exit 0 on pass, 124
+when a TCP connection timed out (as `timeout` would). Kept free of agentledger imports: the lab
+runs it with the machine's python3, perhaps as nobody, or its agent runs `main` in a child it
+forked (then nothing is imported that the check does not need: urllib only for HTTP).
 """
 
 import socket
 import struct
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 
 
@@ -18,11 +18,16 @@ def _tcp(timeout: float, target: str) -> tuple[bool, str]:
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             return True, f"connected to {target}"
+    except TimeoutError:
+        raise
     except OSError as exc:
         return False, f"{target}: {exc.strerror or exc}"
 
 
 def _fetch(timeout: float, url: str) -> tuple[int, int, float]:
+    import urllib.error
+    import urllib.request
+
     started = time.monotonic()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -109,7 +114,10 @@ def main(argv: list[str]) -> int:
         "throughput": _throughput,
         "dns": _dns,
     }
-    passed, detail = checks[kind](timeout, *args)
+    try:
+        passed, detail = checks[kind](timeout, *args)
+    except TimeoutError:
+        return 124
     sys.stdout.write(detail.replace("\n", " ") + "\n")
     return 0 if passed else 1
 

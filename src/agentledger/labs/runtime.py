@@ -1,11 +1,14 @@
 """Running a lab: its supervisor, commands in its hosts, owner cycles, probes, and teardown.
 
 One supervisor process per lab (`unshare --user --map-root-user --net --mount --pid --fork
---kill-child --mount-proc`, see `script.BOOT`) holds the lab's namespaces; every command
-enters them with `nsenter` and then `ip netns exec HOST`. A lab started by a Python caller dies
-with it (the supervisor lives on a pipe from the caller, and has PR_SET_PDEATHSIG); a lab
-started with `detach=True` (`agentledger lab up`) lives until `stop_lab` (`lab down`), and is
-recorded in the runtime directory so later commands can find it.
+--kill-child --mount-proc`) starts the lab's agent (`agent.py`, pid 1 of the lab), which holds
+the lab's namespaces and runs every command the starter asks for, in the host it names, over a
+socket pair (`channel.py`): no program is started to enter the lab. A lab started by a Python
+caller dies with it (the agent exits when the starter's end of the socket closes, and the
+supervisor has PR_SET_PDEATHSIG); a lab started with `detach=True` (`agentledger lab up`)
+lives until `stop_lab` (`lab down`), and is recorded in the runtime directory so later
+commands can find it: they enter it with `nsenter` and `ip netns exec HOST` (`Lab.host_argv`,
+also what the gated shell wraps).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -21,17 +25,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from agentledger.errors import InputError
+from agentledger.labs.channel import AGENT_SOURCE, Channel
 from agentledger.labs.script import (
-    BOOT,
     SYSTEM_PATH,
+    Command,
+    cycle_command,
     host_env,
-    owner_cycle_argv,
-    probe_argv,
+    probe_command,
     read_probe,
-    setup_script,
+    setup_plan,
 )
 from agentledger.labs.spec import LabSpec, LoadedLab, ProbeSpec, Step
 from agentledger.labs.system import (
@@ -120,6 +125,46 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+class Running(Protocol):
+    """A command started in a lab (by its agent, or entered with nsenter)."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]: ...
+
+    def kill(self) -> None: ...
+
+
+class _Entered:
+    """A command that entered the lab with nsenter (a detached lab has no agent here)."""
+
+    def __init__(self, argv: list[str], stdin: str | None, merge: bool) -> None:
+        self.input = stdin
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+            text=True,
+            env=_clean_env(),
+            cwd="/",
+        )
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        given, self.input = self.input, None
+        out, err = self.proc.communicate(given, timeout)
+        return out or "", err or ""
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.communicate()
+
+
 @dataclass
 class Lab:
     """A running lab: the spec it was built from and the supervisor that holds it."""
@@ -134,6 +179,8 @@ class Lab:
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     baseline: ProbeResults | None = field(default=None, repr=False)
     """The probes before the fault (set by `start_lab`)."""
+    channel: Channel | None = field(default=None, repr=False)
+    """The lab's agent, held by the process that started the lab (None in others)."""
 
     # -- entering the lab -------------------------------------------------------------------
 
@@ -150,12 +197,26 @@ class Lab:
         The command runs as root of the lab in the host's network namespace, with the host's
         directory as working directory, its bin first on PATH and a clean environment.
         """
+        self._known(host)
+        return [*self.lab_argv(), "ip", "netns", "exec", host, *host_env(host)]
+
+    def _known(self, host: str) -> None:
         if host not in self.spec.host_names():
             raise InputError(
                 f"lab {self.name!r} has no host {host!r}; its hosts: "
                 + ", ".join(self.spec.host_names())
             )
-        return [*self.lab_argv(), "ip", "netns", "exec", host, *host_env(host)]
+
+    def start(
+        self, host: str, command: Command, *, stdin: str | None = None, merge: bool = False
+    ) -> Running:
+        """Start `command` in `host`: through the lab's agent when this process holds it (no
+        program started to get there), else entering with `host_argv`. With `merge`, stderr
+        goes to stdout."""
+        self._known(host)
+        if self.channel is not None:
+            return self.channel.start(command.request(host), stdin=stdin, merge=merge)
+        return _Entered([*self.host_argv(host), *command.argv], stdin, merge)
 
     def run(
         self,
@@ -168,16 +229,14 @@ class Lab:
         """Run `command` (a shell string, or an argv) in `host`; its output, never raising on
         a non-zero exit (a TimeoutExpired when it outlives `timeout`)."""
         argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
-        return subprocess.run(
-            [*self.host_argv(host), *argv],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=_clean_env(),
-            cwd="/",
-            input=stdin,
-            check=False,
-        )
+        running = self.start(host, Command(argv), stdin=stdin)
+        try:
+            out, err = running.communicate(timeout)
+        except subprocess.TimeoutExpired:
+            running.kill()
+            raise
+        assert running.returncode is not None
+        return subprocess.CompletedProcess(argv, running.returncode, out, err)
 
     def alive(self) -> bool:
         """Whether the supervisor still runs."""
@@ -206,17 +265,19 @@ class Lab:
         owners = [self.spec.owner(owner)] if owner else list(self.spec.owners)
         for _ in range(times):
             for spec in owners:
+                running = self.start(spec.host, cycle_command(spec))
                 try:
-                    done = self.run(spec.host, owner_cycle_argv(spec))
+                    out, err = running.communicate(COMMAND_SECONDS)
                 except subprocess.TimeoutExpired:
+                    running.kill()
                     raise LabStartError(
                         f"owner {spec.name} in {spec.host}: its cycle did not end within "
                         f"{COMMAND_SECONDS}s"
                     ) from None
-                if done.returncode != 0:
+                if running.returncode != 0:
                     raise LabStartError(
-                        f"owner {spec.name} in {spec.host}: its cycle exited {done.returncode}: "
-                        f"{(done.stderr or done.stdout).strip()[-500:]}"
+                        f"owner {spec.name} in {spec.host}: its cycle exited "
+                        f"{running.returncode}: {(err or out).strip()[-500:]}"
                     )
 
     def probe(self, names: Sequence[str] | None = None) -> ProbeResults:
@@ -225,18 +286,8 @@ class Lab:
         unknown = set(names or ()) - {p.name for p in probes}
         if unknown:
             raise InputError(f"no probe {', '.join(sorted(unknown))} in lab {self.name!r}")
-        running = [(p, self._start_probe(p)) for p in probes]
+        running = [(p, self.start(p.host, probe_command(p), merge=True)) for p in probes]
         return ProbeResults(tuple(_finish_probe(p, proc) for p, proc in running))
-
-    def _start_probe(self, probe: ProbeSpec) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [*self.host_argv(probe.host), *probe_argv(probe)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=_clean_env(),
-            cwd="/",
-        )
 
     def inject_fault(self, *, verify: bool = True) -> ProbeResults:
         """Inject the fault, run one cycle of every owner, and (with `verify`) refuse, naming
@@ -257,8 +308,12 @@ class Lab:
 
     def stop(self) -> None:
         """Kill the lab: its supervisor, so every process and namespace of it, then wait."""
+        ending = self.channel is not None
+        if self.channel is not None:
+            self.channel.close()  # the agent exits: the kernel kills every process of the lab
+            self.channel = None
         if self.process is not None:
-            _reap(self.process)
+            _reap(self.process, ending=ending)
         stop_supervisor(self.pid, self.start_time, self.pid1)
         if self._recorded():
             _state_file(self.name).unlink(missing_ok=True)
@@ -290,14 +345,14 @@ class Lab:
         }
 
 
-def _finish_probe(probe: ProbeSpec, proc: subprocess.Popen[str]) -> ProbeResult:
+def _finish_probe(probe: ProbeSpec, proc: Running) -> ProbeResult:
     try:
         out, _ = proc.communicate(timeout=probe.timeout + 10)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.communicate()
         return ProbeResult(probe.name, probe.role, False, "the probe itself hung; killed")
-    passed, detail = read_probe(probe, proc.returncode, out or "")
+    assert proc.returncode is not None
+    passed, detail = read_probe(probe, proc.returncode, out)
     return ProbeResult(probe.name, probe.role, passed, detail[:300])
 
 
@@ -308,8 +363,15 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
                 stream.close()
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the supervisor `proc` (the lab goes with it), wait for it, close our pipe ends."""
+def _reap(proc: subprocess.Popen[bytes], *, ending: bool = False) -> None:
+    """Kill the supervisor `proc` (the lab goes with it), wait for it, close our pipe ends.
+
+    `ending`: the agent was told to end (its socket closed), so the supervisor exits by
+    itself in a moment, having waited for the lab's init (whose processes' CPU time is then
+    counted as this process's children's); it is killed only if it has not after a second."""
+    if ending:
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
     proc.kill()
     proc.wait()
     _close_pipes(proc)
@@ -321,14 +383,28 @@ def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
     if process_start_time(pid) == start_time:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid1, pid, start_time)
+
+
+def _wait_gone(pid1: int, pid: int | None = None, start_time: int | None = None) -> None:
+    """Wait until the lab's init `pid1` has ended (woken by its pidfd: an init ends only once
+    the kernel has killed every process of its PID namespace), and the supervisor too."""
+    with suppress(OSError):
+        fd = os.pidfd_open(pid1)
+        try:
+            select.select([fd], [], [], 10)
+        finally:
+            os.close(fd)
     for _ in range(4000):
-        if not process_running(pid1) and not process_running(pid, start_time):
+        if not process_running(pid1) and not (pid and process_running(pid, start_time)):
             return
         time.sleep(0.0025)
     raise LabUnavailableError(f"the lab's supervisor {pid} did not end after SIGKILL")
 
 
-def _spawn(privilege: Privilege, name: str, *, detach: bool) -> subprocess.Popen[bytes]:
+def _spawn(
+    privilege: Privilege, name: str, agent: socket.socket, *, detach: bool
+) -> subprocess.Popen[bytes]:
     prefix = privilege.prefix()
     if not detach:
         # PR_SET_PDEATHSIG: the supervisor is SIGKILLed when its starter dies, at the latest.
@@ -337,23 +413,28 @@ def _spawn(privilege: Privilege, name: str, *, detach: bool) -> subprocess.Popen
     if privilege.mode == "rootless":
         argv += ["--user", "--map-root-user"]
     argv += ["--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    fd = agent.fileno()
     return subprocess.Popen(
-        [*argv, "sh", "-c", BOOT, f"agentledger-lab:{name}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
+        [*argv, "python3", "-I", "-S", "-c", AGENT_SOURCE, f"agentledger-lab:{name}", str(fd)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd="/",
         env=_clean_env(),
         start_new_session=detach,
+        pass_fds=(fd,),
     )
 
 
-def _await_boot(proc: subprocess.Popen[bytes]) -> int:
-    """The supervisor's pid once it says `ready` (a LabUnavailableError with its words else)."""
-    stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
-    ready, _, _ = select.select([stdout], [], [], BOOT_SECONDS)
-    line = stdout.readline() if ready else b""
-    if line != b"ready\n":
+def _await_boot(proc: subprocess.Popen[bytes], control: socket.socket) -> int:
+    """The lab's init's pid once its agent says `ready` (a LabUnavailableError with its words
+    else)."""
+    ready, _, _ = select.select([control], [], [], BOOT_SECONDS)
+    said = b""
+    if ready:
+        with suppress(OSError):
+            said = control.recv(64)
+    if said != b"ready":
         proc.kill()
         proc.wait()
         err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
@@ -389,10 +470,15 @@ def start_lab(
     sweep_dead_labs(runtime_dir())
     if detach and _state_file(name).exists():
         raise InputError(f"a lab named {name!r} is already up (agentledger lab down {name})")
-    proc = _spawn(privilege, name, detach=detach)
-    pid1 = 0
+    control, agent = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        pid1 = _await_boot(proc)
+        proc = _spawn(privilege, name, agent, detach=detach)
+    finally:
+        agent.close()
+    pid1 = 0
+    channel = Channel(control)
+    try:
+        pid1 = _await_boot(proc, control)
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         lab = Lab(
             name,
@@ -403,22 +489,22 @@ def start_lab(
             process_start_time(proc.pid) or 0,
             started,
             process=proc,
+            channel=channel,
         )
         if detach:
             _write_state(lab)
         _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
+        channel.close()
         _reap(proc)
-        for _ in range(4000):  # the init dies with the supervisor; wait until it has
-            if not pid1 or not process_running(pid1):
-                break
-            time.sleep(0.0025)
+        if pid1:  # the init dies with the supervisor; wait until it has
+            _wait_gone(pid1)
         if detach:
             _state_file(name).unlink(missing_ok=True)
         raise
     if detach:
-        assert proc.stdin is not None
-        proc.stdin.write(b"detach\n")
+        channel.detach()
+        lab.channel = None
         _close_pipes(proc)
         lab.process = None
         _DETACHED.append(proc)  # outlives us by design: never waited for, never warned about
@@ -426,20 +512,17 @@ def start_lab(
 
 
 def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
+    assert lab.channel is not None
+    setup = Command([], call="setup")
+    running = lab.channel.start(
+        setup.request(None), stdin=json.dumps(setup_plan(lab.spec, periodic=periodic))
+    )
     try:
-        done = subprocess.run(
-            [*lab.lab_argv(), "sh", "-c", setup_script(lab.spec, periodic=periodic)],
-            capture_output=True,
-            text=True,
-            timeout=SETUP_SECONDS,
-            env=_clean_env(),
-            cwd="/",
-            check=False,
-        )
+        out, err = running.communicate(SETUP_SECONDS)
     except subprocess.TimeoutExpired:
         raise LabStartError(f"the lab's setup did not end within {SETUP_SECONDS}s") from None
-    if done.returncode != 0:
-        raise LabStartError(_setup_failure(done.stderr or done.stdout))
+    if running.returncode != 0:
+        raise LabStartError(_setup_failure(err or out))
     baseline = lab.baseline = lab.probe()
     if verify and baseline.broken():
         failing = [r for r in baseline.results if not r.healthy]

@@ -1,68 +1,74 @@
-"""The shell the lab runs: the boot of its supervisor, its setup script, and probe commands.
+"""What the lab runs: its setup plan, the environment of its commands, and probe commands.
 
-Everything is generated from the spec with every spec value quoted (`shlex.quote`) or carried
-in base64, so a file's text never becomes shell syntax.
+The setup is a plan of actions (JSON) that the lab's agent (`agent.py`) carries out from inside
+the lab's namespaces: one `ip -batch` for the namespaces and links, one per host for its
+addresses and routes, the files written and the sysctls set by the agent itself, the owners'
+first cycles, the services, then waits that wake on the event. Spec values reach a shell only
+as quoted words (`shlex.quote`) or files, never as shell syntax.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import re
 import shlex
-import tarfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentledger.labs.spec import Endpoint, HostSpec, LabSpec, OwnerSpec, ProbeSpec, RouteSpec
 from agentledger.labs.system import SYSTEM_PATH, which
 
 __all__ = [
-    "BOOT",
     "LAB_ROOT",
     "SYSTEM_PATH",
+    "Command",
+    "cycle_command",
     "host_dir",
     "host_env",
-    "owner_cycle_argv",
-    "probe_argv",
+    "host_environment",
+    "lab_environment",
+    "probe_command",
     "read_probe",
-    "setup_script",
+    "setup_plan",
 ]
 
 LAB_ROOT = "/run/lab"
 """Inside the lab: a tmpfs of its own; each host's files are under LAB_ROOT/HOST."""
-READY_SECONDS = 10
-
-_INIT = """\
-import os, signal, sys
-def reap(*_):
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass
-signal.signal(signal.SIGCHLD, reap)
-print("ready", flush=True)
-if sys.stdin.readline().strip() != "detach":
-    sys.exit(0)
-while True:
-    signal.pause()
-"""
-
-BOOT = f"""\
-mount -t tmpfs -o mode=0755 agentledger-lab /run || exit 1
-mkdir -p /run/netns /run/lab || exit 1
-ip link set lo up || exit 1
-exec python3 -I -S -c {shlex.quote(_INIT)} "$0"
-"""
-"""Run as `sh -c BOOT agentledger-lab:NAME`: the marker names the lab in `ps`.
-
-The supervisor (pid 1 of the lab's PID namespace, reaping the orphans daemons leave): it
-lives until its stdin closes, or, once told `detach`, until it is killed. When it dies the
-kernel kills every process of the lab, and the network namespaces (bind-mounted only in the
-lab's mount namespace) go with them."""
+PLAN_ROOT = "/run/agentledger"
+"""Inside the lab, beside LAB_ROOT: the setup's `ip -batch` files (in no host's directory)."""
 
 _HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command run in a host, as its argv (after `Lab.host_argv`), and as the lab's agent
+    runs it: perhaps a function of the agent instead of a program (`call`, `args`), perhaps
+    without the `timeout` program (the agent kills it after `limit` seconds, exit 124), and
+    without a mount namespace of its own when it reads nothing from /sys (`mounts`)."""
+
+    argv: list[str]
+    agent_argv: list[str] | None = None
+    call: str | None = None
+    args: tuple[str, ...] = ()
+    limit: float | None = None
+    mounts: bool = True
+
+    def request(self, host: str | None) -> dict[str, Any]:
+        """The agent's request for this command in `host` (None: the lab's own namespace)."""
+        request: dict[str, Any] = {
+            "host": host,
+            "env": host_environment(host) if host else lab_environment(),
+            "cwd": host_dir(host) if host else "/",
+            "mounts": self.mounts,
+        }
+        if self.call:
+            request.update(call=self.call, args=list(self.args))
+        else:
+            request["argv"] = self.agent_argv or self.argv
+        if self.limit:
+            request["limit"] = self.limit
+        return request
 
 
 def host_dir(host: str) -> str:
@@ -83,13 +89,25 @@ def host_env(host: str) -> list[str]:
     ]
 
 
-def _in_host(host: str, command: str) -> str:
-    return shlex.join(["ip", "netns", "exec", host, *host_env(host), "sh", "-c", command])
+def lab_environment() -> dict[str, str]:
+    """The environment of the lab's own commands (in no host)."""
+    return {"PATH": SYSTEM_PATH, "LC_ALL": "C.UTF-8"}
 
 
-def _files_archive(spec: LabSpec) -> str:
-    """Every file of the lab (hosts' files, owners' desired state, tools and cycles) as one
-    base64 tar, so writing them costs two processes however many there are."""
+def host_environment(host: str) -> dict[str, str]:
+    """The environment of every command in `host`: what `host_env` gives one through `env`."""
+    return {
+        **lab_environment(),
+        "PATH": f"{host_dir(host)}/bin:{SYSTEM_PATH}",
+        "LAB_HOST": host,
+        "LAB_DIR": host_dir(host),
+        "HOME": host_dir(host),
+    }
+
+
+def _files(spec: LabSpec) -> list[tuple[str, str, int]]:
+    """Every file of the lab (hosts' files, owners' desired state, tools and cycles) and each
+    directory (mode -1), as absolute paths in the lab, parents first."""
     entries: list[tuple[str, str, int]] = []
     for host in spec.hosts:
         for sub in ("bin", "log", "owners"):
@@ -102,24 +120,18 @@ def _files_archive(spec: LabSpec) -> str:
             (f"{base}/bin/{t.name}", "#!/bin/sh\nset -eu\n" + t.run, 0o755) for t in owner.tools
         ]
         entries.append((f"{base}/owners/{owner.name}.cycle", "set -eu\n" + owner.cycle, 0o644))
-    buffer, now = io.BytesIO(), time.time()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        made: set[str] = set()
-        for name, content, mode in entries:
-            parts = name.split("/")
-            for depth in range(1, len(parts) + (mode < 0)):
-                directory = "/".join(parts[:depth])
-                if directory not in made:
-                    made.add(directory)
-                    info = tarfile.TarInfo(directory)
-                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
-                    tar.addfile(info)
-            if mode >= 0:
-                data = content.encode()
-                info = tarfile.TarInfo(name)
-                info.size, info.mode, info.mtime = len(data), mode, now
-                tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
+    made: set[str] = set()
+    ordered: list[tuple[str, str, int]] = []
+    for name, content, mode in entries:
+        parts = name.split("/")
+        for depth in range(1, len(parts) + (mode < 0)):
+            directory = "/".join(parts[:depth])
+            if directory not in made:
+                made.add(directory)
+                ordered.append((f"{LAB_ROOT}/{directory}", "", -1))
+        if mode >= 0:
+            ordered.append((f"{LAB_ROOT}/{name}", content, mode))
+    return ordered
 
 
 def _endpoint(end: Endpoint) -> list[str]:
@@ -145,90 +157,10 @@ def _route(route: RouteSpec) -> str:
     return shlex.join(argv)
 
 
-def _batch(lines: list[str], namespace: str | None = None) -> list[str]:
-    """A here-document feeding `lines` to one `ip -batch` (in `namespace` when given)."""
-    if not lines:
-        return []
-    prefix = f"ip -n {namespace}" if namespace else "ip"
-    return [f"{prefix} -batch - <<'IP_BATCH'", *lines, "IP_BATCH"]
-
-
 def _cycle_command(owner: OwnerSpec) -> str:
     base = f"{host_dir(owner.host)}/owners/{owner.name}"
     # -o: processes a cycle starts (a daemon it restarts) must not inherit the lock.
     return shlex.join(["flock", "-o", f"{base}.lock", "sh", f"{base}.cycle"])
-
-
-def _service(host: str, name: str, command: str) -> str:
-    log = shlex.quote(f"{host_dir(host)}/log/{name}.log")
-    inner = shlex.join(["ip", "netns", "exec", host, *host_env(host), "sh", "-c", command])
-    return f"setsid {inner} </dev/null >{log} 2>&1 &"
-
-
-def _wait_ready(index: int, host: str, name: str, port: int) -> list[str]:
-    """Poll until the service listens on `port`, without a process per poll.
-
-    `/proc/PID/net/*` shows the sockets of PID's network namespace, so the shell reads them
-    itself while the service lives. A service that exits fails at once with its log (unless it
-    exited 0, as a daemon that forked does: then `ss` in the host is asked). The deadline is
-    wall time (from /proc/uptime), however loaded the machine."""
-    hexport = f"{port:04X}"
-    check = shlex.join(["ip", "netns", "exec", host, "ss", "-Hltnu", f"sport = :{port}"])
-    log = shlex.quote(f"{host_dir(host)}/log/{name}.log")
-    what = shlex.quote(f"service {name} in {host}")
-    return [
-        f"STEP={shlex.quote(f'waiting for service {name} in {host} to listen on port {port}')}",
-        f"pid=$svc_{index}; centis; deadline=$((now + {READY_SECONDS * 100})); ready=''",
-        'while [ -z "$ready" ]; do',
-        '  if alive "$pid"; then',
-        f'    listening "$pid" {hexport}',
-        "  else",
-        '    if [ -n "$pid" ]; then rc=0; wait "$pid" || rc=$?; pid=""',
-        f'      if [ $rc -ne 0 ]; then echo {what}": exited $rc before listening on port '
-        f'{port}; its log:" >&2; tail -n 20 {log} >&2; exit 1; fi; fi',
-        f"    ready=$({check})",
-        "  fi",
-        f'  centis; if [ -z "$ready" ] && [ $now -gt $deadline ]; then echo {what}": not '
-        f'listening on port {port} after {READY_SECONDS}s; its log:" >&2; tail -n 20 {log} >&2;'
-        " exit 1; fi",
-        '  [ -n "$ready" ] || sleep 0.01',
-        "done",
-    ]
-
-
-_FUNCTIONS = r"""
-centis() { read -r up _ < /proc/uptime; now=$(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
-alive() {
-  [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
-  read -r stat < "/proc/$1/stat" || return 1
-  case "${stat##*) }" in Z*|X*) return 1 ;; esac
-}
-listening() {
-  for table in tcp tcp6 udp udp6; do
-    [ -r "/proc/$1/net/$table" ] || continue
-    while read -r _ local _ state _; do
-      case "$table:${local##*:}:$state" in
-        tcp*:"$2":0A|udp*:"$2":07) ready=yes; return ;;
-      esac
-    done < "/proc/$1/net/$table"
-  done
-}
-failed() {
-  rc=$?; [ "$rc" -eq 0 ] || echo "the lab's setup failed at: $STEP (exit $rc)" >&2
-}
-"""
-"""Shell functions of the setup script: wall-time centiseconds, a live process, a socket
-listening in a process's network namespace, and the note naming the step that failed."""
-
-
-def _host_sysctls(host: HostSpec) -> str:
-    # No IPv6: no link-local addresses to wait on or to vary between snapshots.
-    sysctls = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
-    if host.forwarding:
-        sysctls["net.ipv4.ip_forward"] = "1"
-    sysctls.update(host.sysctls)
-    pairs = [f"{key}={value}" for key, value in sysctls.items()]
-    return shlex.join(["ip", "netns", "exec", host.name, "sysctl", "-qw", *pairs])
 
 
 def _ends(spec: LabSpec) -> list[Endpoint]:
@@ -237,169 +169,188 @@ def _ends(spec: LabSpec) -> list[Endpoint]:
     ]
 
 
-def _wait_carrier(hosts: list[str]) -> list[str]:
-    """Wait until no link of `hosts` is NO-CARRIER: the kernel turns a veth's carrier on
-    asynchronously, so a snapshot taken at once may see a link DOWN that traffic already uses,
-    and two snapshots of the same lab would differ. Usually one `ip` per host, once."""
-    if not hosts:
-        return []
-    names = " ".join(shlex.quote(h) for h in hosts)
-    return [
-        "STEP='waiting for the links to have a carrier'",
-        f"centis; deadline=$((now + {READY_SECONDS * 100}))",
-        f"for h in {names}; do",
-        '  until case "$(ip -n "$h" -o link show)" in *NO-CARRIER*) false ;; esac; do',
-        '    centis; if [ $now -gt $deadline ]; then echo "host $h: a link has no carrier after '
-        f'{READY_SECONDS}s:" >&2; ip -n "$h" -o link show >&2; exit 1; fi',
-        "    sleep 0.01",
-        "  done",
-        "done",
-    ]
+def _host_sysctls(host: HostSpec) -> list[tuple[str, str]]:
+    # No IPv6: no link-local addresses to wait on or to vary between snapshots.
+    sysctls = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+    if host.forwarding:
+        sysctls["net.ipv4.ip_forward"] = "1"
+    sysctls.update(host.sysctls)
+    return list(sysctls.items())
 
 
-def _step(what: str) -> str:
-    return f"STEP={shlex.quote(what)}"
+def _veth(a: Endpoint, b: Endpoint) -> str:
+    return shlex.join(
+        ["link", "add", a.dev, "netns", a.host, "type", "veth", "peer", "name", b.dev, "netns",
+         b.host]
+    )  # fmt: skip
 
 
-def setup_script(spec: LabSpec, *, periodic: bool = True) -> str:
-    """The script that builds the lab from inside its namespaces, up to its baseline.
-
-    Few processes: one `ip -batch` for the namespaces and links, one per host for its
-    addresses and routes, one tar for every file. With `periodic`, each owner also cycles every
-    `interval` seconds in the background (a lab for people and agents); without, owners cycle
-    only on demand (measurements, which must not race a background cycle)."""
-    lines = ["set -eu", f"export PATH={SYSTEM_PATH}", _FUNCTIONS, "trap failed EXIT"]
-    lines.append("STEP='creating the namespaces, links and bridges'")
+def _batches(spec: LabSpec) -> tuple[list[str], dict[str, list[str]]]:
+    """`ip -batch` lines: the lab's own namespace (netns, veths, bridges), and each host's."""
     root = [f"netns add {host.name}" for host in spec.hosts]
     per_host: dict[str, list[str]] = {host.name: ["link set lo up"] for host in spec.hosts}
     for link in spec.links:
-        a, b = link.a, link.b
-        root.append(
-            shlex.join(
-                [
-                    "link",
-                    "add",
-                    a.dev,
-                    "netns",
-                    a.host,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    b.dev,
-                    "netns",
-                    b.host,
-                ]
-            )
-        )
-        per_host[a.host] += _endpoint(a)
-        per_host[b.host] += _endpoint(b)
+        root.append(_veth(link.a, link.b))
+        per_host[link.a.host] += _endpoint(link.a)
+        per_host[link.b.host] += _endpoint(link.b)
     for i, bridge in enumerate(spec.bridges):
         root += [f"link add {bridge.name} type bridge", f"link set {bridge.name} up"]
         for j, port in enumerate(bridge.ports):
             peer = f"b{i}p{j}"
             root.append(
-                shlex.join(
-                    [
-                        "link",
-                        "add",
-                        port.dev,
-                        "netns",
-                        port.host,
-                        "type",
-                        "veth",
-                        "peer",
-                        "name",
-                        peer,
-                    ]
-                )
-            )
+                shlex.join(["link", "add", port.dev, "netns", port.host, "type", "veth", "peer",
+                            "name", peer])
+            )  # fmt: skip
             root.append(f"link set {peer} master {bridge.name} up")
             per_host[port.host] += _endpoint(port)
     for route in spec.routes:
         per_host[route.host].append(_route(route))
-    lines += _batch(root)
-    lines += [
-        "STEP='writing the files'",
-        f"printf %s {_files_archive(spec)} | base64 -d | tar -x -C {LAB_ROOT}",
+    return root, per_host
+
+
+def _in_host(host: str, step: str, argv: list[str]) -> dict[str, Any]:
+    return {
+        "do": "exec",
+        "step": step,
+        "host": host,
+        "argv": argv,
+        "env": host_environment(host),
+        "cwd": host_dir(host),
+    }
+
+
+def setup_plan(spec: LabSpec, *, periodic: bool = True) -> list[dict[str, Any]]:
+    """The actions that build the lab from inside its namespaces, up to its baseline.
+
+    In order: every file; the namespaces, links and bridges; each host's sysctls, addresses and
+    routes; the `setup[]` commands; one cycle of each owner (before any service starts); the
+    services, all at once (with `periodic`, each owner's loop too, cycling every `interval`
+    seconds: without, owners cycle only on demand, as measurements need); the wait until each
+    `ready_port` listens; the wait until every link has its carrier."""
+    root, per_host = _batches(spec)
+    batches = [(f"{PLAN_ROOT}/lab.ip", "\n".join(root) + "\n", 0o644)]
+    batches += [
+        (f"{PLAN_ROOT}/{h}.ip", "\n".join(lines) + "\n", 0o644) for h, lines in per_host.items()
     ]
-    for host in spec.hosts:
-        lines.append(_step(f"addresses, routes and sysctls of host {host.name}"))
-        lines += [_host_sysctls(host), *_batch(per_host[host.name], host.name)]
-    for i, step in enumerate(spec.setup, 1):
-        lines += [
-            _step(f"setup step {i} in {step.host} ({step.run!r})"),
-            _in_host(step.host, step.run),
-        ]
+    plan: list[dict[str, Any]] = [
+        {
+            "do": "files",
+            "step": "writing the files",
+            "entries": [(PLAN_ROOT, "", -1), *batches, *_files(spec)],
+        },
+        {
+            "do": "exec",
+            "step": "creating the namespaces, links and bridges",
+            "host": None,
+            "argv": ["ip", "-batch", f"{PLAN_ROOT}/lab.ip"],
+            "env": lab_environment(),
+            "cwd": "/",
+        },
+    ]
+    hosts = [
+        {
+            "host": host.name,
+            "step": f"addresses, routes and sysctls of host {host.name}",
+            "sysctls": _host_sysctls(host),
+            "batch": f"{PLAN_ROOT}/{host.name}.ip",
+            "env": lab_environment(),
+        }
+        for host in spec.hosts
+    ]
+    plan.append({"do": "hosts", "step": "addresses, routes and sysctls", "hosts": hosts})
+    for i, command in enumerate(spec.setup, 1):
+        what = f"setup step {i} in {command.host} ({command.run!r})"
+        plan.append(_in_host(command.host, what, ["sh", "-c", command.run]))
     for owner in spec.owners:
         what = f"the first cycle of owner {owner.name} in {owner.host} (before the services start)"
-        lines += [_step(what), _in_host(owner.host, _cycle_command(owner))]
-    for i, service in enumerate(spec.services):
-        lines += [
-            _step(f"starting service {service.name} in {service.host}"),
-            _service(service.host, service.name, service.run),
-            f"svc_{i}=$!",
-        ]
+        cycle = f"{host_dir(owner.host)}/owners/{owner.name}.cycle"
+        plan.append(_in_host(owner.host, what, ["sh", cycle]))
+    for service in spec.services:
+        plan.append(_service(service.host, service.name, service.run))
     for owner in spec.owners if periodic else []:
         loop = f"while sleep {owner.interval:g}; do {_cycle_command(owner)}; done"
-        lines.append(_service(owner.host, f"owner-{owner.name}", loop))
-    for i, service in enumerate(spec.services):
-        if service.ready_port is not None:
-            lines += _wait_ready(i, service.host, service.name, service.ready_port)
+        plan.append(_service(owner.host, f"owner-{owner.name}", loop))
+    waits = [
+        {
+            "name": service.name,
+            "host": service.host,
+            "port": service.ready_port,
+            "log": f"{host_dir(service.host)}/log/{service.name}.log",
+            "step": f"waiting for service {service.name} in {service.host} to listen on port "
+            f"{service.ready_port}",
+        }
+        for service in spec.services
+        if service.ready_port is not None
+    ]
+    if waits:
+        plan.append({"do": "ready", "step": "waiting for the services", "services": waits})
     linked = [h.name for h in spec.hosts if any(e.host == h.name for e in _ends(spec))]
-    lines += _wait_carrier(linked)
-    lines += ["trap - EXIT", "echo built"]
-    return "\n".join(lines) + "\n"
+    if linked:
+        plan.append(
+            {"do": "carrier", "step": "waiting for the links to have a carrier", "hosts": linked}
+        )
+    return plan
 
 
-def owner_cycle_argv(owner: OwnerSpec) -> list[str]:
-    """The command (run in the owner's host) that runs exactly one cycle of `owner`."""
-    return ["sh", "-c", _cycle_command(owner)]
+def _service(host: str, name: str, run: str) -> dict[str, Any]:
+    return {
+        **_in_host(host, f"starting service {name} in {host}", ["sh", "-c", run]),
+        "do": "service",
+        "name": name,
+        "log": f"{host_dir(host)}/log/{name}.log",
+    }
 
 
-def probe_argv(probe: ProbeSpec) -> list[str]:
+def cycle_command(owner: OwnerSpec) -> Command:
+    """Exactly one cycle of `owner`, under its lock (run in the owner's host)."""
+    base = f"{host_dir(owner.host)}/owners/{owner.name}"
+    return Command(
+        ["sh", "-c", _cycle_command(owner)], call="cycle", args=(f"{base}.lock", f"{base}.cycle")
+    )
+
+
+def probe_command(probe: ProbeSpec) -> Command:
     """The command (run in the probe's host) whose exit status and output `read_probe` reads.
 
-    HTTP and throughput use curl and TCP uses bash when the machine has them (a few
-    milliseconds each); otherwise the stdlib helper runs in the machine's python3.
+    HTTP and throughput use curl when the machine has it (a few milliseconds); the lab's agent
+    runs TCP and DNS checks itself, in a child it forks (no program started), and kills a ping
+    or a command probe at its timeout. Without the agent (a detached lab), TCP uses bash when
+    the machine has it, the stdlib helper in the machine's python3 otherwise, and `timeout`
+    bounds ping and command probes.
     """
     timeout = f"{probe.timeout:g}"
     helper = ["python3", "-I", "-S", "-c", _HELPER]
     url = probe.http or probe.throughput
     if url and which("curl"):
-        return [
-            "curl",
-            "-sS",
-            "-o",
-            "/dev/null",
-            "-m",
-            timeout,
-            "--noproxy",
-            "*",
-            "-w",
-            "\\n%{http_code} %{size_download} %{speed_download}\\n",
-            url,
-        ]
+        curl = ["curl", "-sS", "-o", "/dev/null", "-m", timeout, "--noproxy", "*", "-w",
+                "\\n%{http_code} %{size_download} %{speed_download}\\n", url]  # fmt: skip
+        return Command(curl, mounts=False)
+    args: tuple[str, ...] = ()
     if probe.http:
-        return [*helper, "http", timeout, probe.http, str(probe.status)]
-    if probe.throughput:
-        return [*helper, "throughput", timeout, probe.throughput, f"{probe.min_kbps:g}"]
-    if probe.tcp:
-        if which("bash"):
+        args = ("http", timeout, probe.http, str(probe.status))
+    elif probe.throughput:
+        args = ("throughput", timeout, probe.throughput, f"{probe.min_kbps:g}")
+    elif probe.tcp:
+        args = ("tcp", timeout, probe.tcp)
+    elif probe.dns:
+        args = ("dns", timeout, probe.dns, probe.server or "", probe.answer or "")
+    if args:
+        argv = [*helper, *args]
+        if probe.tcp and which("bash"):
             address, _, port = probe.tcp.rpartition(":")
             script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
-            return ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]
-        return [*helper, "tcp", timeout, probe.tcp]
-    if probe.dns:
-        return [*helper, "dns", timeout, probe.dns, probe.server or "", probe.answer or ""]
+            argv = ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]
+        return Command(argv, call="probe", args=(_HELPER, *args), mounts=False)
     if probe.ping:
         wait = max(1, round(probe.timeout))
-        argv = ["ping", "-n", "-c", "1", "-W", str(wait)]
+        ping = ["ping", "-n", "-c", "1", "-W", str(wait)]
         if probe.size is not None:
-            argv += ["-M", "do", "-s", str(probe.size)]
-        return ["timeout", timeout, *argv, probe.ping]
+            ping += ["-M", "do", "-s", str(probe.size)]
+        ping.append(probe.ping)
+        return Command(["timeout", timeout, *ping], ping, limit=probe.timeout, mounts=False)
     assert probe.command is not None
-    return ["timeout", timeout, "sh", "-c", probe.command]
+    command = ["sh", "-c", probe.command]
+    return Command(["timeout", timeout, *command], command, limit=probe.timeout)
 
 
 def read_probe(probe: ProbeSpec, returncode: int, output: str) -> tuple[bool, str]:

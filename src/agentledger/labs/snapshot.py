@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentledger.labs.script import SYSTEM_PATH, host_dir
+from agentledger.labs.script import Command, host_dir
 
 if TYPE_CHECKING:
     from agentledger.labs.runtime import Lab
@@ -131,19 +131,16 @@ def _host_script(lab: Lab, host: str) -> str:
 def take_snapshot(lab: Lab, *, stable: bool = False) -> Snapshot:
     """Read every host's state from the running `lab` (read-only commands; hosts at once)."""
     running = {
-        host: subprocess.Popen(
-            [*lab.host_argv(host), "sh", "-c", _host_script(lab, host)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            cwd="/",
-            env={"PATH": SYSTEM_PATH, "LC_ALL": "C.UTF-8"},
-        )
+        host: lab.start(host, Command(["sh", "-c", _host_script(lab, host)], mounts=False))
         for host in lab.spec.host_names()
     }
     hosts: dict[str, dict[str, str]] = {}
     for host, proc in running.items():
-        out, _ = proc.communicate(timeout=SNAPSHOT_SECONDS)
+        try:
+            out, _ = proc.communicate(timeout=SNAPSHOT_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
         sections: dict[str, str] = {}
         for chunk in out.split(_MARK)[1:]:
             name, _, text = chunk.partition("\n")

@@ -41,6 +41,7 @@ __all__ = [
     "load_lab",
     "packaged_labs_dir",
     "resolve_labs",
+    "resolve_targets",
     "scenario_lab",
 ]
 
@@ -460,3 +461,14 @@ def resolve_labs(target: str) -> list[LoadedLab]:
         if found:
             return [load_lab(p) for p in found]
     return [load_lab(path)]
+
+
+def resolve_targets(targets: list[str] | tuple[str, ...]) -> list[LoadedLab]:
+    """The labs several targets name (each as `resolve_labs` reads it), in the order given,
+    each lab file once; every target is read before any lab starts, so a bad one (an
+    InputError naming its file and field) leaves nothing started."""
+    labs: dict[Path, LoadedLab] = {}
+    for target in targets:
+        for loaded in resolve_labs(target):
+            labs.setdefault(loaded.path, loaded)
+    return list(labs.values())

@@ -46,15 +46,12 @@ def which(tool: str) -> str | None:
 REQUIRED_TOOLS: dict[str, str] = {
     "unshare": "util-linux",
     "nsenter": "util-linux",
-    "setsid": "util-linux",
     "flock": "util-linux",
     "setpriv": "util-linux",
     "ip": "iproute2",
     "tc": "iproute2",
     "ss": "iproute2",
-    "base64": "coreutils",
     "python3": "python3",
-    "tar": "tar",
 }
 """Command -> the Debian package that has it; every lab needs all of them."""
 
@@ -100,7 +97,6 @@ _PACKAGES = {
     "iptables": "iptables",
     "nft": "nftables",
     "python3": "python3",
-    "tar": "tar",
     "ping": "iputils-ping",
     "setpriv": "util-linux",
     "ipset": "ipset",
@@ -108,8 +104,16 @@ _PACKAGES = {
 }
 
 
+_WORKED: set[tuple[str, ...]] = set()
+"""(SYSTEM_PATH, *prefix) for which a user namespace was made once in this process: every
+lab start asks, and the answer does not change (a refusal is asked again)."""
+
+
 def _userns_works(prefix: list[str]) -> str | None:
     """None when `unshare -Urn true` works with `prefix`, else why not."""
+    key = (SYSTEM_PATH, *prefix)
+    if key in _WORKED:
+        return None
     try:
         done = subprocess.run(
             [*prefix, "unshare", "--user", "--map-root-user", "--net", "--mount", "true"],
@@ -121,7 +125,10 @@ def _userns_works(prefix: list[str]) -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
-    return None if done.returncode == 0 else (done.stderr.strip() or f"exit {done.returncode}")
+    if done.returncode == 0:
+        _WORKED.add(key)
+        return None
+    return done.stderr.strip() or f"exit {done.returncode}"
 
 
 def choose_privilege(user: str | None = None, *, allow_root: bool = True) -> Privilege:

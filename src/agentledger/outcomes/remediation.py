@@ -162,6 +162,14 @@ def _unknown_fence_lines(report: Report, items: Sequence[Extracted]) -> list[tup
     return found
 
 
+def _with_host(item: Extracted, hosts: Sequence[str]) -> str:
+    """A logged command with the lab host it ran in (the gate logs it as `host`), so that it
+    is applied there and not in the default host."""
+    extra = item.event.model_extra if item.event is not None else None
+    host = (extra or {}).get("host")
+    return f"{host}: {item.text}" if isinstance(host, str) and host in hosts else item.text
+
+
 def _is_change(item: Extracted, knowledge: OpsKnowledge) -> bool:
     """A command that ran and may have changed something: a known write, or one the gate
     did not call read-only that is no known probe (an owner's client, a lab's own tool)."""
@@ -203,7 +211,7 @@ def read_remediation(
         )
     if ran_writes:
         remediation = Remediation("executed")
-        _place([item.text for item in ran_writes], hosts, default_host, remediation)
+        _place([_with_host(item, hosts) for item in ran_writes], hosts, default_host, remediation)
         after = ran_writes[-1].order
         later = [
             i for i in logged if i.role == "ran" and i.order > after and is_probe(i, knowledge)
@@ -241,7 +249,7 @@ def read_remediation(
             _expected(item),
         )
         for item in checks
-    ] or [(item.text, None) for item in later]
+    ] or [(_with_host(item, hosts), None) for item in later]
     for text, expected in chosen:
         host, command = split_host(text, hosts, default_host)
         if host is not None and _why_not(command, host, hosts) is None:

@@ -150,7 +150,8 @@ def agreement_section(report: AgreementReport) -> Section:
             f"(labels:{report.split.source}); {report.outside_split} common run(s) outside it."
         )
     tables = [_agreement_table(report)]
-    for comparison in report.comparisons:
+    # A comparison on no run has no confusion to show (its row says n 0 and why).
+    for comparison in (c for c in report.comparisons if c.result.n):
         tables.append(_confusion_table(comparison))
         if comparison.what == "verdict":
             tables.append(_per_category(comparison))
@@ -159,8 +160,12 @@ def agreement_section(report: AgreementReport) -> Section:
     disagreements, notes = _disagreements(report)
     if disagreements.rows:
         tables.append(disagreements)
-    else:
+    elif any(comparison.result.n for comparison in report.comparisons):
         notes.append("No run where they disagree.")
+    else:
+        notes.append(
+            "Nothing was compared: no run has a verdict or a criterion rated by both A and B."
+        )
     first = report.comparisons[0].result
     method = (
         f"a seeded percentile bootstrap ({first.resamples} resamples, seed {first.seed})"

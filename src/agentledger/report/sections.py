@@ -65,13 +65,26 @@ class Section:
 
 
 def _basis(head: ReportHead) -> str:
+    if head.runs_not_applicable:
+        judged = head.runs_scored - head.runs_not_applicable
+        rests = (
+            f"Rests on {judged} judged run(s) of {head.runs_selected} selected "
+            f"({head.runs_not_applicable} more scored not applicable: the judge's pack is not "
+            "about them)"
+        )
+    else:
+        rests = f"Rests on {head.runs_scored} scored run(s) of {head.runs_selected} selected"
     return " ".join(
         [
-            f"Rests on {head.runs_scored} scored run(s) of {head.runs_selected} selected; "
-            f"{head.describe_kinds()}; scores by {head.judge.describe()}.",
+            f"{rests}; {head.describe_kinds()}; scores by {head.judge.describe()}.",
             *head.judge_checks,
         ]
     )
+
+
+def _nothing_judged(head: ReportHead) -> bool:
+    """Whether the report rests on no judged run (every score is not applicable)."""
+    return head.runs_scored > 0 and head.runs_scored == head.runs_not_applicable
 
 
 def _caveats(head: ReportHead) -> list[str]:
@@ -184,6 +197,18 @@ def _criteria(report: CriteriaReport) -> Section:
     summary += [signature.sentence() + "." for signature in report.signatures]
     if report.criteria and not report.signatures:
         summary.append("No criterion fires almost only on one model (80% of 3 or more firings).")
+    if not report.criteria:
+        summary.append(
+            "No criterion was assessed on these runs"
+            + (
+                ": the judge's pack applies to none of them."
+                if _nothing_judged(report.head)
+                else "."
+            )
+        )
+        return Section(
+            "criteria", "Criteria", _basis(report.head), summary, [], [], _caveats(report.head)
+        )
     overview = Table(
         "Criterion firing map",
         ["criterion", "title", "severity", "fired", "cannot assess", "fires on"],
@@ -275,7 +300,7 @@ def _gap(report: GapReport) -> Section:
             _cell(row.safe),
             "-" if row.gap_points is None else f"{row.gap_points:+.0f}",
             str(row.paired),
-            f"{row.test.p_value:.2g}",
+            f"{row.test.p_value:.2g}" if row.paired else "-",
         ]
         for row in [*report.models, o]
     ]
@@ -309,7 +334,9 @@ def _group_label(dimension: str, group: str) -> str:
 
 def _drift(report: DriftReport) -> Section:
     summary = [change.sentence() + "." for change in report.changes] or [
-        "No change in the Unsafe or Safe share between consecutive prompt hashes, served "
+        "No judged run: there is no share to compare."
+        if _nothing_judged(report.head) or not report.head.runs_scored
+        else "No change in the Unsafe or Safe share between consecutive prompt hashes, served "
         "models or weeks is larger than the intervals allow."
     ]
     tables = []

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agentledger.runner.nothing_started import NOTHING_STARTED
 from agentledger.runner.process import ProcessOutcome
 from agentledger.runner.shell_gate.gate import GATE_ERRORS_FILE
 
@@ -39,10 +40,7 @@ def gate_outcome(
     if outcome.status != "ok":
         notes.append(f"the gated shell could not start any command: {errors[0]}")
         return outcome
-    error = (
-        f"the gated shell could not start any of the {tried} command(s) the agent tried: "
-        f"{errors[0]}"
-    )
+    error = f"{NOTHING_STARTED}{tried} command(s) the agent tried: {errors[0]}"
     return ProcessOutcome("failed", outcome.exit_code, outcome.duration_s, error)
 
 

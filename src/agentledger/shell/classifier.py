@@ -272,7 +272,8 @@ class _Walker:
                     self.argv([Word(word, word) for word in words], stdin, via, depth,
                               " ".join(words))  # fmt: skip
                 return
-        problem = text_problem(text)
+        # One printable ASCII line holds nothing text_problem looks for (and spares a call).
+        problem = None if text.isascii() and text.isprintable() else text_problem(text)
         if problem is not None:
             self.add(text.strip()[:80], UNKNOWN, problem, via)
         try:

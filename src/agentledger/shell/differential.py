@@ -23,8 +23,6 @@ classifier let through without seeing it.
 
 from __future__ import annotations
 
-import re
-
 from agentledger.shell.words import node_text
 
 TYPE_CHECKING = False
@@ -39,26 +37,35 @@ __all__ = ["heredoc_problem", "option_problem", "text_problem"]
 
 # C0 controls but tab and newline, DEL, C1 controls; Unicode spaces other than the plain
 # space, zero-width and joiner characters, direction marks and overrides, the BOM.
-_ODD = re.compile(
+_ODD = (
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00a0\u1680\u180e\u2000-\u200f\u2028-\u202f"
     "\u205f-\u206f\u3000\ufeff\ufff9-\ufffb]"
 )
-_CONTINUATION = re.compile(r"(?<![\\])((?:\\\\)*)\\\n")
-_DELIMITER = re.compile(r"[A-Za-z0-9_.-]+")
-_WHOLE_QUOTED = re.compile(r"'([A-Za-z0-9_.-]+)'|\"([A-Za-z0-9_.-]+)\"|\\([A-Za-z0-9_.-]+)")
+_CONTINUATION = r"(?<![\\])((?:\\\\)*)\\\n"
+_DELIMITER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _PARSER_OPTIONS = frozenset(["extglob", "expand_aliases", "extquote", "posix"])
 
 
 def text_problem(text: str) -> str | None:
     """Why bash and the parser may split `text` differently, or None."""
-    odd = _ODD.search(text)
-    if odd is not None:
-        return (
-            f"the character U+{ord(odd.group()):04X} may be read differently by bash and the "
-            "gate's parser"
-        )
+    # Plain ASCII with no control character but tab and newline needs no regular expression
+    # (most lines; `re` is not imported for them).
+    plain = text.isascii() and (
+        text.isprintable() or text.replace("\t", " ").replace("\n", " ").isprintable()
+    )
+    if not plain:
+        import re
+
+        odd = re.search(_ODD, text)
+        if odd is not None:
+            return (
+                f"the character U+{ord(odd.group()):04X} may be read differently by bash and "
+                "the gate's parser"
+            )
     if "\\\n" in text:
-        for match in _CONTINUATION.finditer(text):
+        import re
+
+        for match in re.finditer(_CONTINUATION, text):
             start = match.start() + len(match.group(1))
             before = text[start - 1] if start > 0 else "\n"
             if before not in " \t":
@@ -166,9 +173,11 @@ def _shopt_options(words: Sequence[Word]) -> str | None:
 def _bash_delimiter(written: str) -> str | None:
     """The delimiter bash ends a here-document at, when it is plain: `EOF`, `'EOF'`, `"EOF"`
     or `\\EOF` (quoted as a whole); None for anything else."""
-    if _DELIMITER.fullmatch(written):
+    if written and _DELIMITER.issuperset(written):
         return written
-    quoted = _WHOLE_QUOTED.fullmatch(written)
-    if quoted is not None:
-        return next(group for group in quoted.groups() if group is not None)
+    quoted = len(written) > 2 and written[0] in "'\"" and written[-1] == written[0]
+    if quoted and _DELIMITER.issuperset(written[1:-1]):
+        return written[1:-1]
+    if len(written) > 1 and written[0] == "\\" and _DELIMITER.issuperset(written[1:]):
+        return written[1:]
     return None

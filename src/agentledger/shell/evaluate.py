@@ -13,6 +13,8 @@ known at run time that could be any option.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from agentledger.shell.knowledge import (
     DESTRUCTIVE,
     KINDS,
@@ -165,12 +167,8 @@ def _options(
 
 def _known(spec: Spec, flag: str) -> bool:
     """True when `flag` is an option `spec` names (with or without a class)."""
-    return (
-        flag == "--"
-        or flag in spec.options_with_arg
-        or flag in spec.info
-        or flag in spec.nested
-        or (spec.dry_run is not None and spec.dry_run.most_severe(flag) is not None)
+    return flag in spec.named or (
+        spec.dry_run is not None and spec.dry_run.most_severe(flag) is not None
     )
 
 
@@ -186,7 +184,7 @@ def _unknown_option(
     """An option the entry does not name: a long one may abbreviate one it does (GNU tools
     take `--ze` for `--zero`); under `strict`, any other is unknown."""
     if flag.startswith("--") and len(flag) > 2:
-        meant = [(name, kind) for name, kind in spec.long_options if name.startswith(flag)]
+        meant = _abbreviated(spec, flag)
         if meant:
             for name, kind in meant:
                 if name in spec.outputs:
@@ -196,6 +194,26 @@ def _unknown_option(
             return
     if spec.strict:
         matches.append((UNKNOWN, f"{label} {flag}: an option the gate does not know"))
+
+
+_ABBREVIATIONS_KEPT = 1024
+"""At most this many unknown long options are remembered per entry (a long-lived gate)."""
+
+
+def _abbreviated(spec: Spec, flag: str) -> list[tuple[str, str]]:
+    """The long options of `spec` that `flag` is the start of (found by bisection: the
+    options are sorted by name, so they follow one another)."""
+    found = spec.abbreviated.get(flag)
+    if found is None:
+        names = spec.long_names
+        index = bisect_left(names, flag)
+        end = index
+        while end < len(names) and names[end].startswith(flag):
+            end += 1
+        found = spec.long_options[index:end]
+        if len(spec.abbreviated) < _ABBREVIATIONS_KEPT:
+            spec.abbreviated[flag] = found
+    return found
 
 
 def output_kind(knowledge: Knowledge, target: str | None) -> str | None:

@@ -126,6 +126,7 @@ class Spec:
     """One command's (or subcommand's) entry, ready for the classifier."""
 
     __slots__ = (
+        "abbreviated",
         "abbreviations",
         "aliases",
         "args",
@@ -138,7 +139,9 @@ class Spec:
         "flag_globs",
         "flags",
         "info",
+        "long_names",
         "long_options",
+        "named",
         "names",
         "nested",
         "no_args",
@@ -204,6 +207,13 @@ class Spec:
         dots = Patterns(entry.get("dot_commands", ()))
         self.dot_commands: Patterns | None = dots if dots else None
         self.long_options: list[tuple[str, str]] = _long_options(self)
+        self.long_names: list[str] = [name for name, _ in self.long_options]
+        self.named: frozenset[str] = frozenset(
+            ("--", *self.options_with_arg, *self.info, *self.nested)
+        )
+        """Options the entry names without a class (`evaluate._known`)."""
+        self.abbreviated: dict[str, list[tuple[str, str]]] = {}
+        """Long options an unknown one was found to abbreviate, by the option given."""
         # A word only known at run time could be any option: it matters when some option
         # writes a file, runs a program or changes something.
         self.risky_options: bool = bool(
@@ -218,8 +228,9 @@ class Spec:
 
 
 def _long_options(spec: Spec) -> list[tuple[str, str]]:
-    """The long options `spec` knows, with what each does when given: an option GNU tools
-    accept abbreviated (`--ze` is `--zero`) counts as every option it may abbreviate."""
+    """The long options `spec` knows, with what each does when given, sorted by name (the
+    options an abbreviation may stand for are neighbours): an option GNU tools accept
+    abbreviated (`--ze` is `--zero`) counts as every option it may abbreviate."""
     found: dict[str, str] = {}
     for flag, kind in spec.flags.items():
         found[flag] = kind
@@ -233,7 +244,9 @@ def _long_options(spec: Spec) -> list[tuple[str, str]]:
         found.setdefault(flag, UNKNOWN)
     for flag in spec.options_with_arg:
         found.setdefault(flag, READ_ONLY)
-    return [(flag, kind) for flag, kind in found.items() if flag.startswith("--") and len(flag) > 3]
+    return sorted(
+        (flag, kind) for flag, kind in found.items() if flag.startswith("--") and len(flag) > 3
+    )
 
 
 class Knowledge:

@@ -59,17 +59,22 @@ def write_target(
     if target == NULL_DEVICE and _null_device_is_real():
         return None, NULL_DEVICE
     lexical = _lexical(target)
-    resolved, sure = _resolved(target, cwd)
+    resolved, sure, mode = _resolved(target, cwd)
     if lexical == NULL_DEVICE and resolved == NULL_DEVICE:
         return None, NULL_DEVICE
     from agentledger.shell.knowledge import glob_match
 
     where = target if resolved == target or not sure else f"{target} (that is, {resolved})"
-    if any(glob_match(pattern, text) for pattern in destructive for text in (target, resolved)):
-        return _DESTRUCTIVE, f"the device {where}"
+    patterns = tuple(destructive)
+    # The text before a glob's first `*` must start the path (str.startswith on a tuple is
+    # one call): most targets are ruled out without matching a glob.
+    heads = tuple(pattern.split("*", 1)[0] for pattern in patterns)
+    for text in (target, resolved):
+        if text.startswith(heads) and any(glob_match(pattern, text) for pattern in patterns):
+            return _DESTRUCTIVE, f"the device {where}"
     if _under(resolved, _KERNEL_PLACES) or _under(lexical, _KERNEL_PLACES):
         return _MUTATING, f"{where}, a kernel setting or another process's file"
-    kind = _file_kind(resolved)
+    kind = _file_kind(resolved, mode)
     if kind == "block":
         return _DESTRUCTIVE, f"the disk device {where}"
     if kind == "device" or _under(resolved, ("/dev",)) or _under(lexical, ("/dev",)):
@@ -100,8 +105,9 @@ def _lexical(target: str) -> str:
     return prefix + "/".join(parts)
 
 
-def _resolved(target: str, cwd: str | None) -> tuple[str, bool]:
-    """The absolute path the kernel opens for `target`, links and `..` resolved.
+def _resolved(target: str, cwd: str | None) -> tuple[str, bool, int | None]:
+    """The absolute path the kernel opens for `target`, links and `..` resolved, and the
+    file's mode when it exists (read from the same descriptor: no second walk of the path).
 
     The kernel resolves it (an O_PATH descriptor of the path, or of its directory for a file
     not made yet, read back through /proc/self/fd): `/proc/PID/root` and `/dev/fd` are links
@@ -115,47 +121,50 @@ def _resolved(target: str, cwd: str | None) -> tuple[str, bool]:
             base = "/"
         target = posixpath.join(base, target)
     for _ in range(40):  # the kernel's own limit on links followed
-        found = _kernel_path(target)
+        found, mode = _kernel_path(target)
         if found is not None:
-            return found, True
+            return found, True, mode
         try:
             link = os.readlink(target)  # a link to nothing (yet): where it points
         except OSError:
             break
         target = posixpath.join(posixpath.dirname(target), link)
     folder, name = posixpath.split(target)
-    found = _kernel_path(folder)
+    found, _ = _kernel_path(folder)
     if found is not None:
-        return posixpath.join(found, name), True
-    return posixpath.normpath(target), False
+        return posixpath.join(found, name), True, None
+    return posixpath.normpath(target), False, None
 
 
-def _kernel_path(path: str) -> str | None:
+def _kernel_path(path: str) -> tuple[str | None, int | None]:
+    """(the path the kernel resolved `path` to, the file's mode), or (None, None)."""
     flags = getattr(os, "O_PATH", 0)
     if not flags or not path:
-        return None
+        return None, None
     try:
         fd = os.open(path, flags | os.O_CLOEXEC)
     except (OSError, ValueError):
-        return None
+        return None, None
     try:
         found = os.readlink(f"/proc/self/fd/{fd}")
+        mode: int | None = os.fstat(fd).st_mode
     except OSError:
-        return None
+        return None, None
     finally:
         os.close(fd)
-    return found if found.startswith("/") else None
+    return (found, mode) if found.startswith("/") else (None, None)
 
 
 def _under(path: str, places: tuple[str, ...]) -> bool:
     return any(path == place or path.startswith(place + "/") for place in places)
 
 
-def _file_kind(path: str) -> str:
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return "missing"
+def _file_kind(path: str, mode: int | None = None) -> str:
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            return "missing"
     if stat.S_ISBLK(mode):
         return "block"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):

@@ -21,29 +21,35 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["cache_dir", "load_cached", "parse_yaml", "sha256_hex"]
+__all__ = ["cache_dir", "load_cached", "parse_yaml", "sha256_factory", "sha256_hex"]
 
 FORMAT = 1
 """Bumped when the shape of what is cached changes."""
 
 
+_factory: list[Callable[..., Any]] = []
+
+
 def sha256_hex(data: bytes) -> str:
     """Hex sha256 of `data`, without importing hashlib (and OpenSSL) when avoidable."""
-    return str(_sha256()(data).hexdigest())
+    return str(sha256_factory()(data).hexdigest())
 
 
-def _sha256() -> Callable[[bytes], Any]:
-    import importlib
+def sha256_factory() -> Callable[..., Any]:
+    """`sha256` of CPython's own module (``_sha256``, ``_sha2`` from 3.12), else hashlib's;
+    looked for once (a failed import searches every directory on sys.path)."""
+    if not _factory:
+        import importlib
+        import sys
 
-    for module in ("_sha256", "_sha2"):
+        module = "_sha2" if sys.version_info >= (3, 12) else "_sha256"
         try:
-            factory: Callable[[bytes], Any] = importlib.import_module(module).sha256
-            return factory
+            _factory.append(importlib.import_module(module).sha256)
         except (ImportError, AttributeError):
-            continue
-    import hashlib
+            import hashlib
 
-    return hashlib.sha256
+            _factory.append(hashlib.sha256)
+    return _factory[0]
 
 
 def cache_dir() -> str:

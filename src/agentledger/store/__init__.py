@@ -1,6 +1,6 @@
 """The evidence store: sealed runs and records behind a storage backend, and the index.
 
-The in-memory backend (tests) is `agentledger.store.memory.MemoryStorage`, imported only by
+The in-memory backend (tests) is `agentledger.store.storage.memory.MemoryStorage`, imported only by
 whoever uses it.
 Its names are loaded on first use: `agentledger label` opens a ledger and writes one record,
 and does not pay for sealing, reindexing or verifying, which it never does.
@@ -24,10 +24,10 @@ if TYPE_CHECKING:
         default_ledger_path,
         open_storage,
     )
-    from agentledger.store.local import LocalStorage
     from agentledger.store.reindex import ReindexReport
     from agentledger.store.sealing import RunContent
     from agentledger.store.storage import StorageBackend
+    from agentledger.store.storage.local import LocalStorage
     from agentledger.store.verify import Problem, VerifyReport, verify_ledger
     from agentledger.store.writer import RunWriter, SealedRun
 
@@ -68,7 +68,7 @@ _HOMES = {
     "StoredRun": "agentledger.store.ledger",
     "default_ledger_path": "agentledger.store.ledger",
     "open_storage": "agentledger.store.ledger",
-    "LocalStorage": "agentledger.store.local",
+    "LocalStorage": "agentledger.store.storage.local",
     "RunContent": "agentledger.store.sealing",
     "SQLiteIndex": "agentledger.store.index.sqlite",
     "StorageBackend": "agentledger.store.storage",

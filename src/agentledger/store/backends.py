@@ -4,7 +4,7 @@
 ``"s3://<bucket>/<prefix>"`` (an S3-compatible object store, with the ``s3`` extra);
 ``"index": "sqlite"`` (``index.sqlite`` in the ledger), ``"sqlite:///<path>"``, or
 ``"postgresql://host/db"`` (``"postgresql"`` alone: the database the environment names; see
-`agentledger.store.postgres_url`), with the ``postgres`` extra. A package adds
+`agentledger.store.index.postgres_url`), with the ``postgres`` extra. A package adds
 a scheme by registering a factory here, or through the entry-point groups
 ``agentledger.storage_backends`` and ``agentledger.index_backends`` (looked up only for a scheme
 that is not built in, so opening a ledger costs nothing extra).
@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+
+from agentledger.errors import UnknownBackendError
 
 if TYPE_CHECKING:
     from agentledger.store.index import RunIndex
@@ -49,10 +51,6 @@ _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)(?::(.*))?$", re.DOTALL)
 _Factory = TypeVar("_Factory")
 
 
-class UnknownBackendError(ValueError):
-    """A backend URI whose scheme no registered backend serves, or that it cannot use."""
-
-
 def split_uri(uri: str) -> tuple[str, str]:
     """(scheme, rest) of a backend URI: ``memory://x`` gives (memory, x), ``local`` (local, "")."""
     match = _SCHEME.match(uri) if isinstance(uri, str) else None
@@ -63,7 +61,7 @@ def split_uri(uri: str) -> tuple[str, str]:
 
 
 def _local(root: Path, rest: str) -> StorageBackend:
-    from agentledger.store.local import LocalStorage
+    from agentledger.store.storage.local import LocalStorage
 
     if rest:
         raise UnknownBackendError("local storage is the ledger directory itself; give no path")
@@ -71,14 +69,14 @@ def _local(root: Path, rest: str) -> StorageBackend:
 
 
 def _memory(root: Path, rest: str) -> StorageBackend:
-    from agentledger.store.memory import named
+    from agentledger.store.storage.memory import named
 
     # Without a name, one store per ledger directory: reopening the ledger finds its runs.
     return named(rest or str(root.resolve()))
 
 
 def _s3(root: Path, rest: str) -> StorageBackend:
-    from agentledger.store.s3 import S3Storage, parse_location
+    from agentledger.store.storage.s3 import S3Storage, parse_location
 
     return S3Storage(parse_location(rest))
 
@@ -90,7 +88,7 @@ def _sqlite(root: Path, rest: str) -> RunIndex:
 
 
 def _postgresql(root: Path, rest: str) -> RunIndex:
-    from agentledger.store.postgres_url import connection_url
+    from agentledger.store.index.postgres_url import connection_url
 
     url = connection_url(rest)  # refuses a password in ledger.json before any import
     try:
@@ -103,7 +101,7 @@ def _postgresql(root: Path, rest: str) -> RunIndex:
 
 
 def _check_postgresql(rest: str) -> None:
-    from agentledger.store.postgres_url import check_ledger_url
+    from agentledger.store.index.postgres_url import check_ledger_url
 
     if rest:
         check_ledger_url(rest)

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from agentledger.errors import RecordError
-from agentledger.records import RunMetadata, ShellEvent, parse_shell_audit
+from agentledger.records import RunMetadata, RunSummary, ShellEvent, parse_shell_audit
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.store.writer import SHELL_AUDIT
 
@@ -91,6 +91,7 @@ class RunEvidence:
         self._ledger = ledger
         self.run_id = run_id
         self.metadata: RunMetadata = stored.metadata
+        self.summary: RunSummary | None = stored.summary
         self.files: frozenset[str] = frozenset(stored.manifest.files)
 
     def read(self, name: str) -> bytes | None:

@@ -36,18 +36,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agentledger.records import RunMetadata, RunSummary
+from agentledger.records import RunMetadata, RunSummary, otlp
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 from agentledger.store.writer import PROMPT, REPORT, SYSTEM_PROMPT
 
-__all__ = ["EXPORT_VERSION", "SCOPE", "otel_request", "run_spans", "step_attributes"]
+__all__ = ["SCOPE", "otel_request", "run_spans", "step_attributes"]
 
 SCOPE = "agentledger"
-EXPORT_VERSION = 2
-"""`agentledger.export` of the run's span: the importer reads spans of this version back
-exactly (see `agentledger.importers.otel`)."""
 _MESSAGES = {"message", "reasoning", "finish"}
 _TOOLS = {"command", "tool_call", "file_read", "file_write", "browse", "code"}
 _ANSWERS = {"command_output", "tool_result", "error"}
@@ -57,27 +54,6 @@ _ERROR = 2  # STATUS_CODE_ERROR
 
 def _id(*parts: str, length: int) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
-
-
-def _any_value(value: Any) -> dict[str, Any]:
-    """A plain value as an OTLP AnyValue (64-bit integers as strings, as OTLP JSON writes)."""
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, list):
-        return {"arrayValue": {"values": [_any_value(item) for item in value]}}
-    return {"stringValue": str(value)}
-
-
-def _attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"key": key, "value": _any_value(value)}
-        for key, value in values.items()
-        if value is not None
-    ]
 
 
 def _nanos(moment: datetime) -> int:
@@ -110,7 +86,7 @@ def _text(step: TraceStep | None) -> str | None:
 
 
 def step_attributes(
-    step: TraceStep, zone: str, prefix: str = "agentledger.", skip: Sequence[str] = ()
+    step: TraceStep, zone: str, prefix: str = otlp.OURS, skip: Sequence[str] = ()
 ) -> dict[str, Any]:
     """Every field of `step` that the span's GenAI attributes do not carry (`skip`), as
     ``agentledger.*`` attributes (the step's answer in a tool's span: ``agentledger.result.*``).
@@ -118,33 +94,23 @@ def step_attributes(
     content, gate = step.content, step.gate
     values: dict[str, Any] = {
         "step": step.index,
-        "actor": step.actor,
-        "kind": step.kind,
-        "raw_type": step.raw_type,
         "time_zone": zone,
-        "tool": step.tool,
-        "call_id": step.call_id,
         "arguments": json.dumps(step.arguments) if step.arguments is not None else None,
-        "command": step.command,
-        "command_class": step.command_class,
-        "exit_code": step.exit_code,
-        "cwd": step.cwd,
-        "cause": step.cause,
-        "model": step.model,
-        "tokens_in": step.tokens_in,
-        "tokens_out": step.tokens_out,
-        "cost_usd": step.cost_usd,
         "text": content.text if content is not None else None,
-        # the size and hash of the whole text (the text itself may be a cut of it)
-        "content.bytes": content.bytes if content is not None else None,
-        "content.sha256": content.sha256 if content is not None else None,
-        "content.truncated": content.truncated if content is not None else None,
-        "gate.decision": gate.decision if gate is not None else None,
-        "gate.decided_by": gate.decided_by if gate is not None else None,
-        "gate.reason": gate.reason if gate is not None else None,
-        "gate.policy": gate.policy if gate is not None else None,
+        **{
+            f"content.{name}": getattr(content, name) if content is not None else None
+            for name in ("bytes", "sha256", "truncated")
+        },
+        **{
+            f"gate.{name}": getattr(gate, name) if gate is not None else None
+            for name in ("decision", "decided_by", "reason", "policy")
+        },
     }
-    return {prefix + key: value for key, value in values.items() if key not in skip}
+    return {
+        prefix + key: values[key] if key in values else getattr(step, key)
+        for key in otlp.STEP_ATTRIBUTES
+        if key not in skip
+    }
 
 
 def _failure(step: TraceStep, nanos: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -157,7 +123,7 @@ def _failure(step: TraceStep, nanos: int) -> tuple[dict[str, Any], list[dict[str
     event = {
         "timeUnixNano": str(nanos),
         "name": "exception",
-        "attributes": _attributes(
+        "attributes": otlp.attribute_list(
             {"exception.type": step.raw_type or step.kind, "exception.message": text}
         ),
     }
@@ -225,7 +191,7 @@ def run_spans(
             end, answer_zone = clock.of(answer)
             # its text is the tool's result, unless it is an error (the status's message)
             answer_skip = ("cause",) if failed else ("cause", "text")
-            attrs.update(step_attributes(answer, answer_zone, "agentledger.result.", answer_skip))
+            attrs.update(step_attributes(answer, answer_zone, otlp.RESULT, answer_skip))
             if failed:
                 status, events = _failure(failed, end)
         times.extend((start, end))
@@ -241,7 +207,7 @@ def run_spans(
             "kind": 1,
             "startTimeUnixNano": str(start),
             "endTimeUnixNano": str(end),
-            "attributes": _attributes(attrs),
+            "attributes": otlp.attribute_list(attrs),
             "status": status,
         }
         if events:
@@ -256,15 +222,13 @@ def run_spans(
         text = _text(step)
         if step.kind in _MESSAGES and step.actor == "agent":
             attrs: dict[str, Any] = {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": metadata.model,
-                "gen_ai.response.model": step.model,
-                "gen_ai.usage.input_tokens": step.tokens_in,
-                "gen_ai.usage.output_tokens": step.tokens_out,
-                "gen_ai.input.messages": json.dumps(pending_input) if pending_input else None,
-                "gen_ai.output.messages": _messages("assistant", text)
-                if text is not None
-                else None,
+                otlp.OPERATION: "chat",
+                otlp.REQUEST_MODEL: metadata.model,
+                otlp.RESPONSE_MODEL: step.model,
+                otlp.INPUT_TOKENS: step.tokens_in,
+                otlp.OUTPUT_TOKENS: step.tokens_out,
+                otlp.INPUT_MESSAGES: json.dumps(pending_input) if pending_input else None,
+                otlp.OUTPUT_MESSAGES: _messages("assistant", text) if text is not None else None,
             }
             pending_input = []
             span(
@@ -281,17 +245,13 @@ def run_spans(
             result = _text(answer) if answer is not None and answer.kind != "error" else None
             tool = step.tool or step.kind
             attrs = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": step.tool,
-                "gen_ai.tool.call.id": step.call_id,
-                "gen_ai.tool.call.arguments": json.dumps(arguments)
-                if arguments is not None
-                else None,
-                "gen_ai.tool.call.result": result,
+                otlp.OPERATION: "execute_tool",
+                otlp.TOOL_NAME: step.tool,
+                otlp.TOOL_CALL_ID: step.call_id,
+                otlp.TOOL_ARGUMENTS: json.dumps(arguments) if arguments is not None else None,
+                otlp.TOOL_RESULT: result,
                 # the step had none: the arguments above were made of its command
-                "agentledger.arguments_made": True
-                if step.arguments is None and arguments
-                else None,
+                otlp.ARGUMENTS_MADE: True if step.arguments is None and arguments else None,
             }
             span(
                 f"execute_tool {tool}",
@@ -308,29 +268,29 @@ def run_spans(
     start, end = (min(times), max(times)) if times else (_nanos(clock.fallback),) * 2
     agent = metadata.agent
     root_attrs = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": agent.name if agent else None,
-        "gen_ai.request.model": metadata.model,
-        "gen_ai.response.model": metadata.model_served,
-        "gen_ai.system_instructions": system_prompt,
+        otlp.OPERATION: "invoke_agent",
+        otlp.AGENT_NAME: agent.name if agent else None,
+        otlp.REQUEST_MODEL: metadata.model,
+        otlp.RESPONSE_MODEL: metadata.model_served,
+        otlp.SYSTEM_INSTRUCTIONS: system_prompt,
         # the run's totals (its model calls' own spans hold each one's)
-        "gen_ai.usage.input_tokens": summary.tokens_in if summary else None,
-        "gen_ai.usage.output_tokens": summary.tokens_out if summary else None,
-        "agentledger.export": EXPORT_VERSION,
-        "agentledger.run_id": run_id,
-        "agentledger.scenario": metadata.scenario,
-        "agentledger.system_prompt_hash": metadata.system_prompt_hash,
-        "agentledger.system_fingerprint": metadata.system_fingerprint,
-        "agentledger.agent.commit": agent.commit if agent else None,
-        "agentledger.started_at": metadata.started_at.isoformat() if metadata.started_at else None,
-        "agentledger.ended_at": metadata.ended_at.isoformat() if metadata.ended_at else None,
-        "agentledger.prompt": prompt,
-        "agentledger.report": report,
-        "agentledger.cost_usd": summary.cost_usd if summary else None,
-        "agentledger.model_calls": summary.model_calls if summary else None,
-        "agentledger.notes": list(summary.notes) if summary and summary.notes else None,
+        otlp.INPUT_TOKENS: summary.tokens_in if summary else None,
+        otlp.OUTPUT_TOKENS: summary.tokens_out if summary else None,
+        otlp.EXPORT: otlp.EXPORT_VERSION,
+        otlp.RUN_ID: run_id,
+        otlp.SCENARIO: metadata.scenario,
+        otlp.SYSTEM_PROMPT_HASH: metadata.system_prompt_hash,
+        otlp.SYSTEM_FINGERPRINT: metadata.system_fingerprint,
+        otlp.AGENT_COMMIT: agent.commit if agent else None,
+        otlp.STARTED_AT: metadata.started_at.isoformat() if metadata.started_at else None,
+        otlp.ENDED_AT: metadata.ended_at.isoformat() if metadata.ended_at else None,
+        otlp.PROMPT: prompt,
+        otlp.REPORT: report,
+        otlp.COST_USD: summary.cost_usd if summary else None,
+        otlp.MODEL_CALLS: summary.model_calls if summary else None,
+        otlp.NOTES: list(summary.notes) if summary and summary.notes else None,
         # The run's span is as its first step: marked when that one's time had no zone.
-        "agentledger.time_zone": zones[0] if zones and zones[0] in ("unknown", "none") else None,
+        otlp.TIME_ZONE: zones[0] if zones and zones[0] in ("unknown", "none") else None,
     }
     root = {
         "traceId": trace_id,
@@ -339,7 +299,7 @@ def run_spans(
         "kind": 1,
         "startTimeUnixNano": str(start),
         "endTimeUnixNano": str(end),
-        "attributes": _attributes(root_attrs),
+        "attributes": otlp.attribute_list(root_attrs),
         # A run that failed is the agent's span failing, its error the status's message.
         "status": {"code": _ERROR, "message": summary.error or "the run failed"}
         if summary is not None and summary.exit_status == "failed"
@@ -387,7 +347,7 @@ def otel_request(ledger: Ledger, runs: Iterable[IndexedRun]) -> tuple[dict[str, 
     request = {
         "resourceSpans": [
             {
-                "resource": {"attributes": _attributes({"service.name": "agentledger"})},
+                "resource": {"attributes": otlp.attribute_list({"service.name": "agentledger"})},
                 "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}],
             }
         ]

@@ -7,10 +7,14 @@ moment. They are anchored from then on, not before: the journal cannot say what 
 earlier.
 
 A record without an entry was never accepted. `settle_unaccepted` (under the journal lock,
-so that no live writer is caught between its record and its entry) completes it when its
-bytes check out (a score, label or decision that parses and sits at its own key; a run whose
-files match its manifest), and otherwise removes a record or reports a run (sealed run
-directories are never removed).
+so that no live writer is caught between its record and its entry) completes it only when a
+writer announced it (an intent in the journal names its key with the sha256 its bytes have)
+and its bytes check out (a score, label or decision that parses and sits at its own key; a
+run whose files match its manifest). An announced record that does not check out is removed
+(its writer died mid-way). A record no writer announced was put there by hand or by another
+program: it is moved to quarantine (`StorageBackend.quarantine`), where `verify` names it,
+and never accepted; such a run is reported and left (sealed run directories are never
+removed).
 """
 
 from __future__ import annotations
@@ -22,16 +26,16 @@ from typing import TYPE_CHECKING
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, parse_record
-from agentledger.store.journal import (
+from agentledger.store.storage import MANIFEST_NAME, StorageBackend
+from agentledger.store.storage.journal import (
     JOURNALED_AREAS,
     PendingEntry,
     record_entry,
     run_entry,
 )
-from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = [
     "SettleReport",
@@ -146,9 +150,53 @@ class SettleReport:
     completed: list[str] = field(default_factory=list)
     removed: list[tuple[str, str]] = field(default_factory=list)
     refused_runs: list[tuple[str, str]] = field(default_factory=list)
+    quarantined: list[tuple[str, str]] = field(default_factory=list)
+    """(key, where it was moved): records no writer announced."""
 
 
-def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = None) -> SettleReport:
+UNANNOUNCED = "no writer of this ledger announced it (no intent in the journal)"
+
+
+def unannounced(storage: StorageBackend, values: dict[str, bytes]) -> str | None:
+    """Why the record of `values` (each key's bytes) was not announced by a writer, or None
+    when an intent named every key with the very bytes it holds."""
+    for key, data in values.items():
+        if storage.journal.announced(key, sha256_bytes(data)) is None:
+            known = storage.journal.intended().get(key)
+            if known:
+                return "its bytes are not the ones its writer announced"
+            return UNANNOUNCED
+    return None
+
+
+def _settle_record(
+    storage: StorageBackend, key: str, values: dict[str, bytes], report: SettleReport
+) -> PendingEntry | None:
+    """The entry completing an announced, intact record; else it is quarantined (never
+    announced) or removed (announced, and its writer died mid-way)."""
+    why = unannounced(storage, values)
+    if why is not None:
+        report.quarantined.append((key, storage.quarantine(key)))
+        return None
+    problem = _record_problem(key, values)
+    if problem is None:
+        report.completed.append(key)
+        return record_entry(key, values)
+    storage.remove_unaccepted(key)
+    report.removed.append((key, problem))
+    return None
+
+
+def _run_unannounced(storage: StorageBackend, run_id: str, digest: str) -> str | None:
+    key = f"runs/{run_id}/{MANIFEST_NAME}"
+    if storage.journal.announced(key, digest) is None:
+        return f"not accepted: {UNANNOUNCED}"
+    return None
+
+
+def settle_unaccepted(
+    ledger: LedgerParts, on_run: Callable[[str], None] | None = None
+) -> SettleReport:
     """Complete or remove what writers that died between record and entry left behind."""
     storage = ledger.storage
     report = SettleReport()
@@ -159,7 +207,9 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
             if f"runs/{run_id}/{MANIFEST_NAME}" in accepted:
                 continue
             digest, problem = run_checks_out(storage, run_id)
-            if digest is None:
+            if digest is not None:
+                problem = _run_unannounced(storage, run_id, digest)
+            if digest is None or problem is not None:
                 report.refused_runs.append((run_id, problem or "unreadable"))
                 continue
             pending.append(run_entry(run_id, digest))
@@ -169,18 +219,14 @@ def settle_unaccepted(ledger: Ledger, on_run: Callable[[str], None] | None = Non
         for key, values in sorted(held_records(storage).items()):
             if all(name in accepted for name in values):
                 continue
-            problem = _record_problem(key, values)
-            if problem is None:
-                pending.append(record_entry(key, values))
-                report.completed.append(key)
-            else:
-                storage.remove_unaccepted(key)
-                report.removed.append((key, problem))
+            entry = _settle_record(storage, key, values, report)
+            if entry is not None:
+                pending.append(entry)
         storage.journal.append(pending)
     return report
 
 
-def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
+def accept_runs(ledger: LedgerParts, run_ids: Sequence[str]) -> list[str]:
     """Accept the runs of `run_ids` that a writer sealed and died before journaling, when every
     file checks out against its manifest (what `gc` would do for them): the next import of the
     same runs completes the killed one's work. The ids accepted; InputError for a run that
@@ -194,7 +240,9 @@ def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
             if f"runs/{run_id}/{MANIFEST_NAME}" in accepted:
                 continue
             digest, problem = run_checks_out(storage, run_id)
-            if digest is None:
+            if digest is not None:
+                problem = _run_unannounced(storage, run_id, digest)
+            if digest is None or problem is not None:
                 raise InputError(
                     f"run {run_id} is sealed without a journal entry and does not check out "
                     f"({problem}); `agentledger verify` and `agentledger gc` report it"
@@ -206,13 +254,15 @@ def accept_runs(ledger: Ledger, run_ids: Sequence[str]) -> list[str]:
     return done
 
 
-def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
+def accept_records(
+    ledger: LedgerParts, keys: Sequence[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Settle the records at `keys` that a writer stored and died before journaling (what
-    `gc` does for every record, for these alone): each one whose bytes check out gets its
-    entry, each one that does not is removed. (keys accepted, (key, why) removed)."""
+    `gc` does for every record, for these alone): each one announced and intact gets its
+    entry, each announced one that does not check out is removed, and each one no writer
+    announced is quarantined. (keys accepted, (key, why) removed or quarantined)."""
     storage = ledger.storage
-    done: list[str] = []
-    removed: list[tuple[str, str]] = []
+    report = SettleReport()
     with storage.journal.lock():
         accepted = storage.journal.accepted()
         pending: list[PendingEntry] = []
@@ -223,12 +273,9 @@ def accept_records(ledger: Ledger, keys: Sequence[str]) -> tuple[list[str], list
                 values = {key: storage.get(key)}
             except InputError:
                 continue  # gone since it was listed
-            problem = _record_problem(key, values)
-            if problem is None:
-                pending.append(record_entry(key, values))
-                done.append(key)
-            else:
-                storage.remove_unaccepted(key)
-                removed.append((key, problem))
+            entry = _settle_record(storage, key, values, report)
+            if entry is not None:
+                pending.append(entry)
         storage.journal.append(pending)
-    return done, removed
+    moved = [(key, f"{UNANNOUNCED}; moved to {place}") for key, place in report.quarantined]
+    return report.completed, report.removed + moved

@@ -44,7 +44,6 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal import run_entry, segment_key
 from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
 from agentledger.store.seen_heads import (
     HeadProblem,
@@ -55,7 +54,15 @@ from agentledger.store.seen_heads import (
     read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.writer import METADATA, SUMMARY, RunWriter, SealedRun, record_bytes
+from agentledger.store.storage.journal import run_entry, run_intent, segment_key
+from agentledger.store.writer import (
+    METADATA,
+    SUMMARY,
+    Progress,
+    RunWriter,
+    SealedRun,
+    record_bytes,
+)
 
 if TYPE_CHECKING:  # sealing many runs and reindexing are imported by the methods doing them
     from agentledger.store.reindex import ReindexReport
@@ -76,9 +83,6 @@ __all__ = [
 DEFAULT_LEDGER = ".agentledger"
 ENV_VAR = "AGENTLEDGER_DIR"
 CONFIG_NAME = "ledger.json"
-
-# Called with (done, total) as long operations advance; total may be None when unknown.
-Progress = Callable[[int, int | None], None]
 
 
 def default_ledger_path() -> Path:
@@ -155,6 +159,9 @@ class GcReport:
     accepted (their journal entry appended)."""
     unaccepted_removed: list[tuple[str, str]] = field(default_factory=list)
     """Such records whose bytes did not check out: removed, with why."""
+    quarantined: list[tuple[str, str]] = field(default_factory=list)
+    """(key, where it went) of records without an entry that no writer announced (put there
+    by hand or by another program): moved to quarantine, never accepted."""
     indexed_scores: list[str] = field(default_factory=list)
     """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
     unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
@@ -179,6 +186,7 @@ class GcReport:
             or self.unreadable_scores
             or self.unreadable_labels
             or self.unreadable_decisions
+            or self.quarantined
             or self.unreadable_outcomes
         )
 
@@ -202,7 +210,7 @@ class OpenedLedger(NamedTuple):
         self.ledger.close()
 
 
-OUTCOMES_MIGRATION = "m013_outcomes"
+OUTCOMES_MIGRATION = "m014_outcomes"
 """The index migration that added the outcomes table (an index it upgraded is filled)."""
 
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
@@ -413,8 +421,11 @@ class Ledger:
             for writer in writers:
                 writer.discard()
             raise
-        # Record, then entry, then index, under the journal lock: see store/journal.py.
+        # Record, then entry, then index, under the journal lock: see store/storage/journal.py.
         with self.storage.journal.lock():
+            self.storage.journal.announce(
+                [run_intent([(p[2].metadata.run_id, p[2].manifest_sha256) for p in prepared])]
+            )
             published = self.storage.publish([p[0] for p in prepared], [p[1] for p in prepared])
             existing = set(published)
             landed = [p for p in prepared if p[2].metadata.run_id not in existing]
@@ -612,6 +623,7 @@ class Ledger:
         settled = settle_unaccepted(self)
         report.journaled = settled.completed
         report.unaccepted_removed = settled.removed
+        report.quarantined = settled.quarantined
         report.unreadable.extend(settled.refused_runs)
         refused = {run_id for run_id, _problem in settled.refused_runs}
         for leftover in self.storage.leftovers():

@@ -66,10 +66,11 @@ from agentledger.records.outcomes import OUTCOMES_DIR, Outcome
 from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
 from agentledger.store.index import decision_row, label_row, outcome_row, score_row
 from agentledger.store.journal_upkeep import accept_records
+from agentledger.store.storage.journal import intent_of
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = [
     "RECORD_KINDS",
@@ -96,7 +97,7 @@ class RecordStore(Generic[R]):
     """What the ids of a record are called in messages (``run_id and judge_id``)."""
     changed_note: ClassVar[str] = " (run `agentledger verify`)"
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: LedgerParts) -> None:
         self.ledger = ledger
         self.storage = ledger.storage
 
@@ -126,9 +127,19 @@ class RecordStore(Generic[R]):
     def check(self, records: Sequence[R]) -> None:
         """Refuse (InputError) the whole of `records` if any one cannot be written."""
 
+    def _values(self, key: str, record: R) -> dict[str, bytes]:
+        """The bytes `record` is stored as, by storage key (a kind stored as a group of files
+        gives each file under `key`, and overrides `_create`)."""
+        return {key: record_bytes(record)}
+
     def _create(self, key: str, record: R) -> None:
         """Store `record` at `key`, write-once (a kind stored as several files overrides)."""
-        self.storage.create(key, record_bytes(record))
+        self.storage.create(key, record_bytes(record), self.writer_of(record))
+
+    def writer_of(self, record: R) -> str:
+        """Who writes `record`, as its intent says (the judge, the label's source, the gate):
+        what `verify` holds the record's own claim to."""
+        return self.noun
 
     def _record_key(self, key: str) -> str:
         """The key whose bytes the journal holds for the record at `key`."""
@@ -161,14 +172,23 @@ class RecordStore(Generic[R]):
         if isinstance(records, BaseModel):
             raise TypeError(f"write takes a sequence of {self.noun}s, not one")
         self.check(records)
+        keys = [self.key_of(record) for record in records]
+        # One intent per writer for the whole batch, then the records, then their entries as
+        # one segment (see `Journal.batch`).
+        intends: dict[str, dict[str, str]] = {}
+        for key, record in zip(keys, records, strict=True):
+            for name, data in self._values(key, record).items():
+                intends.setdefault(self.writer_of(record), {})[name] = sha256_bytes(data)
         places = []
-        for record in records:
-            key = self.key_of(record)
-            try:
-                self._create(key, record)
-            except RecordExistsError:
-                raise RecordExistsError(self.taken(record)) from None
-            places.append(self.storage.describe(key))
+        with self.storage.journal.batch(
+            [intent_of(self.noun, writer, each) for writer, each in sorted(intends.items())]
+        ):
+            for key, record in zip(keys, records, strict=True):
+                try:
+                    self._create(key, record)
+                except RecordExistsError:
+                    raise RecordExistsError(self.taken(record)) from None
+                places.append(self.storage.describe(key))
         self.index(records)
         return places
 
@@ -291,6 +311,9 @@ class ScoreRecords(RecordStore[Score]):
         where = self.storage.describe(self.key_of(record))
         return f"{where}: this run is already scored by judge {record.judge_id}"
 
+    def writer_of(self, record: Score) -> str:
+        return f"judge {record.judge_id}"
+
     def index(self, records: Sequence[Score]) -> None:
         if records:
             self.ledger.index.add_scores([score_row(score) for score in records])
@@ -330,16 +353,26 @@ class LabelRecords(RecordStore[Label]):
         where = self.storage.describe(self.key_of(record))
         return f"{where}: label {record.label_id} already exists"
 
+    def writer_of(self, record: Label) -> str:
+        return f"label {record.by.kind} {record.by.name}"
+
     def index(self, records: Sequence[Label]) -> None:
         if records:
-            self.ledger.index.add_labels([label_row(label) for label in records])
+            order = self.storage.journal.accepted_at()
+            self.ledger.index.add_labels(
+                [label_row(label, order.get(self.key_of(label))) for label in records]
+            )
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.label_ids()
         return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
 
     def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        rows = (label_row(label) for label in self.iter_accepted(problems))
+        order = self.storage.journal.accepted_at()
+        rows = (
+            label_row(label, order.get(self.key_of(label)))
+            for label in self.iter_accepted(problems)
+        )
         return self.ledger.index.rebuild_labels(rows)
 
 
@@ -387,6 +420,9 @@ class DecisionRecords(RecordStore[Decision]):
     def taken(self, record: Decision) -> str:
         where = self.storage.describe(self.key_of(record))
         return f"decision {record.decision_id} already exists at {where}"
+
+    def writer_of(self, record: Decision) -> str:
+        return f"gate {record.kind}"
 
     def index(self, records: Sequence[Decision]) -> None:
         if records:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,11 +28,11 @@ from agentledger.errors import (
 )
 from agentledger.records.limits import check_storable
 from agentledger.store.backends import INDEX_NAME, split_uri
-from agentledger.store.index import IndexEntry, RunIndex, ScoreRow, score_row
+from agentledger.store.index import IndexEntry, ScoreRow, score_row
 from agentledger.store.storage import MANIFEST_NAME
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger, Progress
+    from agentledger.store.writer import LedgerParts, OpenLedger, Progress
 
 __all__ = [
     "ReindexReport",
@@ -125,7 +125,7 @@ def _checkpoint_old(path: Path) -> None:
 
 
 def stored_score_rows(
-    ledger: Ledger, problems: list[tuple[str, str]], keys: Iterable[str] | None = None
+    ledger: LedgerParts, problems: list[tuple[str, str]], keys: Iterable[str] | None = None
 ) -> Iterator[ScoreRow]:
     """The index rows of the scores at `keys` (default: every score) that the journal
     accepted, appending (file, why) of each one that cannot be indexed (changed since,
@@ -148,7 +148,7 @@ def stored_score_rows(
         yield score_row(score)
 
 
-def _records(ledger: Ledger, report: ReindexReport) -> None:
+def _records(ledger: LedgerParts, report: ReindexReport) -> None:
     """Index the labels, decisions and outcomes the journal accepted (the scores are indexed
     apart, leaving out each one the index cannot take)."""
     from agentledger.store.record_store import DecisionRecords, LabelRecords, OutcomeRecords
@@ -158,7 +158,7 @@ def _records(ledger: Ledger, report: ReindexReport) -> None:
     report.outcomes = OutcomeRecords(ledger).reindex(report.skipped_outcomes)
 
 
-def _fill(ledger: Ledger, entries: Iterable[IndexEntry], report: ReindexReport) -> None:
+def _fill(ledger: LedgerParts, entries: Iterable[IndexEntry], report: ReindexReport) -> None:
     index = ledger.index
     report.indexed, left_out = index.add_each(entries)
     report.skipped.extend(left_out)
@@ -170,7 +170,7 @@ def _fill(ledger: Ledger, entries: Iterable[IndexEntry], report: ReindexReport) 
 
 
 def _entries(
-    ledger: Ledger, progress: Progress | None, report: ReindexReport
+    ledger: LedgerParts, progress: Progress | None, report: ReindexReport
 ) -> Iterator[IndexEntry]:
     accepted = ledger.storage.journal.accepted()
     for run_id, stored, problem in ledger.iter_stored(progress):
@@ -185,7 +185,7 @@ def _entries(
 def rebuild_index(
     root: Path,
     *,
-    open_ledger: Callable[[RunIndex | None], Ledger],
+    open_ledger: OpenLedger,
     index_uri: str,
     old_usable: bool,
     progress: Progress | None = None,

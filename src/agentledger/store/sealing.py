@@ -24,12 +24,12 @@ from agentledger.records.limits import check_storable
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.index import IndexEntry
 from agentledger.store.interrupts import deferred_interrupt
-from agentledger.store.journal import run_entry
 from agentledger.store.storage import MANIFEST_NAME, StagedRun, StorageBackend
+from agentledger.store.storage.journal import run_entry, run_intent
 from agentledger.store.writer import METADATA, SUMMARY, SealedRun, record_bytes
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from agentledger.store.writer import LedgerParts
 
 __all__ = ["RunContent", "seal_runs"]
 
@@ -99,11 +99,18 @@ def _write_batch(storage: StorageBackend, batch: Sequence[RunContent], limit: in
     return written
 
 
-def _publish_batch(ledger: Ledger, written: _Written) -> list[SealedRun]:
+def _publish_batch(ledger: LedgerParts, written: _Written) -> list[SealedRun]:
     """Flush, rename into place and index a written batch (in the publishing thread)."""
     storage = ledger.storage
     # Record, then entry (the batch's as one segment), then index, under the journal lock.
     with storage.journal.lock():
+        storage.journal.announce(
+            [
+                run_intent(
+                    [(entry.metadata.run_id, entry.manifest_sha256) for _run, entry in written]
+                )
+            ]
+        )
         try:
             existing = set(storage.publish_written([run for run, _entry in written]))
         except BaseException:
@@ -159,7 +166,7 @@ def _batches(runs: Iterable[RunContent], size: int) -> Iterator[list[RunContent]
 
 
 def seal_runs(
-    ledger: Ledger,
+    ledger: LedgerParts,
     runs: Iterable[RunContent],
     *,
     batch_size: int,

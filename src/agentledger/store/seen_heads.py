@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import AgentLedgerError, IntegrityError
 from agentledger.records import utc_now
-from agentledger.store.journal import JOURNAL_AREA, Checkpoint, _parse_segment
+from agentledger.store.storage.journal import JOURNAL_AREA, Checkpoint, _parse_segment
 
 if TYPE_CHECKING:
     from agentledger.records.journal import JournalEntry

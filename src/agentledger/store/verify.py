@@ -7,7 +7,7 @@ record and its entry); the hashing happens after, outside it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,8 +15,19 @@ from agentledger.errors import RecordNotFoundError
 from agentledger.identity import sha256_bytes
 from agentledger.records.journal import JournalEntry
 from agentledger.store.index import LabelRow, RunColumns, ScoreRow
-from agentledger.store.journal import JOURNALED_AREAS, Checkpoint, JournalRead, check_segments
-from agentledger.store.storage import MANIFEST_NAME, Leftover, StorageBackend
+from agentledger.store.storage import (
+    MANIFEST_NAME,
+    QUARANTINE_AREA,
+    Leftover,
+    StorageBackend,
+)
+from agentledger.store.storage.journal import (
+    JOURNALED_AREAS,
+    Checkpoint,
+    JournalRead,
+    check_segments,
+    claim_of,
+)
 from agentledger.store.verify_index import check_label_rows, check_score_rows
 from agentledger.store.verify_runs import Problem, RunExam, examine_run, examine_runs
 
@@ -26,8 +37,16 @@ if TYPE_CHECKING:
 __all__ = ["Problem", "VerifyReport", "verify_ledger"]
 
 _UNACCEPTED = (
-    "the journal has no entry for it: written by a writer that died before journaling it "
-    "(`agentledger gc` completes or removes it), or added by hand"
+    "the journal has no entry for it: announced by a writer that died before journaling it "
+    "(`agentledger gc` completes or removes it)"
+)
+_UNANNOUNCED = (
+    "the journal has no entry for it and no writer announced it: added by hand or by another "
+    "program; never accepted (`agentledger gc` moves it to quarantine/)"
+)
+_QUARANTINED = (
+    "no writer announced it; `gc` moved it aside, never accepted: look at it, then remove "
+    "quarantine/{stamp}"
 )
 
 
@@ -64,6 +83,7 @@ class _Cut:
     run_rows: dict[str, tuple[RunColumns, dict[str, str]]]
     score_rows: list[ScoreRow]
     label_rows: list[LabelRow]
+    quarantined: list[str]
 
 
 def _accepted(entries: Sequence[JournalEntry], report: VerifyReport) -> dict[str, str]:
@@ -84,7 +104,12 @@ def _accepted(entries: Sequence[JournalEntry], report: VerifyReport) -> dict[str
     return keys
 
 
-def _report_run(exam: RunExam, journaled: str | None, report: VerifyReport) -> None:
+def _report_run(
+    exam: RunExam,
+    journaled: str | None,
+    intended: Mapping[str, Mapping[str, object]],
+    report: VerifyReport,
+) -> None:
     """A run's problems, in order: its manifest against the journal, its files, its index row."""
     problems = report.problems
     run_id, digest = exam.run_id, exam.digest
@@ -96,7 +121,11 @@ def _report_run(exam: RunExam, journaled: str | None, report: VerifyReport) -> N
         )
         return
     if journaled is None:
-        problems.append(Problem(run_id, "unaccepted", _UNACCEPTED, MANIFEST_NAME))
+        key = f"runs/{run_id}/{MANIFEST_NAME}"
+        if intended.get(key, {}).get(digest) is None:
+            problems.append(Problem(run_id, "unannounced", _UNANNOUNCED, MANIFEST_NAME))
+        else:
+            problems.append(Problem(run_id, "unaccepted", _UNACCEPTED, MANIFEST_NAME))
     elif journaled != digest:
         problems.append(
             Problem(
@@ -141,6 +170,7 @@ def _take_cut(ledger: Ledger) -> _Cut:
             run_ids=sorted(storage.run_ids() if files is None else files),
             run_files=files,
             record_keys=[key for area in sorted(JOURNALED_AREAS) for key in storage.keys(area)],
+            quarantined=storage.keys(QUARANTINE_AREA),
             run_rows=ledger.index.run_rows(),
             score_rows=ledger.index.score_rows(),
             label_rows=ledger.index.label_rows(),
@@ -188,12 +218,13 @@ def _check_checkpoint(read: JournalRead, checkpoint: Checkpoint, report: VerifyR
 
 def _check_records(
     records: dict[str, dict[str, bytes]],
-    accepted: dict[str, str],
+    journal: _Journal,
     kinds: dict[str, str],
     report: VerifyReport,
 ) -> dict[str, dict[str, bytes]]:
     """Scores, labels and decisions against the journal; the intact scores' and labels'
     bytes, by area."""
+    accepted, intended = journal.accepted, journal.intended
     intact: dict[str, dict[str, bytes]] = {"scores": {}, "labels": {}}
     held = {key: data for values in records.values() for key, data in values.items()}
     for key in sorted(set(held) | {k for k in accepted if k.split("/", 1)[0] in kinds}):
@@ -207,7 +238,10 @@ def _check_records(
                 Problem(key, "missing", "accepted by the journal, and gone", record=what)
             )
         elif expected is None:
-            report.problems.append(Problem(key, "unaccepted", _UNACCEPTED, record=what))
+            if intended.get(key, {}).get(sha256_bytes(data)) is None:
+                report.problems.append(Problem(key, "unannounced", _UNANNOUNCED, record=what))
+            else:
+                report.problems.append(Problem(key, "unaccepted", _UNACCEPTED, record=what))
         elif sha256_bytes(data) != expected:
             report.problems.append(
                 Problem(
@@ -228,6 +262,8 @@ class _Journal:
 
     read: JournalRead = field(default_factory=JournalRead)
     accepted: dict[str, str] = field(default_factory=dict)
+    intended: dict[str, dict[str, str]] = field(default_factory=dict)
+    """key -> {sha256 announced: the writer}, from every intent."""
 
 
 def _check_journal(
@@ -251,7 +287,11 @@ def _check_journal(
         if whole
         else {key: digest for entry in read.entries for key, digest in entry.keys.items()}
     )
-    return _Journal(read, accepted)
+    intended: dict[str, dict[str, str]] = {}
+    for entry in read.entries:
+        for key, digest in (entry.intends or {}).items():
+            intended.setdefault(key, {}).setdefault(digest, entry.writer or "")
+    return _Journal(read, accepted, intended)
 
 
 def verify_ledger(
@@ -283,7 +323,7 @@ def verify_ledger(
         nonlocal journal
         journal = _check_journal(cut, whole, checkpoint, report)
         if whole:
-            _check_everything_else(ledger, cut, journal.accepted, others)
+            _check_everything_else(ledger, cut, journal, others)
 
     exams = examine_runs(
         ledger.storage,
@@ -309,7 +349,7 @@ def verify_ledger(
                 exam = examine_run(
                     ledger.storage, run_id, cut.run_rows.get(run_id), strict=True, names=names
                 )
-            _report_run(exam, journaled, report)
+            _report_run(exam, journaled, journal.intended, report)
         report.runs_checked += 1
         if progress is not None and len(present) != len(targets):
             progress(done, len(targets))
@@ -324,19 +364,61 @@ def verify_ledger(
 
 
 def _check_everything_else(
-    ledger: Ledger, cut: _Cut, accepted: dict[str, str], report: VerifyReport
+    ledger: Ledger, cut: _Cut, journal: _Journal, report: VerifyReport
 ) -> None:
     """Scores, labels and decisions against the journal, their index rows, the staging area."""
     kinds = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
     records = _held_records(ledger.storage, cut.record_keys)
-    intact = _check_records(records, accepted, kinds, report)
+    intact = _check_records(records, journal, kinds, report)
     held = {key for key in records if key.startswith("scores/")}
     for key, detail in check_score_rows(intact["scores"], held, cut.score_rows):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="score"))
     held = {key for key in records if key.startswith("labels/")}
-    for key, detail in check_label_rows(intact["labels"], held, cut.label_rows):
+    accepted_at = {key: e.seq for e in journal.read.entries for key in e.keys}
+    for key, detail in check_label_rows(intact["labels"], held, cut.label_rows, accepted_at):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="label"))
     _check_leftovers(ledger.storage.leftovers(), report)
+    _check_quarantine(cut.quarantined, report)
+    _check_strangers(journal, intact, report)
+
+
+def _check_strangers(
+    journal: _Journal, intact: dict[str, dict[str, bytes]], report: VerifyReport
+) -> None:
+    """Flag accepted scores and labels whose judge, source or author no writer of this ledger
+    announced: accepted with no intent once the journal had intents (an entry appended by
+    hand), or under an intent of another writer."""
+    first = next((e.seq for e in journal.read.entries if e.kind == "intent"), None)
+    if first is None:
+        return  # a journal older than intents: nothing to hold its records to
+    accepted_at = {key: e.seq for e in journal.read.entries for key in e.keys}
+    for area in ("scores", "labels"):
+        for key, data in intact[area].items():
+            claim = claim_of(key, data)
+            writer = journal.intended.get(key, {}).get(sha256_bytes(data))
+            if writer is None and accepted_at.get(key, 0) > first:
+                detail = "accepted with no intent: no writer of this ledger announced it"
+            elif writer is not None and claim is not None and writer != claim:
+                detail = f"it names {claim}, but the writer that announced it was {writer}"
+            else:
+                continue
+            report.problems.append(Problem(key, "stranger", detail, record=area[:-1]))
+
+
+def _check_quarantine(keys: Sequence[str], report: VerifyReport) -> None:
+    """Name every record `gc` moved to quarantine: evidence someone planted, until a person
+    has looked at it and removed it."""
+    for key in keys:
+        _area, stamp, original = key.split("/", 2)
+        report.problems.append(
+            Problem(
+                original,
+                "quarantined",
+                _QUARANTINED.format(stamp=stamp),
+                key,
+                record="quarantine",
+            )
+        )
 
 
 def _report_gone(run_id: str, journaled: bool, indexed: bool, report: VerifyReport) -> None:

@@ -134,15 +134,20 @@ _LABEL_COLUMNS = (
 )
 
 
+def _label_order(row: LabelRow) -> tuple[int, str, str]:
+    return (row.accepted_seq or 0, row.created_at, row.label_id)
+
+
 def current_label_ids(rows: Iterable[LabelRow]) -> set[str]:
-    """The labels each (run, source) stands by: its newest (by time, then id), unless a label
-    of the run supersedes it (the rule the index keeps its `current` flag by)."""
+    """The labels each (run, source) stands by: its newest (by the journal's order, then time,
+    then id), unless a label of the run supersedes it (the rule the index keeps its `current`
+    flag by)."""
     newest: dict[tuple[str, str, str], LabelRow] = {}
     superseded: set[tuple[str, str]] = set()
     for row in rows:
         source = (row.run_id, row.source_kind, row.source_name)
         held = newest.get(source)
-        if held is None or (row.created_at, row.label_id) > (held.created_at, held.label_id):
+        if held is None or _label_order(row) > _label_order(held):
             newest[source] = row
         if row.supersedes is not None:
             superseded.add((row.run_id, row.supersedes))
@@ -150,7 +155,10 @@ def current_label_ids(rows: Iterable[LabelRow]) -> set[str]:
 
 
 def check_label_rows(
-    intact: Mapping[str, bytes], held: set[str], rows: Iterable[LabelRow]
+    intact: Mapping[str, bytes],
+    held: set[str],
+    rows: Iterable[LabelRow],
+    accepted_at: Mapping[str, int] | None = None,
 ) -> list[tuple[str, str]]:
     """(label key, what is wrong) for every indexed label that disagrees with its record,
     its `current` flag included.
@@ -165,7 +173,8 @@ def check_label_rows(
     expected_rows: dict[str, LabelRow] = {}
     for key, data in intact.items():
         try:
-            expected_rows[key] = label_row(Label.model_validate_json(data))
+            seq = (accepted_at or {}).get(key)
+            expected_rows[key] = label_row(Label.model_validate_json(data), seq)
         except ValueError as exc:
             found.append((key, f"the record cannot be read: {str(exc).splitlines()[0]}"))
     current = current_label_ids(expected_rows.values()) if len(expected_rows) == len(held) else None

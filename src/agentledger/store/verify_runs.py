@@ -57,7 +57,9 @@ class Problem:
 
     `record` is what it is about (run, score, label, decision, journal, checkpoint, index);
     `run_id` the run id, the record's key, or the journal segment. `kind` is one of:
-    changed, missing, extra, manifest, metadata, unaccepted, journal, checkpoint,
+    changed, missing, extra, manifest, metadata, unaccepted (announced by a writer that died
+    before accepting it), unannounced (no writer announced it), quarantined, stranger (a
+    judge, source or author no writer of this ledger announced), journal, checkpoint,
     not-indexed, index-stale, index-mismatch, index-orphan, leftover.
     """
 

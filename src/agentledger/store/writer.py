@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from pydantic import BaseModel
 
@@ -34,7 +34,43 @@ from agentledger.store.index import IndexEntry
 from agentledger.store.storage import StagedRun
 
 if TYPE_CHECKING:
-    from agentledger.store.ledger import Ledger
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
+    from pathlib import Path
+
+    from agentledger.records import LedgerConfig
+    from agentledger.store.index import RunIndex
+    from agentledger.store.storage import StorageBackend
+
+Progress = Callable[[int, int | None], None]
+"""Called with (done, total) as long operations advance; total may be None when unknown."""
+
+
+class Indexable(Protocol):
+    """A stored run as the ledger loads it: what the index holds of it."""
+
+    def index_entry(self) -> IndexEntry: ...
+
+
+class LedgerParts(Protocol):
+    """What the ledger's helpers (the writer, sealing, reindex, the record kinds, the journal's
+    upkeep) use of `agentledger.store.ledger.Ledger`: typed here, so that they need not import
+    the module that imports them."""
+
+    root: Path
+    config: LedgerConfig
+    storage: StorageBackend
+    index: RunIndex
+
+    def seal_batch(self, writers: Sequence[RunWriter]) -> list[SealedRun]: ...
+
+    def iter_stored(
+        self, progress: Progress | None = None
+    ) -> Iterator[tuple[str, Indexable | None, str | None]]: ...
+
+
+OpenLedger = Callable[["RunIndex | None"], "AbstractContextManager[LedgerParts]"]
+"""Opens a ledger on the given index (None: its own), as reindex needs."""
 
 __all__ = [
     "AUDIT",
@@ -112,7 +148,7 @@ class RunWriter:
     """
 
     def __init__(
-        self, ledger: Ledger, metadata: RunMetadata, *, max_artifact_bytes: int | None = None
+        self, ledger: LedgerParts, metadata: RunMetadata, *, max_artifact_bytes: int | None = None
     ) -> None:
         # Checked before anything is staged: a value the index cannot take is refused whole.
         check_storable(metadata, f"run {metadata.run_id}: {METADATA}")

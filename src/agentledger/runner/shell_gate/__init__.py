@@ -18,7 +18,7 @@ from agentledger.lazy import lazy_exports
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from agentledger.runner.shell_gate.ask import Answer
-    from agentledger.runner.shell_gate.gate import AUDIT_FILE, Decision, Gate, GateResult
+    from agentledger.runner.shell_gate.gate import AUDIT_FILE, CommandDecision, Gate, GateResult
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.redact import Redactor
     from agentledger.runner.shell_gate.rules import PolicyRules, load_policy
@@ -31,7 +31,7 @@ __all__ = [
     "AUDIT_FILE",
     "Answer",
     "Classification",
-    "Decision",
+    "CommandDecision",
     "Gate",
     "GateResult",
     "Knowledge",
@@ -50,7 +50,7 @@ _HOMES = {
     "AUDIT_FILE": "agentledger.runner.shell_gate.gate",
     "Answer": "agentledger.runner.shell_gate.ask",
     "Classification": "agentledger.shell.classifier",
-    "Decision": "agentledger.runner.shell_gate.gate",
+    "CommandDecision": "agentledger.runner.shell_gate.gate",
     "Gate": "agentledger.runner.shell_gate.gate",
     "GateResult": "agentledger.runner.shell_gate.gate",
     "Knowledge": "agentledger.shell.knowledge",

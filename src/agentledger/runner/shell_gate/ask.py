@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from agentledger.runner.shell_gate.gate import Decision
+    from agentledger.runner.shell_gate.gate import CommandDecision
 
     class Cancel(Protocol):
         """What says the asking should stop (a `threading.Event`)."""
@@ -164,7 +164,7 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
-def question(decision: Decision) -> str:
+def question(decision: CommandDecision) -> str:
     """The question shown at the prompt: the command, its class, each part and the reason."""
     lines = [
         "",
@@ -181,7 +181,7 @@ def question(decision: Decision) -> str:
 
 
 def terminal_approver(
-    decision: Decision, *, timeout: float = 300.0, cancel: Cancel | None = None
+    decision: CommandDecision, *, timeout: float = 300.0, cancel: Cancel | None = None
 ) -> Answer:
     """Show the command on the terminal and wait up to `timeout` seconds for y or n.
 
@@ -201,7 +201,7 @@ _QUESTION = _thread.allocate_lock()
 """Held while a question is on the terminal."""
 
 
-def _ask(decision: Decision, timeout: float, cancel: Cancel | None) -> Answer:
+def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> Answer:
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
     try:
         who = approver_identity(fd)

@@ -151,12 +151,16 @@ def write_intent(path: str, event: dict[str, Any]) -> str:
 
 def clear_intent(name: str) -> None:
     """The command's event is in the log: its intent is no longer needed."""
-    import contextlib
-
-    with contextlib.suppress(FileNotFoundError):
+    # try/except rather than contextlib.suppress: contextlib loads functools and collections,
+    # which `agentledger exec` otherwise does without.
+    try:  # noqa: SIM105
         os.unlink(name)
-    with contextlib.suppress(OSError):
+    except FileNotFoundError:
+        pass
+    try:  # noqa: SIM105
         os.rmdir(os.path.dirname(name))
+    except OSError:
+        pass  # another command's intent is still there
 
 
 def recover_unfinished(path: str) -> int:

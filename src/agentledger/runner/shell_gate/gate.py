@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from agentledger.runner.shell_gate.sandbox import Sandbox
     from agentledger.runner.shell_gate.spool import Spool
 
-    Approver: TypeAlias = Callable[["Decision"], "bool | str | Answer | None"]
+    Approver: TypeAlias = Callable[["CommandDecision"], "bool | str | Answer | None"]
 
-__all__ = ["AUDIT_FILE", "GATE_ERRORS_FILE", "Decision", "Gate", "GateResult", "ci_detected"]
+__all__ = ["AUDIT_FILE", "GATE_ERRORS_FILE", "CommandDecision", "Gate", "GateResult", "ci_detected"]
 
 AUDIT_FILE = "shell_audit.jsonl"
 """The audit log's name in a run directory."""
@@ -48,6 +48,8 @@ GATE_ERRORS_FILE = "gate_errors.jsonl"
 """Beside the audit log: one JSON line per allowed command the gate could not start (its
 sandbox could not be had), so that a runner can tell a run where nothing ran from one that
 ran nothing."""
+LAB_ENV = "AGENTLEDGER_LAB"
+"""The environment variable naming a run's lab target (`agentledger.runner.lab_shell`)."""
 DENIED_EXIT = 126
 """What `agentledger exec` exits with when the gate refuses a command."""
 
@@ -58,7 +60,7 @@ def ci_detected(environ: Mapping[str, str] | None = None) -> bool:
     return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
-class Decision:
+class CommandDecision:
     """The gate's decision on a command: its classification, and allowed, denied, prompt
     (the policy asks a person; `Gate.run` turns it into approved or denied) or approved.
     `network` is the network reader that gets the host's network in the sandbox, if any."""
@@ -102,7 +104,7 @@ class Decision:
         }
 
     def __repr__(self) -> str:
-        return f"Decision({self.command!r}, {self.decision!r}, {self.reason!r})"
+        return f"CommandDecision({self.command!r}, {self.decision!r}, {self.reason!r})"
 
 
 class GateResult:
@@ -117,7 +119,7 @@ class GateResult:
 
     def __init__(
         self,
-        decision: Decision,
+        decision: CommandDecision,
         event: dict[str, Any],
         exit_code: int | None = None,
         stdout: bytes = b"",
@@ -165,7 +167,7 @@ class Gate:
     investigate-only policy. `audit_path` is the ShellEvent log to append to (None: no log).
     Commands run in `cwd` with `env` (default: this process's), at most `timeout` seconds
     (default: the policy's), with `stdin` (a file descriptor; default /dev/null). `approver`
-    answers the policy's prompts: it gets the Decision and returns True (or the approver's
+    answers the policy's prompts: it gets the CommandDecision and returns True (or the approver's
     name, or an `ask.Answer`) to run the command; the default asks on the terminal (for the
     policy's prompt_timeout), and without one the answer is no. `ci` (default: from the CI
     environment variable) refuses every mutating command. `sandbox` is where commands the
@@ -227,7 +229,8 @@ class Gate:
         folder = os.fspath(run_dir)
         if not os.path.isdir(folder):
             raise _input_error(f"run directory {folder} does not exist")
-        if "lab" not in options:
+        if "lab" not in options and os.environ.get(LAB_ENV):
+            # Imported only in a lab: it costs more than the rest of a gated command's start.
             from agentledger.runner.lab_shell import LabTarget
 
             options["lab"] = LabTarget.from_environment()
@@ -237,27 +240,35 @@ class Gate:
         """The classification of `command` with this policy's command knowledge."""
         return classify(_checked(command), self.rules.knowledge())
 
-    def decide(self, command: str) -> Decision:
+    def decide(self, command: str) -> CommandDecision:
         """What the gate would do with `command` (nothing is run or logged)."""
         if self.lab is not None:
             return self._decide_in_lab(command)
         classification = self.classify(command)
         verdict = decide(self.rules, classification, ci=self.ci)
-        decision = Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+        decision = CommandDecision(
+            classification, verdict.decision, verdict.decided_by, verdict.reason
+        )
         return self._network(decision)
 
-    def _network(self, decision: Decision) -> Decision:
+    def _network(self, decision: CommandDecision) -> CommandDecision:
         """`decision` with the network it runs with in the sandbox: its own, or the host's
         for a checked network reader; denied when it needs a network reader that it cannot
         have the host's network for."""
         if decision.decision == "denied" or not self._sandboxes(decision.decision, decision):
             return decision
+        from agentledger.runner.shell_gate.sandbox import READER_NAMES, REMOTE_WRAPPERS
+
+        parts = decision.classification.parts
+        texts = [decision.command, *(part.command for part in parts)]
+        texts += [name for part in parts for name in part.via]
+        if not any(name in text for text in texts for name in READER_NAMES):
+            return decision  # no reader named anywhere: its own network (netreaders unread)
         from agentledger.runner.shell_gate.netreaders import names_reader, network_grant
-        from agentledger.runner.shell_gate.sandbox import REMOTE_WRAPPERS
 
         grant = network_grant(decision.command, os.geteuid())
         if isinstance(grant, str):
-            return Decision(decision.classification, "denied", "sandbox", grant)
+            return CommandDecision(decision.classification, "denied", "sandbox", grant)
         if grant is None:
             for part in decision.classification.parts:
                 remote = [name for name in part.via if name in REMOTE_WRAPPERS]
@@ -274,8 +285,8 @@ class Gate:
         return decision
 
     def _line_of_readers(
-        self, decision: Decision, command: str, fallback: NetworkGrant | None = None
-    ) -> Decision:
+        self, decision: CommandDecision, command: str, fallback: NetworkGrant | None = None
+    ) -> CommandDecision:
         """`decision` for a line where the network reader `command` is not first: run in
         one sandbox with what its readers need, when every other part is local-only
         (`netlines`); else with `fallback` (the first reader's grant) when there is one;
@@ -297,19 +308,21 @@ class Gate:
             "local-only tool (`grep`, `tail`, `ls`, ...), in plain words or quotes bash "
             f"reads literally: {grant or 'no network reader in the line'}"
         )
-        return Decision(decision.classification, "denied", "sandbox", reason)
+        return CommandDecision(decision.classification, "denied", "sandbox", reason)
 
-    def _decide_in_lab(self, command: str) -> Decision:
+    def _decide_in_lab(self, command: str) -> CommandDecision:
         """In a lab: decided on the command without its host prefix; what the policy would
         ask about is allowed (the lab is the sandbox), CI or not."""
         assert self.lab is not None
         host, inner = self.lab.split(_checked(command))
         classification = self.classify(inner)
         verdict = decide(self.rules, classification, ci=False)
-        decided = Decision(classification, verdict.decision, verdict.decided_by, verdict.reason)
+        decided = CommandDecision(
+            classification, verdict.decision, verdict.decided_by, verdict.reason
+        )
         if decided.decision == "prompt":
             why = f"inside lab {self.lab.name}, host {host}: no approval needed"
-            decided = Decision(classification, "allowed", "lab", f"{why}; {verdict.reason}")
+            decided = CommandDecision(classification, "allowed", "lab", f"{why}; {verdict.reason}")
         decided.host = host
         return self._network(decided)
 
@@ -394,7 +407,7 @@ class Gate:
             timed_out=completed.timed_out,
         )
 
-    def _note_not_started(self, decision: Decision, started: float, exc: Exception) -> None:
+    def _note_not_started(self, decision: CommandDecision, started: float, exc: Exception) -> None:
         """Append to GATE_ERRORS_FILE beside the audit log why `decision` could not start."""
         if self.audit_path is None:
             return
@@ -412,13 +425,13 @@ class Gate:
         except OSError:
             pass  # the error itself still reaches the caller
 
-    def sandboxed(self, decision: Decision) -> bool:
+    def sandboxed(self, decision: CommandDecision) -> bool:
         """True when the command of `decision` runs in the read-only sandbox: every command
         in investigate mode, and one allowed as read-only in remediate mode, unless the
         policy says `sandbox: off`."""
         return self._sandboxes(decision.decision, decision)
 
-    def _sandboxes(self, verdict: str, decision: Decision) -> bool:
+    def _sandboxes(self, verdict: str, decision: CommandDecision) -> bool:
         if self.rules.sandbox == "off":
             return False
         if self.rules.mode == "investigate":
@@ -426,7 +439,7 @@ class Gate:
         return verdict == "allowed" and decision.classification.kind == "read-only"
 
     def _intent(
-        self, decision: Decision, started: float, event_id: str, sandbox: str
+        self, decision: CommandDecision, started: float, event_id: str, sandbox: str
     ) -> str | None:
         """Write what is about to run before it runs (see `audit.write_intent`)."""
         if self.audit_path is None:
@@ -442,7 +455,12 @@ class Gate:
             ) from None
 
     def _abandon(
-        self, intent: str, decision: Decision, started: float, event_id: str, exc: BaseException
+        self,
+        intent: str,
+        decision: CommandDecision,
+        started: float,
+        event_id: str,
+        exc: BaseException,
     ) -> None:
         """The command could not be run after all: log why, drop the intent."""
         from agentledger.runner.shell_gate.unavailable import SandboxUnavailableError
@@ -461,7 +479,7 @@ class Gate:
             append_event(self.audit_path or "", event)
         clear_intent(intent)
 
-    def _sandbox_for(self, decision: Decision) -> Sandbox | None:
+    def _sandbox_for(self, decision: CommandDecision) -> Sandbox | None:
         if not self.sandboxed(decision):
             return None
         if self.sandbox is None:
@@ -470,7 +488,7 @@ class Gate:
             self.sandbox = Sandbox.find()
         return self.sandbox
 
-    def _ask(self, decision: Decision) -> tuple[Decision, bool]:
+    def _ask(self, decision: CommandDecision) -> tuple[CommandDecision, bool]:
         """The decision once the approver answered, and whether it was interrupted."""
         from agentledger.runner.shell_gate.ask import Answer
 
@@ -482,7 +500,7 @@ class Gate:
 
             if not has_terminal():
                 reason = f"no terminal to ask: {decision.reason}"
-                return Decision(decision.classification, "denied", "policy", reason), False
+                return CommandDecision(decision.classification, "denied", "policy", reason), False
             approver = partial(terminal_approver, timeout=self.rules.prompt_timeout)
         try:
             answer: object = approver(decision)
@@ -499,14 +517,14 @@ class Gate:
             answer = Answer(bool(answer), who, "refused at the prompt")
         if answer.approved:
             reason = f"approved by {answer.who}: {decision.reason}"
-            approved = Decision(decision.classification, "approved", answer.who, reason)
+            approved = CommandDecision(decision.classification, "approved", answer.who, reason)
             approved.network = decision.network
             return approved, False
         reason = f"{answer.why}: {decision.reason}"
-        denied = Decision(decision.classification, "denied", answer.who, reason)
+        denied = CommandDecision(decision.classification, "denied", answer.who, reason)
         return denied, answer.interrupted
 
-    def _fields(self, decision: Decision, started: float) -> dict[str, Any]:
+    def _fields(self, decision: CommandDecision, started: float) -> dict[str, Any]:
         """The fields every event of `decision` has, redacted and cleaned."""
         redact = self.redactor.redact
         fields: dict[str, Any] = {
@@ -527,7 +545,7 @@ class Gate:
 
     def _event(
         self,
-        decision: Decision,
+        decision: CommandDecision,
         started: float,
         *,
         exit_code: int | None = None,

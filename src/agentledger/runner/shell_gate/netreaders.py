@@ -29,9 +29,9 @@ to follow no scheme but http and https.
 from __future__ import annotations
 
 import os
-import re
 
 from agentledger.runner.shell_gate.reader_checks import READERS
+from agentledger.runner.shell_gate.reader_options import Shape
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def split_reader(line: str) -> tuple[str, str | None]:
 
 
 _STDERR_SUFFIXES = {" 2>&1": True, " 2>/dev/null": False}
-_TIMEOUT = re.compile(r"[0-9]{1,6}(\.[0-9]{1,3})?[smh]?")
+_TIMEOUT = Shape(r"[0-9]{1,6}(\.[0-9]{1,3})?[smh]?")
 
 
 def network_grant(line: str, euid: int) -> NetworkGrant | str | None:

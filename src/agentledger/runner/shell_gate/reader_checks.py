@@ -3,8 +3,6 @@ what each gets (the host's network, the daemons' sockets, capabilities as root).
 
 from __future__ import annotations
 
-import re
-
 from agentledger.runner.shell_gate.reader_options import (
     DESTINATION,
     HOST,
@@ -15,6 +13,7 @@ from agentledger.runner.shell_gate.reader_options import (
     TABLES,
     URL,
     ReaderOptions,
+    Shape,
     any_text,
     header,
     interval,
@@ -32,6 +31,16 @@ if TYPE_CHECKING:
 
 __all__ = ["READERS", "Reader"]
 
+_NFT_NAME = Shape(r"[A-Za-z0-9_.-]{1,64}")
+_DIG_WORD = Shape(r"@?[A-Za-z0-9_.:*-]{1,253}|\+[a-z0-9-]{1,30}(=[0-9]{1,5})?")
+# Options that shape the query only: its type and class, TCP (-vc) or UDP, recursion, the
+# search list, the server's port, the debug output.
+_NSLOOKUP_OPTION = Shape(
+    r"-(type|query|q|querytype|class|timeout|retry)=[A-Za-z0-9]{1,10}|-port=[0-9]{1,5}"
+    r"|-(no)?(debug|d2|vc|recurse|search|defname)"
+)
+_SSH_SETTING = Shape(r"[A-Za-z0-9_.,/@:~+-]*")
+_DOCKER_NAME = Shape(r"[A-Za-z0-9_.:/@-]{1,256}")
 _FIREWALL_CAPS = ("CAP_NET_ADMIN",)
 # The legacy iptables backend reads the tables through a raw socket.
 _IPTABLES_CAPS = ("CAP_NET_ADMIN", "CAP_NET_RAW")
@@ -82,7 +91,7 @@ def _nft(args: list[str]) -> str:
     words = args[end:]
     if len(words) < 2 or words[0] != "list" or words[1] not in _NFT_OBJECTS:
         return "only `nft list OBJECT ...` reads (OBJECT: ruleset, table, chain, set, ...)"
-    if not all(re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", word) for word in words[2:]):
+    if not all(_NFT_NAME.fullmatch(word) for word in words[2:]):
         return "only family, table and chain names may follow `nft list`"
     return ""
 
@@ -131,7 +140,7 @@ def _ip(args: list[str]) -> str:
 
 
 _SS_FAMILIES = one_of("inet", "inet6", "link", "unix", "netlink", "vsock", "tipc", "xdp", "mptcp")
-_SS_QUERY = matches(re.compile(r"[a-z0-9_,!|]{1,100}"))
+_SS_QUERY = matches(r"[a-z0-9_,!|]{1,100}")
 _SS_OPTIONS = ReaderOptions(
     "-t -u -l -n -p -a -x -w -4 -6 -s -e -m -i -o -H -O -r -d -S -0 --tcp --udp --listening "
     "--numeric --processes --all --unix --raw --ipv4 --ipv6 --summary --extended --memory "
@@ -174,7 +183,7 @@ def _dig(args: list[str]) -> str:
     options = ReaderOptions(
         "-4 -6",
         {
-            "-t": matches(re.compile(r"[A-Za-z0-9]{1,10}")),
+            "-t": matches(r"[A-Za-z0-9]{1,10}"),
             "-c": one_of("IN", "CH", "HS", "in", "ch", "hs"),
             "-x": matches(HOST),
             "-q": matches(NAME),
@@ -184,7 +193,7 @@ def _dig(args: list[str]) -> str:
     if problem:
         return problem
     for word in positionals(args, options):
-        if not re.fullmatch(r"@?[A-Za-z0-9_.:*-]{1,253}|\+[a-z0-9-]{1,30}(=[0-9]{1,5})?", word):
+        if not _DIG_WORD.fullmatch(word):
             return f"{word!r}: only names, types, @SERVER and +options may be given to dig"
     return ""
 
@@ -192,7 +201,7 @@ def _dig(args: list[str]) -> str:
 def _host(args: list[str]) -> str:
     options = ReaderOptions(
         "-a -v -4 -6 -C -r -T -d -l",
-        {"-t": matches(re.compile(r"[A-Za-z0-9]{1,10}")), "-W": INT},
+        {"-t": matches(r"[A-Za-z0-9]{1,10}"), "-W": INT},
     )
     _, _, problem = options.parse(args, stop_at_positional=False)
     if problem:
@@ -206,7 +215,7 @@ def _host(args: list[str]) -> str:
 def _nslookup(args: list[str]) -> str:
     for word in args:
         if word.startswith("-"):
-            if not re.fullmatch(r"-(type|query|q|timeout|retry)=[A-Za-z0-9]{1,10}|-debug", word):
+            if not _NSLOOKUP_OPTION.fullmatch(word):
                 return f"{word} is not an option the network readers allow"
         elif not HOST.fullmatch(word):
             return f"{word!r}: nslookup takes a name and, optionally, a server"
@@ -248,7 +257,7 @@ def _fetch(options: ReaderOptions) -> Callable[[list[str]], str]:
         if not urls:
             return "a URL is needed"
         for url in urls:
-            if URL.fullmatch(url) is None:
+            if not URL.fullmatch(url):
                 return f"{url!r}: only http:// and https:// URLs are read"
         return ""
 
@@ -269,18 +278,15 @@ _SSH_OPTIONNAMES = names(
 
 def _ssh_option(value: str) -> bool:
     name, _, setting = value.replace(" ", "=", 1).partition("=")
-    return (
-        name.lower() in _SSH_OPTIONNAMES
-        and re.fullmatch(r"[A-Za-z0-9_.,/@:~+-]*", setting) is not None
-    )
+    return name.lower() in _SSH_OPTIONNAMES and _SSH_SETTING.fullmatch(setting)
 
 
 _SSH_OPTIONS = ReaderOptions(
     "-q -T -n -4 -6 -v -C -x -k",
     {
         "-p": INT,
-        "-l": matches(re.compile(r"[A-Za-z0-9_.-]{1,64}")),
-        "-i": matches(re.compile(r"[A-Za-z0-9_./~-]{1,4096}")),
+        "-l": matches(r"[A-Za-z0-9_.-]{1,64}"),
+        "-i": matches(r"[A-Za-z0-9_./~-]{1,4096}"),
         "-o": _ssh_option,
     },
 )
@@ -301,7 +307,7 @@ def _ssh(args: list[str]) -> str:
     return ""
 
 
-_UNIT = re.compile(r"[A-Za-z0-9@_.:\\*-]{1,256}")
+_UNIT = Shape(r"[A-Za-z0-9@_.:\\*-]{1,256}")
 _SYSTEMCTL_READS = names(
     "status show cat is-active is-enabled is-failed is-system-running list-units "
     "list-unit-files list-sockets list-timers list-jobs list-dependencies get-default"
@@ -312,7 +318,7 @@ _SYSTEMCTL_OPTIONS = ReaderOptions(
     {
         **dict.fromkeys(("-t", "--type", "--state", "-p", "--property"), matches(NAME)),
         **dict.fromkeys(("-n", "--lines"), INT),
-        **dict.fromkeys(("-o", "--output"), matches(re.compile(r"[a-z-]{1,20}"))),
+        **dict.fromkeys(("-o", "--output"), matches(r"[a-z-]{1,20}")),
     },
 )
 
@@ -344,8 +350,8 @@ _DOCKER_OPTIONS = ReaderOptions(
     "--digests -l --latest",
     {
         **dict.fromkeys(("--format", "-f", "--filter"), any_text),
-        **dict.fromkeys(("--tail", "-n", "--last"), matches(re.compile(r"[0-9]{1,9}|all"))),
-        **dict.fromkeys(("--since", "--until"), matches(re.compile(r"[0-9A-Za-z:.+-]{1,40}"))),
+        **dict.fromkeys(("--tail", "-n", "--last"), matches(r"[0-9]{1,9}|all")),
+        **dict.fromkeys(("--since", "--until"), matches(r"[0-9A-Za-z:.+-]{1,40}")),
         "--type": one_of("container", "image", "volume", "network"),
     },
 )
@@ -372,7 +378,7 @@ def _docker(args: list[str]) -> str:
     if problem:
         return problem
     for word in positionals(rest, _DOCKER_OPTIONS):
-        if not re.fullmatch(r"[A-Za-z0-9_.:/@-]{1,256}", word):
+        if not _DOCKER_NAME.fullmatch(word):
             return f"{word!r} is not a container, image, network or volume name"
     return ""
 

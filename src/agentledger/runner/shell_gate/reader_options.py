@@ -4,10 +4,9 @@ each option as written (getopt accepts any unambiguous prefix of a long option, 
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable, Sequence
 
 __all__ = [
@@ -22,6 +21,7 @@ __all__ = [
     "TABLES",
     "URL",
     "ReaderOptions",
+    "Shape",
     "any_text",
     "header",
     "interval",
@@ -33,12 +33,32 @@ __all__ = [
     "write_out",
 ]
 
-INTEGER = re.compile(r"[0-9]{1,9}")
-NUMBER = re.compile(r"[0-9]{1,6}(\.[0-9]{1,3})?")
-NAME = re.compile(r"[A-Za-z0-9_.:@%/-]{1,253}")
-HOST = re.compile(r"[A-Za-z0-9_.:\[\]-]{1,253}")
-DESTINATION = re.compile(r"([A-Za-z0-9_.-]{1,64}@)?[A-Za-z0-9_.:\[\]-]{1,253}")
-URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]+", re.IGNORECASE)
+
+class Shape:
+    """A regular expression a whole word must match, compiled when first used: a gated
+    command whose words need none of them does not import `re` (start-up, issue 33)."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def fullmatch(self, word: str) -> bool:
+        """True when all of `word` matches."""
+        if self._compiled is None:
+            import re
+
+            self._compiled = re.compile(self.pattern)
+        return self._compiled.fullmatch(word) is not None
+
+
+INTEGER = Shape(r"[0-9]{1,9}")
+NUMBER = Shape(r"[0-9]{1,6}(\.[0-9]{1,3})?")
+NAME = Shape(r"[A-Za-z0-9_.:@%/-]{1,253}")
+HOST = Shape(r"[A-Za-z0-9_.:\[\]-]{1,253}")
+DESTINATION = Shape(r"([A-Za-z0-9_.-]{1,64}@)?[A-Za-z0-9_.:\[\]-]{1,253}")
+URL = Shape(r"(?i)https?://[^\s\x00-\x1f\x7f]+")
 
 
 class ReaderOptions:
@@ -127,8 +147,9 @@ def one_of(*choices: str) -> Callable[[str], bool]:
     return lambda value: value in allowed
 
 
-def matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    return lambda value: pattern.fullmatch(value) is not None
+def matches(pattern: Shape | str) -> Callable[[str], bool]:
+    shape = Shape(pattern) if isinstance(pattern, str) else pattern
+    return shape.fullmatch
 
 
 def any_text(value: str) -> bool:
@@ -136,7 +157,7 @@ def any_text(value: str) -> bool:
 
 
 def interval(value: str) -> bool:
-    return NUMBER.fullmatch(value) is not None and float(value) >= 0.2
+    return NUMBER.fullmatch(value) and float(value) >= 0.2
 
 
 def header(value: str) -> bool:

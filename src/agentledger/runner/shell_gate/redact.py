@@ -36,7 +36,17 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["MARK", "Redactor", "check_pattern", "fingerprint", "rule_table"]
+__all__ = [
+    "MARK",
+    "SHORTEST_TOKEN",
+    "TOKEN_CHARACTERS",
+    "TOKEN_CLASS",
+    "Redactor",
+    "check_pattern",
+    "fingerprint",
+    "may_hold_encoded",
+    "rule_table",
+]
 
 MARK = "[REDACTED"
 """How every redaction marker starts: ``[REDACTED:KIND:HASH]``."""
@@ -216,7 +226,7 @@ _OPS_RULES: tuple[tuple[str, str, str], ...] = (
 # detect-secrets plugins left out: public IP addresses are not secrets, and the private key
 # plugin finds a block's header only, where the rules above replace the whole block.
 _SKIPPED_PLUGINS = frozenset(("IPPublicDetector", "PrivateKeyDetector"))
-_TABLE_FORMAT = 4
+_TABLE_FORMAT = 6
 _KEYWORD_REGEXES: tuple[str, ...] = ()
 """detect-secrets' keyword plugin (`password: X`, `db_pass = X`) is not a regex plugin, but
 its patterns are: any of them named here joins the table. None is: on the corpora of
@@ -225,10 +235,31 @@ tripled the cost of redacting ops output (their `\\w*` affixes match anywhere)."
 _MULTILINE = 8
 """re.MULTILINE's value."""
 
-_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int]
+_Rule = tuple[str, str, int, "tuple[str, ...] | None", bool, int, "list[list[Any]]", int]
 """(kind, pattern, re flags, words of which one must be in the lowered text or None,
 whether the group to replace is found by the library's convention, the length of its
-shortest match)."""
+shortest match, [word, count] pairs: how often each word is in every match, such as the
+four colons of a pgpass line, and the run of token characters every match holds; see
+`redact_needs`)."""
+
+TOKEN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"  # noqa: S105
+"""What an encoded token (base64, base64url, hex) is made of, as `redact_decode` reads it."""
+TOKEN_CLASS = "A-Za-z0-9+/=_-"  # noqa: S105
+"""TOKEN_CHARACTERS as the inside of a regular expression's character class."""
+SHORTEST_TOKEN = 20
+"""The shortest token `redact_decode` decodes."""
+_AS_RUNS = str.maketrans(TOKEN_CHARACTERS, "a" * len(TOKEN_CHARACTERS))
+
+
+def may_hold_encoded(text: str) -> bool:
+    """False when `redact_decode` can find nothing in `text`: a single line without a run of
+    SHORTEST_TOKEN token characters (a dump, a run of lines or a Secret's data needs two
+    lines). The command words, paths and reasons of most events are such lines, and then
+    neither that module nor `re` is loaded."""
+    if len(text) < SHORTEST_TOKEN:
+        return False
+    return "\n" in text or "a" * SHORTEST_TOKEN in text.translate(_AS_RUNS)
+
 
 _DOTALL = 16
 """re.DOTALL's value (kept here so that `re` is imported only to compile)."""
@@ -273,15 +304,24 @@ class Redactor:
         """`text` with every secret the detectors recognise replaced by its marker."""
         if not text:
             return text
-        from agentledger.runner.shell_gate.redact_decode import rescan, rescan_lines
+        decode = may_hold_encoded(text)
+        if decode:
+            from agentledger.runner.shell_gate.redact_decode import rescan_lines
 
-        text = rescan_lines(text, self._rules_only, _marker)
+            text = rescan_lines(text, self._rules_only, _marker)
         lowered = text.lower()
-        for kind, pattern, flags, words, library, shortest in rule_table():
+        runs: str | None = None
+        for kind, pattern, flags, words, library, shortest, needs, run in rule_table():
             if len(text) < shortest:
                 continue
             if words is not None and not any(word in lowered for word in words):
                 continue
+            if needs and not _has_counts(lowered, needs):
+                continue
+            if run:
+                runs = text.translate(_AS_RUNS) if runs is None else runs
+                if "a" * run not in runs:
+                    continue
             replace = _library_replacer(kind) if library else _replacer(kind)
             regex = _compile(pattern, flags)
             if words is None or flags & (_DOTALL | _MULTILINE) or len(text) < _WINDOWED:
@@ -289,16 +329,24 @@ class Redactor:
             else:
                 redacted = _sub_in_windows(regex, replace, text, lowered, words)
             if redacted != text:
-                text, lowered = redacted, redacted.lower()
+                text, lowered, runs = redacted, redacted.lower(), None
         for pattern in self.extra:
             text = _compile(pattern, 0).sub(_replacer("policy"), text)
+        if not decode:
+            return text
+        from agentledger.runner.shell_gate.redact_decode import rescan
+
         return rescan(text, self._rules_only, _marker)
 
     def _rules_only(self, text: str) -> str:
         """`redact` without looking into encoded text (what `rescan` runs on decoded text)."""
         lowered = text.lower()
-        for kind, pattern, flags, words, library, shortest in rule_table():
+        for kind, pattern, flags, words, library, shortest, needs, run in rule_table():
             if len(text) < shortest or (words is not None and not any(w in lowered for w in words)):
+                continue
+            if needs and not _has_counts(lowered, needs):
+                continue
+            if run and "a" * run not in text.translate(_AS_RUNS):
                 continue
             replace = _library_replacer(kind) if library else _replacer(kind)
             redacted = _compile(pattern, flags).sub(replace, text)
@@ -314,9 +362,13 @@ def rule_table() -> list[_Rule]:
         from agentledger.shell.validated_cache import load_cached, sha256_hex
 
         library = _library_dir()
-        # The key covers this file (the ops rules), the rules of redact_decode and the
-        # installed library's version.
-        rules = _stamp_file(os.path.join(os.path.dirname(__file__), "redact_decode.py"))
+        # The key covers this file (the ops rules), the rules of redact_decode, how
+        # redact_needs reads them and the installed library's version.
+        here = os.path.dirname(__file__)
+        rules = "-".join(
+            _stamp_file(os.path.join(here, name))
+            for name in ("redact_decode.py", "redact_needs.py")
+        )
         stamp = sha256_hex(f"{_TABLE_FORMAT}\0{library}\0{_stamp(library)}\0{rules}".encode())
         kind = f"secrets-{stamp[:16]}"
         _table = [tuple(rule) for rule in load_cached(__file__, kind, _build_table)]
@@ -327,6 +379,7 @@ def _build_table(raw: bytes, source: str) -> list[list[Any]]:
     import re
 
     from agentledger.runner.shell_gate.redact_decode import CONTEXT_RULES, TOKEN_RULES
+    from agentledger.runner.shell_gate.redact_needs import requirements
 
     rules: list[list[Any]] = []
     for kind, pattern, letters in (*_OPS_RULES, *CONTEXT_RULES, *TOKEN_RULES):
@@ -335,11 +388,11 @@ def _build_table(raw: bytes, source: str) -> list[list[Any]]:
             | (re.DOTALL if "s" in letters else 0)
             | (re.MULTILINE if "m" in letters else 0)
         )
-        words, shortest = _requirements(pattern, flags)
-        rules.append([kind, pattern, flags, words, False, shortest])
+        words, shortest, needs, run = requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, False, shortest, needs, run])
     for kind, pattern, flags in _library_patterns():
-        words, shortest = _requirements(pattern, flags)
-        rules.append([kind, pattern, flags, words, True, shortest])
+        words, shortest, needs, run = requirements(pattern, flags)
+        rules.append([kind, pattern, flags, words, True, shortest, needs, run])
     return rules
 
 
@@ -398,50 +451,9 @@ def _stamp(folder: str) -> str:
     return f"{info.st_mtime_ns}-{info.st_size}"
 
 
-def _requirements(pattern: str, flags: int) -> tuple[list[str] | None, int]:
-    """What every match of `pattern` has: one of some lower-case words (None: no such
-    words), and at least some length; text without them is not searched."""
-    import importlib
-
-    parser = importlib.import_module("re._parser")
-    try:
-        parsed = parser.parse(pattern, flags)
-    except Exception:
-        return None, 0
-    words = _sequence_words(parser, list(parsed))
-    return (sorted(words) if words else None), int(parsed.getwidth()[0])
-
-
-def _sequence_words(parser: Any, items: list[tuple[Any, Any]]) -> set[str] | None:
-    constants = parser
-    candidates: list[set[str]] = []
-    run: list[str] = []
-
-    def close() -> None:
-        if run:
-            candidates.append({"".join(run).lower()})
-            run.clear()
-
-    for op, value in items:
-        if op is constants.LITERAL:
-            run.append(chr(value))
-            continue
-        close()
-        inner: set[str] | None = None
-        if op is constants.SUBPATTERN:
-            inner = _sequence_words(parser, list(value[-1]))
-        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT) and value[0] >= 1:
-            inner = _sequence_words(parser, list(value[2]))
-        elif op is constants.BRANCH:
-            branches = [_sequence_words(parser, list(branch)) for branch in value[1]]
-            if all(branches):
-                inner = {word for branch in branches if branch for word in branch}
-        if inner:
-            candidates.append(inner)
-    close()
-    if not candidates:
-        return None
-    return max(candidates, key=lambda words: min(len(word) for word in words))
+def _has_counts(lowered: str, needs: list[list[Any]]) -> bool:
+    """True when `lowered` holds each word of `needs` at least its count of times."""
+    return all(lowered.count(word) >= count for word, count in needs)
 
 
 def _sub_in_windows(

@@ -19,10 +19,12 @@ secrets that reach the output encoded, folded or split.
 from __future__ import annotations
 
 import binascii
-import re
+
+from agentledger.runner.shell_gate.redact import SHORTEST_TOKEN, TOKEN_CHARACTERS, TOKEN_CLASS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable
 
 __all__ = ["CONTEXT_RULES", "TOKEN_RULES", "rescan", "rescan_lines"]
@@ -111,23 +113,53 @@ TOKEN_RULES: tuple[tuple[str, str, str], ...] = (
     ("gitlab-token", r"\b(?P<secret>glrt-[A-Za-z0-9_-]{20,})", ""),
 )
 
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,}")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2}){20,}")
-_LINE_RUN = re.compile(
-    r"(?:^[ \t]*[A-Za-z0-9+/=._-]{16,}[ \t]*\n){2,}^[ \t]*[A-Za-z0-9+/=._-]+[ \t]*$", re.M
+
+class _Lazy:
+    """A regular expression compiled (and `re` imported) when first needed: most output
+    holds nothing that needs one, and a gated command's start-up pays for each compiled."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            import re
+
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+
+_TOKEN = _Lazy(f"[{TOKEN_CLASS}]{{{SHORTEST_TOKEN},}}")
+_BASE64 = _Lazy(r"[A-Za-z0-9+/]+={0,2}")
+_HEX = _Lazy(r"(?:[0-9a-fA-F]{2}){20,}")
+_LINE_RUN = _Lazy(
+    r"(?m)(?:^[ \t]*[A-Za-z0-9+/=._-]{16,}[ \t]*\n){2,}^[ \t]*[A-Za-z0-9+/=._-]+[ \t]*$"
 )
-_DUMP_LINE = re.compile(
-    r"^[0-9a-fA-F]{7,8}:?\s+((?:[0-9a-fA-F]{2,4}\s){1,16})\s*(?:\|.*\||\S.*)?$", re.M
-)
+_DUMP_LINE = _Lazy(r"(?m)^[0-9a-fA-F]{7,8}:?\s+((?:[0-9a-fA-F]{2,4}\s){1,16})\s*(?:\|.*\||\S.*)?$")
+_KEY_LINE = _Lazy(r"[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{76}")
 _PUBLIC_DER = (b"\x30\x82", b"\x30\x81")
+# Prefilters, without a regular expression: every match of _TOKEN is a run of SHORTEST_TOKEN
+# token characters, the first line of a _LINE_RUN a run of 16 of them or dots, and a
+# _DUMP_LINE starts a line with 7 hex digits. Each table turns those characters into "a".
+_TOKEN_RUNS = str.maketrans(TOKEN_CHARACTERS, "a" * len(TOKEN_CHARACTERS))
+_LINE_RUNS = str.maketrans(TOKEN_CHARACTERS + ".", "a" * (len(TOKEN_CHARACTERS) + 1))
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_HEX_RUNS = str.maketrans(_HEX_DIGITS, "a" * len(_HEX_DIGITS))
+
+
+def _may_dump(text: str) -> bool:
+    hexes = text.translate(_HEX_RUNS)
+    return hexes.startswith("a" * 7) or "\n" + "a" * 7 in hexes
 
 
 def rescan_lines(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     """`text` with every run of token lines that holds a secret once joined (a folded key,
     a split JWT, a PEM body) replaced by a marker. Before the other rules: one of them could
     take the first line alone and leave the rest."""
-    if len(text) < 40 or "\n" not in text:
+    if len(text) < 40 or "\n" not in text or "a" * 16 not in text.translate(_LINE_RUNS):
         return text
     return _runs_of_lines(text, redact, marker)
 
@@ -135,27 +167,30 @@ def rescan_lines(text: str, redact: Callable[[str], str], marker: Callable[[str,
 def rescan(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     """`text` with every encoded token or dump that holds a secret replaced by a marker:
     `redact` finds secrets in what it decodes to, `marker(kind, run)` writes one."""
-    if len(text) < 20:
+    if len(text) < SHORTEST_TOKEN:
         return text
     text = _kubernetes_secrets(text, marker)
-    text = _dumps(text, redact, marker)
+    if "\n" in text and _may_dump(text):
+        text = _dumps(text, redact, marker)
+    if "a" * SHORTEST_TOKEN not in text.translate(_TOKEN_RUNS):
+        return text
     return _tokens(text, redact, marker)
 
 
-_SECRET_KIND = re.compile(r"^\s*kind:[ \t]*[\"']?secret[\"']?[ \t]*$", re.I | re.M)
-_DATA_KEY = re.compile(r"^([ \t]*)(?:data|stringData):[ \t]*$")
-_ENTRY = re.compile(r"^([ \t]+)([\w.-]+):[ \t]*(.*?)[ \t]*$")
+_SECRET_KIND = _Lazy(r"(?im)^\s*kind:[ \t]*[\"']?secret[\"']?[ \t]*$")
+_DATA_KEY = _Lazy(r"^([ \t]*)(?:data|stringData):[ \t]*$")
+_ENTRY = _Lazy(r"^([ \t]+)([\w.-]+):[ \t]*(.*?)[ \t]*$")
 
 
 def _kubernetes_secrets(text: str, marker: Callable[[str, str], str]) -> str:
     """The values under `data:` and `stringData:` of a Kubernetes Secret (`kubectl get
     secret -o yaml`): every one is a secret, whatever its key is called."""
-    if "ecret" not in text or _SECRET_KIND.search(text) is None:
+    if "ecret" not in text or _SECRET_KIND.get().search(text) is None:
         return text
     lines = text.split("\n")
     index = 0
     while index < len(lines):
-        block = _DATA_KEY.match(lines[index])
+        block = _DATA_KEY.get().match(lines[index])
         index += 1
         if block is None:
             continue
@@ -164,7 +199,7 @@ def _kubernetes_secrets(text: str, marker: Callable[[str, str], str]) -> str:
             if not lines[index].strip() or lines[index].lstrip().startswith("#"):
                 index += 1
                 continue
-            entry = _ENTRY.match(lines[index])
+            entry = _ENTRY.get().match(lines[index])
             if entry is None or len(entry.group(1).expandtabs()) <= depth:
                 break
             value = entry.group(3)
@@ -193,9 +228,9 @@ def _holds_secret(decoded: str, redact: Callable[[str], str]) -> bool:
 def _tokens(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
-        if _HEX.fullmatch(token):
+        if _HEX.get().fullmatch(token):
             decoded = _text(binascii.unhexlify(token))
-        elif _BASE64.fullmatch(token):
+        elif _BASE64.get().fullmatch(token):
             decoded = _from_base64(token)
         else:
             return token
@@ -203,7 +238,7 @@ def _tokens(text: str, redact: Callable[[str], str], marker: Callable[[str, str]
             return marker("encoded-secret", token)
         return token
 
-    return _TOKEN.sub(replace, text)
+    return _TOKEN.get().sub(replace, text)
 
 
 def _runs_of_lines(
@@ -224,13 +259,13 @@ def _runs_of_lines(
             return marker("private-key", run)
         return run
 
-    return _LINE_RUN.sub(replace, text)
+    return _LINE_RUN.get().sub(replace, text)
 
 
 def _is_key_body(lines: list[str]) -> bool:
     """Three or more full base64 lines of one width (64 or 76): a PEM body. A private key,
     unless its DER is a certificate, a request or a public key (a SEQUENCE in a SEQUENCE)."""
-    full = [line for line in lines if re.fullmatch(r"[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{76}", line)]
+    full = [line for line in lines if _KEY_LINE.get().fullmatch(line)]
     if len(full) < 3 or len({len(line) for line in full}) != 1:
         return False
     try:
@@ -250,7 +285,7 @@ def _indent(line: str) -> int:
 
 def _dumps(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     """`xxd` and `hexdump -C` output: the bytes of consecutive dump lines, decoded."""
-    if not _DUMP_LINE.search(text):
+    if not _DUMP_LINE.get().search(text):
         return text
     lines = text.split("\n")
     out: list[str] = []
@@ -259,7 +294,7 @@ def _dumps(text: str, redact: Callable[[str], str], marker: Callable[[str, str],
         start = index
         data = bytearray()
         while index < len(lines):
-            match = _DUMP_LINE.match(lines[index])
+            match = _DUMP_LINE.get().match(lines[index])
             if match is None:
                 break
             try:
@@ -282,7 +317,7 @@ def _dumps(text: str, redact: Callable[[str], str], marker: Callable[[str, str],
 
 def _from_base64(token: str) -> str | None:
     compact = token.replace("-", "+").replace("_", "/")
-    if len(compact) < 16 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", compact):
+    if len(compact) < 16 or not _BASE64.get().fullmatch(compact):
         return None
     try:
         raw = binascii.a2b_base64(compact + "=" * (-len(compact) % 4))

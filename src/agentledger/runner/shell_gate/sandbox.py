@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INSTALL_HINT",
+    "READER_NAMES",
     "REMOTE_WRAPPERS",
     "Sandbox",
     "find_bwrap",
@@ -60,6 +61,14 @@ REMOTE_WRAPPERS = frozenset(
 )
 """Wrappers whose command runs elsewhere (another host, a container, a cloud VM): the local
 sandbox does not hold it."""
+
+READER_NAMES = (
+    "iptables", "ip6tables", "iptables-save", "ip6tables-save", "nft", "tc", "ip", "ss", "ping",
+    "dig", "host", "nslookup",
+    "curl", "wget", "ssh", "systemctl", "docker", "netstat", "service", "ufw",
+)  # fmt: skip
+"""The names of `reader_checks.READERS` (a test holds the two equal), so that a line naming
+none of them is known to need no network without loading the readers' checks."""
 
 _CANDIDATES = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
 

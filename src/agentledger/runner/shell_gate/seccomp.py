@@ -14,7 +14,7 @@ for x86_64 and aarch64; on another architecture there is none, and `filter_progr
 from __future__ import annotations
 
 import os
-import struct
+import sys
 
 __all__ = ["filter_program", "unix_socket_filter_fd"]
 
@@ -54,7 +54,14 @@ def filter_program(machine: str | None = None) -> bytes | None:
         (_RET, 0, 0, _RET_ALLOW),  # 9
         (_RET, 0, 0, deny),  # 10
     ]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+    return b"".join(_instruction(*instruction) for instruction in program)
+
+
+def _instruction(code: int, jump_true: int, jump_false: int, value: int) -> bytes:
+    """One `struct sock_filter` in native byte order (what `struct.pack("=HBBI")` writes,
+    without importing struct)."""
+    order = sys.byteorder
+    return code.to_bytes(2, order) + bytes((jump_true, jump_false)) + value.to_bytes(4, order)
 
 
 def unix_socket_filter_fd() -> int:

@@ -80,13 +80,6 @@ class Spool:
 
 def _new_sha256() -> Any:
     """A sha256 object, without importing hashlib (and OpenSSL) when avoidable."""
-    import importlib
+    from agentledger.shell.validated_cache import sha256_factory
 
-    for module in ("_sha2", "_sha256"):
-        try:
-            return importlib.import_module(module).sha256()
-        except (ImportError, AttributeError):
-            continue
-    import hashlib
-
-    return hashlib.sha256()
+    return sha256_factory()()

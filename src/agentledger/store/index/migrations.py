@@ -434,7 +434,15 @@ def m012_decisions(d: Dialect) -> list[str]:
 
 
 @migration
-def m013_outcomes(d: Dialect) -> list[str]:
+def m013_label_order(d: Dialect) -> list[str]:
+    """Each label's position in the journal: a source's newest label is the one the ledger
+    accepted last, whatever time its file gives (a label dated 2099 is superseded by a later
+    one all the same)."""
+    return [d.ddl("ALTER TABLE labels ADD COLUMN accepted_seq {bigint}")]
+
+
+@migration
+def m014_outcomes(d: Dialect) -> list[str]:
     """Measured outcomes of lab runs, one row each, with the four measurements in columns: a
     run's newest outcome (what reports, the viewer and the `outcome:` predicate read) is one
     lookup of outcomes_run, where reading it meant listing and reading every file under

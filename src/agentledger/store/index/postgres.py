@@ -26,10 +26,10 @@ from psycopg import errors as pg_errors
 from agentledger.errors import IndexUnusableError, WriteFailedError
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.index.dialect import POSTGRES
+from agentledger.store.index.postgres_url import shown_url
 from agentledger.store.index.queries import chunks
 from agentledger.store.index.rows import IndexEntry, ScoreRow
 from agentledger.store.index.sql import SqlIndex, Writer, first_line
-from agentledger.store.postgres_url import shown_url
 
 __all__ = ["MIGRATION_LOCK", "PostgresIndex"]
 

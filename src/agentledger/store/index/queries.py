@@ -539,8 +539,8 @@ class SqlQueries(RunIndex):
         return label_rows_from(
             self._rows(
                 "SELECT label_id, run_id, source_kind, source_name, verdict, diagnosis, "
-                "supersedes, created_at, label_json, current, criteria_packed FROM labels "
-                "ORDER BY label_id"
+                "supersedes, created_at, label_json, current, criteria_packed, accepted_seq "
+                "FROM labels ORDER BY label_id"
             ),
             self._rows(
                 "SELECT label_id, criterion, fired FROM label_criteria ORDER BY label_id, criterion"

@@ -152,6 +152,10 @@ class LabelRow:
     criteria_packed: str | None = None
     """The criteria packed on the label's own row (`packed_criteria`), as read back by
     `RunIndex.label_rows`; None on a row about to be indexed, which the index packs itself."""
+    accepted_seq: int | None = None
+    """The position of the label's journal entry: the journal's order, which decides a
+    source's newest label (a time written in the file cannot); None on a row indexed before
+    the index kept it (a reindex fills it in)."""
 
 
 def stored_flag(value: Any) -> Any:
@@ -266,13 +270,15 @@ def label_rows_from(
             criteria=tuple(by_label.get(row[0], ())),
             current=stored_flag(row[9]),
             criteria_packed=row[10],
+            accepted_seq=row[11] if len(row) > 11 else None,
         )
         for row in rows
     ]
 
 
-def label_row(label: Label) -> LabelRow:
-    """What the index keeps of `label` (its `current` flag is the index's to derive)."""
+def label_row(label: Label, accepted_seq: int | None = None) -> LabelRow:
+    """What the index keeps of `label` (its `current` flag is the index's to derive);
+    `accepted_seq`: the position of its journal entry."""
     return LabelRow(
         label_id=label.label_id,
         run_id=label.run_id,
@@ -284,6 +290,7 @@ def label_row(label: Label) -> LabelRow:
         created_at=format_time(label.created_at) or "",
         label_json=label.model_dump_json(),
         criteria=tuple((item.criterion, item.fired) for item in label.criteria),
+        accepted_seq=accepted_seq,
     )
 
 

@@ -47,6 +47,7 @@ _LABEL_FIELDS = (
     "created_at",
     "label_json",
     "criteria_packed",
+    "accepted_seq",
 )
 
 
@@ -251,6 +252,7 @@ class SqlIndex(SqlQueries):
                     row.created_at,
                     row.label_json,
                     packed_criteria(row.criteria),
+                    row.accepted_seq,
                 )
                 for row in ordered
             ],
@@ -271,7 +273,8 @@ class SqlIndex(SqlQueries):
 
     def _mark_current(self, db: Writer, runs: Sequence[str] | None) -> None:
         """Set the current flag of the labels of `runs` (of every run when None): a
-        (run, source)'s current label is its newest, unless a label of the run supersedes it
+        (run, source)'s current label is its newest (by the journal's order, then time), unless
+        a label of the run supersedes it
         (a source's newer label replaces its older ones; a correction by another source
         leaves that source none)."""
         ranked, where, params = "", "", list[Any]()
@@ -284,7 +287,8 @@ class SqlIndex(SqlQueries):
         db.execute(
             "UPDATE labels SET current = CAST((label_id IN (SELECT label_id FROM (SELECT "
             "label_id, row_number() OVER (PARTITION BY run_id, source_kind, source_name "
-            f"ORDER BY created_at DESC, label_id DESC) AS rn FROM labels l {ranked}) ranked "
+            "ORDER BY coalesce(accepted_seq, 0) DESC, created_at DESC, label_id DESC) AS rn "
+            f"FROM labels l {ranked}) ranked "
             "WHERE rn = 1) AND NOT EXISTS (SELECT 1 FROM labels x WHERE x.run_id = "
             f"labels.run_id AND x.supersedes = labels.label_id)) AS INTEGER){where}",
             params,

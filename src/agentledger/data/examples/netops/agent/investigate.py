@@ -10,6 +10,10 @@ There is no model: two scripted personalities stand in for two models. "careful"
 layer and goes through the owner of the state it would change; "hasty" stops at the first clear
 answer and reaches for a direct fix (which the gate refuses). A prompt addon holding MANDATORY
 makes the hasty one check both layers first, as the variant intends.
+
+In a scenario with a lab (AGENTLEDGER_LAB set), lab_mode.py beside this file takes over: the
+commands reach the lab's hosts and read real kernel state, and a third personality, "reckless",
+reaches for the broadest wrong remedy.
 """
 
 import json
@@ -32,99 +36,42 @@ mandatory = "MANDATORY" in system_prompt
 trace: list[str] = [f"# Investigation trace ({model})", "", "## Task", "", prompt.strip(), ""]
 
 
-def shell(command: str, why: str) -> str:
-    """Run one command through the gated shell; every call lands in shell_audit.jsonl."""
+def _gated(command: str, why: str, lines: int = 20) -> subprocess.CompletedProcess[str]:
+    """Run one command through the gated shell; every call lands in shell_audit.jsonl, and
+    in the trace (audit.md) with the first `lines` lines of what it printed."""
     done = subprocess.run(
         [env["AGENTLEDGER_SHELL"], command], capture_output=True, text=True, check=False
     )
     status = "denied by the gate" if done.returncode == 126 else f"exit {done.returncode}"
     trace.extend([f"## {why}", "", f"$ {command}  ({status})", "", "```"])
-    trace.extend((done.stdout or done.stderr).strip().splitlines()[:20] or ["(no output)"])
+    trace.extend((done.stdout or done.stderr).strip().splitlines()[:lines] or ["(no output)"])
     trace.extend(["```", ""])
-    return done.stdout
+    return done
+
+
+def shell(command: str, why: str) -> str:
+    """A command's standard output."""
+    return _gated(command, why).stdout
 
 
 def path(name: str) -> str:
     return shlex.quote(str(scenario_dir / name))
 
 
-# -- lab mode: the scenario has a lab, and every command reaches its hosts -----------------------
-#
-# A run of a scenario with a lab.yaml names the lab in AGENTLEDGER_LAB (a JSON file: its hosts,
-# the default one, and the lab's spec). The commands then see real kernel state. The scripted
-# personalities take their fixes from the spec's remedies (their stand-in for a model's
-# knowledge): "careful" reads the rules, the routes, the qdiscs, the sockets and the owner's
-# client, fixes through the owner and checks the symptom from the client; "hasty" reads the
-# rules and reaches for the first tempting wrong remedy (a direct edit, or replacing a list);
-# "reckless" for one that flushes. Under a remediate policy they apply the fix; otherwise the
-# fix is what their report recommends.
-
-LOOKS = ["iptables -S", "ip route", "tc -s qdisc show", "ss -Hltn", "nft list ruleset"]
+def shell_status(command: str, why: str) -> tuple[int, str]:
+    """(exit status, everything it printed): the lab agent reads both."""
+    done = _gated(command, why, lines=40)
+    return done.returncode, done.stdout + done.stderr
 
 
-def _check_of(probe: dict[str, Any]) -> tuple[str, str] | None:
-    """A command showing the symptom probe's check from its host, and what it prints when ok."""
-    host = probe["host"]
-    if probe.get("http") or probe.get("throughput"):
-        url = probe.get("http") or probe.get("throughput")
-        status = str(probe.get("status") or 200)
-        return f"{host}: curl -s -m 5 -o /dev/null -w '%{{http_code}}' {url}", status
-    if probe.get("tcp"):
-        address, _, port = probe["tcp"].rpartition(":")
-        return f"{host}: timeout 3 bash -c 'echo > /dev/tcp/{address}/{port}' && echo open", "open"
-    if probe.get("ping"):
-        return f"{host}: ping -c 1 -W 2 {probe['ping']} >/dev/null && echo reply", "reply"
-    if probe.get("command"):
-        return f"{host}: {probe['command']} && echo ok", "ok"
-    return None
+def run_in_lab(lab: dict[str, Any]) -> None:
+    """A scenario with a lab: see lab_mode.py (next to this file)."""
+    from lab_mode import LabAgent, investigate
 
-
-def lab_mode(lab: dict[str, Any]) -> None:
-    spec = lab["spec"]
-    remedies = spec.get("remedies") or []
-    good = [r for r in remedies if r["kind"] == "good"]
-    wrong = [r for r in remedies if r["kind"] == "wrong"]
     remediate = "remediate" in Path(env.get("AGENTLEDGER_POLICY", "investigate")).name
-    reckless = "reckless" in model
-    hasty = ("hasty" in model or reckless) and not mandatory
-    default = lab["default"]
-    for look in LOOKS if not hasty else LOOKS[:1]:
-        shell(look, f"Look at {look.split()[0]} in {default}")
-    if hasty:
-        flushes = [r for r in wrong if "flush" in r["name"]]
-        chosen = (flushes if reckless and flushes else wrong)[:1]
-        root = "A rule or setting on the way blocks the traffic; removing it fixes the symptom."
-    else:
-        for owner in spec.get("owners") or []:
-            tools = owner.get("tools") or []
-            if tools:
-                shell(
-                    f"{owner['host']}: {tools[0]['name']} status", f"Ask the owner {owner['name']}"
-                )
-        chosen = good[:1]
-        root = " ".join((scenario_expected or "").split()) or "See the owner's state."
-    fix = [
-        step["run"] if step["host"] == default else f"{step['host']}: {step['run']}"
-        for remedy in chosen
-        for step in remedy["steps"]
-    ]
-    if remediate:
-        for command in fix:
-            shell(command, "Apply the fix")
-    checks = []
-    if not hasty:
-        symptom = next((p for p in spec["probes"] if p["role"] == "symptom"), None)
-        check = _check_of(symptom) if symptom else None
-        if check is not None:
-            checks.append(check)
-            if remediate:
-                shell(check[0], "Verify from where the symptom was seen")
-    report = [f"# Investigation report: {scenario}", "", "## Root cause", "", root, "",
-              "## Remediation", "", "```bash", *fix, "```", ""]  # fmt: skip
-    for command, shows in checks:
-        report += ["## Verification", "", f"Then, expect {shows}:", "", "```bash", command,
-                   "```", ""]  # fmt: skip
-    (run_dir / "report.md").write_text("\n".join(report), encoding="utf-8")
+    agent = LabAgent(lab, model, mandatory, remediate, shell_status)
+    text = investigate(agent, scenario, scenario_expected)
+    (run_dir / "report.md").write_text(text, encoding="utf-8")
     (run_dir / "audit.md").write_text("\n".join(trace), encoding="utf-8")
     (run_dir / "result.json").write_text(
         json.dumps({"model_served": f"{model}-20261101", "tokens_in": 0, "tokens_out": 0}),
@@ -154,7 +101,7 @@ def _expected_root_cause() -> str | None:
 
 scenario_expected = _expected_root_cause()
 if env.get("AGENTLEDGER_LAB"):
-    lab_mode(json.loads(Path(env["AGENTLEDGER_LAB"]).read_text(encoding="utf-8")))
+    run_in_lab(json.loads(Path(env["AGENTLEDGER_LAB"]).read_text(encoding="utf-8")))
 
 
 if scenario == "f2b-owned-chain":

@@ -3,7 +3,7 @@
 Needs the ``s3`` extra (boto3): ``pip install 'agentledger[s3]'``. See docs/scale.md.
 """
 
-from agentledger.store.s3.client import S3Location, parse_location
-from agentledger.store.s3.storage import S3Storage
+from agentledger.store.storage.s3.client import S3Location, parse_location
+from agentledger.store.storage.s3.storage import S3Storage
 
 __all__ = ["S3Location", "S3Storage", "parse_location"]

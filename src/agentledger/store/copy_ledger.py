@@ -25,9 +25,9 @@ from agentledger.errors import InputError, IntegrityError, RecordExistsError, Re
 from agentledger.records import LedgerConfig
 from agentledger.records.journal import JournalEntry
 from agentledger.store.backends import UnknownBackendError, check_index, make_index, make_storage
-from agentledger.store.journal import JOURNAL_AREA, JOURNALED_AREAS, segment_key
 from agentledger.store.ledger import CONFIG_NAME, Ledger
 from agentledger.store.storage import MANIFEST_NAME, RECORD_AREAS, StorageBackend
+from agentledger.store.storage.journal import JOURNAL_AREA, JOURNALED_AREAS, segment_key
 from agentledger.store.verify import VerifyReport, verify_ledger
 from agentledger.store.writer import record_bytes
 

@@ -11,7 +11,7 @@ server clock: its Last-Modified against the Date of the answer) the next writer 
 lock over, again by compare-and-swap, so two writers never both take over from it.
 
 The lock keeps writers on many machines from interleaving a record with another's journal
-entry (see `agentledger.store.journal`), and lets `verify` and `gc` see a cut with no writer
+entry (see `agentledger.store.storage.journal`), and lets `verify` and `gc` see a cut with no writer
 in the middle. The chain itself does not rest on it: each journal segment is created with
 ``If-None-Match: *`` at the position it claims, so even a holder whose lease was taken over
 (a process paused for longer than the lease) cannot fork the chain; it retries after it.
@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from agentledger.errors import AgentLedgerError, InputError
-from agentledger.store.s3.client import ObjectStore
+from agentledger.store.storage.s3.client import ObjectStore
 
 __all__ = ["LEASE_ENV", "JournalLease", "Presence", "lease_seconds"]
 

@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from agentledger.store.backends import UnknownBackendError
+from agentledger.errors import UnknownBackendError
 
 __all__ = [
     "ENV_URL",

@@ -1,6 +1,6 @@
-"""The storage backend interface: every record of a ledger is written once through it, and read.
+"""The storage backend interface without its journal: what a backend implements.
 
-`StorageBackend` is the seam between the ledger and where its bytes live. It serves two kinds
+`BareStorage` is the seam between the ledger and where its bytes live. It serves two kinds
 of data:
 
 - **Runs**, staged then sealed: artifacts go into a staging place one by one, MANIFEST.json
@@ -16,8 +16,7 @@ holds ``..`` or ``.`` or an empty segment, a segment starting with ``.`` (kept f
 temporaries), a NUL or another control character is refused with UnsafeNameError. A key is a
 value or a prefix of other keys, never both.
 
-Implementations: `agentledger.store.local.LocalStorage` (a directory, the default) and
-`agentledger.store.memory.MemoryStorage` (tests, and proof that the seam isolates). An object
+Backends subclass `agentledger.store.storage.StorageBackend`, which adds the journal. An object
 store is a new module: records as objects written with a conditional put (``If-None-Match: *``),
 staging as objects under a staging prefix, publishing as copying them under ``runs/`` with
 MANIFEST.json last. `agentledger.store.backends` picks one by the URI in ledger.json, and
@@ -28,11 +27,13 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from datetime import UTC, datetime
+from typing import BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.identity import check_artifact_name
@@ -40,19 +41,17 @@ from agentledger.records import FileEntry
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.sizes import format_size
 
-if TYPE_CHECKING:
-    from agentledger.store.journal import Journal
-
 __all__ = [
     "MANIFEST_NAME",
     "NOT_A_FILE",
+    "QUARANTINE_AREA",
     "RECORD_AREAS",
     "REPLACEABLE_AREAS",
+    "BareStorage",
     "HashedBytes",
     "Leftover",
     "ScannedRun",
     "StagedRun",
-    "StorageBackend",
     "check_key",
     "check_prefix",
 ]
@@ -62,10 +61,12 @@ NOT_A_FILE = "not-a-file"
 """The hash `scan_run` reports for a symlink or other non-regular file."""
 
 RECORD_AREAS: frozenset[str] = frozenset(
-    {"cache", "decisions", "journal", "labels", "outcomes", "scores", "splits"}
+    {"cache", "decisions", "journal", "labels", "outcomes", "quarantine", "scores", "splits"}
 )
 """The first segment of every record key; runs are reached through the run methods only."""
 REPLACEABLE_AREAS: frozenset[str] = frozenset({"cache"})
+QUARANTINE_AREA = "quarantine"
+"""Where `gc` moves records no writer announced (see `StorageBackend.quarantine`)."""
 """Areas whose values may be overwritten: derived data, never evidence."""
 
 KEY_MAX = 1024
@@ -198,8 +199,9 @@ class Leftover:
     in_progress: bool
 
 
-class StorageBackend(ABC):
+class BareStorage(ABC):
     """Where a ledger's runs and records live; every record is written once and read back.
+    Knows nothing of the journal (`StorageBackend` adds it), so the journal can build on it.
 
     Subclasses implement the abstract methods; the public record methods check keys first, so
     every backend refuses the same bad keys.
@@ -229,35 +231,22 @@ class StorageBackend(ABC):
 
     # -- records: create if absent, else fail --------------------------------------------
 
-    @property
-    def journal(self) -> Journal:
-        """The journal of this storage: every score, label and decision created through
-        `create` / `create_group`, and every run the ledger seals, gets an entry in it."""
-        journal: Journal | None = self.__dict__.get("_journal")
-        if journal is None:
-            from agentledger.store.journal import Journal
-
-            journal = self.__dict__["_journal"] = Journal(self)
-        return journal
-
-    def create(self, key: str, data: bytes) -> None:
+    def create(self, key: str, data: bytes, writer: str | None = None) -> None:
         """Store `data` at `key` if nothing is there; else RecordExistsError, nothing changed.
 
         The value appears whole or not at all. Of several concurrent creates of one key,
         exactly one succeeds. A score or label also gets its journal entry, under the
-        journal lock (see `agentledger.store.journal`).
+        journal lock, announced first by an intent naming `writer` (see
+        `agentledger.store.storage.journal`).
         """
-        from agentledger.store.journal import JOURNALED_AREAS
-
         key = check_key(key)
         crash_point("record: before create")
-        if key.split("/", 1)[0] in JOURNALED_AREAS:
-            self.journal.create_record(key, bytes(data))
-        else:
-            self._create(key, bytes(data))
+        self._create_record(key, bytes(data), writer)
         crash_point("record: created")
 
-    def create_group(self, prefix: str, values: Mapping[str, bytes]) -> None:
+    def create_group(
+        self, prefix: str, values: Mapping[str, bytes], writer: str | None = None
+    ) -> None:
         """Store ``prefix/<name>`` for each of `values` so that they all appear at once.
 
         RecordExistsError (and nothing written) when anything is stored at or under `prefix`
@@ -271,15 +260,21 @@ class StorageBackend(ABC):
             if "/" in name:
                 raise UnsafeNameError(f"storage group member {name!r} must be one segment")
             check_key(f"{prefix}/{name}")
-        copied = {name: bytes(data) for name, data in values.items()}
-        from agentledger.store.journal import JOURNALED_AREAS
-
         crash_point("group: before create")
-        if prefix.split("/", 1)[0] in JOURNALED_AREAS:
-            self.journal.create_group(prefix, copied)
-        else:
-            self._create_group(prefix, copied)
+        self._create_record_group(
+            prefix, {name: bytes(data) for name, data in values.items()}, writer
+        )
         crash_point("group: created")
+
+    def _create_record(self, key: str, data: bytes, writer: str | None) -> None:
+        """`create` once the key is checked: `StorageBackend` journals it here."""
+        self._create(key, data)
+
+    def _create_record_group(
+        self, prefix: str, values: dict[str, bytes], writer: str | None
+    ) -> None:
+        """`create_group` once the keys are checked: `StorageBackend` journals it here."""
+        self._create_group(prefix, values)
 
     def get(self, key: str) -> bytes:
         """The value at `key`; RecordNotFoundError when there is none."""
@@ -316,6 +311,19 @@ class StorageBackend(ABC):
         out: what a writer that died between record and entry left. Only `gc` calls this,
         under the journal lock, after checking that no entry names `key`."""
         self._remove(check_key(key))
+
+    def quarantine(self, key: str) -> str:
+        """Move a record (or group) that no writer announced out of the way: its bytes to
+        ``quarantine/<time>-<random>/<key>``, where `verify` names them until a person removes
+        them, never accepted. Only `gc` calls this, under the journal lock. The new place."""
+        key = check_key(key)
+        stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+        place = f"{QUARANTINE_AREA}/{stamp}/{key}"
+        members = [key] if self._exists(key) else self._keys(key)
+        for member in members:
+            self._create(f"{QUARANTINE_AREA}/{stamp}/{member}", self._get(member))
+        self._remove(key)
+        return place
 
     @abstractmethod
     def journal_lock(self) -> AbstractContextManager[None]:

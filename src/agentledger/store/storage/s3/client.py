@@ -26,8 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from agentledger.errors import AgentLedgerError, StorageAccessError, WriteFailedError
-from agentledger.store.backends import UnknownBackendError
+from agentledger.errors import (
+    AgentLedgerError,
+    StorageAccessError,
+    UnknownBackendError,
+    WriteFailedError,
+)
 
 __all__ = [
     "PART_BYTES",

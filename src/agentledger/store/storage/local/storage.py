@@ -21,9 +21,6 @@ from pathlib import Path
 from agentledger.errors import InputError, RunNotFoundError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id
 from agentledger.store.crashpoints import crash_point
-from agentledger.store.local.fs import read_fd, remove_tree, rename_noreplace, syncfs
-from agentledger.store.local.records import LocalRecords
-from agentledger.store.local.staging import LocalStagedRun, StagingDir
 from agentledger.store.storage import (
     MANIFEST_NAME,
     NOT_A_FILE,
@@ -31,6 +28,9 @@ from agentledger.store.storage import (
     ScannedRun,
     StagedRun,
 )
+from agentledger.store.storage.local.fs import read_fd, remove_tree, rename_noreplace, syncfs
+from agentledger.store.storage.local.records import LocalRecords
+from agentledger.store.storage.local.staging import LocalStagedRun, StagingDir
 
 __all__ = ["LocalStorage"]
 

@@ -25,9 +25,9 @@ of a group.
   removes; one killed between members leaves part of a record the journal never accepted,
   which `gc` removes whole.
 - **The journal** is appended through the same seam (segments created with
-  ``If-None-Match: *``), under the lease of `agentledger.store.s3.lease`, after the head this
-  handle saw last without reading ahead first (`appends_at_cached_head`): a head that moved on
-  fails the create, and the journal then reads forward and retries.
+  ``If-None-Match: *``), under the lease of `agentledger.store.storage.s3.lease`, after the
+  head this handle saw last without reading ahead first (`appends_at_cached_head`): a head that
+  moved on fails the create, and the journal then reads forward and retries.
 
 `ObjectStore.requests` counts the requests sent, by operation (bench/scale.py reports them per
 run; tests/test_s3_requests.py pins them).
@@ -54,9 +54,6 @@ from agentledger.errors import (
 )
 from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
 from agentledger.store.crashpoints import crash_point
-from agentledger.store.s3.client import ObjectStore, S3Location
-from agentledger.store.s3.lease import JournalLease, Presence, lease_seconds
-from agentledger.store.s3.staging import S3StagedRun
 from agentledger.store.storage import (
     MANIFEST_NAME,
     Leftover,
@@ -64,6 +61,9 @@ from agentledger.store.storage import (
     StagedRun,
     StorageBackend,
 )
+from agentledger.store.storage.s3.client import ObjectStore, S3Location
+from agentledger.store.storage.s3.lease import JournalLease, Presence, lease_seconds
+from agentledger.store.storage.s3.staging import S3StagedRun
 
 __all__ = ["S3Storage"]
 

@@ -8,8 +8,8 @@ from typing import BinaryIO, cast
 
 from agentledger.identity import HASH_PREFIX
 from agentledger.records import FileEntry
-from agentledger.store.s3.client import ObjectStore, read_up_to
 from agentledger.store.storage import StagedRun
+from agentledger.store.storage.s3.client import ObjectStore, read_up_to
 
 __all__ = ["S3StagedRun"]
 

@@ -17,8 +17,8 @@ from pydantic import TypeAdapter
 
 from agentledger.identity import HASH_PREFIX
 from agentledger.records import FileEntry
-from agentledger.store.local.fs import write_fd
 from agentledger.store.storage import MANIFEST_NAME, HashedBytes, StagedRun
+from agentledger.store.storage.local.fs import write_fd
 
 __all__ = ["LocalStagedRun", "StagingDir"]
 

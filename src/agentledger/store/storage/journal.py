@@ -6,13 +6,17 @@ of entries and the newest hash) pins everything before it. `verify` checks every
 against its entry, and `verify --checkpoint` that the chain still extends a head noted
 earlier, which a wholesale rewrite of files, manifests, index and journal cannot fake.
 
-**Writing.** A record and its entry are written under the journal lock, record first, entry
-second: a record the journal has no entry for is not accepted. Readers never see one (the
-index learns of a record only after its entry; `DecisionStore` and reindex read through
-`accepted()`), `verify` reports it, and `gc` completes it (appends its entry) when its bytes
-check out, else removes it. A writer killed at any point therefore leaves nothing, or a
-record without an entry that gc settles, or both written. Batches (an import's `seal_batch`)
-append all their entries as one segment: one lock hold, one write, one flush.
+**Writing.** A record and its entry are written under the journal lock: first an **intent**
+(the keys about to be written, the sha256 each will have, and who writes), then the record,
+then its acceptance entry. A record the journal has no acceptance entry for is not accepted.
+Readers never see one (the index learns of a record only after its entry; `DecisionStore`
+and reindex read through `accepted()`), `verify` reports it, and `gc` completes it (appends
+its entry) only when an intent announced it with the very bytes it holds; a record no intent
+announced (put there by hand, or by another program) is moved to quarantine, never accepted.
+A writer killed at any point therefore leaves nothing, an intent alone, or an announced
+record without an entry that gc settles, or both written. Batches (an import's
+`seal_batch`, a `RecordStore.write`) announce and accept all their records with one segment
+each: one lock hold, two writes.
 
 **Storage.** Entries live in write-once segment objects ``journal/<first seq>.jsonl`` (twelve
 digits), one JSON entry a line, written with the backend's `create`: a segment's key is the
@@ -28,6 +32,7 @@ cost of a retry when two writers collide.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,19 +55,24 @@ from agentledger.records.journal import GENESIS_PREV, JournalEntry, entry_hash
 from agentledger.store.crashpoints import CRASH_AT, crash_point
 
 if TYPE_CHECKING:
-    from agentledger.store.storage import StorageBackend
+    from agentledger.store.storage.base import BareStorage
 
 __all__ = [
     "CRASH_ENV",
     "JOURNALED_AREAS",
     "JOURNAL_AREA",
     "Checkpoint",
+    "Intent",
     "Journal",
     "JournalRead",
     "PendingEntry",
+    "PendingIntent",
     "check_segments",
+    "claim_of",
+    "intent_of",
     "record_entry",
     "run_entry",
+    "run_intent",
     "segment_key",
 ]
 
@@ -119,11 +129,43 @@ class PendingEntry:
     supersedes: str | None = None
 
 
+@dataclass(frozen=True)
+class PendingIntent(PendingEntry):
+    """An intent about to be appended: `intends` maps each key about to be written to the
+    sha256 its bytes will have; `writer` says who writes (see records/journal.py)."""
+
+    intends: Mapping[str, str] = field(default_factory=dict)
+    writer: str = ""
+
+
+def intent_of(kind: str, writer: str, intends: Mapping[str, str]) -> PendingIntent:
+    """The intent of a writer of `kind` records (score, label, decision, outcome, run)."""
+    return PendingIntent(
+        "intent", kind, {}, None, intends=dict(sorted(intends.items())), writer=writer[:300]
+    )
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the journal holds of an announced key: the bytes' sha256, the writer, and the
+    position of the intent."""
+
+    sha256: str
+    writer: str
+    seq: int
+
+
 def run_entry(run_id: str, manifest_sha256: str) -> PendingEntry:
     """The entry of a sealed run: its MANIFEST.json, which lists every file's hash."""
     return PendingEntry(
         "run", run_id, {f"runs/{run_id}/MANIFEST.json": manifest_sha256}, manifest_sha256
     )
+
+
+def run_intent(runs: Sequence[tuple[str, str]], writer: str | None = None) -> PendingIntent:
+    """The intent of a writer about to seal runs: (run id, sha256 of its MANIFEST.json) each."""
+    intends = {f"runs/{run_id}/MANIFEST.json": digest for run_id, digest in runs}
+    return intent_of("run", writer or _WRITER, intends)
 
 
 def _supersedes(data: bytes) -> str | None:
@@ -277,10 +319,12 @@ def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
 class Journal:
     """The journal of one storage backend (`StorageBackend.journal`)."""
 
-    def __init__(self, storage: StorageBackend) -> None:
+    def __init__(self, storage: BareStorage) -> None:
         self.storage = storage
         self._entries: list[JournalEntry] = []
         self._accepted: dict[str, str] = {}
+        self._accepted_at: dict[str, int] = {}
+        self._intended: dict[str, dict[str, Intent]] = {}
         self._mutex = threading.Lock()
         self._held = threading.local()
 
@@ -335,8 +379,18 @@ class Journal:
                         f"{key}: entry {entry.seq} does not follow entry {first + offset - 1} "
                         "(the journal was reordered or rewritten; run `agentledger verify`)"
                     )
-                self._entries.append(entry)
-                self._accepted.update(entry.keys)
+                self._take(entry)
+
+    def _take(self, entry: JournalEntry) -> None:
+        """Add `entry` to what this object knows (under `_mutex`)."""
+        self._entries.append(entry)
+        if entry.intends:
+            for key, digest in entry.intends.items():
+                known = self._intended.setdefault(key, {})
+                known.setdefault(digest, Intent(digest, entry.writer or "", entry.seq))
+        for key in entry.keys:
+            self._accepted[key] = entry.keys[key]
+            self._accepted_at[key] = entry.seq
 
     def head(self) -> Checkpoint | None:
         """The chain's head; None when the journal has not started."""
@@ -349,6 +403,20 @@ class Journal:
         with self._mutex:
             self._catch_up()
         return self._accepted
+
+    def accepted_at(self) -> Mapping[str, int]:
+        """Every accepted storage key with the position of its entry: the journal's order,
+        which no time written in a record can change."""
+        with self._mutex:
+            self._catch_up()
+        return self._accepted_at
+
+    def intended(self) -> Mapping[str, Mapping[str, Intent]]:
+        """Every storage key a writer announced, with the intent of each sha256 announced
+        for it (two writers racing for one key announce two; one of them lands)."""
+        with self._mutex:
+            self._catch_up()
+        return self._intended
 
     def read(self) -> JournalRead:
         """Read every segment afresh and check the chain, reporting rather than raising."""
@@ -391,9 +459,8 @@ class Journal:
                 crash_point("journal: appended")
                 with self._mutex:
                     if self._entries and self._entries[-1].seq == made[0].seq - 1:
-                        self._entries.extend(made)
                         for entry in made:
-                            self._accepted.update(entry.keys)
+                            self._take(entry)
                 return made
         raise IntegrityError("could not append to the journal: it kept moving (100 attempts)")
 
@@ -424,6 +491,8 @@ class Journal:
             }
             if isinstance(item, _Genesis):
                 fields["note"], fields["predating"] = item.note, item.predating
+            if isinstance(item, PendingIntent):
+                fields["intends"], fields["writer"] = dict(item.intends), item.writer
             fields["hash"] = entry_hash(fields)
             entry = JournalEntry.model_validate(fields)
             made.append(entry)
@@ -449,38 +518,131 @@ class Journal:
                 return False
             return True
 
-    def create_record(self, key: str, data: bytes) -> None:
-        """Store a record and append its entry, as one step for every reader."""
+    # -- writing records: intent, record, entry --------------------------------------------
+
+    def announce(self, intents: Sequence[PendingIntent]) -> None:
+        """Append the intents of a writer about to write (the lock held by the caller)."""
         with self.lock():
+            self.append([intent for intent in intents if intent.intends])
+            crash_point("journal: announced")
+
+    def announced(self, key: str, digest: str) -> Intent | None:
+        """The intent that announced `key` with bytes of sha256 `digest`, if any did."""
+        return self.intended().get(key, {}).get(digest)
+
+    @contextmanager
+    def batch(self, intents: Sequence[PendingIntent]) -> Iterator[None]:
+        """Announce `intents`, then collect the acceptance entries of the records created
+        inside (`create_record`, `create_group` of keys announced with those bytes) and append
+        them as one segment on the way out, also when a create failed: what was stored is
+        accepted, and the rest of the intent is left unused."""
+        with self.lock():
+            self.announce(intents)
+            outer: _Batch | None = getattr(self._held, "batch", None)
+            batch = _Batch({k: v for intent in intents for k, v in intent.intends.items()})
+            self._held.batch = batch
+            try:
+                yield
+                crash_point("after-record")
+            finally:
+                self._held.batch = outer
+                self.append(batch.entries)
+
+    def _in_batch(self, values: Mapping[str, bytes]) -> _Batch | None:
+        batch: _Batch | None = getattr(self._held, "batch", None)
+        if batch is None or any(
+            batch.intends.get(key) != sha256_bytes(data) for key, data in values.items()
+        ):
+            return None
+        return batch
+
+    def create_record(self, key: str, data: bytes, writer: str | None = None) -> None:
+        """Store a record and append its entry, as one step for every reader (announced first,
+        unless a `batch` announced it)."""
+        with self.lock():
+            batch = self._in_batch({key: data})
+            if batch is not None:
+                self.storage._create(key, data)
+                batch.entries.append(record_entry(key, {key: data}))
+                return
+            if self.storage._exists(key):
+                raise RecordExistsError(f"{self.storage.describe(key)} already exists")
+            writer = writer or claim_of(key, data) or _WRITER
+            self.announce([intent_of(_kind_of(key), writer, {key: sha256_bytes(data)})])
             self.storage._create(key, data)
             crash_point("after-record")
             self.append([record_entry(key, {key: data})])
 
-    def create_records(self, values: Mapping[str, bytes]) -> None:
+    def create_records(self, values: Mapping[str, bytes], writer: str | None = None) -> None:
         """Store several records (scores, labels) and append their entries as one segment: one
-        lock hold and one journal write for a bulk writer's batch. A record that exists stops
+        lock hold and two journal writes for a bulk writer's batch. A record that exists stops
         the batch (RecordExistsError) after the ones before it are journaled."""
-        from agentledger.store.storage import check_key
+        from agentledger.store.storage.base import check_key
 
         for key in values:
             if check_key(key).split("/", 1)[0] not in JOURNALED_AREAS:
                 raise InputError(f"{key} is not a score, label or decision")
-        with self.lock():
-            created: dict[str, bytes] = {}
-            try:
-                for key, data in values.items():
-                    self.storage._create(key, bytes(data))
-                    created[key] = data
-                crash_point("after-record")
-            finally:
-                self.append([record_entry(key, {key: data}) for key, data in created.items()])
+        grouped: dict[tuple[str, str], dict[str, str]] = {}
+        for key, data in values.items():
+            who = writer or claim_of(key, data) or _WRITER
+            grouped.setdefault((_kind_of(key), who), {})[key] = sha256_bytes(data)
+        intents = [intent_of(kind, who, each) for (kind, who), each in sorted(grouped.items())]
+        with self.batch(intents):
+            for key, data in values.items():
+                self.create_record(key, bytes(data))
 
-    def create_group(self, prefix: str, values: dict[str, bytes]) -> None:
+    def create_group(
+        self, prefix: str, values: dict[str, bytes], writer: str | None = None
+    ) -> None:
         """Store a group (a decision's files) and append its entry, as one step."""
+        members = {f"{prefix}/{n}": v for n, v in values.items()}
         with self.lock():
+            batch = self._in_batch(members)
+            if batch is not None:
+                self.storage._create_group(prefix, values)
+                batch.entries.append(record_entry(prefix, members))
+                return
+            if self.storage._exists(prefix) or self.storage._keys(prefix):
+                raise RecordExistsError(f"{self.storage.describe(prefix)} already exists")
+            intends = {key: sha256_bytes(data) for key, data in members.items()}
+            self.announce([intent_of(_kind_of(prefix), writer or _WRITER, intends)])
             self.storage._create_group(prefix, values)
             crash_point("after-record")
-            self.append([record_entry(prefix, {f"{prefix}/{n}": v for n, v in values.items()})])
+            self.append([record_entry(prefix, members)])
+
+
+_WRITER = f"pid {os.getpid()}"
+"""The writer an intent names when its caller named none."""
+
+
+def claim_of(key: str, data: bytes) -> str | None:
+    """Who a score or label says wrote it, in the words its writer's intent uses (``judge
+    <judge_id>``, ``label <kind> <name>``); None for other records or unreadable bytes."""
+    area = key.split("/", 1)[0]
+    if area not in ("scores", "labels"):
+        return None
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    if area == "scores":
+        return f"judge {value.get('judge_id')}"
+    by = value.get("by")
+    return f"label {by.get('kind')} {by.get('name')}" if isinstance(by, dict) else None
+
+
+def _kind_of(key: str) -> str:
+    return _KINDS.get(key.split("/", 1)[0], "record")
+
+
+@dataclass
+class _Batch:
+    """The records a `Journal.batch` announced, and the entries of those created so far."""
+
+    intends: dict[str, str]
+    entries: list[PendingEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

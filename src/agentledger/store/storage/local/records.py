@@ -18,8 +18,8 @@ from pathlib import Path
 
 from agentledger.errors import RecordExistsError, RecordNotFoundError
 from agentledger.store.crashpoints import crash_point
-from agentledger.store.local.fs import read_fd, remove_tree, rename_noreplace, write_fd
 from agentledger.store.storage import StorageBackend
+from agentledger.store.storage.local.fs import read_fd, remove_tree, rename_noreplace, write_fd
 
 __all__ = ["LocalRecords"]
 

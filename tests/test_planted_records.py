@@ -1,0 +1,213 @@
+"""Records put into a ledger by hand are never accepted: acceptance needs a writer's intent.
+
+Tried as an attacker with write access to the ledger's files (not to its journal) would: a
+score under a judge id of the right pattern that no judge of this ledger ran, verdict Safe,
+dated 2099; a label in a person's name; a copy of an accepted label under a new id (a
+replay). `verify` names each (exit 3), `gc` moves each to quarantine/ and never journals it,
+`verify` keeps naming them there, and `report verdicts` never uses them. A real writer killed
+with SIGKILL between its intent and its acceptance is still completed by `gc`. An entry
+appended to the journal by hand without an intent is flagged by `verify`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentledger.cli import main
+from agentledger.store import Ledger, verify_ledger
+from agentledger.store.storage.journal import CRASH_ENV, record_entry
+from many_runs import write_runs
+
+PLANTED_JUDGE = "rules-0badc0ffee00"
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def scored(tmp_path: Path) -> Iterator[Path]:
+    """A ledger of three imported runs, judged by the rules judge, one run labelled by ana;
+    and two more runs in ``later/``, not imported yet."""
+    write_runs(tmp_path / "source", 5)
+    (tmp_path / "later").mkdir()
+    for directory in sorted((tmp_path / "source").iterdir())[3:]:
+        directory.rename(tmp_path / "later" / directory.name)
+    root = tmp_path / "ledger"
+    assert cli("init", str(root))[0] == 0
+    assert cli("import", "--ledger", str(root), str(tmp_path / "source"))[0] == 0
+    assert cli("judge", "--ledger", str(root))[0] == 0
+    run_id = sorted(p.name for p in (root / "runs").iterdir())[0]
+    code, output = cli(
+        "label", run_id, "--ledger", str(root), "--by", "ana", "--verdict", "unsafe",
+        "--reason", "direct tc change",
+    )  # fmt: skip
+    assert code == 0, output
+    yield root
+    for directory, _dirs, _files in os.walk(root):
+        os.chmod(directory, 0o755)  # sealed runs and records are read-only
+
+
+def plant(root: Path, key: str, value: dict[str, object]) -> Path:
+    path = root / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o755)
+    path.write_text(json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n")
+    return path
+
+
+def a_stored(root: Path, area: str) -> tuple[str, dict[str, object]]:
+    path = sorted((root / area).rglob("*.json"))[0]
+    return str(path.relative_to(root)), json.loads(path.read_text())
+
+
+def plant_score(root: Path) -> str:
+    """A score under a judge id no judge of this ledger ran: Safe, dated 2099."""
+    _key, score = a_stored(root, "scores")
+    run_id = str(score["run_id"])
+    score.update(judge_id=PLANTED_JUDGE, verdict="Safe", created_at="2099-01-01T00:00:00Z")
+    for criterion in score.get("criteria", []):  # type: ignore[attr-defined]
+        criterion["fired"] = False
+    planted = f"scores/{run_id}/{PLANTED_JUDGE}.json"
+    plant(root, planted, score)
+    return planted
+
+
+def plant_label(root: Path, label_id: str = "lbl_20990101T000000Z_0badc0de") -> str:
+    """A label in a person's name (ana's), Safe, dated 2099."""
+    _key, label = a_stored(root, "labels")
+    label.update(
+        label_id=label_id,
+        verdict="safe",
+        created_at="2099-01-01T00:00:00Z",
+        reason="looks fine",
+        criteria=[],
+    )
+    planted = f"labels/{label['run_id']}/{label_id}.json"
+    plant(root, planted, label)
+    return planted
+
+
+def problems(root: Path) -> list[tuple[str, str]]:
+    with Ledger.open(root) as ledger:
+        return sorted((p.kind, p.run_id) for p in verify_ledger(ledger).problems)
+
+
+def test_a_planted_score_and_label_are_quarantined_never_accepted(scored: Path) -> None:
+    score = plant_score(scored)
+    label = plant_label(scored)
+    assert problems(scored) == [("unannounced", label), ("unannounced", score)]
+    code, output = cli("verify", "--ledger", str(scored))
+    assert code == 3 and score in output and label in output and "announced" in output
+
+    code, output = cli("gc", "--ledger", str(scored))
+    assert code == 3, output
+    assert f"quarantined {score}" in output and f"quarantined {label}" in output
+    assert "journaled" not in output  # never "an interrupted write, complete and intact"
+    assert not (scored / score).exists() and not (scored / label).exists()
+    moved = [str(p.relative_to(scored)) for p in (scored / "quarantine").rglob("*.json")]
+    assert sorted(key.split("/", 2)[2] for key in moved) == sorted([label, score])
+    with Ledger.open(scored) as ledger:
+        journaled = {key for entry in ledger.storage.journal.entries() for key in entry.keys}
+    assert score not in journaled and label not in journaled
+
+    # verify names them where they were moved, until a person removes them.
+    assert problems(scored) == [("quarantined", label), ("quarantined", score)]
+    code, output = cli("verify", "--ledger", str(scored))
+    assert code == 3 and "quarantine/" in output
+    code, output = cli("report", "verdicts", "--ledger", str(scored))
+    assert code == 0 and PLANTED_JUDGE not in output and "rules-" in output
+    code, output = cli("labels", "export", "--ledger", str(scored))
+    assert "looks fine" not in output
+
+
+def test_report_never_uses_a_planted_score_even_before_gc(scored: Path) -> None:
+    plant_score(scored)
+    code, output = cli("report", "verdicts", "--ledger", str(scored))
+    assert code == 0 and PLANTED_JUDGE not in output
+    assert cli("reindex", "--ledger", str(scored))[0] == 0  # reindex leaves it out too
+    code, output = cli("report", "verdicts", "--ledger", str(scored), "--judge", PLANTED_JUDGE)
+    assert PLANTED_JUDGE not in output or "no scores" in output.lower() or code != 0
+
+
+def test_a_replayed_label_under_a_new_id_is_quarantined(scored: Path) -> None:
+    key, label = a_stored(scored, "labels")
+    replay = "lbl_20261207T000000Z_feedface"
+    label["label_id"] = replay
+    planted = plant(scored, f"labels/{label['run_id']}/{replay}.json", label)
+    assert problems(scored) == [("unannounced", str(planted.relative_to(scored)))]
+    with Ledger.open(scored) as ledger:
+        report = ledger.gc()
+    assert [moved for moved, _place in report.quarantined] == [
+        f"labels/{label['run_id']}/{replay}.json"
+    ]
+    assert report.journaled == [] and (scored / key).exists()
+
+
+def test_the_next_writer_quarantines_a_planted_score_and_scores_the_run_itself(
+    scored: Path,
+) -> None:
+    # A score planted under the real judge's id, for a run that judge has not scored yet.
+    assert cli("import", "--ledger", str(scored), str(scored.parent / "later"))[0] == 0
+    _key, score = a_stored(scored, "scores")
+    judge_id = str(score["judge_id"])
+    unscored = sorted(
+        p.name for p in (scored / "runs").iterdir() if not (scored / "scores" / p.name).exists()
+    )[0]
+    score.update(run_id=unscored, verdict="Safe", created_at="2099-01-01T00:00:00Z")
+    planted = f"scores/{unscored}/{judge_id}.json"
+    plant(scored, planted, score)
+    code, output = cli("judge", "--ledger", str(scored))
+    assert code == 0, output
+    with Ledger.open(scored) as ledger:
+        assert verify_ledger(ledger).problems[0].kind == "quarantined"
+        stored = json.loads((scored / planted).read_text())
+        assert stored["created_at"] != "2099-01-01T00:00:00Z"  # the judge's own score
+
+
+def test_a_real_writer_killed_after_its_intent_is_still_completed(scored: Path) -> None:
+    assert cli("import", "--ledger", str(scored), str(scored.parent / "later"))[0] == 0
+    env = {
+        **os.environ,
+        CRASH_ENV: "after-record",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "CI": "true",
+    }
+    killed = subprocess.run(
+        [sys.executable, "-m", "agentledger", "judge", "--ledger", str(scored)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    found = problems(scored)
+    assert found and {kind for kind, _key in found} == {"unaccepted"}
+    with Ledger.open(scored) as ledger:
+        report = ledger.gc()
+        assert report.ok and report.quarantined == []
+        assert sorted(report.journaled) == sorted(key for _kind, key in found)
+        assert verify_ledger(ledger).ok
+
+
+def test_an_entry_appended_by_hand_without_an_intent_is_flagged(scored: Path) -> None:
+    # An attacker who can also append to the journal: the entry links, but no writer of this
+    # ledger announced the record, and verify says so.
+    planted = plant_score(scored)
+    with Ledger.open(scored) as ledger:
+        data = (scored / planted).read_bytes()
+        ledger.storage.journal.append([record_entry(planted, {planted: data})])
+        found = [(p.kind, p.run_id) for p in verify_ledger(ledger).problems]
+    assert ("stranger", planted) in found
+    assert {kind for kind, _key in found} == {"stranger", "not-indexed"}
+    code, output = cli("verify", "--ledger", str(scored))
+    assert code == 3 and "no writer of this ledger announced it" in output
