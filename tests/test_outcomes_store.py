@@ -14,11 +14,13 @@ from click.testing import CliRunner
 from agentledger.cli.app import main
 from agentledger.cli.schemas import json_schema
 from agentledger.errors import IntegrityError, RecordExistsError, RunNotFoundError
+from agentledger.identity import sha256_bytes
 from agentledger.labels.store import current_labels
 from agentledger.outcomes import OutcomeStore, criteria_of, latest_outcomes, record_outcome
 from agentledger.records.outcomes import Outcome, new_outcome_id
 from agentledger.store.journal_upkeep import settle_unaccepted
 from agentledger.store.ledger import Ledger
+from agentledger.store.storage.journal import intent_of
 from agentledger.store.verify import verify_ledger
 from conftest import WriteRun
 
@@ -126,7 +128,10 @@ def test_an_outcome_a_killed_writer_left_unjournaled_is_settled(
     run_id = write_run()
     outcome = make_outcome(run_id)
     key = OutcomeStore.key(run_id, outcome.outcome_id)
-    ledger.storage._create(key, outcome.model_dump_json(indent=2).encode() + b"\n")
+    data = outcome.model_dump_json(indent=2).encode() + b"\n"
+    # A writer announces what it is about to write, writes, then journals: killed between.
+    ledger.storage.journal.announce([intent_of("outcome", "outcome", {key: sha256_bytes(data)})])
+    ledger.storage._create(key, data)
     assert OutcomeStore(ledger).of_run(run_id) == []  # not accepted: not read
     assert latest_outcomes(ledger) == {}
     assert any(p.kind == "unaccepted" for p in verify_ledger(ledger).problems)
