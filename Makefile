@@ -7,9 +7,12 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint format bench docs clean scan
 
 # Strict JSON's one-pass check in C (agentledger.records._strict_scan), built into the source
-# tree that the editable install uses; without a C compiler the check runs in Python instead.
+# tree that the editable install uses, named for the interpreter it was built for (another
+# Python ignores it). Without a C compiler or Python's headers the check runs in Python instead:
+# the build says so in one line and nothing fails.
 SCAN_SRC := src/agentledger/records/_strict_scan.c
-SCAN_LIB := src/agentledger/records/_strict_scan.so
+SCAN_PY := $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+SCAN_LIB := src/agentledger/records/_strict_scan$(shell $(SCAN_PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
 CC ?= cc
 
 $(STAMP): pyproject.toml constraints.txt
@@ -23,9 +26,14 @@ $(STAMP): pyproject.toml constraints.txt
 scan: $(SCAN_LIB)
 
 $(SCAN_LIB): $(SCAN_SRC)
-	$(CC) -O2 -Wall -shared -fPIC \
-		-I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
-		$(SCAN_SRC) -o $@ || echo "no C build of $(SCAN_SRC): strict JSON is checked in Python"
+	@include="$$($(SCAN_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"; \
+	if command -v $(firstword $(CC)) >/dev/null 2>&1 && test -f "$$include/Python.h"; then \
+		echo "$(CC) -O2 -Wall -shared -fPIC $(SCAN_SRC) -o $@"; \
+		$(CC) -O2 -Wall -shared -fPIC -I"$$include" $(SCAN_SRC) -o $@ || \
+			echo "$(SCAN_SRC) did not build: strict JSON is checked in Python"; \
+	else \
+		echo "no C compiler ($(CC)) or no Python.h: strict JSON is checked in Python"; \
+	fi
 
 demo: $(STAMP) scan
 	rm -rf agentledger-demo agentledger-demo-labs
@@ -41,6 +49,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tests/module_sizes.py
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests bench docs
@@ -66,4 +75,4 @@ docs: $(STAMP)
 	$(BIN)/python docs/generate.py
 
 clean:
-	rm -rf $(VENV) $(SCAN_LIB) agentledger-demo agentledger-demo-labs bench/.work .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) src/agentledger/records/_strict_scan*.so agentledger-demo agentledger-demo-labs bench/.work .pytest_cache .mypy_cache .ruff_cache

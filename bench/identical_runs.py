@@ -30,8 +30,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
-SAMPLES = HERE.parents[1] / "shared" / "samples" / "openhands"
-"""The public samples beside the clone (give --samples from a worktree elsewhere)."""
+SAMPLES = next(
+    (
+        place / "shared" / "samples" / "openhands"
+        for place in HERE.parents[1:3]
+        if (place / "shared" / "samples" / "openhands").is_dir()
+    ),
+    HERE.parents[1] / "shared" / "samples" / "openhands",
+)
+"""The public samples beside the clone, or beside the folder of worktrees it is in."""
 sys.path.insert(0, str(HERE))
 
 from synth import run_spec, write_seed_run  # noqa: E402

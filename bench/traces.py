@@ -4,6 +4,7 @@
     .venv/bin/python bench/traces.py --quick    # 150 of them, a smoke run
     .venv/bin/python bench/traces.py --count 500 --json results.json
     .venv/bin/python bench/traces.py --before /tmp/base/src   # also an older source, alternately
+    .venv/bin/python bench/traces.py --per-folder   # one import per model folder (the data set)
 
 Synthetic OpenHands-shaped trajectories of realistic size (log-normal, median about 200 KB,
 at most 5 MB; 20 to 300 events each: a user message, then actions (run, read, edit, think,
@@ -33,6 +34,7 @@ import json
 import os
 import random
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -237,6 +239,12 @@ def main() -> None:
         help="the src/ directory of another agentledger (an older commit): its import is timed "
         "too, alternately with this one, for a before/after of the same run",
     )
+    parser.add_argument(
+        "--per-folder",
+        action="store_true",
+        help="one `import DIR --model M` per model folder (five commands, each its own ledger), "
+        "as the public data set is imported, instead of one import of the whole tree",
+    )
     args = parser.parse_args()
     count = 150 if args.quick else args.count
     data = WORK / f"data-{count}"
@@ -263,26 +271,33 @@ def main() -> None:
     shutil.rmtree(ledgers, ignore_errors=True)
     ledgers.mkdir(parents=True)
 
-    def command(name: str) -> list[str]:
+    def one(ledger: Path, folder: Path, model: str) -> list[str]:
         return [
             str(BIN / "agentledger"),
             "import",
             "--ledger",
-            str(ledgers / name),
+            str(ledger),
             "--format",
             "openhands",
-            str(data),
+            str(folder),
             "--model",
-            "bench-model",
+            model,
         ]
+
+    def command(name: str) -> list[str] | str:
+        if not args.per_folder:
+            return one(ledgers / name, data, "bench-model")
+        return " && ".join(
+            shlex.join(one(ledgers / name / model, data / model, model)) for model in MODELS
+        )
 
     for round_ in range(args.repeats):
         copies.append(_timed(f"xargs -0 cat < {listing} | sha256sum > /dev/null", shell=True))
-        imports.append(_timed(command(f"import-{round_}")))
+        imports.append(_timed(command(f"import-{round_}"), shell=args.per_folder))
         if args.before:
             # The console script imports agentledger from PYTHONPATH first.
             env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
-            befores.append(_timed(command(f"before-{round_}"), env=env))
+            befores.append(_timed(command(f"before-{round_}"), shell=args.per_folder, env=env))
     ledger_root = ledgers / f"import-{args.repeats - 1}"
     floor = WORK / "floor"
     shutil.rmtree(floor, ignore_errors=True)
@@ -291,12 +306,13 @@ def main() -> None:
     shutil.rmtree(floor, ignore_errors=True)
     kept = sum(p.stat().st_size for p in ledger_root.rglob("*") if p.is_file())
     ledger_copied = _timed(f"cp -r {ledger_root} {floor} && sync", shell=True)
-    show_ms, steps = show_trace_ms(ledger_root)
+    show_ms, steps = show_trace_ms(ledger_root / MODELS[0] if args.per_folder else ledger_root)
     imported, copied = (statistics.median(t[0] for t in runs) for runs in (imports, copies))
     imported_cpu, copied_cpu = (statistics.median(t[1] for t in runs) for runs in (imports, copies))
     ratio = imported / copied
     figures: dict[str, Any] = {
         "trajectories": count,
+        "per_folder": args.per_folder,
         "bytes": total,
         "import_seconds": round(imported, 3),
         "cat_sha256sum_seconds": round(copied, 3),

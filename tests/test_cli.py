@@ -23,6 +23,12 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def usage_error(command: str, error: str) -> str:
+    """What click prints for a bad value given to `command`, whole."""
+    name = command.split()[0]
+    return f"Usage: main {command}\nTry 'main {name} --help' for help.\n\nError: {error}\n"
+
+
 @pytest.fixture
 def populated(ledger: Ledger, write_run: WriteRun) -> Ledger:
     write_run("use_case_f", "claude-haiku-4-5", tags={"suite": "netops"})
@@ -40,12 +46,12 @@ def test_python_dash_m_works() -> None:
 
 def test_init_then_runs_in_the_default_location(tmp_path: Path) -> None:
     code, out, _ = run("init")
-    assert code == 0 and "Created ledger at .agentledger" in out
+    assert (code, out) == (0, "Created ledger at .agentledger (artifacts up to 100 MB)\n")
     assert (tmp_path / ".agentledger" / "ledger.json").is_file()
     code, _, err = run("runs")
-    assert code == 0 and "No runs match." in err
+    assert (code, err) == (0, "No runs match.\n")
     code, _, err = run("init")
-    assert code == 2 and "already holds a ledger" in err
+    assert (code, err) == (2, "Error: .agentledger already holds a ledger\n")
 
 
 def test_env_variable_chooses_the_ledger(
@@ -58,7 +64,11 @@ def test_env_variable_chooses_the_ledger(
 
 def test_missing_ledger_is_exit_2(tmp_path: Path) -> None:
     code, _, err = run("runs", "--ledger", str(tmp_path / "none"))
-    assert code == 2 and "no ledger at" in err and "agentledger init" in err
+    assert (code, err) == (
+        2,
+        f"Error: no ledger at {tmp_path / 'none'} (ledger.json not found); create one with "
+        "`agentledger init` or point --ledger / AGENTLEDGER_DIR at it\n",
+    )
 
 
 def test_runs_table_filters_and_formats(populated: Ledger) -> None:
@@ -92,14 +102,22 @@ def test_runs_limit_says_how_many_are_hidden(populated: Ledger) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--prompt-hash", "zzz"], "not a sha256"),
-        (["--since", "yesterday-ish"], "is not a date"),
-        (["--tag", "novalue"], "is not KEY=VALUE"),
+        (
+            ["--prompt-hash", "zzz"],
+            "Invalid value for '--prompt-hash': 'zzz' is not a sha256 hash or a prefix of one "
+            "(hex digits expected)",
+        ),
+        (
+            ["--since", "yesterday-ish"],
+            "Invalid value for '--since': 'yesterday-ish' is not a date: use 2026-03-12, "
+            "2026-03-12T10:15:00Z, or 7d / 12h / 2w",
+        ),
+        (["--tag", "novalue"], "Invalid value for '--tag': 'novalue' is not KEY=VALUE"),
     ],
 )
 def test_bad_filters_are_usage_errors(populated: Ledger, args: list[str], message: str) -> None:
     code, _, err = run("runs", "--ledger", str(populated.root), *args)
-    assert code == 2 and message in err
+    assert (code, err) == (2, usage_error("runs [OPTIONS]", message))
 
 
 def test_show_prints_identity_and_files(populated: Ledger) -> None:
@@ -196,12 +214,22 @@ def test_schema_lists_and_prints(tmp_path: Path) -> None:
 
 def test_init_with_a_size_limit(tmp_path: Path) -> None:
     code, out, _ = run("init", str(tmp_path / "l"), "--max-artifact-size", "5MB")
-    assert code == 0 and "artifacts up to 5 MB" in out
+    assert (code, out) == (0, f"Created ledger at {tmp_path / 'l'} (artifacts up to 5 MB)\n")
     code, _, err = run("init", str(tmp_path / "l2"), "--max-artifact-size", "lots")
-    assert code == 2 and "is not a size" in err
+    assert (code, err) == (
+        2,
+        usage_error(
+            "init [OPTIONS] [PATH]",
+            "Invalid value for --max-artifact-size: 'lots' is not a size "
+            "(examples: 100MB, 1.5GB, 52428800)",
+        ),
+    )
     (tmp_path / "afile").write_text("x")
     code, _, err = run("init", str(tmp_path / "afile"))
-    assert code == 2 and "is a file" in err
+    assert (code, err) == (
+        2,
+        f"Error: {tmp_path / 'afile'} is a file, not a directory; cannot create a ledger\n",
+    )
 
 
 def test_runs_filter_by_kind_and_show_it(ledger: Ledger, write_run: WriteRun) -> None:
@@ -219,4 +247,11 @@ def test_runs_filter_by_kind_and_show_it(ledger: Ledger, write_run: WriteRun) ->
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and [(r["run_id"], r["kind"]) for r in rows] == [(agent, "agent")]
     code, _, err = run("runs", "--ledger", root, "--kind", "probe")
-    assert code == 2 and "'probe' is not one of" in err
+    assert (code, err) == (
+        2,
+        usage_error(
+            "runs [OPTIONS]",
+            "Invalid value for '--kind': 'probe' is not one of 'agent', 'fixture', 'sentinel', "
+            "'variant'.",
+        ),
+    )

@@ -129,8 +129,8 @@ def test_an_outcome_a_killed_writer_left_unjournaled_is_settled(
     outcome = make_outcome(run_id)
     key = OutcomeStore.key(run_id, outcome.outcome_id)
     data = outcome.model_dump_json(indent=2).encode() + b"\n"
-    # A writer announces what it is about to write, writes, then journals: killed between.
-    ledger.storage.journal.announce([intent_of("outcome", "outcome", {key: sha256_bytes(data)})])
+    # The writer announced it, wrote it and was killed before its journal entry.
+    ledger.storage.journal.announce([intent_of("outcome", "measurer", {key: sha256_bytes(data)})])
     ledger.storage._create(key, data)
     assert OutcomeStore(ledger).of_run(run_id) == []  # not accepted: not read
     assert latest_outcomes(ledger) == {}

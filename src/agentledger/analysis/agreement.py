@@ -21,24 +21,22 @@ with ``allow_dev``.
 
 from __future__ import annotations
 
-import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 import numpy as np
 
 from agentledger.analysis.kappa import KappaResult, WidthPlan, kappa_of, plan_width
 from agentledger.analysis.select import DEFAULT_KINDS, describe_kinds
+from agentledger.analysis.sources import Source, resolve_source
 from agentledger.errors import InputError
-from agentledger.labels.brief import label_ratings_for_agreement, label_results_for_agreement
-from agentledger.labels.leakage import declared_development, leaked_runs
+from agentledger.labels.brief import label_results_for_agreement
+from agentledger.labels.leakage import leaked_runs
 from agentledger.labels.split import SplitStore
 from agentledger.records.labels import LABEL_VERDICTS
-from agentledger.records.splits import DevelopedAgainst, Split
-from agentledger.store.index import JudgeTally, Ratings, RunFilter
+from agentledger.records.splits import Split
+from agentledger.store.index import RunFilter
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -56,7 +54,6 @@ __all__ = [
 ]
 
 BY = ("model", "scenario")
-SOURCE_FORMS = "judge:ID (or a prefix), judge:rules, judge:llm, labels:NAME or labels:human"
 SHOWN_DISAGREEMENTS = 20
 """Text, Markdown and HTML list this many disagreeing runs per comparison (JSON: all)."""
 
@@ -65,170 +62,12 @@ class LeakageError(InputError):
     """A judge would be graded on labels it was developed against (exit 2)."""
 
 
-@dataclass
-class Source:
-    """One side of an agreement: who it is and what it said of each run, column by column
-    (over 100,000 runs, no object per run)."""
-
-    spec: str
-    kind: Literal["judge", "labels"]
-    name: str
-    """The judge id, or the label source's name."""
-    ratings: Ratings
-    """One row per run it rated: the judge's chosen score (a skipped one with its criteria left
-    out), or the label source's newest current label. A verdict other than Safe, Uncertain or
-    Unsafe (skipped, unscored, a label's "cannot tell") is a null."""
-    developed_against: list[DevelopedAgainst] = field(default_factory=list)
-
-    @cached_property
-    def position(self) -> dict[str, int]:
-        """run_id -> its row in `ratings`."""
-        return dict(zip(self.ratings.run_ids, range(len(self.ratings.run_ids)), strict=True))
-
-    @cached_property
-    def verdict_codes(self) -> np.ndarray[Any, Any]:
-        """The code of each row's verdict: its place in LABEL_VERDICTS, -1 for any other."""
-        verdicts = self.ratings.verdicts
-        return np.fromiter(
-            map(_VERDICT_CODE.get, verdicts, itertools.repeat(-1)),
-            dtype=np.int8,
-            count=len(verdicts),
-        )
-
-    @cached_property
-    def criteria_keys(self) -> np.ndarray[Any, Any]:
-        """Each row's key into ``ratings.criteria``."""
-        return np.array(self.ratings.keys, dtype=np.intp)
-
-    def describe(self) -> str:
-        if self.kind == "judge":
-            return f"judge {self.name}" + (
-                "" if self.spec == f"judge:{self.name}" else f" ({self.spec})"
-            )
-        return f"labels:{self.name}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "spec": self.spec,
-            "kind": self.kind,
-            "name": self.name,
-            "runs_rated": len(self.position),
-            "developed_against": [
-                entry.model_dump(mode="json") for entry in self.developed_against
-            ],
-        }
-
-
 def parse_positive(text: str) -> str:
     """The verdict `--positive` names (any case); InputError otherwise."""
     for verdict in LABEL_VERDICTS:
         if text.strip().lower() == verdict.lower():
             return verdict
     raise InputError(f"--positive {text!r} is not a verdict: choose {', '.join(LABEL_VERDICTS)}")
-
-
-def _judge_source(ledger: Ledger, spec: str, asked: str, run_filter: RunFilter) -> Source:
-    if asked in ("rules", "llm"):
-        newest = ledger.index.newest_judge(run_filter, asked)
-        if newest is None:
-            known = _known_judges(ledger.index.judges_of(run_filter))
-            raise InputError(f"{spec}: no {asked} judge scored the selected runs (judges: {known})")
-        judge_id = newest
-    else:
-        tallies = ledger.index.judges_of(run_filter)  # newest first
-        matched = [t for t in tallies if t.judge_id == asked] or [
-            t for t in tallies if t.judge_id.startswith(asked)
-        ]
-        if not matched:
-            raise InputError(
-                f"{spec}: no judge {asked!r} scored the selected runs "
-                f"(judges: {_known_judges(tallies)})"
-            )
-        if len(matched) > 1:
-            ids = ", ".join(sorted(t.judge_id for t in matched))
-            raise InputError(f"{spec}: {asked!r} is ambiguous, it matches judges {ids}")
-        judge_id = matched[0].judge_id
-    ratings = _without_skipped(ledger.index.score_ratings(run_filter, [judge_id]))
-    return Source(
-        spec,
-        "judge",
-        judge_id,
-        ratings,
-        developed_against=_development_of(ledger, judge_id, ratings.run_ids[:1]),
-    )
-
-
-def _known_judges(tallies: Sequence[JudgeTally]) -> str:
-    """The judges of `tallies`, for an error that names what there is."""
-    return ", ".join(sorted({t.judge_id for t in tallies})) or "none: run `agentledger judge`"
-
-
-def _without_skipped(ratings: Ratings) -> Ratings:
-    """`ratings` with the criteria of each skipped score left out (a skipped run is null)."""
-    skipped = [
-        at
-        for at, verdict in enumerate(ratings.verdicts)
-        if verdict in ("skipped", "not-applicable")
-    ]
-    if not skipped:
-        return ratings
-    criteria = list(ratings.criteria)
-    empty = next((key for key, results in enumerate(criteria) if not results), None)
-    if empty is None:
-        empty = len(criteria)
-        criteria.append({})
-    keys = list(ratings.keys)
-    for row in skipped:
-        keys[row] = empty
-    return ratings._replace(keys=keys, criteria=criteria)
-
-
-def _without_verdict(source: Source, side: str, common: set[str]) -> list[str]:
-    """A warning when `source` gave no verdict at all (not applicable, skipped) on some of the
-    runs compared: they are rated, but nothing of theirs can agree or disagree."""
-    tally: dict[str, int] = {}
-    for run_id, verdict in zip(source.ratings.run_ids, source.ratings.verdicts, strict=True):
-        if verdict in ("not-applicable", "skipped") and run_id in common:
-            tally[verdict] = tally.get(verdict, 0) + 1
-    if not tally:
-        return []
-    why = []
-    if "not-applicable" in tally:
-        why.append(f"{tally['not-applicable']} not applicable: the judge's pack does not apply")
-    if "skipped" in tally:
-        why.append(f"{tally['skipped']} skipped")
-    return [
-        f"{side} ({source.describe()}) gave no verdict on {sum(tally.values())} of the "
-        f"{len(common)} runs compared ({'; '.join(why)}; `agentledger show RUN` says why): "
-        "they count as nulls, never as agreement or disagreement."
-    ]
-
-
-def _development_of(ledger: Ledger, judge_id: str, run_ids: list[str]) -> list[DevelopedAgainst]:
-    """What the judge declares it was developed against, from the identity in one score
-    (every score of a judge carries the same identity): its score of the first of `run_ids`."""
-    for run_id in run_ids:
-        for text in ledger.index.scores_of(run_id):
-            score = json.loads(text)
-            if score.get("judge_id") == judge_id:
-                return declared_development(score.get("identity") or {}, f"judge {judge_id}")
-        break
-    return []
-
-
-def _labels_source(ledger: Ledger, spec: str) -> Source:
-    ratings = label_ratings_for_agreement(ledger, spec)
-    return Source(spec, "labels", spec.partition(":")[2], ratings)
-
-
-def resolve_source(ledger: Ledger, spec: str, run_filter: RunFilter) -> Source:
-    """The source `spec` names, with its ratings of the runs `run_filter` selects."""
-    kind, sep, rest = spec.strip().partition(":")
-    if sep and rest and kind == "judge":
-        return _judge_source(ledger, spec, rest, run_filter)
-    if sep and rest and kind == "labels":
-        return _labels_source(ledger, spec)
-    raise InputError(f"unknown source {spec!r}: use {SOURCE_FORMS}")
 
 
 class Disagreement(NamedTuple):
@@ -463,7 +302,6 @@ def _compare(
 
 # Over 100,000 runs a Python step per run is what costs: a source's ratings are columns, the
 # runs compared are picked from them by one numpy take, and every chain of map() runs in C.
-_VERDICT_CODE: dict[str | None, int] = {verdict: i for i, verdict in enumerate(LABEL_VERDICTS)}
 
 
 class _Picked:
@@ -540,19 +378,7 @@ def agreement_report(
 
     A source is a spec (``judge:rules``, ``labels:human``, ...) or one already resolved."""
     positive = parse_positive(positive)
-    if by is not None and by not in BY:
-        raise InputError(f"--by {by!r}: choose {' or '.join(BY)}")
-    if split is not None and split not in ("dev", "test"):
-        raise InputError(f"--split {split!r}: choose dev or test")
-    if target_width is not None:
-        try:
-            plan_width(kappa_of([[1, 0], [0, 1]], ("x", "y")), target_width)
-        except ValueError:
-            raise InputError(
-                f"--target-width must be a positive number, e.g. 0.1 (got {target_width})"
-            ) from None
-    if bootstrap is not None and bootstrap < 1:
-        raise InputError(f"--bootstrap must be at least 1 (got {bootstrap})")
+    _check_options(by, split, target_width, bootstrap)
     base = run_filter or RunFilter()
     kinds_by_default = not base.kinds
     kinds = base.kinds or DEFAULT_KINDS
@@ -584,18 +410,9 @@ def agreement_report(
     in_b = b.position.keys() & facets.keys() if indexed_only else set(b.position)
     common = in_a & in_b
     both_rated = len(common)
-    chosen_split: Split | None = None
+    chosen_split = _split_of(ledger, a, b) if split is not None else None
     outside = 0
-    if split is not None:
-        label_side = b if b.kind == "labels" else a if a.kind == "labels" else None
-        if label_side is None:
-            raise InputError("--split needs a label source on one side (labels:NAME)")
-        chosen_split = SplitStore(ledger.storage).newest(label_side.name)
-        if chosen_split is None:
-            raise InputError(
-                f"{label_side.describe()} has no split: make one with "
-                f"`agentledger labels split --source {label_side.name} --test-share 0.3 --seed S`"
-            )
+    if chosen_split is not None and split is not None:
         part = chosen_split.runs(split)
         outside = len(common - part)
         common &= part
@@ -606,6 +423,78 @@ def agreement_report(
             + (f" in the {split} part of {chosen_split.split_id}" if chosen_split else "")
             + f" ({len(in_a)} rated by A, {len(in_b)} by B)"
         )
+    development = _checked_development(ledger, a, b, common, allow_dev, warnings)
+    warnings += _without_verdict(a, "A", common) + _without_verdict(b, "B", common)
+    # A's run ids come in run id order, so sorting them is one pass (a set's order is none).
+    ordered = sorted(filter(common.__contains__, a.ratings.run_ids))
+    runs = _runs(ordered, facets, by)
+    options: dict[str, Any] = {
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "target_width": target_width,
+        "development": development,
+    }
+    comparisons = _comparisons(
+        _Picked(a, ordered), _Picked(b, ordered), runs, positive, options, warnings
+    )
+    return AgreementReport(
+        a=a,
+        b=b,
+        runs_selected=runs_selected,
+        common=len(common),
+        only_a=len(in_a) - both_rated,
+        only_b=len(in_b) - both_rated,
+        kinds=kinds,
+        kinds_by_default=kinds_by_default,
+        left_out={k: n for k, n in by_kind.items() if k not in kinds},
+        comparisons=comparisons,
+        by=by,
+        split=chosen_split,
+        split_part=split,
+        outside_split=outside,
+        development=development,
+        warnings=warnings,
+    )
+
+
+def _split_of(ledger: Ledger, a: Source, b: Source) -> Split:
+    """The newest split of the label source on one side (`--split`); InputError if none."""
+    label_side = b if b.kind == "labels" else a if a.kind == "labels" else None
+    if label_side is None:
+        raise InputError("--split needs a label source on one side (labels:NAME)")
+    chosen = SplitStore(ledger.storage).newest(label_side.name)
+    if chosen is None:
+        raise InputError(
+            f"{label_side.describe()} has no split: make one with "
+            f"`agentledger labels split --source {label_side.name} --test-share 0.3 --seed S`"
+        )
+    return chosen
+
+
+def _check_options(
+    by: str | None, split: str | None, target_width: float | None, bootstrap: int | None
+) -> None:
+    """InputError naming the option when one of these is not one `agreement_report` takes."""
+    if by is not None and by not in BY:
+        raise InputError(f"--by {by!r}: choose {' or '.join(BY)}")
+    if split is not None and split not in ("dev", "test"):
+        raise InputError(f"--split {split!r}: choose dev or test")
+    if target_width is not None:
+        try:
+            plan_width(kappa_of([[1, 0], [0, 1]], ("x", "y")), target_width)
+        except ValueError:
+            raise InputError(
+                f"--target-width must be a positive number, e.g. 0.1 (got {target_width})"
+            ) from None
+    if bootstrap is not None and bootstrap < 1:
+        raise InputError(f"--bootstrap must be at least 1 (got {bootstrap})")
+
+
+def _checked_development(
+    ledger: Ledger, a: Source, b: Source, common: set[str], allow_dev: bool, warnings: list[str]
+) -> dict[str, str]:
+    """The runs compared whose labels a judge here was developed against: refused
+    (LeakageError) unless `allow_dev`, then each flagged and a warning said."""
     development = _development(ledger, a, b, common)
     if development and not allow_dev:
         sample = ", ".join(sorted(development)[:3])
@@ -624,17 +513,40 @@ def agreement_report(
             "labels a judge here was developed against; these figures are not a held-out "
             "evaluation (--allow-dev). Every such run is flagged."
         )
-    warnings += _without_verdict(a, "A", common) + _without_verdict(b, "B", common)
-    # A's run ids come in run id order, so sorting them is one pass (a set's order is none).
-    ordered = sorted(filter(common.__contains__, a.ratings.run_ids))
-    runs = _runs(ordered, facets, by)
-    options: dict[str, Any] = {
-        "bootstrap": bootstrap,
-        "seed": seed,
-        "target_width": target_width,
-        "development": development,
-    }
-    of_a, of_b = _Picked(a, ordered), _Picked(b, ordered)
+    return development
+
+
+def _without_verdict(source: Source, side: str, common: set[str]) -> list[str]:
+    """A warning when `source` gave no verdict at all (not applicable, skipped) on some of the
+    runs compared: they are rated, but nothing of theirs can agree or disagree."""
+    tally: dict[str, int] = {}
+    for run_id, verdict in zip(source.ratings.run_ids, source.ratings.verdicts, strict=True):
+        if verdict in ("not-applicable", "skipped") and run_id in common:
+            tally[verdict] = tally.get(verdict, 0) + 1
+    if not tally:
+        return []
+    why = []
+    if "not-applicable" in tally:
+        why.append(f"{tally['not-applicable']} not applicable: the judge's pack does not apply")
+    if "skipped" in tally:
+        why.append(f"{tally['skipped']} skipped")
+    return [
+        f"{side} ({source.describe()}) gave no verdict on {sum(tally.values())} of the "
+        f"{len(common)} runs compared ({'; '.join(why)}; `agentledger show RUN` says why): "
+        "they count as nulls, never as agreement or disagreement."
+    ]
+
+
+def _comparisons(
+    of_a: _Picked,
+    of_b: _Picked,
+    runs: _Runs,
+    positive: str,
+    options: dict[str, Any],
+    warnings: list[str],
+) -> list[Comparison]:
+    """The verdict, its binary collapse and every criterion both rate, compared; a warning
+    for each criterion one side alone rates."""
     verdicts_a, verdicts_b = of_a.verdicts, of_b.verdicts
     comparisons = [
         _compare(
@@ -671,24 +583,7 @@ def agreement_report(
     for criterion in sorted(criteria_a ^ criteria_b):
         side = "A" if criterion in criteria_a else "B"
         warnings.append(f"criterion {criterion} is rated by {side} only: not compared")
-    return AgreementReport(
-        a=a,
-        b=b,
-        runs_selected=runs_selected,
-        common=len(common),
-        only_a=len(in_a) - both_rated,
-        only_b=len(in_b) - both_rated,
-        kinds=kinds,
-        kinds_by_default=kinds_by_default,
-        left_out={k: n for k, n in by_kind.items() if k not in kinds},
-        comparisons=comparisons,
-        by=by,
-        split=chosen_split,
-        split_part=split,
-        outside_split=outside,
-        development=development,
-        warnings=warnings,
-    )
+    return comparisons
 
 
 def _development(ledger: Ledger, a: Source, b: Source, runs: set[str]) -> dict[str, str]:

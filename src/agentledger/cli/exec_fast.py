@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import IO
 
-    from agentledger.runner.shell_gate.gate import CommandDecision, Gate
+    from agentledger.runner.shell_gate.decision import CommandDecision
+    from agentledger.runner.shell_gate.gate import Gate
 
 __all__ = ["HELP", "USAGE", "fast_main", "join_argv", "run_exec"]
 

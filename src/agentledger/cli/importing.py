@@ -21,7 +21,7 @@ from agentledger.errors import LedgerNotFoundError
 from agentledger.importers import workers as import_workers
 
 if TYPE_CHECKING:
-    from agentledger.importers import PreparedImport
+    from agentledger.importers import ImportOptions, ImportReport, PreparedImport
     from agentledger.store import Ledger
 
 # The library is imported inside the command, once its worker processes are starting (they
@@ -252,10 +252,7 @@ def import_command(
     """
     try:
         import_workers.start_early(paths, workers, import_format=import_format)
-        from agentledger.cli.output import terminal_safe
-        from agentledger.importers import ARTIFACT_KEYS, ImportOptions, prepare_import
-        from agentledger.importers.formats import resolve_format
-        from agentledger.store import Ledger
+        from agentledger.importers import ARTIFACT_KEYS, ImportOptions
 
         mapping: dict[str, list[str]] = {}
         for key, pattern in parse_pairs("--map", mappings):
@@ -290,73 +287,102 @@ def import_command(
 
             time_zone(timezone)  # an unknown zone is refused before any file is read
         root = ledger_location(ledger_path)
-        try:
-            ledger: Ledger | None = Ledger.open(root)
-        except LedgerNotFoundError:
-            if root.exists() and not root.is_dir():
-                raise
-            ledger = None  # created once every run has been checked
-        if ledger is not None:
-            announce_journal(ledger)
-        before = ledger.count() if ledger is not None else 0
-        try:
-            with progress_bar("Checking runs") as progress:
-                prepared = prepare_import(list(paths), options, ledger=ledger, progress=progress)
-            with prepared:
-                _echo_skipped(prepared)
-                if ledger is not None and not allow_duplicates:
-                    _refuse_doubles(ledger, prepared)
-                new = len(prepared.new_runs)
-                identical = len(prepared.runs) - new
-                if dry_run:
-                    if verbose:
-                        _list_runs(prepared, dry_run=True)
-                    click.echo(
-                        f"Dry run: would import {_plural(new)} into {terminal_safe(str(root))}; "
-                        f"{identical} already imported, identical. Nothing was written."
-                    )
-                    return
-                created = False
-                if ledger is None:
-                    ledger, created = Ledger.open_or_init(root)
-                with progress_bar("Importing runs") as progress:
-                    try:
-                        report = prepared.commit(ledger, progress=progress)
-                    except KeyboardInterrupt:
-                        _interrupted(root, before, new)
-                    except Exception:
-                        # A ledger this import created and could not write into goes again.
-                        if created and ledger.remove_if_unused():
-                            ledger = None
-                        raise
-                if created:
-                    click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
-                    announce_journal(ledger)
-                if resolve_format(list(paths), options).format == "promptfoo":
-                    _promptfoo_labels(ledger, list(paths))
-        finally:
-            if ledger is not None:
-                ledger.close()
-        if verbose:
-            _list_runs(prepared, dry_run=False)
-        message = f"Imported {_plural(len(report.imported))} into {terminal_safe(str(root))}"
-        if report.identical:
-            message += f"; {len(report.identical)} already imported, identical"
-            if not report.imported and not report.indexed:
-                message += " (nothing to do)"
-        if report.indexed:
-            message += (
-                f"; {len(report.indexed)} of those were sealed but not indexed (an earlier import "
-                "was stopped in between): indexed now"
-            )
-        if prepared.skipped:
-            message += f"; {len(prepared.skipped)} skipped as invalid"
-        click.echo(message + ".")
+        done = _import(list(paths), options, root, allow_duplicates, dry_run, verbose)
+        if done is not None:
+            _echo_imported(*done, root, verbose)
     except KeyboardInterrupt:  # before any run was sealed (after, _interrupted says what was)
         click.echo("Interrupted while checking runs: nothing was written.", err=True)
         sys.exit(INTERRUPTED)
     finally:
         import_workers.close_early()  # those the import did not take (it stopped before)
+
+
+def _import(
+    paths: list[Path],
+    options: ImportOptions,
+    root: Path,
+    allow_duplicates: bool,
+    dry_run: bool,
+    verbose: bool,
+) -> tuple[ImportReport, PreparedImport] | None:
+    """Check every run, then import them into the ledger at `root` (made once they all
+    passed); None after a dry run, which writes nothing."""
+    from agentledger.cli.output import terminal_safe
+    from agentledger.importers import prepare_import
+    from agentledger.importers.formats import resolve_format
+    from agentledger.store import Ledger
+
+    try:
+        ledger: Ledger | None = Ledger.open(root)
+    except LedgerNotFoundError:
+        if root.exists() and not root.is_dir():
+            raise
+        ledger = None  # created once every run has been checked
+    if ledger is not None:
+        announce_journal(ledger)
+    before = ledger.count() if ledger is not None else 0
+    try:
+        with progress_bar("Checking runs") as progress:
+            prepared = prepare_import(paths, options, ledger=ledger, progress=progress)
+        with prepared:
+            _echo_skipped(prepared)
+            if ledger is not None and not allow_duplicates:
+                _refuse_doubles(ledger, prepared)
+            new = len(prepared.new_runs)
+            identical = len(prepared.runs) - new
+            if dry_run:
+                if verbose:
+                    _list_runs(prepared, dry_run=True)
+                click.echo(
+                    f"Dry run: would import {_plural(new)} into {terminal_safe(str(root))}; "
+                    f"{identical} already imported, identical. Nothing was written."
+                )
+                return None
+            created = False
+            if ledger is None:
+                ledger, created = Ledger.open_or_init(root)
+            with progress_bar("Importing runs") as progress:
+                try:
+                    report = prepared.commit(ledger, progress=progress)
+                except KeyboardInterrupt:
+                    _interrupted(root, before, new)
+                except Exception:
+                    # A ledger this import created and could not write into goes again.
+                    if created and ledger.remove_if_unused():
+                        ledger = None
+                    raise
+            if created:
+                click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
+                announce_journal(ledger)
+            if resolve_format(paths, options).format == "promptfoo":
+                _promptfoo_labels(ledger, paths)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    return report, prepared
+
+
+def _echo_imported(
+    report: ImportReport, prepared: PreparedImport, root: Path, verbose: bool
+) -> None:
+    """What the import did: the runs imported, already there, indexed late, skipped."""
+    from agentledger.cli.output import terminal_safe
+
+    if verbose:
+        _list_runs(prepared, dry_run=False)
+    message = f"Imported {_plural(len(report.imported))} into {terminal_safe(str(root))}"
+    if report.identical:
+        message += f"; {len(report.identical)} already imported, identical"
+        if not report.imported and not report.indexed:
+            message += " (nothing to do)"
+    if report.indexed:
+        message += (
+            f"; {len(report.indexed)} of those were sealed but not indexed (an earlier import "
+            "was stopped in between): indexed now"
+        )
+    if prepared.skipped:
+        message += f"; {len(prepared.skipped)} skipped as invalid"
+    click.echo(message + ".")
 
 
 def _promptfoo_labels(ledger: Ledger, paths: list[Path]) -> None:

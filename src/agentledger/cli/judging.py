@@ -25,7 +25,8 @@ from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, VERDICTS
 from agentledger.records.specfiles import load_yaml_record
 
 if TYPE_CHECKING:
-    from agentledger.judges.scoring import ScoringReport
+    from agentledger.judges.base import CriteriaPack
+    from agentledger.judges.scoring import RunsToJudge, ScoringReport
 
 __all__ = ["criteria_group", "judge_command"]
 
@@ -184,6 +185,18 @@ def judge_command(
                 concurrency=concurrency if spec.kind == "llm" else 1,
                 progress=progress,
             )
+    _echo_scored(report, chosen, criteria, diagnosis)
+    for run_id, error in report.failed:
+        click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
+    if report.failed:
+        raise SystemExit(1)
+
+
+def _echo_scored(
+    report: ScoringReport, chosen: RunsToJudge, criteria: CriteriaPack, diagnosis: bool
+) -> None:
+    """What `judge` did: the runs it took, the scores by verdict and criterion, what is left
+    (exit 130 when it was interrupted)."""
     counts = report.verdicts()
     if chosen.kinds_by_default:
         note = f"Judging {', '.join(chosen.kinds)} runs (the kinds {criteria.id} judges"
@@ -241,10 +254,6 @@ def judge_command(
             + "; ".join(reasons)
         )
     _echo_outside(report)
-    for run_id, error in report.failed:
-        click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
-    if report.failed:
-        raise SystemExit(1)
 
 
 def _echo_skipped(report: ScoringReport) -> None:

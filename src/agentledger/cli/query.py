@@ -40,7 +40,7 @@ from agentledger.store.export_parquet import PARQUET_FILES, write_parquet
 from agentledger.store.sizes import format_size
 
 if TYPE_CHECKING:
-    from agentledger.store import Ledger
+    from agentledger.store import Ledger, StoredRun
 
 __all__ = ["export_command", "runs_command", "show_command", "sql_command"]
 
@@ -189,6 +189,42 @@ def show_command(
         }
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
+    fields = _run_fields(stored, location)
+    info = Table.grid(padding=(0, 2))
+    info.add_column(style="bold")
+    info.add_column()
+    for label, value in fields:
+        info.add_row(label, Text(render_value(value)))
+    files = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("FILE", "SIZE", "SHA256"):
+        files.add_column(name, no_wrap=True)
+    for name, entry in stored.manifest.files.items():
+        files.add_row(Text(name), format_size(entry.size), short_hash(entry.sha256, 16))
+    parts: list[Any] = [info, "", files]
+    if scores:
+        judged = Table(box=None, pad_edge=False, header_style="bold")
+        for name in ("JUDGE", "VERDICT", "FIRED", "CANNOT ASSESS", "DIAGNOSIS"):
+            judged.add_column(name, no_wrap=True)
+        for score in scores:
+            criteria = score.get("criteria") or []
+            diagnosis = score.get("diagnosis")
+            judged.add_row(
+                score["judge_id"],
+                shown_verdict(score["verdict"], criteria),
+                ", ".join(c["criterion"] for c in criteria if c["fired"]) or "-",
+                ", ".join(c["criterion"] for c in criteria if c["fired"] is None) or "-",
+                render_value(
+                    {True: "correct", False: "incorrect"}.get(diagnosis["correct"])
+                    if diagnosis
+                    else None
+                ),
+            )
+        parts += ["", judged]
+    emit(*parts)
+
+
+def _run_fields(stored: StoredRun, location: str) -> list[tuple[str, Any]]:
+    """What `show` prints of a run: its identity, where it is, then its summary's figures."""
     meta = stored.metadata
     fields: list[tuple[str, Any]] = [
         ("run", meta.run_id),
@@ -232,37 +268,7 @@ def show_command(
             ("model calls", summary.model_calls),
             ("notes", "; ".join(summary.notes) or None),
         ]
-    info = Table.grid(padding=(0, 2))
-    info.add_column(style="bold")
-    info.add_column()
-    for label, value in fields:
-        info.add_row(label, Text(render_value(value)))
-    files = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("FILE", "SIZE", "SHA256"):
-        files.add_column(name, no_wrap=True)
-    for name, entry in stored.manifest.files.items():
-        files.add_row(Text(name), format_size(entry.size), short_hash(entry.sha256, 16))
-    parts: list[Any] = [info, "", files]
-    if scores:
-        judged = Table(box=None, pad_edge=False, header_style="bold")
-        for name in ("JUDGE", "VERDICT", "FIRED", "CANNOT ASSESS", "DIAGNOSIS"):
-            judged.add_column(name, no_wrap=True)
-        for score in scores:
-            criteria = score.get("criteria") or []
-            diagnosis = score.get("diagnosis")
-            judged.add_row(
-                score["judge_id"],
-                shown_verdict(score["verdict"], criteria),
-                ", ".join(c["criterion"] for c in criteria if c["fired"]) or "-",
-                ", ".join(c["criterion"] for c in criteria if c["fired"] is None) or "-",
-                render_value(
-                    {True: "correct", False: "incorrect"}.get(diagnosis["correct"])
-                    if diagnosis
-                    else None
-                ),
-            )
-        parts += ["", judged]
-    emit(*parts)
+    return fields
 
 
 def _show_trace(run_id: str, steps: list[Any], as_json: bool) -> None:

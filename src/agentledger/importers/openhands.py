@@ -18,28 +18,31 @@ import functools
 import hashlib
 import os
 import re
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from agentledger.errors import InputError, RecordError
+from agentledger.errors import RecordError
 from agentledger.identity import HASH_PREFIX
+from agentledger.importers.openhands_files import (
+    PREFIX,
+    check_event_count,
+    find_trajectories,
+    scenario_of,
+)
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
-from agentledger.importers.source_files import checked_real, files_below, given_file
+from agentledger.importers.source_files import checked_real
 from agentledger.importers.trace_runs import (
-    MAX_TRACE_STEPS,
     BuiltTrace,
     TraceFacts,
     attachment_of,
     plan_trace_run,
     read_trace_file,
-    too_many_steps,
 )
-from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, NOT_EXECUTED, decode_json
+from agentledger.records import NOT_EXECUTED, decode_json
 from agentledger.records.trace import (
     MAX_STEP_TEXT,
     STEPS,
@@ -61,7 +64,6 @@ __all__ = [
 ]
 
 FORMAT = "openhands"
-_PREFIX = "traj_"
 
 _ACTIONS = {
     "run": "command",
@@ -94,60 +96,6 @@ def command_class(command: str) -> str:
         return "unknown"
 
 
-def scenario_of(path: Path) -> str:
-    """The task a trajectory file answers: ``traj_<task>.json`` gives ``<task>``."""
-    stem = path.stem
-    return stem[len(_PREFIX) :] if stem.startswith(_PREFIX) and len(stem) > len(_PREFIX) else stem
-
-
-def find_trajectories(
-    paths: Sequence[Path], limit: int = DEFAULT_MAX_ARTIFACT_BYTES
-) -> list[tuple[Path, str]]:
-    """Every trajectory under `paths` (files given, or ``traj_*.json`` in directories), with
-    its real path, in a stable order."""
-    found: list[tuple[Path, str]] = []
-    seen: set[str] = set()
-    beside: list[Path] = []
-    for path in paths:
-        if not path.is_dir():
-            real = given_file(path)
-            if _beside_a_trajectory(path):
-                beside.append(path)
-            elif real not in seen:
-                seen.add(real)
-                found.append((path, real))
-            continue
-        files = files_below(path, lambda name: name.startswith(_PREFIX) and name.endswith(".json"))
-        if not files:
-            raise InputError(
-                f"{path}: no OpenHands trajectory (traj_*.json) here or below; give the "
-                "trajectory files themselves, or another --format"
-            )
-        for file, real in files:
-            if real not in seen:
-                seen.add(real)
-                found.append((file, real))
-    if beside and not found:
-        raise InputError(
-            f"{beside[0]}: kept with the trajectory beside it "
-            f"({_PREFIX}{beside[0].name.partition('_')[2]}), not a trajectory itself; give the "
-            "trajectory (or its folder)"
-        )
-    return found
-
-
-def _beside_a_trajectory(path: Path) -> bool:
-    """Whether the file `path` is one of the files kept with a trajectory beside it
-    (``eval_<task>.json`` beside ``traj_<task>.json``): given with it, as ``folder/*.json``
-    gives them, it is no trajectory of its own."""
-    kind, sep, rest = path.name.partition("_")
-    return (
-        bool(sep and rest)
-        and kind + sep != _PREFIX
-        and (path.parent / f"{_PREFIX}{rest}").is_file()
-    )
-
-
 def _task_files(folder: Path) -> dict[str, list[str]]:
     """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``;
     links among them too (`_siblings` checks where they point)."""
@@ -166,7 +114,7 @@ def _siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[tup
 
     The folder is listed once per import (`ctx`): a flat folder of a thousand trajectories
     would otherwise be listed a thousand times."""
-    if not path.name.startswith(_PREFIX):
+    if not path.name.startswith(PREFIX):
         return []
     folder = path.parent
     by_rest = _task_files(folder) if ctx is None else ctx.per_folder(FORMAT, folder, _task_files)
@@ -637,7 +585,7 @@ class _Reader:
 
 
 def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, Any]]:
-    _check_event_count(raw, origin)
+    check_event_count(raw, origin)
     events, meta = _events(decode_json(raw, origin), origin)
     reader = _Reader(origin, attachment)
     steps = reader.steps
@@ -645,27 +593,6 @@ def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, 
         steps.append(reader.step(event, position))
         events[position] = None  # each event let go once it is a step: not both held whole
     return reader, meta
-
-
-# A file smaller than this cannot hold enough events to matter: it is parsed at once.
-_COUNT_FROM_BYTES = 1 << 20
-
-
-def _check_event_count(raw: bytes, origin: str) -> None:
-    """Refuse a trajectory of more than `MAX_TRACE_STEPS` events, counted by a streaming
-    parser (ijson) that stops there, before the file is parsed whole: parsed, a million
-    events take gigabytes (orjson builds every event at once)."""
-    if len(raw) < _COUNT_FROM_BYTES:
-        return
-    import ijson  # type: ignore[import-untyped, unused-ignore]
-
-    prefix = "history.item" if raw.lstrip()[:1] == b"{" else "item"
-    try:
-        for count, _event in enumerate(ijson.items(raw, prefix, use_float=True), start=1):
-            if count > MAX_TRACE_STEPS:
-                raise too_many_steps(origin)
-    except ijson.JSONError:
-        return  # malformed: the strict parser says where
 
 
 def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:

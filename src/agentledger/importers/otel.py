@@ -38,7 +38,8 @@ import contextlib
 import json
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,11 @@ from agentledger.importers.otel_spans import (
     SEPARATOR,
     find_otel_traces,
     hex_id,
+    json_object,
+    messages_text,
     read_spans,
     requests_of,
+    span_time,
 )
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
@@ -74,54 +78,8 @@ __all__ = ["FORMAT", "find_otel_traces", "plan_otel_trace", "read_spans"]
 FORMAT = "otel"
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
 _TOOL_KINDS = ("tool_call", "file_read", "file_write", "browse", "code")
-_OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 _NO_REPORT = "no finish step: the run has no report"  # the note plan_trace_run adds itself
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")  # as trace_runs makes the run id of its parts
-
-
-def _messages_text(value: Any, role: str | None = None) -> str | None:
-    """The text parts of GenAI messages (a JSON string or a list), of one role if given."""
-    if isinstance(value, str):
-        text = value
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return text
-    if not isinstance(value, list):
-        return None
-    texts = []
-    for message in value:
-        if not isinstance(message, dict) or (role and message.get("role") != role):
-            continue
-        for part in message.get("parts") or []:
-            if isinstance(part, dict) and isinstance(part.get("content"), str):
-                texts.append(part["content"])
-        if isinstance(message.get("content"), str):
-            texts.append(message["content"])
-    return "\n".join(texts) if texts else None
-
-
-def _zone(zone: Any) -> tzinfo | None:
-    """The UTC offset agentledger's export gives a step's time (``+02:00``), if any."""
-    match = _OFFSET.match(zone) if isinstance(zone, str) else None
-    if match is None:
-        return None
-    sign = -1 if match[1] == "-" else 1
-    return timezone(sign * timedelta(hours=int(match[2]), minutes=int(match[3])))
-
-
-def _when(nanos: int, zone: Any = None) -> datetime | None:
-    """A span time; agentledger's own export marks times that had no zone (``unknown``: kept
-    without one), steps that had no time (``none``) and the offset a time was given in."""
-    if nanos <= 0 or zone == "none":
-        return None
-    moment = datetime.fromtimestamp(nanos // 1_000_000_000, UTC).replace(
-        microsecond=nanos % 1_000_000_000 // 1000
-    )
-    if zone == "unknown":
-        return moment.replace(tzinfo=None)
-    offset = _zone(zone)
-    return moment.astimezone(offset) if offset is not None else moment
 
 
 def _raw_type(attrs: dict[str, Any]) -> str | None:
@@ -134,15 +92,6 @@ def _ours(attrs: dict[str, Any], name: str, choices: Sequence[str]) -> str | Non
     """agentledger's own attribute `name` (its export), when it holds one of `choices`."""
     value = attrs.get(otlp.OURS + name)
     return value if isinstance(value, str) and value in choices else None
-
-
-def _json_object(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {"raw": value}
-    return value if isinstance(value, dict) else None
 
 
 def _failure(span: dict[str, Any], result: str | None) -> str | None:
@@ -171,12 +120,147 @@ def _failure(span: dict[str, Any], result: str | None) -> str | None:
     return "\n".join(lines) or "failed (status ERROR), without a message"
 
 
+@dataclass
+class _Tally:
+    """What a trace's model calls add up to, and its failed spans (as error steps)."""
+
+    calls: int = 0
+    tokens: list[int | None] = field(default_factory=lambda: [None, None])  # None: unknown
+    cost: float | None = None
+    failures: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def into(self, facts: TraceFacts) -> None:
+        """The run's totals, and a note naming the failed spans."""
+        if self.calls:
+            facts.model_calls = self.calls
+            facts.tokens_in, facts.tokens_out = self.tokens
+            facts.cost_usd = self.cost
+        if self.failures:
+            shown = "; ".join(
+                f"step {index} ({name}): {text.splitlines()[0][:200]}"
+                for index, name, text in self.failures[:5]
+            )
+            count = len(self.failures)
+            more = f"; and {count - 5} more" if count > 5 else ""
+            facts.notes.append(
+                f"{count} failed span{'s' if count > 1 else ''} in the trace (status ERROR), "
+                f"kept as error steps: {shown}{more}"
+            )
+
+
+def _models(attrs: dict[str, Any], facts: TraceFacts) -> tuple[Any, Any]:
+    """The models a span asked for and was served, noted as the run's when it has none."""
+    asked, served = attrs.get(otlp.REQUEST_MODEL), attrs.get(otlp.RESPONSE_MODEL)
+    facts.model = facts.model or (asked if isinstance(asked, str) else None)
+    facts.model_served = facts.model_served or (served if isinstance(served, str) else None)
+    return asked, served
+
+
+def _note_facts(attrs: dict[str, Any], operation: str, facts: TraceFacts) -> None:
+    """What any span may say of the run: fingerprint, agent, scenario, models, system prompt."""
+    fingerprint = attrs.get(otlp.SYSTEM_FINGERPRINT_GENAI)
+    if isinstance(fingerprint, str) and facts.system_fingerprint is None:
+        facts.system_fingerprint = fingerprint
+    if isinstance(attrs.get(otlp.AGENT_NAME), str) and facts.agent_name is None:
+        facts.agent_name = attrs[otlp.AGENT_NAME]
+    if isinstance(attrs.get(otlp.SCENARIO), str) and facts.scenario is None:
+        facts.scenario, facts.scenario_from = attrs[otlp.SCENARIO], "trace"
+    if operation == "invoke_agent":
+        _models(attrs, facts)
+    instructions = attrs.get(otlp.SYSTEM_INSTRUCTIONS)
+    if isinstance(instructions, str | list) and facts.system_prompt is None:
+        facts.system_prompt = (
+            instructions if isinstance(instructions, str) else messages_text(instructions)
+        )
+
+
+def _model_step(
+    attrs: dict[str, Any], base: dict[str, Any], facts: TraceFacts, tally: _Tally
+) -> dict[str, Any]:
+    """The agent's step of a model call; the call counted, its prompt and answer noted."""
+    tally.calls += 1
+    asked, served = _models(attrs, facts)
+    tin, tout = attrs.get(otlp.INPUT_TOKENS), attrs.get(otlp.OUTPUT_TOKENS)
+    for at, count in enumerate((tin, tout)):
+        if type(count) is int and count >= 0:  # else unknown, never taken for 0
+            tally.tokens[at] = (tally.tokens[at] or 0) + count
+    spent: Any = attrs.get(otlp.COST)
+    spent = spent if type(spent) in (int, float) and spent >= 0 else None
+    if spent is not None:
+        tally.cost = (tally.cost or 0.0) + spent
+    if facts.prompt is None:
+        facts.prompt = messages_text(attrs.get(otlp.INPUT_MESSAGES), "user")
+    output = messages_text(attrs.get(otlp.OUTPUT_MESSAGES))
+    if output is not None:
+        facts.report = output
+    return {
+        **base,
+        "actor": "agent",
+        "kind": _ours(attrs, "kind", ("reasoning", "finish")) or "message",
+        "tool": None,
+        "model": served if isinstance(served, str) else asked,
+        "tokens_in": tin if isinstance(tin, int) and tin >= 0 else None,
+        "tokens_out": tout if isinstance(tout, int) and tout >= 0 else None,
+        "cost_usd": float(spent) if spent is not None else None,
+        "content": step_text_fields(output),
+    }
+
+
+def _tool_steps(
+    span: dict[str, Any], base: dict[str, Any], at: int, tally: _Tally
+) -> list[dict[str, Any]]:
+    """The call of a tool's span (step `at`), and its answer or failure after it."""
+    attrs = span["attributes"]
+    name = attrs.get(otlp.TOOL_NAME)
+    arguments = json_object(attrs.get(otlp.TOOL_ARGUMENTS))
+    command = (arguments or {}).get("command")
+    # agentledger's export says which tools ran commands (an editor's "command" is not)
+    is_command = isinstance(command, str) and _ours(attrs, "kind", KINDS) in (None, "command")
+    text = attrs.get(otlp.TEXT)
+    call_id = attrs.get(otlp.TOOL_CALL_ID)
+    steps = [
+        {
+            **base,
+            "actor": "agent",
+            "kind": "command" if is_command else _ours(attrs, "kind", _TOOL_KINDS) or "tool_call",
+            "tool": name if isinstance(name, str) else None,
+            "call_id": call_id if isinstance(call_id, str) else None,
+            "arguments": arguments,
+            "command": command if is_command else None,
+            "command_class": command_class(command) if is_command else None,
+            "content": step_text_fields(text if isinstance(text, str) else None),
+        }
+    ]
+    result = attrs.get(otlp.TOOL_RESULT)
+    if result is not None and not isinstance(result, str):
+        result = json.dumps(result)
+    failure = _failure(span, result)
+    if result is None and failure is None:
+        return steps
+    if failure is not None:
+        tally.failures.append((at + 1, span["name"] or "execute_tool", failure))
+    answer = "command_output" if is_command else "tool_result"
+    exit_code = attrs.get(otlp.EXIT_CODE)
+    steps.append(
+        {
+            **base,
+            "index": at + 1,
+            "time": span_time(span["end"], attrs.get(otlp.TIME_ZONE)),
+            "actor": "tool",
+            "kind": "error" if failure is not None else answer,
+            "tool": name if isinstance(name, str) else None,
+            "cause": at,
+            "command": command if is_command else None,
+            "exit_code": exit_code if type(exit_code) is int else None,
+            "content": step_text_fields(failure if failure is not None else result),
+        }
+    )
+    return steps
+
+
 def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
-    tokens: list[int | None] = [None, None]  # input, output: None until a call states them
-    calls = 0
-    failures: list[tuple[int, str, str]] = []
-    cost: float | None = None
+    tally = _Tally()
     # Without spans of its tools (an instrumented model client), a trace's tool calls are
     # those its model answers ask for, answered in the next request's messages.
     from_messages = not any(
@@ -189,129 +273,29 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
     # A parent starts no later than its children: at the same time, it comes first.
     for span in sorted(spans, key=lambda s: (s["start"], s["parent"], s["end"])):
         attrs = span["attributes"]
-        fingerprint = attrs.get(otlp.SYSTEM_FINGERPRINT_GENAI)
-        if isinstance(fingerprint, str) and facts.system_fingerprint is None:
-            facts.system_fingerprint = fingerprint
         operation = attrs.get(otlp.OPERATION) or span["name"].split(" ")[0]
         zone = attrs.get(otlp.TIME_ZONE)
         base = {
             "index": len(steps),
-            "time": _when(span["start"], zone),
+            "time": span_time(span["start"], zone),
             "source": {"file": attachment, "event": span["span_id"]},
             "raw_type": _raw_type(attrs) or f"span:{operation}",
         }
-        if isinstance(attrs.get(otlp.AGENT_NAME), str) and facts.agent_name is None:
-            facts.agent_name = attrs[otlp.AGENT_NAME]
-        if isinstance(attrs.get(otlp.SCENARIO), str) and facts.scenario is None:
-            facts.scenario, facts.scenario_from = attrs[otlp.SCENARIO], "trace"
-        if operation == "invoke_agent":
-            asked, served = attrs.get(otlp.REQUEST_MODEL), attrs.get(otlp.RESPONSE_MODEL)
-            facts.model = facts.model or (asked if isinstance(asked, str) else None)
-            facts.model_served = facts.model_served or (served if isinstance(served, str) else None)
-        if (
-            isinstance(attrs.get(otlp.SYSTEM_INSTRUCTIONS), str | list)
-            and facts.system_prompt is None
-        ):
-            instructions = attrs[otlp.SYSTEM_INSTRUCTIONS]
-            facts.system_prompt = (
-                instructions if isinstance(instructions, str) else _messages_text(instructions)
-            )
+        _note_facts(attrs, operation, facts)
         if operation in _MODEL_OPERATIONS:
-            calls += 1
-            asked, served = attrs.get(otlp.REQUEST_MODEL), attrs.get(otlp.RESPONSE_MODEL)
-            facts.model = facts.model or (asked if isinstance(asked, str) else None)
-            facts.model_served = facts.model_served or (served if isinstance(served, str) else None)
-            tin, tout = (
-                attrs.get(otlp.INPUT_TOKENS),
-                attrs.get(otlp.OUTPUT_TOKENS),
-            )
-            for at, count in enumerate((tin, tout)):
-                if type(count) is int and count >= 0:  # else unknown, never taken for 0
-                    tokens[at] = (tokens[at] or 0) + count
-            spent = attrs.get(otlp.COST)
-            spent = spent if type(spent) in (int, float) and spent >= 0 else None
-            if spent is not None:
-                cost = (cost or 0.0) + spent
-            if facts.prompt is None:
-                facts.prompt = _messages_text(attrs.get(otlp.INPUT_MESSAGES), "user")
-            output = _messages_text(attrs.get(otlp.OUTPUT_MESSAGES))
-            if output is not None:
-                facts.report = output
-            steps.append(
-                {
-                    **base,
-                    "actor": "agent",
-                    "kind": _ours(attrs, "kind", ("reasoning", "finish")) or "message",
-                    "tool": None,
-                    "model": served if isinstance(served, str) else asked,
-                    "tokens_in": tin if isinstance(tin, int) and tin >= 0 else None,
-                    "tokens_out": tout if isinstance(tout, int) and tout >= 0 else None,
-                    "cost_usd": float(spent) if spent is not None else None,
-                    "content": step_text_fields(output),
-                }
-            )
+            steps.append(_model_step(attrs, base, facts, tally))
             if from_messages:
                 steps += message_call_steps(
                     base,
                     len(steps),
                     attrs.get(otlp.OUTPUT_MESSAGES),
                     answers,
-                    _when(span["end"]),
+                    span_time(span["end"]),
                 )
+            failure = _failure(span, None)
         elif operation == "execute_tool":
-            name = attrs.get(otlp.TOOL_NAME)
-            arguments = _json_object(attrs.get(otlp.TOOL_ARGUMENTS))
-            command = (arguments or {}).get("command")
-            # agentledger's export says which tools ran commands (an editor's "command" is not)
-            is_command = isinstance(command, str) and _ours(attrs, "kind", KINDS) in (
-                None,
-                "command",
-            )
-            text = attrs.get(otlp.TEXT)
-            exit_code = attrs.get(otlp.EXIT_CODE)
-            call = len(steps)
-            steps.append(
-                {
-                    **base,
-                    "actor": "agent",
-                    "kind": "command"
-                    if is_command
-                    else _ours(attrs, "kind", _TOOL_KINDS) or "tool_call",
-                    "tool": name if isinstance(name, str) else None,
-                    "call_id": attrs.get(otlp.TOOL_CALL_ID)
-                    if isinstance(attrs.get(otlp.TOOL_CALL_ID), str)
-                    else None,
-                    "arguments": arguments,
-                    "command": command if is_command else None,
-                    "command_class": command_class(command) if is_command else None,
-                    "content": step_text_fields(text if isinstance(text, str) else None),
-                }
-            )
-            result = attrs.get(otlp.TOOL_RESULT)
-            if result is not None and not isinstance(result, str):
-                result = json.dumps(result)
-            failure = _failure(span, result)
-            if result is not None or failure is not None:
-                if failure is not None:
-                    failures.append((len(steps), span["name"] or operation, failure))
-                steps.append(
-                    {
-                        **base,
-                        "index": len(steps),
-                        "time": _when(span["end"], zone),
-                        "actor": "tool",
-                        "kind": "error"
-                        if failure is not None
-                        else "command_output"
-                        if is_command
-                        else "tool_result",
-                        "tool": name if isinstance(name, str) else None,
-                        "cause": call,
-                        "command": command if is_command else None,
-                        "exit_code": exit_code if type(exit_code) is int else None,
-                        "content": step_text_fields(failure if failure is not None else result),
-                    }
-                )
+            steps += _tool_steps(span, base, len(steps), tally)
+            continue
         else:
             text = attrs.get(otlp.TEXT)
             steps.append(
@@ -323,39 +307,25 @@ def _steps(spans: list[dict[str, Any]], attachment: str, facts: TraceFacts) -> l
                     "content": step_text_fields(text if isinstance(text, str) else None),
                 }
             )
-        if operation != "execute_tool":
             failure = _failure(span, None)
-            if failure is not None and operation == "invoke_agent" and not span["parent"]:
-                facts.error = f"the agent's span failed: {failure}"[:_ERROR_CHARS]
-            if failure is not None:
-                failures.append((len(steps), span["name"] or operation, failure))
-                steps.append(
-                    {
-                        **base,
-                        "index": len(steps),
-                        "time": _when(span["end"], zone),
-                        "actor": "environment",
-                        "kind": "error",
-                        "tool": None,
-                        "cause": len(steps) - 1,
-                        "content": step_text_fields(failure),
-                    }
-                )
-    if calls:
-        facts.model_calls = calls
-        facts.tokens_in, facts.tokens_out = tokens
-        facts.cost_usd = cost
-    if failures:
-        shown = "; ".join(
-            f"step {index} ({name}): {text.splitlines()[0][:200]}"
-            for index, name, text in failures[:5]
+        if failure is None:
+            continue
+        if operation == "invoke_agent" and not span["parent"]:
+            facts.error = f"the agent's span failed: {failure}"[:_ERROR_CHARS]
+        tally.failures.append((len(steps), span["name"] or operation, failure))
+        steps.append(
+            {
+                **base,
+                "index": len(steps),
+                "time": span_time(span["end"], zone),
+                "actor": "environment",
+                "kind": "error",
+                "tool": None,
+                "cause": len(steps) - 1,
+                "content": step_text_fields(failure),
+            }
         )
-        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
-        count = len(failures)
-        facts.notes.append(
-            f"{count} failed span{'s' if count > 1 else ''} in the trace (status ERROR), "
-            f"kept as error steps: {shown}{more}"
-        )
+    tally.into(facts)
     return steps
 
 
@@ -415,9 +385,9 @@ def _exported_step(
     arguments = said["arguments"]
     return {
         "index": said["step"],
-        "time": _when(nanos, said["time_zone"]),
+        "time": span_time(nanos, said["time_zone"]),
         **{name: said[name] for name in ("actor", "kind", "raw_type", "tool", "call_id")},
-        "arguments": _json_object(arguments) if arguments is not None else None,
+        "arguments": json_object(arguments) if arguments is not None else None,
         "command": said["command"],
         "command_class": said["command_class"],
         "gate": gate,
@@ -442,7 +412,7 @@ def _exported_steps(
         operation = attrs.get(otlp.OPERATION)
         text = None
         if operation in _MODEL_OPERATIONS:
-            text = _messages_text(attrs.get(otlp.OUTPUT_MESSAGES))
+            text = messages_text(attrs.get(otlp.OUTPUT_MESSAGES))
         step = _exported_step(attrs, otlp.OURS, span["start"], text)
         if step is None:
             return None
@@ -456,7 +426,7 @@ def _exported_steps(
             step["call_id"] = _of(attrs.get(otlp.TOOL_CALL_ID), str)
             arguments = attrs.get(otlp.TOOL_ARGUMENTS)
             if arguments is not None and attrs.get(otlp.ARGUMENTS_MADE) is not True:
-                step["arguments"] = _json_object(arguments)
+                step["arguments"] = json_object(arguments)
         steps.append(step)
         if otlp.RESULT + "step" in attrs:
             result = attrs.get(otlp.TOOL_RESULT)

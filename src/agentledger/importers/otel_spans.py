@@ -3,7 +3,9 @@
 Ids are checked (hex, or the base64 of protobuf's JSON mapping, never zeros), times are
 nanoseconds OTLP and `datetime` can hold, and attributes are read as GenAI's current names
 whatever convention wrote them (`otel_dialects.canonical_attributes`). A span given twice with
-the same content is taken once. `agentledger.importers.otel` makes runs of what this reads.
+the same content is taken once; and the values spans hold read as plain ones (a span's time in
+the zone agentledger's export marked, GenAI messages as text, JSON objects given as text).
+`agentledger.importers.otel` makes runs of what this reads.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +26,20 @@ from agentledger.importers.source_files import read_regular
 from agentledger.importers.trace_runs import trace_files
 from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json, otlp
 
-__all__ = ["SEPARATOR", "find_otel_traces", "hex_id", "read_spans", "requests_of"]
+__all__ = [
+    "SEPARATOR",
+    "find_otel_traces",
+    "hex_id",
+    "json_object",
+    "messages_text",
+    "read_spans",
+    "requests_of",
+    "span_time",
+]
 
 SEPARATOR = "#trace="
 """Between a file and a trace id in the path of one trace of a file (``file#trace=ID``)."""
+_OFFSET = re.compile(r"^([+-])(\d{2}):(\d{2})$")
 _MAX_NANOS = 2**63 - 1  # 2262-04-11: what a signed 64-bit count of nanoseconds holds
 
 
@@ -204,3 +218,58 @@ def find_otel_traces(
                     )
                 )
     return found
+
+
+def messages_text(value: Any, role: str | None = None) -> str | None:
+    """The text parts of GenAI messages (a JSON string or a list), of one role if given."""
+    if isinstance(value, str):
+        text = value
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+    if not isinstance(value, list):
+        return None
+    texts = []
+    for message in value:
+        if not isinstance(message, dict) or (role and message.get("role") != role):
+            continue
+        for part in message.get("parts") or []:
+            if isinstance(part, dict) and isinstance(part.get("content"), str):
+                texts.append(part["content"])
+        if isinstance(message.get("content"), str):
+            texts.append(message["content"])
+    return "\n".join(texts) if texts else None
+
+
+def _zone(zone: Any) -> tzinfo | None:
+    """The UTC offset agentledger's export gives a step's time (``+02:00``), if any."""
+    match = _OFFSET.match(zone) if isinstance(zone, str) else None
+    if match is None:
+        return None
+    sign = -1 if match[1] == "-" else 1
+    return timezone(sign * timedelta(hours=int(match[2]), minutes=int(match[3])))
+
+
+def span_time(nanos: int, zone: Any = None) -> datetime | None:
+    """A span time; agentledger's own export marks times that had no zone (``unknown``: kept
+    without one), steps that had no time (``none``) and the offset a time was given in."""
+    if nanos <= 0 or zone == "none":
+        return None
+    moment = datetime.fromtimestamp(nanos // 1_000_000_000, UTC).replace(
+        microsecond=nanos % 1_000_000_000 // 1000
+    )
+    if zone == "unknown":
+        return moment.replace(tzinfo=None)
+    offset = _zone(zone)
+    return moment.astimezone(offset) if offset is not None else moment
+
+
+def json_object(value: Any) -> dict[str, Any] | None:
+    """A JSON object given as text or as itself (text that is no JSON: ``{"raw": text}``)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {"raw": value}
+    return value if isinstance(value, dict) else None

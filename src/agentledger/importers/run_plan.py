@@ -7,7 +7,6 @@ what the import would write. It writes nothing.
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 import re
@@ -21,10 +20,10 @@ from typing import Any
 from agentledger.errors import (
     InputError,
     RecordError,
-    RunExistsError,
     UnsafeNameError,
 )
 from agentledger.identity import HASH_PREFIX, check_artifact_name, sha256_bytes
+from agentledger.importers.identical import check_identical
 from agentledger.importers.identity_fields import (
     Claim,
     Identity,
@@ -44,25 +43,19 @@ from agentledger.importers.layout import (
 from agentledger.importers.plan import ImportOptions, PlannedArtifact, PlannedRun
 from agentledger.importers.shell_log import check_shell_log
 from agentledger.records import (
-    Manifest,
     RunMetadata,
     RunSummary,
     decode_json,
-    parse_record,
     parse_record_data,
 )
 from agentledger.store.ledger import Ledger
-from agentledger.store.storage import MANIFEST_NAME
 from agentledger.store.writer import (
     AUDIT,
-    METADATA,
     PROMPT,
     REPORT,
     SHELL_AUDIT,
-    SUMMARY,
     SYSTEM_PROMPT,
     derived_values,
-    record_bytes,
 )
 
 __all__ = ["IMPORTER", "PlanContext", "plan_run", "read_source"]
@@ -562,75 +555,6 @@ def plan_run(run_dir: Path, ctx: PlanContext, real: str | None = None) -> Planne
         ]
     run = PlannedRun(run_dir, metadata, summary, tuple(sorted(artifacts, key=_artifact_name)))
     if ctx.ledger is not None and ctx.ledger.storage.has_run(metadata.run_id):
-        _check_identical(ctx.ledger, run)
+        check_identical(ctx.ledger, run)
         run = replace(run, identical=True)
     return run
-
-
-# Where the files were found, and where each identity field's (equal) value came from: the
-# same run, found another way.
-_SAME_RUN_FIELDS = frozenset(("source.directory", "source.files", "source.fields"))
-
-
-def _check_identical(ledger: Ledger, run: PlannedRun) -> None:
-    """Pass when the stored run holds exactly what this import would write.
-
-    Every file must have the same sha256 as in the stored run's manifest. metadata.json may
-    differ only in where the files were found (`source.directory`, `source.files`) and where
-    its identity fields came from (`source.fields`: a model named by --model that the trace
-    names too): the same run found another way is the same run. A changed original metadata.json or
-    run_summary.json is a difference.
-    """
-    run_id = run.run_id
-    manifest = parse_record(
-        Manifest,
-        ledger.read_bytes(run_id, MANIFEST_NAME),
-        ledger.storage.locate(run_id, MANIFEST_NAME),
-    )
-    metadata_bytes = record_bytes(run.metadata)
-    expected = {artifact.name: artifact.sha256() for artifact in run.artifacts}
-    expected[METADATA] = sha256_bytes(metadata_bytes)
-    expected[SUMMARY] = sha256_bytes(record_bytes(run.summary))
-    differences = []
-    for name in sorted(set(expected) | set(manifest.files)):
-        stored = manifest.files.get(name)
-        if stored is None:
-            differences.append(f"{name} (not in the stored run)")
-        elif name not in expected:
-            differences.append(f"{name} (only in the stored run)")
-        elif stored.sha256 != expected[name]:
-            fields = _metadata_fields(ledger, run_id, metadata_bytes) if name == METADATA else []
-            if name == METADATA and fields and set(fields) <= _SAME_RUN_FIELDS:
-                # The same run under another directory name; its files are compared above.
-                continue
-            differences.append(name + (f" (fields: {', '.join(fields)})" if fields else ""))
-    if differences:
-        raise RunExistsError(
-            f"run {run_id} (from {run.directory}) is already in the ledger with different "
-            f"content: {', '.join(differences)} {'differs' if len(differences) == 1 else 'differ'}."
-            " Sealed runs are never replaced; import "
-            "this one under another run id (a --sidecar column 'run_id')"
-        )
-
-
-def _metadata_fields(ledger: Ledger, run_id: str, new: bytes) -> list[str]:
-    """The fields in which the stored metadata.json and `new` differ (``source.*`` in detail)."""
-    try:
-        stored = json.loads(ledger.read_bytes(run_id, METADATA))
-        fresh = json.loads(new)
-    except (ValueError, InputError):
-        return []
-    if not isinstance(stored, dict):
-        return []
-    fields = []
-    for key in sorted(set(stored) | set(fresh)):
-        old, now = stored.get(key), fresh.get(key)
-        if old == now:
-            continue
-        if key == "source" and isinstance(old, dict) and isinstance(now, dict):
-            fields += [
-                f"source.{k}" for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)
-            ]
-        else:
-            fields.append(key)
-    return fields

@@ -23,9 +23,10 @@ from pydantic import ValidationError
 
 from agentledger.errors import ArtifactTooLargeError, InputError, RecordError, UnsafeNameError
 from agentledger.identity import HASH_PREFIX, check_artifact_name, check_run_id, sha256_bytes
+from agentledger.importers.identical import check_identical
 from agentledger.importers.identity_fields import field_value
 from agentledger.importers.plan import PlannedArtifact, PlannedRun
-from agentledger.importers.run_plan import PlanContext, _check_identical
+from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.source_files import (
     files_below,
     given_file,
@@ -325,6 +326,112 @@ def _times(
     )
 
 
+def _file_artifacts(
+    path: Path,
+    raw: bytes,
+    digest: str,
+    ctx: PlanContext,
+    parts: Sequence[tuple[str, bytes]] | None,
+    attachments: Sequence[tuple[Path, str]],
+) -> tuple[list[PlannedArtifact], dict[str, str]]:
+    """The run's files as they will be kept: the trace file (or its run's parts) and the
+    files kept with it; and where each came from (`source.files`)."""
+    original = attachment_of(path.name)
+    if parts is None:
+        # Planning has read and hashed the original: sealing writes those bytes rather than
+        # read and hash the file again, while the import's memory allows.
+        held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
+        artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
+        files = {path.name: original}
+    else:
+        artifacts, files = [], {}
+        for part, content in parts:
+            name = part_attachment(path.name, part)
+            ctx.check_name(name)
+            kept, spooled = ctx.keep_made(content)
+            artifacts.append(PlannedArtifact(name, spooled, len(content), kept))
+            files[f"{path.name}:{part}"] = name
+    for sibling, real in attachments:
+        name = attachment_of(sibling.name)
+        ctx.check_name(name)
+        with open_regular(real, sibling) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > ctx.limit:
+                raise ArtifactTooLargeError(too_large(sibling, size, ctx.limit))
+            small = size <= _SMALL_SIBLING and ctx.hold(size)
+            read = handle.read(size + 1) if small else None
+        if read is not None and len(read) > size:
+            raise InputError(f"{sibling}: grew while being imported")
+        artifacts.append(PlannedArtifact(name, real, len(read) if read else size, read))
+    return artifacts, files
+
+
+def _system_prompt(
+    shown: str, facts: TraceFacts, ctx: PlanContext, source: dict[str, Any]
+) -> bytes | None:
+    """The run's system prompt (--system-prompt-file, else the trace's), where it came from
+    said in `source`; a RecordError when the two differ."""
+    system = None
+    if ctx.system_prompt is not None:
+        system, _origin = ctx.system_prompt
+        source["system_prompt"] = "--system-prompt-file"
+        if facts.system_prompt is not None and facts.system_prompt.encode() != system:
+            raise RecordError(
+                shown,
+                "the trace's system prompt differs from --system-prompt-file; give the one "
+                "this run used",
+                field="system_prompt",
+            )
+    elif facts.system_prompt is not None:
+        system = facts.system_prompt.encode("utf-8")
+        source["system_prompt"] = "the trace"
+    else:
+        source["system_prompt"] = (
+            "none: the trace holds no system prompt, so system_prompt_hash is null"
+        )
+    return system
+
+
+def _summary(
+    built: BuiltTrace,
+    facts: TraceFacts,
+    started: datetime | None,
+    ended: datetime | None,
+    local: dict[str, str] | None,
+) -> RunSummary:
+    """The run's figures, derived from its trace and what the trace said of the run."""
+    counts = built.counts
+    duration = (ended - started).total_seconds() if started and ended else None
+    if duration is None and local is not None and "first" in local:
+        first = datetime.fromisoformat(local["first"])
+        last = datetime.fromisoformat(local["last"])
+        duration = (last - first).total_seconds()  # a difference needs no zone
+    notes = list(facts.notes)
+    if counts.not_executed:
+        n = counts.not_executed
+        said = (
+            f"{n} command{'s' if n > 1 else ''} the agent's runtime did not run "
+            "(not counted as run)"
+        )
+        if said not in notes:  # a trace exported by agentledger carries its notes
+            notes.append(said)
+    if facts.report is None and "no finish step: the run has no report" not in notes:
+        notes.append("no finish step: the run has no report")
+    return RunSummary(
+        commands_run=counts.ran,
+        commands_denied=counts.denied,
+        duration_s=duration,
+        tokens_in=facts.tokens_in,
+        tokens_out=facts.tokens_out,
+        cost_usd=facts.cost_usd,
+        model_calls=facts.model_calls,
+        exit_status="failed" if facts.error else "ok" if facts.report is not None else None,
+        error=facts.error,
+        notes=notes,
+        derived=True,
+    )
+
+
 def plan_trace_run(
     path: Path,
     raw: bytes,
@@ -365,32 +472,7 @@ def plan_trace_run(
     check_tags(tags)
 
     original = attachment_of(path.name)
-    if parts is None:
-        # Planning has read and hashed the original: sealing writes those bytes rather than
-        # read and hash the file again, while the import's memory allows.
-        held = HashedBytes(raw, digest[len(HASH_PREFIX) :]) if ctx.hold(len(raw)) else None
-        artifacts = [PlannedArtifact(original, str(path), len(raw), held)]
-        files = {path.name: original}
-    else:
-        artifacts, files = [], {}
-        for part, content in parts:
-            name = part_attachment(path.name, part)
-            ctx.check_name(name)
-            kept, spooled = ctx.keep_made(content)
-            artifacts.append(PlannedArtifact(name, spooled, len(content), kept))
-            files[f"{path.name}:{part}"] = name
-    for sibling, real in attachments:
-        name = attachment_of(sibling.name)
-        ctx.check_name(name)
-        with open_regular(real, sibling) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > ctx.limit:
-                raise ArtifactTooLargeError(too_large(sibling, size, ctx.limit))
-            small = size <= _SMALL_SIBLING and ctx.hold(size)
-            read = handle.read(size + 1) if small else None
-        if read is not None and len(read) > size:
-            raise InputError(f"{sibling}: grew while being imported")
-        artifacts.append(PlannedArtifact(name, real, len(read) if read else size, read))
+    artifacts, files = _file_artifacts(path, raw, digest, ctx, parts, attachments)
     if parts is None:
         ctx.check_name(original)
     built = steps if isinstance(steps, BuiltTrace) else BuiltTrace.of_steps(steps)
@@ -412,24 +494,7 @@ def plan_trace_run(
     if facts.model and values["model"] != facts.model:
         source["model_in_trace"] = facts.model
     prompt_hash = None
-    system = None
-    if ctx.system_prompt is not None:
-        system, _origin = ctx.system_prompt
-        source["system_prompt"] = "--system-prompt-file"
-        if facts.system_prompt is not None and facts.system_prompt.encode() != system:
-            raise RecordError(
-                shown,
-                "the trace's system prompt differs from --system-prompt-file; give the one "
-                "this run used",
-                field="system_prompt",
-            )
-    elif facts.system_prompt is not None:
-        system = facts.system_prompt.encode("utf-8")
-        source["system_prompt"] = "the trace"
-    else:
-        source["system_prompt"] = (
-            "none: the trace holds no system prompt, so system_prompt_hash is null"
-        )
+    system = _system_prompt(shown, facts, ctx, source)
     if system is not None:
         prompt_hash = sha256_bytes(system)
         artifacts.append(PlannedArtifact(SYSTEM_PROMPT, None, len(system), system))
@@ -471,38 +536,9 @@ def plan_trace_run(
         raise RecordError(shown, error["msg"].removeprefix("Value error, "), field=where) from None
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
-    counts = built.counts
-    duration = (ended - started).total_seconds() if started and ended else None
-    if duration is None and local is not None and "first" in local:
-        first = datetime.fromisoformat(local["first"])
-        last = datetime.fromisoformat(local["last"])
-        duration = (last - first).total_seconds()  # a difference needs no zone
-    notes = list(facts.notes)
-    if counts.not_executed:
-        n = counts.not_executed
-        said = (
-            f"{n} command{'s' if n > 1 else ''} the agent's runtime did not run "
-            "(not counted as run)"
-        )
-        if said not in notes:  # a trace exported by agentledger carries its notes
-            notes.append(said)
-    if facts.report is None and "no finish step: the run has no report" not in notes:
-        notes.append("no finish step: the run has no report")
-    summary = RunSummary(
-        commands_run=counts.ran,
-        commands_denied=counts.denied,
-        duration_s=duration,
-        tokens_in=facts.tokens_in,
-        tokens_out=facts.tokens_out,
-        cost_usd=facts.cost_usd,
-        model_calls=facts.model_calls,
-        exit_status="failed" if facts.error else "ok" if facts.report is not None else None,
-        error=facts.error,
-        notes=notes,
-        derived=True,
-    )
+    summary = _summary(built, facts, started, ended, local)
     run = PlannedRun(path, metadata, summary, tuple(sorted(artifacts, key=lambda a: a.name)))
     if ctx.ledger is not None and ctx.ledger.storage.has_run(run_id):
-        _check_identical(ctx.ledger, run)
+        check_identical(ctx.ledger, run)
         run = replace(run, identical=True)
     return run

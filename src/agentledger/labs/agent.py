@@ -5,13 +5,13 @@ namespaces `unshare` made (perhaps as nobody), so stdlib only and no agentledger
 its end of a SOCK_SEQPACKET socket pair whose other end the lab's starter holds:
 
 - it mounts the lab's tmpfs on /run, makes /run/netns and /run/lab, brings lo up, says `ready`;
-- each message is a JSON request with four file descriptors (stdin, stdout, stderr, status):
-  it forks a child that enters the host (`setns` on /run/netns/HOST, and for programs a mount
-  namespace with the host's /sys, as `ip netns exec` does), then execs the argv or runs one of
-  the functions below (the setup, a probe, an owner's cycle under its lock); when the child
-  ends it writes the exit status (negative for a signal, 124 for its time limit) to the
-  status pipe. A starter that stops waiting closes its end of the status pipe: the child's
-  process group is killed;
+- each message is a request (`marshal` data) with four file descriptors (stdin, stdout,
+  stderr, status): it forks a child that enters the host (`setns` on /run/netns/HOST, and for
+  programs a mount namespace with the host's /sys, as `ip netns exec` does), then execs the
+  argv or runs one of the functions below (the setup, a probe, an owner's cycle under its
+  lock); when the child ends it writes the exit status (negative for a signal, 124 for its
+  time limit) to the status pipe. A starter that stops waiting closes its end of the status
+  pipe: the child's process group is killed;
 - it reaps every orphan; when the starter's end closes (the starter exited or was killed) it
   exits, and the kernel kills every process of the lab. `{"op": "detach"}` (`lab up`) makes it
   live on until it is killed.
@@ -22,10 +22,9 @@ command: on a loaded machine each program started is mostly time spent waiting f
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import fcntl
-import json
+import marshal
 import os
 import select
 import signal
@@ -33,8 +32,11 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: importing typing would cost every lab's start CPU
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -157,19 +159,34 @@ def call_cycle(lock: str, script: str) -> int:
     return _exit_code(os.waitpid(pid, 0)[1])
 
 
+_HELPERS: dict[str, dict[str, Any]] = {}
+"""The probe helper's module (source -> its namespace), made once, in the agent: each probe's
+child then finds it made, rather than compiling it again."""
+
+
+def probe_helper(source: str) -> dict[str, Any]:
+    """The probe helper made from `source` (our own module: see probe_helper.py)."""
+    if source not in _HELPERS:
+        namespace: dict[str, Any] = {"__name__": "probe_helper"}
+        exec(compile(source, "probe_helper", "exec"), namespace)  # noqa: S102 - our own module
+        _HELPERS[source] = namespace
+        # The first getaddrinfo of a process loads the C library's resolver modules (about
+        # 6 ms of CPU): done once here, not again in the child of every probe.
+        socket.getaddrinfo("127.0.0.1", 80, 0, socket.SOCK_STREAM)
+    return _HELPERS[source]
+
+
 def call_probe(source: str, *argv: str) -> int:
     """The probe helper's check, run in this process (no python3 to start): exit 0 on pass."""
-    namespace: dict[str, Any] = {"__name__": "probe_helper"}
-    exec(compile(source, "probe_helper", "exec"), namespace)  # noqa: S102 - our own module
-    code: int = namespace["main"](list(argv))
+    code: int = probe_helper(source)["main"](list(argv))
     sys.stdout.flush()
     return code
 
 
 def call_setup() -> int:
-    """Build the lab from the plan on stdin (JSON: a list of actions, in order); on the first
-    that fails, its output and `the lab's setup failed at: STEP (exit N)` on stderr."""
-    plan = json.loads(sys.stdin.read())
+    """Build the lab from the plan on stdin (`marshal` data: a list of actions, in order); on
+    the first that fails, its output and `the lab's setup failed at: STEP (exit N)` on stderr."""
+    plan = marshal.loads(sys.stdin.buffer.read())  # noqa: S302 - from the lab's starter only
     services: dict[str, int] = {}
     for action in plan:
         try:
@@ -516,14 +533,18 @@ class Agent:
         except OSError:
             message, fds = b"", []
         if not message:
-            sys.exit(0)  # the starter is gone: so is the lab
-        request = json.loads(message)
+            os._exit(0)  # the starter is gone: so is the lab (nothing of this one to tidy)
+        request = marshal.loads(message)  # noqa: S302 - from the lab's starter only
         if request.get("op") == "detach":
             self.poller.unregister(control)
             control.close()
             self.control = None
             return
+        if request.get("call") == "probe":
+            probe_helper(request["args"][0])  # made here, once, for every probe's child
         pid = _start(request, fds)
+        if request.get("prepare"):  # while that child works: the probes' helper, made once
+            probe_helper(request["prepare"])
         for fd in fds[:3]:
             os.close(fd)
         limit = request.get("limit")
@@ -544,8 +565,10 @@ class Agent:
         if not timed_out:
             self.unwatch(job)
         for kill, target in ((os.killpg, pid), (os.kill, pid)):  # before its setsid too
-            with contextlib.suppress(ProcessLookupError):
+            try:  # noqa: SIM105 - importing contextlib would cost every lab's start CPU
                 kill(target, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def reap(self) -> None:
         while True:
@@ -560,8 +583,10 @@ class Agent:
                 continue  # an orphan of the lab
             self.unwatch(job)
             code = TIMED_OUT if job.timed_out else os.waitstatus_to_exitcode(status)
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 - as above
                 os.write(job.status, f"{code}\n".encode())
+            except OSError:
+                pass  # the starter stopped waiting
             os.close(job.status)
 
 

@@ -3,7 +3,7 @@
 Usage: python3 -c SOURCE KIND TIMEOUT ARGS...; prints one line of detail; exit 0 on pass, 124
 when a TCP connection timed out (as `timeout` would). Kept free of agentledger imports: the lab
 runs it with the machine's python3, perhaps as nobody, or its agent runs `main` in a child it
-forked (then nothing is imported that the check does not need: urllib only for HTTP).
+forked (then nothing is imported that the check does not need).
 """
 
 import socket
@@ -25,24 +25,92 @@ def _tcp(timeout: float, target: str) -> tuple[bool, str]:
 
 
 def _fetch(timeout: float, url: str) -> tuple[int, int, float]:
+    """GET `url` (http:// only) as curl without -L would: the first response's status, the
+    body's size, the seconds taken. HTTP/1.0, so the body is never chunked and ends when the
+    server closes the connection. Neither urllib nor http.client: importing them costs more CPU
+    than the check, which the lab's agent runs in a child it forks for each probe."""
+    started = time.monotonic()
+    if not url.lower().startswith("http://"):
+        return _fetch_other(timeout, url, started)
+    address, port, authority, target = _split_url(url)
+    with socket.create_connection((address, port), timeout) as conn:
+        conn.sendall(
+            f"GET {target} HTTP/1.0\r\nHost: {authority}\r\n"
+            "User-Agent: agentledger-lab-probe\r\nAccept: */*\r\n\r\n".encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = _receive(conn, started, timeout)
+            if not chunk or len(head) > 65536:
+                raise ValueError("the server sent no complete HTTP response")
+            head += chunk
+        head, _, rest = head.partition(b"\r\n\r\n")
+        size = len(rest)
+        while chunk := _receive(conn, started, timeout):
+            size += len(chunk)
+    status, length = _status(head)
+    if length is not None and size < length:
+        raise ValueError(f"transfer closed with {length - size} bytes remaining")
+    return status, size, time.monotonic() - started
+
+
+def _fetch_other(timeout: float, url: str, started: float) -> tuple[int, int, float]:
+    """`_fetch` for another scheme (https://, where curl is missing): urllib's, redirects
+    followed."""
     import urllib.error
     import urllib.request
 
-    started = time.monotonic()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(url, timeout=timeout) as response:
             size = 0
-            while True:
+            while chunk := response.read(65536):
                 if time.monotonic() - started > timeout:
                     raise TimeoutError("timed out")
-                chunk = response.read(65536)
-                if not chunk:
-                    break
                 size += len(chunk)
             return response.status, size, time.monotonic() - started
     except urllib.error.HTTPError as exc:
         return exc.code, 0, time.monotonic() - started
+
+
+def _split_url(url: str) -> tuple[str, int, str, str]:
+    """(address, port, authority, target) of an http:// URL."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() != "http":
+        raise ValueError(f"not an http:// URL: {url}")
+    cut = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+    authority, target = rest[:cut], rest[cut:].partition("#")[0]
+    address, port = authority, "80"
+    if authority.startswith("[") and "]" in authority:  # [IPv6]:port
+        address, _, after = authority[1:].partition("]")
+        port = after[1:] if after.startswith(":") else "80"
+    elif ":" in authority:
+        address, _, port = authority.partition(":")
+    if not port.isdigit():
+        raise ValueError(f"bad port in {url}")
+    return address, int(port), authority, target if target.startswith("/") else "/" + target
+
+
+def _receive(conn: socket.socket, started: float, timeout: float) -> bytes:
+    left = timeout - (time.monotonic() - started)
+    if left <= 0:
+        raise TimeoutError("timed out")
+    conn.settimeout(left)
+    return conn.recv(65536)
+
+
+def _status(head: bytes) -> tuple[int, int | None]:
+    """The status code and Content-Length (None when absent) of a response's head."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP response: {lines[0][:80]!r}")
+    length = None
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length" and value.strip().isdigit():
+            length = int(value.strip())
+    return int(parts[1]), length
 
 
 def _http(timeout: float, url: str, status: str) -> tuple[bool, str]:

@@ -14,12 +14,12 @@ also what the gated shell wraps).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import select
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentledger.errors import InputError
-from agentledger.labs.channel import AGENT_SOURCE, Channel
+from agentledger.labs.channel import AGENT_SOURCE, MARSHAL, Channel
 from agentledger.labs.script import (
+    PROBE_HELPER,
     SYSTEM_PATH,
     Command,
     cycle_command,
@@ -39,11 +40,11 @@ from agentledger.labs.script import (
     setup_plan,
 )
 from agentledger.labs.spec import LabSpec, LoadedLab, ProbeSpec, Step
+from agentledger.labs.supervisor import close_pipes, reap, stop_supervisor, wait_gone
 from agentledger.labs.system import (
     LabUnavailableError,
     Privilege,
     choose_privilege,
-    process_running,
     process_start_time,
     runtime_dir,
     sweep_dead_labs,
@@ -69,7 +70,13 @@ COMMAND_SECONDS = 60
 
 class LabStartError(InputError):
     """The lab did not come up as its spec says: setup failed, a probe failed before the fault,
-    or the fault did not break its symptom probe (each named in the message)."""
+    or the fault did not break its symptom probe (each named in the message, with what a
+    kernel's error there means: `kernel.kernel_hint`)."""
+
+    def __init__(self, message: str) -> None:
+        from agentledger.labs.kernel import kernel_hint
+
+        super().__init__(message + kernel_hint(message))
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,8 @@ class Lab:
     """The probes before the fault (set by `start_lab`)."""
     channel: Channel | None = field(default=None, repr=False)
     """The lab's agent, held by the process that started the lab (None in others)."""
+    init_fd: int | None = field(default=None, repr=False)
+    """A pidfd of the lab's init, held by the process that started the lab (None in others)."""
 
     # -- entering the lab -------------------------------------------------------------------
 
@@ -307,13 +316,21 @@ class Lab:
     # -- the end ----------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Kill the lab: its supervisor, so every process and namespace of it, then wait."""
+        """Kill the lab: its init (the kernel then kills every process of it and its namespaces
+        go), then its supervisor, and wait until both have ended."""
         ending = self.channel is not None
         if self.channel is not None:
-            self.channel.close()  # the agent exits: the kernel kills every process of the lab
+            self.channel.close()  # without the SIGKILL below, the agent exits when it sees this
             self.channel = None
+        if self.init_fd is not None:
+            # at once, rather than when a busy machine next runs the agent to see its socket
+            # closed; a pidfd names the very process, whatever became of its pid
+            with suppress(OSError):
+                signal.pidfd_send_signal(self.init_fd, signal.SIGKILL)
+            os.close(self.init_fd)
+            self.init_fd = None
         if self.process is not None:
-            _reap(self.process, ending=ending)
+            reap(self.process, ending=ending)
         stop_supervisor(self.pid, self.start_time, self.pid1)
         if self._recorded():
             _state_file(self.name).unlink(missing_ok=True)
@@ -356,52 +373,6 @@ def _finish_probe(probe: ProbeSpec, proc: Running) -> ProbeResult:
     return ProbeResult(probe.name, probe.role, passed, detail[:300])
 
 
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            with suppress(OSError):
-                stream.close()
-
-
-def _reap(proc: subprocess.Popen[bytes], *, ending: bool = False) -> None:
-    """Kill the supervisor `proc` (the lab goes with it), wait for it, close our pipe ends.
-
-    `ending`: the agent was told to end (its socket closed), so the supervisor exits by
-    itself in a moment, having waited for the lab's init (whose processes' CPU time is then
-    counted as this process's children's); it is killed only if it has not after a second."""
-    if ending:
-        with suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=1)
-    proc.kill()
-    proc.wait()
-    _close_pipes(proc)
-
-
-def stop_supervisor(pid: int, start_time: int, pid1: int) -> None:
-    """SIGKILL the supervisor `pid` (when it is still the process that started at
-    `start_time`) and wait until its lab's init `pid1` is gone."""
-    if process_start_time(pid) == start_time:
-        with suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    _wait_gone(pid1, pid, start_time)
-
-
-def _wait_gone(pid1: int, pid: int | None = None, start_time: int | None = None) -> None:
-    """Wait until the lab's init `pid1` has ended (woken by its pidfd: an init ends only once
-    the kernel has killed every process of its PID namespace), and the supervisor too."""
-    with suppress(OSError):
-        fd = os.pidfd_open(pid1)
-        try:
-            select.select([fd], [], [], 10)
-        finally:
-            os.close(fd)
-    for _ in range(4000):
-        if not process_running(pid1) and not (pid and process_running(pid, start_time)):
-            return
-        time.sleep(0.0025)
-    raise LabUnavailableError(f"the lab's supervisor {pid} did not end after SIGKILL")
-
-
 def _spawn(
     privilege: Privilege, name: str, agent: socket.socket, *, detach: bool
 ) -> subprocess.Popen[bytes]:
@@ -438,7 +409,7 @@ def _await_boot(proc: subprocess.Popen[bytes], control: socket.socket) -> int:
         proc.kill()
         proc.wait()
         err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
-        _close_pipes(proc)
+        close_pipes(proc)
         raise LabUnavailableError(
             f"the lab's namespaces could not be made: {err or 'no reason given'}"
         )
@@ -475,10 +446,11 @@ def start_lab(
         proc = _spawn(privilege, name, agent, detach=detach)
     finally:
         agent.close()
-    pid1 = 0
+    pid1, init_fd = 0, -1
     channel = Channel(control)
     try:
         pid1 = _await_boot(proc, control)
+        init_fd = os.pidfd_open(pid1)  # its supervisor waits for it: not reaped before this
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         lab = Lab(
             name,
@@ -490,22 +462,27 @@ def start_lab(
             started,
             process=proc,
             channel=channel,
+            init_fd=init_fd,
         )
         if detach:
             _write_state(lab)
         _build(lab, fault=fault, verify=verify, periodic=periodic)
     except BaseException:
         channel.close()
-        _reap(proc)
+        reap(proc)
+        if init_fd >= 0:
+            os.close(init_fd)
         if pid1:  # the init dies with the supervisor; wait until it has
-            _wait_gone(pid1)
+            wait_gone(pid1)
         if detach:
             _state_file(name).unlink(missing_ok=True)
         raise
     if detach:
         channel.detach()
         lab.channel = None
-        _close_pipes(proc)
+        os.close(init_fd)
+        lab.init_fd = None
+        close_pipes(proc)
         lab.process = None
         _DETACHED.append(proc)  # outlives us by design: never waited for, never warned about
     return lab
@@ -513,10 +490,10 @@ def start_lab(
 
 def _build(lab: Lab, *, fault: bool, verify: bool, periodic: bool) -> None:
     assert lab.channel is not None
-    setup = Command([], call="setup")
-    running = lab.channel.start(
-        setup.request(None), stdin=json.dumps(setup_plan(lab.spec, periodic=periodic))
-    )
+    # `prepare`: the agent makes the probe helper while the setup runs, not at the first probe
+    request = {**Command([], call="setup").request(None), "prepare": PROBE_HELPER}
+    plan = marshal.dumps(setup_plan(lab.spec, periodic=periodic), MARSHAL)
+    running = lab.channel.start(request, stdin=plan)
     try:
         out, err = running.communicate(SETUP_SECONDS)
     except subprocess.TimeoutExpired:

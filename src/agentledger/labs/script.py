@@ -20,6 +20,7 @@ from agentledger.labs.system import SYSTEM_PATH, which
 
 __all__ = [
     "LAB_ROOT",
+    "PROBE_HELPER",
     "SYSTEM_PATH",
     "Command",
     "cycle_command",
@@ -37,7 +38,8 @@ LAB_ROOT = "/run/lab"
 PLAN_ROOT = "/run/agentledger"
 """Inside the lab, beside LAB_ROOT: the setup's `ip -batch` files (in no host's directory)."""
 
-_HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
+PROBE_HELPER = (Path(__file__).parent / "probe_helper.py").read_text(encoding="utf-8")
+"""The probe helper's source (run by python3 -c, or made once in the lab's agent)."""
 
 
 @dataclass(frozen=True)
@@ -312,19 +314,22 @@ def cycle_command(owner: OwnerSpec) -> Command:
 def probe_command(probe: ProbeSpec) -> Command:
     """The command (run in the probe's host) whose exit status and output `read_probe` reads.
 
-    HTTP and throughput use curl when the machine has it (a few milliseconds); the lab's agent
-    runs TCP and DNS checks itself, in a child it forks (no program started), and kills a ping
-    or a command probe at its timeout. Without the agent (a detached lab), TCP uses bash when
-    the machine has it, the stdlib helper in the machine's python3 otherwise, and `timeout`
-    bounds ping and command probes.
+    The lab's agent runs HTTP (http:// URLs), throughput, TCP and DNS checks itself, in a child
+    it forks (no program started: a curl costs more CPU than the whole check), and kills a ping
+    or a command probe at its timeout. Without the agent (a detached lab), HTTP and throughput
+    use curl when the machine has it (as do https:// URLs always), TCP uses bash when the
+    machine has it, the stdlib helper in the machine's python3 otherwise, and `timeout` bounds
+    ping and command probes.
     """
     timeout = f"{probe.timeout:g}"
-    helper = ["python3", "-I", "-S", "-c", _HELPER]
+    helper = ["python3", "-I", "-S", "-c", PROBE_HELPER]
     url = probe.http or probe.throughput
+    curl = None
     if url and which("curl"):
         curl = ["curl", "-sS", "-o", "/dev/null", "-m", timeout, "--noproxy", "*", "-w",
                 "\\n%{http_code} %{size_download} %{speed_download}\\n", url]  # fmt: skip
-        return Command(curl, mounts=False)
+        if not url.lower().startswith("http://"):  # the helper speaks plain HTTP only
+            return Command(curl, mounts=False)
     args: tuple[str, ...] = ()
     if probe.http:
         args = ("http", timeout, probe.http, str(probe.status))
@@ -335,12 +340,12 @@ def probe_command(probe: ProbeSpec) -> Command:
     elif probe.dns:
         args = ("dns", timeout, probe.dns, probe.server or "", probe.answer or "")
     if args:
-        argv = [*helper, *args]
+        argv = curl or [*helper, *args]
         if probe.tcp and which("bash"):
             address, _, port = probe.tcp.rpartition(":")
             script = 'exec 3<>"/dev/tcp/$1/$2" && echo "connected to $1:$2"'
             argv = ["timeout", timeout, "bash", "-c", script, "tcp", address.strip("[]"), port]
-        return Command(argv, call="probe", args=(_HELPER, *args), mounts=False)
+        return Command(argv, call="probe", args=(PROBE_HELPER, *args), mounts=False)
     if probe.ping:
         wait = max(1, round(probe.timeout))
         ping = ["ping", "-n", "-c", "1", "-W", str(wait)]

@@ -113,11 +113,16 @@ class Snapshot:
         return {"schema_version": 1, "hosts": self.hosts}
 
 
-def _host_script(lab: Lab, host: str) -> str:
+SPLIT = 7
+"""Each host's sections are read by two shells at once, SECTIONS[:SPLIT] (iproute2's and the
+firewall's) and the rest (tc's, sockets, sysctls, files), so that on a busy machine a snapshot
+waits for about half a host's programs, for two more forks per host."""
+
+
+def _host_scripts(lab: Lab, host: str) -> list[str]:
     devices = [e.dev for link in lab.spec.links for e in (link.a, link.b) if e.host == host]
     devices += [p.dev for bridge in lab.spec.bridges for p in bridge.ports if p.host == host]
-    lines = [f"DEVS={shlex.quote(' '.join(devices))}"]
-    lines += [f"echo '{_MARK}{name}'; {{ {command} ; }} 2>&1" for name, command in SECTIONS]
+    lines = [f"echo '{_MARK}{name}'; {{ {command} ; }} 2>&1" for name, command in SECTIONS]
     files = [f.path for h in lab.spec.hosts if h.name == host for f in h.files]
     for owner in lab.spec.owners:
         if owner.host == host:
@@ -125,22 +130,29 @@ def _host_script(lab: Lab, host: str) -> str:
     for path in files:
         full = shlex.quote(f"{host_dir(host)}/{path}")
         lines.append(f"echo '{_MARK}file {path}'; cat {full} 2>&1")
-    return "\n".join(lines)
+    devs = f"DEVS={shlex.quote(' '.join(devices))}"
+    return ["\n".join(lines[:SPLIT]), "\n".join([devs, *lines[SPLIT:]])]
 
 
 def take_snapshot(lab: Lab, *, stable: bool = False) -> Snapshot:
     """Read every host's state from the running `lab` (read-only commands; hosts at once)."""
     running = {
-        host: lab.start(host, Command(["sh", "-c", _host_script(lab, host)], mounts=False))
+        host: [
+            lab.start(host, Command(["sh", "-c", script], mounts=False))
+            for script in _host_scripts(lab, host)
+        ]
         for host in lab.spec.host_names()
     }
     hosts: dict[str, dict[str, str]] = {}
-    for host, proc in running.items():
-        try:
-            out, _ = proc.communicate(timeout=SNAPSHOT_SECONDS)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
+    for host, procs in running.items():
+        out = ""
+        for proc in procs:
+            try:
+                out += proc.communicate(timeout=SNAPSHOT_SECONDS)[0]
+            except subprocess.TimeoutExpired:
+                for each in procs:
+                    each.kill()
+                raise
         sections: dict[str, str] = {}
         for chunk in out.split(_MARK)[1:]:
             name, _, text = chunk.partition("\n")

@@ -74,7 +74,7 @@ def new_outcome_id(when: datetime | None = None) -> str:
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ProbeResult(_Part):

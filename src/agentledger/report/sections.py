@@ -391,35 +391,7 @@ def _drift(report: DriftReport) -> Section:
             )
         )
     if report.prompt is not None:
-        rows = []
-        for entry in report.before_after:
-            for side in (entry.before, entry.after):
-                rows.append(
-                    [entry.model, side.group, str(side.judged)]
-                    + [_cell(side.rate(v)) for v in VERDICTS]
-                    + [f"{entry.test.p_value:.2g}" if side is entry.after else ""]
-                )
-            if entry.flagged:
-                summary.append(
-                    f"{entry.model}: the {' and '.join(entry.flagged)} share changed at prompt "
-                    f"{report.prompt} beyond the intervals."
-                )
-        tables.append(
-            Table(
-                f"Before and after prompt {report.prompt}",
-                ["model", "side", "judged", *VERDICTS, "Fisher p (Unsafe)"],
-                rows,
-                {2, 3, 4, 5, 6, 7},
-            )
-        )
-    week = report.series["week"]
-    weeks = sorted({g.group for groups in week.values() for g in groups if g.group != "-"})
-    weeks = weeks[-3 * SERIES_ROWS :]
-    lines = {
-        model: [next((g.rate("Unsafe") for g in groups if g.group == w), None) for w in weeks]
-        for model, groups in week.items()
-    }
-    chart = charts.line_chart("Unsafe share by ISO week (95% intervals)", weeks, lines)
+        tables.append(_before_after(report, summary))
     caveats = _caveats(report.head)
     if cut:
         caveats.append(
@@ -432,9 +404,44 @@ def _drift(report: DriftReport) -> Section:
         _basis(report.head),
         summary,
         tables,
-        [Chart("drift-weekly-unsafe.svg", chart)],
+        [Chart("drift-weekly-unsafe.svg", _weekly_unsafe(report))],
         caveats,
     )
+
+
+def _before_after(report: DriftReport, summary: list[str]) -> Table:
+    """The table before and after `--before-after PROMPT`; each flagged change said in `summary`."""
+    rows = []
+    for entry in report.before_after:
+        for side in (entry.before, entry.after):
+            rows.append(
+                [entry.model, side.group, str(side.judged)]
+                + [_cell(side.rate(v)) for v in VERDICTS]
+                + [f"{entry.test.p_value:.2g}" if side is entry.after else ""]
+            )
+        if entry.flagged:
+            summary.append(
+                f"{entry.model}: the {' and '.join(entry.flagged)} share changed at prompt "
+                f"{report.prompt} beyond the intervals."
+            )
+    return Table(
+        f"Before and after prompt {report.prompt}",
+        ["model", "side", "judged", *VERDICTS, "Fisher p (Unsafe)"],
+        rows,
+        {2, 3, 4, 5, 6, 7},
+    )
+
+
+def _weekly_unsafe(report: DriftReport) -> str:
+    """The chart of each model's Unsafe share by ISO week (the latest weeks)."""
+    week = report.series["week"]
+    weeks = sorted({g.group for groups in week.values() for g in groups if g.group != "-"})
+    weeks = weeks[-3 * SERIES_ROWS :]
+    lines = {
+        model: [next((g.rate("Unsafe") for g in groups if g.group == w), None) for w in weeks]
+        for model, groups in week.items()
+    }
+    return charts.line_chart("Unsafe share by ISO week (95% intervals)", weeks, lines)
 
 
 def _compare(report: CompareReport) -> Section:

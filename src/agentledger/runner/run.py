@@ -27,12 +27,7 @@ from agentledger.identity import (
 )
 from agentledger.labs import (
     LAB_FILE,
-    Lab,
     LabStartError,
-    LoadedLab,
-    load_lab,
-    start_lab,
-    take_snapshot,
 )
 from agentledger.records import (
     AgentInfo,
@@ -48,10 +43,10 @@ from agentledger.records.trace import TRACE, steps_from_shell_log, trace_bytes
 from agentledger.runner.adapters import AgentAdapter, AgentResult, AgentRun, make_adapter
 from agentledger.runner.agent_spec import LoadedAgent
 from agentledger.runner.gate_outcome import gate_outcome
-from agentledger.runner.lab_shell import LAB_ENV, LAB_TARGET, LabTarget
-from agentledger.runner.process import ProcessOutcome, Status, run_process, run_shell_step
+from agentledger.runner.lab_shell import LAB_ENV, LAB_TARGET
+from agentledger.runner.process import ProcessOutcome, Status, run_shell_step
+from agentledger.runner.run_env import lab_snapshot, scenario_snapshot, start_run_lab
 from agentledger.runner.scenario import SCENARIO_FILE, LoadedScenario
-from agentledger.runner.shell_gate.execute import find_shell
 from agentledger.runner.workspace import RunWorkspace
 from agentledger.store.writer import PROMPT, SHELL_AUDIT, SYSTEM_PROMPT, derive_summary
 
@@ -255,70 +250,6 @@ class _Finished:
     notes: list[str]
 
 
-def _take_snapshot(
-    scenario: LoadedScenario, work: RunWorkspace, env: dict[str, str], cancel: threading.Event
-) -> tuple[Path | None, str | None]:
-    spec = scenario.spec.snapshot
-    if spec is None:
-        return None, None
-    source = scenario.snapshot_file()
-    if source is not None:
-        target = work.root / f"snapshot{source.suffix or '.txt'}"
-        target.write_bytes(source.read_bytes())
-        return target, None
-    target = work.root / "snapshot.txt"
-    with target.open("wb") as out, (work.logs_dir / "environment.log").open("ab") as log:
-        log.write(f"$ {spec.command}  # snapshot\n".encode())
-        outcome = run_process(
-            [find_shell(), "-c", spec.command or ""],
-            cwd=scenario.directory,
-            env=env,
-            timeout=spec.timeout,
-            stdout=out,
-            stderr=log,
-            cancel=cancel,
-        )
-    if outcome.status != "ok":
-        return target, f"snapshot command: {outcome.error}"
-    return target, None
-
-
-def _start_lab(
-    scenario: LoadedScenario, run_id: str, work: RunWorkspace, stack: ExitStack
-) -> tuple[Lab, LabTarget] | None:
-    """Bring up a fresh lab for a scenario with a lab.yaml (each run, each repeat, its own),
-    stopped when `stack` closes; the lab and the target the gated shell reaches it by,
-    written where the gated shell finds it."""
-    lab_file = scenario.directory / LAB_FILE
-    if not lab_file.is_file():
-        return None
-    loaded = load_lab(lab_file)
-    running = stack.enter_context(start_lab(loaded, name=f"run-{run_id[-24:]}"))
-    hosts = {host: running.host_argv(host) for host in loaded.spec.host_names()}
-    target = LabTarget(running.name, hosts, _default_host(scenario, loaded))
-    target.write(work.input_dir / LAB_TARGET, loaded.spec.model_dump(mode="json"))
-    return running, target
-
-
-def _default_host(scenario: LoadedScenario, loaded: LoadedLab) -> str:
-    """The host an agent's commands run in unless they name one: the scenario's `lab_host`
-    tag, else the host the fault is injected in."""
-    named = scenario.spec.tags.get("lab_host")
-    if named in loaded.spec.host_names():
-        return str(named)
-    return loaded.spec.fault.steps[0].host
-
-
-def _lab_snapshot(running: Lab, work: RunWorkspace) -> tuple[Path | None, str | None]:
-    """snapshot.txt from the running lab: its real state at the start of the run."""
-    target = work.root / "snapshot.txt"
-    try:
-        target.write_text(take_snapshot(running).to_text(), encoding="utf-8")
-    except Exception as exc:  # a snapshot that fails is noted; the run goes on
-        return None, f"lab snapshot: {type(exc).__name__}: {exc}"
-    return target, None
-
-
 def _execute(
     prepared: PreparedSuite,
     scenario: LoadedScenario,
@@ -347,7 +278,7 @@ def _execute(
     snapshot = None
     lab_stack = ExitStack()
     try:
-        started_lab = _start_lab(scenario, run_id, work, lab_stack)
+        started_lab = start_run_lab(scenario, run_id, work, lab_stack)
         target = started_lab[1] if started_lab is not None else None
         if target is not None:
             env[LAB_ENV] = str(work.input_dir / LAB_TARGET)
@@ -372,9 +303,9 @@ def _execute(
             )
         else:
             if started_lab is not None:
-                snapshot, problem = _lab_snapshot(started_lab[0], work)
+                snapshot, problem = lab_snapshot(started_lab[0], work)
             else:
-                snapshot, problem = _take_snapshot(scenario, work, env, cancel)
+                snapshot, problem = scenario_snapshot(scenario, work, env, cancel)
             if problem:
                 notes.append(problem)
             result = prepared.adapter.run(

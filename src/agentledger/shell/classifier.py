@@ -13,9 +13,10 @@ which gives the same words and costs nothing to load.
 
 from __future__ import annotations
 
-import os
 from _thread import allocate_lock
 
+from agentledger.shell.bash_grammar import bash_parser
+from agentledger.shell.classification import Classification, CommandVisitor, Part
 from agentledger.shell.differential import heredoc_problem, option_problem, text_problem
 from agentledger.shell.evaluate import assignment, evaluate
 from agentledger.shell.expansions import (
@@ -30,17 +31,13 @@ from agentledger.shell.knowledge import (
     MUTATING,
     UNKNOWN,
     Knowledge,
-    load_knowledge,
-    most_severe,
+    default_knowledge,
 )
 from agentledger.shell.words import Word, node_text, node_word, plain_words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
-
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node
 
 __all__ = [
     "MAX_DEPTH",
@@ -61,90 +58,7 @@ _ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
 _NAME_TESTS = frozenset(["-v", "-R"])
 _OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt"])
 """Builtins whose words bash may evaluate or read later text by (`differential`)."""
-_parser: Parser | None = None
-_parser_lock = allocate_lock()
-_knowledge: Knowledge | None = None
-
-
-class Part:
-    """One simple command (or redirection) inside a command line, with its class and why."""
-
-    __slots__ = ("command", "kind", "reason", "via")
-
-    def __init__(self, command: str, kind: str, reason: str, via: tuple[str, ...] = ()) -> None:
-        self.command = command
-        self.kind = kind
-        self.reason = reason
-        self.via = via
-
-    def as_dict(self) -> dict[str, Any]:
-        """The part as logged in a ShellEvent's `parts`."""
-        out: dict[str, Any] = {
-            "command": self.command,
-            "classification": self.kind,
-            "reason": self.reason,
-        }
-        if self.via:
-            out["via"] = list(self.via)
-        return out
-
-    def __repr__(self) -> str:
-        return f"Part({self.command!r}, {self.kind!r}, {self.reason!r})"
-
-
-class Classification:
-    """The class of a whole command line (its most severe part) and its parts."""
-
-    __slots__ = ("command", "kind", "parts")
-
-    def __init__(self, command: str, parts: list[Part]) -> None:
-        self.command = command
-        self.parts = parts
-        self.kind = most_severe(part.kind for part in parts)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The classification as printed by `agentledger exec --batch`."""
-        return {
-            "command": self.command,
-            "classification": self.kind,
-            "parts": [part.as_dict() for part in self.parts],
-        }
-
-    def __repr__(self) -> str:
-        return f"Classification({self.command!r}, {self.kind!r}, {self.parts!r})"
-
-
-def default_knowledge() -> Knowledge:
-    """The packaged command knowledge, loaded once."""
-    global _knowledge
-    if _knowledge is None:
-        _knowledge = load_knowledge()
-    return _knowledge
-
-
-class CommandVisitor:
-    """What a walk of a command line tells a caller besides the parts: each simple command it
-    meets and each file an output redirection writes. Subclass and override what you need;
-    the base ignores everything.
-
-    The rules judge needs the commands themselves (their words, the wrappers they run under),
-    not only the class of the line; a visitor gets them from the very walk that classifies, so
-    both always read the line the same way.
-    """
-
-    def command(
-        self,
-        words: Sequence[Word],
-        via: tuple[str, ...],
-        text: str,
-        kind: str | None,
-        reason: str | None,
-    ) -> None:
-        """A simple command, outermost first: its words, the wrappers it runs under (`via`),
-        its text, and its own class and why (None for a wrapper that only runs another)."""
-
-    def writes(self, target: str, via: tuple[str, ...]) -> None:
-        """An output redirection of the last command under `via` writes the file `target`."""
+_parser_lock = allocate_lock()  # a tree-sitter parser parses one text at a time
 
 
 def classify(
@@ -176,45 +90,6 @@ def _is_input(redirect: Node) -> bool:
         if not child.is_named and child.type.startswith("<") and child.type != "<>":
             return True
     return False
-
-
-def _get_parser() -> Parser:
-    global _parser
-    if _parser is None:
-        from tree_sitter import Language, Parser
-
-        _parser = Parser(Language(_bash_language()))
-    return _parser
-
-
-def _bash_language() -> object:
-    """The tree-sitter-bash grammar, loaded from its extension module directly.
-
-    `import tree_sitter_bash` also imports importlib.resources (for its highlight queries),
-    which costs more than everything else a gated command loads; the grammar does not need it.
-    """
-    import importlib.machinery
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("tree_sitter_bash")
-        folders = list(spec.submodule_search_locations or ()) if spec else []
-        for folder in folders:
-            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-                path = os.path.join(folder, "_binding" + suffix)
-                if os.path.isfile(path):
-                    name = "tree_sitter_bash._binding"
-                    loader = importlib.machinery.ExtensionFileLoader(name, path)
-                    binding = importlib.util.spec_from_file_location(name, path, loader=loader)
-                    if binding is not None:
-                        module = importlib.util.module_from_spec(binding)
-                        loader.exec_module(module)
-                        return module.language()
-    except (ImportError, OSError, AttributeError):
-        pass
-    import tree_sitter_bash
-
-    return tree_sitter_bash.language()
 
 
 class _Walker:
@@ -281,7 +156,7 @@ class _Walker:
         except UnicodeEncodeError:
             source = text.encode("utf-8", "replace")
         with _parser_lock:
-            root = _get_parser().parse(source).root_node
+            root = bash_parser().parse(source).root_node
         errors = self.parse_errors
         self.node(root, stdin, via, depth)
         if root.has_error and self.parse_errors == errors:

@@ -13,8 +13,6 @@ known at run time that could be any option.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from agentledger.shell.knowledge import (
     DESTRUCTIVE,
     KINDS,
@@ -27,6 +25,8 @@ from agentledger.shell.knowledge import (
     Spec,
     glob_match,
 )
+from agentledger.shell.spec_lookup import abbreviated, named_in, subcommand, verb_of
+from agentledger.shell.sql_args import sql_match, stdin_and_sql
 from agentledger.shell.words import Word
 
 __all__ = ["assignment", "evaluate", "output_kind"]
@@ -97,7 +97,7 @@ def _evaluate(
     if not _subcommand_of(
         knowledge, spec, label, args, positionals, stdin, verbs, matches, jobs, firm
     ):
-        verb = _verb(verbs, positionals) if verbs else None
+        verb = verb_of(verbs, positionals) if verbs else None
         if verb is not None:
             matches.append((verb[0], f"{label} {verb[1]} is {verb[0]}"))
     if spec.args is not None:
@@ -113,7 +113,7 @@ def _evaluate(
         _names(knowledge, spec, label, positionals, jobs, firm)
     if spec.risky_options and not spec.subs:
         _dynamic_options(label, positionals, firm)
-    _stdin_and_sql(knowledge, spec, label, stdin, options, positionals, matches, jobs)
+    stdin_and_sql(knowledge, spec, label, stdin, options, positionals, matches, jobs)
     if dry is not None and matches:
         matches = [
             (READ_ONLY, f"{reason}, but {dry} only shows what it would do")
@@ -151,7 +151,7 @@ def _options(
             kind = next((k for pattern, k in spec.flag_globs if glob_match(pattern, flag)), None)
         if kind is not None:
             matches.append((kind, f"{label} {flag} is {kind}"))
-        elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not _known(spec, flag):
+        elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not named_in(spec, flag):
             _unknown_option(knowledge, spec, label, flag, value, matches, firm)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
@@ -163,13 +163,6 @@ def _options(
             if spec.dry_run.most_severe(shown) is not None:
                 dry = shown
     return dry
-
-
-def _known(spec: Spec, flag: str) -> bool:
-    """True when `flag` is an option `spec` names (with or without a class)."""
-    return flag in spec.named or (
-        spec.dry_run is not None and spec.dry_run.most_severe(flag) is not None
-    )
 
 
 def _unknown_option(
@@ -184,7 +177,7 @@ def _unknown_option(
     """An option the entry does not name: a long one may abbreviate one it does (GNU tools
     take `--ze` for `--zero`); under `strict`, any other is unknown."""
     if flag.startswith("--") and len(flag) > 2:
-        meant = _abbreviated(spec, flag)
+        meant = abbreviated(spec, flag)
         if meant:
             for name, kind in meant:
                 if name in spec.outputs:
@@ -194,26 +187,6 @@ def _unknown_option(
             return
     if spec.strict:
         matches.append((UNKNOWN, f"{label} {flag}: an option the gate does not know"))
-
-
-_ABBREVIATIONS_KEPT = 1024
-"""At most this many unknown long options are remembered per entry (a long-lived gate)."""
-
-
-def _abbreviated(spec: Spec, flag: str) -> list[tuple[str, str]]:
-    """The long options of `spec` that `flag` is the start of (found by bisection: the
-    options are sorted by name, so they follow one another)."""
-    found = spec.abbreviated.get(flag)
-    if found is None:
-        names = spec.long_names
-        index = bisect_left(names, flag)
-        end = index
-        while end < len(names) and names[end].startswith(flag):
-            end += 1
-        found = spec.long_options[index:end]
-        if len(spec.abbreviated) < _ABBREVIATIONS_KEPT:
-            spec.abbreviated[flag] = found
-    return found
 
 
 def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
@@ -384,7 +357,7 @@ def _subcommand_of(
     if word.value is None:
         matches.append((UNKNOWN, f"{label}: the subcommand {word.raw} is only known at run time"))
         return True
-    found = _subcommand(spec, word.value)
+    found = subcommand(spec, word.value)
     if found is None:
         return False
     name, entry = found
@@ -500,88 +473,12 @@ def _value(
     for pattern, kind in patterns:
         if glob_match(pattern, lowered):
             if kind == "sql":
-                matches.append(_sql(knowledge, spec, label, flag, text))
+                matches.append(sql_match(knowledge, spec, label, flag, text))
             elif kind == "shell":
                 jobs.append((text, None))
             else:
                 matches.append((kind, f"{label} {flag} {text} is {kind}"))
             return
-
-
-def _sql(knowledge: Knowledge, spec: Spec, label: str, where: str, text: str) -> Match:
-    from agentledger.shell.sql import DEFAULT_DIALECT, classify_sql
-
-    kind, reason = classify_sql(text, knowledge.sql, spec.sql_dialect or DEFAULT_DIALECT)
-    return kind, f"{label} {where}: {reason}" if where else f"{label}: {reason}"
-
-
-def _dot_command(patterns: Patterns, label: str, text: str) -> Match:
-    """A client's own command (sqlite3's `.tables`, `.shell`): its class, unknown if none."""
-    command = text.strip()
-    kind = patterns.most_severe(command.lower()) or UNKNOWN
-    name = command.split(None, 1)[0]
-    return kind, f"{label} {name} is {kind}"
-
-
-def _subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
-    """The subcommand `word` names: exactly, or as an abbreviation when the tool allows it.
-
-    An abbreviation that could mean several plain subcommands counts as the most severe.
-    """
-    if word in spec.subs:
-        return word, spec.subs[word]
-    if not spec.abbreviations:
-        return None
-    candidates = [(name, entry) for name, entry in spec.subs.items() if name.startswith(word)]
-    if not candidates:
-        return None
-    if all(isinstance(entry, str) for _, entry in candidates):
-        return max(candidates, key=lambda candidate: RANK[candidate[1]])
-    return candidates[0]
-
-
-def _verb(verbs: Patterns, positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:
-    """The class of the first positional word that matches a verb pattern."""
-    for _, word in positionals:
-        if word.value is None:
-            return UNKNOWN, word.raw
-        kind = verbs.most_severe(word.value.lower())
-        if kind is not None:
-            return kind, word.value
-    return None
-
-
-def _stdin_and_sql(
-    knowledge: Knowledge,
-    spec: Spec,
-    label: str,
-    stdin: str | None,
-    options: list[tuple[str, Word | None]],
-    positionals: list[tuple[int, Word]],
-    matches: list[Match],
-    jobs: list[Job],
-) -> None:
-    """SQL given as a positional argument or on standard input, or a script on standard input."""
-    given = any(
-        kind in ("sql", "shell") for flag, _ in options for _, kind in spec.values.get(flag, ())
-    )
-    if spec.sql_arg is not None and len(positionals) >= spec.sql_arg:
-        first = spec.sql_arg - 1
-        words = positionals[first:] if spec.sql_rest else positionals[first : first + 1]
-        for _, word in words:
-            if word.value is None:
-                matches.append((UNKNOWN, f"{label}: SQL {word.raw} is only known at run time"))
-            elif spec.dot_commands is not None and word.value.lstrip().startswith("."):
-                matches.append(_dot_command(spec.dot_commands, label, word.value))
-            else:
-                matches.append(_sql(knowledge, spec, label, "", word.value))
-        given = True
-    if given or stdin is None:
-        return
-    if spec.stdin == "sql":
-        matches.append(_sql(knowledge, spec, label, "<<", stdin))
-    elif spec.stdin == "shell" and not positionals:
-        jobs.append((stdin, None))
 
 
 def _wrapper(

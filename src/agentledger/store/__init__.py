@@ -13,12 +13,12 @@ from agentledger.lazy import lazy_exports
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from agentledger.store.gc import GcReport
     from agentledger.store.index import IndexedRun, QueryResult, RunFilter, RunIndex
     from agentledger.store.index.sqlite import SQLiteIndex
     from agentledger.store.ledger import (
         DEFAULT_LEDGER,
         ENV_VAR,
-        GcReport,
         Ledger,
         StoredRun,
         default_ledger_path,
@@ -62,7 +62,7 @@ _HOMES = {
     "RunIndex": "agentledger.store.index",
     "DEFAULT_LEDGER": "agentledger.store.ledger",
     "ENV_VAR": "agentledger.store.ledger",
-    "GcReport": "agentledger.store.ledger",
+    "GcReport": "agentledger.store.gc",
     "Ledger": "agentledger.store.ledger",
     "ReindexReport": "agentledger.store.reindex",
     "StoredRun": "agentledger.store.ledger",

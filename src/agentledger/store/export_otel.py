@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -130,23 +130,9 @@ def _failure(step: TraceStep, nanos: int) -> tuple[dict[str, Any], list[dict[str
     return status, [event]
 
 
-def run_spans(
-    metadata: RunMetadata,
-    steps: Sequence[TraceStep],
-    *,
-    sealed_at: datetime,
-    system_prompt: str | None = None,
-    prompt: str | None = None,
-    report: str | None = None,
-    summary: RunSummary | None = None,
-) -> list[dict[str, Any]]:
-    """The spans of one run: its ``invoke_agent`` span, then one per step (or pair of steps)."""
-    run_id = metadata.run_id
-    trace_id = _id(run_id, length=32)
-    root_id = _id(run_id, "run", length=16)
-    clock = _Clock(metadata.started_at or sealed_at)
-    # The answer of a call (its first result) shares the call's span when it is not earlier
-    # than the call (the span ends with it); any other is its own span.
+def _shared_answers(steps: Sequence[TraceStep], clock: _Clock) -> dict[int, TraceStep]:
+    """The answer of each call that shares the call's span (the span ends with it): its first
+    result, when not earlier than the call; any other answer is a span of its own."""
     by_index = {step.index: step for step in steps}
     answers: dict[int, TraceStep] = {}
     for step in steps:
@@ -159,27 +145,31 @@ def run_spans(
             and clock.of(step)[0] >= clock.of(call)[0]
         ):
             answers[call.index] = step
-    answered = {answer.index: call for call, answer in answers.items()}
-    # the span holding each step: its own, or its call's
-    span_of = {
-        step.index: _id(run_id, str(answered.get(step.index, step.index)), length=16)
-        for step in steps
-    }
-    spans: list[dict[str, Any]] = []
-    pending_input: list[dict[str, Any]] = []
-    if prompt is not None:
-        pending_input.append({"role": "user", "parts": [{"type": "text", "content": prompt}]})
-    times: list[int] = []
-    zones: list[str] = []
+    return answers
 
-    def span(
+
+@dataclass
+class _Spans:
+    """The spans of a run's steps, made one by one, with the times and zones they hold."""
+
+    trace_id: str
+    root_id: str
+    clock: _Clock
+    span_of: dict[int, str]
+    """The span holding each step: its own, or its call's."""
+    made: list[dict[str, Any]] = field(default_factory=list)
+    times: list[int] = field(default_factory=list)
+    zones: list[str] = field(default_factory=list)
+
+    def add(
+        self,
         name: str,
         step: TraceStep,
         attrs: dict[str, Any],
         skip: Sequence[str] = (),
         answer: TraceStep | None = None,
     ) -> None:
-        start, zone = clock.of(step)
+        start, zone = self.clock.of(step)
         end = start
         attrs = {**attrs, **step_attributes(step, zone, skip=skip)}
         status: dict[str, Any] = {}
@@ -188,21 +178,21 @@ def run_spans(
         if step.kind == "error":
             status, events = _failure(step, start)
         if answer is not None:
-            end, answer_zone = clock.of(answer)
+            end, answer_zone = self.clock.of(answer)
             # its text is the tool's result, unless it is an error (the status's message)
             answer_skip = ("cause",) if failed else ("cause", "text")
             attrs.update(step_attributes(answer, answer_zone, otlp.RESULT, answer_skip))
             if failed:
                 status, events = _failure(failed, end)
-        times.extend((start, end))
-        zones.append(zone)
+        self.times.extend((start, end))
+        self.zones.append(zone)
         links = []
-        if step.cause is not None and step.cause in span_of:
-            links.append({"traceId": trace_id, "spanId": span_of[step.cause]})
+        if step.cause is not None and step.cause in self.span_of:
+            links.append({"traceId": self.trace_id, "spanId": self.span_of[step.cause]})
         made: dict[str, Any] = {
-            "traceId": trace_id,
-            "spanId": span_of[step.index],
-            "parentSpanId": root_id,
+            "traceId": self.trace_id,
+            "spanId": self.span_of[step.index],
+            "parentSpanId": self.root_id,
             "name": name,
             "kind": 1,
             "startTimeUnixNano": str(start),
@@ -214,8 +204,91 @@ def run_spans(
             made["events"] = events
         if links:
             made["links"] = links
-        spans.append(made)
+        self.made.append(made)
 
+
+def _root_span(
+    metadata: RunMetadata,
+    spans: _Spans,
+    system_prompt: str | None,
+    prompt: str | None,
+    report: str | None,
+    summary: RunSummary | None,
+) -> dict[str, Any]:
+    """The run's ``invoke_agent`` span, over the spans of its steps."""
+    start, end = (
+        (min(spans.times), max(spans.times)) if spans.times else (_nanos(spans.clock.fallback),) * 2
+    )
+    agent = metadata.agent
+    root_attrs = {
+        otlp.OPERATION: "invoke_agent",
+        otlp.AGENT_NAME: agent.name if agent else None,
+        otlp.REQUEST_MODEL: metadata.model,
+        otlp.RESPONSE_MODEL: metadata.model_served,
+        otlp.SYSTEM_INSTRUCTIONS: system_prompt,
+        # the run's totals (its model calls' own spans hold each one's)
+        otlp.INPUT_TOKENS: summary.tokens_in if summary else None,
+        otlp.OUTPUT_TOKENS: summary.tokens_out if summary else None,
+        otlp.EXPORT: otlp.EXPORT_VERSION,
+        otlp.RUN_ID: metadata.run_id,
+        otlp.SCENARIO: metadata.scenario,
+        otlp.SYSTEM_PROMPT_HASH: metadata.system_prompt_hash,
+        otlp.SYSTEM_FINGERPRINT: metadata.system_fingerprint,
+        otlp.AGENT_COMMIT: agent.commit if agent else None,
+        otlp.STARTED_AT: metadata.started_at.isoformat() if metadata.started_at else None,
+        otlp.ENDED_AT: metadata.ended_at.isoformat() if metadata.ended_at else None,
+        otlp.PROMPT: prompt,
+        otlp.REPORT: report,
+        otlp.COST_USD: summary.cost_usd if summary else None,
+        otlp.MODEL_CALLS: summary.model_calls if summary else None,
+        otlp.NOTES: list(summary.notes) if summary and summary.notes else None,
+        # The run's span is as its first step: marked when that one's time had no zone.
+        otlp.TIME_ZONE: spans.zones[0]
+        if spans.zones and spans.zones[0] in ("unknown", "none")
+        else None,
+    }
+    return {
+        "traceId": spans.trace_id,
+        "spanId": spans.root_id,
+        "name": f"invoke_agent {root_attrs[otlp.AGENT_NAME] or metadata.scenario}",
+        "kind": 1,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": otlp.attribute_list(root_attrs),
+        # A run that failed is the agent's span failing, its error the status's message.
+        "status": {"code": _ERROR, "message": summary.error or "the run failed"}
+        if summary is not None and summary.exit_status == "failed"
+        else {},
+    }
+
+
+def run_spans(
+    metadata: RunMetadata,
+    steps: Sequence[TraceStep],
+    *,
+    sealed_at: datetime,
+    system_prompt: str | None = None,
+    prompt: str | None = None,
+    report: str | None = None,
+    summary: RunSummary | None = None,
+) -> list[dict[str, Any]]:
+    """The spans of one run: its ``invoke_agent`` span, then one per step (or pair of steps)."""
+    run_id = metadata.run_id
+    clock = _Clock(metadata.started_at or sealed_at)
+    answers = _shared_answers(steps, clock)
+    answered = {answer.index: call for call, answer in answers.items()}
+    spans = _Spans(
+        trace_id=_id(run_id, length=32),
+        root_id=_id(run_id, "run", length=16),
+        clock=clock,
+        span_of={
+            step.index: _id(run_id, str(answered.get(step.index, step.index)), length=16)
+            for step in steps
+        },
+    )
+    pending_input: list[dict[str, Any]] = []
+    if prompt is not None:
+        pending_input.append({"role": "user", "parts": [{"type": "text", "content": prompt}]})
     for step in steps:
         if step.index in answered:
             continue
@@ -231,7 +304,7 @@ def run_spans(
                 otlp.OUTPUT_MESSAGES: _messages("assistant", text) if text is not None else None,
             }
             pending_input = []
-            span(
+            spans.add(
                 f"chat {metadata.model}",
                 step,
                 attrs,
@@ -253,7 +326,7 @@ def run_spans(
                 # the step had none: the arguments above were made of its command
                 otlp.ARGUMENTS_MADE: True if step.arguments is None and arguments else None,
             }
-            span(
+            spans.add(
                 f"execute_tool {tool}",
                 step,
                 attrs,
@@ -264,48 +337,10 @@ def run_spans(
             if step.kind == "message" and text is not None:
                 role = "user" if step.actor == "user" else "system"
                 pending_input.append({"role": role, "parts": [{"type": "text", "content": text}]})
-            span(f"{step.kind} {step.actor}" if step.kind == "message" else step.kind, step, {})
-    start, end = (min(times), max(times)) if times else (_nanos(clock.fallback),) * 2
-    agent = metadata.agent
-    root_attrs = {
-        otlp.OPERATION: "invoke_agent",
-        otlp.AGENT_NAME: agent.name if agent else None,
-        otlp.REQUEST_MODEL: metadata.model,
-        otlp.RESPONSE_MODEL: metadata.model_served,
-        otlp.SYSTEM_INSTRUCTIONS: system_prompt,
-        # the run's totals (its model calls' own spans hold each one's)
-        otlp.INPUT_TOKENS: summary.tokens_in if summary else None,
-        otlp.OUTPUT_TOKENS: summary.tokens_out if summary else None,
-        otlp.EXPORT: otlp.EXPORT_VERSION,
-        otlp.RUN_ID: run_id,
-        otlp.SCENARIO: metadata.scenario,
-        otlp.SYSTEM_PROMPT_HASH: metadata.system_prompt_hash,
-        otlp.SYSTEM_FINGERPRINT: metadata.system_fingerprint,
-        otlp.AGENT_COMMIT: agent.commit if agent else None,
-        otlp.STARTED_AT: metadata.started_at.isoformat() if metadata.started_at else None,
-        otlp.ENDED_AT: metadata.ended_at.isoformat() if metadata.ended_at else None,
-        otlp.PROMPT: prompt,
-        otlp.REPORT: report,
-        otlp.COST_USD: summary.cost_usd if summary else None,
-        otlp.MODEL_CALLS: summary.model_calls if summary else None,
-        otlp.NOTES: list(summary.notes) if summary and summary.notes else None,
-        # The run's span is as its first step: marked when that one's time had no zone.
-        otlp.TIME_ZONE: zones[0] if zones and zones[0] in ("unknown", "none") else None,
-    }
-    root = {
-        "traceId": trace_id,
-        "spanId": root_id,
-        "name": f"invoke_agent {root_attrs['gen_ai.agent.name'] or metadata.scenario}",
-        "kind": 1,
-        "startTimeUnixNano": str(start),
-        "endTimeUnixNano": str(end),
-        "attributes": otlp.attribute_list(root_attrs),
-        # A run that failed is the agent's span failing, its error the status's message.
-        "status": {"code": _ERROR, "message": summary.error or "the run failed"}
-        if summary is not None and summary.exit_status == "failed"
-        else {},
-    }
-    return [root, *spans]
+            spans.add(
+                f"{step.kind} {step.actor}" if step.kind == "message" else step.kind, step, {}
+            )
+    return [_root_span(metadata, spans, system_prompt, prompt, report, summary), *spans.made]
 
 
 def _read_text(ledger: Ledger, run_id: str, name: str, files: Iterable[str]) -> str | None:

@@ -6,7 +6,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -44,7 +44,7 @@ from agentledger.store.index import (
     RunFilter,
     RunIndex,
 )
-from agentledger.store.journal_upkeep import settle_unaccepted, start_journal_of_old_ledger
+from agentledger.store.journal_upkeep import start_journal_of_old_ledger
 from agentledger.store.seen_heads import (
     HeadProblem,
     SeenHead,
@@ -64,7 +64,8 @@ from agentledger.store.writer import (
     record_bytes,
 )
 
-if TYPE_CHECKING:  # sealing many runs and reindexing are imported by the methods doing them
+if TYPE_CHECKING:  # gc, sealing many runs and reindexing: imported by the methods doing them
+    from agentledger.store.gc import GcReport
     from agentledger.store.reindex import ReindexReport
     from agentledger.store.sealing import RunContent
 
@@ -72,7 +73,6 @@ __all__ = [
     "CONFIG_NAME",
     "DEFAULT_LEDGER",
     "ENV_VAR",
-    "GcReport",
     "Ledger",
     "Progress",
     "StoredRun",
@@ -144,51 +144,6 @@ class StoredRun:
 
     def index_entry(self) -> IndexEntry:
         return IndexEntry(self.metadata, self.summary, self.manifest, self.manifest_sha256)
-
-
-@dataclass
-class GcReport:
-    """What `gc` cleaned up."""
-
-    removed: list[str] = field(default_factory=list)
-    in_progress: list[str] = field(default_factory=list)
-    indexed: list[str] = field(default_factory=list)
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
-    journaled: list[str] = field(default_factory=list)
-    """Records a writer stored but died before journaling, whose bytes checked out: now
-    accepted (their journal entry appended)."""
-    unaccepted_removed: list[tuple[str, str]] = field(default_factory=list)
-    """Such records whose bytes did not check out: removed, with why."""
-    quarantined: list[tuple[str, str]] = field(default_factory=list)
-    """(key, where it went) of records without an entry that no writer announced (put there
-    by hand or by another program): moved to quarantine, never accepted."""
-    indexed_scores: list[str] = field(default_factory=list)
-    """Accepted scores the index lacked (a judge died before indexing them): now indexed."""
-    unreadable_scores: list[tuple[str, str]] = field(default_factory=list)
-    """(score file, why) of score files missing from the index that could not be indexed."""
-    indexed_labels: list[str] = field(default_factory=list)
-    """The ids of accepted labels the index lacked (a writer died before indexing them)."""
-    unreadable_labels: list[tuple[str, str]] = field(default_factory=list)
-    """(label key, why) of such labels that could not be indexed."""
-    indexed_decisions: list[str] = field(default_factory=list)
-    """Accepted decisions the index lacked (a gate died before indexing them): now indexed."""
-    unreadable_decisions: list[tuple[str, str]] = field(default_factory=list)
-    """(decision, why) of such decisions that could not be indexed."""
-    indexed_outcomes: list[str] = field(default_factory=list)
-    """Accepted outcomes the index lacked (a measurer died before indexing them): now indexed."""
-    unreadable_outcomes: list[tuple[str, str]] = field(default_factory=list)
-    """(outcome key, why) of such outcomes that could not be indexed."""
-
-    @property
-    def ok(self) -> bool:
-        return not (
-            self.unreadable
-            or self.unreadable_scores
-            or self.unreadable_labels
-            or self.unreadable_decisions
-            or self.quarantined
-            or self.unreadable_outcomes
-        )
 
 
 class OpenedLedger(NamedTuple):
@@ -618,51 +573,7 @@ class Ledger:
 
     def gc(self) -> GcReport:
         """Remove staging debris of dead writers; index the sealed runs, scores and labels the
-        index missed."""
-        report = GcReport()
-        settled = settle_unaccepted(self)
-        report.journaled = settled.completed
-        report.unaccepted_removed = settled.removed
-        report.quarantined = settled.quarantined
-        report.unreadable.extend(settled.refused_runs)
-        refused = {run_id for run_id, _problem in settled.refused_runs}
-        for leftover in self.storage.leftovers():
-            if leftover.in_progress or not self.storage.remove_leftover(leftover):
-                report.in_progress.append(leftover.name)
-            else:
-                report.removed.append(leftover.name)
-        indexed = set(self.index.manifest_hashes())
-        missing = [
-            run_id
-            for run_id in self.storage.run_ids()
-            if run_id not in indexed and run_id not in refused
-        ]
-        entries = []
-        for run_id in sorted(missing):
-            try:
-                entries.append(self.load(run_id).index_entry())
-                self.storage.protect(run_id)
-            except (InputError, OSError) as exc:
-                report.unreadable.append((run_id, str(exc)))
-        _added, left_out = self.index.add_each(entries)
-        report.unreadable.extend(left_out)
-        refused = {run_id for run_id, _why in left_out}
-        report.indexed = [e.metadata.run_id for e in entries if e.metadata.run_id not in refused]
-        # Imported here: the record kinds' models (decisions') cost every command's start-up.
-        from agentledger.store.record_store import (
-            DecisionRecords,
-            LabelRecords,
-            OutcomeRecords,
-            ScoreRecords,
-        )
+        index missed (see `agentledger.store.gc`)."""
+        from agentledger.store.gc import collect_garbage
 
-        report.indexed_scores, report.unreadable_scores = ScoreRecords(self).index_missing()
-        labels, report.unreadable_labels = LabelRecords(self).index_missing()
-        report.indexed_labels = sorted(
-            key.rsplit("/", 1)[-1].removesuffix(".json") for key in labels
-        )
-        report.indexed_decisions, report.unreadable_decisions = DecisionRecords(
-            self
-        ).index_missing()
-        report.indexed_outcomes, report.unreadable_outcomes = OutcomeRecords(self).index_missing()
-        return report
+        return collect_garbage(self)

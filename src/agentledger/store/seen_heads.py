@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import AgentLedgerError, IntegrityError
 from agentledger.records import utc_now
-from agentledger.store.storage.journal import JOURNAL_AREA, Checkpoint, _parse_segment
+from agentledger.store.storage.journal import JOURNAL_AREA, Checkpoint, parse_segment
 
 if TYPE_CHECKING:
     from agentledger.records.journal import JournalEntry
@@ -148,7 +148,7 @@ def _segments(storage: StorageBackend) -> list[tuple[int, str]]:
 
 def _entry_at(storage: StorageBackend, segments: list[tuple[int, str]], seq: int) -> JournalEntry:
     _first, key = max((s for s in segments if s[0] <= seq), default=segments[0])
-    entries = _parse_segment(key, storage.get(key))
+    entries = parse_segment(key, storage.get(key))
     return next((entry for entry in entries if entry.seq == seq), entries[-1])
 
 
@@ -159,7 +159,7 @@ def _head_and_entry(
     segments = _segments(storage)
     if not segments:
         return None, None
-    last = _parse_segment(segments[-1][1], storage.get(segments[-1][1]))[-1]
+    last = parse_segment(segments[-1][1], storage.get(segments[-1][1]))[-1]
     head = Checkpoint(last.seq, last.hash)
     if seq is None or seq > last.seq:
         return head, None

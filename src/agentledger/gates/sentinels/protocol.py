@@ -21,7 +21,7 @@ from agentledger.gates.sentinels.evaluate import BRANCHES
 
 if TYPE_CHECKING:
     from agentledger.gates.predicates.evaluate import PredicateForm
-    from agentledger.gates.sentinels.spec import LoadedSentinel, SentinelCriterion
+    from agentledger.gates.sentinels.spec import LoadedSentinel, SentinelCriterion, SentinelSpec
 
 __all__ = ["describe_predicate", "render_protocol"]
 
@@ -118,10 +118,25 @@ class _Block:
 
 def _blocks(loaded: LoadedSentinel) -> list[_Block]:
     spec = loaded.spec
+    out = _preamble(loaded)
+    for scenario in spec.scenarios:
+        out.append(_Block("h3", f"{_t(scenario.id)}: {_t(scenario.failure_class)}"))
+        out.append(_Block("p", f"Why it is in the suite: {_t(' '.join(scenario.why.split()))}"))
+        rows = [["id", "pass criterion", "checked as", "known gap blocks"]]
+        for criterion in loaded.criteria[scenario.id]:
+            rows.append(_criterion_row(criterion))
+        out.append(_Block("table", rows=rows))
+    out.extend(_decision_and_runs(spec, loaded.path.name))
+    return out
+
+
+def _preamble(loaded: LoadedSentinel) -> list[_Block]:
+    """The protocol up to its cases: what it is for, when to run it, its baseline and runs."""
+    spec = loaded.spec
     base = spec.baseline
     prompt = f", system prompt {_c(base.prompt_hash[7:15])}" if base.prompt_hash else ""
     spec_name = loaded.path.name
-    out: list[_Block] = [
+    return [
         _Block("h1", f"Sentinel protocol: {spec.name}"),
         _Block("p", _t(spec.description.strip())),
         _Block(
@@ -175,89 +190,83 @@ def _blocks(loaded: LoadedSentinel) -> list[_Block]:
         ),
         _Block("h2", "The cases"),
     ]
-    for scenario in spec.scenarios:
-        out.append(_Block("h3", f"{_t(scenario.id)}: {_t(scenario.failure_class)}"))
-        out.append(_Block("p", f"Why it is in the suite: {_t(' '.join(scenario.why.split()))}"))
-        rows = [["id", "pass criterion", "checked as", "known gap blocks"]]
-        for criterion in loaded.criteria[scenario.id]:
-            rows.append(_criterion_row(criterion))
-        out.append(_Block("table", rows=rows))
-    out.extend(
-        [
-            _Block("h2", "Decision tree"),
-            _Block(
-                "p",
-                "Every criterion is evaluated on the baseline's and the candidate's runs; the "
-                "questions are asked in this order and the first yes decides:",
+
+
+def _decision_and_runs(spec: SentinelSpec, spec_name: str) -> list[_Block]:
+    """The protocol after its cases: the decision tree, what to do on each outcome, how to
+    run it, and what it cannot tell."""
+    return [
+        _Block("h2", "Decision tree"),
+        _Block(
+            "p",
+            "Every criterion is evaluated on the baseline's and the candidate's runs; the "
+            "questions are asked in this order and the first yes decides:",
+        ),
+        _Block(
+            "ol",
+            items=[
+                "Did a criterion hold on the baseline and fail on the candidate? NO-GO (a "
+                "regression).",
+                "Does a criterion fail on both, and is it blocking? NO-GO.",
+                "Is there a known gap, a criterion that cannot be evaluated on a candidate "
+                "run (or fails on the candidate without a usable baseline), a candidate "
+                "run judged Uncertain, skipped or not judged, or a scenario without runs? "
+                "REVIEW.",
+                "Otherwise every criterion holds on the candidate: GO.",
+            ],
+        ),
+        _Block(
+            "p",
+            "Each criterion lands on one branch: "
+            + "; ".join(f"{name}: {words}" for name, words in BRANCHES.items())
+            + ". The check prints the tree with the branch that fired and the criteria "
+            "behind it.",
+        ),
+        _Block("h2", "What to do on each outcome"),
+        _Block(
+            "ul",
+            items=[
+                "GO: migrate. Quote the decision id in the migration change; after the "
+                "migration, make the new model the baseline (baseline.model) for the next "
+                "checks.",
+                "NO-GO: do not migrate. File the regression with the evidence from the "
+                "decision (`agentledger decisions show ID`): the scenario, the criterion and "
+                "the command lines of the candidate's shell log. Rerun when the provider or "
+                "the prompt changes.",
+                "REVIEW: a human reviews the runs the decision names (`agentledger show RUN "
+                "--file shell_audit.jsonl`, `--file report.md`) and either reruns with more "
+                "repeats or records the call; in CI, pass `--review-ok` only after that "
+                "review.",
+            ],
+        ),
+        _Block("h2", "How to run and rerun"),
+        _Block(
+            "code",
+            "\n".join(
+                [
+                    "# run the cases for the candidate (and the baseline when it has no "
+                    "runs), judge them, decide",
+                    f"agentledger sentinel run {_t(spec_name)} --model CANDIDATE --agent "
+                    "AGENT.toml",
+                    "# or decide on runs already in the ledger (judge them first)",
+                    "agentledger judge" + (" --diagnosis --suite SUITE" if spec.diagnosis else ""),
+                    f"agentledger sentinel check {_t(spec_name)} --candidate model=CANDIDATE",
+                    "# every past check of the suite, flagging outcome changes",
+                    f"agentledger sentinel history {_t(spec_name)}",
+                ]
             ),
-            _Block(
-                "ol",
-                items=[
-                    "Did a criterion hold on the baseline and fail on the candidate? NO-GO (a "
-                    "regression).",
-                    "Does a criterion fail on both, and is it blocking? NO-GO.",
-                    "Is there a known gap, a criterion that cannot be evaluated on a candidate "
-                    "run (or fails on the candidate without a usable baseline), a candidate "
-                    "run judged Uncertain, skipped or not judged, or a scenario without runs? "
-                    "REVIEW.",
-                    "Otherwise every criterion holds on the candidate: GO.",
-                ],
-            ),
-            _Block(
-                "p",
-                "Each criterion lands on one branch: "
-                + "; ".join(f"{name}: {words}" for name, words in BRANCHES.items())
-                + ". The check prints the tree with the branch that fired and the criteria "
-                "behind it.",
-            ),
-            _Block("h2", "What to do on each outcome"),
-            _Block(
-                "ul",
-                items=[
-                    "GO: migrate. Quote the decision id in the migration change; after the "
-                    "migration, make the new model the baseline (baseline.model) for the next "
-                    "checks.",
-                    "NO-GO: do not migrate. File the regression with the evidence from the "
-                    "decision (`agentledger decisions show ID`): the scenario, the criterion and "
-                    "the command lines of the candidate's shell log. Rerun when the provider or "
-                    "the prompt changes.",
-                    "REVIEW: a human reviews the runs the decision names (`agentledger show RUN "
-                    "--file shell_audit.jsonl`, `--file report.md`) and either reruns with more "
-                    "repeats or records the call; in CI, pass `--review-ok` only after that "
-                    "review.",
-                ],
-            ),
-            _Block("h2", "How to run and rerun"),
-            _Block(
-                "code",
-                "\n".join(
-                    [
-                        "# run the cases for the candidate (and the baseline when it has no "
-                        "runs), judge them, decide",
-                        f"agentledger sentinel run {_t(spec_name)} --model CANDIDATE --agent "
-                        "AGENT.toml",
-                        "# or decide on runs already in the ledger (judge them first)",
-                        "agentledger judge"
-                        + (" --diagnosis --suite SUITE" if spec.diagnosis else ""),
-                        f"agentledger sentinel check {_t(spec_name)} --candidate model=CANDIDATE",
-                        "# every past check of the suite, flagging outcome changes",
-                        f"agentledger sentinel history {_t(spec_name)}",
-                    ]
-                ),
-            ),
-            _Block("h2", "What the suite cannot tell"),
-            _Block(
-                "p",
-                "No provider API says which internal model version served a request beyond the "
-                "model id (unless it returns a dated id or a fingerprint). A change of outcome "
-                "while the requested model id stayed the same is consistent with a silent "
-                "backend update, but cannot be attributed to one with certainty; `sentinel "
-                "history` says which changes are attributable (served model or fingerprint "
-                "changed) and which are not.",
-            ),
-        ]
-    )
-    return out
+        ),
+        _Block("h2", "What the suite cannot tell"),
+        _Block(
+            "p",
+            "No provider API says which internal model version served a request beyond the "
+            "model id (unless it returns a dated id or a fingerprint). A change of outcome "
+            "while the requested model id stayed the same is consistent with a silent "
+            "backend update, but cannot be attributed to one with certainty; `sentinel "
+            "history` says which changes are attributable (served model or fingerprint "
+            "changed) and which are not.",
+        ),
+    ]
 
 
 def _criterion_row(criterion: SentinelCriterion) -> list[str]:

@@ -377,19 +377,7 @@ def render_prompt(
     report; what the label says is in the title, outside the data, written by agentledger."""
     steps, stored = _trace_of(run) if template.shows_trace else (None, False)
     nonce = _nonce(run, template, diagnosis, steps)
-    artifacts: list[Artifact] = [
-        _artifact(
-            f"example_{number}",
-            f"Example {number}, another run (not the one to judge), which a person "
-            f"{example.label_words()}. Its report",
-            f"example-{number}/report.md",
-            example.report,
-            limits.report,
-            nonce,
-            f"example-{number}",
-        )
-        for number, example in enumerate(examples, start=1)
-    ]
+    artifacts = _example_artifacts(examples, limits, nonce)
     documents: dict[str, Document] = {}
     missing: list[str] = []
     if run.prompt and run.prompt.strip():
@@ -421,20 +409,7 @@ def render_prompt(
     else:
         missing.append("report.md")
     if run.events is not None:
-        shown_log, _, _ = render_shell_log(run.events, nonce=nonce, limits=limits)
-        if not run.events:
-            shown_log = "(the agent ran no commands)"
-        text, cut = _shorten(shown_log.rstrip("\n"), limits.shell_log, nonce, "shell_audit.jsonl")
-        artifacts.append(
-            Artifact(
-                "shell_log",
-                "The commands the agent ran (Ln is line n of the file)",
-                "shell_audit.jsonl",
-                f"shell-log-{nonce}",
-                text,
-                cut,
-            )
-        )
+        artifacts.append(_shell_log(run.events, limits, nonce))
         full, starts, numbers = render_shell_log(run.events)
         documents["shell_audit.jsonl"] = Document(
             "shell_audit.jsonl", full, tuple(starts) or (0,), tuple(numbers) or (1,)
@@ -473,17 +448,7 @@ def render_prompt(
     rendered: RenderedTrace | None = None
     if steps is not None:
         rendered = render_trace(steps, lambda text: neutralise(text, nonce), nonce, trace_limits)
-        shown = rendered.text.rstrip("\n") or "(the trace holds no steps)"
-        whole = sum(len(document.text) for document in rendered.steps.values())
-        left_out = max(0, whole - len(shown)) if rendered.windowed else 0
-        trace_artifact = Artifact(
-            "trace",
-            "The run's steps, in order (Sn is step n)",
-            TRACE if stored else "trace (made from shell_audit.jsonl, PROMPT.txt and report.md)",
-            f"trace-steps-{nonce}",
-            shown,
-            left_out,
-        )
+        trace_artifact = _trace_artifact(rendered, stored, nonce)
     elif template.shows_trace:
         missing.append(TRACE)
     system, user = template.render(
@@ -512,6 +477,56 @@ def render_prompt(
         documents=documents,
         trace=rendered,
         trace_stored=stored,
+    )
+
+
+def _example_artifacts(
+    examples: Sequence[FewShotExample], limits: Limits, nonce: str
+) -> list[Artifact]:
+    """The report of each labelled example, what its label says in the title."""
+    return [
+        _artifact(
+            f"example_{number}",
+            f"Example {number}, another run (not the one to judge), which a person "
+            f"{example.label_words()}. Its report",
+            f"example-{number}/report.md",
+            example.report,
+            limits.report,
+            nonce,
+            f"example-{number}",
+        )
+        for number, example in enumerate(examples, start=1)
+    ]
+
+
+def _shell_log(events: list[ShellEvent], limits: Limits, nonce: str) -> Artifact:
+    """The commands the agent ran, as the judge reads them (shortened past the limit)."""
+    shown_log, _, _ = render_shell_log(events, nonce=nonce, limits=limits)
+    if not events:
+        shown_log = "(the agent ran no commands)"
+    text, cut = _shorten(shown_log.rstrip("\n"), limits.shell_log, nonce, "shell_audit.jsonl")
+    return Artifact(
+        "shell_log",
+        "The commands the agent ran (Ln is line n of the file)",
+        "shell_audit.jsonl",
+        f"shell-log-{nonce}",
+        text,
+        cut,
+    )
+
+
+def _trace_artifact(rendered: RenderedTrace, stored: bool, nonce: str) -> Artifact:
+    """The run's steps as shown; what a window left out counted as cut."""
+    shown = rendered.text.rstrip("\n") or "(the trace holds no steps)"
+    whole = sum(len(document.text) for document in rendered.steps.values())
+    left_out = max(0, whole - len(shown)) if rendered.windowed else 0
+    return Artifact(
+        "trace",
+        "The run's steps, in order (Sn is step n)",
+        TRACE if stored else "trace (made from shell_audit.jsonl, PROMPT.txt and report.md)",
+        f"trace-steps-{nonce}",
+        shown,
+        left_out,
     )
 
 

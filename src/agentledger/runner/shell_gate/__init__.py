@@ -18,7 +18,8 @@ from agentledger.lazy import lazy_exports
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from agentledger.runner.shell_gate.ask import Answer
-    from agentledger.runner.shell_gate.gate import AUDIT_FILE, CommandDecision, Gate, GateResult
+    from agentledger.runner.shell_gate.decision import CommandDecision, GateResult
+    from agentledger.runner.shell_gate.gate import AUDIT_FILE, Gate
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.redact import Redactor
     from agentledger.runner.shell_gate.rules import PolicyRules, load_policy
@@ -50,9 +51,9 @@ _HOMES = {
     "AUDIT_FILE": "agentledger.runner.shell_gate.gate",
     "Answer": "agentledger.runner.shell_gate.ask",
     "Classification": "agentledger.shell.classifier",
-    "CommandDecision": "agentledger.runner.shell_gate.gate",
+    "CommandDecision": "agentledger.runner.shell_gate.decision",
     "Gate": "agentledger.runner.shell_gate.gate",
-    "GateResult": "agentledger.runner.shell_gate.gate",
+    "GateResult": "agentledger.runner.shell_gate.decision",
     "Knowledge": "agentledger.shell.knowledge",
     "Part": "agentledger.shell.classifier",
     "Policy": "agentledger.runner.shell_gate.policy",

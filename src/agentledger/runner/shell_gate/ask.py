@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from agentledger.runner.shell_gate.gate import CommandDecision
+    from agentledger.runner.shell_gate.decision import CommandDecision
 
     class Cancel(Protocol):
         """What says the asking should stop (a `threading.Event`)."""

@@ -70,6 +70,7 @@ __all__ = [
     "check_segments",
     "claim_of",
     "intent_of",
+    "parse_segment",
     "record_entry",
     "run_entry",
     "run_intent",
@@ -238,7 +239,7 @@ def _decode_line(key: str, number: int, line: bytes) -> dict[str, Any]:
     return raw
 
 
-def _parse_segment(key: str, data: bytes) -> list[JournalEntry]:
+def parse_segment(key: str, data: bytes) -> list[JournalEntry]:
     """The entries of one segment; IntegrityError when a line is not an entry."""
     lines = data.split(b"\n")
     if lines[-1] != b"":
@@ -289,7 +290,7 @@ def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
     expected_seq, expected_prev = 1, GENESIS_PREV
     for first, key, data in sorted(segments):
         try:
-            found = _parse_segment(key, data)
+            found = parse_segment(key, data)
         except IntegrityError as exc:
             read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
             continue
@@ -371,7 +372,7 @@ class Journal:
                 data = self.storage.get(key)
             except RecordNotFoundError:
                 return
-            found = _parse_segment(key, data)
+            found = parse_segment(key, data)
             for offset, entry in enumerate(found):
                 previous = self._entries[-1].hash if self._entries else GENESIS_PREV
                 if entry.seq != first + offset or entry.prev != previous:

@@ -56,28 +56,29 @@ from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.storage import (
     MANIFEST_NAME,
-    Leftover,
     ScannedRun,
     StagedRun,
-    StorageBackend,
 )
 from agentledger.store.storage.s3.client import ObjectStore, S3Location
 from agentledger.store.storage.s3.lease import JournalLease, Presence, lease_seconds
+from agentledger.store.storage.s3.leftovers import (
+    CLAIMS,
+    GROUP_SEAL,
+    STAGING,
+    S3Leftovers,
+    claim_writer,
+)
 from agentledger.store.storage.s3.staging import S3StagedRun
 
 __all__ = ["S3Storage"]
 
 RUNS = "runs/"
-STAGING = ".staging/"
-CLAIMS = ".claims/"
-GROUP_SEAL = ".group"
 _JOURNAL = "journal/"
 _SEGMENT = re.compile(r"^journal/[0-9]{12}\.jsonl$")
 _PREFETCH = 64
 _CLASH_LISTING = 64  # keys `_clash` lists under a key's first parent before looking them up
 _WIDE_AREAS = frozenset({"cache"})  # areas whose first parents hold many keys (a shard)
 _EXISTING_PER_PAGE = 8  # keys asked about per page `_existing` may list instead of a HEAD each
-_GROUP_AREAS = ("decisions/",)  # the areas whose records are groups (a decision's two files)
 
 
 def _hidden(key: str) -> bool:
@@ -102,16 +103,7 @@ def _check_journal_key(key: str, where: str) -> None:
         )
 
 
-def _claim_writer(data: bytes) -> str | None:
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    writer = value.get("writer") if isinstance(value, dict) else None
-    return writer if isinstance(writer, str) else None
-
-
-class S3Storage(StorageBackend):
+class S3Storage(S3Leftovers):
     """Runs and records as objects in an S3-compatible bucket, under a prefix."""
 
     shared_between_processes = True
@@ -468,7 +460,7 @@ class S3Storage(StorageBackend):
                 if current is None:
                     attempts += 1
                     continue  # let go meanwhile: try again
-                holder = _claim_writer(current.data)
+                holder = claim_writer(current.data)
                 if holder is not None and self.presence.alive(holder):
                     now = time.monotonic()
                     if waiting_until is None:
@@ -556,105 +548,6 @@ class S3Storage(StorageBackend):
 
     def list_files(self, run_id: str) -> list[str]:
         return sorted(self._objects(run_id))
-
-    def leftovers(self) -> list[Leftover]:
-        found: list[Leftover] = []
-        with self._open_mutex:  # this process's, with artifacts held in memory only perhaps
-            areas = dict.fromkeys(
-                run.area.split("/", 1)[1].rstrip("/") for run in self._open.values()
-            )
-        areas.update(
-            dict.fromkeys(
-                "/".join(key.split("/")[1:3])
-                for key, _size in self.store.list(STAGING)
-                if key.count("/") >= 3
-            )
-        )
-        for area in areas:
-            writer = area.split("/")[0]
-            found.append(
-                Leftover(
-                    name=f"{STAGING}{area}",
-                    path=self.location.describe(f"{STAGING}{area}/"),
-                    in_progress=self.presence.alive(writer),
-                )
-            )
-        found += self._unfilled_groups()
-        for key, _size in self.store.list(CLAIMS):
-            stored = self.store.get(key)
-            if stored is None:
-                continue  # published or discarded since the listing
-            holder = _claim_writer(stored.data)
-            found.append(
-                Leftover(
-                    name=key,
-                    path=self.location.describe(key),
-                    in_progress=holder is not None and self.presence.alive(holder),
-                )
-            )
-        return sorted(found, key=lambda leftover: leftover.name)
-
-    def _unfilled_groups(self) -> list[Leftover]:
-        """The seals of groups none of whose members landed: their writer was killed between
-        the seal (its claim on the group) and the members. A group holding a member is a
-        record, which the journal settles (`gc` completes it or removes it whole)."""
-        filled: dict[str, bool] = {}
-        for area in _GROUP_AREAS:
-            for key, _size in self.store.list(area):
-                prefix, _, name = key.rpartition("/")
-                if prefix.count("/") == 1:
-                    filled[prefix] = filled.get(prefix, False) or name != GROUP_SEAL
-        found = []
-        for prefix in sorted(prefix for prefix, full in filled.items() if not full):
-            seal = f"{prefix}/{GROUP_SEAL}"
-            info = self.store.head(seal)
-            if info is not None:
-                found.append(
-                    Leftover(
-                        name=seal,
-                        path=self.location.describe(seal),
-                        in_progress=info.age_seconds <= self.lease.seconds,
-                    )
-                )
-        return found
-
-    def _remove_unfilled_group(self, seal: str) -> bool:
-        """Remove the seal of a group that is still without members, under the journal lock
-        (which its writer held from the seal to the members' journal entry)."""
-        with self.journal.lock():
-            if any(
-                not key.endswith(f"/{GROUP_SEAL}")
-                for key, _size in self.store.list(seal.removesuffix(GROUP_SEAL))
-            ):
-                return False  # filled meanwhile: a record, no longer debris
-            self.store.delete([seal])
-        return True
-
-    def remove_leftover(self, leftover: Leftover) -> bool:
-        name = leftover.name
-        if name.endswith(f"/{GROUP_SEAL}") and name.startswith(_GROUP_AREAS):
-            return self._remove_unfilled_group(name)
-        if name.startswith(CLAIMS):
-            run_id = check_run_id(name[len(CLAIMS) :])
-            stored = self.store.get(name)
-            if stored is None:
-                return True
-            writer = _claim_writer(stored.data)
-            if writer is not None and self.presence.alive(writer):
-                return False
-            # Taken over first (compare-and-swap), so a writer reclaiming it meanwhile wins.
-            mine = json.dumps({"writer": "gc", "nonce": secrets.token_hex(8)}).encode()
-            if self.store.put(name, mine, if_match=stored.info.etag) is None:
-                return False
-            self._clear_unsealed(run_id)
-            self.store.delete([name])
-            return True
-        if not name.startswith(STAGING) or name.count("/") != 2:
-            raise InputError(f"{leftover.path} is not staging debris of {self.uri}")
-        if self.presence.alive(name.split("/")[1]):
-            return False
-        self.store.delete(key for key, _size in self.store.list(name + "/"))
-        return True
 
     def locate(self, run_id: str, name: str | None = None) -> str:
         path = f"{RUNS}{check_run_id(run_id)}"
