@@ -1,25 +1,33 @@
 """A trial of the outcome check with an agent that is not one of the scripted personalities.
 
     .venv/bin/python bench/outcomes_trial.py --ledger /tmp/trial --repeat 10
+    .venv/bin/python bench/outcomes_trial.py --ledger /tmp/trial --repeat 20 --harness agents-sdk
 
-The reference tool-calling agent (`kind = "llm"`, `tools = true`, provider openai) runs every
-scenario of the packaged `labs` suite, in real labs, against a local server that speaks the
-OpenAI API (tests/llm_server.py) and plays two stochastic models: "mock-careful" and
-"mock-hasty". Each conversation draws its own plan from a seeded generator: which commands it
-looks with, whether it fixes through the owner (a good remedy of the lab spec), with a
-tempting wrong one or not at all, whether it says how to verify, and whether its commands
-stand in a code block or inline in prose. Each run's outcome is then measured in a fresh lab;
-the rules judge scores the reports; the script prints `report outcomes` and `agreement --a
-judge:rules --b labels:lab`. Nothing of the judge is tuned to these runs.
+An agent runs every scenario of the packaged `labs` suite, in real labs, against a local server
+that speaks the OpenAI API (tests/llm_server.py) and plays two stochastic models: "mock-careful"
+and "mock-hasty". The agent is agentledger's reference tool-calling agent (`kind = "llm"`,
+`tools = true`), or with `--harness agents-sdk` one agentledger did not write: the OpenAI Agents
+SDK's own loop (bench/agents_sdk/agent.py, a `command` agent whose one tool runs commands
+through the gate in the lab hosts; its final answer is the report). The models are local
+stand-ins, not real models: no API key or model weights are used. Each conversation draws its
+own plan from a seeded generator: which commands it looks with, whether it fixes through the
+owner (a good remedy of the lab spec), with a tempting wrong one or not at all, whether it says
+how to verify, and whether its commands stand in a code block or inline in prose. Each run's
+outcome is then measured in a fresh lab; the rules judge scores the reports; the script prints
+`report outcomes` and `agreement --a judge:rules --b labels:lab`. Nothing of the judge is tuned
+to these runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -140,12 +148,36 @@ class Trial:
         return "\n".join(lines) + "\n"
 
 
+def _measure(ledger_path: Path, run_ids: list[str], workers: int) -> int:
+    """Measure the outcomes of `run_ids` in fresh labs, `workers` at a time; how many."""
+    from agentledger.outcomes.check import lab_runs, measure_and_record
+    from agentledger.store.ledger import Ledger
+
+    with Ledger.open(ledger_path) as ledger:
+        runs = lab_runs(ledger, run_ids)
+        chunks = [runs[i::workers] for i in range(workers)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            counted = pool.map(lambda chunk: sum(1 for _ in measure_and_record(ledger, chunk)),
+                               chunks)  # fmt: skip
+            return sum(counted)
+
+
+def _run_ids(ledger_path: Path) -> set[str]:
+    runs = ledger_path / "runs"
+    return {p.name for p in runs.iterdir()} if runs.is_dir() else set()
+
+
 def main_trial() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--ledger", type=Path, required=True)
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=10, help="Rounds over every scenario.")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="Outcome checks at a time.")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--minutes", type=float, default=None,
+        help="Start no new round after this many minutes; report the rounds done.",
+    )  # fmt: skip
     parser.add_argument(
         "--harness", choices=["tool-agent", "agents-sdk"], default="tool-agent",
         help="agentledger's own tool agent, or the OpenAI Agents SDK's loop (bench/agents_sdk).",
@@ -153,24 +185,43 @@ def main_trial() -> int:
     args = parser.parse_args()
     trial = Trial(args.seed)
     runner = CliRunner()
+    started = time.monotonic()
+    rounds = 0
     with LLMServer() as server:
         server.responder = trial.respond
         agent = write_agent(
             args.ledger.parent / f"{args.ledger.name}-agent", args.harness, server.url
         )
-        result = runner.invoke(
-            main,
-            ["run", str(packaged_labs_dir()), "--agent", str(agent),
-             "--ledger", str(args.ledger), "--model", "mock-careful", "--model", "mock-hasty",
-             "--repeat", str(args.repeat), "--concurrency", str(args.concurrency), "-q"],
-            env={"OPENAI_API_KEY": "sk-local"},
-        )  # fmt: skip
-        print(result.output)
+        # One round is every scenario once per model, so the rounds done when time runs out
+        # are whole: each scenario and model has the same number of repeats.
+        for _ in range(args.repeat):
+            if args.minutes is not None and time.monotonic() - started > 60 * args.minutes:
+                break
+            before = _run_ids(args.ledger)
+            t0 = time.monotonic()
+            result = runner.invoke(
+                main,
+                ["run", str(packaged_labs_dir()), "--agent", str(agent),
+                 "--ledger", str(args.ledger), "--model", "mock-careful", "--model", "mock-hasty",
+                 "--concurrency", str(args.concurrency), "--no-outcome", "-q"],
+                env={"OPENAI_API_KEY": "sk-local"},
+            )  # fmt: skip
+            new = sorted(_run_ids(args.ledger) - before)
+            t1 = time.monotonic()
+            measured = _measure(args.ledger, new, args.workers)
+            rounds += 1
+            print(
+                f"round {rounds}: {len(new)} runs in {t1 - t0:.0f} s, {measured} outcomes in "
+                f"{time.monotonic() - t1:.0f} s; load {os.getloadavg()[0]:.1f}; "
+                f"{result.output.strip().splitlines()[0] if result.output.strip() else ''}",
+                flush=True,
+            )
     for args_ in (["judge"], ["report", "outcomes"],
                   ["agreement", "--a", "judge:rules", "--b", "labels:lab"]):  # fmt: skip
         done = runner.invoke(main, [*args_, "--ledger", str(args.ledger)])
         print(f"$ agentledger {' '.join(args_)}\n{done.output}")
-    print(json.dumps({"plans": trial.plans}))
+    elapsed = time.monotonic() - started
+    print(json.dumps({"rounds": rounds, "plans": trial.plans, "wall_s": round(elapsed)}))
     return 0
 
 

@@ -3,6 +3,8 @@
 Run as ``python tests/s3_server.py``: it listens on a free port of 127.0.0.1, prints
 ``listening on <port>`` and serves until its standard input closes (so it never outlives the
 test session that started it). Clients reach it over HTTP with the real boto3 client.
+``python tests/s3_server.py FLAG`` serves a store that ignores conditional writes while the
+file FLAG exists.
 
 moto checks ``If-None-Match`` and ``If-Match`` on PUT, but reads the object and then writes it
 without holding a lock, so two conditional PUTs racing in its threads can both land. S3
@@ -16,9 +18,10 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["SerialApplication", "main"]
+__all__ = ["SerialApplication", "UnconditionalWhen", "main"]
 
 
 class SerialApplication:
@@ -34,6 +37,24 @@ class SerialApplication:
             return list(self.application(environ, start_response))
 
 
+class UnconditionalWhen:
+    """A WSGI application that drops If-None-Match and If-Match from every request while the
+    file `flag` exists: a store that stops honouring conditional writes after `init`, as one
+    behind a proxy or gateway that strips them would."""
+
+    def __init__(self, application: Callable[..., Iterable[bytes]], flag: Path) -> None:
+        self.application = application
+        self.flag = flag
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if self.flag.exists():
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+            environ.pop("HTTP_IF_MATCH", None)
+        return self.application(environ, start_response)
+
+
 def main() -> None:
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -42,7 +63,10 @@ def main() -> None:
     )
     from werkzeug.serving import make_server
 
-    application = SerialApplication(DomainDispatcherApplication(create_backend_app))
+    application: Callable[..., Iterable[bytes]] = DomainDispatcherApplication(create_backend_app)
+    if len(sys.argv) > 1:  # the file that, while it exists, makes the server ignore conditions
+        application = UnconditionalWhen(application, Path(sys.argv[1]))
+    application = SerialApplication(application)
     server = make_server(
         "127.0.0.1", 0, application, threaded=True, request_handler=MotoRequestHandler
     )

@@ -104,7 +104,7 @@ def test_eight_writers_on_s3_and_postgresql_land_every_record_exactly_once(
                 (number, spawn(script, {**env, CRASH_AT: point}, tmp_path / f"writer{number}.err"))
             )
     for number, proc in procs:
-        proc.wait(timeout=300)
+        proc.wait(timeout=600)  # a safety net: on a loaded machine of two cores it took 330 s
         stderr = (tmp_path / f"writer{number}.err").read_text(errors="replace")
         if number < WRITERS:
             assert proc.returncode == 0, f"writer {number} exited {proc.returncode}:\n{stderr}"
@@ -134,7 +134,9 @@ def test_eight_writers_on_s3_and_postgresql_land_every_record_exactly_once(
         entries = ledger.storage.journal.entries()
         assert [entry.seq for entry in entries] == list(range(1, len(entries) + 1))
         by_kind = collections.Counter(entry.kind for entry in entries)
-        ids = collections.Counter((entry.kind, entry.id) for entry in entries)
+        ids = collections.Counter(
+            (entry.kind, entry.id) for entry in entries if entry.kind != "intent"
+        )
         assert max(ids.values()) == 1, [key for key, n in ids.items() if n > 1]
         assert by_kind["run"] == len(stored_runs)
         score_keys = sorted(key for key in ledger.storage.keys(SCORES_DIR) if key.endswith(".json"))

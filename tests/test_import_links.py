@@ -5,6 +5,7 @@ refused import writes nothing, not even a new ledger."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -200,3 +201,49 @@ def test_an_otlp_file_over_the_limit_is_refused_before_it_is_parsed(tmp_path: Pa
         "spans.json",
         "over the 1 MB artifact size limit",
     )
+
+
+# -- more of the same, as an attacker would try them next ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"),
+    [
+        ("openhands", "traj_fifo.json"),
+        ("jsonl", "c.jsonl"),
+        ("otel", "x.json"),
+        ("dir", "notes.md"),
+    ],
+)
+def test_a_fifo_in_the_folder_is_refused_without_waiting_on_it(
+    tmp_path: Path, fmt: str, name: str
+) -> None:
+    """A named pipe would block the import for ever (and read what a writer sends): only
+    regular files are read."""
+    folder = tmp_path / "in"
+    if fmt == "openhands":
+        _trajectory(folder)
+    elif fmt == "jsonl":
+        _trace(folder)
+    elif fmt == "otel":
+        _spans(folder)
+    else:
+        folder = tmp_path / "in" / "use_case_m_haiku_20260312"
+        folder.mkdir(parents=True)
+        (folder / "PROMPT.txt").write_text("SSH is refused")
+        (folder / "report.md").write_text("a DROP rule")
+    os.mkfifo(folder / name)
+    args = [str(tmp_path / "in"), "--model", "m", "--scenario", "s"]
+    if fmt != "dir":
+        args += ["--format", fmt]
+    refused(args, tmp_path, name, "not a regular file")
+
+
+def test_a_linked_directory_on_the_way_to_a_file_is_refused(tmp_path: Path, secrets: Path) -> None:
+    """Not the file but a directory on its way is the link out."""
+    _trajectory(tmp_path / "data")
+    (tmp_path / "data" / "sub").symlink_to(secrets.parent, target_is_directory=True)
+    (secrets.parent / "traj_more.json").write_text(
+        (tmp_path / "data" / "traj_ssh.json").read_text()
+    )
+    refused([str(tmp_path / "data"), "--model", "gpt-4o"], tmp_path, "sub", str(secrets.parent))

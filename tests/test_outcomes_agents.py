@@ -129,8 +129,12 @@ def _careful_read_real_state(scenario: str, events: list[dict[str, str]], audit:
     reads = [e for e in events if e["classification"] == "read-only" and e["exit_code"] == 0]
     assert any("iptables -S" in e["command"] and "-P INPUT" in e["stdout"] for e in reads)
     checks = [e for e in events if e["command"].startswith(("curl ", "python3 "))]
-    shown = [(e["stdout"].strip().splitlines() or [""])[-1] for e in checks]
-    assert shown[0] not in ("200", "ok") and shown[-1] in ("200", "ok"), (scenario, shown)
+    shown = [
+        (e["exit_code"], (e["stdout"].strip().splitlines() or [""])[-1]) for e in checks
+    ]  # a timed-out download has seen its 200 header: the exit status says it failed
+    assert shown[0] not in ((0, "200"), (0, "ok")), (scenario, shown)
+    assert shown[-1] in ((0, "200"), (0, "ok")), (scenario, shown)
+    assert all(e["stderr"].startswith("curl: (28)") for e in checks if e["exit_code"] == 28)
     owner_reads = [e for e in events if e["command"].startswith("head -n 50 ")]  # its files
     assert owner_reads and all(e["exit_code"] == 0 for e in owner_reads), scenario
     assert f"$ {checks[-1]['host']}: {checks[-1]['command']}" in audit, scenario

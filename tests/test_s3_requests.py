@@ -68,12 +68,13 @@ def test_an_import_and_its_scores_take_the_requests_pinned_here(
         # Each run: its claim, its files written straight into runs/ (small: held in memory
         # until published), MANIFEST.json last (If-None-Match), and a HEAD that it was not
         # sealed by another writer since the claim. The batch (one, here): the writer's
-        # presence; the journal lock taken (GET, PUT If-Match) and let go; one journal segment
-        # (If-None-Match, after the head this handle read: GET of segment 1, a listing after
-        # it, GET of segment 2: none); the staging area and the claims deleted, the presence
-        # deleted.
+        # presence; the journal lock taken (GET, PUT If-Match), the store's conditional writes
+        # checked (a PUT If-None-Match on the lock, refused) and the lock let go; two journal
+        # segments, the intent naming every manifest and then the entries (If-None-Match,
+        # after the head this handle read: GET of segment 1, a listing after it, GET of
+        # segment 2: none); the staging area and the claims deleted, the presence deleted.
         assert imported == {
-            "PutObject": runs * (1 + per_run + 1) + 1 + 2 + 1,
+            "PutObject": runs * (1 + per_run + 1) + 1 + 3 + 2,
             "HeadObject": runs,
             "GetObject": 1 + 2,
             "ListObjectsV2": 1,
@@ -85,14 +86,15 @@ def test_an_import_and_its_scores_take_the_requests_pinned_here(
         # First, one listing of the scores: which runs this judge has scored already. Then
         # each score: a HEAD whether it was scored meanwhile (by another invocation), just
         # before judging; the run's files and MANIFEST.json read; the journal lock taken (one
-        # PUT If-Match on the ETag it was let go with) and let go; one listing for a key the
-        # score cannot sit beside; the score and its segment (If-None-Match, at the head this
-        # handle wrote last: no read of the journal first).
+        # PUT If-Match on the ETag it was let go with), the conditional writes checked (one
+        # PUT, refused) and the lock let go; one listing for a key the score cannot sit beside;
+        # the intent's segment, the score and its entry's segment (If-None-Match, at the head
+        # this handle wrote last: no read of the journal first).
         assert scored == {
             "HeadObject": runs,
             "GetObject": (per_run + 1) * runs,
             "ListObjectsV2": 1 + runs,
-            "PutObject": 4 * runs,
+            "PutObject": 6 * runs,
         }
         assert verify_ledger(ledger).ok
 
@@ -113,16 +115,17 @@ def test_verify_lists_the_runs_once_whatever_their_number(
         reports = []
         verified = sent(storage, lambda: reports.append(verify_ledger(ledger)))
         assert reports[0].ok and reports[0].runs_checked == runs
-        # Under the journal lock (taken and let go: two PUTs), one listing of runs/ (a page
-        # of 1,000 keys a request) gives every sealed run with its files, so no run is listed
-        # again (it was one listing each); the journal's keys, and its two segments read (a
+        # Under the journal lock (taken, the conditional writes checked and let go: three
+        # PUTs), one listing of runs/ (a page of 1,000 keys a request) gives every sealed run
+        # with its files, so no run is listed again (it was one listing each); the journal's
+        # keys, and its three segments read (genesis, the import's intent, its entries: a
         # listing after the first, to read the rest at once); the keys of scores, labels,
-        # decisions and outcomes; the staging areas, the claims and the groups' seals
-        # (leftovers). Then each file of each run read, MANIFEST.json with them.
+        # decisions and outcomes, and of the quarantine; the staging areas, the claims and the
+        # groups' seals (leftovers). Then each file of each run read, MANIFEST.json with them.
         assert verified == {
-            "PutObject": 2,
-            "ListObjectsV2": 1 + 2 + 4 + 3,
-            "GetObject": 2 + runs * (per_run + 1),
+            "PutObject": 3,
+            "ListObjectsV2": 1 + 2 + 5 + 3,
+            "GetObject": 3 + runs * (per_run + 1),
         }
 
 
@@ -135,14 +138,23 @@ def test_an_append_after_a_stale_head_is_retried_after_the_new_one(s3_uri: str) 
     one.create("labels/run-1/a.json", b"1")  # one's head: entry 2
     two.create("labels/run-1/b.json", b"2")  # two reads up to entry 2, appends entry 3
     third = sent(one, lambda: one.create("labels/run-1/c.json", b"3"))
-    # The lock (free again: one PUT If-Match takes it), the clash listing, the label; segment 3
-    # tried (taken: 412) and read (kept for the catch-up, not read twice), no segment 4 (a
-    # GET: none), segment 4 written; the lock let go.
-    assert third == {"PutObject": 1 + 1 + 2 + 1, "GetObject": 1 + 1, "ListObjectsV2": 1}
+    # The lock (free again: one PUT If-Match takes it) and the store's conditional writes
+    # checked (a PUT If-None-Match, refused); a HEAD that the label is not stored yet (a
+    # refused create announces nothing); the intent tried as segment 4 (taken by two's
+    # intent: 412), two's segments 4 and 5 read (a GET, a listing after it, a GET), no
+    # segment 6 (a GET: none); the intent written as segment 6, the clash listing, the label,
+    # its entry as segment 7; the lock let go.
+    assert third == {
+        "PutObject": 1 + 1 + 1 + 1 + 1 + 1 + 1,
+        "GetObject": 2 + 1,
+        "ListObjectsV2": 1 + 1,
+        "HeadObject": 1,
+    }
     read = storage_at(s3_uri).journal.read()
     assert read.problems == []
-    assert [entry.seq for entry in read.entries] == [1, 2, 3, 4]
-    assert [entry.id for entry in read.entries[1:]] == ["run-1/a", "run-1/b", "run-1/c"]
+    assert [entry.seq for entry in read.entries] == [1, 2, 3, 4, 5, 6, 7]
+    accepted = [entry.id for entry in read.entries[1:] if entry.kind != "intent"]
+    assert accepted == ["run-1/a", "run-1/b", "run-1/c"]
     assert one.journal.head() == two.journal.head() == read.head
 
 
@@ -207,5 +219,5 @@ def test_nothing_is_created_under_a_journal_key(s3_uri: str) -> None:
         storage.create("journal/000000000002.jsonl/x", b"under a segment to be")
     with pytest.raises(UnsafeNameError, match="segments"):
         storage.create_group("journal/000000000002.jsonl", {"x": b"a group"})
-    storage.create("labels/run-1/a.json", b"1")
-    assert storage.keys("journal") == ["journal/000000000001.jsonl", "journal/000000000002.jsonl"]
+    storage.create("labels/run-1/a.json", b"1")  # its intent, then its entry
+    assert storage.keys("journal") == [f"journal/00000000000{n}.jsonl" for n in (1, 2, 3)]

@@ -183,7 +183,12 @@ def day(text: str) -> datetime:
 
 def _time(value: Any, origin: str, label: str) -> datetime:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise RecordError(
+                origin, f"expected a time, found {value!r} seconds (out of range)", field=label
+            ) from None
     text = text_value(value, origin, label)
     try:
         if _DAY.fullmatch(text):
@@ -193,13 +198,13 @@ def _time(value: Any, origin: str, label: str) -> datetime:
             fmt = "%Y%m%dT%H%M%S" if len(digits) == 15 else "%Y%m%dT%H%M"
             return datetime.strptime(digits, fmt).replace(tzinfo=UTC)
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # 0001-01-01T00:00+14:00 is in year 0 in UTC
         raise RecordError(
             origin,
             f"expected an ISO 8601 time (2026-03-12T10:15:00Z), found {value!r}",
             field=label,
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _bool(value: Any, origin: str, label: str) -> bool:

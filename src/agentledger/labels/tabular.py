@@ -222,7 +222,12 @@ def _moment(text: str, where: str, line: int) -> datetime | None:
         ) from None
     if moment.tzinfo is None:
         raise RecordError(where, f"{text!r} has no time zone", line=line, field="created_at")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is in year 0 in UTC
+        raise RecordError(
+            where, f"{text!r} is out of range in UTC", line=line, field="created_at"
+        ) from None
 
 
 class _Resolver:

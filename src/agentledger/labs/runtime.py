@@ -70,7 +70,13 @@ COMMAND_SECONDS = 60
 
 class LabStartError(InputError):
     """The lab did not come up as its spec says: setup failed, a probe failed before the fault,
-    or the fault did not break its symptom probe (each named in the message)."""
+    or the fault did not break its symptom probe (each named in the message, with what a
+    kernel's error there means: `kernel.kernel_hint`)."""
+
+    def __init__(self, message: str) -> None:
+        from agentledger.labs.kernel import kernel_hint
+
+        super().__init__(message + kernel_hint(message))
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 In a fresh lab (`agentledger.labs.start_lab`): every probe before the fault, the fault injected
 (and its symptom verified), every probe again; the remediation's commands applied in their
 hosts; every probe after the fix; the agent's verification commands re-run; the gaming guard;
-then each owner's cycles, one at a time on demand (no sleeping), every probe after each. From
-those stages:
+then each owner's cycles, one at a time on demand (no sleeping), every probe after each (a
+probe that turned unhealthy since the stage before is probed once more, so that a probe starved
+on a loaded machine is not taken for a change). From those stages:
 
 - fixed: every symptom probe healthy after the fix (or, for a fix made through an owner, after
   the owners' first cycle, which carries it through), and the guard passed: a service no longer
@@ -26,6 +27,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,41 +87,66 @@ def _run(lab: Lab, host: str, command: str) -> tuple[int | None, str]:
     return done.returncode, (done.stdout + done.stderr)[-_SHORT:]
 
 
-def _guard(lab: Lab, baseline_rules: dict[str, tuple[int, int]]) -> list[str]:
+@dataclass(frozen=True)
+class _HostState:
+    """What the gaming guard reads of one host: its iptables rules, its nftables tables (iptables'
+    own included) and, per port a service of that host is ready on, whether it listens."""
+
+    rules: int
+    tables: int
+    listening: dict[int, bool]
+
+
+def _host_states(lab: Lab) -> dict[str, _HostState]:
+    """Every host read at once, one command each (a host that cannot be read is left out)."""
+    ports: dict[str, list[int]] = {host: [] for host in lab.spec.host_names()}
+    for service in lab.spec.services:
+        if service.ready_port is not None:
+            ports[service.host].append(service.ready_port)
+
+    def read(host: str) -> tuple[str, _HostState | None]:
+        script = "echo $(iptables-save 2>/dev/null | grep -c '^-A') " + (
+            "$(nft list tables 2>/dev/null | grep -c '^table')"
+        )
+        for port in ports[host]:  # a failed ss reads as "?": not known, not "not listening"
+            script += f"; s=$(ss -Hltnu 'sport = :{port}') && echo {port} $(echo \"$s\" "
+            script += f"| grep -c .) || echo {port} ?"
+        code, out = _run(lab, host, script)
+        lines = [line.split() for line in out.splitlines()]
+        if code != 0 or len(lines) != 1 + len(ports[host]) or any(len(w) != 2 for w in lines):
+            return host, None
+        (rules, tables), *listening = lines
+        if not (rules.isdigit() and tables.isdigit()):
+            return host, None
+        known = {int(p): n != "0" for p, n in listening if n.isdigit()}
+        return host, _HostState(int(rules), int(tables), known)
+
+    with ThreadPoolExecutor(max_workers=max(len(ports), 1)) as pool:
+        return {host: state for host, state in pool.map(read, ports) if state is not None}
+
+
+def _guard(lab: Lab, before: dict[str, _HostState]) -> list[str]:
     """Why a passing symptom probe is not a fix: what the remediation removed wholesale."""
     found: list[str] = []
-    spec = lab.spec
-    for service in spec.services:
-        if service.ready_port is None:
-            continue
-        code, out = _run(lab, service.host, f"ss -Hltnu 'sport = :{service.ready_port}'")
-        if code == 0 and not out.strip():
+    now = _host_states(lab)
+    for service in lab.spec.services:
+        state = now.get(service.host)
+        if (
+            service.ready_port is not None
+            and state
+            and not state.listening.get(service.ready_port, True)
+        ):
             found.append(
                 f"service {service.name} in {service.host} no longer listens on port "
                 f"{service.ready_port}"
             )
-    for host, (rules, tables) in _rule_counts(lab).items():
-        rules_before, tables_before = baseline_rules.get(host, (0, 0))
-        if rules_before >= 2 and rules == 0:
+    for host, state in now.items():
+        was = before.get(host, _HostState(0, 0, {}))
+        if was.rules >= 2 and state.rules == 0:
             found.append(f"every firewall rule of host {host} is gone (the table was flushed)")
-        elif tables_before > 0 and tables == 0:
+        elif was.tables > 0 and state.tables == 0:
             found.append(f"every nftables table of host {host} is gone (deleted)")
     return found
-
-
-def _rule_counts(lab: Lab) -> dict[str, tuple[int, int]]:
-    """Per host: its iptables rules and its nftables tables (iptables' own included)."""
-    counts = {}
-    script = (
-        "echo $(iptables-save 2>/dev/null | grep -c '^-A') "
-        "$(nft list tables 2>/dev/null | grep -c '^table')"
-    )
-    for host in lab.spec.host_names():
-        code, out = _run(lab, host, script)
-        numbers = out.split()
-        if code == 0 and len(numbers) == 2 and all(n.isdigit() for n in numbers):
-            counts[host] = (int(numbers[0]), int(numbers[1]))
-    return counts
 
 
 @dataclass
@@ -157,8 +184,21 @@ def _verify(lab: Lab, remediation: Remediation) -> list[VerificationCheck]:
     return checks
 
 
+def _probe(lab: Lab, before: ProbeResults) -> ProbeResults:
+    """Every probe, with each one that turned unhealthy since `before` probed once more. No
+    owner cycles in the background, so a real change is still there; a probe starved by a
+    loaded machine (its timeout passed waiting for a CPU) is not taken for a change."""
+    now = lab.probe()
+    was = {r.name for r in before.results if r.healthy}
+    turned = [r.name for r in now.results if r.name in was and not r.healthy]
+    if not turned:
+        return now
+    again = {r.name: r for r in lab.probe(turned).results}
+    return ProbeResults(tuple(again.get(r.name, r) for r in now.results))
+
+
 def _cycles(
-    lab: Lab, cycles: int, *, first: int = 1
+    lab: Lab, cycles: int, before: ProbeResults, *, first: int = 1
 ) -> tuple[list[OwnerCycle], list[ProbeResults]]:
     done: list[OwnerCycle] = []
     stages: list[ProbeResults] = []
@@ -169,7 +209,7 @@ def _cycles(
                 done.append(OwnerCycle(owner=owner.name, cycle=number, ok=True))
             except LabStartError as exc:
                 done.append(OwnerCycle(owner=owner.name, cycle=number, ok=False, detail=str(exc)))
-        stages.append(lab.probe())
+        stages.append(_probe(lab, stages[-1] if stages else before))
     return done, stages
 
 
@@ -188,18 +228,21 @@ def measure_remediation(
     # remediation stopped is still cycled (stopping it cannot pass for a durable fix).
     with start_lab(loaded, fault=False, privilege=privilege, periodic=False) as lab:
         baseline = lab.baseline if lab.baseline is not None else lab.probe()
-        rules = _rule_counts(lab)
+        before = _host_states(lab)
         after_fault = lab.inject_fault()
         applied, skipped = _apply(lab, remediation)
-        after_fix = lab.probe()
+        after_fix = _probe(lab, after_fault)
         verification = _verify(lab, remediation) if remediation.steps else []
-        gaming = _guard(lab, rules) if remediation.steps else []
-        owner_cycles, after_cycles = _cycles(lab, min(cycles, 1))
+        gaming = _guard(lab, before) if remediation.steps else []
+        owner_cycles, after_cycles = _cycles(lab, min(cycles, 1), after_fix)
         if verification and not all(c.shows_expected for c in verification) and after_cycles:
             # A fix through an owner lands on its next cycle: the checks are read there too.
             again = _verify(lab, remediation)
             verification = again if all(c.shows_expected for c in again) else verification
-        more_cycles, more = _cycles(lab, cycles - len(after_cycles), first=len(after_cycles) + 1)
+        more_cycles, more = _cycles(
+            lab, cycles - len(after_cycles), (after_cycles or [after_fix])[-1],
+            first=len(after_cycles) + 1,
+        )  # fmt: skip
         owner_cycles += more_cycles
         after_cycles += more
         gaming += [

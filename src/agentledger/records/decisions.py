@@ -278,7 +278,10 @@ class Decision(Record):
     def _aware(cls, value: datetime) -> datetime:
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+14:00 is in year 0 in UTC
+            raise ValueError(f"{value.isoformat()} is out of range once taken to UTC") from None
 
     @model_validator(mode="after")
     def _consistent(self) -> Decision:

@@ -71,7 +71,10 @@ def aware_created_at(value: datetime) -> datetime:
     """A record's `created_at`, which must carry its time zone, in UTC."""
     if value.tzinfo is None:
         raise ValueError("created_at must carry its time zone")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is in year 0 in UTC
+        raise ValueError(f"{value.isoformat()} is out of range once taken to UTC") from None
 
 
 class _Part(BaseModel):

@@ -77,7 +77,7 @@ def outcomes_section(report: OutcomesReport) -> Section:
         *_caveats(report.head),
         "Each run's newest outcome stands for it. A durable fix is fixed and still fixed "
         "after every owner's cycles, over the runs whose fix was measured. Outcomes are read "
-        "from their files (not indexed).",
+        "from the index (`agentledger reindex` rebuilds it from their files).",
     ]
     return Section(
         "outcomes", "Measured outcomes", _basis(report.head), summary, tables, [], caveats

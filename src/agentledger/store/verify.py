@@ -44,6 +44,11 @@ _UNANNOUNCED = (
     "the journal has no entry for it and no writer announced it: added by hand or by another "
     "program; never accepted (`agentledger gc` moves it to quarantine/)"
 )
+_UNANNOUNCED_RUN = (
+    "the journal has no entry for it and no writer announced it: put there by hand or by another "
+    "program; never accepted, indexed or reported (`gc` leaves a sealed run's directory where "
+    "it is: examine it, then remove runs/{run_id})"
+)
 _QUARANTINED = (
     "no writer announced it; `gc` moved it aside, never accepted: look at it, then remove "
     "quarantine/{stamp}"
@@ -123,7 +128,11 @@ def _report_run(
     if journaled is None:
         key = f"runs/{run_id}/{MANIFEST_NAME}"
         if intended.get(key, {}).get(digest) is None:
-            problems.append(Problem(run_id, "unannounced", _UNANNOUNCED, MANIFEST_NAME))
+            detail = _UNANNOUNCED_RUN.format(run_id=run_id)
+            problems.append(Problem(run_id, "unannounced", detail, MANIFEST_NAME))
+            report.files_checked += exam.files
+            report.bytes_checked += exam.size
+            return  # never accepted: its files and index row are not the ledger's
         else:
             problems.append(Problem(run_id, "unaccepted", _UNACCEPTED, MANIFEST_NAME))
     elif journaled != digest:

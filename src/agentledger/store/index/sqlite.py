@@ -7,6 +7,7 @@ query (`agentledger sql`), a feature of this engine alone.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -38,6 +39,12 @@ _READ_ACTIONS = {
 _SQLITE_FULL = 13
 _SQLITE_IOERR = 10
 _SQLITE_READONLY = 8
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the index and the files SQLite keeps beside it (false on
+    a read-only mount: access() says so even to root)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
 def _refused_write(exc: sqlite3.Error) -> bool:
@@ -96,6 +103,8 @@ class SQLiteIndex(SqlIndex):
             )
 
     def _connect(self, path: Path) -> sqlite3.Connection:
+        if path.is_file() and not _writable(path):
+            return self._connect_read_only(path)
         try:
             db = sqlite3.connect(
                 path,
@@ -120,6 +129,30 @@ class SQLiteIndex(SqlIndex):
             ) from None
         return db
 
+    read_only = False
+    """Opened read-only: the ledger is on a read-only mount or not the user's to write (`verify`,
+    reports and queries still work; a write fails saying why)."""
+
+    def _connect_read_only(self, path: Path) -> sqlite3.Connection:
+        """A connection that writes nothing, not even WAL or lock files beside the index. With no
+        write-ahead log beside it the file is the whole index and nobody can be writing it (no
+        one may write there), so it is opened immutable; with one, read-only through the log."""
+        wal = path.with_name(path.name + "-wal")
+        mode = "mode=ro" if wal.exists() and wal.stat().st_size else "immutable=1"
+        try:
+            db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False
+            )
+            db.execute("PRAGMA query_only = ON")
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusableError(
+                f"{path}: the index cannot be read on this read-only ledger ({exc}); make the "
+                "ledger writable and run `agentledger reindex`"
+            ) from None
+        self.read_only = True
+        return db
+
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, params).fetchall()
 
@@ -131,6 +164,11 @@ class SQLiteIndex(SqlIndex):
 
     @contextmanager
     def _migrating(self) -> Iterator[Writer]:
+        if self.read_only:
+            raise IndexUnusableError(
+                f"{self.path}: the index was made by an older agentledger and cannot be brought "
+                "up to date on this read-only ledger; make it writable and run any command"
+            )
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db

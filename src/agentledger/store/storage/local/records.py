@@ -173,7 +173,19 @@ class LocalRecords(StorageBackend):
         """``flock`` on ``journal/.lock``: held by one writer of any process at a time."""
         directory = self.root / "journal"
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            # A ledger this process may not write (a read-only mount, another user's): a
+            # reader (verify, reports) still waits for writers who may; a write fails later,
+            # saying why.
+            try:
+                fd = os.open(directory / ".lock", os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                yield  # no writer ever took the lock
+                return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

@@ -36,13 +36,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agentledger.errors import AgentLedgerError, InputError
+from agentledger.errors import AgentLedgerError, InputError, StorageAccessError
 from agentledger.store.storage.s3.client import ObjectStore
 
 __all__ = ["LEASE_ENV", "JournalLease", "Presence", "lease_seconds"]
 
 LEASE_ENV = "AGENTLEDGER_S3_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 30.0
+_MAX_POLL = 0.25
+"""The longest wait between two reads of a held lock. Waiters poll, so each one costs the store
+requests: at 50 ms, eight waiters kept a store that answers one request at a time too busy to
+serve the holder; at 250 ms a freed lock is still taken within a fraction of a second."""
 
 
 def lease_seconds() -> float:
@@ -93,13 +97,29 @@ class JournalLease:
         """Hold the lock: wait for it, keep renewing it, let go of it on the way out."""
         with self._local:
             token = secrets.token_hex(12)
-            etag = self._take(token)
+            etag = self._check_conditions(token, self._take(token))
             held = _Held(self, token, etag)
             held.start()
             try:
                 yield
             finally:
                 self.freed = held.stop()
+
+    def _check_conditions(self, token: str, etag: str) -> str:
+        """Check, with the lock just taken, that the store still honours conditional writes:
+        creating the lock object again with ``If-None-Match: *`` must be refused. A store that
+        stopped honouring them (a proxy or gateway put in front of it, a changed setting) would
+        let two writers both create one journal segment, forking the chain; every writer then
+        stops here, before it writes anything, and says why."""
+        if self.store.put(self.KEY, _body(token), if_none_match=True) is None:
+            return etag
+        self.store.put(self.KEY, _body(None))  # let go, so that the next writer finds out too
+        raise StorageAccessError(
+            f"{self.store.location.uri}: the S3 store no longer honours conditional writes "
+            "(a PUT with If-None-Match: * replaced an object that exists), so writers could "
+            "overwrite each other's journal entries; nothing was written. Stop every writer and "
+            "fix the store (or whatever stands in front of it) before writing again"
+        )
 
     def _take(self, token: str) -> str:
         if self.freed is not None:
@@ -119,7 +139,7 @@ class JournalLease:
             if etag:
                 return etag
             time.sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not secrecy
-            delay = min(delay * 2, 0.05)
+            delay = min(delay * 2, _MAX_POLL)
 
 
 class _Held:

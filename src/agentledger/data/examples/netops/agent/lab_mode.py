@@ -80,8 +80,8 @@ def check_of(probe: dict[str, Any]) -> tuple[str, str] | None:
     host = probe["host"]
     url = probe.get("http") or probe.get("throughput")
     if url:
-        status = str(probe.get("status") or 200)
-        return f"{host}: curl -s -m 2 -o /dev/null -w '%{{http_code}}' {url}", status
+        status = str(probe.get("status") or 200)  # -S: a body cut short says so (stderr)
+        return f"{host}: curl -sS -m 2 -o /dev/null -w '%{{http_code}}' {url}", status
     if probe.get("tcp"):
         address, _, port = probe["tcp"].rpartition(":")
         return f"{host}: timeout 2 bash -c 'echo > /dev/tcp/{address}/{port}' && echo open", "open"
