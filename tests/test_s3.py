@@ -260,7 +260,9 @@ def test_concurrent_appenders_on_many_machines_keep_one_chain(s3_uri: str) -> No
     assert [writer.wait(timeout=120) for writer in writers] == [0] * 3
     read = storage_at(s3_uri).journal.read()
     assert read.problems == []
-    assert [entry.seq for entry in read.entries] == list(range(1, 17))
+    # The genesis entry, then each label's intent and its entry.
+    assert [entry.seq for entry in read.entries] == list(range(1, 1 + 2 * 15 + 1))
+    assert sum(entry.kind != "intent" for entry in read.entries[1:]) == 15
     labels = storage_at(s3_uri).keys("labels")
     assert len(labels) == 15
     assert {key for entry in read.entries for key in entry.keys} == set(labels)
