@@ -20,7 +20,6 @@ OVER: dict[str, int] = {
     "agentledger/store/storage/journal.py": 652,
     # One program sent to the lab as `python3 -I -S -c SOURCE`: splitting it means joining it.
     "agentledger/labs/agent.py": 609,
-    "agentledger/runner/shell_gate/redact.py": 601,
     "agentledger/importers/openhands.py:step": 197,
     "agentledger/importers/trace_runs.py:plan_trace_run": 110,
     "agentledger/judges/llm/prompt.py:render_prompt": 118,

@@ -22,6 +22,16 @@ from functools import lru_cache
 
 from agentledger.shell.knowledge import DESTRUCTIVE, MUTATING, RANK, READ_ONLY, UNKNOWN
 from agentledger.shell.sql_plain import plain_query
+from agentledger.shell.sql_rules import (
+    EXPLAIN_OPTIONS,
+    EXPLAIN_RUNS,
+    GLOBAL_SETTINGS,
+    META_READ_ONLY,
+    TABLE_READERS,
+    TYPED_UNSAFE,
+    SqlRules,
+    sql_rules,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,116 +54,6 @@ MAX_SQL_CHARS = 100_000
 """Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
 SQL_TIME_LIMIT = 2.0
 """Seconds one text may take to parse and analyse; past them it is unknown, never read-only."""
-
-_META_READ_ONLY = {
-    "\\l", "\\x", "\\timing", "\\conninfo", "\\q", "\\echo", "\\pset", "\\set", "\\unset",
-    "\\encoding", "\\?", "\\h", "\\sf", "\\sv", "\\z", "\\g", "\\a", "\\t", "\\c", "\\connect",
-    "\\watch", "\\f", "\\H", "\\T", "\\C", "\\errverbose", "\\p", "\\r",
-}  # fmt: skip
-# Functions that change state or reach outside the query (files, other databases, SQL given
-# as text, locks), on top of the command knowledge's list of mutating functions.
-_RISKY_FUNCTIONS = frozenset(
-    {
-        "dblink", "dblink_exec", "dblink_send_query", "query_to_xml",
-        "query_to_xml_and_xmlschema", "lo_import", "lo_export", "lo_unlink", "lo_put",
-        "lo_from_bytea", "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_file_write",
-        "pg_file_unlink", "pg_file_rename", "pg_stat_file", "pg_logdir_ls", "load_file",
-        "sys_exec", "sys_eval", "xp_cmdshell", "pg_advisory_xact_lock",
-        "pg_advisory_lock_shared", "pg_advisory_xact_lock_shared", "pg_try_advisory_lock",
-        "pg_try_advisory_lock_shared", "pg_try_advisory_xact_lock",
-        "pg_try_advisory_xact_lock_shared", "pg_advisory_unlock", "pg_advisory_unlock_shared",
-        "pg_advisory_unlock_all", "pg_logical_emit_message", "pg_replication_slot_advance",
-        "get_lock", "release_lock", "release_all_locks", "cursor_to_xml",
-        "cursor_to_xmlschema", "schema_to_xml", "schema_to_xmlschema",
-        "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
-        "database_to_xml_and_xmlschema", "pg_import_system_collations", "readfile",
-        "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir",
-    }
-)  # fmt: skip
-_TABLE_READERS = frozenset({"table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema"})
-"""Functions that read the whole table named by their first argument (`table_to_xml('users',
-...)`): the table counts as read, like one in FROM."""
-_TYPED_UNSAFE = frozenset(
-    {
-        "NEXT_VALUE_FOR", "READ_CSV", "READ_PARQUET", "TO_FILE", "SECRET", "PREDICT",
-        "GENERATE_EMBEDDING", "GENERATE_TEXT", "GENERATE_TABLE", "GENERATE_BOOL",
-        "GENERATE_DOUBLE", "GENERATE_INT", "M_L_FORECAST", "M_L_TRANSLATE", "A_I_FORECAST",
-        "FEATURES_AT_TIME", "VECTOR_SEARCH", "NET_FUNC", "APPLY",
-    }
-)  # fmt: skip
-"""Functions sqlglot knows that read files, advance sequences or call out: never read-only."""
-_EXPLAIN_OPTIONS = re.compile(
-    r"^\s*(?:\([^)]*\)\s*|(?:ANALYZE|ANALYSE|VERBOSE|COSTS|BUFFERS|SETTINGS|QUERY\s+PLAN|"
-    r"FORMAT\s*=?\s*\w+)\b\s*)*",
-    re.IGNORECASE,
-)
-_EXPLAIN_RUNS = re.compile(r"\bANALY[SZ]E\b", re.IGNORECASE)
-_GLOBAL_SETTINGS = frozenset({"GLOBAL", "PERSIST", "PERSIST_ONLY"})
-
-
-class SqlRules:
-    """The `sql` section of the command knowledge: what the parser alone cannot know.
-
-    Keywords classify statements sqlglot keeps as raw commands (`VACUUM`, `FLUSH`); the
-    functions are those known to change state. Immutable and compared by value (written by
-    hand, like SqlFinding: a NamedTuple would import typing, which the guard's start-up would
-    pay for).
-    """
-
-    __slots__ = ("destructive", "functions", "mutating", "read_only", "reading_functions")
-
-    def __init__(
-        self,
-        read_only: frozenset[str],
-        mutating: frozenset[str],
-        destructive: frozenset[str],
-        functions: frozenset[str],
-        reading_functions: frozenset[str] = frozenset(),
-    ) -> None:
-        self.read_only = read_only
-        self.mutating = mutating
-        self.destructive = destructive
-        self.functions = functions
-        self.reading_functions = reading_functions
-        """Functions sqlglot does not know that are known to only read: any other is unknown."""
-
-    def _key(self) -> tuple[frozenset[str], ...]:
-        return (
-            self.read_only, self.mutating, self.destructive, self.functions,
-            self.reading_functions,
-        )  # fmt: skip
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SqlRules) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"SqlRules(read_only={self.read_only!r}, mutating={self.mutating!r}, "
-            f"destructive={self.destructive!r}, functions={self.functions!r}, "
-            f"reading_functions={self.reading_functions!r})"
-        )
-
-
-_RULES: dict[int, tuple[dict[str, Any], SqlRules]] = {}
-
-
-def sql_rules(section: dict[str, Any]) -> SqlRules:
-    """The SqlRules of a knowledge's `sql` section (memoised per section)."""
-    found = _RULES.get(id(section))
-    if found is not None and found[0] is section:
-        return found[1]
-    rules = SqlRules(
-        read_only=frozenset(section.get(READ_ONLY, ())),
-        mutating=frozenset(section.get(MUTATING, ())),
-        destructive=frozenset(section.get(DESTRUCTIVE, ())),
-        functions=frozenset(_RISKY_FUNCTIONS | set(section.get("functions", {}).get(MUTATING, ()))),
-        reading_functions=frozenset(section.get("functions", {}).get(READ_ONLY, ())),
-    )
-    _RULES[id(section)] = (section, rules)
-    return rules
 
 
 class SqlFinding:
@@ -234,7 +134,7 @@ def classify_sql(
 
 def _meta(line: str) -> tuple[str, str]:
     command = line.split()[0]
-    if command in _META_READ_ONLY or command.startswith("\\d"):
+    if command in META_READ_ONLY or command.startswith("\\d"):
         return READ_ONLY, f"psql {command} is read-only"
     if command == "\\copy":
         if " from " in line.lower():
@@ -412,7 +312,7 @@ def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, 
         elif found is not None and isinstance(node, readable):
             kind, why = found
             analysis.findings.append(SqlFinding(kind, why, _sql_text(node, dialect)))
-        if isinstance(inner, exp.Anonymous) and inner.name.lower() in _TABLE_READERS:
+        if isinstance(inner, exp.Anonymous) and inner.name.lower() in TABLE_READERS:
             _function_tables(inner, exp, analysis, dialect)
         if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Identifier):
             parts = [
@@ -470,7 +370,7 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         return kind, f"{name} writes rows"
     if isinstance(node, exp.Set):
         scopes = {str(item.args.get("kind") or "").upper() for item in node.expressions}
-        if scopes & _GLOBAL_SETTINGS:
+        if scopes & GLOBAL_SETTINGS:
             return MUTATING, f"{name} changes the server's settings"
         return READ_ONLY, f"{name} changes the session"
     if isinstance(node, exp.Pragma):
@@ -521,9 +421,9 @@ def _function(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         schema = node.parent.this.sql().lower()
         if schema not in ("pg_catalog", "information_schema"):
             return UNKNOWN, f"the function {schema}.{name}() is not known to be read-only"
-    if anonymous and name not in rules.reading_functions and name not in _TABLE_READERS:
+    if anonymous and name not in rules.reading_functions and name not in TABLE_READERS:
         return UNKNOWN, f"the function {name}() is not known to be read-only"
-    if not anonymous and node.sql_name() in _TYPED_UNSAFE:
+    if not anonymous and node.sql_name() in TYPED_UNSAFE:
         return UNKNOWN, f"the function {name}() reads files or calls out"
     return None
 
@@ -589,9 +489,9 @@ def _command(
     if keyword == "SHOW":
         return
     if keyword == "EXPLAIN" and depth == 0:
-        options = _EXPLAIN_OPTIONS.match(rest)
-        runs = options is not None and _EXPLAIN_RUNS.search(options.group(0)) is not None
-        inner = analyse_sql(_EXPLAIN_OPTIONS.sub("", rest, count=1), dialect, rules)
+        options = EXPLAIN_OPTIONS.match(rest)
+        runs = options is not None and EXPLAIN_RUNS.search(options.group(0)) is not None
+        inner = analyse_sql(EXPLAIN_OPTIONS.sub("", rest, count=1), dialect, rules)
         if inner.error:
             why = f"EXPLAIN of SQL that does not parse: {inner.error}"
             analysis.findings.append(SqlFinding(UNKNOWN, why, shown))

@@ -10,13 +10,13 @@ The detectors are of two kinds:
 - the key shapes that detect-secrets' plugins know (AWS, GitHub, GitLab, Slack, Stripe,
   SendGrid, PyPI, npm, JWTs, Azure storage keys, Twilio, ...), taken from the installed
   library;
-- the ops contexts it does not cover, in `_OPS_RULES`: passwords in URLs and connection
-  strings, ``curl -u user:pass``, authorization and API-key headers, cookies, secret-looking
-  flags and the short password flags of the tools that have them (``mysql -pX``,
-  ``sshpass -p``, ``docker login -p``, ``redis-cli -a``, ``-passout pass:X``), environment
-  assignments and config lines, docker's ``auth``, private key blocks of every kind, and key
-  shapes the library lacks (Hugging Face, DigitalOcean, Vault, Anthropic, Stripe webhook
-  secrets, Azure client secrets, age, ...).
+- the ops contexts it does not cover, in `redact_rules.OPS_RULES`: passwords in URLs and
+  connection strings, ``curl -u user:pass``, authorization and API-key headers, cookies,
+  secret-looking flags and the short password flags of the tools that have them
+  (``mysql -pX``, ``sshpass -p``, ``docker login -p``, ``redis-cli -a``,
+  ``-passout pass:X``), environment assignments and config lines, docker's ``auth``, private
+  key blocks of every kind, and key shapes the library lacks (Hugging Face, DigitalOcean,
+  Vault, Anthropic, Stripe webhook secrets, Azure client secrets, age, ...).
 
 A policy adds its own regular expressions (`redact:`): the group named ``secret``, else the
 first group, else the whole match is replaced (kind ``policy``).
@@ -50,178 +50,6 @@ __all__ = [
 
 MARK = "[REDACTED"
 """How every redaction marker starts: ``[REDACTED:KIND:HASH]``."""
-
-_SECRET_WORDS = (
-    r"password|passwd|passphrase|secret|token|api[-_]?key|apikey|access[-_]?key|"  # noqa: S105
-    r"private[-_]?key|client[-_]?secret|client[-_]?key[-_]?data|credentials?|accountkey|"
-    r"sharedaccesskey|auth[-_]?key|authkey|session[-_]?key|signing[-_]?key|encryption[-_]?key|"
-    r"master[-_]?key|webhook[-_]?url|(?<=[_.])pwd"
-)
-# A shell word: quoted and unquoted pieces up to a blank (`'a b'`, `x'"'y`, `"$P"w`). Only
-# the first piece may hold blanks: in `'A=x' 'B=y'` the quote after x closes, not opens.
-_WORD = r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"])(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s'\"])*"
-_VALUE = r"(?P<secret>(?!-)" + _WORD + ")"
-_QUOTED_OR_WORD = r"(?P<secret>" + _WORD + ")"
-_LINE = r"[^\n|;&]*?"
-
-# (kind, pattern, flags: i = ignore case, s = dot matches newline). Order matters: blocks and
-# contexts first, so that a key inside them is reported with its context.
-_OPS_RULES: tuple[tuple[str, str, str], ...] = (
-    (
-        "private-key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<secret>.*?)"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        "s",
-    ),
-    (
-        "private-key",
-        r"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----(?P<secret>.*?)"
-        r"(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)",
-        "s",
-    ),
-    ("private-key", r"PuTTY-User-Key-File-\d+:(?P<secret>.*?)(?:Private-MAC: \S+|\Z)", "s"),
-    ("age-secret-key", r"(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{50,})", ""),
-    ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
-    (
-        "basic-auth",
-        r"\b(?:curl|wget|http|https|xh|grpcurl)\b" + _LINE + r"\s(?:-u|--user|-U|--proxy-user)"
-        r"(?:\s+|=)?['\"]?[^\s:'\"]*:(?P<secret>[^\s'\"]+)",
-        "",
-    ),
-    (
-        "auth-header",
-        r"\b(?:proxy-)?authorization\s*[:=]\s*(?:bearer|basic|token|digest|negotiate|"
-        r"aws4-hmac-sha256|sso-key)?\s*(?P<secret>[^\s'\"]{6,}(?:[ ,][^\s'\"]+)*)",
-        "i",
-    ),
-    ("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{6,})", "i"),
-    (
-        "api-key-header",
-        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>[^\s'\"]{6,})",
-        "i",
-    ),
-    ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
-    ("cookie", r"\bcurl\b" + _LINE + r"\s(?:-b|--cookie)(?:\s+|=)" + _QUOTED_OR_WORD, ""),
-    ("docker-auth", r"\"(?:auth|identitytoken|registrytoken)\"\s*:\s*\"(?P<secret>[^\"]+)\"", ""),
-    ("openssl-pass", r"\bpass:(?P<secret>[^\s'\"]+)", ""),
-    (
-        "password-flag",
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az|cf)\b"
-        + _LINE
-        + r"\s(?:-p|--password|--secret)(?:\s+|=)"
-        + _QUOTED_OR_WORD,
-        "",
-    ),
-    ("password-flag", r"\bsshpass\b(?:\s+-[a-oq-z]\S*)*\s+-p\s*" + _QUOTED_OR_WORD, ""),
-    (
-        "password-flag",
-        r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlcheck)\b"
-        + _LINE
-        + r"\s-p(?P<secret>[^\s'\"]+)",
-        "",
-    ),
-    (
-        "password-flag",
-        r"\b(?:mongo|mongosh|mongodump|mongorestore)\b" + _LINE + r"\s-p\s+" + _QUOTED_OR_WORD,
-        "",
-    ),
-    ("password-flag", r"\bredis-cli\b" + _LINE + r"\s(?:-a|--pass)\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\bldap[a-z]*\b" + _LINE + r"\s-w\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\b(?:zip|unzip)\b" + _LINE + r"\s-P\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\b7za?\b" + _LINE + r"\s-p(?P<secret>[^\s'\"]+)", ""),
-    (
-        "password-flag",
-        r"\bsmbclient\b" + _LINE + r"\s-U\s*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)",
-        "",
-    ),
-    ("password-flag", r"(?<![\w-])-(?:src|dest|new)?(?:store|key)pass\s+" + _QUOTED_OR_WORD, ""),
-    (
-        "secret-flag",
-        r"(?<![\w-])--?[a-z0-9_-]*(?:" + _SECRET_WORDS + r")[a-z0-9_-]*(?:=|\s+)" + _VALUE,
-        "i",
-    ),
-    (
-        "secret-assignment",
-        r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*(?::=|=>|[:=])\s*"
-        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(])(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
-        r"(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s,;'\"}&])*)",
-        "i",
-    ),
-    ("connection-password", r"(?<![\w/])(?:pwd|password)\s*=\s*(?P<secret>(?!/)[^;'\"\s]+)", "i"),
-    (
-        "signed-url",
-        r"[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<secret>[^&\s'\"]+)",
-        "i",
-    ),
-    (
-        "aws-access-key",
-        r"\b(?P<secret>(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)"
-        r"[A-Z0-9]{16})\b",
-        "",
-    ),
-    ("github-token", r"\b(?P<secret>gh[pousr]_[A-Za-z0-9]{20,})", ""),
-    ("github-token", r"\b(?P<secret>github_pat_[A-Za-z0-9_]{20,})", ""),
-    (
-        "gitlab-token",
-        r"\b(?P<secret>gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|rrt|ffct)-"
-        r"[A-Za-z0-9_-]{20,})",
-        "",
-    ),
-    ("anthropic-key", r"(?<![\w-])(?P<secret>sk-ant-[A-Za-z0-9_-]{16,})", ""),
-    ("openai-key", r"(?<![\w-])(?P<secret>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,})", ""),
-    ("stripe-key", r"\b(?P<secret>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})", ""),
-    ("stripe-webhook-secret", r"\b(?P<secret>whsec_[A-Za-z0-9+/=]{16,})", ""),
-    ("slack-token", r"\b(?P<secret>xox[abposrec]-[A-Za-z0-9-]{10,})", ""),
-    (
-        "slack-webhook",
-        r"(?P<secret>https://hooks\.slack\.com/(?:services|workflows|triggers)/\S+)",
-        "i",
-    ),
-    (
-        "discord-webhook",
-        r"(?P<secret>https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\S+)",
-        "i",
-    ),
-    ("teams-webhook", r"(?P<secret>https://[\w.-]+\.webhook\.office\.com/\S+)", "i"),
-    ("google-api-key", r"\b(?P<secret>AIza[0-9A-Za-z_-]{35})", ""),
-    (
-        "google-oauth",
-        r"\b(?P<secret>GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[0-9A-Za-z_-]{20,}|"
-        r"1//0[0-9A-Za-z_-]{30,})",
-        "",
-    ),
-    ("jwt", r"\b(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)", ""),
-    ("npm-token", r"\b(?P<secret>npm_[A-Za-z0-9]{36})\b", ""),
-    ("pypi-token", r"\b(?P<secret>pypi-[A-Za-z0-9_-]{50,})", ""),
-    ("vault-token", r"\b(?P<secret>hv[sbr]\.[A-Za-z0-9_-]{20,})", ""),
-    ("huggingface-token", r"\b(?P<secret>hf_[A-Za-z0-9]{30,})\b", ""),
-    ("digitalocean-token", r"\b(?P<secret>do[opr]_v1_[a-f0-9]{64})\b", ""),
-    ("sendgrid-key", r"\b(?P<secret>SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})", ""),
-    (
-        "azure-client-secret",
-        r"(?<![\w~.-])(?P<secret>[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34})",
-        "",
-    ),
-    (
-        "azure-sas",
-        r"\b(?:SharedAccessSignature|sv=\d{4}-\d\d-\d\d&)\S*?sig=(?P<secret>[^&\s'\"]+)",
-        "i",
-    ),
-    ("docker-pat", r"\b(?P<secret>dckr_pat_[A-Za-z0-9_-]{20,})", ""),
-    ("shopify-token", r"\b(?P<secret>shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})\b", ""),
-    ("atlassian-token", r"\b(?P<secret>ATATT3[A-Za-z0-9_=-]{50,})", ""),
-    ("grafana-token", r"\b(?P<secret>gl(?:sa|c)_[A-Za-z0-9_=+/-]{32,})", ""),
-    ("databricks-token", r"\b(?P<secret>dapi[a-f0-9]{32}(?:-\d)?)\b", ""),
-    ("linear-key", r"\b(?P<secret>lin_api_[A-Za-z0-9]{40})\b", ""),
-    ("postman-key", r"\b(?P<secret>PMAK-[a-f0-9]{24}-[a-f0-9]{34})\b", ""),
-    ("newrelic-key", r"\b(?P<secret>NRAK-[A-Z0-9]{27})\b", ""),
-    ("sentry-token", r"\b(?P<secret>sntry[su]_[A-Za-z0-9_=+/-]{30,})", ""),
-    ("doppler-token", r"\b(?P<secret>dp\.(?:st|ct|sa|scim|audit)\.[A-Za-z0-9_.-]{30,})", ""),
-    ("terraform-token", r"\b(?P<secret>[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,})", ""),
-    ("pulumi-token", r"\b(?P<secret>pul-[a-f0-9]{40})\b", ""),
-    ("mailgun-key", r"\b(?P<secret>key-[a-f0-9]{32})\b", ""),
-    ("twilio-key", r"\b(?P<secret>SK[a-f0-9]{32})\b", ""),
-)
 
 # detect-secrets plugins left out: public IP addresses are not secrets, and the private key
 # plugin finds a block's header only, where the rules above replace the whole block.
@@ -373,12 +201,12 @@ def rule_table() -> list[_Rule]:
         from agentledger.shell.validated_cache import load_cached, sha256_hex
 
         library = _library_dir()
-        # The key covers this file (the ops rules), the rules of redact_decode, how
+        # The key covers this file, the ops rules, the rules of redact_decode, how
         # redact_needs reads them and the installed library's version.
         here = os.path.dirname(__file__)
         rules = "-".join(
             _stamp_file(os.path.join(here, name))
-            for name in ("redact_decode.py", "redact_needs.py")
+            for name in ("redact_rules.py", "redact_decode.py", "redact_needs.py")
         )
         stamp = sha256_hex(f"{_TABLE_FORMAT}\0{library}\0{_stamp(library)}\0{rules}".encode())
         kind = f"secrets-{stamp[:16]}"
@@ -391,9 +219,10 @@ def _build_table(raw: bytes, source: str) -> list[list[Any]]:
 
     from agentledger.runner.shell_gate.redact_decode import CONTEXT_RULES, TOKEN_RULES
     from agentledger.runner.shell_gate.redact_needs import requirements
+    from agentledger.runner.shell_gate.redact_rules import OPS_RULES
 
     rules: list[list[Any]] = []
-    for kind, pattern, letters in (*_OPS_RULES, *CONTEXT_RULES, *TOKEN_RULES):
+    for kind, pattern, letters in (*OPS_RULES, *CONTEXT_RULES, *TOKEN_RULES):
         flags = int(
             (re.IGNORECASE if "i" in letters else 0)
             | (re.DOTALL if "s" in letters else 0)
