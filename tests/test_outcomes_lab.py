@@ -176,6 +176,44 @@ def test_a_probe_that_fails_once_is_probed_again_not_taken_for_collateral(
     assert next(p for p in after_fix.probes if p.name == "web-steady").healthy
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("labs_here")
+def test_a_fix_that_lands_a_moment_after_its_command_is_fixed(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    """A symptom still failing right after the fix (a killed process's connections closing on
+    the other host) is probed again, a moment later: the fix counts when it lands. (A direct
+    edit the jail reverts on its next cycle: fixed is read right after the fix, not after.)"""
+    lab = tmp_path / "settling"
+    lab.mkdir()
+    spec = (LAB / "lab.yaml").read_text()
+    settles = "if [ -e settling ]; then rm settling; exit 1; fi; [ ! -e jail/banned-once ]"
+    spec = spec.replace("probes:\n", (
+        f"probes:\n  - {{name: web-settles, role: symptom, host: web, command: '{settles}'}}\n"
+    ), 1).replace(
+        "    - {host: web, run: jailctl ban 10.0.0.2}\n",
+        "    - {host: web, run: jailctl ban 10.0.0.2}\n"
+        "    - {host: web, run: touch jail/banned-once}\n",
+    )  # fmt: skip
+    (lab / "lab.yaml").write_text(spec)
+    run = write_run(
+        "outcome_lab",
+        report="# Report\n",
+        events=_ran(
+            "iptables -D f2b-http -s 10.0.0.2/32 -p tcp -j REJECT --reject-with tcp-reset",
+            "rm jail/banned-once; touch settling",
+        ),
+    )
+    result = CliRunner().invoke(
+        main, ["outcome", run, "--ledger", str(ledger.root), "--lab", str(lab), "--cycles", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    outcome = latest_outcomes(ledger)[run]
+    assert (outcome.fixed, outcome.durable, outcome.collateral) == (True, False, False), (
+        outcome.reasons
+    )
+
+
 def test_a_run_without_a_lab_is_refused_naming_it(ledger: Ledger, write_run: WriteRun) -> None:
     run_id = write_run("no_such_lab_scenario")
     result = CliRunner().invoke(main, ["outcome", run_id, "--ledger", str(ledger.root)])

@@ -7,7 +7,10 @@ then each owner's cycles, one at a time on demand (no sleeping), every probe aft
 probe that turned unhealthy since the stage before is probed once more, so that a probe starved
 on a loaded machine is not taken for a change). From those stages:
 
-- fixed: every symptom probe healthy after the fix (or, for a fix made through an owner, after
+- fixed: every symptom probe healthy after the fix (a symptom probe still failing is probed
+  again up to `SETTLE_TRIES` times, `SETTLE_SECONDS` apart: a fix that lands as a process
+  exits, its connections closing on the other host, takes effect a moment after the command
+  returns; nothing else changes the lab meanwhile) (or, for a fix made through an owner, after
   the owners' first cycle, which carries it through), and the guard passed: a service no longer
   listening, an owner whose cycle fails (its script or state removed), a host whose firewall
   rules (two or more before) are all gone or whose nftables tables are all deleted, is not a
@@ -26,6 +29,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -197,6 +201,25 @@ def _probe(lab: Lab, before: ProbeResults) -> ProbeResults:
     return ProbeResults(tuple(again.get(r.name, r) for r in now.results))
 
 
+SETTLE_TRIES = 3
+SETTLE_SECONDS = 0.2
+
+
+def _settled(lab: Lab, after_fault: ProbeResults) -> ProbeResults:
+    """Every probe after the fix (`_probe`), with each symptom probe still failing probed
+    again, a moment apart, until all pass or `SETTLE_TRIES` tries were made (see the module's
+    docstring): no owner cycles in the background, so only the fix itself can change them."""
+    now = _probe(lab, after_fault)
+    for _ in range(SETTLE_TRIES):
+        failing = [r.name for r in now.results if r.role == "symptom" and not r.healthy]
+        if not failing:
+            break
+        time.sleep(SETTLE_SECONDS)
+        again = {r.name: r for r in lab.probe(failing).results}
+        now = ProbeResults(tuple(again.get(r.name, r) for r in now.results))
+    return now
+
+
 def _cycles(
     lab: Lab, cycles: int, before: ProbeResults, *, first: int = 1
 ) -> tuple[list[OwnerCycle], list[ProbeResults]]:
@@ -231,7 +254,7 @@ def measure_remediation(
         before = _host_states(lab)
         after_fault = lab.inject_fault()
         applied, skipped = _apply(lab, remediation)
-        after_fix = _probe(lab, after_fault)
+        after_fix = _settled(lab, after_fault)
         verification = _verify(lab, remediation) if remediation.steps else []
         gaming = _guard(lab, before) if remediation.steps else []
         owner_cycles, after_cycles = _cycles(lab, min(cycles, 1), after_fix)
