@@ -188,13 +188,14 @@ def test_supersede_chain(store: DecisionStore, ledger: Ledger) -> None:
 
 
 def test_list_filters_and_orders_oldest_first(store: DecisionStore) -> None:
+    # Oldest first by the journal: in the order they were written, whatever times they give.
     late = make_decision("b", minutes=30)
     early = make_decision("a", minutes=1)
     sentinel = make_decision("netops", kind="sentinel", outcome="NO-GO", minutes=10)
     for decision in (late, early, sentinel):
         store.write([decision])
-    assert [d.subject for d in store.list()] == ["a", "netops", "b"]
-    assert [d.subject for d in store.list(kind="variant")] == ["a", "b"]
+    assert [d.subject for d in store.list()] == ["b", "a", "netops"]
+    assert [d.subject for d in store.list(kind="variant")] == ["b", "a"]
     assert store.list(kind="variant", subject="b") == [late]
     assert store.list(kind="fixtures") == []
     assert store.latest("sentinel", "nothing") is None

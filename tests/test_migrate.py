@@ -68,6 +68,8 @@ EXPECTED_TABLES = {
         "created_at",
         "score_json",
         "criteria_packed",
+
+        "accepted_seq",
     ],
     "score_criteria": ["run_id", "judge_id", "criterion", "fired"],
     "labels": [
@@ -93,6 +95,8 @@ EXPECTED_TABLES = {
         "supersedes",
         "created_at",
         "decision_json",
+
+        "accepted_seq",
     ],
     "decision_runs": ["decision_id", "run_id"],
     "outcomes": [
@@ -105,6 +109,8 @@ EXPECTED_TABLES = {
         "collateral",
         "verified",
         "outcome_json",
+
+        "accepted_seq",
     ],
 }
 EXPECTED_INDEXES = {

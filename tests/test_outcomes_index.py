@@ -49,20 +49,24 @@ def test_the_index_holds_each_runs_outcomes_and_its_newest(engine_ledger: Ledger
         durable=True,
     )
     other = make_outcome(two, fixed=False, durable=None, verified=None)
-    for outcome in (again, first, other):  # written out of order: the index orders them
+    # Written out of time order: the journal's order decides, not the times the files give.
+    for outcome in (again, first, other):
         record_outcome(ledger, outcome)
     index = ledger.index
     assert index.outcome_ids() == {first.outcome_id, again.outcome_id, other.outcome_id}
     assert [json.loads(raw)["outcome_id"] for raw in index.outcomes([one])] == [
-        first.outcome_id,
         again.outcome_id,
+        first.outcome_id,
     ]
-    assert latest_outcomes(ledger) == {one: again, two: other}
+    assert latest_outcomes(ledger) == {one: first, two: other}
     assert latest_outcomes(ledger, [two]) == {two: other}
     assert latest_outcomes(ledger, []) == {}
-    assert OutcomeStore(ledger).of_run(one) == [first, again]
+    assert OutcomeStore(ledger).of_run(one) == [again, first]
     # A row is the record's: nulls stay null, and indexing it again changes nothing.
-    index.add_outcomes([outcome_row(other)])
+    store = OutcomeStore(ledger)
+    index.add_outcomes(
+        [store.row(other, store.seq_of(other, ledger.storage.journal.accepted_at()))]
+    )
     assert index.outcomes([two], latest=True) == [other.model_dump_json()]
 
 
@@ -131,7 +135,15 @@ def test_an_index_from_before_outcomes_were_indexed_is_filled_when_opened(
     ledger.close()
     db = sqlite3.connect(root / "index.sqlite")
     db.execute("DROP TABLE outcomes")
-    db.execute("DELETE FROM _migrations WHERE name = 'm014_outcomes'")
+    # As m013 left it: without outcomes, and without the order m015 added to other records.
+    db.execute("DELETE FROM _migrations WHERE name IN ('m014_outcomes', 'm015_record_order')")
+    db.execute("DROP INDEX scores_chosen")
+    for table in ("scores", "decisions"):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN accepted_seq")
+    db.execute(
+        "CREATE INDEX scores_chosen ON scores (run_id, judge_id, verdict, diagnosis, "
+        "created_at, kind, criteria_packed)"
+    )
     db.commit()
     db.close()
     with Ledger.open(root) as upgraded:

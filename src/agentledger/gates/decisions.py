@@ -149,13 +149,18 @@ class DecisionStore(DecisionRecords):
         against the journal); `indexed` answers the same from the index, without reading
         every decision."""
         accepted = self.storage.journal.accepted()
+        order = self.storage.journal.accepted_at()
         found = [
             decision
             for decision in (self.read(key, accepted) for key in self.accepted_keys(accepted))
             if (kind is None or decision.kind == kind)
             and (subject is None or decision.subject == subject)
         ]
-        return sorted(found, key=lambda d: (d.created_at, d.decision_id))
+        # In the journal's order, as the index gives them (`journal_order`): the newest is the
+        # one accepted last, whatever time its file gives.
+        return sorted(
+            found, key=lambda d: (self.seq_of(d, order) or 0, d.created_at, d.decision_id)
+        )
 
     def latest(self, kind: str, subject: str) -> Decision | None:
         """The newest decision of `kind` about `subject` (None when there is none)."""

@@ -40,5 +40,6 @@ def reindex_scores(ledger: Ledger) -> int:
 
 
 def run_scores(ledger: Ledger, run_id: str) -> list[Score]:
-    """Every score of run `run_id`, oldest first, from the index."""
+    """Every score of run `run_id`, from the index, in the order the journal accepted them
+    (the last is the newest, whatever time its file gives)."""
     return [Score.model_validate_json(text) for text in ledger.index.scores_of(run_id)]

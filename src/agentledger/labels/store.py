@@ -195,10 +195,8 @@ def labels_for_agreement(ledger: Ledger, source_spec: str) -> dict[str, Label]:
     one name), the newest current one. InputError when the source has labelled nothing."""
     name = parse_source_spec(source_spec)
     chosen: dict[str, Label] = {}
-    for label in current_labels(ledger, name):
-        held = chosen.get(label.run_id)
-        if held is None or (label.created_at, label.label_id) > (held.created_at, held.label_id):
-            chosen[label.run_id] = label
+    for label in current_labels(ledger, name):  # in the journal's order: the last is newest
+        chosen[label.run_id] = label
     if not chosen:
         sources = sorted({label.by.name for label in current_labels(ledger)})
         known = ", ".join(sources) if sources else "none yet"

@@ -15,7 +15,10 @@ its index hook. Everything else is done here once, the same way for every kind:
 - **settle after a kill**: `settle(keys)` journals (or removes) what a killed writer stored but
   did not journal, and indexes what it journaled but did not index; `index_missing()` does
   the same for every record of the kind (`gc`);
-- **the index hook**: `index(records)`, `indexed(keys)` and `reindex()`.
+- **the index hook**: a kind's `row(record, accepted_seq)` and how its rows are added and
+  rebuilt; `index(records)` and `reindex()` give every row the position of its journal entry,
+  which alone decides a kind's newest record (`journal_order` in the index), so that a time
+  written in a file (a planted score dated 2099) cannot.
 
 A kind is a subclass naming those parts (as outcomes do, below)::
 
@@ -31,8 +34,8 @@ A kind is a subclass naming those parts (as outcomes do, below)::
         def ids_of(cls, outcome: Outcome) -> tuple[str, ...]:
             return (outcome.run_id, outcome.outcome_id)
 
-with `index`, `indexed` and `reindex` over the index's table of the kind, and an entry in
-`RECORD_KINDS` so that `reindex` and `gc` include it.
+with `row`, `_add_rows`, `_rebuild_rows` and `indexed` over the index's table of the kind,
+and an entry in `RECORD_KINDS` so that `reindex` and `gc` include it.
 """
 
 from __future__ import annotations
@@ -64,7 +67,16 @@ from agentledger.records.decisions import (
 from agentledger.records.labels import LABELS_DIR, Label
 from agentledger.records.outcomes import OUTCOMES_DIR, Outcome
 from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
-from agentledger.store.index import decision_row, label_row, outcome_row, score_row
+from agentledger.store.index import (
+    DecisionRow,
+    LabelRow,
+    OutcomeRow,
+    ScoreRow,
+    decision_row,
+    label_row,
+    outcome_row,
+    score_row,
+)
 from agentledger.store.journal_upkeep import accept_records
 from agentledger.store.storage.journal import intent_of
 from agentledger.store.writer import record_bytes
@@ -113,16 +125,21 @@ class RecordStore(Generic[R]):
     def ids_of(cls, record: R) -> tuple[str, ...]:
         """The ids the record names (what `key` takes)."""
 
-    def index(self, records: Sequence[R]) -> None:
-        """Put `records` in the index (a kind the index does not hold: nothing to do)."""
+    def row(self, record: R, accepted_seq: int | None) -> Any:
+        """What the index keeps of `record`, whose journal entry is at `accepted_seq` (a kind
+        the index does not hold: None)."""
+        return None
+
+    def _add_rows(self, rows: list[Any]) -> None:
+        """Add (or replace) the kind's rows in the index."""
+
+    def _rebuild_rows(self, rows: Iterator[Any]) -> int:
+        """Replace every row of the kind in the index with `rows`; how many."""
+        return 0
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         """Those of `keys` whose record the index holds."""
         return set(keys)
-
-    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        """Replace the index's records of this kind with the accepted ones; how many."""
-        return 0
 
     def check(self, records: Sequence[R]) -> None:
         """Refuse (InputError) the whole of `records` if any one cannot be written."""
@@ -146,6 +163,25 @@ class RecordStore(Generic[R]):
         return key
 
     # -- the same for every kind ---------------------------------------------------------------
+
+    def index(self, records: Sequence[R]) -> None:
+        """Put `records` in the index, each with the position of its journal entry: the
+        journal's order is what decides a kind's newest record (`journal_order`), for every
+        kind alike, never a time written in the file."""
+        if records:
+            order = self.storage.journal.accepted_at()
+            self._add_rows([self.row(record, self.seq_of(record, order)) for record in records])
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        """Replace the index's records of this kind with the accepted ones; how many."""
+        order = self.storage.journal.accepted_at()
+        return self._rebuild_rows(
+            self.row(record, self.seq_of(record, order)) for record in self.iter_accepted(problems)
+        )
+
+    def seq_of(self, record: R, order: Mapping[str, int]) -> int | None:
+        """The position of `record`'s journal entry in `order` (`Journal.accepted_at`)."""
+        return order.get(self._record_key(self.key_of(record)))
 
     @classmethod
     def key_of(cls, record: R) -> str:
@@ -314,17 +350,18 @@ class ScoreRecords(RecordStore[Score]):
     def writer_of(self, record: Score) -> str:
         return f"judge {record.judge_id}"
 
-    def index(self, records: Sequence[Score]) -> None:
-        if records:
-            self.ledger.index.add_scores([score_row(score) for score in records])
+    def row(self, record: Score, accepted_seq: int | None) -> ScoreRow:
+        return score_row(record, accepted_seq)
+
+    def _add_rows(self, rows: list[ScoreRow]) -> None:
+        self.ledger.index.add_scores(rows)
+
+    def _rebuild_rows(self, rows: Iterator[ScoreRow]) -> int:
+        return self.ledger.index.rebuild_scores(rows)
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.score_keys()
         return {key for key in keys if tuple(key[:-5].split("/")[1:]) in held}
-
-    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        rows = (score_row(score) for score in self.iter_accepted(problems))
-        return self.ledger.index.rebuild_scores(rows)
 
 
 class LabelRecords(RecordStore[Label]):
@@ -356,24 +393,18 @@ class LabelRecords(RecordStore[Label]):
     def writer_of(self, record: Label) -> str:
         return f"label {record.by.kind} {record.by.name}"
 
-    def index(self, records: Sequence[Label]) -> None:
-        if records:
-            order = self.storage.journal.accepted_at()
-            self.ledger.index.add_labels(
-                [label_row(label, order.get(self.key_of(label))) for label in records]
-            )
+    def row(self, record: Label, accepted_seq: int | None) -> LabelRow:
+        return label_row(record, accepted_seq)
+
+    def _add_rows(self, rows: list[LabelRow]) -> None:
+        self.ledger.index.add_labels(rows)
+
+    def _rebuild_rows(self, rows: Iterator[LabelRow]) -> int:
+        return self.ledger.index.rebuild_labels(rows)
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.label_ids()
         return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
-
-    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        order = self.storage.journal.accepted_at()
-        rows = (
-            label_row(label, order.get(self.key_of(label)))
-            for label in self.iter_accepted(problems)
-        )
-        return self.ledger.index.rebuild_labels(rows)
 
 
 class DecisionRecords(RecordStore[Decision]):
@@ -424,17 +455,18 @@ class DecisionRecords(RecordStore[Decision]):
     def writer_of(self, record: Decision) -> str:
         return f"gate {record.kind}"
 
-    def index(self, records: Sequence[Decision]) -> None:
-        if records:
-            self.ledger.index.add_decisions([decision_row(decision) for decision in records])
+    def row(self, record: Decision, accepted_seq: int | None) -> DecisionRow:
+        return decision_row(record, accepted_seq)
+
+    def _add_rows(self, rows: list[DecisionRow]) -> None:
+        self.ledger.index.add_decisions(rows)
+
+    def _rebuild_rows(self, rows: Iterator[DecisionRow]) -> int:
+        return self.ledger.index.rebuild_decisions(rows)
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.decision_ids()
         return {key for key in keys if key.split("/")[1] in held}
-
-    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        rows = (decision_row(decision) for decision in self.iter_accepted(problems))
-        return self.ledger.index.rebuild_decisions(rows)
 
 
 class OutcomeRecords(RecordStore[Outcome]):
@@ -468,17 +500,18 @@ class OutcomeRecords(RecordStore[Outcome]):
                     f"{self.ledger.root}"
                 )
 
-    def index(self, records: Sequence[Outcome]) -> None:
-        if records:
-            self.ledger.index.add_outcomes([outcome_row(outcome) for outcome in records])
+    def row(self, record: Outcome, accepted_seq: int | None) -> OutcomeRow:
+        return outcome_row(record, accepted_seq)
+
+    def _add_rows(self, rows: list[OutcomeRow]) -> None:
+        self.ledger.index.add_outcomes(rows)
+
+    def _rebuild_rows(self, rows: Iterator[OutcomeRow]) -> int:
+        return self.ledger.index.rebuild_outcomes(rows)
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.outcome_ids()
         return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
-
-    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
-        rows = (outcome_row(outcome) for outcome in self.iter_accepted(problems))
-        return self.ledger.index.rebuild_outcomes(rows)
 
 
 RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (

@@ -136,6 +136,7 @@ def stored_score_rows(
 
     store = ScoreRecords(ledger)
     accepted = ledger.storage.journal.accepted()
+    order = ledger.storage.journal.accepted_at()
     chosen = store.accepted_keys(accepted) if keys is None else [k for k in keys if k in accepted]
     for key in chosen:
         where = ledger.storage.describe(key)
@@ -145,7 +146,7 @@ def stored_score_rows(
         except (InputError, IntegrityError, OSError) as exc:
             problems.append((where, str(exc)))
             continue
-        yield score_row(score)
+        yield store.row(score, order.get(key))
 
 
 def _records(ledger: LedgerParts, report: ReindexReport) -> None:

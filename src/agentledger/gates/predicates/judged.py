@@ -57,7 +57,9 @@ def _judge_score(run: RunView, judge: str) -> tuple[Score | None, str]:
     matches = [score for jid, score in run.scores.items() if jid.startswith(judge)]
     if not matches:
         return None, judge
-    newest = max(matches, key=lambda score: score.created_at)
+    # run.scores holds them in the journal's order: the last one was accepted last, whatever
+    # time its file gives.
+    newest = matches[-1]
     if len(matches) > 1:
         return newest, f"{newest.judge_id} (newest of {len(matches)} judges matching {judge!r})"
     return newest, newest.judge_id

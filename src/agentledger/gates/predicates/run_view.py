@@ -116,7 +116,8 @@ def load_run_view(ledger: Ledger, run_id: str) -> RunView:
         # CRLF is one line break (as an editor counts it): `$` must match before it
         report = report.replace("\r\n", "\n")
     scores: dict[str, Score] = {}
-    for score in run_scores(ledger, run_id):  # oldest first: the newest of a judge wins
+    # In the journal's order (`run_scores`), so the dict's last score is the newest.
+    for score in run_scores(ledger, run_id):
         scores[score.judge_id] = score
     outcome = latest_outcomes(ledger, [run_id]).get(run_id)
     return RunView(

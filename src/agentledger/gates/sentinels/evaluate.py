@@ -263,7 +263,7 @@ def judge_verdicts(
     from agentledger.judges.factory import parse_judge_spec
     from agentledger.judges.scores import run_scores
 
-    scores = sorted(run_scores(ledger, run_id), key=lambda s: s.created_at)
+    scores = run_scores(ledger, run_id)  # in the journal's order: the last match is newest
     found: dict[str, tuple[str | None, str | None, str | None]] = {}
     for ref in judges:
         match = None

@@ -14,7 +14,9 @@ firings) and never in SQL. The package is the only SQL in agentledger:
   held to tests/test_index_contract.py.
 
 A report reads one score per run (`judge_ids` below): with one judge id, that judge's score;
-with several, the newest of the run's scores among them (by `created_at`).
+with several, the newest of the run's scores among them. "Oldest first" and "newest" mean, for
+every kind of record (scores, labels, decisions, outcomes), the order the journal accepted them
+in (`where.journal_order`), never a time written in a file.
 """
 
 from __future__ import annotations
@@ -221,7 +223,8 @@ class RunIndex(ABC):
         return next((t.judge_id for t in self.judges_of(run_filter) if t.kind == kind), None)
 
     def verdicts_of(self, run_ids: Sequence[str]) -> list[RunVerdict]:
-        """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first.
+        """Every score of the runs `run_ids`, in brief, sorted by run id, then oldest first
+        (by the journal).
 
         This default reads each run's scores one by one; a backend reads them in one query.
         """
@@ -355,7 +358,7 @@ class RunIndex(ABC):
 
     @abstractmethod
     def scores_of(self, run_id: str) -> list[str]:
-        """The JSON of every indexed score of `run_id`, oldest first."""
+        """The JSON of every indexed score of `run_id`, oldest first (by the journal)."""
 
     @abstractmethod
     def skipped_scores(self) -> list[SkippedScore]:
@@ -381,7 +384,7 @@ class RunIndex(ABC):
 
     @abstractmethod
     def labels_of(self, run_id: str) -> list[str]:
-        """The JSON of every indexed label of `run_id`, oldest first (then by label id)."""
+        """The JSON of every indexed label of `run_id`, oldest first (by the journal)."""
 
     @abstractmethod
     def current_label_results(
@@ -403,7 +406,8 @@ class RunIndex(ABC):
         self, source_kind: str | None = None, source_name: str | None = None
     ) -> list[str]:
         """The JSON of the current label of each (run, source), of one kind (person,
-        external) and one source name when given; sorted by run id, then oldest first."""
+        external) and one source name when given; sorted by run id, then oldest first (by the
+        journal)."""
 
     @abstractmethod
     def label_rows(self) -> list[LabelRow]:
@@ -433,7 +437,7 @@ class RunIndex(ABC):
         self, kind: str | None = None, subject: str | None = None, run_id: str | None = None
     ) -> list[str]:
         """The JSON of the indexed decisions of `kind`, about `subject`, that read run
-        `run_id` (each when given), oldest first (then by id)."""
+        `run_id` (each when given), oldest first (by the journal)."""
 
     # -- outcomes --------------------------------------------------------------------------
 
@@ -452,7 +456,7 @@ class RunIndex(ABC):
     @abstractmethod
     def outcomes(self, run_ids: Sequence[str] | None = None, *, latest: bool = False) -> list[str]:
         """The JSON of the indexed outcomes of `run_ids` (default: of every run), sorted by
-        run id, then oldest first (by created_at, then id); with `latest`, only the newest
+        run id, then oldest first (by the journal); with `latest`, only the newest
         outcome of each run, the one that stands for it."""
 
     @abstractmethod

@@ -464,3 +464,28 @@ def m014_outcomes(d: Dialect) -> list[str]:
         d.ddl(outcomes),
         "CREATE INDEX outcomes_run ON outcomes (run_id, created_at, outcome_id)",
     ]
+
+
+@migration
+def m015_record_order(d: Dialect) -> list[str]:
+    """Each score's, decision's and outcome's position in the journal, as labels have had
+    since m013: the newest record of a kind is the one the ledger accepted last, whatever time
+    its file gives (a score dated 2099 is superseded by a later real one all the same). Rows
+    indexed before have none and rank first, by time, until a reindex fills it in."""
+    columns = [
+        d.ddl(f"ALTER TABLE {table} ADD COLUMN accepted_seq {{bigint}}")
+        for table in ("scores", "decisions", "outcomes")
+    ]
+    outcomes = [
+        "DROP INDEX outcomes_run",
+        "CREATE INDEX outcomes_run ON outcomes (run_id, accepted_seq, created_at, outcome_id)",
+    ]
+    if not d.plan_hints:
+        return [*columns, *outcomes]
+    return [
+        *columns,
+        *outcomes,
+        "DROP INDEX scores_chosen",
+        "CREATE INDEX scores_chosen ON scores (run_id, judge_id, verdict, diagnosis, "
+        "accepted_seq, created_at, kind, criteria_packed)",
+    ]

@@ -41,6 +41,7 @@ from agentledger.store.index.where import (
     current_label_where,
     dimension_sql,
     distinct_values_sql,
+    journal_order,
     page_sql,
     scores_chosen,
     sort_sql,
@@ -72,6 +73,7 @@ SCORE_FIELDS = (
     "created_at",
     "score_json",
     "criteria_packed",
+    "accepted_seq",
 )
 
 
@@ -277,6 +279,7 @@ class SqlQueries(RunIndex):
                 score_json=row[9],
                 criteria=tuple(criteria.get((row[0], row[1]), ())),
                 criteria_packed=row[10],
+                accepted_seq=row[11],
             )
             for row in self._rows(
                 f"SELECT {', '.join(SCORE_FIELDS)} FROM scores ORDER BY run_id, judge_id"
@@ -287,13 +290,15 @@ class SqlQueries(RunIndex):
         where, params = where_sql(run_filter, self.dialect)
         rows = self._rows(
             f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id, s.kind, "
-            f"count(*), max(s.created_at) FROM sel {self.dialect.cross_join} "
+            f"count(*), max(s.created_at), max(coalesce(s.accepted_seq, 0)) "
+            f"FROM sel {self.dialect.cross_join} "
             f"{scores_chosen('s', self.dialect)} ON s.run_id = sel.run_id "
             "GROUP BY s.judge_id, s.kind",
             params,
         )
-        tallies = [JudgeTally(str(j), str(k), int(n), str(t)) for j, k, n, t in rows]
-        return sorted(tallies, key=lambda t: (t.newest_at, t.judge_id), reverse=True)
+        tallies = [JudgeTally(str(j), str(k), int(n), str(t), int(q)) for j, k, n, t, q in rows]
+        # Newest first by the journal's order (a judge's file times cannot put it ahead).
+        return sorted(tallies, key=lambda t: (t.newest_seq, t.newest_at, t.judge_id), reverse=True)
 
     def newest_judge(self, run_filter: RunFilter, kind: str) -> str | None:
         d = self.dialect
@@ -303,7 +308,8 @@ class SqlQueries(RunIndex):
         row = self._one(
             f"WITH sel AS (SELECT run_id FROM runs{where}) SELECT s.judge_id "
             f"FROM sel {d.cross_join} {scores_chosen('s', d)} ON s.run_id = sel.run_id "
-            f"WHERE s.kind = {d.mark} ORDER BY s.created_at DESC, s.judge_id DESC LIMIT 1",
+            f"WHERE s.kind = {d.mark} "
+            f"ORDER BY {journal_order('s', 'judge_id', newest_first=True)} LIMIT 1",
             [*params, kind],
         )
         return None if row is None else str(row[0])
@@ -455,7 +461,7 @@ class SqlQueries(RunIndex):
         runs, params = self.dialect.any_of("run_id", ids)
         rows = self._rows(
             f"SELECT run_id, judge_id, kind, verdict FROM scores WHERE {runs} "
-            "ORDER BY run_id, created_at, judge_id",
+            f"ORDER BY run_id, {journal_order('', 'judge_id')}",
             params,
         )
         return [RunVerdict(*row) for row in rows]
@@ -463,7 +469,7 @@ class SqlQueries(RunIndex):
     def scores_of(self, run_id: str) -> list[str]:
         return self._column(
             f"SELECT score_json FROM scores WHERE run_id = {self.dialect.mark} "
-            "ORDER BY created_at, judge_id",
+            f"ORDER BY {journal_order('', 'judge_id')}",
             [run_id],
         )
 
@@ -491,7 +497,7 @@ class SqlQueries(RunIndex):
     def labels_of(self, run_id: str) -> list[str]:
         return self._column(
             f"SELECT label_json FROM labels WHERE run_id = {self.dialect.mark} "
-            "ORDER BY created_at, label_id",
+            f"ORDER BY {journal_order('', 'label_id')}",
             [run_id],
         )
 
@@ -500,7 +506,7 @@ class SqlQueries(RunIndex):
     ) -> list[LabelResult]:
         where, params = current_label_where(source_kind, source_name, "l.", self.dialect)
         rows = self._rows(
-            f"{_LABEL_BRIEF}{where} ORDER BY l.run_id, l.created_at, l.label_id", params
+            f"{_LABEL_BRIEF}{where} ORDER BY l.run_id, {journal_order('l', 'label_id')}", params
         )
         return _label_results(rows)
 
@@ -510,7 +516,8 @@ class SqlQueries(RunIndex):
             return []
         runs, params = self.dialect.any_of("l.run_id", ids)
         rows = self._rows(
-            f"{_LABEL_BRIEF}l.current = 1 AND {runs} ORDER BY l.run_id, l.created_at, l.label_id",
+            f"{_LABEL_BRIEF}l.current = 1 AND {runs} "
+            f"ORDER BY l.run_id, {journal_order('l', 'label_id')}",
             params,
         )
         return _label_results(rows)
@@ -521,7 +528,7 @@ class SqlQueries(RunIndex):
         where, params = current_label_where(source_kind, source_name, "l.", self.dialect)
         rows = self._rows(
             f"SELECT l.run_id, l.verdict, l.criteria_packed FROM labels l WHERE {where} "
-            "ORDER BY l.run_id, l.created_at, l.label_id",
+            f"ORDER BY l.run_id, {journal_order('l', 'label_id')}",
             params,
         )
         return ratings_of(rows)
@@ -531,7 +538,8 @@ class SqlQueries(RunIndex):
     ) -> list[str]:
         where, params = current_label_where(source_kind, source_name, "", self.dialect)
         return self._column(
-            f"SELECT label_json FROM labels WHERE {where} ORDER BY run_id, created_at, label_id",
+            f"SELECT label_json FROM labels WHERE {where} "
+            f"ORDER BY run_id, {journal_order('', 'label_id')}",
             params,
         )
 
@@ -572,7 +580,8 @@ class SqlQueries(RunIndex):
             params.append(run_id)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         return self._column(
-            f"SELECT decision_json FROM decisions{where} ORDER BY created_at, decision_id",
+            f"SELECT decision_json FROM decisions{where} "
+            f"ORDER BY {journal_order('', 'decision_id')}",
             params,
         )
 
@@ -584,13 +593,12 @@ class SqlQueries(RunIndex):
     def outcomes(self, run_ids: Sequence[str] | None = None, *, latest: bool = False) -> list[str]:
         newest = (
             " AND NOT EXISTS (SELECT 1 FROM outcomes n WHERE n.run_id = o.run_id AND "
-            "(n.created_at > o.created_at OR (n.created_at = o.created_at AND "
-            "n.outcome_id > o.outcome_id)))"
+            f"({journal_order('n', 'outcome_id')}) > ({journal_order('o', 'outcome_id')}))"
             if latest
             else ""
         )
         query = "SELECT outcome_json FROM outcomes o WHERE {match}" + newest
-        order = " ORDER BY o.run_id, o.created_at, o.outcome_id"
+        order = f" ORDER BY o.run_id, {journal_order('o', 'outcome_id')}"
         if run_ids is None:
             return self._column(query.format(match="1 = 1") + order)
         found: list[str] = []

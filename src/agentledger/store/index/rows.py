@@ -107,9 +107,13 @@ class ScoreRow:
     criteria_packed: str | None = None
     """The criteria packed on the score's own row (`packed_criteria`), as read back by
     `RunIndex.score_rows`; None on a row about to be indexed, which the index packs itself."""
+    accepted_seq: int | None = None
+    """The position of its journal entry: the journal's order, which decides the newest record
+    of a kind (a time written in the file cannot); None on a row indexed before the index
+    kept it (a reindex fills it in)."""
 
 
-def score_row(score: Score) -> ScoreRow:
+def score_row(score: Score, accepted_seq: int | None = None) -> ScoreRow:
     """What the index keeps of `score` (and what `verify` expects to read back). An unscored
     score (its judge's answer could not be read) is indexed with the verdict ``unscored`` and
     the reason, so that reports count it apart from Uncertain and `review` lists it; its file
@@ -129,6 +133,7 @@ def score_row(score: Score) -> ScoreRow:
         created_at=format_time(score.created_at) or "",
         score_json=score.model_dump_json(),
         criteria=tuple((result.criterion, result.fired) for result in score.criteria),
+        accepted_seq=accepted_seq,
     )
 
 
@@ -307,10 +312,14 @@ class DecisionRow:
     decision_json: str
     run_ids: tuple[str, ...]
     """Every run the decision read (what it tested, and each model's results), sorted."""
+    accepted_seq: int | None = None
+    """The position of its journal entry: the journal's order, which decides the newest record
+    of a kind (a time written in the file cannot); None on a row indexed before the index
+    kept it (a reindex fills it in)."""
 
 
-def decision_row(decision: Decision) -> DecisionRow:
-    """What the index keeps of `decision`."""
+def decision_row(decision: Decision, accepted_seq: int | None = None) -> DecisionRow:
+    """What the index keeps of `decision`; `accepted_seq`: the position of its journal entry."""
     runs = set(decision.tested.run_ids)
     for item in decision.results:
         runs.update(item.run_ids)
@@ -323,6 +332,7 @@ def decision_row(decision: Decision) -> DecisionRow:
         created_at=format_time(decision.created_at) or "",
         decision_json=decision.model_dump_json(),
         run_ids=tuple(sorted(runs)),
+        accepted_seq=accepted_seq,
     )
 
 
@@ -339,14 +349,18 @@ class OutcomeRow:
     collateral: int | None
     verified: int | None
     outcome_json: str
+    accepted_seq: int | None = None
+    """The position of its journal entry: the journal's order, which decides the newest record
+    of a kind (a time written in the file cannot); None on a row indexed before the index
+    kept it (a reindex fills it in)."""
 
 
 def _as_int(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def outcome_row(outcome: Outcome) -> OutcomeRow:
-    """What the index keeps of `outcome`."""
+def outcome_row(outcome: Outcome, accepted_seq: int | None = None) -> OutcomeRow:
+    """What the index keeps of `outcome`; `accepted_seq`: the position of its journal entry."""
     return OutcomeRow(
         outcome_id=outcome.outcome_id,
         run_id=outcome.run_id,
@@ -357,6 +371,7 @@ def outcome_row(outcome: Outcome) -> OutcomeRow:
         collateral=_as_int(outcome.collateral),
         verified=_as_int(outcome.verified),
         outcome_json=outcome.model_dump_json(),
+        accepted_seq=accepted_seq,
     )
 
 
@@ -492,6 +507,8 @@ class JudgeTally:
     kind: str
     runs: int
     newest_at: str
+    newest_seq: int = 0
+    """The journal position of its newest score: what orders judges newest first."""
 
 
 @dataclass(frozen=True)

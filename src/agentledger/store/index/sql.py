@@ -59,6 +59,7 @@ _DECISION_FIELDS = (
     "supersedes",
     "created_at",
     "decision_json",
+    "accepted_seq",
 )
 
 
@@ -72,6 +73,7 @@ _OUTCOME_FIELDS = (
     "collateral",
     "verified",
     "outcome_json",
+    "accepted_seq",
 )
 
 
@@ -212,6 +214,7 @@ class SqlIndex(SqlQueries):
                     row.created_at,
                     row.score_json,
                     packed_criteria(row.criteria),
+                    row.accepted_seq,
                 )
                 for row in ordered
             ],

@@ -21,6 +21,7 @@ __all__ = [
     "current_label_where",
     "dimension_sql",
     "distinct_values_sql",
+    "journal_order",
     "marks",
     "page_sql",
     "scores_chosen",
@@ -168,6 +169,27 @@ def current_label_where(
     return " AND ".join(clauses), params
 
 
+def journal_order(alias: str, id_column: str, *, newest_first: bool = False) -> str:
+    """``ORDER BY`` terms putting the records of a kind (scores, labels, decisions, outcomes)
+    in the order the ledger accepted them: the position of each one's journal entry, then (for
+    records of one entry, or rows indexed before the index kept the position) the time its file
+    gives and its id. The one rule for "newest" of every kind, so that no time written in a
+    file (a planted one dated 2099) can put a record ahead of one accepted after it."""
+    prefix = f"{alias}." if alias else ""
+    terms = (f"coalesce({prefix}accepted_seq, 0)", f"{prefix}created_at", f"{prefix}{id_column}")
+    return ", ".join(f"{term} DESC" if newest_first else term for term in terms)
+
+
+def journal_rank(alias: str, id_column: str) -> str:
+    """One text per row that sorts as `journal_order` does (for SQLite's bare-column max(),
+    which takes one expression): the entry's position zero-padded, then time and id."""
+    prefix = f"{alias}." if alias else ""
+    return (
+        f"printf('%020d %s %s', coalesce({prefix}accepted_seq, 0), {prefix}created_at, "
+        f"{prefix}{id_column})"
+    )
+
+
 def scores_chosen(alias: str = "", dialect: Dialect = SQLITE) -> str:
     """The scores table (as `alias`) read through its covering index, migration m005's
     scores_chosen: what a report reads of a score (verdict, diagnosis, created_at, kind),
@@ -183,7 +205,8 @@ _SEL_COLUMNS = "run_id, model, scenario, model_served, system_prompt_hash, start
 def chosen_sql(
     run_filter: RunFilter, judge_ids: Sequence[str], dialect: Dialect = SQLITE
 ) -> tuple[str, list[Any]]:
-    """``WITH sel AS (...), chosen AS (...) ``: the matching runs, and each one's chosen score.
+    """``WITH sel AS (...), chosen AS (...) ``: the matching runs, and each one's chosen score
+    (with several judges, the newest by `journal_order`).
 
     `sel` has the runs whether scored or not; `chosen` adds judge_id, verdict, diagnosis and
     criteria_packed for the runs that have a score among `judge_ids`. With one judge id each
@@ -212,7 +235,8 @@ def chosen_sql(
         # PostgreSQL's DISTINCT ON.
         if dialect.plan_hints:
             newest = (
-                "SELECT run_id, judge_id, verdict, diagnosis, criteria_packed, max(created_at) "
+                "SELECT run_id, judge_id, verdict, diagnosis, criteria_packed, "
+                f"max({journal_rank('', 'judge_id')}) "
                 f"FROM {scores_chosen()} WHERE judge_id IN ({dialect.marks(len(ids))}) "
                 "GROUP BY run_id"
             )
@@ -221,7 +245,7 @@ def chosen_sql(
                 "SELECT DISTINCT ON (run_id) run_id, judge_id, verdict, diagnosis, criteria_packed "
                 "FROM scores "
                 f"WHERE judge_id IN ({dialect.marks(len(ids))}) "
-                "ORDER BY run_id, created_at DESC, judge_id DESC"
+                f"ORDER BY run_id, {journal_order('', 'judge_id', newest_first=True)}"
             )
         chosen = (
             f"newest AS ({newest}), "
