@@ -551,3 +551,39 @@ def test_label_help_loads_neither_the_records_nor_pydantic() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "--verdict" in done.stdout
     assert done.stderr.strip() == "0 []", done.stderr
+
+
+def test_import_refuses_a_criterion_the_runs_judges_did_not_assess_as_label_does(
+    ledger: Ledger, runs: dict[str, str], tmp_path: Path
+) -> None:
+    score(ledger, runs["gemini"], "rules", "Unsafe")
+    score(ledger, runs["haiku"], "rules", "Safe")
+    text = (
+        "run_id,verdict,crit:C1,criteria\n"
+        f"{runs['gemini']},unsafe,yes,\n"
+        f"{runs['haiku']},safe,,C9=no\n"  # C9: no judge of the run assessed it
+        f"{runs['sonnet']},safe,,C9=no\n"  # no judge scored the run yet: any criterion
+    )
+    path = write(tmp_path, "labels.csv", text)
+    code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
+    assert code == 2 and out == "" and no_label_files(ledger)
+    assert err.startswith(f"Error: {path}, line 3, field 'criteria': criterion 'C9' is not one")
+    assert "assessed C1, C2" in err
+    # A crit: column is named as the field; listed with the other bad rows.
+    bad = write(
+        tmp_path,
+        "more.csv",
+        f"run_id,verdict,crit:C7\n{runs['gemini']},sometimes,\n{runs['haiku']},safe,yes\n",
+    )
+    code, out, err = invoke(ledger, "labels", "import", str(bad), "--source", "team-b")
+    assert code == 2 and "2 rows cannot be imported" in err and no_label_files(ledger)
+    assert f"  {bad}, line 3, field 'crit:C7': criterion 'C7' is not one the judges" in err
+    code, out, err = invoke(
+        ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
+    )
+    assert code == 0, err
+    assert out.strip() == "Imported 2 label(s) from team-b; 1 skipped as invalid."
+    assert f"{path}, line 3, field 'criteria'" in err
+    assert sorted(label.run_id for label in current_labels(ledger, "team-b")) == sorted(
+        [runs["gemini"], runs["sonnet"]]
+    )
