@@ -68,7 +68,6 @@ EXPECTED_TABLES = {
         "created_at",
         "score_json",
         "criteria_packed",
-
         "accepted_seq",
     ],
     "score_criteria": ["run_id", "judge_id", "criterion", "fired"],
@@ -95,7 +94,6 @@ EXPECTED_TABLES = {
         "supersedes",
         "created_at",
         "decision_json",
-
         "accepted_seq",
     ],
     "decision_runs": ["decision_id", "run_id"],
@@ -109,7 +107,6 @@ EXPECTED_TABLES = {
         "collateral",
         "verified",
         "outcome_json",
-
         "accepted_seq",
     ],
 }

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from agentledger.errors import InputError, RecordError
 from agentledger.labels.entry import (
+    known_criteria,
     make_label,
     parse_diagnosis,
     parse_fired,
@@ -420,6 +421,7 @@ def _row_label(
             raise RecordError(
                 where, f"criterion {criterion!r} is given twice", line=line, field=criterion
             )
+    _check_known(resolver.ledger, run_id, names, where, line, values)
     mark = (run_id, row_kind, by)
     if mark in seen:
         raise RecordError(
@@ -451,6 +453,32 @@ def _row_label(
         message = str(exc).split(": ", 1)[-1] if isinstance(exc, InputError) else str(exc)
         raise RecordError(where, message, line=line, field="label") from None
     return label
+
+
+def _check_known(
+    ledger: Ledger,
+    run_id: str,
+    names: Sequence[str],
+    where: str,
+    line: int,
+    values: dict[str, Any],
+) -> None:
+    """Refuse a criterion the run's judges did not assess, as `agentledger label --criterion`
+    does (any criterion of a run no judge has scored yet is taken); the field named is the
+    ``crit:ID`` column that gave it, else ``criteria``."""
+    if not names:
+        return
+    known = known_criteria(ledger, run_id)
+    unknown = [name for name in names if known and name not in known]
+    if unknown:
+        column = f"crit:{unknown[0]}" if f"crit:{unknown[0]}" in values else "criteria"
+        raise RecordError(
+            where,
+            f"criterion {unknown[0]!r} is not one the judges of run {run_id} assessed "
+            f"(they assessed {', '.join(known)})",
+            line=line,
+            field=column,
+        )
 
 
 def _criteria_text(label: Label) -> str:
