@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from agentledger.cli.app import main
 from agentledger.outcomes import OutcomeStore, latest_outcomes, record_outcome
 from agentledger.records.outcomes import new_outcome_id
-from agentledger.store.index import outcome_row
 from agentledger.store.ledger import Ledger
 from agentledger.store.record_store import OutcomeRecords
 from conftest import make_metadata

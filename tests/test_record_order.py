@@ -36,6 +36,9 @@ FUTURE = datetime(2099, 1, 1, tzinfo=UTC)
 DATED_JUDGE = "rules-209900000000"
 
 
+pytestmark = pytest.mark.slow
+
+
 def cli(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.output

@@ -14,6 +14,7 @@ from agentledger import Ledger
 from agentledger.cli.app import main
 from agentledger.store.storage.journal import segment_key
 from conftest import WriteRun
+from many_runs import write_runs
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -144,3 +145,46 @@ def test_a_new_ledger_made_where_another_was_seen_is_no_rollback(tmp_path: Path)
     assert code == 0 and "another ledger was at" in err, err
     code, _out, err = run("verify", "--ledger", root)
     assert code == 0 and "Warning" not in err, err
+
+
+def files_of(root: Path) -> list[str]:
+    """Every file of the ledger but the index's own (SQLite's log comes and goes)."""
+    found = (str(p.relative_to(root)) for p in root.rglob("*"))
+    return sorted(name for name in found if not name.startswith("index.sqlite-"))
+
+
+def test_writing_to_a_rolled_back_ledger_is_refused_until_the_rollback_is_accepted(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    run_id = write_run()
+    old = _head(ledger.root)
+    shutil.copytree(ledger.root, tmp_path / "copy")
+    write_run("use_case_f")
+    new = _head(ledger.root)
+    shutil.rmtree(ledger.root)
+    shutil.copytree(tmp_path / "copy", ledger.root)
+    before = files_of(ledger.root)
+    root = str(ledger.root)
+    later = tmp_path / "later"
+    write_runs(later, 1)  # a folder of runs to import
+    writers = [
+        ["label", run_id, "--by", "ana", "--verdict", "unsafe", "--reason", "tc change"],
+        ["judge"],
+        ["gc"],
+        ["import", str(later)],
+    ]
+    for command in writers:
+        code, out, err = run(*command, "--ledger", root)
+        assert code == 3, (command, out, err)
+        assert "refused to write, nothing was written" in err and old in err and new in err
+        assert "checkpoint --accept-current" in err
+    assert files_of(ledger.root) == before  # not one file more (no label, score, intent or segment)
+    # Reading goes on, with the warning; verify fails.
+    code, _out, err = run("runs", "--ledger", root)
+    assert code == 0 and "rolled back" in err
+    assert run("verify", "--ledger", root)[0] == 3
+    # Accepting the head it has now lets writers write again.
+    assert run("checkpoint", "--accept-current", "--ledger", root)[0] == 0
+    code, out, err = run(*writers[0], "--ledger", root)
+    assert code == 0 and "Warning" not in err, (out, err)
+    assert run("verify", "--ledger", root)[0] == 0

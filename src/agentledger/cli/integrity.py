@@ -102,8 +102,16 @@ def verify_command(
 
 @click.command("gc")
 @ledger_option
+@click.option(
+    "--checkpoint",
+    "checkpoint_text",
+    metavar="HEAD",
+    help="Repair a forked journal first: keep the chain HEAD (as `agentledger checkpoint` "
+    "printed it) names, set the other branch's segments aside in quarantine/, and append again "
+    "its entries whose records are here and announced.",
+)
 @handle_errors
-def gc_command(ledger_path: Path | None) -> None:
+def gc_command(ledger_path: Path | None, checkpoint_text: str | None) -> None:
     """Remove the staging debris of writers that died, and index the sealed runs and the
     scores the index missed (a writer killed between writing a record and indexing it).
 
@@ -112,8 +120,15 @@ def gc_command(ledger_path: Path | None) -> None:
     and never accepted. Sealed runs are never removed. A record that cannot be indexed or was
     quarantined is reported, and the others are indexed all the same; the exit code is then 3.
     """
+    checkpoint = Checkpoint.parse(checkpoint_text) if checkpoint_text is not None else None
     with open_ledger(ledger_path) as ledger:
+        repaired = checkpoint is not None and _repair_fork(ledger, checkpoint)
         report = ledger.gc()
+        if repaired:
+            # What the index held of the branch set aside goes with it: rebuilt from the
+            # records the kept chain accepts.
+            ledger.reindex()
+            click.echo("index rebuilt from the kept chain", err=True)
     for name in report.removed:
         click.echo(f"removed staging leftover {name}")
     for run_id in report.indexed:
@@ -171,6 +186,25 @@ def gc_command(ledger_path: Path | None) -> None:
                 err=True,
             )
         sys.exit(3)
+
+
+def _repair_fork(ledger: Ledger, checkpoint: Checkpoint) -> bool:
+    """`gc --checkpoint`: keep the chain the checkpoint names; say what was set aside, and
+    whether anything was."""
+    repair = ledger.repair_fork(checkpoint)
+    for key, place in repair.set_aside:
+        click.echo(f"set aside {key}: off the chain of {checkpoint}; moved to {place}", err=True)
+    for entry_id, why in repair.dropped:
+        click.echo(f"not appended again: {entry_id}: {why}", err=True)
+    if repair.set_aside:
+        click.echo(
+            f"journal repaired: kept the chain of {checkpoint}, {len(repair.replayed)} entry(ies) "
+            f"of the other branch appended again; head now {repair.kept}",
+            err=True,
+        )
+        return True
+    click.echo(f"the journal is one chain through {checkpoint}: nothing to repair", err=True)
+    return False
 
 
 @click.command("reindex")
@@ -234,10 +268,7 @@ def checkpoint_command(ledger_path: Path | None, as_json: bool, accept_current: 
     """
     with open_ledger(ledger_path) as ledger:
         if accept_current:
-            from agentledger.store.seen_heads import forget_seen_head
-
-            forget_seen_head(ledger.root, ledger.storage)
-            ledger.head_problem = None
+            ledger.accept_current_head()
         head = ledger.storage.journal.head()
     if head is None:  # Ledger.open starts the journal; only a vanished one has no head
         raise IntegrityError(f"{ledger.root}: the journal is empty; run `agentledger verify`")

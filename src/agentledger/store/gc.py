@@ -73,6 +73,7 @@ class GcReport:
 def collect_garbage(ledger: LedgerParts) -> GcReport:
     """Remove staging debris of dead writers; index the sealed runs, scores and labels the
     index missed."""
+    ledger.storage.journal.check_writable()  # nothing is moved on a ledger found rolled back
     report = GcReport()
     settled = settle_unaccepted(ledger)
     report.journaled = settled.completed

@@ -54,7 +54,7 @@ from agentledger.store.seen_heads import (
     read_seen_head,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.storage.journal import run_entry, run_intent, segment_key
+from agentledger.store.storage.journal import Checkpoint, run_entry, run_intent, segment_key
 from agentledger.store.writer import (
     METADATA,
     SUMMARY,
@@ -66,6 +66,7 @@ from agentledger.store.writer import (
 
 if TYPE_CHECKING:  # gc, sealing many runs and reindexing: imported by the methods doing them
     from agentledger.store.gc import GcReport
+    from agentledger.store.journal_fork import ForkRepair
     from agentledger.store.reindex import ReindexReport
     from agentledger.store.sealing import RunContent
 
@@ -290,6 +291,12 @@ class Ledger:
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
+            if ledger.head_problem is not None:
+                # No writer builds on a ledger that went back: what it would write would
+                # stand on a past the ledger was seen beyond (reading goes on, with a warning).
+                storage.journal.refuse_writes(
+                    f"refused to write, nothing was written: {ledger.head_problem}"
+                )
             if OUTCOMES_MIGRATION in index.upgraded_by:
                 # The outcomes measured before outcomes were indexed: indexed now, once.
                 from agentledger.store.record_store import OutcomeRecords
@@ -336,6 +343,30 @@ class Ledger:
                     entry.unlink(missing_ok=True)
         return True
 
+    def accept_current_head(self) -> Checkpoint | None:
+        """Take the head the journal shows now as the one this machine saw (a rollback that
+        was meant: a backup restored on purpose); writers may write again. Gives the head."""
+        head = forget_seen_head(self.root, self.storage)
+        self.head_problem = None
+        self.storage.journal.refuse_writes(None)
+        return head
+
+    def repair_fork(self, checkpoint: Checkpoint) -> ForkRepair:
+        """Keep the chain `checkpoint` names in a forked journal (`journal_fork`), and take
+        the head it leaves as the one this machine saw: the checkpoint is the user's word for
+        which chain is the ledger, whichever branch this machine saw last."""
+        from agentledger.store.journal_fork import repair_fork
+
+        refusal = self.storage.journal.refusal
+        self.storage.journal.refuse_writes(None)
+        try:
+            repair = repair_fork(self.storage, checkpoint)
+        except BaseException:
+            self.storage.journal.refuse_writes(refusal)
+            raise
+        self.accept_current_head()
+        return repair
+
     def close(self) -> None:
         """Close the index, then release the storage's clients (an S3 client's connections).
         The head the journal shows now is noted for the next command (`seen_heads`)."""
@@ -360,7 +391,9 @@ class Ledger:
     # -- writing -------------------------------------------------------------------------
 
     def new_run(self, metadata: RunMetadata, *, max_artifact_bytes: int | None = None) -> RunWriter:
-        """Start writing a run (see RunWriter); `max_artifact_bytes` overrides the limit."""
+        """Start writing a run (see RunWriter); `max_artifact_bytes` overrides the limit.
+        Refused (IntegrityError) on a ledger found rolled back, before anything is staged."""
+        self.storage.journal.check_writable()
         return RunWriter(self, metadata, max_artifact_bytes=max_artifact_bytes)
 
     def seal_batch(self, writers: Sequence[RunWriter]) -> list[SealedRun]:
@@ -370,6 +403,7 @@ class Ledger:
         that turns out to be sealed already raises RunExistsError after the others landed.
         """
         try:
+            self.storage.journal.check_writable()
             prepared = [writer.prepare() for writer in writers]
         except BaseException:
             # One run the ledger cannot take: the batch is refused whole, nothing is written.

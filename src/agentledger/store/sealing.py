@@ -104,14 +104,14 @@ def _publish_batch(ledger: LedgerParts, written: _Written) -> list[SealedRun]:
     storage = ledger.storage
     # Record, then entry (the batch's as one segment), then index, under the journal lock.
     with storage.journal.lock():
-        storage.journal.announce(
-            [
-                run_intent(
-                    [(entry.metadata.run_id, entry.manifest_sha256) for _run, entry in written]
-                )
-            ]
-        )
         try:
+            storage.journal.announce(
+                [
+                    run_intent(
+                        [(entry.metadata.run_id, entry.manifest_sha256) for _run, entry in written]
+                    )
+                ]
+            )
             existing = set(storage.publish_written([run for run, _entry in written]))
         except BaseException:
             for run, _entry in written:
@@ -176,6 +176,7 @@ def seal_runs(
     """Seal `runs` in batches; see `Ledger.seal_runs`."""
     if batch_size < 1:
         raise InputError("the batch size must be at least 1")
+    ledger.storage.journal.check_writable()  # a ledger found rolled back: nothing is staged
     sealed: list[SealedRun] = []
     with ThreadPoolExecutor(1, thread_name_prefix="agentledger-publish") as publisher:
         pending: Future[list[SealedRun]] | None = None

@@ -328,6 +328,8 @@ class Journal:
         self._intended: dict[str, dict[str, Intent]] = {}
         self._mutex = threading.Lock()
         self._held = threading.local()
+        self.refusal: str | None = None
+        """Why this journal takes no entry (a ledger found rolled back: `refuse_writes`)."""
 
     # -- the lock --------------------------------------------------------------------------
 
@@ -351,6 +353,25 @@ class Journal:
                 self._held.depth = 0
 
     # -- reading ---------------------------------------------------------------------------
+
+    def refuse_writes(self, why: str | None) -> None:
+        """Refuse every entry from now on (IntegrityError saying `why`), so that no writer
+        builds on a ledger found behind or beside a head seen before (`seen_heads`); None
+        takes entries again (the head it has now was accepted)."""
+        self.refusal = why
+
+    def reload(self) -> None:
+        """Forget what was read, to read every segment afresh (segments were set aside)."""
+        with self._mutex:
+            self._entries = []
+            self._accepted = {}
+            self._accepted_at = {}
+            self._intended = {}
+
+    def check_writable(self) -> None:
+        """Raise IntegrityError when the journal refuses entries (`refuse_writes`)."""
+        if self.refusal is not None:
+            raise IntegrityError(self.refusal)
 
     def started(self) -> bool:
         """Whether the journal has its genesis entry (a ledger older than it has none)."""
@@ -434,6 +455,7 @@ class Journal:
         """Append entries as one segment, under the lock; the caller has written the records."""
         if not pending:
             return []
+        self.check_writable()
         with self.lock():
             last = None
             if self.storage.appends_at_cached_head:
@@ -508,6 +530,7 @@ class Journal:
 
         False when the journal had started already (another process got there first).
         """
+        self.check_writable()
         with self.lock():
             if self.started():
                 return False
@@ -523,6 +546,7 @@ class Journal:
 
     def announce(self, intents: Sequence[PendingIntent]) -> None:
         """Append the intents of a writer about to write (the lock held by the caller)."""
+        self.check_writable()
         with self.lock():
             self.append([intent for intent in intents if intent.intends])
             crash_point("journal: announced")
