@@ -4,7 +4,9 @@ Run as ``python tests/s3_server.py``: it listens on a free port of 127.0.0.1, pr
 ``listening on <port>`` and serves until its standard input closes (so it never outlives the
 test session that started it). Clients reach it over HTTP with the real boto3 client.
 ``python tests/s3_server.py FLAG`` serves a store that ignores conditional writes while the
-file FLAG exists.
+file FLAG exists. A request signed with the access key READ_ONLY_KEY may only read (GET and
+HEAD): anything else is refused with 403 AccessDenied, as S3 refuses a user whose policy grants
+s3:GetObject and s3:ListBucket only.
 
 moto checks ``If-None-Match`` and ``If-Match`` on PUT, but reads the object and then writes it
 without holding a lock, so two conditional PUTs racing in its threads can both land. S3
@@ -21,7 +23,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SerialApplication", "UnconditionalWhen", "main"]
+__all__ = ["READ_ONLY_KEY", "ReadOnlyKey", "SerialApplication", "UnconditionalWhen", "main"]
+
+READ_ONLY_KEY = "readonlyuser"
+"""The access key id whose requests may only read."""
+
+_DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+    b"<Message>Access Denied</Message></Error>"
+)
 
 
 class SerialApplication:
@@ -55,6 +65,29 @@ class UnconditionalWhen:
         return self.application(environ, start_response)
 
 
+class ReadOnlyKey:
+    """A WSGI application that refuses every request but GET and HEAD signed with
+    READ_ONLY_KEY (403 AccessDenied), and passes the rest to the one it wraps."""
+
+    def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
+        self.application = application
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        signed = environ.get("HTTP_AUTHORIZATION", "")
+        if f"Credential={READ_ONLY_KEY}/" in signed and environ["REQUEST_METHOD"] not in (
+            "GET",
+            "HEAD",
+        ):
+            start_response(
+                "403 Forbidden",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(_DENIED)))],
+            )
+            return [_DENIED]
+        return self.application(environ, start_response)
+
+
 def main() -> None:
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -66,7 +99,7 @@ def main() -> None:
     application: Callable[..., Iterable[bytes]] = DomainDispatcherApplication(create_backend_app)
     if len(sys.argv) > 1:  # the file that, while it exists, makes the server ignore conditions
         application = UnconditionalWhen(application, Path(sys.argv[1]))
-    application = SerialApplication(application)
+    application = SerialApplication(ReadOnlyKey(application))
     server = make_server(
         "127.0.0.1", 0, application, threaded=True, request_handler=MotoRequestHandler
     )

@@ -137,6 +137,11 @@ class StorageAccessError(InputError):
     credentials are missing or refused, or its endpoint cannot be reached. Nothing was written."""
 
 
+class WriteRefusedError(StorageAccessError):
+    """The storage refused a write for want of permission (credentials that may only read):
+    a reader goes on; a writer stops here, nothing written."""
+
+
 class UnknownBackendError(InputError, ValueError):
     """A backend URI in ledger.json (or given for one) whose scheme no registered backend
     serves, or that it cannot use (a password in it, a bad bucket name)."""

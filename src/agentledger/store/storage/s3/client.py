@@ -31,6 +31,7 @@ from agentledger.errors import (
     StorageAccessError,
     UnknownBackendError,
     WriteFailedError,
+    WriteRefusedError,
 )
 
 __all__ = [
@@ -300,7 +301,8 @@ class ObjectStore:
                     "or AWS_ENDPOINT_URL"
                 )
             if code in _REFUSED:
-                return StorageAccessError(
+                refused = WriteRefusedError if action == "writing" else StorageAccessError
+                return refused(
                     f"{where}: the credentials were refused ({code}) for {action}; check "
                     "AWS_PROFILE / AWS_ACCESS_KEY_ID and that the bucket policy allows it "
                     "(docs/scale.md lists the actions)"

@@ -42,7 +42,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import ExitStack, contextmanager, suppress
 
 from agentledger.errors import (
     InputError,
@@ -51,6 +51,7 @@ from agentledger.errors import (
     RunNotFoundError,
     StorageAccessError,
     UnsafeNameError,
+    WriteRefusedError,
 )
 from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
 from agentledger.store.crashpoints import crash_point
@@ -322,9 +323,17 @@ class S3Storage(S3Leftovers):
     def _describe(self, key: str) -> str:
         return self.location.describe(key)
 
-    def journal_lock(self) -> AbstractContextManager[None]:
-        """The lease on ``journal/.lock``, taken and kept by compare-and-swap on its ETag."""
-        return self.lease.hold()
+    @contextmanager
+    def journal_lock(self) -> Iterator[None]:
+        """The lease on ``journal/.lock``, taken and kept by compare-and-swap on its ETag.
+
+        With credentials that may only read (the lease's PUT refused), a reader (`verify`,
+        reports) goes on without it, as a reader of a read-only local ledger does; a writer
+        then stops at its first write (its intent), saying why, nothing written."""
+        with ExitStack() as stack:
+            with suppress(WriteRefusedError):
+                stack.enter_context(self.lease.hold())
+            yield
 
     def _remove(self, key: str) -> None:
         self.store.delete([key, *(below for below, _size in self.store.list(key + "/"))])
