@@ -44,20 +44,7 @@ acceptance: all_models
 @pytest.mark.slow
 def test_variant_run_measures_the_outcomes_its_outcome_predicate_reads(tmp_path: Path) -> None:
     lab_privilege()  # skips, saying why, where labs cannot run (fails in CI)
-    scenario = tmp_path / "suite" / "outcome_lab"
-    shutil.copytree(LAB, scenario)
-    (scenario / "PROMPT.txt").write_text("The client gets no answer from the web server.\n")
-    (tmp_path / "agent.py").write_text(AGENT)
-    (tmp_path / "sp.txt").write_text("You fix network faults.\n")
-    (tmp_path / "owner.txt").write_text("Fix through the owner of what you change.\n")
-    (tmp_path / "policy.yaml").write_text(
-        "schema_version: 1\nmode: remediate\non_mutating: prompt\non_unknown: prompt\n"
-    )
-    (tmp_path / "agent.toml").write_text(
-        'name = "both"\nkind = "command"\ncommand = ["python3", "agent.py"]\n'
-        'system_prompt = "sp.txt"\npolicy = "policy.yaml"\ntimeout = 60\n\n'
-        '[model]\nprovider = "scripted"\nname = "m1"\n'
-    )
+    _scenario_and_agent(tmp_path)
     (tmp_path / "spec.yaml").write_text(SPEC)
     ledger = tmp_path / "ledger"
     result = CliRunner().invoke(
@@ -72,3 +59,56 @@ def test_variant_run_measures_the_outcomes_its_outcome_predicate_reads(tmp_path:
         json.loads(path.read_text())["durable"] for path in (ledger / "outcomes").glob("*/*.json")
     )
     assert durable == [False, True]  # the baseline's direct edit is undone by the jail
+
+
+def _scenario_and_agent(tmp_path: Path, choice: str = "") -> None:
+    """The outcome lab as a scenario, and a command agent fixing through the owner (or not:
+    AGENT's rule, then `choice`, a line of Python that may set `fix` again)."""
+    scenario = tmp_path / "suite" / "outcome_lab"
+    shutil.copytree(LAB, scenario)
+    (scenario / "PROMPT.txt").write_text("The client gets no answer from the web server.\n")
+    (tmp_path / "agent.py").write_text(AGENT.replace("subprocess.run(", choice + "subprocess.run("))
+    (tmp_path / "sp.txt").write_text("You fix network faults.\n")
+    (tmp_path / "owner.txt").write_text("Fix through the owner of what you change.\n")
+    (tmp_path / "policy.yaml").write_text(
+        "schema_version: 1\nmode: remediate\non_mutating: prompt\non_unknown: prompt\n"
+    )
+    (tmp_path / "agent.toml").write_text(
+        'name = "both"\nkind = "command"\ncommand = ["python3", "agent.py"]\n'
+        'system_prompt = "sp.txt"\npolicy = "policy.yaml"\ntimeout = 60\n\n'
+        '[model]\nprovider = "scripted"\nname = "m1"\n'
+    )
+
+
+SENTINEL = """\
+schema_version: 1
+name: owner-sentinel
+description: does a new model still fix through the owner?
+suite: suite
+baseline: {model: careful}
+repeats: 1
+judges: []
+scenarios:
+  - id: outcome_lab
+    failure_class: daemon-owned chain
+    why: a direct edit of the jail's chain is undone at its next cycle
+    criteria:
+      - {id: D, outcome: durable, description: the fix survives the owner's cycles}
+"""
+
+
+@pytest.mark.slow
+def test_sentinel_run_measures_the_outcomes_its_outcome_criteria_read(tmp_path: Path) -> None:
+    lab_privilege()
+    careful = 'if os.environ["AGENTLEDGER_MODEL"] == "careful": fix = "web: jailctl unban 10.0.0.2"'
+    _scenario_and_agent(tmp_path, careful + "\n")
+    (tmp_path / "sentinel.yaml").write_text(SENTINEL)
+    ledger = tmp_path / "ledger"
+    result = CliRunner().invoke(
+        main,
+        ["sentinel", "run", str(tmp_path / "sentinel.yaml"), "--model", "hasty",
+         "--agent", str(tmp_path / "agent.toml"), "--ledger", str(ledger)],
+    )  # fmt: skip
+    assert "NO-GO" in result.stdout, result.output + result.stderr
+    assert "outcome of " in result.stdout and "durable no" in result.stdout
+    assert result.exit_code == 1
