@@ -258,8 +258,10 @@ def variant_run(
     Per model and scenario, the spec's repeats minus the runs already stored are run through
     the runner: with the addon for the variant, without it for the baseline. Runs no judge
     the predicates read has scored are judged (the rules judge, or the spec's `judges`).
+    Each new run of a lab scenario has its outcome measured, as `agentledger run` does.
     A second call with nothing missing runs and judges nothing.
     """
+    from agentledger.cli.run import LabOutcomes
     from agentledger.gates.variants.run import (
         agent_base_hash,
         judge_runs,
@@ -291,19 +293,26 @@ def variant_run(
         if created:
             click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
 
+        outcomes = LabOutcomes(ledger, concurrency)  # `outcome:` predicates read them
+
         def on_run(run: Any) -> None:
             if not as_json:
                 click.echo(f"ran {run.run_id}  {run.status}", err=True)
+            outcomes.submit(run)
 
-        report = run_missing(
-            ledger,
-            loaded,
-            agent,
-            suite_dir,
-            concurrency=concurrency,
-            use_cache=not no_cache,
-            on_run=on_run,
-        )
+        try:
+            report = run_missing(
+                ledger,
+                loaded,
+                agent,
+                suite_dir,
+                concurrency=concurrency,
+                use_cache=not no_cache,
+                on_run=on_run,
+            )
+            outcomes.finish(report.interrupted, as_json, err=True)
+        finally:
+            outcomes.pool.shutdown(wait=True, cancel_futures=True)
         if report.interrupted:
             _interrupted(len(report.runs), "the runs")
         notes += report.notes
