@@ -10,6 +10,7 @@ decision and the viewer's run page all stand by the later ones, before a reindex
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,3 +134,16 @@ def test_the_newest_outcome_and_decision_are_the_ones_accepted_last(root: Path) 
 def store_latest(ledger: Ledger) -> str | None:
     latest = DecisionStore(ledger).latest("variant", "variant-a")
     return None if latest is None else latest.decision_id
+
+
+def test_verify_catches_an_index_edited_to_put_an_older_score_first(root: Path) -> None:
+    db = sqlite3.connect(root / "index.sqlite")
+    with db:
+        db.execute("UPDATE scores SET accepted_seq = 999999 WHERE judge_id = ?", [DATED_JUDGE])
+    db.close()
+    code, output = cli("verify", "--ledger", str(root))
+    assert code == 3, output
+    assert "index column accepted_seq is 999999, the journal says" in output
+    assert output.count(DATED_JUDGE) == 2  # both of its scores, each named
+    assert cli("reindex", "--ledger", str(root))[0] == 0
+    assert cli("verify", "--ledger", str(root))[0] == 0

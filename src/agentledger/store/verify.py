@@ -379,11 +379,11 @@ def _check_everything_else(
     kinds = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
     records = _held_records(ledger.storage, cut.record_keys)
     intact = _check_records(records, journal, kinds, report)
+    accepted_at = {key: e.seq for e in journal.read.entries for key in e.keys}
     held = {key for key in records if key.startswith("scores/")}
-    for key, detail in check_score_rows(intact["scores"], held, cut.score_rows):
+    for key, detail in check_score_rows(intact["scores"], held, cut.score_rows, accepted_at):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="score"))
     held = {key for key in records if key.startswith("labels/")}
-    accepted_at = {key: e.seq for e in journal.read.entries for key in e.keys}
     for key, detail in check_label_rows(intact["labels"], held, cut.label_rows, accepted_at):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="label"))
     _check_leftovers(ledger.storage.leftovers(), report)

@@ -95,10 +95,26 @@ _SCORE_COLUMNS = (
 )
 
 
+def _seq_difference(row: ScoreRow | LabelRow, expected: ScoreRow | LabelRow) -> list[str]:
+    """The journal position an index row holds, if it differs from its entry's: the order
+    that decides which record is newest, so an edit of it would change what reports read. A
+    row without one (indexed before the index kept it; `reindex` fills it in) is left alone."""
+    if row.accepted_seq is None or row.accepted_seq == expected.accepted_seq:
+        return []
+    return [
+        f"index column accepted_seq is {_show(row.accepted_seq)}, the journal says "
+        f"{_show(expected.accepted_seq)}"
+    ]
+
+
 def check_score_rows(
-    intact: Mapping[str, bytes], held: set[str], rows: Iterable[ScoreRow]
+    intact: Mapping[str, bytes],
+    held: set[str],
+    rows: Iterable[ScoreRow],
+    accepted_at: Mapping[str, int] | None = None,
 ) -> list[tuple[str, str]]:
-    """(score key, what is wrong) for every indexed score that disagrees with its record.
+    """(score key, what is wrong) for every indexed score that disagrees with its record (or,
+    with `accepted_at`, with its journal position).
 
     `intact`: the scores whose bytes match their journal entry; `held`: every score key
     present (the others are reported by the record checks and not compared here).
@@ -111,12 +127,15 @@ def check_score_rows(
             found.append((key, "missing from the index (`agentledger reindex` adds it)"))
             continue
         try:
-            expected = score_row(Score.model_validate_json(data))
+            seq = (accepted_at or {}).get(key)
+            expected = score_row(Score.model_validate_json(data), seq)
         except ValueError as exc:
             found.append((key, f"the record cannot be read: {str(exc).splitlines()[0]}"))
             continue
         found.extend((key, detail) for detail in _differences(_SCORE_COLUMNS, row, expected))
         found.extend((key, detail) for detail in _criteria_differences(row, expected))
+        if accepted_at is not None:
+            found.extend((key, detail) for detail in _seq_difference(row, expected))
     for key in sorted(set(by_key) - held):
         found.append((key, "indexed, but its record is gone"))
     return found
@@ -185,6 +204,8 @@ def check_label_rows(
             continue
         found.extend((key, detail) for detail in _differences(_LABEL_COLUMNS, row, expected))
         found.extend((key, detail) for detail in _criteria_differences(row, expected))
+        if accepted_at is not None:
+            found.extend((key, detail) for detail in _seq_difference(row, expected))
         if current is not None and row.current != (expected.label_id in current):
             found.append(
                 (
