@@ -51,6 +51,11 @@ __all__ = [
 ]
 
 DEFAULT_DIALECT = "postgres"
+_SEARCH_PATH = re.compile(r'\b"?search_path"?\b', re.IGNORECASE)
+SEARCH_PATH_WHY = (
+    "search_path decides which schema's function or operator a name calls (a schema listed "
+    "before pg_catalog shadows lower() or +): the gate cannot know what later SQL runs"
+)
 MAX_SQL_CHARS = 100_000
 """Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
 SQL_TIME_LIMIT = 2.0
@@ -384,6 +389,8 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         kind = DESTRUCTIVE if node.args.get("where") is None else MUTATING
         return kind, f"{name} writes rows"
     if isinstance(node, exp.Set):
+        if _SEARCH_PATH.search(node.sql(dialect="postgres")):
+            return UNKNOWN, f"{name} {SEARCH_PATH_WHY}"
         scopes = {str(item.args.get("kind") or "").upper() for item in node.expressions}
         if scopes & GLOBAL_SETTINGS:
             return MUTATING, f"{name} changes the server's settings"
@@ -508,6 +515,9 @@ def _command(
     rest = getattr(expression, "name", expression) if expression is not None else ""
     rest = rest if isinstance(rest, str) else str(rest)
     if keyword == "SHOW":
+        return
+    if keyword == "SET" and _SEARCH_PATH.search(rest):
+        analysis.findings.append(SqlFinding(UNKNOWN, f"SET {SEARCH_PATH_WHY}", shown))
         return
     if keyword == "EXPLAIN" and depth == 0:
         options = EXPLAIN_OPTIONS.match(rest)

@@ -1,0 +1,51 @@
+"""Secrets of gitleaks' own rule tests never reach the shell log (issue 33, cause 10).
+
+The corpus is tests/data/secrets/gitleaks_cases.jsonl, made by make_gitleaks_corpus.py beside
+it from gitleaks' true and false positives (curl -u and headers, generic keys, database
+passwords), with synthetic secrets of the same shapes, labelled before the redactor ran.
+First run (bench/secrets_corpus.py): 9 of its 67 secrets reached the log (curl -u after a
+line continuation, with quoted parts or an empty password; `KEY ?= value`; a client id of
+key length) and 11 of its 15 placeholders were redacted; after the rules of this commit, 0
+of 67 and 6 of 15 (`test:test`, `user:pass`, `<user:password>`, `DB_PASSWORD=[value]`, ...:
+over-redacting a placeholder hides nothing).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentledger.runner.shell_gate.redact import Redactor
+
+ROWS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data/secrets/gitleaks_cases.jsonl")
+    .read_text()
+    .splitlines()
+]
+SECRETS = [row for row in ROWS if row["kind"] == "tp"]
+PLACEHOLDERS = [row for row in ROWS if row["kind"] == "fp"]
+
+
+def test_the_corpus_is_labelled() -> None:
+    assert len(SECRETS) >= 60 and len(PLACEHOLDERS) >= 10
+    assert all(row["secret"] and row["secret"] in row["text"] for row in SECRETS)
+
+
+@pytest.mark.parametrize("row", SECRETS, ids=[f"{r['source']}-{i}" for i, r in enumerate(SECRETS)])
+def test_no_gitleaks_true_positive_reaches_the_log(row: dict[str, str]) -> None:
+    assert row["secret"] not in Redactor().redact(row["text"]), row["text"]
+
+
+def test_variables_and_placeholders_mostly_come_through() -> None:
+    redactor = Redactor()
+    changed = [row["text"] for row in PLACEHOLDERS if redactor.redact(row["text"]) != row["text"]]
+    assert len(changed) <= 6, changed
+    for text in (
+        '   curl -sL --user "$1:$2" "$3" > "$4"',
+        'curl -u "${_username}:${_password}"',
+        'curl -H "Authorization: Bearer $(gcloud auth print-access-token)" https://x.io',
+    ):
+        assert redactor.redact(text) == text
