@@ -256,6 +256,71 @@ tp(D, "pwd = {S}", "".join(R.choice(ALNUM) for _ in range(20)), "database.go")
 tp(D, "pwd: {S}", "".join(R.choice(ALNUM) for _ in range(50)), "database.go")
 fp(D, "DB_PASSWORD=[value]", "database.go")
 
+# gitleaks' GenerateSampleSecrets (cmd/generate/config/utils/generate.go): the 30 contexts its
+# rules' tests put a secret in, here for the identifiers of its database-password rule.
+SAMPLE_FORMS = [
+    '{i}Token="{s}"', '{i}Token = "{s}"', "{i}Token={s}", "{i}Token = {s}",
+    '{\n    "{i}_token": "{s}"\n}', '\\{\n    \\"{i}_token\\": \\"{s}\\"\n\\}',
+    "<{i}Token>{s}</{i}Token>", "<{i}Token>\n    {s}\n</{i}Token>",
+    "{i}_token: {s}", "{i}_token: '{s}'", '{i}_token: "{s}"', "{i}_token: |\n  {s}",
+    "{i}_token: >\n  {s}", 'string {i}Token = "{s}";', 'var {i}Token string = "{s}"',
+    '{i}Token := "{s}"', "{i}Token := `{s}`", 'String {i}Token = "{s}";', 'var {i}Token = "{s}"',
+    '${i}Token .= "{s}"', "{i}Token = '{s}'", '{i}Token = "{s}"', "{i}Token,{s},",
+    '  "{i}Token" => "{s}"', '{i}_TOKEN = "{s}"', '{i}_TOKEN := "{s}"', '{i}_TOKEN ::= "{s}"',
+    '{i}_TOKEN :::= "{s}"', '{i}_TOKEN ?= "{s}"', '{i}_TOKEN += "{s}"',
+]  # fmt: skip
+for identifier, size in (("DB_PASSWORD", 20), ("DB_PASSWD", 10), ("database_password", 24)):
+    for form in SAMPLE_FORMS:
+        model = "".join(R.choice(ALNUM + ":;<@=!$?^") for _ in range(size))
+        tp(
+            "database-password-samples",
+            form.replace("{i}", identifier).replace("{s}", "{S}"),
+            model,
+            "database.go+utils/generate.go",
+        )
+
+# GenerateSampleSecret(id, secret) = `{id}_api_token = "{secret}"`, for token kinds whose rule
+# tests use it (shapes from each rule's regex: prefix kept, the rest synthetic).
+TOKENS = [
+    ("github.go", "github-pat", "github", "ghp_", "A1" * 18),
+    ("github.go", "github-fine-grained-pat", "github", "github_pat_", "a1" * 41),
+    ("gitlab.go", "gitlab-pat", "gitlab", "glpat-", "a1" * 10),
+    ("slack.go", "slack-bot-token", "slack", "xoxb-", "1234567890123-1234567890123-" + "aA" * 12),
+    ("stripe.go", "stripe-access-token", "stripe", "sk_live_", "aA1" * 8),
+    ("npm.go", "npm-access-token", "npm", "npm_", "aA1" * 12),
+    ("pypi.go", "pypi-upload-token", "pypi", "pypi-AgEIcHlwaS5vcmc", "aA1" * 17),
+    ("anthropic.go", "anthropic-api-key", "anthropic", "sk-ant-api03-", "aA1" * 31 + "AA"),
+    ("openai.go", "openai-api-key", "openai", "sk-proj-", "aA1" * 7 + "T3BlbkFJ" + "aA1" * 7),
+    ("huggingface.go", "huggingface-access-token", "huggingface", "hf_", "aA" * 17),
+    ("digitalocean.go", "digitalocean-pat", "digitalocean", "dop_v1_", "a1" * 32),
+    ("sendgrid.go", "sendgrid-api-token", "sendgrid", "SG.", "aA1" * 7 + "a." + "aA1" * 14 + "a"),
+    ("shopify.go", "shopify-access-token", "shopify", "shpat_", "a1" * 16),
+    ("doppler.go", "doppler-api-token", "doppler", "dp.pt.", "aA1" * 14 + "a"),
+    ("postman.go", "postman-api-token", "postman", "PMAK-", "a1" * 12 + "-" + "a1" * 17),
+    ("grafana.go", "grafana-service-account-token", "grafana", "glsa_", "aA1" * 10 + "aA_a1b2c3d4"),
+    ("hashicorp.go", "hashicorp-tf-api-token", "hashicorp", "",
+     "a" * 14 + ".atlasv1." + "aA1" * 22 + "a"),
+    ("linear.go", "linear-api-key", "linear", "lin_api_", "aA1" * 13 + "a"),
+    ("databricks.go", "databricks-api-token", "databricks", "dapi", "a1" * 16),
+    ("pulumi.go", "pulumi-api-token", "pulumi", "pul-", "a1" * 20),
+    ("planetscale.go", "planetscale-password", "planetscale", "pscale_pw_", "aA1" * 14 + "a"),
+    ("flyio.go", "flyio-access-token", "flyio", "fo1_", "aA1" * 14 + "a"),
+    ("gcp.go", "gcp-api-key", "gcp", "AIza", "aA1" * 11 + "aA"),
+    ("twilio.go", "twilio-api-key", "twilio", "SK", "a1" * 16),
+    ("dynatrace.go", "dynatrace-api-token", "dynatrace", "dt0c01.", "A1" * 12 + "." + "A1" * 32),
+]  # fmt: skip
+for file, rule, ident, prefix, body in TOKENS:
+    secret = prefix + like(body)
+    ROWS.append(
+        {
+            "source": f"gitleaks {file} {rule}",
+            "kind": "tp",
+            "text": f'{ident}_api_token = "{secret}"',
+            "secret": secret,
+        }
+    )
+
+
 if __name__ == "__main__":
     out = Path(__file__).with_name("gitleaks_cases.jsonl")
     out.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
