@@ -102,6 +102,8 @@ JOINED = [
     "DROP${IFS}TABLE events",
     "psql <<EOF\nDR\\\nOP TABLE events\nEOF",
     "mysql -e 'DR\\\nOP TABLE events'",
+    "psql -c \"EXECUTE 'DR' || 'OP TABLE events'\"",
+    "EXECUTE 'DR'\n  'OP TABLE events'",
 ]
 FORBIDDEN = {"forbidden_substrings": ["DROP TABLE", "rm -rf", "TRUNCATE"]}
 
@@ -128,6 +130,7 @@ def test_shell_joined_decodes_what_bash_decodes() -> None:
     assert shell_joined("$'\\x44R\\117P'") == "DROP"
     assert shell_joined("D\"R\"'O'P") == "DROP"
     assert shell_joined("plain text") == "plain text"
+    assert shell_joined("'DR' || 'OP'") == "DROP"
 
 
 def test_a_search_path_before_pg_catalog_shadows_a_built_in_on_postgres(pg_url: str) -> None:
