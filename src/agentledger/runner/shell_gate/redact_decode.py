@@ -59,7 +59,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "xml-password",
         r"<(?P<tag>[\w:.-]*(?:pass|pwd|secret|token|apikey|api_key|credential)[\w.-]*)(?:\s[^>]*)?>"
-        r"\s*(?P<secret>\S[^\n]*?)\s*</(?P=tag)>",
+        r"\s*(?P<secret>(?![0-9]{1,6}\s*<)\S[^\n]*?)\s*</(?P=tag)>",
         "i",
     ),
     (
@@ -70,9 +70,11 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         "i",
     ),
     (
-        # a CSV row: `db_password,VALUE,`
+        # a CSV row: `db_password,VALUE,` (a value of letters and digits or signs: a count or
+        # a word, `tokens_used,150000,`, is not one)
         "password-assignment",
-        r"(?:pass|pwd|secret|token)[\w.]*,(?P<secret>[^\s,]{6,}),",
+        r"(?:pass|pwd|secret|token)[\w.]*,"
+        r"(?P<secret>(?=[^\s,]*[A-Za-z])(?=[^\s,]*[0-9!@#$%^&*<>?;:=])[^\s,]{6,}),",
         "i",
     ),
     (
