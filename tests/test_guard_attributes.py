@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentledger.errors import RecordError
-from agentledger.fixtures.guard import check
+from agentledger.suites.guard import check
 from agentledger.shell.classifier import classify
 from agentledger.shell.sql import analyse_sql
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agentledger.fixtures.guard import check
-from agentledger.fixtures.properties.parsed_match import shell_joined
+from agentledger.suites.guard import check
+from agentledger.suites.properties.parsed_match import shell_joined
 from agentledger.shell.classifier import classify
 
 
