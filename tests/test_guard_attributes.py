@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from agentledger.errors import RecordError
-from agentledger.suites.guard import check
 from agentledger.shell.classifier import classify
 from agentledger.shell.sql import analyse_sql
+from agentledger.suites.guard import check
 
 DECLARED = {"users": ["id", "email"], "public.orders": ["user_id", "total"]}
 

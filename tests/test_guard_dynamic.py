@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from agentledger.shell.classifier import classify
 from agentledger.suites.guard import check
 from agentledger.suites.properties.parsed_match import shell_joined
-from agentledger.shell.classifier import classify
 
 
 def verdict(output: dict[str, Any], expect: dict[str, Any]) -> tuple[bool, list[str]]:
