@@ -542,12 +542,17 @@ class Journal:
             outer: _Batch | None = getattr(self._held, "batch", None)
             batch = _Batch({k: v for intent in intents for k, v in intent.intends.items()})
             self._held.batch = batch
+            synced = None
             try:
-                yield
-                crash_point("after-record")
+                # The records are made durable together when the body ends (one flush for the
+                # batch, not one per record), before any entry naming them is appended.
+                with self.storage.deferred_sync() as synced:
+                    yield
+                    crash_point("after-record")
             finally:
                 self._held.batch = outer
-                self.append(batch.entries)
+                if synced is not None and synced.done:
+                    self.append(batch.entries)
 
     def _in_batch(self, values: Mapping[str, bytes]) -> _Batch | None:
         batch: _Batch | None = getattr(self._held, "batch", None)
