@@ -43,7 +43,7 @@ demo: $(STAMP) scan
 	@echo " 'export AGENTLEDGER_DIR=agentledger-demo' makes the docs' commands read the demo's ledger)"
 
 test: $(STAMP) scan
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench docs
