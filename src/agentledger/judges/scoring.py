@@ -247,6 +247,55 @@ def _index_missing(
     return added, removed
 
 
+@dataclass
+class _Landing:
+    """Writes a judge invocation's scores as they are made, each on its own (a crash loses
+    none already made), except the not-applicable ones: they cost nothing to make again, so
+    they are written together (one journal batch, one flush), NOT_APPLICABLE_BATCH at most."""
+
+    store: ScoreStore
+    judge_id: str
+    report: ScoringReport
+    total: int
+    progress: Callable[[int, int | None], None] | None
+    done: int = 0
+    waiting: list[Score] = field(default_factory=list)
+
+    def land(self, score: Score | None) -> None:
+        self.done += 1
+        if score is not None and score.verdict == NOT_APPLICABLE:
+            self.waiting.append(score)
+        elif score is not None:
+            self.write([score])
+        if self.done == self.total or len(self.waiting) >= NOT_APPLICABLE_BATCH:
+            self.flush()
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def flush(self) -> None:
+        if self.waiting:
+            scores, self.waiting = self.waiting, []
+            self.write(scores)
+
+    def write(self, scores: list[Score]) -> None:
+        with deferred_interrupt():  # the files and their index rows land together
+            try:
+                self.store.write(scores)  # written, then indexed
+            except RecordExistsError:
+                if len(scores) > 1:  # one was written elsewhere: the others one by one
+                    for score in scores:
+                        if self.store.exists(score.run_id, self.judge_id):
+                            self.report.scored_elsewhere += 1
+                        else:
+                            self.write([score])
+                    return
+                # Written by another invocation of this judge in the meantime: its score
+                # stands, and is the one the index keeps.
+                self.report.scored_elsewhere += 1
+            else:
+                self.report.scored.extend(scores)
+
+
 def score_runs(
     ledger: Ledger,
     judge: Judge,
@@ -275,7 +324,7 @@ def score_runs(
         todo = [run_id for run_id in run_ids if run_id not in scored or run_id in removed]
     report.already_scored = len(run_ids) - len(todo)
     lock = threading.Lock()
-    done = 0
+    landing = _Landing(store, judge_id, report, len(todo), progress)
     with_trace = judge.reads_trace()
     if progress is not None:
         progress(0, len(todo))
@@ -310,59 +359,22 @@ def score_runs(
                 report.failed.append((run_id, f"{type(exc).__name__}: {exc}"))
             return None
 
-    waiting: list[Score] = []
-    """Not-applicable scores not written yet: they cost nothing to make again, so they are
-    written together (one journal batch, one flush) rather than each on its own."""
-
-    def write(scores: list[Score]) -> None:
-        with deferred_interrupt():  # the files and their index rows land together
-            try:
-                store.write(scores)  # written, then indexed
-            except RecordExistsError:
-                if len(scores) > 1:  # one was written elsewhere: the others one by one
-                    for score in scores:
-                        if not store.exists(score.run_id, judge_id):
-                            write([score])
-                        else:
-                            report.scored_elsewhere += 1
-                    return
-                # Written by another invocation of this judge in the meantime: its score
-                # stands, and is the one the index keeps.
-                report.scored_elsewhere += 1
-            else:
-                report.scored.extend(scores)
-
-    def land(score: Score | None, *, last: bool = False) -> None:
-        nonlocal done
-        done += 1
-        if score is not None and score.verdict == NOT_APPLICABLE:
-            waiting.append(score)
-        elif score is not None:
-            write([score])
-        if waiting and (last or len(waiting) >= NOT_APPLICABLE_BATCH):
-            write(waiting[:])
-            waiting.clear()
-        if progress is not None:
-            progress(done, len(todo))
-
     # Ctrl-C ends the scoring where it is: every score written so far is whole (written, then
     # indexed), work not started is dropped, and the report says how far it got.
     pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
     try:
         if pool is None:
-            for n, run_id in enumerate(todo, start=1):
-                land(one(run_id), last=n == len(todo))
+            for run_id in todo:
+                landing.land(one(run_id))
         else:
-            for n, score in enumerate(pool.map(one, todo), start=1):
-                land(score, last=n == len(todo))
+            for score in pool.map(one, todo):
+                landing.land(score)
     except KeyboardInterrupt:
         judge.cancel.set()
         report.interrupted = True
-        report.not_reached = len(todo) - done
+        report.not_reached = len(todo) - landing.done
     finally:
         if pool is not None:
             pool.shutdown(wait=not report.interrupted, cancel_futures=True)
-        if waiting:  # made before the interrupt: kept
-            write(waiting[:])
-            waiting.clear()
+        landing.flush()  # the not-applicable scores made before an interrupt are kept too
     return report
