@@ -391,21 +391,21 @@ class Journal:
 
     @contextmanager
     def batch(self, intents: Sequence[PendingIntent]) -> Iterator[None]:
-        """Announce `intents`, then collect the acceptance entries of the records created
-        inside (`create_record`, `create_group` of keys announced with those bytes) and append
-        them as one segment on the way out, also when a create failed: what was stored is
-        accepted, and the rest of the intent is left unused."""
+        """Announce `intents`, collect the entries of records created inside (announced keys and
+        bytes), flush those together, append the entries as one segment, even after a failure."""
         with self.lock():
             self.announce(intents)
             outer: _Batch | None = getattr(self._held, "batch", None)
-            batch = _Batch({k: v for intent in intents for k, v in intent.intends.items()})
-            self._held.batch = batch
+            batch = self._held.batch = _Batch({k: v for i in intents for k, v in i.intends.items()})
+            synced = None
             try:
-                yield
-                crash_point("after-record")
+                with self.storage.deferred_sync() as synced:
+                    yield
+                    crash_point("after-record")
             finally:
                 self._held.batch = outer
-                self.append(batch.entries)
+                if synced is not None and synced.done:
+                    self.append(batch.entries)
 
     def _in_batch(self, values: Mapping[str, bytes]) -> _Batch | None:
         batch: _Batch | None = getattr(self._held, "batch", None)
