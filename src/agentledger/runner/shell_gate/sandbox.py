@@ -65,7 +65,7 @@ sandbox does not hold it."""
 READER_NAMES = (
     "iptables", "ip6tables", "iptables-save", "ip6tables-save", "nft", "tc", "ip", "ss", "ping",
     "dig", "host", "nslookup",
-    "curl", "wget", "ssh", "systemctl", "docker", "netstat", "service", "ufw",
+    "curl", "wget", "ssh", "systemctl", "docker", "netstat", "service", "ufw", "psql",
 )  # fmt: skip
 """The names of `reader_checks.READERS` (a test holds the two equal), so that a line naming
 none of them is known to need no network without loading the readers' checks."""
