@@ -191,7 +191,9 @@ def gc_command(ledger_path: Path | None, checkpoint_text: str | None) -> None:
 def _repair_fork(ledger: Ledger, checkpoint: Checkpoint) -> bool:
     """`gc --checkpoint`: keep the chain the checkpoint names; say what was set aside, and
     whether anything was."""
-    repair = ledger.repair_fork(checkpoint)
+    from agentledger.store.journal_fork import repair_ledger_fork
+
+    repair = repair_ledger_fork(ledger, checkpoint)
     for key, place in repair.set_aside:
         click.echo(f"set aside {key}: off the chain of {checkpoint}; moved to {place}", err=True)
     for entry_id, why in repair.dropped:

@@ -34,9 +34,10 @@ from agentledger.store.storage.journal import (
 
 if TYPE_CHECKING:
     from agentledger.records.journal import JournalEntry
+    from agentledger.store.ledger import Ledger
     from agentledger.store.storage import StorageBackend
 
-__all__ = ["ForkRepair", "repair_fork"]
+__all__ = ["ForkRepair", "repair_fork", "repair_ledger_fork"]
 
 
 @dataclass
@@ -179,3 +180,19 @@ def _why_not(
         if (key, digest) not in intended:
             return f"no intent announced {key} (lost with the overwritten segment)"
     return ""
+
+
+def repair_ledger_fork(ledger: Ledger, checkpoint: Checkpoint) -> ForkRepair:
+    """`repair_fork` on `ledger`, whose head it leaves is then taken as the one this machine
+    saw: the checkpoint is the user's word for which chain is the ledger, whichever branch
+    this machine saw last (a ledger refused as rolled back is repaired all the same)."""
+    journal = ledger.storage.journal
+    refusal = journal.refusal
+    journal.refuse_writes(None)
+    try:
+        repair = repair_fork(ledger.storage, checkpoint)
+    except BaseException:
+        journal.refuse_writes(refusal)
+        raise
+    ledger.accept_current_head()
+    return repair

@@ -66,7 +66,6 @@ from agentledger.store.writer import (
 
 if TYPE_CHECKING:  # gc, sealing many runs and reindexing: imported by the methods doing them
     from agentledger.store.gc import GcReport
-    from agentledger.store.journal_fork import ForkRepair
     from agentledger.store.reindex import ReindexReport
     from agentledger.store.sealing import RunContent
 
@@ -350,22 +349,6 @@ class Ledger:
         self.head_problem = None
         self.storage.journal.refuse_writes(None)
         return head
-
-    def repair_fork(self, checkpoint: Checkpoint) -> ForkRepair:
-        """Keep the chain `checkpoint` names in a forked journal (`journal_fork`), and take
-        the head it leaves as the one this machine saw: the checkpoint is the user's word for
-        which chain is the ledger, whichever branch this machine saw last."""
-        from agentledger.store.journal_fork import repair_fork
-
-        refusal = self.storage.journal.refusal
-        self.storage.journal.refuse_writes(None)
-        try:
-            repair = repair_fork(self.storage, checkpoint)
-        except BaseException:
-            self.storage.journal.refuse_writes(refusal)
-            raise
-        self.accept_current_head()
-        return repair
 
     def close(self) -> None:
         """Close the index, then release the storage's clients (an S3 client's connections).
