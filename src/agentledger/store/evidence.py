@@ -93,10 +93,21 @@ class RunEvidence:
         self.metadata: RunMetadata = stored.metadata
         self.summary: RunSummary | None = stored.summary
         self.files: frozenset[str] = frozenset(stored.manifest.files)
+        self._small: dict[str, bytes] = {}
 
     def read(self, name: str) -> bytes | None:
-        """The bytes of artifact `name`, or None when the run has no such file."""
-        return self._ledger.read_bytes(self.run_id, name) if name in self.files else None
+        """The bytes of artifact `name`, or None when the run has no such file. A small file is
+        kept once read (a judge asks for the report twice: whether the pack applies, then to
+        judge it), so that on S3 it costs one request, not two."""
+        if name not in self.files:
+            return None
+        kept = self._small.get(name)
+        if kept is not None:
+            return kept
+        raw = self._ledger.read_bytes(self.run_id, name)
+        if len(raw) <= SMALL_FILE:
+            self._small[name] = raw
+        return raw
 
     def text(self, name: str) -> str | None:
         """Artifact `name` decoded as UTF-8 (bad bytes replaced), or None when absent."""
@@ -132,6 +143,10 @@ class RunEvidence:
             return TraceLog(tuple(parse_trace(raw, TRACE)))
         except RecordError as exc:
             return TraceLog(None, f"the trace cannot be read ({exc})")
+
+
+SMALL_FILE = 256 * 1024
+"""Artifacts up to this size are kept by `RunEvidence` once read."""
 
 
 def load_run_evidence(ledger: Ledger, run_id: str) -> RunEvidence:

@@ -287,6 +287,10 @@ class Ledger:
                     "a copy"
                 )
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
+            if ledger.journal_started_now is not None:  # the index's positions: of no journal
+                from agentledger.store.record_store import reposition_records
+
+                reposition_records(ledger)
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)

@@ -92,6 +92,7 @@ __all__ = [
     "OutcomeRecords",
     "RecordStore",
     "ScoreRecords",
+    "reposition_records",
 ]
 
 R = TypeVar("R", bound=Record)
@@ -174,9 +175,14 @@ class RecordStore(Generic[R]):
         """Put `records` in the index, each with the position of its journal entry: the
         journal's order is what decides a kind's newest record (`journal_order`), for every
         kind alike, never a time written in the file."""
-        if records:
+        if not records:
+            return
+        # Just written: this handle appended their entries and knows where they landed, so
+        # the storage is asked for newer segments only when one is not known (on S3, a request).
+        order = self.storage.journal.accepted_at(catch_up=False)
+        if any(self.seq_of(record, order) is None for record in records):
             order = self.storage.journal.accepted_at()
-            self._add_rows([self.row(record, self.seq_of(record, order)) for record in records])
+        self._add_rows([self.row(record, self.seq_of(record, order)) for record in records])
 
     def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
         """Replace the index's records of this kind with the accepted ones; how many."""
@@ -530,3 +536,10 @@ RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (
     OutcomeRecords,
 )
 """Every kind of record beside the runs: what `reindex` and `gc` go through."""
+
+
+def reposition_records(ledger: LedgerParts) -> None:
+    """Index every record kind again with its position in the journal: after a journal was
+    built for a ledger older than it, positions the index held (if any) are of no journal."""
+    for kind in RECORD_KINDS:
+        kind(ledger).reindex()

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from agentledger.store.index import RunIndex
 from agentledger.store.index.dialect import Dialect
+from agentledger.store.index.record_queries import RecordQueries
 from agentledger.store.index.rows import (
     CriterionCell,
     CriterionFirst,
@@ -124,7 +125,7 @@ def _label_results(rows: list[tuple[Any, ...]]) -> list[LabelResult]:
     return list(map(tuple.__new__, itertools.repeat(LabelResult), zip(*columns, strict=True)))
 
 
-class SqlQueries(RunIndex):
+class SqlQueries(RecordQueries, RunIndex):
     """The read queries of the index as SQL in `dialect`; the engine gives the rows."""
 
     dialect: Dialect
@@ -557,52 +558,3 @@ class SqlQueries(RunIndex):
 
     def label_ids(self) -> set[str]:
         return set(self._column("SELECT label_id FROM labels"))
-
-    # -- decisions -----------------------------------------------------------------------------
-
-    def decision_ids(self) -> set[str]:
-        return set(self._column("SELECT decision_id FROM decisions"))
-
-    def decisions(
-        self, kind: str | None = None, subject: str | None = None, run_id: str | None = None
-    ) -> list[str]:
-        mark = self.dialect.mark
-        clauses, params = [], []
-        for column, value in (("kind", kind), ("subject", subject)):
-            if value is not None:
-                clauses.append(f"{column} = {mark}")
-                params.append(value)
-        if run_id is not None:
-            clauses.append(
-                "decision_id IN (SELECT r.decision_id FROM decision_runs r "
-                f"WHERE r.run_id = {mark})"
-            )
-            params.append(run_id)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        return self._column(
-            f"SELECT decision_json FROM decisions{where} "
-            f"ORDER BY {journal_order('', 'decision_id')}",
-            params,
-        )
-
-    # -- outcomes ------------------------------------------------------------------------------
-
-    def outcome_ids(self) -> set[str]:
-        return set(self._column("SELECT outcome_id FROM outcomes"))
-
-    def outcomes(self, run_ids: Sequence[str] | None = None, *, latest: bool = False) -> list[str]:
-        newest = (
-            " AND NOT EXISTS (SELECT 1 FROM outcomes n WHERE n.run_id = o.run_id AND "
-            f"({journal_order('n', 'outcome_id')}) > ({journal_order('o', 'outcome_id')}))"
-            if latest
-            else ""
-        )
-        query = "SELECT outcome_json FROM outcomes o WHERE {match}" + newest
-        order = f" ORDER BY o.run_id, {journal_order('o', 'outcome_id')}"
-        if run_ids is None:
-            return self._column(query.format(match="1 = 1") + order)
-        found: list[str] = []
-        for chunk in chunks(sorted(set(run_ids))):
-            match, params = self.dialect.any_of("o.run_id", chunk)
-            found += self._column(query.format(match=match) + order, params)
-        return found

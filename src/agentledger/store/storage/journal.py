@@ -284,11 +284,14 @@ class Journal:
             self._catch_up()
         return self._accepted
 
-    def accepted_at(self) -> Mapping[str, int]:
+    def accepted_at(self, *, catch_up: bool = True) -> Mapping[str, int]:
         """Every accepted storage key with the position of its entry: the journal's order,
-        which no time written in a record can change."""
+        which no time written in a record can change. `catch_up=False` answers from what this
+        object has read or appended, without asking the storage for newer segments (a writer
+        asking where its own entries landed)."""
         with self._mutex:
-            self._catch_up()
+            if catch_up:
+                self._catch_up()
         return self._accepted_at
 
     def intended(self) -> Mapping[str, Mapping[str, Intent]]:
