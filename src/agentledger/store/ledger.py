@@ -292,7 +292,7 @@ class Ledger:
             ledger.head_problem = check_seen_head(root, storage)
             if OUTCOMES_MIGRATION in index.upgraded_by:
                 # The outcomes measured before outcomes were indexed: indexed now, once.
-                from agentledger.store.record_store import OutcomeRecords
+                from agentledger.store.record_kinds import OutcomeRecords
 
                 OutcomeRecords(ledger).index_missing()
         except BaseException:

@@ -1,0 +1,184 @@
+"""The kinds of the record store beside labels: scores, decisions and outcomes, and
+`RECORD_KINDS`, every kind (what `reindex` and `gc` go through).
+
+Kept apart from `record_store` (which holds `RecordStore` and `LabelRecords`, and names these
+lazily) so that writing a label loads none of these records' models.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentledger.errors import InputError, RecordError, RunNotFoundError
+from agentledger.identity import check_run_id
+from agentledger.records.decisions import (
+    DECISION_ID_RE,
+    DECISION_JSON,
+    DECISIONS_DIR,
+    Decision,
+    check_decision_id,
+)
+from agentledger.records.outcomes import OUTCOMES_DIR, Outcome
+from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
+from agentledger.store.index import decision_row, outcome_row, score_row
+from agentledger.store.record_store import LabelRecords, RecordStore
+
+__all__ = ["RECORD_KINDS", "DecisionRecords", "OutcomeRecords", "ScoreRecords"]
+
+_JUDGE_ID = re.compile(JUDGE_ID)
+
+
+class ScoreRecords(RecordStore[Score]):
+    """Judges' scores: ``scores/<run_id>/<judge_id>.json``, one per (run, judge id)."""
+
+    area = SCORES_DIR
+    model = Score
+    noun = "score"
+    id_names = "run_id and judge_id"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        run_id, judge_id = ids
+        check_run_id(run_id)
+        if not _JUDGE_ID.match(judge_id):
+            raise InputError(f"judge id {judge_id!r} is not valid (expected <kind>-<12 hex>)")
+        return f"{SCORES_DIR}/{run_id}/{judge_id}.json"
+
+    @classmethod
+    def ids_of(cls, record: Score) -> tuple[str, ...]:
+        return (record.run_id, record.judge_id)
+
+    def taken(self, record: Score) -> str:
+        where = self.storage.describe(self.key_of(record))
+        return f"{where}: this run is already scored by judge {record.judge_id}"
+
+    def writer_of(self, record: Score) -> str:
+        return f"judge {record.judge_id}"
+
+    def index(self, records: Sequence[Score]) -> None:
+        if records:
+            self.ledger.index.add_scores([score_row(score) for score in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.score_keys()
+        return {key for key in keys if tuple(key[:-5].split("/")[1:]) in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (score_row(score) for score in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_scores(rows)
+
+
+class DecisionRecords(RecordStore[Decision]):
+    """Gate decisions: ``decisions/<decision_id>/`` holding decision.json and decision.md,
+    which appear together (one group of the storage backend)."""
+
+    area = DECISIONS_DIR
+    model = Decision
+    noun = "decision"
+    changed_note = "; its outcome cannot be trusted (run `agentledger verify`)"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        (decision_id,) = ids
+        return f"{DECISIONS_DIR}/{check_decision_id(decision_id)}"
+
+    @classmethod
+    def ids_of(cls, record: Decision) -> tuple[str, ...]:
+        return (record.decision_id,)
+
+    def misplaced(self, where: str, record: Decision) -> RecordError:
+        return RecordError(where, f"names decision {record.decision_id!r}", field="decision_id")
+
+    def is_key(self, key: str) -> bool:
+        parts = key.split("/")
+        return (
+            len(parts) == 2 and parts[0] == DECISIONS_DIR and bool(DECISION_ID_RE.match(parts[1]))
+        )
+
+    def _record_key(self, key: str) -> str:
+        return f"{key}/{DECISION_JSON}"
+
+    def accepted_keys(self, accepted: Mapping[str, str] | None = None) -> list[str]:
+        # The journal's keys, not a listing: a decision accepted and since removed is listed,
+        # and reading it fails.
+        accepted = self.storage.journal.accepted() if accepted is None else accepted
+        return sorted(
+            key.removesuffix(f"/{DECISION_JSON}")
+            for key in list(accepted)
+            if key.endswith(f"/{DECISION_JSON}")
+            and self.is_key(key.removesuffix(f"/{DECISION_JSON}"))
+        )
+
+    def taken(self, record: Decision) -> str:
+        where = self.storage.describe(self.key_of(record))
+        return f"decision {record.decision_id} already exists at {where}"
+
+    def writer_of(self, record: Decision) -> str:
+        return f"gate {record.kind}"
+
+    def index(self, records: Sequence[Decision]) -> None:
+        if records:
+            self.ledger.index.add_decisions([decision_row(decision) for decision in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.decision_ids()
+        return {key for key in keys if key.split("/")[1] in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (decision_row(decision) for decision in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_decisions(rows)
+
+
+class OutcomeRecords(RecordStore[Outcome]):
+    """Measured outcomes of lab runs: ``outcomes/<run_id>/<outcome_id>.json``; a
+    re-measurement is a new record beside the old one, and the newest stands for the run."""
+
+    area = OUTCOMES_DIR
+    model = Outcome
+    noun = "outcome"
+    id_names = "run_id and outcome_id"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        run_id, outcome_id = ids
+        check_run_id(run_id)
+        try:
+            Outcome.check_id(outcome_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return f"{OUTCOMES_DIR}/{run_id}/{outcome_id}.json"
+
+    @classmethod
+    def ids_of(cls, record: Outcome) -> tuple[str, ...]:
+        return (record.run_id, record.outcome_id)
+
+    def check(self, records: Sequence[Outcome]) -> None:
+        for outcome in records:
+            if not self.storage.has_run(outcome.run_id):
+                raise RunNotFoundError(
+                    f"outcome {outcome.outcome_id}: run {outcome.run_id!r} is not in "
+                    f"{self.ledger.root}"
+                )
+
+    def index(self, records: Sequence[Outcome]) -> None:
+        if records:
+            self.ledger.index.add_outcomes([outcome_row(outcome) for outcome in records])
+
+    def indexed(self, keys: Sequence[str]) -> set[str]:
+        held = self.ledger.index.outcome_ids()
+        return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
+
+    def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
+        rows = (outcome_row(outcome) for outcome in self.iter_accepted(problems))
+        return self.ledger.index.rebuild_outcomes(rows)
+
+
+RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (
+    ScoreRecords,
+    LabelRecords,
+    DecisionRecords,
+    OutcomeRecords,
+)
+"""Every kind of record beside the runs: what `reindex` and `gc` go through."""
