@@ -42,7 +42,7 @@ demo: $(STAMP) scan
 	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly)"
 
 test: $(STAMP) scan
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench docs

@@ -11,7 +11,7 @@ typical expect without SQL (a watchdog's: allowed actions, forbidden substrings,
 findings) and with SQL (read-only and tables), on a plain query (read without sqlglot) and on
 a query with a CTE (which imports sqlglot). Goal: both the first two within 3x.
 
-Then `agentledger.fixtures.guard.check` in process, in microseconds per call, with the expect
+Then `agentledger.suites.guard.check` in process, in microseconds per call, with the expect
 checked once (`validate_expect`), on outputs that differ on every call (so no cache answers):
 the same typical expects, and `shell_commands` (the gate's classifier).
 
@@ -116,8 +116,8 @@ def timed_runs(commands: dict[str, list[str]], repeats: int) -> dict[str, float]
 
 def in_process(calls: int) -> dict[str, float]:
     """Microseconds per `check` call (median of 5 rounds) for each typical expect."""
-    from agentledger.fixtures.guard import check
-    from agentledger.fixtures.properties.score import validate_expect
+    from agentledger.suites.guard import check
+    from agentledger.suites.properties.score import validate_expect
 
     cases = {
         "watchdog (no SQL)": (validate_expect(WATCHDOG_EXPECT, "watchdog"), watchdog_output),

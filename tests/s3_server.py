@@ -9,8 +9,8 @@ file FLAG exists.
 moto checks ``If-None-Match`` and ``If-Match`` on PUT, but reads the object and then writes it
 without holding a lock, so two conditional PUTs racing in its threads can both land. S3
 itself decides them atomically; so that the tests hold the backend to that guarantee, this
-server hands moto one request at a time (connections stay open and concurrent, requests are
-serialised around the application).
+server hands moto one writing request at a time (connections stay open and concurrent; a PUT,
+POST or DELETE runs alone, while reads run beside each other, never beside a write).
 """
 
 from __future__ import annotations
@@ -25,16 +25,35 @@ __all__ = ["SerialApplication", "UnconditionalWhen", "main"]
 
 
 class SerialApplication:
-    """A WSGI application that runs the one it wraps for one request at a time."""
+    """A WSGI application that runs the one it wraps for one writing request at a time, and
+    for reads (GET, HEAD) only while no write runs: a readers-writer lock around moto."""
+
+    READS = frozenset({"GET", "HEAD"})
 
     def __init__(self, application: Callable[..., Iterable[bytes]]) -> None:
         self.application = application
-        self.lock = threading.Lock()
+        self.changed = threading.Condition()
+        self.readers = 0
+        self.writing = False
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        with self.lock:
+        read = environ.get("REQUEST_METHOD", "GET") in self.READS
+        with self.changed:
+            self.changed.wait_for(lambda: not self.writing and (read or not self.readers))
+            if read:
+                self.readers += 1
+            else:
+                self.writing = True
+        try:
             # The whole body is made inside the lock: a streamed one would escape it.
             return list(self.application(environ, start_response))
+        finally:
+            with self.changed:
+                if read:
+                    self.readers -= 1
+                else:
+                    self.writing = False
+                self.changed.notify_all()
 
 
 class UnconditionalWhen:

@@ -48,7 +48,7 @@ def test_demo_builds_a_verified_ledger_of_the_sample_runs(tmp_path: Path) -> Non
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
     # report.html is written once every run of the tour exists: the runner's are in it.
-    assert out.index("$ agentledger report all") > out.index("$ agentledger fixtures run")
+    assert out.index("$ agentledger report all") > out.index("$ agentledger suites run")
     assert "scripted-hasty" in page
     assert "https://" not in page and "<script src" not in page
     with Ledger.open(tmp_path / "demo") as ledger:
@@ -114,7 +114,7 @@ TRY_NEXT = [
     "import",
     "show --file shell_audit.jsonl",
     "exec",
-    "fixtures list",
+    "suites list",
     "run",
 ]
 

@@ -11,7 +11,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The docs' shared set-up: the ledger `make demo` makes (docs/checked.py's `demo`).
 DEMO = "agentledger-demo"
 # Commands that make the ledger they are given.
-MAKERS = ("import", "run", "init", "demo", "collect", "fixtures run", "variant run", "migrate")
+MAKERS = ("import", "run", "init", "demo", "collect", "suites run", "variant run", "migrate")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*\]?$|^\.agentledger$|^\$")
 
 

@@ -6,7 +6,7 @@ Three promises are checked here, on data the scorers were not tuned to:
    `recordings/README.md` says for every fixture, failing by the property it names;
 2. every trap in `tests/fixture_unseen` (new traps, new wording) is caught with a reason that
    names the expected property, and every safe output there passes;
-3. `agentledger.fixtures.guard.check` gives the same answer as the fixture run for the same output.
+3. `agentledger.suites.guard.check` gives the same answer as the fixture run for the same output.
 """
 
 from __future__ import annotations
@@ -175,13 +175,13 @@ def test_the_examples_link_points_at_the_package_data() -> None:
 
 
 def _custom(case: Case) -> list[Any]:
-    properties = pytest.importorskip("agentledger.fixtures.properties.score")
+    properties = pytest.importorskip("agentledger.suites.properties.score")
     source = str(case.suite_dir / "suite.yaml")
     return [properties.load_custom_scorer(spec, source) for spec in case.scorers]
 
 
 def _property_results(case: Case) -> list[Any]:
-    properties = pytest.importorskip("agentledger.fixtures.properties.score")
+    properties = pytest.importorskip("agentledger.suites.properties.score")
     expect = properties.validate_expect(_expect(case), str(case.expect_path))
     return list(properties.score_output(case.output, expect, custom=_custom(case)))
 
@@ -206,7 +206,7 @@ def test_scoring_gives_the_expected_result(case: Case) -> None:
 
 
 def test_every_expect_file_validates() -> None:
-    properties = pytest.importorskip("agentledger.fixtures.properties.score")
+    properties = pytest.importorskip("agentledger.suites.properties.score")
     known = properties.known_properties()
     for case in ALL_CASES:
         expect = _expect(case)
@@ -220,7 +220,7 @@ def test_every_expect_file_validates() -> None:
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: case.key)
 def test_the_guard_agrees_with_scoring(case: Case) -> None:
-    guard = pytest.importorskip("agentledger.fixtures.guard")
+    guard = pytest.importorskip("agentledger.suites.guard")
     result = guard.check(case.output, _expect(case), custom=_custom(case))
     failed = {r.property: r.reason for r in result.results if not r.passed}
     _assert_outcome(case, result.ok, failed)
@@ -259,7 +259,7 @@ def test_the_guard_command_agrees_with_scoring(case: Case, monkeypatch: pytest.M
 
 
 def _replay(tmp_path: Path, suites: Path, recordings: Path, *more: str) -> tuple[int, Any, str]:
-    pytest.importorskip("agentledger.fixtures.execute")
+    pytest.importorskip("agentledger.suites.execute")
     from click.testing import CliRunner
 
     from agentledger.cli import main
@@ -267,7 +267,7 @@ def _replay(tmp_path: Path, suites: Path, recordings: Path, *more: str) -> tuple
     tmp_path.mkdir(parents=True, exist_ok=True)
     report = tmp_path / "report.json"
     args = [
-        "fixtures",
+        "suites",
         "run",
         str(suites),
         "--replay",
@@ -342,7 +342,7 @@ def test_replaying_the_unseen_set_catches_every_trap(
 def test_the_guard_gives_the_fixture_run_answer(
     sample_replay: tuple[int, Any, str], unseen_replay: tuple[int, Any, str]
 ) -> None:
-    guard = pytest.importorskip("agentledger.fixtures.guard")
+    guard = pytest.importorskip("agentledger.suites.guard")
     outcomes = {**_outcomes(sample_replay[1]), **_outcomes(unseen_replay[1])}
     for case in ALL_CASES:
         answer = guard.check(case.output, _expect(case), custom=_custom(case))
@@ -350,13 +350,13 @@ def test_the_guard_gives_the_fixture_run_answer(
 
 
 def test_the_frozen_files_match_their_locks() -> None:
-    pytest.importorskip("agentledger.fixtures.execute")
+    pytest.importorskip("agentledger.suites.execute")
     from click.testing import CliRunner
 
     from agentledger.cli import main
 
     for root in (SAMPLE_SUITES, UNSEEN_SUITES):
-        done = CliRunner().invoke(main, ["fixtures", "freeze", str(root), "--check"])
+        done = CliRunner().invoke(main, ["suites", "freeze", str(root), "--check"])
         assert done.exit_code == 0, done.output
         assert "out of date" not in done.output
 

@@ -27,7 +27,7 @@ from agentledger.records.scores import SCORES_DIR
 from agentledger.store import RunFilter, verify_ledger
 from agentledger.store.crashpoints import CRASH_AT
 from pg_server import PostgresServer
-from test_fixtures import DROP_SQL, SAFE_SQL, record, write_suite
+from test_suites import DROP_SQL, SAFE_SQL, record, write_suite
 
 WRITERS = 8
 RUNS_EACH = 1
@@ -91,7 +91,7 @@ def test_eight_writers_on_s3_and_postgresql_land_every_record_exactly_once(
             script = (
                 f"{AGENTLEDGER} import {tmp_path / f'runs{number}'} {ledger} && "
                 f"{AGENTLEDGER} judge {ledger} && "
-                f"{{ {AGENTLEDGER} fixtures run {suite} --replay {recordings} {ledger}; "
+                f"{{ {AGENTLEDGER} suites run {suite} --replay {recordings} {ledger}; "
                 "test $? -eq 1; }"  # the suite's must-pass drop-events fixture fails: exit 1
             )
             procs.append((number, spawn(script, env, tmp_path / f"writer{number}.err")))

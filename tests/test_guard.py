@@ -1,4 +1,4 @@
-"""The production guard: `agentledger.fixtures.guard.check` and `agentledger guard`.
+"""The production guard: `agentledger.suites.guard.check` and `agentledger guard`.
 
 It gives the same answer as the fixture scorers for the same output, exits 0/1/2, prints one
 line per failed property on stderr, and imports little.
@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import InputError, RecordError
-from agentledger.fixtures.guard import GuardResult, check
-from agentledger.fixtures.properties.score import score_output, validate_expect
+from agentledger.suites.guard import GuardResult, check
+from agentledger.suites.properties.score import score_output, validate_expect
 
 CORPUS = Path(__file__).parent / "property_corpus"
 SCRIPT = Path(sys.executable).parent / "agentledger"
@@ -216,7 +216,7 @@ def test_cli_imports_little(files: Path) -> None:
 def test_library_imports_sqlglot_only_for_sql() -> None:
     code = (
         "import sys\n"
-        "from agentledger.fixtures.guard import check\n"
+        "from agentledger.suites.guard import check\n"
         "check('{\"action\": \"noop\"}', {'allowed_actions': ['noop']})\n"
         "print('sqlglot' in sys.modules)\n"
         "check('{\"sql\": \"SELECT 1\"}', {'sql_read_only': True})\n"

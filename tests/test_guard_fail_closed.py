@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from agentledger.errors import RecordError
-from agentledger.fixtures.guard import check
-from agentledger.fixtures.properties.score import validate_expect
+from agentledger.suites.guard import check
+from agentledger.suites.properties.score import validate_expect
 
 SCRIPT = Path(sys.executable).parent / "agentledger"
 LIMIT = 60  # seconds: every case ends long before; a hang fails the test instead of the suite

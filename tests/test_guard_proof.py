@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from agentledger.errors import RecordError
-from agentledger.fixtures.guard import check
 from agentledger.shell.classifier import classify
+from agentledger.suites.guard import check
 
 SCRIPT = Path(sys.executable).parent / "agentledger"
 READ_ONLY = {"sql_read_only": True}

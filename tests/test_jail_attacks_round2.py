@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import agentledger
-from agentledger.fixtures.guard import check
 from agentledger.runner.shell_gate import Gate
 from agentledger.runner.shell_gate.rules import load_policy
 from agentledger.shell.classifier import classify
+from agentledger.suites.guard import check
 from jail_helpers import NOBODY, as_user, need_bwrap, need_root, shared_dir
 
 REMEDIATE = Path(agentledger.__file__).parent / "data" / "policies" / "remediate.yaml"

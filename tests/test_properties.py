@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agentledger.errors import InputError, RecordError
-from agentledger.fixtures.properties.output import MAX_OUTPUT_BYTES
-from agentledger.fixtures.properties.score import (
+from agentledger.suites.properties.output import MAX_OUTPUT_BYTES
+from agentledger.suites.properties.score import (
     ExpectSpec,
     PropertyResult,
     known_properties,
@@ -344,7 +344,7 @@ def scorer_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "my_scorers.py").write_text(
         textwrap.dedent(
             """
-            from agentledger.fixtures.properties.score import PropertyResult
+            from agentledger.suites.properties.score import PropertyResult
 
             def score_sql(output, expect):
                 sql = (output.get("sql") or "").upper()

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from agentledger.errors import RecordError
-from agentledger.fixtures.properties.score import score_output
 from agentledger.judges.rules import load_ops_knowledge
 from agentledger.judges.rules.commands import CommandPattern, parse_line
 from agentledger.shell.classifier import CommandVisitor, classify, walk
 from agentledger.shell.words import Word
+from agentledger.suites.properties.score import score_output
 
 KNOWLEDGE = load_ops_knowledge()
 SCRIPT = Path(sys.executable).parent / "agentledger"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agentledger.fixtures.properties.score import score_output
 from agentledger.shell.classifier import classify, default_knowledge
 from agentledger.shell.sql import MAX_SQL_CHARS, analyse_sql, classify_sql
+from agentledger.suites.properties.score import score_output
 
 RULES = default_knowledge().sql
 CORPUS = json.loads((Path(__file__).parent / "property_corpus" / "sql.json").read_text())

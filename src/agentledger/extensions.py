@@ -71,7 +71,7 @@ ENTRY_POINT_GROUPS: tuple[ExtensionPoint, ...] = (
     ),
     ExtensionPoint(
         "agentledger.scorers",
-        "agentledger.fixtures.properties.custom:ENTRY_POINT_GROUP",
+        "agentledger.suites.properties.custom:ENTRY_POINT_GROUP",
         "scorer(output: dict, expect: dict) -> (passed, reason) | bool | PropertyResult | list",
     ),
 )

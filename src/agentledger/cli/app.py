@@ -13,7 +13,7 @@ import click
 from agentledger import __version__
 from agentledger.lazy import load
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["ALIASES", "COMMANDS", "main"]
 
 
 class Command(NamedTuple):
@@ -137,8 +137,8 @@ COMMANDS: dict[str, Command] = {
         "agentledger.cli.report:report_command",
         "Findings across runs: verdicts, criteria, gap, drift, compare, or all of them.",
     ),
-    "fixtures": Command(
-        "agentledger.cli.fixtures:fixtures_group",
+    "suites": Command(
+        "agentledger.cli.suites:suites_group",
         "Fixture suites: frozen inputs and properties that must hold, run on every change.",
     ),
     "guard": Command(
@@ -184,6 +184,11 @@ COMMANDS: dict[str, Command] = {
 (tests/test_cli_help.py holds each summary to the command's own)."""
 
 
+ALIASES: dict[str, str] = {"fixtures": "suites"}
+"""Old command name -> its command now. An alias runs the command exactly as its new name
+does (CI scripts call the old names); `--help` lists only the new name."""
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported when first needed."""
 
@@ -191,7 +196,7 @@ class LazyGroup(click.Group):
         return sorted({*COMMANDS, *super().list_commands(ctx)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        known = COMMANDS.get(cmd_name)
+        known = COMMANDS.get(ALIASES.get(cmd_name, cmd_name))
         if known is None:
             return super().get_command(ctx, cmd_name)
         command = load(known.target)

@@ -109,7 +109,7 @@ def _gates_demo(root: str, samples: Path, suite: Path) -> None:
     _step("Every decision, oldest first", ["decisions", "--ledger", root])
 
 
-def _fixtures_demo(directory: Path) -> None:
+def _suites_demo(directory: Path) -> None:
     """Fixture suites replayed offline, their history in the ledger, and the production guard."""
     root = str(directory)
     fixtures = examples_dir() / "fixtures"
@@ -117,7 +117,7 @@ def _fixtures_demo(directory: Path) -> None:
         "Fixture suites of seven production agents, replaying recorded model outputs offline "
         "(-q: only the failures; the traps some recordings fell into)",
         [
-            "fixtures",
+            "suites",
             "run",
             str(fixtures / "suites"),
             "--replay",
@@ -308,7 +308,7 @@ def demo_command(directory: Path, labs: bool) -> None:
         "Judging again scores only the new runs: nothing is scored twice",
         ["judge", "--ledger", root, "--diagnosis"],
     )
-    _fixtures_demo(directory)
+    _suites_demo(directory)
     html = directory / "report.html"
     _step(
         "Every report in one self-contained HTML file, over every run above (charts inline, "
@@ -331,7 +331,7 @@ def demo_command(directory: Path, labs: bool) -> None:
         "   # again: a no-op that says so",
         f"agentledger show --ledger {root} {hasty_run} --file shell_audit.jsonl",
         "agentledger exec --dry-run -- 'kubectl -n web delete pod web-0'",
-        f"agentledger fixtures list {examples_dir() / 'fixtures' / 'suites'}",
+        f"agentledger suites list {examples_dir() / 'fixtures' / 'suites'}",
         f"agentledger run --ledger {root} {example}/suite --agent {example}/agent/agent.toml "
         "--model scripted-hasty --repeat 3",
     ):

@@ -130,7 +130,7 @@ def run_guard(
 def _read_output(path: str) -> bytes:
     """The output's bytes, read up to the limit and no further (endless input cannot hold the
     guard); InputError (exit 2) when there is more, or the file cannot be read."""
-    from agentledger.fixtures.properties.output import MAX_OUTPUT_BYTES
+    from agentledger.suites.properties.output import MAX_OUTPUT_BYTES
 
     limit = MAX_OUTPUT_BYTES + 1  # one byte more: enough to know it is too large
     name = "standard input" if path == "-" else f"the output file {path}"
@@ -252,8 +252,8 @@ def _read_up_to(stream: BinaryIO, limit: int, name: str) -> bytes:
 
 
 def _guard(expect_path: str, output_path: str, as_json: bool, scorers: Sequence[str]) -> int:
-    from agentledger.fixtures.guard import check
-    from agentledger.fixtures.properties.score import load_custom_scorer, load_expect
+    from agentledger.suites.guard import check
+    from agentledger.suites.properties.score import load_custom_scorer, load_expect
 
     custom = [load_custom_scorer(text, "--scorer") for text in scorers]
     spec = load_expect(expect_path, custom=custom)

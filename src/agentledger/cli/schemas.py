@@ -16,10 +16,6 @@ __all__ = ["json_schema", "schema_model", "schemas"]
 @functools.cache
 def schemas() -> dict[str, type[BaseModel]]:
     """Record or file format name -> its pydantic model."""
-    from agentledger.fixtures.lock import FixtureLock
-    from agentledger.fixtures.recordings import Recording
-    from agentledger.fixtures.results import FixtureReport
-    from agentledger.fixtures.suite import SuiteSpec
     from agentledger.gates.sentinels.spec import SentinelSpec
     from agentledger.gates.variants.spec import VariantSpec
     from agentledger.judges.trajectory_match import TrajectoryReferences
@@ -35,6 +31,10 @@ def schemas() -> dict[str, type[BaseModel]]:
     from agentledger.runner.agent_spec import AgentSpec
     from agentledger.runner.scenario import Scenario
     from agentledger.runner.shell_gate.policy import Policy
+    from agentledger.suites.lock import FixtureLock
+    from agentledger.suites.recordings import Recording
+    from agentledger.suites.results import FixtureReport
+    from agentledger.suites.suite import SuiteSpec
 
     return {
         "agent": AgentSpec,

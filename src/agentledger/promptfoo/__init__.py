@@ -2,7 +2,7 @@
 as a promptfoo provider.
 
 - `assertion` (``type: python``, ``value: file://<its path>``): scores a promptfoo output with
-  the fixtures' properties, through the production guard (`agentledger.fixtures.guard`);
+  the fixtures' properties, through the production guard (`agentledger.suites.guard`);
 - `provider` (``id: file://<its path>``): runs a Python agent function while recording it
   (`agentledger.record`), seals the run and answers with its output and run id.
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentledger.errors import InputError
-from agentledger.fixtures.guard import check
+from agentledger.suites.guard import check
 
 __all__ = ["get_assert", "grade"]
 

@@ -1,8 +1,8 @@
 """The kinds of the record store beside labels: scores, decisions and outcomes, and
 `RECORD_KINDS`, every kind (what `reindex` and `gc` go through).
 
-Kept apart from `record_store` (which holds `RecordStore` and `LabelRecords`, and names these
-lazily) so that writing a label loads none of these records' models.
+Kept apart from `record_store` (which holds `RecordStore` and `LabelRecords`) so that writing
+a label (`agentledger label`, once per run a person reads) loads none of these records' models.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentledger.errors import InputError, RecordError, RunNotFoundError
-from agentledger.identity import check_run_id
+from agentledger.errors import RecordError, RunNotFoundError
 from agentledger.records.decisions import (
     DECISION_ID_RE,
     DECISION_JSON,
@@ -30,6 +29,11 @@ __all__ = ["RECORD_KINDS", "DecisionRecords", "OutcomeRecords", "ScoreRecords"]
 _JUDGE_ID = re.compile(JUDGE_ID)
 
 
+def _check_judge_id(judge_id: str) -> None:
+    if not _JUDGE_ID.match(judge_id):
+        raise ValueError(f"judge id {judge_id!r} is not valid (expected <kind>-<12 hex>)")
+
+
 class ScoreRecords(RecordStore[Score]):
     """Judges' scores: ``scores/<run_id>/<judge_id>.json``, one per (run, judge id)."""
 
@@ -41,10 +45,7 @@ class ScoreRecords(RecordStore[Score]):
     @classmethod
     def key(cls, *ids: str) -> str:
         run_id, judge_id = ids
-        check_run_id(run_id)
-        if not _JUDGE_ID.match(judge_id):
-            raise InputError(f"judge id {judge_id!r} is not valid (expected <kind>-<12 hex>)")
-        return f"{SCORES_DIR}/{run_id}/{judge_id}.json"
+        return cls.per_run_key(run_id, judge_id, _check_judge_id)
 
     @classmethod
     def ids_of(cls, record: Score) -> tuple[str, ...]:
@@ -143,12 +144,7 @@ class OutcomeRecords(RecordStore[Outcome]):
     @classmethod
     def key(cls, *ids: str) -> str:
         run_id, outcome_id = ids
-        check_run_id(run_id)
-        try:
-            Outcome.check_id(outcome_id)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        return f"{OUTCOMES_DIR}/{run_id}/{outcome_id}.json"
+        return cls.per_run_key(run_id, outcome_id, Outcome.check_id)
 
     @classmethod
     def ids_of(cls, record: Outcome) -> tuple[str, ...]:
@@ -167,8 +163,7 @@ class OutcomeRecords(RecordStore[Outcome]):
             self.ledger.index.add_outcomes([outcome_row(outcome) for outcome in records])
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
-        held = self.ledger.index.outcome_ids()
-        return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
+        return self.ids_held(keys, self.ledger.index.outcome_ids())
 
     def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
         rows = (outcome_row(outcome) for outcome in self.iter_accepted(problems))

@@ -24,8 +24,9 @@ A kind is a subclass naming those parts (as outcomes do, below)::
         model = Outcome
 
         @classmethod
-        def key(cls, run_id: str, outcome_id: str) -> str:
-            return f"{OUTCOMES_DIR}/{check_run_id(run_id)}/{check_outcome_id(outcome_id)}.json"
+        def key(cls, *ids: str) -> str:
+            run_id, outcome_id = ids
+            return cls.per_run_key(run_id, outcome_id, Outcome.check_id)
 
         @classmethod
         def ids_of(cls, outcome: Outcome) -> tuple[str, ...]:
@@ -38,7 +39,7 @@ with `index`, `indexed` and `reindex` over the index's table of the kind, and an
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -127,6 +128,24 @@ class RecordStore(Generic[R]):
         return key
 
     # -- the same for every kind ---------------------------------------------------------------
+
+    @classmethod
+    def per_run_key(cls, run_id: str, record_id: str, check_id: Callable[[str], object]) -> str:
+        """``AREA/<run_id>/<record_id>.json``: the key of a kind kept per run, one file a record
+        (scores, labels, outcomes), its ids checked: InputError if `check_run_id`, or `check_id`
+        (which raises ValueError), refuses one."""
+        check_run_id(run_id)
+        try:
+            check_id(record_id)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return f"{cls.area}/{run_id}/{record_id}.json"
+
+    @staticmethod
+    def ids_held(keys: Sequence[str], held: set[str]) -> set[str]:
+        """Those of per-run `keys` (``AREA/<run_id>/<record_id>.json``) whose record id is in
+        `held`, the ids the index holds."""
+        return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
 
     @classmethod
     def key_of(cls, record: R) -> str:
@@ -279,12 +298,7 @@ class LabelRecords(RecordStore[Label]):
     @classmethod
     def key(cls, *ids: str) -> str:
         run_id, label_id = ids
-        check_run_id(run_id)
-        try:
-            Label.check_id(label_id)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        return f"{LABELS_DIR}/{run_id}/{label_id}.json"
+        return cls.per_run_key(run_id, label_id, Label.check_id)
 
     @classmethod
     def ids_of(cls, record: Label) -> tuple[str, ...]:
@@ -305,8 +319,7 @@ class LabelRecords(RecordStore[Label]):
             )
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
-        held = self.ledger.index.label_ids()
-        return {key for key in keys if key.rsplit("/", 1)[-1].removesuffix(".json") in held}
+        return self.ids_held(keys, self.ledger.index.label_ids())
 
     def reindex(self, problems: list[tuple[str, str]] | None = None) -> int:
         order = self.storage.journal.accepted_at()

@@ -1,9 +1,10 @@
-"""`agentledger fixtures run | freeze | list`, as a user runs them in CI and at a terminal."""
+"""`agentledger suites run | freeze | list`, as a user runs them in CI and at a terminal."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -19,11 +20,11 @@ from agentledger.identity import sha256_bytes
 from agentledger.judges.scores import run_scores
 from agentledger.store import Ledger, RunFilter
 from llm_server import LLMServer
-from test_fixtures import DROP_SQL, PIN, PROMPT, SAFE_SQL, record, write_suite
+from test_suites import DROP_SQL, PIN, PROMPT, SAFE_SQL, record, write_suite
 
 
 def fixtures(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, ["fixtures", *map(str, args)])
+    return CliRunner().invoke(main, ["suites", *map(str, args)])
 
 
 @pytest.fixture
@@ -291,7 +292,7 @@ def test_a_changed_frozen_file_fails_the_run_before_anything_is_scored(
     assert result.exit_code == 1
     old, new = sha256_bytes(b"orders\ncustomers\n"), sha256_bytes(b"orders\ncustomers\nevents\n")
     assert f"tables.txt: frozen file changed: locked {old}, now {new}" in result.output
-    assert "run `agentledger fixtures freeze` in the same change" in result.output
+    assert "run `agentledger suites freeze` in the same change" in result.output
     with Ledger.open(ledger) as opened:
         assert len(opened.runs(RunFilter())) == 2  # only the first run's
     frozen = fixtures("freeze", tmp_path / "suites")
@@ -463,8 +464,8 @@ def test_live_calls_the_pinned_model_records_and_replays(tmp_path: Path) -> None
 
 
 def test_live_sends_the_suite_prompt_and_the_fixture(tmp_path: Path) -> None:
-    from agentledger.fixtures import FixtureSettings, prepare_fixtures, run_fixtures
     from agentledger.providers import ModelClient, ScriptedProvider
+    from agentledger.suites import FixtureSettings, prepare_fixtures, run_fixtures
 
     suite = _scripted_suite(tmp_path)
     provider = ScriptedProvider([SAFE_SQL, SAFE_SQL])
@@ -695,8 +696,8 @@ def test_only_runs_the_named_suite_or_fixture(sql: tuple[Path, Path], tmp_path: 
 
 
 def test_live_calls_can_run_concurrently_and_keep_fixture_order(tmp_path: Path) -> None:
-    from agentledger.fixtures import FixtureSettings, prepare_fixtures, run_fixtures
     from agentledger.providers import CompletionRequest, ModelClient, ScriptedProvider
+    from agentledger.suites import FixtureSettings, prepare_fixtures, run_fixtures
 
     fixtures_ = {
         f"q{n:02d}": {"input": {"question": f"q{n}"}, "expect": {"sql_read_only": True}}
@@ -717,3 +718,42 @@ def test_live_calls_can_run_concurrently_and_keep_fixture_order(tmp_path: Path) 
     assert [o.fixture for o in outcomes] == sorted(fixtures_)
     assert [o.fixture for o in outcomes if not o.passed] == ["q00", "q05", "q10"]
     assert len(provider.requests) == 12
+
+
+# -- the old name ----------------------------------------------------------------------------
+
+
+def test_the_old_name_fixtures_runs_the_same_commands_with_the_same_output(
+    sql: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """CI scripts call `agentledger fixtures ...`: it is `suites` under its old name, with the
+    same stdout, stderr and exit code, and `--help` lists only the new name."""
+    suite, recordings = sql
+
+    def invoked(name: str, *args: str) -> tuple[int, str, str]:
+        result = CliRunner().invoke(main, [name, *args])
+        # A usage error names the command as typed; a decision id ends in the time and a nonce.
+        stdout, stderr = (
+            re.sub(r"(fixtures_sql_)\w+", r"\1ID", text.replace(str(tmp_path), "TMP"))
+            .replace(f"main {name} ", "main NAME ")
+            .replace(f"TMP/{name}", "TMP/NAME")
+            for text in (result.stdout, result.stderr)
+        )
+        return result.exit_code, stdout, stderr
+
+    for args in (
+        ["list", str(suite)],
+        ["list", str(tmp_path / "missing")],
+        ["run", str(suite), "--replay", str(recordings), "--ledger", str(tmp_path / "NAME")],
+        ["freeze", str(suite), "--check"],
+    ):
+        new = invoked("suites", *[arg.replace("NAME", "suites") for arg in args])
+        old = invoked("fixtures", *[arg.replace("NAME", "fixtures") for arg in args])
+        assert old == new
+    assert new[0] == 0
+    listed = CliRunner().invoke(main, ["--help"]).stdout
+    assert " suites " in listed
+    assert " fixtures " not in listed
+    usage = CliRunner().invoke(main, ["fixtures", "frobnicate"])
+    assert usage.exit_code == 2
+    assert "No such command 'frobnicate'" in usage.stderr

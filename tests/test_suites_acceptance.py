@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentledger.cli import main
-from agentledger.fixtures.guard import check
-from agentledger.fixtures.properties.score import score_output, validate_expect
+from agentledger.suites.guard import check
+from agentledger.suites.properties.score import score_output, validate_expect
 
 DATA = Path(__file__).parent / "fixture_acceptance"
 SUITES = DATA / "suites"
@@ -30,7 +30,7 @@ SCRIPT = Path(sys.executable).with_name("agentledger")
 
 
 def fixtures(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, ["fixtures", *map(str, args)])
+    return CliRunner().invoke(main, ["suites", *map(str, args)])
 
 
 def guard(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

@@ -1,4 +1,7 @@
-"""`agentledger fixtures run | freeze | list`: fixture suites for CI, replayed or live."""
+"""`agentledger suites run | freeze | list`: fixture suites for CI, replayed or live.
+
+`agentledger fixtures`, the group's old name, still runs it (cli/app.py's ALIASES).
+"""
 
 from __future__ import annotations
 
@@ -22,16 +25,17 @@ from agentledger.cli.common import (
 from agentledger.cli.output import emit, render_value, terminal_safe
 from agentledger.errors import InputError
 
-__all__ = ["fixtures_group"]
+__all__ = ["suites_group"]
 
 
-@click.group("fixtures")
-def fixtures_group() -> None:
+@click.group("suites")
+def suites_group() -> None:
     """Fixture suites: frozen inputs and properties that must hold, run on every change.
 
     A suite is a directory per agent: suite.yaml (prompt, pinned model file, must-pass,
     frozen files, custom scorers), fixtures/<id>/input.json and expect.json, and
-    fixtures.lock (hashes of the frozen files, written by `fixtures freeze`).
+    fixtures.lock (hashes of the frozen files, written by `suites freeze`).
+    `agentledger fixtures`, the old name, still works.
     """
 
 
@@ -121,7 +125,7 @@ def _summary(report: Any, quiet: bool) -> None:
     click.echo(f"{verdict} (--fail-on {report.fail_on}: {rule}).")
 
 
-@fixtures_group.command("run")
+@suites_group.command("run")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--replay",
@@ -211,16 +215,16 @@ def run_command(
     and each suite leaves a GO / NO-GO decision record. Exit 1 when a must-pass fixture fails
     (--fail-on any: when any fails).
     """
-    from agentledger.fixtures import (
+    from agentledger.records import check_tags
+    from agentledger.store import Ledger
+    from agentledger.suites import (
         FixtureSettings,
         check_frozen,
         junit_xml,
         prepare_fixtures,
         run_fixtures,
     )
-    from agentledger.fixtures.files import write_atomically
-    from agentledger.records import check_tags
-    from agentledger.store import Ledger
+    from agentledger.suites.files import write_atomically
 
     if live == (recordings is not None):
         raise click.UsageError("choose one mode: --replay RECORDINGS or --live")
@@ -274,7 +278,7 @@ def run_command(
     sys.exit(report.exit_code or 0)
 
 
-@fixtures_group.command("freeze")
+@suites_group.command("freeze")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--check",
@@ -285,11 +289,11 @@ def run_command(
 def freeze_command(directory: Path, check: bool) -> None:
     """Write or update fixtures.lock of the suites in DIRECTORY.
 
-    The lock holds the sha256 of each frozen file (checked by `fixtures run`), and of the
+    The lock holds the sha256 of each frozen file (checked by `suites run`), and of the
     prompt and model file (recorded for the reader). Commit it in the same change as the
     frozen files it locks. A suite that freezes nothing needs no lock.
     """
-    from agentledger.fixtures import discover_suites, freeze
+    from agentledger.suites import discover_suites, freeze
 
     results = [freeze(suite_dir, dry_run=check) for suite_dir in discover_suites(directory)]
     stale = False
@@ -312,16 +316,16 @@ def freeze_command(directory: Path, check: bool) -> None:
         sys.exit(1)
 
 
-@fixtures_group.command("list")
+@suites_group.command("list")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @handle_errors
 def list_command(directory: Path, as_json: bool) -> None:
     """List the suites and fixtures in DIRECTORY: pinned model, must-pass, frozen status.
 
-    Every suite is fully checked, as `fixtures run` would: bad input exits 2.
+    Every suite is fully checked, as `suites run` would: bad input exits 2.
     """
-    from agentledger.fixtures.execute import load_for_listing
+    from agentledger.suites.execute import load_for_listing
 
     listing = load_for_listing(directory)
     if as_json:

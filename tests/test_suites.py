@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agentledger.errors import InputError, RecordError
-from agentledger.fixtures import (
+from agentledger.identity import sha256_bytes
+from agentledger.suites import (
     FixtureReport,
     FixtureSettings,
     FrozenContextError,
@@ -26,9 +27,8 @@ from agentledger.fixtures import (
     user_messages,
     write_recording,
 )
-from agentledger.fixtures.lock import LOCK_FILE
-from agentledger.fixtures.results import FixtureOutcome, PropertyOutcome, SuiteOutcome
-from agentledger.identity import sha256_bytes
+from agentledger.suites.lock import LOCK_FILE
+from agentledger.suites.results import FixtureOutcome, PropertyOutcome, SuiteOutcome
 
 PIN = "anthropic/claude-sonnet-4-6"
 PROMPT = "You are a read-only SQL analyst for the billing database. Answer with JSON.\n"
@@ -268,7 +268,7 @@ def test_a_changed_frozen_file_fails_with_both_hashes_and_the_fix(tmp_path: Path
     [problem] = check.problems
     assert (problem.locked, problem.current) == (old, new)
     assert "tables.txt" in problem.message and old in problem.message and new in problem.message
-    assert "run `agentledger fixtures freeze` in the same change" in problem.message
+    assert "run `agentledger suites freeze` in the same change" in problem.message
     result = freeze(directory)
     assert result.changes == [f"~ tables.txt {old} -> {new}"]
     assert check_lock(directory).ok
@@ -445,7 +445,7 @@ def test_junit_has_a_suite_per_agent_and_escapes_untrusted_text() -> None:
 
 
 def test_must_pass_written_as_one_string_is_the_list_of_it(tmp_path: Path) -> None:
-    """`must_pass: "*"`, as docs/fixtures.md writes it, means every fixture."""
+    """`must_pass: "*"`, as docs/suites.md writes it, means every fixture."""
     directory = write_suite(tmp_path, must_pass="*", must_pass_properties="sql_read_only")
     suite = load_suite(directory)
     assert suite.spec.must_pass == ["*"]
