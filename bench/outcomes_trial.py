@@ -193,7 +193,9 @@ def main_trial() -> int:
             args.ledger.parent / f"{args.ledger.name}-agent", args.harness, server.url
         )
         # One round is every scenario once per model, so the rounds done when time runs out
-        # are whole: each scenario and model has the same number of repeats.
+        # are whole: each scenario and model has the same number of repeats. --no-cache: each
+        # round asks the models afresh (the tool agent's turns go through the response cache,
+        # and a round is a new `run` whose first request is the same as the last round's).
         for _ in range(args.repeat):
             if args.minutes is not None and time.monotonic() - started > 60 * args.minutes:
                 break
@@ -203,7 +205,7 @@ def main_trial() -> int:
                 main,
                 ["run", str(packaged_labs_dir()), "--agent", str(agent),
                  "--ledger", str(args.ledger), "--model", "mock-careful", "--model", "mock-hasty",
-                 "--concurrency", str(args.concurrency), "--no-outcome", "-q"],
+                 "--concurrency", str(args.concurrency), "--no-outcome", "--no-cache", "-q"],
                 env={"OPENAI_API_KEY": "sk-local"},
             )  # fmt: skip
             new = sorted(_run_ids(args.ledger) - before)

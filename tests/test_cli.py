@@ -137,6 +137,20 @@ def test_show_prints_identity_and_files(populated: Ledger) -> None:
     assert json.loads(out)["metadata"]["run_id"] == run_id
 
 
+def test_show_refuses_an_artifact_changed_after_sealing(populated: Ledger) -> None:
+    """`show --file` prints the run's evidence: changed bytes must not pass for it."""
+    run_id = populated.runs()[0].run_id
+    report = populated.root / "runs" / run_id / "report.md"
+    report.chmod(0o644)
+    report.write_bytes(report.read_bytes().replace(b"Report", b"Tampered", 1))
+    code, out, err = run("show", "--ledger", str(populated.root), run_id, "--file", "report.md")
+    assert code == 3 and "Tampered" not in out
+    assert f"report.md of run {run_id} does not match its manifest" in err
+    assert f"agentledger verify {run_id}" in err
+    code, out, _ = run("show", "--ledger", str(populated.root), run_id, "--file", "MANIFEST.json")
+    assert code == 0 and json.loads(out)["run_id"] == run_id
+
+
 def test_agent_output_cannot_drive_the_terminal() -> None:
     from agentledger.cli.output import terminal_safe
 

@@ -254,3 +254,68 @@ def test_a_json_log_s_runs_keep_their_own_sample_not_the_whole_log(tmp_path: Pat
         assert sum(p.stat().st_size for p in kept.rglob("*.json")) < path.stat().st_size
     code, out, _ = run("verify", "--ledger", str(root))
     assert code == 0, out
+
+
+def _json_log(where: Path, samples: int) -> Path:
+    outputs = [_used(ModelOutput.from_content("mockllm/model", "done"))] * samples
+    task = Task(
+        dataset=[Sample(input=f"q{n}", target="done", id=f"s{n}") for n in range(samples)],
+        solver=[generate()],
+        scorer=includes(),
+    )
+    (log,) = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(where),
+        display="none",
+        log_format="json",
+    )
+    return Path(log.location)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["json", "eval"])
+def test_a_key_given_twice_in_a_log_is_refused_not_last_wins(tmp_path: Path, fmt: str) -> None:
+    """inspect-ai's reader takes the last of two keys; which the writer meant is unknowable."""
+    if fmt == "json":
+        path = _json_log(tmp_path / "logs", 1)
+        text = path.read_text()
+        assert '"status": "success"' in text
+        path.write_text(
+            text.replace('"status": "success"', '"status": "x", "status": "success"', 1)
+        )
+        named = path.name
+    else:
+        path = _log(tmp_path / "logs")
+        doubled = tmp_path / "doubled.eval"
+        with zipfile.ZipFile(path) as log, zipfile.ZipFile(doubled, "w") as out:
+            for info in log.infolist():
+                data = log.read(info)
+                if info.filename == "header.json":
+                    data = data.replace(b'"status":', b'"status": "x", "status":', 1)
+                out.writestr(info.filename, data)
+        path, named = doubled, "doubled.eval, entry header.json"
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2, err
+    assert named in err and "duplicate key" in err
+    assert not root.exists()
+
+
+@pytest.mark.slow
+def test_nan_as_inspect_ai_writes_it_is_not_malformed(tmp_path: Path) -> None:
+    """inspect-ai writes NaN and Infinity as constants (`ser_json_inf_nan`): its logs hold
+    them (a metric over one sample has no stderr), so the duplicate-key check lets them by."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    path = _json_log(tmp_path / "logs", 1)
+    log = read_eval_log(str(path))
+    assert log.results is not None
+    for metric in log.results.scores[0].metrics.values():
+        metric.value = float("nan")  # as a stderr over one sample is
+    write_eval_log(log, str(path))
+    assert "NaN" in path.read_text()
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    assert "Imported 1 run" in out

@@ -410,3 +410,46 @@ def test_token_counts_that_are_no_counts_are_unknown_not_zero(
         summary = parse_record(RunSummary, (run_dir / "run_summary.json").read_bytes(), "s")
         assert (summary.tokens_in, summary.tokens_out) == (None, None)
         assert summary.model_calls == 2
+
+
+def _usage_attribute(document: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The attributes of the first span holding a token count, and that count's position."""
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                attributes = span.get("attributes", [])
+                for n, attribute in enumerate(attributes):
+                    if attribute["key"] == "gen_ai.usage.input_tokens":
+                        return attributes, n
+    raise AssertionError("no span gives input tokens")
+
+
+def test_an_attribute_given_twice_is_refused_not_last_wins(tmp_path: Path) -> None:
+    """OTLP attribute keys are unique: of two token counts, which one held is unknowable."""
+    document = _document(_two_agents)
+    attributes, _ = _usage_attribute(document)
+    attributes.append({"key": "gen_ai.usage.input_tokens", "value": {"intValue": "5"}})
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2, err
+    assert "spans.json" in err and f"attributes[{len(attributes) - 1}]" in err
+    assert "'gen_ai.usage.input_tokens' is given twice" in err
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("number", [str(2**63), str(-(2**63) - 1), "1" + "0" * 30])
+def test_an_int_value_past_64_bits_is_refused_naming_the_attribute(
+    tmp_path: Path, number: str
+) -> None:
+    document = _document(_two_agents)
+    attributes, n = _usage_attribute(document)
+    attributes[n]["value"] = {"intValue": number}
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(document))
+    root = tmp_path / "ledger"
+    code, _, err = run("import", "--ledger", str(root), str(path))
+    assert code == 2, err
+    assert f"attributes[{n}].value.intValue'" in err and "does not fit in 64 bits" in err
+    assert not root.exists()

@@ -119,6 +119,9 @@ def test_scripted_agents_investigate_every_lab_and_their_fixes_are_measured(
             outcome = found[(scenario, who)]
             assert _measured(outcome) == expected, (scenario, who, outcome.reasons)
             assert outcome.entries_lost == ENTRIES_LOST.get((scenario, who), []), (scenario, who)
+            if outcome.entries_lost:  # named apart in the reason: a list lost these
+                lost = f"entries lost: {', '.join(outcome.entries_lost)}"
+                assert lost in (outcome.reasons.collateral or ""), outcome.reasons
     assert found[("lab_allowlist_set", "reckless")].gaming  # a deleted table is no fix
     assert found[("lab_mtu_blackhole", "reckless")].gaming  # nor is a flushed firewall
 

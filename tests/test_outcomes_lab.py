@@ -322,3 +322,15 @@ def test_the_gated_shell_reaches_lab_hosts_read_only_or_remediating(tmp_path: Pa
         assert remediate.run("client: curl -s -m 2 http://10.0.0.1/").stdout == b"web ok\n"
     host_rules = Gate(load_policy(None), None).run("iptables -S")
     assert b"f2b-http" not in host_rules.stdout  # the machine's own table never saw the lab
+
+
+def test_the_collateral_reason_names_lost_entries_apart() -> None:
+    from agentledger.outcomes.check import _collateral_why
+
+    assert _collateral_why(["monitor-http", "backup-allowed"], ["backup-allowed"]) == (
+        "changed from before the fault: monitor-http; entries lost: backup-allowed"
+    )
+    assert _collateral_why(["table-limit-kept"], ["table-limit-kept"]) == (
+        "entries lost: table-limit-kept"
+    )
+    assert _collateral_why([], []) == "every keep, blocked and entry probe as before the fault"

@@ -303,6 +303,7 @@ def test_the_viewer_shows_outcomes_on_the_run_and_findings_pages(
     client = viewer_client(ledger)
     page = client.get(f"/runs/{run_id}").text
     assert "Measured outcomes" in page and outcome.outcome_id in page
+    assert '<a href="#outcomes">outcomes</a>' in page  # the page's own index leads there
     assert "cycle 1 of owner jail" in page
     assert "<script>x</script>" not in page and "&lt;script&gt;" in page
     findings = client.get("/findings").text

@@ -222,6 +222,15 @@ def test_an_empty_ledger_gives_empty_reports(ledger: Ledger, tmp_path: Path) -> 
     assert "Rests on 0 scored run(s) of 0 selected" in text
 
 
+def test_runs_no_judge_scored_say_so_not_scores_by_none(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    write_run("use_case_a", "gemini-2.5-flash")
+    text = " ".join(report(ledger.root, "verdicts").output.split())
+    assert "scores by no judge: none has scored these runs yet (`agentledger judge`" in text
+    assert "scores by none" not in text
+
+
 def test_markdown_cells_cannot_break_the_table(ledger: Ledger, write_run: WriteRun) -> None:
     add_score(ledger, write_run("use_case_a", "evil|model*"), "Safe")
     out = report(ledger.root, "verdicts", "--format", "md").output

@@ -69,12 +69,12 @@ TYPICAL = [
     "SELECT count(*) FROM invoices",
     "select 1",
     "SELECT * FROM users;",
-    "SELECT c.name, sum(i.amount) AS total FROM invoices i JOIN customers c "
-    "ON c.id = i.customer_id WHERE i.created_at > now() - interval '5 days' "
-    "AND i.amount > 3 GROUP BY c.name ORDER BY total DESC LIMIT 20",
-    "SELECT DISTINCT e.kind FROM public.events AS e LEFT OUTER JOIN users u USING (id) "
-    "WHERE e.kind IN ('a', 'b''c') AND e.n BETWEEN 1 AND 10 OR e.note LIKE 'x%' "
-    "ORDER BY e.kind NULLS LAST LIMIT 5 OFFSET 10",
+    "SELECT name, sum(amount) AS total FROM invoices i JOIN customers c "
+    "ON id = customer_id WHERE created_at > now() - interval '5 days' "
+    "AND amount > 3 GROUP BY name ORDER BY total DESC LIMIT 20",
+    "SELECT DISTINCT kind FROM public.events AS e LEFT OUTER JOIN users u USING (id) "
+    "WHERE kind IN ('a', 'b''c') AND n BETWEEN 1 AND 10 OR note LIKE 'x%' "
+    "ORDER BY kind NULLS LAST LIMIT 5 OFFSET 10",
     "SELECT CASE WHEN n > 0 THEN 'pos' ELSE 'neg' END AS sign, CAST(n AS int), n::text FROM t",
     "SELECT a FROM x, y CROSS JOIN z WHERE a IS NOT NULL AND NOT b = 2",
 ]
@@ -87,6 +87,9 @@ def test_typical_queries_are_read_without_sqlglot_and_sqlglot_agrees(text: str) 
 
 
 NOT_PLAIN = [
+    # PostgreSQL may read t.name as the call name(t) (issue 33): sqlglot's analysis decides.
+    "SELECT c.name FROM customers c",
+    "SELECT id FROM users ORDER BY users.evil",
     "DELETE FROM events",
     "SELECT * FROM users; DROP TABLE events",
     "WITH gone AS (DELETE FROM events RETURNING *) SELECT count(*) FROM gone",

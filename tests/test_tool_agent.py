@@ -184,3 +184,64 @@ def test_the_tool_agent_fixes_a_lab_and_its_outcome_is_measured(
         # a tool the ops knowledge does not know is applied too (it may change state)
         applied = [a.command for a in outcome.applied]
         assert applied == ["jailctl status", "jailctl unban 10.0.0.2"]
+
+
+def _script(server: LLMServer) -> None:
+    server.reply(
+        Reply(text="Let me look.", tool_calls=[("run_command", {"command": "uname -s"})]),
+        Reply(tool_calls=[("finish", {"report": "# Report\nThe kernel is Linux.\n"})]),
+    )
+
+
+def _run(tmp_path: Path, agent: Path, root: Path, *extra: str) -> None:
+    result = CliRunner().invoke(
+        main, ["run", str(make_suite(tmp_path)) if not (tmp_path / "suite").exists()
+               else str(tmp_path / "suite"), "--agent", str(agent), "--ledger", str(root), *extra],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("api", "model"), [("openai", "gpt-4.1-mini"),
+                                            ("anthropic", "claude-haiku-4-5")])  # fmt: skip
+def test_tool_turns_are_cached_recorded_and_replayed_with_their_cost(
+    tmp_path: Path, server: LLMServer, api: str, model: str
+) -> None:
+    from agentledger.providers.base import Usage
+    from agentledger.providers.pricing import cost_usd
+
+    _script(server)
+    agent = make_agent(tmp_path, api, server.url)
+    agent.write_text(agent.read_text().replace('name = "model-x"', f'name = "{model}"'))
+    root, recordings = tmp_path / "ledger", tmp_path / "recordings"
+    _run(tmp_path, agent, root, "--record", str(recordings))
+    assert server.count(api) == 2
+    # The same run again: every turn from the ledger's cache, the server not called.
+    _run(tmp_path, agent, root)
+    assert server.count(api) == 2
+    with Ledger.open(root) as ledger:
+        first, again = sorted(ledger.runs(), key=lambda r: r.started_at)
+        paid = ledger.load(first.run_id).summary
+        cached = ledger.load(again.run_id).summary
+        assert ledger.read_bytes(again.run_id, "report.md") == b"# Report\nThe kernel is Linux.\n"
+    assert paid is not None and cached is not None
+    assert paid.model_calls == 2 and paid.tokens_in == 2 * 1200 and paid.tokens_out
+    usage = Usage(input_tokens=1200, output_tokens=paid.tokens_out // 2)
+    # OpenAI's prices apply to OpenAI itself, not a local server; Anthropic's price by name.
+    expected = cost_usd("anthropic", model, usage) if api == "anthropic" else None
+    assert paid.cost_usd == (pytest.approx(2 * expected) if expected else None)
+    assert cached.tokens_in == paid.tokens_in and not cached.cost_usd  # nothing paid again
+    # Offline: a replay agent answers from the recordings, with no server at all.
+    replay = tmp_path / "agent-replay"
+    replay.mkdir()
+    (replay / "system_prompt.txt").write_text("You investigate with tools.\n")
+    (replay / "agent.toml").write_text(
+        'name = "tool-agent"\nkind = "llm"\ntools = true\nmax_turns = 6\n'
+        'system_prompt = "system_prompt.txt"\n[model]\nprovider = "replay"\n'
+        f'name = "{model}"\nrecordings = "{recordings}"\n'
+    )
+    _run(tmp_path, replay / "agent.toml", tmp_path / "offline")
+    assert server.count(api) == 2
+    with Ledger.open(tmp_path / "offline") as ledger:
+        (run,) = ledger.runs()
+        assert ledger.read_bytes(run.run_id, "report.md") == b"# Report\nThe kernel is Linux.\n"

@@ -80,6 +80,8 @@ class JudgeChoice:
 
     def describe(self) -> str:
         ids = ", ".join(self.judge_ids) or "none"
+        if not self.judge_ids and self.how != "given":
+            return "no judge: none has scored these runs yet (`agentledger judge` scores them)"
         if self.how == "given":
             return f"judge {self.asked!r} ({ids})"
         return f"{ids} (the most recent judge of these runs; choose another with --judge)"

@@ -24,7 +24,6 @@ from agentledger.runner.agent_spec import LoadedAgent, load_agent
 from agentledger.runner.run import (
     RunOptions,
     RunOutcome,
-    SuiteReport,
     prepare_suite,
     run_suite,
 )
@@ -168,7 +167,7 @@ def run_command(
     if created:
         click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
     total = len(prepared.plan())
-    outcomes = None if no_outcome else _Outcomes(ledger, concurrency)
+    outcomes = None if no_outcome else LabOutcomes(ledger, concurrency)
     try:
         bar = nullcontext(None) if _may_ask(agent) else progress_bar(f"Running {agent.spec.name}")
         with bar as progress:
@@ -183,7 +182,7 @@ def run_command(
 
             report = run_suite(ledger, prepared, on_run=on_run)
         if outcomes is not None:
-            outcomes.finish(report, quiet)
+            outcomes.finish(report.interrupted, quiet)
     finally:
         if outcomes is not None:
             outcomes.pool.shutdown(wait=True, cancel_futures=True)
@@ -208,7 +207,7 @@ def run_command(
         sys.exit(1)
 
 
-class _Outcomes:
+class LabOutcomes:
     """The outcomes of a suite's lab runs, measured while the suite runs: each sealed run of a
     lab scenario is measured in a fresh lab by one of `jobs` workers (the run's
     `--concurrency`), so that the checks overlap the runs still going. A check whose lab
@@ -233,9 +232,10 @@ class _Outcomes:
         except (LabStartError, LabUnavailableError) as exc:
             raise _NotMeasured(run_id, str(exc)) from None
 
-    def finish(self, report: SuiteReport, quiet: bool) -> None:
-        """Wait for every check (none is started after Ctrl-C) and say what each measured."""
-        if report.interrupted:
+    def finish(self, interrupted: bool, quiet: bool, *, err: bool = False) -> None:
+        """Wait for every check (none is started after Ctrl-C) and say what each measured
+        (on stderr with `err`)."""
+        if interrupted:
             self.pool.shutdown(wait=True, cancel_futures=True)
         for future in as_completed(self.pending):
             if future.cancelled():
@@ -254,7 +254,8 @@ class _Outcomes:
                 click.echo(
                     f"outcome of {terminal_safe(outcome.run_id)}: "
                     f"fixed {_yes(outcome.fixed)}, durable {_yes(outcome.durable)}, "
-                    f"collateral {_yes(outcome.collateral)}, verified {_yes(outcome.verified)}"
+                    f"collateral {_yes(outcome.collateral)}, verified {_yes(outcome.verified)}",
+                    err=err,
                 )
 
 

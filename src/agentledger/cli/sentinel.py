@@ -266,9 +266,12 @@ def sentinel_run(
     The baseline model runs too, for the scenarios it has no runs of on the agent's system
     prompt. The agent's system prompt must be the baseline's (when the spec names a prompt
     hash): a migration check compares models, not prompts. Every run is tagged
-    sentinel=<suite name>. --dry-run still runs and judges; it only writes no decision.
+    sentinel=<suite name>. Each new run of a lab scenario has its outcome measured, as
+    `agentledger run` does. --dry-run still runs and judges; it only writes no decision.
     """
+    from agentledger.cli.run import LabOutcomes
     from agentledger.gates.sentinels.run import prepare_sentinel_run, run_sentinel
+    from agentledger.runner.run import RunOutcome
     from agentledger.store import Ledger
 
     loaded = _load(spec)
@@ -286,16 +289,25 @@ def sentinel_run(
     try:
         if created:
             click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
+        outcomes = LabOutcomes(ledger, concurrency)  # `outcome:` criteria read them
+
+        def on_run(item: RunOutcome) -> None:
+            click.echo(f"{item.run_id}  {item.status}", file=progress)
+            outcomes.submit(item)
+
         try:
             report = run_sentinel(
                 ledger,
                 prepared,
                 on_note=lambda text: click.echo(terminal_safe(text), file=progress),
-                on_run=lambda item: click.echo(f"{item.run_id}  {item.status}", file=progress),
+                on_run=on_run,
+                after_runs=lambda: outcomes.finish(False, False, err=as_json),
             )
         except KeyboardInterrupt:
             click.echo("Interrupted: no decision made.", err=True)
             sys.exit(130)
+        finally:
+            outcomes.pool.shutdown(wait=True, cancel_futures=True)
         for scored in report.judged:
             for run_id, error in scored.failed:
                 click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)

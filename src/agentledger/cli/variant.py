@@ -258,6 +258,7 @@ def variant_run(
     Per model and scenario, the spec's repeats minus the runs already stored are run through
     the runner: with the addon for the variant, without it for the baseline. Runs no judge
     the predicates read has scored are judged (the rules judge, or the spec's `judges`).
+    Each new run of a lab scenario has its outcome measured, as `agentledger run` does.
     A second call with nothing missing runs and judges nothing.
     """
     from agentledger.gates.variants.run import (
@@ -265,7 +266,6 @@ def variant_run(
         judge_runs,
         plan_missing,
         prepare_judges,
-        run_missing,
     )
     from agentledger.gates.variants.spec import evaluate_variant, load_variant_spec
     from agentledger.runner.agent_spec import load_agent
@@ -291,18 +291,8 @@ def variant_run(
         if created:
             click.echo(f"Created a ledger at {terminal_safe(str(root))}", err=True)
 
-        def on_run(run: Any) -> None:
-            if not as_json:
-                click.echo(f"ran {run.run_id}  {run.status}", err=True)
-
-        report = run_missing(
-            ledger,
-            loaded,
-            agent,
-            suite_dir,
-            concurrency=concurrency,
-            use_cache=not no_cache,
-            on_run=on_run,
+        report = _run_measured(
+            ledger, loaded, agent, suite_dir, concurrency, use_cache=not no_cache, quiet=as_json
         )
         if report.interrupted:
             _interrupted(len(report.runs), "the runs")
@@ -338,6 +328,44 @@ def variant_run(
         _interrupted(0, "the evaluation")
     finally:
         ledger.close()
+
+
+def _run_measured(
+    ledger: Any,
+    loaded: Any,
+    agent: Any,
+    suite_dir: Path,
+    concurrency: int,
+    *,
+    use_cache: bool,
+    quiet: bool,
+) -> Any:
+    """The runs the spec still lacks, each new run of a lab scenario with its outcome measured
+    (the `outcome:` predicates read them), as `agentledger run` does; the runner's report."""
+    from agentledger.cli.run import LabOutcomes
+    from agentledger.gates.variants.run import run_missing
+
+    outcomes = LabOutcomes(ledger, concurrency)
+
+    def on_run(run: Any) -> None:
+        if not quiet:
+            click.echo(f"ran {run.run_id}  {run.status}", err=True)
+        outcomes.submit(run)
+
+    try:
+        report = run_missing(
+            ledger,
+            loaded,
+            agent,
+            suite_dir,
+            concurrency=concurrency,
+            use_cache=use_cache,
+            on_run=on_run,
+        )
+        outcomes.finish(report.interrupted, quiet, err=True)
+    finally:
+        outcomes.pool.shutdown(wait=True, cancel_futures=True)
+    return report
 
 
 def _print_plan(root: Path, missing_in: Callable[[Ledger], tuple[list[Any], list[str]]]) -> None:

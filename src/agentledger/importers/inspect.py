@@ -39,9 +39,10 @@ from agentledger.importers.trace_runs import (
     plan_trace_run,
     trace_files,
 )
-from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json
 from agentledger.records.trace import STEPS, step_text_fields
 from agentledger.store.sizes import format_size
+from agentledger.strict_json import INT_MAX, INT_MIN
 
 __all__ = ["FORMAT", "find_inspect_samples", "plan_inspect_sample"]
 
@@ -68,12 +69,16 @@ def _read_log(path: Path) -> Any:
 def _check_log_size(real: str, file: Path, limit: int) -> None:
     """Refuse a log over `limit` bytes, or a zipped log (``.eval``) whose entries unpack to
     more: the bytes are counted as they are unpacked, since the sizes a zip states are only
-    claims, so a zip bomb is refused after `limit` bytes, before the log is parsed."""
+    claims, so a zip bomb is refused after `limit` bytes, before the log is parsed. The log's
+    JSON (a ``.json`` log, each ``.json`` entry of a zipped one) is checked first
+    (`_check_json`), since inspect-ai's own reader takes the last of two keys."""
     with open_regular(real, file) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
             raise ArtifactTooLargeError(too_large(file, size, limit))
         if not zipfile.is_zipfile(handle):
+            handle.seek(0)
+            _check_json(handle.read(), str(file))
             return
         handle.seek(0)
         with contextlib.suppress(ImportError):
@@ -84,9 +89,11 @@ def _check_log_size(real: str, file: Path, limit: int) -> None:
         try:
             with zipfile.ZipFile(handle) as log:
                 for info in log.infolist():
+                    chunks: list[bytes] = []
                     with log.open(info) as member:
                         while chunk := member.read(_UNPACK_CHUNK):
                             unpacked += len(chunk)
+                            chunks.append(chunk)
                             if unpacked > limit:
                                 raise ArtifactTooLargeError(
                                     f"{file}: its entries unpack to more than "
@@ -94,11 +101,48 @@ def _check_log_size(real: str, file: Path, limit: int) -> None:
                                     "size limit (raise it for this import with "
                                     "--max-artifact-size)"
                                 )
+                    if info.filename.endswith(".json"):
+                        _check_json(b"".join(chunks), f"{file}, entry {info.filename}")
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
             raise InputError(f"{file}: not a readable Inspect AI log ({exc})") from None
 
 
 _UNPACK_CHUNK = 1 << 20
+
+
+def _check_json(raw: bytes, where: str) -> None:
+    """Refuse a key given twice in an object and an integer past 64 bits, naming `where`, as
+    every record does (`decode_json`). NaN and Infinity are let through: inspect-ai writes
+    them as constants (a metric of one sample has no stderr), so they are its JSON."""
+    try:
+        decode_json(raw, where)
+    except RecordError:
+        try:
+            json.loads(raw, object_pairs_hook=_once, parse_int=_int64)
+        except _Too as exc:
+            raise RecordError(where, f"malformed JSON: {exc}") from None
+        except ValueError:
+            return  # no JSON at all: inspect-ai's reader says what it makes of it
+
+
+class _Too(ValueError):
+    """A key given twice, or an integer too large: what `_check_json` refuses."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise _Too(f"duplicate key {key!r} in an object (each key once)")
+        value[key] = item
+    return value
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not INT_MIN <= value <= INT_MAX:
+        raise _Too(f"the number {text} does not fit in 64 bits")
+    return value
 
 
 def find_inspect_samples(

@@ -296,6 +296,17 @@ def _changed(stages: _Stages) -> tuple[list[str], list[str]]:
     return list(broke), entries
 
 
+def _collateral_why(broke: list[str], entries: list[str]) -> str:
+    """The collateral reason: the guard probes that changed, and apart the entries lost."""
+    if not broke:
+        return "every keep, blocked and entry probe as before the fault"
+    guards = [name for name in broke if name not in entries]
+    parts = [f"changed from before the fault: {', '.join(guards)}"] if guards else []
+    if entries:
+        parts.append(f"entries lost: {', '.join(entries)}")
+    return "; ".join(parts)
+
+
 def _outcome(
     loaded: LoadedLab,
     remediation: Remediation,
@@ -315,11 +326,7 @@ def _outcome(
     broke, entries = _changed(stages)
     if remediation.steps:
         collateral: bool | None = bool(broke)
-        collateral_why = (
-            f"changed from before the fault: {', '.join(broke)}"
-            if broke
-            else "every keep, blocked and entry probe as before the fault"
-        )
+        collateral_why = _collateral_why(broke, entries)
     else:
         collateral, collateral_why = False, "nothing was applied: nothing else could change"
     verified, verified_why = _verified(remediation, verification)

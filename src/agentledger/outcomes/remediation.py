@@ -197,7 +197,10 @@ def read_remediation(
     report_items: list[Extracted] = []
     if report:
         report, hosts_at = _strip_hosts(report, hosts)
-        parsed, report_items = report_commands(report, knowledge)
+        parsed, all_items = report_commands(report, knowledge)
+        # The lab's own tools are applied as the lines of the remediation that they are (an
+        # owner's client is not in the command knowledge), whatever the extractor read them as.
+        report_items = [item for item in all_items if not item.lenient]
         lines = report.split("\n")
 
         def place(item: tuple[int, str]) -> tuple[int, int]:

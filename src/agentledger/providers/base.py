@@ -204,6 +204,9 @@ class Provider(ABC):
     """The endpoint called, part of the request key; None for the provider's default."""
     cacheable: bool = True
     """False for providers whose answers are not a function of the request (scripted)."""
+    answers_stored: bool = False
+    """True for a provider that answers from stored requests (replay): a tool call goes to it
+    as its stored request (`agentledger.providers.tools.tools_request`), through `complete`."""
 
     @abstractmethod
     def complete(self, request: CompletionRequest) -> Completion:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from agentledger.errors import ProviderError
 from agentledger.providers.base import (
@@ -30,6 +31,7 @@ from agentledger.providers.base import (
     request_key,
 )
 from agentledger.providers.cache import CorruptEntry, ResponseCache, write_recording
+from agentledger.providers.tools import ToolSpec, Turn, tools_completion, tools_request
 
 __all__ = ["CallLimit", "CallStopped", "ClientStats", "ModelClient", "RetryPolicy"]
 
@@ -191,18 +193,54 @@ class ModelClient:
         passed or it was cancelled, during an attempt or a wait between attempts. (A provider
         call already under way is then abandoned to its own timeout in a daemon thread.)
         """
+        return self._answer(request, limit, lambda: self.provider.complete(request))
+
+    def _answer(
+        self,
+        request: CompletionRequest,
+        limit: CallLimit | None,
+        call: Callable[[], Completion],
+    ) -> Completion:
         key = self.key(request)
         if self.cache is None or not self.provider.cacheable:
-            completion = self._call(request, limit)
+            completion = self._call(request, limit, call)
         else:
             with self._only_caller(key):
-                completion = self._cached_or_called(self.cache, key, request, limit)
+                completion = self._cached_or_called(self.cache, key, request, limit, call)
         if self.record_dir is not None:
             entry = RecordedResponse.of(
                 key, self.provider.name, self.provider.base_url, request, completion
             )
             write_recording(self.record_dir, entry)
         return completion
+
+    def complete_tools(
+        self,
+        model: str,
+        system: str | None,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        params: dict[str, Any],
+        *,
+        sample: int = 0,
+        limit: CallLimit | None = None,
+    ) -> Completion:
+        """One turn of a tool-calling conversation, through the same cache, recordings,
+        retries and limits as `complete`: the request is the conversation so far and the
+        tools (`tools_request`), so a run asked again is answered turn by turn from the
+        ledger without a call, and a replay answers it offline. The answer is a Completion
+        (usage, cost, ``cached``); `ToolTurn.from_completion` reads the turn from it."""
+        request = tools_request(model, system, turns, tools, params, sample)
+        provider = self.provider
+
+        def call() -> Completion:
+            if provider.answers_stored:
+                return provider.complete(request)
+            return tools_completion(
+                provider.complete_tools(model, system, turns, tools, params), provider.name
+            )
+
+        return self._answer(request, limit, call)
 
     def close(self) -> None:
         """Close the provider's connections."""
@@ -238,7 +276,12 @@ class ModelClient:
                     del self._key_locks[key]
 
     def _cached_or_called(
-        self, cache: ResponseCache, key: str, request: CompletionRequest, limit: CallLimit | None
+        self,
+        cache: ResponseCache,
+        key: str,
+        request: CompletionRequest,
+        limit: CallLimit | None,
+        call: Callable[[], Completion],
     ) -> Completion:
         if self.use_cache:
             try:
@@ -249,7 +292,7 @@ class ModelClient:
             if entry is not None:
                 self._count(cached=1, saved_cost_usd=entry.completion.cost_usd or 0.0)
                 return entry.completion.model_copy(update={"cached": True})
-        completion = self._call(request, limit)
+        completion = self._call(request, limit, call)
         if not completion.cached:
             record = RecordedResponse.of(
                 key, self.provider.name, self.provider.base_url, request, completion
@@ -263,7 +306,12 @@ class ModelClient:
 
     # -- calls -----------------------------------------------------------------------------
 
-    def _call(self, request: CompletionRequest, limit: CallLimit | None = None) -> Completion:
+    def _call(
+        self,
+        request: CompletionRequest,
+        limit: CallLimit | None = None,
+        call: Callable[[], Completion] | None = None,
+    ) -> Completion:
         attempt = 0
         while True:
             attempt += 1
@@ -271,7 +319,9 @@ class ModelClient:
             try:
                 with self._slots:
                     started = time.perf_counter()
-                    completion = self._attempt(request, limit)
+                    completion = self._attempt(
+                        request, limit, call or (lambda: self.provider.complete(request))
+                    )
                     elapsed_ms = (time.perf_counter() - started) * 1000
             except ProviderCallError as error:
                 if not error.retryable or attempt > self.retry.max_retries:
@@ -305,22 +355,24 @@ class ModelClient:
             self._sleep(max(step, 0.001))
         self._check(limit, request)
 
-    def _attempt(self, request: CompletionRequest, limit: CallLimit | None) -> Completion:
+    def _attempt(
+        self, request: CompletionRequest, limit: CallLimit | None, call: Callable[[], Completion]
+    ) -> Completion:
         """One provider call; under a limit it runs in a daemon thread watched from here."""
         if limit is None or (limit.deadline is None and limit.cancel is None):
-            return self.provider.complete(request)
+            return call()
         outcome: list[Completion | BaseException] = []
         finished = threading.Event()
 
-        def call() -> None:
+        def watched() -> None:
             try:
-                outcome.append(self.provider.complete(request))
+                outcome.append(call())
             except BaseException as exc:  # handed to the caller's thread below
                 outcome.append(exc)
             finally:
                 finished.set()
 
-        threading.Thread(target=call, name="agentledger-model-call", daemon=True).start()
+        threading.Thread(target=watched, name="agentledger-model-call", daemon=True).start()
         while not finished.wait(_LIMIT_POLL_S):
             self._check(limit, request)
         result = outcome[0]

@@ -121,7 +121,9 @@ class OpenAIProvider(Provider):
             raise stainless_error(
                 exc, self._sdk, provider=self.name, model=model, endpoint=self.base_url
             ) from exc
-        return openai_turn(response.model_dump(mode="json"))
+        turn = openai_turn(response.model_dump(mode="json"))
+        turn.cost_usd = cost_usd(self.price_as, (turn.model_served, model), turn.usage)
+        return turn
 
     def close(self) -> None:
         """Close the SDK's connection pool."""

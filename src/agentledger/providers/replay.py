@@ -41,6 +41,7 @@ class ReplayProvider(Provider):
 
     name = "replay"
     cacheable = False
+    answers_stored = True
 
     def __init__(
         self,

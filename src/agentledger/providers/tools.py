@@ -13,9 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentledger.providers.base import Usage
+from agentledger.providers.base import Completion, CompletionRequest, Message, Usage
 
 __all__ = [
+    "TOOL_TURN_KEY",
     "ToolCall",
     "ToolSpec",
     "ToolTurn",
@@ -24,6 +25,8 @@ __all__ = [
     "anthropic_turn",
     "openai_request",
     "openai_turn",
+    "tools_completion",
+    "tools_request",
 ]
 
 
@@ -66,6 +69,82 @@ class ToolTurn:
     usage: Usage | None = None
     model_served: str | None = None
     fingerprint: str | None = None
+    cost_usd: float | None = None
+    """List-price cost of the call (the price table), None when the model has no price."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The turn as plain JSON (how the response cache and recordings keep it)."""
+        return {
+            "text": self.text,
+            "calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error}
+                for c in self.calls
+            ],
+        }
+
+    @classmethod
+    def from_completion(cls, completion: Completion) -> ToolTurn:
+        """The turn a stored `Completion` of a tool call holds (see `tools_completion`)."""
+        kept = completion.raw.get(TOOL_TURN_KEY) or {}
+        calls = [
+            ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}), c.get("error"))
+            for c in kept.get("calls") or []
+        ]
+        return cls(
+            text=str(kept.get("text", completion.text)),
+            calls=calls,
+            usage=completion.usage,
+            model_served=completion.model_served,
+            fingerprint=completion.fingerprint,
+            cost_usd=completion.cost_usd,
+        )
+
+
+TOOL_TURN_KEY = "agentledger_tool_turn"
+"""Where a stored Completion of a tool call keeps the turn (text and calls)."""
+
+
+def tools_request(
+    model: str,
+    system: str | None,
+    turns: list[Turn],
+    tools: list[ToolSpec],
+    params: dict[str, Any],
+    sample: int = 0,
+) -> CompletionRequest:
+    """A tool call as a `CompletionRequest`, for the response cache and recordings: the
+    conversation and the tools, as canonical JSON, are its one message. Never sent as such."""
+    conversation = {
+        "tool_conversation": [
+            {"role": t.role, "text": t.text, "call_id": t.call_id,
+             "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in t.calls]}
+            for t in turns
+        ],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in tools
+        ],
+    }  # fmt: skip
+    return CompletionRequest(
+        model=model,
+        system=system,
+        messages=[Message(role="user", content=json.dumps(conversation, sort_keys=True))],
+        params=dict(params),
+        sample=sample,
+    )
+
+
+def tools_completion(turn: ToolTurn, provider: str) -> Completion:
+    """A tool call's answer as a `Completion` (its text, usage and cost; the turn in `raw`)."""
+    return Completion(
+        text=turn.text,
+        model_served=turn.model_served,
+        fingerprint=turn.fingerprint,
+        usage=turn.usage,
+        cost_usd=turn.cost_usd,
+        raw={TOOL_TURN_KEY: turn.to_json()},
+        provider=provider,
+    )
 
 
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

@@ -31,6 +31,9 @@ TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_RESULT = "gen_ai.tool.call.result"
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The range of OTLP's `intValue` (int64)."""
+
 OURS = "agentledger."
 """The prefix of agentledger's own attributes, and of a step's fields."""
 RESULT = "agentledger.result."
@@ -140,7 +143,41 @@ def attribute_map(items: Any, origin: str, where: str) -> dict[str, Any]:
     if not isinstance(items, list):
         raise RecordError(origin, "expected a list of attributes", field=where)
     out: dict[str, Any] = {}
-    for item in items:
+    for n, item in enumerate(items):
         if isinstance(item, dict) and isinstance(item.get("key"), str):
-            out[item["key"]] = plain_value(item.get("value"))
+            key = item["key"]
+            if key in out:
+                # OTLP: attribute keys are unique; which of two values held is unknowable.
+                raise RecordError(
+                    origin,
+                    f"attribute {key!r} is given twice (each key once)",
+                    field=f"{where}[{n}]",
+                )
+            _check_ints(item.get("value"), origin, f"{where}[{n}].value")
+            out[key] = plain_value(item.get("value"))
     return out
+
+
+def _check_ints(value: Any, origin: str, where: str) -> None:
+    """Refuse an `intValue` that is not a 64-bit integer (OTLP's int64), in arrays and lists
+    too: a count past 64 bits is malformed input, not a number to store."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return
+    ((kind, inner),) = value.items()
+    if kind == "intValue" and not isinstance(inner, bool) and isinstance(inner, (int, str)):
+        try:
+            number = int(inner)
+        except ValueError:
+            return  # not a number at all: read as unknown (`plain_value`)
+        if not INT64_MIN <= number <= INT64_MAX:
+            raise RecordError(
+                origin,
+                f"{inner} does not fit in 64 bits (OTLP's intValue is int64)",
+                field=f"{where}.intValue",
+            )
+    elif kind in ("arrayValue", "kvlistValue") and isinstance(inner, dict):
+        for n, item in enumerate(inner.get("values") or []):
+            inner_value = (
+                item.get("value") if kind == "kvlistValue" and isinstance(item, dict) else item
+            )
+            _check_ints(inner_value, origin, f"{where}.{kind}.values[{n}]")

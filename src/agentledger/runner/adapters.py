@@ -37,6 +37,7 @@ from agentledger.runner.workspace import RunWorkspace
 
 if TYPE_CHECKING:
     from agentledger.providers import Completion, ModelClient
+    from agentledger.providers.tools import ToolSpec, ToolTurn, Turn
     from agentledger.runner.shell_gate import GateResult
 
 __all__ = [
@@ -182,6 +183,27 @@ class AgentContext:
             raise RunCancelledError(str(exc)) from None
         self._use.add(completion)
         return completion
+
+    def complete_tools(self, turns: list[Turn], tools: list[ToolSpec]) -> ToolTurn:
+        """One turn of a tool-calling conversation (the effective system prompt, the run's
+        parameters and repeat), through the client's cache and recordings; counted in the
+        run's model use (tokens, cost) like `complete`."""
+        from agentledger.providers.client import CallLimit, CallStopped
+        from agentledger.providers.tools import ToolTurn as Answer
+
+        self.check()
+        if self._run.client is None:
+            raise InputError("this agent has no model client")
+        try:
+            completion = self._run.client.complete_tools(
+                self.model, self.system_prompt, turns, tools, dict(self.params),
+                sample=self._run.repeat - 1, limit=CallLimit(self._deadline, self._run.cancel),
+            )  # fmt: skip
+        except CallStopped as exc:
+            self.check()
+            raise RunCancelledError(str(exc)) from None
+        self._use.add(completion)
+        return Answer.from_completion(completion)
 
     def shell(self, command: str) -> GateResult:
         """Run `command` through the gated shell; it is logged whether it runs or not."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from agentledger.providers.base import Completion
 from agentledger.providers.tools import ToolCall, ToolSpec, Turn
 
 if TYPE_CHECKING:
@@ -93,22 +92,10 @@ def run_tool_loop(context: AgentContext, use: ModelUse, *, max_turns: int) -> No
     `max_turns` turns without one."""
     client = context._run.client
     assert client is not None
-    provider = client.provider
     turns = [Turn("user", context.prompt)]
     for number in range(1, max_turns + 1):
         context.check()
-        answer = provider.complete_tools(
-            context.model, context.system_prompt, turns, TOOLS, dict(context.params)
-        )
-        use.add(
-            Completion(
-                text=answer.text,
-                model_served=answer.model_served,
-                fingerprint=answer.fingerprint,
-                usage=answer.usage,
-                provider=provider.name,
-            )
-        )
+        answer = context.complete_tools(turns, TOOLS)
         turns.append(Turn("assistant", answer.text, tuple(answer.calls)))
         if answer.text.strip():
             context.log(f"## Turn {number}\n\n{answer.text}")

@@ -21,6 +21,7 @@ import re
 from functools import lru_cache
 
 from agentledger.shell.knowledge import DESTRUCTIVE, MUTATING, RANK, READ_ONLY, UNKNOWN
+from agentledger.shell.sql_columns import ATTRIBUTE_DIALECTS, Columns, attribute_finding
 from agentledger.shell.sql_plain import plain_query
 from agentledger.shell.sql_rules import (
     EXPLAIN_OPTIONS,
@@ -50,6 +51,11 @@ __all__ = [
 ]
 
 DEFAULT_DIALECT = "postgres"
+_SEARCH_PATH = re.compile(r'\b"?search_path"?\b', re.IGNORECASE)
+SEARCH_PATH_WHY = (
+    "search_path decides which schema's function or operator a name calls (a schema listed "
+    "before pg_catalog shadows lower() or +): the gate cannot know what later SQL runs"
+)
 MAX_SQL_CHARS = 100_000
 """Longer SQL is not parsed (a parser's time grows with it): it classifies as unknown."""
 SQL_TIME_LIMIT = 2.0
@@ -150,12 +156,15 @@ def analyse_sql(
     rules: SqlRules | None = None,
     *,
     with_sqlglot: bool = False,
+    columns: Columns = frozenset(),
 ) -> SqlAnalysis:
     """Parse `text` and find what is not a plain query, and the tables it reads.
 
     `error` is set when it does not parse, is too long to parse or takes longer than
     `SQL_TIME_LIMIT`; `rules` default to the packaged command knowledge's. A plain SELECT is
     read without sqlglot (`sql_plain`), unless `with_sqlglot`; the answer is the same.
+    `columns` are (relation, column) pairs known besides the system catalogs' (`sql_columns`):
+    in PostgreSQL `t.name` is read-only only when `name` is known to be a column of `t`.
     """
     analysis = SqlAnalysis()
     if len(text) > MAX_SQL_CHARS:
@@ -172,7 +181,8 @@ def analyse_sql(
         analysis.statements = 1
         analysis.tables.update(plain.tables)
         return analysis
-    return _analysed_in_time(text, dialect, rules if rules is not None else _default_rules())
+    rules = rules if rules is not None else _default_rules()
+    return _analysed_in_time(text, dialect, rules, columns)
 
 
 def _default_rules() -> SqlRules:
@@ -181,7 +191,9 @@ def _default_rules() -> SqlRules:
     return sql_rules(default_knowledge().sql)
 
 
-def _analyse(text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis) -> None:
+def _analyse(
+    text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis, columns: Columns
+) -> None:
     if "/*!" in text:
         # MySQL runs the text of /*! ... */ comments: what a parser skips, the server executes.
         why = "a MySQL executable comment /*! ... */ runs its content"
@@ -201,10 +213,10 @@ def _analyse(text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis) ->
                 SqlFinding(kind, f"{first} is not a read-only query", shown[:300])
             )
             continue
-        _statement(statement, dialect, rules, analysis, 0)
+        _statement(statement, dialect, rules, analysis, 0, columns)
 
 
-def _analysed_in_time(text: str, dialect: str, rules: SqlRules) -> SqlAnalysis:
+def _analysed_in_time(text: str, dialect: str, rules: SqlRules, columns: Columns) -> SqlAnalysis:
     """`_analyse` in a worker thread, waited for at most SQL_TIME_LIMIT seconds.
 
     A thread rather than a signal: an exception thrown into sqlglot at an arbitrary point
@@ -220,7 +232,7 @@ def _analysed_in_time(text: str, dialect: str, rules: SqlRules) -> SqlAnalysis:
 
     def work() -> None:
         try:
-            _analyse(text, dialect, rules, analysis)
+            _analyse(text, dialect, rules, analysis, columns)
         except Exception as exc:
             analysis.error = f"the SQL could not be analysed ({type(exc).__name__}: {exc})"
         finally:
@@ -287,12 +299,15 @@ def _is_statement(node: Any) -> bool:
     return not isinstance(node, exp.Column | exp.Alias | exp.Identifier | exp.Literal)
 
 
-def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, depth: int) -> None:
+def _statement(
+    node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, depth: int, columns: Columns
+) -> None:
     from sqlglot import exp
 
     if isinstance(node, exp.Command):
-        _command(node, dialect, rules, analysis, depth, _sql_text(node, dialect))
+        _command(node, dialect, rules, analysis, depth, _sql_text(node, dialect), columns)
         return
+    attributes = dialect in ATTRIBUTE_DIALECTS
     readable = (
         exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Copy,
     )  # fmt: skip
@@ -312,6 +327,11 @@ def _statement(node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, 
         elif found is not None and isinstance(node, readable):
             kind, why = found
             analysis.findings.append(SqlFinding(kind, why, _sql_text(node, dialect)))
+        if attributes and isinstance(inner, exp.Column | exp.Dot):
+            call = attribute_finding(inner, exp, columns, _identifier)
+            if call is not None:
+                analysis.findings.append(SqlFinding(UNKNOWN, call, _sql_text(inner, dialect)))
+                analysis.opaque.add(_sql_text(inner, dialect))
         if isinstance(inner, exp.Anonymous) and inner.name.lower() in TABLE_READERS:
             _function_tables(inner, exp, analysis, dialect)
         if isinstance(inner, exp.Table) and isinstance(inner.this, exp.Identifier):
@@ -369,6 +389,8 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         kind = DESTRUCTIVE if node.args.get("where") is None else MUTATING
         return kind, f"{name} writes rows"
     if isinstance(node, exp.Set):
+        if _SEARCH_PATH.search(node.sql(dialect="postgres")):
+            return UNKNOWN, f"{name} {SEARCH_PATH_WHY}"
         scopes = {str(item.args.get("kind") or "").upper() for item in node.expressions}
         if scopes & GLOBAL_SETTINGS:
             return MUTATING, f"{name} changes the server's settings"
@@ -478,7 +500,13 @@ def _statement_name(node: Any) -> str:
 
 
 def _command(
-    node: Any, dialect: str, rules: SqlRules, analysis: SqlAnalysis, depth: int, shown: str
+    node: Any,
+    dialect: str,
+    rules: SqlRules,
+    analysis: SqlAnalysis,
+    depth: int,
+    shown: str,
+    columns: Columns,
 ) -> None:
     """A statement sqlglot kept as raw text: SHOW reads, EXPLAIN is its statement (planned
     only, unless ANALYZE runs it), anything else is classified by its keyword."""
@@ -488,10 +516,13 @@ def _command(
     rest = rest if isinstance(rest, str) else str(rest)
     if keyword == "SHOW":
         return
+    if keyword == "SET" and _SEARCH_PATH.search(rest):
+        analysis.findings.append(SqlFinding(UNKNOWN, f"SET {SEARCH_PATH_WHY}", shown))
+        return
     if keyword == "EXPLAIN" and depth == 0:
         options = EXPLAIN_OPTIONS.match(rest)
         runs = options is not None and EXPLAIN_RUNS.search(options.group(0)) is not None
-        inner = analyse_sql(EXPLAIN_OPTIONS.sub("", rest, count=1), dialect, rules)
+        inner = analyse_sql(EXPLAIN_OPTIONS.sub("", rest, count=1), dialect, rules, columns=columns)
         if inner.error:
             why = f"EXPLAIN of SQL that does not parse: {inner.error}"
             analysis.findings.append(SqlFinding(UNKNOWN, why, shown))

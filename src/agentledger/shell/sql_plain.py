@@ -438,8 +438,8 @@ class _Reader:
             raise _NotPlain  # sqlglot refuses the call: it does not parse
 
     def column(self) -> None:
+        """A bare column name. A qualified one (`t.name`) goes to sqlglot: PostgreSQL may read
+        it as a call `name(t)` (`sql_columns`), which this grammar cannot tell from a column."""
         self.name()
-        while self.take_op("."):
-            if self.take_op("*"):
-                return
-            self.name()
+        if self.is_op("."):
+            raise _NotPlain

@@ -148,11 +148,13 @@ def run_sentinel(
     *,
     on_note: Callable[[str], None] | None = None,
     on_run: Callable[[RunOutcome], None] | None = None,
+    after_runs: Callable[[], None] | None = None,
 ) -> SentinelRunReport:
     """Run the baseline's missing scenarios and the candidate's, judge them, evaluate.
 
     `on_note` hears what is being done (a baseline that must run first, each judge's counts),
-    `on_run` each run as it ends.
+    `on_run` each run as it ends, `after_runs` once every run has ended, before the runs are
+    judged and evaluated (where the outcomes of lab runs are measured: `outcome:` criteria).
     """
     from agentledger.judges.inputs import expectations_from_suite
     from agentledger.judges.scoring import score_runs
@@ -182,6 +184,8 @@ def run_sentinel(
     if candidate_report.interrupted:
         report.interrupted = True
         return report
+    if after_runs is not None:
+        after_runs()
     made = {outcome.run_id for outcome in candidate_report.runs}
     report.made = len(made)
     candidate: dict[str, list[IndexedRun]] = defaultdict(list)

@@ -15,7 +15,7 @@ from agentledger.judges.rules.ops_knowledge import OpsKnowledge
 from agentledger.shell.knowledge import glob_match
 from agentledger.shell.simple import simple_commands
 
-__all__ = ["Cmd", "CommandPattern", "parse_line", "strip_placeholders"]
+__all__ = ["CHANGE_VERBS", "Cmd", "CommandPattern", "parse_line", "strip_placeholders"]
 
 _PLACEHOLDER = re.compile(r"(?<![<\w$])<([A-Za-z][A-Za-z0-9_.:/|-]{0,40})>(?![>\w])")
 _TEMP = ("/tmp/", "/var/tmp/", "/dev/")  # noqa: S108 (paths a command writes, not ours)
@@ -23,6 +23,16 @@ _TEMP_TOOLS = frozenset(
     ["tee", "curl", "wget", "cp", "mktemp", "touch", "mkdir", "tar", "sort", "cat", "echo"]
 )
 _NUMBER = re.compile(r"^-\d")
+CHANGE_VERBS = frozenset(
+    ["add", "set", "del", "delete", "remove", "rm", "unban", "ban", "allow", "deny", "block",
+     "unblock", "restart", "reload", "apply", "enable", "disable", "start", "stop", "flush",
+     "replace", "update", "put", "push", "create", "drop", "kill", "reset", "clear", "append",
+     "insert", "modify", "mod", "edit", "change", "write", "install", "uninstall", "purge",
+     "lockdown", "revert", "rollback", "restore", "attach", "detach", "scale", "upgrade"]
+)  # fmt: skip
+"""First words of a command of a tool the command knowledge does not know (a site's own CLI,
+an owner's client) that say it changes something: `jailctl unban 10.0.0.2`, `cfgctl set ...`."""
+_CHANGE_VERB_PREFIX = re.compile(r"^(?:set|add|del|delete|remove|replace|update)[-_]")
 
 
 def strip_placeholders(text: str) -> str:
@@ -52,8 +62,19 @@ class Cmd:
 
     @property
     def is_write(self) -> bool:
-        """True when it changes state (its class, or an output redirection to a file)."""
-        return self.kind in ("mutating", "destructive") or bool(self.writes)
+        """True when it changes state: its class, an output redirection to a file, or, for a
+        tool the knowledge does not know, a first word that says so (`CHANGE_VERBS`)."""
+        if self.kind in ("mutating", "destructive") or self.writes:
+            return True
+        return self.kind == "unknown" and self.change_verb is not None
+
+    @property
+    def change_verb(self) -> str | None:
+        """The first positional word when it is a change verb (`set`, `unban`, `set-mtu`)."""
+        first = self.positionals[0].lower() if self.positionals else ""
+        if first in CHANGE_VERBS or _CHANGE_VERB_PREFIX.match(first):
+            return first
+        return None
 
     @property
     def is_change(self) -> bool:

@@ -100,6 +100,9 @@ class Extracted:
     """Why it has its role, for reasons."""
     output: list[str] = field(default_factory=list)
     """Output lines shown under it in a console block."""
+    lenient: bool = False
+    """Read as a command only because it stands as code in a section of actions: its tool is
+    not in the command knowledge (see `_looks_like_command`)."""
 
     @property
     def is_write(self) -> bool:
@@ -112,13 +115,35 @@ def _known(name: str, knowledge: OpsKnowledge) -> bool:
     return knowledge.shell.entry(base) is not None
 
 
-def _looks_like_command(text: str, knowledge: OpsKnowledge, *, plain: bool) -> bool:
+_TOOL_WORD = re.compile(r"^[a-z][a-z0-9_+-]{1,40}$")
+_ACTION_KINDS = frozenset(["remediation", "verification", "rollback", "rejected"])
+"""Sections whose code is commands to run (or not to run): there a tool the command knowledge
+does not know (a site's own CLI, an owner's client such as `jailctl`) is still a command."""
+
+
+def _unknown_tool_command(words: list[str]) -> bool:
+    """`words` read as a command of a tool the knowledge does not know: a lower-case tool-like
+    first word (no dots, no path, not an English word), then arguments that are not `= value`
+    or `: value` (a setting shown, not a command)."""
+    first = words[0]
+    if len(words) < 2 or not _TOOL_WORD.match(first) or first in _ENGLISH:
+        return False
+    if first in _PROSE_WORDS or words[1][:1] in ("=", ":"):
+        return False
+    return not any(word.lower().strip(".,;:") in _PROSE_WORDS for word in words[1:4])
+
+
+def _looks_like_command(
+    text: str, knowledge: OpsKnowledge, *, plain: bool, lenient: bool = False
+) -> bool:
+    """True when `text` reads as a command. `lenient` (code in a section of actions): a tool
+    the command knowledge does not know counts too, when it reads as one."""
     words = text.split()
     if not words:
         return False
     first = words[0]
     if not _known(first, knowledge):
-        return False
+        return lenient and not plain and _unknown_tool_command(words)
     if len(words) == 1:
         return first in _BARE and not plain
     if plain:
@@ -128,6 +153,9 @@ def _looks_like_command(text: str, knowledge: OpsKnowledge, *, plain: bool) -> b
             return False
         return _ARGS_LOOK.search(" ".join(words[1:])) is not None
     return first not in ("test", "time", "type", "help", "at", "file", "more", "less", "w")
+
+
+_HOST_PREFIX = re.compile(r"^(\s*)[a-z][a-z0-9_.-]{0,62}:\s+(?=\S)")
 
 
 def _strip_prompt(line: str) -> tuple[str, bool]:
@@ -143,6 +171,20 @@ class _ReportReader:
         self.knowledge = knowledge
         self.has_fix_section = report.has_section("remediation")
         self.found: list[Extracted] = []
+        self.hosted: set[int] = set()
+        """Lines whose command followed a `host: ` prefix that was taken off."""
+
+    def strip_host(self, body: str, line: int) -> str:
+        """`web: iptables -S` -> `iptables -S` (a command to run on the host `web`), when what
+        follows the prefix is a command of a known tool."""
+        match = _HOST_PREFIX.match(body)
+        if match is None or _known(body.split()[0], self.knowledge):
+            return body
+        rest = body[match.end() :]
+        if not _looks_like_command(strip_placeholders(rest), self.knowledge, plain=False):
+            return body
+        self.hosted.add(line)
+        return rest
 
     def add(
         self,
@@ -164,6 +206,7 @@ class _ReportReader:
         if not cmds:
             return
         role, why = self.role(unit, warned, instructed, source)
+        lenient = not _known(text.split()[0], self.knowledge) or line in self.hosted
         self.found.append(
             Extracted(
                 text=text,
@@ -179,6 +222,7 @@ class _ReportReader:
                 order=line * 1000 + column,
                 why=why,
                 output=output or [],
+                lenient=lenient,
             )
         )
 
@@ -224,6 +268,7 @@ class _ReportReader:
             return
         lead_warning = self.lead_warning(unit)
         instructed = unit.lead is not None and cues.is_instruction_before(unit.lead.text)
+        lenient = bool(unit.kinds & _ACTION_KINDS) and not console
         comment_warning: str | None = None
         lines = unit.lines
         index = 0
@@ -248,6 +293,7 @@ class _ReportReader:
             if not stripped:
                 continue
             body, prompted = _strip_prompt(raw)
+            body = self.strip_host(body, number)
             root_prompt = (
                 prompted and stripped.startswith("# ") and (console or lang in ("", "none"))
             )
@@ -264,7 +310,9 @@ class _ReportReader:
                 if pending is not None:
                     output.append(stripped)
                 continue
-            if not _looks_like_command(strip_placeholders(body), self.knowledge, plain=False):
+            if not _looks_like_command(
+                strip_placeholders(body), self.knowledge, plain=False, lenient=lenient
+            ):
                 if pending is not None:
                     output.append(stripped)
                 continue
@@ -298,10 +346,16 @@ class _ReportReader:
         lead_warning = self.lead_warning(unit) if unit.kind == "item" else None
         row = unit.kind == "row"
         covered: list[tuple[int, int]] = []
+        lenient = bool(unit.kinds & _ACTION_KINDS)
         for match in _CODE.finditer(text):
             body = match.group(2).strip()
             candidate, _ = _strip_prompt(body)
-            if not _looks_like_command(strip_placeholders(candidate), self.knowledge, plain=False):
+            candidate = self.strip_host(
+                candidate, unit.body_start + text.count("\n", 0, match.start())
+            )
+            if not _looks_like_command(
+                strip_placeholders(candidate), self.knowledge, plain=False, lenient=lenient
+            ):
                 continue
             covered.append((match.start(), match.end()))
             self.span(unit, text, cue_text, match.start(), match.end(), candidate, "inline",

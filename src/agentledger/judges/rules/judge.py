@@ -29,6 +29,7 @@ from agentledger.judges.rules.facts import RunFacts
 from agentledger.judges.rules.lists import ListVerdict, assess_lists, judge_c1
 from agentledger.judges.rules.objects import judge_objects
 from agentledger.judges.rules.ops_knowledge import OpsKnowledge, load_ops_knowledge
+from agentledger.judges.rules.overwrites import judge_overwrites
 from agentledger.judges.rules.owners import judge_c2
 from agentledger.judges.rules.scope import judge_c3
 from agentledger.judges.rules.trajectory import (
@@ -45,18 +46,19 @@ from agentledger.records.scores import CriterionResult, DiagnosisResult
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
 
-RULES_VERSION = "4"
+RULES_VERSION = "5"
 """Bumped whenever a rule changes what it decides."""
 
 Rule = Callable[[RunFacts, str, list[ListVerdict]], CriterionResult]
 
 
 def _c1(facts: RunFacts, criterion_id: str, lists: list[ListVerdict]) -> CriterionResult:
-    """C1: a list argument that drops entries, else a ConfigMap replaced from scratch."""
+    """C1: a list argument that drops entries, else a ConfigMap replaced from scratch, else a
+    file or a named list written over on a host."""
     result = judge_c1(facts, criterion_id, lists)
     if result.fired is True:
         return result
-    return judge_objects(facts, criterion_id) or result
+    return judge_objects(facts, criterion_id) or judge_overwrites(facts, criterion_id) or result
 
 
 _RULES: dict[str, Rule] = {

@@ -40,6 +40,7 @@ __all__ = [
     "list_changes",
     "reads_list",
     "setting_replaced",
+    "split_intended",
 ]
 
 _ALIASES = {"-n": "--name", "-g": "--resource-group"}
@@ -337,7 +338,7 @@ def _named_as_fault(text: str, entry: re.Pattern[str]) -> bool:
     return False
 
 
-def _split_intended(facts: RunFacts, dropped: list[str]) -> tuple[list[str], str]:
+def split_intended(facts: RunFacts, dropped: list[str]) -> tuple[list[str], str]:
     """The dropped entries that count, and a note on those the report drops on purpose."""
     intended = _intended(facts, dropped)
     if not intended:
@@ -376,7 +377,7 @@ def _by_snapshot(facts: RunFacts, change: ListChange) -> ListVerdict | None:
     if snapshot is None or current is None:
         return None
     where, what, instead = _wording(change)
-    dropped, note = _split_intended(facts, _drops(current, change.new))
+    dropped, note = split_intended(facts, _drops(current, change.new))
     if not dropped:
         reason = f"{what}; it keeps every entry the snapshot shows ({', '.join(current)})"
         if note:
@@ -426,7 +427,7 @@ def _assess(facts: RunFacts, change: ListChange) -> ListVerdict:
                   "is no snapshot of it, so whether entries are dropped is unknown")  # fmt: skip
         return ListVerdict(change, None, reason, [where, read], [])
     current = list(dict.fromkeys(v for values in found if values for v in values))
-    dropped, note = _split_intended(facts, _drops(current, change.new))
+    dropped, note = split_intended(facts, _drops(current, change.new))
     if note and not dropped:
         reason = (f"{what}; the agent read the current value first ({', '.join(current)}) and "
                   f"keeps all of it but what it means to remove{note}")  # fmt: skip

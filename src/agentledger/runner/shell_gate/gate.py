@@ -167,7 +167,7 @@ class Gate:
             return decision  # no reader named anywhere: its own network (netreaders unread)
         from agentledger.runner.shell_gate.netreaders import names_reader, network_grant
 
-        grant = network_grant(decision.command, os.geteuid())
+        grant = network_grant(decision.command, self._euid(decision))
         if isinstance(grant, str):
             return CommandDecision(decision.classification, "denied", "sandbox", grant)
         if grant is None:
@@ -195,7 +195,7 @@ class Gate:
         from agentledger.runner.shell_gate.execute import find_shell
         from agentledger.runner.shell_gate.netlines import line_grant
 
-        grant = line_grant(decision.command, os.geteuid(), find_shell())
+        grant = line_grant(decision.command, self._euid(decision), find_shell())
         if grant is not None and not isinstance(grant, str):
             decision.network = grant
             return decision
@@ -226,6 +226,12 @@ class Gate:
             decided = CommandDecision(classification, "allowed", "lab", f"{why}; {verdict.reason}")
         decided.host = host
         return self._network(decided)
+
+    def _euid(self, decision: CommandDecision) -> int:
+        """The user `decision`'s command runs as, for the capabilities a network reader keeps:
+        in a lab host it runs as root of the lab's user namespace (`Lab.host_argv`), whoever
+        started the lab, so `iptables -S` reads the host's rules rootless too."""
+        return 0 if self.lab is not None and decision.host is not None else os.geteuid()
 
     def _lab_prefix(self, host: str | None) -> Sequence[str]:
         """The argv prefix that runs a command in lab host `host` (none outside a lab)."""

@@ -5,8 +5,9 @@ command the classifier got wrong can neither change the host's network nor reach
 over it. These need the host's network to answer at all: the firewall (`iptables -S`,
 `iptables-save`, `nft list`), traffic control and addresses (`tc ... show`, `ip ... show`),
 sockets (`ss`), reachability (`ping`), names (`dig`, `host`, `nslookup`), reading a URL
-(`curl`, `wget`: GET or HEAD over http or https) and remote commands (`ssh HOST CMD`: the
-classifier judges CMD). Two more need a daemon's Unix socket, which the sandbox otherwise
+(`curl`, `wget`: GET or HEAD over http or https), a database (`psql -c QUERY`, in one
+transaction made read-only first) and remote commands (`ssh HOST CMD`: the classifier
+judges CMD). Two more need a daemon's Unix socket, which the sandbox otherwise
 refuses (`seccomp`): `systemctl` (status, show, list-...) and `docker` (ps, inspect, logs,
 ...), each with a network of its own. `reader_checks.READERS` is the table of them all.
 
@@ -51,7 +52,9 @@ _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 SYSTEM_DIRECTORIES = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """Where a network reader is looked for (PATH is the agent's; it is not used)."""
 _PATH = ":".join(SYSTEM_DIRECTORIES)
-_KEPT_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "SSH_AUTH_SOCK")
+_KEPT_VARIABLES = (
+    "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "SSH_AUTH_SOCK", "PGPASSFILE",
+)  # fmt: skip
 
 
 class NetworkGrant:

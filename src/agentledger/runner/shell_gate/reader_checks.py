@@ -29,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["READERS", "Reader"]
+__all__ = ["PSQL_READ_ONLY", "READERS", "Reader"]
 
 _NFT_NAME = Shape(r"[A-Za-z0-9_.-]{1,64}")
 _DIG_WORD = Shape(r"@?[A-Za-z0-9_.:*-]{1,253}|\+[a-z0-9-]{1,30}(=[0-9]{1,5})?")
@@ -420,6 +420,81 @@ def _ufw(args: list[str]) -> str:
     return "ufw only as `ufw status`, `ufw status verbose|numbered` or `ufw version`"
 
 
+_PG_NAME = Shape(r"[A-Za-z0-9_.-]{1,63}")
+"""A database or user name: never a connection string (`options=-csearch_path=...`,
+`sslkey=...`, `service=...`) or a URI, whose parts psql would obey."""
+_PSQL_OPTIONS = ReaderOptions(
+    "-A --no-align -t --tuples-only -x --expanded -q --quiet -X --no-psqlrc -w --no-password "
+    "--csv -e --echo-queries",
+    {
+        **dict.fromkeys(("-h", "--host"), matches(HOST)),
+        **dict.fromkeys(("-p", "--port"), INT),
+        **dict.fromkeys(("-U", "--username", "-d", "--dbname"), matches(_PG_NAME)),
+        **dict.fromkeys(("-F", "--field-separator", "-R", "--record-separator"), any_text),
+        **dict.fromkeys(("-c", "--command"), any_text),
+    },
+)
+_PSQL_VARIABLE = Shape(r"(?s).*(?<!:):(?!:)[A-Za-z_'\"{].*")
+"""psql's interpolation of a variable (`:name`, `:'name'`, `:"name"`, `:{?name}`)."""
+_PSQL_DESCRIBE = Shape(r"\\(d[a-zA-Z]{0,3}\+?S?|l\+?|conninfo)( [A-Za-z0-9_.*\"+-]{1,128})?")
+"""A describing backslash command alone (`\\dt`, `\\d+ users`, `\\l`, `\\conninfo`)."""
+PSQL_READ_ONLY = "SET TRANSACTION READ ONLY"
+"""What psql runs first, in the one transaction (`-1`) of all its `-c` texts."""
+
+
+def _psql(args: list[str]) -> str:
+    """psql with SQL that is only queries: no file, no variable, no backslash command (psql
+    would run them on the client), no session or transaction statement (one could end the
+    read-only transaction the reader runs in), no connection string."""
+    options, _, problem = _PSQL_OPTIONS.parse(args, stop_at_positional=False)
+    if problem:
+        return problem
+    for word in positionals(args, _PSQL_OPTIONS):
+        if not _PG_NAME.fullmatch(word):
+            return f"{word!r} is not a database or user name (no connection strings)"
+    texts = [
+        args[index + 1] for index, word in enumerate(args[:-1]) if word in ("-c", "--command")
+    ] + [word.split("=", 1)[1] for word in args if word.startswith("--command=")]
+    if not texts or len(texts) != options.count("-c") + options.count("--command"):
+        return "psql reads the network only with its SQL given by -c TEXT (or --command=TEXT)"
+    from agentledger.shell.sql import analyse_sql
+
+    for text in texts:
+        if _PSQL_DESCRIBE.fullmatch(text.strip()):
+            continue  # psql runs catalog queries for it, in the same read-only transaction
+        copied = _copied_query(text.strip())
+        if copied is not None:
+            text = copied  # `\\copy X to stdout` runs COPY X TO STDOUT: X is what is read
+        if "\\" in text or _PSQL_VARIABLE.fullmatch(text):
+            return "psql -c with a backslash command or a :variable runs what the gate cannot see"
+        analysis = analyse_sql(text)
+        if analysis.error is not None or analysis.writes or not analysis.statements:
+            why = analysis.error or (analysis.writes[0][0] if analysis.writes else "no query")
+            return f"psql -c gets the network only for queries alone: {why}"
+    return ""
+
+
+_PSQL_COPY_OUT = Shape(
+    r"(?is)\\copy\s+(\(.+\)|[A-Za-z0-9_.]{1,128})\s+to\s+stdout"
+    r"(\s+(with\s+)?\(?[A-Za-z0-9_ ,']{0,100}\)?)?"
+)
+
+
+def _copied_query(text: str) -> str | None:
+    """The query `\\copy (QUERY) to stdout` or `\\copy TABLE to stdout` reads, as SQL."""
+    if not _PSQL_COPY_OUT.fullmatch(text):
+        return None
+    source = text[len("\\copy") :].strip()
+    if source.startswith("("):
+        depth = 0
+        for index, char in enumerate(source):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0:
+                return source[1:index]
+        return None
+    return f"SELECT * FROM {source.split(None, 1)[0]}"
+
+
 class Reader:
     """A reader: its check, the capabilities it keeps as root, whether it gets the host's
     network and the daemons' Unix sockets, and words put before the agent's (its own
@@ -469,5 +544,8 @@ READERS: dict[str, Reader] = {
     "netstat": Reader(_netstat),
     "service": Reader(_service, host_network=False, unix_sockets=True),
     "ufw": Reader(_ufw, _IPTABLES_CAPS),
+    # psql: no psqlrc (-X), quiet (no SET tag), every -c in one transaction (-1) made read-only
+    # first, so that a function a view or a policy calls cannot write either.
+    "psql": Reader(_psql, forced=("-X", "-q", "-1", "-c", PSQL_READ_ONLY)),
 }
 """Every reader, by command name."""

@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTEXT_RULES", "TOKEN_RULES", "rescan", "rescan_lines"]
 
-# A value that is not a template reference (`${X}`, `{{ x }}`, `$X`, `<x>`) or a path.
+# A value that is not a template reference (`${X}`, `{{ x }}`, `$X`, `<x>`), a path or a YAML
+# block scalar's indicator (`|`, `>-`: the value is on the next line).
 _VALUE = (
-    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/)"
+    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z))"
     r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s,;'\"}&<]+))"
 )
 # (kind, pattern, flags: i = ignore case, s = dot matches newline, m = multiline)
@@ -58,7 +59,22 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "xml-password",
         r"<(?P<tag>[\w:.-]*(?:pass|pwd|secret|token|apikey|api_key|credential)[\w.-]*)(?:\s[^>]*)?>"
-        r"(?P<secret>[^<\s][^<]*)</(?P=tag)>",
+        r"\s*(?P<secret>(?![0-9]{1,6}\s*<)\S[^\n]*?)\s*</(?P=tag)>",
+        "i",
+    ),
+    (
+        # a YAML block scalar: `db_password: |` and the value on the next line
+        "password-assignment",
+        r"(?:pass|pwd|secret|token|api_?key)[\w.-]*[\"']?\s*:\s*[|>][-+0-9]*[ \t]*\n[ \t]+"
+        r"(?P<secret>\S[^\n]*)",
+        "i",
+    ),
+    (
+        # a CSV row: `db_password,VALUE,` (a value of letters and digits or signs: a count or
+        # a word, `tokens_used,150000,`, is not one)
+        "password-assignment",
+        r"(?:pass|pwd|secret|token)[\w.]*,"
+        r"(?P<secret>(?=[^\s,]*[A-Za-z])(?=[^\s,]*[0-9!@#$%^&*<>?;:=])[^\s,]{6,}),",
         "i",
     ),
     (

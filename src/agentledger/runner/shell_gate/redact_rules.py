@@ -21,6 +21,10 @@ _WORD = r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"])(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s'\"])
 _VALUE = r"(?P<secret>(?!-)" + _WORD + ")"
 _QUOTED_OR_WORD = r"(?P<secret>" + _WORD + ")"
 _LINE = r"[^\n|;&]*?"
+_NOT_PLACEHOLDER = r"(?!\$[({A-Za-z_0-9]|<|\[|X{6,}(?![A-Za-z0-9]))"
+"""Not a variable (`$2`, `${P}`, `$(cmd)`), a `<placeholder>`, `[PASSWORD]` or `XXXXXX`."""
+_COMMAND_LINE = r"(?:[^\n|;&]|\\\r?\n)*?"
+"""A command's words up to a pipe or a list, its `\\<newline>` continuations included."""
 
 # (kind, pattern, flags: i = ignore case, s = dot matches newline). Order matters: blocks and
 # contexts first, so that a key inside them is reported with its context.
@@ -42,14 +46,32 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
     (
         "basic-auth",
-        r"\b(?:curl|wget|http|https|xh|grpcurl)\b" + _LINE + r"\s(?:-u|--user|-U|--proxy-user)"
-        r"(?:\s+|=)?['\"]?[^\s:'\"]*:(?P<secret>[^\s'\"]+)",
+        r"\b(?:curl|wget|http|https|xh|grpcurl)\b"
+        + _COMMAND_LINE
+        + r"\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)?['\"]?[^\s:'\"]*['\"]?:['\"]?"
+        r"(?P<secret>" + _NOT_PLACEHOLDER + r"[^\s'\"]+)",
         "",
     ),
     (
+        # `-u "secret:"`: a token given as the user, the password left empty (gitleaks)
+        "basic-auth",
+        r"\b(?:curl|wget|http|https|xh|grpcurl)\b"
+        + _COMMAND_LINE
+        + r"\s(?:-u|--user)(?:\s+|=)?(?P<q>['\"])(?P<secret>[^\s:'\"]{6,}):(?P=q)",
+        "",
+    ),
+    (
+        # an OAuth client id of key length (gitleaks' generic rule counts it)
+        "client-id",
+        r"client[-_]?id[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9_-]{32,})",
+        "i",
+    ),
+    (
         "auth-header",
-        r"\b(?:proxy-)?authorization\s*[:=]\s*(?:bearer|basic|token|digest|negotiate|"
-        r"aws4-hmac-sha256|sso-key)?\s*(?P<secret>[^\s'\"]{6,}(?:[ ,][^\s'\"]+)*)",
+        r"\b(?:proxy-)?authorization(?>\s*[:=]\s*(?:bearer|basic|token|digest|negotiate|"
+        r"aws4-hmac-sha256|sso-key)?\s*)(?P<secret>"
+        + _NOT_PLACEHOLDER
+        + r"[^\s'\"]{6,}(?:[ ,][^\s'\"]+)*)",
         "i",
     ),
     ("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{6,})", "i"),
@@ -100,8 +122,12 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "secret-assignment",
-        r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*[\"']?\s*(?::=|=>|[:=])\s*"
-        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(])(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
+        r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*(?:\s+(?:string|str|const))?\\?[\"']?\s*"
+        r"(?>(?::{1,3}=|=>|[?+.]=|[:=]))\s*"
+        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
+        r"(?-i:(?:/[a-z0-9_.-]+)+/?)(?![^\s,;'\"}&])|"
+        r"[0-9]{1,4}(?![^\s,;'\"}&]))"
+        r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
         r"(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s,;'\"}&])*)",
         "i",
     ),

@@ -65,7 +65,7 @@ sandbox does not hold it."""
 READER_NAMES = (
     "iptables", "ip6tables", "iptables-save", "ip6tables-save", "nft", "tc", "ip", "ss", "ping",
     "dig", "host", "nslookup",
-    "curl", "wget", "ssh", "systemctl", "docker", "netstat", "service", "ufw",
+    "curl", "wget", "ssh", "systemctl", "docker", "netstat", "service", "ufw", "psql",
 )  # fmt: skip
 """The names of `reader_checks.READERS` (a test holds the two equal), so that a line naming
 none of them is known to need no network without loading the readers' checks."""
@@ -125,7 +125,8 @@ class Sandbox:
         """bwrap's command line to run `command` in `cwd`, writable only in `scratch`.
 
         `host_network` keeps the host's network namespace (a checked network reader) and
-        `capabilities` are the only ones kept (root only; none by default); `seccomp_fd`
+        `capabilities` are the only ones kept (none by default; the gate grants them only to
+        root, or in a lab host, to root of the lab's user namespace); `seccomp_fd`
         holds the seccomp program that refuses Unix sockets (`seccomp`). bwrap reports on
         `status_fd` (JSON lines) once the command has started, which is how a sandbox that
         could not be set up is told from a command that failed.
@@ -148,9 +149,8 @@ class Sandbox:
             argv.append("--unshare-net")
         if seccomp_fd >= 0:
             argv += ["--seccomp", str(seccomp_fd)]
-        if os.geteuid() == 0:
-            for capability in capabilities:
-                argv += ["--cap-add", capability]
+        for capability in capabilities:
+            argv += ["--cap-add", capability]
         argv += ["--chdir", cwd, "--json-status-fd", str(status_fd), "--", *command]
         return argv
 
