@@ -39,7 +39,8 @@ demo: $(STAMP) scan
 	rm -rf agentledger-demo agentledger-demo-labs
 	$(BIN)/agentledger demo agentledger-demo
 	$(BIN)/agentledger demo --labs agentledger-demo-labs
-	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly)"
+	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly;"
+	@echo " 'export AGENTLEDGER_DIR=agentledger-demo' makes the docs' commands read the demo's ledger)"
 
 test: $(STAMP) scan
 	$(BIN)/python -m pytest --durations=20

@@ -263,9 +263,12 @@ def _duration(match: re.Match[str]) -> str:
 UNSET = ("CI", "AGENTLEDGER_DIR", "GITHUB_ACTIONS", "FORCE_COLOR")
 
 
-def _cli_env(work: Path) -> dict[str, str | None]:
+def _cli_env(work: Path, chosen: dict[str, str] | None = None) -> dict[str, str | None]:
+    """The environment of a user's terminal; `chosen` is what a doc tells the user to export
+    (`AGENTLEDGER_DIR=agentledger-demo`)."""
     return {
         **dict.fromkeys(UNSET),
+        **(chosen or {}),
         "NO_COLOR": "1",
         "COLUMNS": "100",
         "AGENTLEDGER_CACHE_DIR": str(work / ".cache"),
@@ -284,12 +287,14 @@ def _inside(directory: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-def run_cli(args: list[str], cwd: Path, work: Path) -> tuple[int, str]:
+def run_cli(
+    args: list[str], cwd: Path, work: Path, chosen: dict[str, str] | None = None
+) -> tuple[int, str]:
     """Run `agentledger ARGS` in this process; its exit code and what a terminal shows."""
     from agentledger.cli import main
 
     with _inside(cwd):
-        result = CliRunner(env=_cli_env(work)).invoke(
+        result = CliRunner(env=_cli_env(work, chosen)).invoke(
             main, args, prog_name="agentledger", terminal_width=100
         )
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -297,10 +302,12 @@ def run_cli(args: list[str], cwd: Path, work: Path) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def run_shell(text: str, status: int, cwd: Path, work: Path) -> tuple[int, str]:
+def run_shell(
+    text: str, status: int, cwd: Path, work: Path, chosen: dict[str, str] | None = None
+) -> tuple[int, str]:
     """Run a shell line under bash with this agentledger first on PATH; `$?` starts at `status`."""
     env = {name: value for name, value in os.environ.items() if name not in UNSET}
-    env.update((name, value) for name, value in _cli_env(work).items() if value is not None)
+    env.update((name, value) for name, value in _cli_env(work, chosen).items() if value is not None)
     env["PATH"] = f"{BIN}{os.pathsep}{os.environ['PATH']}"
     done = subprocess.run(
         ["bash", "-c", f"(exit {status})\n{text}"],

@@ -21,6 +21,7 @@ from agentledger.records.labels import CriterionLabel, Label, LabelSource, new_l
 from agentledger.records.scores import CriterionResult, JudgeInfo, Score
 from agentledger.store import Ledger
 from conftest import WriteRun
+from exact_output import normalised
 
 VERDICTS = ["Safe", "Uncertain", "Unsafe"]
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -297,6 +298,53 @@ def test_target_width_says_how_many_runs(ledger: Ledger, rated: dict[str, Any]) 
     assert f"about {verdict['target']['runs_needed']} run(s)" in flat(text)
 
 
+ONE_CLASS = """\
+Agreement: labels:x against labels:y
+A = labels:x, B = labels:y (the reference). 3 run(s) rated by both of 3 selected (0 rated by A \
+only, 0 by B only); agent runs only (the default; choose with
+--kind).
+
+verdict: kappa undefined on 3 run(s), observed agreement 100% (both sources put every run in \
+one category (Unsafe): chance agreement is 1, so kappa is
+undefined).
+verdict: Unsafe or not: kappa undefined on 3 run(s), observed agreement 100% (both sources put \
+every run in one category (Unsafe): chance agreement is 1, so
+kappa is undefined).
+
+Agreement of A with B (B the reference)
+compared                n  observed  kappa [95%]  positive     P     R    F1  nulls A/B/both
+verdict                 3      100%  undefined    -            -     -     -  0 / 0 / 0
+verdict: Unsafe or not  3      100%  undefined    Unsafe    1.00  1.00  1.00  0 / 0 / 0
+
+Confusion: verdict
+B \\ A        A Safe  A Uncertain  A Unsafe  B total
+B Safe            0            0         0        0
+B Uncertain       0            0         0        0
+B Unsafe          0            0         3        3
+A total           0            0         3        3
+
+Per category: verdict (A against B)
+category   precision  recall    F1  support (B)
+Safe               -       -     -            0
+Uncertain          -       -     -            0
+Unsafe          1.00    1.00  1.00            3
+
+Confusion: verdict: Unsafe or not
+B \\ A         A Unsafe  A not Unsafe  B total
+B Unsafe             3             0        3
+B not Unsafe         0             0        0
+A total              3             0        3
+
+Caveats
+- No run where they disagree.
+- Intervals are 95%, analytic: kappa +- 1.96 SE, SE of Fleiss, Cohen & Everitt (1969).
+- Nulls (a judge that skipped a run or could not assess a criterion, a label that cannot tell) \
+are counted apart, never as agreement.
+"""
+"""The text report when both sources put every run in one category: kappa undefined, said
+where the figure would be, with why."""
+
+
 def test_all_one_class_kappa_is_undefined_in_json_and_text(
     ledger: Ledger, write_run: WriteRun
 ) -> None:
@@ -310,7 +358,57 @@ def test_all_one_class_kappa_is_undefined_in_json_and_text(
     verdict = comparison(as_json(result), "verdict")
     assert verdict["kappa"] is None and "undefined" in verdict["kappa_undefined"]
     text = agreement(ledger, "--a", "labels:x", "--b", "labels:y")
-    assert "kappa undefined" in flat(text)
+    assert text.exit_code == 0
+    assert normalised(text.stdout, ledger.root) == ONE_CLASS
+
+
+AGENT_RUNS_ONLY = """\
+Agreement: labels:x against labels:y
+A = labels:x, B = labels:y (the reference). 3 run(s) rated by both of 3 selected (0 rated by A \
+only, 0 by B only); agent runs only (the default; choose with
+--kind); left out: 1 fixture run(s).
+
+verdict: kappa 0.00 (no interval) on 3 run(s), observed agreement 33%.
+verdict: Unsafe or not: kappa 0.00 (no interval) on 3 run(s), observed agreement 33%.
+
+Agreement of A with B (B the reference)
+compared                n  observed  kappa [95%]         positive  P     R  F1  nulls A/B/both
+verdict                 3       33%  0.00 (no interval)  -         -     -   -  0 / 0 / 0
+verdict: Unsafe or not  3       33%  0.00 (no interval)  Unsafe    -  0.00   -  0 / 0 / 0
+
+Confusion: verdict
+B \\ A        A Safe  A Uncertain  A Unsafe  B total
+B Safe            1            0         0        1
+B Uncertain       0            0         0        0
+B Unsafe          2            0         0        2
+A total           3            0         0        3
+
+Per category: verdict (A against B)
+category   precision  recall    F1  support (B)
+Safe            0.33    1.00  0.50            1
+Uncertain          -       -     -            0
+Unsafe             -    0.00     -            2
+
+Confusion: verdict: Unsafe or not
+B \\ A         A Unsafe  A not Unsafe  B total
+B Unsafe             0             2        2
+B not Unsafe         0             1        1
+A total              0             3        3
+
+Runs where they disagree
+compared                run                                                  A           B
+verdict                 use_case_m_gemini-2.5-flash_20260501T120000Z_000001  Safe        Unsafe
+verdict                 use_case_m_gemini-2.5-flash_20260501T120000Z_000002  Safe        Unsafe
+verdict: Unsafe or not  use_case_m_gemini-2.5-flash_20260501T120000Z_000001  not Unsafe  Unsafe
+verdict: Unsafe or not  use_case_m_gemini-2.5-flash_20260501T120000Z_000002  not Unsafe  Unsafe
+
+Caveats
+- Intervals are 95%, analytic: kappa +- 1.96 SE, SE of Fleiss, Cohen & Everitt (1969).
+- Nulls (a judge that skipped a run or could not assess a criterion, a label that cannot tell) \
+are counted apart, never as agreement.
+"""
+"""The text report of three agent runs (a fixture run left out, and said): every table, the
+runs where the sources disagree, the caveats."""
 
 
 def test_only_agent_runs_by_default_and_said(ledger: Ledger, write_run: WriteRun) -> None:
@@ -327,7 +425,8 @@ def test_only_agent_runs_by_default_and_said(ledger: Ledger, write_run: WriteRun
     assert report["runs_in_common"] == 3
     assert report["run_kinds"] == ["agent"] and report["runs_left_out_by_kind"] == {"fixture": 1}
     text = agreement(ledger, "--a", "labels:x", "--b", "labels:y")
-    assert "agent runs only (the default; choose with --kind); left out: 1 fixture" in flat(text)
+    assert text.exit_code == 0
+    assert normalised(text.stdout, ledger.root) == AGENT_RUNS_ONLY
     every = as_json(
         agreement(
             ledger,

@@ -11,9 +11,13 @@ from click.testing import CliRunner
 
 from agentledger.cli import main
 from agentledger.errors import RecordError
+from agentledger.judges import inputs
+from agentledger.judges.applicability import not_applicable_before_loading, not_applicable_reason
+from agentledger.judges.inputs import judge_input_of
 from agentledger.judges.pack import load_pack
 from agentledger.records.scores import Score
 from agentledger.store import Ledger, RunFilter
+from agentledger.store.evidence import RunEvidence, load_run_evidence
 from conftest import shared_samples
 
 OPENHANDS = shared_samples() / "openhands"
@@ -217,3 +221,61 @@ def test_agreement_with_a_judge_that_applies_to_none_of_the_runs_says_so(
     assert "0 - all - - - 0 -" in text  # no McNemar p on no pair
     assert "Labels from outside sources: guard (2 runs)" in text
     assert "no labels yet" not in text
+
+
+def _segments(root: Path) -> int:
+    return len(list((root / "journal").glob("*.jsonl")))
+
+
+def test_runs_outside_the_pack_are_told_without_parsing_their_logs_and_land_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not OPENHANDS.is_dir():
+        pytest.skip("the OpenHands samples are absent")
+    root = tmp_path / "ledger"
+    code, output = invoke("import", "--ledger", str(root), "--format", "openhands", str(OPENHANDS))
+    assert code == 0, output
+    runs = len(list(OPENHANDS.glob("*/traj_*.json")))
+
+    def never(self: object) -> None:
+        raise AssertionError("a not-applicable run's shell log or trace was parsed")
+
+    monkeypatch.setattr(RunEvidence, "shell_log", property(never))
+    monkeypatch.setattr(RunEvidence, "trace", property(never))
+    monkeypatch.setattr(inputs, "_trace", never)
+    before = _segments(root)
+    code, output = invoke("judge", "--ledger", str(root))
+    assert code == 0, output
+    assert f"not-applicable {runs}  unscored 0" in output
+    assert "failed" not in output
+    # One journal batch for all of them (its intent and its entries), not two segments a run.
+    assert _segments(root) - before == 2
+    with Ledger.open(root) as ledger:
+        assert ledger.count(RunFilter(judge="rules", verdicts=("not-applicable",))) == runs
+    assert invoke("verify", "--ledger", str(root))[0] == 0
+
+
+def test_a_run_the_pack_may_apply_to_is_still_read_whole(tmp_path: Path) -> None:
+    # The sample runs are ops runs: told applicable early, judged on their whole evidence.
+    root = tmp_path / "l"
+    invoke("import", "--ledger", str(root), "--agent-name", "ghost", str(SAMPLE_RUNS))
+    with Ledger.open(root) as ledger:
+        pack = load_pack("remediation-safety")
+        for run in ledger.runs(RunFilter()):
+            assert (
+                not_applicable_before_loading(pack, load_run_evidence(ledger, run.run_id)) is None
+            )
+
+
+def test_a_pack_needing_a_shell_log_says_so_before_loading(tmp_path: Path) -> None:
+    root = tmp_path / "l"
+    code, output = invoke("import", "--ledger", str(root), "--format", "openhands", str(OPENHANDS))
+    assert code == 0, output
+    pack = load_pack("remediation-safety").model_copy(update={"needs": ["shell_log", "snapshot"]})
+    with Ledger.open(root) as ledger:
+        run_id = ledger.runs(RunFilter())[0].run_id
+        evidence = load_run_evidence(ledger, run_id)
+        reason = not_applicable_before_loading(pack, evidence)
+        whole = not_applicable_reason(pack, judge_input_of(evidence))
+    assert reason == whole
+    assert reason is not None and "it has no snapshot" in reason

@@ -31,6 +31,7 @@ from agentledger.records.decisions import Tested as WhatWasTested
 from agentledger.records.scores import Evidence
 from agentledger.report.untrusted import code, fenced, prose
 from agentledger.store import Ledger
+from exact_output import normalised
 
 T0 = datetime(2026, 3, 20, 15, 0, tzinfo=UTC)
 HOSTILE = (
@@ -328,17 +329,17 @@ def test_cli_list_and_show(ledger: Ledger, store: DecisionStore) -> None:
     listed = runner_invoke(ledger, "decisions", "list")
     assert default.exit_code == listed.exit_code == 0, listed.output
     assert default.output == listed.output
-    rows = listed.output.splitlines()
-    assert rows[0].split() == [
-        "DECISION_ID",
-        "CREATED",
-        "KIND",
-        "SUBJECT",
-        "OUTCOME",
-        "SUPERSEDED_BY",
-    ]
-    assert rows[1].split()[0] == first.decision_id and rows[1].split()[-1] == second.decision_id
-    assert rows[2].split()[-1] == "-" and rows[3].split()[-2:] == ["GO", "-"]
+    # Oldest first; the rejected variant names the decision that superseded it.
+    assert normalised(listed.stdout, ledger.root) == (
+        "DECISION_ID                                CREATED           KIND      SUBJECT    "
+        "OUTCOME   SUPERSEDED_BY\n"
+        "variant_variant-a_20260501T120000Z_000001  2026-03-20 15:00  variant   variant-a  "
+        "REJECTED  variant_variant-a_20260501T120000Z_000002\n"
+        "variant_variant-a_20260501T120000Z_000002  2026-03-20 15:03  variant   variant-a  "
+        "ACCEPTED  -\n"
+        "sentinel_netops_20260501T120000Z_000003    2026-03-20 15:05  sentinel  netops     "
+        "GO        -\n"
+    )
 
     as_json = json.loads(runner_invoke(ledger, "decisions", "--kind", "variant", "--json").output)
     assert [d["decision_id"] for d in as_json] == [first.decision_id, second.decision_id]
@@ -380,16 +381,28 @@ def test_cli_errors_exit_2(ledger: Ledger, store: DecisionStore, tmp_path: Path)
     store.write([make_decision("alpha")])
     store.write([make_decision("alpine")])
     ambiguous = runner_invoke(ledger, "decisions", "show", "variant_alp")
-    assert ambiguous.exit_code == 2 and "matches several decisions" in ambiguous.output
+    assert ambiguous.exit_code == 2
+    assert normalised(ambiguous.stderr, ledger.root) == (
+        "Error: 'variant_alp' matches several decisions: "
+        "variant_alpha_20260501T120000Z_000001, variant_alpine_20260501T120000Z_000002\n"
+    )
     missing = runner_invoke(ledger, "decisions", "show", "nothing")
-    assert missing.exit_code == 2 and "no decision matches" in missing.output
+    assert (missing.exit_code, missing.stderr) == (
+        2,
+        "Error: no decision matches 'nothing' in the ledger\n",
+    )
     bad_kind = runner_invoke(ledger, "decisions", "--kind", "vibes")
     assert bad_kind.exit_code == 2
     no_ledger = CliRunner().invoke(main, ["decisions", "--ledger", str(tmp_path / "none")])
     assert no_ledger.exit_code == 2 and "no ledger" in no_ledger.output
     empty = Ledger.init(tmp_path / "empty")
     result = CliRunner().invoke(main, ["decisions", "--ledger", str(empty.root)])
-    assert result.exit_code == 0 and "No decisions yet" in result.output
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0,
+        "No decisions yet: the gates (`agentledger variant evaluate`, `sentinel check`, "
+        "`suites run`) write them.\n",
+        "",
+    )
     assert (
         json.loads(
             CliRunner().invoke(main, ["decisions", "--json", "--ledger", str(empty.root)]).output

@@ -369,16 +369,16 @@ def test_files_beside_a_trajectory_from_one_listing_of_its_folder(
     for name in ("eval_a.json", "eval_a_b.json", "notes_a_b.json", "x_y_a.json", "eval_b.txt"):
         (folder / name).write_text("{}")
     (folder / "cfg_b.json").mkdir()
-    from agentledger.importers import openhands
+    from agentledger.importers import openhands_files
 
     listed: list[Path] = []
-    list_folder = openhands._task_files
+    list_folder = openhands_files.task_files
 
     def listing(folder: Path) -> dict[str, list[str]]:
         listed.append(folder)
         return list_folder(folder)
 
-    monkeypatch.setattr(openhands, "_task_files", listing)
+    monkeypatch.setattr(openhands_files, "task_files", listing)
     root = tmp_path / "ledger"
     code, _, err = run(
         "import", "--ledger", str(root), str(folder), "--model", "m", "--workers", "1"

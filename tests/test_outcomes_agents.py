@@ -192,3 +192,29 @@ def test_an_outcome_whose_lab_will_not_come_up_is_named_not_fatal(tmp_path: Path
             assert latest_outcomes(ledger)[run_id].fixed is True
     finally:
         shutil.rmtree(shared)
+
+
+@pytest.mark.slow
+def test_a_lab_run_in_which_nothing_ran_gets_no_measured_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without bubblewrap no agent command starts: the run is failed, and its report (written
+    without seeing anything) is not measured, so no "fixed" counts as the agent's work."""
+    lab_privilege()  # skips, saying why, where labs cannot run (fails in CI)
+    monkeypatch.setenv("AGENTLEDGER_HIDE_BWRAP", "1")
+    agent = examples_dir() / "netops" / "agent" / "agent.toml"
+    root = tmp_path / "ledger"
+    result = CliRunner().invoke(
+        main,
+        ["run", str(packaged_labs_dir()), "--agent", str(agent), "--ledger", str(root),
+         "--scenario", "lab_f2b_chain", "--model", "scripted-careful"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "1 did not end ok" in result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("outcome of ")]
+    assert line.endswith(
+        "not measured: nothing ran in it (the gated shell could not start any command the "
+        "agent tried)"
+    )
+    with Ledger.open(root) as ledger:
+        assert latest_outcomes(ledger) == {}

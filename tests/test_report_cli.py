@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from agentledger.cli import main
 from agentledger.store import Ledger
 from conftest import WriteRun
+from exact_output import normalised
 from test_report import add_score
 
 EVIL = "<script>alert(1)</script>"
@@ -61,15 +62,46 @@ class _Balance(HTMLParser):
         self.stack.pop()
 
 
+VERDICTS = """\
+Verdicts by model
+Rests on 6 scored run(s) of 6 selected; agent runs only (the default; choose with --kind); \
+scores by rules-aaaaaaaaaaaa (the most recent judge of these runs;
+choose another with --judge). Judge rules-aaaaaaaaaaaa is not checked against human labels: no \
+labels yet.
+
+Of 6 judged run(s), 3 Safe (50% [19-81]), 0 Uncertain, 3 Unsafe (50% [19-81]); 0 skipped.
+Most often Unsafe: gemini-2.5-flash, 3 of 3 judged runs (100% [44-100]).
+
+Verdict distribution
+model                      judged                Safe       Uncertain              Unsafe       \
+  skipped  unscored  bar
+<script>alert(1)</script>       3  3 (100% [44-100])*  0 (0% [0-56])*      0 (0% [0-56])*  0 \
+(0% [0-56])*         0  ████████████████████
+gemini-2.5-flash                3      0 (0% [0-56])*  0 (0% [0-56])*  3 (100% [44-100])*  0 \
+(0% [0-56])*         0  ░░░░░░░░░░░░░░░░░░░░
+all                             6    3 (50% [19-81])*  0 (0% [0-39])*    3 (50% [19-81])*  0 \
+(0% [0-39])*         0  ██████████░░░░░░░░░░
+
+Caveats
+- directional only: small samples (<script>alert(1)</script> (3 judged), gemini-2.5-flash (3 \
+judged)); treat the shares as indications
+- Intervals are 95% Wilson intervals. A figure is directional only when it rests on fewer than \
+30 runs or its interval is wider than 30 points.
+- Safe, Uncertain and Unsafe are shares of judged runs; skipped is a share of scored runs; * \
+marks a directional-only figure. Bar: █ Safe ▓ Uncertain ░ Unsafe ·
+skipped.
+"""
+"""`report verdicts` of the six runs, as a terminal shows it (the hostile model name inert)."""
+
+
 def test_every_kind_in_every_format(small: Path) -> None:
     for kind in ("verdicts", "criteria", "gap", "drift", "trajectory"):
         for fmt in ("text", "md", "json", "html"):
             result = report(small, kind, "--format", fmt)
             assert result.exit_code == 0, (kind, fmt, result.output)
     result = report(small, "verdicts")
-    assert "Verdicts by model" in result.output and "\x1b[" not in result.output
-    assert "Rests on 6 scored run(s) of 6 selected" in result.output
-    assert "directional only" in result.output
+    assert "\x1b[" not in result.output
+    assert normalised(result.stdout, small) == VERDICTS
 
 
 def test_markdown_reads_like_the_seed(small: Path) -> None:
@@ -136,14 +168,61 @@ def test_json_keys_are_stable(small: Path) -> None:
     }
 
 
+COMPARE = """\
+Compare A (model=gemini-2.5-flash) with B (model=<script>alert(1)</script>)
+Rests on 6 scored run(s) of 6 selected; agent runs only (the default; choose with --kind); \
+scores by rules-aaaaaaaaaaaa (the most recent judge of these runs;
+choose another with --judge). Judge rules-aaaaaaaaaaaa is not checked against human labels: no \
+labels yet.
+
+B is unsafe less often than A on the 3 scenarios both ran: B 0 vs A 3 Unsafe, exact McNemar p = \
+0.25 — not significant at these sizes.
+
+Groups
+group  filter                           judged                Safe       Uncertain              \
+Unsafe         skipped
+A      model=gemini-2.5-flash                3      0 (0% [0-56])*  0 (0% [0-56])*  3 (100% \
+[44-100])*  0 (0% [0-56])*
+B      model=<script>alert(1)</script>       3  3 (100% [44-100])*  0 (0% [0-56])*      0 (0% \
+[0-56])*  0 (0% [0-56])*
+
+Exact tests on Unsafe
+comparison                   test           counts                                p     verdict
+paired (scenarios both ran)  exact McNemar  only_a=3, only_b=0                    0.25  not \
+significant
+unpaired (all runs)          Fisher exact   a_events=3, a_n=3, b_events=0, b_n=3  0.1   not \
+significant
+
+Criteria (fired / assessed)
+criterion                   A               B  Fisher p  verdict
+C1             0 (0% [0-56])*  0 (0% [0-56])*         1  not significant
+C2         3 (100% [44-100])*  0 (0% [0-56])*       0.1  not significant
+C3             0 (0% [0-56])*  0 (0% [0-56])*         1  not significant
+C4             0 (0% [0-56])*  0 (0% [0-56])*         1  not significant
+
+Paired scenarios
+scenario    A       B
+use_case_a  Unsafe  Safe
+use_case_b  Unsafe  Safe
+use_case_c  Unsafe  Safe
+
+Caveats
+- directional only: few runs or few shared scenarios; an exact test at these sizes detects only \
+large differences
+- Intervals are 95% Wilson intervals. A figure is directional only when it rests on fewer than \
+30 runs or its interval is wider than 30 points.
+- Paired: exact McNemar on the scenarios both groups ran, one run a side (the newest judged), \
+counting the discordant pairs. Unpaired: Fisher's exact test on
+all judged runs of each group.
+"""
+"""`report compare` of the two models: the finding, the groups, the exact tests, the criteria,
+the paired scenarios and the caveats."""
+
+
 def test_compare_from_the_command_line(small: Path) -> None:
     result = report(small, "compare", "--a", "model=gemini-2.5-flash", "--b", f"model={EVIL}")
     assert result.exit_code == 0, result.output
-    assert (
-        "B is unsafe less often than A on the 3 scenarios both ran: B 0 vs A 3 Unsafe"
-        in result.output
-    )
-    assert "exact McNemar p = 0.25" in result.output
+    assert normalised(result.stdout, small) == COMPARE
     data = json.loads(
         report(
             small,

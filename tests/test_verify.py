@@ -14,6 +14,7 @@ from agentledger import Ledger
 from agentledger.cli import main
 from agentledger.store import verify_ledger
 from conftest import WriteRun, make_metadata
+from exact_output import normalised
 
 
 def _writable(path: Path) -> Path:
@@ -31,7 +32,10 @@ def test_clean_ledger_verifies(ledger: Ledger, write_run: WriteRun) -> None:
     report = verify_ledger(ledger)
     assert report.ok and report.runs_checked == 2 and report.files_checked == 14
     result = CliRunner().invoke(main, ["verify", "--ledger", str(ledger.root)])
-    assert result.exit_code == 0 and "Verified 2 runs, 14 files" in result.output
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert normalised(result.stdout, ledger.root) == (
+        "Verified 2 runs, 14 files (2.8 KB), 0 records and 5 journal entries in 0.0s: OK\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -47,6 +51,18 @@ def test_any_changed_byte_is_caught(ledger: Ledger, write_run: WriteRun, name: s
     result = CliRunner().invoke(main, ["verify", "--ledger", str(ledger.root)])
     assert result.exit_code == 3
     assert run_id in result.output and name in result.output
+    if name == "report.md":  # the whole report, as a user reads it: one row, then the count
+        assert normalised(result.stdout, ledger.root) == (
+            "RECORD  ID                                                   PROBLEM  FILE       "
+            "DETAIL\n"
+            "run     use_case_m_gemini-2.5-flash_20260501T120000Z_000001  changed  report.md  "
+            "content changed: sha256 fc1b6d980f09... size 60, manifest says 89be861dbbc3... "
+            "size 60\n"
+        )
+        assert normalised(result.stderr, ledger.root) == (
+            "Verified 1 run, 7 files (1.4 KB), 0 records and 3 journal entries in 0.0s: "
+            "1 problem(s)\n"
+        )
 
 
 def test_missing_and_extra_files_are_caught(ledger: Ledger, write_run: WriteRun) -> None:
@@ -122,7 +138,11 @@ def test_gc_removes_dead_writers_debris_and_indexes_missed_runs(
     assert sorted(p.kind for p in verify_ledger(ledger).problems) == ["leftover", "not-indexed"]
     result = CliRunner().invoke(main, ["gc", "--ledger", str(ledger.root)])
     assert result.exit_code == 0, result.output
-    assert f"indexed {run_id}" in result.output and "removed staging leftover" in result.output
+    assert normalised(result.stdout, ledger.root) == (
+        "removed staging leftover use_case_m_x_20260501T120000Z_000001.1234abcd\n"
+        "indexed use_case_m_gemini-2.5-flash_20260501T120000Z_000002\n"
+    )
+    assert result.stderr == "gc: 1 leftover(s) removed, 1 run(s) indexed\n"
     assert verify_ledger(ledger).ok
     assert ledger.runs()[0].run_id == run_id
 

@@ -90,7 +90,7 @@ class Trace:
         self.add(actor="tool", kind=kind, cause=cause, content=output)
 
     def cmd(self, command: str, output: str = "", *, denied: bool = False) -> Trace:
-        from agentledger.importers.openhands import command_class
+        from agentledger.importers.openhands_events import command_class
 
         gate = {"decision": "denied" if denied else "allowed"}
         at = self.add(

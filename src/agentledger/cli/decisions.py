@@ -73,7 +73,8 @@ def _list(ledger_path: Path | None, kind: str | None, subject: str | None, as_js
         return
     if not shown:
         click.echo(
-            "No decisions yet: `agentledger variant evaluate` and `sentinel check` write them."
+            "No decisions yet: the gates (`agentledger variant evaluate`, `sentinel check`, "
+            "`suites run`) write them."
         )
         return
     print_rows(

@@ -212,11 +212,21 @@ def _labs_demo(directory: Path) -> None:
     """The scripted agents in real labs: what their fixes really do, and the judge against it."""
     from agentledger.labs import LabUnavailableError, choose_privilege
     from agentledger.labs.spec import packaged_labs_dir
+    from agentledger.runner.preflight import sandbox_problem
 
     try:
         privilege = choose_privilege()
     except LabUnavailableError as exc:
         click.echo(f"agentledger demo --labs: skipped: this machine cannot run labs: {exc}")
+        return
+    problem = sandbox_problem()
+    if problem is not None:
+        # Every agent command in a lab goes through the gated shell: without its sandbox none
+        # starts, and the tour would only record runs in which nothing ran.
+        click.echo(
+            "agentledger demo --labs: skipped: the gated shell cannot start the agents' "
+            f"commands here ({problem}); `agentledger doctor` lists what each feature needs"
+        )
         return
     root = str(directory)
     click.echo(f"agentledger demo --labs: labs run {privilege.mode} here; a ledger in {root}")

@@ -68,9 +68,10 @@ def schema_command(name: str | None) -> None:
     Without NAME, list the record names.
     """
     if name is None:
+        width = max(map(len, schemas()))
         for known, model in sorted(schemas().items()):
             doc = (model.__doc__ or "").strip().splitlines()[0]
-            click.echo(f"{known:<12} {doc}")
+            click.echo(f"{known:<{width}}  {doc}")
         return
     if name not in schemas():
         raise click.BadParameter(

@@ -211,16 +211,23 @@ class LabOutcomes:
     """The outcomes of a suite's lab runs, measured while the suite runs: each sealed run of a
     lab scenario is measured in a fresh lab by one of `jobs` workers (the run's
     `--concurrency`), so that the checks overlap the runs still going. A check whose lab
-    would not come up is named, with why, and does not stop the others."""
+    would not come up is named, with why, and does not stop the others. A run in which the
+    gated shell could start no command is not measured: its report rests on nothing it saw,
+    and a "fixed" measured from it would count in the outcome rates as the agent's work."""
 
     def __init__(self, ledger: Ledger, jobs: int) -> None:
         self.ledger = ledger
         self.pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="agentledger-outcome")
         self.pending: list[Future[list[Outcome]]] = []
         self.unmeasured = 0
+        self.nothing_ran: list[str] = []
 
     def submit(self, run: RunOutcome) -> None:
-        if run.status != "setup-failed":
+        from agentledger.runner.nothing_started import nothing_started
+
+        if nothing_started(run.status, run.error):
+            self.nothing_ran.append(run.run_id)
+        elif run.status != "setup-failed":
             self.pending.append(self.pool.submit(self._measure, run.run_id))
 
     def _measure(self, run_id: str) -> list[Outcome]:
@@ -237,6 +244,12 @@ class LabOutcomes:
         (on stderr with `err`)."""
         if interrupted:
             self.pool.shutdown(wait=True, cancel_futures=True)
+        for run_id in self.nothing_ran:
+            click.echo(
+                f"outcome of {terminal_safe(run_id)}: not measured: nothing ran in it (the "
+                "gated shell could not start any command the agent tried)",
+                err=True,
+            )
         for future in as_completed(self.pending):
             if future.cancelled():
                 continue

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from agentledger.errors import ArtifactTooLargeError, InputError, RecordError
 from agentledger.identity import sha256_bytes
-from agentledger.importers.openhands import command_class
+from agentledger.importers.openhands_events import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.source_files import given_file, open_regular, read_regular, too_large

@@ -30,7 +30,7 @@ from typing import Any
 
 from agentledger.errors import RecordError
 from agentledger.identity import sha256_bytes
-from agentledger.importers.openhands import command_class
+from agentledger.importers.openhands_events import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (

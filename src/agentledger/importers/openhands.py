@@ -14,10 +14,6 @@ thought, tokens and cost come from the events' metrics. Times without a zone sta
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import os
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,16 +21,29 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentledger.errors import RecordError
-from agentledger.identity import HASH_PREFIX
+from agentledger.importers.openhands_events import (
+    ACTIONS,
+    ACTORS,
+    OBSERVATIONS,
+    QUIET_OBSERVATIONS,
+    action_type,
+    command_class,
+    count_or_none,
+    events_of,
+    observation_type,
+    runtime_notices,
+    step_content,
+    str_or_none,
+    without_echo,
+)
 from agentledger.importers.openhands_files import (
-    PREFIX,
     check_event_count,
     find_trajectories,
     scenario_of,
+    siblings,
 )
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
-from agentledger.importers.source_files import checked_real
 from agentledger.importers.trace_runs import (
     BuiltTrace,
     TraceFacts,
@@ -44,7 +53,6 @@ from agentledger.importers.trace_runs import (
 )
 from agentledger.records import NOT_EXECUTED, decode_json
 from agentledger.records.trace import (
-    MAX_STEP_TEXT,
     STEPS,
     TraceStep,
     exact_time,
@@ -52,7 +60,6 @@ from agentledger.records.trace import (
     time_zone_of,
     trace_bytes_of_values,
 )
-from agentledger.shell.classifier import classify
 
 __all__ = [
     "FORMAT",
@@ -65,102 +72,6 @@ __all__ = [
 
 FORMAT = "openhands"
 
-_ACTIONS = {
-    "run": "command",
-    "run_ipython": "code",
-    "read": "file_read",
-    "edit": "file_write",
-    "write": "file_write",
-    "browse": "browse",
-    "browse_interactive": "browse",
-    "think": "reasoning",
-    "message": "message",
-    "system": "message",
-    "finish": "finish",
-    "chat": "tool_call",
-    "delegate": "tool_call",
-    "call_tool_mcp": "tool_call",
-    "mcp": "tool_call",
-}
-_OBSERVATIONS = {"run": "command_output", "error": "error"}
-_QUIET_OBSERVATIONS = {"agent_state_changed", "null", "user_rejected"}
-_ACTORS = {"agent": "agent", "user": "user", "environment": "environment"}
-
-
-@functools.lru_cache(maxsize=4096)
-def command_class(command: str) -> str:
-    """The class of a command line by agentledger.shell; 'unknown' when it cannot be read."""
-    try:
-        return classify(command).kind
-    except (ValueError, RecursionError):
-        return "unknown"
-
-
-def _task_files(folder: Path) -> dict[str, list[str]]:
-    """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``;
-    links among them too (`_siblings` checks where they point)."""
-    by_rest: dict[str, list[str]] = {}
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            _kind, sep, rest = entry.name.partition("_")
-            if sep and rest and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
-                by_rest.setdefault(rest, []).append(entry.name)
-    return by_rest
-
-
-def _siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[tuple[Path, str]]:
-    """Other files of the same task in the trajectory's folder: ``<kind>_<task>.json``, each
-    with its real path. A link among them must stay inside the folder (`source_files`).
-
-    The folder is listed once per import (`ctx`): a flat folder of a thousand trajectories
-    would otherwise be listed a thousand times."""
-    if not path.name.startswith(PREFIX):
-        return []
-    folder = path.parent
-    by_rest = _task_files(folder) if ctx is None else ctx.per_folder(FORMAT, folder, _task_files)
-    names = by_rest.get(f"{task}{path.suffix}", ())
-    root = os.path.realpath(folder)
-    return [
-        (folder / name, checked_real(folder / name, root, folder))
-        for name in sorted(names)
-        if name != path.name
-    ]
-
-
-def _events(data: Any, origin: str) -> tuple[list[Any], dict[str, Any]]:
-    if isinstance(data, list):
-        return data, {}
-    if isinstance(data, dict) and isinstance(data.get("history"), list):
-        meta = data.get("metadata")
-        return data["history"], meta if isinstance(meta, dict) else {}
-    raise RecordError(
-        origin,
-        f"expected a JSON list of events (or an object with a 'history' list), found "
-        f"{type(data).__name__}",
-    )
-
-
-def _without_echo(output: str, command: Any) -> str | None:
-    """A command's output without the terminal's echo of a command of several lines, which
-    OpenHands' shell records first (each line without its trailing spaces)."""
-    if not isinstance(command, str) or "\n" not in command:
-        return output
-    echo = "\n".join(line.rstrip() for line in command.split("\n"))
-    if not output.startswith(echo):
-        return output
-    rest = output[len(echo) :]
-    if not rest:
-        return None
-    return rest[1:] or None if rest[0] == "\n" else output
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value != "" else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
 
 _NO_VALUES: dict[str, Any] = {}
 _NOTED = frozenset(("system", "message", "finish"))  # the actions note_action reads
@@ -169,21 +80,13 @@ _REASON_CHARS = 300
 # TraceStep's fields after `gate`, in its order: a gate is written before the first of them.
 _FIELDS = list(TraceStep.model_fields)
 _AFTER_GATE = frozenset(_FIELDS[_FIELDS.index("gate") + 1 :])
-# The runtime's plain notice after a command, which the exit code says already.
-_COMPLETED = re.compile(r"\s*\[The command completed with exit code -?\d+\.\]\s*")
 _fromisoformat = datetime.fromisoformat
-_sha256 = hashlib.sha256
 
 
-@functools.lru_cache(maxsize=1024)
-def _action_type(action: str) -> str:
-    return f"action:{action}"
-
-
-@functools.lru_cache(maxsize=1024)
-def _observation_type(observation: str) -> str:
-    return f"observation:{observation}"
-
+_Text = str | None
+_Said = tuple[str, str, str, _Text, Any, _Text, _Text, int | None, _Text, _Text, int | None]
+"""What an event says, by kind of event (`_Reader._action`, ...): actor, kind, raw_type, the
+tool when the call names none, arguments, command, command_class, exit_code, cwd, text, cause."""
 
 # isinstance with a tuple: an `int | float` union would be made anew on every event.
 _NUMBERS = (int, float)
@@ -254,16 +157,16 @@ class _Reader:
         if isinstance(response, dict):
             facts = self.facts
             if facts.model_served is None:
-                facts.model_served = _text(response.get("model"))
+                facts.model_served = str_or_none(response.get("model"))
             if facts.system_fingerprint is None:
-                facts.system_fingerprint = _text(response.get("system_fingerprint"))
+                facts.system_fingerprint = str_or_none(response.get("system_fingerprint"))
             rid = response.get("id")
             if isinstance(rid, str) and rid not in self.responses:
                 usage = response.get("usage")
                 if isinstance(usage, dict):
                     self.responses.add(rid)
-                    tokens_in = _int(usage.get("prompt_tokens"))
-                    tokens_out = _int(usage.get("completion_tokens"))
+                    tokens_in = count_or_none(usage.get("prompt_tokens"))
+                    tokens_out = count_or_none(usage.get("completion_tokens"))
         cost = None
         if isinstance(metrics, dict):
             total = metrics.get("accumulated_cost")
@@ -277,12 +180,12 @@ class _Reader:
                 if not isinstance(usage, dict):
                     continue
                 if self.facts.model is None:
-                    self.facts.model = _text(usage.get("model"))
+                    self.facts.model = str_or_none(usage.get("model"))
                 rid = usage.get("response_id")
                 if isinstance(rid, str) and rid not in self.usages:
                     self.usages.add(rid)
-                    self.tokens[0] += _int(usage.get("prompt_tokens")) or 0
-                    self.tokens[1] += _int(usage.get("completion_tokens")) or 0
+                    self.tokens[0] += count_or_none(usage.get("prompt_tokens")) or 0
+                    self.tokens[1] += count_or_none(usage.get("completion_tokens")) or 0
         return tokens_in, tokens_out, cost
 
     def step(self, event: Any, position: int) -> dict[str, Any]:
@@ -290,7 +193,87 @@ class _Reader:
 
         The hot loop of an import (one call per event): the common shapes are tested with
         `type(...) is` and dict lookups, the rare ones fall back to the checks that name the
-        field."""
+        field. What an action, an observation or another event says is read by `_action`,
+        `_observation` and `_other`; the fields are written here, in TraceStep's order."""
+        action, observation, args, extras = self._parts(event, position)
+        get = event.get
+        index = len(self.steps)
+        meta = get("tool_call_metadata")
+        if type(meta) is not dict:
+            meta = _NO_VALUES
+        metrics = get("llm_metrics")
+        if meta is _NO_VALUES and metrics is None:
+            tokens_in = tokens_out = cost = None
+        else:
+            tokens_in, tokens_out, cost = self.metrics(meta, metrics)
+        step: dict[str, Any] = {"schema_version": 1, "index": index}
+        stamp = get("timestamp")
+        if stamp is not None:
+            self._time_fields(step, stamp, position)
+        tool = meta.get("function_name")
+        if tool is not None and (type(tool) is not str or not tool):
+            tool = str_or_none(tool)
+        if action is not None:
+            said = self._action(event, action, args, position)
+        elif observation is not None:
+            said = self._observation(event, observation, extras, position)
+        else:
+            said = self._other(event)
+        (
+            actor,
+            kind,
+            raw_type,
+            named,
+            arguments,
+            command,
+            command_kind,
+            exit_code,
+            cwd,
+            text,
+            cause,
+        ) = said
+        step["actor"] = actor
+        step["kind"] = kind
+        step["raw_type"] = raw_type
+        tool = tool or named
+        if tool is not None:
+            step["tool"] = tool
+        if meta is not _NO_VALUES:
+            call_id = meta.get("tool_call_id")
+            if call_id is not None and ((type(call_id) is str and call_id) or str_or_none(call_id)):
+                step["call_id"] = call_id
+        if arguments is not None:
+            step["arguments"] = arguments
+        if command is not None:
+            step["command"] = command
+            if command_kind is not None:
+                step["command_class"] = command_kind
+        if exit_code is not None:
+            step["exit_code"] = exit_code
+        if cwd is not None:
+            step["cwd"] = cwd
+        if text is not None:
+            step["content"] = step_content(text)
+        if cause is not None:
+            step["cause"] = cause
+        if meta is not _NO_VALUES:
+            response = meta.get("model_response")
+            if type(response) is dict:
+                model = str_or_none(response.get("model"))
+                if model is not None:
+                    step["model"] = model
+        if tokens_in is not None:
+            step["tokens_in"] = tokens_in
+        if tokens_out is not None:
+            step["tokens_out"] = tokens_out
+        if cost is not None:
+            step["cost_usd"] = cost
+        step["source"] = self._source(get("id"), index)
+        return step
+
+    def _parts(self, event: Any, position: int) -> tuple[Any, Any, dict[str, Any], Any]:
+        """The event's action, observation, args (`_NO_VALUES` when empty) and extras, each
+        of its type (RecordError naming the field otherwise)."""
         if type(event) is not dict and not isinstance(event, dict):
             raise self.fail(position, f"expected an object, found {type(event).__name__}")
         get = event.get
@@ -314,203 +297,158 @@ class _Reader:
             raise self._not_a(dict, args, position, "args")
         if extras is not None and not isinstance(extras, dict):
             raise self._not_a(dict, extras, position, "extras")
-        index = len(self.steps)
-        meta = get("tool_call_metadata")
-        if type(meta) is not dict:
-            meta = _NO_VALUES
-        metrics = get("llm_metrics")
-        if meta is _NO_VALUES and metrics is None:
-            tokens_in = tokens_out = cost = None
+        return action, observation, args, extras
+
+    def _time_fields(self, step: dict[str, Any], stamp: Any, position: int) -> None:
+        """The step's time and time_zone, from the event's timestamp."""
+        if type(stamp) is not str:
+            moment = self.time(stamp, position)
         else:
-            tokens_in, tokens_out, cost = self.metrics(meta, metrics)
-        step: dict[str, Any] = {"schema_version": 1, "index": index}
-        stamp = get("timestamp")
-        if stamp is not None:
-            if type(stamp) is not str:
+            try:
+                moment = _fromisoformat(stamp)
+            except ValueError:
                 moment = self.time(stamp, position)
-            else:
-                try:
-                    moment = _fromisoformat(stamp)
-                except ValueError:
-                    moment = self.time(stamp, position)
-            step["time"] = moment
-            zone = self.zones.get(moment.tzinfo)
-            step["time_zone"] = zone if zone is not None else self.zone(moment)
-        tool = meta.get("function_name")
-        if tool is not None and (type(tool) is not str or not tool):
-            tool = _text(tool)
-        command = command_kind = exit_code = cwd = cause = None
-        arguments: dict[str, Any] | None = None
-        if action is not None:
-            kind = _ACTIONS.get(action, "other")
-            source = get("source")
-            actor = _ACTORS.get(source, "environment") if isinstance(source, str) else "agent"
-            raw_type = _action_type(action)
-            if args is not _NO_VALUES:
-                arguments = args
-            tool = tool or action
-            text = args.get("content")
-            if type(text) is not str or not text:
-                text = (
-                    _text(text)
-                    or _text(args.get("final_thought"))
-                    or _text(args.get("thought"))
-                    or _text(args.get("code"))
-                    or _text(get("message"))
-                )
-            if kind == "command":
-                command = args.get("command")
-                if not isinstance(command, str):
-                    raise self.fail(position, "a run action needs a command string", "args.command")
-                command_kind = command_class(command)
-            if action in _NOTED:
-                self.note_action(action, args, text, actor)
-        elif observation is not None:
-            kind = _OBSERVATIONS.get(observation, "tool_result")
-            if observation in _QUIET_OBSERVATIONS:
-                kind = "other"
-            raw_type = _observation_type(observation)
-            source = get("source")
-            actor = (
-                "environment" if source == "environment" else "user" if source == "user" else "tool"
+        step["time"] = moment
+        zone = self.zones.get(moment.tzinfo)
+        step["time_zone"] = zone if zone is not None else self.zone(moment)
+
+    def _action(
+        self, event: dict[str, Any], action: str, args: dict[str, Any], position: int
+    ) -> _Said:
+        """What an agent's (or user's) action says: a command is its args.command."""
+        get = event.get
+        kind = ACTIONS.get(action, "other")
+        source = get("source")
+        actor = ACTORS.get(source, "environment") if isinstance(source, str) else "agent"
+        text = args.get("content")
+        if type(text) is not str or not text:
+            text = (
+                str_or_none(text)
+                or str_or_none(args.get("final_thought"))
+                or str_or_none(args.get("thought"))
+                or str_or_none(args.get("code"))
+                or str_or_none(get("message"))
             )
-            tool = tool or observation
-            caused_by = get("cause")
-            if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
-                cause = self.index_of_id.get(caused_by)
-            if caused_by is not None and cause is None:
-                self.unanswered.append(position)  # answers no earlier event: no link is made
-            text = get("content")
-            if type(text) is not str or not text:
-                # A command's output is its content only: the event's message is OpenHands'
-                # summary of it ("Command `rm x` executed with exit code 0."), not output.
-                text = _text(text)
-                if text is None and kind != "command_output":
-                    text = _text(get("message"))
-            if extras:
-                detail = extras.get("metadata")
-                if type(detail) is dict:
-                    code = detail.get("exit_code")
-                    if type(code) is int or (isinstance(code, int) and not isinstance(code, bool)):
-                        exit_code = code
-                    cwd = _text(detail.get("working_dir"))
-                    if kind == "command_output":
-                        if text is not None and cause is not None:
-                            text = _without_echo(text, self.steps[cause].get("command"))
-                        text = self.runtime_notices(detail, text)
-                        suffix = _text(detail.get("suffix"))
-                        if cause is not None and suffix is not None and _REFUSED in suffix:
-                            self.not_executed(cause, suffix)
-                elif isinstance(extras.get("exit_code"), int):
-                    exit_code = int(extras["exit_code"])  # true and false as the record reads them
-                if kind == "command_output" and isinstance(extras.get("command"), str):
-                    command = extras["command"]
-                if observation == "agent_state_changed":
-                    text = self.state_changed(extras) or text
-            if kind == "error" and cause is not None and text is not None:
-                # OpenHands answers a command with an error when its runtime would not run it
-                # ("Cannot execute multiple commands at once"): the command did not run.
-                self.not_executed(cause, text)
-        else:
-            kind, raw_type = "other", "event"
-            source = get("source")
-            actor = _ACTORS.get(source, "environment") if isinstance(source, str) else "environment"
-            text = _text(get("message")) or _text(get("content"))
-        # In TraceStep's field order: the trace is these fields as they stand.
-        step["actor"] = actor
-        step["kind"] = kind
-        step["raw_type"] = raw_type
-        if tool is not None:
-            step["tool"] = tool
-        if meta is not _NO_VALUES:
-            call_id = meta.get("tool_call_id")
-            if call_id is not None and ((type(call_id) is str and call_id) or _text(call_id)):
-                step["call_id"] = call_id
-        if arguments is not None:
-            step["arguments"] = arguments
-        if command is not None:
-            step["command"] = command
-            if command_kind is not None:
-                step["command_class"] = command_kind
-        if exit_code is not None:
-            step["exit_code"] = exit_code
-        if cwd is not None:
-            step["cwd"] = cwd
-        if text is not None:
-            data = text.encode("utf-8", "surrogatepass")
-            if len(text) > MAX_STEP_TEXT:
-                step["content"] = {
-                    "text": text[:MAX_STEP_TEXT],
-                    "bytes": len(data),
-                    "sha256": HASH_PREFIX + _sha256(data).hexdigest(),
-                    "truncated": True,
-                }
-            else:
-                step["content"] = {
-                    "text": text,
-                    "bytes": len(data),
-                    "sha256": HASH_PREFIX + _sha256(data).hexdigest(),
-                    "truncated": False,
-                }
-        if cause is not None:
-            step["cause"] = cause
-        if meta is not _NO_VALUES:
-            response = meta.get("model_response")
-            if type(response) is dict:
-                model = _text(response.get("model"))
-                if model is not None:
-                    step["model"] = model
-        if tokens_in is not None:
-            step["tokens_in"] = tokens_in
-        if tokens_out is not None:
-            step["tokens_out"] = tokens_out
-        if cost is not None:
-            step["cost_usd"] = cost
-        event_id = get("id")
+        command = command_kind = None
+        if kind == "command":
+            command = args.get("command")
+            if not isinstance(command, str):
+                raise self.fail(position, "a run action needs a command string", "args.command")
+            command_kind = command_class(command)
+        if action in _NOTED:
+            self.note_action(action, args, text, actor)
+        arguments = None if args is _NO_VALUES else args
+        raw_type = action_type(action)
+        return (
+            actor,
+            kind,
+            raw_type,
+            action,
+            arguments,
+            command,
+            command_kind,
+            None,
+            None,
+            text,
+            None,
+        )
+
+    def _observation(
+        self, event: dict[str, Any], observation: str, extras: Any, position: int
+    ) -> _Said:
+        """What an observation says: the step it answers (its cause), and for a command's
+        output its exit code, working directory and the runtime's notices."""
+        get = event.get
+        kind = OBSERVATIONS.get(observation, "tool_result")
+        if observation in QUIET_OBSERVATIONS:
+            kind = "other"
+        source = get("source")
+        actor = "environment" if source == "environment" else "user" if source == "user" else "tool"
+        command = exit_code = cwd = cause = None
+        caused_by = get("cause")
+        if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
+            cause = self.index_of_id.get(caused_by)
+        if caused_by is not None and cause is None:
+            self.unanswered.append(position)  # answers no earlier event: no link is made
+        text = get("content")
+        if type(text) is not str or not text:
+            # A command's output is its content only: the event's message is OpenHands'
+            # summary of it ("Command `rm x` executed with exit code 0."), not output.
+            text = str_or_none(text)
+            if text is None and kind != "command_output":
+                text = str_or_none(get("message"))
+        if extras:
+            detail = extras.get("metadata")
+            if type(detail) is dict:
+                code = detail.get("exit_code")
+                if type(code) is int or (isinstance(code, int) and not isinstance(code, bool)):
+                    exit_code = code
+                cwd = str_or_none(detail.get("working_dir"))
+                if kind == "command_output":
+                    text = self._command_output(detail, text, cause)
+            elif isinstance(extras.get("exit_code"), int):
+                exit_code = int(extras["exit_code"])  # true and false as the record reads them
+            if kind == "command_output" and isinstance(extras.get("command"), str):
+                command = extras["command"]
+            if observation == "agent_state_changed":
+                text = self.state_changed(extras) or text
+        if kind == "error" and cause is not None and text is not None:
+            # OpenHands answers a command with an error when its runtime would not run it
+            # ("Cannot execute multiple commands at once"): the command did not run.
+            self.not_executed(cause, text)
+        raw_type = observation_type(observation)
+        return actor, kind, raw_type, observation, None, command, None, exit_code, cwd, text, cause
+
+    def _command_output(
+        self, detail: dict[str, Any], text: str | None, cause: int | None
+    ) -> str | None:
+        """A command's output as the agent saw it: without the echo of its command, with the
+        runtime's notices; the command marked not executed when the runtime says so."""
+        if text is not None and cause is not None:
+            text = without_echo(text, self.steps[cause].get("command"))
+        text = runtime_notices(detail, text)
+        suffix = str_or_none(detail.get("suffix"))
+        if cause is not None and suffix is not None and _REFUSED in suffix:
+            self.not_executed(cause, suffix)
+        return text
+
+    @staticmethod
+    def _other(event: dict[str, Any]) -> _Said:
+        """What an event that is neither an action nor an observation says."""
+        get = event.get
+        source = get("source")
+        actor = ACTORS.get(source, "environment") if isinstance(source, str) else "environment"
+        text = str_or_none(get("message")) or str_or_none(get("content"))
+        return actor, "other", "event", None, None, None, None, None, None, text, None
+
+    def _source(self, event_id: Any, index: int) -> dict[str, str]:
+        """The step's source (the file, the event's id); the id is kept for the causes that
+        name it (the first event of an id, when several have it)."""
         if event_id is None:
-            step["source"] = {"file": self.attachment}
-        else:
-            if type(event_id) is int:
-                step["source"] = {"file": self.attachment, "event": str(event_id)}
-                if self.index_of_id.setdefault(event_id, index) != index:
-                    self.repeated_ids += 1
-            else:
-                step["source"] = {"file": self.attachment, "event": str(event_id)[:100]}
-                if (
-                    not isinstance(event_id, _CONTAINERS)
-                    and self.index_of_id.setdefault(event_id, index) != index
-                ):
-                    self.repeated_ids += 1
-        return step
+            return {"file": self.attachment}
+        if type(event_id) is int:
+            if self.index_of_id.setdefault(event_id, index) != index:
+                self.repeated_ids += 1
+            return {"file": self.attachment, "event": str(event_id)}
+        if (
+            not isinstance(event_id, _CONTAINERS)
+            and self.index_of_id.setdefault(event_id, index) != index
+        ):
+            self.repeated_ids += 1
+        return {"file": self.attachment, "event": str(event_id)[:100]}
 
     def state_changed(self, extras: dict[str, Any]) -> str | None:
         """The text of an agent state change (``agent state: error: <reason>``); a change to
         the error state is how the run ended, unless a later one says otherwise."""
-        state = _text(extras.get("agent_state"))
+        state = str_or_none(extras.get("agent_state"))
         if state is None:
             return None
-        reason = _text(extras.get("reason"))
+        reason = str_or_none(extras.get("reason"))
         if state == "error":
             self.facts.error = f"the agent ended in error: {reason or 'no reason given'}"
         elif state in ("finished", "running", "awaiting_user_input"):
             self.facts.error = None
         return f"agent state: {state}" + (f": {reason}" if reason else "")
-
-    @staticmethod
-    def runtime_notices(detail: dict[str, Any], output: str | None) -> str | None:
-        """A command's output with the notices OpenHands' runtime put around it, as the agent
-        saw them (``[Below is the output of the previous command.]``, ``[The command has no
-        new output after 30 seconds. ...]``), but for the plain ``[The command completed with
-        exit code N.]``, which the exit code says. So a command the runtime did not run says so
-        where its output would be (``[Your command "..." is NOT executed. ...]``)."""
-        prefix = _text(detail.get("prefix"))
-        suffix = _text(detail.get("suffix"))
-        if suffix is not None and _COMPLETED.fullmatch(suffix):
-            suffix = None
-        if prefix is None and suffix is None:
-            return output
-        text = (prefix or "") + (output or "") + (suffix or "")
-        return text if text.strip() else None
 
     def not_executed(self, cause: int, why: str) -> None:
         """Mark the command step `cause` as one the runtime did not run (`NOT_EXECUTED`: no
@@ -570,23 +508,23 @@ class _Reader:
     def note_action(self, action: str, args: dict[str, Any], text: str | None, actor: str) -> None:
         facts = self.facts
         if action == "system" and facts.system_prompt is None:
-            facts.system_prompt = _text(args.get("content"))
-            agent = _text(args.get("agent_class"))
+            facts.system_prompt = str_or_none(args.get("content"))
+            agent = str_or_none(args.get("agent_class"))
             if agent:
                 facts.agent_name = agent
         elif action == "message" and actor == "user" and facts.prompt is None:
             facts.prompt = text
         elif action == "finish":
             outputs = args.get("outputs")
-            report = _text(args.get("final_thought"))
+            report = str_or_none(args.get("final_thought"))
             if report is None and isinstance(outputs, dict):
-                report = _text(outputs.get("content"))
+                report = str_or_none(outputs.get("content"))
             facts.report = report or text or ""
 
 
 def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, Any]]:
     check_event_count(raw, origin)
-    events, meta = _events(decode_json(raw, origin), origin)
+    events, meta = events_of(decode_json(raw, origin), origin)
     reader = _Reader(origin, attachment)
     steps = reader.steps
     for position, event in enumerate(events):
@@ -654,5 +592,5 @@ def plan_trajectory(path: Path, ctx: PlanContext, real: str | None = None) -> Pl
     trace, facts = trajectory_trace(raw, str(path), attachment_of(path.name))
     facts.scenario, facts.scenario_from = scenario_of(path), "file name"
     return plan_trace_run(
-        path, raw, trace, facts, ctx, attachments=_siblings(path, facts.scenario, ctx)
+        path, raw, trace, facts, ctx, attachments=siblings(path, facts.scenario, ctx)
     )

@@ -1,17 +1,27 @@
-"""Finding OpenHands trajectories (``traj_<task>.json``), and counting a large one's events
-before it is parsed whole; `agentledger.importers.openhands` reads them."""
+"""Finding OpenHands trajectories (``traj_<task>.json``) and the other files of their task,
+and counting a large one's events before it is parsed whole; `agentledger.importers.openhands`
+reads them."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from agentledger.errors import InputError
-from agentledger.importers.source_files import files_below, given_file
+from agentledger.importers.run_plan import PlanContext
+from agentledger.importers.source_files import checked_real, files_below, given_file
 from agentledger.importers.trace_runs import MAX_TRACE_STEPS, too_many_steps
 from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES
 
-__all__ = ["PREFIX", "check_event_count", "find_trajectories", "scenario_of"]
+__all__ = [
+    "PREFIX",
+    "check_event_count",
+    "find_trajectories",
+    "scenario_of",
+    "siblings",
+    "task_files",
+]
 
 PREFIX = "traj_"
 """What a trajectory file's name starts with."""
@@ -88,3 +98,34 @@ def check_event_count(raw: bytes, origin: str) -> None:
                 raise too_many_steps(origin)
     except ijson.JSONError:
         return  # malformed: the strict parser says where
+
+
+def task_files(folder: Path) -> dict[str, list[str]]:
+    """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``;
+    links among them too (`siblings` checks where they point)."""
+    by_rest: dict[str, list[str]] = {}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            _kind, sep, rest = entry.name.partition("_")
+            if sep and rest and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
+                by_rest.setdefault(rest, []).append(entry.name)
+    return by_rest
+
+
+def siblings(path: Path, task: str, ctx: PlanContext | None = None) -> list[tuple[Path, str]]:
+    """Other files of the same task in the trajectory's folder: ``<kind>_<task>.json``, each
+    with its real path. A link among them must stay inside the folder (`source_files`).
+
+    The folder is listed once per import (`ctx`): a flat folder of a thousand trajectories
+    would otherwise be listed a thousand times."""
+    if not path.name.startswith(PREFIX):
+        return []
+    folder = path.parent
+    by_rest = task_files(folder) if ctx is None else ctx.per_folder("openhands", folder, task_files)
+    names = by_rest.get(f"{task}{path.suffix}", ())
+    root = os.path.realpath(folder)
+    return [
+        (folder / name, checked_real(folder / name, root, folder))
+        for name in sorted(names)
+        if name != path.name
+    ]

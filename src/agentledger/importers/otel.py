@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentledger.errors import InputError, RecordError
-from agentledger.importers.openhands import command_class
+from agentledger.importers.openhands_events import command_class
 from agentledger.importers.otel_dialects import (
     message_call_steps,
     tool_answers,

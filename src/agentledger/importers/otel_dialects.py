@@ -27,7 +27,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from agentledger.importers.openhands import command_class
+from agentledger.importers.openhands_events import command_class
 from agentledger.records.trace import step_text_fields
 
 __all__ = ["canonical_attributes", "message_call_steps", "message_tool_calls", "tool_answers"]

@@ -453,22 +453,8 @@ def plan_trace_run(
     """
     shown = str(path)
     values, kinds, tags = _identity(path, facts, ctx)
-    for required in ("scenario", "model"):
-        if not values.get(required):
-            raise RecordError(
-                shown,
-                f"cannot determine the run's {required}: the trace does not say; give it with "
-                f"--{required} or a --sidecar column '{required}' (entry: the file name)",
-                field=required,
-            )
     digest = sha256_bytes(raw)
-    run_id = values.get("run_id") or (
-        f"{_slug(values['scenario'])}_{_slug(values['model'])}_{facts.run_key or digest[7:15]}"
-    )
-    try:
-        check_run_id(run_id)
-    except UnsafeNameError as exc:
-        raise UnsafeNameError(f"{shown}: {exc}") from None
+    run_id = _run_id(shown, values, facts, digest)
     check_tags(tags)
 
     original = attachment_of(path.name)
@@ -509,8 +495,51 @@ def plan_trace_run(
         source["local_times"] = local
     source.update(facts.extra_source)
     source["fields"] = dict(sorted({**kinds, "run_id": kinds.get("run_id", "file")}.items()))
+    metadata = _metadata(shown, run_id, values, facts, prompt_hash, (started, ended), tags, source)
+    summary = _summary(built, facts, started, ended, local)
+    run = PlannedRun(path, metadata, summary, tuple(sorted(artifacts, key=lambda a: a.name)))
+    if ctx.ledger is not None and ctx.ledger.storage.has_run(run_id):
+        check_identical(ctx.ledger, run)
+        run = replace(run, identical=True)
+    return run
+
+
+def _run_id(shown: str, values: dict[str, Any], facts: TraceFacts, digest: str) -> str:
+    """The run's id: the one given, or ``<scenario>_<model>_<key>`` with the trace's own key
+    for the run or the start of the file's hash. RecordError when the scenario or the model
+    cannot be had; UnsafeNameError for an id that is not safe as a file name."""
+    for required in ("scenario", "model"):
+        if not values.get(required):
+            raise RecordError(
+                shown,
+                f"cannot determine the run's {required}: the trace does not say; give it with "
+                f"--{required} or a --sidecar column '{required}' (entry: the file name)",
+                field=required,
+            )
+    run_id = values.get("run_id") or (
+        f"{_slug(values['scenario'])}_{_slug(values['model'])}_{facts.run_key or digest[7:15]}"
+    )
     try:
-        metadata = RunMetadata(
+        check_run_id(run_id)
+    except UnsafeNameError as exc:
+        raise UnsafeNameError(f"{shown}: {exc}") from None
+    return run_id
+
+
+def _metadata(
+    shown: str,
+    run_id: str,
+    values: dict[str, Any],
+    facts: TraceFacts,
+    prompt_hash: str | None,
+    times: tuple[datetime | None, datetime | None],
+    tags: dict[str, str],
+    source: dict[str, Any],
+) -> RunMetadata:
+    """The run's metadata.json; RecordError naming the file and the field a value breaks."""
+    started, ended = times
+    try:
+        return RunMetadata(
             run_id=run_id,
             scenario=values["scenario"],
             model=values["model"],
@@ -536,9 +565,3 @@ def plan_trace_run(
         raise RecordError(shown, error["msg"].removeprefix("Value error, "), field=where) from None
     except ValueError as exc:
         raise RecordError(shown, str(exc).splitlines()[-1]) from None
-    summary = _summary(built, facts, started, ended, local)
-    run = PlannedRun(path, metadata, summary, tuple(sorted(artifacts, key=lambda a: a.name)))
-    if ctx.ledger is not None and ctx.ledger.storage.has_run(run_id):
-        check_identical(ctx.ledger, run)
-        run = replace(run, identical=True)
-    return run

@@ -4,15 +4,31 @@ A pack declares what it needs (`needs:` in its YAML, see `PACK_NEEDS`): a run wi
 outside what the pack was written for, and gets a `not-applicable` score with the reason,
 counted apart from the verdicts. Without this, a pack about remediating infrastructure faults
 calls a run that wrote a web page Safe, because none of its criteria fired.
+
+`not_applicable_before_loading` answers first from what costs nothing to read (the manifest's
+file names, the metadata, the run's scenario copy, the expected root causes given, and for
+`ops_task` the report alone), so a run outside the pack is never made to parse its shell log or
+trace: most runs of a data set the pack was not written for are told in a fraction of the time.
+What only the trace can tell (`system_actions`) waits for `not_applicable_reason` on the whole
+input.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from agentledger.judges.base import CriteriaPack, JudgeInput
+from agentledger.judges.base import CriteriaPack, ExpectedDiagnosis, JudgeInput
+from agentledger.records.trace import TRACE
+from agentledger.store.writer import REPORT, SHELL_AUDIT
 
-__all__ = ["is_ops_task", "not_applicable_reason"]
+if TYPE_CHECKING:
+    from agentledger.store.evidence import RunEvidence
+
+__all__ = ["is_ops_task", "not_applicable_before_loading", "not_applicable_reason"]
+
+SCENARIO_COPY = "scenario.yaml"
+"""The run's copy of its scenario (judges.inputs reads it)."""
 
 _FAULT_KINDS = frozenset(("root_cause", "remediation"))
 _ACTING = frozenset(("command", "code", "file_write"))
@@ -43,6 +59,48 @@ def not_applicable_reason(pack: CriteriaPack, run: JudgeInput) -> str | None:
     return f"pack {pack.id} does not apply: {'; '.join(lacking)}"
 
 
+def not_applicable_before_loading(
+    pack: CriteriaPack,
+    evidence: RunEvidence,
+    expectations: dict[str, ExpectedDiagnosis] | None = None,
+) -> str | None:
+    """Why `pack` does not apply to the run of `evidence`, told without parsing its shell log,
+    trace or snapshot (None when it may apply: `not_applicable_reason` then decides on the
+    whole input). A need this cannot tell yet counts as met here."""
+    lacking = [
+        _LACKING[need] for need in pack.needs if _meets_early(need, evidence, expectations) is False
+    ]
+    if not lacking:
+        return None
+    return f"pack {pack.id} does not apply: {'; '.join(lacking)}"
+
+
+def _meets_early(
+    need: str, evidence: RunEvidence, expectations: dict[str, ExpectedDiagnosis] | None
+) -> bool | None:
+    """Whether the run meets `need`, from its file names, metadata and (for `ops_task`) its
+    report; None when only its heavy files can tell."""
+    files = evidence.files
+    if need == "report":
+        return None if REPORT in files else False
+    if need == "shell_log":
+        return None if SHELL_AUDIT in files else False
+    if need == "snapshot":
+        return None if evidence.snapshot_name is not None else False
+    if need == "trace":
+        return None if TRACE in files else False
+    expected_known = SCENARIO_COPY in files or bool(
+        expectations and evidence.metadata.scenario in expectations
+    )
+    if need == "expected_root_cause":
+        return None if expected_known else False
+    if need == "ops_task":
+        if expected_known:
+            return None
+        return None if report_is_about_a_fault(evidence.text(REPORT)) else False
+    return None
+
+
 def _meets(need: str, run: JudgeInput) -> bool:
     if need == "report":
         return run.has("report")
@@ -64,11 +122,17 @@ def is_ops_task(run: JudgeInput) -> bool:
     `**Fix:**` or `Root cause: ...`)."""
     if run.scenario is not None or run.expected is not None:
         return True
-    if not run.report or not run.report.strip():
+    return report_is_about_a_fault(run.report)
+
+
+def report_is_about_a_fault(text: str | None) -> bool:
+    """Whether a report has a root cause or remediation section, or a line that opens with
+    one (`**Fix:**`, `Root cause: ...`)."""
+    if not text or not text.strip():
         return False
     from agentledger.judges.rules.report_structure import parse_report, section_kinds
 
-    report = parse_report(run.report)
+    report = parse_report(text)
     if any(section.kinds & _FAULT_KINDS for section in report.sections):
         return True
     if any(unit.label and section_kinds(unit.label) & _FAULT_KINDS for unit in report.units):
@@ -76,6 +140,6 @@ def is_ops_task(run: JudgeInput) -> bool:
     # "Root cause: ..." or "Fix: ..." opening a line, as short reports say it.
     return any(
         section_kinds(found.group(1)) & _FAULT_KINDS
-        for found in map(_LEAD.match, run.report.splitlines())
+        for found in map(_LEAD.match, text.splitlines())
         if found
     )

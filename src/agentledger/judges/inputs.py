@@ -16,14 +16,19 @@ from pydantic import ValidationError
 from agentledger.errors import RecordError
 from agentledger.judges.base import ExpectedDiagnosis, JudgeInput
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
-from agentledger.store.evidence import load_run_evidence
+from agentledger.store.evidence import RunEvidence, load_run_evidence
 from agentledger.store.ledger import Ledger
 from agentledger.store.writer import AUDIT, PROMPT, REPORT
 
 if TYPE_CHECKING:
     from agentledger.runner.scenario import Scenario
 
-__all__ = ["MAX_TEXT_BYTES", "expectations_from_suite", "load_judge_input"]
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "expectations_from_suite",
+    "judge_input_of",
+    "load_judge_input",
+]
 
 MAX_TEXT_BYTES = 2 * 1024 * 1024
 """Artifacts longer than this are cut (with a marker) before a judge reads them."""
@@ -82,7 +87,17 @@ def load_judge_input(
 
     `with_trace=False` leaves the trace out (None) for judges whose criteria never read it:
     parsing a long trace costs more than judging a report."""
-    evidence = load_run_evidence(ledger, run_id)
+    return judge_input_of(load_run_evidence(ledger, run_id), expectations, with_trace=with_trace)
+
+
+def judge_input_of(
+    evidence: RunEvidence,
+    expectations: dict[str, ExpectedDiagnosis] | None = None,
+    *,
+    with_trace: bool = True,
+) -> JudgeInput:
+    """What a judge reads of the run of `evidence` (see `load_judge_input`)."""
+    run_id = evidence.run_id
     snapshot = None
     if evidence.snapshot_name is not None:
         raw_snapshot = evidence.read(evidence.snapshot_name)

@@ -21,7 +21,10 @@ from typing import Any
 
 from agentledger.errors import RecordError, RecordExistsError
 from agentledger.identity import canonical_json, sha256_bytes
-from agentledger.judges.applicability import not_applicable_reason
+from agentledger.judges.applicability import (
+    not_applicable_before_loading,
+    not_applicable_reason,
+)
 from agentledger.judges.base import (
     CriteriaPack,
     ExpectedDiagnosis,
@@ -29,12 +32,13 @@ from agentledger.judges.base import (
     JudgeInput,
     JudgeOutcome,
 )
-from agentledger.judges.inputs import load_judge_input
+from agentledger.judges.inputs import judge_input_of
 from agentledger.judges.scores import ScoreStore
 from agentledger.judges.verdict import VerdictPolicy
 from agentledger.records.limits import check_storable
 from agentledger.records.scores import NOT_APPLICABLE, UNSCORED, JudgeInfo, Score
 from agentledger.runner.nothing_started import nothing_started
+from agentledger.store.evidence import load_run_evidence
 from agentledger.store.index import RunFilter
 from agentledger.store.interrupts import deferred_interrupt
 from agentledger.store.journal_upkeep import accept_records
@@ -137,6 +141,11 @@ def runs_to_judge(ledger: Ledger, run_filter: RunFilter, pack: CriteriaPack) -> 
     return RunsToJudge([run.run_id for run in runs], kinds, True, left_out)
 
 
+NOT_APPLICABLE_BATCH = 256
+"""How many not-applicable scores are written together (a Ctrl-C or a kill loses at most these,
+and they are made again in a moment)."""
+
+
 def _info(judge: Judge) -> JudgeInfo:
     identity = judge.identity()
     return JudgeInfo(
@@ -146,6 +155,19 @@ def _info(judge: Judge) -> JudgeInfo:
         pack=judge.pack.id,
         pack_version=judge.pack.version,
         pack_digest=judge.pack.digest(),
+    )
+
+
+def _not_applicable(
+    judge: Judge, judge_id: str, identity: dict[str, Any], run_id: str, why: str
+) -> Score:
+    return Score(
+        run_id=run_id,
+        judge_id=judge_id,
+        judge=_info(judge),
+        identity=identity,
+        verdict=NOT_APPLICABLE,
+        skipped_reason=why,
     )
 
 
@@ -159,14 +181,7 @@ def _score(
 ) -> Score:
     outside = not_applicable_reason(judge.pack, run)
     if outside is not None:
-        return Score(
-            run_id=run.run_id,
-            judge_id=judge_id,
-            judge=_info(judge),
-            identity=identity,
-            verdict=NOT_APPLICABLE,
-            skipped_reason=outside,
-        )
+        return _not_applicable(judge, judge_id, identity, run.run_id, outside)
     refusal = self_judging(run, judge) if self_judging is not None else None
     ended = run.summary
     if refusal is None and ended is not None and nothing_started(ended.exit_status, ended.error):
@@ -232,6 +247,55 @@ def _index_missing(
     return added, removed
 
 
+@dataclass
+class _Landing:
+    """Writes a judge invocation's scores as they are made, each on its own (a crash loses
+    none already made), except the not-applicable ones: they cost nothing to make again, so
+    they are written together (one journal batch, one flush), NOT_APPLICABLE_BATCH at most."""
+
+    store: ScoreStore
+    judge_id: str
+    report: ScoringReport
+    total: int
+    progress: Callable[[int, int | None], None] | None
+    done: int = 0
+    waiting: list[Score] = field(default_factory=list)
+
+    def land(self, score: Score | None) -> None:
+        self.done += 1
+        if score is not None and score.verdict == NOT_APPLICABLE:
+            self.waiting.append(score)
+        elif score is not None:
+            self.write([score])
+        if self.done == self.total or len(self.waiting) >= NOT_APPLICABLE_BATCH:
+            self.flush()
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def flush(self) -> None:
+        if self.waiting:
+            scores, self.waiting = self.waiting, []
+            self.write(scores)
+
+    def write(self, scores: list[Score]) -> None:
+        with deferred_interrupt():  # the files and their index rows land together
+            try:
+                self.store.write(scores)  # written, then indexed
+            except RecordExistsError:
+                if len(scores) > 1:  # one was written elsewhere: the others one by one
+                    for score in scores:
+                        if self.store.exists(score.run_id, self.judge_id):
+                            self.report.scored_elsewhere += 1
+                        else:
+                            self.write([score])
+                    return
+                # Written by another invocation of this judge in the meantime: its score
+                # stands, and is the one the index keeps.
+                self.report.scored_elsewhere += 1
+            else:
+                self.report.scored.extend(scores)
+
+
 def score_runs(
     ledger: Ledger,
     judge: Judge,
@@ -260,7 +324,7 @@ def score_runs(
         todo = [run_id for run_id in run_ids if run_id not in scored or run_id in removed]
     report.already_scored = len(run_ids) - len(todo)
     lock = threading.Lock()
-    done = 0
+    landing = _Landing(store, judge_id, report, len(todo), progress)
     with_trace = judge.reads_trace()
     if progress is not None:
         progress(0, len(todo))
@@ -272,12 +336,17 @@ def score_runs(
                 with lock:
                     report.scored_elsewhere += 1
                 return None
-            run = load_judge_input(ledger, run_id, expectations, with_trace=with_trace)
-            reason = judge.pack.not_applicable(run.metadata.kind)
+            evidence = load_run_evidence(ledger, run_id)
+            reason = judge.pack.not_applicable(evidence.metadata.kind)
             if reason is not None:
                 with lock:
                     report.not_applicable.append((run_id, reason))
                 return None
+            # Outside the pack by what costs nothing to read: no shell log or trace parsed.
+            outside = not_applicable_before_loading(judge.pack, evidence, expectations)
+            if outside is not None:
+                return _not_applicable(judge, judge_id, identity, run_id, outside)
+            run = judge_input_of(evidence, expectations, with_trace=with_trace)
             score = _score(judge, judge_id, identity, policy, run, self_judging)
             # A value the index cannot take (a model reporting absurd usage) fails this run
             # here, before anything is written.
@@ -290,37 +359,22 @@ def score_runs(
                 report.failed.append((run_id, f"{type(exc).__name__}: {exc}"))
             return None
 
-    def land(score: Score | None) -> None:
-        nonlocal done
-        done += 1
-        if score is not None:
-            with deferred_interrupt():  # the file and its index row land together
-                try:
-                    store.write([score])  # written, then indexed
-                except RecordExistsError:
-                    # Written by another invocation of this judge in the meantime: its score
-                    # stands, and is the one the index keeps.
-                    report.scored_elsewhere += 1
-                else:
-                    report.scored.append(score)
-        if progress is not None:
-            progress(done, len(todo))
-
     # Ctrl-C ends the scoring where it is: every score written so far is whole (written, then
     # indexed), work not started is dropped, and the report says how far it got.
     pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
     try:
         if pool is None:
             for run_id in todo:
-                land(one(run_id))
+                landing.land(one(run_id))
         else:
             for score in pool.map(one, todo):
-                land(score)
+                landing.land(score)
     except KeyboardInterrupt:
         judge.cancel.set()
         report.interrupted = True
-        report.not_reached = len(todo) - done
+        report.not_reached = len(todo) - landing.done
     finally:
         if pool is not None:
             pool.shutdown(wait=not report.interrupted, cancel_futures=True)
+        landing.flush()  # the not-applicable scores made before an interrupt are kept too
     return report

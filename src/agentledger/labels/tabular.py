@@ -348,20 +348,7 @@ def _row_label(
     seen: dict[tuple[str, str, str], int],
 ) -> Label:
     values, line = row.values, row.line
-    allowed = _KNOWN | set(key.columns)
-    for column in values:
-        if column not in allowed and not column.startswith("crit:"):
-            raise RecordError(
-                where,
-                f"unknown column {column!r} (columns: {', '.join(EXPORT_COLUMNS)}, crit:ID)",
-                line=line,
-                field=column,
-            )
-    texts = {
-        c: _text(v, where, line, c)
-        for c, v in values.items()
-        if c != "criteria" and not c.startswith("crit:")
-    }
+    texts = _row_texts(values, where, line, key)
     key_values = []
     for column in key.columns:
         value = texts.get(column, "").strip()
@@ -371,55 +358,9 @@ def _row_label(
             )
         key_values.append(value)
     run_id = resolver.run_of(key_values, where, line)
-    named = texts.get("source", "").strip()
-    if not named and not default_source:
-        raise RecordError(
-            where, "no source: give --source NAME or a source column", line=line, field="source"
-        )
-    try:
-        by = source_name(named, "source") if named else default_source
-    except InputError as exc:
-        raise RecordError(where, str(exc), line=line, field="source") from None
-    if named and default_source and by != default_source:
-        raise RecordError(
-            where,
-            f"source {named!r} differs from --source {default_source}",
-            line=line,
-            field="source",
-        )
-    assert by is not None
-    row_kind = texts.get("kind", "").strip() or kind
-    if row_kind not in ("person", "external"):
-        raise RecordError(
-            where, f"{row_kind!r} is not valid: use person or external", line=line, field="kind"
-        )
-    fields: dict[str, Any] = {}
-    try:
-        verdict_text = texts.get("verdict", "").strip()
-        fields["verdict"] = parse_label_verdict(verdict_text) if verdict_text else None
-    except InputError as exc:
-        raise RecordError(where, str(exc), line=line, field="verdict") from None
-    try:
-        diagnosis_text = texts.get("diagnosis", "").strip()
-        fields["diagnosis_correct"] = parse_diagnosis(diagnosis_text) if diagnosis_text else None
-    except InputError as exc:
-        raise RecordError(where, str(exc), line=line, field="diagnosis") from None
-    criteria = _criteria(values.get("criteria"), where, line)
-    for column, value in values.items():
-        if column.startswith("crit:"):
-            if not column[5:]:
-                raise RecordError(
-                    where, "a crit: column names no criterion", line=line, field=column
-                )
-            given = isinstance(value, bool) or bool(_text(value, where, line, column).strip())
-            if given:
-                criteria.append((column[5:], _fired(value, where, line, column)))
-    names = [criterion for criterion, _ in criteria]
-    for criterion in names:
-        if names.count(criterion) > 1:
-            raise RecordError(
-                where, f"criterion {criterion!r} is given twice", line=line, field=criterion
-            )
+    by, row_kind = _row_source(texts, where, line, default_source, kind)
+    fields = _row_verdicts(texts, where, line)
+    criteria = _row_criteria(values, where, line)
     mark = (run_id, row_kind, by)
     if mark in seen:
         raise RecordError(
@@ -451,6 +392,91 @@ def _row_label(
         message = str(exc).split(": ", 1)[-1] if isinstance(exc, InputError) else str(exc)
         raise RecordError(where, message, line=line, field="label") from None
     return label
+
+
+def _row_texts(values: dict[str, Any], where: str, line: int, key: LabelKey) -> dict[str, str]:
+    """The row's cells as text, but for the criteria; RecordError for an unknown column."""
+    allowed = _KNOWN | set(key.columns)
+    for column in values:
+        if column not in allowed and not column.startswith("crit:"):
+            raise RecordError(
+                where,
+                f"unknown column {column!r} (columns: {', '.join(EXPORT_COLUMNS)}, crit:ID)",
+                line=line,
+                field=column,
+            )
+    return {
+        c: _text(v, where, line, c)
+        for c, v in values.items()
+        if c != "criteria" and not c.startswith("crit:")
+    }
+
+
+def _row_source(
+    texts: dict[str, str], where: str, line: int, default_source: str | None, kind: str
+) -> tuple[str, str]:
+    """Who labelled the row and their kind: its own source and kind columns, or the
+    import's; a source column that differs from --source is refused."""
+    named = texts.get("source", "").strip()
+    if not named and not default_source:
+        raise RecordError(
+            where, "no source: give --source NAME or a source column", line=line, field="source"
+        )
+    try:
+        by = source_name(named, "source") if named else default_source
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="source") from None
+    if named and default_source and by != default_source:
+        raise RecordError(
+            where,
+            f"source {named!r} differs from --source {default_source}",
+            line=line,
+            field="source",
+        )
+    assert by is not None
+    row_kind = texts.get("kind", "").strip() or kind
+    if row_kind not in ("person", "external"):
+        raise RecordError(
+            where, f"{row_kind!r} is not valid: use person or external", line=line, field="kind"
+        )
+    return by, row_kind
+
+
+def _row_verdicts(texts: dict[str, str], where: str, line: int) -> dict[str, Any]:
+    """The row's verdict and whether its diagnosis is correct (None where a cell is empty)."""
+    fields: dict[str, Any] = {}
+    try:
+        verdict_text = texts.get("verdict", "").strip()
+        fields["verdict"] = parse_label_verdict(verdict_text) if verdict_text else None
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="verdict") from None
+    try:
+        diagnosis_text = texts.get("diagnosis", "").strip()
+        fields["diagnosis_correct"] = parse_diagnosis(diagnosis_text) if diagnosis_text else None
+    except InputError as exc:
+        raise RecordError(where, str(exc), line=line, field="diagnosis") from None
+    return fields
+
+
+def _row_criteria(values: dict[str, Any], where: str, line: int) -> list[tuple[str, bool | None]]:
+    """The row's criteria, from its criteria cell and its crit:ID columns, each at most once."""
+    criteria = _criteria(values.get("criteria"), where, line)
+    for column, value in values.items():
+        if column.startswith("crit:"):
+            if not column[5:]:
+                raise RecordError(
+                    where, "a crit: column names no criterion", line=line, field=column
+                )
+            given = isinstance(value, bool) or bool(_text(value, where, line, column).strip())
+            if given:
+                criteria.append((column[5:], _fired(value, where, line, column)))
+    names = [criterion for criterion, _ in criteria]
+    for criterion in names:
+        if names.count(criterion) > 1:
+            raise RecordError(
+                where, f"criterion {criterion!r} is given twice", line=line, field=criterion
+            )
+    return criteria
 
 
 def _criteria_text(label: Label) -> str:

@@ -14,7 +14,7 @@ its few files, each checked against the journal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agentledger.records import parse_record
@@ -42,11 +42,6 @@ class OutcomeStore(OutcomeRecords):
         accepted = self.storage.journal.accepted()
         indexed = (_parsed(raw) for raw in self.ledger.index.outcomes([run_id]))
         return [self.read(self.key_of(outcome), accepted) for outcome in indexed]
-
-    def iter_outcomes(self) -> Iterator[Outcome]:
-        """Every stored outcome the journal accepted, in key order, read from the files (an
-        outcome whose writer died before journaling it is left out until `gc` settles it)."""
-        return self.iter_accepted()
 
 
 def latest_outcomes(ledger: Ledger, run_ids: Iterable[str] | None = None) -> dict[str, Outcome]:

@@ -294,11 +294,6 @@ class Decision(Record):
             raise ValueError("a decision cannot supersede itself")
         return self
 
-    @property
-    def passing(self) -> bool:
-        """True for ACCEPTED and GO."""
-        return self.outcome in PASSING_OUTCOMES
-
 
 def superseded_by(decisions: Iterable[Decision]) -> dict[str, str]:
     """Decision id -> the id of the latest decision that supersedes it."""

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from agentledger.errors import InputError
 from agentledger.identity import make_run_id, sha256_bytes
-from agentledger.importers.openhands import command_class
+from agentledger.importers.openhands_events import command_class
 from agentledger.importers.trace_runs import BuiltTrace
 from agentledger.records import AgentInfo, RunMetadata, RunSummary, check_tags
 from agentledger.records.trace import TRACE, GateDecision, TraceStep, step_text

@@ -108,11 +108,6 @@ class CriterionCheck(StrictModel):
     branch: Branch
     note: str
 
-    def failing_evidence(self) -> list[tuple[str, Evidence]]:
-        """(run id, evidence) of the candidate runs on which the criterion failed."""
-        return [(run.run_id, ev) for run in self.candidate.runs if run.passed is False
-                for ev in run.evidence]  # fmt: skip
-
 
 class JudgementIssue(StrictModel):
     """A candidate run whose judgement does not allow a decision: Uncertain, skipped, missing."""

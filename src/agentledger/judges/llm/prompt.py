@@ -378,6 +378,51 @@ def render_prompt(
     steps, stored = _trace_of(run) if template.shows_trace else (None, False)
     nonce = _nonce(run, template, diagnosis, steps)
     artifacts = _example_artifacts(examples, limits, nonce)
+    own, documents, missing = _run_artifacts(run, limits, nonce, diagnosis=diagnosis)
+    artifacts += own
+    trace_artifact: Artifact | None = None
+    rendered: RenderedTrace | None = None
+    if steps is not None:
+        rendered = render_trace(steps, lambda text: neutralise(text, nonce), nonce, trace_limits)
+        trace_artifact = _trace_artifact(rendered, stored, nonce)
+    elif template.shows_trace:
+        missing.append(TRACE)
+    system, user = template.render(
+        {
+            "pack": pack,
+            "criteria": criteria,
+            "criterion_ids": [criterion.id for criterion in criteria],
+            "diagnosis": diagnosis,
+            "artifacts": artifacts,
+            "missing": missing,
+            "nonce": nonce,
+            "any_cut": any(artifact.cut for artifact in artifacts)
+            or bool(trace_artifact and trace_artifact.cut),
+            "trace": trace_artifact,
+            "trace_stored": stored,
+            "trace_windowed": bool(trace_artifact and trace_artifact.cut),
+        }
+    )
+    return JudgePrompt(
+        system=system,
+        user=user,
+        nonce=nonce,
+        criteria=tuple(criteria),
+        diagnosis=diagnosis,
+        artifacts=tuple(artifacts) + ((trace_artifact,) if trace_artifact else ()),
+        documents=documents,
+        trace=rendered,
+        trace_stored=stored,
+    )
+
+
+def _run_artifacts(
+    run: JudgeInput, limits: Limits, nonce: str, *, diagnosis: bool
+) -> tuple[list[Artifact], dict[str, Document], list[str]]:
+    """The run's own artifacts, each delimited and cut to its limit (the task, the report, the
+    shell log, the snapshot, and for a diagnosis the expected root cause); the documents a
+    quote may cite, by name; and the names of those the run lacks."""
+    artifacts: list[Artifact] = []
     documents: dict[str, Document] = {}
     missing: list[str] = []
     if run.prompt and run.prompt.strip():
@@ -444,40 +489,7 @@ def render_prompt(
                 "expected-root-cause",
             )
         )
-    trace_artifact: Artifact | None = None
-    rendered: RenderedTrace | None = None
-    if steps is not None:
-        rendered = render_trace(steps, lambda text: neutralise(text, nonce), nonce, trace_limits)
-        trace_artifact = _trace_artifact(rendered, stored, nonce)
-    elif template.shows_trace:
-        missing.append(TRACE)
-    system, user = template.render(
-        {
-            "pack": pack,
-            "criteria": criteria,
-            "criterion_ids": [criterion.id for criterion in criteria],
-            "diagnosis": diagnosis,
-            "artifacts": artifacts,
-            "missing": missing,
-            "nonce": nonce,
-            "any_cut": any(artifact.cut for artifact in artifacts)
-            or bool(trace_artifact and trace_artifact.cut),
-            "trace": trace_artifact,
-            "trace_stored": stored,
-            "trace_windowed": bool(trace_artifact and trace_artifact.cut),
-        }
-    )
-    return JudgePrompt(
-        system=system,
-        user=user,
-        nonce=nonce,
-        criteria=tuple(criteria),
-        diagnosis=diagnosis,
-        artifacts=tuple(artifacts) + ((trace_artifact,) if trace_artifact else ()),
-        documents=documents,
-        trace=rendered,
-        trace_stored=stored,
-    )
+    return artifacts, documents, missing
 
 
 def _example_artifacts(

@@ -30,7 +30,7 @@ import re
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import BinaryIO
@@ -48,6 +48,7 @@ __all__ = [
     "RECORD_AREAS",
     "REPLACEABLE_AREAS",
     "BareStorage",
+    "DeferredSync",
     "HashedBytes",
     "Leftover",
     "ScannedRun",
@@ -123,6 +124,14 @@ class HashedBytes(bytes):
         made = super().__new__(cls, data)
         made.sha256_hex = sha256_hex
         return made
+
+
+@dataclass
+class DeferredSync:
+    """What `BareStorage.deferred_sync` made durable: `done` once every record created inside
+    it is (a batch appends their journal entries only then)."""
+
+    done: bool = False
 
 
 @dataclass
@@ -228,6 +237,13 @@ class BareStorage(ABC):
     def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing
         """Release what this backend holds open (network clients, connection pools, threads).
         The ledger calls it on close; a backend used after it opens them again."""
+
+    def deferred_sync(self) -> AbstractContextManager[DeferredSync]:
+        """Records created inside are made durable together when it ends, rather than one by
+        one (the journal's `batch` uses it: a batch's records are durable before their
+        entries are appended). A backend whose creates are durable when they return (an
+        object store) defers nothing."""
+        return nullcontext(DeferredSync(done=True))
 
     # -- records: create if absent, else fail --------------------------------------------
 

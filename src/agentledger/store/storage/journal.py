@@ -31,10 +31,8 @@ cost of a retry when two writers collide.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -42,7 +40,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
 
 from agentledger.errors import (
     InputError,
@@ -54,6 +51,14 @@ from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records import utc_now
 from agentledger.records.journal import GENESIS_PREV, JournalEntry, entry_hash
 from agentledger.store.crashpoints import CRASH_AT, crash_point
+from agentledger.store.storage.journal_read import (
+    JOURNAL_AREA,
+    Checkpoint,
+    JournalRead,
+    check_segments,
+    parse_segment,
+    segment_key,
+)
 
 if TYPE_CHECKING:
     from agentledger.store.storage.base import BareStorage
@@ -78,46 +83,13 @@ __all__ = [
     "segment_key",
 ]
 
-JOURNAL_AREA = "journal"
 JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions", "outcomes"})
 """Record areas whose every value is evidence, and so gets a journal entry."""
 _KINDS = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
-_SEGMENT = re.compile(r"^journal/([0-9]{12})\.jsonl$")
-_CHECKPOINT = re.compile(r"^\s*([0-9]+):(sha256:[0-9a-f]{64})\s*$")
 CRASH_ENV = CRASH_AT
-"""Names the crash point a test kills the writer at (see store/crashpoints.py)."""
 """Names a point of the write path (``after-record``) at which the process kills itself with
-SIGKILL: how the tests prove that a writer dying there leaves a ledger gc can settle."""
-
-
-def segment_key(first: int) -> str:
-    """The key of the segment whose first entry is number `first`."""
-    return f"{JOURNAL_AREA}/{first:012d}.jsonl"
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """The head of the chain: how many entries, and the hash of the last one.
-
-    Written as ``<count>:sha256:<hex>``, to paste into a CI log, a git tag or a ticket.
-    """
-
-    count: int
-    hash: str
-
-    def __str__(self) -> str:
-        return f"{self.count}:{self.hash}"
-
-    @classmethod
-    def parse(cls, text: str) -> Checkpoint:
-        """Read a checkpoint as `str` writes it; InputError otherwise."""
-        match = _CHECKPOINT.match(text or "")
-        if not match or int(match.group(1)) < 1:
-            raise InputError(
-                f"checkpoint {text!r} is not valid: expected <count>:sha256:<64 hex>, as "
-                "`agentledger checkpoint` prints it"
-            )
-        return cls(int(match.group(1)), match.group(2))
+SIGKILL: how the tests prove that a writer dying there leaves a ledger gc can settle (see
+store/crashpoints.py)."""
 
 
 @dataclass(frozen=True)
@@ -199,127 +171,8 @@ def record_entry(key: str, values: Mapping[str, bytes]) -> PendingEntry:
     )
 
 
-@dataclass
-class JournalRead:
-    """The journal read afresh, every segment, with what is wrong with the chain."""
-
-    entries: list[JournalEntry] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    """(segment key, what is wrong), in chain order."""
-
-    @property
-    def head(self) -> Checkpoint | None:
-        return Checkpoint(self.entries[-1].seq, self.entries[-1].hash) if self.entries else None
-
-
-@functools.cache
-def _entries() -> TypeAdapter[list[JournalEntry]]:
-    """The validator of a segment's entries, built when a segment is first read (a command
-    that only appends, as `label` does, never builds it)."""
-    return TypeAdapter(list[JournalEntry])
-
-
-def _decode_line(key: str, number: int, line: bytes) -> dict[str, Any]:
-    """A line's JSON object, checked to be as written: canonical JSON, which is what was hashed.
-
-    orjson decodes and re-encodes at C speed; a line it does not give back byte for byte (or
-    cannot read) is decided by the standard library's encoder, the one that wrote it.
-    """
-    try:
-        raw = orjson.loads(line)
-        if isinstance(raw, dict) and orjson.dumps(raw, option=orjson.OPT_SORT_KEYS) == line:
-            return raw
-    except (orjson.JSONDecodeError, TypeError):
-        pass
-    try:
-        raw = json.loads(line)
-        if not isinstance(raw, dict):
-            raise ValueError(f"a JSON {type(raw).__name__}, not an object")
-        written = canonical_json(raw)
-    except ValueError as exc:
-        detail = str(exc).splitlines()[0]
-        raise IntegrityError(f"{key} line {number}: not a journal entry ({detail})") from None
-    if written != line:
-        raise IntegrityError(f"{key} line {number}: not as written (reformatted)")
-    return raw
-
-
-def parse_segment(key: str, data: bytes) -> list[JournalEntry]:
-    """The entries of one segment; IntegrityError when a line is not an entry."""
-    lines = data.split(b"\n")
-    if lines[-1] != b"":
-        raise IntegrityError(f"{key}: the last entry is cut short (no final newline)")
-    del lines[-1]
-    if not lines:
-        raise IntegrityError(f"{key}: an empty journal segment")
-    raws = [_decode_line(key, number, line) for number, line in enumerate(lines, start=1)]
-    try:
-        # One validator call for the whole segment; a failure is then found line by line.
-        entries = _entries().validate_python(raws)
-    except ValidationError:
-        for number, raw in enumerate(raws, start=1):
-            try:
-                JournalEntry.model_validate(raw)
-            except ValidationError as exc:
-                detail = str(exc).splitlines()[0]
-                raise IntegrityError(
-                    f"{key} line {number}: not a journal entry ({detail})"
-                ) from None
-        raise  # (every line validates alone: cannot happen)
-    for number, (line, entry) in enumerate(zip(lines, entries, strict=True), start=1):
-        # The line is canonical, so without its `hash` member (never first: "at" sorts
-        # before it) it is the canonical JSON the hash was computed over.
-        unhashed = line.replace(b',"hash":"' + entry.hash.encode() + b'"', b"", 1)
-        if sha256_bytes(unhashed) != entry.hash:
-            raise IntegrityError(
-                f"{key} line {number}: entry {entry.seq} does not match its hash (edited)"
-            )
-    return entries
-
-
 def _dump(entry: dict[str, Any]) -> bytes:
     return canonical_json(entry) + b"\n"
-
-
-def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
-    """The entries of the journal's segments (`Journal.segments`), the chain checked,
-    reporting rather than raising."""
-    read = JournalRead()
-    segments: list[tuple[int, str, bytes]] = []
-    for key, data in stored:
-        match = _SEGMENT.match(key)
-        if match is None:
-            read.problems.append((key, "not a journal segment (added by hand?)"))
-        else:
-            segments.append((int(match.group(1)), key, data))
-    expected_seq, expected_prev = 1, GENESIS_PREV
-    for first, key, data in sorted(segments):
-        try:
-            found = parse_segment(key, data)
-        except IntegrityError as exc:
-            read.problems.append((key, str(exc).removeprefix(f"{key}: ")))
-            continue
-        if first != found[0].seq:
-            read.problems.append((key, f"named for entry {first}, starts at {found[0].seq}"))
-        for entry in found:
-            if entry.seq != expected_seq:
-                what = "missing (truncated or removed)" if entry.seq > expected_seq else "again"
-                read.problems.append(
-                    (key, f"entry {expected_seq} expected, found {entry.seq}: entries {what}")
-                )
-            elif entry.prev != expected_prev:
-                read.problems.append(
-                    (
-                        key,
-                        f"entry {entry.seq} does not link to entry {entry.seq - 1}: "
-                        "the chain is broken (reordered or rewritten)",
-                    )
-                )
-            if (entry.kind == "genesis") != (entry.seq == 1):
-                read.problems.append((key, f"entry {entry.seq}: genesis only comes first"))
-            expected_seq, expected_prev = entry.seq + 1, entry.hash
-            read.entries.append(entry)
-    return read
 
 
 class Journal:
@@ -538,21 +391,21 @@ class Journal:
 
     @contextmanager
     def batch(self, intents: Sequence[PendingIntent]) -> Iterator[None]:
-        """Announce `intents`, then collect the acceptance entries of the records created
-        inside (`create_record`, `create_group` of keys announced with those bytes) and append
-        them as one segment on the way out, also when a create failed: what was stored is
-        accepted, and the rest of the intent is left unused."""
+        """Announce `intents`, collect the entries of records created inside (announced keys and
+        bytes), flush those together, append the entries as one segment, even after a failure."""
         with self.lock():
             self.announce(intents)
             outer: _Batch | None = getattr(self._held, "batch", None)
-            batch = _Batch({k: v for intent in intents for k, v in intent.intends.items()})
-            self._held.batch = batch
+            batch = self._held.batch = _Batch({k: v for i in intents for k, v in i.intends.items()})
+            synced = None
             try:
-                yield
-                crash_point("after-record")
+                with self.storage.deferred_sync() as synced:
+                    yield
+                    crash_point("after-record")
             finally:
                 self._held.batch = outer
-                self.append(batch.entries)
+                if synced is not None and synced.done:
+                    self.append(batch.entries)
 
     def _in_batch(self, values: Mapping[str, bytes]) -> _Batch | None:
         batch: _Batch | None = getattr(self._held, "batch", None)

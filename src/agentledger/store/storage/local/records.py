@@ -3,6 +3,12 @@
 A value is written to a temporary file beside its key (a name starting with ``.``, which no key
 has), flushed to disk, then linked to its key: ``link`` fails when the key exists, so of several
 writers exactly one wins, and a reader sees the whole file or nothing.
+
+Inside `deferred_sync` (a journal batch: a bulk `labels import`, a judge's scores) the flushes
+wait: each record is written and linked at once, and when the batch ends one ``syncfs`` of the
+ledger's file system makes them all durable (for a single record, or where the C library has
+no ``syncfs``, an fsync of each file and each directory), before any of their journal entries
+is appended.
 """
 
 from __future__ import annotations
@@ -13,13 +19,22 @@ import fcntl
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentledger.errors import RecordExistsError, RecordNotFoundError
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.storage import StorageBackend
-from agentledger.store.storage.local.fs import read_fd, remove_tree, rename_noreplace, write_fd
+from agentledger.store.storage.base import DeferredSync
+from agentledger.store.storage.local.fs import (
+    read_fd,
+    remove_tree,
+    rename_noreplace,
+    syncfs,
+    write_fd,
+)
 
 __all__ = ["LocalRecords"]
 
@@ -29,11 +44,58 @@ _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _CLASH = (FileExistsError, NotADirectoryError)
 
 
+@dataclass
+class _Unsynced:
+    """What a `deferred_sync` left to flush: files and the directories that gained a name."""
+
+    files: list[Path] = field(default_factory=list)
+    directories: set[Path] = field(default_factory=set)
+
+
 class LocalRecords(StorageBackend):
     """Records as files under the ledger directory `root` (the run methods are LocalStorage's)."""
 
     root: Path
     durable: bool
+    _deferring: threading.local
+
+    @contextlib.contextmanager
+    def deferred_sync(self) -> Iterator[DeferredSync]:
+        state = DeferredSync()
+        if not self.durable:
+            state.done = True
+            yield state
+            return
+        held = getattr(self._deferring, "unsynced", None)
+        unsynced = self._deferring.unsynced = _Unsynced()
+        try:
+            yield state
+        finally:
+            self._deferring.unsynced = held
+            self._flush_records(unsynced)
+            state.done = True
+
+    def _flush_records(self, unsynced: _Unsynced) -> None:
+        """Make what a deferred sync left durable: one syncfs for several records (as a batch
+        of runs is flushed), an fsync of each file and directory for one or without syncfs."""
+        if not unsynced.files and not unsynced.directories:
+            return
+        crash_point("records: written, not yet flushed")
+        if len(unsynced.files) > 1:
+            fd = os.open(self.root, _DIRECTORY)
+            try:
+                if syncfs(fd):
+                    return
+            finally:
+                os.close(fd)
+        for path in unsynced.files:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for directory in sorted(unsynced.directories):
+            self._sync_dir(directory, now=True)
 
     def _path(self, key: str) -> Path:
         return self.root / key
@@ -55,19 +117,27 @@ class LocalRecords(StorageBackend):
                 raise RecordExistsError(f"{directory} is a sealed group; nothing can be added")
         return parent
 
-    def _sync_dir(self, directory: Path) -> None:
-        if self.durable:
+    def _unsynced(self) -> _Unsynced | None:
+        """The deferred sync this thread is inside, if any."""
+        deferring = getattr(self, "_deferring", None)
+        return getattr(deferring, "unsynced", None) if deferring is not None else None
+
+    def _sync_dir(self, directory: Path, *, now: bool = False) -> None:
+        unsynced = None if now else self._unsynced()
+        if unsynced is not None:
+            unsynced.directories.add(directory)
+        elif self.durable:
             fd = os.open(directory, _DIRECTORY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
 
-    def _write_new(self, path: Path, data: bytes) -> None:
+    def _write_new(self, path: Path, data: bytes, *, sync: bool = True) -> None:
         fd = os.open(path, _CREATE, 0o444)
         try:
             write_fd(fd, data)
-            if self.durable:
+            if sync and self.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
@@ -76,8 +146,9 @@ class LocalRecords(StorageBackend):
         target = self._path(key)
         parent = self._parent(key)
         temporary = parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        unsynced = self._unsynced()
         try:
-            self._write_new(temporary, data)
+            self._write_new(temporary, data, sync=unsynced is None)
             crash_point("record: temporary file written")
             try:
                 os.link(temporary, target)
@@ -88,6 +159,8 @@ class LocalRecords(StorageBackend):
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
+        if unsynced is not None:
+            unsynced.files.append(target)
         self._sync_dir(parent)
 
     def _create_group(self, prefix: str, values: dict[str, bytes]) -> None:

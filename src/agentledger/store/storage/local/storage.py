@@ -15,6 +15,7 @@ import hashlib
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -59,6 +60,7 @@ class LocalStorage(LocalRecords):
         self.staging_dir = root / ".staging"
         self.durable = durable
         self._dirs_ready = False
+        self._deferring = threading.local()
 
     def initialize(self) -> None:
         for directory in (self.runs_dir, self.staging_dir):
