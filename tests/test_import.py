@@ -1061,7 +1061,7 @@ def test_shell_logs_are_checked_as_parse_shell_audit_does(
         except RecordError as exc:
             return ("error", str(exc))
 
-    assert shell_log._ADAPTER is not None, "the fast check should be available"
+    assert shell_log._adapter() is not None, "the fast check should be available"
     monkeypatch.setattr(shell_log, "_ADAPTER", shell_log._ADAPTER)
     expected = outcome(lambda raw, source: ShellCounts.of(parse_shell_audit(raw, source)))
     # The first log a process checks is checked both ways; later ones only the fast way.

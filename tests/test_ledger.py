@@ -155,10 +155,14 @@ def test_binary_attachments_are_kept_byte_for_byte(ledger: Ledger, tmp_path: Pat
 
 
 @pytest.mark.parametrize("kernel", ["copies", "cannot copy"])
+@pytest.mark.parametrize(
+    "size",
+    [3 * 1024 * 1024 + 17, 5000, 0],  # more than one buffer's worth; small (through memory)
+)
 def test_attachments_copied_by_the_kernel_or_through_a_buffer_are_hashed_as_stored(
-    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: str
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: str, size: int
 ) -> None:
-    blob = os.urandom(3 * 1024 * 1024 + 17)  # more than one buffer's worth
+    blob = os.urandom(size)
     (tmp_path / "trace.json").write_bytes(blob)
     if kernel == "cannot copy":
 

@@ -17,7 +17,7 @@ from agentledger.cli.app import main
 from agentledger.outcomes import OutcomeStore, latest_outcomes, record_outcome
 from agentledger.records.outcomes import new_outcome_id
 from agentledger.store.ledger import Ledger
-from agentledger.store.record_store import OutcomeRecords
+from agentledger.store.record_kinds import OutcomeRecords
 from conftest import make_metadata
 from test_outcomes_store import T0, make_outcome
 

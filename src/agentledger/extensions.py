@@ -31,7 +31,7 @@ Registries (call the function, or add to the mapping, before the ledger or comma
   with the loaded agent.
 - `importers.formats.FORMATS`: an ``--format`` name -> (module, finder, planner): a
   ``finder(paths) -> [(path, format)]`` and a ``planner(path, context, name) -> PlannedRun``.
-- `store.record_store.RECORD_KINDS`: every kind of record beside the runs (a
+- `store.record_kinds.RECORD_KINDS`: every kind of record beside the runs (a
   `RecordStore` subclass: its area, model, key scheme and index hook), which reindex and gc
   go through.
 - `store.index.migrations.migration`: the decorator that appends a schema step,
@@ -106,7 +106,7 @@ REGISTRIES: tuple[ExtensionPoint, ...] = (
     ),
     ExtensionPoint(
         "record kinds",
-        "agentledger.store.record_store:RECORD_KINDS",
+        "agentledger.store.record_kinds:RECORD_KINDS",
         "a RecordStore subclass: area, model, noun, key(*ids), ids_of(record), index hook",
     ),
     ExtensionPoint(

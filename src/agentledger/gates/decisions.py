@@ -28,7 +28,7 @@ from agentledger.records.decisions import (
     Decision,
     superseded_by,
 )
-from agentledger.store.record_store import DecisionRecords
+from agentledger.store.record_kinds import DecisionRecords
 from agentledger.store.writer import record_bytes
 
 if TYPE_CHECKING:

@@ -70,8 +70,19 @@ def _lines_adapter() -> TypeAdapter[list[dict[str, Any]]] | None:
         return None
 
 
-_ADAPTER = _lines_adapter()
+# Built by the first check (`_adapter`): building it takes milliseconds that a command which
+# checks no shell log (an import of trace files, each worker's start) would pay for nothing.
+_UNBUILT: Any = object()
+_ADAPTER: TypeAdapter[list[dict[str, Any]]] | None = _UNBUILT
 _verified = False
+
+
+def _adapter() -> TypeAdapter[list[dict[str, Any]]] | None:
+    """The lines' validator (None: the full path only), built on first use."""
+    global _ADAPTER
+    if _ADAPTER is _UNBUILT:
+        _ADAPTER = _lines_adapter()
+    return _ADAPTER
 
 
 def _counts(lines: list[dict[str, Any]]) -> ShellCounts:
@@ -85,7 +96,7 @@ def _counts(lines: list[dict[str, Any]]) -> ShellCounts:
 def check_shell_log(raw: bytes, source: str) -> ShellCounts:
     """The counts of `parse_shell_audit(raw, source)`'s events, or its error."""
     global _ADAPTER, _verified
-    adapter = _ADAPTER
+    adapter = _adapter()
     if adapter is not None:
         # The lines as parse_shell_audit takes them: every non-blank one.
         lines = filter(bytes.strip, raw.split(b"\n"))

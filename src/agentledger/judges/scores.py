@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.records.scores import Score
 from agentledger.store.index import score_row
-from agentledger.store.record_store import ScoreRecords
+from agentledger.store.record_kinds import ScoreRecords
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger

@@ -4,7 +4,7 @@
 ledger/outcomes/<run_id>/<outcome_id>.json      Outcome (agentledger.records.outcomes)
 ```
 
-Outcomes are a kind of the record store (`agentledger.store.record_store.OutcomeRecords`):
+Outcomes are a kind of the record store (`agentledger.store.record_kinds.OutcomeRecords`):
 each is journaled as it is created, checked against its entry when read and by `agentledger
 verify`, settled by `gc` when its writer died between the steps, and indexed (the index's
 `outcomes` table, rebuilt by `reindex`). Reports, the viewer's findings and the `outcome:`
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.records import parse_record
 from agentledger.records.outcomes import Outcome
-from agentledger.store.record_store import OutcomeRecords
+from agentledger.store.record_kinds import OutcomeRecords
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger

@@ -12,12 +12,8 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.store.journal_upkeep import settle_unaccepted
-from agentledger.store.record_store import (
-    DecisionRecords,
-    LabelRecords,
-    OutcomeRecords,
-    ScoreRecords,
-)
+from agentledger.store.record_kinds import DecisionRecords, OutcomeRecords, ScoreRecords
+from agentledger.store.record_store import LabelRecords
 
 if TYPE_CHECKING:
     from agentledger.store.writer import LedgerParts

@@ -288,7 +288,7 @@ class Ledger:
                 )
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
             if ledger.journal_started_now is not None:  # the index's positions: of no journal
-                from agentledger.store.record_store import reposition_records
+                from agentledger.store.record_kinds import reposition_records
 
                 reposition_records(ledger)
             if lasting and not marked:
@@ -302,7 +302,7 @@ class Ledger:
                 )
             if OUTCOMES_MIGRATION in index.upgraded_by:
                 # The outcomes measured before outcomes were indexed: indexed now, once.
-                from agentledger.store.record_store import OutcomeRecords
+                from agentledger.store.record_kinds import OutcomeRecords
 
                 OutcomeRecords(ledger).index_missing()
         except BaseException:

@@ -132,7 +132,7 @@ def stored_score_rows(
     unreadable, not where its run and judge say, holding what the index cannot take) to
     `problems` instead of stopping. A score without an entry is left out: its writer, on
     another machine, is between writing it and journaling it, or died there (`gc`)."""
-    from agentledger.store.record_store import ScoreRecords
+    from agentledger.store.record_kinds import ScoreRecords
 
     store = ScoreRecords(ledger)
     accepted = ledger.storage.journal.accepted()
@@ -152,7 +152,8 @@ def stored_score_rows(
 def _records(ledger: LedgerParts, report: ReindexReport) -> None:
     """Index the labels, decisions and outcomes the journal accepted (the scores are indexed
     apart, leaving out each one the index cannot take)."""
-    from agentledger.store.record_store import DecisionRecords, LabelRecords, OutcomeRecords
+    from agentledger.store.record_kinds import DecisionRecords, OutcomeRecords
+    from agentledger.store.record_store import LabelRecords
 
     report.labels = LabelRecords(ledger).reindex(report.skipped_labels)
     report.decisions = DecisionRecords(ledger).reindex(report.skipped_decisions)

@@ -4,6 +4,7 @@ across them, and its head as a `Checkpoint`. `journal.Journal` reads and writes 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -74,7 +75,11 @@ class JournalRead:
         return Checkpoint(self.entries[-1].seq, self.entries[-1].hash) if self.entries else None
 
 
-_ENTRIES: TypeAdapter[list[JournalEntry]] = TypeAdapter(list[JournalEntry])
+@functools.cache
+def _entries() -> TypeAdapter[list[JournalEntry]]:
+    """The validator of a segment's entries, built when a segment is first read (a command
+    that only appends, as `label` does, never builds it)."""
+    return TypeAdapter(list[JournalEntry])
 
 
 def _decode_line(key: str, number: int, line: bytes) -> dict[str, Any]:
@@ -113,7 +118,7 @@ def parse_segment(key: str, data: bytes) -> list[JournalEntry]:
     raws = [_decode_line(key, number, line) for number, line in enumerate(lines, start=1)]
     try:
         # One validator call for the whole segment; a failure is then found line by line.
-        entries = _ENTRIES.validate_python(raws)
+        entries = _entries().validate_python(raws)
     except ValidationError:
         for number, raw in enumerate(raws, start=1):
             try:

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from agentledger.identity import HASH_PREFIX
 from agentledger.records import FileEntry
 from agentledger.store.storage import MANIFEST_NAME, HashedBytes, StagedRun
-from agentledger.store.storage.local.fs import write_fd
+from agentledger.store.storage.local.fs import read_fd, write_fd
 
 __all__ = ["LocalStagedRun", "StagingDir"]
 
@@ -27,6 +27,8 @@ _COPY_BUFFER = 256 * 1024
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_CLOEXEC
 _KERNEL_CHUNK = 64 * 1024 * 1024
+# Files up to this size are copied through memory (`_copy_small`), larger ones by the kernel.
+_SMALL_COPY = 256 * 1024
 # What copy_file_range answers where it cannot copy between two files (an old kernel, another
 # filesystem on an old kernel, a filesystem without it).
 _NO_KERNEL_COPY = frozenset({errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP})
@@ -205,6 +207,8 @@ class LocalStagedRun(StagedRun):
             size = os.fstat(src).st_size
             if size > limit:
                 raise self._too_large(name, size)
+            if size <= _SMALL_COPY:
+                return self._copy_small(name, src, size, limit)
             fd = self._open(name)
             try:
                 copied = _kernel_copy(src, fd, limit)
@@ -221,6 +225,21 @@ class LocalStagedRun(StagedRun):
                 return hashlib.file_digest(handle, "sha256").hexdigest(), copied
         finally:
             os.close(src)
+
+    def _copy_small(self, name: str, src: int, size: int, limit: int) -> tuple[str, int]:
+        """Copy a small file (`size` bytes by its stat) into artifact `name` through memory:
+        one read, one write, the hash of the bytes written. Most files of a run directory are
+        a few kilobytes, where the kernel copy's extra calls (a second copy to find the end,
+        reopening the copy to hash it) cost more than the copy."""
+        data = read_fd(src, size)
+        if len(data) > limit:
+            raise self._too_large(name, len(data))
+        fd = self._open(name)
+        try:
+            write_fd(fd, data)
+        finally:
+            os.close(fd)
+        return hashlib.sha256(data).hexdigest(), len(data)
 
     def _copy_through(self, name: str, src: int, limit: int) -> tuple[str, int]:
         """Copy the open file `src` into artifact `name` in one pass, hashing what it reads."""
