@@ -41,6 +41,9 @@ CALLS = [
     "SELECT (p.x).evil FROM p",
     "SELECT coalesce(u.evil, 0) FROM users u",
     "SELECT l.evil FROM pg_locks l",
+    "WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM d WHERE n < 3) "
+    "SELECT d.evil FROM d",
+    "SELECT u.evil FROM public.users u",
 ]
 
 
@@ -75,6 +78,9 @@ def test_the_subset_check_counts_them_as_reading_what_it_cannot_see() -> None:
         "SELECT s.a FROM (SELECT 1 AS a) s",
         "SELECT s.x FROM (SELECT id AS x FROM users) AS s(x)",
         "WITH c AS (SELECT id AS n FROM users) SELECT c.n FROM c",
+        "WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM d WHERE n < 3) "
+        "SELECT d.n FROM d",
+        "SELECT u.email FROM public.users u",
         "SELECT l.pid, a.query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid",
         "SELECT c.relname FROM pg_catalog.pg_class c",
         "SELECT t.table_name FROM information_schema.tables t",

@@ -115,6 +115,9 @@ def _selects(
         return _query_selects(source.this, name, exp)
     cte = _cte(source, exp, identifier)
     if cte is not None:
+        header = cte.args.get("alias")  # `WITH days(n) AS (...)` names its columns itself
+        if header is not None and header.args.get("columns"):
+            return name in {identifier(column) for column in header.args["columns"]}
         return _query_selects(cte.this, name, exp)
     parts = [
         identifier(source.args[key])
@@ -124,6 +127,8 @@ def _selects(
     table = ".".join(parts)
     if len(qualifier) > 1 and qualifier != parts[-len(qualifier) :]:
         return False
+    if len(parts) > 1 and parts[-2] == "public":  # `public.t` is the `t` a caller declares
+        table = parts[-1] if (parts[-1], name) in known else table
     return (table, name) in known or (table, name) in catalog_columns()
 
 
