@@ -21,7 +21,12 @@ import re
 from functools import lru_cache
 
 from agentledger.shell.knowledge import DESTRUCTIVE, MUTATING, RANK, READ_ONLY, UNKNOWN
-from agentledger.shell.sql_columns import ATTRIBUTE_DIALECTS, Columns, attribute_finding
+from agentledger.shell.sql_columns import (
+    ATTRIBUTE_DIALECTS,
+    Columns,
+    attribute_finding,
+    enclosing_cte,
+)
 from agentledger.shell.sql_plain import plain_query
 from agentledger.shell.sql_rules import (
     EXPLAIN_OPTIONS,
@@ -351,15 +356,7 @@ def _names_a_cte(table: Any, name: str) -> bool:
     Scoped, so that `SELECT * FROM secrets, (WITH secrets AS (...) ...)` still reads the
     table `secrets`.
     """
-    node = table.parent
-    while node is not None:
-        clause = node.args.get("with_") or node.args.get("with")
-        if clause is not None:
-            for cte in clause.expressions:
-                if cte.alias_or_name.lower() == name:
-                    return True
-        node = node.parent
-    return False
+    return enclosing_cte(table, name) is not None
 
 
 def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:

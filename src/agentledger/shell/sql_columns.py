@@ -21,7 +21,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ATTRIBUTE_DIALECTS", "CATALOG_FILE", "Columns", "attribute_finding", "catalog_columns"]
+__all__ = [
+    "ATTRIBUTE_DIALECTS",
+    "CATALOG_FILE",
+    "Columns",
+    "attribute_finding",
+    "catalog_columns",
+    "enclosing_cte",
+]
 
 ATTRIBUTE_DIALECTS = frozenset({"postgres", "redshift", "materialize", "risingwave"})
 """Dialects of PostgreSQL's parser, where `t.name` may be the call `name(t)`."""
@@ -144,7 +151,12 @@ def _cte(table: Any, exp: Any, identifier: Any) -> Any | None:
     """The CTE a bare table name refers to, in its own scope or an outer one."""
     if table.args.get("db") is not None or not isinstance(table.this, exp.Identifier):
         return None
-    name = identifier(table.this)
+    return enclosing_cte(table, identifier(table.this))
+
+
+def enclosing_cte(table: Any, name: str) -> Any | None:
+    """The CTE named `name` of a WITH clause around `table`, in its own scope or an outer
+    one (scoped: `SELECT * FROM secrets, (WITH secrets AS (...) ...)` reads the table)."""
     node = table.parent
     while node is not None:
         clause = node.args.get("with_") or node.args.get("with")
