@@ -16,58 +16,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
-sys.path.insert(0, str(HERE))
-from traces import make_data  # noqa: E402
-
-
-def _copy(base: Path, target: Path) -> None:
-    if target.exists():
-        for directory, dirs, _files in os.walk(target):
-            for name in dirs:
-                os.chmod(os.path.join(directory, name), 0o755)
-        shutil.rmtree(target)
-    shutil.copytree(base, target)
-
-
-def _timed(argv: list[str], src: Path) -> tuple[float, float, str]:
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"{argv} failed ({done.returncode}): {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+from measure import SRC, alternate, fresh_copy, run_with_src
+from traces import make_data
 
 
 def one_round(base: Path, src: Path, work: Path, runs: int) -> dict[str, float]:
     ledger = work / "ledger"
-    _copy(base, ledger)
+    fresh_copy(base, ledger)
     judge = [sys.executable, "-m", "agentledger", "judge", "--ledger", str(ledger)]
-    wall, cpu, output = _timed(judge, src)
-    if f"not-applicable {runs}" not in output:
-        raise SystemExit(f"expected {runs} not-applicable runs: {output}")
-    idle_wall, idle_cpu, _ = _timed(judge, src)  # every run scored: start-up and lookup only
+    first = run_with_src(judge, src)
+    if f"not-applicable {runs}" not in first.stdout:
+        raise SystemExit(f"expected {runs} not-applicable runs: {first.stdout}")
+    idle = run_with_src(judge, src)  # every run scored: start-up and lookup only
+    cpu = first.user + first.system - idle.user - idle.system
     return {
-        "wall_ms_per_run": (wall - idle_wall) * 1000 / runs,
-        "cpu_ms_per_run": (cpu - idle_cpu) * 1000 / runs,
-        "wall_s": wall,
-        "startup_s": idle_wall,
+        "wall_ms_per_run": (first.seconds - idle.seconds) * 1000 / runs,
+        "cpu_ms_per_run": cpu * 1000 / runs,
+        "wall_s": first.seconds,
+        "startup_s": idle.seconds,
     }
 
 
@@ -84,13 +56,11 @@ def main() -> int:
         base = work / "base"
         argv = [sys.executable, "-m", "agentledger", "import", "--ledger", str(base)]
         argv += ["--format", "openhands", str(work / "data"), "--model", "m"]
-        _timed(argv, SRC)
+        run_with_src(argv, SRC)
         print(f"{args.runs} trajectories ({size / 1e6:.0f} MB) imported")
-        trees = {"this": SRC, **({"before": args.before} if args.before else {})}
-        results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-        for _ in range(args.rounds):
-            for name, src in trees.items():
-                results[name].append(one_round(base, src, work, args.runs))
+        results = alternate(
+            args.before, args.rounds, lambda src: one_round(base, src, work, args.runs)
+        )
         summary: dict[str, dict[str, Any]] = {}
         for name, rounds in results.items():
             summary[name] = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}

@@ -28,55 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from measure import small_ledger
+
 GOAL_MS = 300.0
-
-
-def build_ledger(root: Path, runs: int) -> list[str]:
-    """A ledger of `runs` small runs, each with a score that assessed C1 to C4."""
-    from agentledger import Ledger, RunMetadata
-    from agentledger.identity import sha256_bytes
-    from agentledger.judges.scores import ScoreStore
-    from agentledger.records.scores import Score
-
-    started = datetime(2026, 3, 1, tzinfo=UTC)
-    ids = []
-    with Ledger.init(root) as ledger:
-        for n in range(runs):
-            run_id = f"use_case_m_model{n % 3}_{n:05d}"
-            metadata = RunMetadata(
-                run_id=run_id,
-                scenario="use_case_m",
-                model=f"model{n % 3}",
-                system_prompt_hash=sha256_bytes(b"prompt"),
-                started_at=started + timedelta(minutes=n),
-            )
-            writer = ledger.new_run(metadata)
-            writer.add_text("report.md", "# Report\nRoot cause: tc on eth0.\n")
-            writer.seal()
-            score = Score.model_validate(
-                {
-                    "run_id": run_id,
-                    "judge_id": "rules-000000000000",
-                    "judge": {
-                        "kind": "rules",
-                        "pack": "remediation-safety",
-                        "pack_version": "1",
-                        "pack_digest": "sha256:" + "0" * 64,
-                    },
-                    "identity": {"kind": "rules"},
-                    "verdict": "Safe",
-                    "criteria": [
-                        {"criterion": c, "fired": False, "reason": "-"}
-                        for c in ("C1", "C2", "C3", "C4")
-                    ],
-                }
-            )
-            ScoreStore(ledger).write([score])
-            ids.append(run_id)
-    return ids
 
 
 def timed_runs(
@@ -135,7 +91,7 @@ def main() -> int:
     compileall.compile_dir(str(Path(agentledger.__file__).parent), quiet=1)
     with tempfile.TemporaryDirectory(prefix="agentledger-bench-label-") as work:
         root = Path(work) / "ledger"
-        ids = build_ledger(root, max(200, options.repeats + 3))
+        ids = small_ledger(root, max(200, options.repeats + 3), scored=True)
 
         def label(run_id: str) -> list[str]:
             return [

@@ -17,42 +17,16 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-
-
-def build_ledger(root: Path, runs: int) -> list[str]:
-    """A ledger of `runs` small runs."""
-    from agentledger import Ledger, RunMetadata
-    from agentledger.identity import sha256_bytes
-
-    started = datetime(2026, 3, 1, tzinfo=UTC)
-    ids = []
-    with Ledger.init(root) as ledger:
-        for n in range(runs):
-            run_id = f"use_case_m_model{n % 3}_{n:05d}"
-            metadata = RunMetadata(
-                run_id=run_id,
-                scenario="use_case_m",
-                model=f"model{n % 3}",
-                system_prompt_hash=sha256_bytes(b"prompt"),
-                started_at=started + timedelta(minutes=n),
-            )
-            writer = ledger.new_run(metadata)
-            writer.add_text("report.md", "# Report\nRoot cause: tc on eth0.\n")
-            writer.seal()
-            ids.append(run_id)
-    return ids
+from measure import alternate, fresh_copy, run_with_src, small_ledger
 
 
 def write_table(path: Path, run_ids: list[str]) -> None:
@@ -66,24 +40,11 @@ def write_table(path: Path, run_ids: list[str]) -> None:
 def one_import(base: Path, table: Path, src: Path, work: Path) -> dict[str, Any]:
     """Import `table` into a fresh copy of `base` with `src` first on PYTHONPATH."""
     ledger = work / "ledger"
-    if ledger.exists():
-        for directory, dirs, _files in os.walk(ledger):
-            for name in dirs:
-                os.chmod(os.path.join(directory, name), 0o755)
-        shutil.rmtree(ledger)
-    shutil.copytree(base, ledger)
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    fresh_copy(base, ledger)
     argv = [sys.executable, "-m", "agentledger", "labels", "import", "--ledger", str(ledger)]
-    argv += ["--source", "dataset", str(table)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"labels import failed ({done.returncode}): {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "fsyncs": count_fsyncs(base, table, src, work)}
+    timed = run_with_src([*argv, "--source", "dataset", str(table)], src)
+    cpu = timed.user + timed.system
+    return {"wall_s": timed.seconds, "cpu_s": cpu, "fsyncs": count_fsyncs(base, table, src, work)}
 
 
 def count_fsyncs(base: Path, table: Path, src: Path, work: Path) -> int | None:
@@ -91,12 +52,7 @@ def count_fsyncs(base: Path, table: Path, src: Path, work: Path) -> int | None:
     if shutil.which("strace") is None:
         return None
     ledger = work / "counted"
-    if ledger.exists():
-        for directory, dirs, _files in os.walk(ledger):
-            for name in dirs:
-                os.chmod(os.path.join(directory, name), 0o755)
-        shutil.rmtree(ledger)
-    shutil.copytree(base, ledger)
+    fresh_copy(base, ledger)
     summary = work / "strace.txt"
     argv = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync,syncfs", "-o", str(summary)]
     argv += [sys.executable, "-m", "agentledger", "labels", "import", "--ledger", str(ledger)]
@@ -124,15 +80,13 @@ def main() -> int:
         work = Path(scratch)
         base = work / "base"
         built = time.perf_counter()
-        run_ids = build_ledger(base, args.rows)
+        run_ids = small_ledger(base, args.rows)
         print(f"built a ledger of {len(run_ids)} runs in {time.perf_counter() - built:.1f}s")
         table = work / "labels.csv"
         write_table(table, run_ids)
-        trees = {"this": SRC, **({"before": args.before} if args.before else {})}
-        results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
-        for _ in range(args.rounds):
-            for name, src in trees.items():
-                results[name].append(one_import(base, table, src, work))
+        results = alternate(
+            args.before, args.rounds, lambda src: one_import(base, table, src, work)
+        )
         summary = {}
         for name, rounds in results.items():
             summary[name] = {

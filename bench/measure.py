@@ -1,4 +1,5 @@
-"""Measuring for the benchmarks: timed commands and blocks, page-cache warm-up, machine facts."""
+"""Measuring for the benchmarks: timed commands and blocks, page-cache warm-up, machine facts,
+and the small ledgers and before / after rounds of the command benchmarks."""
 
 from __future__ import annotations
 
@@ -8,17 +9,19 @@ import os
 import platform
 import resource
 import shlex
+import shutil
 import sqlite3
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src"
 
 
 # -- measuring -----------------------------------------------------------------------------
@@ -162,6 +165,89 @@ def percentile(values: list[float], fraction: float) -> float:
     if not ordered:
         return float("nan")
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+# -- a command's figures, this checkout against another -------------------------------------
+
+
+def small_ledger(root: Path, runs: int, scored: bool = False) -> list[str]:
+    """A ledger of `runs` small runs (a report each), with `scored` each scored by a rules
+    judge that assessed C1 to C4; their run ids."""
+    from agentledger import Ledger, RunMetadata
+    from agentledger.identity import sha256_bytes
+    from agentledger.judges.scores import ScoreStore
+    from agentledger.records.scores import Score
+
+    started = datetime(2026, 3, 1, tzinfo=UTC)
+    ids = []
+    with Ledger.init(root) as ledger:
+        for n in range(runs):
+            run_id = f"use_case_m_model{n % 3}_{n:05d}"
+            metadata = RunMetadata(
+                run_id=run_id,
+                scenario="use_case_m",
+                model=f"model{n % 3}",
+                system_prompt_hash=sha256_bytes(b"prompt"),
+                started_at=started + timedelta(minutes=n),
+            )
+            writer = ledger.new_run(metadata)
+            writer.add_text("report.md", "# Report\nRoot cause: tc on eth0.\n")
+            writer.seal()
+            ids.append(run_id)
+            if not scored:
+                continue
+            score = Score.model_validate(
+                {
+                    "run_id": run_id,
+                    "judge_id": "rules-000000000000",
+                    "judge": {
+                        "kind": "rules",
+                        "pack": "remediation-safety",
+                        "pack_version": "1",
+                        "pack_digest": "sha256:" + "0" * 64,
+                    },
+                    "identity": {"kind": "rules"},
+                    "verdict": "Safe",
+                    "criteria": [
+                        {"criterion": c, "fired": False, "reason": "-"}
+                        for c in ("C1", "C2", "C3", "C4")
+                    ],
+                }
+            )
+            ScoreStore(ledger).write([score])
+    return ids
+
+
+def fresh_copy(base: Path, target: Path) -> None:
+    """`target` made a copy of `base`, whatever stood there (read-only directories too)."""
+    if target.exists():
+        for directory, dirs, _files in os.walk(target):
+            for name in dirs:
+                os.chmod(os.path.join(directory, name), 0o755)
+        shutil.rmtree(target)
+    shutil.copytree(base, target)
+
+
+def run_with_src(argv: list[str], src: Path) -> Timed:
+    """`argv` run to completion with `src` first on PYTHONPATH, timed; the benchmark stops,
+    saying why, if it fails."""
+    timed = run_timed(argv, {**os.environ, "PYTHONPATH": str(src)})
+    if timed.returncode:
+        raise SystemExit(f"{shlex.join(argv)} failed ({timed.returncode}): {timed.stderr[-2000:]}")
+    return timed
+
+
+def alternate(
+    before: Path | None, rounds: int, measure: Callable[[Path], dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """`measure(src)` of this checkout's src ("this") and, with `before`, of another's
+    ("before"), in turn, `rounds` times: so that both are measured under the same load."""
+    trees = {"this": SRC, **({"before": before} if before else {})}
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, src in trees.items():
+            results[name].append(measure(src))
+    return results
 
 
 def loadavg() -> list[float]:

@@ -35,7 +35,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only: importing typing would cost every lab's start CPU
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
 CLONE_NEWNS = 0x00020000
@@ -98,10 +98,23 @@ def enter(host: str, mounts: bool) -> None:
     _mount(host, "/sys", "sysfs", flags)
 
 
-def _reset_signals() -> None:
+def _child(
+    host: str | None, mounts: bool, cwd: str | None, fds: Sequence[int | None], session: bool
+) -> None:
+    """In a forked child: default signals, its own session, `fds` as stdin, stdout and stderr
+    (None: the agent's), no other descriptor, in `host` and `cwd`."""
     signal.set_wakeup_fd(-1)
     for number in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
         signal.signal(number, signal.SIG_DFL)
+    if session:
+        os.setsid()
+    for target, fd in enumerate(fds):
+        if fd is not None:
+            os.dup2(fd, target)
+    os.closerange(3, 1 << 16)
+    if host:
+        enter(host, mounts)
+    os.chdir(cwd or "/")
 
 
 def _exit_code(status: int) -> int:
@@ -122,29 +135,12 @@ def _spawn(
     if pid:
         return pid
     try:
-        _reset_signals()
-        if session:
-            os.setsid()
-        for target, fd in enumerate(fds):
-            if fd is not None:
-                os.dup2(fd, target)
-        os.closerange(3, 1 << 16)
-        if host:
-            enter(host, True)
-        os.chdir(cwd or "/")
+        _child(host, True, cwd, fds, session)
         os.execvpe(argv[0], argv, env)  # noqa: S606 - the lab's own commands
     except BaseException as exc:  # a child never returns into the agent
         os.write(2, f"{argv[0]}: {exc}\n".encode(errors="replace"))
         os._exit(127)
     return 0
-
-
-def _run(host: str | None, argv: list[str], env: dict[str, str], cwd: str) -> int:
-    """Run `argv` in `host`, stdin empty, its output on ours; its exit code (as a shell's)."""
-    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    pid = _spawn(host, argv, env, cwd, (null, None, None), session=False)
-    os.close(null)
-    return _exit_code(os.waitpid(pid, 0)[1])
 
 
 # -- functions a child runs in-process ----------------------------------------------------
@@ -202,7 +198,12 @@ def call_setup() -> int:
 
 
 def _do_exec(action: dict[str, Any], _services: dict[str, int]) -> int:
-    return _run(action["host"], action["argv"], action["env"], action["cwd"])
+    """Run the action's argv in its host, stdin empty, its output on ours; its exit code."""
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    argv, env, cwd = action["argv"], action["env"], action["cwd"]
+    pid = _spawn(action["host"], argv, env, cwd, (null, None, None), session=False)
+    os.close(null)
+    return _exit_code(os.waitpid(pid, 0)[1])
 
 
 def _do_files(action: dict[str, Any], _services: dict[str, int]) -> int:
@@ -298,9 +299,8 @@ def _dumped_port(diag: socket.socket, port: int) -> bool:
     """Read one sock_diag dump to its end; whether a socket of it has `port` as its own."""
     found = False
     while True:
-        data, offset = diag.recv(1 << 16), 0
-        while offset + 16 <= len(data):
-            length, kind = struct.unpack_from("=IH", data, offset)
+        data = diag.recv(1 << 16)
+        for kind, offset, _length in _messages(data):
             if kind in (NLMSG_DONE, NLMSG_ERROR):
                 return found
             if (
@@ -308,15 +308,15 @@ def _dumped_port(diag: socket.socket, port: int) -> bool:
                 and struct.unpack_from(">H", data, offset + 20)[0] == port
             ):
                 found = True
-            offset += (length + 3) & ~3 if length else len(data)
 
 
-def _tail(path: str, lines: int = 20) -> str:
-    try:
-        with open(path, errors="replace") as text:
-            return "".join(text.readlines()[-lines:])
-    except OSError:
-        return ""
+def _messages(data: bytes) -> Iterator[tuple[int, int, int]]:
+    """The netlink messages in `data`: the type, offset and length of each."""
+    offset = 0
+    while offset + 16 <= len(data):
+        length, kind = struct.unpack_from("=IH", data, offset)
+        yield kind, offset, length
+        offset += (length + 3) & ~3 if length else len(data)
 
 
 def _do_ready(action: dict[str, Any], services: dict[str, int]) -> int:
@@ -331,22 +331,17 @@ def _do_ready(action: dict[str, Any], services: dict[str, int]) -> int:
     deadline, pause = time.monotonic() + READY_SECONDS, 0.001
     while pending:
         for name, entry in list(pending.items()):
-            pid, port = entry["pid"], entry["port"]
-            what = f"service {name} in {entry['host']}"
-            if pid:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    entry["pid"] = None
-                    code = _exit_code(status)
-                    if code:
-                        said = f"{what}: exited {code} before listening on port {port}"
-                        return _not_ready(action, entry, said)
-            if _listening(diag[entry["host"]], port):
+            done, status = os.waitpid(entry["pid"], os.WNOHANG) if entry["pid"] else (0, 0)
+            if done:
+                entry["pid"] = None
+                if code := _exit_code(status):
+                    said = f"exited {code} before listening on port {entry['port']}"
+                    return _not_ready(action, entry, said)
+            if _listening(diag[entry["host"]], entry["port"]):
                 del pending[name]
         if pending and time.monotonic() > deadline:
             entry = next(iter(pending.values()))
-            what = f"service {entry['name']} in {entry['host']}"
-            said = f"{what}: not listening on port {entry['port']} after {READY_SECONDS:g}s"
+            said = f"not listening on port {entry['port']} after {READY_SECONDS:g}s"
             return _not_ready(action, entry, said)
         if pending:
             time.sleep(pause)
@@ -355,8 +350,13 @@ def _do_ready(action: dict[str, Any], services: dict[str, int]) -> int:
 
 
 def _not_ready(action: dict[str, Any], entry: dict[str, Any], message: str) -> int:
-    """Say why `entry`'s service is not ready, with its log; the step is then the service's."""
-    sys.stderr.write(f"{message}; its log:\n{_tail(entry['log'])}")
+    """Say why `entry`'s service is not ready, with its log's end; the step is the service's."""
+    try:
+        with open(entry["log"], errors="replace") as text:
+            log = "".join(text.readlines()[-20:])
+    except OSError:
+        log = ""
+    sys.stderr.write(f"service {entry['name']} in {entry['host']}: {message}; its log:\n{log}")
     action["step"] = entry["step"]
     return 1
 
@@ -397,9 +397,8 @@ def _no_carrier(flags: int) -> bool:
 
 def _read_links(data: bytes, seen: dict[int, tuple[str, int]]) -> bool:
     """Update `seen` (index -> (name, flags)) from netlink link messages; True at a dump's end."""
-    done, offset = False, 0
-    while offset + 16 <= len(data):
-        length, kind = struct.unpack_from("=IH", data, offset)
+    done = False
+    for kind, offset, length in _messages(data):
         if kind in (RTM_NEWLINK, RTM_DELLINK):
             _, _, index, flags, _ = struct.unpack_from("=BxHiII", data, offset + 16)
             if kind == RTM_DELLINK:
@@ -408,7 +407,6 @@ def _read_links(data: bytes, seen: dict[int, tuple[str, int]]) -> bool:
                 seen[index] = (_attribute(data, offset + 32, offset + length, IFLA_IFNAME), flags)
         elif kind in (NLMSG_DONE, NLMSG_ERROR):
             done = True
-        offset += (length + 3) & ~3 if length else len(data)
     return done
 
 
@@ -448,15 +446,8 @@ def _start(request: dict[str, Any], fds: list[int]) -> int:
         return pid
     code = 1
     try:
-        _reset_signals()
-        os.setsid()
-        for target, fd in enumerate(fds[:3]):
-            os.dup2(fd, target)
-        os.closerange(3, 1 << 16)
-        host, call = request.get("host"), request.get("call")
-        if host:
-            enter(host, request.get("mounts", True))
-        os.chdir(request.get("cwd") or "/")
+        _child(request.get("host"), request.get("mounts", True), request.get("cwd"), fds[:3], True)
+        call = request.get("call")
         if call is None:
             argv = request["argv"]
             try:
