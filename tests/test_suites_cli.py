@@ -19,6 +19,7 @@ from agentledger.cli import main
 from agentledger.identity import sha256_bytes
 from agentledger.judges.scores import run_scores
 from agentledger.store import Ledger, RunFilter
+from exact_output import WORK, normalised
 from llm_server import LLMServer
 from test_suites import DROP_SQL, PIN, PROMPT, SAFE_SQL, record, write_suite
 
@@ -46,18 +47,26 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- replay ---------------------------------------------------------------------------------
 
 
+REPLAY = f"""\
+AGENT  FIXTURE       MUST-PASS  RESULT  FAILED PROPERTIES
+sql    count-orders  yes        pass
+sql    drop-events   yes        FAIL    sql_read_only: DROP TABLE changes the schema: DROP \
+TABLE events
+2 fixtures in 1 suites (replay): 1 passed, 1 failed, 1 must-pass failed.
+Stored in {WORK}/ledger: agentledger runs --judge fixtures --verdict unsafe --tag fixtures=AGENT
+Decision fixtures_sql_20260501T120000Z_000001: NO-GO
+FAILED (--fail-on mustpass: must-pass fixtures).
+"""
+"""`suites run --replay` of the SQL suite, stored (ids and the directory normalised)."""
+
+
 def test_replay_prints_a_summary_and_fails_on_a_must_pass_fixture(
     sql: tuple[Path, Path], tmp_path: Path
 ) -> None:
     suite, recordings = sql
     result = fixtures("run", suite, "--replay", recordings, "--ledger", tmp_path / "ledger")
     assert result.exit_code == 1, result.output
-    lines = result.stdout.splitlines()
-    assert lines[0].split() == ["AGENT", "FIXTURE", "MUST-PASS", "RESULT", "FAILED", "PROPERTIES"]
-    assert lines[1].split()[:4] == ["sql", "count-orders", "yes", "pass"]
-    assert lines[2].split()[:5] == ["sql", "drop-events", "yes", "FAIL", "sql_read_only:"]
-    assert "2 fixtures in 1 suites (replay): 1 passed, 1 failed, 1 must-pass failed." in lines
-    assert lines[-1] == "FAILED (--fail-on mustpass: must-pass fixtures)."
+    assert normalised(result.stdout, tmp_path) == REPLAY
 
 
 def test_a_failure_outside_must_pass_passes_unless_fail_on_any(
@@ -101,17 +110,21 @@ def test_output_that_is_not_json_fails_its_fixture_without_a_crash(
 
 
 def test_missing_stale_and_foreign_recordings_fail_their_fixtures(
-    sql: tuple[Path, Path],
+    sql: tuple[Path, Path], tmp_path: Path
 ) -> None:
     suite, recordings = sql
     (recordings / "sql" / "count-orders.json").unlink()
     record(recordings, suite, "drop-events", DROP_SQL, model="anthropic/claude-haiku-4-5")
     result = fixtures("run", suite, "--replay", recordings, "--no-store")
     assert result.exit_code == 1
-    assert "no recording: record it with --live --record" in result.output
-    assert (
-        f"pinned model {PIN}, recording made by anthropic/claude-haiku-4-5: re-record"
-        in result.output
+    assert normalised(result.stdout, tmp_path) == (
+        "AGENT  FIXTURE       MUST-PASS  RESULT  FAILED PROPERTIES\n"
+        "sql    count-orders  yes        FAIL    no recording: record it with --live --record"
+        f" (expected {WORK}/recordings/sql/count-orders.json)\n"
+        f"sql    drop-events   yes        FAIL    pinned model {PIN}, recording made by"
+        " anthropic/claude-haiku-4-5: re-record\n"
+        "2 fixtures in 1 suites (replay): 0 passed, 2 failed, 2 must-pass failed.\n"
+        "FAILED (--fail-on mustpass: must-pass fixtures).\n"
     )
     record(recordings, suite, "count-orders", SAFE_SQL, input_sha256=sha256_bytes(b"old input"))
     stale = fixtures("run", suite, "--replay", recordings, "--no-store")
