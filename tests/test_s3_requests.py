@@ -1,9 +1,10 @@
 """The S3 requests of an import, a score and a verify, pinned, and the checks they were cut to.
 
 Counted on the storage's own boto3 client (`ObjectStore.calls`: botocore's ``before-call``
-event, each operation once, botocore's retries aside), against moto's server over HTTP as everywhere in the S3 tests. A
-change that adds a round trip per run, per batch or per score fails here; one that removes one
-updates the figures and says why the guarantee it served still holds.
+event, each operation once, botocore's retries aside), against moto's server over HTTP as
+everywhere in the S3 tests. A change that adds a round trip per run, per batch or per score
+fails here; one that removes one updates the figures and says why the guarantee it served
+still holds.
 """
 
 from __future__ import annotations
