@@ -24,6 +24,7 @@ from agentledger.errors import RecordError
 from agentledger.identity import sha256_bytes
 from agentledger.records import (
     NOT_EXECUTED,
+    TRACE,
     Record,
     ShellCounts,
     ShellEvent,
@@ -54,9 +55,6 @@ __all__ = [
     "trace_bytes",
     "trace_bytes_of_values",
 ]
-
-TRACE = "trace.jsonl"
-"""The trace's artifact name in a run."""
 
 MAX_STEP_TEXT = 4096
 """Characters of a step's text kept in the trace; the original is kept whole elsewhere."""
