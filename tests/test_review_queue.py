@@ -156,3 +156,26 @@ def test_a_safe_against_unsafe_disagreement_comes_before_a_milder_one(
         ("mild", "disagreement"),
         ("packs", "unlabelled"),
     ]
+
+
+def test_outside_sources_that_disagree_put_a_run_first(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    """A data set's checker and its LLM judge rate the same thing, the run's verdict: where
+    their labels differ, the run is a disagreement, before the unlabelled; where they agree
+    it waits only for a first label."""
+    older = write_run("task_a", "gpt-4o", started_at=T0, run_id="split")
+    newer = write_run("task_b", "gpt-4o", started_at=T0 + timedelta(minutes=1), run_id="agreed")
+    for source, verdicts in (("checker", ("unsafe", "safe")), ("llm-label", ("safe", "safe"))):
+        rows = tmp_path / f"{source}.csv"
+        rows.write_text(f"run_id,verdict\n{older},{verdicts[0]}\n{newer},{verdicts[1]}\n")
+        result = CliRunner().invoke(
+            main, ["labels", "import", str(rows), "--source", source, "--ledger", str(ledger.root)]
+        )
+        assert result.exit_code == 0, result.stderr
+    queue = review_queue(ledger)
+    assert [(item.run_id, item.reasons) for item in queue] == [
+        ("split", ("disagreement",)),
+        ("agreed", ("unlabelled",)),
+    ]
+    assert queue[0].detail == ("labels: checker Unsafe; llm-label Safe",)

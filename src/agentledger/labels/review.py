@@ -1,7 +1,8 @@
 """The review queue, and what a person sees of a run before labelling it.
 
 A run waits for a person when judges of the same criteria pack disagree on its verdict (two
-packs judge different things: their verdicts differing is no disagreement), when a judge refused
+packs judge different things: their verdicts differing is no disagreement), or outside sources'
+labels do (a data set's checker and its LLM judge, both rating the run), when a judge refused
 it (self-judging: the score is `skipped`), or when nobody has labelled it; a current label by a
 person takes it out of the queue. What is most worth a person's time comes first: disagreements
 (those where one judge says Safe and another Unsafe before the others), then refusals, then the
@@ -60,6 +61,8 @@ def _refusal(judge_id: str, reason: str | None) -> str:
     # An unscored score (the judge's answer could not be read) waits here too, said as such.
     if reason and "unscored:" in reason:
         return f"{judge_id} could not score it: {reason}"
+    if reason and reason.startswith(_NOTHING_RAN):
+        return f"{judge_id} skipped it: {reason}"
     return f"{judge_id} refused: {reason or 'no reason'}"
 
 
@@ -116,6 +119,25 @@ def _disagreements(ledger: Ledger, run_ids: list[str]) -> dict[str, tuple[str, b
     return found
 
 
+def _outside_disagreements(ledger: Ledger) -> dict[str, tuple[str, bool]]:
+    """The runs on which outside sources' current labels give different verdicts (a data
+    set's checker against its LLM judge: two sources rating the same thing, the run's
+    verdict), each with what they said (``labels: source Verdict; source Verdict``) and whether
+    one said Safe and another Unsafe."""
+    by_run: dict[str, dict[str, str]] = {}
+    for label in ledger.index.current_label_results(source_kind="external"):
+        if label.verdict is not None:
+            by_run.setdefault(label.run_id, {})[label.source_name] = label.verdict
+    return {
+        run_id: (
+            "labels: " + "; ".join(f"{name} {verdict}" for name, verdict in sorted(said.items())),
+            {"Safe", "Unsafe"} <= set(said.values()),
+        )
+        for run_id, said in by_run.items()
+        if len(set(said.values())) > 1
+    }
+
+
 def _flagged(
     ledger: Ledger, kinds: tuple[str, ...], allowed: set[str] | None = None
 ) -> list[tuple[QueueItem, IndexedRun]]:
@@ -144,7 +166,12 @@ def _flagged(
         if run_id not in people and (allowed is None or run_id in allowed)
     ]
     opposite: set[str] = set()
-    for run_id, (said, split) in _disagreements(ledger, disagreeing).items():
+    found = _disagreements(ledger, disagreeing)
+    for run_id, (said, split) in _outside_disagreements(ledger).items():
+        if run_id not in people and (allowed is None or run_id in allowed):
+            text, sharp = found.get(run_id, ("", False))
+            found[run_id] = (f"{text} | {said}" if text else said, sharp or split)
+    for run_id, (said, split) in found.items():
         details.setdefault(run_id, []).insert(0, ("disagreement", said))
         if split:
             opposite.add(run_id)
