@@ -279,3 +279,44 @@ def test_a_pack_needing_a_shell_log_says_so_before_loading(tmp_path: Path) -> No
         whole = not_applicable_reason(pack, judge_input_of(evidence))
     assert reason == whole
     assert reason is not None and "it has no snapshot" in reason
+
+
+def test_a_run_that_acted_on_no_system_is_told_from_its_trace_bytes_without_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ops-trajectory pack's need is told before any step is parsed: browsing-only traces
+    are not applicable at once, and a trace holding a code step is left to the whole input."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    ask = {"actor": "user", "kind": "message", "content": 'say "code" and "command"'}
+    for name in ("web-1", "web-2"):
+        _plain_trace(
+            traces / f"{name}.jsonl",
+            ask,
+            {"actor": "agent", "kind": "browse", "arguments": {"url": "http://x/?q=\u00e9"}},
+            {"actor": "agent", "kind": "finish", "content": "done"},
+        )
+    root = tmp_path / "l"
+    assert invoke("import", "--ledger", str(root), str(traces))[0] == 0
+
+    def never(self: object) -> None:
+        raise AssertionError("a not-applicable run's trace was parsed")
+
+    monkeypatch.setattr(RunEvidence, "trace", property(never))
+    monkeypatch.setattr(inputs, "_trace", never)
+    code, output = invoke("judge", "--ledger", str(root), "--pack", "ops-trajectory")
+    assert code == 0, output
+    assert "not-applicable 2  unscored 0" in output and "failed" not in output
+    monkeypatch.undo()
+
+    coded = tmp_path / "coded"
+    coded.mkdir()
+    _plain_trace(coded / "py.jsonl", ask, {"actor": "agent", "kind": "code", "content": "print(1)"})
+    other = tmp_path / "l2"
+    assert invoke("import", "--ledger", str(other), str(coded))[0] == 0
+    pack = load_pack("ops-trajectory")
+    with Ledger.open(other) as ledger:
+        (run,) = ledger.runs(RunFilter())
+        evidence = load_run_evidence(ledger, run.run_id)
+        assert not_applicable_before_loading(pack, evidence) is None
+        assert not_applicable_reason(pack, judge_input_of(evidence, with_trace=True)) is None

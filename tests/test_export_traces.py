@@ -436,3 +436,23 @@ def test_otel_export_of_every_field_imports_back(tmp_path: Path) -> None:
     (early,) = [s for s in spans if _attrs(s).get("agentledger.text") == "early"]
     (call,) = [s for s in spans if _attrs(s).get("agentledger.step") == "4"]
     assert early["links"] == [{"traceId": call["traceId"], "spanId": call["spanId"]}]
+
+
+def test_otel_is_written_a_run_at_a_time_as_the_whole_request_s_json(traced: Path) -> None:
+    """The OTLP file is streamed run by run (memory holds one run's spans, not the export's)
+    and is the very text of the whole request, to stdout and to a file alike."""
+    import io
+    import json
+
+    from agentledger.store import Ledger, RunFilter
+    from agentledger.store.export_otel import otel_request, write_otel
+
+    with Ledger.open(traced) as ledger:
+        runs = ledger.runs(RunFilter())
+        request, count = otel_request(ledger, runs)
+        streamed = io.StringIO()
+        assert write_otel(ledger, runs, streamed) == count == len(runs) > 1
+    assert streamed.getvalue() == json.dumps(request, ensure_ascii=False) + "\n"
+    code, out, err = run("export", "--ledger", str(traced), "--format", "otel")
+    assert code == 0, err
+    assert out == streamed.getvalue()

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from agentledger.cli.app import main
 from agentledger.records import RunMetadata, RunSummary, parse_record, parse_shell_audit
 from agentledger.records.trace import parse_trace
+from agentledger.store import Ledger, RunFilter
 
 inspect_ai = pytest.importorskip("inspect_ai")
 # inspect-ai's evaluation leaves anyio streams for the garbage collector: its business, not ours.
@@ -319,3 +320,36 @@ def test_nan_as_inspect_ai_writes_it_is_not_malformed(tmp_path: Path) -> None:
     code, out, err = run("import", "--ledger", str(root), str(path))
     assert code == 0, err
     assert "Imported 1 run" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_sample_scored_nan_is_imported_with_no_score_and_a_note(
+    tmp_path: Path, value: float
+) -> None:
+    """A sample's score of NaN (a scorer that divided by zero) is no number: the run comes in
+    with that score null and a note saying so, not the whole log refused."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    path = _json_log(tmp_path / "logs", 2)
+    log = read_eval_log(str(path))
+    assert log.samples is not None
+    for score in log.samples[0].scores.values():
+        score.value = value
+    write_eval_log(log, str(path))
+    root = tmp_path / "ledger"
+    code, out, err = run("import", "--ledger", str(root), str(path))
+    assert code == 0, err
+    assert "Imported 2 runs" in out
+    with Ledger.open(root) as ledger:
+        stored = {run.scenario: ledger.load(run.run_id) for run in ledger.runs(RunFilter())}
+    (odd,) = [key for key in stored if key.endswith("-s0")]
+    source = stored[odd].metadata.source
+    assert source["scores"]["includes"]["value"] is None
+    summary = stored[odd].summary
+    assert summary is not None
+    assert any(
+        "is NaN or infinite, which is no number: kept as no score" in n for n in summary.notes
+    )
+    (fine,) = [key for key in stored if key.endswith("-s1")]
+    assert stored[fine].metadata.source["scores"]["includes"]["value"] == "C"

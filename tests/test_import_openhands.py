@@ -683,6 +683,27 @@ def test_a_folder_without_trajectories_is_refused(tmp_path: Path) -> None:
     assert code == 2 and "no OpenHands trajectory" in err
 
 
+@pytest.mark.parametrize("empty", [[], {"history": [], "metadata": {}}])
+def test_an_empty_trajectory_is_refused_naming_it_or_skipped_when_told(
+    tmp_path: Path, empty: Any
+) -> None:
+    """A trajectory of no events holds no run, as an empty JSON lines or OTLP file does:
+    refused naming the file (exit 2, nothing written), or listed and skipped with
+    --skip-invalid while the others come in."""
+    _write(tmp_path / "in" / "traj_good.json", GOOD)
+    bad = _write(tmp_path / "in" / "traj_none.json", empty)
+    root = tmp_path / "l"
+    args = ("import", "--ledger", str(root), "--format", "openhands", "--model", "m")
+    code, _, err = run(*args, str(tmp_path / "in"))
+    assert code == 2, err
+    assert str(bad) in err and "no events" in err
+    assert not (root / "runs").exists() or not any((root / "runs").iterdir())
+    code, out, err = run(*args, "--skip-invalid", str(tmp_path / "in"))
+    assert code == 0, err
+    assert "Imported 1 run" in out
+    assert str(bad) in err and "no events" in err
+
+
 def test_many_trajectories_through_workers(samples: Path, tmp_path: Path) -> None:
     root = tmp_path / "ledger"
     with Ledger.init(root) as ledger:

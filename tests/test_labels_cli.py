@@ -195,12 +195,12 @@ def test_review_lists_refused_disagreeing_and_unlabelled_runs_with_why(
     assert code == 0, err
     queue = json.loads(out)
     assert [(row["run_id"], row["why"]) for row in queue] == [
-        (runs["gemini"], ["refused"]),
         (runs["haiku"], ["disagreement"]),
+        (runs["gemini"], ["refused"]),
         (runs["sonnet"], ["unlabelled"]),
     ]
-    assert queue[0]["skipped_reason"] == "self-judging refused: gemini judging gemini"
-    assert queue[1]["detail"] == [
+    assert queue[1]["skipped_reason"] == "self-judging refused: gemini judging gemini"
+    assert queue[0]["detail"] == [
         "remediation-safety: llm-000000000003 Safe; rules-000000000005 Unsafe"
     ]
     code, out, err = invoke(ledger, "review")

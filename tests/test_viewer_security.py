@@ -3,6 +3,7 @@ form without its CSRF token or from another site; and the headers on every respo
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -192,30 +193,56 @@ def test_serve_off_loopback_generates_a_token_and_prints_it_once(
 ) -> None:
     started: dict[str, object] = {}
 
-    def run(app: object, **options: object) -> None:
-        started.update(options, app=app)
+    def run(app: object, sock: socket.socket, host: str, port: int) -> None:
+        started.update(app=app, host=host, port=port, bound=sock.getsockname())
+        sock.close()
 
-    monkeypatch.setattr("uvicorn.run", run)
+    monkeypatch.setattr("agentledger.cli.serve._run", run)
     result = CliRunner().invoke(
-        main, ["serve", "--ledger", str(ledger.root), "--host", "0.0.0.0", "--port", "9000"]
+        main, ["serve", "--ledger", str(ledger.root), "--host", "0.0.0.0", "--port", "0"]
     )
     assert result.exit_code == 0, result.output
-    assert started["host"] == "0.0.0.0" and started["port"] == 9000
+    port = started["port"]
+    assert started["host"] == "0.0.0.0" and started["bound"] == ("0.0.0.0", port) and port != 0
     guard = started["app"]
     token = getattr(guard, "token", None)
     assert isinstance(token, str) and len(token) >= 32
     assert result.output.count(token) == 1
-    assert f"http://0.0.0.0:9000/?token={token}" in result.output
+    assert f"http://0.0.0.0:{port}/?token={token}" in result.output
     assert getattr(guard, "allowed_hosts", "") is None  # the token guards it, not the name
 
 
 def test_serve_on_loopback_needs_no_token(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     started: dict[str, object] = {}
-    monkeypatch.setattr("uvicorn.run", lambda app, **options: started.update(app=app))
-    result = CliRunner().invoke(main, ["serve", "--ledger", str(ledger.root)])
+    monkeypatch.setattr("agentledger.cli.serve._run", _started(started))
+    result = CliRunner().invoke(main, ["serve", "--ledger", str(ledger.root), "--port", "0"])
     assert result.exit_code == 0, result.output
-    assert "http://127.0.0.1:8765/" in result.output and "token" not in result.output
+    assert f"http://127.0.0.1:{started['port']}/" in result.output
+    assert "token" not in result.output
     assert getattr(started["app"], "token", "") is None
+
+
+def _started(started: dict[str, object]) -> object:
+    def run(app: object, sock: socket.socket, host: str, port: int) -> None:
+        started.update(app=app, port=port)
+        sock.close()
+
+    return run
+
+
+def test_serve_on_a_busy_port_names_it_and_suggests_another(ledger: Ledger) -> None:
+    """A port another program listens on is bad input (exit 2), said in one line naming the
+    port and --port, not a server's traceback or an integrity failure's exit 3."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(
+            main, ["serve", "--ledger", str(ledger.root), "--port", str(port)]
+        )
+    assert result.exit_code == 2, result.output
+    assert f"port {port} on 127.0.0.1 is in use" in result.output
+    assert "--port" in result.output and "Traceback" not in result.output
 
 
 def test_serve_says_how_to_install_what_it_lacks(
@@ -237,8 +264,8 @@ def test_the_one_time_link_never_redirects_to_another_host(ledger: Ledger, path:
 
 def _serve(ledger: Ledger, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[str, object]:
     started: dict[str, object] = {}
-    monkeypatch.setattr("uvicorn.run", lambda app, **options: started.update(app=app))
-    result = CliRunner().invoke(main, ["serve", "--ledger", str(ledger.root), *args])
+    monkeypatch.setattr("agentledger.cli.serve._run", _started(started))
+    result = CliRunner().invoke(main, ["serve", "--ledger", str(ledger.root), "--port", "0", *args])
     assert result.exit_code == 0, result.output
     return result.output, getattr(started["app"], "token", None)
 

@@ -36,7 +36,7 @@ from agentledger.store.export import (
     write_export,
     written_beside,
 )
-from agentledger.store.export_otel import otel_request
+from agentledger.store.export_otel import write_otel
 from agentledger.store.export_parquet import PARQUET_FILES, write_parquet
 from agentledger.store.sizes import format_size
 
@@ -386,13 +386,14 @@ def export_command(
             )
             return
         if fmt == "otel":
-            request, count = otel_request(ledger, found)
-            text = json.dumps(request, ensure_ascii=False) + "\n"
             if output is None:
-                sys.stdout.write(text)
+                write_otel(ledger, found, sys.stdout)
                 return
-            with written_beside(output, force=force) as tmp:
-                tmp.write_text(text, encoding="utf-8")
+            with (
+                written_beside(output, force=force) as tmp,
+                tmp.open("w", encoding="utf-8") as handle,
+            ):
+                count = write_otel(ledger, found, handle)
             click.echo(f"Exported {_runs(count)} as OTLP spans to {output}", err=True)
             return
     if output is None:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import re
+import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
 from agentledger.cli.common import announce_journal, handle_errors, ledger_location, ledger_option
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 __all__ = ["serve_command"]
 
@@ -21,6 +27,50 @@ INSTALL_HINT = "pip install 'agentledger[serve]'"
 
 def _missing() -> list[str]:
     return [name for name in _NEEDS if importlib.util.find_spec(name) is None]
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port` for the server to listen on; a port in use or one that
+    may not be bound is bad input (exit 2), named with what to do, before anything starts."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise click.BadParameter(
+            f"{host} is not an address of this machine ({exc.strerror})", param_hint="--host"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise click.BadParameter(
+                f"port {port} on {host} is in use (another viewer, or another program, listens "
+                f"there): choose another with --port, e.g. --port {port + 1 if port < 65535 else 0}"
+                " (--port 0 takes any free one)",
+                param_hint="--port",
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise click.BadParameter(
+                f"port {port} on {host} may not be bound by this user (ports below 1024 need "
+                "privileges): choose another with --port",
+                param_hint="--port",
+            ) from None
+        raise click.BadParameter(
+            f"cannot bind {host}:{port}: {exc.strerror}", param_hint="--host/--port"
+        ) from None
+    return sock
+
+
+def _run(app: ASGIApp, sock: socket.socket, host: str, port: int) -> None:
+    """Serve `app` on the bound `sock` until stopped (Ctrl-C)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 @click.command("serve")
@@ -82,8 +132,6 @@ def serve_command(
             "and a cookie)",
             param_hint="--token",
         )
-    import uvicorn
-
     from agentledger.labels.entry import default_labeller
     from agentledger.store import Ledger
     from agentledger.viewer import create_app
@@ -94,7 +142,13 @@ def serve_command(
     generated = token is None and not loopback
     if generated:
         token = new_token()
-    ledger = Ledger.open(ledger_location(ledger_path))
+    sock = _listen(host, port)  # a busy port is told before the ledger is opened
+    port = sock.getsockname()[1]  # --port 0: the one the system chose
+    try:
+        ledger = Ledger.open(ledger_location(ledger_path))
+    except BaseException:
+        sock.close()
+        raise
     announce_journal(ledger)
     app = create_app(
         ledger,
@@ -121,4 +175,4 @@ def serve_command(
 
         webbrowser.open(link)
     settle_for_serving(app)
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    _run(app, sock, host, port)

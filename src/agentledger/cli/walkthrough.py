@@ -236,10 +236,10 @@ def review_command(
     as_json: bool,
     **filters: Any,
 ) -> None:
-    """The review queue: runs a judge refused (self-judging), runs whose judges of one pack
-    disagree, and runs nobody has labelled, each with why it is there. A person's label
-    takes a run out. The run filters (--model, --scenario, --tag, ...) narrow it; --kind
-    defaults to agent runs.
+    """The review queue: runs whose judges of one pack disagree, runs a judge refused
+    (self-judging), runs nobody has labelled, and last the runs in which nothing ran, each
+    with why it is there. A person's label takes a run out. The run filters (--model,
+    --scenario, --tag, ...) narrow it; --kind defaults to agent runs.
 
     --next walks through the queue, one run after another: answer with one letter (s safe,
     u unsafe, x uncertain; y / n / ? for a criterion; Enter skips; q stops).

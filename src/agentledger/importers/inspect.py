@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import zipfile
@@ -260,16 +261,37 @@ def _steps(sample: Any, attachment: str, facts: TraceFacts) -> list[dict[str, An
     return steps
 
 
-def _scores(sample: Any) -> dict[str, Any]:
+def _scores(sample: Any, notes: list[str]) -> dict[str, Any]:
+    """The sample's scores as JSON. A score that is NaN or infinite (inspect-ai writes them as
+    constants; strict JSON has none) is kept as no score (null), and `notes` says which."""
     out: dict[str, Any] = {}
+    odd: list[str] = []
     for name, score in (sample.scores or {}).items():
-        out[name] = json.loads(
-            json.dumps(
-                {"value": score.value, "answer": score.answer, "explanation": score.explanation},
-                default=str,
-            )
+        fields = {"value": score.value, "answer": score.answer, "explanation": score.explanation}
+        out[name] = json.loads(json.dumps(fields, default=str), parse_constant=_no_number)
+        if _has_none_for_constant(fields["value"]):
+            odd.append(str(name))
+    if odd:
+        notes.append(
+            f"score {', '.join(repr(name) for name in odd)} of sample {sample.id} is NaN or "
+            "infinite, which is no number: kept as no score (null)"
         )
     return out
+
+
+def _no_number(_constant: str) -> None:
+    """NaN, Infinity and -Infinity read as null (no score), never as a float."""
+    return None
+
+
+def _has_none_for_constant(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(map(_has_none_for_constant, value.values()))
+    if isinstance(value, list | tuple):
+        return any(map(_has_none_for_constant, value))
+    return False
 
 
 def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -> PlannedRun:
@@ -324,7 +346,7 @@ def plan_inspect_sample(path: Path, ctx: PlanContext, real: str | None = None) -
             "sample_id": sample_id,
             "epoch": int(epoch),
             "eval_id": getattr(eval_spec, "eval_id", None),
-            "scores": _scores(sample),
+            "scores": _scores(sample, facts.notes),
         }
     )
     if getattr(sample, "error", None) is not None:

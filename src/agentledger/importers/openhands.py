@@ -546,8 +546,6 @@ def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:
         facts.model_calls = len(reader.responses)
         facts.tokens_in = sum(step.get("tokens_in", 0) for step in reader.steps)
         facts.tokens_out = sum(step.get("tokens_out", 0) for step in reader.steps)
-    if not reader.steps:
-        facts.notes.append("the trajectory holds no events")
     if reader.unanswered:
         first, n = reader.unanswered[0], len(reader.unanswered)
         facts.notes.append(

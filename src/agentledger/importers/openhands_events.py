@@ -63,12 +63,20 @@ def command_class(command: str) -> str:
 
 def events_of(data: Any, origin: str) -> tuple[list[Any], dict[str, Any]]:
     """A trajectory's events and its metadata: a JSON list of events, or an object whose
-    ``history`` is that list (RecordError naming `origin` otherwise)."""
+    ``history`` is that list (RecordError naming `origin` otherwise). A trajectory without an
+    event is refused, as an empty trace of any other format is: it holds no run."""
+    found: tuple[list[Any], dict[str, Any]] | None = None
     if isinstance(data, list):
-        return data, {}
-    if isinstance(data, dict) and isinstance(data.get("history"), list):
+        found = data, {}
+    elif isinstance(data, dict) and isinstance(data.get("history"), list):
         meta = data.get("metadata")
-        return data["history"], meta if isinstance(meta, dict) else {}
+        found = data["history"], meta if isinstance(meta, dict) else {}
+    if found is not None:
+        if not found[0]:
+            raise RecordError(
+                origin, "no events: the trajectory's list is empty, so it holds no run"
+            )
+        return found
     raise RecordError(
         origin,
         f"expected a JSON list of events (or an object with a 'history' list), found "

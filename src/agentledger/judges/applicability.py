@@ -9,8 +9,12 @@ calls a run that wrote a web page Safe, because none of its criteria fired.
 file names, the metadata, the run's scenario copy, the expected root causes given, and for
 `ops_task` the report alone), so a run outside the pack is never made to parse its shell log or
 trace: most runs of a data set the pack was not written for are told in a fraction of the time.
-What only the trace can tell (`system_actions`) waits for `not_applicable_reason` on the whole
-input.
+`system_actions` is told from the manifest (a run with a shell log, or without a trace, may
+apply), the summary (a command run or refused) and, for a trace without a shell log, the trace's
+bytes scanned for the kinds that act, without parsing a step: a step kind is written as its JSON
+string, so a trace whose bytes hold none of `"command"`, `"code"`, `"file_write"` and no `\\u`
+escape of a printable character has no such step. Only a trace the scan cannot rule out waits
+for `not_applicable_reason` on the whole input.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ SCENARIO_COPY = "scenario.yaml"
 _FAULT_KINDS = frozenset(("root_cause", "remediation"))
 _ACTING = frozenset(("command", "code", "file_write"))
 """The trace step kinds that act on a system (`system_actions`)."""
+_ACTING_BYTES = tuple(f'"{kind}"'.encode() for kind in sorted(_ACTING))
+_PRINTABLE_ESCAPE = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
+"""A JSON escape that could spell a letter of a step kind (`"\\u0063ode"`); writers escape
+only control characters, so a trace with one is read whole."""
 _LEAD = re.compile(r"^[\s#>*_-]*([A-Za-z][A-Za-z /'&-]{1,40}?)[*_]*:")
 
 _LACKING = {
@@ -98,7 +106,23 @@ def _meets_early(
         if expected_known:
             return None
         return None if report_is_about_a_fault(evidence.text(REPORT)) else False
+    if need == "system_actions":
+        return _may_have_acted(evidence)
     return None
+
+
+def _may_have_acted(evidence: RunEvidence) -> bool | None:
+    """False when the run's trace surely holds no step that acts on a system (told from the
+    manifest, the summary and the trace's bytes, no step parsed); None when it may."""
+    if TRACE not in evidence.files or SHELL_AUDIT in evidence.files:
+        return None  # no trace: left to the criteria; a shell log: a command step made it
+    summary = evidence.summary
+    if summary is not None and (summary.commands_run or summary.commands_denied):
+        return None
+    raw = evidence.read(TRACE)
+    if raw is None or any(kind in raw for kind in _ACTING_BYTES):
+        return None
+    return None if _PRINTABLE_ESCAPE.search(raw) else False
 
 
 def _meets(need: str, run: JudgeInput) -> bool:

@@ -1,10 +1,13 @@
 """The review queue, and what a person sees of a run before labelling it.
 
-A run waits for a person when a judge refused it (self-judging: the score is `skipped`), when
-judges of the same criteria pack disagree on its verdict (two packs judge different things:
-their verdicts differing is no disagreement), or when nobody has labelled it; a current label by a
-person takes it out of the queue. Refused runs come first, then disagreements, then the
-unlabelled, each newest first.
+A run waits for a person when judges of the same criteria pack disagree on its verdict (two
+packs judge different things: their verdicts differing is no disagreement), or outside sources'
+labels do (a data set's checker and its LLM judge, both rating the run), when a judge refused
+it (self-judging: the score is `skipped`), or when nobody has labelled it; a current label by a
+person takes it out of the queue. What is most worth a person's time comes first: disagreements
+(those where one judge says Safe and another Unsafe before the others), then refusals, then the
+unlabelled, each newest first; last, the runs in which nothing ran (every judge skipped them:
+the gated shell could start no command), where a label has nothing to rest on.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ __all__ = [
     "run_brief",
 ]
 
-Why = Literal["refused", "disagreement", "unlabelled"]
-_ORDER: dict[str, int] = {"refused": 0, "disagreement": 1, "unlabelled": 2}
+Why = Literal["disagreement", "refused", "unlabelled", "nothing-ran"]
+_ORDER: dict[str, int] = {"disagreement": 0, "refused": 1, "unlabelled": 2, "nothing-ran": 3}
+_NOTHING_RAN = "nothing ran:"
+"""How a judge's skip of a run in which nothing ran opens (judges.scoring)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ def _refusal(judge_id: str, reason: str | None) -> str:
     # An unscored score (the judge's answer could not be read) waits here too, said as such.
     if reason and "unscored:" in reason:
         return f"{judge_id} could not score it: {reason}"
+    if reason and reason.startswith(_NOTHING_RAN):
+        return f"{judge_id} skipped it: {reason}"
     return f"{judge_id} refused: {reason or 'no reason'}"
 
 
@@ -83,12 +90,13 @@ def _before(a: IndexedRun, b: IndexedRun) -> bool:
 _NO_VERDICT = ("skipped", "not-applicable")
 
 
-def _disagreements(ledger: Ledger, run_ids: list[str]) -> dict[str, str]:
+def _disagreements(ledger: Ledger, run_ids: list[str]) -> dict[str, tuple[str, bool]]:
     """The runs of `run_ids` on which judges of one criteria pack give different verdicts,
-    each with what they said (``pack: judge_id Verdict; judge_id Verdict``). Judges of two
-    packs judge different criteria: their verdicts differing is no disagreement. Refusals,
-    runs a pack does not apply to, and unscored answers say nothing either way."""
-    found: dict[str, str] = {}
+    each with what they said (``pack: judge_id Verdict; judge_id Verdict``) and whether one
+    said Safe and another Unsafe. Judges of two packs judge different criteria: their verdicts
+    differing is no disagreement. Refusals, runs a pack does not apply to, and unscored
+    answers say nothing either way."""
+    found: dict[str, tuple[str, bool]] = {}
     for run_id in run_ids:
         by_pack: dict[str, dict[str, str]] = {}
         for score in map(json.loads, ledger.index.scores_of(run_id)):
@@ -97,53 +105,96 @@ def _disagreements(ledger: Ledger, run_ids: list[str]) -> dict[str, str]:
                 continue
             pack = str((score.get("judge") or {}).get("pack") or "?")
             by_pack.setdefault(pack, {})[str(score.get("judge_id"))] = str(verdict)
-        split = [
-            f"{pack}: " + "; ".join(f"{judge} {verdict}" for judge, verdict in sorted(said.items()))
-            for pack, said in sorted(by_pack.items())
-            if len(set(said.values())) > 1
-        ]
+        split = {
+            pack: said for pack, said in sorted(by_pack.items()) if len(set(said.values())) > 1
+        }
         if split:
-            found[run_id] = " | ".join(split)
+            text = " | ".join(
+                f"{pack}: "
+                + "; ".join(f"{judge} {verdict}" for judge, verdict in sorted(said.items()))
+                for pack, said in split.items()
+            )
+            opposite = any({"Safe", "Unsafe"} <= set(said.values()) for said in split.values())
+            found[run_id] = (text, opposite)
     return found
+
+
+def _outside_disagreements(ledger: Ledger) -> dict[str, tuple[str, bool]]:
+    """The runs on which outside sources' current labels give different verdicts (a data
+    set's checker against its LLM judge: two sources rating the same thing, the run's
+    verdict), each with what they said (``labels: source Verdict; source Verdict``) and whether
+    one said Safe and another Unsafe."""
+    by_run: dict[str, dict[str, str]] = {}
+    for label in ledger.index.current_label_results(source_kind="external"):
+        if label.verdict is not None:
+            by_run.setdefault(label.run_id, {})[label.source_name] = label.verdict
+    return {
+        run_id: (
+            "labels: " + "; ".join(f"{name} {verdict}" for name, verdict in sorted(said.items())),
+            {"Safe", "Unsafe"} <= set(said.values()),
+        )
+        for run_id, said in by_run.items()
+        if len(set(said.values())) > 1
+    }
 
 
 def _flagged(
     ledger: Ledger, kinds: tuple[str, ...], allowed: set[str] | None = None
 ) -> list[tuple[QueueItem, IndexedRun]]:
-    """The runs of `kinds` a judge refused or whose judges disagree, that no person has
-    labelled: refused first, then disagreements, each newest first. They are few (each
-    needs a score), so they are built whole."""
+    """The runs of `kinds` whose judges disagree, a judge refused, or in which nothing ran,
+    that no person has labelled, in the queue's order (see the module): disagreements with a
+    Safe and an Unsafe first, then the other disagreements, then refusals, each newest first;
+    the runs in which nothing ran are the last group. They are few (each needs a score), so
+    they are built whole."""
     people = {run.run_id for run in ledger.runs(RunFilter(label_source="human"))}
     details: dict[str, list[tuple[Why, str]]] = {}
     refused: dict[str, str | None] = {}
     for skipped in ledger.index.skipped_scores():
         if skipped.run_id not in people and (allowed is None or skipped.run_id in allowed):
             refused.setdefault(skipped.run_id, skipped.skipped_reason)
+            why: Why = (
+                "nothing-ran"
+                if (skipped.skipped_reason or "").startswith(_NOTHING_RAN)
+                else "refused"
+            )
             details.setdefault(skipped.run_id, []).append(
-                ("refused", _refusal(skipped.judge_id, skipped.skipped_reason))
+                (why, _refusal(skipped.judge_id, skipped.skipped_reason))
             )
     disagreeing = [
         run_id
         for run_id in ledger.index.disagreeing_runs()
         if run_id not in people and (allowed is None or run_id in allowed)
     ]
-    for run_id, said in _disagreements(ledger, disagreeing).items():
-        details.setdefault(run_id, []).append(("disagreement", said))
+    opposite: set[str] = set()
+    found = _disagreements(ledger, disagreeing)
+    for run_id, (said, split) in _outside_disagreements(ledger).items():
+        if run_id not in people and (allowed is None or run_id in allowed):
+            text, sharp = found.get(run_id, ("", False))
+            found[run_id] = (f"{text} | {said}" if text else said, sharp or split)
+    for run_id, (said, split) in found.items():
+        details.setdefault(run_id, []).insert(0, ("disagreement", said))
+        if split:
+            opposite.add(run_id)
     runs = ledger.index.get_many(list(details))
-    items: list[tuple[int, str, str, QueueItem, IndexedRun]] = []
+    items: list[tuple[tuple[int, bool], str, str, QueueItem, IndexedRun]] = []
     for run_id, reasons in details.items():
         run = runs.get(run_id)
         if run is None or (kinds and run.kind not in kinds):
             continue
+        whys = tuple(dict.fromkeys(why for why, _ in reasons))
+        if "nothing-ran" in whys and len(whys) > 1:
+            # Another judge refused it or judged it too: nothing ran in it all the same.
+            whys = ("nothing-ran", *(why for why in whys if why != "nothing-ran"))
         item = QueueItem(
             run_id=run_id,
             model=run.model,
             scenario=run.scenario,
-            reasons=tuple(dict.fromkeys(why for why, _ in reasons)),
+            reasons=whys,
             detail=tuple(text for _, text in reasons),
             skipped_reason=refused.get(run_id),
         )
-        items.append((_ORDER[item.reasons[0]], run.started_at or "", run_id, item, run))
+        group = (_ORDER[whys[0]], run_id not in opposite)
+        items.append((group, run.started_at or "", run_id, item, run))
     # Each group newest first (runs without a start last), then by id.
     items.sort(key=lambda entry: entry[2])
     items.sort(key=lambda entry: entry[1], reverse=True)
@@ -181,10 +232,14 @@ def review_queue_page(
     allowed = {run.run_id for run in ledger.runs(chosen)} if run_filter is not None else None
     flagged = _flagged(ledger, kinds, allowed)
     counts: Counter[str] = Counter(why for item, _ in flagged for why in item.reasons)
+    # The runs in which nothing ran go after every other, the unlabelled ones included.
+    front = [entry for entry in flagged if entry[0].reasons[0] != "nothing-ran"]
+    tail = [entry[0] for entry in flagged[len(front) :]]
     end = None if limit is None else offset + limit
-    items = [item for item, _ in flagged[offset:end]]
     if not unlabelled:
+        items = [item for item, _ in flagged[offset:end]]
         return QueuePage(items, len(flagged), dict(counts))
+    items = [item for item, _ in front[offset:end]]
     # Runs no person has labelled: an outside source's labels (a benchmark's checker, another
     # judge) are what a person reviews against, not a review.
     bare = replace(chosen, labelled=False, label_source="human")
@@ -194,18 +249,33 @@ def review_queue_page(
     rest = ledger.index.count(bare) - len(shown)
     if rest > 0:
         counts["unlabelled"] = rest
-    total = len(flagged) + rest
+    total = len(flagged) + max(rest, 0)
     if limit is None:
         items += [_unlabelled_item(run) for run in ledger.runs(bare) if run.run_id not in shown_ids]
-        return QueuePage(items, total, dict(counts))
+        return QueuePage(items + tail, total, dict(counts))
+    items += _unlabelled_window(
+        ledger, bare, shown, max(0, offset - len(front)), limit - len(items), rest
+    )
     wanted = limit - len(items)
-    start = max(0, offset - len(flagged))
+    start = max(0, offset - len(front) - max(rest, 0))
+    if wanted > 0:
+        items += tail[start : start + wanted]
+    return QueuePage(items, total, dict(counts))
+
+
+def _unlabelled_window(
+    ledger: Ledger, bare: RunFilter, shown: list[IndexedRun], start: int, wanted: int, rest: int
+) -> list[QueueItem]:
+    """At most `wanted` of the unlabelled runs not `shown` (already listed as flagged), from
+    the one of rank `start` among them (`rest` in all)."""
     if wanted <= 0 or start >= rest:
-        return QueuePage(items, total, dict(counts))
+        return []
+    shown_ids = {run.run_id for run in shown}
     # The rest's run of rank `start` lies at most len(shown) runs past the index's unlabelled
     # run at `start`: the shown runs before that one are as many ranks to make up, and each
     # shown run met on the way is skipped. One read of that stretch finds the window.
     stretch = ledger.index.query(replace(bare, limit=wanted + len(shown), offset=start))
+    items: list[QueueItem] = []
     if stretch:
         rank = start - sum(1 for run in shown if _before(run, stretch[0]))
         for run in stretch:
@@ -213,10 +283,10 @@ def review_queue_page(
                 continue
             if rank >= start:
                 items.append(_unlabelled_item(run))
-                if len(items) == limit:
+                if len(items) == wanted:
                     break
             rank += 1
-    return QueuePage(items, total, dict(counts))
+    return items
 
 
 def review_queue(
@@ -227,8 +297,9 @@ def review_queue(
     run_filter: RunFilter | None = None,
 ) -> list[QueueItem]:
     """Every run of `kinds` (agent runs by default; empty for every kind) waiting for a
-    person: refused first, then disagreements, then (with `unlabelled`) runs no one has
-    labelled. `review_queue_page` gives a window of it without loading every run."""
+    person: disagreements first, then refusals, then (with `unlabelled`) runs no one has
+    labelled, and last the runs in which nothing ran. `review_queue_page` gives a window of it
+    without loading every run."""
     return review_queue_page(
         ledger, unlabelled=unlabelled, kinds=kinds, run_filter=run_filter
     ).items

@@ -34,7 +34,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from agentledger.records import RunMetadata, RunSummary, otlp
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
@@ -42,7 +42,7 @@ from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 from agentledger.store.writer import PROMPT, REPORT, SYSTEM_PROMPT
 
-__all__ = ["SCOPE", "otel_request", "run_spans", "step_attributes"]
+__all__ = ["SCOPE", "otel_request", "run_spans", "step_attributes", "write_otel"]
 
 SCOPE = "agentledger"
 _MESSAGES = {"message", "reasoning", "finish"}
@@ -371,6 +371,35 @@ def _runs_spans(ledger: Ledger, runs: Iterable[IndexedRun]) -> Iterator[list[dic
         )
 
 
+def _envelope(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": otlp.attribute_list({"service.name": "agentledger"})},
+                "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}],
+            }
+        ]
+    }
+
+
+def write_otel(ledger: Ledger, runs: Iterable[IndexedRun], out: TextIO) -> int:
+    """Write `otel_request`'s request to `out` as JSON (its very text, ``json.dumps`` with
+    ``ensure_ascii=False``, and a newline), one run's spans at a time, so that memory holds
+    one run, not every span of the export; return how many runs it holds."""
+    empty = json.dumps(_envelope([]), ensure_ascii=False)
+    head, _, tail = empty.partition('"spans": []')
+    out.write(head + '"spans": [')
+    count = 0
+    first = True
+    for spans in _runs_spans(ledger, runs):
+        for span in spans:
+            out.write(("" if first else ", ") + json.dumps(span, ensure_ascii=False))
+            first = False
+        count += 1
+    out.write("]" + tail + "\n")
+    return count
+
+
 def otel_request(ledger: Ledger, runs: Iterable[IndexedRun]) -> tuple[dict[str, Any], int]:
     """One OTLP export request (``{"resourceSpans": [...]}``) holding a trace per run, and how
     many runs it holds."""
@@ -379,12 +408,4 @@ def otel_request(ledger: Ledger, runs: Iterable[IndexedRun]) -> tuple[dict[str, 
     for run_spans_ in _runs_spans(ledger, runs):
         spans += run_spans_
         count += 1
-    request = {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": otlp.attribute_list({"service.name": "agentledger"})},
-                "scopeSpans": [{"scope": {"name": SCOPE}, "spans": spans}],
-            }
-        ]
-    }
-    return request, count
+    return _envelope(spans), count
