@@ -35,7 +35,8 @@ _VALUE = (
     r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z))"
     r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s,;'\"}&<]+))"
 )
-# (kind, pattern, flags: i = ignore case, s = dot matches newline, m = multiline)
+# (kind, pattern, flags: i = ignore case, s = dot matches newline, m = multiline; y = only where
+# a line ends in a YAML block indicator, c = only where a word of the pattern ends a CSV field)
 CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # DB_PASS=, MYSQL_ROOT_PW=, pass:, psk=, adminPass: (a separator or a capital before
     # the word: `compass: north` and `bypass=1` are not passwords). One rule per word, so
@@ -67,7 +68,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         "password-assignment",
         r"(?:pass|pwd|secret|token|api_?key)[\w.-]*[\"']?\s*:\s*[|>][-+0-9]*[ \t]*\n[ \t]+"
         r"(?P<secret>\S[^\n]*)",
-        "i",
+        "iy",
     ),
     (
         # a CSV row: `db_password,VALUE,` (a value of letters and digits or signs: a count or
@@ -75,7 +76,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         "password-assignment",
         r"(?:pass|pwd|secret|token)[\w.]*,"
         r"(?P<secret>(?=[^\s,]*[A-Za-z])(?=[^\s,]*[0-9!@#$%^&*<>?;:=])[^\s,]{6,}),",
-        "i",
+        "ic",
     ),
     (
         "xml-password",
