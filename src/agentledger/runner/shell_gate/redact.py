@@ -216,9 +216,10 @@ def _has_shape(text: str, lowered: str, flags: int, words: Sequence[str] | None)
                 end = text.find("\n", found)
                 if end < 0:
                     break
-                if not text[found + 1 : end].strip("-+0123456789 \t") and ":" in text[
-                    text.rfind("\n", 0, found) + 1 : found
-                ]:
+                if (
+                    not text[found + 1 : end].strip("-+0123456789 \t")
+                    and ":" in text[text.rfind("\n", 0, found) + 1 : found]
+                ):
                     return True
                 found = text.find(indicator, found + 1)
         return False

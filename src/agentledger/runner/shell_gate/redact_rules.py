@@ -31,8 +31,9 @@ _COMMAND_LINE = r"(?:[^\n|;&]|\\\r?\n)*?"
 OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "private-key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<secret>.*?)"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        # any armored block whose label says private or secret, OpenVPN's static keys too
+        r"-----BEGIN (?P<label>[A-Za-z0-9 ]*(?:PRIVATE KEY(?: BLOCK)?|SECRET KEY|"
+        r"[Ss]tatic [Kk]ey V\d))-----(?P<secret>.*?)(?:-----END (?P=label)-----|\Z)",
         "s",
     ),
     (
@@ -43,7 +44,8 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ),
     ("private-key", r"PuTTY-User-Key-File-\d+:(?P<secret>.*?)(?:Private-MAC: \S+|\Z)", "s"),
     ("age-secret-key", r"(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{50,})", ""),
-    ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
+    # the user may hold an `@` (`smtp://alerts@corp.example:PASS@host`)
+    ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
     (
         "basic-auth",
         r"\b(?:curl|wget|http|https|xh|grpcurl)\b"
@@ -106,7 +108,7 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
         "",
     ),
     ("password-flag", r"\bredis-cli\b" + _LINE + r"\s(?:-a|--pass)\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\bldap[a-z]*\b" + _LINE + r"\s-w\s+" + _QUOTED_OR_WORD, ""),
+    ("password-flag", r"\bldap[a-z]*\b" + _LINE + r"\s-w\s*" + _QUOTED_OR_WORD, ""),
     ("password-flag", r"\b(?:zip|unzip)\b" + _LINE + r"\s-P\s+" + _QUOTED_OR_WORD, ""),
     ("password-flag", r"\b7za?\b" + _LINE + r"\s-p(?P<secret>[^\s'\"]+)", ""),
     (
