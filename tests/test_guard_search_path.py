@@ -11,7 +11,6 @@ from __future__ import annotations
 from agentledger.suites.guard import check
 
 
-
 def _tables_ok(sql: str, tables: list[str], **options: str) -> bool:
     expect = {"sql_read_only": True, "sql_tables_subset": {"tables": tables, **options}}
     return check({"sql": sql}, expect).ok
