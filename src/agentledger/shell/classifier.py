@@ -481,7 +481,12 @@ class _Walker:
         destination = node_word(target)
         shown = f"{operator} {destination.raw}"
         if operator in (">&", "<&") and (target.type == "number" or destination.value == "-"):
-            # Duplicating (2>&1) or closing (>&-) a file descriptor writes no file.
+            # Duplicating (2>&1) or closing (>&-) a file descriptor writes no file; onto a
+            # descriptor other than the output's (>&3), it writes wherever that leads: a file
+            # the caller left open, or one a word of the line opened (exec 3>F).
+            if operator == ">&" and destination.value not in ("1", "2", "-"):
+                self.add(shown, UNKNOWN, f"output goes to descriptor {destination.raw}, "
+                         "opened outside the command: where it leads is not known", via)  # fmt: skip
             return False
         if destination.value is None:
             self.add(shown, MUTATING, f"output goes to {destination.raw}, a file named at run "

@@ -1,0 +1,88 @@
+"""Findings of the red-team helper (issue 33; /work/helpers/redteam_findings.md F1-F5): a
+descriptor the gate's caller left open reaches no command, and the classifier does not take
+`>&3`, `curl -H @FILE`, `jobs -x`, a dry run its tool overrides, or a write option of
+range-diff, helm template, terraform plan, atop and mysql's `\\T` for reads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentledger.runner.shell_gate.reader_options import header
+from agentledger.shell.classifier import classify
+from tests.jail_helpers import need_bwrap
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("echo hi >&3", "unknown"),
+        ("echo hi 1>&9 9>&3", "unknown"),
+        ("ls 2>&1", "read-only"),
+        ("ls >&2", "read-only"),
+        ("ls 2>&-", "read-only"),
+        ("jobs -x touch pwn", "unknown"),
+        ("ssh h 'jobs -x rm -rf /srv/data'", "unknown"),
+        ("jobs -l", "read-only"),
+        ("kubectl delete pod x --dry-run=client --dry-run=none", "destructive"),
+        ("kubectl create namespace x --dry-run=client --dry-run=none", "mutating"),
+        ("kubectl delete pod x --dry-run=client", "read-only"),
+        ("git range-diff --output=pwn A B C", "mutating"),
+        ("git diff-tree -p --output=pwn HEAD", "mutating"),
+        ("git range-diff A B C", "read-only"),
+        ("helm template x . --output-dir pwn", "mutating"),
+        ("helm template x .", "read-only"),
+        ("terraform plan -generate-config-out=pwn", "mutating"),
+        ("atop -w pwn 1 1", "mutating"),
+        ("mysql -e '\\T pwn'", "unknown"),
+        ("mysql -e 'select 1; \\! touch x'", "unknown"),
+        ("mysql -e 'select 1'", "read-only"),
+    ],
+)
+def test_red_team_lines_are_classified_by_what_they_do(line: str, kind: str) -> None:
+    assert classify(line).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("@/tmp/headers", False),
+        ("@headers", False),
+        ("Transfer-Encoding: chunked", False),
+        ("X-HTTP-Method-Override: DELETE", False),
+        ("Accept: application/json", True),
+    ],
+)
+def test_a_network_reader_sends_no_header_from_a_file_or_that_reframes(
+    value: str, allowed: bool
+) -> None:
+    assert header(value) is allowed
+
+
+def test_a_descriptor_the_caller_left_open_does_not_reach_the_command(tmp_path: Path) -> None:
+    need_bwrap()
+    canary = tmp_path / "canary"
+    canary.write_text("orig\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    exe = Path(sys.executable).parent / "agentledger"
+    with canary.open("a") as handle:
+        fd = 57
+        os.dup2(handle.fileno(), fd)  # inheritable, like a harness's log file
+        try:
+            done = subprocess.run(
+                [str(exe), "exec", "--run-dir", str(run), "--", "ls /proc/self/fd"],
+                pass_fds=(fd,),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        finally:
+            os.close(fd)
+    assert done.returncode == 0, done.stderr
+    assert str(fd) not in done.stdout.split(), done.stdout
+    assert canary.read_text() == "orig\n"
