@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.jail_helpers import need_bwrap
 
 from agentledger.runner.shell_gate.reader_options import header
 from agentledger.shell.classifier import classify
-from tests.jail_helpers import need_bwrap
 
 
 @pytest.mark.parametrize(

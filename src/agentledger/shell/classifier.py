@@ -481,12 +481,10 @@ class _Walker:
         destination = node_word(target)
         shown = f"{operator} {destination.raw}"
         if operator in (">&", "<&") and (target.type == "number" or destination.value == "-"):
-            # Duplicating (2>&1) or closing (>&-) a file descriptor writes no file; onto a
-            # descriptor other than the output's (>&3), it writes wherever that leads: a file
-            # the caller left open, or one a word of the line opened (exec 3>F).
+            # Duplicating (2>&1) or closing (>&-) writes no file; >&3 writes where 3 leads.
             if operator == ">&" and destination.value not in ("1", "2", "-"):
-                self.add(shown, UNKNOWN, f"output goes to descriptor {destination.raw}, "
-                         "opened outside the command: where it leads is not known", via)  # fmt: skip
+                why = f"output goes to descriptor {destination.raw}, which may lead anywhere"
+                self.add(shown, UNKNOWN, why, via)
             return False
         if destination.value is None:
             self.add(shown, MUTATING, f"output goes to {destination.raw}, a file named at run "

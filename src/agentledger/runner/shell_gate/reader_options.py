@@ -160,7 +160,9 @@ def interval(value: str) -> bool:
     return NUMBER.fullmatch(value) and float(value) >= 0.2
 
 
-_FRAMING = frozenset(("transfer-encoding", "content-length", "upgrade", "connection", "te", "expect"))
+_FRAMING = frozenset(
+    ("transfer-encoding", "content-length", "upgrade", "connection", "te", "expect")
+)
 """Headers that change how a request is framed or turn it into another protocol."""
 
 
