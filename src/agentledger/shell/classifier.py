@@ -483,12 +483,10 @@ class _Walker:
         if operator in (">&", "<&") and (target.type == "number" or destination.value == "-"):
             # Duplicating (2>&1) or closing (>&-) writes no file; >&3 writes where 3 leads.
             if operator == ">&" and destination.value not in ("1", "2", "-"):
-                why = f"output goes to descriptor {destination.raw}, which may lead anywhere"
-                self.add(shown, UNKNOWN, why, via)
+                self.add(shown, UNKNOWN, f"output to descriptor {destination.raw}: anywhere", via)
             return False
         if destination.value is None:
-            self.add(shown, MUTATING, f"output goes to {destination.raw}, a file named at run "
-                     "time", via)  # fmt: skip
+            self.add(shown, MUTATING, f"output goes to {destination.raw}, named at run time", via)
             return False
         from agentledger.shell.paths import write_target
 
