@@ -1,4 +1,4 @@
-"""Findings of the red-team helper (issue 33; /work/helpers/redteam_findings.md F1-F5): a
+"""Findings of the red-team helper (issue 33; /work/helpers/redteam_findings.md F1-F9): a
 descriptor the gate's caller left open reaches no command, and the classifier does not take
 `>&3`, `curl -H @FILE`, `jobs -x`, a dry run its tool overrides, or a write option of
 range-diff, helm template, terraform plan, atop and mysql's `\\T` for reads."""
@@ -41,6 +41,16 @@ from agentledger.shell.classifier import classify
         ("mysql -e '\\T pwn'", "unknown"),
         ("mysql -e 'select 1; \\! touch x'", "unknown"),
         ("mysql -e 'select 1'", "read-only"),
+        ("redis-cli SLOWLOG RESET", "mutating"),
+        ("redis-cli LATENCY RESET", "mutating"),
+        ("redis-cli MEMORY PURGE", "mutating"),
+        ("redis-cli SLOWLOG GET 10", "read-only"),
+        ("redis-cli memory usage k", "read-only"),
+        ("lastlog -C -u root", "mutating"),
+        ("lastlog -u root", "read-only"),
+        ("dmesg --console-off", "mutating"),
+        ("nstat -az", "mutating"),
+        ("nstat -asz", "read-only"),
     ],
 )
 def test_red_team_lines_are_classified_by_what_they_do(line: str, kind: str) -> None:
@@ -96,3 +106,25 @@ def test_a_line_of_many_tools_and_urls_is_still_redacted() -> None:
 
     out = Redactor().redact("https://u:p@" * 3000 + " curl -u admin:Zq8vR2kL9m https://x")
     assert "Zq8vR2kL9m" not in out and ":p@" not in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "DBUS_SYSTEM_BUS_ADDRESS=unixexec:path=/usr/bin/touch,argv1=/tmp/p systemctl restart nginx",
+        "HOME=/tmp/evil systemctl restart nginx",
+        "KUBECONFIG=/tmp/k systemctl restart nginx",
+        "export AWS_CONFIG_FILE=/tmp/c; systemctl restart nginx",
+        "env OPENSSL_MODULES=/tmp/m systemctl restart nginx",
+    ],
+)
+def test_an_environment_that_makes_a_vouched_tool_run_a_program_is_asked_about(line: str) -> None:
+    # F7: remediate's allow pattern vouched for `systemctl restart nginx` whatever the line
+    # set in its environment (sd-bus runs the program a `unixexec:` address names).
+    from agentledger.runner.shell_gate import Gate, load_policy
+    from agentledger.runner.shell_gate.rules import DEFAULT_POLICY
+
+    remediate = load_policy(str(Path(DEFAULT_POLICY).with_name("remediate.yaml")))
+    decision = Gate(remediate, None, ci=False).decide(line)
+    assert decision.decision != "allowed", decision.reason
+    assert decision.decision in ("prompt", "denied")
