@@ -51,6 +51,9 @@ from agentledger.shell.classifier import classify
         ("dmesg --console-off", "mutating"),
         ("nstat -az", "mutating"),
         ("nstat -asz", "read-only"),
+        ("arping -c 1 -s 10.0.0.9 -I eth0 10.0.0.1", "mutating"),
+        ("kubectl port-forward svc/x 8080", "unknown"),
+        ("kubectl proxy", "unknown"),
     ],
 )
 def test_red_team_lines_are_classified_by_what_they_do(line: str, kind: str) -> None:
