@@ -54,6 +54,17 @@ from agentledger.shell.classifier import classify
         ("arping -c 1 -s 10.0.0.9 -I eth0 10.0.0.1", "mutating"),
         ("kubectl port-forward svc/x 8080", "unknown"),
         ("kubectl proxy", "unknown"),
+        (
+            "gcloud compute ssh vm --ssh-flag='-o ProxyCommand=touch /tmp/p' --command=uptime",
+            "unknown",
+        ),
+        ("gcloud compute ssh vm --command=uptime", "read-only"),
+        ("aws iot-data get-thing-shadow --thing-name x pwn", "mutating"),
+        (
+            "aws apigateway get-export --rest-api-id x --stage-name y --export-type oas30 pwn",
+            "mutating",
+        ),
+        ("aws apigateway get-rest-apis", "read-only"),
     ],
 )
 def test_red_team_lines_are_classified_by_what_they_do(line: str, kind: str) -> None:
@@ -131,3 +142,26 @@ def test_an_environment_that_makes_a_vouched_tool_run_a_program_is_asked_about(l
     decision = Gate(remediate, None, ci=False).decide(line)
     assert decision.decision != "allowed", decision.reason
     assert decision.decision in ("prompt", "denied")
+
+
+def test_a_long_command_cannot_scroll_the_question_off_the_screen() -> None:
+    # F8: 2,400 blanks and six lines padded to 80 columns in a file name pushed the real
+    # question off an 80x24 terminal and drew a fake one asking about `systemctl status`.
+    from agentledger.runner.shell_gate import Gate, load_policy
+    from agentledger.runner.shell_gate.ask import question
+    from agentledger.runner.shell_gate.rules import DEFAULT_POLICY
+
+    fake = "".join(
+        line.ljust(80)
+        for line in ("agentledger: the agent wants to run", "    systemctl status nginx")
+    )
+    command = f'touch /tmp/p; echo > "/tmp/{" " * 2400}{fake}"; ' + "; ".join(
+        f"echo {n} > /tmp/f{n}" for n in range(30)
+    )
+    remediate = load_policy(str(Path(DEFAULT_POLICY).with_name("remediate.yaml")))
+    shown = question(Gate(remediate, None, ci=False).decide(command), 80, 24)
+    lines = shown.split("\n")
+    assert len(lines) <= 23 and all(len(line) < 80 for line in lines), shown
+    assert "touch /tmp/p" in shown and "more parts not shown" in shown
+    assert "/tmp/\u2423\u00d72400" in lines[2]  # the blanks, counted
+    assert lines[-1] == "Run it? [y/N] "

@@ -65,7 +65,8 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # `value: X`, or as JSON), `<add key="SmtpPassword" value="X"/>`
     (
         "password-assignment",
-        r"\b(?:name|key)[\"']?\s*[:=]\s*[\"']?[\w.-]*(?:pass|pwd|secret|token|credential|_key)"
+        r"\b(?:name|key)[\"']?\s*[:=]\s*[\"']?[\w.-]*"
+        r"(?:pass|pwd|secret|token|credential|_key|session|auth)"
         r"[\w.-]*[\"']?[\s,]*[\"']?value[\"']?\s*[:=]\s*[\"']?"
         r"(?P<secret>(?!\$\{|\{\{)[^\s\"',}<]+)",
         "i",
@@ -73,7 +74,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # a secret's name and value as two quoted arguments: define('DB_PASSWORD', 'X')
     (
         "password-assignment",
-        r"[\"'][\w.-]*(?:pass|pwd|secret|token)[\w.-]*[\"']\s*,\s*[\"']"
+        r"[\"'][\w.-]*(?:pass|pwd|secret|token|key|salt)[\w.-]*[\"']\s*,\s*[\"']"
         r"(?P<secret>(?!\$\{|\{\{)[^\"'\n]{4,})[\"']",
         "i",
     ),
@@ -87,7 +88,19 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # npm's `_auth=` and `_authToken=` (base64 of user:password, or a token)
     ("npm-auth", r"(?<![A-Za-z0-9])_auth(?:token)?\s*=\s*(?P<secret>\S+)", "i"),
     # password hashes: crypt(3) ($1$, $2b$, $5$, $6$, $y$) and LDAP's {SSHA}
-    ("password-hash", r"(?P<secret>\$(?:1|2[abxy]|5|6|y|gy|7)\$[./A-Za-z0-9$,=]{20,})", ""),
+    (
+        "password-hash",
+        r"(?P<secret>\$(?:1|2[abxy]|5|6|y|gy|7|apr1)\$[./A-Za-z0-9$,=]{20,})",
+        "",
+    ),
+    # a secret's name, a blank, its value (`TWILIO_AUTH_TOKEN 4001...`), or URL-encoded
+    (
+        "secret-assignment",
+        r"\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|_KEY)[ \t]+"
+        r"(?P<secret>(?=[A-Za-z0-9+/=_-]*[0-9])[A-Za-z0-9+/=_-]{16,})",
+        "",
+    ),
+    ("secret-assignment", r"(?:pass(?:word)?|pwd|secret|token)%3D(?P<secret>[^%&\s]+)", "i"),
     (
         "password-hash",
         r"\{(?:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*)\}(?P<secret>[A-Za-z0-9+/=$.]{16,})",
@@ -164,6 +177,11 @@ TOKEN_RULES: tuple[tuple[str, str, str], ...] = (
     ("huggingface-token", r"\b(?P<secret>api_org_[A-Za-z0-9]{34})\b", ""),
     ("openai-key", r"\b(?P<secret>sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})\b", ""),
     ("gitlab-token", r"\b(?P<secret>glrt-[A-Za-z0-9_-]{20,})", ""),
+    (
+        "vault-token",
+        r"\b(?P<secret>s\.(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[0-9])[A-Za-z0-9]{24})\b",
+        "",
+    ),
     # A token of a kind not named above: a short lower-case prefix (`ntn_`, `pplx-`, `r8_`,
     # `tskey-auth-`), then 30 or more characters mixing upper and lower case and digits, or
     # 32 or more hex digits after `_` (`sbp_`, `bkua_`). Hex after `-` is not one (systemd's

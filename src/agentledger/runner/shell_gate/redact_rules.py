@@ -40,7 +40,7 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "private-key",
         # any armored block whose label says private or secret, OpenVPN's static keys too
-        r"-----BEGIN (?P<label>[A-Za-z0-9 ]*(?:PRIVATE KEY(?: BLOCK)?|SECRET KEY|"
+        r"-----BEGIN (?P<label>[A-Za-z0-9 ]*(?:PRIVATE KEY(?: BLOCK)?|SECRET KEY|PGP MESSAGE|"
         r"[Ss]tatic [Kk]ey V\d))-----(?P<secret>.*?)(?:-----END (?P=label)-----|\Z)",
         "s",
     ),
@@ -54,6 +54,8 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("age-secret-key", r"(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{50,})", ""),
     # the user may hold an `@` (`smtp://alerts@corp.example:PASS@host`)
     ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
+    # a key as a URL's user (a Sentry DSN, `https://TOKEN@git.example`)
+    ("url-token", r"\b[a-z][a-z0-9+.-]*://(?P<secret>[A-Za-z0-9_-]{24,})@", "i"),
     (
         "basic-auth",
         _command("curl|wget|http|https|xh|grpcurl", _COMMAND_LINE)
