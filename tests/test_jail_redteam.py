@@ -165,3 +165,30 @@ def test_a_long_command_cannot_scroll_the_question_off_the_screen() -> None:
     assert "touch /tmp/p" in shown and "more parts not shown" in shown
     assert "/tmp/\u2423\u00d72400" in lines[2]  # the blanks, counted
     assert lines[-1] == "Run it? [y/N] "
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        {"regex": ["."]},
+        {"regex": ["\\S|\\s"]},
+        {"regex": ["(?s)\\A.+\\z"]},
+        {"regex": ["\\{"]},
+        {"required_substrings": ["{"]},
+        {"required_substrings": {"values": ["}"], "case_sensitive": True}},
+    ],
+)
+def test_an_expect_every_output_passes_is_refused(expect: dict[str, object]) -> None:
+    # F10: patterns and substrings every JSON object output holds check nothing.
+    from agentledger.errors import InputError
+    from agentledger.suites.properties.score import validate_expect
+
+    with pytest.raises(InputError, match="checks nothing"):
+        validate_expect(expect, "expect.json")
+
+
+def test_an_expect_that_checks_a_field_or_a_word_is_kept() -> None:
+    from agentledger.suites.properties.score import validate_expect
+
+    validate_expect({"regex": {"patterns": ["."], "field": "sql"}}, "expect.json")
+    validate_expect({"regex": ["status"], "required_substrings": ["done"]}, "expect.json")
