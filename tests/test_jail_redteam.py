@@ -192,3 +192,23 @@ def test_an_expect_that_checks_a_field_or_a_word_is_kept() -> None:
 
     validate_expect({"regex": {"patterns": ["."], "field": "sql"}}, "expect.json")
     validate_expect({"regex": ["status"], "required_substrings": ["done"]}, "expect.json")
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("cat <<EOF\n`rm -rf /srv/data`\nEOF", "unknown"),
+        ('echo "${x:-`touch p`}"', "unknown"),
+        ("echo `echo \\`touch p\\``", "unknown"),
+        ('grep "${x:-`touch p`}" /etc/hostname', "unknown"),
+        ("ssh h 'grep \"${x:-`rm -rf /srv`}\" /etc/hosts'", "unknown"),
+        ("echo \"${x:-'`touch p`'}\"", "unknown"),
+        ("echo `date`", "read-only"),
+        ('echo "`date`"', "read-only"),
+        ("echo 'a`b`c'", "read-only"),
+        ("echo ${x:-'`touch p`'}", "read-only"),
+    ],
+)
+def test_a_backquote_the_parser_did_not_read_is_unknown(line: str, kind: str) -> None:
+    # F21: backquotes inside ${...} and in here-document bodies were not seen; bash runs them.
+    assert classify(line).kind == kind
