@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from _thread import allocate_lock
 
+from agentledger.shell import differential
 from agentledger.shell.bash_grammar import bash_parser
 from agentledger.shell.classification import Classification, CommandVisitor, Part
 from agentledger.shell.differential import heredoc_problem, option_problem, text_problem
@@ -147,10 +148,6 @@ class _Walker:
                     self.argv([Word(word, word) for word in words], stdin, via, depth,
                               " ".join(words))  # fmt: skip
                 return
-        # One printable ASCII line holds nothing text_problem looks for (and spares a call).
-        problem = None if text.isascii() and text.isprintable() else text_problem(text)
-        if problem is not None:
-            self.add(text.strip()[:80], UNKNOWN, problem, via)
         try:
             source = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
@@ -158,6 +155,10 @@ class _Walker:
         with _parser_lock:
             root = bash_parser().parse(source).root_node
         errors = self.parse_errors
+        problem = None if text.isascii() and text.isprintable() else text_problem(text)
+        problem = problem or (differential.backquote_problem(text, root) if "`" in text else None)
+        if problem is not None:
+            self.add(text.strip()[:80], UNKNOWN, problem, via)
         self.node(root, stdin, via, depth)
         if root.has_error and self.parse_errors == errors:
             # tree-sitter recovered without an ERROR node (a missing token): still unparsable.
@@ -220,8 +221,6 @@ class _Walker:
             self.expansion(node, via)
         for child in node.named_children:
             self.substitutions(child, via, depth)
-
-    # --- what re-evaluates text: variables, arithmetic, aliases --------------------------------
 
     def scope(self) -> Scope:
         """The assignments and arithmetic of the line being read."""
@@ -481,11 +480,12 @@ class _Walker:
         destination = node_word(target)
         shown = f"{operator} {destination.raw}"
         if operator in (">&", "<&") and (target.type == "number" or destination.value == "-"):
-            # Duplicating (2>&1) or closing (>&-) a file descriptor writes no file.
+            # Duplicating (2>&1) or closing (>&-) writes no file; >&3 writes where 3 leads.
+            if operator == ">&" and destination.value not in ("1", "2", "-"):
+                self.add(shown, UNKNOWN, f"output to descriptor {destination.raw}: anywhere", via)
             return False
         if destination.value is None:
-            self.add(shown, MUTATING, f"output goes to {destination.raw}, a file named at run "
-                     "time", via)  # fmt: skip
+            self.add(shown, MUTATING, f"output goes to {destination.raw}, named at run time", via)
             return False
         from agentledger.shell.paths import write_target
 

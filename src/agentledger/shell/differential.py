@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from agentledger.shell.words import Word
 
-__all__ = ["heredoc_problem", "option_problem", "text_problem"]
+__all__ = ["backquote_problem", "heredoc_problem", "option_problem", "text_problem"]
 
 # C0 controls but tab and newline, DEL, C1 controls; Unicode spaces other than the plain
 # space, zero-width and joiner characters, direction marks and overrides, the BOM.
@@ -180,4 +180,32 @@ def _bash_delimiter(written: str) -> str | None:
         return written[1:-1]
     if len(written) > 1 and written[0] == "\\" and _DELIMITER.issuperset(written[1:]):
         return written[1:]
+    return None
+
+
+def backquote_problem(text: str, root: Node) -> str | None:
+    """Why `text` is unknown when it holds more backquotes than the command substitutions
+    tree-sitter read (`${x:-`cmd`}`, a here-document body, `\\`...\\`` nested): bash runs
+    each, and a command the walker did not see would run unseen. Backquotes between single
+    quotes (outside double quotes) are literal and not counted."""
+    count = 0
+    single = double = False
+    for index, char in enumerate(text):
+        if char == "'" and not double and (single or text[index - 1 : index] != "\\"):
+            single = not single
+        elif char == '"' and not single and text[index - 1 : index] != "\\":
+            double = not double
+        elif char == "`" and not single:
+            count += 1
+    if not count:
+        return None
+    seen = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command_substitution" and (node.text or b"")[:1] == b"`":
+            seen += 1
+        stack.extend(node.children)
+    if count > 2 * seen:
+        return "a backquote the parser did not read as a command substitution (bash runs it)"
     return None

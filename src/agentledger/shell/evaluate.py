@@ -162,6 +162,14 @@ def _options(
             shown = flag if value is None else f"{flag}={value.raw}"
             if spec.dry_run.most_severe(shown) is not None:
                 dry = shown
+    if dry is not None and spec.dry_run is not None:
+        # Tools take an option's last value (`--dry-run=client --dry-run=none` is no dry
+        # run): every occurrence of the dry-run option must be one.
+        name = dry.partition("=")[0]
+        for flag, value in options:
+            shown = flag if value is None else f"{flag}={value.raw}"
+            if flag == name and spec.dry_run.most_severe(shown) is None:
+                return None
     return dry
 
 

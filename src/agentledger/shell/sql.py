@@ -128,6 +128,13 @@ def classify_sql(
     psql backslash commands are classified line by line; the rest is parsed in `dialect`.
     """
     found: list[tuple[str, str]] = []
+    if dialect == "mysql":
+        # The mysql client's own commands run anywhere in a line (`SELECT 1; \T file`):
+        # `\T` tees to a file, `\!` runs a shell, `\.` reads a script.
+        unquoted = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`", "''", text)
+        command = re.search(r"\\[A-Za-z!.#?]", unquoted)
+        if command:
+            return UNKNOWN, f"mysql client command {command.group(0)} runs outside SQL"
     sql_lines = []
     for line in text.splitlines():
         stripped = line.strip()

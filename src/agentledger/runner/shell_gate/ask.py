@@ -214,20 +214,48 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
-def question(decision: CommandDecision) -> str:
-    """The question shown at the prompt: the command, its class, each part and the reason."""
-    lines = [
+def question(decision: CommandDecision, columns: int = 80, rows: int = 24) -> str:
+    """The question shown at the prompt: the command, its class, each part and the reason.
+
+    It fits a terminal of `columns` x `rows`: every line is cut to the width (saying how
+    much was left out) and parts that do not fit are counted, not drawn, so that nothing the
+    agent wrote can scroll the question off the screen and draw another in its place; runs
+    of blanks are shown by their count (an open-box sign, a times sign and the number)."""
+    width = max(columns - 1, 40)
+    head = [
         "",
         "agentledger: the agent wants to run",
-        f"    {printable(decision.command)}",
+        _fit(f"    {_shown(decision.command)}", width),
         f"classification: {decision.classification.kind}",
     ]
-    for part in decision.classification.parts:
+    tail = [_fit(f"policy: {_shown(decision.reason)}", width), "Run it? [y/N] "]
+    parts = decision.classification.parts
+    room = max((rows - 1 - len(head) - len(tail) - 1) // 2, 1)
+    body = []
+    for part in parts[:room]:
         via = f" (via {' '.join(part.via)})" if part.via else ""
-        lines.append(f"    {part.kind:<12} {printable(part.command)}{printable(via)}")
-        lines.append(f"    {'':<12} {printable(part.reason)}")
-    lines += [f"policy: {printable(decision.reason)}", "Run it? [y/N] "]
-    return "\n".join(lines)
+        body.append(_fit(f"    {part.kind:<12} {_shown(part.command)}{_shown(via)}", width))
+        body.append(_fit(f"    {'':<12} {_shown(part.reason)}", width))
+    if len(parts) > room:
+        body.append(f"    ... and {len(parts) - room} more parts not shown: refuse if unsure")
+    return "\n".join(head + body + tail)
+
+
+def _shown(text: str) -> str:
+    """`printable(text)` with every run of four or more blanks shown as its count."""
+    shown = printable(text)
+    if "    " not in shown:
+        return shown
+    import re
+
+    return re.sub(r" {4,}", lambda run: f"\u2423\u00d7{len(run.group(0))}", shown)
+
+
+def _fit(line: str, width: int) -> str:
+    if len(line) <= width:
+        return line
+    keep = width - 40  # the note is shorter than 40 characters
+    return f"{line[:keep]} ... ({len(line) - keep} characters not shown)"
 
 
 def terminal_approver(
@@ -257,7 +285,12 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
         who = approver_identity(fd)
         try:
             _discard_typeahead(fd)
-            _write(fd, CLEAR + question(decision))
+            try:
+                size = os.get_terminal_size(fd)
+                columns, rows = size.columns or 80, size.lines or 24
+            except OSError:
+                columns, rows = 80, 24
+            _write(fd, CLEAR + question(decision, columns, rows))
             line = _read_line(fd, timeout, cancel)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")

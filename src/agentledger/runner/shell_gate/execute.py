@@ -303,7 +303,30 @@ def _actions(job: _Job, stdin: int, stdout: int, stderr: int) -> list[tuple[obje
         actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
     elif job.stdin != 0:
         actions.append((os.POSIX_SPAWN_DUP2, job.stdin, 0))
+    keep = {job.status[1], job.seccomp}
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds() if fd not in keep]
     return actions
+
+
+def _inherited_fds() -> list[int]:
+    """Descriptors above 2 a started program would inherit: those the gate's caller left
+    open (an agent harness's log file, a pipe to another process). The command gets none of
+    them, or `echo x >&3` would write where the caller's descriptor 3 leads, in the sandbox
+    as well (the redirection names no file a check could see)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        fd = int(name)
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    found.append(fd)
+            except OSError:  # the descriptor listdir itself used, closed since
+                continue
+    return found
 
 
 def _start(job: _Job, actions: list[tuple[object, ...]], pids: list[int], *, session: bool) -> int:

@@ -132,8 +132,10 @@ def _ip(args: list[str]) -> str:
     if problem:
         return problem
     words = args[end:]
+    if words[:1] == ["netns"]:  # the namespaces' names and ids; nothing else of netns
+        return "" if words[1:] in ([], ["list"], ["ls"]) else "only `ip netns list` reads"
     if not words or words[0] not in _IP_OBJECTS:
-        return "only `ip addr|route|rule|link|neigh show ...` reads"
+        return "only `ip addr|route|rule|link|neigh show ...`, `ip netns list` read"
     verbs = ("show", "list", "ls", "lst") + (("get",) if _IP_OBJECTS[words[0]] == "route" else ())
     if len(words) > 1 and words[1] not in verbs:
         return f"`ip {words[0]} {words[1]}`: only {', '.join(verbs)} reads"

@@ -160,9 +160,23 @@ def interval(value: str) -> bool:
     return NUMBER.fullmatch(value) and float(value) >= 0.2
 
 
+_FRAMING = frozenset(
+    ("transfer-encoding", "content-length", "upgrade", "connection", "te", "expect")
+)
+"""Headers that change how a request is framed or turn it into another protocol."""
+
+
 def header(value: str) -> bool:
+    """A header a read may send: not one from a file (`@FILE`: lines the check cannot see),
+    nor one that overrides the method or changes the request's framing."""
     name = value.partition(":")[0].strip().lower()
-    return value.isprintable() and "method" not in name and "override" not in name
+    return (
+        value.isprintable()
+        and not value.lstrip().startswith("@")
+        and "method" not in name
+        and "override" not in name
+        and name not in _FRAMING
+    )
 
 
 def write_out(value: str) -> bool:

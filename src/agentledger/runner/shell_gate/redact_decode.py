@@ -35,7 +35,8 @@ _VALUE = (
     r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z))"
     r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s,;'\"}&<]+))"
 )
-# (kind, pattern, flags: i = ignore case, s = dot matches newline, m = multiline)
+# (kind, pattern, flags: i = ignore case, s = dot matches newline, m = multiline; y = only where
+# a line ends in a YAML block indicator, c = only where a word of the pattern ends a CSV field)
 CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # DB_PASS=, MYSQL_ROOT_PW=, pass:, psk=, adminPass: (a separator or a capital before
     # the word: `compass: north` and `bypass=1` are not passwords). One rule per word, so
@@ -55,7 +56,56 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         r"\s+password\s+(?P<secret>\S+)",
         "m",
     ),
-    ("pgpass", r"^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:(?P<secret>\S+)$", "m"),
+    (
+        "pgpass",
+        r"^(?:\[[0-9A-Fa-f:.]+\]|[^:\s#]+):(?:\d+|\*):[^:\s]+:[^:\s]+:(?P<secret>\S+)$",
+        "m",
+    ),
+    # a name and its value given apart: a container's env (`- name: DB_PASSWORD` then
+    # `value: X`, or as JSON), `<add key="SmtpPassword" value="X"/>`
+    (
+        "password-assignment",
+        r"\b(?:name|key)[\"']?\s*[:=]\s*[\"']?[\w.-]*"
+        r"(?:pass|pwd|secret|token|credential|_key|session|auth)"
+        r"[\w.-]*[\"']?[\s,]*[\"']?value[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<secret>(?!\$\{|\{\{)[^\s\"',}<]+)",
+        "i",
+    ),
+    # a secret's name and value as two quoted arguments: define('DB_PASSWORD', 'X')
+    (
+        "password-assignment",
+        r"[\"'][\w.-]*(?:pass|pwd|secret|token|key|salt)[\w.-]*[\"']\s*,\s*[\"']"
+        r"(?P<secret>(?!\$\{|\{\{)[^\"'\n]{4,})[\"']",
+        "i",
+    ),
+    # a variable named *_KEY holding a key-like value: SUPABASE_KEY=..., APP_KEY=base64:...
+    (
+        "secret-assignment",
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]+[_.-](?i:key)[\"']?\s*(?::=|=>|[:=])\s*[\"']?"
+        r"(?P<secret>(?!/)(?=[^\s\"']*[0-9])(?=[^\s\"']*[A-Za-z])[A-Za-z0-9+/=:_.-]{16,})",
+        "",
+    ),
+    # npm's `_auth=` and `_authToken=` (base64 of user:password, or a token)
+    ("npm-auth", r"(?<![A-Za-z0-9])_auth(?:token)?\s*=\s*(?P<secret>\S+)", "i"),
+    # password hashes: crypt(3) ($1$, $2b$, $5$, $6$, $y$) and LDAP's {SSHA}
+    (
+        "password-hash",
+        r"(?P<secret>\$(?:1|2[abxy]|5|6|y|gy|7|apr1)\$[./A-Za-z0-9$,=]{20,})",
+        "",
+    ),
+    # a secret's name, a blank, its value (`TWILIO_AUTH_TOKEN 4001...`), or URL-encoded
+    (
+        "secret-assignment",
+        r"\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|_KEY)[ \t]+"
+        r"(?P<secret>(?=[A-Za-z0-9+/=_-]*[0-9])[A-Za-z0-9+/=_-]{16,})",
+        "",
+    ),
+    ("secret-assignment", r"(?:pass(?:word)?|pwd|secret|token)%3D(?P<secret>[^%&\s]+)", "i"),
+    (
+        "password-hash",
+        r"\{(?:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*)\}(?P<secret>[A-Za-z0-9+/=$.]{16,})",
+        "i",
+    ),
     (
         "xml-password",
         r"<(?P<tag>[\w:.-]*(?:pass|pwd|secret|token|apikey|api_key|credential)[\w.-]*)(?:\s[^>]*)?>"
@@ -67,7 +117,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         "password-assignment",
         r"(?:pass|pwd|secret|token|api_?key)[\w.-]*[\"']?\s*:\s*[|>][-+0-9]*[ \t]*\n[ \t]+"
         r"(?P<secret>\S[^\n]*)",
-        "i",
+        "iy",
     ),
     (
         # a CSV row: `db_password,VALUE,` (a value of letters and digits or signs: a count or
@@ -75,7 +125,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         "password-assignment",
         r"(?:pass|pwd|secret|token)[\w.]*,"
         r"(?P<secret>(?=[^\s,]*[A-Za-z])(?=[^\s,]*[0-9!@#$%^&*<>?;:=])[^\s,]{6,}),",
-        "i",
+        "ic",
     ),
     (
         "xml-password",
@@ -127,6 +177,28 @@ TOKEN_RULES: tuple[tuple[str, str, str], ...] = (
     ("huggingface-token", r"\b(?P<secret>api_org_[A-Za-z0-9]{34})\b", ""),
     ("openai-key", r"\b(?P<secret>sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})\b", ""),
     ("gitlab-token", r"\b(?P<secret>glrt-[A-Za-z0-9_-]{20,})", ""),
+    (
+        "vault-token",
+        r"\b(?P<secret>s\.(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[0-9])[A-Za-z0-9]{24})\b",
+        "",
+    ),
+    # A token of a kind not named above: a short lower-case prefix (`ntn_`, `pplx-`, `r8_`,
+    # `tskey-auth-`), then 30 or more characters mixing upper and lower case and digits, or
+    # 32 or more hex digits after `_` (`sbp_`, `bkua_`). Hex after `-` is not one (systemd's
+    # `docker-<id>.scope`), nor a run with no capital (a pod's name).
+    (
+        "prefixed-token",
+        r"(?<![\w+/=.-])(?P<secret>[a-z][a-z0-9]{1,7}(?:[_-][a-z0-9]{2,6})?[_-]"
+        r"(?=[A-Za-z0-9_-]{0,80}[A-Z])(?=[A-Za-z0-9_-]{0,80}[a-z])(?=[A-Za-z0-9_-]{0,80}[0-9])"
+        r"[A-Za-z0-9][A-Za-z0-9_-]{29,})(?![\w+/=.-])",
+        "",
+    ),
+    (
+        "prefixed-token",
+        r"(?<![\w+/=.-])(?P<secret>[a-z][a-z0-9]{1,7}(?:_[a-z0-9]{2,6})?_[a-f0-9]{32,}"
+        r"(?:_[a-f0-9]{6,})?)(?![\w+/=.-])",
+        "",
+    ),
 )
 
 
@@ -155,6 +227,9 @@ _LINE_RUN = _Lazy(
     r"(?m)(?:^[ \t]*[A-Za-z0-9+/=._-]{16,}[ \t]*\n){2,}^[ \t]*[A-Za-z0-9+/=._-]+[ \t]*$"
 )
 _DUMP_LINE = _Lazy(r"(?m)^[0-9a-fA-F]{7,8}:?\s+((?:[0-9a-fA-F]{2,4}\s){1,16})\s*(?:\|.*\||\S.*)?$")
+_OD_LINE = _Lazy(r"[ \t]*(?:[0-7]{7}[ \t]+)?((?:[0-9a-fA-F]{2}[ \t]+){3,31}[0-9a-fA-F]{2})[ \t]*")
+"""`od -An -tx1` and `od -tx1` lines: bytes as pairs of hex digits."""
+_BASE32 = _Lazy(r"(?:[A-Z2-7]{8})+(?:[A-Z2-7]{2,7}=*)?")
 _KEY_LINE = _Lazy(r"[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{76}")
 _PUBLIC_DER = (b"\x30\x82", b"\x30\x81")
 # Prefilters, without a regular expression: every match of _TOKEN is a run of SHORTEST_TOKEN
@@ -168,7 +243,7 @@ _HEX_RUNS = str.maketrans(_HEX_DIGITS, "a" * len(_HEX_DIGITS))
 
 def _may_dump(text: str) -> bool:
     hexes = text.translate(_HEX_RUNS)
-    return hexes.startswith("a" * 7) or "\n" + "a" * 7 in hexes
+    return hexes.startswith("a" * 7) or "\n" + "a" * 7 in hexes or " aa aa aa aa" in hexes
 
 
 def rescan_lines(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
@@ -244,6 +319,12 @@ def _holds_secret(decoded: str, redact: Callable[[str], str]) -> bool:
 def _tokens(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
+        if len(token) % 8 == 0 and _BASE32.get().fullmatch(token):
+            import base64
+
+            decoded = _text(base64.b32decode(token))
+            if decoded is not None and _holds_secret(decoded, redact):
+                return marker("encoded-secret", token)
         if _HEX.get().fullmatch(token):
             decoded = _text(binascii.unhexlify(token))
         elif _BASE64.get().fullmatch(token):
@@ -301,7 +382,9 @@ def _indent(line: str) -> int:
 
 def _dumps(text: str, redact: Callable[[str], str], marker: Callable[[str, str], str]) -> str:
     """`xxd` and `hexdump -C` output: the bytes of consecutive dump lines, decoded."""
-    if not _DUMP_LINE.get().search(text):
+    if not _DUMP_LINE.get().search(text) and not any(
+        _OD_LINE.get().fullmatch(line) for line in text.split("\n")
+    ):
         return text
     lines = text.split("\n")
     out: list[str] = []
@@ -310,7 +393,7 @@ def _dumps(text: str, redact: Callable[[str], str], marker: Callable[[str, str],
         start = index
         data = bytearray()
         while index < len(lines):
-            match = _DUMP_LINE.get().match(lines[index])
+            match = _OD_LINE.get().fullmatch(lines[index]) or _DUMP_LINE.get().match(lines[index])
             if match is None:
                 break
             try:

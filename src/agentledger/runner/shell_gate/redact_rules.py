@@ -20,19 +20,28 @@ _SECRET_WORDS = (
 _WORD = r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"])(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s'\"])*"
 _VALUE = r"(?P<secret>(?!-)" + _WORD + ")"
 _QUOTED_OR_WORD = r"(?P<secret>" + _WORD + ")"
-_LINE = r"[^\n|;&]*?"
 _NOT_PLACEHOLDER = r"(?!\$[({A-Za-z_0-9]|<|\[|X{6,}(?![A-Za-z0-9]))"
 """Not a variable (`$2`, `${P}`, `$(cmd)`), a `<placeholder>`, `[PASSWORD]` or `XXXXXX`."""
-_COMMAND_LINE = r"(?:[^\n|;&]|\\\r?\n)*?"
-"""A command's words up to a pipe or a list, its `\\<newline>` continuations included."""
+_COMMAND_LINE = r"(?:[^\n|;&]|\\\r?\n)"
+"""A character of a command's words up to a pipe or a list, `\\<newline>` continuations
+included."""
+
+
+def _command(tools: str, span: str = r"[^\n|;&]") -> str:
+    """One of `tools` (an alternation) and its words up to the option that follows: never
+    past another of `tools`, so that a line of many (`https://u:p@` a thousand times) is
+    searched in linear time, not from each to the line's end."""
+    return r"\b(?:" + tools + r")\b(?:(?!\b(?:" + tools + r")\b)" + span + r")*?"
+
 
 # (kind, pattern, flags: i = ignore case, s = dot matches newline). Order matters: blocks and
 # contexts first, so that a key inside them is reported with its context.
 OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "private-key",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<secret>.*?)"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        # any armored block whose label says private or secret, OpenVPN's static keys too
+        r"-----BEGIN (?P<label>[A-Za-z0-9 ]*(?:PRIVATE KEY(?: BLOCK)?|SECRET KEY|PGP MESSAGE|"
+        r"[Ss]tatic [Kk]ey V\d))-----(?P<secret>.*?)(?:-----END (?P=label)-----|\Z)",
         "s",
     ),
     (
@@ -43,11 +52,13 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ),
     ("private-key", r"PuTTY-User-Key-File-\d+:(?P<secret>.*?)(?:Private-MAC: \S+|\Z)", "s"),
     ("age-secret-key", r"(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{50,})", ""),
-    ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:@'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
+    # the user may hold an `@` (`smtp://alerts@corp.example:PASS@host`)
+    ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s/:'\"]*:(?P<secret>[^\s@/'\"]+)@", "i"),
+    # a key as a URL's user (a Sentry DSN, `https://TOKEN@git.example`)
+    ("url-token", r"\b[a-z][a-z0-9+.-]*://(?P<secret>[A-Za-z0-9_-]{24,})@", "i"),
     (
         "basic-auth",
-        r"\b(?:curl|wget|http|https|xh|grpcurl)\b"
-        + _COMMAND_LINE
+        _command("curl|wget|http|https|xh|grpcurl", _COMMAND_LINE)
         + r"\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)?['\"]?[^\s:'\"]*['\"]?:['\"]?"
         r"(?P<secret>" + _NOT_PLACEHOLDER + r"[^\s'\"]+)",
         "",
@@ -55,8 +66,7 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
         # `-u "secret:"`: a token given as the user, the password left empty (gitleaks)
         "basic-auth",
-        r"\b(?:curl|wget|http|https|xh|grpcurl)\b"
-        + _COMMAND_LINE
+        _command("curl|wget|http|https|xh|grpcurl", _COMMAND_LINE)
         + r"\s(?:-u|--user)(?:\s+|=)?(?P<q>['\"])(?P<secret>[^\s:'\"]{6,}):(?P=q)",
         "",
     ),
@@ -81,13 +91,12 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
         "i",
     ),
     ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
-    ("cookie", r"\bcurl\b" + _LINE + r"\s(?:-b|--cookie)(?:\s+|=)" + _QUOTED_OR_WORD, ""),
+    ("cookie", _command("curl") + r"\s(?:-b|--cookie)(?:\s+|=)" + _QUOTED_OR_WORD, ""),
     ("docker-auth", r"\"(?:auth|identitytoken|registrytoken)\"\s*:\s*\"(?P<secret>[^\"]+)\"", ""),
     ("openssl-pass", r"\bpass:(?P<secret>[^\s'\"]+)", ""),
     (
         "password-flag",
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az|cf)\b"
-        + _LINE
+        _command("docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az|cf")
         + r"\s(?:-p|--password|--secret)(?:\s+|=)"
         + _QUOTED_OR_WORD,
         "",
@@ -95,23 +104,22 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("password-flag", r"\bsshpass\b(?:\s+-[a-oq-z]\S*)*\s+-p\s*" + _QUOTED_OR_WORD, ""),
     (
         "password-flag",
-        r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlcheck)\b"
-        + _LINE
+        _command("mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlcheck")
         + r"\s-p(?P<secret>[^\s'\"]+)",
         "",
     ),
     (
         "password-flag",
-        r"\b(?:mongo|mongosh|mongodump|mongorestore)\b" + _LINE + r"\s-p\s+" + _QUOTED_OR_WORD,
+        _command("mongo|mongosh|mongodump|mongorestore") + r"\s-p\s+" + _QUOTED_OR_WORD,
         "",
     ),
-    ("password-flag", r"\bredis-cli\b" + _LINE + r"\s(?:-a|--pass)\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\bldap[a-z]*\b" + _LINE + r"\s-w\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\b(?:zip|unzip)\b" + _LINE + r"\s-P\s+" + _QUOTED_OR_WORD, ""),
-    ("password-flag", r"\b7za?\b" + _LINE + r"\s-p(?P<secret>[^\s'\"]+)", ""),
+    ("password-flag", _command("redis-cli") + r"\s(?:-a|--pass)\s+" + _QUOTED_OR_WORD, ""),
+    ("password-flag", _command("ldap[a-z]*") + r"\s-w\s*" + _QUOTED_OR_WORD, ""),
+    ("password-flag", _command("zip|unzip") + r"\s-P\s+" + _QUOTED_OR_WORD, ""),
+    ("password-flag", _command("7za?") + r"\s-p(?P<secret>[^\s'\"]+)", ""),
     (
         "password-flag",
-        r"\bsmbclient\b" + _LINE + r"\s-U\s*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)",
+        _command("smbclient") + r"\s-U\s*['\"]?[^\s%'\"]+%(?P<secret>[^\s'\"]+)",
         "",
     ),
     ("password-flag", r"(?<![\w-])-(?:src|dest|new)?(?:store|key)pass\s+" + _QUOTED_OR_WORD, ""),
