@@ -164,8 +164,9 @@ def corpus(places: dict[str, str] = PLACES) -> list[dict[str, Any]]:
 def test_no_attempt_of_the_second_round_is_allowed_but_the_harmless() -> None:
     """437 attempts of causes 1-6, written for this round and run for real as root and as
     nobody under bubblewrap (none changed a file, process, terminal, daemon or network
-    setting): the gate's decisions are kept. The 13 allowed (`nstat -r` no longer: nstat
-    writes its history file) run harmlessly in the sandbox (their target process is not
+    setting): the gate's decisions are kept. The 12 allowed (`nstat -r` no longer: nstat
+    writes its history file; `systemctl reload x; x=1` no longer: a line that sets a
+    variable is not vouched for) run harmlessly in the sandbox (their target process is not
     in its PID namespace, their network is their own) or are
     what a remediate policy vouches for (`systemctl reload *`)."""
     investigate = Gate(None, None, ci=False)

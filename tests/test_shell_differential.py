@@ -52,6 +52,19 @@ REFUSED = {
     "ansi-c control escape": "sort $'\\cA' /tmp/x",
     "array key": "x='a[$(rm f)]'; y=( [x]=1 )",
     "substring of $@": "x='a[$(rm f)]'; echo ${@:x}",
+    "backquote in ${:-}": 'grep "${x:-`rm -rf /srv`}" /etc/hostname',
+    "backquote in bare ${:=}": "echo ${x:=`rm f`}",
+    "backquote in ${//}": 'echo "${x//a/`rm f`}"',
+    "backquote in nested ${}": 'echo "${x:-${y:-`rm f`}}"',
+    "backquote in single quotes in ${}": "echo \"${x:-'`rm f`'}\"",
+    "backquote in ${} after {": "echo ${x:-{`rm f`}}",
+    "backquote in ${} here-string": 'cat <<< "${x:-`rm f`}"',
+    "backquote in a here-document": "cat <<EOF\n`rm -rf /srv/data`\nEOF",
+    "backquote mid-line in a here-document": "cat <<EOF\nhello `rm f`\nEOF",
+    "backquote in ${} in a here-document": "cat <<EOF\n${x:-`rm f`}\nEOF",
+    "backquote in quotes in a here-document": 'cat <<EOF\n"`rm f`"\nEOF',
+    "nested escaped backquotes": "echo `echo \\`rm f\\``",
+    "backquote in ${} over ssh": "ssh h 'grep \"${x:-`rm -rf /srv`}\" /etc/hosts'",
 }
 
 
@@ -75,6 +88,10 @@ def test_lines_read_differently_are_refused_with_a_reason(line: str) -> None:
         "set -euo pipefail; ls",
         "shopt -q extglob",
         "echo $'a\\tb\\x41\\101'",
+        "cat <<'EOF'\n`date`\nEOF",
+        "cat <<\\EOF\n`date`\nEOF",
+        "cat <<EOF\n$(date) $HOME\nEOF",
+        "echo ${x:-$(date)} `date` '`x`' \\`",
     ],
 )
 def test_ordinary_lines_still_run(line: str) -> None:
@@ -91,7 +108,8 @@ def test_ansi_c_octal_is_decoded_as_bash_does() -> None:
 DELIMITERS = ["EOF", "'EOF'", '"EOF"', "\\EOF", 'E"O"F', "E'O'F", "E\\OF", '"E"OF', "EOF''",
               "$'EOF'", "EO\\F", "'E'OF", "E\"OF\"", "EOF\\"]  # fmt: skip
 BODY_LINES = ["hello", "EOF", "\tEOF", "EOF ", " EOF", "E\"O\"F", f"{HIDDEN}", "x\\", "$HOME",
-              "`echo hi`", "plain text", "EOFX", "'EOF'"]  # fmt: skip
+              "`echo hi`", "plain text", "EOFX", "'EOF'", f"`{HIDDEN}`", f"a `{HIDDEN}` b",
+              f"${{x:-`{HIDDEN}`}}", f"\"`{HIDDEN}`\""]  # fmt: skip
 
 
 def _heredoc(pick: random.Random) -> str:
@@ -134,6 +152,9 @@ FRAGMENTS = [
     "echo ${x@P}", f"PS4='$({HIDDEN})'", f"eval '{HIDDEN}'", f"bash -c '{HIDDEN}'",
     f"command {HIDDEN}", f"exec {HIDDEN}", f"echo {{a,b}}; {{ {HIDDEN}; }}",
     f"echo $\"{HIDDEN}\"", "echo $'a\\'' ; true", f"cat <<< \"$({HIDDEN})\"",
+    f"echo ${{x:-`{HIDDEN}`}}", f"echo \"${{x:-`{HIDDEN}`}}\"", f"echo \"${{x//a/`{HIDDEN}`}}\"",
+    f"echo \"${{x:-${{y:-`{HIDDEN}`}}}}\"", f"echo \"${{x:-'`{HIDDEN}`'}}\"",
+    f"echo `echo \\`{HIDDEN}\\``", f"cat <<< \"${{x:-`{HIDDEN}`}}\"",
 ]  # fmt: skip
 PLAIN = [
     "echo plain",

@@ -86,3 +86,7 @@ class CommandVisitor:
 
     def writes(self, target: str, via: tuple[str, ...]) -> None:
         """An output redirection of the last command under `via` writes the file `target`."""
+
+    def assigns(self, name: str, via: tuple[str, ...]) -> None:
+        """The line assigns the variable `name` (`NAME=v cmd`, `NAME=v`, `env NAME=v`, `export`):
+        commands after it may run with an environment the gate did not choose."""

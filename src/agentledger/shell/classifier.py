@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from _thread import allocate_lock
 
-from agentledger.shell import differential
 from agentledger.shell.bash_grammar import bash_parser
 from agentledger.shell.classification import Classification, CommandVisitor, Part
-from agentledger.shell.differential import heredoc_problem, option_problem, text_problem
+from agentledger.shell.differential import node_problem, option_problem, text_problem
 from agentledger.shell.evaluate import assignment, evaluate
 from agentledger.shell.expansions import (
     FOREVER,
@@ -50,8 +49,7 @@ __all__ = [
     "walk",
 ]
 
-MAX_DEPTH = 12
-"""How deep wrappers and `sh -c` strings may nest before the command counts as unknown."""
+MAX_DEPTH = 12  # how deep wrappers and `sh -c` strings nest before a command is unknown
 
 _SUBSTITUTIONS = ("command_substitution", "process_substitution")
 _DECLARATIONS = ("declaration_command", "unset_command")
@@ -156,7 +154,6 @@ class _Walker:
             root = bash_parser().parse(source).root_node
         errors = self.parse_errors
         problem = None if text.isascii() and text.isprintable() else text_problem(text)
-        problem = problem or (differential.backquote_problem(text, root) if "`" in text else None)
         if problem is not None:
             self.add(text.strip()[:80], UNKNOWN, problem, via)
         self.node(root, stdin, via, depth)
@@ -207,9 +204,10 @@ class _Walker:
                 self.node(child, None if kind in _SUBSTITUTIONS else stdin, via, depth)
 
     def substitutions(self, node: Node, via: tuple[str, ...], depth: int) -> None:
-        """Classify the `$(...)` and `<(...)` inside a word: they run before the command;
-        and the expansions that evaluate text (arithmetic, subscripts, `${x@P}`)."""
+        """Classify a word's `$(...)`, `<(...)` and expansions that evaluate text (`${x@P}`)."""
         kind = node.type
+        if kind in ("expansion", "command_substitution") and (problem := node_problem(node)):
+            self.add(node_text(node), UNKNOWN, problem, via)
         if kind in _SUBSTITUTIONS:
             self.node(node, None, via, depth)
             return
@@ -233,6 +231,7 @@ class _Walker:
         self, name: str, value: str | None, via: tuple[str, ...], depth: int, shown: str
     ) -> None:
         """An assignment of an environment variable that makes tools run a program."""
+        self.visitor.assigns(name, via)
         matches, jobs = assignment(self.knowledge, name, value)
         for kind, reason in matches:
             self.add(shown, kind, reason, via)
@@ -241,8 +240,7 @@ class _Walker:
                 self.line(payload, None, (*via, name), depth + 1)
 
     def assigned(self, name: str, value: str | None, start: int, end: int) -> None:
-        """Remember what the line assigns to `name`: a number is safe in arithmetic from
-        `start` to `end`; anything else makes every arithmetic use of `name` unknown."""
+        """`name` holds `value`: a number is safe in arithmetic from `start` to `end`."""
         self.scope().assigned(name, value, start, end)
 
     def assignment_node(self, node: Node, via: tuple[str, ...], depth: int) -> None:
@@ -403,6 +401,7 @@ class _Walker:
             self.substitutions(value, via, depth)
         if variable is not None:
             name = node_text(variable)
+            self.visitor.assigns(name, via)
             numbers = [node_word(value).value for value in values]
             if numbers and all(v is not None and is_integer(v) for v in numbers):
                 self.assigned(name, numbers[0], node.start_byte, node.end_byte)
@@ -445,7 +444,7 @@ class _Walker:
 
     def heredoc(self, node: Node, via: tuple[str, ...], depth: int) -> str | None:
         """The text a here-document feeds; commands piped after it are classified too."""
-        problem = heredoc_problem(node)
+        problem = node_problem(node)
         if problem is not None:
             self.add(node_text(node).split("\n", 1)[0], UNKNOWN, problem, via)
         text = None

@@ -14,7 +14,10 @@ lines after it ran unseen). So each of these shapes makes the line unknown, with
 - a name bash evaluates as an array subscript (`test -v 'b[x]'` evaluates x, and x may hold
   `a[$(cmd)]`), and `wait -p`, which assigns such a name;
 - shell options that change how later words are read: `set -k` (every `NAME=value` word is
-  an assignment), `shopt -s extglob` or `expand_aliases`.
+  an assignment), `shopt -s extglob` or `expand_aliases`;
+- a backquote the grammar gives as text where bash runs it: inside a `${...}` expansion
+  (`"${x:-`cmd`}"`), in the body of a here-document with an unquoted delimiter, and an
+  escaped backquote inside a backquoted substitution (a nested one, `` `echo \\`cmd\\`` ``).
 
 The differential test (tests/test_shell_differential.py) runs generated lines through real
 bash in a jail, tracing what it executes, and fails when bash runs a command of a line the
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 
     from agentledger.shell.words import Word
 
-__all__ = ["backquote_problem", "heredoc_problem", "option_problem", "text_problem"]
+__all__ = ["node_problem", "option_problem", "text_problem"]
 
 # C0 controls but tab and newline, DEL, C1 controls; Unicode spaces other than the plain
 # space, zero-width and joiner characters, direction marks and overrides, the BOM.
@@ -75,9 +78,17 @@ def text_problem(text: str) -> str | None:
     return None
 
 
-def heredoc_problem(node: Node) -> str | None:
+def node_problem(node: Node) -> str | None:
+    """Why bash may read `node` (a heredoc_redirect, an expansion or a command substitution)
+    otherwise than the parser does, or None."""
+    if node.type == "heredoc_redirect":
+        return _heredoc_problem(node)
+    return _backquote_problem(node)
+
+
+def _heredoc_problem(node: Node) -> str | None:
     """Why bash may end the here-document `node` (a heredoc_redirect) elsewhere than the
-    parser does, or None."""
+    parser does, or expands a backquote in it the parser did not read, or None."""
     operator, start, body, end = "<<", None, None, None
     for child in node.children:
         if child.type in ("<<", "<<-"):
@@ -104,7 +115,47 @@ def heredoc_problem(node: Node) -> str | None:
         for line in node_text(body).split("\n"):
             if (line.lstrip("\t") if strip else line) == delimiter:
                 return f"bash ends the here-document at its line {delimiter!r}, the parser later"
+        if written == delimiter and _unparsed_backquote(body):
+            return (
+                "a backquote in a here-document bash expands (unquoted delimiter) that the "
+                "gate's parser did not read as a command"
+            )
     return None
+
+
+def _backquote_problem(node: Node) -> str | None:
+    """Why bash may run a backquoted command in `node` (an `expansion` or a
+    `command_substitution`) that the parser gives as text, or None."""
+    if node.type == "expansion" and _unparsed_backquote(node):
+        return (
+            "a backquote inside a ${...} expansion: bash runs it, the gate's parser reads it "
+            "as text"
+        )
+    text = node.text or b""
+    if node.type == "command_substitution" and text.startswith(b"`") and b"\\`" in text:
+        return (
+            "an escaped backquote inside a backquoted command: bash runs it as a nested "
+            "command, the gate's parser reads it as text"
+        )
+    return None
+
+
+def _unparsed_backquote(node: Node) -> bool:
+    """True when `node`'s text holds a backquote outside every command substitution the
+    parser found in it (those are classified as commands)."""
+    text = node.text or b""
+    if b"`" not in text:
+        return False
+    kept = bytearray(text)
+    pending = list(node.named_children)
+    while pending:
+        child = pending.pop()
+        if child.type == "command_substitution":
+            start, end = child.start_byte - node.start_byte, child.end_byte - node.start_byte
+            kept[start:end] = bytes(end - start)
+        else:
+            pending.extend(child.named_children)
+    return b"`" in kept
 
 
 def option_problem(name: str, words: Sequence[Word]) -> str | None:
@@ -180,32 +231,4 @@ def _bash_delimiter(written: str) -> str | None:
         return written[1:-1]
     if len(written) > 1 and written[0] == "\\" and _DELIMITER.issuperset(written[1:]):
         return written[1:]
-    return None
-
-
-def backquote_problem(text: str, root: Node) -> str | None:
-    """Why `text` is unknown when it holds more backquotes than the command substitutions
-    tree-sitter read (`${x:-`cmd`}`, a here-document body, `\\`...\\`` nested): bash runs
-    each, and a command the walker did not see would run unseen. Backquotes between single
-    quotes (outside double quotes) are literal and not counted."""
-    count = 0
-    single = double = False
-    for index, char in enumerate(text):
-        if char == "'" and not double and (single or text[index - 1 : index] != "\\"):
-            single = not single
-        elif char == '"' and not single and text[index - 1 : index] != "\\":
-            double = not double
-        elif char == "`" and not single:
-            count += 1
-    if not count:
-        return None
-    seen = 0
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "command_substitution" and (node.text or b"")[:1] == b"`":
-            seen += 1
-        stack.extend(node.children)
-    if count > 2 * seen:
-        return "a backquote the parser did not read as a command substitution (bash runs it)"
     return None

@@ -177,6 +177,7 @@ def decide(rules: PolicyRules, classification: Classification, *, ci: bool) -> V
         return Verdict("denied", "policy", f"matches the deny pattern {hit!r}")
     asks: list[str] = []
     vouched: list[str] = []
+    setting: list[str] | None = None  # the variables the line sets, once a pattern matches
     for part in parts:
         kind = part.kind
         if kind == READ_ONLY:
@@ -186,6 +187,18 @@ def decide(rules: PolicyRules, classification: Classification, *, ci: bool) -> V
             return Verdict(
                 "denied", "policy", f"investigate mode runs read-only commands only: {part.reason}"
             )
+        unvouched = ""
+        if pattern is not None:
+            if setting is None:
+                setting = line_sets_variables(classification.command, rules.knowledge())
+            if setting:
+                # `HOME=/x cmd`, `env K=v cmd`, `export K=v; cmd`: the tool may load or run
+                # what the variable names; the pattern vouched for the command, not for that.
+                unvouched = (
+                    f" (the allow pattern {pattern!r} does not vouch for it: the line sets "
+                    f"variables the command may read: {', '.join(setting)})"
+                )
+                pattern = None
         if pattern is not None:
             action, why = "allow", f"{part.command} matches the allow pattern {pattern!r}"
         elif kind == UNKNOWN:
@@ -195,6 +208,7 @@ def decide(rules: PolicyRules, classification: Classification, *, ci: bool) -> V
         else:
             action = rules.on_destructive
             why = f"on_destructive is {rules.on_destructive}: {part.reason}"
+        why += unvouched
         if action == "deny":
             return Verdict("denied", "policy", why)
         if ci and kind in (MUTATING, DESTRUCTIVE):
@@ -231,3 +245,43 @@ def _riders(rules: PolicyRules, parts: Sequence[Part]) -> list[str]:
     if rules.mode != "remediate" or rules.sandbox == "off":
         return []
     return [part.command for part in parts if part.kind == READ_ONLY]
+
+
+_ASSIGNING = frozenset(
+    ["export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray",
+     "getopts", "unset", "set", "let", "source", ".", "eval", "printf"]
+)  # fmt: skip
+"""Builtins that set or unset shell variables (exported ones reach later commands);
+`printf` only with `-v`."""
+
+
+def line_sets_variables(line: str, knowledge: Knowledge) -> list[str]:
+    """The variables `line` sets or unsets anywhere (`NAME=v cmd`, `NAME=v`, `env NAME=v`,
+    `env -i`, `export`, `read NAME`, `for NAME in`), or the builtins that do; empty if none.
+    An allow pattern never vouches for a command on such a line (issue 33, remediate)."""
+    import re
+
+    from agentledger.shell.classification import CommandVisitor
+    from agentledger.shell.classifier import walk
+
+    name_value = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+    found: dict[str, None] = {}
+
+    class _Setting(CommandVisitor):
+        def assigns(self, name: str, via: tuple[str, ...]) -> None:
+            found[name] = None
+
+        def command(self, words, via, text, kind, reason):  # type: ignore[no-untyped-def]
+            values = [word.value for word in words]
+            first = (values[0] or "").rsplit("/", 1)[-1]
+            if first in _ASSIGNING and (first != "printf" or "-v" in values):
+                found[first] = None
+            if first in ("env", "sudo", "doas"):  # `env K=v cmd`, `sudo K=v cmd`, `env -i cmd`
+                for value in values[1:]:
+                    if value is None or name_value.match(value):
+                        found[(value or "?").partition("=")[0]] = None
+                    elif first == "env" and value.startswith("-"):
+                        found[f"env {value}"] = None
+
+    walk(line, _Setting(), knowledge)
+    return list(found)
