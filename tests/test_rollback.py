@@ -188,3 +188,26 @@ def test_writing_to_a_rolled_back_ledger_is_refused_until_the_rollback_is_accept
     code, out, err = run(*writers[0], "--ledger", root)
     assert code == 0 and "Warning" not in err, (out, err)
     assert run("verify", "--ledger", root)[0] == 0
+
+
+def test_a_ledger_path_that_is_a_link_switched_to_an_older_copy_is_reported(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    """``/srv/ledger -> ledger-v2`` switched back to ``-> ledger-v1``: the head is noted for
+    the path as given as well as the real one, so the older copy is that ledger gone back."""
+    run_id = write_run()
+    older = tmp_path / "older"
+    shutil.copytree(ledger.root, older)
+    write_run("use_case_f")
+    link = tmp_path / "current"
+    link.symlink_to(ledger.root)
+    code, _out, err = run("verify", "--ledger", str(link))
+    assert code == 0, err
+    link.unlink()
+    link.symlink_to(older)
+    code, out, _err = run("verify", "--ledger", str(link))
+    assert code == 3 and "rollback" in out
+    code, _out, err = run(
+        "label", run_id, "--verdict", "safe", "--by", "eve", "--reason", "z", "--ledger", str(link)
+    )
+    assert code == 3 and "refused to write" in err
