@@ -98,6 +98,20 @@ def test_a_deleted_journal_is_an_integrity_failure_never_a_fresh_start(
     assert not (ledger.root / segment_key(1)).exists()  # nothing re-anchored
 
 
+def test_a_journal_deleted_with_its_mark_is_refused_where_it_was_seen_nothing_written(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    write_run()
+    ledger.close()
+    assert run("verify", "--ledger", str(ledger.root))[0] == 0  # this machine saw its head
+    shutil.rmtree(ledger.root / "journal")
+    (ledger.root / "journal.started").unlink()
+    for command in (["verify"], ["runs"]):
+        code, _out, err = run(*command, "--ledger", str(ledger.root))
+        assert code == 3 and "this machine saw it at" in err, (command, err)
+    assert not (ledger.root / segment_key(1)).exists()  # verify anchored nothing anew
+
+
 def test_a_deleted_journal_is_caught_on_a_machine_that_never_saw_the_ledger(
     ledger: Ledger, write_run: WriteRun, tmp_path: Path
 ) -> None:

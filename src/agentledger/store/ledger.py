@@ -15,7 +15,6 @@ from agentledger.errors import (
     IndexUnusableError,
     IndexVersionError,
     InputError,
-    IntegrityError,
     LedgerNotFoundError,
     RecordError,
     RunExistsError,
@@ -53,9 +52,10 @@ from agentledger.store.seen_heads import (
     forget_seen_head,
     note_head,
     read_seen_head,
+    refuse_missing_journal,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.storage.journal import Checkpoint, run_entry, run_intent, segment_key
+from agentledger.store.storage.journal import Checkpoint, run_entry, run_intent
 from agentledger.store.writer import (
     METADATA,
     SUMMARY,
@@ -279,13 +279,8 @@ class Ledger:
             # A storage that lives as long as this process (memory) outlives no directory.
             lasting = storage.shared_between_processes
             marked = lasting and (root / JOURNAL_MARK).exists()
-            if marked and not storage.journal.started():
-                raise IntegrityError(
-                    f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
-                    f"gone) though {JOURNAL_MARK} says the ledger has one: deleted, or the "
-                    "ledger was replaced. This is never a fresh start: restore journal/ from "
-                    "a copy"
-                )
+            if not storage.journal.started():
+                refuse_missing_journal(root, storage, JOURNAL_MARK if marked else None)
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
             if lasting and not marked:
                 _mark_journal(root)

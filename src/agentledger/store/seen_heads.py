@@ -44,6 +44,7 @@ __all__ = [
     "forget_seen_head",
     "note_head",
     "read_seen_head",
+    "refuse_missing_journal",
     "state_dir",
 ]
 
@@ -236,3 +237,25 @@ def forget_seen_head(root: Path, storage: StorageBackend) -> Checkpoint | None:
         else:
             _write(location, head)
     return head
+
+
+def refuse_missing_journal(root: Path, storage: StorageBackend, mark: str | None) -> None:
+    """IntegrityError when a ledger without a journal had one: its `mark` file says so
+    (`journal.started`), or this machine saw its head. Never a fresh start (an older ledger
+    anchored anew), and nothing is written: not even by `verify`."""
+    from agentledger.store.storage.journal import segment_key
+
+    if mark is not None:
+        raise IntegrityError(
+            f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
+            f"gone) though {mark} says the ledger has one: deleted, or the "
+            "ledger was replaced. This is never a fresh start: restore journal/ from "
+            "a copy"
+        )
+    seen = read_seen_head(root, storage)
+    if seen is not None:
+        raise IntegrityError(
+            f"{root}: the journal is missing, though this machine saw it at {seen.head}: "
+            "deleted, or the ledger was replaced. This is never a fresh start, and nothing "
+            "was written: restore journal/ from a copy"
+        )
