@@ -42,8 +42,11 @@ demo: $(STAMP) scan
 	@echo "(agentledger is installed in $(VENV): run 'source $(BIN)/activate' to use it directly;"
 	@echo " 'export AGENTLEDGER_DIR=agentledger-demo' makes the docs' commands read the demo's ledger)"
 
+# Two processes (pytest-xdist): the suite is mostly CPU-bound and CI machines have two cores.
+# TEST_WORKERS=0 runs it in this process (for pdb and -x); each worker starts its own test servers.
+TEST_WORKERS ?= 2
 test: $(STAMP) scan
-	$(BIN)/python -m pytest --durations=20
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=20
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench docs

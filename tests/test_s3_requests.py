@@ -1,9 +1,10 @@
 """The S3 requests of an import, a score and a verify, pinned, and the checks they were cut to.
 
-Counted on the storage's own boto3 client (`ObjectStore.requests`: botocore's ``before-send``
-event, every HTTP request), against moto's server over HTTP as everywhere in the S3 tests. A
-change that adds a round trip per run, per batch or per score fails here; one that removes one
-updates the figures and says why the guarantee it served still holds.
+Counted on the storage's own boto3 client (`ObjectStore.calls`: botocore's ``before-call``
+event, each operation once, botocore's retries aside), against moto's server over HTTP as
+everywhere in the S3 tests. A change that adds a round trip per run, per batch or per score
+fails here; one that removes one updates the figures and says why the guarantee it served
+still holds.
 """
 
 from __future__ import annotations
@@ -35,15 +36,17 @@ def storage_at(uri: str) -> S3Storage:
 
 
 def sent(storage: S3Storage, step: Callable[[], object]) -> Counter[str]:
-    """The requests `storage` sent while `step` ran, by operation."""
-    before = Counter(storage.store.requests)
+    """The requests `storage` asked for while `step` ran, by operation (botocore's retries of a
+    request a loaded test server was slow to answer are not the code's and not counted)."""
+    before = Counter(storage.store.calls)
     step()
-    return Counter(storage.store.requests) - before
+    return Counter(storage.store.calls) - before
 
 
 @pytest.fixture
-def long_lease(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A lease that is never renewed within a test: no renewal lands inside a counted step."""
+def long_lease(s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lease that is never renewed within a test: no renewal lands inside a counted step.
+    (After `s3_env`, which sets the tests' 3 s lease: a loaded machine renewed it mid-step.)"""
     monkeypatch.setenv("AGENTLEDGER_S3_LEASE_SECONDS", "3600")
 
 

@@ -200,7 +200,11 @@ class ObjectStore:
         self.requests: Counter[str] = Counter()
         """The S3 requests sent through this store, by operation (``PutObject``, ``HeadObject``,
         ...): every HTTP request, retries included, counted on botocore's ``before-send``
-        event of each client this store makes. What benchmarks and tests read."""
+        event of each client this store makes. What benchmarks read."""
+        self.calls: Counter[str] = Counter()
+        """The S3 operations this store asked for, by operation, each once however many times
+        botocore retried it (``before-call``): what the code asks for, whatever the network or
+        a loaded server made botocore resend. What tests pin."""
         self._counting = threading.Lock()
 
     # -- the client, remade in a forked child ----------------------------------------------
@@ -234,6 +238,7 @@ class ObjectStore:
                 ) from None
             self._counting = threading.Lock()  # (a fork may have copied it held)
             self._client.meta.events.register("before-send.s3", self._count)
+            self._client.meta.events.register("before-call.s3", self._count_call)
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="agentledger-s3")
             self._pid = os.getpid()
 
@@ -241,6 +246,11 @@ class ObjectStore:
         """Count one request (``before-send.s3.<Operation>``); sends nothing in its place."""
         with self._counting:
             self.requests[event_name.rsplit(".", 1)[-1]] += 1
+
+    def _count_call(self, event_name: str = "", **_: Any) -> None:
+        """Count one operation asked for (``before-call.s3.<Operation>``), retries aside."""
+        with self._counting:
+            self.calls[event_name.rsplit(".", 1)[-1]] += 1
 
     def close(self) -> None:
         """Shut this process's thread pool and close its client's connections (a client made
