@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 from agentledger.gates.decisions import DecisionStore
 from agentledger.judges.scores import ScoreStore
-from agentledger.labels import label_row
 from agentledger.records.decisions import Decision
 from agentledger.records.labels import CriterionLabel, Label, LabelSource, new_label_id
 from agentledger.records.scores import CriterionResult, Evidence, JudgeInfo, Score
 from agentledger.store import Ledger
+from agentledger.store.record_store import LabelRecords
 from agentledger.store.writer import record_bytes
 
 T0 = datetime(2026, 3, 12, 10, 15, tzinfo=UTC)
@@ -57,7 +57,7 @@ def write_label(ledger: Ledger, run_id: str, verdict: str = "Safe") -> str:
     )
     key = f"labels/{run_id}/{label.label_id}.json"
     ledger.storage.create(key, record_bytes(label))
-    ledger.index.add_labels([label_row(label)])
+    LabelRecords(ledger).index([label])  # with its journal position, as every writer indexes
     return key
 
 

@@ -85,3 +85,26 @@ def test_labels_export_csv_is_inert_and_imports_back(
     # Read back by agentledger, the reason is the one given.
     code, out, err = run("labels", "import", str(path), "--ledger", root)
     assert code == 0 and "1 already there" in out, (out, err)
+
+
+def test_a_bare_carriage_return_in_a_label_s_reason_starts_no_row(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    """A writer quotes a field holding a line feed, not one holding a bare CR, which a
+    spreadsheet takes as a row's end: ``x\\r=1+1`` would start a row with a live formula."""
+    run_id = write_run()
+    code, _out, err = run(
+        "label", run_id, "--verdict", "safe", "--by", "ann", "--reason", "x\r=1+1",
+        "--ledger", str(ledger.root),
+    )  # fmt: skip
+    assert code == 0, err
+    out = tmp_path / "labels.csv"
+    code, _out, err = run("labels", "export", "--ledger", str(ledger.root), "-o", str(out))
+    assert code == 0, err
+    rows = list(csv.reader(io.StringIO(out.read_bytes().decode(), newline="")))
+    assert not [row for row in rows if row and row[0].startswith("=")]
+    assert [row[-2] for row in rows[1:]] == ["x\r=1+1"]
+    code, _out, err = run(
+        "runs", "--csv", "--ledger", str(ledger.root)
+    )  # the runs CSV goes through the same writer
+    assert code == 0, err

@@ -191,6 +191,41 @@ def test_an_inspect_zip_bomb_is_refused_by_what_it_unpacks_to(tmp_path: Path) ->
     assert "samples/a_epoch_1.json" in err
 
 
+def test_an_inspect_log_of_millions_of_tiny_objects_is_refused_before_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    """Memory grows with a JSON's objects, not its bytes: under the size limit, a million
+    ``{}`` (3 MB, a few kB zipped) would take gigabytes once parsed. Counted first."""
+    log = tmp_path / "logs" / "objects.eval"
+    log.parent.mkdir()
+    with zipfile.ZipFile(log, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", "{}")
+        archive.writestr("samples/a_epoch_1.json", b"[" + b"{}," * 1_000_000 + b"{}]")
+    err = refused(
+        [str(log.parent), "--format", "inspect"],
+        tmp_path,
+        "objects.eval",
+        "more than 1,000,000 JSON objects and arrays",
+    )
+    assert "samples/a_epoch_1.json" in err
+
+
+def test_an_otlp_file_of_millions_of_tiny_arrays_is_refused_before_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "spans" / "spans.json"
+    path.parent.mkdir()
+    path.write_bytes(
+        b'{"resourceSpans":[{"resource":{"attributes":[' + b"[]," * 1_000_000 + b"[]]}}]}"
+    )
+    refused(
+        [str(path.parent), "--format", "otel"],
+        tmp_path,
+        "spans.json",
+        "more than 1,000,000 JSON objects and arrays",
+    )
+
+
 def test_an_otlp_file_over_the_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     path = _spans(tmp_path / "spans")
     with path.open("a") as handle:  # no longer JSON: refused by its size, never parsed

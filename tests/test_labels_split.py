@@ -70,7 +70,7 @@ def test_split_is_deterministic_stratified_and_recorded_once(
         cli(ledger, "labels", "split", "--source", "human", "--seed", "s2", "--json").output
     )
     assert other.split_id != split.split_id and other.test != split.test
-    assert SplitStore(ledger.storage).newest("human") == other
+    assert SplitStore(ledger).newest("human") == other
 
 
 @pytest.mark.parametrize(

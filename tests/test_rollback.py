@@ -98,6 +98,20 @@ def test_a_deleted_journal_is_an_integrity_failure_never_a_fresh_start(
     assert not (ledger.root / segment_key(1)).exists()  # nothing re-anchored
 
 
+def test_a_journal_deleted_with_its_mark_is_refused_where_it_was_seen_nothing_written(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    write_run()
+    ledger.close()
+    assert run("verify", "--ledger", str(ledger.root))[0] == 0  # this machine saw its head
+    shutil.rmtree(ledger.root / "journal")
+    (ledger.root / "journal.started").unlink()
+    for command in (["verify"], ["runs"]):
+        code, _out, err = run(*command, "--ledger", str(ledger.root))
+        assert code == 3 and "this machine saw it at" in err, (command, err)
+    assert not (ledger.root / segment_key(1)).exists()  # verify anchored nothing anew
+
+
 def test_a_deleted_journal_is_caught_on_a_machine_that_never_saw_the_ledger(
     ledger: Ledger, write_run: WriteRun, tmp_path: Path
 ) -> None:
@@ -188,3 +202,26 @@ def test_writing_to_a_rolled_back_ledger_is_refused_until_the_rollback_is_accept
     code, out, err = run(*writers[0], "--ledger", root)
     assert code == 0 and "Warning" not in err, (out, err)
     assert run("verify", "--ledger", root)[0] == 0
+
+
+def test_a_ledger_path_that_is_a_link_switched_to_an_older_copy_is_reported(
+    ledger: Ledger, write_run: WriteRun, tmp_path: Path
+) -> None:
+    """``/srv/ledger -> ledger-v2`` switched back to ``-> ledger-v1``: the head is noted for
+    the path as given as well as the real one, so the older copy is that ledger gone back."""
+    run_id = write_run()
+    older = tmp_path / "older"
+    shutil.copytree(ledger.root, older)
+    write_run("use_case_f")
+    link = tmp_path / "current"
+    link.symlink_to(ledger.root)
+    code, _out, err = run("verify", "--ledger", str(link))
+    assert code == 0, err
+    link.unlink()
+    link.symlink_to(older)
+    code, out, _err = run("verify", "--ledger", str(link))
+    assert code == 3 and "rollback" in out
+    code, _out, err = run(
+        "label", run_id, "--verdict", "safe", "--by", "eve", "--reason", "z", "--ledger", str(link)
+    )
+    assert code == 3 and "refused to write" in err

@@ -98,3 +98,49 @@ def test_writers_stop_when_the_store_stops_honouring_conditional_writes(
         ledger.gc()
         assert verify_ledger(ledger).ok
         assert len(list(ledger.storage.run_ids())) == 2
+
+
+@pytest.mark.slow
+def test_judges_and_labellers_stop_too_when_the_store_stops_honouring_them(
+    tmp_path: Path, flaky_store: tuple[str, Path]
+) -> None:
+    """Not only imports: a judge and two label imports, started together on a store that
+    stopped honouring conditional writes, each stop saying why; nothing is appended."""
+    from agentledger.store.storage.s3 import parse_location
+    from agentledger.store.storage.s3.client import ObjectStore
+
+    _endpoint, flag = flaky_store
+    ObjectStore(parse_location("flaky")).client.create_bucket(Bucket="flaky")
+    root = tmp_path / "ledger"
+    write_runs(tmp_path / "first", 3)
+    with Ledger.init(root, storage="s3://flaky/ledger") as ledger:
+        run_ids = import_runs(ledger, [tmp_path / "first"]).imported
+        head = ledger.storage.journal.head()
+    labels = tmp_path / "labels.csv"
+    labels.write_text("run_id,verdict\n" + "".join(f"{run_id},safe\n" for run_id in run_ids))
+    flag.touch()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    commands = [
+        ["judge"],
+        ["labels", "import", str(labels), "--source", "grader"],
+        ["labels", "import", str(labels), "--source", "grader"],
+    ]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agentledger", *command, "--ledger", str(root)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for command in commands
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode != 0, (out + err).decode(errors="replace")
+        assert b"no longer honours conditional writes" in err + out
+        assert b"Traceback" not in err
+    flag.unlink()
+    with Ledger.open(root) as ledger:
+        assert ledger.storage.journal.head() == head
+        report = verify_ledger(ledger)
+        assert {problem.kind for problem in report.problems} <= {"leftover"}, report.problems

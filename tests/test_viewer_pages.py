@@ -578,7 +578,7 @@ def test_the_viewer_writes_nothing_but_labels(ledger: Ledger, runs: dict[str, st
     assert all(name.startswith(("labels/", "journal")) for name in changed), changed
 
 
-def test_a_stored_record_that_cannot_be_read_is_a_server_error_naming_it(
+def test_a_stored_record_changed_since_sealing_is_a_tampered_page_naming_it(
     ledger: Ledger, write_run: WriteRun
 ) -> None:
     run_id = write_run()
@@ -586,7 +586,8 @@ def test_a_stored_record_that_cannot_be_read_is_a_server_error_naming_it(
     path.chmod(0o644)
     path.write_text("{not json")
     response = viewer_client(ledger).get(f"/runs/{run_id}")
-    assert response.status_code == 500
+    assert response.status_code == 409
+    assert "Tampered evidence" in response.text and "{not json" not in response.text
     assert "metadata.json" in response.text and "agentledger verify" in response.text
 
 

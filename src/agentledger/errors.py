@@ -48,6 +48,7 @@ __all__ = [
     "RunExistsError",
     "RunNotFoundError",
     "StorageAccessError",
+    "TamperedError",
     "UnknownBackendError",
     "UnsafeNameError",
     "WriteFailedError",
@@ -151,6 +152,11 @@ class IntegrityError(AgentLedgerError):
     """Stored evidence no longer matches its manifest, or the index disagrees with the files."""
 
     exit_code = 3
+
+
+class TamperedError(IntegrityError):
+    """A sealed run's artifact (or its MANIFEST.json) read for a judge, a report or the viewer
+    no longer matches what was sealed: it is not judged or shown as the run's evidence."""
 
 
 class ProviderSetupError(InputError):

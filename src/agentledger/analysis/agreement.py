@@ -462,7 +462,7 @@ def _split_of(ledger: Ledger, a: Source, b: Source) -> Split:
     label_side = b if b.kind == "labels" else a if a.kind == "labels" else None
     if label_side is None:
         raise InputError("--split needs a label source on one side (labels:NAME)")
-    chosen = SplitStore(ledger.storage).newest(label_side.name)
+    chosen = SplitStore(ledger).newest(label_side.name)
     if chosen is None:
         raise InputError(
             f"{label_side.describe()} has no split: make one with "
@@ -589,7 +589,7 @@ def _comparisons(
 def _development(ledger: Ledger, a: Source, b: Source, runs: set[str]) -> dict[str, str]:
     """Runs whose label (on one side) a judge (on the other) was developed against."""
     out: dict[str, str] = {}
-    splits = SplitStore(ledger.storage)
+    splits = SplitStore(ledger)
     for judge, labels in ((a, b), (b, a)):
         if judge.kind == "judge" and labels.kind == "labels" and judge.developed_against:
             # Who gave each label counts here: read in brief, only for this.

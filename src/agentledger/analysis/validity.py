@@ -132,7 +132,7 @@ def check_judges(
 ) -> JudgeValidityReport:
     """Grade each (judge id, kind) against labels:human on the newest human split's test part."""
     human = _human(ledger)
-    split = SplitStore(ledger.storage).newest(HUMAN) if human is not None else None
+    split = SplitStore(ledger).newest(HUMAN) if human is not None else None
     report = JudgeValidityReport(len(human.position) if human else 0, split)
     if human is None:
         for label in ledger.index.current_label_results("external"):

@@ -165,6 +165,8 @@ def gc_command(ledger_path: Path | None, checkpoint_text: str | None) -> None:
     scores += f", {len(report.indexed_labels)} label(s) indexed" if report.indexed_labels else ""
     if report.indexed_outcomes:
         scores += f", {len(report.indexed_outcomes)} outcome(s) indexed"
+    if report.repositioned:
+        scores += f", journal positions given to {report.repositioned} record(s) indexed without"
     click.echo(
         f"gc: {len(report.removed)} leftover(s) removed, {len(report.indexed)} run(s) "
         f"indexed{scores}",

@@ -188,6 +188,9 @@ def judge_command(
     _echo_scored(report, chosen, criteria, diagnosis)
     for run_id, error in report.failed:
         click.echo(f"Error: {run_id}: {terminal_safe(error)}", err=True)
+    if report.tampered:
+        # Evidence changed since sealing: an integrity failure (exit 3), not a judge's.
+        raise SystemExit(3)
     if report.failed:
         raise SystemExit(1)
 

@@ -25,8 +25,7 @@ from agentledger.cli.output import (
     render_value,
     terminal_safe,
 )
-from agentledger.errors import IntegrityError
-from agentledger.identity import sha256_bytes, short_hash
+from agentledger.identity import short_hash
 from agentledger.records.scores import shown_verdict
 from agentledger.store.export import (
     ALL_EXPORT_FORMATS,
@@ -146,18 +145,14 @@ def _untimed(ledger: Ledger, filters: dict[str, Any]) -> int:
 def _check_sealed(ledger: Ledger, run_id: str, name: str, data: bytes) -> None:
     """Refuse (exit 3) to print an artifact that no longer matches the run's manifest: shown
     as the run's evidence, changed bytes would pass for what was sealed."""
-    entry = ledger.load(run_id).manifest.files.get(name)
+    from agentledger.store.sealed_reads import check_manifest_accepted, check_sealed
+
+    stored = ledger.load(run_id)
+    check_manifest_accepted(ledger.storage, run_id, stored.manifest_sha256)
+    entry = stored.manifest.files.get(name)
     if entry is None:
         return  # the manifest itself, or a file it does not seal
-    found = sha256_bytes(data)
-    if found != entry.sha256 or len(data) != entry.size:
-        raise IntegrityError(
-            f"{name} of run {run_id} does not match its manifest ({found[:19]}..., "
-            f"{len(data)} bytes; sealed as {entry.sha256[:19]}..., {entry.size} bytes): it was "
-            f"changed after the run was sealed, so it is not shown as the run's evidence; "
-            f"`agentledger verify {run_id}` lists every problem, and the file is at "
-            f"{ledger.storage.locate(run_id, name)}"
-        )
+    check_sealed(ledger.storage, run_id, name, data, entry)
 
 
 @click.command("show")

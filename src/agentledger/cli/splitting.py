@@ -49,7 +49,7 @@ def split_command(
         facets = ledger.index.run_facets(RunFilter())
         models = dict(zip(facets.run_ids, facets.models, strict=True))
         split = make_split(labels, models, source=name, test_share=test_share, seed=seed)
-        split, written = SplitStore(ledger.storage).write(split)
+        split, written = SplitStore(ledger).write(split)
     if as_json:
         click.echo(json.dumps(split.model_dump(mode="json"), indent=2))
         return

@@ -32,7 +32,13 @@ from agentledger.identity import sha256_bytes
 from agentledger.importers.openhands_events import command_class
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
-from agentledger.importers.source_files import given_file, open_regular, read_regular, too_large
+from agentledger.importers.source_files import (
+    check_json_containers,
+    given_file,
+    open_regular,
+    read_regular,
+    too_large,
+)
 from agentledger.importers.trace_runs import (
     TraceFacts,
     attachment_of,
@@ -115,6 +121,7 @@ def _check_json(raw: bytes, where: str) -> None:
     """Refuse a key given twice in an object and an integer past 64 bits, naming `where`, as
     every record does (`decode_json`). NaN and Infinity are let through: inspect-ai writes
     them as constants (a metric of one sample has no stderr), so they are its JSON."""
+    check_json_containers(raw, where)
     try:
         decode_json(raw, where)
     except RecordError:

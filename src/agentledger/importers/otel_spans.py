@@ -22,7 +22,7 @@ from typing import Any
 
 from agentledger.errors import InputError, RecordError
 from agentledger.importers.otel_dialects import canonical_attributes
-from agentledger.importers.source_files import read_regular
+from agentledger.importers.source_files import check_json_containers, read_regular
 from agentledger.importers.trace_runs import trace_files
 from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, decode_json, otlp
 
@@ -44,7 +44,9 @@ _MAX_NANOS = 2**63 - 1  # 2262-04-11: what a signed 64-bit count of nanoseconds 
 
 
 def requests_of(raw: bytes, origin: str) -> list[Any]:
-    """The export requests of a file: the whole file, or one per line."""
+    """The export requests of a file: the whole file, or one per line (refused before it is
+    parsed when it holds more objects and arrays than memory should: `check_json_containers`)."""
+    check_json_containers(raw, origin)
     text = raw.lstrip()
     if text.startswith(b"{") and b"\n{" not in text.rstrip():
         return [decode_json(raw, origin)]

@@ -28,6 +28,8 @@ from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameErro
 from agentledger.store.sizes import format_size
 
 __all__ = [
+    "MAX_JSON_CONTAINERS",
+    "check_json_containers",
     "checked_real",
     "files_below",
     "given_file",
@@ -227,3 +229,33 @@ def too_large(name: str | Path, size: int, limit: int) -> str:
         "(raise it for this import with --max-artifact-size, or set max_artifact_bytes in "
         "ledger.json)"
     )
+
+
+MAX_JSON_CONTAINERS = 1_000_000
+"""Objects and arrays one imported JSON (an Inspect log's entry, an OTLP file) may hold.
+Memory grows with them, not with bytes: 93 MB of ``{},{},...`` (100 kB zipped, under the
+artifact limit) is 31 million objects, 3 GB once parsed. A trace of 50,000 steps holds a few
+hundred thousand."""
+
+
+def check_json_containers(raw: bytes, where: str) -> None:
+    """Refuse a JSON of more than `MAX_JSON_CONTAINERS` objects and arrays before it is
+    parsed: counted by a streaming parser (ijson) that stops there, and only when the bytes
+    ``{`` and ``[`` (an upper bound: those in strings count too) are more than that."""
+    if raw.count(b"{") + raw.count(b"[") <= MAX_JSON_CONTAINERS:
+        return
+    import ijson  # type: ignore[import-untyped, unused-ignore]
+
+    count = 0
+    try:
+        for event, _value in ijson.basic_parse(raw, use_float=True):
+            if event in ("start_map", "start_array"):
+                count += 1
+                if count > MAX_JSON_CONTAINERS:
+                    raise InputError(
+                        f"{where}: more than {MAX_JSON_CONTAINERS:,} JSON objects and arrays; "
+                        "parsed, they would take gigabytes of memory, so the file is refused "
+                        "before it is read (split it into smaller files)"
+                    )
+    except ijson.JSONError:
+        return  # malformed: the strict parser says where

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentledger.errors import RecordError, RecordExistsError
+from agentledger.errors import RecordError, RecordExistsError, TamperedError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.judges.applicability import (
     not_applicable_before_loading,
@@ -73,6 +73,9 @@ class ScoringReport:
     scored: list[Score] = field(default_factory=list)
     already_scored: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    tampered: list[str] = field(default_factory=list)
+    """Of `failed`, the runs left unjudged because an artifact (or the manifest) changed
+    since sealing (TamperedError): an integrity failure, not a judge's."""
     not_applicable: list[tuple[str, str]] = field(default_factory=list)
     """(run id, reason) of the runs whose kind the pack does not judge: left unscored."""
     interrupted: bool = False
@@ -357,6 +360,8 @@ def score_runs(
                 return None  # stopped by the interrupt, not a failure of this run
             with lock:
                 report.failed.append((run_id, f"{type(exc).__name__}: {exc}"))
+                if isinstance(exc, TamperedError):
+                    report.tampered.append(run_id)
             return None
 
     # Ctrl-C ends the scoring where it is: every score written so far is whole (written, then

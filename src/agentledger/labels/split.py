@@ -21,15 +21,16 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError, RecordExistsError
 from agentledger.identity import canonical_json, sha256_bytes
-from agentledger.records import parse_record
 from agentledger.records.labels import Label
 from agentledger.records.splits import SPLITS_DIR, Split
 from agentledger.store.index import LabelResult
-from agentledger.store.storage import StorageBackend
-from agentledger.store.writer import record_bytes
+
+if TYPE_CHECKING:
+    from agentledger.store.writer import LedgerParts
 
 __all__ = ["SplitStore", "make_split", "split_id_of"]
 
@@ -93,10 +94,15 @@ def make_split(
 
 
 class SplitStore:
-    """A ledger's splits, through its storage backend: write-once, one file per split."""
+    """A ledger's splits: write-once records journaled like scores and labels
+    (`store.record_kinds.SplitRecords`); a split the journal never accepted (planted beside
+    it) is never read, one whose bytes changed since is an IntegrityError, and the newest of a
+    source is the one the journal accepted last, not the one with the latest time in its file."""
 
-    def __init__(self, storage: StorageBackend) -> None:
-        self.storage = storage
+    def __init__(self, ledger: LedgerParts) -> None:
+        from agentledger.store.record_kinds import SplitRecords
+
+        self.records = SplitRecords(ledger)
 
     @staticmethod
     def key(split_id: str) -> str:
@@ -107,28 +113,25 @@ class SplitStore:
         split made again (same content, so the same id) is the one already on record."""
         key = self.key(split.split_id)
         try:
-            self.storage.create(key, record_bytes(split))
+            self.records.write([split])
         except RecordExistsError:
-            return self.read(key), False
+            return self.records.read(key), False
         return split, True
 
     def read(self, key: str) -> Split:
-        where = self.storage.describe(key)
-        split = parse_record(Split, self.storage.get(key), where)
-        if key != self.key(split.split_id):
-            raise InputError(f"{where}: the file's place does not match its split_id")
-        return split
+        """The split at `key`, checked against its journal entry."""
+        return self.records.read(key)
 
     def all(self) -> list[Split]:
-        """Every split on record, oldest first."""
-        splits = [self.read(key) for key in self.storage.keys(SPLITS_DIR) if key.endswith(".json")]
-        return sorted(splits, key=lambda split: (split.created_at, split.split_id))
+        """Every split on record, oldest first (in the journal's order)."""
+        return self.records.oldest_first()
 
     def get(self, split_id: str) -> Split:
         """The split called `split_id` (or an unambiguous prefix of it); InputError if none."""
-        found = [split for split in self.all() if split.split_id.startswith(split_id)]
+        splits = self.all()
+        found = [split for split in splits if split.split_id.startswith(split_id)]
         if len(found) != 1:
-            known = ", ".join(split.split_id for split in self.all()) or "none"
+            known = ", ".join(split.split_id for split in splits) or "none"
             how = "matches several splits" if found else "is not a split on record"
             raise InputError(f"split {split_id!r} {how} (splits: {known})")
         return found[0]

@@ -39,7 +39,7 @@ from agentledger.labels.entry import (
     source_name,
 )
 from agentledger.records import decode_json
-from agentledger.records.csv_cells import csv_dict, original_cell
+from agentledger.records.csv_cells import InertWriter, original_cell
 from agentledger.records.labels import Label
 from agentledger.store.index import RunFilter
 
@@ -538,10 +538,10 @@ def export_labels(ledger: Ledger, labels: Sequence[Label], fmt: FileFormat, out:
             }
         )
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+        writer = InertWriter(out, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         for record in records:
-            writer.writerow(csv_dict({k: "" if v is None else v for k, v in record.items()}))
+            writer.writerow({k: "" if v is None else v for k, v in record.items()})
     else:
         for label, record in zip(labels, records, strict=True):
             record["criteria"] = {item.criterion: item.fired for item in label.criteria}

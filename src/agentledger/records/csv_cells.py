@@ -14,10 +14,18 @@ formula character gets one more ``'``, so the round trip is exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
 
-__all__ = ["FORMULA_STARTS", "csv_dict", "csv_row", "inert_cell", "original_cell"]
+__all__ = [
+    "FORMULA_STARTS",
+    "InertWriter",
+    "csv_dict",
+    "csv_row",
+    "inert_cell",
+    "original_cell",
+]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """The first characters that make a spreadsheet read a cell as a formula (OWASP)."""
@@ -59,3 +67,34 @@ def csv_row(values: Iterable[Any]) -> list[Any]:
 def csv_dict(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row for `csv.DictWriter`, every cell inert."""
     return {key: inert_cell(value) for key, value in row.items()}
+
+
+class InertWriter:
+    """A CSV writer of `out` (lines ending in ``\n``) whose every cell is inert, and whose
+    rows holding a carriage return have every field quoted: the writer quotes a field with a
+    ``\n``, but not one with a bare ``\r``, which a spreadsheet (and Python's reader) takes as
+    the end of a row, so ``x\r=1+1`` would start a row with a live formula. With `fieldnames`,
+    rows are mappings (as `csv.DictWriter` takes them)."""
+
+    def __init__(self, out: TextIO, fieldnames: Sequence[str] | None = None) -> None:
+        self.fieldnames = list(fieldnames) if fieldnames is not None else None
+        self._minimal = csv.writer(out, lineterminator="\n")
+        self._all = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+
+    def writeheader(self) -> None:
+        assert self.fieldnames is not None
+        self.writerow(dict(zip(self.fieldnames, self.fieldnames, strict=True)))
+
+    def writerow(self, row: Iterable[Any] | Mapping[str, Any]) -> None:
+        if isinstance(row, Mapping):
+            assert self.fieldnames is not None
+            values: list[Any] = [row.get(name, "") for name in self.fieldnames]
+        else:
+            values = list(row)
+        cells = csv_row(values)
+        bare_cr = any(isinstance(cell, str) and "\r" in cell for cell in cells)
+        (self._all if bare_cr else self._minimal).writerow(cells)
+
+    def writerows(self, rows: Iterable[Iterable[Any] | Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.writerow(row)

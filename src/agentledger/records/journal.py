@@ -36,7 +36,7 @@ __all__ = [
     "entry_hash",
 ]
 
-EntryKind = Literal["genesis", "intent", "run", "score", "label", "decision", "outcome"]
+EntryKind = Literal["genesis", "intent", "run", "score", "label", "decision", "outcome", "split"]
 ENTRY_KINDS: tuple[str, ...] = (
     "genesis",
     "intent",
@@ -45,6 +45,7 @@ ENTRY_KINDS: tuple[str, ...] = (
     "label",
     "decision",
     "outcome",
+    "split",
 )
 GENESIS_PREV = HASH_PREFIX + "0" * 64
 """The `prev` of the first entry: there is nothing before it."""
@@ -57,8 +58,8 @@ class JournalEntry(Record):
 
     seq: int = Field(ge=1, description="Position in the journal, from 1, without gaps.")
     kind: EntryKind = Field(
-        description="genesis, intent (a writer about to write), run, score, label, decision or "
-        "outcome."
+        description="genesis, intent (a writer about to write), run, score, label, decision, "
+        "outcome or split."
     )
     id: str = Field(
         max_length=1024,

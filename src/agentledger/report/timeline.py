@@ -42,7 +42,9 @@ def load_trace(ledger: Ledger, run_id: str) -> list[TraceStep]:
             f"run {run_id} has no trace ({TRACE}): runs imported from run directories or "
             "recorded before traces have only their shell log (show --file shell_audit.jsonl)"
         )
-    return parse_trace(ledger.read_bytes(run_id, TRACE), ledger.storage.locate(run_id, TRACE))
+    from agentledger.store.evidence import read_sealed
+
+    return parse_trace(read_sealed(ledger, run_id, TRACE), ledger.storage.locate(run_id, TRACE))
 
 
 _TARGETS = ("path", "url", "file", "browser_actions")

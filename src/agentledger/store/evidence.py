@@ -12,9 +12,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from agentledger.errors import RecordError
-from agentledger.records import RunMetadata, RunSummary, ShellEvent, parse_shell_audit
+from agentledger.errors import RecordError, RunNotFoundError
+from agentledger.records import (
+    FileEntry,
+    RunMetadata,
+    RunSummary,
+    ShellEvent,
+    parse_shell_audit,
+)
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
+from agentledger.store.sealed_reads import check_manifest_accepted, check_sealed
 from agentledger.store.writer import SHELL_AUDIT
 
 if TYPE_CHECKING:
@@ -25,8 +32,11 @@ __all__ = [
     "RunEvidence",
     "ShellLog",
     "TraceLog",
+    "check_manifest_accepted",
+    "check_sealed",
     "load_run_evidence",
     "parse_shell_log",
+    "read_sealed",
 ]
 
 
@@ -79,20 +89,41 @@ def parse_shell_log(raw: bytes, source: str = SHELL_AUDIT) -> tuple[LoggedComman
     return tuple(LoggedCommand(line, event) for line, event in zip(numbers, events, strict=True))
 
 
+def read_sealed(ledger: Ledger, run_id: str, name: str) -> bytes:
+    """Artifact `name` of run `run_id`, checked against the run's manifest (itself checked
+    against its journal entry): what a report, an export or the viewer reads of one file.
+    RunNotFoundError when the manifest seals no such file; TamperedError when it changed."""
+    stored = ledger.load(run_id)
+    check_manifest_accepted(ledger.storage, run_id, stored.manifest_sha256)
+    entry = stored.manifest.files.get(name)
+    if entry is None:
+        raise RunNotFoundError(
+            f"run {run_id} has no file {name!r} (it has: {', '.join(stored.manifest.files)})"
+        )
+    data = ledger.read_bytes(run_id, name)
+    check_sealed(ledger.storage, run_id, name, data, entry)
+    return data
+
+
 class RunEvidence:
     """A sealed run's files, read on demand: what judges and predicates read of a run.
 
-    The shell log is parsed once, on first use. A log that cannot be parsed counts as missing,
-    with the problem said; a broken metadata.json or manifest is an error when loading.
+    The manifest is checked against its journal entry when loading, and every artifact
+    against the manifest (size and sha256) when first read: a file changed since sealing is a
+    TamperedError naming the run and the file, never judged or shown. The shell log is parsed
+    once, on first use. A log that cannot be parsed counts as missing, with the problem said;
+    a broken metadata.json or manifest is an error when loading.
     """
 
     def __init__(self, ledger: Ledger, run_id: str) -> None:
-        stored = ledger.load(run_id)
+        stored = ledger.load(run_id, sealed=True)
+        check_manifest_accepted(ledger.storage, run_id, stored.manifest_sha256)
         self._ledger = ledger
         self.run_id = run_id
         self.metadata: RunMetadata = stored.metadata
         self.summary: RunSummary | None = stored.summary
-        self.files: frozenset[str] = frozenset(stored.manifest.files)
+        self._sealed: dict[str, FileEntry] = dict(stored.manifest.files)
+        self.files: frozenset[str] = frozenset(self._sealed)
         self._small: dict[str, bytes] = {}
 
     def read(self, name: str) -> bytes | None:
@@ -105,6 +136,7 @@ class RunEvidence:
         if kept is not None:
             return kept
         raw = self._ledger.read_bytes(self.run_id, name)
+        check_sealed(self._ledger.storage, self.run_id, name, raw, self._sealed[name])
         if len(raw) <= SMALL_FILE:
             self._small[name] = raw
         return raw

@@ -38,6 +38,7 @@ from typing import Any, TextIO
 
 from agentledger.records import RunMetadata, RunSummary, otlp
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
+from agentledger.store.evidence import read_sealed
 from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 from agentledger.store.writer import PROMPT, REPORT, SYSTEM_PROMPT
@@ -346,7 +347,7 @@ def run_spans(
 def _read_text(ledger: Ledger, run_id: str, name: str, files: Iterable[str]) -> str | None:
     if name not in files:
         return None
-    return ledger.read_bytes(run_id, name).decode("utf-8", "replace")
+    return read_sealed(ledger, run_id, name).decode("utf-8", "replace")
 
 
 def _runs_spans(ledger: Ledger, runs: Iterable[IndexedRun]) -> Iterator[list[dict[str, Any]]]:
@@ -355,7 +356,7 @@ def _runs_spans(ledger: Ledger, runs: Iterable[IndexedRun]) -> Iterator[list[dic
         files = stored.manifest.files
         steps = (
             parse_trace(
-                ledger.read_bytes(run.run_id, TRACE), ledger.storage.locate(run.run_id, TRACE)
+                read_sealed(ledger, run.run_id, TRACE), ledger.storage.locate(run.run_id, TRACE)
             )
             if TRACE in files
             else []

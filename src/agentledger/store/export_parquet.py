@@ -27,6 +27,7 @@ from typing import Any
 
 from agentledger.errors import InputError
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
+from agentledger.store.evidence import read_sealed
 from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 
@@ -302,7 +303,7 @@ def write_parquet(ledger: Ledger, runs: Iterable[IndexedRun], directory: Path) -
         rows["labels"] += _label_rows(list(ledger.index.labels_of(run.run_id)))
         if TRACE in ledger.load(run.run_id).manifest.files:
             steps = parse_trace(
-                ledger.read_bytes(run.run_id, TRACE), ledger.storage.locate(run.run_id, TRACE)
+                read_sealed(ledger, run.run_id, TRACE), ledger.storage.locate(run.run_id, TRACE)
             )
             rows["steps"] += [_step_row(run.run_id, step) for step in steps]
     for name in TABLES:

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.store.journal_upkeep import settle_unaccepted
-from agentledger.store.record_kinds import DecisionRecords, OutcomeRecords, ScoreRecords
+from agentledger.store.record_kinds import (
+    DecisionRecords,
+    OutcomeRecords,
+    ScoreRecords,
+    reposition_records,
+    unpositioned,
+)
 from agentledger.store.record_store import LabelRecords
 
 if TYPE_CHECKING:
@@ -53,6 +59,9 @@ class GcReport:
     """Accepted outcomes the index lacked (a measurer died before indexing them): now indexed."""
     unreadable_outcomes: list[tuple[str, str]] = field(default_factory=list)
     """(outcome key, why) of such outcomes that could not be indexed."""
+    repositioned: int = 0
+    """Index rows that held no journal position (indexed before m013 / m015): every record
+    was given its position again."""
 
     @property
     def ok(self) -> bool:
@@ -104,4 +113,7 @@ def collect_garbage(ledger: LedgerParts) -> GcReport:
     report.indexed_labels = sorted(key.rsplit("/", 1)[-1].removesuffix(".json") for key in labels)
     report.indexed_decisions, report.unreadable_decisions = DecisionRecords(ledger).index_missing()
     report.indexed_outcomes, report.unreadable_outcomes = OutcomeRecords(ledger).index_missing()
+    report.repositioned = unpositioned(ledger)
+    if report.repositioned:
+        report.unreadable.extend(reposition_records(ledger))
     return report

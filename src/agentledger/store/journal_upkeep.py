@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import InputError
 from agentledger.identity import sha256_bytes
-from agentledger.records import Manifest, parse_record
+from agentledger.records import Manifest, Record, parse_record
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 from agentledger.store.storage.journal import (
     JOURNALED_AREAS,
@@ -105,15 +105,14 @@ def run_checks_out(storage: StorageBackend, run_id: str) -> tuple[str | None, st
 
 def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
     """What is wrong with a stored record, or None when it is what its key says."""
-    from pydantic import BaseModel
-
     from agentledger.records.decisions import DECISION_JSON, DECISION_MD, Decision
     from agentledger.records.labels import Label
     from agentledger.records.outcomes import Outcome
     from agentledger.records.scores import Score
+    from agentledger.records.splits import Split
 
     area = key.split("/", 1)[0]
-    model: type[BaseModel]
+    model: type[Record]
     if area == "decisions":
         main = f"{key}/{DECISION_JSON}"
         for name in (DECISION_JSON, DECISION_MD):
@@ -123,7 +122,8 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
                 return f"the decision has no {name}"
         model, raw, expected = Decision, values[main], key.split("/")[1]
     else:
-        model = Score if area == "scores" else Outcome if area == "outcomes" else Label
+        models: dict[str, type[Record]] = {"scores": Score, "outcomes": Outcome, "splits": Split}
+        model = models.get(area, Label)
         raw = values[key]
         expected = key.split("/", 1)[1].removesuffix(".json")
     try:
@@ -136,6 +136,8 @@ def _record_problem(key: str, values: dict[str, bytes]) -> str | None:
         named = f"{record.run_id}/{record.label_id}"
     elif isinstance(record, Outcome):
         named = f"{record.run_id}/{record.outcome_id}"
+    elif isinstance(record, Split):
+        named = record.split_id
     else:
         named = getattr(record, "decision_id", "")
     if named != expected:

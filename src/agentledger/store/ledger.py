@@ -15,7 +15,6 @@ from agentledger.errors import (
     IndexUnusableError,
     IndexVersionError,
     InputError,
-    IntegrityError,
     LedgerNotFoundError,
     RecordError,
     RunExistsError,
@@ -45,6 +44,7 @@ from agentledger.store.index import (
     RunIndex,
 )
 from agentledger.store.journal_upkeep import start_journal_of_old_ledger
+from agentledger.store.sealed_reads import check_sealed
 from agentledger.store.seen_heads import (
     HeadProblem,
     SeenHead,
@@ -52,9 +52,10 @@ from agentledger.store.seen_heads import (
     forget_seen_head,
     note_head,
     read_seen_head,
+    refuse_missing_journal,
 )
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
-from agentledger.store.storage.journal import Checkpoint, run_entry, run_intent, segment_key
+from agentledger.store.storage.journal import Checkpoint, run_entry, run_intent
 from agentledger.store.writer import (
     METADATA,
     SUMMARY,
@@ -165,7 +166,6 @@ class OpenedLedger(NamedTuple):
         self.ledger.close()
 
 
-OUTCOMES_MIGRATION = "m014_outcomes"
 """The index migration that added the outcomes table (an index it upgraded is filled)."""
 
 _RECORD_FOLDERS = ("runs", "scores", "labels", "decisions", "outcomes")
@@ -279,18 +279,9 @@ class Ledger:
             # A storage that lives as long as this process (memory) outlives no directory.
             lasting = storage.shared_between_processes
             marked = lasting and (root / JOURNAL_MARK).exists()
-            if marked and not storage.journal.started():
-                raise IntegrityError(
-                    f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
-                    f"gone) though {JOURNAL_MARK} says the ledger has one: deleted, or the "
-                    "ledger was replaced. This is never a fresh start: restore journal/ from "
-                    "a copy"
-                )
+            if not storage.journal.started():
+                refuse_missing_journal(root, storage, JOURNAL_MARK if marked else None)
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
-            if ledger.journal_started_now is not None:  # the index's positions: of no journal
-                from agentledger.store.record_kinds import reposition_records
-
-                reposition_records(ledger)
             if lasting and not marked:
                 _mark_journal(root)
             ledger.head_problem = check_seen_head(root, storage)
@@ -300,11 +291,10 @@ class Ledger:
                 storage.journal.refuse_writes(
                     f"refused to write, nothing was written: {ledger.head_problem}"
                 )
-            if OUTCOMES_MIGRATION in index.upgraded_by:
-                # The outcomes measured before outcomes were indexed: indexed now, once.
-                from agentledger.store.record_kinds import OutcomeRecords
+            if ledger.journal_started_now is not None or index.upgraded_by:
+                from agentledger.store.record_kinds import upgrade_records
 
-                OutcomeRecords(ledger).index_missing()
+                upgrade_records(ledger, index.upgraded_by, ledger.journal_started_now)
         except BaseException:
             ledger.close()
             raise
@@ -481,13 +471,20 @@ class Ledger:
                 f"(it has: {', '.join(self.storage.list_files(run_id))})"
             ) from None
 
-    def load(self, run_id: str) -> StoredRun:
-        """Read a run's records (metadata, summary, manifest) from its files."""
+    def load(self, run_id: str, *, sealed: bool = False) -> StoredRun:
+        """Read a run's records (metadata, summary, manifest) from its files; with `sealed`,
+        each checked against the manifest first (TamperedError: what a judge or the viewer
+        reads, where `verify` reports instead)."""
         manifest_raw = self.read_bytes(run_id, MANIFEST_NAME)
         manifest = parse_record(Manifest, manifest_raw, self.storage.locate(run_id, MANIFEST_NAME))
-        metadata = parse_record(
-            RunMetadata, self.read_bytes(run_id, METADATA), self.storage.locate(run_id, METADATA)
-        )
+
+        def read(name: str) -> bytes:
+            data = self.read_bytes(run_id, name)
+            if sealed and name in manifest.files:
+                check_sealed(self.storage, run_id, name, data, manifest.files[name])
+            return data
+
+        metadata = parse_record(RunMetadata, read(METADATA), self.storage.locate(run_id, METADATA))
         if metadata.run_id != run_id or manifest.run_id != run_id:
             raise RecordError(
                 self.storage.locate(run_id, METADATA),
@@ -496,9 +493,7 @@ class Ledger:
             )
         summary = None
         if SUMMARY in manifest.files:
-            summary = parse_record(
-                RunSummary, self.read_bytes(run_id, SUMMARY), self.storage.locate(run_id, SUMMARY)
-            )
+            summary = parse_record(RunSummary, read(SUMMARY), self.storage.locate(run_id, SUMMARY))
         return StoredRun(metadata, summary, manifest, sha256_bytes(manifest_raw))
 
     def runs(self, run_filter: RunFilter | None = None) -> list[IndexedRun]:

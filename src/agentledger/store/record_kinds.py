@@ -1,5 +1,5 @@
-"""The kinds of the record store beside labels: scores, decisions and outcomes, and
-`RECORD_KINDS`, every kind (what `reindex` and `gc` go through).
+"""The kinds of the record store beside labels: scores, decisions, outcomes and label
+splits, and `RECORD_KINDS`, every kind (what `reindex` and `gc` go through).
 
 Kept apart from `record_store` (which holds `RecordStore` and `LabelRecords`) so that writing
 a label (`agentledger label`, once per run a person reads) loads none of these records' models.
@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentledger.errors import RecordError, RunNotFoundError
+from agentledger.errors import InputError, RecordError, RunNotFoundError
 from agentledger.records.decisions import (
     DECISION_ID_RE,
     DECISION_JSON,
@@ -21,6 +21,7 @@ from agentledger.records.decisions import (
 )
 from agentledger.records.outcomes import OUTCOMES_DIR, Outcome
 from agentledger.records.scores import JUDGE_ID, SCORES_DIR, Score
+from agentledger.records.splits import SPLIT_ID, SPLITS_DIR, Split
 from agentledger.store.index import (
     DecisionRow,
     OutcomeRow,
@@ -39,7 +40,10 @@ __all__ = [
     "DecisionRecords",
     "OutcomeRecords",
     "ScoreRecords",
+    "SplitRecords",
     "reposition_records",
+    "unpositioned",
+    "upgrade_records",
 ]
 
 _JUDGE_ID = re.compile(JUDGE_ID)
@@ -189,17 +193,88 @@ class OutcomeRecords(RecordStore[Outcome]):
         return self.ids_held(keys, self.ledger.index.outcome_ids())
 
 
+_SPLIT_ID = re.compile(SPLIT_ID)
+
+
+class SplitRecords(RecordStore[Split]):
+    """Label splits: ``splits/<split_id>.json``, journaled like every record (a split planted
+    beside the journal, or one whose bytes changed, is never read as one); the index holds
+    none, and the newest of a source is the one the journal accepted last."""
+
+    area = SPLITS_DIR
+    model = Split
+    noun = "split"
+
+    @classmethod
+    def key(cls, *ids: str) -> str:
+        (split_id,) = ids
+        if not _SPLIT_ID.match(split_id):
+            raise InputError(f"split id {split_id!r} is not valid (expected split_<12 hex>)")
+        return f"{SPLITS_DIR}/{split_id}.json"
+
+    @classmethod
+    def ids_of(cls, record: Split) -> tuple[str, ...]:
+        return (record.split_id,)
+
+    def is_key(self, key: str) -> bool:
+        return key.startswith(f"{SPLITS_DIR}/") and key.endswith(".json") and key.count("/") == 1
+
+    def misplaced(self, where: str, record: Split) -> RecordError:
+        return RecordError(where, "the file's place does not match its split_id", field="split_id")
+
+    def writer_of(self, record: Split) -> str:
+        return f"split labels:{record.source}"
+
+    def oldest_first(self) -> list[Split]:
+        """Every accepted split, in the order the journal accepted them (never by the time
+        written in the file: a split dated 2099 is not the newest for that)."""
+        order = self.storage.journal.accepted_at()
+        return sorted(
+            self.iter_accepted(),
+            key=lambda split: (order.get(self.key_of(split), 0), split.split_id),
+        )
+
+
 RECORD_KINDS: tuple[type[RecordStore[Any]], ...] = (
     ScoreRecords,
     LabelRecords,
     DecisionRecords,
     OutcomeRecords,
+    SplitRecords,
 )
 """Every kind of record beside the runs: what `reindex` and `gc` go through."""
 
 
-def reposition_records(ledger: LedgerParts) -> None:
+def reposition_records(ledger: LedgerParts) -> list[tuple[str, str]]:
     """Index every record kind again with its position in the journal: after a journal was
-    built for a ledger older than it, positions the index held (if any) are of no journal."""
+    built for a ledger older than it, positions the index held (if any) are of no journal;
+    after the index gained the column (m013, m015), rows indexed before have none. What could
+    not be read, as (where, why): left out, as `reindex` does."""
+    problems: list[tuple[str, str]] = []
     for kind in RECORD_KINDS:
-        kind(ledger).reindex()
+        kind(ledger).reindex(problems)
+    return problems
+
+
+def unpositioned(ledger: LedgerParts) -> int:
+    """How many indexed records hold no journal position (indexed before m013 / m015)."""
+    return sum(1 for seq in ledger.index.record_positions().values() if seq is None)
+
+
+_POSITIONS_MIGRATIONS = frozenset({"m013_label_order", "m015_record_order"})
+"""The index migrations that added journal positions: rows indexed before have none."""
+_OUTCOMES_MIGRATION = "m014_outcomes"
+
+
+def upgrade_records(
+    ledger: LedgerParts, upgraded_by: Sequence[str], journal_started_now: int | None
+) -> None:
+    """What opening a ledger does, once, after its journal was started for an older ledger
+    or its index migrated: every record given its journal position (positions from before a
+    journal are of no journal; rows indexed before the index kept them have none, and the
+    newest record of a kind would be chosen by the time in its file), and the outcomes
+    measured before outcomes were indexed indexed."""
+    if journal_started_now is not None or _POSITIONS_MIGRATIONS & set(upgraded_by):
+        reposition_records(ledger)
+    elif _OUTCOMES_MIGRATION in upgraded_by:
+        OutcomeRecords(ledger).index_missing()

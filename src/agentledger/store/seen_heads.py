@@ -44,6 +44,7 @@ __all__ = [
     "forget_seen_head",
     "note_head",
     "read_seen_head",
+    "refuse_missing_journal",
     "state_dir",
 ]
 
@@ -100,11 +101,15 @@ class HeadProblem:
         )
 
 
-def _location(root: Path, storage: StorageBackend) -> str:
+def _locations(root: Path, storage: StorageBackend) -> list[str]:
+    """Where this machine notes the ledger's head: its storage URI, or for a local ledger its
+    real path and the path as given (when a symlink is on it): a ledger path that is a link
+    switched to an older copy (``/srv/ledger -> ledger-v1``) is that ledger gone back, not
+    a ledger never seen."""
     uri = getattr(storage, "uri", "") or ""
     if uri and not uri.startswith(("local", "file:")):
-        return uri
-    return os.path.realpath(root)
+        return [uri]
+    return list(dict.fromkeys([os.path.realpath(root), os.path.abspath(root)]))
 
 
 def _state_file(location: str) -> Path:
@@ -115,12 +120,21 @@ def _state_file(location: str) -> Path:
 def read_seen_head(root: Path, storage: StorageBackend) -> SeenHead | None:
     """The head this machine last saw the ledger show, if any (an unreadable state file is
     taken for none: it is this machine's memory, not evidence)."""
-    location = _location(root, storage)
-    try:
-        value = json.loads(_state_file(location).read_bytes())
-        return SeenHead(location, Checkpoint.parse(value["head"]), str(value["seen_at"]))
-    except (OSError, ValueError, KeyError, TypeError, AgentLedgerError):
-        return None
+    seen = _seen_at_each(root, storage)
+    return seen[0] if seen else None
+
+
+def _seen_at_each(root: Path, storage: StorageBackend) -> list[SeenHead]:
+    """The head noted at each of the ledger's locations that has one."""
+    found = []
+    for location in _locations(root, storage):
+        try:
+            value = json.loads(_state_file(location).read_bytes())
+            head = Checkpoint.parse(value["head"])
+            found.append(SeenHead(location, head, str(value["seen_at"])))
+        except (OSError, ValueError, KeyError, TypeError, AgentLedgerError):
+            continue
+    return found
 
 
 def _write(location: str, head: Checkpoint) -> None:
@@ -185,19 +199,28 @@ def check_seen_head(root: Path, storage: StorageBackend) -> HeadProblem | None:
     storage that lives only as long as its process (memory) has no past to go back to."""
     if not storage.shared_between_processes:
         return None
-    seen = read_seen_head(root, storage)
-    try:
-        head, at_seen = _head_and_entry(storage, seen.head.count if seen else None)
-    except (IntegrityError, OSError, AgentLedgerError):
-        return None
-    if seen is None:
-        if head is not None:
-            _write(_location(root, storage), head)
-        return None
-    problem = compare_with_seen(seen, head, at_seen)
-    if problem is None and head is not None and head != seen.head:
-        _write(seen.ledger, head)
-    return replace(problem, shown=str(root)) if problem is not None else None
+    all_seen = _seen_at_each(root, storage)
+    noted = {seen.ledger for seen in all_seen}
+    problem = None
+    head = None
+    each: list[SeenHead | None] = list(all_seen) or [None]
+    for seen in each:
+        try:
+            head, at_seen = _head_and_entry(storage, seen.head.count if seen else None)
+        except (IntegrityError, OSError, AgentLedgerError):
+            return None
+        if seen is None:
+            break
+        problem = problem or compare_with_seen(seen, head, at_seen)
+    if problem is not None:
+        return replace(problem, shown=str(root))
+    if head is not None:
+        for location in _locations(root, storage):
+            if location not in noted or any(
+                seen.ledger == location and seen.head != head for seen in all_seen
+            ):
+                _write(location, head)
+    return None
 
 
 def note_head(root: Path, storage: StorageBackend) -> None:
@@ -208,9 +231,31 @@ def note_head(root: Path, storage: StorageBackend) -> None:
 def forget_seen_head(root: Path, storage: StorageBackend) -> Checkpoint | None:
     """Take the ledger's head now as the one seen (a rollback that was meant); gives it."""
     head, _ = _head_and_entry(storage, None)
-    location = _location(root, storage)
-    if head is None:
-        _state_file(location).unlink(missing_ok=True)
-    else:
-        _write(location, head)
+    for location in _locations(root, storage):
+        if head is None:
+            _state_file(location).unlink(missing_ok=True)
+        else:
+            _write(location, head)
     return head
+
+
+def refuse_missing_journal(root: Path, storage: StorageBackend, mark: str | None) -> None:
+    """IntegrityError when a ledger without a journal had one: its `mark` file says so
+    (`journal.started`), or this machine saw its head. Never a fresh start (an older ledger
+    anchored anew), and nothing is written: not even by `verify`."""
+    from agentledger.store.storage.journal import segment_key
+
+    if mark is not None:
+        raise IntegrityError(
+            f"{root}: the journal is missing (its first segment, {segment_key(1)}, is "
+            f"gone) though {mark} says the ledger has one: deleted, or the "
+            "ledger was replaced. This is never a fresh start: restore journal/ from "
+            "a copy"
+        )
+    seen = read_seen_head(root, storage)
+    if seen is not None:
+        raise IntegrityError(
+            f"{root}: the journal is missing, though this machine saw it at {seen.head}: "
+            "deleted, or the ledger was replaced. This is never a fresh start, and nothing "
+            "was written: restore journal/ from a copy"
+        )

@@ -23,6 +23,7 @@ from agentledger.store.storage import (
 )
 from agentledger.store.storage.journal import (
     JOURNALED_AREAS,
+    KINDS_OF_AREAS,
     Checkpoint,
     JournalRead,
     check_segments,
@@ -88,6 +89,8 @@ class _Cut:
     run_rows: dict[str, tuple[RunColumns, dict[str, str]]]
     score_rows: list[ScoreRow]
     label_rows: list[LabelRow]
+    positions: dict[str, int | None]
+    """The journal position each indexed record holds (`RunIndex.record_positions`)."""
     quarantined: list[str]
 
 
@@ -183,6 +186,7 @@ def _take_cut(ledger: Ledger) -> _Cut:
             run_rows=ledger.index.run_rows(),
             score_rows=ledger.index.score_rows(),
             label_rows=ledger.index.label_rows(),
+            positions=ledger.index.record_positions(),
         )
 
 
@@ -376,7 +380,7 @@ def _check_everything_else(
     ledger: Ledger, cut: _Cut, journal: _Journal, report: VerifyReport
 ) -> None:
     """Scores, labels and decisions against the journal, their index rows, the staging area."""
-    kinds = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
+    kinds = dict(KINDS_OF_AREAS)
     records = _held_records(ledger.storage, cut.record_keys)
     intact = _check_records(records, journal, kinds, report)
     accepted_at = {key: e.seq for e in journal.read.entries for key in e.keys}
@@ -386,9 +390,46 @@ def _check_everything_else(
     held = {key for key in records if key.startswith("labels/")}
     for key, detail in check_label_rows(intact["labels"], held, cut.label_rows, accepted_at):
         report.problems.append(Problem(key, _index_kind(detail), detail, record="label"))
+    _check_positions(cut.positions, accepted_at, set(records), report)
     _check_leftovers(ledger.storage.leftovers(), report)
     _check_quarantine(cut.quarantined, report)
     _check_strangers(journal, intact, report)
+
+
+UNPOSITIONED = (
+    "index column accepted_seq is empty: indexed before the index kept journal positions "
+    "(migrations m013 and m015), so which {what} is newest falls back to the time written in "
+    "its file, which the journal does not vouch for; `agentledger gc` or `agentledger "
+    "reindex` fills it in"
+)
+
+
+def _check_positions(
+    positions: Mapping[str, int | None],
+    accepted_at: Mapping[str, int],
+    held: set[str],
+    report: VerifyReport,
+) -> None:
+    """Every indexed record's journal position (scores, labels, decisions, outcomes alike)
+    against the journal: the position alone decides which record of a kind is newest, so an
+    edited one, or one never filled in, would change what reports and gates read."""
+    for key, seq in sorted(positions.items()):
+        area = key.split("/", 1)[0]
+        what = KINDS_OF_AREAS.get(area, "record")
+        record = key.removesuffix("/decision.json") if area == "decisions" else key
+        expected = accepted_at.get(key)
+        if expected is None:
+            if record not in held and area in ("decisions", "outcomes"):
+                # (scores and labels: reported by their rows' check)
+                detail = "indexed, but the journal accepted no such record"
+                report.problems.append(Problem(key, "index-orphan", detail, record=what))
+            continue
+        if seq is None:
+            detail = UNPOSITIONED.format(what=what)
+            report.problems.append(Problem(key, "unpositioned", detail, record=what))
+        elif seq != expected:
+            detail = f"index column accepted_seq is {seq}, the journal says {expected}"
+            report.problems.append(Problem(key, "index-mismatch", detail, record=what))
 
 
 def _check_strangers(

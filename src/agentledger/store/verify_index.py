@@ -95,18 +95,6 @@ _SCORE_COLUMNS = (
 )
 
 
-def _seq_difference(row: ScoreRow | LabelRow, expected: ScoreRow | LabelRow) -> list[str]:
-    """The journal position an index row holds, if it differs from its entry's: the order
-    that decides which record is newest, so an edit of it would change what reports read. A
-    row without one (indexed before the index kept it; `reindex` fills it in) is left alone."""
-    if row.accepted_seq is None or row.accepted_seq == expected.accepted_seq:
-        return []
-    return [
-        f"index column accepted_seq is {_show(row.accepted_seq)}, the journal says "
-        f"{_show(expected.accepted_seq)}"
-    ]
-
-
 def check_score_rows(
     intact: Mapping[str, bytes],
     held: set[str],
@@ -134,8 +122,6 @@ def check_score_rows(
             continue
         found.extend((key, detail) for detail in _differences(_SCORE_COLUMNS, row, expected))
         found.extend((key, detail) for detail in _criteria_differences(row, expected))
-        if accepted_at is not None:
-            found.extend((key, detail) for detail in _seq_difference(row, expected))
     for key in sorted(set(by_key) - held):
         found.append((key, "indexed, but its record is gone"))
     return found
@@ -204,8 +190,6 @@ def check_label_rows(
             continue
         found.extend((key, detail) for detail in _differences(_LABEL_COLUMNS, row, expected))
         found.extend((key, detail) for detail in _criteria_differences(row, expected))
-        if accepted_at is not None:
-            found.extend((key, detail) for detail in _seq_difference(row, expected))
         if current is not None and row.current != (expected.label_id in current):
             found.append(
                 (

@@ -60,7 +60,8 @@ class Problem:
     changed, missing, extra, manifest, metadata, unaccepted (announced by a writer that died
     before accepting it), unannounced (no writer announced it), quarantined, stranger (a
     judge, source or author no writer of this ledger announced), journal, checkpoint,
-    not-indexed, index-stale, index-mismatch, index-orphan, leftover.
+    not-indexed, index-stale, index-mismatch, index-orphan, unpositioned (an index row
+    without its journal position), leftover.
     """
 
     run_id: str

@@ -37,6 +37,7 @@ from agentledger.errors import (
     RecordError,
     RecordNotFoundError,
     RunNotFoundError,
+    TamperedError,
 )
 from agentledger.identity import short_hash
 from agentledger.store.index import IndexedRun
@@ -193,6 +194,11 @@ async def _input_error(request: Request, exc: Exception) -> Response:
 
 
 async def _integrity_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, TamperedError):
+        # Nothing of the run is shown as if sealed: the page is this warning alone.
+        return _error_page(
+            request, 409, "Tampered evidence", f"{exc} (run `agentledger verify` to see all)"
+        )
     return _error_page(
         request, 500, "Integrity failure", f"{exc} (run `agentledger verify` to see all)"
     )

@@ -22,6 +22,7 @@ from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.labels import labels_for_agreement, parse_source_spec
 from agentledger.labels.split import SplitStore
 from agentledger.records.splits import DevelopedAgainst
+from agentledger.store.evidence import read_sealed
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -90,7 +91,7 @@ def load_examples(ledger: Ledger, source_spec: str, part: str | None, limit: int
         )
     if limit < 1:
         raise InputError(f"--examples must be at least 1 (got {limit})")
-    split = SplitStore(ledger.storage).newest(name)
+    split = SplitStore(ledger).newest(name)
     if split is None:
         raise InputError(
             f"labels:{name} has no split: make one with "
@@ -107,7 +108,7 @@ def load_examples(ledger: Ledger, source_spec: str, part: str | None, limit: int
         if label is None or label.verdict is None:
             continue
         try:
-            report = ledger.read_bytes(run_id, "report.md").decode("utf-8", errors="replace")
+            report = read_sealed(ledger, run_id, "report.md").decode("utf-8", errors="replace")
         except RunNotFoundError:
             continue
         chosen.append(

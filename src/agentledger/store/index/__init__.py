@@ -460,5 +460,12 @@ class RunIndex(ABC):
         outcome of each run, the one that stands for it."""
 
     @abstractmethod
+    def record_positions(self) -> dict[str, int | None]:
+        """The journal position every indexed score, label, decision and outcome holds, by
+        the storage key of its record (a decision: its decision.json); None for a row
+        indexed before the index kept positions (m013, m015), until a reindex fills it in:
+        what `verify` holds to the journal, for every kind alike."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release the connection."""

@@ -25,6 +25,25 @@ class RecordQueries:
     def _column(self, sql: str, params: Sequence[Any] = ()) -> list[str]:
         raise NotImplementedError
 
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    # -- every kind --------------------------------------------------------------------------
+
+    def record_positions(self) -> dict[str, int | None]:
+        return dict(
+            self._rows(
+                "SELECT 'scores/' || run_id || '/' || judge_id || '.json', accepted_seq "
+                "FROM scores UNION ALL "
+                "SELECT 'labels/' || run_id || '/' || label_id || '.json', accepted_seq "
+                "FROM labels UNION ALL "
+                "SELECT 'decisions/' || decision_id || '/decision.json', accepted_seq "
+                "FROM decisions UNION ALL "
+                "SELECT 'outcomes/' || run_id || '/' || outcome_id || '.json', accepted_seq "
+                "FROM outcomes"
+            )
+        )
+
     # -- decisions -----------------------------------------------------------------------------
 
     def decision_ids(self) -> set[str]:

@@ -67,6 +67,7 @@ __all__ = [
     "CRASH_ENV",
     "JOURNALED_AREAS",
     "JOURNAL_AREA",
+    "KINDS_OF_AREAS",
     "Checkpoint",
     "Intent",
     "Journal",
@@ -83,9 +84,17 @@ __all__ = [
     "segment_key",
 ]
 
-JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions", "outcomes"})
+JOURNALED_AREAS: frozenset[str] = frozenset({"scores", "labels", "decisions", "outcomes", "splits"})
 """Record areas whose every value is evidence, and so gets a journal entry."""
-_KINDS = {"scores": "score", "labels": "label", "decisions": "decision", "outcomes": "outcome"}
+KINDS_OF_AREAS: Mapping[str, str] = {
+    "scores": "score",
+    "labels": "label",
+    "decisions": "decision",
+    "outcomes": "outcome",
+    "splits": "split",
+}
+"""The entry kind of each journaled area's records."""
+_KINDS = KINDS_OF_AREAS
 CRASH_ENV = CRASH_AT
 """Names a point of the write path (``after-record``) at which the process kills itself with
 SIGKILL: how the tests prove that a writer dying there leaves a ledger gc can settle (see
@@ -467,7 +476,7 @@ class Journal:
 
         for key in values:
             if check_key(key).split("/", 1)[0] not in JOURNALED_AREAS:
-                raise InputError(f"{key} is not a score, label or decision")
+                raise InputError(f"{key} is not a score, label, decision, outcome or split")
         grouped: dict[tuple[str, str], dict[str, str]] = {}
         for key, data in values.items():
             who = writer or claim_of(key, data) or _WRITER

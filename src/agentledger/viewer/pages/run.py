@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agentledger.errors import RunNotFoundError
 from agentledger.gates.decisions import indexed_decisions
 from agentledger.labels.entry import known_criteria
 from agentledger.labels.store import labels_of_run
@@ -19,7 +18,7 @@ from agentledger.outcomes import OutcomeStore
 from agentledger.records.decisions import Decision
 from agentledger.records.filters import RunFilter
 from agentledger.records.scores import Score
-from agentledger.store.evidence import load_run_evidence
+from agentledger.store.evidence import load_run_evidence, read_sealed
 from agentledger.store.index import IndexedRun
 from agentledger.store.ledger import Ledger
 from agentledger.viewer.app import Viewer, in_worker, viewer_of
@@ -117,10 +116,9 @@ def run_file(request: Request) -> Response:
     viewer = viewer_of(request)
     run = viewer.run(request.path_params["run_id"])
     name = artifact_param(request.path_params["name"])
-    files = viewer.ledger.load(run.run_id).manifest.files
-    if name not in files:
-        raise RunNotFoundError(f"run {run.run_id} has no file {name!r}")
-    data = viewer.ledger.read_bytes(run.run_id, name)
+    # Checked against the manifest (TamperedError: the error page says so, and not one byte
+    # of the changed file is served as the run's evidence).
+    data = read_sealed(viewer.ledger, run.run_id, name)
     return Response(
         data,
         media_type="text/plain; charset=utf-8",
