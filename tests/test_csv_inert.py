@@ -85,3 +85,35 @@ def test_labels_export_csv_is_inert_and_imports_back(
     # Read back by agentledger, the reason is the one given.
     code, out, err = run("labels", "import", str(path), "--ledger", root)
     assert code == 0 and "1 already there" in out, (out, err)
+
+
+@pytest.mark.parametrize("text", ["x\r=1+1", "x\n=1+1", "x\r\n@SUM(A1)", "ok\r-2+3"])
+def test_a_formula_after_a_line_break_is_made_inert_and_reads_back(text: str) -> None:
+    assert inert_cell(text) == "'" + text
+    assert original_cell(inert_cell(text)) == text
+    assert inert_cell("x\r\n-0.5") == "x\r\n-0.5"  # a number on a line is data
+
+
+def test_a_bare_cr_in_a_reason_is_quoted_and_starts_no_row(
+    ledger: Ledger, hostile: str, tmp_path: Path
+) -> None:
+    root = str(ledger.root)
+    reason = "x\r=1+1"
+    code, _out, err = run(
+        "label", hostile, "--verdict", "safe", "--reason", reason, "--by", "src16",
+        "--ledger", root,
+    )  # fmt: skip
+    assert code == 0, err
+    path = tmp_path / "labels.csv"
+    code, _out, err = run(
+        "labels", "export", "--all", "--format", "csv", "-o", str(path), "--ledger", root
+    )
+    assert code == 0, err
+    data = path.read_bytes()
+    assert b'"\'x\r=1+1"' in data  # quoted, and inert
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert not any(row and row[0].startswith(("=", "'=")) for row in rows), rows
+    assert len(rows) == 2  # the header and the one label: the CR starts no row
+    code, out, err = run("labels", "import", str(path), "--ledger", root)
+    assert code == 0 and "1 already there" in out, (out, err)

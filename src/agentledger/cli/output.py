@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -14,7 +13,7 @@ from typing import Any
 import click
 
 from agentledger.errors import InputError
-from agentledger.records.csv_cells import csv_row
+from agentledger.records.csv_cells import CsvOut
 
 __all__ = ["emit", "print_rows", "render_value", "terminal_safe", "write_text_output"]
 
@@ -91,9 +90,9 @@ def print_rows(
         click.echo(json.dumps(objects, indent=2, ensure_ascii=False, default=str))
         return
     if fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(csv_row(columns))
-        writer.writerows(csv_row(row) for row in rows)
+        writer = CsvOut(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
         return
     cells = [[render_value(value) for value in row] for row in rows]
     names = [name.upper() for name in headers or columns]

@@ -39,9 +39,10 @@ from agentledger.labels.entry import (
     source_name,
 )
 from agentledger.records import decode_json
-from agentledger.records.csv_cells import csv_dict, original_cell
+from agentledger.records.csv_cells import CsvOut, original_cell
 from agentledger.records.labels import Label
 from agentledger.store.index import RunFilter
+from agentledger.store.storage.checked import read_given
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -72,6 +73,8 @@ EXPORT_COLUMNS = (
 )
 _KNOWN = frozenset(EXPORT_COLUMNS)
 _MAX_ROWS = 1_000_000
+_MAX_BYTES = 256 * 1024 * 1024
+"""A label file larger is refused as it is read (never a FIFO or a device read without end)."""
 
 
 @dataclass(frozen=True)
@@ -296,10 +299,7 @@ def read_label_file(
     either way.
     """
     where = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw = read_given(path, _MAX_BYTES)
     fmt = _format_of(path, raw, fmt)
     if fmt == "csv":
         try:
@@ -538,10 +538,10 @@ def export_labels(ledger: Ledger, labels: Sequence[Label], fmt: FileFormat, out:
             }
         )
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+        writer = CsvOut(out, EXPORT_COLUMNS)
         writer.writeheader()
         for record in records:
-            writer.writerow(csv_dict({k: "" if v is None else v for k, v in record.items()}))
+            writer.writerow({k: "" if v is None else v for k, v in record.items()})
     else:
         for label, record in zip(labels, records, strict=True):
             record["criteria"] = {item.criterion: item.fired for item in label.criteria}

@@ -14,18 +14,34 @@ formula character gets one more ``'``, so the round trip is exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import csv
+import io
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
 
-__all__ = ["FORMULA_STARTS", "csv_dict", "csv_row", "inert_cell", "original_cell"]
+__all__ = [
+    "FORMULA_STARTS",
+    "CsvOut",
+    "csv_dict",
+    "csv_row",
+    "inert_cell",
+    "original_cell",
+]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """The first characters that make a spreadsheet read a cell as a formula (OWASP)."""
 
 
 def _marked(text: str) -> bool:
-    bare = text.lstrip("'")
-    return bare.startswith(FORMULA_STARTS) and not (bare == "-" or _plain_number(bare))
+    """Whether a spreadsheet could read `text`, or any line of it, as a formula: a cell with
+    a line break is kept whole when quoted, but one opened in a tool that splits rows at a
+    bare CR would start a row with the line after it."""
+    lines = re.split(r"\r\n|\r|\n", text.lstrip("'"))
+    return any(
+        line.startswith(FORMULA_STARTS) and not (line == "-" or _plain_number(line))
+        for line in lines
+    ) or text.lstrip("'").startswith("\r")
 
 
 def _plain_number(text: str) -> bool:
@@ -59,3 +75,35 @@ def csv_row(values: Iterable[Any]) -> list[Any]:
 def csv_dict(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row for `csv.DictWriter`, every cell inert."""
     return {key: inert_cell(value) for key, value in row.items()}
+
+
+class CsvOut:
+    """The one CSV writer of agentledger: rows end with ``\\n``, every cell is made inert
+    (`inert_cell`), and a cell holding a comma, a quote, a CR or an LF is quoted (the csv
+    module quotes only the characters of its line terminator: with ``\\n`` alone, a bare CR
+    would pass unquoted and start a new row in a spreadsheet). `fieldnames`: rows are dicts."""
+
+    def __init__(self, out: TextIO, fieldnames: Sequence[str] | None = None) -> None:
+        self._out = out
+        self._buffer = io.StringIO()
+        self._fields = list(fieldnames) if fieldnames is not None else None
+        self._writer = csv.writer(self._buffer, lineterminator="\r\n")
+
+    def writerow(self, row: Iterable[Any] | Mapping[str, Any]) -> None:
+        if self._fields is not None:
+            assert isinstance(row, Mapping)
+            values: Iterable[Any] = [row.get(name, "") for name in self._fields]
+        else:
+            values = row
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerow(csv_row(values))
+        self._out.write(self._buffer.getvalue()[:-2] + "\n")
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+    def writeheader(self) -> None:
+        assert self._fields is not None
+        self.writerow(dict(zip(self._fields, self._fields, strict=True)))

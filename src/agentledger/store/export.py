@@ -5,7 +5,6 @@ export is written (`written_beside`). Parquet tables and OTLP spans are
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentledger.errors import InputError
-from agentledger.records.csv_cells import csv_dict
+from agentledger.records.csv_cells import CsvOut
 from agentledger.store import IndexedRun
 
 __all__ = [
@@ -86,10 +85,10 @@ def write_export(runs: Iterable[IndexedRun], fmt: str, out: TextIO) -> int:
     """Write `runs` to `out` in `fmt` (see EXPORT_FORMATS); returns how many were written."""
     count = 0
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=list(ROW_COLUMNS), lineterminator="\n")
+        writer = CsvOut(out, list(ROW_COLUMNS))
         writer.writeheader()
         for run in runs:
-            writer.writerow(csv_dict(run_row(run)))
+            writer.writerow(run_row(run))
             count += 1
     elif fmt == "jsonl":
         for run in runs:
