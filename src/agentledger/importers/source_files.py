@@ -216,7 +216,7 @@ def checked_file(real: str, info: os.stat_result, shown: str | Path | None = Non
             f"{name}: has {info.st_nlink} hard links; a hard-linked file may be a file from "
             "outside the folder, so it is refused (copy it: cp --no-preserve=links)"
         )
-    return CheckedFile(real, info)
+    return CheckedFile(real, info.st_dev, info.st_ino)
 
 
 def read_regular(real: str, limit: int, shown: str | Path | None = None) -> bytes:

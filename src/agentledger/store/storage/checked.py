@@ -27,10 +27,13 @@ class CheckedFile(str):
     dev: int
     ino: int
 
-    def __new__(cls, path: str, info: os.stat_result) -> CheckedFile:
+    def __new__(cls, path: str, dev: int, ino: int) -> CheckedFile:
         self = super().__new__(cls, path)
-        self.dev, self.ino = info.st_dev, info.st_ino
+        self.dev, self.ino = dev, ino
         return self
+
+    def __getnewargs__(self) -> tuple[str, int, int]:  # type: ignore[override]
+        return str(self), self.dev, self.ino  # a plan goes to and from import workers
 
 
 def _shown(path: str) -> str:
@@ -96,7 +99,7 @@ def read_given(path: str | os.PathLike[str], limit: int) -> bytes:
         )
     if info.st_size > limit:
         raise InputError(f"{shown}: over the {limit} byte limit")
-    with open(open_source(CheckedFile(real, info), shown), "rb") as handle:
+    with open(open_source(CheckedFile(real, info.st_dev, info.st_ino), shown), "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise InputError(f"{shown}: over the {limit} byte limit")
