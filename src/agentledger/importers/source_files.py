@@ -9,8 +9,10 @@ naming the link and its target, before any byte is read. A sealed run can never 
 so a secrets file reached through a planted link would be kept, and shipped, for good.
 
 Reads open the real path without following a link at its last step (``O_NOFOLLOW``) and
-check the open descriptor (``fstat``): a file swapped for a link, a FIFO or a device between
-the check and the read is refused too, and a FIFO never blocks the import.
+check the open descriptor (``fstat``, `open_source`): it must be the regular file that was
+checked, same device and inode, so a file swapped for a link, another file, a FIFO or a device
+between the check and the read is refused too, and a FIFO never blocks the import. A file with
+more than one name (a hard link) is refused: its other name may lie outside the folder.
 """
 
 from __future__ import annotations
