@@ -15,7 +15,7 @@ Figures, measured alternately three times in the same run (median):
 - `agentledger import --format openhands DIR --model M` into a new ledger (the installed
   console script, a whole process: find, parse every event, classify every command, write
   trace.jsonl and the shell log, seal) against `cat` of the same files into `sha256sum`.
-  Goal: within 1.5x. The ratio is printed.
+  Goal: within 2x (issue 38). The ratio is printed, with the load average before and after.
 - `show --trace` of a 300-step run in the library (load_trace + timeline_rows), median
   milliseconds of 20. Goal: under 100 ms.
 - For reference, once: `cp -r` of the same files followed by `sync`, what writing the
@@ -46,7 +46,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work" / "traces"
 BIN = Path(sys.executable).parent
-GOAL = 1.5
+GOAL = 2.0  # issue 38 (issue 16 asked for 1.5x)
 SHOW_GOAL_MS = 100.0
 MODELS = ("claude-sonnet", "deepseek_r1", "deepseek_v3", "gpt-4o", "o3-mini")
 COMMANDS = (
@@ -262,6 +262,7 @@ def main() -> None:
         f" largest {sizes[-1] / 1e6:.1f} MB"
     )
     _timed(f"xargs -0 cat < {listing} > /dev/null", shell=True)  # into the page cache
+    load_before = os.getloadavg()
     imports, copies, befores = [], [], []
     # Each import goes into a ledger of its own, all removed at the end: deleting a ledger of
     # 13,500 files just before the next import makes each of its new files costlier to
@@ -298,6 +299,7 @@ def main() -> None:
             # The console script imports agentledger from PYTHONPATH first.
             env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
             befores.append(_timed(command(f"before-{round_}"), shell=args.per_folder, env=env))
+    load_after = os.getloadavg()
     ledger_root = ledgers / f"import-{args.repeats - 1}"
     floor = WORK / "floor"
     shutil.rmtree(floor, ignore_errors=True)
@@ -325,6 +327,8 @@ def main() -> None:
             "before_import": [[round(w, 3), round(c, 3)] for w, c in befores],
         },
         "goal_ratio": GOAL,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
         "cp_sync_seconds": round(copied_synced[0], 3),
         "cp_sync_cpu_seconds": round(copied_synced[1], 3),
         "ledger_bytes": kept,
@@ -337,6 +341,11 @@ def main() -> None:
     print(
         f"import {imported:.2f} s, cat | sha256sum {copied:.2f} s: ratio {ratio:.2f}x "
         f"(goal within {GOAL}x: {'met' if ratio <= GOAL else 'missed'})"
+    )
+    print(
+        "load average (1, 5, 15 min) before the rounds: "
+        f"{', '.join(f'{x:.2f}' for x in load_before)}; after: "
+        f"{', '.join(f'{x:.2f}' for x in load_after)} ({os.cpu_count()} CPUs)"
     )
     print(
         f"CPU (user + system, every process): import {imported_cpu:.2f} s, "

@@ -362,11 +362,24 @@ def test_the_shell_log_of_step_fields_is_that_of_the_validated_events() -> None:
         ShellEvent(ts=at, command="ls", exit_code=0, stdout="a\nb", decision="allowed"),
         ShellEvent(ts=at, command="rm -rf /", decision="denied", reason="destructive"),
         ShellEvent(command="cat x", stderr="no such file", cwd="/tmp", decided_by="alice"),
+        # a gate's policy (written after the output) and a time without a zone (local_time)
+        ShellEvent(
+            ts=datetime(2026, 3, 12, 10, 16),
+            command="tc qdisc del dev eth0 root",
+            exit_code=1,
+            stdout="RTNETLINK answers: No such file",
+            decision="approved",
+            decided_by="bob",
+            policy="prod-readonly",
+        ),
+        ShellEvent(command="sleep 9", decision="not-executed", reason="busy", exit_code=None),
     ]
     steps = steps_from_shell_log("look around", events, "done", started=at, ended=at)
     expected = shell_events(steps)
     written = shell_log_of_values([dict(step) for step in steps])
-    assert written == (shell_log_bytes(expected), ShellCounts(3, 1))
+    assert written == (shell_log_bytes(expected), ShellCounts(5, 1, 1))
+    assert written is not None and b'"policy":"prod-readonly","trace_step"' in written[0]
+    assert b'"local_time":"2026-03-12T10:16:00"' in written[0]
     assert shell_log_of_values([]) == (b"", ShellCounts(0, 0))
 
 

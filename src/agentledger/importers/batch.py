@@ -20,10 +20,9 @@ import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger import errors
 from agentledger.errors import AgentLedgerError, InputError
@@ -50,6 +49,9 @@ from agentledger.importers.workers import (
     worker_count,
 )
 from agentledger.store.ledger import Ledger
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 __all__ = [
     "PARALLEL_FROM",
@@ -242,6 +244,8 @@ def _leave_out(plan: ImportPlan, run_ids: set[str]) -> None:
 def serve_worker() -> None:
     """Entry point of a worker process (`workers.Worker`): ``python -c ... IN PARENT_OUT PID``
     (the pipe from the parent, the pipe to it, and the parent's pid, watched from the start)."""
+    from multiprocessing.connection import Connection
+
     _worker(
         Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False)
     )
@@ -270,6 +274,8 @@ class _Phase:
         self.others = 0
 
     def _receive(self, timeout: float | None) -> None:
+        from multiprocessing.connection import wait  # loaded once there are workers
+
         ready = {id(conn) for conn in wait(list(self.pending.values()), timeout)}
         for index in [i for i, conn in self.pending.items() if id(conn) in ready]:
             message: tuple[Any, ...]

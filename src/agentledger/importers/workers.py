@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 __all__ = [
@@ -174,6 +173,9 @@ class Worker:
             raise
         os.close(down_r)
         os.close(up_w)
+        # Loaded here, once a worker starts: an import in one process does without it.
+        from multiprocessing.connection import Connection
+
         self.outbox = Connection(down_w, readable=False)
         self.inbox = Connection(up_r, writable=False)
 

@@ -31,6 +31,7 @@ from agentledger.strict_json import MAX_JSON_DEPTH as MAX_JSON_DEPTH
 
 __all__ = [
     "RUN_KINDS",
+    "TRACE",
     "AgentInfo",
     "FileEntry",
     "LedgerConfig",
@@ -353,6 +354,9 @@ class ShellEvent(Record):
         """True when the gate refused this command."""
         return is_denied(self.decision, self.model_extra or {})
 
+
+TRACE = "trace.jsonl"
+"""The trace's artifact name in a run (its record: `agentledger.records.trace`)."""
 
 NOT_EXECUTED = "not-executed"
 """A command's `decision` when the agent's own runtime would not run it (OpenHands' "is NOT

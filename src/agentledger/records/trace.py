@@ -24,6 +24,7 @@ from agentledger.errors import RecordError
 from agentledger.identity import sha256_bytes
 from agentledger.records import (
     NOT_EXECUTED,
+    TRACE,
     Record,
     ShellCounts,
     ShellEvent,
@@ -54,9 +55,6 @@ __all__ = [
     "trace_bytes",
     "trace_bytes_of_values",
 ]
-
-TRACE = "trace.jsonl"
-"""The trace's artifact name in a run."""
 
 MAX_STEP_TEXT = 4096
 """Characters of a step's text kept in the trace; the original is kept whole elsewhere."""
@@ -341,34 +339,35 @@ def shell_events_of(steps: Sequence[Mapping[str, Any]]) -> list[ShellEvent]:
     return _SHELL_EVENTS.validate_python(_shell_event_values(steps))
 
 
-_SHELL_FIELDS = ("schema_version", *ShellEvent.model_fields)
-_SHELL_DECLARED = frozenset(_SHELL_FIELDS)
-
-
 def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, ShellCounts] | None:
     """shell_audit.jsonl of `shell_events_of(steps)`, the bytes the validated ShellEvents
     write, and their counts, without a model per event (an importer's fast path: `steps` as
     `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
-    lines = []
+    events = _shell_event_values(steps)
     denied = not_executed = 0
-    for values in _shell_event_values(steps):
-        values["schema_version"] = 1
-        # A ShellEvent writes its declared fields in order, then the others as given.
-        event = {name: values[name] for name in _SHELL_FIELDS if name in values}
-        extra = {name: value for name, value in values.items() if name not in _SHELL_DECLARED}
-        event.update(extra)
-        if is_denied(values.get("decision"), extra):
+    for event in events:
+        decision = event.get("decision")
+        if decision is None:
+            continue
+        if is_denied(decision, _NO_EXTRA):
             denied += 1
-        elif values.get("decision") == NOT_EXECUTED:
+        elif decision == NOT_EXECUTED:
             not_executed += 1
-        try:
-            lines.append(orjson.dumps(event, option=_DUMP_OPTIONS))
-        except orjson.JSONEncodeError:
-            return None
+    try:
+        lines = [orjson.dumps(event, option=_DUMP_OPTIONS) for event in events]
+    except orjson.JSONEncodeError:
+        return None
     counts = ShellCounts(len(lines), denied, not_executed)
     if lines:
         lines.append(b"")
     return b"\n".join(lines), counts
+
+
+_NO_EXTRA: dict[str, Any] = {}
+_STREAMS = {  # a command's answer: the fields its text goes in, by the answer's kind
+    "command_output": ("stdout", "stdout_sha256", "stdout_bytes"),
+    "error": ("stderr", "stderr_sha256", "stderr_bytes"),
+}
 
 
 def _text_parts(content: StepText | Mapping[str, Any]) -> tuple[str, int, str, bool]:
@@ -377,18 +376,19 @@ def _text_parts(content: StepText | Mapping[str, Any]) -> tuple[str, int, str, b
     return content["text"], content["bytes"], content["sha256"], content.get("truncated", False)
 
 
-def _gate_fields(gate: GateDecision | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(gate, GateDecision):
-        return gate.model_dump(exclude_none=True)
-    return {key: value for key, value in gate.items() if value is not None}
+def _gate_fields(gate: GateDecision | Mapping[str, Any]) -> Mapping[str, Any]:
+    return gate.model_dump(exclude_none=True) if isinstance(gate, GateDecision) else gate
 
 
 def _shell_event_values(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The fields of each command step's ShellEvent, unset ones left out, in the order the
+    validated event writes them: its declared fields in their order (a gate's among them),
+    then the others (``trace_step``, ``local_time``)."""
     # A command's answer: its output, or the error the tool gave instead of running it.
     outputs: dict[int, Mapping[str, Any]] = {}
     for step in steps:
         cause = step.get("cause")
-        if cause is not None and step["kind"] in ("command_output", "error"):
+        if cause is not None and step["kind"] in _STREAMS:
             outputs.setdefault(cause, step)
     events: list[dict[str, Any]] = []
     for step in steps:
@@ -396,35 +396,51 @@ def _shell_event_values(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, An
         if step["kind"] != "command" or command is None:
             continue
         output = outputs.get(step["index"])
-        exit_code = step.get("exit_code")
-        if exit_code is None and output is not None:
-            exit_code = output.get("exit_code")
-        values: dict[str, Any] = {
-            "command": command,
-            "classification": step.get("command_class"),
-            "cwd": step.get("cwd") or (output.get("cwd") if output is not None else None),
-            "exit_code": exit_code,
-            "trace_step": step["index"],
-        }
+        event: dict[str, Any] = {"schema_version": 1}
+        local_time = None
         moment = step.get("time")
         if moment is not None:
             if moment.tzinfo is None:
-                values["local_time"] = moment.isoformat()
+                local_time = moment.isoformat()
             else:
-                values["ts"] = moment
+                event["ts"] = moment
+        event["command"] = command
+        cwd = step.get("cwd") or (output.get("cwd") if output is not None else None)
+        if cwd is not None:
+            event["cwd"] = cwd
+        classification = step.get("command_class")
+        if classification is not None:
+            event["classification"] = classification
         gate = step.get("gate")
+        policy = None
         if gate is not None:
-            values.update(_gate_fields(gate))
+            fields = _gate_fields(gate)
+            for name in ("decision", "decided_by", "reason"):
+                value = fields.get(name)
+                if value is not None:
+                    event[name] = value
+            policy = fields.get("policy")
+        exit_code = step.get("exit_code")
+        if exit_code is None and output is not None:
+            exit_code = output.get("exit_code")
+        if exit_code is not None:
+            event["exit_code"] = exit_code
         content = output.get("content") if output is not None else None
         if content is not None:
             assert output is not None
             text, size, digest, truncated = _text_parts(content)
-            stream = "stderr" if output["kind"] == "error" else "stdout"
-            values[stream] = text
-            values[f"{stream}_bytes"] = size
-            values[f"{stream}_sha256"] = digest
-            values["truncated"] = truncated
-        events.append({k: v for k, v in values.items() if v is not None})
+            text_field, digest_field, size_field = _STREAMS[output["kind"]]
+            event[text_field] = text
+            event[digest_field] = digest
+            event[size_field] = size
+            if truncated is not None:
+                event["truncated"] = truncated
+        if policy is not None:
+            event["policy"] = policy
+        event["trace_step"] = step["index"]
+        if local_time is not None:
+            event["local_time"] = local_time
+        events.append(event)
     return events
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from agentledger.errors import InputError, RunExistsError
 from agentledger.identity import sha256_bytes
 from agentledger.records import (
+    TRACE,
     Manifest,
     RunMetadata,
     RunSummary,
@@ -29,7 +30,6 @@ from agentledger.records import (
     utc_now,
 )
 from agentledger.records.limits import check_storable
-from agentledger.records.trace import TRACE, parse_trace
 from agentledger.store.index import IndexEntry
 from agentledger.store.storage import StagedRun
 
@@ -197,6 +197,8 @@ class RunWriter:
         if name == SHELL_AUDIT:
             self._note_shell_audit(data, name, checked)
         elif name == TRACE and not checked:
+            from agentledger.records.trace import parse_trace  # off the path of label, verify
+
             parse_trace(data, f"run {self.run_id}: {TRACE}")
         self._stage().write(name, data)
 
@@ -217,6 +219,8 @@ class RunWriter:
             if name == SHELL_AUDIT:
                 self._note_shell_audit(None if too_big else handle, str(source), checked)
             elif not too_big:
+                from agentledger.records.trace import parse_trace
+
                 parse_trace(handle.read(), f"run {self.run_id}: {source}")
             handle.seek(0)
             staged.write_stream(name, handle)

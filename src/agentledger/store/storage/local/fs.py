@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 __all__ = [
     "read_fd",
@@ -44,7 +47,10 @@ def write_fd(fd: int, data: bytes | memoryview) -> None:
 
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
-    """The C library (for syncfs and renameat2, which this Python's os module lacks)."""
+    """The C library (for syncfs and renameat2, which this Python's os module lacks);
+    ctypes is loaded here, on first use, off the path of the commands that never flush."""
+    import ctypes
+
     try:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -87,6 +93,8 @@ def rename_noreplace(src_dir: int | None, src: str, dst_dir: int, dst: str) -> N
         if done == 0:
             return
         if done is not None:
+            import ctypes
+
             code = ctypes.get_errno()
             if code not in (errno.ENOSYS, errno.EINVAL):  # EINVAL: not supported here
                 raise OSError(code, os.strerror(code), dst)
