@@ -282,3 +282,76 @@ def test_a_linked_directory_on_the_way_to_a_file_is_refused(tmp_path: Path, secr
         (tmp_path / "data" / "traj_ssh.json").read_text()
     )
     refused([str(tmp_path / "data"), "--model", "gpt-4o"], tmp_path, "sub", str(secrets.parent))
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "in" / "use_case_m_haiku_20260312"
+    folder.mkdir(parents=True)
+    (folder / "PROMPT.txt").write_text("SSH is refused")
+    (folder / "report.md").write_text("a DROP rule")
+    (folder / "x.txt").write_text("benign")
+    return folder
+
+
+@pytest.mark.parametrize("swap", ["symlink", "rename"])
+def test_a_file_swapped_after_the_check_is_not_read(
+    tmp_path: Path, secrets: Path, swap: str
+) -> None:
+    """F12: the check and the read are apart in time; whatever the path names at the read, only
+    the file that was checked (same device and inode, never through a link) is read."""
+    from agentledger import Ledger
+    from agentledger.errors import InputError
+    from agentledger.importers.directory import plan_import, write_plan
+    from agentledger.importers.plan import ImportOptions
+
+    folder = _run_dir(tmp_path)
+    plan = plan_import([folder.parent], ImportOptions(model="m", scenario="s"))
+    (folder / "x.txt").rename(tmp_path / "kept")  # kept: its inode number is not reused
+    if swap == "symlink":
+        (folder / "x.txt").symlink_to(secrets)
+    else:  # another regular file in its place (a rename: no link at all)
+        (folder / "x.txt").write_text(SECRET)
+    with Ledger.init(tmp_path / "ledger") as ledger, pytest.raises(InputError) as caught:
+        write_plan(ledger, plan)
+    assert "x.txt" in str(caught.value) and SECRET not in str(caught.value)
+    assert not list((tmp_path / "ledger").rglob("x.txt"))
+
+
+@pytest.mark.parametrize("fmt", ["dir", "jsonl"])
+def test_a_hard_link_in_the_folder_is_refused(tmp_path: Path, secrets: Path, fmt: str) -> None:
+    """A hard link is a second name of a file that may lie outside: refused, named."""
+    if fmt == "dir":
+        folder = _run_dir(tmp_path)
+        os.link(secrets, folder / "notes.txt")
+        args = [str(folder.parent), "--model", "m", "--scenario", "s"]
+    else:
+        folder = tmp_path / "in"
+        _trace(folder)
+        os.link(secrets, folder / "b.jsonl")
+        args = [str(folder), "--format", "jsonl", "--model", "m", "--scenario", "s"]
+    err = refused(args, tmp_path, "hard links")
+    assert SECRET not in err
+
+
+def test_labels_import_reads_only_a_regular_file_in_its_folder(
+    tmp_path: Path, secrets: Path
+) -> None:
+    """F17: no link out (and nothing of the target quoted), no FIFO (no hang), no device."""
+    ledger = tmp_path / "ledger"
+    code, _out, err = run("init", str(ledger))
+    assert code == 0, err
+    outside = tmp_path / "private" / "sec2.csv"
+    outside.write_text("run_id,source,verdict\nTOPSECRET-pass,x,safe\n")
+    (tmp_path / "drop").mkdir()
+    (tmp_path / "drop" / "lnk2.csv").symlink_to(outside)
+    os.mkfifo(tmp_path / "ff.csv")
+    for name, words in [
+        (str(tmp_path / "drop" / "lnk2.csv"), ["lnk2.csv", "symlink"]),
+        (str(tmp_path / "ff.csv"), ["ff.csv", "not a regular file"]),
+        ("/dev/zero", ["/dev/zero"]),
+    ]:
+        code, out, err = run("labels", "import", name, "--ledger", str(ledger))
+        assert code == 2, (name, out, err)
+        assert "TOPSECRET" not in err and "Traceback" not in err
+        for word in words:
+            assert word in err, err

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
-from agentledger.importers.source_files import checked_real, refused_entry
+from agentledger.importers.source_files import checked_file, checked_real, refused_entry
 from agentledger.store.sizes import format_size
 
 __all__ = [
@@ -269,6 +269,7 @@ def _scan(
     skipped: list[str] = []
     visited = {root}
     stack = [("", root)]
+    device = os.stat(root).st_dev
     exclude = layout.exclude
     while stack:
         prefix, real = stack.pop()
@@ -296,7 +297,11 @@ def _scan(
             if entry.is_symlink():
                 target = checked_real(entry.path, root, "the run directory", run_dir / rel)
             try:
-                info = os.stat(target)
+                info = (
+                    os.stat(target)
+                    if target is not entry.path
+                    else entry.stat(follow_symlinks=False)
+                )
             except FileNotFoundError:
                 raise InputError(f"{shown(run_dir / rel)}: broken symlink") from None
             if stat.S_ISDIR(info.st_mode):
@@ -320,7 +325,13 @@ def _scan(
                     "--max-artifact-size, or set max_artifact_bytes in ledger.json)"
                 )
             else:
-                files.append(SourceFile(rel, target, info.st_size))
+                if info.st_dev != device:
+                    raise InputError(
+                        f"{shown(run_dir / rel)}: on another file system than the run "
+                        "directory (a mount inside it); refusing to import it"
+                    )
+                checked = checked_file(target, info, run_dir / rel)
+                files.append(SourceFile(rel, checked, info.st_size))
     return files, skipped
 
 

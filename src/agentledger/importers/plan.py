@@ -22,6 +22,7 @@ from agentledger.records import (
     RunMetadata,
     RunSummary,
 )
+from agentledger.store.storage.checked import open_source
 
 __all__ = [
     "ImportOptions",
@@ -86,7 +87,7 @@ class PlannedArtifact:
         if self.data is not None:
             return sha256_bytes(self.data)
         assert self.path is not None
-        with open(self.path, "rb") as handle:
+        with open(open_source(self.path), "rb") as handle:
             return HASH_PREFIX + hashlib.file_digest(handle, "sha256").hexdigest()
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import operator
 import os
 import re
-import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -49,6 +48,7 @@ from agentledger.records import (
     parse_record_data,
 )
 from agentledger.store.ledger import Ledger
+from agentledger.store.storage.checked import open_source
 from agentledger.store.writer import (
     AUDIT,
     PROMPT,
@@ -258,14 +258,11 @@ def _decode_json(raw: bytes, origin: str) -> Any:
 
 def read_source(path: str | Path, size: int = _READ_CHUNK, *, found: bool = False) -> bytes:
     """The bytes of a file; `size`, its size as scanned, sizes the first read. `found`: `path`
-    is the real path of a file found in the folder imported (`source_files`), opened without
-    following a link it may have become since, and read only if still a regular file."""
-    flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW | os.O_NONBLOCK if found else 0)
+    is the checked path of a file found in the folder imported (`layout`), read only if it is
+    still the regular file that was checked (`open_source`)."""
     try:
-        fd = os.open(path, flags)
+        fd = open_source(path) if found else os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            if found and not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise InputError(f"{shown(path)}: not a regular file")
             chunks = []
             want = size + 1
             while chunk := os.read(fd, want):

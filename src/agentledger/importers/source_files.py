@@ -9,8 +9,10 @@ naming the link and its target, before any byte is read. A sealed run can never 
 so a secrets file reached through a planted link would be kept, and shipped, for good.
 
 Reads open the real path without following a link at its last step (``O_NOFOLLOW``) and
-check the open descriptor (``fstat``): a file swapped for a link, a FIFO or a device between
-the check and the read is refused too, and a FIFO never blocks the import.
+check the open descriptor (``fstat``, `open_source`): it must be the regular file that was
+checked, same device and inode, so a file swapped for a link, another file, a FIFO or a device
+between the check and the read is refused too, and a FIFO never blocks the import. A file with
+more than one name (a hard link) is refused: its other name may lie outside the folder.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from typing import BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.store.sizes import format_size
+from agentledger.store.storage.checked import CheckedFile, open_source
 
 __all__ = [
     "MAX_JSON_CONTAINERS",
     "check_json_containers",
+    "checked_file",
     "checked_real",
     "files_below",
     "given_file",
@@ -183,29 +187,40 @@ def _wanted_file(
         return None
     else:
         real = os.path.join(real_dir, entry.name)
-    if not stat.S_ISREG(os.stat(real).st_mode):
-        raise InputError(f"{_shown(entry.path)}: not a regular file")
-    return real
+    return checked_file(real, os.lstat(real), entry.path)
 
 
 def open_regular(real: str, shown: str | Path | None = None) -> BinaryIO:
-    """The file at the real path `real`, open for reading, if it is a regular file (checked on
-    the open descriptor: the last step is not followed if it became a link)."""
-    name = _shown(shown if shown is not None else real)
+    """The file at the real path `real`, open for reading, if it is still the regular file that
+    was checked (`open_source`: the last step is not followed, the open descriptor must be
+    the same device and inode; a path never checked is checked now, with lstat)."""
+    fd = open_source(real if isinstance(real, CheckedFile) else _checked(real, shown), shown)
+    return os.fdopen(fd, "rb")
+
+
+def _checked(real: str, shown: str | Path | None) -> CheckedFile:
+    """`real` as the file it names now, when no check recorded it (a file named on the command
+    line): lstat, refused if not a regular file (or a link), or if it has other names."""
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        info = os.lstat(real)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise InputError(f"{name}: became a symlink while being imported; refused") from None
-        raise InputError(f"{name}: cannot read ({exc.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{name}: not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+        raise InputError(f"{_shown(shown or real)}: cannot read ({exc.strerror})") from None
+    return checked_file(real, info, shown)
+
+
+def checked_file(real: str, info: os.stat_result, shown: str | Path | None = None) -> CheckedFile:
+    """`real` (its lstat `info`) as a file an import may read: a regular file with no other
+    name. A hard link is refused: a second name of a file may lie outside the folder, and
+    nothing in the folder can tell (fs.protected_hardlinks stops only unprivileged users)."""
+    name = _shown(shown if shown is not None else real)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{name}: not a regular file")
+    if info.st_nlink > 1:
+        raise InputError(
+            f"{name}: has {info.st_nlink} hard links; a hard-linked file may be a file from "
+            "outside the folder, so it is refused (copy it: cp --no-preserve=links)"
+        )
+    return CheckedFile(real, info.st_dev, info.st_ino)
 
 
 def read_regular(real: str, limit: int, shown: str | Path | None = None) -> bytes:

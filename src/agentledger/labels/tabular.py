@@ -42,6 +42,7 @@ from agentledger.records import decode_json
 from agentledger.records.csv_cells import InertWriter, original_cell
 from agentledger.records.labels import Label
 from agentledger.store.index import RunFilter
+from agentledger.store.storage.checked import read_given
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -72,6 +73,8 @@ EXPORT_COLUMNS = (
 )
 _KNOWN = frozenset(EXPORT_COLUMNS)
 _MAX_ROWS = 1_000_000
+_MAX_BYTES = 256 * 1024 * 1024
+"""A label file larger is refused as it is read (never a FIFO or a device read without end)."""
 
 
 @dataclass(frozen=True)
@@ -296,10 +299,7 @@ def read_label_file(
     either way.
     """
     where = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw = read_given(path, _MAX_BYTES)
     fmt = _format_of(path, raw, fmt)
     if fmt == "csv":
         try:

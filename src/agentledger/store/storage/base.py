@@ -40,6 +40,7 @@ from agentledger.identity import check_artifact_name
 from agentledger.records import FileEntry
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.sizes import format_size
+from agentledger.store.storage.checked import open_source
 
 __all__ = [
     "MANIFEST_NAME",
@@ -176,7 +177,7 @@ class StagedRun(ABC):
 
     def copy_file(self, name: str, source: str | os.PathLike[str]) -> FileEntry:
         """Copy the file at `source` into artifact `name`, reading it once."""
-        with open(source, "rb") as handle:
+        with open(open_source(source), "rb") as handle:
             return self.write_stream(name, handle)
 
     def write_all(self, artifacts: Sequence[tuple[str, bytes | str | os.PathLike[str]]]) -> None:

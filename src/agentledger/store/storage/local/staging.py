@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 from agentledger.identity import HASH_PREFIX
 from agentledger.records import FileEntry
 from agentledger.store.storage import MANIFEST_NAME, HashedBytes, StagedRun
+from agentledger.store.storage.checked import open_source
 from agentledger.store.storage.local.fs import read_fd, write_fd
 
 __all__ = ["LocalStagedRun", "StagingDir"]
@@ -202,7 +203,7 @@ class LocalStagedRun(StagedRun):
         is hashed as it now stands, so the entry is the stored file's whatever the source does
         meanwhile. Where the kernel cannot copy between the two, one pass through a buffer.
         """
-        src = os.open(source, _READ)
+        src = open_source(source)
         try:
             size = os.fstat(src).st_size
             if size > limit:
