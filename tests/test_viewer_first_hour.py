@@ -91,3 +91,29 @@ def test_a_run_a_pack_does_not_apply_to_shows_why_not_as_skipped(
     page = client.get(f"/runs/{browsing}").text
     assert f'<p class="muted">{why}</p>' in page and "skipped: pack" not in page
     assert f'<p class="muted">skipped: {nothing}</p>' in client.get(f"/runs/{failed}").text
+
+
+def test_the_review_queue_narrows_to_a_model_and_a_scenario(
+    ledger: Ledger, write_run: WriteRun
+) -> None:
+    runs = {
+        (scenario, model): write_run(scenario, model)
+        for scenario in ("use_case_m", "use_case_q")
+        for model in ("gpt-4o", "claude-haiku-4-5")
+    }
+    client = viewer_client(ledger)
+
+    def queued(query: str) -> set[str]:
+        page = client.get(f"/review{query}")
+        assert page.status_code == 200, page.text
+        table = page.text.partition('id="queue"')[2].partition("</table>")[0]
+        return set(re.findall(r'<td class="id"><a href="/runs/([^"?]+)\?review=1">', table))
+
+    assert queued("") == set(runs.values())
+    assert queued("?model=gpt-4o") == {runs["use_case_m", "gpt-4o"], runs["use_case_q", "gpt-4o"]}
+    assert queued("?model=gpt-4o&scenario=use_case_q") == {runs["use_case_q", "gpt-4o"]}
+    assert queued("?scenario=no_such_scenario") == set()
+    page = client.get("/review?model=gpt-4o&page=1").text
+    assert 'name="model" value="gpt-4o"' in page and '<option value="claude-haiku-4-5">' in page
+    hostile = client.get('/review?model="><script>alert(1)</script>').text
+    assert "<script>alert(1)" not in hostile

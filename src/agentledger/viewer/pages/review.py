@@ -84,12 +84,23 @@ def _unlabelled(request: Request) -> bool:
     return value == "yes"
 
 
+def _narrowed(request: Request) -> tuple[str, str, RunFilter | None]:
+    """The model and scenario the queue is narrowed to ("" for any), as a run filter."""
+    model = (one(request.query_params, "model") or "").strip()
+    scenario = (one(request.query_params, "scenario") or "").strip()
+    if not (model or scenario):
+        return model, scenario, None
+    chosen = RunFilter(models=(model,) if model else (), scenarios=(scenario,) if scenario else ())
+    return model, scenario, chosen
+
+
 @in_worker
 def review_page(request: Request) -> Response:
-    check_params(request.query_params, ("kind", "unlabelled", "page"))
+    check_params(request.query_params, ("kind", "unlabelled", "page", "model", "scenario"))
     viewer = viewer_of(request)
     kinds = _kinds(request)
     unlabelled = _unlabelled(request)
+    model, scenario, narrowed = _narrowed(request)
     page = page_number(request.query_params, maximum=1_000_000)
     found = review_queue_page(
         viewer.ledger,
@@ -97,14 +108,18 @@ def review_page(request: Request) -> Response:
         limit=PER_PAGE,
         unlabelled=unlabelled,
         kinds=kinds,
+        run_filter=narrowed,
     )
     shown: list[QueueItem] = found.items
     last = max(1, -(-found.total // PER_PAGE))
     base = [("kind", kind) for kind in kinds] + [("unlabelled", "yes" if unlabelled else "no")]
+    base += [(name, value) for name, value in (("model", model), ("scenario", scenario)) if value]
 
     first = shown[0] if page == 1 and shown else None
     if first is None and found.total:
-        head = review_queue_page(viewer.ledger, limit=1, unlabelled=unlabelled, kinds=kinds)
+        head = review_queue_page(
+            viewer.ledger, limit=1, unlabelled=unlabelled, kinds=kinds, run_filter=narrowed
+        )
         first = head.items[0]
 
     def page_url(number: int) -> str:
@@ -117,6 +132,10 @@ def review_page(request: Request) -> Response:
         "kinds": kinds,
         "all_kinds": RUN_KINDS,
         "unlabelled": unlabelled,
+        "model": model,
+        "scenario": scenario,
+        "models": viewer.ledger.index.distinct("model"),
+        "scenarios": viewer.ledger.index.distinct("scenario"),
         "page": page,
         "last_page": last,
         "prev": page_url(page - 1) if page > 1 else None,
