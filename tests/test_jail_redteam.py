@@ -214,3 +214,25 @@ def test_an_expect_that_checks_a_field_or_a_word_is_kept() -> None:
 def test_a_backquote_the_parser_did_not_read_is_unknown(line: str, kind: str) -> None:
     # F21: backquotes inside ${...} and in here-document bodies were not seen; bash runs them.
     assert classify(line).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # F22: subcommands and options that change a daemon, the kernel's view or a file
+        ("systemd-analyze set-log-level debug", "mutating"),
+        ("systemd-analyze set-log-target console", "mutating"),
+        ("systemd-analyze service-watchdogs no", "mutating"),
+        ("resolvectl log-level debug", "mutating"),
+        ("journalctl --cursor-file=/tmp/cursor -n 5", "mutating"),
+        # their reading forms still run
+        ("systemd-analyze blame", "read-only"),
+        ("systemd-analyze", "read-only"),
+        ("resolvectl status", "read-only"),
+        ("journalctl -u nginx -n 20 --no-pager", "read-only"),
+        ("strace -c ls /tmp", "read-only"),
+        ("ltrace ls", "read-only"),
+    ],
+)
+def test_what_changes_a_daemon_or_writes_a_file_is_not_read_only(line: str, kind: str) -> None:
+    assert classify(line).kind == kind
