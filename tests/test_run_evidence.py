@@ -7,6 +7,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from agentledger.errors import TamperedError
 from agentledger.gates.predicates.evaluate import load_run_view
 from agentledger.judges.inputs import load_judge_input
 from agentledger.records import RunMetadata
@@ -56,18 +59,21 @@ def test_judges_and_predicates_see_the_same_events_on_the_same_lines(ledger: Led
     assert judge.report == "# Report\r\nline two\r\n"
 
 
-def test_an_unreadable_log_is_missing_for_both_with_the_reason(ledger: Ledger) -> None:
-    """A log damaged after sealing (verify reports it) reads as no log, never as a crash."""
+def test_a_log_damaged_after_sealing_is_refused_by_every_reader(ledger: Ledger) -> None:
+    """A log damaged after sealing is not the run's evidence: every reader refuses it naming
+    the file (verify lists it), never reads it as a log nor crashes on it."""
     run_id = seal(ledger, "r_broken", (json.dumps(EVENTS[0]) + "\n").encode())
     path = Path(ledger.storage.locate(run_id, "shell_audit.jsonl"))
     path.chmod(0o644)
     path.write_bytes(b'{"command": "ls"}\nnot json\n')
-    log = load_run_evidence(ledger, run_id).shell_log
-    assert log.commands is None and log.events is None
-    assert log.problem is not None and log.problem.startswith("the shell log cannot be read")
-    assert load_judge_input(ledger, run_id).events is None
-    view = load_run_view(ledger, run_id)
-    assert view.events is None and view.log_problem == log.problem
+    readers = (
+        lambda: load_run_evidence(ledger, run_id).shell_log,
+        lambda: load_judge_input(ledger, run_id),
+        lambda: load_run_view(ledger, run_id),
+    )
+    for read in readers:
+        with pytest.raises(TamperedError, match=r"shell_audit\.jsonl of run r_broken does not"):
+            read()
 
 
 def test_a_run_without_a_log_says_so(ledger: Ledger) -> None:

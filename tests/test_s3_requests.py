@@ -92,10 +92,13 @@ def test_an_import_and_its_scores_take_the_requests_pinned_here(
         # PUT If-Match on the ETag it was let go with), the conditional writes checked (one
         # PUT, refused) and the lock let go; one listing for a key the score cannot sit beside;
         # the intent's segment, the score and its entry's segment (If-None-Match, at the head
-        # this handle wrote last: no read of the journal first).
+        # this handle wrote last: no read of the journal first). Before a run is read, its
+        # MANIFEST.json is held to the journal's accepted entry, which reads the segment the
+        # previous score appended (one GET a run: what this handle wrote is read back, not
+        # yet kept from its own append).
         assert scored == {
             "HeadObject": runs,
-            "GetObject": (per_run + 1) * runs,
+            "GetObject": (per_run + 2) * runs,
             "ListObjectsV2": 1 + runs,
             "PutObject": 6 * runs,
         }
@@ -123,11 +126,12 @@ def test_verify_lists_the_runs_once_whatever_their_number(
         # with its files, so no run is listed again (it was one listing each); the journal's
         # keys, and its three segments read (genesis, the import's intent, its entries: a
         # listing after the first, to read the rest at once); the keys of scores, labels,
-        # decisions and outcomes, and of the quarantine; the staging areas, the claims and the
-        # groups' seals (leftovers). Then each file of each run read, MANIFEST.json with them.
+        # decisions, outcomes and label splits, and of the quarantine; the staging areas, the
+        # claims and the groups' seals (leftovers). Then each file of each run read,
+        # MANIFEST.json with them.
         assert verified == {
             "PutObject": 3,
-            "ListObjectsV2": 1 + 2 + 5 + 3,
+            "ListObjectsV2": 1 + 2 + 6 + 3,
             "GetObject": 3 + runs * (per_run + 1),
         }
 

@@ -45,8 +45,9 @@ COMMANDS: dict[str, Command] = {
     "review": Command(
         "agentledger.cli.walkthrough:review_command",
         (
-            "The review queue: runs a judge refused (self-judging), runs whose judges of one pack"
-            " disagree, and runs nobody has labelled, each with why it is there."
+            "The review queue: runs whose judges of one pack disagree, runs a judge refused"
+            " (self-judging), runs nobody has labelled, and last the runs in which nothing ran,"
+            " each with why it is there."
         ),
     ),
     "label": Command(
