@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,9 @@ def test_review_next_opens_the_first_run_of_the_queue(ledger: Ledger, write_run:
     child = spawn(ledger, "review", "--next", "--by", "carol")
     child.expect(f"Next in the queue \\(unlabelled; 1 waiting\\): {unscored}")
     child.expect(r"Verdict .*: ")
+    # Ctrl-C once the prompt waits for input, as a person presses it: sent in the instant the
+    # prompt is drawn, on a loaded machine it was twice not acted on (under investigation).
+    time.sleep(0.5)
     child.sendintr()  # type: ignore[attr-defined]
     assert finish(child) == 130
     assert [label.run_id for label in current_labels(ledger, "human")] == [refused]
