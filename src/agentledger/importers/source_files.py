@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.store.sizes import format_size
-from agentledger.store.storage.checked import CheckedFile, open_source
+from agentledger.store.storage.checked import CheckedFile, open_source, require_plain_file
 
 __all__ = [
     "MAX_JSON_CONTAINERS",
@@ -210,16 +209,8 @@ def _checked(real: str, shown: str | Path | None) -> CheckedFile:
 
 def checked_file(real: str, info: os.stat_result, shown: str | Path | None = None) -> CheckedFile:
     """`real` (its lstat `info`) as a file an import may read: a regular file with no other
-    name. A hard link is refused: a second name of a file may lie outside the folder, and
-    nothing in the folder can tell (fs.protected_hardlinks stops only unprivileged users)."""
-    name = _shown(shown if shown is not None else real)
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{name}: not a regular file")
-    if info.st_nlink > 1:
-        raise InputError(
-            f"{name}: has {info.st_nlink} hard links; a hard-linked file may be a file from "
-            "outside the folder, so it is refused (copy it: cp --no-preserve=links)"
-        )
+    name (`require_plain_file`)."""
+    require_plain_file(info, _shown(shown if shown is not None else real))
     return CheckedFile(real, info.st_dev, info.st_ino)
 
 

@@ -17,7 +17,7 @@ import stat
 
 from agentledger.errors import InputError
 
-__all__ = ["CheckedFile", "open_source", "read_given"]
+__all__ = ["CheckedFile", "open_source", "read_given", "require_plain_file"]
 
 
 class CheckedFile(str):
@@ -73,6 +73,19 @@ def open_source(path: str | os.PathLike[str], shown: str | os.PathLike[str] | No
     return fd
 
 
+def require_plain_file(info: os.stat_result, shown: str) -> None:
+    """InputError unless `info` (an lstat) is a regular file with no other name. A hard link
+    is refused: a second name of a file may lie outside the folder, and nothing in the folder
+    can tell (fs.protected_hardlinks stops only unprivileged users)."""
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{shown}: not a regular file")
+    if info.st_nlink > 1:
+        raise InputError(
+            f"{shown}: has {info.st_nlink} hard links; a hard-linked file may be a file from "
+            "outside the folder, so it is refused (copy it: cp --no-preserve=links)"
+        )
+
+
 def read_given(path: str | os.PathLike[str], limit: int) -> bytes:
     """The bytes of a file named on the command line, read as an import reads its files: a
     link that leaves the folder holding it is refused (naming the link, never quoting the
@@ -90,13 +103,7 @@ def read_given(path: str | os.PathLike[str], limit: int) -> bytes:
         info = os.lstat(real)
     except OSError as exc:
         raise InputError(f"{shown}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{shown}: not a regular file")
-    if info.st_nlink > 1:
-        raise InputError(
-            f"{shown}: has {info.st_nlink} hard links; a hard-linked file may be a file from "
-            "elsewhere, so it is refused (copy it: cp --no-preserve=links)"
-        )
+    require_plain_file(info, shown)
     if info.st_size > limit:
         raise InputError(f"{shown}: over the {limit} byte limit")
     with open(open_source(CheckedFile(real, info.st_dev, info.st_ino), shown), "rb") as handle:
