@@ -10,7 +10,8 @@ The commands: `agentledger --help` (goal: under 3x python, issue 34), `agentledg
 under 300 ms and within 15x python, issue 38), `agentledger exec --run-dir D -- true` (the
 gated shell) and `agentledger guard --expect E OUTPUT` (the production guard). Each round runs
 every command `--calls` times alternately and keeps the median; the figures are the min /
-median / max of the rounds' medians, with the load average before and after. `--before SRC`
+median / max of the rounds' medians, with the load average before and after, then the CPU
+time of each (user + system), which other work on a loaded machine moves less. `--before SRC`
 runs the same commands from another source tree (PYTHONPATH) in the same rounds, on other runs
 of the same ledger. The package's bytecode is compiled first, as an installed package has it.
 """
@@ -21,6 +22,7 @@ import argparse
 import compileall
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -93,14 +95,20 @@ def main() -> int:
                 subprocess.run(argv_of(name), capture_output=True, env=envs[name], check=False)
         load_before = os.getloadavg()
         rounds: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(options.rounds):
             calls: dict[str, list[float]] = {name: [] for name in commands}
             for _ in range(options.calls):
                 for name in commands:
                     argv = argv_of(name)
+                    used = resource.getrusage(resource.RUSAGE_CHILDREN)
                     started = time.perf_counter()
                     done = subprocess.run(argv, capture_output=True, env=envs[name], check=False)
                     calls[name].append((time.perf_counter() - started) * 1000)
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpu[name].append(
+                        (after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000
+                    )
                     if done.returncode != 0:
                         failed = f"{' '.join(argv)} exited {done.returncode}"
                         raise SystemExit(f"{failed}: {done.stderr!r}")
@@ -123,6 +131,12 @@ def main() -> int:
         f"{', '.join(f'{x:.2f}' for x in load_before)}; after: "
         f"{', '.join(f'{x:.2f}' for x in load_after)} ({os.cpu_count()} CPUs)"
     )
+    calls_made = options.rounds * options.calls
+    print(f"the same, CPU time of each process (user + system, ms, median of {calls_made} calls)")
+    cpu_baseline = statistics.median(cpu["python -c pass"])
+    for name, values in cpu.items():
+        median = statistics.median(values)
+        print(f"  {name:<22} {median:7.1f}   {median / cpu_baseline:5.2f}x python")
     for name, goal in GOALS.items():
         ratio = statistics.median(rounds[name]) / baseline
         print(f"  goal: {name} within {goal:g}x python: {ratio:.2f}x", end="")
@@ -135,6 +149,7 @@ def main() -> int:
         figures = {
             "rounds_ms": rounds,
             "baseline_ms": baseline,
+            "cpu_ms": cpu,
             "loadavg_before": list(load_before),
             "loadavg_after": list(load_after),
         }
