@@ -314,14 +314,14 @@ def trace_bytes_of_values(values: Sequence[Mapping[str, Any]]) -> bytes | None:
     own code guarantees that; the equivalence is tested. None when a value cannot be written
     as JSON in UTF-8 (a string with a lone surrogate).
     """
+    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
     try:
-        lines = [orjson.dumps(step, option=_DUMP_OPTIONS) for step in values]
+        for step in values:
+            written += orjson.dumps(step, option=_DUMP_OPTIONS)
+            written += b"\n"
     except orjson.JSONEncodeError:
         return None
-    if not lines:
-        return b""
-    lines.append(b"")
-    return b"\n".join(lines)
+    return bytes(written)
 
 
 def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
@@ -353,14 +353,14 @@ def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, Shel
             denied += 1
         elif decision == NOT_EXECUTED:
             not_executed += 1
+    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
     try:
-        lines = [orjson.dumps(event, option=_DUMP_OPTIONS) for event in events]
+        for event in events:
+            written += orjson.dumps(event, option=_DUMP_OPTIONS)
+            written += b"\n"
     except orjson.JSONEncodeError:
         return None
-    counts = ShellCounts(len(lines), denied, not_executed)
-    if lines:
-        lines.append(b"")
-    return b"\n".join(lines), counts
+    return bytes(written), ShellCounts(len(events), denied, not_executed)
 
 
 _NO_EXTRA: dict[str, Any] = {}

@@ -1,0 +1,142 @@
+"""An OpenHands trajectory's steps as they are read: each written to its trace.jsonl line at
+once, and of each only what later steps and the shell log need kept (`StepTable`), so that
+the memory of an import grows with the trace's bytes, never with a Python object per event.
+
+The lines go into one growing buffer: each `orjson.dumps` result holds a buffer of at least
+4 kB whatever its length, so a list of a line per step took 4 kB a step (200 MB for 50,000).
+
+`openhands._Reader` builds each step as the JSON fields of its TraceStep and appends it here;
+`trajectory_steps`, which gives the validated steps, keeps every step's fields as well.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from operator import itemgetter
+from typing import Any
+
+import orjson
+
+from agentledger.records import ShellCounts
+from agentledger.records.trace import TraceStep, shell_log_of_values
+
+__all__ = ["StepTable"]
+
+# TraceStep's fields after `gate`, in its order: a gate is written before the first of them.
+_FIELDS = list(TraceStep.model_fields)
+_AFTER_GATE = frozenset(_FIELDS[_FIELDS.index("gate") + 1 :])
+_ANSWERS = frozenset(("command_output", "error"))  # the kinds that answer a command
+# What the shell log reads of a command step, and of the step that answers it.
+_COMMAND_FIELDS = ("index", "kind", "time", "command", "command_class", "cwd", "exit_code")
+_ANSWER_FIELDS = ("index", "kind", "cause", "content", "cwd", "exit_code")
+_DUMP_OPTIONS = orjson.OPT_UTC_Z  # as records.trace.trace_bytes_of_values writes a step
+_by_index = itemgetter("index")
+
+
+def with_gate(step: Mapping[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
+    """`step`'s fields with `gate` in its place among them (TraceStep's order)."""
+    marked: dict[str, Any] = {}
+    for name, value in step.items():
+        if name in _AFTER_GATE and "gate" not in marked:
+            marked["gate"] = gate
+        marked[name] = value
+    marked.setdefault("gate", gate)
+    return marked
+
+
+class StepTable:
+    """The steps of one trajectory, in order: their trace.jsonl lines, and a small table of
+    what is read again (a command step's command and gate, the first answer to each command,
+    the steps' times, tokens and errors). With `keep`, every step's fields too (`kept`)."""
+
+    def __init__(self, keep: bool = False) -> None:
+        self.written = bytearray()  # every step's line and its line break, in order
+        self.ends = array("q", [0])  # where each step's line starts, and where the last ends
+        self.rewritten: dict[int, bytes] = {}  # lines written again (a gate), by step index
+        self.commands: dict[int, dict[str, Any]] = {}  # by index: what the shell log reads
+        self.said: dict[int, str] = {}  # the command named by a step of another kind (output)
+        self.answers: dict[int, dict[str, Any]] = {}  # by the command's index: its first answer
+        self.times: list[datetime] = []
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.errors = 0
+        self.unwritable: int | None = None  # the first step JSON cannot hold
+        self.kept: list[dict[str, Any]] | None = [] if keep else None
+
+    def __len__(self) -> int:
+        return len(self.ends) - 1
+
+    def append(self, step: dict[str, Any]) -> None:
+        """Write `step` (its fields, `index` the next one) and keep what is read again."""
+        written = self.written
+        try:
+            written += orjson.dumps(step, option=_DUMP_OPTIONS)
+            written += b"\n"
+        except orjson.JSONEncodeError:
+            if self.unwritable is None:
+                self.unwritable = step["index"]
+        self.ends.append(len(written))
+        if self.kept is not None:
+            self.kept.append(step)
+        kind = step["kind"]
+        get = step.get
+        moment = get("time")
+        if moment is not None:
+            self.times.append(moment)
+        if kind == "command":
+            self.commands[step["index"]] = {k: step[k] for k in _COMMAND_FIELDS if k in step}
+        elif kind in _ANSWERS:
+            if kind == "error":
+                self.errors += 1
+            cause = get("cause")
+            if cause in self.commands and cause not in self.answers:
+                self.answers[cause] = {k: step[k] for k in _ANSWER_FIELDS if k in step}
+        if kind != "command" and "command" in step:
+            self.said[step["index"]] = step["command"]
+        tokens = get("tokens_in")
+        if tokens is not None:
+            self.tokens_in += tokens
+        tokens = get("tokens_out")
+        if tokens is not None:
+            self.tokens_out += tokens
+
+    def command_of(self, index: int) -> str | None:
+        """The command step `index` runs, or the one it says it answers (a command's output)."""
+        command = self.commands.get(index)
+        return self.said.get(index) if command is None else command["command"]
+
+    def mark(self, index: int, gate: dict[str, Any]) -> None:
+        """Give the command step `index` the gate `gate`, unless it has one (or is no command):
+        its line is written again, the gate in its place."""
+        command = self.commands.get(index)
+        if command is None or "gate" in command:
+            return
+        command["gate"] = gate
+        start, end = self.ends[index], self.ends[index + 1]
+        if end > start:
+            line = self.rewritten.get(index) or self.written[start:end]
+            marked = with_gate(orjson.loads(line), gate)
+            self.rewritten[index] = orjson.dumps(marked, option=_DUMP_OPTIONS) + b"\n"
+        if self.kept is not None:
+            self.kept[index] = with_gate(self.kept[index], gate)
+
+    def jsonl(self) -> bytes:
+        """trace.jsonl: every step's line (none may be unwritable)."""
+        written = memoryview(self.written)
+        pieces: list[Any] = []
+        at = 0
+        for index in sorted(self.rewritten):
+            pieces += (written[at : self.ends[index]], self.rewritten[index])
+            at = self.ends[index + 1]
+        pieces.append(written[at:])
+        return b"".join(pieces)
+
+    def shell_steps(self) -> Iterator[dict[str, Any]]:
+        """What the shell log is made of: the command steps and their first answers, in order."""
+        return iter(sorted([*self.commands.values(), *self.answers.values()], key=_by_index))
+
+    def shell_log(self) -> tuple[bytes, ShellCounts] | None:
+        """`records.trace.shell_log_of_values` of the command steps and their answers."""
+        return shell_log_of_values(list(self.shell_steps()))
