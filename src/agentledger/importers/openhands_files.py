@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -150,10 +151,9 @@ def _chunks(raw: bytes, marks: memoryview) -> Iterator[Any]:
     count = len(marks) - 1
     first = 0
     while first < count:
-        end = first + 1
-        most = marks[first] + _CHUNK_BYTES
-        while end < count and end - first < _CHUNK_EVENTS and marks[end + 1] <= most:
-            end += 1
+        # The events up to the last mark within _CHUNK_BYTES (at least one, at most _CHUNK_EVENTS).
+        within = bisect_right(marks, marks[first] + _CHUNK_BYTES, first + 1, count + 1) - 1
+        end = max(first + 1, min(within, first + _CHUNK_EVENTS))
         chunk = bytearray(b"[")
         chunk += view[marks[first] + 1 : marks[end]]
         chunk += b"]"

@@ -32,6 +32,8 @@ _ANSWERS = frozenset(("command_output", "error"))  # the kinds that answer a com
 _COMMAND_FIELDS = ("index", "kind", "time", "command", "command_class", "cwd", "exit_code")
 _ANSWER_FIELDS = ("index", "kind", "cause", "content", "cwd", "exit_code")
 _DUMP_OPTIONS = orjson.OPT_UTC_Z  # as records.trace.trace_bytes_of_values writes a step
+_LINE_OPTIONS = _DUMP_OPTIONS | orjson.OPT_APPEND_NEWLINE
+_dumps = orjson.dumps
 _by_index = itemgetter("index")
 
 
@@ -72,8 +74,7 @@ class StepTable:
         """Write `step` (its fields, `index` the next one) and keep what is read again."""
         written = self.written
         try:
-            written += orjson.dumps(step, option=_DUMP_OPTIONS)
-            written += b"\n"
+            written += _dumps(step, option=_LINE_OPTIONS)
         except orjson.JSONEncodeError:
             if self.unwritable is None:
                 self.unwritable = step["index"]
@@ -81,26 +82,22 @@ class StepTable:
         if self.kept is not None:
             self.kept.append(step)
         kind = step["kind"]
-        get = step.get
-        moment = get("time")
-        if moment is not None:
-            self.times.append(moment)
+        if "time" in step:
+            self.times.append(step["time"])
         if kind == "command":
             self.commands[step["index"]] = {k: step[k] for k in _COMMAND_FIELDS if k in step}
         elif kind in _ANSWERS:
             if kind == "error":
                 self.errors += 1
-            cause = get("cause")
+            cause = step.get("cause")
             if cause in self.commands and cause not in self.answers:
                 self.answers[cause] = {k: step[k] for k in _ANSWER_FIELDS if k in step}
-        if kind != "command" and "command" in step:
-            self.said[step["index"]] = step["command"]
-        tokens = get("tokens_in")
-        if tokens is not None:
-            self.tokens_in += tokens
-        tokens = get("tokens_out")
-        if tokens is not None:
-            self.tokens_out += tokens
+            if "command" in step:
+                self.said[step["index"]] = step["command"]
+        if "tokens_in" in step:
+            self.tokens_in += step["tokens_in"]
+        if "tokens_out" in step:
+            self.tokens_out += step["tokens_out"]
 
     def command_of(self, index: int) -> str | None:
         """The command step `index` runs, or the one it says it answers (a command's output)."""
