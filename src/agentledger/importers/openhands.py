@@ -471,10 +471,9 @@ class _Reader:
             )
         if not self.exact:
             return BuiltTrace.of_steps(self.checked())
-        shell = table.shell_log()
-        if shell is None:  # pragma: no cover (its texts are the steps', written already)
-            raise AssertionError("a shell log of written steps cannot be written")
-        return BuiltTrace(table.jsonl(), shell[0], shell[1], table.times)
+        jsonl = table.jsonl()
+        shell, counts = table.shell_log()
+        return BuiltTrace(jsonl, shell, counts, table.times)
 
 
 def _read(

@@ -12,15 +12,14 @@ The lines go into one growing buffer: each `orjson.dumps` result holds a buffer 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from agentledger.records import ShellCounts
-from agentledger.records.trace import TraceStep, shell_log_of_values
+from agentledger.records.trace import TraceStep, shell_counts, shell_event_of
 
 __all__ = ["StepTable"]
 
@@ -28,13 +27,30 @@ __all__ = ["StepTable"]
 _FIELDS = list(TraceStep.model_fields)
 _AFTER_GATE = frozenset(_FIELDS[_FIELDS.index("gate") + 1 :])
 _ANSWERS = frozenset(("command_output", "error"))  # the kinds that answer a command
-# What the shell log reads of a command step, and of the step that answers it.
+# What the shell log reads of a command step (`records.trace.shell_event_of`).
 _COMMAND_FIELDS = ("index", "kind", "time", "command", "command_class", "cwd", "exit_code")
-_ANSWER_FIELDS = ("index", "kind", "cause", "content", "cwd", "exit_code")
+# A shell event's fields after a gate's decision, reason and who decided, in its order.
+_AFTER_DECISION = frozenset(
+    {
+        *("exit_code", "stdout", "stdout_sha256", "stdout_bytes", "stderr", "stderr_sha256"),
+        *("stderr_bytes", "truncated", "policy", "trace_step", "local_time"),
+    }
+)
+_GATE_FIELDS = ("decision", "decided_by", "reason")
+_NO_GATE: dict[str, Any] = {}
 _DUMP_OPTIONS = orjson.OPT_UTC_Z  # as records.trace.trace_bytes_of_values writes a step
 _LINE_OPTIONS = _DUMP_OPTIONS | orjson.OPT_APPEND_NEWLINE
 _dumps = orjson.dumps
-_by_index = itemgetter("index")
+
+
+def _with_decision(event: Mapping[str, Any], gate: Mapping[str, Any]) -> dict[str, Any]:
+    """A shell event's fields with `gate`'s decision in its place (ShellEvent's order)."""
+    marked: dict[str, Any] = {}
+    for name, value in event.items():
+        if name in _AFTER_DECISION and "decision" not in marked:
+            marked.update((field, gate[field]) for field in _GATE_FIELDS if field in gate)
+        marked[name] = value
+    return marked
 
 
 def with_gate(step: Mapping[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
@@ -49,9 +65,10 @@ def with_gate(step: Mapping[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
 
 
 class StepTable:
-    """The steps of one trajectory, in order: their trace.jsonl lines, and a small table of
-    what is read again (a command step's command and gate, the first answer to each command,
-    the steps' times, tokens and errors). With `keep`, every step's fields too (`kept`)."""
+    """The steps of one trajectory, in order: their trace.jsonl lines, the shell log's line of
+    each command (written when its first answer comes, or at the end), and a small table of
+    what is read again (a command step's command and gate, the steps' times, tokens and
+    errors). With `keep`, every step's fields too (`kept`)."""
 
     def __init__(self, keep: bool = False) -> None:
         self.written = bytearray()  # every step's line and its line break, in order
@@ -59,7 +76,9 @@ class StepTable:
         self.rewritten: dict[int, bytes] = {}  # lines written again (a gate), by step index
         self.commands: dict[int, dict[str, Any]] = {}  # by index: what the shell log reads
         self.said: dict[int, str] = {}  # the command named by a step of another kind (output)
-        self.answers: dict[int, dict[str, Any]] = {}  # by the command's index: its first answer
+        self.shell = bytearray()  # the shell log's lines, in the order the commands' answers came
+        self.shell_lines: dict[int, tuple[int, int]] = {}  # by command: where its line lies
+        self.shell_rewritten: dict[int, bytes] = {}  # shell lines written again (a gate)
         self.times: list[datetime] = []
         self.tokens_in = 0
         self.tokens_out = 0
@@ -90,14 +109,23 @@ class StepTable:
             if kind == "error":
                 self.errors += 1
             cause = step.get("cause")
-            if cause in self.commands and cause not in self.answers:
-                self.answers[cause] = {k: step[k] for k in _ANSWER_FIELDS if k in step}
+            if cause in self.commands and cause not in self.shell_lines:
+                self._shell_line(cause, step)
             if "command" in step:
                 self.said[step["index"]] = step["command"]
         if "tokens_in" in step:
             self.tokens_in += step["tokens_in"]
         if "tokens_out" in step:
             self.tokens_out += step["tokens_out"]
+
+    def _shell_line(self, index: int, answer: Mapping[str, Any] | None) -> None:
+        """Write the shell log's line of the command step `index`, answered by `answer`."""
+        start = len(self.shell)
+        try:
+            self.shell += _dumps(shell_event_of(self.commands[index], answer), option=_LINE_OPTIONS)
+        except orjson.JSONEncodeError:  # its text is a step's: that step is unwritable too
+            return
+        self.shell_lines[index] = (start, len(self.shell))
 
     def command_of(self, index: int) -> str | None:
         """The command step `index` runs, or the one it says it answers (a command's output)."""
@@ -111,6 +139,11 @@ class StepTable:
         if command is None or "gate" in command:
             return
         command["gate"] = gate
+        if index in self.shell_lines:
+            start, end = self.shell_lines[index]
+            line = self.shell_rewritten.get(index) or self.shell[start:end]
+            marked_event = _with_decision(orjson.loads(line), gate)
+            self.shell_rewritten[index] = _dumps(marked_event, option=_LINE_OPTIONS)
         start, end = self.ends[index], self.ends[index + 1]
         if end > start:
             line = self.rewritten.get(index) or self.written[start:end]
@@ -120,7 +153,8 @@ class StepTable:
             self.kept[index] = with_gate(self.kept[index], gate)
 
     def jsonl(self) -> bytes:
-        """trace.jsonl: every step's line (none may be unwritable)."""
+        """trace.jsonl: every step's line (none may be unwritable). Once: the lines written
+        are let go."""
         written = memoryview(self.written)
         pieces: list[Any] = []
         at = 0
@@ -128,12 +162,30 @@ class StepTable:
             pieces += (written[at : self.ends[index]], self.rewritten[index])
             at = self.ends[index + 1]
         pieces.append(written[at:])
-        return b"".join(pieces)
+        try:
+            return b"".join(pieces)
+        finally:
+            del pieces, written
+            self.written = bytearray()
 
-    def shell_steps(self) -> Iterator[dict[str, Any]]:
-        """What the shell log is made of: the command steps and their first answers, in order."""
-        return iter(sorted([*self.commands.values(), *self.answers.values()], key=_by_index))
-
-    def shell_log(self) -> tuple[bytes, ShellCounts] | None:
-        """`records.trace.shell_log_of_values` of the command steps and their answers."""
-        return shell_log_of_values(list(self.shell_steps()))
+    def shell_log(self) -> tuple[bytes, ShellCounts]:
+        """shell_audit.jsonl and its counts: `records.trace.shell_log_of_values` of the steps,
+        from the lines written as the commands were answered (the others' written now), in
+        the commands' order. Once: the lines written are let go."""
+        for index in self.commands:
+            if index not in self.shell_lines:
+                self._shell_line(index, None)
+        shell = memoryview(self.shell)
+        pieces = [
+            self.shell_rewritten.get(index) or shell[slice(*self.shell_lines[index])]
+            for index in self.commands
+            if index in self.shell_lines
+        ]
+        decisions = [
+            command.get("gate", _NO_GATE).get("decision") for command in self.commands.values()
+        ]
+        try:
+            return b"".join(pieces), shell_counts(decisions)
+        finally:
+            del pieces, shell
+            self.shell = bytearray()
