@@ -94,7 +94,8 @@ _COUNT_FROM_BYTES = 1 << 20
 def check_event_count(raw: bytes, origin: str) -> None:
     """Refuse a trajectory of more than `MAX_TRACE_STEPS` events, counted by a streaming
     parser (ijson) that stops there, before the file is parsed whole: parsed, a million
-    events take gigabytes (orjson builds every event at once)."""
+    events take gigabytes (orjson builds every event at once). For a trajectory decoded
+    whole (`streamed_events` counts the others' events in its scan)."""
     if len(raw) < _COUNT_FROM_BYTES:
         return
     import ijson  # type: ignore[import-untyped, unused-ignore]
