@@ -1,6 +1,7 @@
-"""The viewer serves several requests at once: a heavy run page is read and rendered in a
-worker thread, so a static file is answered meanwhile; and a long trace is shown in parts, so a
-100,000-step run page stays a bounded size. Against a real `agentledger serve` on loopback."""
+"""The viewer serves several requests at once: a heavy page is read and rendered in a worker
+thread, so a static file is answered meanwhile; and a long trace is shown in parts, read a part
+at a time, so a 100,000-step run page stays a bounded size and cost. Against a real `agentledger
+serve` on loopback, and through an instrumented parser."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentledger import Ledger
+from agentledger.records import ShellEvent
 from agentledger.records.trace import TraceStep, step_text, trace_bytes
 from agentledger.viewer.evidence import ROWS_PER_PART
 from browser_support import served
@@ -44,7 +47,7 @@ def _get(url: str, done: list[tuple[str, bytes]], name: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_static_file_is_answered_while_a_huge_run_page_renders_in_parts(
+def test_a_static_file_is_answered_while_a_heavy_page_renders_and_a_huge_run_page_is_in_parts(
     long_run: tuple[Path, str],
 ) -> None:
     root, run_id = long_run
@@ -52,15 +55,19 @@ def test_a_static_file_is_answered_while_a_huge_run_page_renders_in_parts(
     with served(root) as server:
         _get(f"{server.url}/static/viewer.css", [], "warm")
         done: list[tuple[str, bytes]] = []
-        heavy = threading.Thread(target=_get, args=(f"{server.url}/runs/{run_id}", done, "page"))
+        # The compare page aligns every step of both runs (seconds for 100,000 a side).
+        heavy = threading.Thread(
+            target=_get, args=(f"{server.url}/compare?a={run_id}&b={run_id}", done, "compare")
+        )
         heavy.start()
         time.sleep(0.3)  # the page is being read and rendered by now (it takes seconds)
         _get(f"{server.url}/static/viewer.css", done, "static")
         heavy.join(300)
         # The static file did not wait behind the page.
-        assert [name for name, _body in done] == ["static", "page"]
+        assert [name for name, _body in done] == ["static", "compare"]
+        _get(f"{server.url}/runs/{run_id}", done, "first")
         _get(f"{server.url}/runs/{run_id}?part={parts}", done, "last")
-    first, last = (body.decode() for name, body in done if name != "static")
+    first, last = (body.decode() for name, body in done if name in ("first", "last"))
     for page in (first, last):
         assert len(page) < 1_000_000, len(page)  # 500 steps, not 100,000 (45 MB)
         assert f"of {parts}" in page
@@ -87,3 +94,66 @@ def test_a_long_trace_is_paged_on_the_run_page(ledger: Ledger) -> None:
     assert last.count('<li class="step') == 200
     assert "Part 3 of 3" in client.get(f"/runs/{metadata.run_id}?part=99").text  # the last
     assert client.get(f"/runs/{metadata.run_id}?part=0").status_code == 400
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Lines given to the viewer's parser `name` (of `agentledger.viewer.evidence`), counted:
+    the real parser, instrumented."""
+    import agentledger.viewer.evidence as module
+
+    parsed: list[int] = []
+    real = getattr(module, name)
+
+    def counted(lines: Any, *args: Any) -> Any:
+        parsed.append(len(lines))
+        return real(lines, *args)
+
+    monkeypatch.setattr(module, name, counted)
+    return parsed
+
+
+def test_the_run_page_of_a_long_trace_parses_only_the_steps_it_shows_and_those_cited(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from viewer_support import store_score, viewer_client
+
+    count = 20_000
+    steps = [
+        TraceStep(index=i, actor="agent", kind="reasoning", content=step_text(f"thought {i}"))
+        if i % 2
+        else TraceStep(index=i, actor="agent", kind="command", command=f"echo {i}")
+        for i in range(count)
+    ]
+    events = [ShellEvent(command=f"ls /n{i}", exit_code=0) for i in range(count)]
+    metadata = make_metadata("counted_run_gpt-4o_20260312T101500Z_0003")
+    with ledger.new_run(metadata) as run:
+        run.add_bytes("trace.jsonl", trace_bytes(steps))
+        run.add_shell_events(events)
+    evidence = [
+        {"quote": "echo", "file": "trace.jsonl", "line": count - 1},  # step 19998, by its line
+        {"quote": "thought 10001", "file": "trace.jsonl"},  # by its quote only
+        {"quote": "ls /n15000", "file": "shell_audit.jsonl"},
+    ]
+    store_score(
+        ledger,
+        metadata.run_id,
+        criteria=[{"criterion": "C2", "fired": True, "reason": "r", "evidence": evidence}],
+    )
+    trace_lines = _counting(monkeypatch, "parse_trace_lines")
+    shell_lines = _counting(monkeypatch, "parse_lines")
+    page = viewer_client(ledger).get(f"/runs/{metadata.run_id}?part=3")
+    assert page.status_code == 200
+    text = page.text
+    assert "Part 3 of 40" in text and page.text.count('<li class="step') == ROWS_PER_PART
+    assert "echo 1000</code>" in text and "echo 1500</code>" not in text
+    # The evidence is placed on the parts that show it, linked from this one.
+    assert 'href="?part=40#step-19998"' in text and 'href="?part=21#step-10001"' in text
+    assert 'href="?part=31#shell-L15001"' in text
+    # Read: the part shown and the lines the evidence stands on, not the 20,000 steps.
+    assert ROWS_PER_PART <= sum(trace_lines) <= ROWS_PER_PART + 3, trace_lines
+    assert ROWS_PER_PART <= sum(shell_lines) <= ROWS_PER_PART + 3, shell_lines
+    # The cited step, shown on its own part, is marked there.
+    trace_lines.clear()
+    last = viewer_client(ledger).get(f"/runs/{metadata.run_id}?part=40").text
+    assert '<li class="step hit" id="step-19998">' in last
+    assert sum(trace_lines) <= ROWS_PER_PART + 3

@@ -91,7 +91,7 @@ def _side(viewer: Viewer, run: IndexedRun) -> Side:
     evidence = load_run_evidence(viewer.ledger, run.run_id)
     texts = viewer.ledger.index.scores_of(run.run_id)
     scores = [Score.model_validate_json(text) for text in texts]
-    view = evidence_view(evidence, scores)
+    view = evidence_view(evidence, scores, whole=True)
     metadata = evidence.metadata.model_dump(mode="json")
     return Side(run, metadata, scores, _steps(view), view, evidence)
 
