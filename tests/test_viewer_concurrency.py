@@ -17,6 +17,7 @@ from agentledger import Ledger
 from agentledger.records import ShellEvent
 from agentledger.records.trace import TraceStep, step_text, trace_bytes
 from agentledger.viewer.evidence import ROWS_PER_PART
+from agentledger.viewer.pages.compare import COMPARE_STEPS
 from browser_support import served
 from conftest import make_metadata
 
@@ -46,34 +47,88 @@ def _get(url: str, done: list[tuple[str, bytes]], name: str) -> None:
         done.append((name, response.read()))
 
 
+class _Gate:
+    """The viewer's lock, telling when another thread waits for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiting = threading.Event()
+        self.owner: int | None = None
+
+    def __enter__(self) -> None:
+        if self.owner is not None and self.owner != threading.get_ident():
+            self.waiting.set()
+        self.lock.acquire()
+        self.owner = threading.get_ident()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.owner = None
+        self.lock.release()
+
+
+def test_a_static_file_is_answered_while_a_page_is_in_the_worker(ledger: Ledger) -> None:
+    """A page waits for the worker (its lock held here, as a page that takes long holds it):
+    the static file is answered meanwhile, and the page once the worker is free."""
+    import socket
+
+    import uvicorn
+
+    from agentledger.viewer import create_app
+    from agentledger.viewer.app import Viewer
+
+    metadata = make_metadata("waiting_run_gpt-4o_20260312T101500Z_0005")
+    with ledger.new_run(metadata) as run:
+        run.add_text("report.md", "done\n")
+    app = create_app(ledger)
+    viewer = app.app.state.viewer  # type: ignore[attr-defined]
+    assert isinstance(viewer, Viewer)
+    gate = _Gate()
+    viewer.lock = gate  # type: ignore[assignment]
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    serving = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    serving.start()
+    try:
+        while not server.started:
+            time.sleep(0.01)
+        done: list[tuple[str, bytes]] = []
+        with gate:
+            page = threading.Thread(
+                target=_get, args=(f"{url}/runs/{metadata.run_id}", done, "page")
+            )
+            page.start()
+            assert gate.waiting.wait(60)  # the page is in the worker, waiting for the lock
+            _get(f"{url}/static/viewer.css", done, "static")
+            assert [name for name, _body in done] == ["static"] and page.is_alive()
+        page.join(60)
+        assert [name for name, _body in done] == ["static", "page"]
+        assert b"waiting_run" in done[1][1]
+    finally:
+        server.should_exit = True
+        serving.join(30)
+
+
 @pytest.mark.slow
-def test_a_static_file_is_answered_while_a_heavy_page_renders_and_a_huge_run_page_is_in_parts(
-    long_run: tuple[Path, str],
-) -> None:
+def test_a_huge_run_page_is_served_in_parts(long_run: tuple[Path, str]) -> None:
     root, run_id = long_run
     parts = STEPS // ROWS_PER_PART
+    done: list[tuple[str, bytes]] = []
     with served(root) as server:
-        _get(f"{server.url}/static/viewer.css", [], "warm")
-        done: list[tuple[str, bytes]] = []
-        # The compare page aligns every step of both runs (seconds for 100,000 a side).
-        heavy = threading.Thread(
-            target=_get, args=(f"{server.url}/compare?a={run_id}&b={run_id}", done, "compare")
-        )
-        heavy.start()
-        time.sleep(0.3)  # the page is being read and rendered by now (it takes seconds)
-        _get(f"{server.url}/static/viewer.css", done, "static")
-        heavy.join(300)
-        # The static file did not wait behind the page.
-        assert [name for name, _body in done] == ["static", "compare"]
         _get(f"{server.url}/runs/{run_id}", done, "first")
         _get(f"{server.url}/runs/{run_id}?part={parts}", done, "last")
-    first, last = (body.decode() for name, body in done if name in ("first", "last"))
+        _get(f"{server.url}/compare?a={run_id}&b={run_id}", done, "compare")
+    first, last, compare = (body.decode() for _name, body in done)
     for page in (first, last):
         assert len(page) < 1_000_000, len(page)  # 500 steps, not 100,000 (45 MB)
         assert f"of {parts}" in page
         assert page.count('<li class="step') == ROWS_PER_PART
     assert "echo 0</code>" in first and "echo 500</code>" not in first
     assert f"thought {STEPS - 1}" in last and "echo 0</code>" not in last
+    # Compare aligns the first steps of each (the run pages show the rest), not 100,000.
+    assert f"Only the first {COMPARE_STEPS} of each run are aligned ({STEPS} and {STEPS}" in compare
+    assert compare.count('<tr class="same">') == COMPARE_STEPS
 
 
 def test_a_long_trace_is_paged_on_the_run_page(ledger: Ledger) -> None:

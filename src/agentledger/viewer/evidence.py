@@ -126,9 +126,9 @@ class EvidenceView:
     part: int = 1
     """Which part of a long trace and shell log the page shows (`ROWS_PER_PART` each)."""
     shown_steps: list[StepRow] = field(default_factory=list)
-    """The trace steps of the part shown."""
+    """The trace steps of the part shown (or of the rows asked for: `evidence_view`)."""
     shown_shell: list[ShellRow] = field(default_factory=list)
-    """The shell log's commands of the part shown."""
+    """The shell log's commands of the part shown (or of the rows asked for)."""
 
     def anchor_of(self, judge_id: str, criterion: str, position: int) -> str | None:
         return self.placed.get((judge_id, criterion, position))
@@ -324,7 +324,7 @@ def _paged(
 
 
 def _view(
-    evidence: RunEvidence, scores: Sequence[Score], part: int, whole: bool, problems: dict[str, str]
+    evidence: RunEvidence, scores: Sequence[Score], part: int, rows: int, problems: dict[str, str]
 ) -> EvidenceView:
     view = EvidenceView(
         report=_text_view(evidence, "report.md", "report"),
@@ -339,20 +339,19 @@ def _view(
     for score in scores:
         placer.place(score)
     view.part = min(part, view.parts)
-    first, count = (0, view.parts * ROWS_PER_PART) if whole else (view.first_shown, ROWS_PER_PART)
     if view.steps is not None:
-        view.shown_steps = view.steps.rows(first, count)
+        view.shown_steps = view.steps.rows(view.first_shown, rows)
     if view.shell is not None:
-        view.shown_shell = view.shell.rows(first, count)
+        view.shown_shell = view.shell.rows(view.first_shown, rows)
     return view
 
 
 def evidence_view(
-    evidence: RunEvidence, scores: Iterable[Score], part: int = 1, *, whole: bool = False
+    evidence: RunEvidence, scores: Iterable[Score], part: int = 1, *, rows: int = ROWS_PER_PART
 ) -> EvidenceView:
     """The run's shown files, with every score's evidence placed on them; of a long trace and
-    shell log, `part` (past the last: the last), and only the rows of that part and those
-    evidence stands on are parsed (`whole`: every row, as the compare page aligns them all).
+    shell log, `rows` rows from the start of `part` (past the last: the last), and only those
+    and the rows evidence stands on are parsed.
 
     A trace or shell log with a bad line read here counts as missing, with the problem said
     (the page is built again without it)."""
@@ -360,7 +359,7 @@ def evidence_view(
     problems: dict[str, str] = {}
     while True:
         try:
-            return _view(evidence, scores, part, whole, problems)
+            return _view(evidence, scores, part, rows, problems)
         except RecordError as exc:
             name = exc.source if exc.source in (TRACE, SHELL_AUDIT) else None
             if name is None or name in problems:
