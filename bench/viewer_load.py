@@ -12,8 +12,9 @@ In each round: the static file with nothing else asked (this machine's floor); t
 alone `PAGE_ALONE` times (wall ms, the server's CPU ms, its size); then K client threads ask for
 run pages (the first, the last and a middle part, in turn) without pause while this thread asks
 for /static/viewer.css every `STATIC_GAP` s for `--seconds` s: the static file's p50/p95/max, and
-the run pages answered meanwhile. The server's peak resident memory (VmHWM) is read at the end of
-the round. Goal (issue 35): p95 under 200 ms.
+the run pages answered meanwhile. The server's resident memory once started (VmRSS) and its peak
+(VmHWM) at the end of the round: the pages' own memory is the difference.
+Goal (issue 35): p95 under 200 ms.
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def _serve(root: Path, src: Path) -> tuple[subprocess.Popen[str], str]:
 def one_round(root: Path, src: Path, clients: int, seconds: float) -> dict[str, Any]:
     """The figures of one source tree: its server started, measured, stopped."""
     server, url = _serve(root, src)
+    start_mb = _status_kb(server.pid, "VmRSS") / 1024
     parts = -(-STEPS // 500)
     paths = [f"/runs/{RUN_ID}", f"/runs/{RUN_ID}?part={parts}", f"/runs/{RUN_ID}?part={parts // 2}"]
     try:
@@ -210,6 +212,7 @@ def one_round(root: Path, src: Path, clients: int, seconds: float) -> dict[str, 
         "pages_during": len(pages),
         "page_during_median_ms": statistics.median(pages) if pages else None,
         "page_failures": failures[:5],
+        "server_start_mb": start_mb,
         "server_peak_mb": peak_mb,
     }
 
@@ -232,7 +235,7 @@ def run(root: Path, before: Path | None, clients: int, seconds: float, rounds: i
     print(
         f"  {'tree':<7} {'quiet p50':>9} {'p95':>6} | {'static p50':>10} {'p95':>8} {'max':>8} "
         f"{'n':>4} | {'page alone':>10} "
-        f"{'cpu':>8} {'KB':>6} {'during':>8} {'pages':>5} | {'peak MB':>7}"
+        f"{'cpu':>8} {'KB':>6} {'during':>8} {'pages':>5} | {'start MB':>8} {'peak MB':>7}"
     )
     for name, row in rows:
         during = row["page_during_median_ms"]
@@ -242,7 +245,7 @@ def run(root: Path, before: Path | None, clients: int, seconds: float, rounds: i
             f"{row['static_max_ms']:8.1f} {row['static_requests']:4d} | "
             f"{row['page_alone_ms']:10.1f} {row['page_alone_cpu_ms']:8.1f} "
             f"{row['page_bytes'] / 1024:6.0f} {during if during is not None else 0:8.1f} "
-            f"{row['pages_during']:5d} | {row['server_peak_mb']:7.0f}"
+            f"{row['pages_during']:5d} | {row['server_start_mb']:8.0f} {row['server_peak_mb']:7.0f}"
             + (f"  failures: {row['page_failures']}" if row["page_failures"] else "")
         )
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
