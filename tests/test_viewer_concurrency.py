@@ -212,3 +212,28 @@ def test_the_run_page_of_a_long_trace_parses_only_the_steps_it_shows_and_those_c
     last = viewer_client(ledger).get(f"/runs/{metadata.run_id}?part=40").text
     assert '<li class="step hit" id="step-19998">' in last
     assert sum(trace_lines) <= ROWS_PER_PART + 3
+
+
+def test_a_cited_command_is_marked_on_its_step_however_often_its_words_come_before(
+    ledger: Ledger,
+) -> None:
+    from viewer_support import store_score, viewer_client
+
+    # "ls" is in every reasoning step before the command step that ran it.
+    steps = [
+        TraceStep(index=i, actor="agent", kind="reasoning", content=step_text(f"ls tells {i}"))
+        for i in range(3000)
+    ]
+    steps.append(TraceStep(index=3000, actor="agent", kind="command", command="ls"))
+    metadata = make_metadata("cited_run_gpt-4o_20260312T101500Z_0006")
+    with ledger.new_run(metadata) as run:
+        run.add_bytes("trace.jsonl", trace_bytes(steps))
+        run.add_shell_events([ShellEvent(command="ls", exit_code=0)])
+    evidence = [{"quote": "ls", "file": "shell_audit.jsonl", "line": 1}]
+    store_score(
+        ledger,
+        metadata.run_id,
+        criteria=[{"criterion": "C2", "fired": True, "reason": "r", "evidence": evidence}],
+    )
+    last = viewer_client(ledger).get(f"/runs/{metadata.run_id}?part=7").text
+    assert '<li class="step hit" id="step-3000">' in last

@@ -299,7 +299,9 @@ class _Placer:
         if not self.view.steps:
             return
         command = row.command.command
-        for _, step in self.view.steps.containing(json_text(command)):
+        # As trace.jsonl's writers spell the field (compact JSON): only command steps hold it.
+        field = b'"command":"' + json_text(command) + b'"'
+        for _, step in self.view.steps.containing(field):
             if step.step.kind == "command" and step.step.command == command:
                 step.cites.append(cite(step.anchor))
                 return
