@@ -85,6 +85,8 @@ def test_declared_subcommands_decide_in_the_owners_host_only(tmp_path: Path) -> 
         "client: jailctl status": "denied",  # no such tool there: unknown
         "jailctl $CMD": "denied",  # a subcommand known only at run time
     }
+    elsewhere = Gate(load_policy(None), None, ci=True, lab=target).decide("client: jailctl status")
+    assert "jailctl is an owner's tool of host web, not of client" in elsewhere.reason
     # Outside the lab's runs nobody knows jailctl: never global knowledge.
     assert _decisions(None, ["jailctl status"]) == {"jailctl status": "denied"}
 

@@ -56,6 +56,16 @@ DENIED_EXIT = 126
 """What `agentledger exec` exits with when the gate refuses a command."""
 
 
+def _tool_elsewhere(lab: LabTarget, host: str, classification: Classification) -> str:
+    """Where an owner's tool the command names lives, when not in `host` ("" otherwise)."""
+    names = {part.command.split(maxsplit=1)[0] for part in classification.parts if part.command}
+    for other, tools in lab.tools.items():
+        found = sorted(names & set(tools)) if other != host else []
+        if found:
+            return f" ({found[0]} is an owner's tool of host {other}, not of {host})"
+    return ""
+
+
 def ci_detected(environ: Mapping[str, str] | None = None) -> bool:
     """True when the environment variable CI holds a true value (``true``, ``1``, ...)."""
     value = (os.environ if environ is None else environ).get("CI", "")
@@ -239,9 +249,10 @@ class Gate:
         host, inner = self.lab.split(_checked(command))
         classification = self.classify(inner, host)
         verdict = decide(self.rules, classification, ci=False)
-        decided = CommandDecision(
-            classification, verdict.decision, verdict.decided_by, verdict.reason
-        )
+        reason = verdict.reason
+        if verdict.decision == "denied" and classification.kind == "unknown":
+            reason += _tool_elsewhere(self.lab, host, classification)
+        decided = CommandDecision(classification, verdict.decision, verdict.decided_by, reason)
         if decided.decision == "prompt":
             why = f"inside lab {self.lab.name}, host {host}: no approval needed"
             decided = CommandDecision(classification, "allowed", "lab", f"{why}; {verdict.reason}")
