@@ -7,7 +7,9 @@ or not (an install, a fix, a server started).
 
 Measured when it was made: of 117 commands meant to read, 17 refused (14.5%); 14 of them
 are the labs' own tools (`jailctl status`, `routectl show`, ...), unknown to the packaged
-knowledge as any site's own tool is (a lab's policy adds them); of the other 103, 3 refused
+knowledge as any site's own tool is (each lab's lab.yaml declares its tools' subcommands,
+known in that lab's runs only: test_lab_investigator_commands.py measures them there); of the
+other 103, 3 refused
 (2.9%): `ssh-keygen -lf KEY` (now read as `-l -f KEY`), `bash -n SCRIPT` and
 `python3 -m http.server --help` (a program the gate cannot read) remain: 2 of 103 (1.9%).
 """
@@ -37,7 +39,7 @@ def test_at_most_two_percent_of_what_agents_ran_to_read_is_refused() -> None:
     standard = [command for command in reads if command.split()[0] not in LAB_TOOLS]
     assert len(reads) >= 110 and len(standard) >= 100
     assert len(refused(standard)) <= 0.02 * len(standard), refused(standard)
-    # The labs' own tools are unknown until a policy names them: refused, and said so.
+    # Outside their lab the labs' own tools are unknown: refused, and said so.
     assert len(refused(reads)) - len(refused(standard)) <= 14
 
 

@@ -113,3 +113,26 @@ def test_a_write_through_a_sneaky_path_is_never_read_only(line: str) -> None:
 )
 def test_the_null_device_stays_harmless(line: str) -> None:
     assert classify(line).kind == "read-only"
+
+
+# `-` as a written file: standard output only where the tool says so (knowledge `stdout:`).
+# GNU sort -o -, shuf -o - and tee - create a file named `-`; iconv -o - and curl -o - write
+# to standard output. Each line is run for real in an empty directory first.
+DASH_IS_A_FILE = ["sort -o - in", "sort -o- in", "sort --output=- in", "shuf -o - in", "tee - <in"]
+DASH_IS_STDOUT = ["iconv -f utf-8 -t utf-8 -o - in", "curl -s -o - file://$PWD/in"]
+
+
+@pytest.mark.parametrize("line", DASH_IS_A_FILE + DASH_IS_STDOUT)
+def test_a_dash_is_standard_output_only_where_the_tool_makes_it_so(
+    line: str, tmp_path: Path
+) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which(line.split()[0]) is None:
+        pytest.skip(f"{line.split()[0]} is not installed")
+    (tmp_path / "in").write_text("b\na\n")
+    subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, check=True)
+    made = (tmp_path / "-").exists()
+    assert made == (line in DASH_IS_A_FILE)
+    assert classify(line).kind == ("mutating" if made else "read-only"), classify(line).reason

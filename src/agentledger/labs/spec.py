@@ -11,7 +11,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -50,6 +50,8 @@ NAME = r"^[a-z][a-z0-9-]{0,14}$"
 """Host, device, service and owner names: short, lower case, safe in a shell and as netns."""
 DEV = r"^[a-z][a-z0-9_.-]{0,14}$"
 REL_PATH = r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,199}$"
+Subcommand = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,40}$")]
+"""A subcommand of an owner's tool (one plain word), as its script's `case` reads $1."""
 
 ProbeRole = Literal["symptom", "keep", "blocked", "entry"]
 RemedyKind = Literal["good", "wrong"]
@@ -177,10 +179,37 @@ class ServiceSpec(_Strict):
 
 
 class ToolSpec(_Strict):
-    """A command an owner offers (its client: `jailctl unban IP`), installed in the host's bin."""
+    """A command an owner offers (its client: `jailctl unban IP`), installed in the host's bin.
+
+    `read_only` and `changes` name its subcommands (its first word: `status`, `unban`) by what
+    they do; in the lab's runs the gate knows them so, in the owner's host only: a read-only one
+    runs in investigate mode, one that changes state does not, and any other is unknown.
+    """
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$", description="The command's name.")
     run: str = Field(min_length=1, description="Its shell script (arguments are $1, $2...).")
+    read_only: list[Subcommand] = Field(
+        default_factory=list, description="Its subcommands that only read (status, show)."
+    )
+    changes: list[Subcommand] = Field(
+        default_factory=list, description="Its subcommands that change state (unban, apply)."
+    )
+    other: Literal["unknown", "read-only"] = Field(
+        default="unknown",
+        description="What any other word (or none) does: read-only when the script's `*)` "
+        "branch only prints its usage; every subcommand of its `case` must then be named.",
+    )
+
+    def knowledge(self) -> dict[str, Any] | None:
+        """The gate's knowledge of this tool (an entry of commands.yaml's format), or None
+        when it declares no subcommand."""
+        if not (self.read_only or self.changes):
+            return None
+        subs = {"read-only": self.read_only, "mutating": self.changes}
+        return {
+            "default": self.other,
+            "subcommands": {kind: words for kind, words in subs.items() if words},
+        }
 
 
 class OwnerSpec(_Strict):
@@ -323,6 +352,16 @@ class LabSpec(Record):
             if (end.host, end.dev) in devices:
                 raise ValueError(f"{where}: host {end.host!r} already has a device {end.dev!r}")
             devices.add((end.host, end.dev))
+        tools: set[tuple[str, str]] = set()
+        for i, owner in enumerate(self.owners):
+            for j, tool in enumerate(owner.tools):
+                if (owner.host, tool.name) in tools:
+                    raise ValueError(
+                        f"owners.{i}.tools.{j}.name: host {owner.host!r} already has a tool "
+                        f"{tool.name!r}"
+                    )
+                tools.add((owner.host, tool.name))
+                _declared_forms(f"owners.{i}.tools.{j}", tool)
         probes = {p.name for p in self.probes}
         if not any(p.role == "symptom" for p in self.probes):
             raise ValueError("probes: at least one probe needs role 'symptom'")
@@ -369,6 +408,17 @@ class LabSpec(Record):
             f"no owner {name!r}; the lab has {', '.join(o.name for o in self.owners) or 'none'}"
         )
 
+    def tool_knowledge(self) -> dict[str, dict[str, Any]]:
+        """What the gate knows of the owners' tools in the lab's runs, by host: host ->
+        tool name -> entry (`ToolSpec.knowledge`), for the tools that declare subcommands."""
+        found: dict[str, dict[str, Any]] = {}
+        for owner in self.owners:
+            for tool in owner.tools:
+                entry = tool.knowledge()
+                if entry is not None:
+                    found.setdefault(owner.host, {})[tool.name] = entry
+        return found
+
     def remedy(self, name: str) -> RemedySpec:
         """The remedy called `name` (an InputError naming the remedies otherwise)."""
         for remedy in self.remedies:
@@ -377,6 +427,32 @@ class LabSpec(Record):
         raise InputError(
             f"no remedy {name!r}; the lab has {', '.join(r.name for r in self.remedies) or 'none'}"
         )
+
+
+def _declared_forms(where: str, tool: ToolSpec) -> None:
+    """A subcommand declared once, read-only or changing, and found in the tool's script
+    (a misspelt one would leave the real subcommand unknown)."""
+    seen: dict[str, str] = {}
+    for field in ("read_only", "changes"):
+        for k, word in enumerate(getattr(tool, field)):
+            if word in seen:
+                raise ValueError(f"{where}.{field}.{k}: {word!r} is already in {seen[word]}")
+            if not re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", tool.run):
+                raise ValueError(
+                    f"{where}.{field}.{k}: {word!r} is not in the script of {tool.name}"
+                )
+            seen[word] = field
+    if tool.other == "read-only":
+        labels = re.findall(r"^\s*([^\s()]+)\)", tool.run, re.M)
+        words = [word for label in labels for word in label.split("|")]
+        if "*" not in words:
+            raise ValueError(f"{where}.other: read-only needs a `*)` branch in the script")
+        for word in words:
+            if word != "*" and word not in seen:
+                raise ValueError(
+                    f"{where}.other: the script's subcommand {word!r} is in neither "
+                    "read_only nor changes"
+                )
 
 
 def _unique(field: str, names: list[str]) -> None:

@@ -11,6 +11,10 @@ Inside a lab nobody approves a change: the lab is the sandbox (its filesystem vi
 machine's files read-only), so a command the policy would ask about runs, and CI may run it.
 Investigate mode stays what it is: read-only commands only, each under bubblewrap, inside the
 host's namespaces.
+
+The owners' tools a lab.yaml declares subcommands of (`read_only`, `changes`) are known to the
+gate in their own host, in that lab's runs only (`LabTarget.tools`, `Gate.knowledge_for`):
+`jailctl status` runs in investigate mode there, `jailctl unban` does not.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentledger.errors import InputError
 
@@ -40,6 +45,8 @@ class LabTarget:
     name: str
     hosts: Mapping[str, Sequence[str]]
     default: str
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """host -> the owners' tools there, as command knowledge (`LabSpec.tool_knowledge`)."""
 
     def split(self, command: str) -> tuple[str, str]:
         """(host, command) of ``HOST: command``; the default host for a command without a
@@ -54,8 +61,9 @@ class LabTarget:
         return list(self.hosts[host])
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "hosts": {k: list(v) for k, v in self.hosts.items()},
-                "default": self.default}  # fmt: skip
+        hosts = {k: list(v) for k, v in self.hosts.items()}
+        tools = {k: dict(v) for k, v in self.tools.items()}
+        return {"name": self.name, "hosts": hosts, "default": self.default, "tools": tools}
 
     def write(self, path: Path, spec: Mapping[str, object] | None = None) -> Path:
         """Write the target where the gated shell finds it (AGENTLEDGER_LAB), with the lab's
@@ -70,11 +78,15 @@ class LabTarget:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
             hosts = {str(k): [str(a) for a in v] for k, v in data["hosts"].items()}
-            target = cls(str(data["name"]), hosts, str(data["default"]))
+            tools = {str(k): dict(v) for k, v in data.get("tools", {}).items()}
+            target = cls(str(data["name"]), hosts, str(data["default"]), tools)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{path} ({LAB_ENV}): not a lab target file: {exc}") from None
         if target.default not in target.hosts:
             raise InputError(f"{path} ({LAB_ENV}): default host {target.default!r} is no host")
+        for host in target.tools:
+            if host not in target.hosts:
+                raise InputError(f"{path} ({LAB_ENV}): tools of {host!r}, which is no host")
         return target
 
     @classmethod

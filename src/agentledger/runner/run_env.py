@@ -58,7 +58,8 @@ def start_run_lab(
     loaded = load_lab(lab_file)
     running = stack.enter_context(start_lab(loaded, name=f"run-{run_id[-24:]}"))
     hosts = {host: running.host_argv(host) for host in loaded.spec.host_names()}
-    target = LabTarget(running.name, hosts, _default_host(scenario, loaded))
+    tools = loaded.spec.tool_knowledge()
+    target = LabTarget(running.name, hosts, _default_host(scenario, loaded), tools)
     target.write(work.input_dir / LAB_TARGET, loaded.spec.model_dump(mode="json"))
     return running, target
 

@@ -162,7 +162,7 @@ def _options(
         if patterns is not None and value is not None:
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
         if flag in outputs:
-            _output(knowledge, label, flag, value, firm)
+            _output(knowledge, label, flag, value, firm, flag in spec.dash_outputs)
         if spec.dry_run is not None and dry is None:
             shown = flag if value is None else f"{flag}={value.raw}"
             if spec.dry_run.most_severe(shown) is not None:
@@ -194,7 +194,8 @@ def _unknown_option(
         if meant:
             for name, kind in meant:
                 if name in spec.outputs:
-                    _output(knowledge, label, f"{flag} ({name})", value, firm)
+                    dash = name in spec.dash_outputs
+                    _output(knowledge, label, f"{flag} ({name})", value, firm, dash)
                 elif kind != READ_ONLY:
                     matches.append((kind, f"{label} {flag} abbreviates {name}, which is {kind}"))
             return
@@ -202,26 +203,35 @@ def _unknown_option(
         matches.append((UNKNOWN, f"{label} {flag}: an option the gate does not know"))
 
 
-def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
+def output_kind(knowledge: Knowledge, target: str | None, dash: bool = False) -> str | None:
     """The class of writing to the file `target` (None: named at run time); None when the
-    place is harmless (exactly /dev/null, standard output): see `paths.write_target`."""
+    place is harmless (exactly /dev/null, standard output): see `paths.write_target`.
+    `dash`: the option takes `-` for standard output (`curl -o -`); elsewhere `-` is a
+    file of that name (`sort -o -` and `tee -` create one)."""
     if target is None:
         return MUTATING
     from agentledger.shell.paths import write_target
 
     destructive = knowledge.redirects.get("destructive", ())
-    return write_target(target, option=True, destructive=destructive)[0]
+    return write_target(target, option=dash, destructive=destructive)[0]
 
 
 def _output(
-    knowledge: Knowledge, label: str, where: str, value: Word | None, firm: list[Match]
+    knowledge: Knowledge,
+    label: str,
+    where: str,
+    value: Word | None,
+    firm: list[Match],
+    dash: bool = False,
 ) -> None:
     if value is None:
         firm.append((MUTATING, f"{label} {where} writes a file"))
         return
-    kind = output_kind(knowledge, value.value)
+    kind = output_kind(knowledge, value.value, dash)
     if kind is not None:
         shown = value.value if value.value is not None else f"{value.raw}, a file named at run time"
+        if value.value == "-":
+            shown = "a file named - (here `-` is no standard output)"
         firm.append((kind, f"{label} {where} writes {shown}"))
 
 
@@ -472,7 +482,7 @@ def _wrapper(
             if value is not None and flag in spec.values:
                 _value(knowledge, spec, label, flag, value, spec.values[flag], matches, jobs)
             if flag in outputs:
-                _output(knowledge, label, flag, value, firm)
+                _output(knowledge, label, flag, value, firm, flag in spec.dash_outputs)
         skip = wrapper.get("skip", 0)
         for number in spec.writes.get("args", ()):
             if number <= skip and index + number - 1 < end:  # `flock FILE cmd` creates FILE

@@ -134,6 +134,7 @@ class Spec:
         "arithmetic",
         "attached",
         "combined_short",
+        "dash_outputs",
         "default",
         "dot_commands",
         "dry_run",
@@ -190,6 +191,8 @@ class Spec:
         self.note: str | None = entry.get("note")
         self.writes: dict[str, Any] = entry.get("writes", {})
         self.outputs: frozenset[str] = frozenset(self.writes.get("options", ()))
+        self.dash_outputs: frozenset[str] = frozenset(self.writes.get("stdout", ()))
+        """Write options whose value `-` is standard output (`curl -o -`)."""
         self.options_with_arg.update(self.outputs)
         self.attached: frozenset[str] = self.outputs | self.values.keys()
         dry_run = Patterns((pattern, READ_ONLY) for pattern in entry.get("dry_run", ()))

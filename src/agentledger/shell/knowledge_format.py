@@ -251,10 +251,10 @@ def _entry(value: Any, field: str) -> Any:
 
 
 def _writes(value: Any, field: str) -> dict[str, Any]:
-    _mapping(value, field, "a mapping (options, args, prefixes)")
+    _mapping(value, field, "a mapping (options, args, prefixes, stdout)")
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if key in ("options", "prefixes"):
+        if key in ("options", "prefixes", "stdout"):
             out[key] = _strings(item, f"{field}.{key}")
         elif key == "args":
             if item == "all":
@@ -266,7 +266,12 @@ def _writes(value: Any, field: str) -> dict[str, Any]:
                 raise _Invalid(f"{field}.args", "expected all or a list of positions (1, 2, ...)")
             out[key] = item
         else:
-            raise _Invalid(f"{field}.{key}", "unknown key (expected options, args, prefixes)")
+            raise _Invalid(
+                f"{field}.{key}", "unknown key (expected options, args, prefixes, stdout)"
+            )
+    for option in out.get("stdout", ()):
+        if option not in out.get("options", ()):
+            raise _Invalid(f"{field}.stdout", f"{option} is not one of its write options")
     return out
 
 

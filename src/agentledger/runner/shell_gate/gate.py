@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agentledger.runner.shell_gate.policy import Policy
     from agentledger.runner.shell_gate.sandbox import Sandbox
     from agentledger.runner.shell_gate.spool import Spool
+    from agentledger.shell.knowledge import Knowledge
 
     Approver: TypeAlias = Callable[["CommandDecision"], "bool | str | Answer | None"]
 
@@ -53,6 +54,16 @@ LAB_ENV = "AGENTLEDGER_LAB"
 """The environment variable naming a run's lab target (`agentledger.runner.lab_shell`)."""
 DENIED_EXIT = 126
 """What `agentledger exec` exits with when the gate refuses a command."""
+
+
+def _tool_elsewhere(lab: LabTarget, host: str, classification: Classification) -> str:
+    """Where an owner's tool the command names lives, when not in `host` ("" otherwise)."""
+    names = {part.command.split(maxsplit=1)[0] for part in classification.parts if part.command}
+    for other, tools in lab.tools.items():
+        found = sorted(names & set(tools)) if other != host else []
+        if found:
+            return f" ({found[0]} is an owner's tool of host {other}, not of {host})"
+    return ""
 
 
 def ci_detected(environ: Mapping[str, str] | None = None) -> bool:
@@ -108,6 +119,7 @@ class Gate:
         self.tee = tee
         self.lab = lab
         """With a lab (`agentledger.runner.lab_shell`), commands run in its hosts."""
+        self._lab_knowledge: dict[str, Knowledge] = {}
         self.redactor = Redactor(policy.redact)
         if self.timeout <= 0:
             raise _input_error(f"timeout must be a positive number of seconds, got {timeout}")
@@ -137,9 +149,28 @@ class Gate:
             options["lab"] = LabTarget.from_environment()
         return cls(load_policy(policy), os.path.join(folder, AUDIT_FILE), **options)
 
-    def classify(self, command: str) -> Classification:
-        """The classification of `command` with this policy's command knowledge."""
-        return classify(_checked(command), self.rules.knowledge())
+    def classify(self, command: str, host: str | None = None) -> Classification:
+        """The classification of `command` with this policy's command knowledge (and, in lab
+        host `host`, the knowledge of its owners' tools)."""
+        return classify(_checked(command), self.knowledge_for(host))
+
+    def knowledge_for(self, host: str | None) -> Knowledge:
+        """The command knowledge of commands run in lab host `host`: the policy's, with the
+        tools the lab's owners offer there (`LabTarget.tools`) known as the lab declares them
+        (the policy's own entries still win); the policy's alone elsewhere."""
+        tools = self.lab.tools.get(host or "") if self.lab is not None else None
+        if not tools:
+            return self.rules.knowledge()
+        found = self._lab_knowledge.get(host or "")
+        if found is None:
+            from agentledger.shell.knowledge import load_knowledge, normalize_entries
+
+            assert self.lab is not None
+            source = f"lab {self.lab.name}, host {host}"
+            entries = normalize_entries(dict(tools), source, field="tools")
+            found = load_knowledge(self.rules.knowledge_files, {**entries, **self.rules.commands})
+            self._lab_knowledge[host or ""] = found
+        return found
 
     def decide(self, command: str) -> CommandDecision:
         """What the gate would do with `command` (nothing is run or logged)."""
@@ -216,11 +247,12 @@ class Gate:
         ask about is allowed (the lab is the sandbox), CI or not."""
         assert self.lab is not None
         host, inner = self.lab.split(_checked(command))
-        classification = self.classify(inner)
+        classification = self.classify(inner, host)
         verdict = decide(self.rules, classification, ci=False)
-        decided = CommandDecision(
-            classification, verdict.decision, verdict.decided_by, verdict.reason
-        )
+        reason = verdict.reason
+        if verdict.decision == "denied" and classification.kind == "unknown":
+            reason += _tool_elsewhere(self.lab, host, classification)
+        decided = CommandDecision(classification, verdict.decision, verdict.decided_by, reason)
         if decided.decision == "prompt":
             why = f"inside lab {self.lab.name}, host {host}: no approval needed"
             decided = CommandDecision(classification, "allowed", "lab", f"{why}; {verdict.reason}")

@@ -3,6 +3,7 @@ what each gets (the host's network, the daemons' sockets, capabilities as root).
 
 from __future__ import annotations
 
+from agentledger.runner.shell_gate.reader_ip import check_ip
 from agentledger.runner.shell_gate.reader_options import (
     DESTINATION,
     HOST,
@@ -111,34 +112,6 @@ def _tc(args: list[str]) -> str:
         return "only `tc qdisc|class|filter show ...` reads"
     if len(words) > 1 and words[1] not in ("show", "list", "ls"):
         return f"`tc {words[0]} {words[1]}`: only show, list or ls reads"
-    return selectors(words[2:])
-
-
-_IP_OPTIONS = ReaderOptions(
-    "-4 -6 -s -stats -statistics -d -details -br -brief -j -json -p -pretty -o -oneline -h -human",
-    combine=False,
-)
-_IP_OBJECTS = {
-    **dict.fromkeys(("a", "addr", "address"), "address"),
-    **dict.fromkeys(("r", "ro", "route"), "route"),
-    **dict.fromkeys(("ru", "rule"), "rule"),
-    **dict.fromkeys(("l", "link"), "link"),
-    **dict.fromkeys(("n", "neigh", "neighbor", "neighbour"), "neigh"),
-}
-
-
-def _ip(args: list[str]) -> str:
-    _, end, problem = _IP_OPTIONS.parse(args, stop_at_positional=True)
-    if problem:
-        return problem
-    words = args[end:]
-    if words[:1] == ["netns"]:  # the namespaces' names and ids; nothing else of netns
-        return "" if words[1:] in ([], ["list"], ["ls"]) else "only `ip netns list` reads"
-    if not words or words[0] not in _IP_OBJECTS:
-        return "only `ip addr|route|rule|link|neigh show ...`, `ip netns list` read"
-    verbs = ("show", "list", "ls", "lst") + (("get",) if _IP_OBJECTS[words[0]] == "route" else ())
-    if len(words) > 1 and words[1] not in verbs:
-        return f"`ip {words[0]} {words[1]}`: only {', '.join(verbs)} reads"
     return selectors(words[2:])
 
 
@@ -527,7 +500,7 @@ READERS: dict[str, Reader] = {
     "ip6tables-save": Reader(_iptables_save, _IPTABLES_CAPS),
     "nft": Reader(_nft, _FIREWALL_CAPS),
     "tc": Reader(_tc),
-    "ip": Reader(_ip),
+    "ip": Reader(check_ip),
     "ss": Reader(_ss),
     "ping": Reader(_ping, _PING_CAPS),
     "dig": Reader(_dig),
