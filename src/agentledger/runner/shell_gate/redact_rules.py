@@ -125,7 +125,11 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("password-flag", r"(?<![\w-])-(?:src|dest|new)?(?:store|key)pass\s+" + _QUOTED_OR_WORD, ""),
     (
         "secret-flag",
-        r"(?<![\w-])--?[a-z0-9_-]*(?:" + _SECRET_WORDS + r")[a-z0-9_-]*(?:=|\s+)" + _VALUE,
+        # not `--password-stdin HOST`: the option reads the secret from stdin, HOST is not it
+        r"(?<![\w-])--?[a-z0-9_-]*(?:"
+        + _SECRET_WORDS
+        + r")[a-z0-9_-]*(?<!-stdin)(?:=|\s+)"
+        + _VALUE,
         "i",
     ),
     (

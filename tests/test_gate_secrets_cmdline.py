@@ -1,0 +1,184 @@
+"""Secrets typed on command lines (issue 33, cause 10, the red team's second round: 11 of 23
+command lines such as `htpasswd -b FILE USER PASS`, `echo 'u:p' | chpasswd`,
+`openssl enc -k PASS`, `echo PW | sudo -S ls` and `aws configure set aws_secret_access_key X`
+reached the log).
+
+The corpus is tests/data/secrets/cmdline_cases.jsonl, made by make_cmdline_corpus.py beside it
+before any command-line rule was written (committed first): 70 secrets on command lines of
+60 kinds of tool and form, and 45 read-only lines that hold none (`grep -r password /etc`,
+`openssl x509 -in cert -noout -text`, `aws s3 ls`, `mysql -u u -p db`, `echo x | sudo tee`).
+Every third case of each is blind: labelled with the rest, never looked at while the rules
+were tuned. On main 53 of 70 reached the log (the dev part 37 of 47, the blind part 16 of
+23) and 1 of 45 plain lines was changed (`--password-stdin HOST` took HOST for the secret).
+
+The cause: the detectors read text, and these secrets have no shape; they are secrets by
+their place. `redact_argv` reads the line with the classifier's parser and each tool's rule
+(`redact_argv_rules`) names the words that hold one. The blind part's first run, with the
+rules as written from the dev part: 0 of 23 reach the log, 0 of 15 plain lines changed; the
+dev part 0 of 47 after one fix (openssl's `-pbkdf2` read as `-p -b -k df2`). The same person
+wrote the corpus and the rules in one sitting, so the blind part is weaker evidence than a
+corpus from elsewhere: tools not in the table are not covered by it (see the report of issue
+33's branch jail-secrets for a check written after the rules).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentledger.runner.shell_gate.redact import Redactor
+
+ROWS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data/secrets/cmdline_cases.jsonl")
+    .read_text()
+    .splitlines()
+]
+SECRETS = [row for row in ROWS if row["kind"] == "tp"]
+BENIGN = [row for row in ROWS if row["kind"] == "fp"]
+
+
+def leaks(text: str, pieces: list[str]) -> list[str]:
+    return [piece for piece in pieces if piece in text]
+
+
+def test_the_corpus_is_labelled_and_a_third_is_blind() -> None:
+    assert len(SECRETS) >= 60 and len(BENIGN) >= 30
+    assert all(piece and piece in row["text"] for row in SECRETS for piece in row["pieces"])
+    assert sum(row["blind"] for row in SECRETS) * 3 >= len(SECRETS) - 2
+    assert len({row["source"] for row in ROWS}) == len(ROWS)
+
+
+@pytest.mark.parametrize("row", SECRETS, ids=[row["source"] for row in SECRETS])
+def test_a_secret_typed_on_a_command_line_does_not_reach_the_log(row: dict[str, object]) -> None:
+    redacted = Redactor().redact_command(str(row["text"]))
+    assert not leaks(redacted, row["pieces"]), redacted  # type: ignore[arg-type]
+    assert "[REDACTED:" in redacted
+
+
+def test_at_most_five_percent_of_the_blind_part_leaks() -> None:
+    redactor = Redactor()
+    blind = [row for row in SECRETS if row["blind"]]
+    leaked = [
+        row["source"] for row in blind if leaks(redactor.redact_command(row["text"]), row["pieces"])
+    ]
+    assert len(leaked) <= len(blind) * 0.05, leaked
+
+
+@pytest.mark.parametrize("row", BENIGN, ids=[row["source"] for row in BENIGN])
+def test_a_read_only_line_without_a_secret_is_logged_as_typed(row: dict[str, object]) -> None:
+    assert Redactor().redact_command(str(row["text"])) == row["text"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "htpasswd -b f u 'unterminated",
+        "echo $'\\xff\\xfe' | chpasswd",
+        "sudo -S",
+        "echo | sudo -S ls",
+        "printf | chpasswd",
+        "htpasswd -b",
+        "bash -c",
+        "ssh",
+        "env -u",
+        "chpasswd <<<",
+        "ftp <<EOF\nuser\nEOF",
+        "mysql -p",
+        "(((( | chpasswd",
+        "a=$(b=$(c=$(d=$(htpasswd -b f u p)))) " * 50,
+        "htpasswd -b f u \udcff\udcfe",
+    ],
+)
+def test_odd_lines_are_logged_without_error(line: str) -> None:
+    redacted = Redactor().redact_command(line)
+    assert isinstance(redacted, str)
+
+
+def test_a_secret_in_a_long_line_of_many_commands_is_found() -> None:
+    line = " && ".join(["ls -l /tmp"] * 300 + ["htpasswd -b f u Far4way!"])
+    assert "Far4way!" not in Redactor().redact_command(line)
+
+
+def test_a_word_the_shell_decodes_is_redacted_whole() -> None:
+    # The value is `Ansi-Cpw`; as typed it is `$'Ansi-\x43pw'`: the whole word goes.
+    redacted = Redactor().redact_command("htpasswd -b f u $'Ansi-\\x43pw'")
+    assert "x43pw" not in redacted and redacted.startswith("htpasswd -b f u [REDACTED:")
+
+
+def test_the_same_secret_has_the_same_marker_in_the_command_and_its_parts(tmp_path: Path) -> None:
+    from agentledger.runner.shell_gate import Gate, Policy
+
+    log = tmp_path / "shell_audit.jsonl"
+    gate = Gate(Policy(deny=["re:."]), log)
+    assert gate.run("echo 'Gl4ssOnion' | sudo -S systemctl restart nginx").denied
+    raw = log.read_text()
+    assert "Gl4ssOnion" not in raw
+    event = json.loads(raw)
+    marker = event["command"].split("'")[1]
+    assert marker.startswith("[REDACTED:stdin-password:")
+    assert any(marker in part["command"] for part in event["parts"])
+
+
+def strings_of(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in (str(key), *strings_of(item))]
+    if isinstance(value, list):
+        return [text for item in value for text in strings_of(item)]
+    return []
+
+
+def test_no_secret_of_the_corpus_reaches_any_field_of_the_audit_log(tmp_path: Path) -> None:
+    # Each line through the gate, refused (nothing of it runs): its command, every part
+    # the classifier found, the reason and the intent are logged, redacted.
+    from agentledger.runner.shell_gate import Gate, Policy
+
+    log = tmp_path / "shell_audit.jsonl"
+    gate = Gate(Policy(deny=["re:."]), log)
+    for row in SECRETS:
+        assert gate.run(row["text"]).denied
+    raw = log.read_text()
+    events = [json.loads(line) for line in raw.splitlines()]
+    assert len(events) == len(SECRETS)
+    logged = "\n".join(text for event in events for text in strings_of(event))
+    leaked = [
+        row["source"]
+        for row in SECRETS
+        if leaks(logged, row["pieces"]) or leaks(raw, row["pieces"])
+    ]
+    assert leaked == []
+
+
+def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> None:
+    # Run for real: the agent sees the command's output; the log does not hold the secret
+    # in the command, its parts, or the output that echoes it.
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    script = str(Path(sys.executable).parent / "agentledger")
+    line = "printf '%s\\n' 'Orch1dGarden' | sudo -S -n true; echo done"
+    result = subprocess.run(
+        [script, "exec", "--run-dir", str(run_dir), "--", line],
+        capture_output=True,
+        env={**os.environ, "CI": "true"},
+        timeout=60,
+        check=False,
+    )
+    raw = (run_dir / "shell_audit.jsonl").read_text()
+    assert raw.strip(), result.stderr
+    assert "Orch1dGarden" not in raw
+    assert "[REDACTED:stdin-password:" in raw
+
+
+def test_every_tool_of_the_rules_is_a_name_that_makes_a_line_read() -> None:
+    from agentledger.runner.shell_gate.redact import TOOL_NAMES
+    from agentledger.runner.shell_gate.redact_argv_rules import STDIN, TOOLS
+
+    assert set(TOOLS) | set(STDIN) <= TOOL_NAMES
