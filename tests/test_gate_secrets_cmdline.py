@@ -15,10 +15,18 @@ The cause: the detectors read text, and these secrets have no shape; they are se
 their place. `redact_argv` reads the line with the classifier's parser and each tool's rule
 (`redact_argv_rules`) names the words that hold one. The blind part's first run, with the
 rules as written from the dev part: 0 of 23 reach the log, 0 of 15 plain lines changed; the
-dev part 0 of 47 after one fix (openssl's `-pbkdf2` read as `-p -b -k df2`). The same person
-wrote the corpus and the rules in one sitting, so the blind part is weaker evidence than a
-corpus from elsewhere: tools not in the table are not covered by it (see the report of issue
-33's branch jail-secrets for a check written after the rules).
+dev part 0 of 47 after one fix (openssl's `-pbkdf2` read as `-p -b -k df2`).
+
+The same person wrote the corpus and the rules in one sitting, so that blind part is weak
+evidence. cmdline_after_cases.jsonl was written after the rules, of tools and forms they
+were not written from (kinit, unrar, gpg --passphrase-fd, net rpc, ykman and pkcs11 PINs,
+az --account-key, etcdctl, rabbitmqadmin, mosquitto_passwd, doveadm, slappasswd, mkpasswd,
+lftp scripts, wrappers: timeout, docker exec, kubectl exec, xargs): its first run left 16 of
+30 in the log (every one a tool with no rule; the known tools behind wrappers were held) and
+changed 1 of 20 plain lines (`export TOKEN_URL=https://...`, by the older assignment rule,
+as on main). Rules for those tools were then added, tuned on it: 1 of 30 (a password inside
+`python3 -c` code) and the same 1 of 20. A tool with no rule still leaks what it takes by
+place: the table is what protects, and it grows by kind.
 """
 
 from __future__ import annotations
@@ -41,6 +49,16 @@ ROWS = [
 ]
 SECRETS = [row for row in ROWS if row["kind"] == "tp"]
 BENIGN = [row for row in ROWS if row["kind"] == "fp"]
+AFTER = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data/secrets/cmdline_after_cases.jsonl")
+    .read_text()
+    .splitlines()
+]
+AFTER_LEAKS = {"python-crypt"}
+"""A password in code given to an interpreter (`python3 -c "crypt.crypt('X')"`): no rule."""
+AFTER_CHANGED = {"export-token-url"}
+"""`TOKEN_URL=https://...` taken for a token by the assignment rule of output (as on main)."""
 
 
 def leaks(text: str, pieces: list[str]) -> list[str]:
@@ -182,3 +200,31 @@ def test_every_tool_of_the_rules_is_a_name_that_makes_a_line_read() -> None:
     from agentledger.runner.shell_gate.redact_argv_rules import STDIN, TOOLS
 
     assert set(TOOLS) | set(STDIN) <= TOOL_NAMES
+
+
+@pytest.mark.parametrize("row", AFTER, ids=[row["source"] for row in AFTER])
+def test_the_cases_written_after_the_rules(row: dict[str, object]) -> None:
+    redacted = Redactor().redact_command(str(row["text"]))
+    if row["kind"] == "tp":
+        leaked = leaks(redacted, row["pieces"])  # type: ignore[arg-type]
+        assert bool(leaked) == (row["source"] in AFTER_LEAKS), redacted
+    else:
+        assert (redacted != row["text"]) == (row["source"] in AFTER_CHANGED), redacted
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "docker login --password-file /run/secrets/registry harbor.corp",
+        "gpg --batch --passphrase-fd 0 -d backup.gpg < /root/phrase",
+        "gpg --passphrase-file /root/phrase -d backup.gpg",
+        "echo hi | kinit -k -t /etc/krb5.keytab host/web1",
+        "DB_PASSWORD_FILE=/run/secrets/db ./app",
+        "docker run -u 1000:1000 alpine id",
+        "openssl enc -d -aes-256-cbc -pbkdf2 -in f -out g -pass env:KEY",
+        "timeout 5 mysql -u app -p -e 'select 1'",
+        "sudo -u postgres psql -c 'select 1'",
+    ],
+)
+def test_an_option_that_names_where_the_secret_is_is_not_taken_for_it(line: str) -> None:
+    assert Redactor().redact_command(line) == line

@@ -94,7 +94,9 @@ TOOL_NAMES = frozenset((
     "smbclient", "smbpasswd", "snmpbulkwalk", "snmpget", "snmpgetnext", "snmpset",
     "snmptable", "snmptrap", "snmpwalk", "sqlcmd", "sqlplus", "ssh-keygen", "sshpass",
     "sudo", "useradd", "usermod", "valkey-cli", "vault", "wget", "wlfreerdp",
-    "wpa_passphrase", "xfreerdp", "xfreerdp3",
+    "wpa_passphrase", "xfreerdp", "xfreerdp3", "mosquitto_passwd", "mkpasswd", "slappasswd",
+    "doveadm", "unrar", "rar", "net", "ykman", "pkcs11-tool", "az", "etcdctl", "rabbitmqadmin",
+    "kinit", "vncpasswd", "gpg", "gpg2",
 ))  # fmt: skip
 """The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
 assigns no secret-named variable is not parsed (nor the rules loaded)."""

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from tree_sitter import Node
 
-    from agentledger.runner.shell_gate.redact_argv_rules import Arg, Found
+    from agentledger.runner.shell_gate.redact_argv_options import Arg, Found
 
 __all__ = ["find_secrets", "redact_line"]
 
@@ -61,7 +61,7 @@ class _Reader:
         self.found = found
 
     def line(self, source: bytes, depth: int) -> None:
-        from agentledger.runner.shell_gate.redact_argv_rules import Arg
+        from agentledger.runner.shell_gate.redact_argv_options import Arg
 
         text = source.decode("utf-8", "surrogateescape")
         from agentledger.shell.words import plain_words
@@ -92,7 +92,7 @@ class _Reader:
             stack.extend(reversed(node.children))
 
     def assignments(self, args: Sequence[Arg]) -> None:
-        from agentledger.runner.shell_gate.redact_argv_rules import secret_name
+        from agentledger.runner.shell_gate.redact_argv_options import secret_name
 
         for arg in args:
             name, _, value = (arg.value or "").partition("=")
@@ -100,7 +100,7 @@ class _Reader:
                 self.add(arg, value, "secret-assignment")
 
     def assignment_node(self, node: Node) -> None:
-        from agentledger.runner.shell_gate.redact_argv_rules import secret_name
+        from agentledger.runner.shell_gate.redact_argv_options import secret_name
 
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
@@ -109,7 +109,7 @@ class _Reader:
         self.add(_arg(value), _arg(value).value, "secret-assignment")
 
     def add(self, arg: Arg, secret: str | None, kind: str) -> None:
-        from agentledger.runner.shell_gate.redact_argv_rules import add_found
+        from agentledger.runner.shell_gate.redact_argv_options import add_found
 
         add_found(self.found, arg, secret, kind)
 
@@ -122,7 +122,8 @@ class _Reader:
 
     def command(self, args: Sequence[Arg], stdin: list[Arg], depth: int) -> None:
         """One simple command: its wrappers looked through, then its tool's rules."""
-        from agentledger.runner.shell_gate.redact_argv_rules import STDIN, TOOLS, read_options
+        from agentledger.runner.shell_gate.redact_argv_options import read_options
+        from agentledger.runner.shell_gate.redact_argv_rules import STDIN, TOOLS
 
         while args:
             name = (args[0].value or "").rsplit("/", 1)[-1]
@@ -173,7 +174,7 @@ class _Reader:
     def inner(self, args: Sequence[Arg], depth: int, skip: int = 0) -> None:
         """The words `args` run as a command line elsewhere (a shell, another host): its
         secrets, attributed to the words that hold them."""
-        from agentledger.runner.shell_gate.redact_argv_rules import Arg
+        from agentledger.runner.shell_gate.redact_argv_options import Arg
 
         if not args or depth >= _DEPTH or any(arg.value is None for arg in args):
             return
@@ -209,7 +210,7 @@ def _exec_command(args: Sequence[Arg]) -> list[Arg]:
     values = [arg.value for arg in args]
     if "--" in values:
         return list(args[values.index("--") + 1 :])
-    from agentledger.runner.shell_gate.redact_argv_rules import read_options
+    from agentledger.runner.shell_gate.redact_argv_options import read_options
 
     valued = "-u -e -w --user --env --workdir --env-file -n --namespace -c --container"
     return read_options(args, {}, valued, stop=True).positionals[1:]
@@ -227,7 +228,7 @@ def _text(node: Node) -> str:
 
 
 def _arg(node: Node) -> Arg:
-    from agentledger.runner.shell_gate.redact_argv_rules import Arg
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
     from agentledger.shell.words import node_word
 
     if node.type == "command_name" and node.named_children:
@@ -238,7 +239,7 @@ def _arg(node: Node) -> Arg:
 def _stdin_of(node: Node) -> list[Arg]:
     """What the line feeds the command `node` on its standard input: a here-string, a
     here-document, or the words `echo`/`printf` print before it in a pipeline."""
-    from agentledger.runner.shell_gate.redact_argv_rules import Arg
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
 
     fed: list[Arg] = []
     redirects = list(node.children_by_field_name("redirect"))
@@ -302,7 +303,7 @@ def _printf(args: Sequence[Arg]) -> list[Arg]:
 
 def _escaped(arg: Arg) -> Arg:
     """`arg` with `\\n` read as a new line (echo -e, printf): each line is one input."""
-    from agentledger.runner.shell_gate.redact_argv_rules import Arg
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
 
     value = arg.value
     if value is not None and "\\" in value:

@@ -14,211 +14,25 @@ Read by `redact_argv` only, when a command line names one of these tools.
 
 from __future__ import annotations
 
-from agentledger.runner.shell_gate.redact import SECRET_NAME
+from agentledger.runner.shell_gate.redact_argv_options import (
+    Arg,
+    Found,
+    add_found,
+    after_word,
+    pairs,
+    positional,
+    read_options,
+    secret_name,
+    shaped,
+    simple_rule,
+    sql_secrets,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = [
-    "STDIN",
-    "TOOLS",
-    "Arg",
-    "Found",
-    "add_found",
-    "read_options",
-    "secret_name",
-    "sql_secrets",
-]
-
-_NOT_SECRET_NAME = ("_file", "_path", "_dir", "-file", "-path", "_id", "-id", "_url", "_type")
-"""...unless the name ends with one of these: the value names where the secret is."""
-
-
-class Arg:
-    """A word of a command: its value once the shell removed quotes (None when only known
-    at run time) and where it is in the line (byte offsets)."""
-
-    __slots__ = ("end", "start", "value")
-
-    def __init__(self, value: str | None, start: int, end: int) -> None:
-        self.value = value
-        self.start = start
-        self.end = end
-
-    def __repr__(self) -> str:
-        return f"Arg({self.value!r})"
-
-
-Found = list[tuple[Arg, str, str]]
-"""(the word, the secret it holds, the kind)."""
-
-
-def secret_name(name: str) -> bool:
-    """True when a variable, option or key called `name` holds a secret by its name."""
-    lowered = name.lower().lstrip("-")
-    if lowered.endswith(_NOT_SECRET_NAME) or lowered.endswith("stdin"):
-        return False
-    return any(part in lowered for part in SECRET_NAME) or lowered in ("pass", "pw", "pwd")
-
-
-def _usable(value: str | None) -> bool:
-    """A value worth redacting: known, not empty, not a variable, a path or a prompt (`-`)."""
-    if not value or value in ("-", "''", '""'):
-        return False
-    return value[0] not in "$/~<" and not value.startswith(("./", "../", "{{", "file:", "env:"))
-
-
-class Options:
-    """A tool's arguments read by its options: the secret-valued ones found, the flags seen,
-    the positionals left."""
-
-    __slots__ = ("flags", "found", "positionals", "values")
-
-    def __init__(self) -> None:
-        self.found: Found = []
-        self.flags: set[str] = set()
-        self.positionals: list[Arg] = []
-        self.values: dict[str, Arg] = {}
-
-
-def read_options(
-    args: Sequence[Arg],
-    secret: dict[str, str],
-    valued: str | frozenset[str] = frozenset(),
-    kind: str = "password-flag",
-    *,
-    stop: bool = False,
-    single_dash: bool = False,
-) -> Options:
-    """Reads `args` by the tool's options: `secret` maps an option to the shape of its value
-    (see `shaped`); `valued` lists the other options that take a value (so that it is not
-    counted as a positional). Short options combine (`-bc`) and take values attached
-    (`-pX`); long ones take them after `=` or as the next word. An option shaped ``attached``
-    holds a secret only when attached (mysql's `-p` alone prompts). With `stop`, options end
-    at the first positional (a wrapper's: the rest is the command it runs); with
-    `single_dash`, `-word` is one option (openssl's `-pbkdf2`), never combined letters."""
-    valued_set = frozenset(valued.split()) if isinstance(valued, str) else valued
-    out = Options()
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        word = arg.value
-        index += 1
-        if word is None or word == "--":
-            if word == "--" or stop:
-                out.positionals.extend(args[index - (word is None) :])
-                break
-            out.positionals.append(arg)
-            continue
-        if not word.startswith("-") or word == "-":
-            out.positionals.append(arg)
-            if stop:
-                out.positionals.extend(args[index:])
-                break
-            continue
-        name, has_value, value = word.partition("=")
-        if (
-            single_dash
-            or word.startswith("--")
-            or name in secret
-            or name in valued_set
-            or has_value
-        ):
-            shape = secret.get(name)
-            if has_value or (shape == "attached"):
-                if shape is not None:
-                    add_found(out.found, arg, shaped(shape, value), kind)
-                out.flags.add(name)
-                continue
-            out.flags.add(name)
-            if (shape is not None or name in valued_set) and index < len(args):
-                taken = args[index]
-                index += 1
-                out.values[name] = taken
-                if shape is not None:
-                    add_found(out.found, taken, shaped(shape, taken.value), kind)
-            continue
-        # combined short options: -bc, -pSECRET, -C12
-        for offset in range(1, len(word)):
-            letter = "-" + word[offset]
-            rest = word[offset + 1 :]
-            if letter in secret or letter in valued_set:
-                out.flags.add(letter)
-                if rest:
-                    shape = secret.get(letter)
-                    if shape is not None:
-                        add_found(out.found, arg, shaped(shape, rest), kind)
-                elif secret.get(letter) != "attached" and index < len(args):
-                    taken = args[index]
-                    index += 1
-                    out.values[letter] = taken
-                    if letter in secret:
-                        add_found(out.found, taken, shaped(secret[letter], taken.value), kind)
-                break
-            out.flags.add(letter)
-    return out
-
-
-def shaped(shape: str, value: str | None) -> str | None:
-    """The secret in an option's `value` by its shape: ``value`` or ``attached`` (all of it),
-    ``user:pass``, ``user%pass``, ``user,pass`` (after the separator; nothing when absent),
-    ``pass:`` (openssl's `pass:X`; `env:`, `file:`, `fd:` and `stdin` name no secret),
-    ``user/pass`` (sqlplus' `user/pass@db`)."""
-    if value is None:
-        return None
-    if shape in ("value", "attached"):
-        return value
-    if shape == "pass:":
-        return value[5:] if value.startswith("pass:") else None
-    if shape == "user/pass":
-        user, slash, rest = value.partition("/")
-        return rest.split("@", 1)[0] if slash and user and "@" not in user else None
-    separator = shape[4]
-    return value.partition(separator)[2] or None
-
-
-def add_found(found: Found, arg: Arg, secret: str | None, kind: str) -> None:
-    if _usable(secret) and secret is not None:
-        found.append((arg, secret, kind))
-
-
-def _positional(found: Found, args: Sequence[Arg], index: int, kind: str = "password-arg") -> None:
-    if -len(args) <= index < len(args):
-        add_found(found, args[index], args[index].value, kind)
-
-
-def _pairs(found: Found, args: Sequence[Arg], separator: str = "=") -> None:
-    """`KEY=VALUE` words whose key names a secret (vault kv put, rclone config)."""
-    for arg in args:
-        key, has, value = (arg.value or "").partition(separator)
-        if has and secret_name(key):
-            add_found(found, arg, value, "secret-pair")
-
-
-def _after_word(found: Found, args: Sequence[Arg], words: tuple[str, ...]) -> None:
-    """The word after any of `words` (`nmcli ... password X`, `mysqladmin password X`)."""
-    for index, arg in enumerate(args[:-1]):
-        if (arg.value or "").lower() in words:
-            add_found(found, args[index + 1], args[index + 1].value, "password-arg")
-
-
-def _subcommand(args: Sequence[Arg]) -> list[str]:
-    return [arg.value or "" for arg in args if not (arg.value or "-").startswith("-")]
-
-
-_SQL_WORDS = ("password", "identified", "requirepass")
-
-
-def sql_secrets(text: str) -> list[str]:
-    """Passwords in SQL text: `PASSWORD 'x'`, `IDENTIFIED BY 'x'`, `PASSWORD = 'x'`."""
-    lowered = text.lower()
-    if not any(word in lowered for word in _SQL_WORDS):
-        return []
-    import re
-
-    pattern = r"(?i)\b(?:password|identified\s+(?:with\s+\w+\s+)?by)\s*(?:=\s*)?E?'((?:[^']|'')+)'"
-    return [match.group(1) for match in re.finditer(pattern, text)]
+__all__ = ["STDIN", "TOOLS"]
 
 
 # Each rule: (tool's arguments) -> the secrets found. Tools that read one from stdin are in
@@ -228,7 +42,7 @@ def sql_secrets(text: str) -> list[str]:
 def _htpasswd(args: Sequence[Arg]) -> Found:
     read = read_options(args, {}, "-C -r")
     if "-b" in read.flags and len(read.positionals) >= 2:
-        _positional(read.found, read.positionals, -1)
+        positional(read.found, read.positionals, -1)
     return read.found
 
 
@@ -250,7 +64,7 @@ def _aws(args: Sequence[Arg]) -> Found:
     words = read.positionals
     configure = len(words) >= 4 and [w.value for w in words[:2]] == ["configure", "set"]
     if configure and secret_name((words[2].value or "").rsplit(".", 1)[-1]):
-        _positional(found, words, 3, "secret-pair")
+        positional(found, words, 3, "secret-pair")
     return found
 
 
@@ -263,7 +77,7 @@ def _mysql(args: Sequence[Arg]) -> Found:
     for arg in args:
         if (arg.value or "").startswith("--execute="):
             _sql(read.found, arg)
-    _after_word(read.found, read.positionals, ("password",))
+    after_word(read.found, read.positionals, ("password",))
     return read.found
 
 
@@ -305,21 +119,15 @@ def _redis(args: Sequence[Arg]) -> Found:
     words = read.positionals
     verbs = [(w.value or "").lower() for w in words]
     if verbs[:1] == ["auth"] and len(words) >= 2:
-        _positional(read.found, words, -1)
+        positional(read.found, words, -1)
     if verbs[:2] == ["config", "set"] and len(words) >= 4 and secret_name(verbs[2]):
-        _positional(read.found, words, 3)
+        positional(read.found, words, 3)
     return read.found
 
 
-def _simple(secret: dict[str, str], valued: str = "") -> Callable[..., Found]:
-    def rule(args: Sequence[Arg]) -> Found:
-        return read_options(args, secret, valued).found
-
-    return rule
-
-
 def _vault(args: Sequence[Arg]) -> Found:
-    read = read_options(args, {"-token": "value", "--token": "value"}, "-address -namespace")
+    valued = "-address -namespace -path -format -field -ca-cert -client-cert -client-key"
+    read = read_options(args, {"-token": "value", "--token": "value"}, valued)
     words = read.positionals
     if not words:
         return read.found
@@ -327,10 +135,10 @@ def _vault(args: Sequence[Arg]) -> Found:
         rest = words[1:]
         method = any((w.value or "").startswith(("-method", "--method")) for w in args)
         if rest and not method and "=" not in (rest[0].value or ""):
-            _positional(read.found, rest, 0, "vault-token")
-        _pairs(read.found, rest)
+            positional(read.found, rest, 0, "vault-token")
+        pairs(read.found, rest)
     elif words[0].value in ("kv", "write", "secrets"):
-        _pairs(read.found, words[1:])
+        pairs(read.found, words[1:])
     return read.found
 
 
@@ -339,7 +147,7 @@ def _rabbitmq(args: Sequence[Arg]) -> Found:
     words = read_options(args, {}, "-n --node -q").positionals
     verb = words[0].value if words else None
     if verb in ("add_user", "change_password", "authenticate_user") and len(words) >= 3:
-        _positional(found, words, 2)
+        positional(found, words, 2)
     return found
 
 
@@ -349,9 +157,9 @@ def _mc(args: Sequence[Arg]) -> Found:
     words = read_options(args, {}, "--config-dir -C --api --path").positionals
     verbs = [w.value for w in words[:3]]
     if verbs[:2] == ["alias", "set"]:
-        _positional(found, words, 5)
+        positional(found, words, 5)
     elif verbs == ["config", "host", "add"]:
-        _positional(found, words, 6)
+        positional(found, words, 6)
     return found
 
 
@@ -362,7 +170,7 @@ def _after(words: tuple[str, ...], index: int) -> Callable[..., Found]:
         found: Found = []
         positionals = read_options(args, {}, "--session").positionals
         if tuple(arg.value for arg in positionals[: len(words)]) == words:
-            _positional(found, positionals[len(words) :], index)
+            positional(found, positionals[len(words) :], index)
         return found
 
     return rule
@@ -370,13 +178,13 @@ def _after(words: tuple[str, ...], index: int) -> Callable[..., Found]:
 
 def _nmcli(args: Sequence[Arg]) -> Found:
     found: Found = []
-    _after_word(found, args, ("password", "wifi-sec.psk", "802-11-wireless-security.psk"))
+    after_word(found, args, ("password", "wifi-sec.psk", "802-11-wireless-security.psk"))
     return found
 
 
 def _wpa_passphrase(args: Sequence[Arg]) -> Found:
     found: Found = []
-    _positional(found, read_options(args, {}).positionals, 1)
+    positional(found, read_options(args, {}).positionals, 1)
     return found
 
 
@@ -402,13 +210,13 @@ def _rclone(args: Sequence[Arg]) -> Found:
     words = read_options(args, {}, "--config").positionals
     verbs = [w.value for w in words]
     if verbs[:1] == ["obscure"]:
-        _positional(found, words, 1)
+        positional(found, words, 1)
     if verbs[:2] in (["config", "create"], ["config", "update"]):
         rest = words[2:]
         for index, arg in enumerate(rest[:-1]):
             if secret_name(arg.value or "") or (arg.value or "").endswith(("_key", "key")):
                 add_found(found, rest[index + 1], rest[index + 1].value, "secret-pair")
-        _pairs(found, rest)
+        pairs(found, rest)
     return found
 
 
@@ -417,9 +225,9 @@ def _bw(args: Sequence[Arg]) -> Found:
     words = read_options(args, {"--passwordenv": "none"}, "--session --method --code").positionals
     verbs = [w.value for w in words]
     if verbs[:1] == ["unlock"]:
-        _positional(found, words, 1)
+        positional(found, words, 1)
     if verbs[:1] == ["login"]:
-        _positional(found, words, 2)
+        positional(found, words, 2)
     return found
 
 
@@ -449,6 +257,54 @@ def _expect(args: Sequence[Arg]) -> Found:
     return found
 
 
+def _hash_maker(flag: str) -> Callable[..., Found]:
+    """`mosquitto_passwd -b FILE USER PASS`: the last positional when `flag` is given."""
+
+    def rule(args: Sequence[Arg]) -> Found:
+        read = read_options(args, {}, "-c -U -H -I")
+        if flag in read.flags and len(read.positionals) >= 2:
+            positional(read.found, read.positionals, -1)
+        return read.found
+
+    return rule
+
+
+def _mkpasswd(args: Sequence[Arg]) -> Found:
+    """`mkpasswd [-m METHOD] [-S SALT] PASSWORD [SALT]`: the first positional."""
+    read = read_options(args, {}, "-m -S -R -P --method --salt --rounds --password-fd")
+    if not {"-s", "--stdin"} & read.flags:
+        positional(read.found, read.positionals, 0)
+    return read.found
+
+
+def _net(args: Sequence[Arg]) -> Found:
+    """`net rpc password USER NEWPASS -U admin%PASS`."""
+    read = read_options(args, {"-U": "user%pass", "--user": "user%pass"}, "-S -I -W -p -w")
+    verbs = [arg.value for arg in read.positionals[:2]]
+    if verbs[1:] == ["password"] or verbs[:1] == ["password"]:
+        positional(read.found, read.positionals, 3 if verbs[1:] == ["password"] else 2)
+    return read.found
+
+
+def _lftp(args: Sequence[Arg]) -> Found:
+    """`lftp -u user,pass`, and `open -u user,pass` / `user NAME PASS` in its `-e`/`-c`
+    script."""
+    read = read_options(args, {"-u": "user,pass", "--user": "user,pass"}, "-e -c -p -f")
+    import re
+
+    for name in ("-e", "-c"):
+        script = read.values.get(name)
+        if script is None or not script.value:
+            continue
+        for match in re.finditer(r"(?:-u\s+[^,\s;]+,|\buser\s+\S+\s+)([^\s;'\"]+)", script.value):
+            add_found(read.found, script, match.group(1), "password-flag")
+    return read.found
+
+
+_PIN = {"-P": "value", "--pin": "value", "-n": "value", "--new-pin": "value", "--puk": "value"}
+_PIN |= {"-m": "value", "--management-key": "value", "--new-puk": "value", "-p": "value"}
+
+
 _MYSQL = ("mysql", "mysqldump", "mysqladmin", "mariadb", "mariadb-dump", "mysqlimport")
 TOOLS: dict[str, Callable[[Sequence[Arg]], Found]] = {
     "htpasswd": _htpasswd,
@@ -461,24 +317,23 @@ TOOLS: dict[str, Callable[[Sequence[Arg]], Found]] = {
     "clickhouse-client": _sql_tool("-q --query", {"--password": "value"}),
     "redis-cli": _redis,
     "valkey-cli": _redis,
-    "sshpass": _simple({"-p": "value"}, "-f -d -P"),
-    "wget": _simple(
+    "sshpass": simple_rule({"-p": "value"}, "-f -d -P"),
+    "wget": simple_rule(
         dict.fromkeys(
             ("--password", "--http-password", "--ftp-password", "--proxy-password"), "value"
         )
     ),
     "curl": _curl,
-    "smbclient": _simple({"-U": "user%pass", "--user": "user%pass", "--password": "value"}),
-    "rpcclient": _simple({"-U": "user%pass", "--user": "user%pass"}),
-    "lftp": _simple({"-u": "user,pass", "--user": "user,pass"}, "-e -p -c"),
-    "mosquitto_pub": _simple({"-P": "value", "--pw": "value"}, "-h -p -u -t -m -i -q"),
-    "mosquitto_sub": _simple({"-P": "value", "--pw": "value"}, "-h -p -u -t -i -q"),
-    "ipmitool": _simple({"-P": "value", "-k": "value", "-y": "value"}, "-I -H -U -p -L -f"),
-    "ssh-keygen": _simple({"-P": "value", "-N": "value"}, "-t -b -f -C -E -a -Z -O -n -I"),
-    "rdesktop": _simple({"-p": "value"}, "-u -d -g -a -k -r"),
-    "mongo": _simple({"-p": "value", "--password": "value"}, "-u --username --host"),
-    "mongosh": _simple({"-p": "value", "--password": "value"}, "-u --username --host"),
-    "ldappasswd": _simple({"-w": "value", "-s": "value", "-a": "value"}, "-D -H -h -b"),
+    "smbclient": simple_rule({"-U": "user%pass", "--user": "user%pass", "--password": "value"}),
+    "rpcclient": simple_rule({"-U": "user%pass", "--user": "user%pass"}),
+    "mosquitto_pub": simple_rule({"-P": "value", "--pw": "value"}, "-h -p -u -t -m -i -q"),
+    "mosquitto_sub": simple_rule({"-P": "value", "--pw": "value"}, "-h -p -u -t -i -q"),
+    "ipmitool": simple_rule({"-P": "value", "-k": "value", "-y": "value"}, "-I -H -U -p -L -f"),
+    "ssh-keygen": simple_rule({"-P": "value", "-N": "value"}, "-t -b -f -C -E -a -Z -O -n -I"),
+    "rdesktop": simple_rule({"-p": "value"}, "-u -d -g -a -k -r"),
+    "mongo": simple_rule({"-p": "value", "--password": "value"}, "-u --username --host"),
+    "mongosh": simple_rule({"-p": "value", "--password": "value"}, "-u --username --host"),
+    "ldappasswd": simple_rule({"-w": "value", "-s": "value", "-a": "value"}, "-D -H -h -b"),
     "vault": _vault,
     "rabbitmqctl": _rabbitmq,
     "mc": _mc,
@@ -493,14 +348,39 @@ TOOLS: dict[str, Callable[[Sequence[Arg]], Found]] = {
     "useradd": _user_tool,
     "usermod": _user_tool,
     "expect": _expect,
-    "snmpwalk": _simple({"-A": "value", "-X": "value", "-c": "value"}, "-v -u -l -a -x -O -r -t"),
-    "kubectl": _simple({"--token": "value", "--password": "value"}, "-n -o -l --context"),
-    "oc": _simple({"--token": "value", "--password": "value", "-p": "value"}, "-n -o -u"),
+    "snmpwalk": simple_rule(
+        {"-A": "value", "-X": "value", "-c": "value"}, "-v -u -l -a -x -O -r -t"
+    ),
+    "kubectl": simple_rule({"--token": "value", "--password": "value"}, "-n -o -l --context"),
+    "oc": simple_rule({"--token": "value", "--password": "value", "-p": "value"}, "-n -o -u"),
+    "mosquitto_passwd": _hash_maker("-b"),
+    "mkpasswd": _mkpasswd,
+    "slappasswd": simple_rule({"-s": "value"}, "-h -c -n -T"),
+    "doveadm": simple_rule({"-p": "value"}, "-s -u -r -c -o"),
+    "unrar": simple_rule({"-p": "attached"}),
+    "rar": simple_rule({"-p": "attached", "-hp": "attached"}),
+    "net": _net,
+    "lftp": _lftp,
+    "ykman": simple_rule(_PIN, "--device -d"),
+    "pkcs11-tool": simple_rule(
+        {"--pin": "value", "-p": "value", "--so-pin": "value", "--new-pin": "value"},
+        "--module -O -d --id -a --label -y --type",
+    ),
+    "az": simple_rule(
+        {"--account-key": "value", "--password": "value", "-p": "value", "--sas-token": "value"},
+        "-g -n -c --account-name --resource-group --name --container-name -o --query",
+    ),
+    "etcdctl": simple_rule(
+        {"--user": "user:pass", "--password": "value"}, "--endpoints --cacert --cert --key"
+    ),
+    "rabbitmqadmin": simple_rule(
+        {"-p": "value", "--password": "value"}, "-u -H -P -V --username --host --port --vhost"
+    ),
 }
 for _tool in ("snmpget", "snmpset", "snmpbulkwalk", "snmpgetnext", "snmptable", "snmptrap"):
     TOOLS[_tool] = TOOLS["snmpwalk"]
 for _tool in ("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldapmodrdn"):
-    TOOLS[_tool] = _simple({"-w": "value"}, "-D -H -h -b -s -f")
+    TOOLS[_tool] = simple_rule({"-w": "value"}, "-D -H -h -b -s -f")
 
 STDIN: dict[str, Callable[[Sequence[Arg]], str | None]] = {}
 """Tools that read a secret from standard input, given their arguments: the shape of each
@@ -549,6 +429,22 @@ def _openssl_stdin(args: Sequence[Arg]) -> str | None:
     return None
 
 
+def _keytab(args: Sequence[Arg]) -> bool:
+    """`kinit -k`, `kinit -t KEYTAB`: the key is in a file, the input is not read."""
+    return any((a.value or "")[:1] == "-" and {"k", "t"} & set((a.value or "")[1:]) for a in args)
+
+
+def _gpg_stdin(args: Sequence[Arg]) -> str | None:
+    """`gpg --passphrase-fd 0`: the first line of its input is the passphrase."""
+    values = [arg.value for arg in args]
+    if "--passphrase-fd=0" in values or any(
+        value == "--passphrase-fd" and values[index + 1] == "0"
+        for index, value in enumerate(values[:-1])
+    ):
+        return "line"
+    return None
+
+
 STDIN.update(
     {
         "chpasswd": _always("user:pass"),
@@ -571,5 +467,10 @@ STDIN.update(
         "ftp": _always("ftp"),
         "sftp": _always("ftp"),
         "rdesktop": lambda args: "line" if any(a.value == "-" for a in args) else None,
+        "kinit": lambda args: None if _keytab(args) else "line",
+        "vncpasswd": _when_flag(("-f",)),
+        "mkpasswd": _when_flag(("-s", "--stdin")),
+        "gpg": _gpg_stdin,
+        "gpg2": _gpg_stdin,
     }
 )

@@ -125,10 +125,11 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("password-flag", r"(?<![\w-])-(?:src|dest|new)?(?:store|key)pass\s+" + _QUOTED_OR_WORD, ""),
     (
         "secret-flag",
-        # not `--password-stdin HOST`: the option reads the secret from stdin, HOST is not it
+        # not `--password-stdin HOST`, `--password-file F`, `--passphrase-fd 0`: the option
+        # says where the secret is, its value is not it
         r"(?<![\w-])--?[a-z0-9_-]*(?:"
         + _SECRET_WORDS
-        + r")[a-z0-9_-]*(?<!-stdin)(?:=|\s+)"
+        + r")[a-z0-9_-]*(?<!-stdin)(?<!-file)(?<!-fd)(?<!-path)(?<!-env)(?:=|\s+)"
         + _VALUE,
         "i",
     ),
