@@ -228,3 +228,33 @@ def test_the_cases_written_after_the_rules(row: dict[str, object]) -> None:
 )
 def test_an_option_that_names_where_the_secret_is_is_not_taken_for_it(line: str) -> None:
     assert Redactor().redact_command(line) == line
+
+
+def nested(line: str, times: int) -> str:
+    import shlex
+
+    for _ in range(times):
+        line = "bash -c " + shlex.quote(line)
+    return line
+
+
+@pytest.mark.parametrize("times", [1, 3, 5, 6, 9])
+def test_a_secret_in_a_line_nested_in_shells_does_not_reach_the_log(times: int) -> None:
+    for line in ("htpasswd -b f u Deep9pw", "echo 'Deep9pw' | sudo -S id"):
+        assert "Deep9pw" not in Redactor().redact_command(nested(line, times))
+
+
+def test_input_passed_on_through_filters_is_what_the_tool_reads() -> None:
+    redactor = Redactor()
+    line = "echo 'u:Thr0ugh9' | cat | tee /dev/null | chpasswd"
+    assert "Thr0ugh9" not in redactor.redact_command(line)
+    # a filter that prints something else: what the first command printed never reaches it
+    assert redactor.redact_command("echo alpha | wc -l | sudo -S id") == (
+        "echo alpha | wc -l | sudo -S id"
+    )
+
+
+def test_a_long_pipeline_of_consumers_is_read_whole() -> None:
+    line = " | ".join([f"echo 'P{index}x' | sudo -S true" for index in range(500)])
+    redacted = Redactor().redact_command(line)
+    assert not [index for index in range(500) if f"'P{index}x'" in redacted]

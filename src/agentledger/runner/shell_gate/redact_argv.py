@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["find_secrets", "redact_line"]
 
-_DEPTH = 4
-"""How deep `bash -c '...'`, `ssh host '...'` are read into."""
+_DEPTH = 6
+"""How deep `bash -c '...'`, `ssh host '...'` are read into; deeper, a line that names a
+tool of the rules is replaced whole."""
 _SKIP = {
     # wrappers that run their arguments: the options that take a value
     "nohup": "", "time": "-f -o", "command": "", "exec": "-a", "setsid": "", "unbuffer": "",
@@ -77,7 +78,7 @@ class _Reader:
             while start < len(args) and _assignment(args[start]):
                 start += 1
             self.assignments(args[:start])
-            self.command(args[start:], [], depth)
+            self.command(args[start:], None, depth)
             return
         from agentledger.shell.bash_grammar import bash_parser
 
@@ -118,9 +119,11 @@ class _Reader:
         if name is None:
             return
         args = [_arg(name), *(_arg(child) for child in node.children_by_field_name("argument"))]
-        self.command(args, _stdin_of(node), depth)
+        self.command(args, lambda: _stdin_of(node), depth)
 
-    def command(self, args: Sequence[Arg], stdin: list[Arg], depth: int) -> None:
+    def command(
+        self, args: Sequence[Arg], stdin: Callable[[], list[Arg]] | None, depth: int
+    ) -> None:
         """One simple command: its wrappers looked through, then its tool's rules."""
         from agentledger.runner.shell_gate.redact_argv_options import read_options
         from agentledger.runner.shell_gate.redact_argv_rules import STDIN, TOOLS
@@ -130,9 +133,9 @@ class _Reader:
             rest = args[1:]
             reads = STDIN.get(name)
             shape = reads(rest) if reads is not None else None
-            if shape is not None and stdin:
-                self.stdin(stdin, shape)
-                stdin = []
+            if shape is not None and stdin is not None:
+                self.stdin(stdin(), shape)
+                stdin = None
             rule = TOOLS.get(name)
             if rule is not None:
                 for arg, secret, kind in rule(rest):
@@ -176,9 +179,15 @@ class _Reader:
         secrets, attributed to the words that hold them."""
         from agentledger.runner.shell_gate.redact_argv_options import Arg
 
-        if not args or depth >= _DEPTH or any(arg.value is None for arg in args):
+        if not args or any(arg.value is None for arg in args):
             return
         text = " ".join(arg.value or "" for arg in args)[skip:]
+        if depth >= _DEPTH:
+            from agentledger.runner.shell_gate.redact import argv_might_hold
+
+            if argv_might_hold(text):  # too deep to read: all of it, to be safe
+                self.add(Arg(None, args[0].start, args[-1].end), text, "nested-command")
+            return
         found: Found = []
         _Reader(found).line(text.encode("utf-8", "surrogateescape"), depth + 1)
         whole = Arg(None, args[0].start, args[-1].end)
@@ -256,11 +265,34 @@ def _stdin_of(node: Node) -> list[Arg]:
                     fed.append(Arg(_text(child), child.start_byte, child.end_byte))
     parent = element.parent
     if parent is not None and parent.type == "pipeline":
-        for sibling in parent.named_children:
-            if sibling.id == element.id:
+        # what feeds it is the element before it, and what feeds that one when it passes its
+        # input on (`echo u:p | cat | chpasswd`); a few only, so a pipeline of thousands of
+        # commands is read in linear time
+        before = element.prev_named_sibling
+        for _ in range(_PASSED_ON):
+            while before is not None and before.type == "comment":
+                before = before.prev_named_sibling
+            if before is None:
                 break
-            fed.extend(_printed(sibling))
+            fed.extend(_printed(before))
+            if not _passes_input_on(before):
+                break
+            before = before.prev_named_sibling
     return fed
+
+
+_PASSED_ON = 16
+_PASS_THROUGH = frozenset(("cat", "tee", "head", "tail", "sort", "uniq", "tr", "sed", "grep"))
+"""Filters that pass (some of) their input on to the next command."""
+
+
+def _passes_input_on(node: Node) -> bool:
+    if node.type == "redirected_statement":
+        node = node.child_by_field_name("body") or node
+    if node.type != "command":
+        return False
+    name = node.child_by_field_name("name")
+    return name is not None and _text(name).rsplit("/", 1)[-1] in _PASS_THROUGH
 
 
 def _printed(node: Node) -> list[Arg]:
