@@ -258,3 +258,26 @@ def test_a_long_pipeline_of_consumers_is_read_whole() -> None:
     line = " | ".join([f"echo 'P{index}x' | sudo -S true" for index in range(500)])
     redacted = Redactor().redact_command(line)
     assert not [index for index in range(500) if f"'P{index}x'" in redacted]
+
+
+@pytest.mark.parametrize(
+    ("line", "secrets"),
+    [
+        ("printf '%s:%s\\n' alice Pr1ntf9 bob Pr2ntf9 | chpasswd", ["Pr1ntf9", "Pr2ntf9"]),
+        ("printf 'u:%s\\n' Pct9pw | sudo chpasswd", ["Pct9pw"]),
+        ("yes Ye5pw9 | passwd bob", ["Ye5pw9"]),
+        ("cat <<EOF | chpasswd\nann:C4tHd9\nEOF", ["C4tHd9"]),
+        ("cat <<EOF | sort | chpasswd\nann:C4tHd9\nEOF", ["C4tHd9"]),
+        ("cat <<< 'bo:C4tHs9' | chpasswd", ["C4tHs9"]),
+    ],
+)
+def test_input_made_by_printf_yes_or_cat_is_read_as_the_tool_reads_it(
+    line: str, secrets: list[str]
+) -> None:
+    redacted = Redactor().redact_command(line)
+    assert not leaks(redacted, secrets), redacted
+
+
+def test_what_a_filter_reads_from_a_here_document_is_not_taken_for_a_secret() -> None:
+    line = "cat <<EOF | wc -l\nann:x\nEOF"
+    assert Redactor().redact_command(line) == line

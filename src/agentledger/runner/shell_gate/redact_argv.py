@@ -250,12 +250,50 @@ def _stdin_of(node: Node) -> list[Arg]:
     here-document, or the words `echo`/`printf` print before it in a pipeline."""
     from agentledger.runner.shell_gate.redact_argv_options import Arg
 
-    fed: list[Arg] = []
-    redirects = list(node.children_by_field_name("redirect"))
+    fed = _redirected_input(node)
     element = node
     if node.parent is not None and node.parent.type == "redirected_statement":
         element = node.parent
-        redirects += element.children_by_field_name("redirect")
+    parent = element.parent
+    if parent is not None and parent.type == "pipeline":
+        # what feeds it is the element before it, and what feeds that one when it passes its
+        # input on (`echo u:p | cat | chpasswd`); a few only, so a pipeline of thousands of
+        # commands is read in linear time
+        before = element.prev_named_sibling
+        reached_start = False
+        for _ in range(_PASSED_ON):
+            while before is not None and before.type == "comment":
+                before = before.prev_named_sibling
+            if before is None:
+                reached_start = True
+                break
+            fed.extend(_printed(before))
+            if not _passes_input_on(before):
+                break
+            before = before.prev_named_sibling
+        holder = parent.parent
+        while holder is not None and holder.type == "pipeline":
+            holder = holder.parent  # `cat <<EOF | sort | chpasswd` nests them
+        if reached_start and holder is not None and holder.type == "heredoc_redirect":
+            # `cat <<EOF | chpasswd`: the pipeline sits in the here-document's redirect
+            body = holder.parent.child_by_field_name("body") if holder.parent else None
+            if body is not None and _passes_input_on(body):
+                fed.extend(
+                    Arg(_text(child), child.start_byte, child.end_byte)
+                    for child in holder.named_children
+                    if child.type == "heredoc_body"
+                )
+    return fed
+
+
+def _redirected_input(node: Node) -> list[Arg]:
+    """The here-strings and here-documents given to the command `node`."""
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
+
+    fed: list[Arg] = []
+    redirects = list(node.children_by_field_name("redirect"))
+    if node.parent is not None and node.parent.type == "redirected_statement":
+        redirects += node.parent.children_by_field_name("redirect")
     for redirect in redirects:
         if redirect.type == "herestring_redirect":
             fed.extend(_arg(child) for child in redirect.named_children)
@@ -263,21 +301,6 @@ def _stdin_of(node: Node) -> list[Arg]:
             for child in redirect.named_children:
                 if child.type == "heredoc_body":
                     fed.append(Arg(_text(child), child.start_byte, child.end_byte))
-    parent = element.parent
-    if parent is not None and parent.type == "pipeline":
-        # what feeds it is the element before it, and what feeds that one when it passes its
-        # input on (`echo u:p | cat | chpasswd`); a few only, so a pipeline of thousands of
-        # commands is read in linear time
-        before = element.prev_named_sibling
-        for _ in range(_PASSED_ON):
-            while before is not None and before.type == "comment":
-                before = before.prev_named_sibling
-            if before is None:
-                break
-            fed.extend(_printed(before))
-            if not _passes_input_on(before):
-                break
-            before = before.prev_named_sibling
     return fed
 
 
@@ -310,6 +333,8 @@ def _printed(node: Node) -> list[Arg]:
         tool = _text(name).rsplit("/", 1)[-1]
         args = [_arg(child) for child in current.children_by_field_name("argument")]
         printed.extend(_PRINTERS.get(tool, _nothing)(args))
+        if tool == "cat":  # `cat <<EOF | chpasswd`
+            printed.extend(_redirected_input(current))
     return printed
 
 
@@ -329,8 +354,27 @@ def _printf(args: Sequence[Arg]) -> list[Arg]:
         args = args[2:]
     if not args:
         return []
-    data = args[1:] if "%" in (args[0].value or "") and len(args) > 1 else args[:1]
-    return [_escaped(arg) for arg in data]
+    form = args[0].value
+    if form is None or "%" not in form or len(args) == 1:
+        return [_escaped(arg) for arg in args[:1]]
+    data = args[1:]
+    if any(arg.value is None for arg in data):
+        return [_escaped(arg) for arg in data]
+    # `printf '%s:%s\n' u pw`: the lines as printf makes them, held by all its words
+    import re
+
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
+
+    values = [arg.value or "" for arg in data]
+    slots = len(re.findall(r"%[-+ #0-9.]*[sbdqiuxX]", form)) or 1
+    text = ""
+    for start in range(0, len(values), slots):
+        pieces = re.split(r"%[-+ #0-9.]*[sbdqiuxX]", form)
+        chunk = [*values[start : start + slots], *[""] * len(pieces)]
+        text += "".join(piece + chunk[index] for index, piece in enumerate(pieces[:-1]))
+        text += pieces[-1]
+    whole = Arg(text.replace("%%", "%"), data[0].start, data[-1].end)
+    return [_escaped(whole), *(_escaped(arg) for arg in data)]
 
 
 def _escaped(arg: Arg) -> Arg:
@@ -343,9 +387,18 @@ def _escaped(arg: Arg) -> Arg:
     return Arg(value, arg.start, arg.end)
 
 
+def _yes(args: Sequence[Arg]) -> list[Arg]:
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
+
+    if not args or any(arg.value is None for arg in args):
+        return []
+    return [Arg(" ".join(arg.value or "" for arg in args), args[0].start, args[-1].end)]
+
+
 _PRINTERS: dict[str, Callable[[Sequence[Arg]], list[Arg]]] = {
     "echo": _echo,
     "printf": _printf,
+    "yes": _yes,
 }
 
 
@@ -357,7 +410,10 @@ def redact_line(line: str, marker: Callable[[str, str], str]) -> tuple[str, list
 
     if not argv_might_hold(line):
         return line, []
-    spans = find_secrets(line)
+    try:
+        spans = find_secrets(line)
+    except RecursionError:  # a line nested past Python's stack: all of it, to be safe
+        spans = [(0, len(line.encode("utf-8", "surrogateescape")), line, "nested-command")]
     if not spans:
         return line, []
     source = line.encode("utf-8", "surrogateescape")
