@@ -281,3 +281,30 @@ def test_input_made_by_printf_yes_or_cat_is_read_as_the_tool_reads_it(
 def test_what_a_filter_reads_from_a_here_document_is_not_taken_for_a_secret() -> None:
     line = "cat <<EOF | wc -l\nann:x\nEOF"
     assert Redactor().redact_command(line) == line
+
+
+def outside_command_lines() -> list[str]:
+    """Command lines from outside the rules: plainly read-only ones, real investigators',
+    the lab agents', and tldr's examples (placeholders filled in)."""
+    from command_corpora import investigator_commands, readonly_commands
+
+    data = Path(__file__).parent / "data"
+    agents = (data / "agent_commands.jsonl").read_text().splitlines()
+    tldr = json.loads((data / "tldr_examples.json").read_text())["examples"]
+    return [
+        *readonly_commands(),
+        *(command for _, command in investigator_commands()),
+        *(json.loads(line)["command"] for line in agents),
+        *(example["command"] for example in tldr),
+    ]
+
+
+def test_the_argv_rules_change_no_line_of_the_outside_corpora_the_text_rules_leave() -> None:
+    # 1,026 lines; the one the argv rules change is one the text rules change too
+    # (`curl --user myusername:mypassword`, tldr's placeholder in a password's place).
+    redactor = Redactor()
+    lines = outside_command_lines()
+    assert len(lines) > 1000
+    changed = [line for line in lines if redactor.redact_command(line) != redactor.redact(line)]
+    assert changed == ["curl --user myusername:mypassword http://example.com"]
+    assert "mypassword" not in redactor.redact("curl --user myusername:mypassword http://x")
