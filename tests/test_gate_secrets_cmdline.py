@@ -308,3 +308,29 @@ def test_the_argv_rules_change_no_line_of_the_outside_corpora_the_text_rules_lea
     changed = [line for line in lines if redactor.redact_command(line) != redactor.redact(line)]
     assert changed == ["curl --user myusername:mypassword http://example.com"]
     assert "mypassword" not in redactor.redact("curl --user myusername:mypassword http://x")
+
+
+def test_a_secret_of_the_command_leaves_the_output_only_when_long_enough(tmp_path: Path) -> None:
+    # Run for real: `root` as a password stays in output where it is a user's name too;
+    # a longer one printed back is replaced in the output as in the command.
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    script = str(Path(sys.executable).parent / "agentledger")
+    line = (
+        "openssl passwd -1 -salt ab root; echo root; "
+        "openssl passwd -1 -salt cd LongSecret9x; echo LongSecret9x"
+    )
+    result = subprocess.run(
+        [script, "exec", "--run-dir", str(run_dir), "--", line],
+        capture_output=True,
+        env={**os.environ, "CI": "true"},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"LongSecret9x" in result.stdout  # the agent gets its output unchanged
+    event = json.loads((run_dir / "shell_audit.jsonl").read_text())
+    assert "LongSecret9x" not in json.dumps(event)
+    assert "-salt ab [REDACTED:password-arg:" in event["command"]
+    assert "; echo root;" in event["command"]
+    assert "\nroot\n" in event["stdout"]

@@ -323,7 +323,7 @@ class Gate:
         line = {
             "ts": iso_time(started),
             "command": self.redactor.redact_command(clean_text(decision.command)),
-            "error": self.redactor.knowing(decision.command).redact(clean_text(str(exc))),
+            "error": self.redactor.knowing(decision.command).redact_quoting(clean_text(str(exc))),
         }
         path = os.path.join(os.path.dirname(os.path.abspath(self.audit_path)), GATE_ERRORS_FILE)
         try:
@@ -437,7 +437,7 @@ class Gate:
         """The fields every event of `decision` has, redacted and cleaned: the secrets its
         command line holds by their place in it (`redact_argv`) leave every field."""
         redactor = redactor or self.redactor.knowing(decision.command)
-        redact = redactor.redact
+        redact = redactor.redact_quoting
         fields: dict[str, Any] = {
             "schema_version": 1,
             "ts": iso_time(started),
@@ -467,7 +467,7 @@ class Gate:
         event_id: str | None = None,
     ) -> dict[str, Any]:
         redactor = self.redactor.knowing(decision.command)
-        redact = redactor.redact
+        redact = redactor.redact_quoting
         event = self._fields(decision, started, redactor)
         event["exit_code"] = exit_code
         if event_id is not None:

@@ -129,6 +129,8 @@ def may_hold_encoded(text: str) -> bool:
     return "\n" in text or "a" * SHORTEST_TOKEN in text.translate(_AS_RUNS)
 
 
+_SHORTEST_KNOWN = 8
+"""The shortest secret of a command that is replaced in its output too."""
 _DOTALL = 16
 """re.DOTALL's value (kept here so that `re` is imported only to compile)."""
 _BLOCK_SCALAR = 1 << 20
@@ -196,12 +198,22 @@ class Redactor:
         known = redact_line(command, _marker)[1]
         return Redactor(self.extra, (*self.known, *known)) if known else self
 
+    def redact_quoting(self, text: str) -> str:
+        """`redact` for a text that quotes the command (a part of it, a reason): every
+        secret `knowing` found in the command goes, however short."""
+        for secret, mark in self.known:
+            if secret in text:
+                text = text.replace(secret, mark)
+        return self.redact(text)
+
     def redact(self, text: str) -> str:
-        """`text` with every secret the detectors recognise replaced by its marker."""
+        """`text` with every secret the detectors recognise replaced by its marker, and the
+        secrets `knowing` found in the command wherever they are, when long enough not to be
+        a common word of output as well (`mysql -proot`: `root` stays in a user list)."""
         if not text:
             return text
         for secret, mark in self.known:
-            if secret in text:
+            if len(secret) >= _SHORTEST_KNOWN and secret in text:
                 text = text.replace(secret, mark)
         decode = may_hold_encoded(text)
         if decode:
