@@ -334,3 +334,28 @@ def test_a_secret_of_the_command_leaves_the_output_only_when_long_enough(tmp_pat
     assert "-salt ab [REDACTED:password-arg:" in event["command"]
     assert "; echo root;" in event["command"]
     assert "\nroot\n" in event["stdout"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "MYPASS=Xq9pw ./run",
+        "ROOTPW=Xq9pw make",
+        "export DBPASS=Xq9pw",
+        "declare -x DB_SECRET=Xq9pw",
+        "env AWS_SECRET_ACCESS_KEY=Xq9pw aws s3 ls",
+        "gh auth login --with-token <<< Xq9pw",
+    ],
+)
+def test_a_variable_named_for_a_password_holds_one(line: str) -> None:
+    redacted = Redactor().redact_command(line)
+    assert "Xq9pw" not in redacted
+    if "<<<" in line:  # the operator after a flag is not taken for the flag's value
+        assert "--with-token <<< [REDACTED:stdin-password:" in redacted
+
+
+@pytest.mark.parametrize(
+    "line", ["BYPASS=1 ./x", "SSH_ASKPASS=/usr/bin/ksshaskpass git pull", "export PWD_DIR=/x"]
+)
+def test_a_name_that_only_looks_like_a_password_is_left(line: str) -> None:
+    assert Redactor().redact_command(line) == line

@@ -116,7 +116,7 @@ def argv_might_hold(line: str) -> bool:
     if "=" not in line:
         return False
     lowered = line.lower()
-    return any(part in lowered for part in SECRET_NAME)
+    return "pass" in lowered or "pw" in lowered or any(part in lowered for part in SECRET_NAME)
 
 
 def may_hold_encoded(text: str) -> bool:

@@ -140,6 +140,9 @@ class _Reader:
             if rule is not None:
                 for arg, secret, kind in rule(rest):
                     self.add(arg, secret, kind)
+            if name in ("export", "declare", "typeset", "local", "readonly"):
+                self.assignments([arg for arg in rest if _assignment(arg)])
+                return
             if name == "env":
                 read = read_options(rest, {}, "-u -C -S --unset --chdir", stop=True)
                 start = 0

@@ -52,7 +52,9 @@ def secret_name(name: str) -> bool:
     lowered = name.lower().lstrip("-")
     if lowered.endswith(_NOT_SECRET_NAME) or lowered.endswith("stdin"):
         return False
-    return any(part in lowered for part in SECRET_NAME) or lowered in ("pass", "pw", "pwd")
+    if lowered.endswith(("bypass", "compass", "askpass")):
+        return False
+    return any(part in lowered for part in SECRET_NAME) or lowered.endswith(("pass", "pw"))
 
 
 def usable(value: str | None) -> bool:

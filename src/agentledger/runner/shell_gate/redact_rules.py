@@ -18,7 +18,9 @@ _SECRET_WORDS = (
 # A shell word: quoted and unquoted pieces up to a blank (`'a b'`, `x'"'y`, `"$P"w`). Only
 # the first piece may hold blanks: in `'A=x' 'B=y'` the quote after x closes, not opens.
 _WORD = r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"])(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s'\"])*"
-_VALUE = r"(?P<secret>(?!-)" + _WORD + ")"
+_VALUE = r"(?P<secret>(?![-<>|&;])" + _WORD + ")"
+"""An option's value: not another option, nor a redirection or operator that follows a flag
+(`gh auth login --with-token <<< X`)."""
 _QUOTED_OR_WORD = r"(?P<secret>" + _WORD + ")"
 _NOT_PLACEHOLDER = r"(?!\$[({A-Za-z_0-9]|<|\[|X{6,}(?![A-Za-z0-9]))"
 """Not a variable (`$2`, `${P}`, `$(cmd)`), a `<placeholder>`, `[PASSWORD]` or `XXXXXX`."""
