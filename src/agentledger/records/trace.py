@@ -28,9 +28,9 @@ from agentledger.records import (
     Record,
     ShellCounts,
     ShellEvent,
-    decode_json,
     is_denied,
-    parse_record_data,
+    numbered_lines,
+    parse_lines,
 )
 
 __all__ = [
@@ -263,36 +263,26 @@ STEPS = _TRACE
 """Validates a list of steps at once (much faster than one by one)."""
 
 
-def _check_order(steps: Sequence[TraceStep], source: str) -> None:
-    for position, step in enumerate(steps):
-        if step.index != position:
-            raise RecordError(
-                source,
-                f"step index {step.index} where {position} was expected (steps are numbered "
-                "from 0, in order, without gaps)",
-                field="index",
-                line=position + 1,
-            )
-
-
 def parse_trace(raw: bytes, source: str) -> list[TraceStep]:
     """Parse trace.jsonl strictly (see `records.decode_json`); errors name the line and field."""
-    lines = [line for line in raw.split(b"\n") if line.strip()]
-    joined = b"[" + b",".join(lines) + b"]"
-    steps: list[TraceStep] | None = None
-    try:
-        decode_json(joined, source)
-        steps = _TRACE.validate_json(joined)
-    except (ValueError, RecordError):
-        steps = None
-    if steps is None:  # the slow path, which names the line
-        steps = []
-        for number, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            data = decode_json(line, source, line=number)
-            steps.append(parse_record_data(TraceStep, data, source, line=number))
-    _check_order(steps, source)
+    return parse_trace_lines(numbered_lines(raw), source)
+
+
+def parse_trace_lines(
+    lines: Sequence[tuple[int, bytes]], source: str, first_index: int = 0
+) -> list[TraceStep]:
+    """The steps of some numbered lines of trace.jsonl (`records.numbered_lines`, or a part of
+    them), the first being step `first_index`: what reading a part of a long trace parses."""
+    steps = parse_lines(lines, TraceStep, _TRACE, source)
+    for position, (step, (number, _line)) in enumerate(zip(steps, lines, strict=True)):
+        if step.index != first_index + position:
+            raise RecordError(
+                source,
+                f"step index {step.index} where {first_index + position} was expected (steps "
+                "are numbered from 0, in order, without gaps)",
+                field="index",
+                line=number,
+            )
     return steps
 
 
