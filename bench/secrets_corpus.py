@@ -1,9 +1,12 @@
 """How many labelled secrets of a corpus reach the shell log (issue 33, cause 10), and how
 many of its false positives (placeholders, ordinary output) are changed. Prints one line per
 missed case and the totals. The default corpus is tests/data/secrets/gitleaks_cases.jsonl;
-tests/data/secrets/blind_cases.jsonl holds kinds the rules were not written from. A case
-leaks when its secret (or any of its `pieces`, for secrets that reach the output encoded or
-split) is still in the redacted text.
+tests/data/secrets/blind_cases.jsonl holds kinds the rules were not written from;
+tests/data/secrets/cmdline_cases.jsonl and cmdline_after_cases.jsonl hold command lines
+(`"field": "command"`: redacted as the gate logs a command, `Redactor.redact_command`). A
+case leaks when its secret (or any of its `pieces`, for secrets that reach the output
+encoded or split) is still in the redacted text. A corpus with a blind part also gets its
+figures on that part alone.
 
     python bench/secrets_corpus.py [CORPUS.jsonl]
 """
@@ -23,21 +26,27 @@ def main() -> None:
     corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else CORPUS
     rows = [json.loads(line) for line in corpus.read_text().splitlines()]
     redactor = Redactor()
-    leaked = changed = 0
+    missed: list[dict[str, object]] = []
     for row in rows:
-        out = redactor.redact(row["text"])
+        command = row.get("field") == "command"
+        out = redactor.redact_command(row["text"]) if command else redactor.redact(row["text"])
         if row["kind"] == "tp" and any(p in out for p in row.get("pieces") or [row["secret"]]):
-            leaked += 1
+            missed.append(row)
             print(f"LEAK {row['source']}: {row['text'][:100]!r}")
         if row["kind"] == "fp" and out != row["text"]:
-            changed += 1
+            missed.append(row)
             print(f"FP   {row['source']}: {out[:100]!r}")
-    positives = sum(row["kind"] == "tp" for row in rows)
-    negatives = len(rows) - positives
-    print(
-        f"secrets reaching the log: {leaked} of {positives}; "
-        f"placeholders redacted: {changed} of {negatives}"
-    )
+    parts = [("", rows)]
+    if any(row.get("blind") for row in rows):
+        parts.append(("blind part: ", [row for row in rows if row.get("blind")]))
+    for label, part in parts:
+        positives = sum(row["kind"] == "tp" for row in part)
+        leaked = sum(row["kind"] == "tp" and row in part for row in missed)
+        changed = sum(row["kind"] == "fp" and row in part for row in missed)
+        print(
+            f"{label}secrets reaching the log: {leaked} of {positives}; "
+            f"placeholders redacted: {changed} of {len(part) - positives}"
+        )
 
 
 if __name__ == "__main__":

@@ -354,8 +354,8 @@ class Gate:
 
         line = {
             "ts": iso_time(started),
-            "command": self.redactor.redact(clean_text(decision.command)),
-            "error": clean_text(str(exc)),
+            "command": self.redactor.redact_command(clean_text(decision.command)),
+            "error": self.redactor.knowing(decision.command).redact_quoting(clean_text(str(exc))),
         }
         path = os.path.join(os.path.dirname(os.path.abspath(self.audit_path)), GATE_ERRORS_FILE)
         try:
@@ -463,13 +463,17 @@ class Gate:
         denied = CommandDecision(decision.classification, "denied", answer.who, reason)
         return denied, answer.interrupted
 
-    def _fields(self, decision: CommandDecision, started: float) -> dict[str, Any]:
-        """The fields every event of `decision` has, redacted and cleaned."""
-        redact = self.redactor.redact
+    def _fields(
+        self, decision: CommandDecision, started: float, redactor: Redactor | None = None
+    ) -> dict[str, Any]:
+        """The fields every event of `decision` has, redacted and cleaned: the secrets its
+        command line holds by their place in it (`redact_argv`) leave every field."""
+        redactor = redactor or self.redactor.knowing(decision.command)
+        redact = redactor.redact_quoting
         fields: dict[str, Any] = {
             "schema_version": 1,
             "ts": iso_time(started),
-            "command": redact(clean_text(decision.command)),
+            "command": redactor.redact_command(clean_text(decision.command)),
             "cwd": clean_text(self.cwd or _current_directory()),
             "classification": decision.classification.kind,
             "decision": decision.decision,
@@ -494,8 +498,9 @@ class Gate:
         sandbox: str | None = None,
         event_id: str | None = None,
     ) -> dict[str, Any]:
-        redact = self.redactor.redact
-        event = self._fields(decision, started)
+        redactor = self.redactor.knowing(decision.command)
+        redact = redactor.redact_quoting
+        event = self._fields(decision, started, redactor)
         event["exit_code"] = exit_code
         if event_id is not None:
             event["event_id"] = event_id
@@ -504,7 +509,7 @@ class Gate:
             truncated = False
             for name, spool in zip(("stdout", "stderr"), outputs, strict=True):
                 text, digest, size, cut = stored_output(
-                    spool, self.redactor, self.rules.max_output_bytes
+                    spool, redactor, self.rules.max_output_bytes
                 )
                 event[name] = text
                 event[f"{name}_sha256"] = digest

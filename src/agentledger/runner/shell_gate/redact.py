@@ -38,10 +38,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARK",
+    "SECRET_NAME",
     "SHORTEST_TOKEN",
     "TOKEN_CHARACTERS",
     "TOKEN_CLASS",
+    "TOOL_NAMES",
     "Redactor",
+    "argv_might_hold",
     "check_pattern",
     "fingerprint",
     "may_hold_encoded",
@@ -79,6 +82,43 @@ SHORTEST_TOKEN = 20
 _AS_RUNS = str.maketrans(TOKEN_CHARACTERS, "a" * len(TOKEN_CHARACTERS))
 
 
+_SEPARATORS = str.maketrans({c: " " for c in "|&;()<>`'\"$/=\n\t\\{}"})
+TOOL_NAMES = frozenset((
+    "aws", "buildah", "bw", "chgpasswd", "chpasswd", "clickhouse-client", "cryptsetup",
+    "curl", "docker", "expect", "ftp", "gh", "helm", "htpasswd", "ipmitool", "kubectl",
+    "ldapadd", "ldapdelete", "ldapmodify", "ldapmodrdn", "ldappasswd", "ldapsearch",
+    "ldapwhoami", "lftp", "mariadb", "mariadb-dump", "mc", "mongo", "mongosh",
+    "mosquitto_pub", "mosquitto_sub", "mysql", "mysqladmin", "mysqlcheck", "mysqldump",
+    "mysqlimport", "nerdctl", "nmcli", "oc", "openssl", "oras", "passwd", "podman", "psql",
+    "rabbitmqctl", "rclone", "rdesktop", "redis-cli", "rpcclient", "sftp", "skopeo",
+    "smbclient", "smbpasswd", "snmpbulkwalk", "snmpget", "snmpgetnext", "snmpset",
+    "snmptable", "snmptrap", "snmpwalk", "sqlcmd", "sqlplus", "ssh-keygen", "sshpass",
+    "sudo", "useradd", "usermod", "valkey-cli", "vault", "wget", "wlfreerdp",
+    "wpa_passphrase", "xfreerdp", "xfreerdp3", "mosquitto_passwd", "mkpasswd", "slappasswd",
+    "doveadm", "unrar", "rar", "net", "ykman", "pkcs11-tool", "az", "etcdctl", "rabbitmqadmin",
+    "kinit", "vncpasswd", "gpg", "gpg2",
+))  # fmt: skip
+"""The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
+assigns no secret-named variable is not parsed (nor the rules loaded)."""
+SECRET_NAME = (
+    "password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key",
+    "credential", "sshpass", "pgpass", "mysql_pwd", "_pwd", "_pass", "private_key", "auth_key",
+    "access_key", "_psk", "requirepass", "masterauth",
+)  # fmt: skip
+"""Parts of a variable, option or key name that say its value is a secret (lowered)."""
+
+
+def argv_might_hold(line: str) -> bool:
+    """False when no rule of `redact_argv` can find anything in `line`: it names no tool of
+    the rules and no secret-named variable (most lines; then nothing is parsed)."""
+    if not TOOL_NAMES.isdisjoint(line.translate(_SEPARATORS).split()):
+        return True
+    if "=" not in line:
+        return False
+    lowered = line.lower()
+    return "pass" in lowered or "pw" in lowered or any(part in lowered for part in SECRET_NAME)
+
+
 def may_hold_encoded(text: str) -> bool:
     """False when `redact_decode` can find nothing in `text`: a single line without a run of
     SHORTEST_TOKEN token characters (a dump, a run of lines or a Secret's data needs two
@@ -89,6 +129,8 @@ def may_hold_encoded(text: str) -> bool:
     return "\n" in text or "a" * SHORTEST_TOKEN in text.translate(_AS_RUNS)
 
 
+_SHORTEST_KNOWN = 8
+"""The shortest secret of a command that is replaced in its output too."""
 _DOTALL = 16
 """re.DOTALL's value (kept here so that `re` is imported only to compile)."""
 _BLOCK_SCALAR = 1 << 20
@@ -130,15 +172,49 @@ class Redactor:
     """Replaces secrets in text by ``[REDACTED:KIND:HASH]``: the built-in detectors (the
     library's and the ops contexts) plus `extra` patterns from a policy."""
 
-    __slots__ = ("extra",)
+    __slots__ = ("extra", "known")
 
-    def __init__(self, extra: Sequence[str] = ()) -> None:
+    def __init__(self, extra: Sequence[str] = (), known: Sequence[tuple[str, str]] = ()) -> None:
         self.extra = tuple(extra)
+        self.known = tuple(sorted(known, key=lambda item: -len(item[0])))
+
+    def redact_command(self, command: str) -> str:
+        """The command line `command` as logged: the secrets its tools take as arguments or
+        on their input (`redact_argv`: `htpasswd -b F U PASS`, `echo PW | sudo -S ...`)
+        replaced, then what the detectors recognise."""
+        if not argv_might_hold(command):
+            return self.redact(command)
+        from agentledger.runner.shell_gate.redact_argv import redact_line
+
+        return self.redact(redact_line(command, _marker)[0])
+
+    def knowing(self, command: str) -> Redactor:
+        """This redactor, also replacing wherever they appear the secrets the command line
+        `command` holds by their place in it (the event's parts and reason quote it)."""
+        if not argv_might_hold(command):
+            return self
+        from agentledger.runner.shell_gate.redact_argv import redact_line
+
+        known = redact_line(command, _marker)[1]
+        return Redactor(self.extra, (*self.known, *known)) if known else self
+
+    def redact_quoting(self, text: str) -> str:
+        """`redact` for a text that quotes the command (a part of it, a reason): every
+        secret `knowing` found in the command goes, however short."""
+        for secret, mark in self.known:
+            if secret in text:
+                text = text.replace(secret, mark)
+        return self.redact(text)
 
     def redact(self, text: str) -> str:
-        """`text` with every secret the detectors recognise replaced by its marker."""
+        """`text` with every secret the detectors recognise replaced by its marker, and the
+        secrets `knowing` found in the command wherever they are, when long enough not to be
+        a common word of output as well (`mysql -proot`: `root` stays in a user list)."""
         if not text:
             return text
+        for secret, mark in self.known:
+            if len(secret) >= _SHORTEST_KNOWN and secret in text:
+                text = text.replace(secret, mark)
         decode = may_hold_encoded(text)
         if decode:
             from agentledger.runner.shell_gate.redact_decode import rescan_lines
@@ -429,6 +505,8 @@ def _replace_span(match: re.Match[str], group: int | str, kind: str) -> str:
     secret = match.group(group)
     if start < 0 or start == end or not secret or _inside_marker(match.string, start):
         return whole
+    if MARK in secret:
+        return whole  # `--password='[REDACTED:...]'`: replaced by its place already
     offset = match.start()
     return whole[: start - offset] + _marker(kind, secret) + whole[end - offset :]
 

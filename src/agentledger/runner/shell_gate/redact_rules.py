@@ -18,7 +18,9 @@ _SECRET_WORDS = (
 # A shell word: quoted and unquoted pieces up to a blank (`'a b'`, `x'"'y`, `"$P"w`). Only
 # the first piece may hold blanks: in `'A=x' 'B=y'` the quote after x closes, not opens.
 _WORD = r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"])(?:'[^'\s]*'|\"[^\"\s]*\"|[^\s'\"])*"
-_VALUE = r"(?P<secret>(?!-)" + _WORD + ")"
+_VALUE = r"(?P<secret>(?![-<>|&;])" + _WORD + ")"
+"""An option's value: not another option, nor a redirection or operator that follows a flag
+(`gh auth login --with-token <<< X`)."""
 _QUOTED_OR_WORD = r"(?P<secret>" + _WORD + ")"
 _NOT_PLACEHOLDER = r"(?!\$[({A-Za-z_0-9]|<|\[|X{6,}(?![A-Za-z0-9]))"
 """Not a variable (`$2`, `${P}`, `$(cmd)`), a `<placeholder>`, `[PASSWORD]` or `XXXXXX`."""
@@ -125,7 +127,12 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("password-flag", r"(?<![\w-])-(?:src|dest|new)?(?:store|key)pass\s+" + _QUOTED_OR_WORD, ""),
     (
         "secret-flag",
-        r"(?<![\w-])--?[a-z0-9_-]*(?:" + _SECRET_WORDS + r")[a-z0-9_-]*(?:=|\s+)" + _VALUE,
+        # not `--password-stdin HOST`, `--password-file F`, `--passphrase-fd 0`: the option
+        # says where the secret is, its value is not it
+        r"(?<![\w-])--?[a-z0-9_-]*(?:"
+        + _SECRET_WORDS
+        + r")[a-z0-9_-]*(?<!-stdin)(?<!-file)(?<!-fd)(?<!-path)(?<!-env)(?:=|\s+)"
+        + _VALUE,
         "i",
     ),
     (
