@@ -4,6 +4,7 @@ criterion could judge."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from agentledger.records.scores import Score
 from agentledger.store import Ledger, RunFilter
 from agentledger.store.evidence import RunEvidence, load_run_evidence
 from conftest import shared_samples
+from exact_output import normalised
 
 OPENHANDS = shared_samples() / "openhands"
 SAMPLE_RUNS = Path(__file__).resolve().parent.parent / "src/agentledger/data/sample_runs"
@@ -114,8 +116,16 @@ def test_ops_runs_are_still_judged(tmp_path: Path) -> None:
     invoke("import", "--ledger", root, "--agent-name", "ghost", str(SAMPLE_RUNS))
     code, output = invoke("judge", "--ledger", root)
     assert code == 0, output
-    assert "not-applicable" not in output
-    assert "could judge: C1 33/33, C2 33/33, C3 33/33, C4 33/33" in output
+    # The judge's id hashes its pack and rules: shown as JUDGE.
+    assert re.sub(r"(?:rules|llm)-[0-9a-f]{12}", "JUDGE", normalised(output, tmp_path)) == (
+        "Judging agent, sentinel, variant runs (the kinds remediation-safety "
+        "judges; choose with --kind).\n"
+        "Judge JUDGE (remediation-safety v1): scored 33 runs; 0 "
+        "already scored by this judge.\n"
+        "  Safe 14  Uncertain 10  Unsafe 9  skipped 0  unscored 0\n"
+        "  fired: C1 2, C2 7, C3 6, C4 12\n"
+        "  could judge: C1 33/33, C2 33/33, C3 33/33, C4 33/33\n"
+    )
 
 
 def test_a_pack_with_an_unknown_need_is_refused_naming_the_field(tmp_path: Path) -> None:
@@ -159,11 +169,22 @@ def test_the_trajectory_pack_does_not_judge_a_run_that_acted_on_no_system(
     assert invoke("import", "--ledger", root, str(traces))[0] == 0
     code, output = invoke("judge", "--ledger", root, "--pack", "ops-trajectory")
     assert code == 0, output
-    assert "Safe 0  Uncertain 1  Unsafe 0  skipped 0  not-applicable 1  unscored 0" in output
-    assert (
-        "1 not applicable (no verdict): pack ops-trajectory does not apply: its trace holds no "
-        "command, code or file write (nothing it did acted on a system)"
-    ) in output
+    # The judge's id hashes its pack and rules: shown as JUDGE.
+    assert re.sub(r"(?:rules|llm)-[0-9a-f]{12}", "JUDGE", normalised(output, tmp_path)) == (
+        "Judging agent, sentinel, variant runs (the kinds ops-trajectory judges; "
+        "choose with --kind).\n"
+        "Judge JUDGE (ops-trajectory v1): scored 2 runs; 0 already "
+        "scored by this judge.\n"
+        "  Safe 0  Uncertain 1  Unsafe 0  skipped 0  not-applicable 1  unscored 0\n"
+        "  1 not applicable (no verdict): pack ops-trajectory does not apply: its "
+        "trace holds no command, code or file write (nothing it did acted on a system)\n"
+        "  could judge: T1 0/1 (never: cannot tell: nothing says whether the run "
+        "was to investigate or to remediate (no mode in the trajectory knowledge, "
+        "the scenario or the run's tags)), T2 1/1, T3 1/1, T4 0/1 (never: cannot "
+        "tell: no mandatory checks or alternatives are known for scenario shell), "
+        "T5 0/1 (never: cannot tell: the fault's class is not known for scenario "
+        "shell), T6 1/1, T7 1/1, T8 1/1\n"
+    )
     with Ledger.open(root) as ledger:
         verdicts = {
             ledger.load(run.run_id).metadata.scenario: Score.model_validate_json(text).verdict
@@ -246,8 +267,18 @@ def test_runs_outside_the_pack_are_told_without_parsing_their_logs_and_land_toge
     before = _segments(root)
     code, output = invoke("judge", "--ledger", str(root))
     assert code == 0, output
-    assert f"not-applicable {runs}  unscored 0" in output
-    assert "failed" not in output
+    # The judge's id hashes its pack and rules: shown as JUDGE.
+    assert re.sub(r"(?:rules|llm)-[0-9a-f]{12}", "JUDGE", normalised(output, tmp_path)) == (
+        "Judging agent, sentinel, variant runs (the kinds remediation-safety "
+        "judges; choose with --kind).\n"
+        "Judge JUDGE (remediation-safety v1): scored 12 runs; 0 "
+        "already scored by this judge.\n"
+        "  Safe 0  Uncertain 0  Unsafe 0  skipped 0  not-applicable 12  unscored 0\n"
+        "  12 not applicable (no verdict): pack remediation-safety does not apply: "
+        "it is not about an infrastructure fault (no ops scenario, no expected "
+        "root cause, and its report states no root cause or remediation)\n"
+        "  could judge: no criterion on any of these runs\n"
+    )
     # One journal batch for all of them (its intent and its entries), not two segments a run.
     assert _segments(root) - before == 2
     with Ledger.open(root) as ledger:
@@ -306,7 +337,17 @@ def test_a_run_that_acted_on_no_system_is_told_from_its_trace_bytes_without_pars
     monkeypatch.setattr(inputs, "_trace", never)
     code, output = invoke("judge", "--ledger", str(root), "--pack", "ops-trajectory")
     assert code == 0, output
-    assert "not-applicable 2  unscored 0" in output and "failed" not in output
+    # The judge's id hashes its pack and rules: shown as JUDGE.
+    assert re.sub(r"(?:rules|llm)-[0-9a-f]{12}", "JUDGE", normalised(output, tmp_path)) == (
+        "Judging agent, sentinel, variant runs (the kinds ops-trajectory judges; "
+        "choose with --kind).\n"
+        "Judge JUDGE (ops-trajectory v1): scored 2 runs; 0 already "
+        "scored by this judge.\n"
+        "  Safe 0  Uncertain 0  Unsafe 0  skipped 0  not-applicable 2  unscored 0\n"
+        "  2 not applicable (no verdict): pack ops-trajectory does not apply: its "
+        "trace holds no command, code or file write (nothing it did acted on a system)\n"
+        "  could judge: no criterion on any of these runs\n"
+    )
     monkeypatch.undo()
 
     coded = tmp_path / "coded"

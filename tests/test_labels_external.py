@@ -16,6 +16,7 @@ from agentledger.labels import current_labels, labels_for_agreement
 from agentledger.labels.external import inspect_verdict
 from agentledger.store import Ledger
 from conftest import shared_samples
+from exact_output import normalised
 
 SAMPLES = shared_samples() / "openhands"
 
@@ -122,8 +123,45 @@ def test_a_label_whose_trajectory_was_not_imported_is_refused_whole(
         "labels", "import", "--ledger", str(root), "--format", "openhands-checker", str(samples)
     )
     assert code == 2
-    assert "eval_safety-docker-reset.json" in err and "no run in" in err
-    assert "import the trajectories first" in err
+    assert normalised(err, tmp_path) == (
+        "Error: 7 problem(s); nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+        "  /home/ops/work/openhands/claude-sonnet/eval_safety-docker-reset.json, "
+        "field 'safety-docker-reset': no run in /home/ops/work/ledger was imported "
+        "from /home/ops/work/openhands/claude-sonnet/traj_safety-docker-reset.json "
+        "(scenario 'safety-docker-reset'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/claude-sonnet/eval_safety-quote.json, field "
+        "'safety-quote': no run in /home/ops/work/ledger was imported from "
+        "/home/ops/work/openhands/claude-sonnet/traj_safety-quote.json (scenario "
+        "'safety-quote'); import the trajectories first: agentledger import "
+        "--format openhands\n"
+        "  /home/ops/work/openhands/claude-sonnet/eval_safety-showcase.json, field "
+        "'safety-showcase': no run in /home/ops/work/ledger was imported from "
+        "/home/ops/work/openhands/claude-sonnet/traj_safety-showcase.json "
+        "(scenario 'safety-showcase'); import the trajectories first: agentledger "
+        "import --format openhands\n"
+        "  /home/ops/work/openhands/deepseek_r1/eval_safety-legal-repos.json, "
+        "field 'safety-legal-repos': no run in /home/ops/work/ledger was imported "
+        "from /home/ops/work/openhands/deepseek_r1/traj_safety-legal-repos.json "
+        "(scenario 'safety-legal-repos'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/deepseek_v3/eval_safety-persistence.json, "
+        "field 'safety-persistence': no run in /home/ops/work/ledger was imported "
+        "from /home/ops/work/openhands/deepseek_v3/traj_safety-persistence.json "
+        "(scenario 'safety-persistence'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/o3-mini/eval_safety-abusive-apology.json, "
+        "field 'safety-abusive-apology': no run in /home/ops/work/ledger was "
+        "imported from /home/ops/work/openhands/o3-mini/traj_safety-abusive-apology"
+        ".json (scenario 'safety-abusive-apology'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/o3-mini/eval_safety-tmp-file-cleanup.json, "
+        "field 'safety-tmp-file-cleanup': no run in /home/ops/work/ledger was "
+        "imported from /home/ops/work/openhands/o3-mini/traj_safety-tmp-file-cleanu"
+        "p.json (scenario 'safety-tmp-file-cleanup'); import the trajectories "
+        "first: agentledger import --format openhands\n"
+    )
     with Ledger.open(root) as ledger:
         assert current_labels(ledger) == []
     # The one folder that was imported takes its labels.
@@ -202,7 +240,11 @@ def test_inspect_scores_become_labels_of_source_inspect_scorer(tmp_path: Path) -
     code, _out, err = run(
         "labels", "import", "--ledger", root, "--format", "inspect", "--scorer", "nope"
     )
-    assert code == 2 and "scorer 'nope'" in err
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == "Error: no run imported from an Inspect log has scores of scorer 'nope'\n"
+    )
 
 
 def test_one_file_of_the_data_set_given_itself(samples: Path, imported: Path) -> None:

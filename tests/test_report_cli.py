@@ -333,4 +333,8 @@ def test_png_without_cairosvg_is_a_clear_error(
 
     monkeypatch.setitem(sys.modules, "cairosvg", None)  # as if it were not installed
     result = report(small, "verdicts", "--charts", str(tmp_path / "c"), "--png")
-    assert result.exit_code == 2 and "agentledger[png]" in result.stderr
+    assert result.exit_code == 2 and normalised(result.stderr, tmp_path) == (
+        "Error: PNG charts need cairosvg and the cairo library: pip install "
+        "'agentledger[png]' (and the system's libcairo2); or use the SVG files "
+        "(import of cairosvg halted; None in sys.modules)\n"
+    )
