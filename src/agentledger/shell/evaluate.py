@@ -153,6 +153,10 @@ def _options(
             matches.append((kind, f"{label} {flag} is {kind}"))
         elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not named_in(spec, flag):
             _unknown_option(knowledge, spec, label, flag, value, matches, firm)
+        elif (
+            len(flag) > 2 and flag[1] != "-" and not spec.abbreviations and not named_in(spec, flag)
+        ):
+            _unread_cluster(spec, label, flag, matches)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
@@ -195,6 +199,43 @@ def _unknown_option(
             return
     if spec.strict:
         matches.append((UNKNOWN, f"{label} {flag}: an option the gate does not know"))
+
+
+def _cluster(
+    text: str, valued: set[str] | frozenset[str], given: list[str]
+) -> tuple[str, Word | None]:
+    """The last option of the short-option cluster `text` with its attached value, if any;
+    the letters before it are added to `given`."""
+    for position in range(1, len(text)):
+        flag = "-" + text[position]
+        rest = text[position + 1 :]
+        if flag in valued:
+            return flag, (Word(rest, rest) if rest else None)
+        if not rest:
+            return flag, None
+        given.append(flag)
+    return text, None
+
+
+def _unread_cluster(spec: Spec, label: str, flag: str, matches: list[Match]) -> None:
+    """A word like `-nw/x` the entry does not read as letters (no `combined_short`): getopt
+    tools read it as `-n -w /x`, so when one of its letters is an option that writes a file,
+    takes a value the gate must see, or is not read-only, the word is unknown (refused in
+    investigate mode) rather than passed over as an option without effect."""
+    for letter in flag[1:]:
+        short = "-" + letter
+        kind = spec.flags.get(short)
+        if short in spec.outputs or short in spec.values or (kind and kind != READ_ONLY):
+            matches.append(
+                (
+                    UNKNOWN,
+                    f"{label} {flag}: read as separate letters, it holds {short}, which the "
+                    "gate must see on its own; write the options apart",
+                )
+            )
+            return
+        if short in spec.options_with_arg:
+            return  # the rest of the word is its value (`-uroot`)
 
 
 def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
@@ -424,6 +465,8 @@ def _parse(
                 options.append((text, None))
         elif text in spec.flags or any(glob_match(g, text) for g, _ in spec.flag_globs):
             options.append((text, None))
+        elif text[:2] in spec.optional_values:
+            options.append((text[:2], None))  # `-pPASSWORD`: never shown, never a word
         elif spec.combined_short and len(text) > 2 and text[1] != "-":
             index = _combined(spec, text, args, index, options)
         elif len(text) > 2 and text[:2] in attached:
@@ -534,10 +577,15 @@ def _wrapper(
                 flag, value = name, Word(assigned, assigned)
             elif not text.startswith("--") and len(text) > 2 and text[:2] in attached:
                 flag, value = text[:2], Word(text[2:], text[2:])
+            elif text[1] != "-" and len(text) > 2 and text not in takes_value | no_run:
+                # `strace -fo/x`, `env -iS...`: getopt reads `-f -o /x`; every letter
+                # before the first that takes a value is a flag of its own.
+                flag, value = _cluster(text, takes_value | attached, given)
             else:
                 flag = text
-            if flag in no_run:
-                return READ_ONLY, f"{label} {flag} runs no command"
+            if flag in no_run or no_run.intersection(given):
+                shown = flag if flag in no_run else next(iter(no_run.intersection(given)))
+                return READ_ONLY, f"{label} {shown} runs no command"
             given.append(flag)
             index += 1
             if value is None and (flag in attached or flag in takes_value) and index < end:
