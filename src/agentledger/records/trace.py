@@ -45,6 +45,8 @@ __all__ = [
     "TraceStep",
     "exact_time",
     "parse_trace",
+    "shell_counts",
+    "shell_event_of",
     "shell_events",
     "shell_events_of",
     "shell_log_of_values",
@@ -314,14 +316,14 @@ def trace_bytes_of_values(values: Sequence[Mapping[str, Any]]) -> bytes | None:
     own code guarantees that; the equivalence is tested. None when a value cannot be written
     as JSON in UTF-8 (a string with a lone surrogate).
     """
+    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
     try:
-        lines = [orjson.dumps(step, option=_DUMP_OPTIONS) for step in values]
+        for step in values:
+            written += orjson.dumps(step, option=_DUMP_OPTIONS)
+            written += b"\n"
     except orjson.JSONEncodeError:
         return None
-    if not lines:
-        return b""
-    lines.append(b"")
-    return b"\n".join(lines)
+    return bytes(written)
 
 
 def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
@@ -344,23 +346,27 @@ def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, Shel
     write, and their counts, without a model per event (an importer's fast path: `steps` as
     `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
     events = _shell_event_values(steps)
+    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
+    try:
+        for event in events:
+            written += orjson.dumps(event, option=_DUMP_OPTIONS)
+            written += b"\n"
+    except orjson.JSONEncodeError:
+        return None
+    return bytes(written), shell_counts([event.get("decision") for event in events])
+
+
+def shell_counts(decisions: Sequence[str | None]) -> ShellCounts:
+    """The counts of a shell log whose events have the gate decisions `decisions`."""
     denied = not_executed = 0
-    for event in events:
-        decision = event.get("decision")
+    for decision in decisions:
         if decision is None:
             continue
         if is_denied(decision, _NO_EXTRA):
             denied += 1
         elif decision == NOT_EXECUTED:
             not_executed += 1
-    try:
-        lines = [orjson.dumps(event, option=_DUMP_OPTIONS) for event in events]
-    except orjson.JSONEncodeError:
-        return None
-    counts = ShellCounts(len(lines), denied, not_executed)
-    if lines:
-        lines.append(b"")
-    return b"\n".join(lines), counts
+    return ShellCounts(len(decisions), denied, not_executed)
 
 
 _NO_EXTRA: dict[str, Any] = {}
@@ -392,56 +398,60 @@ def _shell_event_values(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, An
             outputs.setdefault(cause, step)
     events: list[dict[str, Any]] = []
     for step in steps:
-        command = step.get("command")
-        if step["kind"] != "command" or command is None:
-            continue
-        output = outputs.get(step["index"])
-        event: dict[str, Any] = {"schema_version": 1}
-        local_time = None
-        moment = step.get("time")
-        if moment is not None:
-            if moment.tzinfo is None:
-                local_time = moment.isoformat()
-            else:
-                event["ts"] = moment
-        event["command"] = command
-        cwd = step.get("cwd") or (output.get("cwd") if output is not None else None)
-        if cwd is not None:
-            event["cwd"] = cwd
-        classification = step.get("command_class")
-        if classification is not None:
-            event["classification"] = classification
-        gate = step.get("gate")
-        policy = None
-        if gate is not None:
-            fields = _gate_fields(gate)
-            for name in ("decision", "decided_by", "reason"):
-                value = fields.get(name)
-                if value is not None:
-                    event[name] = value
-            policy = fields.get("policy")
-        exit_code = step.get("exit_code")
-        if exit_code is None and output is not None:
-            exit_code = output.get("exit_code")
-        if exit_code is not None:
-            event["exit_code"] = exit_code
-        content = output.get("content") if output is not None else None
-        if content is not None:
-            assert output is not None
-            text, size, digest, truncated = _text_parts(content)
-            text_field, digest_field, size_field = _STREAMS[output["kind"]]
-            event[text_field] = text
-            event[digest_field] = digest
-            event[size_field] = size
-            if truncated is not None:
-                event["truncated"] = truncated
-        if policy is not None:
-            event["policy"] = policy
-        event["trace_step"] = step["index"]
-        if local_time is not None:
-            event["local_time"] = local_time
-        events.append(event)
+        if step["kind"] == "command" and step.get("command") is not None:
+            events.append(shell_event_of(step, outputs.get(step["index"])))
     return events
+
+
+def shell_event_of(step: Mapping[str, Any], output: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The fields of the ShellEvent of the command step `step` (its fields, as
+    `shell_events_of` takes them), answered by the step `output` (or by none)."""
+    command = step["command"]
+    event: dict[str, Any] = {"schema_version": 1}
+    local_time = None
+    moment = step.get("time")
+    if moment is not None:
+        if moment.tzinfo is None:
+            local_time = moment.isoformat()
+        else:
+            event["ts"] = moment
+    event["command"] = command
+    cwd = step.get("cwd") or (output.get("cwd") if output is not None else None)
+    if cwd is not None:
+        event["cwd"] = cwd
+    classification = step.get("command_class")
+    if classification is not None:
+        event["classification"] = classification
+    gate = step.get("gate")
+    policy = None
+    if gate is not None:
+        fields = _gate_fields(gate)
+        for name in ("decision", "decided_by", "reason"):
+            value = fields.get(name)
+            if value is not None:
+                event[name] = value
+        policy = fields.get("policy")
+    exit_code = step.get("exit_code")
+    if exit_code is None and output is not None:
+        exit_code = output.get("exit_code")
+    if exit_code is not None:
+        event["exit_code"] = exit_code
+    content = output.get("content") if output is not None else None
+    if content is not None:
+        assert output is not None
+        text, size, digest, truncated = _text_parts(content)
+        text_field, digest_field, size_field = _STREAMS[output["kind"]]
+        event[text_field] = text
+        event[digest_field] = digest
+        event[size_field] = size
+        if truncated is not None:
+            event["truncated"] = truncated
+    if policy is not None:
+        event["policy"] = policy
+    event["trace_step"] = step["index"]
+    if local_time is not None:
+        event["local_time"] = local_time
+    return event
 
 
 def steps_from_shell_log(

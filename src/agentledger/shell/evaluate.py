@@ -25,6 +25,7 @@ from agentledger.shell.knowledge import (
     Spec,
     glob_match,
 )
+from agentledger.shell.option_words import cluster, parse_options, unread_cluster
 from agentledger.shell.spec_lookup import abbreviated, named_in, subcommand, verb_of
 from agentledger.shell.sql_args import sql_match, stdin_and_sql
 from agentledger.shell.words import Word
@@ -91,7 +92,7 @@ def _evaluate(
     if not args and spec.no_args is not None:
         return spec.no_args, f"{label} with no arguments is {spec.no_args}"
     matches: list[Match] = []
-    options, positionals = _parse(spec, args, jobs)
+    options, positionals = parse_options(spec, args, jobs)
     dry = _options(knowledge, spec, label, options, matches, jobs, firm)
     verbs = spec.verbs if spec.verbs is not None else verbs
     if not _subcommand_of(
@@ -156,7 +157,7 @@ def _options(
         elif (
             len(flag) > 2 and flag[1] != "-" and not spec.abbreviations and not named_in(spec, flag)
         ):
-            _unread_cluster(spec, label, flag, matches)
+            unread_cluster(spec, label, flag, matches)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
@@ -199,43 +200,6 @@ def _unknown_option(
             return
     if spec.strict:
         matches.append((UNKNOWN, f"{label} {flag}: an option the gate does not know"))
-
-
-def _cluster(
-    text: str, valued: set[str] | frozenset[str], given: list[str]
-) -> tuple[str, Word | None]:
-    """The last option of the short-option cluster `text` with its attached value, if any;
-    the letters before it are added to `given`."""
-    for position in range(1, len(text)):
-        flag = "-" + text[position]
-        rest = text[position + 1 :]
-        if flag in valued:
-            return flag, (Word(rest, rest) if rest else None)
-        if not rest:
-            return flag, None
-        given.append(flag)
-    return text, None
-
-
-def _unread_cluster(spec: Spec, label: str, flag: str, matches: list[Match]) -> None:
-    """A word like `-nw/x` the entry does not read as letters (no `combined_short`): getopt
-    tools read it as `-n -w /x`, so when one of its letters is an option that writes a file,
-    takes a value the gate must see, or is not read-only, the word is unknown (refused in
-    investigate mode) rather than passed over as an option without effect."""
-    for letter in flag[1:]:
-        short = "-" + letter
-        kind = spec.flags.get(short)
-        if short in spec.outputs or short in spec.values or (kind and kind != READ_ONLY):
-            matches.append(
-                (
-                    UNKNOWN,
-                    f"{label} {flag}: read as separate letters, it holds {short}, which the "
-                    "gate must see on its own; write the options apart",
-                )
-            )
-            return
-        if short in spec.options_with_arg:
-            return  # the rest of the word is its value (`-uroot`)
 
 
 def output_kind(knowledge: Knowledge, target: str | None) -> str | None:
@@ -418,92 +382,6 @@ def _subcommand_of(
     return True
 
 
-def _parse(
-    spec: Spec, args: list[Word], jobs: list[Job]
-) -> tuple[list[tuple[str, Word | None]], list[tuple[int, Word]]]:
-    """Options (with their values) and positional words (with their index)."""
-    options: list[tuple[str, Word | None]] = []
-    positionals: list[tuple[int, Word]] = []
-    index, end, ended = 0, len(args), False
-    attached = spec.attached
-    while index < end:
-        word = args[index]
-        text = word.value
-        index += 1
-        if text is None or ended or text == "-" or not text.startswith("-"):
-            positionals.append((index - 1, word))
-            if spec.options_first and spec.subs:
-                positionals += [(i, args[i]) for i in range(index, end)]
-                break
-            continue
-        if text == "--":
-            ended = True
-            options.append(("--", None))
-            continue
-        if text in spec.nested:
-            stop = index
-            while stop < end and args[stop].value not in spec.nested[text]:
-                stop += 1
-            if stop > index:
-                jobs.append((args[index:stop], None))
-            index = stop + 1
-            continue
-        head, equals, rest = text.partition("=")
-        if text.startswith("--") or (equals and head in spec.options_with_arg):
-            if equals:
-                options.append((head, Word(rest, rest)))
-            elif head in spec.options_with_arg and _is_value(args, index):
-                options.append((head, args[index]))
-                index += 1
-            else:
-                options.append((head, None))
-        elif text in spec.options_with_arg:
-            if _is_value(args, index):
-                options.append((text, args[index]))
-                index += 1
-            else:
-                options.append((text, None))
-        elif text in spec.flags or any(glob_match(g, text) for g, _ in spec.flag_globs):
-            options.append((text, None))
-        elif text[:2] in spec.optional_values:
-            options.append((text[:2], None))  # `-pPASSWORD`: never shown, never a word
-        elif spec.combined_short and len(text) > 2 and text[1] != "-":
-            index = _combined(spec, text, args, index, options)
-        elif len(text) > 2 and text[:2] in attached:
-            options.append((text[:2], Word(text[2:], text[2:])))
-        else:
-            options.append((text, None))
-    return options, positionals
-
-
-def _combined(
-    spec: Spec, text: str, args: list[Word], index: int, options: list[tuple[str, Word | None]]
-) -> int:
-    """Read `-nvL` as `-n -v -L`; a letter that takes a value takes the rest or the next word."""
-    for position in range(1, len(text)):
-        flag = "-" + text[position]
-        if flag in spec.options_with_arg:
-            rest = text[position + 1 :]
-            if rest:
-                options.append((flag, Word(rest, rest)))
-            elif _is_value(args, index):
-                options.append((flag, args[index]))
-                index += 1
-            else:
-                options.append((flag, None))
-            break
-        options.append((flag, None))
-    return index
-
-
-def _is_value(args: list[Word], index: int) -> bool:
-    """True when args[index] can be an option's value (it exists and is not an option)."""
-    if index >= len(args):
-        return False
-    text = args[index].value
-    return text is None or not text.startswith("-") or text == "-"
-
-
 def _value(
     knowledge: Knowledge,
     spec: Spec,
@@ -580,7 +458,7 @@ def _wrapper(
             elif text[1] != "-" and len(text) > 2 and text not in takes_value | no_run:
                 # `strace -fo/x`, `env -iS...`: getopt reads `-f -o /x`; every letter
                 # before the first that takes a value is a flag of its own.
-                flag, value = _cluster(text, takes_value | attached, given)
+                flag, value = cluster(text, takes_value | attached, given)
             else:
                 flag = text
             if flag in no_run or no_run.intersection(given):
