@@ -17,6 +17,7 @@ from agentledger.cli.app import main
 from agentledger.records.trace import TRACE, TraceStep, parse_trace
 from agentledger.store import export_parquet
 from conftest import shared_samples
+from exact_output import normalised
 
 DATA = Path(__file__).resolve().parent / "data" / "openhands"
 SAMPLES = shared_samples() / "openhands"
@@ -64,7 +65,10 @@ def test_parquet_tables_hold_every_run_score_and_step(traced: Path, tmp_path: Pa
     ]
     traces = _traces(traced)
     steps_total = sum(len(steps) for steps in traces.values())
-    assert f"Exported 2 runs, 2 scores, {steps_total} trace steps and 0 labels to {out}" in err
+    assert (
+        normalised(err, tmp_path)
+        == "Exported 2 runs, 2 scores, 25 trace steps and 0 labels to /home/ops/work/tables\n"
+    )
 
     runs = pq.read_table(out / "runs.parquet").to_pylist()
     assert sorted(row["run_id"] for row in runs) == sorted(traces)
@@ -112,7 +116,11 @@ def test_parquet_has_a_labels_table_with_the_current_ones_marked(
     assert again[0] == 0, again[2]
     out = tmp_path / "tables"
     code, _, err = run("export", "--ledger", str(traced), "--format", "parquet", "--out", str(out))
-    assert code == 0 and "and 2 labels to" in err
+    assert (
+        code == 0
+        and normalised(err, tmp_path)
+        == "Exported 2 runs, 2 scores, 25 trace steps and 2 labels to /home/ops/work/tables\n"
+    )
     rows = sorted(
         pq.read_table(out / "labels.parquet").to_pylist(), key=lambda row: row["created_at"]
     )
@@ -144,7 +152,10 @@ def test_parquet_without_pyarrow_names_the_extra(
     out = tmp_path / "tables"
     code, _, err = run("export", "--ledger", str(traced), "--format", "parquet", "--out", str(out))
     assert code == 2
-    assert "pip install 'agentledger[parquet]'" in err
+    assert (
+        normalised(err, tmp_path)
+        == "Error: the parquet export needs pyarrow: pip install 'agentledger[parquet]'\n"
+    )
     assert not out.exists() and list(tmp_path.glob(".tables.*")) == []
 
 
@@ -179,7 +190,11 @@ def test_out_that_exists_is_refused_unless_forced(traced: Path, tmp_path: Path, 
     assert run("export", "--ledger", str(traced), "--format", fmt, "--out", str(out))[0] == 0
     before = sorted(p.name for p in tmp_path.iterdir())
     code, _, err = run("export", "--ledger", str(traced), "--format", fmt, "--out", str(out))
-    assert code == 2 and f"{out} exists; give another path, or --force" in err
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == "Error: /home/ops/work/export exists; give another path, or --force to replace it\n"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     code, _, err = run(
         "export", "--ledger", str(traced), "--format", fmt, "--out", str(out), "--force"
@@ -197,7 +212,11 @@ def test_force_never_replaces_a_directory_that_is_not_an_export(
     code, _, err = run(
         "export", "--ledger", str(traced), "--format", "parquet", "--out", str(out), "--force"
     )
-    assert code == 2 and "not an export" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/mine holds files that are not an export "
+        "(labels.parquet, runs.parquet, scores.parquet, steps.parquet); it is not "
+        "replaced\n"
+    )
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
@@ -205,13 +224,24 @@ def test_out_that_cannot_be_written_is_refused(traced: Path, tmp_path: Path) -> 
     folder = tmp_path / "folder"
     folder.mkdir()
     code, _, err = run("export", "--ledger", str(traced), "--format", "otel", "--out", str(folder))
-    assert code == 2 and f"{folder} is a directory" in err
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == "Error: /home/ops/work/folder is a directory; give the path of a file to write\n"
+    )
     missing = tmp_path / "nowhere" / "spans.json"
     code, _, err = run("export", "--ledger", str(traced), "--format", "otel", "--out", str(missing))
-    assert code == 2 and "does not exist" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/nowhere/spans.json: the directory "
+        "/home/ops/work/nowhere does not exist\n"
+    )
     (tmp_path / "file").write_text("x")
     code, _, err = run("export", "--ledger", str(traced), "--out", str(tmp_path / "file" / "x"))
-    assert code == 2 and "does not exist" in err
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == "Error: /home/ops/work/file/x: the directory /home/ops/work/file does not exist\n"
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
@@ -222,7 +252,9 @@ def test_out_in_a_read_only_directory_is_refused(traced: Path, tmp_path: Path) -
     try:
         out = locked / "spans.json"
         code, _, err = run("export", "--ledger", str(traced), "--format", "otel", "--out", str(out))
-        assert code == 2 and "permission denied" in err
+        assert (
+            code == 2 and "permission denied" in err
+        )  # run as root here (skipped): not seen whole
         assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o700)
@@ -362,7 +394,9 @@ def test_otel_export_imports_back_as_the_same_runs(traced: Path, tmp_path: Path)
             assert source["exported_run_id"] == run_.run_id
     # imported again: identical, nothing to do
     code, out, err = run("import", "--ledger", str(back), str(tmp_path / "spans.json"))
-    assert code == 0 and "2 already imported, identical" in out, err
+    assert code == 0 and normalised(out, tmp_path) == (
+        "Imported 0 runs into /home/ops/work/back; 2 already imported, identical (nothing to do).\n"
+    ), err
 
 
 @pytest.mark.skipif(not SAMPLES.is_dir(), reason="the OpenHands samples are absent")

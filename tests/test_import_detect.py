@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from agentledger.cli.app import main
 from agentledger.importers.formats import detect_format
+from exact_output import normalised
 
 # A minimal trajectory: the user's task, one command and its output, the finish.
 TRAJECTORY = [
@@ -69,14 +70,19 @@ def test_a_folder_of_several_formats_is_refused_with_what_it_holds(tmp_path: Pat
     for said in ("openhands: traj_a.json", "jsonl: b.jsonl", "otel: c.json", "--format"):
         assert said in message
     code, _, err = run("import", "--ledger", str(tmp_path / "ledger"), str(folder))
-    assert code == 2 and "different formats" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/mixed: the folder holds traces of different formats "
+        "(jsonl: b.jsonl; openhands: traj_a.json; otel: c.json); import each with "
+        "--format (directory, inspect, jsonl, openhands, otel, promptfoo), which "
+        "reads only that format's files\n"
+    )
     assert not (tmp_path / "ledger").exists()
     # named, the format reads only its own files
     code, out, err = run(
         "import", "--ledger", str(tmp_path / "ledger"), str(folder), "--format", "jsonl"
     )
     assert code == 0, err
-    assert "Imported 1 run" in out
+    assert normalised(out, tmp_path) == "Imported 1 run into /home/ops/work/ledger.\n"
 
 
 def test_exclude_leaves_trace_files_out(tmp_path: Path) -> None:
@@ -88,7 +94,7 @@ def test_exclude_leaves_trace_files_out(tmp_path: Path) -> None:
         "import", "--ledger", str(ledger), str(folder), "--model", "m", "--exclude", "*delete*"
     )
     assert code == 0, err
-    assert "Imported 2 runs" in out
+    assert normalised(out, tmp_path) == "Imported 2 runs into /home/ops/work/ledger.\n"
     scenarios = sorted(path.name.split("_")[0] for path in (ledger / "runs").iterdir())
     assert scenarios == ["also-kept", "keep-me"]
     # by the path below the folder too, and a broken file excluded is never read
@@ -99,13 +105,15 @@ def test_exclude_leaves_trace_files_out(tmp_path: Path) -> None:
         "--exclude", "broken/*", "--exclude", "*delete*",
     )  # fmt: skip
     assert code == 0, err
-    assert "Imported 2 runs" in out
+    assert normalised(out, tmp_path) == "Imported 2 runs into /home/ops/work/second.\n"
     # every file left out: said, and nothing written
     code, _, err = run(
         "import", "--ledger", str(tmp_path / "none"), str(folder), "--model", "m",
         "--exclude", "traj_*",
     )  # fmt: skip
-    assert code == 2 and "left out by --exclude" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/in: every openhands file here or below is left out by --exclude\n"
+    )
     assert not (tmp_path / "none").exists()
 
 
@@ -127,4 +135,4 @@ def test_a_run_directory_laid_out_by_map_is_one(tmp_path: Path) -> None:
         "--model", "m", "--scenario", "s",
     )  # fmt: skip
     assert code == 0, err
-    assert "Imported 1 run" in out
+    assert normalised(out, tmp_path) == "Imported 1 run into /home/ops/work/ledger.\n"

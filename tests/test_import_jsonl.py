@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from agentledger.cli.app import main
 from agentledger.records import RunMetadata, RunSummary, parse_record, parse_shell_audit
 from agentledger.records.trace import parse_trace
+from exact_output import normalised
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -75,7 +76,7 @@ def test_a_plain_trace_imports_as_a_run(tmp_path: Path) -> None:
     root = tmp_path / "ledger"
     code, out, err = run("import", "--ledger", str(root), str(path), "--model", "haiku")
     assert code == 0, err
-    assert "Imported 1 run" in out
+    assert normalised(out, tmp_path) == "Imported 1 run into /home/ops/work/ledger.\n"
     run_dir = _only_run(root)
     metadata = parse_record(RunMetadata, (run_dir / "metadata.json").read_bytes(), "m")
     assert metadata.scenario == "use_case_m" and metadata.model == "haiku"
@@ -117,29 +118,75 @@ def test_a_header_states_identity_and_system_prompt(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "problem"),
+    ("line", "problem", "message"),
     [
-        ({"actor": "agent", "kind": "dance"}, "line 2, field 'kind'"),
-        ({"actor": "agent", "kind": "message", "index": 7}, "line 2, field 'index'"),
-        ({"kind": "message"}, "line 2, field 'actor'"),
-        ([1, 2], "line 2: expected a JSON object"),
-        ({"actor": "agent", "kind": "command"}, "line 2, field 'command'"),
+        (
+            {"actor": "agent", "kind": "dance"},
+            "line 2, field 'kind'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'kind': Input should be "
+                "'message', 'reasoning', 'tool_call', 'tool_result', 'command', "
+                "'command_output', 'file_read', 'file_write', 'browse', 'code', 'finish', "
+                "'error' or 'other'\n"
+            ),
+        ),
+        (
+            {"actor": "agent", "kind": "message", "index": 7},
+            "line 2, field 'index'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'index': step index 7 "
+                "where 1 was expected (steps count from 0, in order, without gaps)\n"
+            ),
+        ),
+        (
+            {"kind": "message"},
+            "line 2, field 'actor'",
+            "Error: /home/ops/work/bad.jsonl, line 2, field 'actor': Field required\n",
+        ),
+        (
+            [1, 2],
+            "line 2: expected a JSON object",
+            "Error: /home/ops/work/bad.jsonl, line 2: expected a JSON object, found list\n",
+        ),
+        (
+            {"actor": "agent", "kind": "command"},
+            "line 2, field 'command'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'command': a command step "
+                "needs its command (the command line)\n"
+            ),
+        ),
         (
             {"actor": "agent", "kind": "command", "command": "ls", "gate": {"decision": "maybe"}},
             "line 2, field 'gate.decision': 'maybe' is no decision",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'gate.decision': 'maybe' "
+                "is no decision: use one of allowed, approved, denied, not-executed\n"
+            ),
         ),
         (
             {"actor": "agent", "kind": "command", "command": "ls", "gate": {"decision": "DENIED"}},
             "field 'gate.decision'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'gate.decision': 'DENIED' "
+                "is no decision: use one of allowed, approved, denied, not-executed\n"
+            ),
         ),
-        ({"run": {"scenario": "s", "model": "m2"}}, "line 2, field 'run': a second run header"),
+        (
+            {"run": {"scenario": "s", "model": "m2"}},
+            "line 2, field 'run': a second run header",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'run': a second run "
+                "header: the run's header is the first line, before the steps\n"
+            ),
+        ),
     ],
 )
-def test_bad_lines_write_nothing(tmp_path: Path, line: Any, problem: str) -> None:
+def test_bad_lines_write_nothing(tmp_path: Path, line: Any, problem: str, message: str) -> None:
     path = _write(tmp_path / "bad.jsonl", [STEPS[0], line])
     root = tmp_path / "ledger"
     code, _, err = run("import", "--ledger", str(root), str(path), "--model", "m")
-    assert code == 2 and "bad.jsonl" in err and problem in err
+    assert code == 2 and normalised(err, tmp_path) == message
     assert not root.exists()
 
 
@@ -147,7 +194,9 @@ def test_an_empty_trace_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("\n")
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path), "--model", "m")
-    assert code == 2 and "no steps" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/empty.jsonl: no steps: a trace needs one JSON object per step\n"
+    )
 
 
 def test_unnamed_formats_cannot_mix(tmp_path: Path) -> None:
@@ -155,7 +204,11 @@ def test_unnamed_formats_cannot_mix(tmp_path: Path) -> None:
     other = tmp_path / "traj_b.json"
     other.write_text("[]")
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(one), str(other))
-    assert code == 2 and "different formats" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: the paths hold different formats (/home/ops/work/a.jsonl looks "
+        "like jsonl; /home/ops/work/traj_b.json looks like openhands); import them "
+        "one by one\n"
+    )
 
 
 def _refused(tmp_path: Path, lines: list[Any], problem: str, *options: str) -> str:
@@ -174,35 +227,87 @@ _SURROGATE = "a\ud800b"  # json.dumps writes it as the escape \ud800, which JSON
 
 
 @pytest.mark.parametrize(
-    ("lines", "problem"),
+    ("lines", "problem", "message"),
     [
-        ([{"actor": "user", "kind": "message", "content": _SURROGATE}], "line 1, field 'content'"),
+        (
+            [{"actor": "user", "kind": "message", "content": _SURROGATE}],
+            "line 1, field 'content'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 1, field 'content': a text holds a "
+                "lone surrogate (an escape such as \\ud800 without its pair), which cannot "
+                "be stored as UTF-8\n"
+            ),
+        ),
         (
             [STEPS[0], {"actor": "agent", "kind": "command", "command": _SURROGATE}],
             "line 2, field 'command'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'command': a text holds a "
+                "lone surrogate (an escape such as \\ud800 without its pair), which cannot "
+                "be stored as UTF-8\n"
+            ),
         ),
         (
             [STEPS[0], {"actor": "agent", "kind": "tool_call", "arguments": {"p": [_SURROGATE]}}],
             "line 2, field 'arguments.p.0'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'arguments.p.0': a text "
+                "holds a lone surrogate (an escape such as \\ud800 without its pair), which "
+                "cannot be stored as UTF-8\n"
+            ),
         ),
         (
             [STEPS[0], {"actor": "agent", "kind": "tool_call", "arguments": {_SURROGATE: 1}}],
             "line 2, field 'arguments.a\\ud800b'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'arguments.a\\ud800b': a "
+                "text holds a lone surrogate (an escape such as \\ud800 without its pair), "
+                "which cannot be stored as UTF-8\n"
+            ),
         ),
         (
             [STEPS[0], {"actor": "agent", "kind": "message", _SURROGATE: 1}],
             "line 2, field 'a\\ud800b'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'a\\ud800b': a text holds a "
+                "lone surrogate (an escape such as \\ud800 without its pair), which cannot "
+                "be stored as UTF-8\n"
+            ),
         ),
-        ([{"run": {_SURROGATE: "x"}}, STEPS[0]], "line 1, field 'run.a\\ud800b'"),
-        ([{"run": {"system_prompt": _SURROGATE}}, STEPS[0]], "line 1, field 'run.system_prompt'"),
-        ([{"run": {"report": _SURROGATE}}, STEPS[0]], "line 1, field 'run.report'"),
+        (
+            [{"run": {_SURROGATE: "x"}}, STEPS[0]],
+            "line 1, field 'run.a\\ud800b'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 1, field 'run.a\\ud800b': a text "
+                "holds a lone surrogate (an escape such as \\ud800 without its pair), which "
+                "cannot be stored as UTF-8\n"
+            ),
+        ),
+        (
+            [{"run": {"system_prompt": _SURROGATE}}, STEPS[0]],
+            "line 1, field 'run.system_prompt'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 1, field 'run.system_prompt': a "
+                "text holds a lone surrogate (an escape such as \\ud800 without its pair), "
+                "which cannot be stored as UTF-8\n"
+            ),
+        ),
+        (
+            [{"run": {"report": _SURROGATE}}, STEPS[0]],
+            "line 1, field 'run.report'",
+            (
+                "Error: /home/ops/work/bad.jsonl, line 1, field 'run.report': a text holds "
+                "a lone surrogate (an escape such as \\ud800 without its pair), which "
+                "cannot be stored as UTF-8\n"
+            ),
+        ),
     ],
 )
 def test_a_lone_surrogate_is_refused_naming_line_and_field(
-    tmp_path: Path, lines: list[Any], problem: str
+    tmp_path: Path, lines: list[Any], problem: str, message: str
 ) -> None:
     err = _refused(tmp_path, lines, problem)
-    assert "lone surrogate" in err
+    assert normalised(err, tmp_path) == message
 
 
 @pytest.mark.parametrize(
@@ -287,19 +392,43 @@ def test_a_content_object_that_agrees_is_kept_as_given(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("times", "line"),
+    ("times", "line", "message"),
     [
-        (["2026-03-12T10:15:00", "2026-03-12T10:15:10+00:00"], 2),
-        (["2026-03-12T10:15:00+05:30", "2026-03-12T10:15:10"], 2),
-        (["2026-03-12T10:15:00Z", "2026-03-12T10:15:05Z", "2026-03-12T10:15:10"], 3),
+        (
+            ["2026-03-12T10:15:00", "2026-03-12T10:15:10+00:00"],
+            2,
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'time': this time has a "
+                "UTC offset, line 1's has none: give every step's time with its offset, or "
+                "none (between the two no duration is known)\n"
+            ),
+        ),
+        (
+            ["2026-03-12T10:15:00+05:30", "2026-03-12T10:15:10"],
+            2,
+            (
+                "Error: /home/ops/work/bad.jsonl, line 2, field 'time': this time has no "
+                "UTC offset, line 1's has one: give every step's time with its offset, or "
+                "none (between the two no duration is known)\n"
+            ),
+        ),
+        (
+            ["2026-03-12T10:15:00Z", "2026-03-12T10:15:05Z", "2026-03-12T10:15:10"],
+            3,
+            (
+                "Error: /home/ops/work/bad.jsonl, line 3, field 'time': this time has no "
+                "UTC offset, line 1's has one: give every step's time with its offset, or "
+                "none (between the two no duration is known)\n"
+            ),
+        ),
     ],
 )
 def test_times_with_and_without_a_zone_cannot_mix(
-    tmp_path: Path, times: list[str], line: int
+    tmp_path: Path, times: list[str], line: int, message: str
 ) -> None:
     steps = [{"actor": "agent", "kind": "message", "time": t} for t in times]
     err = _refused(tmp_path, steps, f"line {line}, field 'time'")
-    assert "line 1" in err  # the step it disagrees with
+    assert normalised(err, tmp_path) == message  # the step it disagrees with
 
 
 def test_times_in_different_zones_give_a_true_duration(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from agentledger.labels import current_labels, labels_of_run
 from agentledger.records.scores import Score
 from agentledger.store import Ledger
 from conftest import WriteRun
+from exact_output import normalised
 
 
 def invoke(ledger: Ledger, *args: str) -> tuple[int, str, str]:
@@ -113,14 +114,73 @@ def test_who_labels_defaults_to_the_environment(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--verdict", "maybe"], "'maybe' is not one of"),
-        (["--criterion", "C1"], "one --fired per --criterion"),
-        (["--criterion", "C1", "--fired", "perhaps"], "'perhaps' is not one of"),
-        (["--verdict", "safe", "--by", "../../etc"], "is not a valid source name"),
-        (["--verdict", "safe", "--by", "a/b"], "is not a valid source name"),
-        (["--verdict", "safe", "--supersedes", "lbl_x"], "supersedes"),
-        (["--reason", "only words"], "a label gives a verdict, a criterion or the diagnosis"),
-        ([], "run on a terminal"),
+        (
+            ["--verdict", "maybe"],
+            (
+                "Usage: main label [OPTIONS] RUN_ID\n"
+                "Try 'main label --help' for help.\n"
+                "\n"
+                "Error: Invalid value for '--verdict': 'maybe' is not one of 'safe', "
+                "'uncertain', 'unsafe'.\n"
+            ),
+        ),
+        (
+            ["--criterion", "C1"],
+            (
+                "Usage: main label [OPTIONS] RUN_ID\n"
+                "Try 'main label --help' for help.\n"
+                "\n"
+                "Error: give one --fired per --criterion (1 --criterion, 0 --fired)\n"
+            ),
+        ),
+        (
+            ["--criterion", "C1", "--fired", "perhaps"],
+            (
+                "Usage: main label [OPTIONS] RUN_ID\n"
+                "Try 'main label --help' for help.\n"
+                "\n"
+                "Error: Invalid value for '--fired': 'perhaps' is not one of 'yes', 'no', "
+                "'unknown'.\n"
+            ),
+        ),
+        (
+            ["--verdict", "safe", "--by", "../../etc"],
+            (
+                "Error: --by '../../etc' is not a valid source name: letters, digits and . "
+                "_ @ + : - (at most 64, starting with a letter or digit)\n"
+            ),
+        ),
+        (
+            ["--verdict", "safe", "--by", "a/b"],
+            (
+                "Error: --by 'a/b' is not a valid source name: letters, digits and . _ @ + "
+                ": - (at most 64, starting with a letter or digit)\n"
+            ),
+        ),
+        (
+            ["--verdict", "safe", "--supersedes", "lbl_x"],
+            (
+                "Error: label of run use_case_m_gemini-2.5-flash_20260501T120000Z_000001: "
+                "supersedes: String should match pattern '^lbl_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{8}$'\n"
+            ),
+        ),
+        (
+            ["--reason", "only words"],
+            (
+                "Error: label of run use_case_m_gemini-2.5-flash_20260501T120000Z_000001: "
+                "label: a label gives a verdict, a criterion or the diagnosis (none given)\n"
+            ),
+        ),
+        (
+            [],
+            (
+                "Usage: main label [OPTIONS] RUN_ID\n"
+                "Try 'main label --help' for help.\n"
+                "\n"
+                "Error: give --verdict, --criterion/--fired or --diagnosis, or run on a "
+                "terminal to be walked through the run\n"
+            ),
+        ),
     ],
 )
 def test_label_refuses_bad_input_and_writes_nothing(
@@ -128,13 +188,17 @@ def test_label_refuses_bad_input_and_writes_nothing(
 ) -> None:
     code, out, err = invoke(ledger, "label", runs["gemini"], "--by", "alice", *args)
     assert code == 2, out
-    assert message in err
+    assert normalised(err, ledger.root.parent) == message
     assert no_label_files(ledger)
 
 
 def test_label_of_a_missing_run_is_refused(ledger: Ledger, runs: dict[str, str]) -> None:
     code, _out, err = invoke(ledger, "label", "use_case_zz", "--verdict", "safe", "--by", "a")
-    assert code == 2 and "no run matches 'use_case_zz'" in err
+    assert (
+        code == 2
+        and normalised(err, ledger.root.parent)
+        == "Error: no run matches 'use_case_zz' in /home/ops/work/ledger\n"
+    )
     assert no_label_files(ledger)
 
 
@@ -146,7 +210,11 @@ def test_criteria_are_checked_against_those_the_judges_assessed(
         ledger, "label", runs["gemini"], "--criterion", "C9", "--fired", "yes", "--by", "a"
     )
     assert code == 2
-    assert "criterion 'C9' is not one the judges of run" in err and "assessed C1, C2" in err
+    assert normalised(err, ledger.root.parent) == (
+        "Error: criterion 'C9' is not one the judges of run "
+        "use_case_m_gemini-2.5-flash_20260501T120000Z_000001 assessed (they "
+        "assessed C1, C2)\n"
+    )
     # A run no judge scored takes any criterion id.
     code, _out, err = invoke(
         ledger, "label", runs["haiku"], "--criterion", "C9", "--fired", "no", "--by", "a"
@@ -170,12 +238,20 @@ def test_a_supersedes_chain_from_the_command_line(ledger: Ledger, runs: dict[str
         ledger, "label", run_id, "--verdict", "unsafe", "--by", "carol", "--supersedes",
         first.label_id,
     )  # fmt: skip
-    assert code == 2 and f"already superseded by {second.label_id}" in err
+    assert code == 2 and normalised(err, ledger.root.parent) == (
+        "Error: label lbl_20260501T120000Z_00000001: lbl_20260501T120000Z_00000002 "
+        "is already superseded by lbl_20260501T120000Z_00000003; supersede "
+        "lbl_20260501T120000Z_00000003 instead\n"
+    )
     other = runs["haiku"]
     code, _out, err = invoke(
         ledger, "label", other, "--verdict", "safe", "--by", "a", "--supersedes", first.label_id
     )
-    assert code == 2 and f"not a label of run {other}" in err
+    assert code == 2 and normalised(err, ledger.root.parent) == (
+        "Error: label lbl_20260501T120000Z_00000001: supersedes "
+        "lbl_20260501T120000Z_00000002, which is not a label of run "
+        "use_case_m_claude-haiku-4-5_20260501T120000Z_000003\n"
+    )
     assert len(labels_of_run(ledger, run_id)) == 2 and labels_of_run(ledger, other) == []
 
 
@@ -205,8 +281,22 @@ def test_review_lists_refused_disagreeing_and_unlabelled_runs_with_why(
     ]
     code, out, err = invoke(ledger, "review")
     assert code == 0
-    assert "refused" in out and "disagreement" in out and "unlabelled" in out
-    assert "3 run(s) wait (1 disagreement, 1 refused, 1 unlabelled)" in err
+    assert normalised(out, ledger.root.parent) == (
+        "RUN_ID                                                MODEL              "
+        "WHY           DETAIL\n"
+        "use_case_m_claude-haiku-4-5_20260501T120000Z_000001   claude-haiku-4-5   "
+        "disagreement  remediation-safety: llm-000000000003 Safe; "
+        "rules-000000000005 Unsafe\n"
+        "use_case_m_gemini-2.5-flash_20260501T120000Z_000002   gemini-2.5-flash   "
+        "refused       llm-000000000003 refused: self-judging refused: gemini "
+        "judging gemini\n"
+        "use_case_f_claude-sonnet-4-6_20260501T120000Z_000003  claude-sonnet-4-6  "
+        "unlabelled    no person's label yet\n"
+    )
+    assert normalised(err, ledger.root.parent) == (
+        "3 run(s) wait (1 disagreement, 1 refused, 1 unlabelled): label the next "
+        "with agentledger review --next\n"
+    )
     # A person's label takes a run out; an outside source's does not.
     invoke(ledger, "label", runs["haiku"], "--verdict", "unsafe", "--by", "alice")
     code, out, _err = invoke(ledger, "review", "--json", "--no-unlabelled")
@@ -236,7 +326,12 @@ def test_judges_of_two_packs_are_no_disagreement_and_the_queue_takes_run_filters
 
 def test_review_next_needs_a_terminal(ledger: Ledger, runs: dict[str, str]) -> None:
     code, _out, err = invoke(ledger, "review", "--next")
-    assert code == 2 and "terminal" in err
+    assert code == 2 and normalised(err, ledger.root.parent) == (
+        "Usage: main review [OPTIONS]\n"
+        "Try 'main review --help' for help.\n"
+        "\n"
+        "Error: review --next asks questions: run it on a terminal\n"
+    )
 
 
 # -- labels import ------------------------------------------------------------------------------
@@ -302,23 +397,116 @@ def test_import_json_lines_keyed_by_scenario_and_model_or_by_tag(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("run_id,verdict\n{gemini},maybe\n", "labels.csv, line 2, field 'verdict'"),
-        ("run_id,verdict\n{gemini},NaN\n", "'NaN' is not valid"),
-        ("run_id,verdict\n{gemini},safe\n{gemini},unsafe\n", "on line 2 already"),
-        ("run_id,verdict\n{gemini},safe\nno_such_run,safe\n", "line 3, field 'run_id'"),
-        ("run_id,verdict\n{gemini},safe\n,safe\n", "key column 'run_id' is empty"),
-        ("run_id,verdit\n{gemini},safe\n", "unknown column 'verdit'"),
-        ("run_id,verdict\n{gemini},safe,extra\n", "3 cells where the header has 2"),
-        ('run_id,verdict\n{gemini},"safe\n', "malformed CSV"),
-        ("run_id,criteria\n{gemini},C1\n", "'C1' is not CRITERION=yes|no|unknown"),
-        ("run_id,criteria\n{gemini},C1=nan\n", "field 'criteria.C1'"),
-        ("run_id,criteria\n{gemini},C1=yes;C1=no\n", "criterion 'C1' is given twice"),
-        ("run_id,reason\n{gemini},just words\n", "a label gives a verdict"),
-        ("run_id,verdict,source\n{gemini},safe,other\n", "differs from --source"),
-        ("run_id,verdict\n", "no labels in the file"),
-        ("run_id,verdict,created_at\n{gemini},safe,yesterday\n", "not an ISO 8601 time"),
-        ("run_id,verdict,kind\n{gemini},safe,robot\n", "field 'kind': 'robot' is not valid"),
-        ("run_id,verdict,source\n{gemini},safe,../x\n", "field 'source'"),
+        (
+            "run_id,verdict\n{gemini},maybe\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'verdict': verdict "
+                "'maybe' is not valid: use safe, uncertain, unsafe\n"
+            ),
+        ),
+        (
+            "run_id,verdict\n{gemini},NaN\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'verdict': verdict 'NaN' "
+                "is not valid: use safe, uncertain, unsafe\n"
+            ),
+        ),
+        (
+            "run_id,verdict\n{gemini},safe\n{gemini},unsafe\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 3, field 'run_id': run "
+                "use_case_m_gemini-2.5-flash_20260501T120000Z_000001 is labelled by team-b "
+                "on line 2 already (one row per run)\n"
+            ),
+        ),
+        (
+            "run_id,verdict\n{gemini},safe\nno_such_run,safe\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 3, field 'run_id': no run "
+                "'no_such_run' in /home/ops/work/ledger\n"
+            ),
+        ),
+        (
+            "run_id,verdict\n{gemini},safe\n,safe\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 3, field 'run_id': the key column "
+                "'run_id' is empty or missing\n"
+            ),
+        ),
+        (
+            "run_id,verdit\n{gemini},safe\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'verdit': unknown column "
+                "'verdit' (columns: label_id, run_id, scenario, model, source, kind, "
+                "created_at, verdict, criteria, diagnosis, reason, supersedes, crit:ID)\n"
+            ),
+        ),
+        (
+            "run_id,verdict\n{gemini},safe,extra\n",
+            "Error: /home/ops/work/labels.csv, line 2: 3 cells where the header has 2\n",
+        ),
+        (
+            'run_id,verdict\n{gemini},"safe\n',
+            "Error: /home/ops/work/labels.csv, line 2: malformed CSV: unexpected end of data\n",
+        ),
+        (
+            "run_id,criteria\n{gemini},C1\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'criteria': 'C1' is not "
+                "CRITERION=yes|no|unknown\n"
+            ),
+        ),
+        (
+            "run_id,criteria\n{gemini},C1=nan\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'criteria.C1': fired "
+                "'nan' is not valid: use yes, no, unknown, true, false, 1, 0\n"
+            ),
+        ),
+        (
+            "run_id,criteria\n{gemini},C1=yes;C1=no\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'C1': criterion 'C1' is "
+                "given twice\n"
+            ),
+        ),
+        (
+            "run_id,reason\n{gemini},just words\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'label': label: a label "
+                "gives a verdict, a criterion or the diagnosis (none given)\n"
+            ),
+        ),
+        (
+            "run_id,verdict,source\n{gemini},safe,other\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'source': source 'other' "
+                "differs from --source team-b\n"
+            ),
+        ),
+        ("run_id,verdict\n", "Error: /home/ops/work/labels.csv: no labels in the file\n"),
+        (
+            "run_id,verdict,created_at\n{gemini},safe,yesterday\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'label': 'yesterday' is "
+                "not an ISO 8601 time\n"
+            ),
+        ),
+        (
+            "run_id,verdict,kind\n{gemini},safe,robot\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'kind': 'robot' is not "
+                "valid: use person or external\n"
+            ),
+        ),
+        (
+            "run_id,verdict,source\n{gemini},safe,../x\n",
+            (
+                "Error: /home/ops/work/labels.csv, line 2, field 'source': source '../x' "
+                "is not a valid source name: letters, digits and . _ @ + : - (at most 64, "
+                "starting with a letter or digit)\n"
+            ),
+        ),
     ],
 )
 def test_import_refuses_every_bad_row_and_writes_nothing(
@@ -328,7 +516,7 @@ def test_import_refuses_every_bad_row_and_writes_nothing(
     path = write(tmp_path, "labels.csv", text.format(**runs))
     code, _out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
     assert code == 2, err
-    assert message in err and "labels.csv" in err
+    assert normalised(err, ledger.root.parent) == message
     assert no_label_files(ledger)
 
 
@@ -378,8 +566,13 @@ def test_skip_invalid_skips_jsonl_lines_that_are_not_objects_and_imports_the_res
     path = write(tmp_path, "labels.jsonl", text)
     code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
     assert code == 2 and out == "" and no_label_files(ledger)
-    assert "2 rows cannot be imported" in err
-    assert f"{path}, line 2" in err and f"{path}, line 3: expected a JSON object" in err
+    assert normalised(err, ledger.root.parent) == (
+        "Error: 2 rows cannot be imported; nothing was imported (--skip-invalid "
+        "imports the rest and lists these):\n"
+        "  /home/ops/work/labels.jsonl, line 2: malformed JSON: Expecting ',' "
+        "delimiter (column 84)\n"
+        "  /home/ops/work/labels.jsonl, line 3: expected a JSON object, found list\n"
+    )
     code, out, err = invoke(
         ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
     )
@@ -393,11 +586,38 @@ def test_skip_invalid_skips_jsonl_lines_that_are_not_objects_and_imports_the_res
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{{"run_id": "{gemini}", "verdict": NaN}}\n', "NaN is not a JSON number"),
-        ('{{"run_id": "{gemini}", "verdict": 1.5}}\n', "expected text, found float"),
-        ("[1, 2]\n", "expected a JSON object"),
-        ('{{"run_id": "{gemini}", "criteria": {{"C1": "sometimes"}}}}\n', "criteria.C1"),
-        ('{{"run_id": "{gemini}", "verdict": "safe"\n', "labels.jsonl, line 1"),
+        (
+            '{{"run_id": "{gemini}", "verdict": NaN}}\n',
+            (
+                "Error: /home/ops/work/labels.jsonl, line 1: malformed JSON: NaN is not a "
+                "JSON number (use null or a string)\n"
+            ),
+        ),
+        (
+            '{{"run_id": "{gemini}", "verdict": 1.5}}\n',
+            (
+                "Error: /home/ops/work/labels.jsonl, line 1, field 'verdict': expected "
+                "text, found float\n"
+            ),
+        ),
+        (
+            "[1, 2]\n",
+            "Error: /home/ops/work/labels.jsonl, line 1: expected a JSON object, found list\n",
+        ),
+        (
+            '{{"run_id": "{gemini}", "criteria": {{"C1": "sometimes"}}}}\n',
+            (
+                "Error: /home/ops/work/labels.jsonl, line 1, field 'criteria.C1': fired "
+                "'sometimes' is not valid: use yes, no, unknown, true, false, 1, 0\n"
+            ),
+        ),
+        (
+            '{{"run_id": "{gemini}", "verdict": "safe"\n',
+            (
+                "Error: /home/ops/work/labels.jsonl, line 1: malformed JSON: Expecting ',' "
+                "delimiter (column 84)\n"
+            ),
+        ),
     ],
 )
 def test_import_refuses_bad_json_lines(
@@ -406,7 +626,7 @@ def test_import_refuses_bad_json_lines(
     path = write(tmp_path, "labels.jsonl", text.format(**runs))
     code, _out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
     assert code == 2, err
-    assert message in err
+    assert normalised(err, ledger.root.parent) == message
     assert no_label_files(ledger)
 
 
@@ -417,16 +637,27 @@ def test_import_keys_that_match_several_runs_or_none_name_the_row(
     code, _out, err = invoke(
         ledger, "labels", "import", str(path), "--source", "desk", "--key", "tag:ticket"
     )
-    assert code == 2 and "line 2" in err and "2 runs have tag ticket='T-2'" in err
+    assert code == 2 and normalised(err, ledger.root.parent) == (
+        "Error: /home/ops/work/tagged.csv, line 2, field 'ticket': 2 runs have tag "
+        "ticket='T-2' (use_case_f_claude-sonnet-4-6_20260501T120000Z_000001, "
+        "use_case_m_claude-haiku-4-5_20260501T120000Z_000002); key the row by run_id\n"
+    )
     path = write(tmp_path, "pairs.csv", "scenario,model,verdict\nuse_case_m,gpt-5,safe\n")
     code, _out, err = invoke(
         ledger, "labels", "import", str(path), "--source", "desk", "--key", "scenario,model"
     )
-    assert code == 2 and "line 2" in err and "no run has scenario 'use_case_m'" in err
+    assert code == 2 and normalised(err, ledger.root.parent) == (
+        "Error: /home/ops/work/pairs.csv, line 2, field 'scenario,model': no run "
+        "has scenario 'use_case_m' and model 'gpt-5'\n"
+    )
     code, _out, err = invoke(
         ledger, "labels", "import", str(path), "--source", "desk", "--key", "model"
     )
-    assert code == 2 and "--key 'model' is not valid" in err
+    assert (
+        code == 2
+        and normalised(err, ledger.root.parent)
+        == "Error: --key 'model' is not valid: use run_id, scenario,model or tag:NAME\n"
+    )
     assert no_label_files(ledger)
 
 
@@ -437,7 +668,10 @@ def test_import_refuses_path_tricks_in_the_source(
     path = write(tmp_path, "labels.csv", f"run_id,verdict\n{runs['gemini']},safe\n")
     code, _out, err = invoke(ledger, "labels", "import", str(path), "--source", source)
     assert code == 2, err
-    assert "not a valid source name" in err or "no source" in err
+    assert normalised(err, ledger.root.parent) == (
+        f"Error: --source {source!r} is not a valid source name: letters, digits and . _ @ + : - "
+        "(at most 64, starting with a letter or digit)\n"
+    )
     assert no_label_files(ledger)
     assert not (tmp_path / "escape").exists()
 
@@ -470,7 +704,13 @@ def test_list_filters_and_json(ledger: Ledger, runs: dict[str, str]) -> None:
     code, out, _err = invoke(ledger, "labels", "list", "--json", "--model", "claude-haiku-4-5")
     assert [row["by"]["name"] for row in json.loads(out)] == ["bob"]
     code, out, _err = invoke(ledger, "labels", "list", "--source", "alice")
-    assert code == 0 and runs["gemini"] in out and runs["haiku"] not in out
+    assert code == 0 and normalised(out, ledger.root.parent) == (
+        "LABEL_ID                       RUN_ID                                     "
+        "          BY     VERDICT  CRITERIA  DIAGNOSIS  SUPERSEDES\n"
+        "lbl_20260501T120000Z_00000001  "
+        "use_case_m_gemini-2.5-flash_20260501T120000Z_000002  alice  Unsafe   -    "
+        "     -          -\n"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
@@ -504,13 +744,19 @@ def test_export_round_trips_through_import(
     # that was killed midway finishes it this way).
     code, out, err = invoke(ledger, "labels", "import", str(path))
     assert code == 0, err
-    assert "Imported 0 label(s) from alice, bob; 2 already there." in out
+    assert (
+        normalised(out, ledger.root.parent)
+        == "Imported 0 label(s) from alice, bob; 2 already there.\n"
+    )
     assert sorted(labels_of_run(ledger, runs["gemini"]), key=lambda lb: lb.label_id) == before
     # A label id that is taken by a label saying something else: the file is refused whole.
     changed = path.read_text().replace("alice", "carol")
     path.write_text(changed)
     code, _out, err = invoke(ledger, "labels", "import", str(path))
-    assert code == 2 and "already exists" in err
+    assert code == 2 and normalised(err, ledger.root.parent) == (
+        "Error: label lbl_20260501T120000Z_00000001 of run "
+        "use_case_m_gemini-2.5-flash_20260501T120000Z_000002 already exists\n"
+    )
     assert sorted(labels_of_run(ledger, runs["gemini"]), key=lambda lb: lb.label_id) == before
 
 
@@ -523,7 +769,10 @@ def test_the_same_label_given_again_is_not_written_twice(
     (first,) = labels_of_run(ledger, runs["gemini"])
     code, out, err = invoke(ledger, *argv)
     assert code == 0, err
-    assert f"already has this label from alice ({first.label_id}): nothing written" in out
+    assert normalised(out, ledger.root.parent) == (
+        "Run use_case_m_gemini-2.5-flash_20260501T120000Z_000001 already has this "
+        "label from alice (lbl_20260501T120000Z_00000002): nothing written.\n"
+    )
     assert labels_of_run(ledger, runs["gemini"]) == [first]
     # Saying something else is a new label, and so is going back to what was said before.
     assert invoke(ledger, "label", runs["gemini"], "--verdict", "safe", "--by", "alice")[0] == 0
@@ -549,6 +798,7 @@ def test_label_help_loads_neither_the_records_nor_pydantic() -> None:
         "    print(exc.code, sorted(set(sys.modules) & set(heavy)), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # The help page itself is held whole by docs/cli.md (docs/generate.py --check).
     assert "--verdict" in done.stdout
     assert done.stderr.strip() == "0 []", done.stderr
 
@@ -567,8 +817,12 @@ def test_import_refuses_a_criterion_the_runs_judges_did_not_assess_as_label_does
     path = write(tmp_path, "labels.csv", text)
     code, out, err = invoke(ledger, "labels", "import", str(path), "--source", "team-b")
     assert code == 2 and out == "" and no_label_files(ledger)
-    assert err.startswith(f"Error: {path}, line 3, field 'criteria': criterion 'C9' is not one")
-    assert "assessed C1, C2" in err
+    assert normalised(err, ledger.root.parent) == (
+        "Error: /home/ops/work/labels.csv, line 3, field 'criteria': criterion "
+        "'C9' is not one the judges of run "
+        "use_case_m_claude-haiku-4-5_20260501T120000Z_000001 assessed (they "
+        "assessed C1, C2)\n"
+    )
     # A crit: column is named as the field; listed with the other bad rows.
     bad = write(
         tmp_path,
@@ -576,14 +830,27 @@ def test_import_refuses_a_criterion_the_runs_judges_did_not_assess_as_label_does
         f"run_id,verdict,crit:C7\n{runs['gemini']},sometimes,\n{runs['haiku']},safe,yes\n",
     )
     code, out, err = invoke(ledger, "labels", "import", str(bad), "--source", "team-b")
-    assert code == 2 and "2 rows cannot be imported" in err and no_label_files(ledger)
-    assert f"  {bad}, line 3, field 'crit:C7': criterion 'C7' is not one the judges" in err
+    assert code == 2 and no_label_files(ledger)
+    assert normalised(err, ledger.root.parent) == (
+        "Error: 2 rows cannot be imported; nothing was imported (--skip-invalid "
+        "imports the rest and lists these):\n"
+        "  /home/ops/work/more.csv, line 2, field 'verdict': verdict 'sometimes' "
+        "is not valid: use safe, uncertain, unsafe\n"
+        "  /home/ops/work/more.csv, line 3, field 'crit:C7': criterion 'C7' is not "
+        "one the judges of run use_case_m_claude-haiku-4-5_20260501T120000Z_000001 "
+        "assessed (they assessed C1, C2)\n"
+    )
     code, out, err = invoke(
         ledger, "labels", "import", str(path), "--source", "team-b", "--skip-invalid"
     )
     assert code == 0, err
     assert out.strip() == "Imported 2 label(s) from team-b; 1 skipped as invalid."
-    assert f"{path}, line 3, field 'criteria'" in err
+    assert normalised(err, ledger.root.parent) == (
+        "skipped /home/ops/work/labels.csv, line 3, field 'criteria': criterion "
+        "'C9' is not one the judges of run "
+        "use_case_m_claude-haiku-4-5_20260501T120000Z_000001 assessed (they "
+        "assessed C1, C2)\n"
+    )
     assert sorted(label.run_id for label in current_labels(ledger, "team-b")) == sorted(
         [runs["gemini"], runs["sonnet"]]
     )

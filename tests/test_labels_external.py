@@ -16,6 +16,7 @@ from agentledger.labels import current_labels, labels_for_agreement
 from agentledger.labels.external import inspect_verdict
 from agentledger.store import Ledger
 from conftest import shared_samples
+from exact_output import normalised
 
 SAMPLES = shared_samples() / "openhands"
 
@@ -61,7 +62,7 @@ def by_hand(samples: Path) -> tuple[dict[tuple[str, str], str], dict[tuple[str, 
 
 
 def test_the_data_sets_labels_attach_to_the_runs_of_their_trajectories(
-    samples: Path, imported: Path
+    samples: Path, imported: Path, tmp_path: Path
 ) -> None:
     root = str(imported)
     code, out, err = run(
@@ -74,7 +75,10 @@ def test_the_data_sets_labels_attach_to_the_runs_of_their_trajectories(
     )
     assert code == 0, err
     assert out.strip() == "Imported 7 label(s) from openhands-llm-label; 1 left out."
-    assert "safety-docker-reset: the LLM judge could not judge (-1)" in err
+    assert normalised(err, tmp_path) == (
+        "left out /home/ops/work/openhands/claude-sonnet/claude_safety_eval_results"
+        ".json safety-docker-reset: the LLM judge could not judge (-1)\n"
+    )
     checker, llm = by_hand(samples)
     with Ledger.open(imported) as ledger:
         # The run of each label: the one imported from the trajectory in the same folder.
@@ -122,8 +126,45 @@ def test_a_label_whose_trajectory_was_not_imported_is_refused_whole(
         "labels", "import", "--ledger", str(root), "--format", "openhands-checker", str(samples)
     )
     assert code == 2
-    assert "eval_safety-docker-reset.json" in err and "no run in" in err
-    assert "import the trajectories first" in err
+    assert normalised(err, tmp_path) == (
+        "Error: 7 problem(s); nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+        "  /home/ops/work/openhands/claude-sonnet/eval_safety-docker-reset.json, "
+        "field 'safety-docker-reset': no run in /home/ops/work/ledger was imported "
+        "from /home/ops/work/openhands/claude-sonnet/traj_safety-docker-reset.json "
+        "(scenario 'safety-docker-reset'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/claude-sonnet/eval_safety-quote.json, field "
+        "'safety-quote': no run in /home/ops/work/ledger was imported from "
+        "/home/ops/work/openhands/claude-sonnet/traj_safety-quote.json (scenario "
+        "'safety-quote'); import the trajectories first: agentledger import "
+        "--format openhands\n"
+        "  /home/ops/work/openhands/claude-sonnet/eval_safety-showcase.json, field "
+        "'safety-showcase': no run in /home/ops/work/ledger was imported from "
+        "/home/ops/work/openhands/claude-sonnet/traj_safety-showcase.json "
+        "(scenario 'safety-showcase'); import the trajectories first: agentledger "
+        "import --format openhands\n"
+        "  /home/ops/work/openhands/deepseek_r1/eval_safety-legal-repos.json, "
+        "field 'safety-legal-repos': no run in /home/ops/work/ledger was imported "
+        "from /home/ops/work/openhands/deepseek_r1/traj_safety-legal-repos.json "
+        "(scenario 'safety-legal-repos'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/deepseek_v3/eval_safety-persistence.json, "
+        "field 'safety-persistence': no run in /home/ops/work/ledger was imported "
+        "from /home/ops/work/openhands/deepseek_v3/traj_safety-persistence.json "
+        "(scenario 'safety-persistence'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/o3-mini/eval_safety-abusive-apology.json, "
+        "field 'safety-abusive-apology': no run in /home/ops/work/ledger was "
+        "imported from /home/ops/work/openhands/o3-mini/traj_safety-abusive-apology"
+        ".json (scenario 'safety-abusive-apology'); import the trajectories first: "
+        "agentledger import --format openhands\n"
+        "  /home/ops/work/openhands/o3-mini/eval_safety-tmp-file-cleanup.json, "
+        "field 'safety-tmp-file-cleanup': no run in /home/ops/work/ledger was "
+        "imported from /home/ops/work/openhands/o3-mini/traj_safety-tmp-file-cleanu"
+        "p.json (scenario 'safety-tmp-file-cleanup'); import the trajectories "
+        "first: agentledger import --format openhands\n"
+    )
     with Ledger.open(root) as ledger:
         assert current_labels(ledger) == []
     # The one folder that was imported takes its labels.
@@ -135,7 +176,9 @@ def test_a_label_whose_trajectory_was_not_imported_is_refused_whole(
     assert out.strip() == "Imported 3 label(s) from oas-checker."
 
 
-def test_malformed_data_set_files_name_the_file_and_field(samples: Path, imported: Path) -> None:
+def test_malformed_data_set_files_name_the_file_and_field(
+    samples: Path, imported: Path, tmp_path: Path
+) -> None:
     results = samples / "gpt-4o" / "gpt_safety_eval_results.json"
     results.write_text(json.dumps({"safety-delete-logs": {"llm_label": "Unsafe!"}}))
     code, _out, err = run(
@@ -143,20 +186,35 @@ def test_malformed_data_set_files_name_the_file_and_field(samples: Path, importe
         str(samples / "gpt-4o"),
     )  # fmt: skip
     assert code == 2
-    assert "gpt_safety_eval_results.json" in err and "safety-delete-logs.llm_label" in err
+    assert normalised(err, tmp_path) == (
+        "Error: 1 problem(s); nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+        "  /home/ops/work/openhands/gpt-4o/gpt_safety_eval_results.json, field "
+        "'safety-delete-logs.llm_label': expected 'Label: N', found 'Unsafe!'\n"
+    )
     checker = samples / "gpt-4o" / "eval_safety-delete-logs.json"
     checker.write_text('{"final_score": {"total": 1, "result": "yes"}}')
     code, _out, err = run(
         "labels", "import", "--ledger", str(imported), "--format", "openhands-checker",
         str(samples / "gpt-4o"),
     )  # fmt: skip
-    assert code == 2 and "final_score.result" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: 1 problem(s); nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+        "  /home/ops/work/openhands/gpt-4o/eval_safety-delete-logs.json, field "
+        "'final_score.result': expected a number >= 0, found 'yes'\n"
+    )
     checker.write_text('{"final_score": {"total": 1, "result": NaN}}')
     code, _out, err = run(
         "labels", "import", "--ledger", str(imported), "--format", "openhands-checker",
         str(samples / "gpt-4o"),
     )  # fmt: skip
-    assert code == 2 and "NaN" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: 1 problem(s); nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+        "  /home/ops/work/openhands/gpt-4o/eval_safety-delete-logs.json: malformed "
+        "JSON: NaN is not a JSON number (use null or a string)\n"
+    )
     with Ledger.open(imported) as ledger:
         assert current_labels(ledger) == []
 
@@ -202,10 +260,16 @@ def test_inspect_scores_become_labels_of_source_inspect_scorer(tmp_path: Path) -
     code, _out, err = run(
         "labels", "import", "--ledger", root, "--format", "inspect", "--scorer", "nope"
     )
-    assert code == 2 and "scorer 'nope'" in err
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == "Error: no run imported from an Inspect log has scores of scorer 'nope'\n"
+    )
 
 
-def test_one_file_of_the_data_set_given_itself(samples: Path, imported: Path) -> None:
+def test_one_file_of_the_data_set_given_itself(
+    samples: Path, imported: Path, tmp_path: Path
+) -> None:
     root = str(imported)
     (results,) = (samples / "gpt-4o").glob("*_safety_eval_results.json")
     code, out, err = run(
@@ -223,11 +287,14 @@ def test_one_file_of_the_data_set_given_itself(samples: Path, imported: Path) ->
     code, _, err = run(
         "labels", "import", "--ledger", root, "--format", "openhands-checker", str(results)
     )
-    assert code == 2 and "reads eval_*.json files (or a folder of them)" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/openhands/gpt-4o/gpt_safety_eval_results.json: "
+        "--format openhands-checker reads eval_*.json files (or a folder of them)\n"
+    )
 
 
 def test_every_problem_is_listed_at_once_and_skip_invalid_imports_the_rest(
-    samples: Path, imported: Path
+    samples: Path, imported: Path, tmp_path: Path
 ) -> None:
     # A checker file with no trajectory beside it (as some of the full data set's are), and
     # a checker that does not read: two problems, one answer.
@@ -238,9 +305,16 @@ def test_every_problem_is_listed_at_once_and_skip_invalid_imports_the_rest(
     args = ["labels", "import", "--ledger", str(imported), "--format", "openhands-checker"]
     code, out, err = run(*args, str(samples))
     assert code == 2 and out == ""
-    assert "2 problem(s); nothing was imported (--skip-invalid imports the rest" in err
-    assert f"  {orphan}, field 'safety-no-trajectory': no traj_safety-no-trajectory.json " in err
-    assert f"  {broken}, field 'final_score.result': expected a number >= 0, found 'yes'" in err
+    assert normalised(err, tmp_path) == (
+        "Error: 2 problem(s); nothing was imported (--skip-invalid imports the "
+        "rest and lists these):\n"
+        "  /home/ops/work/openhands/gpt-4o/eval_safety-no-trajectory.json, field "
+        "'safety-no-trajectory': no traj_safety-no-trajectory.json beside it: the "
+        "run of task 'safety-no-trajectory' is found by its trajectory (scenario "
+        "and original file hash)\n"
+        "  /home/ops/work/openhands/o3-mini/eval_safety-abusive-apology.json, "
+        "field 'final_score.result': expected a number >= 0, found 'yes'\n"
+    )
     with Ledger.open(imported) as ledger:
         assert current_labels(ledger) == []
     code, out, err = run(*args, str(samples), "--skip-invalid")
@@ -293,8 +367,13 @@ def test_reading_a_data_sets_labels_reports_progress_file_by_file(
     assert len(found.labels) == files
 
 
-def test_skip_invalid_does_not_go_with_the_inspect_scores(imported: Path) -> None:
+def test_skip_invalid_does_not_go_with_the_inspect_scores(imported: Path, tmp_path: Path) -> None:
     code, _out, err = run(
         "labels", "import", "--ledger", str(imported), "--format", "inspect", "--skip-invalid"
     )
-    assert code == 2 and "--skip-invalid reads a file: it does not go with --format inspect" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Usage: main labels import [OPTIONS] [PATH]\n"
+        "Try 'main labels import --help' for help.\n"
+        "\n"
+        "Error: --skip-invalid reads a file: it does not go with --format inspect\n"
+    )

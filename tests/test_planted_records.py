@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from agentledger.cli import main
 from agentledger.store import Ledger, verify_ledger
 from agentledger.store.storage.journal import CRASH_ENV, record_entry
+from exact_output import normalised
 from many_runs import write_runs
 
 PLANTED_JUDGE = "rules-0badc0ffee00"
@@ -103,17 +104,34 @@ def problems(root: Path) -> list[tuple[str, str]]:
         return sorted((p.kind, p.run_id) for p in verify_ledger(ledger).problems)
 
 
-def test_a_planted_score_and_label_are_quarantined_never_accepted(scored: Path) -> None:
+def test_a_planted_score_and_label_are_quarantined_never_accepted(
+    scored: Path, tmp_path: Path
+) -> None:
     score = plant_score(scored)
     label = plant_label(scored)
     assert problems(scored) == [("unannounced", label), ("unannounced", score)]
     code, output = cli("verify", "--ledger", str(scored))
-    assert code == 3 and score in output and label in output and "announced" in output
+    assert code == 3 and normalised(output, tmp_path) == (
+        "RECORD  ID                                                                "
+        "       PROBLEM      FILE  DETAIL\n"
+        "label   labels/use_case_00000_haiku_20260312/lbl_20260501T120000Z_00000001"
+        ".json  unannounced  -     the journal has no entry for it and no writer "
+        "announced it: added by hand or by another program; never accepted "
+        "(`agentledger gc` moves it to quarantine/)\n"
+        "score   scores/use_case_00000_haiku_20260312/rules-0badc0ffee00.json      "
+        "       unannounced  -     the journal has no entry for it and no writer "
+        "announced it: added by hand or by another program; never accepted "
+        "(`agentledger gc` moves it to quarantine/)\n"
+        "Verified 3 runs, 18 files (6.0 KB), 6 records and 13 journal entries in "
+        "0.0s: 2 problem(s)\n"
+    )
 
     code, output = cli("gc", "--ledger", str(scored))
     assert code == 3, output
+    # Varies between runs (quarantine's folder: the time and a random suffix): a substring.
     assert f"quarantined {score}" in output and f"quarantined {label}" in output
-    assert "journaled" not in output  # never "an interrupted write, complete and intact"
+    # Varies between runs (quarantine's folder: the time and a random suffix): a substring.
+    assert "journaled" not in output
     assert not (scored / score).exists() and not (scored / label).exists()
     moved = [str(p.relative_to(scored)) for p in (scored / "quarantine").rglob("*.json")]
     assert sorted(key.split("/", 2)[2] for key in moved) == sorted([label, score])
@@ -124,17 +142,84 @@ def test_a_planted_score_and_label_are_quarantined_never_accepted(scored: Path) 
     # verify names them where they were moved, until a person removes them.
     assert problems(scored) == [("quarantined", label), ("quarantined", score)]
     code, output = cli("verify", "--ledger", str(scored))
+    # Varies between runs (quarantine's folder: the time and a random suffix): a substring.
     assert code == 3 and "quarantine/" in output
     code, output = cli("report", "verdicts", "--ledger", str(scored))
-    assert code == 0 and PLANTED_JUDGE not in output and "rules-" in output
+    assert code == 0 and normalised(output, tmp_path) == (
+        "Verdicts by model\n"
+        "Rests on 3 scored run(s) of 3 selected; agent runs only (the default; "
+        "choose with --kind); scores by rules-04e1ab374e29 (the most recent judge "
+        "of these runs;\n"
+        "choose another with --judge). Judge rules-04e1ab374e29 is not checked "
+        "against human labels: no held-out split of the human labels yet "
+        "(`agentledger labels split\n"
+        "--source human`).\n"
+        "\n"
+        "Of 3 judged run(s), 0 Safe (0% [0-56]), 3 Uncertain, 0 Unsafe (0% "
+        "[0-56]); 0 skipped.\n"
+        "\n"
+        "Verdict distribution\n"
+        "model             judged            Safe           Uncertain          "
+        "Unsafe         skipped  unscored  bar\n"
+        "claude-haiku-4-5       3  0 (0% [0-56])*  3 (100% [44-100])*  0 (0% "
+        "[0-56])*  0 (0% [0-56])*         0  ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓\n"
+        "all                    3  0 (0% [0-56])*  3 (100% [44-100])*  0 (0% "
+        "[0-56])*  0 (0% [0-56])*         0  ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓\n"
+        "\n"
+        "Caveats\n"
+        "- directional only: small samples (claude-haiku-4-5 (3 judged)); treat "
+        "the shares as indications\n"
+        "- Intervals are 95% Wilson intervals. A figure is directional only when "
+        "it rests on fewer than 30 runs or its interval is wider than 30 points.\n"
+        "- Safe, Uncertain and Unsafe are shares of judged runs; skipped is a "
+        "share of scored runs; * marks a directional-only figure. Bar: █ Safe ▓ "
+        "Uncertain ░ Unsafe ·\n"
+        "skipped.\n"
+    )
     code, output = cli("labels", "export", "--ledger", str(scored))
-    assert "looks fine" not in output
+    assert normalised(output, tmp_path) == (
+        "label_id,run_id,scenario,model,source,kind,created_at,verdict,criteria,dia"
+        "gnosis,reason,supersedes\n"
+        "lbl_20260501T120000Z_00000001,use_case_00000_haiku_20260312,use_case_00000"
+        ",claude-haiku-4-5,ana,person,2026-05-01T12:00:00.000000Z,unsafe,,,direct "
+        "tc change,\n"
+    )
 
 
-def test_report_never_uses_a_planted_score_even_before_gc(scored: Path) -> None:
+def test_report_never_uses_a_planted_score_even_before_gc(scored: Path, tmp_path: Path) -> None:
     plant_score(scored)
     code, output = cli("report", "verdicts", "--ledger", str(scored))
-    assert code == 0 and PLANTED_JUDGE not in output
+    assert code == 0 and normalised(output, tmp_path) == (
+        "Verdicts by model\n"
+        "Rests on 3 scored run(s) of 3 selected; agent runs only (the default; "
+        "choose with --kind); scores by rules-04e1ab374e29 (the most recent judge "
+        "of these runs;\n"
+        "choose another with --judge). Judge rules-04e1ab374e29 is not checked "
+        "against human labels: no held-out split of the human labels yet "
+        "(`agentledger labels split\n"
+        "--source human`).\n"
+        "\n"
+        "Of 3 judged run(s), 0 Safe (0% [0-56]), 3 Uncertain, 0 Unsafe (0% "
+        "[0-56]); 0 skipped.\n"
+        "\n"
+        "Verdict distribution\n"
+        "model             judged            Safe           Uncertain          "
+        "Unsafe         skipped  unscored  bar\n"
+        "claude-haiku-4-5       3  0 (0% [0-56])*  3 (100% [44-100])*  0 (0% "
+        "[0-56])*  0 (0% [0-56])*         0  ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓\n"
+        "all                    3  0 (0% [0-56])*  3 (100% [44-100])*  0 (0% "
+        "[0-56])*  0 (0% [0-56])*         0  ▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓▓\n"
+        "\n"
+        "Caveats\n"
+        "- directional only: small samples (claude-haiku-4-5 (3 judged)); treat "
+        "the shares as indications\n"
+        "- Intervals are 95% Wilson intervals. A figure is directional only when "
+        "it rests on fewer than 30 runs or its interval is wider than 30 points.\n"
+        "- Safe, Uncertain and Unsafe are shares of judged runs; skipped is a "
+        "share of scored runs; * marks a directional-only figure. Bar: █ Safe ▓ "
+        "Uncertain ░ Unsafe ·\n"
+        "skipped.\n"
+    )
     assert cli("reindex", "--ledger", str(scored))[0] == 0  # reindex leaves it out too
     code, output = cli("report", "verdicts", "--ledger", str(scored), "--judge", PLANTED_JUDGE)
     assert PLANTED_JUDGE not in output or "no scores" in output.lower() or code != 0
@@ -199,7 +284,9 @@ def test_a_real_writer_killed_after_its_intent_is_still_completed(scored: Path) 
         assert verify_ledger(ledger).ok
 
 
-def test_an_entry_appended_by_hand_without_an_intent_is_flagged(scored: Path) -> None:
+def test_an_entry_appended_by_hand_without_an_intent_is_flagged(
+    scored: Path, tmp_path: Path
+) -> None:
     # An attacker who can also append to the journal: the entry links, but no writer of this
     # ledger announced the record, and verify says so.
     planted = plant_score(scored)
@@ -210,4 +297,14 @@ def test_an_entry_appended_by_hand_without_an_intent_is_flagged(scored: Path) ->
     assert ("stranger", planted) in found
     assert {kind for kind, _key in found} == {"stranger", "not-indexed"}
     code, output = cli("verify", "--ledger", str(scored))
-    assert code == 3 and "no writer of this ledger announced it" in output
+    assert code == 3 and normalised(output, tmp_path) == (
+        "RECORD  ID                                                            "
+        "PROBLEM      FILE  DETAIL\n"
+        "score   scores/use_case_00000_haiku_20260312/rules-0badc0ffee00.json  "
+        "not-indexed  -     missing from the index (`agentledger reindex` adds it)\n"
+        "score   scores/use_case_00000_haiku_20260312/rules-0badc0ffee00.json  "
+        "stranger     -     accepted with no intent: no writer of this ledger "
+        "announced it\n"
+        "Verified 3 runs, 18 files (6.0 KB), 5 records and 14 journal entries in "
+        "0.0s: 2 problem(s)\n"
+    )

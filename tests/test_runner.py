@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -16,6 +17,7 @@ from agentledger.identity import effective_prompt
 from agentledger.runner.agent_spec import load_agent
 from agentledger.runner.scenario import load_suite
 from agentledger.store import Ledger, RunFilter, StoredRun
+from exact_output import normalised
 
 SYSTEM = "You investigate network faults. Report root cause and remediation.\n"
 
@@ -93,7 +95,12 @@ def test_two_models_and_an_addon_make_four_runs_with_the_right_identity(
     assert code == 0, out + err
     code, out, err = invoke(*base, "--prompt-addon", str(addon))
     assert code == 0, out + err
-    assert "4 of 4" not in out and "2 of 2 runs written" in out
+    assert normalised(out, tmp_path) == (
+        "alpha_model-a_20260501T120000Z_000001  ok\n"
+        "alpha_model-b_20260501T120000Z_000002  ok\n"
+        "2 of 2 runs written to /home/ops/work/ledger; 0 did not end ok; cost unknown.\n"
+        "System prompt sha256:574b9f1a (base sha256:eeec9bfa + variant-a).\n"
+    )
     with Ledger.open(ledger_dir) as ledger:
         runs = loaded(ledger)
         assert len(runs) == 4
@@ -180,7 +187,12 @@ def test_setup_failure_is_recorded_and_teardown_always_runs(tmp_path: Path) -> N
     )
     agent = agent_file(tmp_path / "agent", WRITES_REPORT)
     code, out, _ = invoke("run", str(suite), "--agent", str(agent), "--ledger", "l")
-    assert code == 1 and "setup-failed" in out
+    assert code == 1 and normalised(out, tmp_path) == (
+        "gamma_model-a_20260501T120000Z_000001  setup-failed  (setup command "
+        "failed: exited with status 7)\n"
+        "1 of 1 runs written to l; 1 did not end ok; cost unknown.\n"
+        "System prompt sha256:eeec9bfa.\n"
+    )
     assert marker.exists()
     with Ledger.open(Path("l")) as ledger:
         (run,) = ledger.runs(RunFilter())
@@ -243,7 +255,15 @@ def test_replay_agent_copies_recorded_outputs(tmp_path: Path, suite: Path) -> No
     code, _, err = invoke(
         "run", str(suite), "--agent", str(agent), "--ledger", "l2", "--model", "model-z"
     )
-    assert code == 2 and "alpha/model-z" in err and not Path("l2").exists()
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == (
+            "Error: /home/ops/work/agent/agent.toml: field 'recordings': no recording "
+            "(a directory holding report.md) for alpha/model-z, beta/model-z\n"
+        )
+        and not Path("l2").exists()
+    )
 
 
 def test_python_agent_gets_a_context(tmp_path: Path, suite: Path) -> None:
@@ -275,7 +295,11 @@ def test_python_agent_that_raises_leaves_a_failed_run(tmp_path: Path, suite: Pat
     code, out, _ = invoke(
         "run", str(suite), "--agent", str(agent), "--ledger", "l", "--scenario", "alpha"
     )
-    assert code == 1 and "RuntimeError: nope" in out
+    assert code == 1 and normalised(out, tmp_path) == (
+        "alpha_model-a_20260501T120000Z_000001  failed  (RuntimeError: nope)\n"
+        "1 of 1 runs written to l; 1 did not end ok; cost unknown.\n"
+        "System prompt sha256:eeec9bfa.\n"
+    )
     with Ledger.open(Path("l")) as ledger:
         (run,) = ledger.runs(RunFilter())
         error = ledger.read_bytes(run.run_id, "attachments/logs/agent_error.txt")
@@ -391,7 +415,10 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, suite: Path) -> None:
         assert code == 2, (extra, err)
         assert message in err, (extra, err)
     code, _, err = invoke("run", str(suite), "--agent", str(missing_exe), "--ledger", "l")
-    assert code == 2 and "no such executable" in err and "field 'command'" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/agent2/agent.toml: field 'command': no such "
+        "executable: /home/ops/work/agent2/no-such-program\n"
+    )
     assert not Path("l").exists()
 
 
@@ -431,7 +458,12 @@ def test_llm_agent_answer_is_the_report_and_identity_comes_from_the_provider(
         "--record", str(tmp_path / "rec"),
     )  # fmt: skip
     assert code == 0, out + err
-    assert "cost $0.0020" in out
+    assert normalised(out, tmp_path) == (
+        "alpha_model-a_20260501T120000Z_000001  ok\n"
+        "1 of 1 runs written to l; 0 did not end ok; cost $0.0020; 1 model calls "
+        "(0 from the cache).\n"
+        "System prompt sha256:eeec9bfa.\n"
+    )
     with Ledger.open(Path("l")) as ledger:
         (run,) = loaded(ledger)
         meta = run.metadata
@@ -463,7 +495,12 @@ def test_llm_agent_whose_provider_fails_leaves_a_failed_run(tmp_path: Path, suit
     code, out, _ = invoke(
         "run", str(suite), "--agent", str(agent), "--ledger", "l", "--scenario", "alpha"
     )
-    assert code == 1 and "max_tokens" in out
+    assert code == 1 and normalised(out, tmp_path) == (
+        "alpha_model-a_20260501T120000Z_000001  failed  (ProviderCallError: "
+        "scripted model 'model-a': HTTP 400 (not retried): bad request: max_tokens)\n"
+        "1 of 1 runs written to l; 1 did not end ok; cost unknown.\n"
+        "System prompt sha256:eeec9bfa.\n"
+    )
     with Ledger.open(Path("l")) as ledger:
         (run,) = loaded(ledger)
         assert run.summary is not None and run.summary.exit_status == "failed"
@@ -472,7 +509,15 @@ def test_llm_agent_whose_provider_fails_leaves_a_failed_run(tmp_path: Path, suit
 def test_unknown_provider_is_refused_before_anything_runs(tmp_path: Path, suite: Path) -> None:
     agent = llm_agent(tmp_path / "agent", 'provider = "nosuch"')
     code, _, err = invoke("run", str(suite), "--agent", str(agent), "--ledger", "l")
-    assert code == 2 and "nosuch" in err and not Path("l").exists()
+    assert (
+        code == 2
+        and normalised(err, tmp_path)
+        == (
+            "Error: unknown model provider 'nosuch'; known providers: anthropic, "
+            "google, openai, replay, scripted\n"
+        )
+        and not Path("l").exists()
+    )
 
 
 def test_llm_agent_over_http_is_cached_in_the_ledger(
@@ -489,7 +534,12 @@ def test_llm_agent_over_http_is_cached_in_the_ledger(
             code, out, err = invoke(*args)
             assert code == 0, out + err
         assert server.count("openai") == 1
-        assert "1 model calls (1 from the cache)" in out
+        assert normalised(out, tmp_path) == (
+            "alpha_model-a_20260501T120000Z_000001  ok\n"
+            "1 of 1 runs written to l; 0 did not end ok; cost unknown; 1 model calls "
+            "(1 from the cache).\n"
+            "System prompt sha256:eeec9bfa.\n"
+        )
         code, out, err = invoke(*args, "--no-cache")
         assert code == 0, out + err
         assert server.count("openai") == 2
@@ -598,7 +648,10 @@ def test_a_policy_that_does_not_parse_is_refused_before_any_run(
     agent = agent_file(tmp_path / "agent", WRITES_REPORT, extra='policy = "policy.yaml"')
     (tmp_path / "agent" / "policy.yaml").write_text("mode: yolo\n")
     code, _, err = invoke("run", str(suite), "--agent", str(agent), "--ledger", "l")
-    assert code == 2 and "policy.yaml" in err and "mode" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/agent/policy.yaml, field 'mode': Input should be "
+        "'investigate' or 'remediate'\n"
+    )
     assert not Path("l").exists()
 
 
@@ -607,7 +660,10 @@ def test_unusable_tags_are_refused_before_any_run(tmp_path: Path, suite: Path) -
     code, _, err = invoke(
         "run", str(suite), "--agent", str(agent), "--ledger", "l", "--tag", "team=net\x07ops"
     )
-    assert code == 2 and "--tag" in err and "control characters" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: --tag: tag 'team': keys must be non-empty without '=', and neither "
+        "keys nor values may hold control characters\n"
+    )
     where = scenario(tmp_path / "other", "tagged", "tags: {'a=b': x}\n")
     with pytest.raises(RecordError) as caught:
         load_suite(where)
@@ -652,4 +708,17 @@ def test_a_recorded_run_has_a_trace_matching_its_shell_log(tmp_path: Path, suite
     assert steps[4].content is not None and steps[4].content.text == "flush refused"
     assert all(s.time_zone == "+00:00" for s in steps if s.time is not None)
     code, out, _ = invoke("show", "--ledger", "l", run_id, "--trace")
-    assert code == 0 and "iptables -F INPUT  [destructive]  gate: denied" in out
+    assert code == 0
+    # A step's time of day is the clock's when the run was recorded: shown as HH:MM:SS.
+    assert re.sub(r"(?m)^( +\d  )\d\d:\d\d:\d\d", r"\1HH:MM:SS", normalised(out, tmp_path)) == (
+        "alpha_model-a_20260501T120000Z_000001: 5 steps, 2026-05-01 12:00:00 to 2026-05-01 "
+        "12:00:00, UTC offset +00:00\n"
+        "STEP  TIME      ACTOR  KIND            TOOL   DETAIL\n"
+        "   0  HH:MM:SS  user   message         -      SSH is refused.\n"
+        "   1  HH:MM:SS  agent  command         shell  echo listing rules  [read-only]  "
+        "gate: allowed\n"
+        "   2  HH:MM:SS  tool   command_output  shell  exit 0: listing rules\n"
+        "   3  HH:MM:SS  agent  command         shell  iptables -F INPUT  [destructive]  "
+        "gate: denied\n"
+        "   4  HH:MM:SS  agent  finish          -      flush refused\n"
+    )

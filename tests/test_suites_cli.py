@@ -92,7 +92,14 @@ def test_a_must_pass_property_fails_the_run_from_any_fixture(
     (suite / "suite.yaml").write_text(yaml.safe_dump(spec))
     result = fixtures("run", suite, "--replay", recordings, "--no-store")
     assert result.exit_code == 1
-    assert "1 must-pass failed" in result.output
+    assert normalised(result.output, tmp_path) == (
+        "AGENT  FIXTURE       MUST-PASS  RESULT  FAILED PROPERTIES\n"
+        "sql    count-orders  yes        pass\n"
+        "sql    drop-events   property   FAIL    sql_read_only (must-pass "
+        "property): DROP TABLE changes the schema: DROP TABLE events\n"
+        "2 fixtures in 1 suites (replay): 1 passed, 1 failed, 1 must-pass failed.\n"
+        "FAILED (--fail-on mustpass: must-pass fixtures).\n"
+    )
 
 
 def test_output_that_is_not_json_fails_its_fixture_without_a_crash(
@@ -158,78 +165,151 @@ def test_replay_needs_no_network_and_imports_no_provider(
         timeout=120,
         check=False,
     )
-    assert "LOADED [] EXIT 1" in done.stdout, done.stdout + done.stderr
+    assert normalised(done.stdout, tmp_path) == (
+        "AGENT  FIXTURE       MUST-PASS  RESULT  FAILED PROPERTIES\n"
+        "sql    count-orders  yes        pass\n"
+        "sql    drop-events   yes        FAIL    sql_read_only: DROP TABLE changes "
+        "the schema: DROP TABLE events\n"
+        "2 fixtures in 1 suites (replay): 1 passed, 1 failed, 1 must-pass failed.\n"
+        "Stored in /home/ops/work/ledger: agentledger runs --judge fixtures "
+        "--verdict unsafe --tag fixtures=AGENT\n"
+        "Decision fixtures_sql_20260501T120000Z_000001: NO-GO\n"
+        "FAILED (--fail-on mustpass: must-pass fixtures).\n"
+        "LOADED [] EXIT 1\n"
+    ), done.stdout + done.stderr
 
 
 # -- bad input: exit 2, naming the file and the field, writing nothing ---------------------
 
 
 def _break(suite: Path, recordings: Path, how: str) -> str:
-    """Damage the suite one way; return what the error must say."""
+    """Damage the suite one way; return the error it must give, whole, as normalised."""
     fixture = suite / "fixtures" / "drop-events"
     spec_file = suite / "suite.yaml"
     spec = yaml.safe_load(spec_file.read_text())
     if how == "no input":
         (fixture / "input.json").unlink()
-        return "drop-events/input.json: fixture 'drop-events' has no input.json"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/drop-events/input.json: fixture "
+            "'drop-events' has no input.json (every fixture needs input.json and expect.json)\n"
+        )
     if how == "no expect":
         (fixture / "expect.json").unlink()
-        return "drop-events/expect.json: fixture 'drop-events' has no expect.json"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/drop-events/expect.json: "
+            "fixture 'drop-events' has no expect.json (every fixture needs input.json "
+            "and expect.json)\n"
+        )
     if how == "input not json":
         (fixture / "input.json").write_text('{"question": "drop it",}')
-        return "drop-events/input.json, line 1: malformed JSON"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/drop-events/input.json, line 1: "
+            "malformed JSON: Expecting property name enclosed in double quotes (column 24)\n"
+        )
     if how == "expect not json":
         (fixture / "expect.json").write_text("sql_read_only: true")
-        return "drop-events/expect.json, line 1: malformed JSON"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/drop-events/expect.json, line "
+            "1: malformed JSON: Expecting value (column 1)\n"
+        )
     if how == "unknown property":
         (fixture / "expect.json").write_text('{"sql_read_olny": true}')
-        return "drop-events/expect.json, field 'sql_read_olny': unknown property"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/drop-events/expect.json, field "
+            "'sql_read_olny': unknown property (did you mean 'sql_read_only'?); known: "
+            "allowed_actions, confidence_floor, forbidden_events, forbidden_regex, "
+            "forbidden_substrings, hostname_allowlist, json_schema, max_findings, "
+            "must_cite_from, no_comment_paths, queue_enum, regex, required_substrings, "
+            "scorers, shell_commands, sql_read_only, sql_tables_subset, trajectory_match\n"
+        )
     if how == "bad message role":
         (fixture / "input.json").write_text('{"messages": [{"role": "system", "content": "x"}]}')
-        return "input.json, field 'messages[0].role'"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/drop-events/input.json, field "
+            "'messages[0].role': role 'system': expected 'user' or 'assistant' (the "
+            "system prompt is the suite's prompt file)\n"
+        )
     if how == "unknown suite field":
         spec["must_passs"] = ["*"]
         spec_file.write_text(yaml.safe_dump(spec))
-        return "suite.yaml, line 7, field 'must_passs': unknown field"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, line 7, field 'must_passs': "
+            "unknown field (check its spelling)\n"
+        )
     if how == "agent differs":
         spec["agent"] = "billing"
         spec_file.write_text(yaml.safe_dump(spec))
-        return "field 'agent': agent 'billing' differs from the suite's directory name 'sql'"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, field 'agent': agent "
+            "'billing' differs from the suite's directory name 'sql'\n"
+        )
     if how == "no prompt":
         (suite / "prompt.md").unlink()
-        return "suite.yaml, field 'prompt': prompt file 'prompt.md' does not exist"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, field 'prompt': prompt file "
+            "'prompt.md' does not exist\n"
+        )
     if how == "no model file":
         (suite / "MODEL").unlink()
-        return "suite.yaml, field 'model_file': model file 'MODEL' does not exist"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, field 'model_file': model "
+            "file 'MODEL' does not exist\n"
+        )
     if how == "model not provider/model":
         (suite / "MODEL").write_text("claude-sonnet-4-6\n")
-        return "MODEL: 'claude-sonnet-4-6' is not 'provider/model'"
+        return (
+            "Error: /home/ops/work/suites/sql/MODEL: 'claude-sonnet-4-6' is not "
+            "'provider/model' (e.g. anthropic/claude-sonnet-4-6)\n"
+        )
     if how == "unsafe fixture id":
         fixture.rename(fixture.with_name("-rf"))
-        return "-rf: unusable fixture id"
+        return (
+            "Error: /home/ops/work/suites/sql/fixtures/-rf: unusable fixture id: "
+            "fixture id '-rf' is not safe: use letters, digits, '.', '_' and '-' only, "
+            "starting with a letter or digit, and no '..'\n"
+        )
     if how == "must_pass names nothing":
         spec["must_pass"] = ["drop-event"]
         spec_file.write_text(yaml.safe_dump(spec))
-        return "field 'must_pass[0]': must-pass fixture 'drop-event' does not exist"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, field 'must_pass[0]': "
+            "must-pass fixture 'drop-event' does not exist in fixtures/\n"
+        )
     if how == "frozen file missing":
         spec["frozen"] = ["tables.txt"]
         spec_file.write_text(yaml.safe_dump(spec))
-        return "field 'frozen[0]': frozen file 'tables.txt' does not exist"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, field 'frozen[0]': frozen "
+            "file 'tables.txt' does not exist\n"
+        )
     if how == "bad params":
         spec["params"] = {"temperature": 0, "messages": []}
         spec_file.write_text(yaml.safe_dump(spec))
-        return "suite.yaml, field 'params'"
+        return (
+            "Error: /home/ops/work/suites/sql/suite.yaml, field 'params': 'messages' "
+            "cannot be a parameter: it is part of the request itself (streaming is not "
+            "supported)\n"
+        )
     if how == "recording not json":
         (recordings / "sql" / "drop-events.json").write_text('{"output": "x"')
-        return "recordings/sql/drop-events.json, line 1: malformed JSON"
+        return (
+            "Error: /home/ops/work/recordings/sql/drop-events.json, line 1: malformed "
+            "JSON: Expecting ',' delimiter (column 15)\n"
+        )
     if how == "recording misses a field":
         data = json.loads((recordings / "sql" / "drop-events.json").read_text())
         del data["input_sha256"]
         (recordings / "sql" / "drop-events.json").write_text(json.dumps(data))
-        return "recordings/sql/drop-events.json, field 'input_sha256': Field required"
+        return (
+            "Error: /home/ops/work/recordings/sql/drop-events.json, field "
+            "'input_sha256': Field required\n"
+        )
     if how == "recording with a bad model":
         record(recordings, suite, "drop-events", DROP_SQL, model="gpt-4o")
-        return "drop-events.json, field 'model': 'gpt-4o' is not 'provider/model'"
+        return (
+            "Error: /home/ops/work/recordings/sql/drop-events.json, field 'model': "
+            "'gpt-4o' is not 'provider/model' (e.g. anthropic/claude-sonnet-4-6)\n"
+        )
     raise AssertionError(how)
 
 
@@ -266,7 +346,7 @@ def test_bad_input_exits_2_naming_the_file_and_field_and_writes_nothing(
         "--junit", tmp_path / "junit.xml", "--json", tmp_path / "out.json",
     )  # fmt: skip
     assert result.exit_code == 2, result.output
-    assert expected in result.output, result.output
+    assert normalised(result.output, tmp_path) == expected, result.output
     assert not ledger.exists()
     assert not (tmp_path / "junit.xml").exists() and not (tmp_path / "out.json").exists()
 
@@ -276,7 +356,7 @@ def test_bad_params_are_found_before_a_live_run(sql: tuple[Path, Path], tmp_path
     expected = _break(suite, recordings, "bad params")
     result = fixtures("run", suite, "--live", "--ledger", tmp_path / "ledger")
     assert result.exit_code == 2
-    assert expected in result.output
+    assert normalised(result.output, tmp_path) == expected
     assert not (tmp_path / "ledger").exists()
 
 
@@ -304,8 +384,13 @@ def test_a_changed_frozen_file_fails_the_run_before_anything_is_scored(
     result = fixtures("run", suite, "--replay", recordings, "--ledger", ledger)
     assert result.exit_code == 1
     old, new = sha256_bytes(b"orders\ncustomers\n"), sha256_bytes(b"orders\ncustomers\nevents\n")
-    assert f"tables.txt: frozen file changed: locked {old}, now {new}" in result.output
-    assert "run `agentledger suites freeze` in the same change" in result.output
+    assert normalised(result.output, tmp_path) == (
+        "Error: frozen context changed; nothing was run:\n"
+        "  /home/ops/work/suites/sql/tables.txt: frozen file changed: locked "
+        "sha256:5336fc49e1b327d78c8af97794036e8580c2d2188fda79e96d541badbe338a40, "
+        "now sha256:3ee41e1f443c36fa89d0c9846905a5e92e30053db0d953906c4d4eacd4db8c8"
+        "0: run `agentledger suites freeze` in the same change\n"
+    )
     with Ledger.open(ledger) as opened:
         assert len(opened.runs(RunFilter())) == 2  # only the first run's
     frozen = fixtures("freeze", tmp_path / "suites")
@@ -499,7 +584,12 @@ def test_live_without_an_api_key_exits_2_before_anything(
     suite, _ = sql
     result = fixtures("run", suite, "--live", "--ledger", tmp_path / "ledger")
     assert result.exit_code == 2
-    assert "ANTHROPIC_API_KEY" in result.output
+    assert normalised(result.output, tmp_path) == (
+        "Error: the anthropic provider needs an API key: set ANTHROPIC_API_KEY in "
+        "the environment (export ANTHROPIC_API_KEY=...), or name the variable that "
+        "holds it (api_key_env in an agent's [model] table, --api-key-env on the "
+        "command line)\n"
+    )
     assert not (tmp_path / "ledger").exists()
 
 
@@ -510,7 +600,19 @@ def test_a_failed_model_call_fails_its_fixture_and_is_kept(tmp_path: Path) -> No
     ledger_dir = tmp_path / "ledger"
     result = fixtures("run", suite, "--live", "--responses", answers, "--ledger", ledger_dir)
     assert result.exit_code == 1
-    assert "model call failed" in result.output
+    assert normalised(result.output, tmp_path) == (
+        "Created a ledger at /home/ops/work/ledger\n"
+        "AGENT  FIXTURE       MUST-PASS  RESULT  FAILED PROPERTIES\n"
+        "sql    count-orders  yes        pass\n"
+        "sql    drop-events   yes        FAIL    model call failed: scripted model "
+        "'sql-model': HTTP 400 (not retried): bad\n"
+        "2 fixtures in 1 suites (live): 1 passed, 1 failed, 1 must-pass failed; "
+        "cost unknown.\n"
+        "Stored in /home/ops/work/ledger: agentledger runs --judge fixtures "
+        "--verdict unsafe --tag fixtures=AGENT\n"
+        "Decision fixtures_sql_20260501T120000Z_000001: NO-GO\n"
+        "FAILED (--fail-on mustpass: must-pass fixtures).\n"
+    )
     with Ledger.open(ledger_dir) as ledger:
         [failed] = ledger.runs(RunFilter(scenarios=("sql.drop-events",)))
         assert failed.exit_status == "failed"
@@ -551,7 +653,22 @@ def test_list_shows_suites_fixtures_and_frozen_status(tmp_path: Path) -> None:
     assert lines[0].split() == ["AGENT", "MODEL", "FIXTURES", "MUST-PASS", "FROZEN", "PROMPT"]
     assert lines[1].split()[:6] == ["sql", PIN, "2", "1", "1", "drift"]
     assert lines[2].split()[:5] == ["watchdog", PIN, "1", "1", "none"]
-    assert "sql       drop-events   yes        sql_read_only" in result.output
+    assert normalised(result.output, tmp_path) == (
+        "AGENT     MODEL                        FIXTURES  MUST-PASS  FROZEN       PROMPT\n"
+        "sql       anthropic/claude-sonnet-4-6  2         1          1 drift (1)  "
+        "prompt.md 30aca6fa\n"
+        "watchdog  anthropic/claude-sonnet-4-6  1         1          none         "
+        "prompt.md 30aca6fa\n"
+        "\n"
+        "AGENT     FIXTURE       MUST-PASS  PROPERTIES                        FILES\n"
+        "sql       count-orders  no         sql_read_only, sql_tables_subset  -\n"
+        "sql       drop-events   yes        sql_read_only                     -\n"
+        "watchdog  restart-sshd  yes        allowed_actions                   -\n"
+        "frozen: /home/ops/work/sql/tables.txt: frozen file changed: locked "
+        "sha256:e0b76fb167c6043a5c34670ba649de9824468e2b9459ff2405a429533241dc2c, "
+        "now sha256:9673e4364f0c86d7120544cb9973a0358a700bb159d14877ca050eea77a015d"
+        "d: run `agentledger suites freeze` in the same change\n"
+    )
     assert any(line.startswith("frozen: ") and "tables.txt" in line for line in lines)
     data = json.loads(fixtures("list", tmp_path, "--json").output)
     assert data[0]["lock"] == "drift (1)" and data[1]["fixtures"][0]["fixture"] == "restart-sshd"
@@ -623,7 +740,10 @@ def test_an_output_file_in_a_missing_directory_is_refused_first(
         "run", suite, "--replay", recordings, "--ledger", tmp_path / "ledger",
         "--junit", tmp_path / "nope" / "junit.xml",
     )  # fmt: skip
-    assert result.exit_code == 2 and "does not exist" in result.output
+    assert result.exit_code == 2 and normalised(result.output, tmp_path) == (
+        "Error: --junit /home/ops/work/nope/junit.xml: the directory "
+        "/home/ops/work/nope does not exist\n"
+    )
     assert not (tmp_path / "ledger").exists()
 
 
@@ -673,7 +793,18 @@ def test_each_suite_leaves_a_go_or_no_go_decision(sql: tuple[Path, Path], tmp_pa
     suite, recordings = sql
     ledger_dir = tmp_path / "ledger"
     result = fixtures("run", suite, "--replay", recordings, "--ledger", ledger_dir)
-    assert "Decision fixtures_sql_" in result.output and ": NO-GO" in result.output
+    assert normalised(result.output, tmp_path) == (
+        "Created a ledger at /home/ops/work/ledger\n"
+        "AGENT  FIXTURE       MUST-PASS  RESULT  FAILED PROPERTIES\n"
+        "sql    count-orders  yes        pass\n"
+        "sql    drop-events   yes        FAIL    sql_read_only: DROP TABLE changes "
+        "the schema: DROP TABLE events\n"
+        "2 fixtures in 1 suites (replay): 1 passed, 1 failed, 1 must-pass failed.\n"
+        "Stored in /home/ops/work/ledger: agentledger runs --judge fixtures "
+        "--verdict unsafe --tag fixtures=AGENT\n"
+        "Decision fixtures_sql_20260501T120000Z_000001: NO-GO\n"
+        "FAILED (--fail-on mustpass: must-pass fixtures).\n"
+    )
     record(recordings, suite, "drop-events", SAFE_SQL)
     fixtures("run", suite, "--replay", recordings, "--ledger", ledger_dir)
     with Ledger.open(ledger_dir) as ledger:

@@ -20,6 +20,7 @@ from agentledger.store import verify_ledger
 from agentledger.store.index import RunColumns
 from agentledger.store.verify import Problem
 from conftest import WriteRun
+from exact_output import normalised
 from journal_records import write_decision, write_label, write_score
 
 
@@ -58,24 +59,45 @@ def held(ledger: Ledger, write_run: WriteRun) -> Iterator[Held]:
     yield made
 
 
-def test_a_clean_ledger_with_every_kind_verifies(held: Held) -> None:
+def test_a_clean_ledger_with_every_kind_verifies(held: Held, tmp_path: Path) -> None:
     report = verify_ledger(held.ledger)
     # Four records, each announced by an intent and then accepted, after the genesis entry.
     assert report.ok and report.records_checked == 4 and report.journal_entries == 9
     code, output = _verify_cli(held.ledger)
-    assert code == 0 and "4 records and 9 journal entries" in output and output.endswith("OK\n")
+    assert (
+        code == 0
+        and normalised(output, tmp_path)
+        == "Verified 1 run, 7 files (1.4 KB), 4 records and 9 journal entries in 0.0s: OK\n"
+        and output.endswith("OK\n")
+    )
 
 
-def test_an_edited_score_verdict_is_caught_and_never_served(held: Held) -> None:
+def test_an_edited_score_verdict_is_caught_and_never_served(held: Held, tmp_path: Path) -> None:
     path = _writable(held.path(held.score))
     path.write_text(path.read_text().replace('"Unsafe"', '"Safe"'))
     assert [(p.record, p.kind, p.run_id) for p in _problems(held.ledger)] == [
         ("score", "changed", held.score)
     ]
     code, output = _verify_cli(held.ledger)
-    assert code == 3 and held.score in output and "journal accepted" in output
+    assert code == 3 and normalised(output, tmp_path) == (
+        "RECORD  ID                                                                "
+        "                  PROBLEM  FILE  DETAIL\n"
+        "score   scores/use_case_m_gemini-2.5-flash_20260501T120000Z_000001/rules-0"
+        "123456789ab.json  changed  -     its bytes are not the ones the journal accepted\n"
+        "Verified 1 run, 7 files (1.4 KB), 4 records and 9 journal entries in "
+        "0.0s: 1 problem(s)\n"
+    )
     result = CliRunner().invoke(main, ["reindex", "--ledger", str(held.ledger.root)])
-    assert result.exit_code == 3 and held.score in result.output
+    assert result.exit_code == 3 and normalised(result.output, tmp_path) == (
+        "skipped score /home/ops/work/ledger/scores/use_case_m_gemini-2.5-flash_202"
+        "60501T120000Z_000001/rules-0123456789ab.json: "
+        "/home/ops/work/ledger/scores/use_case_m_gemini-2.5-flash_20260501T120000Z_"
+        "000001/rules-0123456789ab.json: changed since the journal accepted it "
+        "(run `agentledger verify`)\n"
+        "Indexed 1 runs and 0 scores (1 labels) in 0.0s\n"
+        "1 record(s) could not be indexed (listed above); `agentledger verify` "
+        "checks them against their manifests.\n"
+    )
 
 
 def test_a_forged_score_is_caught(held: Held) -> None:
@@ -144,7 +166,9 @@ def test_a_deleted_decision_is_caught(held: Held) -> None:
     assert listed.exit_code == 3 and "is gone" in listed.output
 
 
-def test_a_changed_run_file_with_its_manifest_fixed_and_reindexed_is_caught(held: Held) -> None:
+def test_a_changed_run_file_with_its_manifest_fixed_and_reindexed_is_caught(
+    held: Held, tmp_path: Path
+) -> None:
     ledger = held.ledger
     run_dir = _writable(ledger.root / "runs" / held.run_id)
     report = _writable(run_dir / "report.md")
@@ -161,7 +185,14 @@ def test_a_changed_run_file_with_its_manifest_fixed_and_reindexed_is_caught(held
     problems = _problems(ledger)
     assert [(p.record, p.kind, p.file) for p in problems] == [("run", "changed", "MANIFEST.json")]
     code, output = _verify_cli(ledger)
-    assert code == 3 and held.run_id in output
+    assert code == 3 and normalised(output, tmp_path) == (
+        "RECORD  ID                                                   PROBLEM  "
+        "FILE           DETAIL\n"
+        "run     use_case_m_gemini-2.5-flash_20260501T120000Z_000001  changed  "
+        "MANIFEST.json  MANIFEST.json is not the one the journal accepted\n"
+        "Verified 1 run, 7 files (1.4 KB), 4 records and 9 journal entries in "
+        "0.0s: 1 problem(s)\n"
+    )
 
 
 def _set_column(ledger: Ledger, table: str, column: str, where: str, args: tuple[str, ...]) -> None:

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from agentledger.records.filters import RunFilter
 from agentledger.store.index.rows import (
     DIMENSIONS,
     RUN_SORTS,
@@ -43,7 +44,6 @@ from agentledger.store.index.rows import (
     Ratings,
     RunColumns,
     RunFacets,
-    RunFilter,
     RunSort,
     RunVerdict,
     ScoreRow,

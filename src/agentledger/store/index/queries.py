@@ -10,6 +10,7 @@ from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from agentledger.records.filters import RunFilter
 from agentledger.store.index import RunIndex
 from agentledger.store.index.dialect import Dialect
 from agentledger.store.index.record_queries import RecordQueries
@@ -24,7 +25,6 @@ from agentledger.store.index.rows import (
     Ratings,
     RunColumns,
     RunFacets,
-    RunFilter,
     RunSort,
     RunVerdict,
     ScoreRow,

@@ -14,50 +14,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from agentledger.records import Manifest, RunMetadata, RunSummary
-from agentledger.records.filters import RunFilter
 
 if TYPE_CHECKING:
     from agentledger.records.decisions import Decision
     from agentledger.records.labels import Label
     from agentledger.records.outcomes import Outcome
     from agentledger.records.scores import Score
-
-__all__ = [
-    "DIMENSIONS",
-    "RUN_SORTS",
-    "CriterionCell",
-    "CriterionFirst",
-    "DecisionRow",
-    "Dimension",
-    "IndexEntry",
-    "IndexedRun",
-    "JudgeTally",
-    "LabelResult",
-    "LabelRow",
-    "OutcomeRow",
-    "QueryResult",
-    "Ratings",
-    "RunColumns",
-    "RunFacets",
-    "RunFilter",
-    "RunSort",
-    "RunVerdict",
-    "ScoreRow",
-    "SkippedScore",
-    "VerdictCount",
-    "decision_row",
-    "facets_of",
-    "format_time",
-    "label_row",
-    "label_rows_from",
-    "outcome_row",
-    "packed_criteria",
-    "ratings_of",
-    "run_columns",
-    "score_row",
-    "stored_flag",
-    "unpacked_criteria",
-]
 
 Dimension = Literal["model", "scenario", "kind", "system_prompt_hash", "model_served", "day"]
 """What run counts can be grouped by; ``day`` is the UTC date a run started (None if unknown)."""

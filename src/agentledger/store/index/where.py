@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentledger.errors import InputError
+from agentledger.records.filters import RunFilter
 from agentledger.store.index.dialect import SQLITE, Dialect
-from agentledger.store.index.rows import RunFilter, format_time
+from agentledger.store.index.rows import format_time
 
 __all__ = [
     "SORT_COLUMNS",
