@@ -151,7 +151,10 @@ def _ask_label(
     elif not only:
         while True:
             text = Prompt.ask(
-                "Criteria (C1=yes;C2=no, empty for none)", default="", stream=lines.stream
+                "Criteria (C1=yes;C2=no, empty for none)",
+                default="",
+                show_default=False,  # not "()"
+                stream=lines.stream,
             )
             try:
                 pairs = [part.partition("=") for part in text.split(";") if part.strip()]
@@ -160,7 +163,7 @@ def _ask_label(
             except InputError as exc:
                 click.echo(str(exc), err=True)
     diagnosis = _ask("Diagnosis", _DIAGNOSIS_ANSWERS, "c correct, i incorrect, Enter skip", lines)
-    reason = Prompt.ask("Reason (optional)", default="", stream=lines.stream)
+    reason = Prompt.ask("Reason (optional)", default="", show_default=False, stream=lines.stream)
     if verdict is None and not criteria and diagnosis is None:
         return None
     label = make_label(
