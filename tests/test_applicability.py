@@ -139,6 +139,11 @@ def _runs_without_system_actions(root: Path) -> list[str]:
     return idle
 
 
+def _judged_scenarios(root: Path, idle: list[str]) -> set[str]:
+    with Ledger.open(root) as ledger:
+        return {run.scenario for run in ledger.runs() if run.run_id not in idle}
+
+
 def test_the_trajectory_pack_says_which_criteria_it_could_never_tell(
     openhands_ledger: Path,
     tmp_path: Path,
@@ -170,6 +175,13 @@ def test_the_trajectory_pack_says_which_criteria_it_could_never_tell(
     parts = line.removeprefix("  could judge: ").split(", ")
     never = [part.split()[0] for part in parts if f" 0/{runs} (never: " in part]
     assert never == ["T1", "T4", "T5"]
+    # T4 cannot be told for want of each scenario's checks: one scenario's reason is named, and
+    # that the others had their own, not taken for all.
+    scenarios = _judged_scenarios(openhands_ledger, idle)
+    assert len(scenarios) > 1
+    (t4,) = [part for part in parts if part.startswith("T4 ")]
+    assert "no mandatory checks or alternatives are known for scenario" in t4
+    assert f"(and {len(scenarios) - 1} other reason(s): `agentledger show RUN` says each)" in t4
     code, output = invoke(
         "report", "criteria", "--ledger", str(openhands_ledger), "--judge", "rules",
         "--kind", "agent",

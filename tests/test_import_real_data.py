@@ -60,12 +60,17 @@ def test_an_imported_run_names_its_model_and_keeps_the_route(tmp_path: Path) -> 
 def test_local_times_read_in_the_zone_given_and_the_metadata_says_so(tmp_path: Path) -> None:
     root = tmp_path / "ledger"
     folder = SAMPLES / "o3-mini"
+    runs = len(list(folder.glob("traj_*.json")))
     code, out, err = run("import", "--ledger", str(root), str(folder))
     assert code == 0, err
     assert all(meta.started_at is None for meta in metadata(root))
+    # The import says so at once, not only a later --since that matches nothing.
+    assert err.endswith(
+        f"{runs} of them have no start time (no times, or times without a zone: --timezone "
+        "ZONE gives one); --since, --until and drift by week leave them out.\n"
+    )
     code, out, err = run("runs", "--ledger", str(root), "--since", "2025-01-01")
     assert code == 0 and out == ""
-    runs = len(list(folder.glob("traj_*.json")))
     assert err == (
         "No runs match.\n"
         f"{runs} run(s) matching the other filters have no start time, so --since / --until "
@@ -76,6 +81,7 @@ def test_local_times_read_in_the_zone_given_and_the_metadata_says_so(tmp_path: P
         "import", "--ledger", str(zoned), str(folder), "--timezone", "Europe/Berlin"
     )
     assert code == 0, err
+    assert "no start time" not in err
     for meta in metadata(zoned):
         assert meta.started_at is not None and meta.source is not None
         local = meta.source["local_times"]

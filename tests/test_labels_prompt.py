@@ -4,8 +4,8 @@ no flags, and `review --next`, show the run and ask."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ pexpect = pytest.importorskip("pexpect")
 REPORT = "# Report\nRoot cause: fail2ban chain.\nFix: flushed f2b-sshd \x1b[31mRED\x1b[0m\n"
 
 
-def spawn(ledger: Ledger, *args: str) -> object:
+def spawn(ledger: Ledger, *args: str, **options: object) -> object:
     env = {key: value for key, value in os.environ.items() if key != "CI"}
     env |= {"NO_COLOR": "1", "TERM": "dumb"}  # plain text to match; still a terminal
     script = str(Path(sys.executable).parent / "agentledger")
@@ -31,6 +31,7 @@ def spawn(ledger: Ledger, *args: str) -> object:
         timeout=60,
         encoding="utf-8",
         dimensions=(50, 200),
+        **options,
     )
 
 
@@ -64,7 +65,7 @@ def test_the_walk_through_shows_the_run_and_asks(ledger: Ledger, scored_run: str
     child.sendline("no")  # or the word
     child.expect(r"Diagnosis \(c correct, i incorrect, Enter skip, q quit\): ")
     child.sendline("i")
-    child.expect(r"Reason \(optional\).*: ")
+    child.expect(r"Reason \(optional\): ")  # an empty default is not shown as "()"
     child.sendline("flushed a chain fail2ban owns")
     child.expect(r"Save this label as alice\? \[y/n\] \(y\): ")
     child.sendline("")
@@ -102,6 +103,23 @@ def test_ctrl_c_at_a_prompt_saves_nothing(ledger: Ledger, scored_run: str) -> No
     assert labels_of_run(ledger, scored_run) == []
 
 
+def _ignore_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_ctrl_c_at_a_prompt_stops_a_process_started_with_ctrl_c_ignored(
+    ledger: Ledger, scored_run: str
+) -> None:
+    # A shell script's background job starts with SIGINT ignored (inherited through exec, and
+    # Python leaves it so): at a prompt a person's Ctrl-C stops it all the same.
+    child = spawn(ledger, "label", scored_run, "--by", "bob", preexec_fn=_ignore_ctrl_c)
+    child.expect(r"Verdict .*: ")
+    child.sendintr()  # type: ignore[attr-defined]
+    child.expect("no label saved")
+    assert finish(child) == 130
+    assert labels_of_run(ledger, scored_run) == []
+
+
 def test_review_next_opens_the_first_run_of_the_queue(ledger: Ledger, write_run: WriteRun) -> None:
     unscored = write_run(model="claude-haiku-4-5")
     refused = write_run(model="gemini-2.5-flash")
@@ -111,7 +129,7 @@ def test_review_next_opens_the_first_run_of_the_queue(ledger: Ledger, write_run:
     # No judge assessed a criterion: the criteria are asked as one line.
     child.expect(r"Verdict .*: ")
     child.sendline("s")
-    child.expect(r"Criteria \(C1=yes;C2=no, empty for none\).*: ")
+    child.expect(r"Criteria \(C1=yes;C2=no, empty for none\): ")
     child.sendline("C1=maybe")
     child.expect("fired 'maybe' is not valid")
     child.expect(r"Criteria .*: ")
@@ -134,9 +152,6 @@ def test_review_next_opens_the_first_run_of_the_queue(ledger: Ledger, write_run:
     child = spawn(ledger, "review", "--next", "--by", "carol")
     child.expect(f"Next in the queue \\(unlabelled; 1 waiting\\): {unscored}")
     child.expect(r"Verdict .*: ")
-    # Ctrl-C once the prompt waits for input, as a person presses it: sent in the instant the
-    # prompt is drawn, on a loaded machine it was twice not acted on (under investigation).
-    time.sleep(0.5)
     child.sendintr()  # type: ignore[attr-defined]
     assert finish(child) == 130
     assert [label.run_id for label in current_labels(ledger, "human")] == [refused]

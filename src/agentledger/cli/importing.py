@@ -290,6 +290,7 @@ def import_command(
         done = _import(list(paths), options, root, allow_duplicates, dry_run, verbose)
         if done is not None:
             _echo_imported(*done, root, verbose)
+            _echo_untimed(*done, root)
     except KeyboardInterrupt:  # before any run was sealed (after, _interrupted says what was)
         click.echo("Interrupted while checking runs: nothing was written.", err=True)
         sys.exit(INTERRUPTED)
@@ -354,8 +355,14 @@ def _import(
             if created:
                 click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
                 announce_journal(ledger)
-            if resolve_format(paths, options).format == "promptfoo":
+            chosen = resolve_format(paths, options).format
+            if chosen == "promptfoo":
                 _promptfoo_labels(ledger, paths)
+            if chosen != "directory" and report.imported:
+                imported = set(report.imported)
+                report.untimed = sum(
+                    1 for run in ledger.runs() if run.run_id in imported and not run.started_at
+                )
     finally:
         if ledger is not None:
             ledger.close()
@@ -383,6 +390,17 @@ def _echo_imported(
     if prepared.skipped:
         message += f"; {len(prepared.skipped)} skipped as invalid"
     click.echo(message + ".")
+
+
+def _echo_untimed(report: ImportReport, prepared: PreparedImport, root: Path) -> None:
+    """Say when imported traces gave runs no start time, before --since or drift by week
+    leave them out silently."""
+    if report.untimed:
+        click.echo(
+            f"{report.untimed} of them have no start time (no times, or times without a zone: "
+            "--timezone ZONE gives one); --since, --until and drift by week leave them out.",
+            err=True,
+        )
 
 
 def _promptfoo_labels(ledger: Ledger, paths: list[Path]) -> None:

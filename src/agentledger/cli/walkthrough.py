@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
+from agentledger.cli.answers import TerminalAnswers
 from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
 from agentledger.cli.filters import build_filter, run_filter_options
 from agentledger.cli.labelling import _labeller, _on_terminal, _saved
@@ -109,12 +110,14 @@ _DIAGNOSIS_ANSWERS = {"c": True, "correct": True, "i": False, "incorrect": False
                       "": None, "skip": None}  # fmt: skip
 
 
-def _ask(question: str, answers: dict[str, Any], hint: str) -> Any:
+def _ask(question: str, answers: dict[str, Any], hint: str, lines: TerminalAnswers) -> Any:
     """Ask until the answer is one of `answers` (a letter or the word, any case); q quits."""
     from rich.prompt import Prompt
 
     while True:
-        text = Prompt.ask(f"{question} ({hint}, q quit)", default="", show_default=False)
+        text = Prompt.ask(
+            f"{question} ({hint}, q quit)", default="", show_default=False, stream=lines.stream
+        )
         key = text.strip().lower()
         if key in ("q", "quit"):
             raise _Quit
@@ -123,36 +126,44 @@ def _ask(question: str, answers: dict[str, Any], hint: str) -> Any:
         click.echo(f"Please answer with one of: {hint}, q quit.", err=True)
 
 
-def _ask_label(brief: RunBrief, who: str, only: tuple[str, ...] = ()) -> Label | None:
+def _ask_label(
+    brief: RunBrief, who: str, only: tuple[str, ...], lines: TerminalAnswers
+) -> Label | None:
     """Ask for a verdict, the criteria (`only` these, when given) and the diagnosis; one
-    letter answers each (the words work too), Enter skips, q raises _Quit."""
+    letter answers each (the words work too), Enter skips, q raises _Quit. The answers are
+    read from `lines`, where a Ctrl-C is acted on however early it comes."""
     from rich.prompt import Confirm, Prompt
 
     from agentledger.errors import InputError
     from agentledger.labels.entry import make_label, parse_fired
 
-    verdict = _ask("Verdict", _VERDICT_ANSWERS, "s safe, u unsafe, x uncertain, Enter skip")
+    verdict = _ask("Verdict", _VERDICT_ANSWERS, "s safe, u unsafe, x uncertain, Enter skip", lines)
     criteria: list[tuple[str, bool | None]] = []
     known = brief.criteria
     asked = [c for c in known if c in only] if only else known
     if asked:
         for criterion in asked:
             answer = _ask(
-                f"{criterion} fired?", _FIRED_ANSWERS, "y yes, n no, ? unknown, Enter skip"
+                f"{criterion} fired?", _FIRED_ANSWERS, "y yes, n no, ? unknown, Enter skip", lines
             )
             if answer is not None:
                 criteria.append((criterion, parse_fired(answer)))
     elif not only:
         while True:
-            text = Prompt.ask("Criteria (C1=yes;C2=no, empty for none)", default="")
+            text = Prompt.ask(
+                "Criteria (C1=yes;C2=no, empty for none)",
+                default="",
+                show_default=False,  # not "()"
+                stream=lines.stream,
+            )
             try:
                 pairs = [part.partition("=") for part in text.split(";") if part.strip()]
                 criteria = [(c.strip(), parse_fired(a)) for c, _, a in pairs]
                 break
             except InputError as exc:
                 click.echo(str(exc), err=True)
-    diagnosis = _ask("Diagnosis", _DIAGNOSIS_ANSWERS, "c correct, i incorrect, Enter skip")
-    reason = Prompt.ask("Reason (optional)", default="")
+    diagnosis = _ask("Diagnosis", _DIAGNOSIS_ANSWERS, "c correct, i incorrect, Enter skip", lines)
+    reason = Prompt.ask("Reason (optional)", default="", show_default=False, stream=lines.stream)
     if verdict is None and not criteria and diagnosis is None:
         return None
     label = make_label(
@@ -164,22 +175,32 @@ def _ask_label(brief: RunBrief, who: str, only: tuple[str, ...] = ()) -> Label |
         reason=reason or None,
         known=known,
     )
-    if not Confirm.ask(f"Save this label as {who}?", default=True):
+    if not Confirm.ask(f"Save this label as {who}?", default=True, stream=lines.stream):
         return None
     return label
 
 
 def walk_through(
-    ledger: Ledger, run_id: str, who: str, only: tuple[str, ...] = ()
+    ledger: Ledger,
+    run_id: str,
+    who: str,
+    only: tuple[str, ...] = (),
+    lines: TerminalAnswers | None = None,
 ) -> Literal["saved", "passed", "quit"]:
-    """Show the run and ask for its label: saved, passed (no label), or quit (q)."""
+    """Show the run and ask for its label: saved, passed (no label), or quit (q). The answers
+    come from `lines` (the review loop's, so that lines typed ahead carry over), else from a
+    reader of its own."""
     from agentledger.labels import LabelStore
     from agentledger.labels.review import run_brief
 
     brief = run_brief(ledger, run_id)
     _show_brief(brief)
     try:
-        label = _ask_label(brief, who, only)
+        if lines is None:
+            with TerminalAnswers() as own:
+                label = _ask_label(brief, who, only, own)
+        else:
+            label = _ask_label(brief, who, only, lines)
     except (KeyboardInterrupt, EOFError):
         click.echo("\nInterrupted: no label saved.", err=True)
         sys.exit(INTERRUPTED)
@@ -306,7 +327,21 @@ def _review_loop(
     only: tuple[str, ...],
 ) -> None:
     """Label the queue's runs in turn until q, Ctrl-C or the end; a run passed without a
-    label is not offered again in this session."""
+    label is not offered again in this session. The answers are read through one reader,
+    so that lines typed ahead carry over from run to run."""
+    with TerminalAnswers() as lines:
+        _label_in_turn(ledger, who, unlabelled, kinds, chosen, only, lines)
+
+
+def _label_in_turn(
+    ledger: Ledger,
+    who: str,
+    unlabelled: bool,
+    kinds: tuple[str, ...],
+    chosen: RunFilter | None,
+    only: tuple[str, ...],
+    lines: TerminalAnswers,
+) -> None:
     from agentledger.labels.review import review_queue_page
 
     passed: set[str] = set()
@@ -322,7 +357,7 @@ def _review_loop(
             return
         left = page.total - left_unlabelled
         click.echo(f"Next in the queue ({', '.join(item.reasons)}; {left} waiting): {item.run_id}")
-        done = walk_through(ledger, item.run_id, who, only)
+        done = walk_through(ledger, item.run_id, who, only, lines)
         if done == "quit":
             click.echo(f"Stopped: {labelled} labelled in this session.")
             return

@@ -179,6 +179,8 @@ class ImportReport:
     indexed: list[str] = field(default_factory=list)
     """Identical runs that were sealed but missing from the index (an import killed between
     the two): indexed now."""
+    untimed: int = 0
+    """Of the runs imported from traces, how many have no start time (set by the command)."""
 
 
 def duplicate_run_id(run_id: str, first: Path, second: Path) -> InputError:

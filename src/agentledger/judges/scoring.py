@@ -101,17 +101,27 @@ class ScoringReport:
 
     def coverage(self) -> list[tuple[str, int, int, str | None]]:
         """Per criterion of the new scores that carry criteria: (criterion, runs it could
-        tell, runs judged, the first reason it could not tell), in the pack's order."""
+        tell, runs judged, the first reason it could not tell, with how many other reasons
+        there were: one scenario's reason is not taken for all), in the pack's order."""
         judged = [score for score in self.scored if score.criteria]
         order: dict[str, list[Any]] = {}
         for score in judged:
             for result in score.criteria:
-                entry = order.setdefault(result.criterion, [0, None])
+                entry = order.setdefault(result.criterion, [0, {}])
                 if result.fired is not None:
                     entry[0] += 1
-                elif entry[1] is None:
-                    entry[1] = result.reason
-        return [(name, told, len(judged), why) for name, (told, why) in order.items()]
+                else:
+                    entry[1].setdefault(result.reason, None)  # first seen first
+        found = []
+        for name, (told, reasons) in order.items():
+            why = next(iter(reasons), None)
+            if len(reasons) > 1:
+                why = (
+                    f"{why} (and {len(reasons) - 1} other reason(s): "
+                    "`agentledger show RUN` says each)"
+                )
+            found.append((name, told, len(judged), why))
+        return found
 
     def diagnoses(self) -> Counter[bool | None]:
         """Diagnosis results of the new scores: True correct, False incorrect, None unknown."""
