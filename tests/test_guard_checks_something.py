@@ -149,8 +149,6 @@ WRONG = [
     ({"must_cite_from": [["a.md", "x"]]}, {"answer": "yes", "citations": None}, "is null"),
     ({"forbidden_events": ["APPROVE"]}, {"event": None}, "'event' is null"),
     ({"no_comment_paths": ["*.lock"]}, {"comments": None}, "'comments' is null"),
-    ({"shell_commands": {"forbid": ["delete"], "field": "commands"}}, {"commands": None}, "null"),
-    ({"shell_commands": True}, {"commands": None}, "'commands' is null"),
     ({"forbidden_substrings": {"values": ["DROP"], "field": "sql"}}, {"sql": None}, "is null"),
     ({"forbidden_substrings": {"values": ["DROP"], "field": "sql"}}, {"query": "DROP"}, "no field"),
     ({"forbidden_regex": {"patterns": ["DROP"], "field": "sql"}}, {"sql": None}, "is null"),
