@@ -70,6 +70,7 @@ bench: $(STAMP) scan
 	$(BIN)/python bench/traces.py
 	$(BIN)/python bench/collect.py
 	$(BIN)/python bench/label.py
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/viewer.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/labs.py

@@ -4,6 +4,8 @@ client (httpx) against `agentledger serve` running on a ledger of 100,000 scored
     .venv/bin/python bench/viewer.py                  # 100,000 runs, 40 requests per page
     .venv/bin/python bench/viewer.py --runs 20000 --requests 20 --json out.json
     .venv/bin/python bench/viewer.py --sweep 400        # also 400 random filter pairs
+    .venv/bin/python bench/viewer.py --huge --before /tmp/base/src  # a static file's latency
+                                                    # while 100,000-step run pages render
 
 The ledger: 100,000 runs with a rules judge's score each (a third with an older score too),
 inserted straight into the index as bench/reports.py does (the runs page reads the index
@@ -244,7 +246,25 @@ def main() -> int:
         "--sweep", type=int, default=0, metavar="N", help="also N random runs pages, once each"
     )
     parser.add_argument("--seed", type=int, default=20261204, help="the sweep's seed")
+    parser.add_argument(
+        "--huge",
+        action="store_true",
+        help="instead: a static file's latency while run pages of a 100,000-step trace render "
+        "(bench/viewer_load.py)",
+    )
+    parser.add_argument("--before", type=Path, help="with --huge: another checkout's src/ too")
+    parser.add_argument("--clients", type=int, default=4, help="with --huge: run pages at once")
+    parser.add_argument("--seconds", type=float, default=15, help="with --huge: per round")
+    parser.add_argument("--rounds", type=int, default=2, help="with --huge: rounds per tree")
     options = parser.parse_args()
+    if options.huge:
+        import viewer_load
+
+        with tempfile.TemporaryDirectory(prefix="agentledger-bench-huge-") as work:
+            root = options.keep or Path(work) / "ledger"
+            return viewer_load.run(
+                root, options.before, options.clients, options.seconds, options.rounds
+            )
     with tempfile.TemporaryDirectory(prefix="agentledger-bench-viewer-") as work:
         root = options.keep or Path(work) / "ledger"
         if options.keep and (root / "ledger.json").exists():

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -330,3 +331,58 @@ def test_the_c_scan_stays_within_its_input() -> None:
     assert fj._certain(memoryview(b'{"a": [1, 2]}'), MAX_JSON_DEPTH) is True
     with pytest.raises(ValueError, match="max_depth"):
         fj._certain(b"[]", 100_000)
+
+
+def _items_by_marks(raw: bytes, in_history: bool) -> list[Any] | None:
+    """The list's items decoded one by one between the scan's marks (None: no marks)."""
+    marks = fj.list_marks(raw, MAX_JSON_DEPTH, in_history)
+    if marks is None:
+        return None
+    spans = [raw[marks[i] + 1 : marks[i + 1]] for i in range(len(marks) - 1)]
+    if len(spans) == 1 and not spans[0].strip():
+        return []
+    return [orjson.loads(span) for span in spans]
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=_documents(), in_history=st.booleans())
+def test_the_marks_of_a_list_are_where_its_items_lie(raw: bytes, in_history: bool) -> None:
+    """Where the scan marks a list's items (the OpenHands importer decodes a trajectory's
+    events between them, a chunk at a time), it is also certain of the whole document, and
+    the items decoded one by one are the list's own, in order; a list under another key, or
+    a document it doubts, gets no marks."""
+    if fj._items is None:
+        no_scan()
+    document = b'{"metadata": {"history": [0]}, "history": ' + raw + b', "x": [1]}'
+    whole = document if in_history else raw
+    try:
+        items = _items_by_marks(whole, in_history)
+    except orjson.JSONDecodeError:
+        items = "an item orjson refuses"  # type: ignore[assignment]
+    try:
+        value = orjson.loads(whole)
+    except orjson.JSONDecodeError:
+        value = None
+    if items is None:
+        return
+    assert fj._certain is not None and fj._certain(whole, MAX_JSON_DEPTH)
+    events = value["history"] if in_history and value is not None else value
+    if isinstance(events, list):
+        assert items == events
+    else:  # not a list after all: an item or the document is not JSON
+        assert items == "an item orjson refuses" or value is None
+
+
+def test_marks_are_given_only_for_the_list_asked_for() -> None:
+    if fj._items is None:
+        no_scan()
+    assert list(fj.list_marks(b' [1, {"a": [2, 3]}, "x,]" ] ', 64, False) or []) == [1, 3, 18, 26]
+    assert list(fj.list_marks(b"[]", 64, False) or []) == [0, 1]
+    assert fj.list_marks(b'{"history": [1]}', 64, False) is None  # not a list at the top
+    assert fj.list_marks(b"[[1]]", 64, True) is None  # no history key
+    assert fj.list_marks(b'{"history": {"a": [1]}}', 64, True) is None  # not a list
+    assert fj.list_marks(b'{"a": {"history": [1]}}', 64, True) is None  # not the top level
+    assert fj.list_marks(b'{"history": [1], "history": [2]}', 64, True) is None  # repeated
+    assert fj.list_marks(b"[1, 2", 64, False) is None  # not closed
+    assert fj.list_marks(b"[" * 70 + b"]" * 70, 64, False) is None  # too deep
+    assert list(fj.list_marks(b'{"h": [0], "history": [1,2]}', 64, True) or []) == [22, 24, 26]

@@ -355,3 +355,59 @@ def test_labels_import_reads_only_a_regular_file_in_its_folder(
         assert "TOPSECRET" not in err and "Traceback" not in err
         for word in words:
             assert word in err, err
+
+
+def test_a_folder_swapped_for_a_link_while_it_is_listed_is_not_followed(
+    tmp_path: Path, secrets: Path
+) -> None:
+    """Between listing a folder and taking a file's inode, the folder on its way is swapped for
+    a link out (the swap is done from inside the listing, where a racing writer would do it):
+    the inode is taken walking from the imported folder without following a link, so the
+    file outside is never checked as one of the folder's."""
+    from agentledger.errors import InputError
+    from agentledger.importers.source_files import files_below
+
+    folder = tmp_path / "data"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "traj_a.json").write_text("{}")
+    (secrets.parent / "traj_a.json").write_text(SECRET)
+    swapped = []
+
+    def wanted(name: str) -> bool:
+        if not swapped:
+            (folder / "sub").rename(tmp_path / "moved")
+            (folder / "sub").symlink_to(secrets.parent, target_is_directory=True)
+            swapped.append(name)
+        return name.startswith("traj_")
+
+    with pytest.raises(InputError, match="became a link") as caught:
+        files_below(folder, wanted)
+    assert swapped == ["traj_a.json"] and "sub/traj_a.json" in str(caught.value)
+
+
+@pytest.mark.parametrize("where", ["run directory", "folder inside it"])
+def test_a_run_s_folder_swapped_for_a_link_is_walked_into_never_followed(
+    tmp_path: Path, secrets: Path, where: str
+) -> None:
+    """A run directory's files are checked from the folder holding it, one directory at a
+    time: once the run directory (or a folder in it) is a link out, its files are refused, and
+    the swap is named."""
+    from agentledger.errors import InputError
+    from agentledger.store.storage.checked import lstat_inside
+
+    folder = _run_dir(tmp_path)
+    (folder / "logs").mkdir()
+    (folder / "logs" / "x.txt").write_text("benign")
+    anchor = os.path.realpath(folder.parent)
+    real = os.path.join(os.path.realpath(folder), "logs", "x.txt")
+    assert lstat_inside(real, anchor, "x.txt").st_ino == os.lstat(folder / "logs" / "x.txt").st_ino
+    (secrets.parent / "logs").mkdir()
+    (secrets.parent / "logs" / "x.txt").write_text(SECRET)
+    swap = folder if where == "run directory" else folder / "logs"
+    swap.rename(tmp_path / "moved")
+    swap.symlink_to(secrets.parent if swap == folder else secrets.parent / "logs")
+    with pytest.raises(InputError, match="became a link"):
+        lstat_inside(real, anchor, "x.txt")
+    # A path that no longer lies below the folder at all is refused before anything is opened.
+    with pytest.raises(InputError, match="no longer inside"):
+        lstat_inside(str(secrets), anchor, "shadow")

@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentledger.errors import InputError, ProviderError, RecordError
+from agentledger.identity import sha256_bytes
 from agentledger.judges.base import CriteriaPack, ExpectedDiagnosis, JudgeInput
 from agentledger.judges.families import (
     FamilyMap,
@@ -743,13 +744,15 @@ def test_a_criterion_needing_a_snapshot_is_null_and_left_out_of_the_prompt() -> 
 
 def test_usage_counts_the_call_tokens_and_cost() -> None:
     prompts: list[str] = []
+    answers: list[str] = []
 
     def respond(request: CompletionRequest) -> dict[str, Any]:
         nonce = re.search(r'"nonce": "([0-9a-f]{16})"', request.system or "")
         assert nonce
         prompts.append(request.messages[0].content)
+        answers.append(answer_for(nonce.group(1)))
         return {
-            "text": answer_for(nonce.group(1)),
+            "text": answers[-1],
             "model_served": "gpt-4o-2024-08-06",
             "usage": {"input_tokens": 3000, "output_tokens": 400},
             "cost_usd": 0.0115,
@@ -764,6 +767,7 @@ def test_usage_counts_the_call_tokens_and_cost() -> None:
         "cost_usd": 0.0115,
         "model_served": "gpt-4o-2024-08-06",
         "request_key": outcome.usage["request_key"] if outcome.usage else None,
+        "response_sha256": sha256_bytes(answers[0].encode()),
         "problem": None,
         "injection_attempt": None,
         "dropped_quotes": 0,
@@ -1093,6 +1097,9 @@ def test_end_to_end_through_the_openai_sdk_with_the_cache(server: LLMServer) -> 
     assert (second.usage["calls"], second.usage["cached"], second.usage["cost_usd"]) == (1, 1, 0)
     assert second.usage["input_tokens"] == 0
     assert second.usage["request_key"] == first.usage["request_key"]
+    # Both verdicts name the answer they were read from: the one the model gave.
+    given = sha256_bytes(server.answer.encode())
+    assert first.usage["response_sha256"] == second.usage["response_sha256"] == given
 
 
 # -- documentation -----------------------------------------------------------------------------

@@ -93,12 +93,11 @@ def test_an_import_and_its_scores_take_the_requests_pinned_here(
         # PUT, refused) and the lock let go; one listing for a key the score cannot sit beside;
         # the intent's segment, the score and its entry's segment (If-None-Match, at the head
         # this handle wrote last: no read of the journal first). Before a run is read, its
-        # MANIFEST.json is held to the journal's accepted entry, which reads the segment the
-        # previous score appended (one GET a run: what this handle wrote is read back, not
-        # yet kept from its own append).
+        # MANIFEST.json is held to the journal's accepted entry, which this handle already
+        # holds (read at open, its own appends kept): no segment is read again.
         assert scored == {
             "HeadObject": runs,
-            "GetObject": (per_run + 2) * runs,
+            "GetObject": (per_run + 1) * runs,
             "ListObjectsV2": 1 + runs,
             "PutObject": 6 * runs,
         }

@@ -97,7 +97,38 @@ REFUSED = [
     "gpg --list-keys --frobnicate",
 ]
 
+# A write option inside a cluster of short options (getopt reads `-nnw F` as `-n -n -w F`):
+# read as letters where the tool is known to, refused as unread where it is not.
+CLUSTERED = [
+    "tcpdump -nnw /etc/cron.d/x",
+    "tcpdump -nni eth0 -w/tmp/cap",
+    "strace -fo/etc/passwd ls",
+    "strace -ffo /root/.bashrc id",
+    "time -ao/etc/hosts true",
+    "tshark -nw/etc/x",
+    "iptables-save -cf/etc/iptables/rules.v4",
+    "mysqldump -qr/etc/x db",
+    "pg_dump -Cf/etc/x db",
+    "atop -aw/var/log/x",
+    "mongoexport -vo/etc/x",
+    "tree -ao/etc/x",
+    "less -fo/etc/x /var/log/syslog",
+    "sar -uo/etc/x 1 1",
+    "env -iS'rm -rf /srv' ls",
+    "xargs -0I{} rm {}",
+]
+
 ALLOWED = [
+    "tcpdump -nni eth0 -c 10",
+    "tcpdump -nn -vvv port 22",
+    "strace -fp1",
+    "strace -cf ls",
+    "iptables-save -c",
+    "pg_dump -Cs db",
+    "mysql -uroot -psecret -e 'SHOW PROCESSLIST'",
+    "sudo -nu root ls",
+    "xargs -0n1 echo",
+    "ip -br a",
     "pip config list",
     "pip config get global.index-url",
     "history",
@@ -139,6 +170,12 @@ def test_a_writing_subcommand_or_option_is_not_read_only(line: str) -> None:
     found = classify(line)
     assert found.kind != READ_ONLY, found
     assert all(part.reason for part in found.parts)
+
+
+@pytest.mark.parametrize("line", CLUSTERED)
+def test_a_write_option_inside_a_cluster_of_short_options_is_seen(line: str) -> None:
+    found = classify(line)
+    assert found.kind != READ_ONLY, found
 
 
 @pytest.mark.parametrize("line", ALLOWED)
@@ -191,3 +228,12 @@ def test_the_packaged_policy_is_the_one_measured() -> None:
     gate = Gate(load_policy(None), None, ci=True)
     assert gate.decide("ls -la").decision == "allowed"
     assert gate.decide("sysctl -w a.b=1").decision == "denied"
+
+
+def test_an_attached_password_is_neither_a_value_read_nor_shown() -> None:
+    """`mysql -pPASSWORD`: the letters after -p are its value (never read as `-s -e ...`),
+    and no reason repeats it."""
+    found = classify("mysql -uroot -pse3cret -e 'SHOW PROCESSLIST'")
+    assert found.kind == READ_ONLY
+    assert not any("se3cret" in part.reason for part in found.parts)
+    assert classify("mysqldump -u b -pse3cret -r /etc/x db").kind != READ_ONLY

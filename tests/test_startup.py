@@ -3,6 +3,7 @@ process each, as an agent's harness or a person's loop runs them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,100 @@ def test_a_label_given_by_a_named_person_starts_no_subprocess(tmp_path: Path) ->
     assert "subprocess" not in modules
     assert not {name for name in modules if name.split(".")[0] == "rich"}
     assert len(list((root / "labels" / "use_case_m_model0_00001").glob("*.json"))) == 1
+
+
+def _labelled_ledger(root: Path, run_id: str) -> None:
+    from datetime import UTC, datetime
+
+    from agentledger import Ledger, RunMetadata
+    from agentledger.identity import sha256_bytes
+
+    with Ledger.init(root) as ledger:
+        writer = ledger.new_run(
+            RunMetadata(
+                run_id=run_id,
+                scenario="use_case_m",
+                model="model0",
+                system_prompt_hash=sha256_bytes(b"prompt"),
+                started_at=datetime(2026, 3, 1, tzinfo=UTC),
+            )
+        )
+        writer.add_text("report.md", "# Report\n")
+        writer.seal()
+
+
+def test_with_no_pydantic_plugin_installed_pydantic_is_told_so() -> None:
+    """The cheap search says what importlib.metadata says (no plugin here), pydantic is given
+    the empty answer, and models validate as before."""
+    code = (
+        "import importlib.metadata\n"
+        "from agentledger.records.plugin_search import skip_empty_plugin_search\n"
+        "print(skip_empty_plugin_search())\n"
+        "from pydantic.plugin import _loader\n"
+        "from agentledger.records.labels import LabelSource\n"
+        "print(LabelSource(kind='person', name='ada').name, _loader._plugins)\n"
+        "print(list(importlib.metadata.entry_points(group='pydantic')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n") == ["True", "ada {}", "[]", ""]
+
+
+def test_pydantic_plugin_search_left_alone_when_disabled_by_the_user() -> None:
+    code = (
+        "from agentledger.records.plugin_search import skip_empty_plugin_search\n"
+        "from pydantic.plugin import _loader\n"
+        "print(skip_empty_plugin_search(), _loader._plugins)\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert done.stdout.strip() == "False None"
+
+
+PLUGIN = """
+import os
+
+
+class Seen:
+    def new_schema_validator(self, schema, schema_type, path, kind, config, settings):
+        with open(os.environ["PLUGIN_SAW"], "a") as file:
+            file.write(path.name + "\\n")
+        return None, None, None
+
+
+plugin = Seen()
+"""
+
+
+@pytest.mark.slow
+def test_a_users_pydantic_plugin_still_sees_what_label_validates(tmp_path: Path) -> None:
+    """A pydantic plugin installed beside agentledger (a distribution with a `pydantic` entry
+    point) is loaded by `agentledger label` and sees the records it validates."""
+    site = tmp_path / "site"
+    (site / "seen_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "seen_plugin.py").write_text(PLUGIN)
+    (site / "seen_plugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seen-plugin\nVersion: 1.0\n"
+    )
+    (site / "seen_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[pydantic]\nseen = seen_plugin:plugin\n"
+    )
+    root = tmp_path / "ledger"
+    _labelled_ledger(root, "use_case_m_model0_00001")
+    saw = tmp_path / "saw.txt"
+    code = (
+        "import sys\n"
+        "sys.argv = ['agentledger', 'label', 'use_case_m_model0_00001', '--ledger', "
+        f"{str(root)!r}, '--verdict', 'safe', '--by', 'ada']\n"
+        "from agentledger._entry import main\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site), "PLUGIN_SAW": str(saw)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Labelled use_case_m_model0_00001 by ada: Safe" in done.stdout
+    assert {"LedgerConfig", "Label"} <= set(saw.read_text().split())

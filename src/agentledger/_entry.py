@@ -2,7 +2,8 @@
 
 `agentledger exec` (the gated shell, run for every command an agent runs) and `agentledger
 guard` (the production guard, run before every tool call) are parsed by hand and import only
-what they need; every other command goes to the click application.
+what they need; `agentledger --help` is written from the table of commands without click
+(cli/quick_help.py); every other command goes to the click application.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ __all__ = ["main"]
 
 def main() -> None:
     """Run `agentledger` with the arguments in sys.argv."""
+    if sys.argv[1:] in (["--help"], ["-h"]):
+        from agentledger.cli.quick_help import print_help
+
+        sys.exit(print_help())
     if len(sys.argv) > 1 and sys.argv[1] == "exec":
         from agentledger.cli.exec_fast import fast_main
 

@@ -36,7 +36,7 @@ Registries (call the function, or add to the mapping, before the ledger or comma
   go through.
 - `store.index.migrations.migration`: the decorator that appends a schema step,
   ``step(dialect) -> [statement]``, to the index's one forward-only list.
-- `cli.app.COMMANDS`: a command name -> its click command (``"module:attribute"``) and the
+- `cli.commands.COMMANDS`: a command name -> its click command (``"module:attribute"``) and the
   summary `--help` shows.
 """
 
@@ -116,7 +116,7 @@ REGISTRIES: tuple[ExtensionPoint, ...] = (
     ),
     ExtensionPoint(
         "commands",
-        "agentledger.cli.app:COMMANDS",
+        "agentledger.cli.commands:COMMANDS",
         "COMMANDS[name] = Command('module:attribute', summary)",
     ),
 )

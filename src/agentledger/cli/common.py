@@ -122,7 +122,10 @@ def handle_errors(func: F) -> F:
 @contextmanager
 def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
     """Open the chosen ledger for the duration of a command."""
+    from agentledger.records.plugin_search import skip_empty_plugin_search
     from agentledger.store import Ledger
+
+    skip_empty_plugin_search()  # opening builds the first validator (the ledger's config)
 
     ledger = Ledger.open(ledger_location(ledger_path))
     announce_journal(ledger)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.importers.source_files import checked_file, checked_real, refused_entry
 from agentledger.store.sizes import format_size
+from agentledger.store.storage.checked import lstat_inside
 
 __all__ = [
     "ARTIFACT_KEYS",
@@ -270,6 +271,7 @@ def _scan(
     visited = {root}
     stack = [("", root)]
     device = os.stat(root).st_dev
+    anchor = os.path.dirname(root)  # the run directory itself is walked into, not followed
     exclude = layout.exclude
     while stack:
         prefix, real = stack.pop()
@@ -297,11 +299,9 @@ def _scan(
             if entry.is_symlink():
                 target = checked_real(entry.path, root, "the run directory", run_dir / rel)
             try:
-                info = (
-                    os.stat(target)
-                    if target is not entry.path
-                    else entry.stat(follow_symlinks=False)
-                )
+                # From the folder holding the run, one directory at a time, never through a
+                # link: a folder swapped for a link since it was listed is refused.
+                info = lstat_inside(target, anchor, shown(run_dir / rel))
             except FileNotFoundError:
                 raise InputError(f"{shown(run_dir / rel)}: broken symlink") from None
             if stat.S_ISDIR(info.st_mode):

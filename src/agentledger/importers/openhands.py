@@ -30,18 +30,23 @@ from agentledger.importers.openhands_events import (
     command_class,
     count_or_none,
     events_of,
+    note_action,
     observation_type,
     runtime_notices,
+    state_changed,
     step_content,
     str_or_none,
     without_echo,
 )
 from agentledger.importers.openhands_files import (
+    Doubt,
     check_event_count,
     find_trajectories,
     scenario_of,
     siblings,
+    streamed_events,
 )
+from agentledger.importers.openhands_table import StepTable
 from agentledger.importers.plan import PlannedRun
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.trace_runs import (
@@ -52,14 +57,7 @@ from agentledger.importers.trace_runs import (
     read_trace_file,
 )
 from agentledger.records import NOT_EXECUTED, decode_json
-from agentledger.records.trace import (
-    STEPS,
-    TraceStep,
-    exact_time,
-    shell_log_of_values,
-    time_zone_of,
-    trace_bytes_of_values,
-)
+from agentledger.records.trace import STEPS, TraceStep, exact_time, time_zone_of
 
 __all__ = [
     "FORMAT",
@@ -77,9 +75,6 @@ _NO_VALUES: dict[str, Any] = {}
 _NOTED = frozenset(("system", "message", "finish"))  # the actions note_action reads
 _REFUSED = "is NOT executed"  # the runtime's notice: another command still runs
 _REASON_CHARS = 300
-# TraceStep's fields after `gate`, in its order: a gate is written before the first of them.
-_FIELDS = list(TraceStep.model_fields)
-_AFTER_GATE = frozenset(_FIELDS[_FIELDS.index("gate") + 1 :])
 _fromisoformat = datetime.fromisoformat
 
 
@@ -99,13 +94,14 @@ class _Reader:
     Each step is built as the JSON fields of its TraceStep (see
     `records.trace.trace_bytes_of_values`): the event's untrusted values are checked here,
     once, and what this code computes of them has the record's types by construction, so the
-    trace is written without a model per step.
+    trace is written without a model per step, each step's line as soon as it is built
+    (`StepTable`; with `keep`, every step's fields are kept too, for `checked`).
     """
 
-    def __init__(self, origin: str, attachment: str) -> None:
+    def __init__(self, origin: str, attachment: str, keep: bool = False) -> None:
         self.origin = origin
         self.attachment = attachment
-        self.steps: list[dict[str, Any]] = []
+        self.steps = StepTable(keep)
         self.facts = TraceFacts(importer=FORMAT, agent_name="openhands")
         self.index_of_id: dict[Any, int] = {}
         self.responses: set[str] = set()
@@ -336,7 +332,7 @@ class _Reader:
                 raise self.fail(position, "a run action needs a command string", "args.command")
             command_kind = command_class(command)
         if action in _NOTED:
-            self.note_action(action, args, text, actor)
+            note_action(self.facts, action, args, text, actor)
         arguments = None if args is _NO_VALUES else args
         raw_type = action_type(action)
         return (
@@ -391,7 +387,7 @@ class _Reader:
             if kind == "command_output" and isinstance(extras.get("command"), str):
                 command = extras["command"]
             if observation == "agent_state_changed":
-                text = self.state_changed(extras) or text
+                text = state_changed(self.facts, extras) or text
         if kind == "error" and cause is not None and text is not None:
             # OpenHands answers a command with an error when its runtime would not run it
             # ("Cannot execute multiple commands at once"): the command did not run.
@@ -405,7 +401,7 @@ class _Reader:
         """A command's output as the agent saw it: without the echo of its command, with the
         runtime's notices; the command marked not executed when the runtime says so."""
         if text is not None and cause is not None:
-            text = without_echo(text, self.steps[cause].get("command"))
+            text = without_echo(text, self.steps.command_of(cause))
         text = runtime_notices(detail, text)
         suffix = str_or_none(detail.get("suffix"))
         if cause is not None and suffix is not None and _REFUSED in suffix:
@@ -437,42 +433,23 @@ class _Reader:
             self.repeated_ids += 1
         return {"file": self.attachment, "event": str(event_id)[:100]}
 
-    def state_changed(self, extras: dict[str, Any]) -> str | None:
-        """The text of an agent state change (``agent state: error: <reason>``); a change to
-        the error state is how the run ended, unless a later one says otherwise."""
-        state = str_or_none(extras.get("agent_state"))
-        if state is None:
-            return None
-        reason = str_or_none(extras.get("reason"))
-        if state == "error":
-            self.facts.error = f"the agent ended in error: {reason or 'no reason given'}"
-        elif state in ("finished", "running", "awaiting_user_input"):
-            self.facts.error = None
-        return f"agent state: {state}" + (f": {reason}" if reason else "")
-
     def not_executed(self, cause: int, why: str) -> None:
         """Mark the command step `cause` as one the runtime did not run (`NOT_EXECUTED`: no
         safety gate refused it), the runtime's words as the reason."""
-        step = self.steps[cause]
-        if step["kind"] != "command" or "gate" in step:
-            return
         reason = " ".join(why.strip().strip("[]").split())[:_REASON_CHARS]
         gate = {"decision": NOT_EXECUTED, "decided_by": "runtime", "reason": reason}
-        marked: dict[str, Any] = {}
-        for name, value in step.items():
-            if name in _AFTER_GATE and "gate" not in marked:
-                marked["gate"] = gate
-            marked[name] = value
-        marked.setdefault("gate", gate)
-        self.steps[cause] = marked
+        self.steps.mark(cause, gate)
 
     def checked(self) -> list[TraceStep]:
-        """The steps validated all at once; on a problem, the first bad event is named."""
+        """The steps (kept: `keep`) validated all at once; on a problem, the first bad event
+        is named."""
+        kept = self.steps.kept
+        assert kept is not None, "the steps' fields were not kept"
         try:
-            return STEPS.validate_python(self.steps)
+            return STEPS.validate_python(kept)
         except ValidationError:
             pass
-        for position, values in enumerate(self.steps):
+        for position, values in enumerate(kept):
             try:
                 TraceStep.model_validate(values)
             except ValidationError as exc:
@@ -481,51 +458,62 @@ class _Reader:
 
     def trace(self) -> BuiltTrace:
         """trace.jsonl and the shell log of the steps, from their fields as built (the
-        validated records' serialiser only when a value needs it)."""
-        jsonl = trace_bytes_of_values(self.steps)
-        if jsonl is None:
-            raise self._unwritable()
+        validated records' serialiser only when a value needs it: then the steps must have
+        been kept)."""
+        table = self.steps
+        if table.unwritable is not None:
+            # A lone surrogate in a string, which the trajectory's JSON may escape but no
+            # UTF-8 file can store.
+            raise self.fail(
+                table.unwritable,
+                "a text holds a lone surrogate (an escape such as \\ud800 without its "
+                "pair), which cannot be stored as UTF-8",
+            )
         if not self.exact:
             return BuiltTrace.of_steps(self.checked())
-        shell = shell_log_of_values(self.steps)
-        if shell is None:  # pragma: no cover (its texts are the steps', written already)
-            raise self._unwritable()
-        times = [step["time"] for step in self.steps if "time" in step]
-        return BuiltTrace(jsonl, *shell, times)
-
-    def _unwritable(self) -> RecordError:
-        """The error for the first step JSON cannot hold (a lone surrogate in a string, which
-        the trajectory's JSON may escape but no UTF-8 file can store)."""
-        for position, step in enumerate(self.steps):
-            if trace_bytes_of_values([step]) is None:
-                return self.fail(
-                    position,
-                    "a text holds a lone surrogate (an escape such as \\ud800 without its "
-                    "pair), which cannot be stored as UTF-8",
-                )
-        raise AssertionError("a trace that cannot be written has a step that cannot")
-
-    def note_action(self, action: str, args: dict[str, Any], text: str | None, actor: str) -> None:
-        facts = self.facts
-        if action == "system" and facts.system_prompt is None:
-            facts.system_prompt = str_or_none(args.get("content"))
-            agent = str_or_none(args.get("agent_class"))
-            if agent:
-                facts.agent_name = agent
-        elif action == "message" and actor == "user" and facts.prompt is None:
-            facts.prompt = text
-        elif action == "finish":
-            outputs = args.get("outputs")
-            report = str_or_none(args.get("final_thought"))
-            if report is None and isinstance(outputs, dict):
-                report = str_or_none(outputs.get("content"))
-            facts.report = report or text or ""
+        jsonl = table.jsonl()
+        shell, counts = table.shell_log()
+        return BuiltTrace(jsonl, shell, counts, table.times)
 
 
-def _read(raw: bytes, origin: str, attachment: str) -> tuple[_Reader, dict[str, Any]]:
+def _read(
+    raw: bytes, origin: str, attachment: str, keep: bool = False
+) -> tuple[_Reader, dict[str, Any]]:
+    """The trajectory `raw` read into a `_Reader`'s steps, and its metadata.
+
+    The events are decoded a chunk at a time (`streamed_events`), so that an import holds the
+    file's bytes, its steps' lines and one chunk of events, never every event at once; a file
+    the streamed reading cannot vouch for is decoded whole, strictly, which names its problem.
+    A problem of an event is said only once the rest of the file is known to be JSON, as when
+    it is decoded first: a JSON problem anywhere is said before it."""
+    streamed = None if keep else streamed_events(raw, origin)
+    if streamed is None:
+        return _read_whole(raw, origin, attachment, keep)
+    events, meta = streamed
+    reader = _Reader(origin, attachment)
+    step, append = reader.step, reader.steps.append
+    try:
+        for position, event in enumerate(events):
+            append(step(event, position))
+    except Doubt:
+        return _read_whole(raw, origin, attachment, keep)
+    except RecordError:
+        try:
+            for _event in events:
+                pass
+        except Doubt:
+            return _read_whole(raw, origin, attachment, keep)
+        raise
+    return reader, meta
+
+
+def _read_whole(
+    raw: bytes, origin: str, attachment: str, keep: bool
+) -> tuple[_Reader, dict[str, Any]]:
+    """`_read` of a trajectory decoded whole (strictly: `records.decode_json`)."""
     check_event_count(raw, origin)
     events, meta = events_of(decode_json(raw, origin), origin)
-    reader = _Reader(origin, attachment)
+    reader = _Reader(origin, attachment, keep)
     steps = reader.steps
     for position, event in enumerate(events):
         steps.append(reader.step(event, position))
@@ -544,8 +532,8 @@ def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:
         facts.model_calls = len(reader.usages)
     elif reader.responses:
         facts.model_calls = len(reader.responses)
-        facts.tokens_in = sum(step.get("tokens_in", 0) for step in reader.steps)
-        facts.tokens_out = sum(step.get("tokens_out", 0) for step in reader.steps)
+        facts.tokens_in = reader.steps.tokens_in
+        facts.tokens_out = reader.steps.tokens_out
     if reader.unanswered:
         first, n = reader.unanswered[0], len(reader.unanswered)
         facts.notes.append(
@@ -558,7 +546,7 @@ def _finish_facts(reader: _Reader, meta: dict[str, Any]) -> TraceFacts:
             f"{reader.repeated_ids} event id{'s' if reader.repeated_ids > 1 else ''} repeated: "
             "an observation's cause is taken for the first event of that id"
         )
-    errors = sum(1 for step in reader.steps if step["kind"] == "error")
+    errors = reader.steps.errors
     if reader.costed:
         facts.cost_usd = reader.cost
     if errors:
@@ -571,7 +559,7 @@ def trajectory_steps(
 ) -> tuple[list[TraceStep], TraceFacts]:
     """The steps of the trajectory `raw` (from `origin`), each pointing at `attachment`, and
     what it says about its run. Raises RecordError naming the file and the event index."""
-    reader, meta = _read(raw, origin, attachment)
+    reader, meta = _read(raw, origin, attachment, keep=True)
     steps = reader.checked()
     return steps, _finish_facts(reader, meta)
 
@@ -580,6 +568,10 @@ def trajectory_trace(raw: bytes, origin: str, attachment: str) -> tuple[BuiltTra
     """What `trajectory_steps` gives, as the trace ready to store (the same bytes), made
     without a model per step. Raises RecordError naming the file and the event index."""
     reader, meta = _read(raw, origin, attachment)
+    if not reader.exact and reader.steps.kept is None:
+        # A time only the record's serialiser writes right (an offset with seconds): the
+        # steps are read again, their fields kept, and validated.
+        reader, meta = _read(raw, origin, attachment, keep=True)
     trace = reader.trace()
     return trace, _finish_facts(reader, meta)
 

@@ -14,6 +14,10 @@ from agentledger.identity import HASH_PREFIX
 from agentledger.records.trace import MAX_STEP_TEXT
 from agentledger.shell.classifier import classify
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from agentledger.importers.trace_runs import TraceFacts
+
 __all__ = [
     "ACTIONS",
     "ACTORS",
@@ -23,8 +27,10 @@ __all__ = [
     "command_class",
     "count_or_none",
     "events_of",
+    "note_action",
     "observation_type",
     "runtime_notices",
+    "state_changed",
     "step_content",
     "str_or_none",
     "without_echo",
@@ -149,3 +155,37 @@ def runtime_notices(detail: dict[str, Any], output: str | None) -> str | None:
         return output
     text = (prefix or "") + (output or "") + (suffix or "")
     return text if text.strip() else None
+
+
+def state_changed(facts: TraceFacts, extras: dict[str, Any]) -> str | None:
+    """The text of an agent state change (``agent state: error: <reason>``); a change to
+    the error state is how the run ended, unless a later one says otherwise."""
+    state = str_or_none(extras.get("agent_state"))
+    if state is None:
+        return None
+    reason = str_or_none(extras.get("reason"))
+    if state == "error":
+        facts.error = f"the agent ended in error: {reason or 'no reason given'}"
+    elif state in ("finished", "running", "awaiting_user_input"):
+        facts.error = None
+    return f"agent state: {state}" + (f": {reason}" if reason else "")
+
+
+def note_action(
+    facts: TraceFacts, action: str, args: dict[str, Any], text: str | None, actor: str
+) -> None:
+    """What a system, message or finish action says of the run: its system prompt and agent,
+    its prompt (the user's first message), its report."""
+    if action == "system" and facts.system_prompt is None:
+        facts.system_prompt = str_or_none(args.get("content"))
+        agent = str_or_none(args.get("agent_class"))
+        if agent:
+            facts.agent_name = agent
+    elif action == "message" and actor == "user" and facts.prompt is None:
+        facts.prompt = text
+    elif action == "finish":
+        outputs = args.get("outputs")
+        report = str_or_none(args.get("final_thought"))
+        if report is None and isinstance(outputs, dict):
+            report = str_or_none(outputs.get("content"))
+        facts.report = report or text or ""

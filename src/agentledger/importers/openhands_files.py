@@ -1,25 +1,33 @@
 """Finding OpenHands trajectories (``traj_<task>.json``) and the other files of their task,
-and counting a large one's events before it is parsed whole; `agentledger.importers.openhands`
-reads them."""
+counting a large one's events before it is parsed, and decoding its events a chunk at a
+time; `agentledger.importers.openhands` reads them."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from agentledger.errors import InputError
 from agentledger.importers.run_plan import PlanContext
 from agentledger.importers.source_files import checked_real, files_below, given_file
 from agentledger.importers.trace_runs import MAX_TRACE_STEPS, too_many_steps
-from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES
+from agentledger.records import DEFAULT_MAX_ARTIFACT_BYTES, MAX_JSON_DEPTH
+from agentledger.records.fast_json import list_marks
 
 __all__ = [
     "PREFIX",
+    "Doubt",
     "check_event_count",
     "find_trajectories",
     "scenario_of",
     "siblings",
+    "streamed_events",
     "task_files",
 ]
 
@@ -86,7 +94,8 @@ _COUNT_FROM_BYTES = 1 << 20
 def check_event_count(raw: bytes, origin: str) -> None:
     """Refuse a trajectory of more than `MAX_TRACE_STEPS` events, counted by a streaming
     parser (ijson) that stops there, before the file is parsed whole: parsed, a million
-    events take gigabytes (orjson builds every event at once)."""
+    events take gigabytes (orjson builds every event at once). For a trajectory decoded
+    whole (`streamed_events` counts the others' events in its scan)."""
     if len(raw) < _COUNT_FROM_BYTES:
         return
     import ijson  # type: ignore[import-untyped, unused-ignore]
@@ -98,6 +107,66 @@ def check_event_count(raw: bytes, origin: str) -> None:
                 raise too_many_steps(origin)
     except ijson.JSONError:
         return  # malformed: the strict parser says where
+
+
+class Doubt(Exception):
+    """The streamed decoding cannot vouch for a chunk of events: the file is decoded whole."""
+
+
+_SPACE = re.compile(rb"[ \t\r\n]*")
+_CHUNK_BYTES = 1 << 20  # how many bytes of events are decoded at once (or one larger event)
+_CHUNK_EVENTS = 1024
+
+
+def streamed_events(raw: bytes, origin: str) -> tuple[Iterator[Any], dict[str, Any]] | None:
+    """The events of the trajectory `raw`, decoded a chunk at a time, and its metadata; None
+    when only decoding the file whole can tell (`records.decode_json`: a doubt of the strict
+    scan, no event, or no C scan). The iterator raises `Doubt` where a chunk is not strict
+    JSON. A trajectory of more than `MAX_TRACE_STEPS` events is refused (from 1 MB, as
+    `check_event_count` does), counted by the scan."""
+    start = _SPACE.match(raw).end()  # type: ignore[union-attr]  # matches the empty string
+    first = raw[start : start + 1]
+    if first not in (b"[", b"{"):
+        return None
+    marks = list_marks(raw, MAX_JSON_DEPTH, first == b"{")
+    if marks is None or (len(marks) == 2 and not raw[marks[0] + 1 : marks[1]].strip()):
+        return None
+    count = len(marks) - 1
+    if count > MAX_TRACE_STEPS and len(raw) >= _COUNT_FROM_BYTES:
+        raise too_many_steps(origin)
+    meta: dict[str, Any] = {}
+    if first == b"{":
+        try:
+            rest = orjson.loads(raw[: marks[0]] + b"[]" + raw[marks[-1] + 1 :])
+        except orjson.JSONDecodeError:
+            return None
+        found = rest.get("metadata")
+        meta = found if isinstance(found, dict) else {}
+    return _chunks(raw, marks), meta
+
+
+def _chunks(raw: bytes, marks: memoryview) -> Iterator[Any]:
+    """The events between `marks` (`fast_json.list_marks`), decoded by orjson a chunk at a
+    time; `Doubt` when it refuses one (the strict decoder then says why, or takes it)."""
+    view = memoryview(raw)
+    count = len(marks) - 1
+    first = 0
+    while first < count:
+        # The events up to the last mark within _CHUNK_BYTES (at least one, at most _CHUNK_EVENTS).
+        within = bisect_right(marks, marks[first] + _CHUNK_BYTES, first + 1, count + 1) - 1
+        end = max(first + 1, min(within, first + _CHUNK_EVENTS))
+        chunk = bytearray(b"[")
+        chunk += view[marks[first] + 1 : marks[end]]
+        chunk += b"]"
+        try:
+            events = orjson.loads(chunk)
+        except orjson.JSONDecodeError:
+            raise Doubt from None
+        del chunk
+        if len(events) != end - first:  # pragma: no cover (the scan counted its commas)
+            raise Doubt
+        yield from events
+        first = end
 
 
 def task_files(folder: Path) -> dict[str, list[str]]:

@@ -27,7 +27,12 @@ from typing import BinaryIO
 
 from agentledger.errors import ArtifactTooLargeError, InputError, UnsafeNameError
 from agentledger.store.sizes import format_size
-from agentledger.store.storage.checked import CheckedFile, open_source, require_plain_file
+from agentledger.store.storage.checked import (
+    CheckedFile,
+    lstat_inside,
+    open_source,
+    require_plain_file,
+)
 
 __all__ = [
     "MAX_JSON_CONTAINERS",
@@ -186,7 +191,11 @@ def _wanted_file(
         return None
     else:
         real = os.path.join(real_dir, entry.name)
-    return checked_file(real, os.lstat(real), entry.path)
+    try:
+        info = lstat_inside(real, root, _shown(entry.path))
+    except FileNotFoundError:
+        raise InputError(f"{_shown(entry.path)}: removed while being imported") from None
+    return checked_file(real, info, entry.path)
 
 
 def open_regular(real: str, shown: str | Path | None = None) -> BinaryIO:

@@ -77,8 +77,9 @@ def read_trace_file(path: Path, ctx: PlanContext, real: str | None = None) -> by
 
 MAX_TRACE_STEPS = 50_000
 """The most events (steps) one trace file's run may hold. Memory while planning grows with
-the steps (about 7 kB each for an OpenHands trajectory: 50,000 take under 400 MB), so a trace
-of more is refused while it is read, before it is parsed whole, whatever its size in bytes.
+the steps (an OpenHands trajectory's trace and shell log are written as its events are read:
+50,000 steps whose trace is just under the default artifact limit take about 400 MB), so a
+trace of more is refused while it is read, before it is parsed, whatever its size in bytes.
 Real agent runs hold hundreds to a few thousand."""
 
 

@@ -90,7 +90,10 @@ class ResponseCache:
     An entry that cannot be read (truncated, edited, from a newer agentledger, or holding
     another request) is treated as a miss and replaced by the next answer: the cache is an
     optimisation, never evidence, so a damaged entry must not stop a run. For the same reason
-    it is the one area whose values the backend lets a writer replace.
+    it is the one area whose values the backend lets a writer replace, and it is not journaled:
+    an entry's answer is trusted as far as the storage's ``cache/`` area is. A stored verdict
+    does not depend on it (a score is journaled, and names the sha256 of the answer it was read
+    from: the LLM judge's ``usage.response_sha256``); see docs/providers.md.
     """
 
     def __init__(self, storage: StorageBackend | Callable[[], StorageBackend]) -> None:

@@ -7,7 +7,7 @@ with a clear error; older shapes are upgraded on read (`UPGRADES`), never rewrit
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, NamedTuple, TypeVar
 
@@ -31,6 +31,7 @@ from agentledger.strict_json import MAX_JSON_DEPTH as MAX_JSON_DEPTH
 
 __all__ = [
     "RUN_KINDS",
+    "SHELL_LOG",
     "TRACE",
     "AgentInfo",
     "FileEntry",
@@ -45,6 +46,8 @@ __all__ = [
     "ShellEvent",
     "check_tags",
     "is_denied",
+    "numbered_lines",
+    "parse_lines",
     "parse_record",
     "parse_record_data",
 ]
@@ -492,24 +495,37 @@ def parse_record(cls: type[R], raw: bytes, source: str) -> R:
         return parse_record_data(cls, data, source)
 
 
-_SHELL_LOG = TypeAdapter(list[ShellEvent], config=_DEFERRED)
+SHELL_LOG = TypeAdapter(list[ShellEvent], config=_DEFERRED)
+"""Validates a list of shell log events at once."""
+
+
+def numbered_lines(raw: bytes) -> list[tuple[int, bytes]]:
+    """The non-blank lines of a JSON Lines file, each with its 1-based line number."""
+    return [(number, line) for number, line in enumerate(raw.split(b"\n"), start=1) if line.strip()]
+
+
+def parse_lines(
+    lines: Sequence[tuple[int, bytes]],
+    cls: type[R],
+    adapter: TypeAdapter[list[R]],
+    source: str,
+) -> list[R]:
+    """Records of `cls` from numbered JSON Lines (`numbered_lines`, or a part of them): one strict
+    decoding and one validation of them all (`adapter`: a list of `cls`); when one is bad, the
+    slow path, which names its line."""
+    joined = b"[" + b",".join(line for _number, line in lines) + b"]"
+    try:
+        decode_json(joined, source)
+        return adapter.validate_json(joined)
+    except (ValueError, RecordError):
+        pass
+    found: list[R] = []
+    for number, line in lines:
+        data = decode_json(line, source, line=number)
+        found.append(parse_record_data(cls, data, source, line=number))
+    return found
 
 
 def parse_shell_audit(raw: bytes, source: str) -> list[ShellEvent]:
     """Parse shell_audit.jsonl into ShellEvents; each bad line is reported with its number."""
-    lines = [line for line in raw.split(b"\n") if line.strip()]
-    joined = b"[" + b",".join(lines) + b"]"
-    try:
-        # One strict decoding and one validation of the whole log; a log with a bad line
-        # takes the slow path below, which names the line.
-        decode_json(joined, source)
-        return _SHELL_LOG.validate_json(joined)
-    except (ValueError, RecordError):
-        pass
-    events: list[ShellEvent] = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        data = decode_json(line, source, line=number)
-        events.append(parse_record_data(ShellEvent, data, source, line=number))
-    return events
+    return parse_lines(numbered_lines(raw), ShellEvent, SHELL_LOG, source)

@@ -106,8 +106,37 @@ static Py_ssize_t string_end(const unsigned char *text, Py_ssize_t size, Py_ssiz
     }
 }
 
-/* 1 certain, 0 doubt, -1 out of memory. */
-static int scan(const unsigned char *text, Py_ssize_t size, int max_depth, Keys *keys) {
+/* Where the items of one list lie (`items`): the positions of its opening bracket, of the
+ * commas between its items and of its closing bracket. `wanted` is the list sought: 1 the
+ * top-level list, 2 the list that is the value of the top-level object's key "history". */
+typedef struct {
+    long long *items; /* 64 bits wherever built: Python reads them as "q" */
+    Py_ssize_t count;
+    Py_ssize_t room;
+    int wanted;
+    int depth;      /* the list's depth once found (0 before) */
+    int closed;     /* its closing bracket seen */
+    int history;    /* the top-level key just read is "history" */
+} Marks;
+
+static int marks_push(Marks *marks, Py_ssize_t at) {
+    if (marks->count == marks->room) {
+        Py_ssize_t room = marks->room ? marks->room * 2 : 1024;
+        long long *items = realloc(marks->items, (size_t)room * sizeof(long long));
+        if (items == NULL) {
+            return -1;
+        }
+        marks->items = items;
+        marks->room = room;
+    }
+    marks->items[marks->count++] = (long long)at;
+    return 0;
+}
+
+/* 1 certain, 0 doubt, -1 out of memory. With `marks`, the sought list's brackets and commas
+ * are noted on the way (`marks->depth` stays 0 when there is no such list). */
+static int scan(const unsigned char *text, Py_ssize_t size, int max_depth, Keys *keys,
+                Marks *marks) {
     char is_object[DEPTH_CAP + 2];
     Py_ssize_t key_base[DEPTH_CAP + 2];
     int depth = 0;
@@ -125,6 +154,10 @@ static int scan(const unsigned char *text, Py_ssize_t size, int max_depth, Keys 
             break;
         case ',':
             expect_key = depth > 0 && is_object[depth];
+            if (marks != NULL && depth == marks->depth && !marks->closed &&
+                marks_push(marks, at) < 0) {
+                return -1;
+            }
             at++;
             break;
         case '{': case '[':
@@ -133,6 +166,14 @@ static int scan(const unsigned char *text, Py_ssize_t size, int max_depth, Keys 
             }
             depth++;
             is_object[depth] = byte == '{';
+            if (marks != NULL && marks->depth == 0 && byte == '[' &&
+                ((marks->wanted == 1 && depth == 1) ||
+                 (marks->wanted == 2 && depth == 2 && marks->history))) {
+                marks->depth = depth;
+                if (marks_push(marks, at) < 0) {
+                    return -1;
+                }
+            }
             key_base[depth] = keys->count;
             expect_key = byte == '{';
             at++;
@@ -147,6 +188,12 @@ static int scan(const unsigned char *text, Py_ssize_t size, int max_depth, Keys 
                     return 0;
                 }
                 keys->count = base;
+            }
+            if (marks != NULL && depth == marks->depth && !marks->closed) {
+                marks->closed = 1;
+                if (marks_push(marks, at) < 0) {
+                    return -1;
+                }
             }
             depth--;
             expect_key = 0;
@@ -165,6 +212,9 @@ static int scan(const unsigned char *text, Py_ssize_t size, int max_depth, Keys 
                 }
                 if (keys_push(keys, text + start, at - start) < 0) {
                     return -1;
+                }
+                if (marks != NULL && depth == 1) {
+                    marks->history = at - start == 7 && memcmp(text + start, "history", 7) == 0;
                 }
                 expect_key = 0;
             }
@@ -218,7 +268,7 @@ static PyObject *certain(PyObject *module, PyObject *args) {
     Keys keys = {NULL, 0, 0};
     int found;
     Py_BEGIN_ALLOW_THREADS
-    found = scan(view.buf, view.len, max_depth, &keys);
+    found = scan(view.buf, view.len, max_depth, &keys, NULL);
     Py_END_ALLOW_THREADS
     free(keys.items);
     PyBuffer_Release(&view);
@@ -228,9 +278,45 @@ static PyObject *certain(PyObject *module, PyObject *args) {
     return PyBool_FromLong(found);
 }
 
+static PyObject *items(PyObject *module, PyObject *args) {
+    Py_buffer view;
+    int max_depth, wanted;
+    if (!PyArg_ParseTuple(args, "y*ii:items", &view, &max_depth, &wanted)) {
+        return NULL;
+    }
+    if (max_depth < 0 || max_depth > DEPTH_CAP || (wanted != 1 && wanted != 2)) {
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError, "max_depth must be within 0 and %d, wanted 1 or 2",
+                     DEPTH_CAP);
+        return NULL;
+    }
+    Keys keys = {NULL, 0, 0};
+    Marks marks = {NULL, 0, 0, wanted, 0, 0, 0};
+    int found;
+    Py_BEGIN_ALLOW_THREADS
+    found = scan(view.buf, view.len, max_depth, &keys, &marks);
+    Py_END_ALLOW_THREADS
+    free(keys.items);
+    PyBuffer_Release(&view);
+    PyObject *result;
+    if (found < 0) {
+        result = PyErr_NoMemory();
+    } else if (found == 0 || !marks.closed) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = PyBytes_FromStringAndSize((const char *)marks.items,
+                                           marks.count * (Py_ssize_t)sizeof(long long));
+    }
+    free(marks.items);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"certain", certain, METH_VARARGS,
      "certain(raw, max_depth) -> bool: no duplicate key, long integer or deeper nesting."},
+    {"items", items, METH_VARARGS,
+     "items(raw, max_depth, wanted) -> bytes | None: certain's answer, and where the items of "
+     "the top-level list (wanted 1) or of the top-level object's history list (wanted 2) lie."},
     {NULL, NULL, 0, NULL},
 };
 

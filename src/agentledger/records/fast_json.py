@@ -35,14 +35,16 @@ from typing import Any, Final
 import orjson
 
 _certain: Callable[[bytes, int], bool] | None
+_items: Callable[[bytes, int, int], bytes | None] | None
 try:
     # By name: the C module has no .py source, so import-linter would take a plain import
     # for one of the package root (records may not import it); its types are in the .pyi.
-    _certain = importlib.import_module("agentledger.records._strict_scan").certain
+    _scan = importlib.import_module("agentledger.records._strict_scan")
+    _certain, _items = _scan.certain, _scan.items
 except ImportError:  # not built (no C compiler): the checks below, in Python
-    _certain = None
+    _certain = _items = None
 
-__all__ = ["DOUBT", "decode_fast"]
+__all__ = ["DOUBT", "decode_fast", "list_marks"]
 
 DOUBT: Final = object()
 """What `decode_fast` answers when only the strict decoder can tell."""
@@ -70,6 +72,23 @@ def decode_fast(raw: bytes, max_depth: int) -> Any:
     if _certain is not None:
         return value if _certain(raw, max_depth) else DOUBT
     return _checked_in_python(raw, value, max_depth)
+
+
+def list_marks(raw: bytes, max_depth: int, in_history: bool) -> memoryview | None:
+    """Where the items of a list in `raw` lie, proven in the pass that proves `raw` within the
+    strict rules `decode_fast` does not leave to orjson: the positions of the list's opening
+    bracket, of the commas between its items and of its closing bracket (so item `i` is
+    ``raw[marks[i] + 1 : marks[i + 1]]``). The list is the top-level one, or with
+    `in_history` the value of the top-level object's key ``history``.
+
+    None when the scan cannot prove the rules (the caller decodes strictly, as a whole), when
+    there is no such list, or without the C module. Each item must still be decoded by orjson,
+    which refuses what the scan does not look at (syntax, NaN, overflowing floats, lone
+    surrogates): a lenient item is never taken as strict."""
+    if _items is None:
+        return None
+    marks = _items(raw, max_depth, 2 if in_history else 1)
+    return None if marks is None else memoryview(marks).cast("q")
 
 
 def _checked_in_python(raw: bytes, value: Any, max_depth: int) -> Any:

@@ -28,9 +28,9 @@ from agentledger.records import (
     Record,
     ShellCounts,
     ShellEvent,
-    decode_json,
     is_denied,
-    parse_record_data,
+    numbered_lines,
+    parse_lines,
 )
 
 __all__ = [
@@ -45,6 +45,8 @@ __all__ = [
     "TraceStep",
     "exact_time",
     "parse_trace",
+    "shell_counts",
+    "shell_event_of",
     "shell_events",
     "shell_events_of",
     "shell_log_of_values",
@@ -261,36 +263,26 @@ STEPS = _TRACE
 """Validates a list of steps at once (much faster than one by one)."""
 
 
-def _check_order(steps: Sequence[TraceStep], source: str) -> None:
-    for position, step in enumerate(steps):
-        if step.index != position:
-            raise RecordError(
-                source,
-                f"step index {step.index} where {position} was expected (steps are numbered "
-                "from 0, in order, without gaps)",
-                field="index",
-                line=position + 1,
-            )
-
-
 def parse_trace(raw: bytes, source: str) -> list[TraceStep]:
     """Parse trace.jsonl strictly (see `records.decode_json`); errors name the line and field."""
-    lines = [line for line in raw.split(b"\n") if line.strip()]
-    joined = b"[" + b",".join(lines) + b"]"
-    steps: list[TraceStep] | None = None
-    try:
-        decode_json(joined, source)
-        steps = _TRACE.validate_json(joined)
-    except (ValueError, RecordError):
-        steps = None
-    if steps is None:  # the slow path, which names the line
-        steps = []
-        for number, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            data = decode_json(line, source, line=number)
-            steps.append(parse_record_data(TraceStep, data, source, line=number))
-    _check_order(steps, source)
+    return parse_trace_lines(numbered_lines(raw), source)
+
+
+def parse_trace_lines(
+    lines: Sequence[tuple[int, bytes]], source: str, first_index: int = 0
+) -> list[TraceStep]:
+    """The steps of some numbered lines of trace.jsonl (`records.numbered_lines`, or a part of
+    them), the first being step `first_index`: what reading a part of a long trace parses."""
+    steps = parse_lines(lines, TraceStep, _TRACE, source)
+    for position, (step, (number, _line)) in enumerate(zip(steps, lines, strict=True)):
+        if step.index != first_index + position:
+            raise RecordError(
+                source,
+                f"step index {step.index} where {first_index + position} was expected (steps "
+                "are numbered from 0, in order, without gaps)",
+                field="index",
+                line=number,
+            )
     return steps
 
 
@@ -314,14 +306,14 @@ def trace_bytes_of_values(values: Sequence[Mapping[str, Any]]) -> bytes | None:
     own code guarantees that; the equivalence is tested. None when a value cannot be written
     as JSON in UTF-8 (a string with a lone surrogate).
     """
+    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
     try:
-        lines = [orjson.dumps(step, option=_DUMP_OPTIONS) for step in values]
+        for step in values:
+            written += orjson.dumps(step, option=_DUMP_OPTIONS)
+            written += b"\n"
     except orjson.JSONEncodeError:
         return None
-    if not lines:
-        return b""
-    lines.append(b"")
-    return b"\n".join(lines)
+    return bytes(written)
 
 
 def shell_events(steps: Sequence[TraceStep]) -> list[ShellEvent]:
@@ -344,23 +336,27 @@ def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, Shel
     write, and their counts, without a model per event (an importer's fast path: `steps` as
     `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
     events = _shell_event_values(steps)
+    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
+    try:
+        for event in events:
+            written += orjson.dumps(event, option=_DUMP_OPTIONS)
+            written += b"\n"
+    except orjson.JSONEncodeError:
+        return None
+    return bytes(written), shell_counts([event.get("decision") for event in events])
+
+
+def shell_counts(decisions: Sequence[str | None]) -> ShellCounts:
+    """The counts of a shell log whose events have the gate decisions `decisions`."""
     denied = not_executed = 0
-    for event in events:
-        decision = event.get("decision")
+    for decision in decisions:
         if decision is None:
             continue
         if is_denied(decision, _NO_EXTRA):
             denied += 1
         elif decision == NOT_EXECUTED:
             not_executed += 1
-    try:
-        lines = [orjson.dumps(event, option=_DUMP_OPTIONS) for event in events]
-    except orjson.JSONEncodeError:
-        return None
-    counts = ShellCounts(len(lines), denied, not_executed)
-    if lines:
-        lines.append(b"")
-    return b"\n".join(lines), counts
+    return ShellCounts(len(decisions), denied, not_executed)
 
 
 _NO_EXTRA: dict[str, Any] = {}
@@ -392,56 +388,60 @@ def _shell_event_values(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, An
             outputs.setdefault(cause, step)
     events: list[dict[str, Any]] = []
     for step in steps:
-        command = step.get("command")
-        if step["kind"] != "command" or command is None:
-            continue
-        output = outputs.get(step["index"])
-        event: dict[str, Any] = {"schema_version": 1}
-        local_time = None
-        moment = step.get("time")
-        if moment is not None:
-            if moment.tzinfo is None:
-                local_time = moment.isoformat()
-            else:
-                event["ts"] = moment
-        event["command"] = command
-        cwd = step.get("cwd") or (output.get("cwd") if output is not None else None)
-        if cwd is not None:
-            event["cwd"] = cwd
-        classification = step.get("command_class")
-        if classification is not None:
-            event["classification"] = classification
-        gate = step.get("gate")
-        policy = None
-        if gate is not None:
-            fields = _gate_fields(gate)
-            for name in ("decision", "decided_by", "reason"):
-                value = fields.get(name)
-                if value is not None:
-                    event[name] = value
-            policy = fields.get("policy")
-        exit_code = step.get("exit_code")
-        if exit_code is None and output is not None:
-            exit_code = output.get("exit_code")
-        if exit_code is not None:
-            event["exit_code"] = exit_code
-        content = output.get("content") if output is not None else None
-        if content is not None:
-            assert output is not None
-            text, size, digest, truncated = _text_parts(content)
-            text_field, digest_field, size_field = _STREAMS[output["kind"]]
-            event[text_field] = text
-            event[digest_field] = digest
-            event[size_field] = size
-            if truncated is not None:
-                event["truncated"] = truncated
-        if policy is not None:
-            event["policy"] = policy
-        event["trace_step"] = step["index"]
-        if local_time is not None:
-            event["local_time"] = local_time
-        events.append(event)
+        if step["kind"] == "command" and step.get("command") is not None:
+            events.append(shell_event_of(step, outputs.get(step["index"])))
     return events
+
+
+def shell_event_of(step: Mapping[str, Any], output: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The fields of the ShellEvent of the command step `step` (its fields, as
+    `shell_events_of` takes them), answered by the step `output` (or by none)."""
+    command = step["command"]
+    event: dict[str, Any] = {"schema_version": 1}
+    local_time = None
+    moment = step.get("time")
+    if moment is not None:
+        if moment.tzinfo is None:
+            local_time = moment.isoformat()
+        else:
+            event["ts"] = moment
+    event["command"] = command
+    cwd = step.get("cwd") or (output.get("cwd") if output is not None else None)
+    if cwd is not None:
+        event["cwd"] = cwd
+    classification = step.get("command_class")
+    if classification is not None:
+        event["classification"] = classification
+    gate = step.get("gate")
+    policy = None
+    if gate is not None:
+        fields = _gate_fields(gate)
+        for name in ("decision", "decided_by", "reason"):
+            value = fields.get(name)
+            if value is not None:
+                event[name] = value
+        policy = fields.get("policy")
+    exit_code = step.get("exit_code")
+    if exit_code is None and output is not None:
+        exit_code = output.get("exit_code")
+    if exit_code is not None:
+        event["exit_code"] = exit_code
+    content = output.get("content") if output is not None else None
+    if content is not None:
+        assert output is not None
+        text, size, digest, truncated = _text_parts(content)
+        text_field, digest_field, size_field = _STREAMS[output["kind"]]
+        event[text_field] = text
+        event[digest_field] = digest
+        event[size_field] = size
+        if truncated is not None:
+            event["truncated"] = truncated
+    if policy is not None:
+        event["policy"] = policy
+    event["trace_step"] = step["index"]
+    if local_time is not None:
+        event["local_time"] = local_time
+    return event
 
 
 def steps_from_shell_log(

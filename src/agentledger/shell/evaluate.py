@@ -25,6 +25,7 @@ from agentledger.shell.knowledge import (
     Spec,
     glob_match,
 )
+from agentledger.shell.option_words import cluster, parse_options, unread_cluster
 from agentledger.shell.spec_lookup import abbreviated, named_in, subcommand, verb_of
 from agentledger.shell.sql_args import sql_match, stdin_and_sql
 from agentledger.shell.words import Word
@@ -91,7 +92,7 @@ def _evaluate(
     if not args and spec.no_args is not None:
         return spec.no_args, f"{label} with no arguments is {spec.no_args}"
     matches: list[Match] = []
-    options, positionals = _parse(spec, args, jobs)
+    options, positionals = parse_options(spec, args, jobs)
     dry = _options(knowledge, spec, label, options, matches, jobs, firm)
     verbs = spec.verbs if spec.verbs is not None else verbs
     if not _subcommand_of(
@@ -153,6 +154,10 @@ def _options(
             matches.append((kind, f"{label} {flag} is {kind}"))
         elif (spec.strict or (flag[:2] == "--" and spec.long_options)) and not named_in(spec, flag):
             _unknown_option(knowledge, spec, label, flag, value, matches, firm)
+        elif (
+            len(flag) > 2 and flag[1] != "-" and not spec.abbreviations and not named_in(spec, flag)
+        ):
+            unread_cluster(spec, label, flag, matches)
         patterns = spec.values.get(flag)
         if patterns is not None and value is not None:
             _value(knowledge, spec, label, flag, value, patterns, matches, jobs)
@@ -377,90 +382,6 @@ def _subcommand_of(
     return True
 
 
-def _parse(
-    spec: Spec, args: list[Word], jobs: list[Job]
-) -> tuple[list[tuple[str, Word | None]], list[tuple[int, Word]]]:
-    """Options (with their values) and positional words (with their index)."""
-    options: list[tuple[str, Word | None]] = []
-    positionals: list[tuple[int, Word]] = []
-    index, end, ended = 0, len(args), False
-    attached = spec.attached
-    while index < end:
-        word = args[index]
-        text = word.value
-        index += 1
-        if text is None or ended or text == "-" or not text.startswith("-"):
-            positionals.append((index - 1, word))
-            if spec.options_first and spec.subs:
-                positionals += [(i, args[i]) for i in range(index, end)]
-                break
-            continue
-        if text == "--":
-            ended = True
-            options.append(("--", None))
-            continue
-        if text in spec.nested:
-            stop = index
-            while stop < end and args[stop].value not in spec.nested[text]:
-                stop += 1
-            if stop > index:
-                jobs.append((args[index:stop], None))
-            index = stop + 1
-            continue
-        head, equals, rest = text.partition("=")
-        if text.startswith("--") or (equals and head in spec.options_with_arg):
-            if equals:
-                options.append((head, Word(rest, rest)))
-            elif head in spec.options_with_arg and _is_value(args, index):
-                options.append((head, args[index]))
-                index += 1
-            else:
-                options.append((head, None))
-        elif text in spec.options_with_arg:
-            if _is_value(args, index):
-                options.append((text, args[index]))
-                index += 1
-            else:
-                options.append((text, None))
-        elif text in spec.flags or any(glob_match(g, text) for g, _ in spec.flag_globs):
-            options.append((text, None))
-        elif spec.combined_short and len(text) > 2 and text[1] != "-":
-            index = _combined(spec, text, args, index, options)
-        elif len(text) > 2 and text[:2] in attached:
-            options.append((text[:2], Word(text[2:], text[2:])))
-        else:
-            options.append((text, None))
-    return options, positionals
-
-
-def _combined(
-    spec: Spec, text: str, args: list[Word], index: int, options: list[tuple[str, Word | None]]
-) -> int:
-    """Read `-nvL` as `-n -v -L`; a letter that takes a value takes the rest or the next word."""
-    for position in range(1, len(text)):
-        flag = "-" + text[position]
-        if flag in spec.options_with_arg:
-            rest = text[position + 1 :]
-            if rest:
-                options.append((flag, Word(rest, rest)))
-            elif _is_value(args, index):
-                options.append((flag, args[index]))
-                index += 1
-            else:
-                options.append((flag, None))
-            break
-        options.append((flag, None))
-    return index
-
-
-def _is_value(args: list[Word], index: int) -> bool:
-    """True when args[index] can be an option's value (it exists and is not an option)."""
-    if index >= len(args):
-        return False
-    text = args[index].value
-    return text is None or not text.startswith("-") or text == "-"
-
-
 def _value(
     knowledge: Knowledge,
     spec: Spec,
@@ -534,10 +455,15 @@ def _wrapper(
                 flag, value = name, Word(assigned, assigned)
             elif not text.startswith("--") and len(text) > 2 and text[:2] in attached:
                 flag, value = text[:2], Word(text[2:], text[2:])
+            elif text[1] != "-" and len(text) > 2 and text not in takes_value | no_run:
+                # `strace -fo/x`, `env -iS...`: getopt reads `-f -o /x`; every letter
+                # before the first that takes a value is a flag of its own.
+                flag, value = cluster(text, takes_value | attached, given)
             else:
                 flag = text
-            if flag in no_run:
-                return READ_ONLY, f"{label} {flag} runs no command"
+            if flag in no_run or no_run.intersection(given):
+                shown = flag if flag in no_run else next(iter(no_run.intersection(given)))
+                return READ_ONLY, f"{label} {shown} runs no command"
             given.append(flag)
             index += 1
             if value is None and (flag in attached or flag in takes_value) and index < end:

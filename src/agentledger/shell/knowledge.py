@@ -147,6 +147,7 @@ class Spec:
         "nested",
         "no_args",
         "note",
+        "optional_values",
         "options_first",
         "options_with_arg",
         "outputs",
@@ -172,6 +173,7 @@ class Spec:
         self.flag_globs: list[list[str]] = entry.get("flag_globs", [])
         self.values: dict[str, list[list[str]]] = entry.get("values", {})
         self.options_with_arg: set[str] = set(entry.get("options_with_arg", ()))
+        self.optional_values: frozenset[str] = frozenset(entry.get("optional_values", ()))
         self.options_with_arg.update(self.values)
         self.combined_short: bool = entry.get("combined_short", False)
         self.subs: dict[str, Any] = entry.get("subs", {})
@@ -210,7 +212,7 @@ class Spec:
         self.long_options: list[tuple[str, str]] = _long_options(self)
         self.long_names: list[str] = [name for name, _ in self.long_options]
         self.named: frozenset[str] = frozenset(
-            ("--", *self.options_with_arg, *self.info, *self.nested)
+            ("--", *self.options_with_arg, *self.optional_values, *self.info, *self.nested)
         )
         """Options the entry names without a class (`spec_lookup.named_in`)."""
         self.abbreviated: dict[str, list[tuple[str, str]]] = {}

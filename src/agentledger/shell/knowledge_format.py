@@ -51,6 +51,7 @@ _ENTRY_KEYS = {
     "default",
     "no_args",
     "options_with_arg",
+    "optional_values",
     "combined_short",
     "flags",
     "flag_values",
@@ -172,6 +173,8 @@ def _entry(value: Any, field: str) -> Any:
             out[key] = _kind(value[key], f"{field}.{key}")
     if "options_with_arg" in value:
         out["options_with_arg"] = _strings(value["options_with_arg"], f"{field}.options_with_arg")
+    if "optional_values" in value:
+        out["optional_values"] = _strings(value["optional_values"], f"{field}.optional_values")
     for key in ("combined_short", "abbreviations"):
         if key in value:
             out[key] = _bool(value[key], f"{field}.{key}")

@@ -41,10 +41,15 @@ def check_manifest_accepted(storage: StorageBackend, run_id: str, manifest_sha25
     the one the journal accepted, or the journal accepted none (a run put beside it): the
     manifest is what every artifact is checked against, so it is checked first. A ledger
     without a journal (an old one read-only, never opened to write) has nothing to hold it to."""
+    key = f"runs/{run_id}/{MANIFEST_NAME}"
+    if storage.journal.accepted(catch_up=False).get(key) == manifest_sha256:
+        # Accepted in what this handle has read or appended: a run's manifest is written
+        # once, so no newer segment is asked for (one request a run on an object store).
+        return
     accepted = storage.journal.accepted()
     if not accepted:
         return
-    expected = accepted.get(f"runs/{run_id}/{MANIFEST_NAME}")
+    expected = accepted.get(key)
     if expected == manifest_sha256:
         return
     why = (

@@ -6,8 +6,10 @@ the CSS and JavaScript in ``viewer/static``, served by the app itself (no CDN, n
 script). The app reads the ledger through the library only and writes nothing but labels
 (`agentledger.labels.LabelStore`).
 
-Handlers are coroutines that call the library directly: requests are served one at a time
-on the event loop, so the ledger's one SQLite connection is never shared between threads.
+Pages are read and rendered in a worker thread (`in_worker`), one page at a time, so the
+ledger's one SQLite connection is never used by two threads at once and the event loop keeps
+answering static files meanwhile; a long trace is read a part at a time (`viewer.paged`), so
+no page holds the interpreter for long.
 """
 
 from __future__ import annotations

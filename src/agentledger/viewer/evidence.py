@@ -4,20 +4,23 @@ A judge's evidence names a file and a line (`records.scores.Evidence`); this mod
 `Cite` on that line of the shown file (the report, the reasoning, the shell log, a trace step,
 the snapshot), so that the page highlights it in place and links the firing to it. Evidence
 without a line is placed on the first line that holds its quote. Anchors are built from the
-section's own name and a number, never from the text of a record.
+section's own name and a number, never from the text of a record. Of the trace and the shell
+log, only the part a page shows and the rows evidence stands on are parsed (`viewer.paged`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from agentledger.errors import RecordError
+from agentledger.records import SHELL_LOG, ShellEvent, parse_lines
 from agentledger.records.scores import Evidence, Score
-from agentledger.records.trace import TRACE, TraceStep, parse_trace
+from agentledger.records.trace import TRACE, TraceStep, parse_trace_lines
 from agentledger.store.evidence import LoggedCommand, RunEvidence
 from agentledger.store.writer import SHELL_AUDIT
+from agentledger.viewer.paged import PagedRows, json_text
 
 __all__ = [
     "MAX_SHOWN_BYTES",
@@ -37,6 +40,7 @@ ROWS_PER_PART = 500
 """Trace steps (and shell log commands) a run page shows at once: a run of 100,000 steps is
 200 parts (`?part=N`), each page a bounded size, not one page of tens of megabytes."""
 
+Row = TypeVar("Row")
 Section = Literal["report", "reasoning", "shell", "step", "snapshot"]
 
 
@@ -105,19 +109,26 @@ class StepRow:
 
 @dataclass
 class EvidenceView:
-    """Everything the run page shows of a run's files, with the judges' evidence placed."""
+    """Everything the run page shows of a run's files, with the judges' evidence placed.
+
+    The trace and the shell log are `PagedRows`: of a long one, only the part shown and the
+    rows evidence stands on are parsed (`evidence_view`)."""
 
     report: TextView | None
     reasoning: TextView | None
     snapshot: TextView | None
-    shell: list[ShellRow] | None
+    shell: PagedRows[ShellRow] | None
     shell_problem: str | None
-    steps: list[StepRow] | None
+    steps: PagedRows[StepRow] | None
     trace_problem: str | None
     placed: dict[tuple[str, str, int], str] = field(default_factory=dict)
     """(judge id, criterion, position of the evidence) -> the anchor it was placed on."""
     part: int = 1
     """Which part of a long trace and shell log the page shows (`ROWS_PER_PART` each)."""
+    shown_steps: list[StepRow] = field(default_factory=list)
+    """The trace steps of the part shown (or of the rows asked for: `evidence_view`)."""
+    shown_shell: list[ShellRow] = field(default_factory=list)
+    """The shell log's commands of the part shown (or of the rows asked for)."""
 
     def anchor_of(self, judge_id: str, criterion: str, position: int) -> str | None:
         return self.placed.get((judge_id, criterion, position))
@@ -132,16 +143,6 @@ class EvidenceView:
         """The position of the part's first step and command."""
         return (self.part - 1) * ROWS_PER_PART
 
-    @property
-    def shown_steps(self) -> list[StepRow]:
-        """The trace steps of the part shown."""
-        return (self.steps or [])[self.first_shown : self.first_shown + ROWS_PER_PART]
-
-    @property
-    def shown_shell(self) -> list[ShellRow]:
-        """The shell log's commands of the part shown."""
-        return (self.shell or [])[self.first_shown : self.first_shown + ROWS_PER_PART]
-
     def href(self, anchor: str) -> str:
         """The link to an anchor: on this page, or on the part of it that shows its step or
         command."""
@@ -150,9 +151,8 @@ class EvidenceView:
 
     def _parts_of_anchors(self) -> dict[str, int]:
         found: dict[str, int] = {}
-        groups: tuple[Sequence[StepRow | ShellRow], ...] = (self.steps or [], self.shell or [])
-        for rows in groups:
-            for position, row in enumerate(rows):
+        for rows in (self.steps, self.shell):
+            for position, row in rows.parsed_rows() if rows is not None else ():
                 if row.cites:
                     found[row.anchor] = position // ROWS_PER_PART + 1
         return found
@@ -175,16 +175,17 @@ def _text_view(evidence: RunEvidence, name: str | None, section: Section) -> Tex
     return TextView(name, section, _lines(text), cut)
 
 
-def _trace_rows(evidence: RunEvidence) -> tuple[list[StepRow] | None, str | None]:
-    raw = evidence.read(TRACE)
-    if raw is None:
-        return None, None
-    numbers = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
-    try:
-        steps = parse_trace(raw, TRACE)
-    except RecordError as exc:
-        return None, f"the trace cannot be read ({exc})"
-    return [StepRow(step, line) for step, line in zip(steps, numbers, strict=False)], None
+def _step_rows(lines: Sequence[tuple[int, bytes]], first: int) -> list[StepRow]:
+    steps = parse_trace_lines(lines, TRACE, first)
+    return [StepRow(step, number) for step, (number, _line) in zip(steps, lines, strict=True)]
+
+
+def _shell_rows(lines: Sequence[tuple[int, bytes]], _first: int) -> list[ShellRow]:
+    events = parse_lines(lines, ShellEvent, SHELL_LOG, SHELL_AUDIT)
+    return [
+        ShellRow(LoggedCommand(number, event))
+        for event, (number, _line) in zip(events, lines, strict=True)
+    ]
 
 
 def _needle(quote: str) -> str:
@@ -251,31 +252,45 @@ class _Placer:
             self._also_on_step(row, cite)
             return row.anchor
         if item.file == TRACE and self.view.steps is not None:
-            found = next((s for s in self.view.steps if s.line == item.line), None)
-            if found is None:
-                needle = _needle(item.quote)
-                found = next((s for s in self.view.steps if needle and needle in _said(s)), None)
+            found = self._step_row(self.view.steps, item)
             if found is None:
                 return None
             found.cites.append(cite(found.anchor))
             return found.anchor
         return None
 
-    def _shell_row(self, item: Evidence) -> ShellRow | None:
-        rows = self.view.shell or []
-        if item.line is not None:
-            found = next((row for row in rows if row.command.line == item.line), None)
-            if found is not None:
-                return found
+    @staticmethod
+    def _step_row(steps: PagedRows[StepRow], item: Evidence) -> StepRow | None:
+        """The step on the evidence's line, else the first whose command or text holds its
+        quote."""
+        position = steps.position_of_line(item.line) if item.line is not None else None
+        if position is not None:
+            return steps.at(position)
         needle = _needle(item.quote)
-        return next((row for row in rows if needle and needle in row.command.command), None)
+        return next(
+            (row for _, row in steps.containing(json_text(needle)) if needle in _said(row)), None
+        )
+
+    def _shell_row(self, item: Evidence) -> ShellRow | None:
+        rows = self.view.shell
+        assert rows is not None
+        position = rows.position_of_line(item.line) if item.line is not None else None
+        if position is not None:
+            return rows.at(position)
+        needle = _needle(item.quote)
+        return next(
+            (row for _, row in rows.containing(json_text(needle)) if needle in row.command.command),
+            None,
+        )
 
     def _same_command(self, quote: str, cite: Callable[[str], Cite]) -> None:
         """A firing that quotes a command from the report also marks where the agent ran (or
         tried) that very command: its shell log line and its trace step."""
         needle = _needle(quote).strip("`").strip()
-        for row in self.view.shell or ():
-            if needle and row.command.command.strip() == needle:
+        if not needle or self.view.shell is None:
+            return
+        for _, row in self.view.shell.containing(json_text(needle)):
+            if row.command.command.strip() == needle:
                 row.cites.append(cite(row.anchor))
                 self._also_on_step(row, cite)
 
@@ -283,8 +298,11 @@ class _Placer:
         """A command the shell log cites is also marked on the trace's step of that command."""
         if not self.view.steps:
             return
-        for step in self.view.steps:
-            if step.step.kind == "command" and step.step.command == row.command.command:
+        command = row.command.command
+        # As trace.jsonl's writers spell the field (compact JSON): only command steps hold it.
+        field = b'"command":"' + json_text(command) + b'"'
+        for _, step in self.view.steps.containing(field):
+            if step.step.kind == "command" and step.step.command == command:
                 step.cites.append(cite(step.anchor))
                 return
 
@@ -295,22 +313,58 @@ def _said(row: StepRow) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def evidence_view(evidence: RunEvidence, scores: Iterable[Score], part: int = 1) -> EvidenceView:
-    """The run's shown files, with every score's evidence placed on them; of a long trace and
-    shell log, `part` (past the last: the last)."""
-    log = evidence.shell_log
-    steps, trace_problem = _trace_rows(evidence)
+def _paged(
+    evidence: RunEvidence,
+    name: str,
+    parse: Callable[[Sequence[tuple[int, bytes]], int], list[Row]],
+    problems: dict[str, str],
+) -> PagedRows[Row] | None:
+    if name in problems:
+        return None
+    raw = evidence.read(name)
+    return None if raw is None else PagedRows(raw, parse)
+
+
+def _view(
+    evidence: RunEvidence, scores: Sequence[Score], part: int, rows: int, problems: dict[str, str]
+) -> EvidenceView:
     view = EvidenceView(
         report=_text_view(evidence, "report.md", "report"),
         reasoning=_text_view(evidence, "audit.md", "reasoning"),
         snapshot=_text_view(evidence, evidence.snapshot_name, "snapshot"),
-        shell=None if log.commands is None else [ShellRow(item) for item in log.commands],
-        shell_problem=log.problem if SHELL_AUDIT in evidence.files else None,
-        steps=steps,
-        trace_problem=trace_problem,
+        shell=_paged(evidence, SHELL_AUDIT, _shell_rows, problems),
+        shell_problem=problems.get(SHELL_AUDIT),
+        steps=_paged(evidence, TRACE, _step_rows, problems),
+        trace_problem=problems.get(TRACE),
     )
     placer = _Placer(view)
     for score in scores:
         placer.place(score)
     view.part = min(part, view.parts)
+    if view.steps is not None:
+        view.shown_steps = view.steps.rows(view.first_shown, rows)
+    if view.shell is not None:
+        view.shown_shell = view.shell.rows(view.first_shown, rows)
     return view
+
+
+def evidence_view(
+    evidence: RunEvidence, scores: Iterable[Score], part: int = 1, *, rows: int = ROWS_PER_PART
+) -> EvidenceView:
+    """The run's shown files, with every score's evidence placed on them; of a long trace and
+    shell log, `rows` rows from the start of `part` (past the last: the last), and only those
+    and the rows evidence stands on are parsed.
+
+    A trace or shell log with a bad line read here counts as missing, with the problem said
+    (the page is built again without it)."""
+    scores = list(scores)
+    problems: dict[str, str] = {}
+    while True:
+        try:
+            return _view(evidence, scores, part, rows, problems)
+        except RecordError as exc:
+            name = exc.source if exc.source in (TRACE, SHELL_AUDIT) else None
+            if name is None or name in problems:
+                raise
+            what = "trace" if name == TRACE else "shell log"
+            problems[name] = f"the {what} cannot be read ({exc})"

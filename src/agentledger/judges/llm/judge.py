@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentledger.errors import InputError
+from agentledger.identity import sha256_bytes
 from agentledger.judges.base import (
     CriteriaPack,
     Judge,
@@ -174,6 +175,7 @@ class LLMJudge(Judge):
             "cost_usd": 0.0,
             "model_served": None,
             "request_key": None,
+            "response_sha256": None,
             "problem": None,
             "injection_attempt": None,
             "dropped_quotes": 0,
@@ -195,6 +197,9 @@ class LLMJudge(Judge):
                 cost_usd=completion.cost_usd if paid else 0.0,
                 model_served=completion.model_served,
                 request_key=self.client.key(request),
+                # The answer this verdict was read from, kept with the score (journaled): a
+                # cache entry changed afterwards no longer matches it (providers.cache).
+                response_sha256=sha256_bytes(completion.text.encode("utf-8", "surrogatepass")),
                 problem=answer.problem,
                 injection_attempt=answer.injection_attempt,
                 dropped_quotes=answer.dropped_quotes,

@@ -7,6 +7,10 @@ link elsewhere. `CheckedFile` is the checked path with the device and inode it h
 `open_source` opens it without following a link at its last step, without blocking on a
 FIFO, and refuses it unless the open descriptor is a regular file with that device and inode:
 what is read is exactly what was checked, whatever the path names now.
+
+The check itself must not be fooled either: `lstat_inside` takes a file's device and inode
+by walking from the folder the import was given, one directory at a time, never through a
+link, so a directory on the path swapped for a link while the folder is listed leads nowhere.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import stat
 
 from agentledger.errors import InputError
 
-__all__ = ["CheckedFile", "open_source", "read_given", "require_plain_file"]
+__all__ = ["CheckedFile", "lstat_inside", "open_source", "read_given", "require_plain_file"]
 
 
 class CheckedFile(str):
@@ -71,6 +75,40 @@ def open_source(path: str | os.PathLike[str], shown: str | os.PathLike[str] | No
         os.close(fd)
         raise
     return fd
+
+
+def lstat_inside(real: str, root: str, shown: str) -> os.stat_result:
+    """The lstat of `real`, a real path below the directory `root` (itself a real path),
+    reached from `root` one directory at a time without following a link (openat with
+    O_NOFOLLOW): a directory on the way that became a link after `real` was worked out (an
+    import listing a folder while someone swaps a folder in it for a link out) is refused with
+    InputError naming `shown`, never followed out. FileNotFoundError when it is gone."""
+    prefix = root.rstrip(os.sep) + os.sep
+    if not real.startswith(prefix):
+        raise InputError(
+            f"{shown}: no longer inside {_shown(root)} (a folder on its path was swapped for a "
+            "link while it was being imported); refused"
+        )
+    *folders, name = real[len(prefix) :].split(os.sep)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC  # search permission is enough
+    fd = os.open(root, flags)
+    try:
+        for folder in folders:
+            below = os.open(folder, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise InputError(
+                f"{shown}: a folder on its path became a link (or a file) while it was being "
+                "imported; refused"
+            ) from None
+        if exc.errno == errno.ENOENT:
+            raise
+        raise InputError(f"{shown}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 def require_plain_file(info: os.stat_result, shown: str) -> None:

@@ -286,11 +286,13 @@ class Journal:
         entries = self.entries()
         return Checkpoint(entries[-1].seq, entries[-1].hash) if entries else None
 
-    def accepted(self) -> Mapping[str, str]:
+    def accepted(self, *, catch_up: bool = True) -> Mapping[str, str]:
         """Every storage key the journal accepted, with the sha256 its bytes must have (the
-        newest entry's, were a key accepted twice)."""
+        newest entry's, were a key accepted twice). `catch_up=False` answers from what this
+        object has read or appended, without asking the storage for newer segments."""
         with self._mutex:
-            self._catch_up()
+            if catch_up:
+                self._catch_up()
         return self._accepted
 
     def accepted_at(self, *, catch_up: bool = True) -> Mapping[str, int]:
