@@ -29,8 +29,8 @@ _SPECIAL = frozenset("~!@#%^&|`?")
 
 def unknown_operator(text: str, dialect: str) -> str | None:
     """The first operator name in `text` that no built-in operator has, or None."""
-    if not _RUN.search(text):
-        return None
+    if all(_known(match.group(0)) for match in _RUN.finditer(text)):
+        return None  # no run but built-in names (`>=`, `::`): no tokenizer (sqlglot) needed
     import sqlglot
 
     try:
@@ -48,10 +48,15 @@ def unknown_operator(text: str, dialect: str) -> str | None:
                 runs.append(source)
             end = token.end
     for run in runs:
-        name = _name(run)
-        if len(name) > 1 and name not in BUILT_IN - {"@@@"}:
-            return name
+        if not _known(run):
+            return _name(run)
     return None
+
+
+def _known(run: str) -> bool:
+    """True when PostgreSQL reads the run of operator characters as built-in operators."""
+    name = _name(run)
+    return len(name) < 2 or (name in BUILT_IN and name != "@@@")
 
 
 def _name(run: str) -> str:
