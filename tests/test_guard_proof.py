@@ -233,8 +233,8 @@ def test_code_and_file_names_are_not_hosts() -> None:
     ("expect", "field"),
     [
         ({"regex": ".*"}, "regex"),
-        ({"regex": ["^ok", "a|"]}, "regex"),
-        ({"regex": {"patterns": ["x?"]}}, "regex"),
+        ({"regex": ["ok", "a|"]}, "regex.1"),
+        ({"regex": {"patterns": ["x?"]}}, "regex.patterns.0"),
         ({"confidence_floor": 0}, "confidence_floor"),
         ({"confidence_floor": {"floor": 0}}, "confidence_floor.floor"),
         ({"json_schema": {}}, "json_schema"),

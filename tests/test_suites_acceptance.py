@@ -270,8 +270,10 @@ def test_sql_that_reads_no_table_says_so() -> None:
     assert result.reason == (
         "sql_tables_subset: the output has no field 'sql'; the guard checks only what it can see"
     )
+    # Null is not "no SQL" either: a tool may run another field in its place (issue 33).
     read_only, result = score_output(json.dumps({"sql": None}), expect)
-    assert result.reason == "sql_tables_subset: no SQL and no tables in the output"
+    assert not result.passed and not read_only.passed
+    assert result.reason.startswith("sql_tables_subset: the output field 'sql' is null, not SQL")
 
 
 # -- output forms ----------------------------------------------------------------------------

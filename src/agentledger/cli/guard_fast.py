@@ -211,15 +211,14 @@ def _read_seconds() -> float:
 
 
 def _read_up_to(stream: BinaryIO, limit: int, name: str) -> bytes:
-    """At most `limit` bytes of `stream`, in chunks (a pipe gives what it has). From anything
-    but a regular file, the end must come within the read time (InputError otherwise)."""
-    import stat
-
+    """At most `limit` bytes of `stream`, in chunks (a pipe gives what it has). The end must
+    come within the read time (InputError otherwise), from a regular file too: /proc/kmsg is
+    one, and its read waits for the kernel's next message (a file on disk is ready at once)."""
     try:
         fd: int | None = stream.fileno()
     except (OSError, ValueError):  # an in-memory stream (a test harness): nothing to wait on
         fd = None
-    if fd is None or stat.S_ISREG(os.fstat(fd).st_mode):
+    if fd is None:
         deadline = None
     else:
         import time

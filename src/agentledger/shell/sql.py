@@ -182,6 +182,15 @@ def analyse_sql(
     if len(text) > MAX_SQL_CHARS:
         analysis.error = f"SQL of {len(text)} characters is longer than {MAX_SQL_CHARS} to parse"
         return analysis
+    if dialect == DEFAULT_DIALECT:
+        from agentledger.shell.sql_operators import unknown_operator
+
+        operator = unknown_operator(text, dialect)
+        if operator is not None:
+            why = f"the operator {operator} is not built in: a schema's operator calls a function"
+            analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
+            analysis.opaque.add(f"operator {operator}")
+            return analysis
     plain = None if with_sqlglot else plain_query(text, dialect)
     if plain is not None and rules is not None and plain.functions & rules.functions:
         # Knowledge of the caller's own says one of these functions changes state. (The
