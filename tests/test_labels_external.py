@@ -377,3 +377,37 @@ def test_skip_invalid_does_not_go_with_the_inspect_scores(imported: Path, tmp_pa
         "\n"
         "Error: --skip-invalid reads a file: it does not go with --format inspect\n"
     )
+
+
+@pytest.mark.parametrize("fmt", ["openhands-checker", "openhands-llm-label"])
+@pytest.mark.parametrize("kind", ["link out", "hard link", "fifo"])
+def test_a_label_file_that_is_no_plain_file_of_the_folder_is_never_read(
+    samples: Path, imported: Path, tmp_path: Path, fmt: str, kind: str
+) -> None:
+    """A data set's label file is read as an import reads its files: a link out of its folder,
+    a second name of a file elsewhere, a FIFO (which would block the command) are refused,
+    named, and nothing of them becomes a label."""
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if fmt == "openhands-checker":
+        name, body = "eval_safety-elsewhere.json", '{"final_score": {"total": 1, "result": 1}}'
+    else:
+        name, body = "x_safety_eval_results.json", '{"safety-elsewhere": {"llm_label": "Label: 1"}}'
+    target = outside / name
+    target.write_text(body)
+    planted = samples / "gpt-4o" / name
+    if kind == "link out":
+        planted.symlink_to(target)
+    elif kind == "hard link":
+        os.link(target, planted)
+    else:
+        os.mkfifo(planted)
+    args = ["labels", "import", "--ledger", str(imported), "--format", fmt, str(samples)]
+    code, out, err = run(*args)
+    assert code == 2 and out == "", err
+    why = {"link out": "symlink points outside", "hard link": "hard links", "fifo": "not a regular"}
+    assert str(planted) in err and why[kind] in err
+    with Ledger.open(imported) as ledger:
+        assert current_labels(ledger) == []

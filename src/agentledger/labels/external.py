@@ -32,6 +32,7 @@ from agentledger.labels.store import current_labels
 from agentledger.records import decode_json
 from agentledger.records.labels import Label
 from agentledger.store.index import RunFilter
+from agentledger.store.storage.checked import read_given
 
 if TYPE_CHECKING:
     from agentledger.store.ledger import Ledger
@@ -86,13 +87,9 @@ def _settle(out: ExternalLabels, problems: list[tuple[str, str]], skip_invalid: 
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        if path.stat().st_size > _MAX_FILE:
-            raise InputError(f"{path}: larger than {_MAX_FILE} bytes")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return decode_json(raw, str(path))
+    """The JSON of a label file, read as an import reads its files (`read_given`): a link out
+    of the folder holding it, a hard link, a FIFO or a device is refused, never read."""
+    return decode_json(read_given(path, _MAX_FILE), str(path))
 
 
 class _Runs:
