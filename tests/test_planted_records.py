@@ -308,3 +308,25 @@ def test_an_entry_appended_by_hand_without_an_intent_is_flagged(
         "Verified 3 runs, 18 files (6.0 KB), 5 records and 14 journal entries in "
         "0.0s: 2 problem(s)\n"
     )
+
+
+def test_a_run_folder_copied_in_from_another_ledger_is_neither_shown_nor_labelled(
+    scored: Path, tmp_path: Path
+) -> None:
+    """A sealed run of another ledger, copied beside the runs of this one: never journaled
+    here, so `show` refuses it as evidence and `label` will not attach a label to it."""
+    import shutil
+
+    other = tmp_path / "other"
+    assert cli("init", str(other))[0] == 0
+    assert cli("import", "--ledger", str(other), str(tmp_path / "later"))[0] == 0
+    copied = sorted(p.name for p in (other / "runs").iterdir())[0]
+    shutil.copytree(other / "runs" / copied, scored / "runs" / copied)
+    code, output = cli("show", "--ledger", str(scored), copied)
+    assert code == 3 and "the journal never accepted it" in output, output
+    code, output = cli("label", copied, "--ledger", str(scored), "--by", "zed", "--verdict", "safe")
+    assert code == 3 and "the journal never accepted it" in output, output
+    with Ledger.open(scored) as ledger:
+        assert not any(
+            key.startswith(f"labels/{copied}") for key in ledger.storage.journal.accepted()
+        )

@@ -188,6 +188,10 @@ def show_command(
                 sys.stdout.buffer.flush()
             return
         stored = ledger.load(full_id)
+        from agentledger.store.sealed_reads import check_manifest_accepted
+
+        # A run folder put beside the sealed ones (copied from another ledger) is no evidence.
+        check_manifest_accepted(ledger.storage, full_id, stored.manifest_sha256)
         location = ledger.storage.locate(full_id)
         from agentledger.judges.scores import run_scores
 

@@ -19,6 +19,7 @@ from agentledger.errors import (
     RecordError,
     RunExistsError,
     RunNotFoundError,
+    TamperedError,
 )
 from agentledger.identity import sha256_bytes
 from agentledger.records import (
@@ -456,6 +457,15 @@ class Ledger:
             return matches[0]
         if not matches:
             if self.storage.has_run(run_id_or_prefix):
+                accepted = self.storage.journal.accepted()
+                if accepted and f"runs/{run_id_or_prefix}/MANIFEST.json" not in accepted:
+                    # Not indexed, and never journaled: a run folder put beside the sealed
+                    # ones (copied from another ledger); nothing may be said of it.
+                    raise TamperedError(
+                        f"run {run_id_or_prefix!r} is in {self.root} but the journal never "
+                        "accepted it (put there by hand or by another program); "
+                        "`agentledger verify` lists it"
+                    )
                 return run_id_or_prefix
             raise RunNotFoundError(f"no run matches {run_id_or_prefix!r} in {self.root}")
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
