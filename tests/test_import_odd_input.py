@@ -158,3 +158,22 @@ def test_an_immutable_ledger_folder_is_a_clear_error(tmp_path: Path) -> None:
         "visible; make room (or make the ledger writable), then run it again "
         "(`agentledger gc` indexes whatever was sealed but not yet indexed)\n"
     ), err
+
+
+@pytest.mark.parametrize("fmt", ["openhands", "jsonl", "dir"])
+@pytest.mark.parametrize("tag", ["k=\tTAB=1", "k=a\nb", "\x1b[31m=red"])
+def test_a_tag_with_control_characters_is_refused_before_anything_is_read(
+    tmp_path: Path, fmt: str, tag: str
+) -> None:
+    """The same usage error (exit 2, naming --tag) for every format, never a traceback from
+    deep inside one format's planning, and no ledger made."""
+    source = tmp_path / "source"
+    source.mkdir()
+    ledger = tmp_path / "ledger"
+    args = ["import", "--ledger", str(ledger), str(source), "--tag", tag]
+    if fmt != "dir":
+        args += ["--format", fmt]
+    code, _out, err = run(*args)
+    assert code == 2, err
+    assert "Invalid value for --tag: tag " in err and "control characters" in err
+    assert "Traceback" not in err and not ledger.exists()

@@ -217,6 +217,18 @@ def parse_size(text: str, option: str) -> int:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
+def parse_tags(values: tuple[str, ...]) -> dict[str, str]:
+    """--tag KEY=VALUE values as the tags of a run; a usage error (exit 2) naming the bad one
+    before anything is read, the same for every format and command."""
+    from agentledger.records import check_tags
+
+    tags = dict(parse_pairs("--tag", values))
+    try:
+        return check_tags(tags)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tag") from None
+
+
 def parse_pairs(option: str, values: tuple[str, ...]) -> list[tuple[str, str]]:
     """KEY=VALUE option values as pairs; a usage error naming `option` otherwise."""
     pairs = []

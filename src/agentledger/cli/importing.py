@@ -15,6 +15,7 @@ from agentledger.cli.common import (
     ledger_location,
     ledger_option,
     parse_pairs,
+    parse_tags,
     progress_bar,
 )
 from agentledger.errors import LedgerNotFoundError
@@ -272,7 +273,7 @@ def import_command(
             agent_commit=agent_commit,
             variant=variant,
             system_prompt_file=system_prompt_file,
-            tags=dict(parse_pairs("--tag", tags)),
+            tags=parse_tags(tags),
             name_pattern=name_pattern,
             exclude=exclude,
             max_artifact_bytes=max_artifact_size,

@@ -15,7 +15,7 @@ from agentledger.cli.common import (
     ledger_location,
     ledger_option,
     model_call_options,
-    parse_pairs,
+    parse_tags,
     progress_bar,
     step_counter,
 )
@@ -157,7 +157,7 @@ def run_command(
         concurrency=concurrency,
         use_cache=not no_cache,
         record_dir=record_dir,
-        tags=dict(parse_pairs("--tag", tags)),
+        tags=parse_tags(tags),
         request_timeout=request_timeout,
         retries=retries,
     )

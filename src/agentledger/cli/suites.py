@@ -18,7 +18,7 @@ from agentledger.cli.common import (
     handle_errors,
     ledger_location,
     ledger_option,
-    parse_pairs,
+    parse_tags,
     progress_bar,
     step_counter,
 )
@@ -235,7 +235,7 @@ def run_command(
             raise click.UsageError(f"{option} is for --live runs")
     _check_output_file(junit_file, "--junit")
     _check_output_file(json_file, "--json")
-    tag_map = dict(parse_pairs("--tag", tags))
+    tag_map = parse_tags(tags)
     try:
         check_tags(tag_map)
     except ValueError as exc:
