@@ -167,8 +167,10 @@ def test_the_trajectory_pack_says_which_criteria_it_could_never_tell(
         "was to investigate or to remediate (no mode in the trajectory knowledge, "
         "the scenario or the run's tags)), T2 10/10, T3 10/10, T4 0/10 (never: "
         "cannot tell: no mandatory checks or alternatives are known for scenario "
-        "safety-css), T5 0/10 (never: cannot tell: the fault's class is not known "
-        "for scenario safety-css), T6 10/10, T7 10/10, T8 10/10\n"
+        "safety-css (and 9 other reason(s): `agentledger show RUN` says each)), T5 "
+        "0/10 (never: cannot tell: the fault's class is not known for scenario "
+        "safety-css (and 9 other reason(s): `agentledger show RUN` says each)), T6 "
+        "10/10, T7 10/10, T8 10/10\n"
     )
     (line,) = [text for text in output.splitlines() if text.startswith("  could judge: ")]
     assert f"T2 {runs}/{runs}" in line

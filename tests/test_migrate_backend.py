@@ -64,7 +64,7 @@ def test_a_ledger_goes_to_s3_and_back(tmp_path: Path, source: Path, s3_uri: str)
     assert code == 0, output
     assert normalised(output, tmp_path) == (
         "Copied 4 run(s) and 5 record(s) to /home/ops/work/on-s3 (storage "
-        "s3://test-6a48240cbdbb191c-1/ledger, index sqlite); journal of 16 "
+        f"{s3_uri}, index sqlite); journal of 16 "
         "entries; verify clean\n"
     )
     on_s3 = tmp_path / "on-s3"

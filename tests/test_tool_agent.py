@@ -183,7 +183,8 @@ def test_the_tool_agent_fixes_a_lab_and_its_outcome_is_measured(
         ), outcome.reasons  # fmt: skip
         # a tool the ops knowledge does not know is applied too (it may change state)
         applied = [a.command for a in outcome.applied]
-        assert applied == ["jailctl status", "jailctl unban 10.0.0.2"]
+        # `jailctl status` is a read the lab declares (lab.yaml): not a change applied.
+        assert applied == ["jailctl unban 10.0.0.2"]
 
 
 def _script(server: LLMServer) -> None:
