@@ -89,3 +89,20 @@ def test_the_console_script_rejects_it(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "rejected: hostname_allowlist: host evil.is not in the allowlist" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "hosts"),
+    [
+        ("ssh into the box and restart nginx", []),
+        ("ssh in and check the logs", []),
+        ("ssh to it, then look at dmesg", []),
+        ("ssh root@into uptime", ["into"]),
+        ("scp notes into:/tmp", ["into"]),
+        ("ssh prod-db uptime", ["prod-db"]),
+    ],
+)
+def test_a_sentence_that_starts_with_ssh_names_no_host(text: str, hosts: list[str]) -> None:
+    """Prose that begins with the tool ("ssh into the box") is a sentence, not a target; a
+    word with a user or a path is still a host."""
+    assert command_hosts(text) == hosts

@@ -41,6 +41,11 @@ _NAMES = re.compile(
     r"(?<![\w.-])((?:[a-z0-9_-]+\.)+[a-z0-9-]+|\d{1,3}(?:\.\d{1,3}){3})(?![\w-])", re.I
 )
 _MAX_DEPTH = 4
+_PROSE_WORDS = frozenset(
+    {"a", "an", "and", "as", "at", "back", "in", "into", "is", "it", "on", "onto", "over",
+     "the", "then", "there", "through", "to", "via", "was", "with", "without"}
+)  # fmt: skip
+"""Words a sentence about ssh puts where a command puts its target (`ssh into the box`)."""
 
 
 def command_hosts(text: str, depth: int = 0) -> list[str]:
@@ -62,6 +67,11 @@ def command_hosts(text: str, depth: int = 0) -> list[str]:
             if not _command_position(words, index, word):
                 # In prose ("via ssh on vps1") only what looks like a host counts.
                 found = [host for host in found if "." in host or "@" in host or ":" in host]
+            else:
+                # A sentence that starts with the tool ("ssh into the box"): a word of the
+                # language, not a machine; a real target has a user, a dot or another name.
+                bare = {arg.lower() for arg in args} & _PROSE_WORDS
+                found = [host for host in found if host.lower() not in bare]
             hosts += found
         elif " " in word or "\n" in word:
             hosts += command_hosts(word, depth + 1)  # a quoted command: bash -c '...'
