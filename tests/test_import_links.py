@@ -255,6 +255,7 @@ def test_an_otlp_file_over_the_limit_is_refused_before_it_is_parsed(tmp_path: Pa
     ("fmt", "name"),
     [
         ("openhands", "traj_fifo.json"),
+        ("openhands", "eval_ssh.json"),  # a file kept beside the trajectory, never skipped
         ("jsonl", "c.jsonl"),
         ("otel", "x.json"),
         ("dir", "notes.md"),

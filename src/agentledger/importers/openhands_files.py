@@ -171,12 +171,13 @@ def _chunks(raw: bytes, marks: memoryview) -> Iterator[Any]:
 
 def task_files(folder: Path) -> dict[str, list[str]]:
     """The files of `folder` named ``<kind>_<rest>`` (no ``_`` in the kind), by ``<rest>``;
-    links among them too (`siblings` checks where they point)."""
+    links among them too (`siblings` checks where they point), and FIFOs, devices and sockets
+    (refused when read, as the directory importer refuses them: never skipped unsaid)."""
     by_rest: dict[str, list[str]] = {}
     with os.scandir(folder) as entries:
         for entry in entries:
             _kind, sep, rest = entry.name.partition("_")
-            if sep and rest and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
+            if sep and rest and (entry.is_symlink() or not entry.is_dir(follow_symlinks=False)):
                 by_rest.setdefault(rest, []).append(entry.name)
     return by_rest
 
