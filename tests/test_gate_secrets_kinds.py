@@ -20,6 +20,14 @@ place after a short or tool-own option (`cqlsh -p`, `bcp -P`, `plink -pw`,
 `racadm -p`), or as a bare positional (`cargo login TOKEN`, `isql DSN USER
 PASS`, `grafana-cli admin reset-admin-password PW`), or inside a quoted script
 (`kadmin.local -q 'addprinc -pw PW'`), or on stdin (`openconnect --passwd-on-stdin`).
+
+Rules were then written from the dev part's 16 (`redact_argv_kinds`): the dev part 0 of 39,
+and the blind part, measured once with those rules before it was read, 5 of 19 (nodetool
+`-pw`, tsql `-P`, skopeo `--src-creds`, `npm config set ..._authToken`, `iwconfig key
+s:X`: tools with no rule yet, as the first run's); 0 of 20 plain lines changed. Rules for
+those five kinds were added after: 0 of 58, 0 of 20 plain lines changed. The same person
+wrote the corpus and the rules in one sitting, so the blind part is weak evidence; what it
+shows again is that a tool with no rule leaks what it takes by place.
 """
 
 from __future__ import annotations
@@ -39,12 +47,7 @@ ROWS = [
 ]
 SECRETS = [row for row in ROWS if row["kind"] == "tp"]
 BENIGN = [row for row in ROWS if row["kind"] == "fp"]
-KNOWN_LEAKS = {
-    *("cqlsh-p", "isql-dsn", "bcp-P", "twine-p", "cargo-login", "poetry-http-basic"),
-    *("doctl-auth", "kadmin-addprinc-pw", "plink-pw", "pscp-pw", "racadm-p", "wpa_cli-psk"),
-    *("openconnect-stdin", "grafana-reset", "ccrypt-K", "winexe-U", "iwconfig-key"),
-    *("kadmin-w", "nodetool-pw", "npm-config-authtoken", "skopeo-creds", "tsql-P"),
-}
+KNOWN_LEAKS: set[str] = set()
 """Lines whose secret still reaches the log (no rule reads them)."""
 
 
@@ -71,7 +74,6 @@ def test_a_secret_of_a_tool_new_to_the_table_does_not_reach_the_log(
         assert not leaked, redacted
 
 
-@pytest.mark.xfail(strict=True, reason="22 of 58 leak before the rules")
 def test_at_most_five_percent_leak() -> None:
     redactor = Redactor()
     leaked = [
@@ -87,3 +89,48 @@ def test_a_line_of_the_same_tools_without_a_secret_is_logged_as_typed(
     row: dict[str, object],
 ) -> None:
     assert Redactor().redact_command(str(row["text"])) == row["text"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "npm config set registry https://registry.example.com/",
+        "npm config get //registry.example.com/:_authToken",
+        "yarn config set npmRegistryServer https://r.example.com",
+        "iwconfig wlan0 key off",
+        "iwconfig wlan0 key [2]",
+        "cargo login",
+        "cargo build --release",
+        "poetry config http-basic.priv alice",
+        "poetry config virtualenvs.in-project true",
+        "kadmin.local -q 'listprincs'",
+        "kadmin -p admin/admin -k -t /etc/krb5.keytab -q 'getprinc bob'",
+        "wpa_cli set_network 0 ssid '\"home\"'",
+        "wpa_cli -i wlan0 status",
+        "plink -pwfile /root/pw admin@10.0.0.5 uptime",
+        "isql -v MSSQL_DSN",
+        "skopeo inspect --creds-file /run/auth.json docker://a/b",
+        "grafana-cli plugins ls",
+        "ccrypt -d -k /root/keyfile notes.txt.cpt",
+    ],
+)
+def test_look_alikes_of_the_new_rules_are_logged_as_typed(line: str) -> None:
+    assert Redactor().redact_command(line) == line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "isql",
+        "cargo login",
+        "npm config set",
+        "iwconfig key",
+        "wpa_cli set_network 0 psk",
+        "kadmin -q",
+        "plink -pw",
+        "poetry config",
+        "grafana-cli admin reset-admin-password",
+    ],
+)
+def test_odd_lines_of_the_new_tools_are_logged_without_error(line: str) -> None:
+    assert Redactor().redact_command(line) == line

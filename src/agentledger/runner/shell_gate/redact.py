@@ -96,7 +96,10 @@ TOOL_NAMES = frozenset((
     "sudo", "useradd", "usermod", "valkey-cli", "vault", "wget", "wlfreerdp",
     "wpa_passphrase", "xfreerdp", "xfreerdp3", "mosquitto_passwd", "mkpasswd", "slappasswd",
     "doveadm", "unrar", "rar", "net", "ykman", "pkcs11-tool", "az", "etcdctl", "rabbitmqadmin",
-    "kinit", "vncpasswd", "gpg", "gpg2",
+    "kinit", "vncpasswd", "gpg", "gpg2", "openconnect", "cqlsh", "isql", "bcp", "sqsh",
+    "twine", "cargo", "poetry", "doctl", "kadmin", "kadmin.local", "plink", "pscp", "psftp",
+    "racadm", "wpa_cli", "grafana-cli", "ccrypt", "mcrypt", "winexe", "tsql", "freebcp",
+    "nodetool", "skopeo", "npm", "yarn", "pnpm", "iwconfig",
 ))  # fmt: skip
 """The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
 assigns no secret-named variable is not parsed (nor the rules loaded)."""

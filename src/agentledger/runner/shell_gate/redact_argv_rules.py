@@ -14,6 +14,7 @@ Read by `redact_argv` only, when a command line names one of these tools.
 
 from __future__ import annotations
 
+from agentledger.runner.shell_gate.redact_argv_kinds import KINDS
 from agentledger.runner.shell_gate.redact_argv_options import (
     Arg,
     Found,
@@ -377,6 +378,7 @@ TOOLS: dict[str, Callable[[Sequence[Arg]], Found]] = {
         {"-p": "value", "--password": "value"}, "-u -H -P -V --username --host --port --vhost"
     ),
 }
+TOOLS.update(KINDS)
 for _tool in ("snmpget", "snmpset", "snmpbulkwalk", "snmpgetnext", "snmptable", "snmptrap"):
     TOOLS[_tool] = TOOLS["snmpwalk"]
 for _tool in ("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldapmodrdn"):
@@ -472,5 +474,6 @@ STDIN.update(
         "mkpasswd": _when_flag(("-s", "--stdin")),
         "gpg": _gpg_stdin,
         "gpg2": _gpg_stdin,
+        "openconnect": _when_flag(("--passwd-on-stdin",)),
     }
 )
