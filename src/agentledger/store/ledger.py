@@ -19,7 +19,6 @@ from agentledger.errors import (
     RecordError,
     RunExistsError,
     RunNotFoundError,
-    TamperedError,
 )
 from agentledger.identity import sha256_bytes
 from agentledger.records import (
@@ -45,7 +44,7 @@ from agentledger.store.index import (
     RunIndex,
 )
 from agentledger.store.journal_upkeep import start_journal_of_old_ledger
-from agentledger.store.sealed_reads import check_sealed
+from agentledger.store.sealed_reads import check_run_journaled, check_sealed
 from agentledger.store.seen_heads import (
     HeadProblem,
     SeenHead,
@@ -457,15 +456,7 @@ class Ledger:
             return matches[0]
         if not matches:
             if self.storage.has_run(run_id_or_prefix):
-                accepted = self.storage.journal.accepted()
-                if accepted and f"runs/{run_id_or_prefix}/MANIFEST.json" not in accepted:
-                    # Not indexed, and never journaled: a run folder put beside the sealed
-                    # ones (copied from another ledger); nothing may be said of it.
-                    raise TamperedError(
-                        f"run {run_id_or_prefix!r} is in {self.root} but the journal never "
-                        "accepted it (put there by hand or by another program); "
-                        "`agentledger verify` lists it"
-                    )
+                check_run_journaled(self.storage, run_id_or_prefix, self.root)
                 return run_id_or_prefix
             raise RunNotFoundError(f"no run matches {run_id_or_prefix!r} in {self.root}")
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")

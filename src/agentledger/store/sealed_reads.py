@@ -12,7 +12,7 @@ from agentledger.identity import sha256_bytes
 from agentledger.records import FileEntry
 from agentledger.store.storage import MANIFEST_NAME, StorageBackend
 
-__all__ = ["check_manifest_accepted", "check_sealed"]
+__all__ = ["check_manifest_accepted", "check_run_journaled", "check_sealed"]
 
 
 def check_sealed(
@@ -62,3 +62,15 @@ def check_manifest_accepted(storage: StorageBackend, run_id: str, manifest_sha25
         f"{MANIFEST_NAME} of run {run_id} ({manifest_sha256[:19]}...): {why}, so the run is not "
         f"read as evidence; `agentledger verify {run_id}` lists every problem"
     )
+
+
+def check_run_journaled(storage: StorageBackend, run_id: str, where: object) -> None:
+    """TamperedError when run `run_id`, found in the storage but not in the index, was never
+    journaled: a run folder put beside the sealed ones (copied from another ledger), of which
+    nothing may be said or written. A ledger without a journal has nothing to hold it to."""
+    accepted = storage.journal.accepted()
+    if accepted and f"runs/{run_id}/{MANIFEST_NAME}" not in accepted:
+        raise TamperedError(
+            f"run {run_id!r} is in {where} but the journal never accepted it (put there by "
+            "hand or by another program); `agentledger verify` lists it"
+        )
