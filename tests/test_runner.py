@@ -661,8 +661,11 @@ def test_unusable_tags_are_refused_before_any_run(tmp_path: Path, suite: Path) -
         "run", str(suite), "--agent", str(agent), "--ledger", "l", "--tag", "team=net\x07ops"
     )
     assert code == 2 and normalised(err, tmp_path) == (
-        "Error: --tag: tag 'team': keys must be non-empty without '=', and neither "
-        "keys nor values may hold control characters\n"
+        "Usage: main run [OPTIONS] SUITE\n"
+        "Try 'main run --help' for help.\n"
+        "\n"
+        "Error: Invalid value for --tag: tag 'team': keys must be non-empty without '=', "
+        "and neither keys nor values may hold control characters\n"
     )
     where = scenario(tmp_path / "other", "tagged", "tags: {'a=b': x}\n")
     with pytest.raises(RecordError) as caught:
