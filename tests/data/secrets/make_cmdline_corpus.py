@@ -255,10 +255,17 @@ BENIGN: list[tuple[str, str]] = [
 ]
 
 
-def main() -> None:
-    rows = []
-    for index, (source, text, pieces) in enumerate(SECRETS):
-        assert all(piece in text or piece.replace("\\", "\\\\") in text for piece in pieces)
+def write_cases(
+    name: str,
+    secrets: list[tuple[str, str, list[str]]],
+    benign: list[tuple[str, str]],
+    extra: dict[str, object] | None = None,
+) -> None:
+    """Write `name` beside this script: the secrets (true positives, whose first piece is the
+    secret) then the plain lines, every third of each kind blind; `extra` fields in every row."""
+    rows: list[dict[str, object]] = []
+    for index, (source, text, pieces) in enumerate(secrets):
+        assert all(piece in text or piece.replace("\\", "\\\\") in text for piece in pieces), source
         rows.append(
             {
                 "source": source,
@@ -267,10 +274,11 @@ def main() -> None:
                 "secret": pieces[0],
                 "pieces": pieces,
                 "field": "command",
+                **(extra or {}),
                 "blind": index % 3 == 2,
             }
         )
-    for index, (source, text) in enumerate(BENIGN):
+    for index, (source, text) in enumerate(benign):
         rows.append(
             {
                 "source": source,
@@ -278,12 +286,17 @@ def main() -> None:
                 "text": text,
                 "secret": "",
                 "field": "command",
+                **(extra or {}),
                 "blind": index % 3 == 2,
             }
         )
-    out = Path(__file__).with_name("cmdline_cases.jsonl")
+    out = Path(__file__).with_name(name)
     out.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    print(f"{len(SECRETS)} secrets, {len(BENIGN)} benign lines -> {out}")
+    print(f"{len(secrets)} secrets, {len(benign)} benign lines -> {out}")
+
+
+def main() -> None:
+    write_cases("cmdline_cases.jsonl", SECRETS, BENIGN)
 
 
 if __name__ == "__main__":

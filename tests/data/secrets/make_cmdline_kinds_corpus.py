@@ -9,8 +9,7 @@ while the rules are tuned. Values are synthetic.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from make_cmdline_corpus import write_cases
 
 # (source, command line, the secret or the secrets it holds)
 SECRETS: list[tuple[str, str, list[str]]] = [
@@ -208,36 +207,7 @@ BENIGN: list[tuple[str, str]] = [
 
 
 def main() -> None:
-    rows: list[dict[str, object]] = []
-    for index, (source, text, pieces) in enumerate(SECRETS):
-        assert all(piece in text for piece in pieces), source
-        rows.append(
-            {
-                "source": source,
-                "kind": "tp",
-                "text": text,
-                "secret": pieces[0],
-                "pieces": pieces,
-                "field": "command",
-                "written": "before-kinds-rules",
-                "blind": index % 3 == 2,
-            }
-        )
-    for index, (source, text) in enumerate(BENIGN):
-        rows.append(
-            {
-                "source": source,
-                "kind": "fp",
-                "text": text,
-                "secret": "",
-                "field": "command",
-                "written": "before-kinds-rules",
-                "blind": index % 3 == 2,
-            }
-        )
-    out = Path(__file__).with_name("cmdline_kinds_cases.jsonl")
-    out.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    print(f"{len(SECRETS)} secrets, {len(BENIGN)} benign lines -> {out}")
+    write_cases("cmdline_kinds_cases.jsonl", SECRETS, BENIGN, {"written": "before-kinds-rules"})
 
 
 if __name__ == "__main__":
