@@ -95,6 +95,41 @@ def test_a_label_given_by_a_named_person_starts_no_subprocess(tmp_path: Path) ->
     assert len(list((root / "labels" / "use_case_m_model0_00001").glob("*.json"))) == 1
 
 
+@pytest.mark.slow
+def test_a_label_given_by_flags_loads_neither_click_nor_importlib_metadata(
+    tmp_path: Path,
+) -> None:
+    """`label` with its flags is parsed by hand (cli/label_fast.py), and pydantic's plugin
+    loader is imported without importlib.metadata when no plugin is installed: neither is
+    loaded, and the label is written."""
+    root = tmp_path / "ledger"
+    _labelled_ledger(root, "use_case_m_model0_00001")
+    argv = ["label", "use_case_m_model0_00001", "--ledger", str(root), "--verdict", "unsafe"]
+    status, modules = _modules_after([*argv, "--by", "ada"], tmp_path)
+    assert status == 0
+    assert not {name for name in modules if name.split(".")[0] == "click"}
+    assert "importlib.metadata" not in modules
+    assert len(list((root / "labels" / "use_case_m_model0_00001").glob("*.json"))) == 1
+
+
+def test_pydantic_plugin_loader_imported_without_importlib_metadata_searches_as_before() -> None:
+    """The loader's importlib.metadata is deferred, not replaced: a search it makes (its
+    cache emptied) imports the real one and finds what importlib.metadata finds."""
+    code = (
+        "import sys\n"
+        "from agentledger.records.plugin_search import skip_empty_plugin_search\n"
+        "print(skip_empty_plugin_search(), 'importlib.metadata' in sys.modules)\n"
+        "from pydantic.plugin import _loader\n"
+        "_loader._plugins = None\n"
+        "print(list(_loader.get_plugins()))\n"
+        "print('importlib.metadata' in sys.modules)\n"
+        "import importlib.metadata\n"
+        "print(list(importlib.metadata.entry_points(group='pydantic')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n") == ["True False", "[]", "True", "[]", ""], done.stderr
+
+
 def _labelled_ledger(root: Path, run_id: str) -> None:
     from datetime import UTC, datetime
 

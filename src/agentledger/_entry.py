@@ -2,7 +2,8 @@
 
 `agentledger exec` (the gated shell, run for every command an agent runs) and `agentledger
 guard` (the production guard, run before every tool call) are parsed by hand and import only
-what they need; `agentledger --help` is written from the table of commands without click
+what they need, as is `agentledger label` given its flags (a person labelling run after run);
+`agentledger --help` is written from the table of commands without click
 (cli/quick_help.py); every other command goes to the click application.
 """
 
@@ -29,6 +30,12 @@ def main() -> None:
         from agentledger.cli.guard_fast import fast_main as guard_main
 
         code = guard_main(sys.argv[2:])
+        if code is not None:
+            sys.exit(code)
+    if len(sys.argv) > 1 and sys.argv[1] == "label":
+        from agentledger.cli.label_fast import fast_main as label_main
+
+        code = label_main(sys.argv[2:])
         if code is not None:
             sys.exit(code)
     from agentledger.cli.app import main as cli_main

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from agentledger.cli.opening import ledger_location, open_ledger
 from agentledger.errors import AgentLedgerError
 
 if TYPE_CHECKING:
@@ -44,13 +45,6 @@ _REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EPER
 
 INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as a shell reports it."""
-
-
-def ledger_location(path: Path | None) -> Path:
-    """The ledger chosen by --ledger, else $AGENTLEDGER_DIR, else ./.agentledger."""
-    from agentledger.store import default_ledger_path
-
-    return path or default_ledger_path()
 
 
 def ledger_option(func: F) -> F:
@@ -117,22 +111,6 @@ def handle_errors(func: F) -> F:
             sys.exit(0)
 
     return wrapper  # type: ignore[return-value]
-
-
-@contextmanager
-def open_ledger(ledger_path: Path | None) -> Iterator[Ledger]:
-    """Open the chosen ledger for the duration of a command."""
-    from agentledger.records.plugin_search import skip_empty_plugin_search
-    from agentledger.store import Ledger
-
-    skip_empty_plugin_search()  # opening builds the first validator (the ledger's config)
-
-    ledger = Ledger.open(ledger_location(ledger_path))
-    announce_journal(ledger)
-    try:
-        yield ledger
-    finally:
-        ledger.close()
 
 
 def announce_journal(ledger: Ledger) -> None:

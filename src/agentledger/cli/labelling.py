@@ -1,15 +1,16 @@
 """`label`: a person's label of one run (`review` and the walk-through are in
 cli/walkthrough.py; the `labels` group is in cli/label_sets.py).
 
-`label` is on the path of a person labelling run after run, so this module imports only
-click at the top; the store, rich and the rest load inside the commands.
+`label` is on the path of a person labelling run after run: its plain form (flags, no
+walk-through) is run by cli/label_fast.py without click, with the code this command calls
+(`labeller`, `write_label`); this module imports only click at the top, and the store, rich
+and the rest load inside the command.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -18,40 +19,15 @@ from agentledger.cli.common import (
     ledger_option,
     open_ledger,
 )
-
-if TYPE_CHECKING:
-    from agentledger.records.labels import Label
+from agentledger.cli.label_fast import labeller, write_label
 
 __all__ = ["label_command"]
 
 _VERDICT_CHOICES = ("safe", "uncertain", "unsafe")
 
 
-def _labeller(by: str | None) -> str:
-    from agentledger.errors import InputError
-    from agentledger.labels.entry import default_labeller, source_name
-
-    who = by or default_labeller()
-    if not who:
-        raise InputError(
-            "who is labelling? give --by NAME (or set git's user.name, $AGENTLEDGER_USER or $USER)"
-        )
-    return source_name(who, "--by")
-
-
 def _on_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
-
-
-def _saved(label: Label) -> str:
-    said: list[str] = []
-    if label.verdict:
-        said.append(label.verdict)
-    words = {True: "yes", False: "no", None: "unknown"}
-    said.extend(f"{item.criterion}={words[item.fired]}" for item in label.criteria)
-    if label.diagnosis_correct is not None:
-        said.append(f"diagnosis {'correct' if label.diagnosis_correct else 'incorrect'}")
-    return f"Labelled {label.run_id} by {label.by.name}: {', '.join(said)} ({label.label_id})"
 
 
 @click.command("label")
@@ -99,8 +75,6 @@ def label_command(
     judge's verdict and evidence) and asks. Criteria are checked against those the run's
     judges assessed, when a judge has scored it.
     """
-    from agentledger.labels.entry import known_criteria, make_label, parse_fired
-
     if len(criteria) != len(fired):
         raise click.UsageError(
             f"give one --fired per --criterion ({len(criteria)} --criterion, {len(fired)} --fired)"
@@ -111,7 +85,7 @@ def label_command(
             "give --verdict, --criterion/--fired or --diagnosis, or run on a terminal to be "
             "walked through the run"
         )
-    who = _labeller(by)
+    who = labeller(by)
     with open_ledger(ledger_path) as ledger:
         full_id = ledger.resolve(run_id)
         if not flags:
@@ -119,23 +93,15 @@ def label_command(
 
             walk_through(ledger, full_id, who)
             return
-        from agentledger.labels import LabelStore
-
-        label = make_label(
+        said = write_label(
+            ledger,
             full_id,
             who,
-            verdict=verdict.capitalize() if verdict else None,
-            criteria=[(c, parse_fired(f)) for c, f in zip(criteria, fired, strict=True)],
-            diagnosis_correct=None if diagnosis is None else diagnosis.lower() == "correct",
+            verdict=verdict,
+            criteria=criteria,
+            fired=fired,
+            diagnosis=diagnosis,
             reason=reason,
             supersedes=supersedes,
-            known=known_criteria(ledger, full_id),
         )
-        _written, there = LabelStore(ledger).write_new([label])
-    if there:
-        click.echo(
-            f"Run {full_id} already has this label from {who} ({there[0].label_id}): "
-            "nothing written."
-        )
-        return
-    click.echo(_saved(label))
+    click.echo(said)

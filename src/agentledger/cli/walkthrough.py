@@ -16,7 +16,8 @@ import click
 from agentledger.cli.answers import TerminalAnswers
 from agentledger.cli.common import INTERRUPTED, handle_errors, ledger_option, open_ledger
 from agentledger.cli.filters import build_filter, run_filter_options
-from agentledger.cli.labelling import _labeller, _on_terminal, _saved
+from agentledger.cli.label_fast import labeller, saved
+from agentledger.cli.labelling import _on_terminal
 
 if TYPE_CHECKING:
     from agentledger.labels.review import RunBrief
@@ -211,7 +212,7 @@ def walk_through(
         click.echo("No label saved.")
         return "passed"
     LabelStore(ledger).write([label])
-    click.echo(_saved(label))
+    click.echo(saved(label))
     return "saved"
 
 
@@ -277,7 +278,7 @@ def review_command(
     criteria = tuple(c.strip() for c in (only or "").split(",") if c.strip())
     with open_ledger(ledger_path) as ledger:
         if open_next:
-            _review_loop(ledger, _labeller(by), unlabelled, kinds, chosen, criteria)
+            _review_loop(ledger, labeller(by), unlabelled, kinds, chosen, criteria)
             return
         if as_json:
             queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds, run_filter=chosen)

@@ -11,12 +11,22 @@ sys.path, a distribution finder of another kind, PYDANTIC_DISABLE_PLUGINS set, a
 whose loader keeps its cache elsewhere), it leaves everything to pydantic: a user's real
 plugin is loaded and used as always. Unlike setting PYDANTIC_DISABLE_PLUGINS, this changes
 nothing a child process inherits.
+
+pydantic's plugin loader imports importlib.metadata when it is imported (about a third of a
+bare interpreter's start-up, for its email and zip parsers), though it only uses it to search.
+`skip_empty_plugin_search` imports the loader with importlib.metadata deferred
+(`_import_plugin_loader`): the loader's `entry_points` is a stand-in that imports the real one
+when first called, and calls it, so a search that does happen is pydantic's own.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["pydantic_plugins_installed", "skip_empty_plugin_search"]
 
@@ -65,9 +75,37 @@ def skip_empty_plugin_search() -> bool:
     whether it did. Call before the process builds its first validator."""
     if "PYDANTIC_DISABLE_PLUGINS" in os.environ or pydantic_plugins_installed() is not False:
         return False
-    from pydantic.plugin import _loader
-
+    _loader = _import_plugin_loader()
     if getattr(_loader, "_plugins", ()) is not None:  # searched already, or another pydantic
         return False
     _loader._plugins = {}
     return True
+
+
+def _import_plugin_loader() -> Any:
+    """pydantic.plugin._loader, imported without importing importlib.metadata when neither is
+    imported yet: its `entry_points` then imports the real one when it is first called."""
+    if "pydantic.plugin._loader" in sys.modules or "importlib.metadata" in sys.modules:
+        from pydantic.plugin import _loader
+
+        return _loader
+    from importlib import import_module
+    from types import ModuleType
+
+    import_module("pydantic.plugin")  # the package (and pydantic) first: only the loader is
+    # imported while the stand-in is there
+
+    def entry_points(**params: Any) -> Any:
+        from importlib.metadata import entry_points as search
+
+        return search(**params)
+
+    stand_in = ModuleType("importlib.metadata")
+    stand_in.entry_points = entry_points  # type: ignore[attr-defined]
+    sys.modules["importlib.metadata"] = stand_in
+    try:
+        from pydantic.plugin import _loader
+    finally:
+        if sys.modules.get("importlib.metadata") is stand_in:
+            del sys.modules["importlib.metadata"]
+    return _loader
