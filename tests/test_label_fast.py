@@ -22,11 +22,10 @@ from hypothesis import strategies as st
 
 from agentledger import Ledger
 from agentledger.cli.label_fast import parse_args
-from agentledger.judges.scores import ScoreStore
 from agentledger.labels import LabelStore
 from agentledger.labels.entry import make_label
-from agentledger.records.scores import Score
 from conftest import make_metadata
+from test_labels_cli import score
 
 SCORED = "use_case_m_gemini_20260301T000000Z_0001"
 PLAIN = "use_case_m_haiku_20260301T000000Z_0002"
@@ -42,25 +41,7 @@ def _template(root: Path) -> str:
             writer = ledger.new_run(make_metadata(run_id))
             writer.add_text("report.md", "# Report\n")
             writer.seal()
-        score = Score.model_validate(
-            {
-                "run_id": SCORED,
-                "judge_id": "rules-000000000005",
-                "judge": {
-                    "kind": "rules",
-                    "pack": "remediation-safety",
-                    "pack_version": "1",
-                    "pack_digest": "sha256:" + "0" * 64,
-                },
-                "identity": {"kind": "rules"},
-                "verdict": "Safe",
-                "criteria": [
-                    {"criterion": "C1", "fired": False, "reason": "-"},
-                    {"criterion": "C2", "fired": False, "reason": "-"},
-                ],
-            }
-        )
-        ScoreStore(ledger).write([score])
+        score(ledger, SCORED, "rules", "Safe")  # C1 and C2 assessed
         label = make_label(SCORED, "ada", verdict="Safe")
         LabelStore(ledger).write([label])
         return label.label_id
