@@ -252,6 +252,16 @@ def test_what_the_fast_path_does_not_take_goes_to_click(argv: list[str]) -> None
     assert parse_args(argv) is None
 
 
+def test_a_ledger_path_click_would_refuse_as_unreadable_goes_to_click(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = ["R", "--verdict", "safe", "--ledger", str(tmp_path)]
+    assert parse_args(argv) is not None
+    monkeypatch.setattr("os.access", lambda *args, **kwargs: False)  # as for another user
+    assert parse_args(argv) is None
+    assert parse_args(["R", "--verdict", "safe", "--ledger", str(tmp_path / "none")]) is not None
+
+
 def test_the_plain_form_is_parsed_as_click_parses_it() -> None:
     first = ["--by=ada", "R", "--verdict", "UNSAFE", "--criterion", "C1", "--fired", "No"]
     options = parse_args(

@@ -3,17 +3,18 @@
 A person labels run after run, so `agentledger._entry` sends ``agentledger label`` here and
 the command starts without click. Only the plain form is taken here: each option once, as
 ``--name value`` or ``--name=value``, with a value that is not empty and does not start with
-``-``, a choice in lower case (or ASCII in any case), one RUN_ID, one --fired per
---criterion, and at least one label flag. Anything else (--help, the walk-through, a mistake
-on the command line) goes to the click command (cli/labelling.py), which says what it says
-for it. What is done once parsed is the click command's own code (`labeller`, `write_label`),
-and an error it raises is reported by click as that command reports it (exit 2 for bad
-input, the file and field named).
+``-``, a choice in lower case (or ASCII in any case), a --ledger that is not there or can be
+read, one RUN_ID, one --fired per --criterion, and at least one label flag. Anything else
+(--help, the walk-through, a mistake on the command line) goes to the click command
+(cli/labelling.py), which says what it says for it. What is done once parsed is the click
+command's own code (`labeller`, `write_label`), and an error it raises is reported by click
+as that command reports it (exit 2 for bad input, the file and field named).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 from agentledger.cli.fastargs import option_value
@@ -87,6 +88,8 @@ def parse_args(argv: Sequence[str]) -> LabelOptions | None:
         name, value, index = option_value(word, argv, index)
         if not value or value.startswith("-"):
             return None
+        if name == "--ledger" and not _click_takes_path(value):
+            return None
         choices = _CHOICES.get(name)
         if choices is not None:
             value = value.lower() if value.isascii() else value
@@ -104,6 +107,16 @@ def parse_args(argv: Sequence[str]) -> LabelOptions | None:
     if not any(flags) and not options.supersedes:
         return None  # the walk-through, or the usage error off a terminal
     return options
+
+
+def _click_takes_path(path: str) -> bool:
+    """Whether click's Path type (readable, the default) takes `path` as it is: one that is
+    not there, or one this process may read."""
+    try:
+        os.stat(path)
+    except OSError:
+        return True
+    return os.access(path, os.R_OK)
 
 
 def fast_main(argv: Sequence[str]) -> int | None:
