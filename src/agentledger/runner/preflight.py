@@ -122,7 +122,7 @@ def _landlock() -> Check:
         "device node of the host (the read-only bind covers only files with content)"
     )
     how = "a Linux 5.13+ kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=landlock)"
-    return Check("gated shell (run, exec)", "Landlock", version > 0, detail, how)
+    return Check("sandbox", "Landlock", version > 0, detail, how)
 
 
 def _userns() -> Check:
