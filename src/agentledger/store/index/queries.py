@@ -92,24 +92,10 @@ def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
 
 
 def _to_run(row: Sequence[Any]) -> IndexedRun:
-    return IndexedRun(
-        run_id=row[0],
-        scenario=row[1],
-        model=row[2],
-        model_served=row[3],
-        system_prompt_hash=row[4],
-        variant=row[5],
-        started_at=row[6],
-        backfilled=bool(row[7]),
-        commands_run=row[8],
-        commands_denied=row[9],
-        exit_status=row[10],
-        sealed_at=row[11],
-        manifest_sha256=row[12],
-        metadata_json=row[13],
-        summary_json=row[14],
-        kind=row[15],
-    )
+    """A row of `_COLUMNS` (its fields in IndexedRun's order), backfilled as a bool."""
+    values = list(row)
+    values[7] = bool(values[7])
+    return IndexedRun(*values)
 
 
 def _label_results(rows: list[tuple[Any, ...]]) -> list[LabelResult]:
@@ -268,19 +254,8 @@ class SqlQueries(RecordQueries, RunIndex):
             criteria.setdefault((run_id, judge_id), []).append((criterion, stored_flag(fired)))
         return [
             ScoreRow(
-                run_id=row[0],
-                judge_id=row[1],
-                kind=row[2],
-                model=row[3],
-                pack=row[4],
-                verdict=row[5],
-                diagnosis=stored_flag(row[6]),
-                skipped_reason=row[7],
-                created_at=row[8],
-                score_json=row[9],
-                criteria=tuple(criteria.get((row[0], row[1]), ())),
-                criteria_packed=row[10],
-                accepted_seq=row[11],
+                *[*row[:6], stored_flag(row[6]), *row[7:10]],
+                *[tuple(criteria.get((row[0], row[1]), ())), *row[10:]],
             )
             for row in self._rows(
                 f"SELECT {', '.join(SCORE_FIELDS)} FROM scores ORDER BY run_id, judge_id"
