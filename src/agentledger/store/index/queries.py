@@ -49,7 +49,7 @@ from agentledger.store.index.where import (
     where_sql,
 )
 
-__all__ = ["CHUNK", "SCORE_FIELDS", "SqlQueries", "chunks"]
+__all__ = ["CHUNK", "LABEL_FIELDS", "SCORE_FIELDS", "SqlQueries", "chunks"]
 
 T = TypeVar("T")
 CHUNK = 1000
@@ -76,7 +76,22 @@ SCORE_FIELDS = (
     "criteria_packed",
     "accepted_seq",
 )
+"""The columns of a score's row, as written and read back (`ScoreRow` adds its criteria)."""
 
+LABEL_FIELDS = (
+    "label_id",
+    "run_id",
+    "source_kind",
+    "source_name",
+    "verdict",
+    "diagnosis",
+    "supersedes",
+    "created_at",
+    "label_json",
+    "criteria_packed",
+    "accepted_seq",
+)
+"""The columns of a label's row as written (the index derives ``current`` itself)."""
 
 _LABEL_BRIEF = (
     "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "

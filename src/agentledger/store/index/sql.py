@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from agentledger.errors import IndexVersionError
 from agentledger.store.index.migrations import MIGRATIONS
-from agentledger.store.index.queries import SCORE_FIELDS, SqlQueries, chunks
+from agentledger.store.index.queries import LABEL_FIELDS, SCORE_FIELDS, SqlQueries, chunks
 from agentledger.store.index.rows import (
     DecisionRow,
     IndexEntry,
@@ -36,21 +36,6 @@ from agentledger.store.index.rows import (
 __all__ = ["SqlIndex", "Writer", "first_line"]
 
 T = TypeVar("T")
-_LABEL_FIELDS = (
-    "label_id",
-    "run_id",
-    "source_kind",
-    "source_name",
-    "verdict",
-    "diagnosis",
-    "supersedes",
-    "created_at",
-    "label_json",
-    "criteria_packed",
-    "accepted_seq",
-)
-
-
 _DECISION_FIELDS = (
     "decision_id",
     "kind",
@@ -242,7 +227,7 @@ class SqlIndex(SqlQueries):
         ids, params = d.any_of("label_id", [row.label_id for row in ordered])
         db.execute(f"DELETE FROM label_criteria WHERE {ids}", params)
         db.executemany(
-            d.upsert("labels", _LABEL_FIELDS, ["label_id"]),
+            d.upsert("labels", LABEL_FIELDS, ["label_id"]),
             [
                 (
                     row.label_id,
