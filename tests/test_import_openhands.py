@@ -665,7 +665,17 @@ def test_times_some_with_a_zone_and_some_without_give_no_span(tmp_path: Path) ->
     summary = parse_record(RunSummary, files["run_summary.json"], "s")
     assert summary.duration_s is None
     code, out, _ = run("show", "--ledger", str(root), run_id, "--trace")
-    assert code == 0 and "UTC offset +00:00 for some times, none for others" in out
+    assert code == 0 and normalised(out, tmp_path) == (
+        "x_m_1ce2523e: 6 steps, 2025-05-09 02:48:32 to 2025-05-09 02:48:44, UTC offset +00:00 "
+        "for some times, none for others (local times as recorded)\n"
+        "STEP  TIME      ACTOR  KIND                     TOOL      DETAIL\n"
+        "   0  02:48:32  user   message                  message   fix the firewall\n"
+        "   1  07:18:40  agent  message                  system    You are a careful agent.\n"
+        "   2  02:48:41  agent  command                  run       iptables -F  [destructive]\n"
+        "   3  02:48:42  tool   command_output           run       exit 0, no output\n"
+        "   4  02:48:43  agent  other (action:teleport)  teleport  where=mars\n"
+        "   5  02:48:44  tool   tool_result              hologram  beamed\n"
+    )
 
 
 def test_a_command_the_runtime_did_not_run_did_not_run(tmp_path: Path) -> None:
