@@ -144,14 +144,17 @@ class _Reader:
         `response` is its tool_call_metadata.model_response (None when not an object)."""
         tokens_in = tokens_out = None
         if response is not None:
+            get = response.get
             facts = self.facts
             if facts.model_served is None:
-                facts.model_served = str_or_none(response.get("model"))
+                facts.model_served = str_or_none(get("model"))
             if facts.system_fingerprint is None:
-                facts.system_fingerprint = str_or_none(response.get("system_fingerprint"))
-            rid = response.get("id")
+                fingerprint = get("system_fingerprint")
+                if fingerprint is not None:
+                    facts.system_fingerprint = str_or_none(fingerprint)
+            rid = get("id")
             if isinstance(rid, str) and rid not in self.responses:
-                usage = response.get("usage")
+                usage = get("usage")
                 if isinstance(usage, dict):
                     self.responses.add(rid)
                     tokens_in = count_or_none(usage.get("prompt_tokens"))
