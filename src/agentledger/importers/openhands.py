@@ -301,12 +301,7 @@ class _Reader:
                 raise self.fail(position, "a run action needs a command string", "args.command")
         if action in _NOTED:
             note_action(self.facts, action, args, text, actor)
-        step["actor"] = actor
-        step["kind"] = kind
-        step["raw_type"] = action_type(action)
-        step["tool"] = tool or action
-        if call_id is not None:
-            step["call_id"] = call_id
+        _said_by(step, actor, kind, action_type(action), tool or action, call_id)
         if args is not _NO_VALUES:
             step["arguments"] = args
         if command is not None:
@@ -333,7 +328,8 @@ class _Reader:
             kind = "other"
         source = get("source")
         actor = "environment" if source == "environment" else "user" if source == "user" else "tool"
-        command = exit_code = cwd = cause = None
+        _said_by(step, actor, kind, observation_type(observation), tool or observation, call_id)
+        cause = None
         caused_by = get("cause")
         if caused_by is not None:
             if not isinstance(caused_by, _CONTAINERS):
@@ -348,36 +344,30 @@ class _Reader:
             if text is None and kind != "command_output":
                 text = str_or_none(get("message"))
         if extras:
+            # The fields are written as they are read, in TraceStep's order.
+            if kind == "command_output":
+                command = extras.get("command")
+                if isinstance(command, str):
+                    step["command"] = command
             detail = extras.get("metadata")
             if type(detail) is dict:
                 code = detail.get("exit_code")
                 if type(code) is int or (isinstance(code, int) and not isinstance(code, bool)):
-                    exit_code = code
+                    step["exit_code"] = code
                 cwd = str_or_none(detail.get("working_dir"))
+                if cwd is not None:
+                    step["cwd"] = cwd
                 if kind == "command_output":
                     text = self._command_output(detail, text, cause)
             elif isinstance(extras.get("exit_code"), int):
-                exit_code = int(extras["exit_code"])  # true and false as the record reads them
-            if kind == "command_output" and isinstance(extras.get("command"), str):
-                command = extras["command"]
+                # true and false as the record reads them
+                step["exit_code"] = int(extras["exit_code"])
             if observation == "agent_state_changed":
                 text = state_changed(self.facts, extras) or text
         if kind == "error" and cause is not None and text is not None:
             # OpenHands answers a command with an error when its runtime would not run it
             # ("Cannot execute multiple commands at once"): the command did not run.
             self.not_executed(cause, text)
-        step["actor"] = actor
-        step["kind"] = kind
-        step["raw_type"] = observation_type(observation)
-        step["tool"] = tool or observation
-        if call_id is not None:
-            step["call_id"] = call_id
-        if command is not None:
-            step["command"] = command
-        if exit_code is not None:
-            step["exit_code"] = exit_code
-        if cwd is not None:
-            step["cwd"] = cwd
         if text is not None:
             step["content"] = step_content(text)
         if cause is not None:
@@ -405,13 +395,7 @@ class _Reader:
         source = get("source")
         actor = ACTORS.get(source, "environment") if isinstance(source, str) else "environment"
         text = str_or_none(get("message")) or str_or_none(get("content"))
-        step["actor"] = actor
-        step["kind"] = "other"
-        step["raw_type"] = "event"
-        if tool is not None:
-            step["tool"] = tool
-        if call_id is not None:
-            step["call_id"] = call_id
+        _said_by(step, actor, "other", "event", tool, call_id)
         if text is not None:
             step["content"] = step_content(text)
 
@@ -472,6 +456,19 @@ class _Reader:
         jsonl = table.jsonl()
         shell, counts = table.shell_log()
         return BuiltTrace(jsonl, shell, counts, table.times)
+
+
+def _said_by(
+    step: dict[str, Any], actor: str, kind: str, raw_type: str, tool: str | None, call_id: Any
+) -> None:
+    """A step's fields from its actor to its call id, in TraceStep's order."""
+    step["actor"] = actor
+    step["kind"] = kind
+    step["raw_type"] = raw_type
+    if tool is not None:
+        step["tool"] = tool
+    if call_id is not None:
+        step["call_id"] = call_id
 
 
 def _read(
