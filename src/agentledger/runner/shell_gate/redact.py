@@ -185,20 +185,30 @@ class Redactor:
         """The command line `command` as logged: the secrets its tools take as arguments or
         on their input (`redact_argv`: `htpasswd -b F U PASS`, `echo PW | sudo -S ...`)
         replaced, then what the detectors recognise."""
+        for typed, mark in self._hidden(command):
+            command = command.replace(typed, mark)
         if not argv_might_hold(command):
             return self.redact(command)
         from agentledger.runner.shell_gate.redact_argv import redact_line
 
         return self.redact(redact_line(command, _marker)[0])
 
+    def _hidden(self, command: str) -> list[tuple[str, str]]:
+        """The texts of `command` that hide a secret (`redact_argv_decode`), with markers."""
+        from agentledger.runner.shell_gate.redact_argv_decode import hidden_secrets, may_hide
+
+        if not may_hide(command):
+            return []
+        return hidden_secrets(command, Redactor(self.extra).redact, _marker)
+
     def knowing(self, command: str) -> Redactor:
         """This redactor, also replacing wherever they appear the secrets the command line
         `command` holds by their place in it (the event's parts and reason quote it)."""
-        if not argv_might_hold(command):
-            return self
-        from agentledger.runner.shell_gate.redact_argv import redact_line
+        known = self._hidden(command)
+        if argv_might_hold(command):
+            from agentledger.runner.shell_gate.redact_argv import redact_line
 
-        known = redact_line(command, _marker)[1]
+            known += redact_line(command, _marker)[1]
         return Redactor(self.extra, (*self.known, *known)) if known else self
 
     def redact_quoting(self, text: str) -> str:
