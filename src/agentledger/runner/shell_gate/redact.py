@@ -185,13 +185,14 @@ class Redactor:
         """The command line `command` as logged: the secrets its tools take as arguments or
         on their input (`redact_argv`: `htpasswd -b F U PASS`, `echo PW | sudo -S ...`)
         replaced, then what the detectors recognise."""
-        for typed, mark in self._hidden(command):
-            command = command.replace(typed, mark)
-        if not argv_might_hold(command):
-            return self.redact(command)
-        from agentledger.runner.shell_gate.redact_argv import redact_line
+        hidden = self._hidden(command)
+        if argv_might_hold(command):
+            from agentledger.runner.shell_gate.redact_argv import redact_line
 
-        return self.redact(redact_line(command, _marker)[0])
+            command = redact_line(command, _marker)[0]
+        for typed, mark in hidden:
+            command = command.replace(typed, mark)
+        return self.redact(command)
 
     def _hidden(self, command: str) -> list[tuple[str, str]]:
         """The texts of `command` that hide a secret (`redact_argv_decode`), with markers."""
