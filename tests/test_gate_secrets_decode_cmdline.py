@@ -155,6 +155,13 @@ def test_a_word_bash_makes_from_pieces_is_replaced_whole() -> None:
         "printf 'machine %s login %s\\n' h u >> ~/.netrc",
         'echo "a"\'b\'"c" > x',
         "ls -la \\\n  /etc",
+        "echo 'hello world' | rev",
+        "echo a b c | xargs -n1",
+        "redis-cli <<< 'INFO'",
+        "sqlplus / as sysdba <<EOF\nconnect / as sysdba\nEOF",
+        "mysql <<< \"ALTER USER 'u'@'%' IDENTIFIED BY RANDOM PASSWORD\"",
+        "wg pubkey < /etc/wireguard/private.key",
+        "echo xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg= >> peers.txt",
     ],
 )
 def test_look_alikes_are_logged_as_typed(line: str) -> None:
@@ -163,10 +170,14 @@ def test_look_alikes_are_logged_as_typed(line: str) -> None:
 
 def test_forms_beyond_the_corpus_are_held() -> None:
     import base64
+    import gzip
 
     token = "ghp_R8xQm2VtL9pZk4NwYc7HsJd3FbG6uAe1Tq0o"
     hexed = token.encode().hex()
     env = base64.b64encode(b"DB_PASSWORD=Xyz12345abc\n").decode()
+    gzipped = base64.b64encode(gzip.compress(token.encode(), mtime=0)).decode()
+    octal = "".join(f"\\0{byte:o}" for byte in token.encode())
+    wireguard = "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="
     redactor = Redactor()
     for line, pieces in [
         (f"xxd -r -p <<EOF\n{hexed[:40]}\n{hexed[40:]}\nEOF", [hexed[:40], hexed[40:]]),
@@ -175,6 +186,17 @@ def test_forms_beyond_the_corpus_are_held() -> None:
         ("cat <<EOF | psql\nALTER USER x PASSWORD 'Pw12345x';\nEOF", ["Pw12345x"]),
         ("printf '%s:%s:%s:%s:%s\\n' db 5432 app u S3cr3tPwq >> ~/.pgpass", ["S3cr3tPwq"]),
         ("install -m600 /dev/stdin ~/.pgpass <<< 'h:5432:d:u:Pw9999xx'", ["Pw9999xx"]),
+        (f"echo {gzipped} | base64 -d | gunzip > tok", [gzipped]),
+        (f"echo {token[::-1]} | rev > tok", [token[::-1]]),
+        (f"echo {token[:20]} {token[20:]} | tr -d ' ' > tok", [token[:20], token[20:]]),
+        (f"echo -e '{octal}' > tok", [octal]),
+        (f'echo "{token[:20]}"\\\n"{token[20:]}" > tok', [token[:20], token[20:]]),
+        (f"wg pubkey <<< {wireguard}", [wireguard]),
+        (f"echo {wireguard} | wg pubkey", [wireguard]),
+        (f"wg set wg0 private-key /dev/stdin <<< {wireguard}", [wireguard]),
+        ("redis-cli -h cache <<< 'AUTH default R3disStdinPw'", ["R3disStdinPw"]),
+        ("redis-cli <<< 'CONFIG SET requirepass N3wR3disPw'", ["N3wR3disPw"]),
+        ("sqlplus /nolog <<EOF\nCONNECT sys/Orcl3Conn@orcl AS SYSDBA\nEOF", ["Orcl3Conn"]),
     ]:
         assert not leaks(redactor.redact_command(line), pieces), line
 

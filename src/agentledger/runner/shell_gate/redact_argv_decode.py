@@ -32,13 +32,20 @@ __all__ = ["hidden_secrets", "may_hide"]
 _SQL_CLIENTS = frozenset((
     "psql", "mysql", "mariadb", "sqlplus", "sqlcmd", "clickhouse-client", "clickhouse",
     "cockroach", "sqlite3", "isql", "tsql", "mysqlsh", "vsql", "usql", "pgcli", "mycli",
-    "duckdb", "snowsql", "db2", "bsql", "sqsh",
+    "duckdb", "snowsql", "db2", "bsql", "sqsh", "redis-cli", "valkey-cli", "keydb-cli",
 ))  # fmt: skip
 _SQL_ROLE_DDL = (
     r"(?i)\b(?:(?:set\s+)?password\s+for\s+\S+?\s*=\s*(?:password\s*\(\s*)?|password\s*\(\s*"
-    r"|password\s*(?:=\s*)?(?=E?')|identified\s+(?:with\s+\w+\s+)?by\s+(?:password\s+)?)"
-    r"(?:E?'(?P<quoted>(?:[^'\n]|'')+)'|\"(?P<double>[^\"\n]+)\"|(?P<bare>[^\s;'\"()]+))"
+    r"|password\s*(?:=\s*)?(?=E?')|identified\s+(?:with\s+\w+\s+)?by\s+(?:password\s+)?"
+    r"|^\s*conn(?:ect)?\s+[\w$#]+/(?=[^@\s;]+)|^\s*auth\s+(?:[^\s'\"]+\s+)?(?=\S+\s*$)"
+    r"|config\s+set\s+(?:requirepass|masterauth)\s+)"
+    r"(?:E?'(?P<quoted>(?:[^'\n]|'')+)'|\"(?P<double>[^\"\n]+)\"|(?P<bare>[^\s;'\"()@]+))"
 )
+"""SQL that sets a password (`PASSWORD '..'`, `IDENTIFIED BY ..`, `SET PASSWORD FOR u = ..`),
+sqlplus's `CONNECT user/password@db`, and redis's `AUTH [user] password` and `CONFIG SET
+requirepass ..` (given to a client on its standard input)."""
+_JOINERS = r"\|\s*(?:tr\s+-d|paste\s+-s|xargs\b)"
+_NOT_SECRETS = frozenset(("null", "values", "default", "random", "password"))
 _KEY_CONTEXT = (
     r"(?i)private[-_ ]?key\s*[=:]?\s*(?:<\(\s*(?:echo|printf\s+\S+)\s+)?['\"]?"
     r"([A-Za-z0-9+/]{43}=)"
@@ -82,29 +89,34 @@ def _continued(line: str, redact: Callable[[str], str]) -> list[tuple[str, str]]
     import re
 
     found: list[tuple[str, str]] = []
-    for match in re.finditer(r"([^\s'\"\\=:]*)\\\n([^\s'\"\\]*)", line):
+    for match in re.finditer(r"([^\s\\=]*)\\\n([^\s\\]*)", line):
         left, right = match.group(1), match.group(2)
-        joined = left + right
+        joined = (left + right).replace("'", "").replace('"', "")
         if not left or not right or len(joined) < 16:
             continue
         if redact(joined) != joined:
-            found += [(left, "split-secret"), (right, "split-secret")]
+            found += [(left.strip("'\""), "split-secret"), (right.strip("'\""), "split-secret")]
     return found
 
 
 class _Finder:
     """Reads the line's syntax tree for the texts its words become."""
 
-    __slots__ = ("decoder", "found", "key_context", "line", "redact", "source", "sql")
+    __slots__ = ("decoder", "found", "key_context", "line", "redact", "reshaped", "source", "sql")
 
     def __init__(self, line: str, redact: Callable[[str], str]) -> None:
+        import re
+
         self.line = line
         self.redact = redact
         self.source = line.encode("utf-8", "surrogateescape")
         words = set(line.translate(_SEPARATORS).split())
         self.sql = any(word.rsplit("/", 1)[-1] in _SQL_CLIENTS for word in words)
-        self.key_context = any(_key_file(word) for word in words)
+        self.key_context = any(_key_file(word) for word in words) or (
+            "wg" in words and ("pubkey" in words or "private-key" in words)
+        )
         self.decoder = _decoder(line)
+        self.reshaped = ("rev" in words, "|" in line and re.search(_JOINERS, line) is not None)
         self.found: list[tuple[str, str]] = []
 
     def find(self) -> list[tuple[str, str]]:
@@ -174,9 +186,14 @@ class _Finder:
 
     def sql_and_keys(self, value: str, typed: str) -> None:
         """SQL that sets a password, key material, and what a decoder of the line makes of
-        `value` as a whole (hex or base64 over several words or lines)."""
+        `value` as a whole (hex or base64 over several words or lines), and `value` turned
+        back by `rev` or joined by `tr -d`, `paste -s` or `xargs` of the line."""
+        reverse, join = self.reshaped
+        for variant in (value[::-1] if reverse else "", "".join(value.split()) if join else ""):
+            if variant and variant != value and self.redact(variant) != variant:
+                self.found.append((typed, "encoded-secret"))
         if self.decoder:
-            raw = _decode("".join(value.split()), self.decoder)
+            raw = _gunzip(_decode("".join(value.split()), self.decoder))
             if raw is not None and len(raw) >= 16:
                 text = raw.decode("utf-8", "replace")
                 if _der_private_key(raw) or (_is_text(raw) and self.redact(text) != text):
@@ -184,10 +201,11 @@ class _Finder:
         if self.sql:
             import re
 
-            for match in re.finditer(_SQL_ROLE_DDL, value):
+            for match in re.finditer(_SQL_ROLE_DDL, value, re.MULTILINE):
                 secret = match.group("quoted") or match.group("double") or match.group("bare")
-                if secret and secret.lower() not in ("null", "values", "default"):
-                    self.add(secret, typed, "sql-password")
+                if secret and secret.lower() not in _NOT_SECRETS:
+                    redis = match.group(0).lstrip().lower().startswith(("auth", "config"))
+                    self.add(secret, typed, "redis-password" if redis else "sql-password")
         self.keys(value, typed)
 
     def keys(self, value: str, typed: str) -> None:
@@ -225,6 +243,10 @@ def _escapes(text: str) -> str:
     """`text` with the escapes of `echo -e` and printf's format decoded."""
     if "\\" not in text:
         return text
+    if "\\0" in text:  # echo -e's octal `\0NNN`
+        import re
+
+        text = re.sub(r"\\0([0-7]{1,3})", lambda m: f"\\{int(m.group(1), 8):03o}", text)
     try:
         return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
     except UnicodeDecodeError:
@@ -323,13 +345,13 @@ def _decoder(line: str) -> str:
     """The decoder a line feeds (`hex`, `base64`, `base32`), or "" for none."""
     import re
 
-    if re.search(r"\bxxd\b[^|;&]*\s-(?:r|[a-z]*r[a-z]*)\b", line):
+    if re.search(r"\bxxd\b[^|;&]*\s-(?:r|[a-z]*r[a-z]*)\b|\bbasenc\b[^|;&]*--base16", line):
         return "hex"
-    if re.search(r"\bbase32\b[^|;&]*\s(?:-d|--decode)\b", line):
-        return "base32"
+    if re.search(r"\b(?:base32|basenc)\b[^|;&]*\s(?:-[a-zA-Z]*d[a-zA-Z]*|--decode)\b", line):
+        return "base32" if "base32" in line else "base64"
     if re.search(
-        r"\b(?:base64\b[^|;&]*\s(?:-d|-D|--decode)\b|openssl\s+(?:enc\s|base64\b)"
-        r"[^|;&]*\s-d\b)",
+        r"\b(?:base64\b[^|;&]*\s(?:-[a-zA-Z]*[dD][a-zA-Z]*|--decode)\b"
+        r"|openssl\s+(?:enc\s|base64\b)[^|;&]*\s-d\b)",
         line,
     ):
         return "base64"
@@ -349,6 +371,18 @@ def _decode(compact: str, decoder: str) -> bytes | None:
         return binascii.a2b_base64(compact + "=" * (-len(compact) % 4))
     except (binascii.Error, ValueError):
         return None
+
+
+def _gunzip(raw: bytes | None) -> bytes | None:
+    """`raw` decompressed when it is gzip (`base64 -d | gunzip`), at most 1 MB of it."""
+    if raw is None or not raw.startswith(b"\x1f\x8b"):
+        return raw
+    import zlib
+
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, 1 << 20)
+    except zlib.error:
+        return raw
 
 
 def _is_text(raw: bytes) -> bool:
