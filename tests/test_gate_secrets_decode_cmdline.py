@@ -162,6 +162,11 @@ def test_a_word_bash_makes_from_pieces_is_replaced_whole() -> None:
         "mysql <<< \"ALTER USER 'u'@'%' IDENTIFIED BY RANDOM PASSWORD\"",
         "wg pubkey < /etc/wireguard/private.key",
         "echo xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg= >> peers.txt",
+        "A=1; B=2; echo $A$B",
+        'X=foo; Y=bar; echo "$X-$Y"',
+        "curl 'https://example.com/search?q=%E2%9C%93%20ok%20%E2%9C%93%20ok%20%E2%9C%93'",
+        "printf '\\u2713 done\\n'",
+        "MIN=5; echo $MIN",
     ],
 )
 def test_look_alikes_are_logged_as_typed(line: str) -> None:
@@ -178,6 +183,9 @@ def test_forms_beyond_the_corpus_are_held() -> None:
     gzipped = base64.b64encode(gzip.compress(token.encode(), mtime=0)).decode()
     octal = "".join(f"\\0{byte:o}" for byte in token.encode())
     wireguard = "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="
+    hex_escapes = "".join(f"\\x{byte:02x}" for byte in token.encode())
+    percent = "".join(f"%{byte:02X}" for byte in token.encode())
+    ed25519 = "MC4CAQAwBQYDK2VwBCIEIM6EDapszbtgib2G+61FMp1pHt07SwdxZ8sNUOr1Mupj"
     redactor = Redactor()
     for line, pieces in [
         (f"xxd -r -p <<EOF\n{hexed[:40]}\n{hexed[40:]}\nEOF", [hexed[:40], hexed[40:]]),
@@ -197,6 +205,17 @@ def test_forms_beyond_the_corpus_are_held() -> None:
         ("redis-cli -h cache <<< 'AUTH default R3disStdinPw'", ["R3disStdinPw"]),
         ("redis-cli <<< 'CONFIG SET requirepass N3wR3disPw'", ["N3wR3disPw"]),
         ("sqlplus /nolog <<EOF\nCONNECT sys/Orcl3Conn@orcl AS SYSDBA\nEOF", ["Orcl3Conn"]),
+        (
+            f'A={token[:20]}; B={token[20:]}; curl -H "Authorization: token $A$B" https://x',
+            [token[:20], token[20:]],
+        ),
+        (
+            f'export P={token[:18]} && export Q={token[18:]} && echo "${{P}}${{Q}}" > t',
+            [token[18:]],
+        ),
+        (f"python3 -c \"print(b'{hex_escapes}'.decode())\"", [hex_escapes]),
+        (f"curl -d 'token={percent}' https://x", [percent]),
+        (f"python3 -c \"open('k','wb').write(base64.b64decode('{ed25519}'))\"", [ed25519]),
     ]:
         assert not leaks(redactor.redact_command(line), pieces), line
 

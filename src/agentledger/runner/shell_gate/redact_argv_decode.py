@@ -50,6 +50,12 @@ _KEY_CONTEXT = (
     r"(?i)private[-_ ]?key\s*[=:]?\s*(?:<\(\s*(?:echo|printf\s+\S+)\s+)?['\"]?"
     r"([A-Za-z0-9+/]{43}=)"
 )
+_KEY_STARTS = ("MI", "MC", "MH", "b3BlbnNzaC1rZXkt")
+"""How the base64 of a DER private key (a SEQUENCE) or of OpenSSH's format starts."""
+_ESCAPE = r"\\x[0-9a-fA-F]{2}|\\u00[0-9a-fA-F]{2}|\\0?[0-3][0-7]{2}|%[0-9A-Fa-f]{2}"
+"""An escaped byte: a run of 8 or more (`\\x67`, `\\u0067`, `\\147`, `%67`), with the token
+characters between them, is decoded in any word (printf, echo -e, `$'..'`, a script's
+string, a URL)."""
 _BASE64_RUN = r"[A-Za-z0-9+/]{16,}={0,2}"
 _SEPARATORS = str.maketrans({c: " " for c in "|&;()<>`'\"$\n\t\\{}"})
 
@@ -58,11 +64,20 @@ def may_hide(line: str) -> bool:
     """False when `hidden_secrets` can find nothing in `line` (most lines: then it is not
     parsed): no quotes side by side, no line continuation, no escape, no here-document or
     here-string, no `echo`/`printf` whose output goes anywhere, no private key."""
-    if "<<" in line or "\\\n" in line or "\"'" in line or "'\"" in line or "$'" in line:
+    return "\\\n" in line or _may_parse(line)
+
+
+def _may_parse(line: str) -> bool:
+    """`may_hide` but for line continuations (joined without parsing the line)."""
+    if "<<" in line or "\"'" in line or "'\"" in line or "$'" in line:
         return True
     if ("echo" in line or "printf" in line) and ("|" in line or ">" in line):
         return True
-    if "\\x" in line:
+    if "\\x" in line or "\\u" in line or line.count("%") >= 8:
+        return True
+    if "=" in line and "$" in line and (";" in line or "&&" in line or "\n" in line):
+        return True  # `A=half; B=half; use "$A$B"`
+    if any(start in line for start in _KEY_STARTS):
         return True
     lowered = line.lower()
     return "private-key" in lowered or "privatekey" in lowered
@@ -73,10 +88,10 @@ def hidden_secrets(
 ) -> list[tuple[str, str]]:
     """The texts of `line` that hide a secret, each with its marker, longest first."""
     found: dict[str, str] = {}
-    for typed, kind in _continued(line, redact):
+    for typed, kind in (*_continued(line, redact), *_escaped(line, redact)):
         found.setdefault(typed, kind)
     try:
-        for typed, kind in _Finder(line, redact).find():
+        for typed, kind in _Finder(line, redact).find() if _may_parse(line) else ():
             found.setdefault(typed.strip("\n"), kind)  # a here-document keeps its last newline
     except RecursionError:  # nested past Python's stack: nothing more is read
         pass
@@ -99,6 +114,39 @@ def _continued(line: str, redact: Callable[[str], str]) -> list[tuple[str, str]]
     return found
 
 
+def _escaped(line: str, redact: Callable[[str], str]) -> list[tuple[str, str]]:
+    """Runs of escaped bytes that, decoded, hold a secret."""
+    if line.count("\\") < 8 and line.count("%") < 8:
+        return []
+    import re
+    from urllib.parse import unquote
+
+    runs: list[list[int]] = []  # [start, end, escapes] of runs joined by token characters
+    for match in re.finditer(_ESCAPE, line):
+        start, end = match.span()
+        if runs and (runs[-1][1] == start or _token_chars(line[runs[-1][1] : start])):
+            runs[-1][1:] = [end, runs[-1][2] + 1]
+        else:
+            runs.append([start, end, 1])
+    found: list[tuple[str, str]] = []
+    for start, end, count in runs:
+        if count < 8:
+            continue
+        while start > 0 and _token_chars(line[start - 1]):
+            start -= 1
+        while end < len(line) and _token_chars(line[end]):
+            end += 1
+        run = line[start:end]
+        decoded = _escapes(unquote(run) if "%" in run else run)
+        if decoded != run and redact(decoded) != decoded:
+            found.append((run, "encoded-secret"))
+    return found
+
+
+def _token_chars(text: str) -> bool:
+    return all(char.isalnum() or char in "_-" for char in text)
+
+
 class _Finder:
     """Reads the line's syntax tree for the texts its words become."""
 
@@ -112,7 +160,8 @@ class _Finder:
         self.source = line.encode("utf-8", "surrogateescape")
         words = set(line.translate(_SEPARATORS).split())
         self.sql = any(word.rsplit("/", 1)[-1] in _SQL_CLIENTS for word in words)
-        self.key_context = any(_key_file(word) for word in words) or (
+        key = "key" in line.lower() or "id_" in line
+        self.key_context = (key and any(_key_file(word) for word in words)) or (
             "wg" in words and ("pubkey" in words or "private-key" in words)
         )
         self.decoder = _decoder(line)
@@ -127,10 +176,25 @@ class _Finder:
         for match in re.finditer(_KEY_CONTEXT, self.line):
             if _private_key(match.group(1), True):
                 self.found.append((match.group(1), "private-key"))
-        stack = [bash_parser().parse(self.source).root_node]
+        if any(start in self.line for start in _KEY_STARTS):
+            for match in re.finditer(r"[A-Za-z0-9+/]{40,}={0,2}", self.line):
+                if _private_key(match.group(), False):
+                    self.found.append((match.group(), "private-key"))
+        root = bash_parser().parse(self.source).root_node
+        stack = [root]
+        assigned: dict[str, Node] = {}
+        uses: list[Node] = []
         while stack:
             node = stack.pop()
-            stack.extend(node.named_children)
+            stack.extend(reversed(node.named_children))
+            if node.type == "variable_assignment":
+                name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+                if name is not None and value is not None and _word(value):
+                    assigned[self.typed(name)] = value
+            elif node.type in ("string", "concatenation", "word") and (
+                b"$" in self.source[node.start_byte : node.end_byte] and "=" in self.line
+            ):
+                uses.append(node)
             if node.type in ("concatenation", "ansi_c_string"):
                 self.text(node, _word(node), "split-secret")
             elif node.type == "command":
@@ -141,7 +205,33 @@ class _Finder:
             elif node.type == "heredoc_body":
                 # its lines are the line's own, searched as output is: SQL and keys only
                 self.sql_and_keys(self.typed(node), self.typed(node))
+        if assigned:
+            for node in uses:
+                self.expanded(node, assigned)
         return self.found
+
+    def expanded(self, node: Node, assigned: dict[str, Node]) -> None:
+        """`node` with the variables the line assigns literally put in: a secret split
+        over them (`A=ghp_x; B=y; curl -H "token $A$B"`) takes every value it is made of."""
+        import re
+
+        used: list[Node] = []
+
+        def value(match: re.Match[str]) -> str:
+            found = assigned.get(match.group(1) or match.group(2))
+            if found is None:
+                return match.group()
+            used.append(found)
+            return _word(found) or ""
+
+        text = re.sub(r"\$\{(\w+)\}|\$(\w+)", value, self.typed(node))
+        text = text.replace('"', "").replace("'", "")
+        if len(used) < 2 or self.redact(text) == text:
+            return
+        if any(self.redact(_word(part) or "") != _word(part) for part in used):
+            return  # a value that is a secret alone is found where it is typed
+        for part in used:
+            self.found.append((self.typed(part), "split-secret"))
 
     def typed(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
