@@ -149,6 +149,9 @@ _DENSE = 400
 """...unless they occur more than once in this many characters."""
 
 _compiled: dict[tuple[str, int], re.Pattern[str]] = {}
+_decode: list[Any] = []
+"""The module `redact_argv_decode`, once imported."""
+_last_hidden: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
 _table: list[_Rule] | None = None
 _key: bytes | None = None
 
@@ -196,11 +199,19 @@ class Redactor:
 
     def _hidden(self, command: str) -> list[tuple[str, str]]:
         """The texts of `command` that hide a secret (`redact_argv_decode`), with markers."""
-        from agentledger.runner.shell_gate.redact_argv_decode import hidden_secrets, may_hide
+        if not _decode:
+            from agentledger.runner.shell_gate import redact_argv_decode
 
-        if not may_hide(command):
+            _decode.append(redact_argv_decode)
+        if not _decode[0].may_hide(command):
             return []
-        return hidden_secrets(command, Redactor(self.extra).redact, _marker)
+        key = (command, self.extra)  # the gate asks for the command and for its parts
+        found = _last_hidden.get(key)
+        if found is None:
+            found = _decode[0].hidden_secrets(command, Redactor(self.extra).redact, _marker)
+            _last_hidden.clear()
+            _last_hidden[key] = found
+        return list(found)
 
     def knowing(self, command: str) -> Redactor:
         """This redactor, also replacing wherever they appear the secrets the command line

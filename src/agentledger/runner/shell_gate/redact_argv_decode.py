@@ -69,18 +69,17 @@ def may_hide(line: str) -> bool:
 
 def _may_parse(line: str) -> bool:
     """`may_hide` but for line continuations (joined without parsing the line)."""
-    if "<<" in line or "\"'" in line or "'\"" in line or "$'" in line:
+    if "<<" in line or "\"'" in line or "'\"" in line or "$'" in line or "\\x" in line:
         return True
     if ("echo" in line or "printf" in line) and ("|" in line or ">" in line):
         return True
-    if "\\x" in line or "\\u" in line or line.count("%") >= 8:
-        return True
     if "=" in line and "$" in line and (";" in line or "&&" in line or "\n" in line):
         return True  # `A=half; B=half; use "$A$B"`
-    if any(start in line for start in _KEY_STARTS):
+    if "M" in line and ("MI" in line or "MC" in line or "MH" in line):
+        return True  # base64 of a DER key
+    if "\\u" in line or "b3BlbnNzaC1rZXkt" in line or line.count("%") >= 8:
         return True
-    lowered = line.lower()
-    return "private-key" in lowered or "privatekey" in lowered
+    return ("rivate" in line or "RIVATE" in line) and "key" in line.lower().replace("_", "-")
 
 
 def hidden_secrets(
@@ -143,6 +142,17 @@ def _escaped(line: str, redact: Callable[[str], str]) -> list[tuple[str, str]]:
     return found
 
 
+def _anchored(text: str) -> bool:
+    """True when a rule that matches only a whole line (a pgpass line, `requirepass X`,
+    `rocommunity X`) may find `text` alone where it does not find it inside the line."""
+    lowered = text.lower()
+    return (
+        "\n" in text
+        or text.count(":") >= 4
+        or any(word in lowered for word in ("requirepass", "masterauth", "community"))
+    )
+
+
 def _token_chars(text: str) -> bool:
     return all(char.isalnum() or char in "_-" for char in text)
 
@@ -150,7 +160,9 @@ def _token_chars(text: str) -> bool:
 class _Finder:
     """Reads the line's syntax tree for the texts its words become."""
 
-    __slots__ = ("decoder", "found", "key_context", "line", "redact", "reshaped", "source", "sql")
+    __slots__ = (
+        "decoder", "found", "key_context", "line", "printed", "redact", "reshaped", "source", "sql",
+    )  # fmt: skip
 
     def __init__(self, line: str, redact: Callable[[str], str]) -> None:
         import re
@@ -167,6 +179,7 @@ class _Finder:
         self.decoder = _decoder(line)
         self.reshaped = ("rev" in words, "|" in line and re.search(_JOINERS, line) is not None)
         self.found: list[tuple[str, str]] = []
+        self.printed: list[tuple[str, str]] = []
 
     def find(self) -> list[tuple[str, str]]:
         import re
@@ -208,7 +221,34 @@ class _Finder:
         if assigned:
             for node in uses:
                 self.expanded(node, assigned)
+        self.pieces()
         return self.found
+
+    def pieces(self) -> None:
+        """A secret printed in pieces by several echo/printf (`echo -n half > f; echo half
+        >> f`) takes every piece; the rest of a private key whose start was found, too."""
+        import re
+
+        tokens = [(printed.strip(), typed) for printed, typed in self.printed]
+        tokens = [
+            (text, typed) for text, typed in tokens if len(text) >= 8 and len(text.split()) == 1
+        ]
+        if len(tokens) > 1:
+            joined = "".join(text for text, _ in tokens)
+            if self.redact(joined) != joined or self.keys_in(joined):
+                for text, typed in tokens:
+                    if self.redact(text) == text:
+                        self.found.append((typed, "split-secret"))
+        if any(kind == "private-key" for _, kind in self.found):
+            for match in re.finditer(r"[A-Za-z0-9+/]{40,}={0,2}", self.line):
+                self.found.append((match.group(), "private-key"))
+
+    def keys_in(self, text: str) -> bool:
+        found = len(self.found)
+        self.keys(text, text)
+        added = len(self.found) > found
+        del self.found[found:]
+        return added
 
     def expanded(self, node: Node, assigned: dict[str, Node]) -> None:
         """`node` with the variables the line assigns literally put in: a secret split
@@ -253,7 +293,11 @@ class _Finder:
             printed = _printf(values)
         start, end = args[0].start_byte, args[-1].end_byte
         typed = self.source[start:end].decode("utf-8", "surrogateescape")
-        self.search(printed, typed, "encoded-secret")
+        if printed in self.line and not _anchored(printed):
+            self.sql_and_keys(printed, typed)  # the detectors read it where it is typed
+        else:
+            self.search(printed, typed, "encoded-secret")
+        self.printed.append((printed, typed))
         parent = node.parent
         if parent is not None and parent.type == "process_substitution":
             before = parent.prev_named_sibling
