@@ -3,17 +3,23 @@
 
 The line is read as bash reads it, and what its words become is searched by the redactor:
 
-- words split over quotes (`"ghp_"'abc...'`, `$'sk_'"live..."`) are joined, and a word split
-  over a line continuation (`eyJ...\\<newline>...`) is joined to its other half;
-- what `echo` and `printf` print (their escapes `\\x..` and `\\NNN` decoded, printf's format
-  filled in), here-strings and here-documents: a credential-file line (`.pgpass`, `.netrc`,
-  `.my.cnf`, `.pypirc`, `.npmrc`, `credentials`) or an encoded secret in them is found as it
-  would be in the command's output;
+- words split over quotes (`"ghp_"'abc...'`, `$'sk_'"live..."`) are joined, a word split
+  over a line continuation (`eyJ...\\<newline>...`) is joined to its other half, and a value
+  split over variables the line assigns (`A=half; B=half; ... "$A$B"`) is put together;
+- runs of escaped bytes (`\\x67`, `\\u0067`, `\\147`, `%67`) in any word are decoded;
+- what `echo` and `printf` print (escapes decoded, printf's format filled in; pieces printed
+  by several of them joined), here-strings and here-documents: a credential-file line
+  (`.pgpass`, `.netrc`, `.my.cnf`, `.pypirc`, `.npmrc`, `credentials`) or an encoded secret
+  in them is found as it would be in the command's output; what a decoder of the line
+  (`base64 -d`, `xxd -r`, `base32 -d`, `openssl base64 -d`, then `gunzip`) or `rev`, `tr -d`,
+  `paste -s` would make of it, too;
 - key material without its header: base64 whose bytes are a private key (PKCS#1, PKCS#8,
   SEC1 DER, OpenSSH's format), or a raw 32- or 64-byte key (WireGuard's) given where a key
-  goes (`wg ... private-key <(echo KEY)`, `PrivateKey = KEY`, `echo KEY > private.key`);
+  goes (`wg ... private-key <(echo KEY)`, `PrivateKey = KEY`, `echo KEY > private.key`,
+  `wg pubkey <<< KEY`);
 - on a line that runs an SQL client, SQL that sets a password (`PASSWORD '...'`,
-  `IDENTIFIED BY ...`, `SET PASSWORD FOR u = '...'`).
+  `IDENTIFIED BY ...`, `SET PASSWORD FOR u = '...'`, sqlplus's `CONNECT u/pw`, redis's
+  `AUTH` and `CONFIG SET requirepass`).
 
 `hidden_secrets` answers the texts of the line to replace: the secret as typed when the line
 holds it so, else the whole word or here-document that makes it.
