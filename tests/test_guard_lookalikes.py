@@ -130,3 +130,19 @@ def test_a_comment_path_that_is_not_text_is_refused() -> None:
     found = reasons({"comments": [{"path": "app.py", "file": "poetry.lock"}]}, expect)
     assert found and "poetry.lock" in found[0], found
     assert reasons({"comments": [{"path": "app.py", "body": "ok"}, "general note"]}, expect) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("http://0x01020304/", "1.2.3.4"),
+        ("http://16909060/", "1.2.3.4"),
+        ("http://1.2.3/", "1.2.0.3"),
+        ("http://intranet/admin", "intranet"),
+    ],
+)
+def test_a_url_host_in_any_form_is_a_host(url: str, host: str) -> None:
+    """inet_aton's forms of an address, and a host of one label, are reached by the URL."""
+    found = reasons({"note": f"curl {url}"}, {"hostname_allowlist": ["api.good.io"]})
+    assert found and f"host {host} " in found[0], found
+    assert reasons({"note": "curl http://localhost:8080/"}, {"hostname_allowlist": ["a.io"]}) == []

@@ -50,6 +50,11 @@ CASES = [
     ("length(integer) RETURNS integer", "SELECT length(7::int)", True),
     ("left(text, bigint) RETURNS text", "SELECT left('abc', 2)", False),
     ("upper(text, integer) RETURNS text", "SELECT upper('a', 1)", True),
+    ("lower(bit) RETURNS text", "SELECT lower(B'101')", True),
+    ("lower(bit) RETURNS text", "SELECT lower(X'1F')", True),
+    ("lower(bit) RETURNS text", "SELECT lower(E'x')", False),
+    ("lower(bit) RETURNS text", "SELECT lower($$x$$)", False),
+    ('"Lower"(text) RETURNS text', """SELECT "Lower"('x')""", True),
 ]  # fmt: skip
 
 

@@ -63,11 +63,14 @@ def unproven_call(tokens: list[Token]) -> str | None:
     folds it: unquoted to lower case), `op` and anything else."""
     for index in range(len(tokens) - 1):
         kind, name = tokens[index]
-        if kind != "name" or tokens[index + 1] != ("op", "("):
+        if kind not in ("name", "quoted") or tokens[index + 1] != ("op", "("):
             continue
         before = tokens[index - 1] if index else ("", "")
         if before in (("op", "."), ("op", "::")) or before == ("name", "as"):
             continue  # qualified (pg_catalog.lower) or a type's modifier (varchar(20))
+        if kind == "quoted" and name not in _signatures():
+            # `"Lower"('x')`: a quoted name keeps its case, and no built-in is called so.
+            return f'no built-in is named "{name}": only a schema\'s function can answer to it'
         arguments = _arguments(tokens, index + 2)
         if arguments is None or not any(kind is not None for kind in arguments):
             continue  # its own syntax, or no literal: nothing the text can show
@@ -121,6 +124,8 @@ def _literal_type(argument: list[Token]) -> str | None:
         return None
     if kind == "str" or (kind, text) == ("name", "null"):
         return "unknown"
+    if kind == "bit":
+        return "bit"
     if kind == "name" and text in ("true", "false"):
         return "boolean"
     if kind != "num":
@@ -198,7 +203,9 @@ def sqlglot_tokens(text: str, dialect: str) -> list[tuple[str, str]]:
         elif kind in strings:
             tokens.append(("str", token.text))
         elif kind == TokenType.IDENTIFIER:
-            tokens.append(("name", token.text))  # quoted: its case kept
+            tokens.append(("quoted", token.text))  # its case kept
+        elif kind in (TokenType.BIT_STRING, TokenType.HEX_STRING):
+            tokens.append(("bit", token.text))  # B'101', X'1F': of type bit
         elif token.text[:1].isalpha() or token.text[:1] == "_":
             tokens.append(("name", token.text.lower()))
         else:
