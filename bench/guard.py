@@ -42,7 +42,15 @@ WATCHDOG_EXPECT = {
 SQL_EXPECT = {
     "description": "read-only analyst on the billing database",
     "sql_read_only": True,
-    "sql_tables_subset": ["invoices", "customers", "events"],
+    "sql_tables_subset": {
+        "tables": ["invoices", "customers", "events"],
+        # Declared: in PostgreSQL `c.name` is a call name(c) unless name is known a column.
+        "columns": {
+            "invoices": ["amount", "created_at", "customer_id"],
+            "customers": ["id", "name"],
+            "recent": ["amount", "customer_id"],
+        },
+    },
 }
 SHELL_EXPECT = {
     "shell_commands": {
