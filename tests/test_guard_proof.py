@@ -72,7 +72,9 @@ def test_known_built_ins_still_pass(sql: str) -> None:
 
 def test_the_gate_refuses_the_same_functions() -> None:
     assert classify("psql -c 'SELECT * FROM invoices ORDER BY wipe(id)'").kind == "unknown"
-    assert classify("psql -c 'SELECT pg_size_pretty(pg_database_size(1))'").kind == "read-only"
+    assert classify("psql -c 'SELECT pg_size_pretty(pg_database_size(1::oid))'").kind == "read-only"
+    # An integer where the built-in takes an oid: a schema's pg_database_size(int) would run.
+    assert classify("psql -c 'SELECT pg_size_pretty(pg_database_size(1))'").kind == "unknown"
 
 
 # -- tables read by functions and quoted names -------------------------------------------------
@@ -81,12 +83,15 @@ SUBSET = {"sql_tables_subset": ["invoices"]}
 
 
 def test_a_function_that_reads_a_table_counts_as_reading_it() -> None:
-    ok, reasons = verdict({"sql": "SELECT table_to_xml('users', true, false, '')"}, SUBSET)
+    call = "SELECT table_to_xml({}::regclass, true, false, ''::text)"
+    ok, reasons = verdict({"sql": call.format("'users'")}, SUBSET)
     assert not ok and "users" in reasons[-1], reasons
-    assert verdict({"sql": "SELECT table_to_xml('invoices', true, false, '')"}, SUBSET)[0]
-    ok, reasons = verdict({"sql": "SELECT table_to_xml('public.\"Users\"', true, false, '')"},
-                          SUBSET)  # fmt: skip
+    assert verdict({"sql": call.format("'invoices'")}, SUBSET)[0]
+    ok, reasons = verdict({"sql": call.format("'public.\"Users\"'")}, SUBSET)
     assert not ok and "Users" in reasons[-1]
+    # Untyped, the name would be text: a schema's table_to_xml(text, ...) would run instead.
+    ok, reasons = verdict({"sql": "SELECT table_to_xml('invoices', true, false, '')"}, SUBSET)
+    assert not ok and "no built-in table_to_xml() takes" in reasons[0], reasons
 
 
 def test_a_quoted_identifier_keeps_its_case() -> None:

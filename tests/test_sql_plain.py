@@ -31,12 +31,15 @@ def sqlglot_agrees(text: str, dialect: str) -> None:
         return
     full = analyse_sql(text, dialect, with_sqlglot=True)
     assert full.error is None, (text, full.error)
-    assert full.findings == [], (text, full.findings)
+    # The one finding a plain query may have: a literal argument no built-in of the call's
+    # name takes (`length(1)`: a schema's overload would run), found on both paths.
+    overload = [finding for finding in full.findings if finding.why.startswith("no built-in ")]
+    assert full.findings == overload, (text, full.findings)
     assert full.statements == 1, text
     assert full.tables == set(plain.tables), text
     quick = analyse_sql(text, dialect)
     assert (quick.error, quick.findings, quick.statements, quick.tables) == (
-        None, [], 1, full.tables,
+        None, overload, 1, full.tables,
     )  # fmt: skip
 
 

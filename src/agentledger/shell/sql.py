@@ -201,6 +201,10 @@ def analyse_sql(
         # One plain SELECT, read without sqlglot: the answer sqlglot's analysis would give.
         analysis.statements = 1
         analysis.tables.update(plain.tables)
+        if dialect == DEFAULT_DIALECT and plain.literal_calls:
+            from agentledger.shell.sql_plain import name_tokens
+
+            _overload(analysis, name_tokens(text), text)
         return analysis
     rules = rules if rules is not None else _default_rules()
     return _analysed_in_time(text, dialect, rules, columns)
@@ -235,6 +239,10 @@ def _analyse(
             )
             continue
         _statement(statement, dialect, rules, analysis, 0, columns)
+    if dialect in ATTRIBUTE_DIALECTS:
+        from agentledger.shell.sql_literals import sqlglot_tokens
+
+        _overload(analysis, sqlglot_tokens(text, dialect), text)
 
 
 def _analysed_in_time(text: str, dialect: str, rules: SqlRules, columns: Columns) -> SqlAnalysis:
@@ -299,6 +307,17 @@ def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
         return None
     finally:
         logger.setLevel(level)
+
+
+def _overload(analysis: SqlAnalysis, tokens: list[tuple[str, str]], text: str) -> None:
+    """A finding when a call of a built-in's name has literal arguments no built-in of that
+    name takes: a schema's overload would run (`sql_literals`)."""
+    from agentledger.shell.sql_literals import unproven_call
+
+    why = unproven_call(tokens)
+    if why is not None:
+        analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
+        analysis.opaque.add(why.split("(", 1)[0].rsplit(" ", 1)[-1] + "()")
 
 
 def _keyword_kind(keyword: str, rules: SqlRules) -> str:

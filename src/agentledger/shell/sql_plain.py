@@ -97,14 +97,18 @@ MAX_PLAIN_CHARS = 20_000
 
 
 class PlainQuery:
-    """A plain query: the tables it reads (lower case, `schema.table` as written) and the
-    functions it calls."""
+    """A plain query: the tables it reads (lower case, `schema.table` as written), the
+    functions it calls, and whether a call has a literal argument (`lower(5)`: which
+    function PostgreSQL calls depends on its type, `sql_literals`)."""
 
-    __slots__ = ("functions", "tables")
+    __slots__ = ("functions", "literal_calls", "tables")
 
-    def __init__(self, tables: frozenset[str], functions: frozenset[str]) -> None:
+    def __init__(
+        self, tables: frozenset[str], functions: frozenset[str], literal_calls: bool = False
+    ) -> None:
         self.tables = tables
         self.functions = functions
+        self.literal_calls = literal_calls
 
 
 class _NotPlain(Exception):
@@ -124,7 +128,13 @@ def plain_query(text: str, dialect: str) -> PlainQuery | None:
         reader.statement()
     except (_NotPlain, IndexError, RecursionError):
         return None
-    return PlainQuery(frozenset(reader.tables), frozenset(reader.functions))
+    return PlainQuery(frozenset(reader.tables), frozenset(reader.functions), reader.literal_calls)
+
+
+def name_tokens(text: str) -> list[tuple[str, str]]:
+    """The tokens of a plain query as `sql_literals` reads them (names in lower case)."""
+    tokens = _tokens(text) or []
+    return [("name", value.lower()) if kind == "word" else (kind, value) for kind, value in tokens]
 
 
 def _tokens(text: str) -> list[tuple[str, str]] | None:
@@ -164,6 +174,7 @@ class _Reader:
         self.at = 0
         self.tables: set[str] = set()
         self.functions: set[str] = set()
+        self.literal_calls = False
 
     # -- tokens --------------------------------------------------------------------------
 
@@ -425,17 +436,25 @@ class _Reader:
             self.expect_op(")")
             return
         arguments = 0
+        self.literal_calls |= self.literal_next()
         if not self.is_op(")"):
             if function in ("count", "sum", "avg", "min", "max"):
                 self.take_word("DISTINCT")
             self.expression()
             arguments = 1
             while self.take_op(","):
+                self.literal_calls |= self.literal_next()
                 self.expression()
                 arguments += 1
         self.expect_op(")")
         if not fewest <= arguments <= most:
             raise _NotPlain  # sqlglot refuses the call: it does not parse
+
+    def literal_next(self) -> bool:
+        """True when the next argument starts with a literal (`5`, `-5`, `'x'`, NULL)."""
+        ahead = 1 if self.is_op("-", "+") else 0
+        kind = self.peek(ahead)[0]
+        return kind in ("num", "str") or self.is_word("NULL", "TRUE", "FALSE", ahead=ahead)
 
     def column(self) -> None:
         """A bare column name. A qualified one (`t.name`) goes to sqlglot: PostgreSQL may read
