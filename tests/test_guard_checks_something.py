@@ -69,6 +69,21 @@ NOTHING = [
     # a trajectory floor of 0
     ({"trajectory_match": {"steps": [{"tool": "ls"}], "min_recall": 0}},
      "trajectory_match.min_recall"),
+    # JSON Schemas every JSON object satisfies (every output the guard scores is one)
+    ({"json_schema": {"type": "object"}}, "json_schema"),
+    ({"json_schema": {"not": {"type": "null"}}}, "json_schema"),
+    ({"json_schema": {"anyOf": [{"type": "object"}, {"type": "string"}]}}, "json_schema"),
+    ({"json_schema": {"type": ["object", "array"]}}, "json_schema"),
+    ({"json_schema": {"anyOf": [{"type": "object"}, {"required": ["sql"]}]}}, "json_schema"),
+    ({"json_schema": {"oneOf": [{"type": "object"}, {"type": "array"}]}}, "json_schema"),
+    ({"json_schema": {"if": {"required": ["a"]}, "then": {"type": "object"}}}, "json_schema"),
+    ({"json_schema": {"type": "object", "properties": {"sql": {"description": "the query"}},
+                      "additionalProperties": True}}, "json_schema"),
+    ({"json_schema": {"minProperties": 0, "maxProperties": 10**6}}, "json_schema"),
+    ({"json_schema": {"not": {"type": "array"}, "propertyNames": {"type": "string"}}},
+     "json_schema"),
+    ({"json_schema": {"properties": {"n": {"not": {"type": "string", "minLength": 10**6}}}}},
+     "json_schema"),
 ]  # fmt: skip
 
 
@@ -117,6 +132,45 @@ def test_the_console_script_refuses_it_with_exit_2_naming_file_and_field(tmp_pat
 )  # fmt: skip
 def test_an_expect_that_can_fail_is_kept(expect: dict[str, Any]) -> None:
     check("{}", expect)
+
+
+SCHEMAS_THAT_FAIL = [
+    # (a schema, an object it rejects: the guard finds one of its own)
+    ({"required": ["sql"]}, {"x": 0}),
+    ({"type": "object", "properties": {"sql": {"type": "string"}}}, {"sql": None}),
+    ({"properties": {"body": {"type": "string", "maxLength": 10}}}, {"body": "x" * 11}),
+    ({"properties": {"a": {"properties": {"b": {"type": "string"}}}}}, {"a": {"b": 1}}),
+    ({"properties": {"findings": {"items": {"required": ["id"]}}}}, {"findings": [{}]}),
+    ({"properties": {"n": {"minimum": 0}}}, {"n": -1}),
+    ({"properties": {"tags": {"uniqueItems": True}}}, {"tags": [1, 1]}),
+    ({"properties": {"ip": {"format": "ipv4"}}}, {"ip": "x"}),
+    ({"additionalProperties": False, "properties": {"sql": {}}}, {"x": 0}),
+    ({"maxProperties": 50}, {f"k{number}": 0 for number in range(51)}),
+    ({"propertyNames": {"maxLength": 20}}, {"k" * 21: 0}),
+    ({"patternProperties": {"^z": {"type": "string"}}}, {"z": 0}),
+    ({"dependentRequired": {"a": ["b"]}}, {"a": 0}),
+    ({"not": {"required": ["error"]}}, {"error": 0}),
+    ({"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}, {}),
+    ({"properties": {"q": {"enum": ["yes", "no"]}}}, {"q": "maybe"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "rejected"), SCHEMAS_THAT_FAIL)
+def test_a_schema_some_object_fails_is_kept_and_rejects_it(
+    schema: dict[str, Any], rejected: dict[str, Any]
+) -> None:
+    expect = {"json_schema": schema}
+    result = check(json.dumps(rejected), expect)  # loads: the schema checks something
+    assert not result.ok and result.reasons[0].startswith("json_schema: ")
+
+
+def test_a_schema_that_checks_nothing_is_exit_2_on_the_command_line(tmp_path: Path) -> None:
+    done = guard(tmp_path, {"json_schema": {"type": "object"}}, {})
+    assert done.returncode == 2, done
+    assert "field 'json_schema': no JSON object tried fails this schema" in done.stderr
+    assert "it checks nothing" in done.stderr
+    done = guard(tmp_path, {"json_schema": {"type": "object", "required": ["sql"]}}, {})
+    assert done.returncode == 1 and "'sql' is a required property" in done.stderr
 
 
 def test_the_largest_maximum_kept_can_still_fail() -> None:

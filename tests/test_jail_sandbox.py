@@ -191,3 +191,95 @@ def test_as_an_unprivileged_user_a_reader_runs_and_keeps_no_capability(sandbox: 
         "lo": True,
         "caps": ["0000000000000000", "0000000000000000"],
     }
+
+
+ADD_KEY = (
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "add_key, keyctl = {'x86_64': (248, 250), 'aarch64': (217, 219)}[os.uname().machine]\n"
+    "for name, ring in (('@s', -3), ('@u', -4)):\n"
+    "    got = libc.syscall(add_key, b'user', sys.argv[1].encode(), b'k', ctypes.c_size_t(1),\n"
+    "                       ctypes.c_long(ring))\n"
+    "    print(name, got, ctypes.get_errno())\n"
+    "got = libc.syscall(keyctl, ctypes.c_long(0), ctypes.c_long(-4), ctypes.c_long(0))\n"
+    "print('keyctl', got, ctypes.get_errno())\n"
+)  # fmt: skip
+"""add_key into the session and the user keyring, and keyctl(GET_KEYRING_ID, @u): what
+each returned and its errno."""
+
+
+def _keys_named(description: str) -> list[str]:
+    """The lines of /proc/keys (as this process sees it) with `description`."""
+    with open("/proc/keys", encoding="utf-8") as keys:
+        return [line for line in keys if description in line]
+
+
+def _drop_keys(description: str) -> None:
+    """Invalidate keys left by a failed attempt (KEYCTL_INVALIDATE)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    keyctl = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+    for line in _keys_named(description):
+        libc.syscall(keyctl, ctypes.c_long(21), ctypes.c_long(int(line.split()[0], 16)))
+
+
+def keyring_attempt(sandbox: Sandbox, folder: Path, reader: bool) -> dict[str, object]:
+    """A sandboxed command (or a network reader that keeps Unix sockets) adds a key to the
+    session and user keyrings: what it got, and whether the key reached this uid's keys."""
+    from agentledger.runner.shell_gate.netreaders import NetworkGrant
+
+    description = f"agentledger-test-{os.getpid()}-{reader}"
+    script = folder / "add_key.py"
+    script.write_text(ADD_KEY)
+    script.chmod(0o644)
+    try:
+        if reader:
+            grant = NetworkGrant(["/usr/bin/python3", str(script), description], "reader")
+            grant.host_network, grant.unix_sockets = False, True
+            done = run_shell("", timeout=20, cwd="/", sandbox=sandbox, grant=grant)
+            shown = (bytes(done.stdout.head) + bytes(done.stderr.head)).decode()
+        else:
+            _, shown = jailed(sandbox, f"/usr/bin/python3 {script} {description}")
+        return {"shown": shown.splitlines(), "host": _keys_named(description)}
+    finally:
+        _drop_keys(description)
+
+
+REFUSED = ["@s -1 13", "@u -1 13", "keyctl -1 13"]
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["command", "unix-socket-reader"])
+def test_as_root_a_sandboxed_command_cannot_touch_the_kernel_keyrings(
+    sandbox: Sandbox, tmp_path: Path, reader: bool
+) -> None:
+    need_root()
+    seen = keyring_attempt(sandbox, tmp_path, reader)
+    assert seen == {"shown": REFUSED, "host": []}
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["command", "unix-socket-reader"])
+def test_as_an_unprivileged_user_a_sandboxed_command_cannot_touch_the_kernel_keyrings(
+    sandbox: Sandbox, reader: bool
+) -> None:
+    need_root()  # to become nobody
+    with shared_dir() as folder:
+        seen = as_user(NOBODY, lambda: keyring_attempt(sandbox, folder, reader))
+    assert seen == {"shown": REFUSED, "host": []}
+
+
+def test_the_keyring_probe_adds_a_key_where_nothing_refuses_it(tmp_path: Path) -> None:
+    """The attempt above is a real one: unsandboxed, the same script adds the key."""
+    import subprocess
+
+    description = f"agentledger-test-{os.getpid()}-plain"
+    script = tmp_path / "add_key.py"
+    script.write_text(ADD_KEY)
+    try:
+        done = subprocess.run(
+            ["/usr/bin/python3", str(script), description], capture_output=True, check=False
+        )
+        assert done.stdout.decode().splitlines()[1].split()[2] == "0"  # @u: no errno
+        assert _keys_named(description)
+    finally:
+        _drop_keys(description)

@@ -4,12 +4,24 @@ Each line has the fields of `records.ShellEvent` (it is written here as plain JS
 gated command does not pay for pydantic; the tests parse what is written with
 `records.parse_shell_audit`). Several gate processes may append to the same file at once: the
 file is opened with O_APPEND, locked with flock, and each line is written in one write.
+
+What the gate writes in the run directory (the log, its pending folder, the gate's errors)
+goes to no other file whatever a command left there: the run directory is reached from `/`
+one directory at a time without following a link (`open_run_dir`; only a system link, owned
+by root in a directory only root may write, like /var/run, is followed), and its files are
+opened without following a link and without blocking (O_NOFOLLOW, O_NONBLOCK), then refused
+unless they are a regular file with one name (`AuditLogError`, naming the file). A log that
+is a symlink would send the gate's lines to whatever it names; a FIFO would hang the gate;
+a hard link may be a file outside the run directory (root can link any file of the same
+filesystem), so it is refused too.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
 
 TYPE_CHECKING = False
@@ -21,10 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTENT_SUFFIX",
+    "AuditLogError",
     "append_event",
+    "append_line",
+    "check_log",
     "clear_intent",
     "encode_json",
     "iso_time",
+    "open_run_dir",
     "recover_unfinished",
     "stored_output",
     "write_intent",
@@ -107,18 +123,151 @@ def encode_json(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to the audit log")
 
 
-def append_event(path: str, event: dict[str, Any]) -> None:
-    """Append `event` as one line to the audit log at `path` (created if missing)."""
-    line = (encode_json(event) + "\n").encode("ascii")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+class AuditLogError(OSError):
+    """A file the gate writes in the run directory is not one it may write (a link, a FIFO, a
+    device, a directory, a hard link); `strerror` says which and why."""
+
+
+_PATH = getattr(os, "O_PATH", 0) | os.O_DIRECTORY | os.O_CLOEXEC
+_SYSTEM_LINK_HOPS = 40
+
+
+def open_run_dir(folder: str) -> int:
+    """An O_PATH descriptor of the directory `folder`, reached from `/` one component at a
+    time without following a link the agent could have made: a link on the way is followed
+    only when it and the directory holding it are owned by root and that directory is not
+    writable by group or others (a system link like /var/run -> /run); any other is refused
+    with AuditLogError naming it."""
+    path = os.path.abspath(folder)
+    parts = path.split(os.sep)[::-1]  # a stack: the next component last
+    fd = os.open(os.sep, _PATH)
+    hops = 0
+    try:
+        while parts:
+            name = parts.pop()
+            if name in ("", "."):
+                continue
+            try:
+                below = os.open(name, _PATH | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                holder = os.fstat(fd)
+                if not stat.S_ISLNK(info.st_mode):
+                    raise
+                if info.st_uid or holder.st_uid or holder.st_mode & 0o022:
+                    raise AuditLogError(
+                        errno.ELOOP,
+                        f"{name!r} on the path of the run directory {path} is a symbolic link "
+                        "that is not the system's (owned by root in a directory only root may "
+                        "write); give the run directory's real path",
+                    ) from None
+                hops += 1
+                target = os.readlink(name, dir_fd=fd)
+                if hops > _SYSTEM_LINK_HOPS:
+                    raise AuditLogError(
+                        errno.ELOOP, f"too many links on the way to {path}"
+                    ) from None
+                parts.extend(target.split(os.sep)[::-1])
+                if target.startswith(os.sep):
+                    below = os.open(os.sep, _PATH)
+                else:
+                    continue
+            os.close(fd)
+            fd = below
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_kind(shown: str, info: os.stat_result) -> None:
+    """AuditLogError unless `info` is a regular file with one name."""
+    mode = info.st_mode
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a symbolic link" if stat.S_ISLNK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a directory" if stat.S_ISDIR(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )  # fmt: skip
+        raise AuditLogError(
+            errno.EINVAL, f"{shown} is {kind}, not a regular file; the gate writes only there"
+        )
+    if info.st_nlink > 1:
+        raise AuditLogError(
+            errno.EMLINK,
+            f"{shown} has {info.st_nlink} hard links; another name of it may be a file outside "
+            "the run directory, so the gate does not write to it",
+        )
+
+
+def _open_append(path: str) -> int:
+    """`path` opened to append (created if missing) as the module's docstring says."""
+    shown = path if path.isprintable() else repr(path)
+    folder = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    name = os.path.basename(path)
+    try:
+        # Anything but a regular file is refused before it is opened (opening a device can
+        # act on it); the open below refuses one swapped in since, without blocking.
+        try:  # noqa: SIM105 - contextlib costs every gated command its import
+            _refuse_kind(shown, os.stat(name, dir_fd=folder, follow_symlinks=False))
+        except FileNotFoundError:
+            pass
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY
+        try:
+            fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=folder)
+        except OSError as exc:
+            # replaced since the look above: a link (ELOOP), a FIFO with no reader (ENXIO)
+            raise AuditLogError(
+                exc.errno, f"{shown} cannot be opened as a regular file ({exc.strerror})"
+            ) from None
+    finally:
+        os.close(folder)
+    try:
+        _refuse_kind(shown, os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_log(path: str, *, create: bool = True) -> None:
+    """AuditLogError unless the gate can append to the audit log at `path` (see the module's
+    docstring), created if missing when `create`. Called before a command runs: none runs
+    that could not be logged."""
+    if create:
+        os.close(_open_append(path))
+        return
+    shown = path if path.isprintable() else repr(path)
+    folder = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    try:
+        _refuse_kind(shown, os.stat(os.path.basename(path), dir_fd=folder, follow_symlinks=False))
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(folder)
+
+
+def append_line(path: str, data: bytes) -> None:
+    """Append `data` to the file at `path` (created if missing), locked, in whole."""
+    fd = _open_append(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        view = memoryview(line)
+        view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
     finally:
         os.close(fd)
+
+
+def append_event(path: str, event: dict[str, Any]) -> None:
+    """Append `event` as one line to the audit log at `path` (created if missing)."""
+    append_line(path, (encode_json(event) + "\n").encode("ascii"))
 
 
 INTENT_SUFFIX = ".pending"
@@ -128,79 +277,133 @@ log. One left behind by a gate that died (killed, out of memory) is moved into t
 `unfinished` by the next gate on the same log (`recover_unfinished`)."""
 
 
+def _open_folder(run: int, name: str, flags: int) -> int:
+    """The directory `name` in the run directory `run`, never through a link."""
+    try:
+        return os.open(name, flags | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=run)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise AuditLogError(
+            exc.errno, f"{name} in the run directory is not a directory (a link or a file)"
+        ) from None
+
+
 def write_intent(path: str, event: dict[str, Any]) -> str:
     """Record that the command of `event` is about to run; the intent file's path."""
-    folder = path + INTENT_SUFFIX
-    name = os.path.join(folder, f"{event['event_id']}.json")
+    entry = f"{event['event_id']}.json"
+    folder_name = os.path.basename(path) + INTENT_SUFFIX
+    name = os.path.join(path + INTENT_SUFFIX, entry)
     data = (encode_json({**event, "gate_pid": os.getpid()}) + "\n").encode("ascii")
-    for _ in range(3):
-        try:
-            os.makedirs(folder, mode=0o755, exist_ok=True)
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        except FileNotFoundError:
-            continue  # another gate removed the empty directory just now
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        return name
+    run = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    try:
+        for _ in range(3):
+            try:  # noqa: SIM105
+                os.mkdir(folder_name, 0o755, dir_fd=run)
+            except FileExistsError:
+                pass
+            try:
+                folder = _open_folder(run, folder_name, _PATH)
+                try:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                    fd = os.open(entry, flags, 0o644, dir_fd=folder)
+                finally:
+                    os.close(folder)
+            except FileNotFoundError:
+                continue  # another gate removed the empty directory just now
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            return name
+    finally:
+        os.close(run)
     raise FileNotFoundError(f"cannot create {name}")
 
 
 def clear_intent(name: str) -> None:
     """The command's event is in the log: its intent is no longer needed."""
+    folder_path = os.path.dirname(name)
+    run = open_run_dir(os.path.dirname(os.path.abspath(folder_path)))
+    folder_name = os.path.basename(folder_path)
     # try/except rather than contextlib.suppress: contextlib loads functools and collections,
     # which `agentledger exec` otherwise does without.
-    try:  # noqa: SIM105
-        os.unlink(name)
-    except FileNotFoundError:
-        pass
-    try:  # noqa: SIM105
-        os.rmdir(os.path.dirname(name))
-    except OSError:
-        pass  # another command's intent is still there
+    try:
+        try:
+            folder = _open_folder(run, folder_name, _PATH)
+            try:
+                os.unlink(os.path.basename(name), dir_fd=folder)
+            finally:
+                os.close(folder)
+        except FileNotFoundError:
+            pass
+        try:  # noqa: SIM105
+            os.rmdir(folder_name, dir_fd=run)
+        except OSError:
+            pass  # another command's intent is still there
+    finally:
+        os.close(run)
 
 
 def recover_unfinished(path: str) -> int:
     """Append to the log, as `unfinished`, every intent whose gate is no longer alive; how
     many. A command whose gate died has run (or begun to), and the log must say so."""
-    folder = path + INTENT_SUFFIX
+    folder_path = path + INTENT_SUFFIX
+    run = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    try:
+        folder = _open_folder(run, os.path.basename(folder_path), os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    finally:
+        os.close(run)
     try:
         names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
-    recovered = 0
-    for entry in names:
-        name = os.path.join(folder, entry)
-        if not entry.endswith(".json"):
-            continue
-        event = _read_intent(name)
-        if event is None or _alive(event.pop("gate_pid", None)):
-            continue
-        claimed = f"{name}.{os.getpid()}"
-        try:
-            os.rename(name, claimed)  # two gates recovering at once: one wins
-        except FileNotFoundError:
-            continue
-        name = claimed
-        event["state"] = "unfinished"
-        event["reason"] = f"{event.get('reason', '')}; the gate stopped before the command ended"
-        append_event(path, event)
-        clear_intent(name)
-        recovered += 1
+        recovered = 0
+        for entry in names:
+            if not entry.endswith(".json"):
+                continue
+            event = _read_intent(folder, entry)
+            if event is None or _alive(event.pop("gate_pid", None)):
+                continue
+            claimed = f"{entry}.{os.getpid()}"
+            try:  # two gates recovering at once: one wins
+                os.rename(entry, claimed, src_dir_fd=folder, dst_dir_fd=folder)
+            except FileNotFoundError:
+                continue
+            event["state"] = "unfinished"
+            event["reason"] = (
+                f"{event.get('reason', '')}; the gate stopped before the command ended"
+            )
+            append_event(path, event)
+            clear_intent(os.path.join(folder_path, claimed))
+            recovered += 1
+    finally:
+        os.close(folder)
     return recovered
 
 
-def _read_intent(name: str) -> dict[str, Any] | None:
+def _read_intent(folder: int, entry: str) -> dict[str, Any] | None:
+    """The event of the intent file `entry` of `folder`; None unless it is a regular file
+    (opened without following a link, without blocking on a FIFO) holding one."""
     import json
 
     try:
-        with open(name, "rb") as handle:
+        fd = os.open(
+            entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder
+        )
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
             data = json.loads(handle.read())
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
     return data if isinstance(data, dict) and "event_id" in data else None
 
 

@@ -115,10 +115,10 @@ def run_shell(
         for job in jobs:
             job.status = os.pipe()
             os.set_inheritable(job.status[1], True)
-            if not job.unix_sockets:
-                from agentledger.runner.shell_gate.seccomp import unix_socket_filter_fd
+            from agentledger.runner.shell_gate.seccomp import sandbox_filter_fd
 
-                job.seccomp = unix_socket_filter_fd()
+            # no keyring call for any of them; Unix sockets only for a reader that needs one
+            job.seccomp = sandbox_filter_fd(unix_sockets=job.unix_sockets)
             job.argv = sandbox.argv(
                 job.argv,
                 cwd=place,

@@ -13,7 +13,10 @@ import os
 import time
 
 from agentledger.runner.shell_gate.audit import (
+    AuditLogError,
     append_event,
+    append_line,
+    check_log,
     clean_text,
     clear_intent,
     iso_time,
@@ -129,7 +132,11 @@ class Gate:
             folder = os.path.dirname(os.path.abspath(self.audit_path))
             if not os.path.isdir(folder):
                 raise _input_error(f"the audit log's directory {folder} does not exist")
-            recover_unfinished(self.audit_path)
+            try:
+                check_log(self.audit_path, create=False)
+                recover_unfinished(self.audit_path)
+            except OSError as exc:
+                raise _input_error(f"{exc.strerror or exc}; nothing was run") from None
 
     @classmethod
     def for_run_dir(
@@ -358,9 +365,8 @@ class Gate:
             "error": self.redactor.knowing(decision.command).redact_quoting(clean_text(str(exc))),
         }
         path = os.path.join(os.path.dirname(os.path.abspath(self.audit_path)), GATE_ERRORS_FILE)
-        try:
-            with open(path, "a", encoding="utf-8") as log:
-                log.write(json.dumps(line, ensure_ascii=False) + "\n")
+        try:  # noqa: SIM105 - contextlib costs every gated command its import
+            append_line(path, (json.dumps(line, ensure_ascii=False) + "\n").encode())
         except OSError:
             pass  # the error itself still reaches the caller
 
@@ -386,7 +392,10 @@ class Gate:
         event = self._fields(decision, started)
         event.update(event_id=event_id, state="running", sandbox=sandbox)
         try:
+            check_log(self.audit_path)
             return write_intent(self.audit_path, event)
+        except AuditLogError as exc:
+            raise _input_error(f"{exc.strerror}; nothing was run") from None
         except OSError as exc:
             raise _input_error(
                 f"cannot record the command before running it beside {self.audit_path}: "
