@@ -26,7 +26,9 @@ lftp scripts, wrappers: timeout, docker exec, kubectl exec, xargs): its first ru
 changed 1 of 20 plain lines (`export TOKEN_URL=https://...`, by the older assignment rule,
 as on main). Rules for those tools were then added, tuned on it: 1 of 30 (a password inside
 `python3 -c` code) and the same 1 of 20. A tool with no rule still leaks what it takes by
-place: the table is what protects, and it grows by kind.
+place: the table is what protects, and it grows by kind. With the general layer
+(`redact_argv_general`: names that say secret on any tool, code and SQL in any word), 0 of 30
+and 0 of 20.
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ AFTER = [
     .read_text()
     .splitlines()
 ]
-AFTER_LEAKS = {"python-crypt"}
-"""A password in code given to an interpreter (`python3 -c "crypt.crypt('X')"`): no rule."""
-AFTER_CHANGED = {"export-token-url"}
-"""`TOKEN_URL=https://...` taken for a token by the assignment rule of output (as on main)."""
+AFTER_LEAKS: set[str] = set()
+"""Lines whose secret still reaches the log (`python3 -c "crypt.crypt('X')"` did until the
+general layer, `redact_argv_general`, read code)."""
+AFTER_CHANGED: set[str] = set()
+"""Plain lines changed (`export TOKEN_URL=https://...` was, until a name ending in `_url`
+stopped counting as a secret's)."""
 
 
 def leaks(text: str, pieces: list[str]) -> list[str]:
