@@ -168,6 +168,11 @@ class _Reader:
 
                 for arg, secret, kind in general_secrets(args[0].value, rest, self.raw):
                     self.add(arg, secret, kind)
+                if name == "printf":  # printf 'DB_PASSWORD=%s\n' PW: the line it prints
+                    from agentledger.runner.shell_gate.redact_argv_general import heredoc_found
+
+                    for printed in _printf(rest)[:1]:
+                        heredoc_found(self.found, printed)
             if name in ("export", "declare", "typeset", "local", "readonly"):
                 self.assignments([arg for arg in rest if _assignment(arg)])
                 return

@@ -41,6 +41,24 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Callable, Sequence
 
+
+class _LazyPattern:
+    """A regular expression compiled on first use (`re` is not loaded by most commands)."""
+
+    __slots__ = ("compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.compiled: re.Pattern[str] | None = None
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        if self.compiled is None:
+            import re
+
+            self.compiled = re.compile(self.pattern)
+        return self.compiled.fullmatch(text)
+
+
 __all__ = [
     "general_secrets",
     "heredoc_found",
@@ -84,6 +102,11 @@ _QUALIFIERS = frozenset((
 """Last words of a name whose value says where or what the secret is, not the secret."""
 _VALUE_WORDS = frozenset(("value", "string", "text", "plain", "plaintext", "literal", "data"))
 """Last words that mean the value of the name before them (`--secret-string X`)."""
+_FLAG_WORDS = frozenset((
+    "ask", "no", "show", "hide", "skip", "prompt", "generate", "random", "use", "print", "with",
+    "without", "allow", "enable", "disable", "require", "read", "from",
+))  # fmt: skip
+"""First words of an option that is a switch about a secret, not one that takes it."""
 _PLAIN_VALUES = frozenset((
     "true", "false", "yes", "no", "on", "off", "none", "null", "nil", "basic", "digest",
     "bearer", "ntlm", "negotiate", "kerberos", "oauth", "oauth2", "oidc", "plain", "login",
@@ -100,6 +123,12 @@ _CONTAINERS = frozenset((
 """Tools whose `-u X:Y` is a user and a group."""
 _PAIR_USER = frozenset(("-u", "-U", "-l", "--user", "--username", "--login"))
 _PAIR_PASS = frozenset(("-p", "-P"))
+_VALUE_OPTIONS = frozenset((
+    "--value", "--body", "--secret-value", "--string-value", "--content", "--data-value",
+))  # fmt: skip
+"""Options that give the value of a stored parameter or secret (see `_stores_a_secret`)."""
+_NAME_OPTIONS = frozenset(("--name", "-n", "--id", "--parameter-name", "--path"))
+_SECRET_STORES = frozenset(("secret", "secrets", "password", "passwords", "token", "tokens"))
 _SET_VERBS = frozenset(("set", "config", "configure", "put", "add", "set-value", "setx"))
 _ARG_OPTIONS = frozenset((
     "--arg", "--argjson", "-var", "--var", "--env", "--set", "--set-string", "--define",
@@ -128,8 +157,8 @@ def name_says_secret(name: str) -> str | None:
     words = _words(name)
     while len(words) > 1 and words[-1] in _VALUE_WORDS:
         words.pop()
-    if not words:
-        return None
+    if not words or (len(words) > 1 and words[0] in _FLAG_WORDS):
+        return None  # --ask-pass, --no-password, --show-token
     last = words[-1]
     if last in _QUALIFIERS:
         return None
@@ -160,6 +189,7 @@ def placeholder(value: str) -> bool:
     return bool(
         re.fullmatch(
             r"\$.*|.*\$[({A-Za-z_].*|<[^<>]*>|\[[^\[\]]*\]|\{\{.*\}\}|%\(.*|[Xx*.]{3,}|"
+            r"%[-+ #0-9.]*[sdqbiuxX](?:\\[nr])*|"
             r"(?:your|my|the|some|new)[-_]?(?:password|passwd|pass|secret|token|key)\w*",
             value,
             re.DOTALL,
@@ -174,13 +204,19 @@ def _candidate(value: str | None, strength: str = "strong") -> bool:
     lowered = value.lower()
     if lowered.startswith(("http://", "https://", "s3://", "gs://", "arn:", "secret://")):
         return False
-    if _names_a_secret(lowered):
+    if _names_a_secret(lowered) or _FILE_NAME.fullmatch(lowered):
         return False
     if strength == "weak":
         return lowered not in _PLAIN_VALUES and not value.isdigit() and len(value) >= 4
     if strength == "key":
         return _looks_like_key(value)
     return True
+
+
+_FILE_NAME = _LazyPattern(
+    r"[\w./~-]*\.(?:ya?ml|json|txt|conf|cfg|ini|toml|xml|env|pem|key|crt|cer|p12|pfx|jks|kdbx|"
+    r"gpg|asc|sh|py|js|log|csv|db|sqlite|jar|cookies?)"
+)
 
 
 def _names_a_secret(lowered: str) -> bool:
@@ -237,6 +273,8 @@ def general_secrets(
     index = 0
     positionals: list[Arg] = []
     users = False
+    values: list[tuple[Arg, str]] = []
+    names: list[tuple[Arg, str]] = []
     while index < len(args):
         arg = args[index]
         index += 1
@@ -278,6 +316,12 @@ def general_secrets(
                 if _candidate(after.value):
                     add_found(found, after, after.value, "secret-pair")
             continue
+        if option in _VALUE_OPTIONS or option in _NAME_OPTIONS:
+            taken = value if has_value else (nxt.value if nxt is not None else None)
+            holder = arg if has_value else nxt
+            if holder is not None and taken is not None:
+                (values if option in _VALUE_OPTIONS else names).append((holder, taken))
+            continue
         if len(option.lstrip("-")) < 2:
             continue
         strength = name_says_secret(option)
@@ -295,7 +339,22 @@ def general_secrets(
         elif _candidate(taken, strength):
             add_found(found, holder, taken, "secret-flag")
     _positional_secrets(found, positionals)
+    if values and _stores_a_secret(typed, names, positionals):
+        for holder, taken in values:
+            if _candidate(taken):
+                add_found(found, holder, taken, "secret-value")
     return found
+
+
+def _stores_a_secret(typed: str, names: list[tuple[Arg, str]], positionals: Sequence[Arg]) -> bool:
+    """A command that stores its `--value` as a secret: `--type SecureString`, a `--name`
+    that names a secret (`/app/db/password`), or a `secret` subcommand (`gh secret set`)."""
+    if "securestring" in typed:
+        return True
+    for _, name in names:
+        if name_says_secret(name.rstrip("/").rsplit("/", 1)[-1]) in ("strong", "key"):
+            return True
+    return any((arg.value or "").lower() in _SECRET_STORES for arg in positionals[:3])
 
 
 def _may_hold(typed: str) -> bool:
@@ -391,7 +450,8 @@ def _patterns() -> list[re.Pattern[str]]:
                 # a key bound to a string literal: password='x', "token": "x", $pass = "x"
                 (
                     r"(?P<key>[$@:.]?[A-Za-z_][\w.:-]{0,63}|\"[^\"\n]{1,64}\"|'[^'\n]{1,64}')"
-                    r"\s*\]?\s*(?:=>|:=|\+?=(?!=)|:(?![:=]))\s*" + quoted,
+                    r"\s*\]?\s*(?:=>|:=|\+?=(?!=)|:(?![:=]))\s*"
+                    r"(?:[\w.$]+(?:\[[^\]\n]*\])?\s*(?:\|\||\?\?|\bor\b)\s*)?" + quoted,
                     0,
                 ),
                 # key=value in a form body, a connection string, an option list
