@@ -10,9 +10,12 @@ secret) and 22 lines of the same shapes that hold none (`--password-file`, `--to
 `--auth-type`, `--secret-id`, `secret_id_ttl=`, `--passwd-length`, `"$OPS_PASSWORD"`,
 placeholders). Its first run on main: 26 of 58 reached the log (dev 13 of 39, blind 13 of 19)
 and 8 of 22 plain lines were changed. With the general layer: 0 of 58 and 0 of 22. The same
-person wrote the corpus and the layer, so its blind part is weak evidence; FURTHER holds 50
-more secrets of other shapes written after the layer, before it was tuned on them (1 of them
-leaked at first: `aws ssm put-parameter --value X --type SecureString`).
+person wrote the corpus and the layer, so its blind part is weak evidence. FURTHER holds 50
+more secrets of other shapes, written after the layer and before it was tuned on them: 3
+leaked at first (`aws ssm put-parameter --value X --type SecureString`, a default after `||`
+in node code, `printf 'DB_PASSWORD=%s' X`), 0 after; on main 12 of 50 leak. HARMLESS holds
+184 plainly read-only investigator commands: main changes 7 of them (`docker run -p
+8080:80`, `ssh -o PasswordAuthentication=no`, `--secret-id NAME`, ...), this layer none.
 """
 
 from __future__ import annotations
