@@ -179,13 +179,12 @@ def test_no_secret_of_the_corpus_reaches_any_field_of_the_audit_log(tmp_path: Pa
     assert leaked == []
 
 
-def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> None:
-    # Run for real: the agent sees the command's output; the log does not hold the secret
-    # in the command, its parts, or the output that echoes it.
+def exec_line(tmp_path: Path, line: str) -> tuple[subprocess.CompletedProcess[bytes], str]:
+    """`agentledger exec` of `line` (the installed console script, in a run directory of
+    `tmp_path`): the finished process and the audit log it wrote."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     script = str(Path(sys.executable).parent / "agentledger")
-    line = "printf '%s\\n' 'Orch1dGarden' | sudo -S -n true; echo done"
     result = subprocess.run(
         [script, "exec", "--run-dir", str(run_dir), "--", line],
         capture_output=True,
@@ -193,7 +192,15 @@ def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> Non
         timeout=60,
         check=False,
     )
-    raw = (run_dir / "shell_audit.jsonl").read_text()
+    log = run_dir / "shell_audit.jsonl"
+    return result, log.read_text() if log.exists() else ""
+
+
+def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> None:
+    # Run for real: the agent sees the command's output; the log does not hold the secret
+    # in the command, its parts, or the output that echoes it.
+    line = "printf '%s\\n' 'Orch1dGarden' | sudo -S -n true; echo done"
+    result, raw = exec_line(tmp_path, line)
     assert raw.strip(), result.stderr
     assert "Orch1dGarden" not in raw
     assert "[REDACTED:stdin-password:" in raw
@@ -317,23 +324,14 @@ def test_the_argv_rules_change_no_line_of_the_outside_corpora_the_text_rules_lea
 def test_a_secret_of_the_command_leaves_the_output_only_when_long_enough(tmp_path: Path) -> None:
     # Run for real: `root` as a password stays in output where it is a user's name too;
     # a longer one printed back is replaced in the output as in the command.
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    script = str(Path(sys.executable).parent / "agentledger")
     line = (
         "openssl passwd -1 -salt ab root; echo root; "
         "openssl passwd -1 -salt cd LongSecret9x; echo LongSecret9x"
     )
-    result = subprocess.run(
-        [script, "exec", "--run-dir", str(run_dir), "--", line],
-        capture_output=True,
-        env={**os.environ, "CI": "true"},
-        timeout=60,
-        check=False,
-    )
+    result, raw = exec_line(tmp_path, line)
     assert result.returncode == 0, result.stderr
     assert b"LongSecret9x" in result.stdout  # the agent gets its output unchanged
-    event = json.loads((run_dir / "shell_audit.jsonl").read_text())
+    event = json.loads(raw)
     assert "LongSecret9x" not in json.dumps(event)
     assert "-salt ab [REDACTED:password-arg:" in event["command"]
     assert "; echo root;" in event["command"]

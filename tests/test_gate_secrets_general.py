@@ -21,15 +21,13 @@ in node code, `printf 'DB_PASSWORD=%s' X`), 0 after; on main 12 of 50 leak. HARM
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor
+from test_gate_secrets_cmdline import exec_line, leaks, strings_of
 
 ROWS = [
     json.loads(line)
@@ -39,10 +37,6 @@ ROWS = [
 ]
 SECRETS = [row for row in ROWS if row["kind"] == "tp"]
 BENIGN = [row for row in ROWS if row["kind"] == "fp"]
-
-
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
 
 
 def shown(text: str) -> str:
@@ -495,16 +489,6 @@ def test_common_read_only_commands_are_logged_as_typed() -> None:
     assert changed == []
 
 
-def strings_of(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [text for key, item in value.items() for text in (str(key), *strings_of(item))]
-    if isinstance(value, list):
-        return [text for item in value for text in strings_of(item)]
-    return []
-
-
 def test_no_secret_of_the_corpus_reaches_any_field_of_the_audit_log(tmp_path: Path) -> None:
     # Each line through the gate, refused: its command, parts, reason and intent logged.
     from agentledger.runner.shell_gate import Gate, Policy
@@ -526,22 +510,12 @@ def test_no_secret_of_the_corpus_reaches_any_field_of_the_audit_log(tmp_path: Pa
 def test_exec_of_an_unknown_tool_logs_its_secrets_redacted(tmp_path: Path) -> None:
     # Run for real through `agentledger exec`: a tool called through a variable, a password
     # in interpreter code and in SQL of a here-string; the output echoes the long one.
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    script = str(Path(sys.executable).parent / "agentledger")
     line = (
         "TOOL=echo; $TOOL --api-token Unkn0wnTok9x; "
         "python3 -c \"conn = dict(password='Interp9Pw'); print(len(conn))\"; "
         "cat <<< \"ALTER ROLE app PASSWORD 'HereStr9Pw'\" >/dev/null"
     )
-    result = subprocess.run(
-        [script, "exec", "--run-dir", str(run_dir), "--", line],
-        capture_output=True,
-        env={**os.environ, "CI": "true"},
-        timeout=60,
-        check=False,
-    )
-    raw = (run_dir / "shell_audit.jsonl").read_text()
+    result, raw = exec_line(tmp_path, line)
     assert raw.strip(), result.stderr
     for secret in ("Unkn0wnTok9x", "Interp9Pw", "HereStr9Pw"):
         assert secret not in raw
