@@ -520,3 +520,14 @@ def test_exec_of_an_unknown_tool_logs_its_secrets_redacted(tmp_path: Path) -> No
     for secret in ("Unkn0wnTok9x", "Interp9Pw", "HereStr9Pw"):
         assert secret not in raw
     assert raw.count("[REDACTED:") >= 3
+
+
+@pytest.mark.parametrize(
+    "filler",
+    ["PASSWORD FOR ", "-u a -p ", "connect('a', 'b', ", "--password ", "set x "],
+)
+def test_a_secret_after_thousands_of_look_alike_words_is_found(filler: str) -> None:
+    # Look-alikes of every shape the layer reads, then a secret: read whole, and the
+    # secret found (each look-alike is read once, not against all before it).
+    line = "tool " + filler * 5000 + " --api-token L0ngL1neTok"
+    assert "L0ngL1neTok" not in Redactor().redact_command(line)

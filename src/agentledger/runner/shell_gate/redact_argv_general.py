@@ -51,12 +51,18 @@ class _LazyPattern:
         self.pattern = pattern
         self.compiled: re.Pattern[str] | None = None
 
-    def fullmatch(self, text: str) -> re.Match[str] | None:
+    def get(self) -> re.Pattern[str]:
         if self.compiled is None:
             import re
 
             self.compiled = re.compile(self.pattern)
-        return self.compiled.fullmatch(text)
+        return self.compiled
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.get().fullmatch(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.get().search(text)
 
 
 __all__ = [
@@ -213,6 +219,7 @@ def _candidate(value: str | None, strength: str = "strong") -> bool:
     return True
 
 
+_NAMING_WORDS = _LazyPattern("pass|secret|token")
 _FILE_NAME = _LazyPattern(
     r"[\w./~-]*\.(?:ya?ml|json|txt|conf|cfg|ini|toml|xml|env|pem|key|crt|cer|p12|pfx|jks|kdbx|"
     r"gpg|asc|sh|py|js|log|csv|db|sqlite|jar|cookies?)"
@@ -407,14 +414,15 @@ def _positional_secrets(found: Found, positionals: Sequence[Arg]) -> None:
 
     values = [(arg.value or "") for arg in positionals]
     lowered = [value.lower() for value in values]
+    verb = next((index for index, value in enumerate(lowered) if value in _SET_VERBS), len(values))
     for index, value in enumerate(values[:-1]):
-        setting = index and any(verb in _SET_VERBS for verb in lowered[:index])
+        setting = index > verb
         if setting and "=" not in value and name_says_secret(value.rsplit(":", 1)[-1]) == "strong":
             after = positionals[index + 1]
             if _candidate(after.value) and not lowered[index].startswith(("-", "/")):
                 add_found(found, after, after.value, "secret-pair")
                 continue
-        if re.fullmatch(_VERB_NAMING_IT, lowered[index]):
+        if _NAMING_WORDS.search(lowered[index]) and re.fullmatch(_VERB_NAMING_IT, lowered[index]):
             rest = positionals[index + 1 : index + 3]
             after = rest[-1]
             if after.value and _mixed(after.value) and _candidate(after.value):
@@ -498,11 +506,17 @@ def payload_secrets(text: str) -> list[str]:
             value = match.group("sq") if match.group("sq") is not None else match.group("dq")
             if value and not placeholder(value):
                 found.append(value)
-    for match in call.finditer(text):
+    for count, match in enumerate(call.finditer(text)):
+        if count >= _CALLS:
+            break
         found.extend(_call_secrets(match.group("callee"), text, match.end()))
     return found
 
 
+_CALLS = 256
+"""The calls of one text read for a password by place (a text of thousands is read in
+bounded time; the key-bound and SQL forms are read whole)."""
+_CALL_SPAN = 512
 _CONNECT = frozenset((
     "connect", "mysqli", "pdo", "mysql_connect", "mysqli_connect", "real_connect",
     "mysql_real_connect", "pg_connect", "oci_connect", "sqlsrv_connect", "create_engine",
@@ -522,15 +536,18 @@ def _call_secrets(callee: str, text: str, start: int) -> list[str]:
     lowered = last.lower()
     if not words or words[0] in _GETTERS:
         return []
-    arguments = _arguments(text, start)
-    if lowered in _CONNECT and len(arguments) >= 3:
-        chosen = arguments[2]
-    elif lowered.endswith("login") and len(arguments) == 2:
-        chosen = arguments[1]
+    if lowered in _CONNECT:
+        wanted, place = 3, 2
+    elif lowered.endswith("login"):
+        wanted, place = 3, 1
     elif _takes_password_first(callee, last, words):
-        chosen = arguments[0] if arguments else ""
+        wanted, place = 1, 0
     else:
         return []
+    arguments = _arguments(text, start, wanted)
+    if len(arguments) <= place or (place == 1 and len(arguments) != 2):
+        return []
+    chosen = arguments[place]
     literal = re.fullmatch(r"\s*b?(?:'([^'\n]+)'|\"([^\"\n]+)\")\s*", chosen)
     if literal is None:
         return []
@@ -546,13 +563,14 @@ def _takes_password_first(callee: str, last: str, words: list[str]) -> bool:
     return name_says_secret(last) == "strong" or any(w in ("password", "passwd") for w in words)
 
 
-def _arguments(text: str, start: int) -> list[str]:
-    """The top-level arguments of the call whose `(` ends before `start` (up to 8)."""
+def _arguments(text: str, start: int, most: int) -> list[str]:
+    """The top-level arguments of the call whose `(` ends before `start`: up to `most`, read
+    from at most `_CALL_SPAN` characters."""
     arguments: list[str] = []
     depth = 0
     quote = ""
     current = start
-    for position in range(start, min(len(text), start + 2048)):
+    for position in range(start, min(len(text), start + _CALL_SPAN)):
         char = text[position]
         if quote:
             if char == quote and text[position - 1] != "\\":
@@ -570,7 +588,7 @@ def _arguments(text: str, start: int) -> list[str]:
         elif char == "," and depth == 0:
             arguments.append(text[current:position])
             current = position + 1
-            if len(arguments) >= 8:
+            if len(arguments) >= most:
                 return arguments
     return arguments
 
