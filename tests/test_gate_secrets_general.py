@@ -200,6 +200,78 @@ EXACT = [
 ]
 
 
+EXACT += [
+    # a third round, written after the layer: tools that read a secret from standard input by
+    # an option's name, samba's user%password, Oracle's unquoted IDENTIFIED BY and 14 more
+    # shapes; `ab -A user:pass` and `security ... -w PASS` leaked at first (table entries)
+    (
+        "echo 'Arg0Stdin9' | argocd login cd.example.com --username admin --password-stdin",
+        "echo '[REDACTED]' | argocd login cd.example.com --username admin --password-stdin",
+    ),
+    (
+        "printf '%s' 'Tok3nStd1n' | custom-cli auth --token-stdin",
+        "printf '%s' '[REDACTED]' | custom-cli auth --token-stdin",
+    ),
+    (
+        "smbmap -H 10.0.0.5 -U 'CORP\\admin%Smbm4pPw'",
+        "smbmap -H 10.0.0.5 -U 'CORP\\admin%[REDACTED]'",
+    ),
+    (
+        "wmic -U 'CORP/admin%Wm1cPass' //10.0.0.5 'select * from Win32_OS'",
+        "wmic -U 'CORP/admin%[REDACTED]' //10.0.0.5 'select * from Win32_OS'",
+    ),
+    (
+        "sqlplus / as sysdba <<'SQL'\nALTER USER app IDENTIFIED BY Or4cleNew9;\nSQL",
+        "sqlplus / as sysdba <<'SQL'\nALTER USER app IDENTIFIED BY [REDACTED];\nSQL",
+    ),
+    (
+        "sqlcmd -S db -Q \"ALTER LOGIN sa WITH PASSWORD = 'SqlL0gin9x'\"",
+        "sqlcmd -S db -Q \"ALTER LOGIN sa WITH PASSWORD = '[REDACTED]'\"",
+    ),
+    (
+        'curl --data-urlencode "password=Urlenc0dePw" https://h/login',
+        'curl --data-urlencode "password=[REDACTED]" https://h/login',
+    ),
+    (
+        "kubectl set env deploy/api DB_PASSWORD=KubeEnvPw9",
+        "kubectl set env deploy/api DB_PASSWORD=[REDACTED]",
+    ),
+    ("doppler secrets set API_KEY DopplerV4l9", "doppler secrets set API_KEY [REDACTED]"),
+    (
+        "docker build --build-arg NPM_TOKEN=BuildArgTok9 .",
+        "docker build --build-arg NPM_TOKEN=[REDACTED] .",
+    ),
+    (
+        "op item create --category login --title db password=0nePassw9",
+        "op item create --category login --title db password=[REDACTED]",
+    ),
+    ("curl 'https://h/api?apikey=QueryK3y99x&q=1'", "curl 'https://h/api?apikey=[REDACTED]&q=1'"),
+    (
+        (
+            'pwsh -c "Invoke-RestMethod -Uri https://h -Headers '
+            "@{Authorization='Bearer PwshB3arer99'}\""
+        ),
+        "pwsh -c \"Invoke-RestMethod -Uri https://h -Headers @{Authorization='[REDACTED]'}\"",
+    ),
+    ("osql -S db -U sa -P OsqlPw99x -Q 'select 1'", "osql -S db -U sa -P [REDACTED] -Q 'select 1'"),
+    ("enum4linux -u admin -p 'Enum4Pw!9' 10.0.0.5", "enum4linux -u admin -p '[REDACTED]' 10.0.0.5"),
+    (
+        "iwctl --passphrase 'Iwd Wifi 9pass' station wlan0 connect Home",
+        "iwctl --passphrase '[REDACTED]' station wlan0 connect Home",
+    ),
+    (
+        "mount -t cifs //fs/share /mnt -o username=bob,password=M0untCifs9,vers=3.0",
+        "mount -t cifs //fs/share /mnt -o username=bob,password=[REDACTED],vers=3.0",
+    ),
+    ("export TF_VAR_db_password=TfV4rPw99", "export TF_VAR_db_password=[REDACTED]"),
+    ("ab -n 10 -A admin:AbAuthPw9 https://h/", "ab -n 10 -A admin:[REDACTED] https://h/"),
+    (
+        "security add-generic-password -a me -s svc -w MacKeych9",
+        "security add-generic-password -a me -s svc -w [REDACTED]",
+    ),
+]
+
+
 @pytest.mark.parametrize(("line", "logged"), EXACT, ids=[line[:40] for line, _ in EXACT])
 def test_what_is_replaced_and_what_is_left(line: str, logged: str) -> None:
     assert shown(Redactor().redact_command(line)) == logged

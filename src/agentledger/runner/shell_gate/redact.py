@@ -100,7 +100,7 @@ TOOL_NAMES = frozenset((
     "twine", "cargo", "poetry", "doctl", "kadmin", "kadmin.local", "plink", "pscp", "psftp",
     "racadm", "wpa_cli", "grafana-cli", "ccrypt", "mcrypt", "winexe", "tsql", "freebcp",
     "nodetool", "skopeo", "npm", "yarn", "pnpm", "iwconfig", "expdp", "impdp", "exp", "imp",
-    "rman", "sqlldr", "dgmgrl",
+    "rman", "sqlldr", "dgmgrl", "ab", "security",
 ))  # fmt: skip
 """The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
 assigns no secret-named variable is not parsed (nor the rules loaded)."""

@@ -107,7 +107,7 @@ class _Reader:
 
     def fed(self, node: Node) -> None:
         """A here-document or here-string: its code, SQL or body read for secrets."""
-        from agentledger.runner.shell_gate.redact_argv_general import heredoc_found
+        from agentledger.runner.shell_gate.redact_argv_code import heredoc_found
         from agentledger.runner.shell_gate.redact_argv_options import Arg
 
         if node.type == "heredoc_body":
@@ -156,6 +156,10 @@ class _Reader:
             rest = args[1:]
             reads = STDIN.get(name)
             shape = reads(rest) if reads is not None else None
+            if shape is None and name not in _WRAPPERS:
+                from agentledger.runner.shell_gate.redact_argv_general import reads_secret_input
+
+                shape = reads_secret_input(rest)
             if shape is not None and stdin is not None:
                 self.stdin(stdin(), shape)
                 stdin = None
@@ -169,7 +173,7 @@ class _Reader:
                 for arg, secret, kind in general_secrets(args[0].value, rest, self.raw):
                     self.add(arg, secret, kind)
                 if name == "printf":  # printf 'DB_PASSWORD=%s\n' PW: the line it prints
-                    from agentledger.runner.shell_gate.redact_argv_general import heredoc_found
+                    from agentledger.runner.shell_gate.redact_argv_code import heredoc_found
 
                     for printed in _printf(rest)[:1]:
                         heredoc_found(self.found, printed)

@@ -19,13 +19,12 @@ rules left about half of them in the log. This layer reads any command, its name
   (`git config sendemail.smtppass X`, `dotnet user-secrets set Db:Password X`), after
   `--arg`-like options (`jq --arg token X`), and a verb that names it
   (`neo4j-admin dbms set-initial-password X`);
-- in every word, here-document and here-string (`payload_secrets`): string literals bound to a
-  secret-named key in any language's syntax (`password='x'`, `"apiKey": "x"`,
-  `password: "x"`, `my $pass = "x"`, `.db.password = "x"`), `key=value` pairs in
-  form bodies, connection strings and option lists (`passwd=x&`, `http.password=x,`), SQL
-  (`PASSWORD 'x'`, `IDENTIFIED BY 'x'`, `SET PASSWORD FOR u = 'x'`), calls that take a
-  password first (`crypt('x')`, `bcrypt.hashpw(b"x")`, `password_hash("x")`,
-  `ConvertTo-SecureString 'x'`) or third (`connect(dsn, user, 'x')`, `new mysqli(h, u, 'x')`).
+- a stored parameter's `--value` when the command names a secret (`--type SecureString`,
+  `--name /app/db/password`, `gh secret set`); any tool's `--*password*-stdin` option makes
+  each line it is fed a secret;
+- in every word, here-document and here-string, code, SQL and request bodies
+  (`redact_argv_code.payload_secrets`: `password='x'`, `"apiKey": "x"`, `passwd=x&`,
+  `IDENTIFIED BY 'x'`, `crypt('x')`, `connect(dsn, user, 'x')`).
 
 Values that only refer to a secret are left: variables (`$PW`, `${PW}`, `$(cmd)`),
 placeholders (`<password>`, `[value]`, `XXXXXX`), paths, URLs and names such as
@@ -66,12 +65,14 @@ class _LazyPattern:
 
 
 __all__ = [
+    "candidate",
     "general_secrets",
-    "heredoc_found",
     "name_says_secret",
-    "payload_secrets",
+    "payload_words",
     "placeholder",
     "qualified",
+    "reads_secret_input",
+    "words_of",
 ]
 
 _STRONG = frozenset((
@@ -147,7 +148,7 @@ _VERB_NAMING_IT = (
 )
 
 
-def _words(name: str) -> list[str]:
+def words_of(name: str) -> list[str]:
     """The words of a name: `--secret_access_key` -> secret, access, key; `ossrhPassword`
     -> ossrh, password; `X-Api-Token` -> x, api, token."""
     import re
@@ -160,7 +161,7 @@ def name_says_secret(name: str) -> str | None:
     """Whether a variable, option or key called `name` holds a secret by its name: "strong",
     "weak" (unless its value is a plain word), "key" (only a value that looks like a key),
     or None."""
-    words = _words(name)
+    words = words_of(name)
     while len(words) > 1 and words[-1] in _VALUE_WORDS:
         words.pop()
     if not words or (len(words) > 1 and words[0] in _FLAG_WORDS):
@@ -183,7 +184,7 @@ def name_says_secret(name: str) -> str | None:
 
 def qualified(name: str) -> bool:
     """True when the last word of `name` says where or what a secret is (`TOKEN_URL`)."""
-    words = _words(name)
+    words = words_of(name)
     return bool(words) and words[-1] in _QUALIFIERS
 
 
@@ -203,7 +204,7 @@ def placeholder(value: str) -> bool:
     )
 
 
-def _candidate(value: str | None, strength: str = "strong") -> bool:
+def candidate(value: str | None, strength: str = "strong") -> bool:
     """A value worth redacting for a name of `strength` (see `name_says_secret`)."""
     if not value or not usable(value) or placeholder(value):
         return False
@@ -276,6 +277,8 @@ def general_secrets(
     typed = " ".join(arg.value or (raw(arg) if raw is not None else "") for arg in args).lower()
     if not _may_hold(typed):
         return found
+    from agentledger.runner.shell_gate.redact_argv_code import payload_secrets
+
     tool = (name or "").rsplit("/", 1)[-1]
     index = 0
     positionals: list[Arg] = []
@@ -320,7 +323,7 @@ def general_secrets(
         if option in _ARG_OPTIONS and not has_value and nxt is not None and index + 1 < len(args):
             if "=" not in (nxt.value or "") and name_says_secret(nxt.value or "") == "strong":
                 after = args[index + 1]
-                if _candidate(after.value):
+                if candidate(after.value):
                     add_found(found, after, after.value, "secret-pair")
             continue
         if option in _VALUE_OPTIONS or option in _NAME_OPTIONS:
@@ -340,17 +343,30 @@ def general_secrets(
             continue
         if not has_value:
             index += 1
-        user_value = _words(option)[-1] in ("auth", "cred", "creds", "credentials", "basic")
+        user_value = words_of(option)[-1] in ("auth", "cred", "creds", "credentials", "basic")
         if user_value and ":" in taken and not taken.startswith(("http:", "https:")):
             _user_colon(found, holder, taken)
-        elif _candidate(taken, strength):
+        elif candidate(taken, strength):
             add_found(found, holder, taken, "secret-flag")
     _positional_secrets(found, positionals)
     if values and _stores_a_secret(typed, names, positionals):
         for holder, taken in values:
-            if _candidate(taken):
+            if candidate(taken):
                 add_found(found, holder, taken, "secret-value")
     return found
+
+
+def reads_secret_input(args: Sequence[Arg]) -> str | None:
+    """ "line" when an option of any tool says it reads a secret from standard input
+    (`--password-stdin`, `--passwd-on-stdin`, `--token-from-stdin`): each line it is fed is
+    one; None otherwise."""
+    for arg in args:
+        value = arg.value or ""
+        if value.startswith("--") and "stdin" in value:
+            words = [word for word in words_of(value) if word not in ("stdin", "on", "from")]
+            if words and name_says_secret("-".join(words)) in ("strong", "weak", "key"):
+                return "line"
+    return None
 
 
 def _stores_a_secret(typed: str, names: list[tuple[Arg, str]], positionals: Sequence[Arg]) -> bool:
@@ -367,7 +383,7 @@ def _stores_a_secret(typed: str, names: list[tuple[Arg, str]], positionals: Sequ
 def _may_hold(typed: str) -> bool:
     """False when the words `typed` (lowered, joined) hold no name that says secret, no
     `user:password` and no `-p` beside a user: most commands."""
-    if _payload_words().search(typed):
+    if payload_words().search(typed):
         return True
     import re
 
@@ -378,16 +394,21 @@ def _may_hold(typed: str) -> bool:
 
 
 def _user_colon(found: Found, holder: Arg, value: str) -> None:
-    """`user:password` given to a user option: the password (not `uid:gid`, not `u:u`)."""
+    """`user:password` given to a user option: the password (not `uid:gid`, not `u:u`);
+    samba's `DOMAIN\\user%password` too."""
     import re
 
+    samba = re.fullmatch(r"[\w.\\/@-]+%(?![-+ #0-9.]*[sdq]$)(\S+)", value)
+    if samba is not None and candidate(samba.group(1)):
+        add_found(found, holder, samba.group(1), "basic-auth")
+        return
     if not re.fullmatch(r"[\w.@\\/+-]+:\S+", value):
         return  # `date -u +%H:%M`, `ss -u 'dport == :443'`
     user, _, secret = value.partition(":")
     if secret.isdigit() or secret == user or "@" in secret[:1]:
         return
     secret = secret.split("@", 1)[0] if "@" in secret and "/" not in user else secret
-    if _candidate(secret):
+    if candidate(secret):
         add_found(found, holder, secret, "basic-auth")
 
 
@@ -404,7 +425,7 @@ def _user_at_host(found: Found, arg: Arg, word: str) -> None:
     host = word[match.end("secret") + 1 :]
     if host.lower().startswith(("sha256", "sha512", "sha1", "sha384")) or secret.isdigit():
         return
-    if _candidate(secret):
+    if candidate(secret):
         add_found(found, arg, secret, "url-password")
 
 
@@ -419,13 +440,13 @@ def _positional_secrets(found: Found, positionals: Sequence[Arg]) -> None:
         setting = index > verb
         if setting and "=" not in value and name_says_secret(value.rsplit(":", 1)[-1]) == "strong":
             after = positionals[index + 1]
-            if _candidate(after.value) and not lowered[index].startswith(("-", "/")):
+            if candidate(after.value) and not lowered[index].startswith(("-", "/")):
                 add_found(found, after, after.value, "secret-pair")
                 continue
         if _NAMING_WORDS.search(lowered[index]) and re.fullmatch(_VERB_NAMING_IT, lowered[index]):
             rest = positionals[index + 1 : index + 3]
             after = rest[-1]
-            if after.value and _mixed(after.value) and _candidate(after.value):
+            if after.value and _mixed(after.value) and candidate(after.value):
                 add_found(found, after, after.value, "password-arg")
 
 
@@ -434,166 +455,13 @@ _PAYLOAD_WORDS = (
     "session:", "session'", 'session"', "sessionid", "signature", "community", "identified",
     "crypt", "hash", "connect", "mysqli", "pdo", "login(", "psk", "securestring",
 )  # fmt: skip
-_compiled: list[re.Pattern[str]] = []
 _words_pattern: list[re.Pattern[str]] = []
 
 
-def _payload_words() -> re.Pattern[str]:
+def payload_words() -> re.Pattern[str]:
     """Finds any of `_PAYLOAD_WORDS` (one search, not one `in` per word)."""
     if not _words_pattern:
         import re
 
         _words_pattern.append(re.compile("|".join(map(re.escape, _PAYLOAD_WORDS))))
     return _words_pattern[0]
-
-
-def _patterns() -> list[re.Pattern[str]]:
-    if not _compiled:
-        import re
-
-        quoted = r"(?:b?'(?P<sq>(?:[^'\\\n]|\\.){1,256})'|b?\"(?P<dq>(?:[^\"\\\n]|\\.){1,256})\")"
-        _compiled.extend(
-            re.compile(pattern, flags)
-            for pattern, flags in (
-                # a key bound to a string literal: password='x', "token": "x", $pass = "x"
-                (
-                    r"(?P<key>[$@:.]?[A-Za-z_][\w.:-]{0,63}|\"[^\"\n]{1,64}\"|'[^'\n]{1,64}')"
-                    r"\s*\]?\s*(?:=>|:=|\+?=(?!=)|:(?![:=]))\s*"
-                    r"(?:[\w.$]+(?:\[[^\]\n]*\])?\s*(?:\|\||\?\?|\bor\b)\s*)?" + quoted,
-                    0,
-                ),
-                # key=value in a form body, a connection string, an option list
-                (
-                    r"(?:^|(?<=[\s,&;?(|]))(?P<key>[A-Za-z_][\w.:-]{0,63})="
-                    r"(?P<val>[^\s,&;'\"()|]+)",
-                    0,
-                ),
-                # SQL: PASSWORD 'x', PASSWORD = 'x', IDENTIFIED BY 'x', SET PASSWORD FOR u = 'x'
-                (
-                    r"\b(?:password|identified\s+(?:with\s+\w+\s+)?by)\s*"
-                    r"(?:for\s+(?:'[^']*'|\"[^\"]*\"|[\w.]+)(?:@(?:'[^']*'|\"[^\"]*\"|[\w.%-]+))?"
-                    r"\s*)?(?:=\s*)?\(?\s*[EN]?" + quoted,
-                    re.IGNORECASE,
-                ),
-                (r"ConvertTo-SecureString\s+(?:-String\s+)?" + quoted, re.IGNORECASE),
-                # a call: crypt('x'), setPassword("x"), connect(dsn, user, 'x')
-                (r"(?P<callee>[A-Za-z_][\w]*(?:(?:\.|::|->)[A-Za-z_]\w*)*)\s*\(", 0),
-            )
-        )
-    return _compiled
-
-
-def payload_secrets(text: str) -> list[str]:
-    """The secrets in code, SQL, a request body or a here-document: see the module's text."""
-    if not _payload_words().search(text.lower()):
-        return []
-    binding, pair, sql, secure, call = _patterns()
-    found: list[str] = []
-    for match in binding.finditer(text):
-        key = match.group("key").strip("'\"")
-        strength = name_says_secret(key)
-        value = match.group("sq") if match.group("sq") is not None else match.group("dq")
-        header = key.lower() in ("authorization", "proxy-authorization")
-        if (header and value) or (strength is not None and _candidate(value, strength)):
-            found.append(value)
-    for match in pair.finditer(text):
-        value = match.group("val")
-        strength = name_says_secret(match.group("key"))
-        if strength is not None and _candidate(value, strength):
-            found.append(value)
-    for pattern in (sql, secure):
-        for match in pattern.finditer(text):
-            value = match.group("sq") if match.group("sq") is not None else match.group("dq")
-            if value and not placeholder(value):
-                found.append(value)
-    for count, match in enumerate(call.finditer(text)):
-        if count >= _CALLS:
-            break
-        found.extend(_call_secrets(match.group("callee"), text, match.end()))
-    return found
-
-
-_CALLS = 256
-"""The calls of one text read for a password by place (a text of thousands is read in
-bounded time; the key-bound and SQL forms are read whole)."""
-_CALL_SPAN = 512
-_CONNECT = frozenset((
-    "connect", "mysqli", "pdo", "mysql_connect", "mysqli_connect", "real_connect",
-    "mysql_real_connect", "pg_connect", "oci_connect", "sqlsrv_connect", "create_engine",
-))  # fmt: skip
-_HASHERS = frozenset(("crypt", "hashpw", "checkpw", "hash", "hashsync", "encrypt", "mkpasswd"))
-_GETTERS = ("get", "read", "load", "fetch", "find", "lookup", "has", "is", "print", "show", "list")
-
-
-def _call_secrets(callee: str, text: str, start: int) -> list[str]:
-    """The password a call is given by its place: the first argument of a hasher or setter
-    (`crypt('x')`, `setPassword("x")`), the third of a connect (`connect(dsn, u, 'x')`),
-    the second of a two-argument login (`ftp.login('u', 'x')`)."""
-    import re
-
-    last = re.split(r"\.|::|->", callee)[-1]
-    words = _words(last)
-    lowered = last.lower()
-    if not words or words[0] in _GETTERS:
-        return []
-    if lowered in _CONNECT:
-        wanted, place = 3, 2
-    elif lowered.endswith("login"):
-        wanted, place = 3, 1
-    elif _takes_password_first(callee, last, words):
-        wanted, place = 1, 0
-    else:
-        return []
-    arguments = _arguments(text, start, wanted)
-    if len(arguments) <= place or (place == 1 and len(arguments) != 2):
-        return []
-    chosen = arguments[place]
-    literal = re.fullmatch(r"\s*b?(?:'([^'\n]+)'|\"([^\"\n]+)\")\s*", chosen)
-    if literal is None:
-        return []
-    value = literal.group(1) or literal.group(2)
-    return [value] if _candidate(value) else []
-
-
-def _takes_password_first(callee: str, last: str, words: list[str]) -> bool:
-    """A hasher (`crypt.crypt`, `bcrypt.hashpw`) or a setter (`setPassword`, `password_hash`)."""
-    lowered = last.lower()
-    if lowered in ("crypt", "hashpw") or (lowered in _HASHERS and callee != last):
-        return True
-    return name_says_secret(last) == "strong" or any(w in ("password", "passwd") for w in words)
-
-
-def _arguments(text: str, start: int, most: int) -> list[str]:
-    """The top-level arguments of the call whose `(` ends before `start`: up to `most`, read
-    from at most `_CALL_SPAN` characters."""
-    arguments: list[str] = []
-    depth = 0
-    quote = ""
-    current = start
-    for position in range(start, min(len(text), start + _CALL_SPAN)):
-        char = text[position]
-        if quote:
-            if char == quote and text[position - 1] != "\\":
-                quote = ""
-            continue
-        if char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0:
-                arguments.append(text[current:position])
-                return arguments if arguments != [""] else []
-            depth -= 1
-        elif char == "," and depth == 0:
-            arguments.append(text[current:position])
-            current = position + 1
-            if len(arguments) >= most:
-                return arguments
-    return arguments
-
-
-def heredoc_found(found: Found, arg: Arg) -> None:
-    """The secrets of a here-document or here-string `arg`, attributed to it."""
-    for secret in payload_secrets(arg.value or ""):
-        add_found(found, arg, secret, "secret-in-code")
