@@ -117,21 +117,16 @@ _GENERAL_WORDS = (
     "session:", "session'", 'session"', "sessionid", "signature", "community", "identified",
     "crypt", "connect(", "mysqli", "pdo", "login(", "psk",
 )  # fmt: skip
-"""Parts of a line without which the general layer of `redact_argv` finds nothing but
-`user:password` shapes (lowered)."""
 
 
 def argv_might_hold(line: str) -> bool:
-    """False when no rule of `redact_argv` can find anything in `line`: it names no tool of
-    the rules, no word that may say secret and no `user:password` shape (most lines; then
-    nothing is parsed)."""
+    """False when no rule of `redact_argv` can find anything in `line`: no tool of the rules,
+    no `_GENERAL_WORDS` (that may say secret), no `user:password` (most lines: not parsed)."""
     if not TOOL_NAMES.isdisjoint(line.translate(_SEPARATORS).split()):
         return True
     lowered = line.lower()
-    if any(part in lowered for part in _GENERAL_WORDS):
-        return True  # a name that may say secret, for the general layer (redact_argv_general)
-    if ":" in line and ("@" in line or "-u" in line or "--user" in line):
-        return True  # user:password@host, -u user:password
+    if any(p in lowered for p in _GENERAL_WORDS) or (":" in line and ("@" in line or "-u" in line)):
+        return True  # a name that may say secret (redact_argv_general), user:password(@host)
     if "-p" not in line and "-P" not in line:
         return False
     import re  # -u USER -p PASS of any tool
@@ -166,6 +161,9 @@ _DENSE = 400
 """...unless they occur more than once in this many characters."""
 
 _compiled: dict[tuple[str, int], re.Pattern[str]] = {}
+_decode: list[Any] = []
+"""The module `redact_argv_decode`, once imported."""
+_last_hidden: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
 _table: list[_Rule] | None = None
 _key: bytes | None = None
 
@@ -202,20 +200,39 @@ class Redactor:
         """The command line `command` as logged: the secrets its tools take as arguments or
         on their input (`redact_argv`: `htpasswd -b F U PASS`, `echo PW | sudo -S ...`)
         replaced, then what the detectors recognise."""
-        if not argv_might_hold(command):
-            return self.redact(command)
-        from agentledger.runner.shell_gate.redact_argv import redact_line
+        hidden = self._hidden(command)
+        if argv_might_hold(command):
+            from agentledger.runner.shell_gate.redact_argv import redact_line
 
-        return self.redact(redact_line(command, _marker)[0])
+            command = redact_line(command, _marker)[0]
+        for typed, mark in hidden:
+            command = command.replace(typed, mark)
+        return self.redact(command)
+
+    def _hidden(self, command: str) -> list[tuple[str, str]]:
+        """The texts of `command` that hide a secret (`redact_argv_decode`), with markers."""
+        if not _decode:
+            from agentledger.runner.shell_gate import redact_argv_decode
+
+            _decode.append(redact_argv_decode)
+        if not _decode[0].may_hide(command):
+            return []
+        key = (command, self.extra)  # the gate asks for the command and for its parts
+        found = _last_hidden.get(key)
+        if found is None:
+            found = _decode[0].hidden_secrets(command, Redactor(self.extra).redact, _marker)
+            _last_hidden.clear()
+            _last_hidden[key] = found
+        return list(found)
 
     def knowing(self, command: str) -> Redactor:
         """This redactor, also replacing wherever they appear the secrets the command line
         `command` holds by their place in it (the event's parts and reason quote it)."""
-        if not argv_might_hold(command):
-            return self
-        from agentledger.runner.shell_gate.redact_argv import redact_line
+        known = self._hidden(command)
+        if argv_might_hold(command):
+            from agentledger.runner.shell_gate.redact_argv import redact_line
 
-        known = redact_line(command, _marker)[1]
+            known += redact_line(command, _marker)[1]
         return Redactor(self.extra, (*self.known, *known)) if known else self
 
     def redact_quoting(self, text: str) -> str:

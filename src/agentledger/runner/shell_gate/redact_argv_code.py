@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
 
-__all__ = ["heredoc_found", "payload_secrets"]
+__all__ = ["heredoc_found", "payload_found", "payload_secrets"]
 
 _compiled: list[re.Pattern[str]] = []
 
@@ -61,7 +61,7 @@ def _patterns() -> list[re.Pattern[str]]:
                 (r"ConvertTo-SecureString\s+(?:-String\s+)?" + quoted, re.IGNORECASE),
                 # Oracle's unquoted IDENTIFIED BY word (not BY VALUES 'hash')
                 (
-                    r"\bidentified\s+by\s+(?!values\b|password\b)(?P<dq>[A-Za-z0-9_#$!@%^*+-]+)",
+                    r"\bidentified\s+by\s+(?!values\b|password\b|random\b)(?P<dq>[A-Za-z0-9_#$!@%^*+-]+)",
                     re.IGNORECASE,
                 ),
                 # a call: crypt('x'), setPassword("x"), connect(dsn, user, 'x')
@@ -73,10 +73,21 @@ def _patterns() -> list[re.Pattern[str]]:
 
 def payload_secrets(text: str) -> list[str]:
     """The secrets in code, SQL, a request body or a here-document: see the module's text."""
+    return [secret for secret, _ in _payload(text)]
+
+
+def payload_found(found: Found, arg: Arg, text: str) -> None:
+    """The secrets of `text` (the word `arg`, or what it is as typed), attributed to `arg`."""
+    for secret, kind in _payload(text):
+        add_found(found, arg, secret, kind)
+
+
+def _payload(text: str) -> list[tuple[str, str]]:
     if not payload_words().search(text.lower()):
         return []
     binding, pair, sql, secure, oracle, call = _patterns()
     found: list[str] = []
+    sql_found: list[str] = []
     for match in binding.finditer(text):
         key = match.group("key").strip("'\"")
         strength = name_says_secret(key)
@@ -94,12 +105,14 @@ def payload_secrets(text: str) -> list[str]:
             value = match.group("dq") if pattern is oracle else match.group("sq")
             value = match.group("dq") if value is None else value
             if value and not placeholder(value):
-                found.append(value)
+                (found if pattern is secure else sql_found).append(value)
     for count, match in enumerate(call.finditer(text)):
         if count >= _CALLS:
             break
         found.extend(_call_secrets(match.group("callee"), text, match.end()))
-    return found
+    return [(secret, "sql-password") for secret in sql_found] + [
+        (secret, "secret-in-code") for secret in found
+    ]
 
 
 _CALLS = 256
@@ -184,5 +197,4 @@ def _arguments(text: str, start: int, most: int) -> list[str]:
 
 def heredoc_found(found: Found, arg: Arg) -> None:
     """The secrets of a here-document or here-string `arg`, attributed to it."""
-    for secret in payload_secrets(arg.value or ""):
-        add_found(found, arg, secret, "secret-in-code")
+    payload_found(found, arg, arg.value or "")

@@ -277,7 +277,7 @@ def general_secrets(
     typed = " ".join(arg.value or (raw(arg) if raw is not None else "") for arg in args).lower()
     if not _may_hold(typed):
         return found
-    from agentledger.runner.shell_gate.redact_argv_code import payload_secrets
+    from agentledger.runner.shell_gate.redact_argv_code import payload_found
 
     tool = (name or "").rsplit("/", 1)[-1]
     index = 0
@@ -290,11 +290,10 @@ def general_secrets(
         index += 1
         word = arg.value
         if word is None:
-            for secret in payload_secrets(raw(arg)) if raw is not None else ():
-                add_found(found, arg, secret, "secret-in-code")
+            if raw is not None:
+                payload_found(found, arg, raw(arg))
             continue
-        for secret in payload_secrets(word):
-            add_found(found, arg, secret, "secret-in-code")
+        payload_found(found, arg, word)
         _user_at_host(found, arg, word)
         nxt = args[index] if index < len(args) else None
         if not word.startswith("-") or word in ("-", "--"):
