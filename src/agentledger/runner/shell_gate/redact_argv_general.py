@@ -34,34 +34,12 @@ placeholders (`<password>`, `[value]`, `XXXXXX`), paths, URLs and names such as
 from __future__ import annotations
 
 from agentledger.runner.shell_gate.redact_argv_options import Arg, Found, add_found, usable
+from agentledger.runner.shell_gate.redact_decode import _Lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable, Sequence
-
-
-class _LazyPattern:
-    """A regular expression compiled on first use (`re` is not loaded by most commands)."""
-
-    __slots__ = ("compiled", "pattern")
-
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self.compiled: re.Pattern[str] | None = None
-
-    def get(self) -> re.Pattern[str]:
-        if self.compiled is None:
-            import re
-
-            self.compiled = re.compile(self.pattern)
-        return self.compiled
-
-    def fullmatch(self, text: str) -> re.Match[str] | None:
-        return self.get().fullmatch(text)
-
-    def search(self, text: str) -> re.Match[str] | None:
-        return self.get().search(text)
 
 
 __all__ = [
@@ -211,7 +189,7 @@ def candidate(value: str | None, strength: str = "strong") -> bool:
     lowered = value.lower()
     if lowered.startswith(("http://", "https://", "s3://", "gs://", "arn:", "secret://")):
         return False
-    if _names_a_secret(lowered) or _FILE_NAME.fullmatch(lowered):
+    if _names_a_secret(lowered) or _FILE_NAME.get().fullmatch(lowered):
         return False
     if strength == "weak":
         return lowered not in _PLAIN_VALUES and not value.isdigit() and len(value) >= 4
@@ -220,8 +198,8 @@ def candidate(value: str | None, strength: str = "strong") -> bool:
     return True
 
 
-_NAMING_WORDS = _LazyPattern("pass|secret|token")
-_FILE_NAME = _LazyPattern(
+_NAMING_WORDS = _Lazy("pass|secret|token")
+_FILE_NAME = _Lazy(
     r"[\w./~-]*\.(?:ya?ml|json|txt|conf|cfg|ini|toml|xml|env|pem|key|crt|cer|p12|pfx|jks|kdbx|"
     r"gpg|asc|sh|py|js|log|csv|db|sqlite|jar|cookies?)"
 )
@@ -442,7 +420,8 @@ def _positional_secrets(found: Found, positionals: Sequence[Arg]) -> None:
             if candidate(after.value) and not lowered[index].startswith(("-", "/")):
                 add_found(found, after, after.value, "secret-pair")
                 continue
-        if _NAMING_WORDS.search(lowered[index]) and re.fullmatch(_VERB_NAMING_IT, lowered[index]):
+        naming = _NAMING_WORDS.get().search(lowered[index])
+        if naming and re.fullmatch(_VERB_NAMING_IT, lowered[index]):
             rest = positionals[index + 1 : index + 3]
             after = rest[-1]
             if after.value and _mixed(after.value) and candidate(after.value):
