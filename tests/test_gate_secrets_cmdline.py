@@ -26,7 +26,9 @@ lftp scripts, wrappers: timeout, docker exec, kubectl exec, xargs): its first ru
 changed 1 of 20 plain lines (`export TOKEN_URL=https://...`, by the older assignment rule,
 as on main). Rules for those tools were then added, tuned on it: 1 of 30 (a password inside
 `python3 -c` code) and the same 1 of 20. A tool with no rule still leaks what it takes by
-place: the table is what protects, and it grows by kind.
+place: the table is what protects, and it grows by kind. With the general layer
+(`redact_argv_general`: names that say secret on any tool, code and SQL in any word), 0 of 30
+and 0 of 20.
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ AFTER = [
     .read_text()
     .splitlines()
 ]
-AFTER_LEAKS = {"python-crypt"}
-"""A password in code given to an interpreter (`python3 -c "crypt.crypt('X')"`): no rule."""
-AFTER_CHANGED = {"export-token-url"}
-"""`TOKEN_URL=https://...` taken for a token by the assignment rule of output (as on main)."""
+AFTER_LEAKS: set[str] = set()
+"""Lines whose secret still reaches the log (`python3 -c "crypt.crypt('X')"` did until the
+general layer, `redact_argv_general`, read code)."""
+AFTER_CHANGED: set[str] = set()
+"""Plain lines changed (`export TOKEN_URL=https://...` was, until a name ending in `_url`
+stopped counting as a secret's)."""
 
 
 def leaks(text: str, pieces: list[str]) -> list[str]:
@@ -175,13 +179,12 @@ def test_no_secret_of_the_corpus_reaches_any_field_of_the_audit_log(tmp_path: Pa
     assert leaked == []
 
 
-def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> None:
-    # Run for real: the agent sees the command's output; the log does not hold the secret
-    # in the command, its parts, or the output that echoes it.
+def exec_line(tmp_path: Path, line: str) -> tuple[subprocess.CompletedProcess[bytes], str]:
+    """`agentledger exec` of `line` (the installed console script, in a run directory of
+    `tmp_path`): the finished process and the audit log it wrote."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     script = str(Path(sys.executable).parent / "agentledger")
-    line = "printf '%s\\n' 'Orch1dGarden' | sudo -S -n true; echo done"
     result = subprocess.run(
         [script, "exec", "--run-dir", str(run_dir), "--", line],
         capture_output=True,
@@ -189,7 +192,15 @@ def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> Non
         timeout=60,
         check=False,
     )
-    raw = (run_dir / "shell_audit.jsonl").read_text()
+    log = run_dir / "shell_audit.jsonl"
+    return result, log.read_text() if log.exists() else ""
+
+
+def test_a_command_run_by_exec_logs_its_password_redacted(tmp_path: Path) -> None:
+    # Run for real: the agent sees the command's output; the log does not hold the secret
+    # in the command, its parts, or the output that echoes it.
+    line = "printf '%s\\n' 'Orch1dGarden' | sudo -S -n true; echo done"
+    result, raw = exec_line(tmp_path, line)
     assert raw.strip(), result.stderr
     assert "Orch1dGarden" not in raw
     assert "[REDACTED:stdin-password:" in raw
@@ -313,23 +324,14 @@ def test_the_argv_rules_change_no_line_of_the_outside_corpora_the_text_rules_lea
 def test_a_secret_of_the_command_leaves_the_output_only_when_long_enough(tmp_path: Path) -> None:
     # Run for real: `root` as a password stays in output where it is a user's name too;
     # a longer one printed back is replaced in the output as in the command.
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    script = str(Path(sys.executable).parent / "agentledger")
     line = (
         "openssl passwd -1 -salt ab root; echo root; "
         "openssl passwd -1 -salt cd LongSecret9x; echo LongSecret9x"
     )
-    result = subprocess.run(
-        [script, "exec", "--run-dir", str(run_dir), "--", line],
-        capture_output=True,
-        env={**os.environ, "CI": "true"},
-        timeout=60,
-        check=False,
-    )
+    result, raw = exec_line(tmp_path, line)
     assert result.returncode == 0, result.stderr
     assert b"LongSecret9x" in result.stdout  # the agent gets its output unchanged
-    event = json.loads((run_dir / "shell_audit.jsonl").read_text())
+    event = json.loads(raw)
     assert "LongSecret9x" not in json.dumps(event)
     assert "-salt ab [REDACTED:password-arg:" in event["command"]
     assert "; echo root;" in event["command"]

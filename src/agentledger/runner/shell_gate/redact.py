@@ -99,7 +99,8 @@ TOOL_NAMES = frozenset((
     "kinit", "vncpasswd", "gpg", "gpg2", "openconnect", "cqlsh", "isql", "bcp", "sqsh",
     "twine", "cargo", "poetry", "doctl", "kadmin", "kadmin.local", "plink", "pscp", "psftp",
     "racadm", "wpa_cli", "grafana-cli", "ccrypt", "mcrypt", "winexe", "tsql", "freebcp",
-    "nodetool", "skopeo", "npm", "yarn", "pnpm", "iwconfig",
+    "nodetool", "skopeo", "npm", "yarn", "pnpm", "iwconfig", "expdp", "impdp", "exp", "imp",
+    "rman", "sqlldr", "dgmgrl", "ab", "security",
 ))  # fmt: skip
 """The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
 assigns no secret-named variable is not parsed (nor the rules loaded)."""
@@ -111,15 +112,26 @@ SECRET_NAME = (
 """Parts of a variable, option or key name that say its value is a secret (lowered)."""
 
 
+_GENERAL_WORDS = (
+    "pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "-session", "session=",
+    "session:", "session'", 'session"', "sessionid", "signature", "community", "identified",
+    "crypt", "connect(", "mysqli", "pdo", "login(", "psk",
+)  # fmt: skip
+
+
 def argv_might_hold(line: str) -> bool:
-    """False when no rule of `redact_argv` can find anything in `line`: it names no tool of
-    the rules and no secret-named variable (most lines; then nothing is parsed)."""
+    """False when no rule of `redact_argv` can find anything in `line`: no tool of the rules,
+    no `_GENERAL_WORDS` (that may say secret), no `user:password` (most lines: not parsed)."""
     if not TOOL_NAMES.isdisjoint(line.translate(_SEPARATORS).split()):
         return True
-    if "=" not in line:
-        return False
     lowered = line.lower()
-    return "pass" in lowered or "pw" in lowered or any(part in lowered for part in SECRET_NAME)
+    if any(p in lowered for p in _GENERAL_WORDS) or (":" in line and ("@" in line or "-u" in line)):
+        return True  # a name that may say secret (redact_argv_general), user:password(@host)
+    if "-p" not in line and "-P" not in line:
+        return False
+    import re  # -u USER -p PASS of any tool
+
+    return bool(re.search(r"(?<!\S)-[pP]", line) and re.search(r"(?<!\S)(?:-[ulU]|--user)", line))
 
 
 def may_hold_encoded(text: str) -> bool:

@@ -44,6 +44,11 @@ _POSITIONAL_FIRST = {"timeout": "-s -k --signal --kill-after", "chroot": "--user
 _SHELLS = frozenset(("bash", "sh", "dash", "zsh", "ksh", "ash", "busybox", "su"))
 _REMOTE = {"ssh": "-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w -B"}
 _CONTAINERS = {"docker", "podman", "nerdctl", "kubectl", "oc", "crictl", "lxc", "incus"}
+_WRAPPERS = frozenset((
+    *_SKIP, *_POSITIONAL_FIRST, *_SHELLS, *_REMOTE,
+    "env", "export", "declare", "typeset", "local", "readonly",
+))  # fmt: skip
+"""Commands whose words are another command's (read when that one is), or assignments."""
 
 
 def find_secrets(line: str) -> list[tuple[int, int, str, str]]:
@@ -56,14 +61,16 @@ def find_secrets(line: str) -> list[tuple[int, int, str, str]]:
 
 
 class _Reader:
-    __slots__ = ("found",)
+    __slots__ = ("found", "source")
 
     def __init__(self, found: Found) -> None:
         self.found = found
+        self.source = b""
 
     def line(self, source: bytes, depth: int) -> None:
         from agentledger.runner.shell_gate.redact_argv_options import Arg
 
+        self.source = source
         text = source.decode("utf-8", "surrogateescape")
         from agentledger.shell.words import plain_words
 
@@ -90,7 +97,23 @@ class _Reader:
                 self.command_node(node, depth)
             elif node.type == "variable_assignment":
                 self.assignment_node(node)
+            elif node.type in ("heredoc_body", "herestring_redirect"):
+                self.fed(node)
             stack.extend(reversed(node.children))
+
+    def raw(self, arg: Arg) -> str:
+        """The word `arg` as typed (for one whose value is only known at run time)."""
+        return self.source[arg.start : arg.end].decode("utf-8", "surrogateescape")
+
+    def fed(self, node: Node) -> None:
+        """A here-document or here-string: its code, SQL or body read for secrets."""
+        from agentledger.runner.shell_gate.redact_argv_code import heredoc_found
+        from agentledger.runner.shell_gate.redact_argv_options import Arg
+
+        if node.type == "heredoc_body":
+            heredoc_found(self.found, Arg(_text(node), node.start_byte, node.end_byte))
+        for child in node.named_children if node.type == "herestring_redirect" else ():
+            heredoc_found(self.found, _arg(child))
 
     def assignments(self, args: Sequence[Arg]) -> None:
         from agentledger.runner.shell_gate.redact_argv_options import secret_name
@@ -133,6 +156,10 @@ class _Reader:
             rest = args[1:]
             reads = STDIN.get(name)
             shape = reads(rest) if reads is not None else None
+            if shape is None and name not in _WRAPPERS:
+                from agentledger.runner.shell_gate.redact_argv_general import reads_secret_input
+
+                shape = reads_secret_input(rest)
             if shape is not None and stdin is not None:
                 self.stdin(stdin(), shape)
                 stdin = None
@@ -140,6 +167,16 @@ class _Reader:
             if rule is not None:
                 for arg, secret, kind in rule(rest):
                     self.add(arg, secret, kind)
+            if name not in _WRAPPERS and not (name in _CONTAINERS and _first(rest) == "exec"):
+                from agentledger.runner.shell_gate.redact_argv_general import general_secrets
+
+                for arg, secret, kind in general_secrets(args[0].value, rest, self.raw):
+                    self.add(arg, secret, kind)
+                if name == "printf":  # printf 'DB_PASSWORD=%s\n' PW: the line it prints
+                    from agentledger.runner.shell_gate.redact_argv_code import heredoc_found
+
+                    for printed in _printf(rest)[:1]:
+                        heredoc_found(self.found, printed)
             if name in ("export", "declare", "typeset", "local", "readonly"):
                 self.assignments([arg for arg in rest if _assignment(arg)])
                 return
@@ -161,7 +198,7 @@ class _Reader:
                 positionals = read_options(rest, {}, _REMOTE[name], stop=True).positionals[1:]
                 self.inner(positionals, depth)
                 return
-            elif name in _CONTAINERS and rest and rest[0].value == "exec":
+            elif name in _CONTAINERS and _first(rest) == "exec":
                 args = _exec_command(rest[1:])
             else:
                 return
@@ -226,6 +263,10 @@ def _exec_command(args: Sequence[Arg]) -> list[Arg]:
 
     valued = "-u -e -w --user --env --workdir --env-file -n --namespace -c --container"
     return read_options(args, {}, valued, stop=True).positionals[1:]
+
+
+def _first(args: Sequence[Arg]) -> str | None:
+    return args[0].value if args else None
 
 
 def _assignment(arg: Arg) -> bool:

@@ -126,6 +126,13 @@ def _iwconfig(args: Sequence[Arg]) -> Found:
     return found
 
 
+def _security(args: Sequence[Arg]) -> Found:
+    """macOS `security add-generic-password ... -w PASS` (and add-internet-password)."""
+    if not args or not (args[0].value or "").startswith("add-"):
+        return []
+    return read_options(args[1:], {"-w": "value"}, "-a -s -r -l -c -C -D -j -T -U -G -k").found
+
+
 _TDS = {"-P": "value", "--password": "value"}
 _PUTTY = simple_rule({"-pw": "value"}, "-P -l -i -m -D -L -R -hostkey -proxycmd -sercfg -pwfile")
 
@@ -171,4 +178,8 @@ KINDS: dict[str, Callable[[Sequence[Arg]], Found]] = {
     "pnpm": _npm_config,
     "iwconfig": _iwconfig,
     "winexe": simple_rule({"-U": "user%pass", "--user": "user%pass", "--password": "value"}),
+    "ab": simple_rule(
+        {"-A": "user:pass", "-P": "user:pass"}, "-n -c -t -s -b -B -T -p -u -v -g -e -H -C -X -E"
+    ),
+    "security": _security,
 }

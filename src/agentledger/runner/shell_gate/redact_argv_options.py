@@ -54,6 +54,10 @@ def secret_name(name: str) -> bool:
         return False
     if lowered.endswith(("bypass", "compass", "askpass")):
         return False
+    from agentledger.runner.shell_gate.redact_argv_general import qualified
+
+    if qualified(name):  # `TOKEN_URL`, `secret_id_ttl`, `password_expired`
+        return False
     return any(part in lowered for part in SECRET_NAME) or lowered.endswith(("pass", "pw"))
 
 

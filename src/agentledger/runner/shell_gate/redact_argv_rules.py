@@ -206,6 +206,15 @@ def _sqlplus(args: Sequence[Arg]) -> Found:
     return found
 
 
+def _oracle(args: Sequence[Arg]) -> Found:
+    """`expdp user/pass@db ...`, `rman target sys/pass@db`: any word shaped user/pass."""
+    found: Found = []
+    for arg in read_options(args, {}, "").positionals:
+        if "=" not in (arg.value or ""):
+            add_found(found, arg, shaped("user/pass", arg.value), "password-arg")
+    return found
+
+
 def _rclone(args: Sequence[Arg]) -> Found:
     found: Found = []
     words = read_options(args, {}, "--config").positionals
@@ -345,6 +354,7 @@ TOOLS: dict[str, Callable[[Sequence[Arg]], Found]] = {
     "wlfreerdp": _freerdp,
     "sqlplus": _sqlplus,
     "rclone": _rclone,
+    **dict.fromkeys(("expdp", "impdp", "exp", "imp", "rman", "sqlldr", "dgmgrl"), _oracle),
     "bw": _bw,
     "useradd": _user_tool,
     "usermod": _user_tool,

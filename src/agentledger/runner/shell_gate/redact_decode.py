@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTEXT_RULES", "TOKEN_RULES", "rescan", "rescan_lines"]
 
-# A value that is not a template reference (`${X}`, `{{ x }}`, `$X`, `<x>`), a path or a YAML
-# block scalar's indicator (`|`, `>-`: the value is on the next line).
+# A value that is not a template reference (`${X}`, `{{ x }}`, `$X`, `<x>`, `[value]`, printf's
+# `%s`), a path or a YAML block scalar's indicator (`|`, `>-`: the value is on the next line).
 _VALUE = (
-    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z))"
+    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
+    r"\[[\w -]*\](?![^\s,;'\"}&<])|%[-+ #0-9.]*[sdqbiuxX](?:\\[nr])*(?![^\s,;'\"}&<]))"
     r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s,;'\"}&<]+))"
 )
 # (kind, pattern, flags: i = ignore case, s = dot matches newline, m = multiline; y = only where

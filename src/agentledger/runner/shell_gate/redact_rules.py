@@ -29,6 +29,45 @@ _COMMAND_LINE = r"(?:[^\n|;&]|\\\r?\n)"
 included."""
 
 
+_QUALIFIERS = (
+    "stdin", "file", "fd", "path", "env", "url", "uri", "type", "name", "id", "ttl", "length",
+    "len", "size", "dir", "helper", "cmd", "command", "prompt", "expiry", "expires", "expired",
+    "timeout", "header", "version", "format", "mode", "method", "policy", "arn", "count", "min",
+    "max", "days", "age", "source", "endpoint", "host", "server",
+)  # fmt: skip
+"""Last words of a name that say where or what the secret is (`--token-url`,
+`secret_id_ttl`, `password_expired`): its value is not the secret."""
+
+
+def _not_qualified(separators: str) -> str:
+    """Lookbehinds that refuse a name ending in one of the qualifiers after `separators`."""
+    return "".join(f"(?<![{separators}]{word})" for word in _QUALIFIERS)
+
+
+_NOT_A_REFERENCE = (
+    r"(?![\"']?\$[({A-Za-z_]|[\"']?<[^<>\s]*>|[\"']?\[[\w -]*\]|"
+    r"(?-i:[a-z0-9]+[-_./])*(?-i:password|passwd|secret|token|key|creds?)(?-i:[-_./][a-z0-9]+)*"
+    r"(?![^\s'\"]))"
+)
+"""Not a variable (`"$PW"`), a placeholder (`<password>`, `[value]`) or the name of a secret
+(`db-password`, `prod/api_token`)."""
+
+
+_FLAG_WORDS = (
+    r"(?:ask|no|show|hide|skip|prompt|generate|random|use|print|with|without|allow|enable|"
+    r"disable|require|read|from)"
+)
+"""First words of an option that is a switch about a secret (`--ask-pass`, `--no-password`,
+`--show-token=false`), not one that takes it."""
+_NOT_A_FILE = (
+    r"(?![\w./~-]*\.(?:ya?ml|json|txt|conf|cfg|ini|toml|xml|env|pem|key|crt|cer|p12|pfx|jks|"
+    r"kdbx|gpg|asc|sh|py|js|log|csv|db|sqlite|jar|cookies?)(?![^\s'\"]))"
+)
+"""Not a file name (`--ask-pass site.yml`, `curl -b cookies.txt`)."""
+_NOT_A_PORT = r"(?![\d.:\[\]]+(?:/(?:tcp|udp|sctp))?(?![^\s'\"]))"
+"""Not a port mapping (`docker run -p 8080:80`, `-p 127.0.0.1:53:53/udp`)."""
+
+
 def _command(tools: str, span: str = r"[^\n|;&]") -> str:
     """One of `tools` (an alternation) and its words up to the option that follows: never
     past another of `tools`, so that a line of many (`https://u:p@` a thousand times) is
@@ -61,7 +100,7 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "basic-auth",
         _command("curl|wget|http|https|xh|grpcurl", _COMMAND_LINE)
-        + r"\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)?['\"]?[^\s:'\"]*['\"]?:['\"]?"
+        + r"\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)?['\"]?(?!<)[^\s:'\"]*['\"]?:['\"]?"
         r"(?P<secret>" + _NOT_PLACEHOLDER + r"[^\s'\"]+)",
         "",
     ),
@@ -86,20 +125,25 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
         + r"[^\s'\"]{6,}(?:[ ,][^\s'\"]+)*)",
         "i",
     ),
-    ("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{6,})", "i"),
+    ("bearer-token", r"\bbearer\s+(?P<secret>(?!X{6,}(?![A-Za-z0-9]))[A-Za-z0-9._~+/=-]{6,})", "i"),
     (
         "api-key-header",
-        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>[^\s'\"]{6,})",
+        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>(?!\$[{(A-Za-z_])[^\s'\"]{6,})",
         "i",
     ),
     ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
-    ("cookie", _command("curl") + r"\s(?:-b|--cookie)(?:\s+|=)" + _QUOTED_OR_WORD, ""),
+    (
+        "cookie",
+        _command("curl") + r"\s(?:-b|--cookie)(?:\s+|=)" + _NOT_A_FILE + _QUOTED_OR_WORD,
+        "",
+    ),
     ("docker-auth", r"\"(?:auth|identitytoken|registrytoken)\"\s*:\s*\"(?P<secret>[^\"]+)\"", ""),
     ("openssl-pass", r"\bpass:(?P<secret>[^\s'\"]+)", ""),
     (
         "password-flag",
         _command("docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|az|cf")
         + r"\s(?:-p|--password|--secret)(?:\s+|=)"
+        + _NOT_A_PORT
         + _QUOTED_OR_WORD,
         "",
     ),
@@ -129,17 +173,33 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
         "secret-flag",
         # not `--password-stdin HOST`, `--password-file F`, `--passphrase-fd 0`: the option
         # says where the secret is, its value is not it
-        r"(?<![\w-])--?[a-z0-9_-]*(?:"
+        r"(?<![\w-])--?(?!"
+        + _FLAG_WORDS
+        + r"[-_])[a-z0-9_-]*(?:"
         + _SECRET_WORDS
-        + r")[a-z0-9_-]*(?<!-stdin)(?<!-file)(?<!-fd)(?<!-path)(?<!-env)(?:=|\s+)"
+        + r")[a-z0-9_-]*"
+        + _not_qualified("_-")
+        + r"(?:=|\s+)"
+        + _NOT_A_REFERENCE
+        + _NOT_A_FILE
+        + r"(?!(?:yes|no|true|false)(?![^\s'\"]))"
         + _VALUE,
         "i",
     ),
     (
         "secret-assignment",
-        r"(?:" + _SECRET_WORDS + r")[a-z0-9_.]*(?:\s+(?:string|str|const))?\\?[\"']?\s*"
+        r"(?:"
+        + _SECRET_WORDS
+        + r")[a-z0-9_.]*"
+        + _not_qualified("_.")
+        + r"(?:\s+(?:string|str|const))?\\?[\"']?\s*"
         r"(?>(?::{1,3}=|=>|[?+.]=|[:=]))\s*"
-        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
+        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[^<>\s]*>|\[[\w -]*\](?![^\s,;'\"}&])|"
+        r"%[-+ #0-9.]*[sdqbiuxX](?:\\[nr])*(?![^\s,;'\"}&])|"
+        r"(?:yes|no|true|false|on|off|none|null)(?![^\s,;'\"}&])|''(?![^\s,;'\"}&])|\"\"(?![^\s,;'\"}&])|"
+        r"[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
+        r"(?-i:[a-z0-9]+[-_./])*(?-i:password|passwd|secret|token|key|creds?)"
+        r"(?-i:[-_./][a-z0-9]+)*(?![^\s,;'\"}&])|"
         r"(?-i:(?:/[a-z0-9_.-]+)+/?)(?![^\s,;'\"}&])|"
         r"[0-9]{1,4}(?![^\s,;'\"}&]))"
         r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s,;'\"}&])"
