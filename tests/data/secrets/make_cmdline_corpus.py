@@ -260,9 +260,11 @@ def write_cases(
     secrets: list[tuple[str, str, list[str]]],
     benign: list[tuple[str, str]],
     extra: dict[str, object] | None = None,
+    blind: bool | None = None,
 ) -> None:
     """Write `name` beside this script: the secrets (true positives, whose first piece is the
-    secret) then the plain lines, every third of each kind blind; `extra` fields in every row."""
+    secret) then the plain lines, every third of each kind blind unless `blind` says for all;
+    `extra` fields in every row."""
     rows: list[dict[str, object]] = []
     for index, (source, text, pieces) in enumerate(secrets):
         assert all(piece in text or piece.replace("\\", "\\\\") in text for piece in pieces), source
@@ -275,7 +277,7 @@ def write_cases(
                 "pieces": pieces,
                 "field": "command",
                 **(extra or {}),
-                "blind": index % 3 == 2,
+                "blind": index % 3 == 2 if blind is None else blind,
             }
         )
     for index, (source, text) in enumerate(benign):
@@ -287,7 +289,7 @@ def write_cases(
                 "secret": "",
                 "field": "command",
                 **(extra or {}),
-                "blind": index % 3 == 2,
+                "blind": index % 3 == 2 if blind is None else blind,
             }
         )
     out = Path(__file__).with_name(name)
