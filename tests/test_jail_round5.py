@@ -9,9 +9,12 @@ import os
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from agentledger.runner.shell_gate import Gate
 from agentledger.runner.shell_gate.environment import SYSTEM_PATH, clean_environment
 from agentledger.runner.shell_gate.rules import load_policy
+from jail_helpers import need_bwrap
 
 
 def vouching_gate(tmp_path: Path, allowed: str, env: dict[str, str]) -> Gate:
@@ -88,3 +91,156 @@ def test_a_sandboxed_read_keeps_the_agents_environment(tmp_path: Path) -> None:
     gate = Gate(None, tmp_path / "audit.jsonl", cwd=tmp_path, env=env)
     assert "environment" not in gate._fields(gate.decide("true"), 0.0)
     assert clean_environment({"GATE_VALUE": "x"}).get("GATE_VALUE") is None
+
+
+# The approver's terminal: one question at a time across processes (BREAK 2), and command
+# output that reaches it escaped and never while a question is up (BREAK 3).
+
+
+def _no_echo(fd: int) -> None:
+    import termios
+
+    attrs = termios.tcgetattr(fd)
+    attrs[3] &= ~termios.ECHO
+    termios.tcsetattr(fd, termios.TCSANOW, attrs)
+
+
+def _read_until(master: int, end: bytes) -> bytes:
+    import select
+
+    seen = b""
+    while end not in seen:
+        ready, _, _ = select.select([master], [], [], 20)
+        assert ready, f"nothing more on the terminal after {seen!r}"
+        seen += os.read(master, 4096)
+    return seen
+
+
+HOLDER = """\
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NOCTTY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_question_waits_for_another_process_and_drops_the_answer_typed_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import select
+    import subprocess
+    import sys
+    import threading
+
+    from agentledger.runner.shell_gate import ask
+
+    master, slave = os.openpty()
+    _no_echo(slave)
+    monkeypatch.setattr(ask, "TERMINAL", os.ttyname(slave))
+    # Another gate process has its question up on this terminal.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, os.ttyname(slave)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        gate = Gate(load_policy(_remediate(tmp_path)), None, ci=False)
+        decision = gate.decide(f"touch {tmp_path}/hidden")
+        answers: list[ask.Answer] = []
+        thread = threading.Thread(
+            target=lambda: answers.append(ask.terminal_approver(decision, timeout=60))
+        )
+        thread.start()
+        # Nothing is drawn over the other question while it is up...
+        assert not select.select([master], [], [], 0.5)[0]
+        os.write(master, b"y\n")  # ...and the person answers it: the answer is not this one's
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
+    shown = _read_until(master, b"Run it? [y/N] ")
+    assert b"hidden" in shown  # drawn only now, after the other question ended
+    os.write(master, b"n\n")
+    thread.join(30)
+    assert answers and not answers[0].approved, answers  # the earlier "y" was not its answer
+    os.close(master), os.close(slave)
+
+
+def _remediate(tmp_path: Path) -> Path:
+    policy = tmp_path / "ask.yaml"
+    policy.write_text("mode: remediate\non_mutating: prompt\non_unknown: prompt\n")
+    return policy
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        (b"\x1b[2J\x1b[H", b"\\x1b[2J\\x1b[H"),
+        (b"line\r\nnext\n", b"line\r\nnext\n"),
+        (b"over\rwrite\n", b"over\\x0dwrite\n"),
+        (b"\x9b2J \xc2\x9b2J", b"\\x9b2J \\x9b2J"),
+        (b"a\tb\x07\x08\x00\x7f", b"a\tb\\x07\\x08\\x00\\x7f"),
+        (b"\xe2\x80\xae caf\xc3\xa9", b"\xe2\x80\xae caf\xc3\xa9"),
+        (b"\x1b]0;title\x07", b"\\x1b]0;title\\x07"),
+    ],
+)
+def test_output_to_a_terminal_shows_its_control_sequences(raw: bytes, shown: bytes) -> None:
+    from agentledger.runner.shell_gate.terminal import writer_for
+
+    master, slave = os.openpty()
+    import termios
+
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST  # what is written arrives as it is
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    write = writer_for(slave)
+    for index in range(len(raw)):  # byte by byte: a sequence split across reads is still seen
+        write(raw[index : index + 1])
+    write.flush()  # type: ignore[attr-defined]
+    assert _read_until(master, shown) == shown
+    os.close(master), os.close(slave)
+
+
+def test_output_to_a_pipe_is_passed_on_unchanged() -> None:
+    from agentledger.runner.shell_gate.terminal import writer_for
+
+    read, write_end = os.pipe()
+    raw = b"\x1b[2J\rfake\x9b\xff\n"
+    writer_for(write_end)(raw)
+    os.close(write_end)
+    assert os.read(read, 100) == raw
+    os.close(read)
+
+
+def test_output_waits_while_a_question_is_on_the_terminal() -> None:
+    import select
+
+    from agentledger.runner.shell_gate.terminal import TerminalLock, TerminalWriter
+
+    master, slave = os.openpty()
+    question = TerminalLock(slave)
+    assert question.try_acquire()
+    writer = TerminalWriter(slave)
+    writer(b"\x1b[2Jfake question\n")
+    assert not select.select([master], [], [], 0.3)[0]  # nothing drawn over the question
+    question.release()
+    writer.flush()
+    assert b"\\x1b[2Jfake question" in _read_until(master, b"question")
+    os.close(master), os.close(slave)
+
+
+def test_the_gate_escapes_a_commands_output_only_on_a_terminal(tmp_path: Path) -> None:
+    need_bwrap()
+    master, slave = os.openpty()
+    read, write_end = os.pipe()
+    command = r"printf '\033[2J\033[Hfake question\n'"
+    Gate(None, None, cwd=tmp_path, tee=(slave, slave)).run(command)
+    assert b"\\x1b[2J\\x1b[Hfake question" in _read_until(master, b"question")
+    result = Gate(None, None, cwd=tmp_path, tee=(write_end, write_end)).run(command)
+    os.close(write_end)
+    assert result.stdout == b"\x1b[2J\x1b[Hfake question\n"
+    assert os.read(read, 100) == result.stdout
+    os.close(master), os.close(slave), os.close(read)

@@ -7,7 +7,10 @@ their standard input from /dev/null or a pipe and a session of their own (`execu
 question is drawn by the gate alone: the terminal is reset and the screen cleared first, so
 nothing printed before can pose as part of it, and the command is shown with every control
 character, escape sequence and bidirectional mark as ``\xNN`` / ``\uXXXX``. Input typed
-before the question is thrown away so that it cannot answer it. The person who answered is
+before the question is thrown away so that it cannot answer it. Gates in other processes
+asking on the same terminal wait for its lock (`terminal`), which is also taken to pass a
+command's output to that terminal: one question on the screen at a time, drawn and read by
+the process that holds it, and nothing drawn over it. The person who answered is
 named from what the agent cannot set: the kernel's login uid of the session, then the login
 name of the terminal, then sudo's SUDO_USER; a bare ``root`` is never all the log says.
 """
@@ -269,7 +272,8 @@ def terminal_approver(
     the question ends at once as interrupted instead of waiting out the timeout.
     """
     # Agents run side by side (`agentledger run --concurrency`) would otherwise interleave
-    # their questions and read each other's answers.
+    # their questions and read each other's answers; other processes are held off by the
+    # terminal's own lock (`terminal.TerminalLock`).
     with _QUESTION:
         return _ask(decision, timeout, cancel)
 
@@ -280,10 +284,20 @@ _QUESTION = _thread.allocate_lock()
 
 
 def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> Answer:
+    import time
+
+    from agentledger.runner.shell_gate.terminal import TerminalLock
+
+    deadline = time.monotonic() + timeout
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
+    lock = TerminalLock(fd)
     try:
         who = approver_identity(fd)
         try:
+            # Other gates (other processes) ask on this terminal too: one question at a
+            # time, and the answer typed while another was up is not this one's.
+            if lock.acquire(deadline, None if cancel is None else cancel.is_set) is None:
+                return Answer(False, who, f"no answer within {timeout:g} s (the terminal was busy)")
             _discard_typeahead(fd)
             try:
                 size = os.get_terminal_size(fd)
@@ -291,7 +305,7 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
             except OSError:
                 columns, rows = 80, 24
             _write(fd, CLEAR + question(decision, columns, rows))
-            line = _read_line(fd, timeout, cancel)
+            line = _read_line(fd, max(deadline - time.monotonic(), 0.0), cancel)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")
             return Answer(False, who, "interrupted at the prompt", interrupted=True)
@@ -307,6 +321,8 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
         _write(fd, "refused\n")
         return Answer(False, who, "refused at the prompt")
     finally:
+        lock.release()
+        lock.close()
         os.close(fd)
 
 
