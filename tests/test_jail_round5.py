@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import textwrap
 from pathlib import Path
 
@@ -244,3 +245,97 @@ def test_the_gate_escapes_a_commands_output_only_on_a_terminal(tmp_path: Path) -
     assert result.stdout == b"\x1b[2J\x1b[Hfake question\n"
     assert os.read(read, 100) == result.stdout
     os.close(master), os.close(slave), os.close(read)
+
+
+# Knowledge per global option (BREAK 5): an option that writes or runs makes the line
+# unknown or mutating whatever the subcommand, locally and over ssh (no sandbox there).
+
+NOT_READ_ONLY = [
+    "chronyc -m tracking makestep",
+    "chronyc -m sources 'local stratum 1'",
+    "chronyc manual on",
+    "chronyc -Q tracking",
+    "yum history undo 1",
+    "dnf -y history rollback 4",
+    "dnf history redo last",
+    "dnf history replay t.json",
+    "dnf repoquery x --setopt=pluginpath=/tmp",
+    "dnf --setopt pluginpath=/tmp list",
+    "yum list -c /tmp/evil.conf",
+    "dnf info --config=/tmp/evil.conf bash",
+    "dnf --installroot=/x list",
+    "pip list --log /etc/x",
+    "pip freeze --log=/etc/x",
+    "pip show pip --log-file /etc/x",
+    "pip3 check --lo /etc/x",
+    "pip --python /tmp/x list",
+    "apt-cache gencaches",
+    "apt-cache -o Dir::Cache::pkgcache=/etc/x show bash",
+    "apt-cache --option=Dir::Cache=/etc policy",
+    "apt-cache -c /tmp/evil.conf policy",
+    "apt-cache --config-file /tmp/evil.conf search x",
+    "apt-cache -p /etc/x stats",
+    "rpm -qa --eval '%{lua:os.remove(\"/etc/x\")}'",
+    "rpm -qaE '%(touch /etc/x)'",
+    "rpm -q --define '_dbpath /etc/x' bash",
+    "rpm -qa -D '_x %(id)'",
+    "rpm -qa --macros /tmp/m",
+    "rpm -qa --rcfile /tmp/r",
+    "rpm -qa --dbpath /tmp/db",
+    "rpm -q --pipe 'touch /x' bash",
+    "nft list ruleset \\; flush ruleset",
+    "nft 'list ruleset; flush ruleset'",
+    "iptables-save -M /tmp/x",
+    "iptables-save --modprobe=/tmp/x",
+    "iptables -L --modprobe=/tmp/x",
+    "ip6tables -S -M /tmp/x",
+    "curl -s --ssl-sessions /etc/x https://x/",
+    "wget -q --hsts-file=/etc/x -O - http://x/",
+    "wget -q -O - --rejected-log=/etc/x http://x/",
+    "wget -q -O - --post-data=a http://x/",
+    "wget -q -O - --use-askpass=/tmp/x http://x/",
+]
+STILL_READ_ONLY = [
+    "chronyc tracking",
+    "chronyc -n sources",
+    "chronyc manual list",
+    "dnf history",
+    "yum history list",
+    "dnf history info 3",
+    "dnf list installed",
+    "pip list --format=json",
+    "pip3 show requests",
+    "apt-cache policy bash",
+    "apt-cache show bash",
+    "rpm -qa",
+    "nft list ruleset",
+    "iptables -L -n",
+    "iptables-save -t filter",
+    "wget -q -O - http://x/",
+]
+
+
+@pytest.fixture(scope="module")
+def investigate() -> Gate:
+    return Gate(None, None)
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "ssh"])
+@pytest.mark.parametrize("line", NOT_READ_ONLY)
+def test_a_global_option_that_writes_or_runs_is_seen(
+    investigate: Gate, line: str, remote: bool
+) -> None:
+    if remote:
+        line = "ssh h " + shlex.quote(line)
+    decision = investigate.decide(line)
+    assert decision.classification.kind in ("unknown", "mutating", "destructive"), decision
+    assert decision.decision == "denied"
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "ssh"])
+@pytest.mark.parametrize("line", STILL_READ_ONLY)
+def test_plain_reads_of_those_tools_still_run(investigate: Gate, line: str, remote: bool) -> None:
+    if remote:
+        line = "ssh h " + shlex.quote(line)
+    decision = investigate.decide(line)
+    assert decision.classification.kind == "read-only", decision
