@@ -147,7 +147,7 @@ def test_a_question_waits_for_another_process_and_drops_the_answer_typed_meanwhi
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         gate = Gate(load_policy(_remediate(tmp_path)), None, ci=False)
-        decision = gate.decide(f"touch {tmp_path}/hidden")
+        decision = gate.decide("touch ./hidden")
         answers: list[ask.Answer] = []
         thread = threading.Thread(
             target=lambda: answers.append(ask.terminal_approver(decision, timeout=60))
@@ -339,3 +339,79 @@ def test_plain_reads_of_those_tools_still_run(investigate: Gate, line: str, remo
         line = "ssh h " + shlex.quote(line)
     decision = investigate.decide(line)
     assert decision.classification.kind == "read-only", decision
+
+
+# A network reader's request to a line-protocol daemon (BREAK 4): header names are tokens,
+# Host is never removed or emptied, and only ports HTTP servers use are reached.
+
+LINE_DAEMON = r"""
+import json, socket, subprocess, sys, threading
+from agentledger.runner.shell_gate import Gate
+
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+lines = {6379: [], 8080: []}
+
+def serve(port):
+    server = socket.socket()
+    server.bind(("127.0.0.1", port))
+    server.listen()
+    while True:
+        conn, _ = server.accept()
+        data = b""
+        conn.settimeout(2)
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        lines[port] += data.decode("latin-1").split("\r\n")
+        conn.sendall(b"-ERR unknown command\r\n")
+        conn.close()
+
+for port in lines:
+    threading.Thread(target=serve, args=(port,), daemon=True).start()
+results = {}
+for name, line in json.loads(sys.argv[1]).items():
+    result = Gate(None, None).run(line)
+    results[name] = [result.decision.decision, result.decision.reason]
+print(json.dumps({"results": results, "lines": lines}))
+"""
+
+
+def test_a_reader_cannot_send_lines_to_a_line_protocol_daemon() -> None:
+    import subprocess
+    import sys
+
+    from jail_helpers import need_root
+
+    need_root()
+    need_bwrap()
+    lines = {
+        "remove_host": "curl -s -m 2 -H 'Host:' -H 'SET pwned: by-header' http://127.0.0.1:6379/",
+        "blank_name": "curl -s -m 2 -H 'SET pwned: by-header' http://127.0.0.1:8080/",
+        "empty_host": "curl -s -m 2 -H 'Host;' http://127.0.0.1:8080/",
+        "daemon_port": "curl -s -m 2 http://127.0.0.1:6379/",
+        "v6_port": "curl -s -m 2 'http://[::1]:6379/'",
+        "glob_port": "curl -s -m 2 'http://127.0.0.1:{6379,8080}/'",
+        "wget_header": "wget -q -O - -T 2 --header='DEL k: v' http://127.0.0.1:8080/",
+        "http_port": "curl -s -m 2 -H 'X-Probe: SET a b' http://127.0.0.1:8080/",
+    }
+    done = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", LINE_DAEMON, json.dumps(lines)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0 and "unshare" in done.stderr:
+        pytest.skip(f"no network namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    for name in lines:
+        expected = "allowed" if name == "http_port" else "denied"
+        assert seen["results"][name][0] == expected, (name, seen["results"][name])
+    assert seen["lines"]["6379"] == []  # the daemon's port was never reached
+    received = [line for line in seen["lines"]["8080"] if line]
+    assert received[0].startswith("GET / HTTP/1.1")
+    assert "Host: 127.0.0.1:8080" in received and "X-Probe: SET a b" in received
+    assert not any(line.startswith(("SET", "DEL")) for line in received)
