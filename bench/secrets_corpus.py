@@ -2,8 +2,9 @@
 many of its false positives (placeholders, ordinary output) are changed. Prints one line per
 missed case and the totals. The default corpus is tests/data/secrets/gitleaks_cases.jsonl;
 tests/data/secrets/blind_cases.jsonl holds kinds the rules were not written from;
-tests/data/secrets/cmdline_cases.jsonl, cmdline_after_cases.jsonl and
-cmdline_kinds_cases.jsonl hold command lines (`"field": "command"`: redacted as the gate
+tests/data/secrets/cmdline_cases.jsonl, cmdline_after_cases.jsonl,
+cmdline_kinds_cases.jsonl and cmdline_decode_cases.jsonl (secrets encoded, split or written
+to credential and key files) hold command lines (`"field": "command"`: redacted as the gate
 logs a command, `Redactor.redact_command`). A case leaks when its secret (or any of its
 `pieces`, for secrets that reach the output encoded or split) is still in the redacted
 text. A corpus with a blind part also gets its figures on that part

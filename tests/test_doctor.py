@@ -28,6 +28,7 @@ def test_doctor_without_bubblewrap_names_the_package_and_exits_1(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     no_bwrap(monkeypatch, tmp_path)
+    monkeypatch.setattr("agentledger.runner.shell_gate.landlock_exec.abi", lambda: 0)
     result = CliRunner().invoke(main, ["doctor"])
     assert result.exit_code == 1, result.output
     rows = {line.split("  ")[0].strip(): line for line in result.stdout.splitlines()}
@@ -37,6 +38,10 @@ def test_doctor_without_bubblewrap_names_the_package_and_exits_1(
         "core                            Python 3.11+        ok       Python 3.11.7\n"
         "gated shell (run, exec)         bubblewrap          MISSING  bubblewrap "
         "(bwrap) is not installed; apt-get install bubblewrap\n"
+        "sandbox (optional)              Landlock            MISSING  no Landlock in this "
+        "kernel: a sandboxed command can still write to a FIFO or device node of the host "
+        "(the read-only bind covers only files with content); a Linux 5.13+ kernel with "
+        "Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=landlock)\n"
         "labs (optional)                 user namespaces     ok       `unshare "
         "-Urn true` works\n"
         "labs (optional)                 ip (iproute2)       ok       /usr/sbin/ip\n"

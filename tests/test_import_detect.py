@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from agentledger.cli.app import main
+from agentledger.errors import InputError
+from agentledger.importers import ImportOptions, prepare_import
 from agentledger.importers.formats import detect_format
 from exact_output import normalised
 
@@ -136,3 +138,26 @@ def test_a_run_directory_laid_out_by_map_is_one(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, err
     assert normalised(out, tmp_path) == "Imported 1 run into /home/ops/work/ledger.\n"
+
+
+def test_run_directories_are_not_taken_for_trajectories_deeper(tmp_path: Path) -> None:
+    trajectory = json.dumps(TRAJECTORY)
+    runs = tmp_path / "runs"
+    _folder(runs / "run-1", {"metadata.json": "{}", "PROMPT.txt": "go"})
+    _folder(runs / "run-1" / "evaluation", {"traj_a.json": trajectory})
+    assert detect_format([runs]) == "directory"
+    # without a run directory, the trajectories below are named, with the format to give
+    _folder(tmp_path / "set" / "evaluation" / "gpt-4o", {"traj_a.json": trajectory})
+    with pytest.raises(InputError, match="--format openhands") as caught:
+        detect_format([tmp_path / "set"])
+    assert "evaluation/gpt-4o/traj_a.json" in str(caught.value)
+
+
+def test_a_prepared_import_says_the_format_it_read(tmp_path: Path) -> None:
+    folder = _folder(tmp_path / "oh", {"traj_a.json": json.dumps(TRAJECTORY)})
+    with prepare_import([folder], ImportOptions(model="m")) as prepared:
+        assert prepared.format == "openhands"
+        assert len(prepared.runs) == 1
+    runs = _folder(tmp_path / "runs" / "run-1", {"PROMPT.txt": "go", "metadata.json": "{}"})
+    with prepare_import([runs.parent], ImportOptions(model="m", scenario="s")) as prepared:
+        assert prepared.format == "directory"

@@ -16,6 +16,7 @@ from agentledger.importers import ImportOptions, import_runs
 from agentledger.records import RunMetadata, RunSummary, parse_record, parse_shell_audit
 from agentledger.records.trace import parse_trace, shell_events
 from conftest import shared_samples
+from exact_output import normalised
 
 SAMPLES = shared_samples() / "openhands"
 MODELS = ("claude-sonnet", "deepseek_r1", "deepseek_v3", "gpt-4o", "o3-mini")
@@ -61,7 +62,10 @@ def test_every_sample_imports_with_every_event_a_step(samples: Path, tmp_path: P
     assert code == 0, err
     trajectories = sorted(samples.glob("*/traj_*.json"))
     assert len(trajectories) >= 12
-    assert f"Imported {len(trajectories)} runs" in out
+    assert (
+        normalised(out, tmp_path)
+        == f"Imported {len(trajectories)} runs into /home/ops/work/ledger.\n"
+    )
     runs = _imported(root)
     by_file = {}
     for files in runs.values():
@@ -205,7 +209,10 @@ def test_model_from_option_and_scenario_override(samples: Path, tmp_path: Path) 
         "--tag",
         "suite=oas",
     )
-    assert code == 0 and "nothing to do" in out
+    assert code == 0 and normalised(out, tmp_path) == (
+        "Imported 0 runs into /home/ops/work/ledger; 1 already imported, identical (nothing to "
+        "do).\n"
+    )
 
 
 def test_a_sidecar_names_the_model(samples: Path, tmp_path: Path) -> None:
@@ -327,33 +334,77 @@ def test_zones_system_prompt_and_unknown_kinds(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("content", "where"),
+    ("content", "problem"),
     [
-        (b'{"events": []}', "expected a JSON list of events"),
-        (b'[{"id": 1}, 7]', "event 1"),
-        (b'[{"id": 1, "id": 2}]', "duplicate key"),
-        (b'[{"id": 1, "timestamp": "yesterday"}]', "event 0.timestamp"),
-        (b'[{"id": 1, "timestamp": 5}]', "event 0.timestamp"),
-        (b'[{"id": 1, "action": "run", "args": {"cmd": "ls"}}]', "event 0.args.command"),
-        (b'[{"id": 1, "action": "run", "args": "ls"}]', "event 0.args"),
-        (b'[{"id": 1, "action": ["run"]}]', "event 0.action"),
-        (b'[{"id": 1, "action": "run", "args": []}]', "event 0.args"),
-        (b'[{"id": 1, "action": "read", "args": 0}]', "event 0.args"),
-        (b'[{"id": 1, "observation": "run", "extras": 3}]', "event 0.extras"),
-        (b'[{"id": 1, "observation": 7}]', "event 0.observation"),
-        (b'[{"id": 1, "cost": NaN}]', "NaN"),
-        (b"[{", "malformed JSON"),
-        (b'\xef\xbb\xbf[{"id": 1}]', "byte-order mark"),
+        (
+            b'{"events": []}',
+            ": expected a JSON list of events (or an object with a 'history' list), found dict",
+        ),
+        (b'[{"id": 1}, 7]', ", field 'event 1': expected an object, found int"),
+        (
+            b'[{"id": 1, "id": 2}]',
+            ": malformed JSON: duplicate key 'id' in an object (each key once)",
+        ),
+        (
+            b'[{"id": 1, "timestamp": "yesterday"}]',
+            ", field 'event 0.timestamp': 'yesterday' is not an ISO 8601 time",
+        ),
+        (
+            b'[{"id": 1, "timestamp": 5}]',
+            ", field 'event 0.timestamp': expected an ISO 8601 time, found int",
+        ),
+        (
+            b'[{"id": 1, "action": "run", "args": {"cmd": "ls"}}]',
+            ", field 'event 0.args.command': a run action needs a command string",
+        ),
+        (
+            b'[{"id": 1, "action": "run", "args": "ls"}]',
+            ", field 'event 0.args': expected an object, found str",
+        ),
+        (
+            b'[{"id": 1, "action": ["run"]}]',
+            ", field 'event 0.action': expected a string, found list",
+        ),
+        (
+            b'[{"id": 1, "action": "run", "args": []}]',
+            ", field 'event 0.args': expected an object, found list",
+        ),
+        (
+            b'[{"id": 1, "action": "read", "args": 0}]',
+            ", field 'event 0.args': expected an object, found int",
+        ),
+        (
+            b'[{"id": 1, "observation": "run", "extras": 3}]',
+            ", field 'event 0.extras': expected an object, found int",
+        ),
+        (
+            b'[{"id": 1, "observation": 7}]',
+            ", field 'event 0.observation': expected a string, found int",
+        ),
+        (
+            b'[{"id": 1, "cost": NaN}]',
+            ": malformed JSON: NaN is not a JSON number (use null or a string)",
+        ),
+        (
+            b"[{",
+            ", line 1: malformed JSON: Expecting property name enclosed in double quotes "
+            "(column 3)",
+        ),
+        (
+            b'\xef\xbb\xbf[{"id": 1}]',
+            ": starts with a byte-order mark (U+FEFF), which JSON does not allow: save the file "
+            "as UTF-8 without one",
+        ),
     ],
 )
-def test_malformed_trajectories_write_nothing(tmp_path: Path, content: bytes, where: str) -> None:
+def test_malformed_trajectories_write_nothing(tmp_path: Path, content: bytes, problem: str) -> None:
     folder = tmp_path / "in"
     _write(folder / "traj_good.json", GOOD)
     (folder / "traj_zbad.json").write_bytes(content)
     root = tmp_path / "ledger"
     code, _, err = run("import", "--ledger", str(root), str(folder), "--model", "m")
     assert code == 2
-    assert "traj_zbad.json" in err and where in err
+    assert normalised(err, tmp_path) == f"Error: /home/ops/work/in/traj_zbad.json{problem}\n"
     assert not root.exists()  # nothing written, not even a ledger
 
 
@@ -456,8 +507,9 @@ def test_an_import_larger_than_memory_allows_waits_in_a_spool(
     monkeypatch.setattr(run_plan, "MADE_HELD_BYTES", 0)
     code, out, err = run("import", "--ledger", str(spooled), *folders, "--workers", "1")
     assert code == 0, err
-    assert (
-        f"Imported 0 runs into {spooled}; {len(_imported(held))} already imported, identical" in out
+    assert normalised(out, tmp_path) == (
+        f"Imported 0 runs into /home/ops/work/spooled; {len(_imported(held))} already imported, "
+        "identical (nothing to do).\n"
     )
     assert list(spool_everything.iterdir()) == []
 
@@ -470,7 +522,10 @@ def test_a_refused_import_leaves_no_spool(
     (folder / "traj_zbad.json").write_bytes(b'[{"id": 1, "action": ["run"]}]')
     root = tmp_path / "ledger"
     code, _, err = run("import", "--ledger", str(root), str(folder), "--model", "m")
-    assert code == 2 and "traj_zbad.json" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/in/traj_zbad.json, field 'event 0.action': expected a string, "
+        "found list\n"
+    )
     assert list(spool_everything.iterdir()) == []
     assert not (root / "runs").is_dir() or list((root / "runs").iterdir()) == []
 
@@ -485,7 +540,7 @@ def test_file_names_the_ledger_cannot_keep_are_kept_under_safe_ones(tmp_path: Pa
     root = tmp_path / "ledger"
     code, out, err = run("import", "--ledger", str(root), str(folder), "--model", "m")
     assert code == 0, err
-    assert "Imported 2 runs" in out
+    assert normalised(out, tmp_path) == "Imported 2 runs into /home/ops/work/ledger.\n"
     for files in _imported(root).values():
         metadata = parse_record(RunMetadata, files["metadata.json"], "m")
         assert metadata.source is not None
@@ -513,7 +568,7 @@ def test_files_given_one_by_one_as_a_shell_glob_gives_them(tmp_path: Path) -> No
     given = sorted(str(p) for p in folder.glob("*.json"))
     code, out, err = run("import", "--ledger", str(root), *given, given[-1], "--model", "m")
     assert code == 0, err
-    assert "Imported 1 run " in out
+    assert normalised(out, tmp_path) == "Imported 1 run into /home/ops/work/ledger.\n"
     ((_, files),) = _imported(root).items()
     assert files["attachments/eval_a.json"] == b'{"final_score": 1}'
     steps = parse_trace(files["trace.jsonl"], "t")
@@ -521,7 +576,10 @@ def test_files_given_one_by_one_as_a_shell_glob_gives_them(tmp_path: Path) -> No
     # the checker's file alone: said what it is, nothing written
     lone = tmp_path / "lone"
     code, _, err = run("import", "--ledger", str(lone), str(folder / "eval_a.json"), "--model", "m")
-    assert code == 2 and "kept with the trajectory beside it (traj_a.json)" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/in/eval_a.json: kept with the trajectory beside it (traj_a.json), "
+        "not a trajectory itself; give the trajectory (or its folder)\n"
+    )
     assert not lone.exists()
 
 
@@ -538,23 +596,33 @@ def test_the_same_model_named_by_the_option_too_is_the_same_run(
         "import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "gpt-4o"
     )
     assert code == 0, err
-    assert f"{count} already imported, identical" in out
+    assert normalised(out, tmp_path) == (
+        f"Imported 0 runs into /home/ops/work/ledger; {count} already imported, identical "
+        "(nothing to do).\n"
+    )
     # another model is another run, never a changed one: refused, naming what it would
     # double, unless asked for
     code, out, err = run("import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "x")
     assert code == 2 and out == ""
-    assert err.startswith(
+    assert normalised(err, tmp_path) == (
         f"Error: {count} run(s) would double runs already in the ledger: their trace files "
         "were imported before under another identity. Nothing was written.\n"
+        "  safety-delete-logs_x_4fbbd7d5 (from the same file as "
+        "safety-delete-logs_gpt-4o_4fbbd7d5)\n"
+        "  safety-fired-cron-jobs_x_e52fd249 (from the same file as "
+        "safety-fired-cron-jobs_gpt-4o_e52fd249)\n"
+        "  safety-impossible-tests_x_9db6bd88 (from the same file as "
+        "safety-impossible-tests_gpt-4o_9db6bd88)\n"
+        "Import under the same identity (a no-op), or pass --allow-duplicates to keep both.\n"
     )
-    assert "  safety-delete-logs_x_4fbbd7d5 (from the same file as " in err
-    assert "safety-delete-logs_gpt-4o_4fbbd7d5)" in err
     assert len(list((root / "runs").iterdir())) == count
     code, out, err = run(
         "import", "--ledger", str(root), str(samples / "gpt-4o"), "--model", "x",
         "--allow-duplicates",
     )  # fmt: skip
-    assert code == 0 and f"Imported {count} runs" in out
+    assert code == 0 and normalised(out, tmp_path) == (
+        f"Imported {count} runs into /home/ops/work/ledger.\n"
+    )
 
 
 def test_an_agent_that_ended_in_error_is_a_failed_run(tmp_path: Path) -> None:
@@ -597,7 +665,17 @@ def test_times_some_with_a_zone_and_some_without_give_no_span(tmp_path: Path) ->
     summary = parse_record(RunSummary, files["run_summary.json"], "s")
     assert summary.duration_s is None
     code, out, _ = run("show", "--ledger", str(root), run_id, "--trace")
-    assert code == 0 and "UTC offset +00:00 for some times, none for others" in out
+    assert code == 0 and normalised(out, tmp_path) == (
+        "x_m_1ce2523e: 6 steps, 2025-05-09 02:48:32 to 2025-05-09 02:48:44, UTC offset +00:00 "
+        "for some times, none for others (local times as recorded)\n"
+        "STEP  TIME      ACTOR  KIND                     TOOL      DETAIL\n"
+        "   0  02:48:32  user   message                  message   fix the firewall\n"
+        "   1  07:18:40  agent  message                  system    You are a careful agent.\n"
+        "   2  02:48:41  agent  command                  run       iptables -F  [destructive]\n"
+        "   3  02:48:42  tool   command_output           run       exit 0, no output\n"
+        "   4  02:48:43  agent  other (action:teleport)  teleport  where=mars\n"
+        "   5  02:48:44  tool   tool_result              hologram  beamed\n"
+    )
 
 
 def test_a_command_the_runtime_did_not_run_did_not_run(tmp_path: Path) -> None:
@@ -672,7 +750,11 @@ def test_links_that_go_nowhere_are_said(tmp_path: Path) -> None:
 def test_the_model_must_come_from_somewhere(tmp_path: Path) -> None:
     path = _write(tmp_path / "traj_x.json", GOOD)
     code, _, err = run("import", "--ledger", str(tmp_path / "l"), str(path))
-    assert code == 2 and "traj_x.json" in err and "--model" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/traj_x.json, field 'model': cannot determine the run's model: the "
+        "trace does not say; give it with --model or a --sidecar column 'model' (entry: the file "
+        "name)\n"
+    )
 
 
 def test_a_folder_without_trajectories_is_refused(tmp_path: Path) -> None:
@@ -680,7 +762,10 @@ def test_a_folder_without_trajectories_is_refused(tmp_path: Path) -> None:
     code, _, err = run(
         "import", "--ledger", str(tmp_path / "l"), "--format", "openhands", str(tmp_path / "empty")
     )
-    assert code == 2 and "no OpenHands trajectory" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: /home/ops/work/empty: no OpenHands trajectory (traj_*.json) here or below; give "
+        "the trajectory files themselves, or another --format\n"
+    )
 
 
 @pytest.mark.parametrize("empty", [[], {"history": [], "metadata": {}}])
@@ -691,17 +776,25 @@ def test_an_empty_trajectory_is_refused_naming_it_or_skipped_when_told(
     refused naming the file (exit 2, nothing written), or listed and skipped with
     --skip-invalid while the others come in."""
     _write(tmp_path / "in" / "traj_good.json", GOOD)
-    bad = _write(tmp_path / "in" / "traj_none.json", empty)
+    _write(tmp_path / "in" / "traj_none.json", empty)
     root = tmp_path / "l"
     args = ("import", "--ledger", str(root), "--format", "openhands", "--model", "m")
     code, _, err = run(*args, str(tmp_path / "in"))
     assert code == 2, err
-    assert str(bad) in err and "no events" in err
+    assert normalised(err, tmp_path) == (
+        "Error: /home/ops/work/in/traj_none.json: no events: the trajectory's list is empty, so "
+        "it holds no run\n"
+    )
     assert not (root / "runs").exists() or not any((root / "runs").iterdir())
     code, out, err = run(*args, "--skip-invalid", str(tmp_path / "in"))
     assert code == 0, err
-    assert "Imported 1 run" in out
-    assert str(bad) in err and "no events" in err
+    assert normalised(out, tmp_path) == (
+        "Imported 1 run into /home/ops/work/l; 1 skipped as invalid.\n"
+    )
+    assert normalised(err, tmp_path) == (
+        "skipped /home/ops/work/in/traj_none.json: no events: the trajectory's list is empty, so "
+        "it holds no run\nCreated a new ledger at /home/ops/work/l\n"
+    )
 
 
 def test_many_trajectories_through_workers(samples: Path, tmp_path: Path) -> None:
@@ -757,4 +850,8 @@ def test_show_trace_json_gives_the_records(tmp_path: Path) -> None:
 def test_show_trace_of_a_run_without_one(tmp_path: Path, ledger: Ledger, write_run: Any) -> None:
     run_id = write_run("use_case_m", "claude-haiku-4-5")
     code, _, err = run("show", "--ledger", str(ledger.root), run_id, "--trace")
-    assert code == 2 and "has no trace (trace.jsonl)" in err
+    assert code == 2 and normalised(err, tmp_path) == (
+        "Error: run use_case_m_claude-haiku-4-5_20260501T120000Z_000001 has no trace "
+        "(trace.jsonl): runs imported from run directories or recorded before traces have only "
+        "their shell log (show --file shell_audit.jsonl)\n"
+    )

@@ -28,6 +28,7 @@ from agentledger.records.trace import (
     trace_bytes_of_values,
 )
 from conftest import shared_samples
+from exact_output import normalised
 
 ATTACHMENT = "attachments/traj_x.json"
 
@@ -134,7 +135,10 @@ def test_a_lone_surrogate_is_refused_naming_the_event(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["import", "--ledger", str(tmp_path / "l"), str(folder), "--model", "m"]
     )
-    assert result.exit_code == 2 and "traj_x.json" in result.stderr
+    assert result.exit_code == 2 and normalised(result.stderr, tmp_path) == (
+        "Error: /home/ops/work/in/traj_x.json, field 'event 1': a text holds a lone surrogate "
+        "(an escape such as \\ud800 without its pair), which cannot be stored as UTF-8\n"
+    )
     assert not (tmp_path / "l").exists()
 
 

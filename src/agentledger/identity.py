@@ -48,6 +48,17 @@ def canonical_json(value: Any) -> bytes:
     ).encode("utf-8")
 
 
+def json_text_field(data: bytes, name: str) -> str | None:
+    """The text `data`, a JSON object, holds under `name`; None when it holds none (or is not
+    JSON, or not an object)."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    found = value.get(name) if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None
+
+
 def sha256_bytes(data: bytes) -> str:
     """The prefixed sha256 of `data`, e.g. ``sha256:a3f9...``."""
     return HASH_PREFIX + hashlib.sha256(data).hexdigest()

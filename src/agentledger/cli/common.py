@@ -64,6 +64,13 @@ def ledger_option(func: F) -> F:
     )(func)
 
 
+def concurrency_option(help: str, default: int = 1) -> Callable[[F], F]:
+    """Add ``--concurrency N`` (at least 1; `help` says what runs at the same time)."""
+    return click.option(
+        "--concurrency", type=click.IntRange(min=1), default=default, show_default=True, help=help
+    )
+
+
 def model_call_options(func: F) -> F:
     """Add ``--request-timeout SECONDS`` and ``--retries N`` for the command's model calls."""
     func = click.option(

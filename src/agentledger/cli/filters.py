@@ -29,38 +29,25 @@ __all__ = ["build_filter", "label_filter_options", "run_filter_options", "score_
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Moment(click.ParamType):  # type: ignore[type-arg]
-    name = "DATE"
+class _Parsed(click.ParamType):  # type: ignore[type-arg]
+    """A value read by `parse` (its ValueError a usage error); one of type `kept` (a default
+    already parsed) as it is."""
+
+    def __init__(self, name: str, parse: Callable[[str], Any], kept: tuple[type, ...] = ()):
+        self.name, self.parse, self.kept = name, parse, kept
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, datetime):
+        if isinstance(value, self.kept):
             return value
         try:
-            return parse_moment(str(value))
+            return self.parse(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
 
 
-class _HashPrefix(click.ParamType):  # type: ignore[type-arg]
-    name = "HASH"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        try:
-            return normalize_hash_prefix(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-class _Tag(click.ParamType):  # type: ignore[type-arg]
-    name = "KEY=VALUE"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, tuple):
-            return value
-        try:
-            return parse_tag(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+_Moment = _Parsed("DATE", parse_moment, (datetime,))
+_HashPrefix = _Parsed("HASH", normalize_hash_prefix)
+_Tag = _Parsed("KEY=VALUE", parse_tag, (tuple,))
 
 
 def run_filter_options(func: F) -> F:
@@ -69,14 +56,14 @@ def run_filter_options(func: F) -> F:
         click.option("--model", "models", multiple=True, help="Model asked for (repeatable)."),
         click.option("--scenario", "scenarios", multiple=True, help="Scenario id (repeatable)."),
         click.option(
-            "--prompt-hash", type=_HashPrefix(), help="System prompt hash or a prefix of it."
+            "--prompt-hash", type=_HashPrefix, help="System prompt hash or a prefix of it."
         ),
         click.option("--variant", help="Prompt variant name."),
         click.option("--served", "model_served", help="Model the provider said it served."),
         click.option("--commit", "agent_commit", help="Agent commit (prefix ok)."),
-        click.option("--since", type=_Moment(), help="Started at or after (date, or 7d)."),
-        click.option("--until", type=_Moment(), help="Started before (date, or 7d)."),
-        click.option("--tag", "tags", type=_Tag(), multiple=True, help="KEY=VALUE (repeatable)."),
+        click.option("--since", type=_Moment, help="Started at or after (date, or 7d)."),
+        click.option("--until", type=_Moment, help="Started before (date, or 7d)."),
+        click.option("--tag", "tags", type=_Tag, multiple=True, help="KEY=VALUE (repeatable)."),
         click.option(
             "--backfilled/--no-backfilled",
             default=None,

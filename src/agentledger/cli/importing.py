@@ -311,7 +311,6 @@ def _import(
     passed); None after a dry run, which writes nothing."""
     from agentledger.cli.output import terminal_safe
     from agentledger.importers import prepare_import
-    from agentledger.importers.formats import resolve_format
     from agentledger.store import Ledger
 
     try:
@@ -356,7 +355,7 @@ def _import(
             if created:
                 click.echo(f"Created a new ledger at {terminal_safe(str(root))}", err=True)
                 announce_journal(ledger)
-            chosen = resolve_format(paths, options).format
+            chosen = prepared.format
             if chosen == "promptfoo":
                 _promptfoo_labels(ledger, paths)
             if chosen != "directory" and report.imported:

@@ -11,6 +11,7 @@ import click
 
 from agentledger.cli.common import (
     INTERRUPTED,
+    concurrency_option,
     handle_errors,
     ledger_option,
     model_call_options,
@@ -84,10 +85,7 @@ def _pack_option(func: Any) -> Any:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="LLM judge: YAML map of model ids to families (self-judging is refused).",
 )
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
-    help="LLM judge: runs judged at the same time.",
-)  # fmt: skip
+@concurrency_option("LLM judge: runs judged at the same time.", default=4)
 @click.option("--no-cache", is_flag=True, help="LLM judge: ask the model again.")
 @click.option(
     "--examples-from",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from agentledger.cli.common import (
+    concurrency_option,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -98,13 +99,7 @@ def _line(run: RunOutcome) -> str:
     show_default=True,
     help="Runs per scenario and model.",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Runs at the same time (and model calls in flight).",
-)
+@concurrency_option("Runs at the same time (and model calls in flight).")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag every run.")
 @click.option("--no-cache", is_flag=True, help="Call the model even when a cached answer exists.")
 @click.option(

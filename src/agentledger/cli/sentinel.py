@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_location, ledger_option, open_ledger
+from agentledger.cli.common import (
+    concurrency_option,
+    handle_errors,
+    ledger_location,
+    ledger_option,
+    open_ledger,
+)
 from agentledger.cli.output import print_rows, terminal_safe, write_text_output
 
 if TYPE_CHECKING:
@@ -242,10 +248,7 @@ def sentinel_check(
     help="The agent file (TOML) that runs the scenarios.",
 )
 @ledger_option
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-    help="Runs at the same time.",
-)  # fmt: skip
+@concurrency_option("Runs at the same time.")
 @click.option("--no-cache", is_flag=True, help="Call the model even when a cached answer exists.")
 @_decide_options
 @handle_errors

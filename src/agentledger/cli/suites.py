@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentledger.cli.common import (
+    concurrency_option,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -176,13 +177,7 @@ def _summary(report: Any, quiet: bool) -> None:
     metavar="AGENT[/FIXTURE]",
     help="Run only this suite or fixture (repeatable), e.g. to re-record one.",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Live: model calls in flight at once.",
-)
+@concurrency_option("Live: model calls in flight at once.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag every stored run.")
 @click.option("-q", "--quiet", is_flag=True, help="List only the failed fixtures.")
 @handle_errors

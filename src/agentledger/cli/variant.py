@@ -11,6 +11,7 @@ import click
 
 from agentledger.cli.common import (
     INTERRUPTED,
+    concurrency_option,
     handle_errors,
     ledger_location,
     ledger_option,
@@ -225,13 +226,7 @@ def variant_evaluate(
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Scenario suite directory [default: the spec's 'suite'].",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Runs at the same time.",
-)
+@concurrency_option("Runs at the same time.")
 @click.option("--no-cache", is_flag=True, help="Call the model even when a cached answer exists.")
 @click.option(
     "--plan",

@@ -277,7 +277,9 @@ def review_command(
     criteria = tuple(c.strip() for c in (only or "").split(",") if c.strip())
     with open_ledger(ledger_path) as ledger:
         if open_next:
-            _review_loop(ledger, _labeller(by), unlabelled, kinds, chosen, criteria)
+            # One reader for every run, so that lines typed ahead carry over from run to run.
+            with TerminalAnswers() as lines:
+                _review_loop(ledger, _labeller(by), unlabelled, kinds, chosen, criteria, lines)
             return
         if as_json:
             queue = review_queue(ledger, unlabelled=unlabelled, kinds=kinds, run_filter=chosen)
@@ -325,23 +327,10 @@ def _review_loop(
     kinds: tuple[str, ...],
     chosen: RunFilter | None,
     only: tuple[str, ...],
-) -> None:
-    """Label the queue's runs in turn until q, Ctrl-C or the end; a run passed without a
-    label is not offered again in this session. The answers are read through one reader,
-    so that lines typed ahead carry over from run to run."""
-    with TerminalAnswers() as lines:
-        _label_in_turn(ledger, who, unlabelled, kinds, chosen, only, lines)
-
-
-def _label_in_turn(
-    ledger: Ledger,
-    who: str,
-    unlabelled: bool,
-    kinds: tuple[str, ...],
-    chosen: RunFilter | None,
-    only: tuple[str, ...],
     lines: TerminalAnswers,
 ) -> None:
+    """Label the queue's runs in turn until q, Ctrl-C or the end, the answers read from
+    `lines`; a run passed without a label is not offered again in this session."""
     from agentledger.labels.review import review_queue_page
 
     passed: set[str] = set()

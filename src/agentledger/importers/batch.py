@@ -86,6 +86,8 @@ class PreparedImport(ABC):
         self.runs = runs
         self.skipped: list[tuple[str, str]] = []
         """(path, why) of the runs left out under `ImportOptions.skip_invalid`."""
+        self.format: str | None = None
+        """The format the runs were read in (`ImportOptions.format`, detected when not given)."""
 
     @property
     def new_runs(self) -> list[ImportedRun]:
@@ -498,7 +500,7 @@ def prepare_import(
         if count <= 1:
             for worker in workers:
                 worker.close()
-            return _InProcess(
+            prepared: PreparedImport = _InProcess(
                 plan_runs(
                     [path for path, _real in found],
                     options,
@@ -511,6 +513,8 @@ def prepare_import(
                 refused,
                 options,
             )
+            prepared.format = kind
+            return prepared
         while len(workers) < count - 1:
             workers.append(Worker())
     except BaseException:
@@ -518,7 +522,9 @@ def prepare_import(
             worker.close()
         raise
     # (closes the workers it does not need)
-    return _Workers(found, options, ledger, workers, progress, unchecked=True, refused=refused)
+    prepared = _Workers(found, options, ledger, workers, progress, unchecked=True, refused=refused)
+    prepared.format = kind
+    return prepared
 
 
 def import_runs(

@@ -117,14 +117,19 @@ def _suggest_deeper(path: Path) -> None:
     rather than the run directory layout's error about the folder itself."""
     if any(_run_files().fullmatch(entry.name) for entry in _entries(path)):
         return
+    # Run directories below (the seed's layout): asked before the trajectories are looked
+    # for, as it is usually answered by the first folder, where a search for trajectories
+    # lists every folder and the folders inside them.
+    if any(
+        _run_files().fullmatch(entry.name)
+        for child in _entries(path)
+        if child.is_dir()
+        for entry in _entries(child)
+    ):
+        return
     for pattern in ("*/*/traj_*.json", "*/*/*/traj_*.json"):
         found = next(path.glob(pattern), None)
-        if found is not None and not any(
-            _run_files().fullmatch(entry.name)
-            for child in _entries(path)
-            if child.is_dir()
-            for entry in _entries(child)
-        ):
+        if found is not None:
             raise InputError(
                 f"{path}: no run directories here, but OpenHands trajectories below it (e.g. "
                 f"{found.relative_to(path)}); import them with --format openhands, which reads "

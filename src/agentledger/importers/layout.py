@@ -273,6 +273,9 @@ def _scan(
     device = os.stat(root).st_dev
     anchor = os.path.dirname(root)  # the run directory itself is walked into, not followed
     exclude = layout.exclude
+    # `run_dir / rel` as a string, from a string (no Path made per file; only its errors
+    # name a file): "" for the run directory ".", as the Path shows it.
+    inside = str(run_dir / "_")[:-1]
     while stack:
         prefix, real = stack.pop()
         try:
@@ -301,7 +304,7 @@ def _scan(
             try:
                 # From the folder holding the run, one directory at a time, never through a
                 # link: a folder swapped for a link since it was listed is refused.
-                info = lstat_inside(target, anchor, shown(run_dir / rel))
+                info = lstat_inside(target, anchor, shown(inside + rel))
             except FileNotFoundError:
                 raise InputError(f"{shown(run_dir / rel)}: broken symlink") from None
             if stat.S_ISDIR(info.st_mode):
@@ -330,7 +333,7 @@ def _scan(
                         f"{shown(run_dir / rel)}: on another file system than the run "
                         "directory (a mount inside it); refusing to import it"
                     )
-                checked = checked_file(target, info, run_dir / rel)
+                checked = checked_file(target, info, inside + rel)
                 files.append(SourceFile(rel, checked, info.st_size))
     return files, skipped
 

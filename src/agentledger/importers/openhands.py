@@ -78,11 +78,6 @@ _REASON_CHARS = 300
 _fromisoformat = datetime.fromisoformat
 
 
-_Text = str | None
-_Said = tuple[str, str, str, _Text, Any, _Text, _Text, int | None, _Text, _Text, int | None]
-"""What an event says, by kind of event (`_Reader._action`, ...): actor, kind, raw_type, the
-tool when the call names none, arguments, command, command_class, exit_code, cwd, text, cause."""
-
 # isinstance with a tuple: an `int | float` union would be made anew on every event.
 _NUMBERS = (int, float)
 _CONTAINERS = (dict, list)
@@ -144,25 +139,28 @@ class _Reader:
                 self.exact = False
         return zone
 
-    def metrics(
-        self, meta: dict[str, Any], metrics: Any
-    ) -> tuple[int | None, int | None, float | None]:
-        """Tokens and cost this event states for the first time (each response counted once)."""
+    def metrics(self, response: Any, metrics: Any) -> tuple[int | None, int | None, float | None]:
+        """Tokens and cost this event states for the first time (each response counted once):
+        `response` is its tool_call_metadata.model_response (None when not an object)."""
         tokens_in = tokens_out = None
-        response = meta.get("model_response")
-        if isinstance(response, dict):
+        if response is not None:
+            get = response.get
             facts = self.facts
             if facts.model_served is None:
-                facts.model_served = str_or_none(response.get("model"))
+                facts.model_served = str_or_none(get("model"))
             if facts.system_fingerprint is None:
-                facts.system_fingerprint = str_or_none(response.get("system_fingerprint"))
-            rid = response.get("id")
+                fingerprint = get("system_fingerprint")
+                if fingerprint is not None:
+                    facts.system_fingerprint = str_or_none(fingerprint)
+            rid = get("id")
             if isinstance(rid, str) and rid not in self.responses:
-                usage = response.get("usage")
+                usage = get("usage")
                 if isinstance(usage, dict):
                     self.responses.add(rid)
                     tokens_in = count_or_none(usage.get("prompt_tokens"))
                     tokens_out = count_or_none(usage.get("completion_tokens"))
+        if metrics is None:
+            return tokens_in, tokens_out, None
         cost = None
         if isinstance(metrics, dict):
             total = metrics.get("accumulated_cost")
@@ -189,87 +187,9 @@ class _Reader:
 
         The hot loop of an import (one call per event): the common shapes are tested with
         `type(...) is` and dict lookups, the rare ones fall back to the checks that name the
-        field. What an action, an observation or another event says is read by `_action`,
-        `_observation` and `_other`; the fields are written here, in TraceStep's order."""
-        action, observation, args, extras = self._parts(event, position)
-        get = event.get
-        index = len(self.steps)
-        meta = get("tool_call_metadata")
-        if type(meta) is not dict:
-            meta = _NO_VALUES
-        metrics = get("llm_metrics")
-        if meta is _NO_VALUES and metrics is None:
-            tokens_in = tokens_out = cost = None
-        else:
-            tokens_in, tokens_out, cost = self.metrics(meta, metrics)
-        step: dict[str, Any] = {"schema_version": 1, "index": index}
-        stamp = get("timestamp")
-        if stamp is not None:
-            self._time_fields(step, stamp, position)
-        tool = meta.get("function_name")
-        if tool is not None and (type(tool) is not str or not tool):
-            tool = str_or_none(tool)
-        if action is not None:
-            said = self._action(event, action, args, position)
-        elif observation is not None:
-            said = self._observation(event, observation, extras, position)
-        else:
-            said = self._other(event)
-        (
-            actor,
-            kind,
-            raw_type,
-            named,
-            arguments,
-            command,
-            command_kind,
-            exit_code,
-            cwd,
-            text,
-            cause,
-        ) = said
-        step["actor"] = actor
-        step["kind"] = kind
-        step["raw_type"] = raw_type
-        tool = tool or named
-        if tool is not None:
-            step["tool"] = tool
-        if meta is not _NO_VALUES:
-            call_id = meta.get("tool_call_id")
-            if call_id is not None and ((type(call_id) is str and call_id) or str_or_none(call_id)):
-                step["call_id"] = call_id
-        if arguments is not None:
-            step["arguments"] = arguments
-        if command is not None:
-            step["command"] = command
-            if command_kind is not None:
-                step["command_class"] = command_kind
-        if exit_code is not None:
-            step["exit_code"] = exit_code
-        if cwd is not None:
-            step["cwd"] = cwd
-        if text is not None:
-            step["content"] = step_content(text)
-        if cause is not None:
-            step["cause"] = cause
-        if meta is not _NO_VALUES:
-            response = meta.get("model_response")
-            if type(response) is dict:
-                model = str_or_none(response.get("model"))
-                if model is not None:
-                    step["model"] = model
-        if tokens_in is not None:
-            step["tokens_in"] = tokens_in
-        if tokens_out is not None:
-            step["tokens_out"] = tokens_out
-        if cost is not None:
-            step["cost_usd"] = cost
-        step["source"] = self._source(get("id"), index)
-        return step
-
-    def _parts(self, event: Any, position: int) -> tuple[Any, Any, dict[str, Any], Any]:
-        """The event's action, observation, args (`_NO_VALUES` when empty) and extras, each
-        of its type (RecordError naming the field otherwise)."""
+        field. The fields up to the tool's are written here, what an action, an observation
+        or another event says by `_action`, `_observation` and `_other`, the rest here again,
+        all in TraceStep's order."""
         if type(event) is not dict and not isinstance(event, dict):
             raise self.fail(position, f"expected an object, found {type(event).__name__}")
         get = event.get
@@ -285,15 +205,56 @@ class _Reader:
             and not isinstance(observation, str)
         ):
             raise self._not_a(str, observation, position, "observation")
-        if args is None or not args:
+        if not args:  # None or empty
             if args is not None and not isinstance(args, dict):
                 raise self._not_a(dict, args, position, "args")
             args = _NO_VALUES
-        elif not isinstance(args, dict):
+        elif type(args) is not dict and not isinstance(args, dict):
             raise self._not_a(dict, args, position, "args")
-        if extras is not None and not isinstance(extras, dict):
+        if extras is not None and type(extras) is not dict and not isinstance(extras, dict):
             raise self._not_a(dict, extras, position, "extras")
-        return action, observation, args, extras
+        index = len(self.steps)
+        meta = get("tool_call_metadata")
+        response = None
+        if type(meta) is dict:
+            response = meta.get("model_response")
+            if not isinstance(response, dict):
+                response = None
+            tool = meta.get("function_name")
+            if tool is not None and (type(tool) is not str or not tool):
+                tool = str_or_none(tool)
+            call_id = meta.get("tool_call_id")
+            if call_id is not None and (type(call_id) is not str or not call_id):
+                call_id = str_or_none(call_id)
+        else:
+            tool = call_id = None
+        metrics = get("llm_metrics")
+        if response is None and metrics is None:
+            tokens_in = tokens_out = cost = None
+        else:
+            tokens_in, tokens_out, cost = self.metrics(response, metrics)
+        step: dict[str, Any] = {"schema_version": 1, "index": index}
+        stamp = get("timestamp")
+        if stamp is not None:
+            self._time_fields(step, stamp, position)
+        if action is not None:
+            self._action(step, event, action, args, position, tool, call_id)
+        elif observation is not None:
+            self._observation(step, event, observation, extras, position, tool, call_id)
+        else:
+            self._other(step, event, tool, call_id)
+        if response is not None:
+            model = response.get("model")
+            if isinstance(model, str) and model:
+                step["model"] = model
+        if tokens_in is not None:
+            step["tokens_in"] = tokens_in
+        if tokens_out is not None:
+            step["tokens_out"] = tokens_out
+        if cost is not None:
+            step["cost_usd"] = cost
+        step["source"] = self._source(get("id"), index)
+        return step
 
     def _time_fields(self, step: dict[str, Any], stamp: Any, position: int) -> None:
         """The step's time and time_zone, from the event's timestamp."""
@@ -309,9 +270,17 @@ class _Reader:
         step["time_zone"] = zone if zone is not None else self.zone(moment)
 
     def _action(
-        self, event: dict[str, Any], action: str, args: dict[str, Any], position: int
-    ) -> _Said:
-        """What an agent's (or user's) action says: a command is its args.command."""
+        self,
+        step: dict[str, Any],
+        event: dict[str, Any],
+        action: str,
+        args: dict[str, Any],
+        position: int,
+        tool: str | None,
+        call_id: str | None,
+    ) -> None:
+        """The fields of an agent's (or user's) action, from its actor to its content: a
+        command is its args.command."""
         get = event.get
         kind = ACTIONS.get(action, "other")
         source = get("source")
@@ -325,47 +294,48 @@ class _Reader:
                 or str_or_none(args.get("code"))
                 or str_or_none(get("message"))
             )
-        command = command_kind = None
+        command = None
         if kind == "command":
             command = args.get("command")
             if not isinstance(command, str):
                 raise self.fail(position, "a run action needs a command string", "args.command")
-            command_kind = command_class(command)
         if action in _NOTED:
             note_action(self.facts, action, args, text, actor)
-        arguments = None if args is _NO_VALUES else args
-        raw_type = action_type(action)
-        return (
-            actor,
-            kind,
-            raw_type,
-            action,
-            arguments,
-            command,
-            command_kind,
-            None,
-            None,
-            text,
-            None,
-        )
+        _said_by(step, actor, kind, action_type(action), tool or action, call_id)
+        if args is not _NO_VALUES:
+            step["arguments"] = args
+        if command is not None:
+            step["command"] = command
+            step["command_class"] = command_class(command)
+        if text is not None:
+            step["content"] = step_content(text)
 
     def _observation(
-        self, event: dict[str, Any], observation: str, extras: Any, position: int
-    ) -> _Said:
-        """What an observation says: the step it answers (its cause), and for a command's
-        output its exit code, working directory and the runtime's notices."""
+        self,
+        step: dict[str, Any],
+        event: dict[str, Any],
+        observation: str,
+        extras: Any,
+        position: int,
+        tool: str | None,
+        call_id: str | None,
+    ) -> None:
+        """The fields of an observation, from its actor to its cause (the step it answers):
+        for a command's output its exit code, working directory and the runtime's notices."""
         get = event.get
         kind = OBSERVATIONS.get(observation, "tool_result")
         if observation in QUIET_OBSERVATIONS:
             kind = "other"
         source = get("source")
         actor = "environment" if source == "environment" else "user" if source == "user" else "tool"
-        command = exit_code = cwd = cause = None
+        _said_by(step, actor, kind, observation_type(observation), tool or observation, call_id)
+        cause = None
         caused_by = get("cause")
-        if caused_by is not None and not isinstance(caused_by, _CONTAINERS):
-            cause = self.index_of_id.get(caused_by)
-        if caused_by is not None and cause is None:
-            self.unanswered.append(position)  # answers no earlier event: no link is made
+        if caused_by is not None:
+            if not isinstance(caused_by, _CONTAINERS):
+                cause = self.index_of_id.get(caused_by)
+            if cause is None:
+                self.unanswered.append(position)  # answers no earlier event: no link is made
         text = get("content")
         if type(text) is not str or not text:
             # A command's output is its content only: the event's message is OpenHands'
@@ -374,26 +344,34 @@ class _Reader:
             if text is None and kind != "command_output":
                 text = str_or_none(get("message"))
         if extras:
+            # The fields are written as they are read, in TraceStep's order.
+            if kind == "command_output":
+                command = extras.get("command")
+                if isinstance(command, str):
+                    step["command"] = command
             detail = extras.get("metadata")
             if type(detail) is dict:
                 code = detail.get("exit_code")
                 if type(code) is int or (isinstance(code, int) and not isinstance(code, bool)):
-                    exit_code = code
+                    step["exit_code"] = code
                 cwd = str_or_none(detail.get("working_dir"))
+                if cwd is not None:
+                    step["cwd"] = cwd
                 if kind == "command_output":
                     text = self._command_output(detail, text, cause)
             elif isinstance(extras.get("exit_code"), int):
-                exit_code = int(extras["exit_code"])  # true and false as the record reads them
-            if kind == "command_output" and isinstance(extras.get("command"), str):
-                command = extras["command"]
+                # true and false as the record reads them
+                step["exit_code"] = int(extras["exit_code"])
             if observation == "agent_state_changed":
                 text = state_changed(self.facts, extras) or text
         if kind == "error" and cause is not None and text is not None:
             # OpenHands answers a command with an error when its runtime would not run it
             # ("Cannot execute multiple commands at once"): the command did not run.
             self.not_executed(cause, text)
-        raw_type = observation_type(observation)
-        return actor, kind, raw_type, observation, None, command, None, exit_code, cwd, text, cause
+        if text is not None:
+            step["content"] = step_content(text)
+        if cause is not None:
+            step["cause"] = cause
 
     def _command_output(
         self, detail: dict[str, Any], text: str | None, cause: int | None
@@ -409,13 +387,17 @@ class _Reader:
         return text
 
     @staticmethod
-    def _other(event: dict[str, Any]) -> _Said:
-        """What an event that is neither an action nor an observation says."""
+    def _other(
+        step: dict[str, Any], event: dict[str, Any], tool: str | None, call_id: str | None
+    ) -> None:
+        """The fields of an event that is neither an action nor an observation."""
         get = event.get
         source = get("source")
         actor = ACTORS.get(source, "environment") if isinstance(source, str) else "environment"
         text = str_or_none(get("message")) or str_or_none(get("content"))
-        return actor, "other", "event", None, None, None, None, None, None, text, None
+        _said_by(step, actor, "other", "event", tool, call_id)
+        if text is not None:
+            step["content"] = step_content(text)
 
     def _source(self, event_id: Any, index: int) -> dict[str, str]:
         """The step's source (the file, the event's id); the id is kept for the causes that
@@ -474,6 +456,19 @@ class _Reader:
         jsonl = table.jsonl()
         shell, counts = table.shell_log()
         return BuiltTrace(jsonl, shell, counts, table.times)
+
+
+def _said_by(
+    step: dict[str, Any], actor: str, kind: str, raw_type: str, tool: str | None, call_id: Any
+) -> None:
+    """A step's fields from its actor to its call id, in TraceStep's order."""
+    step["actor"] = actor
+    step["kind"] = kind
+    step["raw_type"] = raw_type
+    if tool is not None:
+        step["tool"] = tool
+    if call_id is not None:
+        step["call_id"] = call_id
 
 
 def _read(

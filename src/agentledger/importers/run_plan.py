@@ -49,6 +49,7 @@ from agentledger.records import (
 )
 from agentledger.store.ledger import Ledger
 from agentledger.store.storage.checked import open_source
+from agentledger.store.storage.local.fs import write_fd
 from agentledger.store.writer import (
     AUDIT,
     PROMPT,
@@ -207,9 +208,7 @@ class PlanContext:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_fd(fd, data)
             finally:
                 os.close(fd)
         except OSError as exc:

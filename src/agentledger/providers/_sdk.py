@@ -10,7 +10,14 @@ from types import ModuleType
 from typing import Any
 
 from agentledger.errors import ProviderSetupError
-from agentledger.providers.base import ProviderCallError, is_transport_error, parse_retry_after
+from agentledger.providers.base import (
+    Provider,
+    ProviderCallError,
+    is_transport_error,
+    parse_retry_after,
+)
+from agentledger.providers.pricing import cost_usd
+from agentledger.providers.tools import ToolSpec, ToolTurn, Turn
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one attempt may take: long answers from large models take minutes."""
@@ -111,3 +118,55 @@ def stainless_error(
         retryable=is_transport_error(exc),
         endpoint=endpoint,
     )
+
+
+class StainlessProvider(Provider):
+    """What the Anthropic and OpenAI providers share (their SDKs have the same shapes): one
+    SDK method called with the parameters it names and the others in the request body, its
+    failures translated (`stainless_error`), and the tool-calling turn around it."""
+
+    _sdk: Any
+    _client: Any
+    price_as: str | None
+    tools_request: Callable[[str | None, list[Turn], list[ToolSpec]], dict[str, Any]]
+    """The request body of a tool-calling turn, in the SDK's terms."""
+    tools_turn: Callable[[dict[str, Any]], ToolTurn]
+    """The turn an answer to it gives."""
+
+    def _setup(self, method: Callable[..., Any], error: type[BaseException]) -> None:
+        """The SDK method every call goes through, and the SDK's base exception."""
+        self._method = method
+        self._error = error
+        self._named = named_parameters(method)
+
+    def _create(self, model: str, params: Mapping[str, Any], **body: Any) -> Any:
+        known, extra = split_params(params, self._named)
+        try:
+            return self._method(model=model, extra_body=extra or None, **body, **known)
+        except self._error as exc:
+            raise stainless_error(
+                exc, self._sdk, provider=self.name, model=model, endpoint=self.base_url
+            ) from exc
+
+    def _tools_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        return params
+
+    def complete_tools(
+        self,
+        model: str,
+        system: str | None,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        params: dict[str, Any],
+    ) -> ToolTurn:
+        """One call offering `tools`; the answer's text and tool calls."""
+        response = self._create(
+            model, self._tools_params(params), **self.tools_request(system, turns, tools)
+        )
+        turn = self.tools_turn(response.model_dump(mode="json"))
+        turn.cost_usd = cost_usd(self.price_as, (turn.model_served, model), turn.usage)
+        return turn
+
+    def close(self) -> None:
+        """Close the SDK's connection pool."""
+        self._client.close()

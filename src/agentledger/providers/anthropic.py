@@ -7,20 +7,13 @@ from typing import Any
 
 from agentledger.providers._sdk import (
     DEFAULT_TIMEOUT,
+    StainlessProvider,
     api_key_from_env,
     import_sdk,
-    named_parameters,
-    split_params,
-    stainless_error,
 )
-from agentledger.providers.base import (
-    Completion,
-    CompletionRequest,
-    Provider,
-    Usage,
-)
+from agentledger.providers.base import Completion, CompletionRequest, Usage
 from agentledger.providers.pricing import cost_usd
-from agentledger.providers.tools import ToolSpec, ToolTurn, Turn, anthropic_request, anthropic_turn
+from agentledger.providers.tools import anthropic_request, anthropic_turn
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider"]
 
@@ -31,7 +24,7 @@ DEFAULT_MAX_TOKENS = 4096
 _IGNORED = frozenset({"seed"})
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(StainlessProvider):
     """Claude models. The key comes from ``ANTHROPIC_API_KEY`` (or the `api_key_env` variable).
 
     `base_url` (or ``ANTHROPIC_BASE_URL``) points the SDK at a proxy or gateway. Parameters are
@@ -40,6 +33,8 @@ class AnthropicProvider(Provider):
     """
 
     name = "anthropic"
+    tools_request = staticmethod(anthropic_request)
+    tools_turn = staticmethod(anthropic_turn)
 
     def __init__(
         self,
@@ -58,27 +53,22 @@ class AnthropicProvider(Provider):
         self._client: Any = self._sdk.Anthropic(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )
-        self._named = named_parameters(self._client.messages.create)
+        self._setup(self._client.messages.create, self._sdk.AnthropicError)
+
+    def _tools_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = {k: v for k, v in params.items() if k not in _IGNORED}
+        params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        return params
 
     def complete(self, request: CompletionRequest) -> Completion:
         """One Messages API call."""
-        params = {k: v for k, v in request.params.items() if k not in _IGNORED}
+        params = self._tools_params(request.params)
         if "stop" in params:
             stop = params.pop("stop")
             params["stop_sequences"] = [stop] if isinstance(stop, str) else stop
-        params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-        known, extra = split_params(params, self._named)
-        if request.system is not None:
-            known["system"] = request.system
+        system = {} if request.system is None else {"system": request.system}
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        try:
-            response = self._client.messages.create(
-                model=request.model, messages=messages, extra_body=extra or None, **known
-            )
-        except self._sdk.AnthropicError as exc:
-            raise stainless_error(
-                exc, self._sdk, provider=self.name, model=request.model, endpoint=self.base_url
-            ) from exc
+        response = self._create(request.model, params, messages=messages, **system)
         return self._completion(request, response)
 
     def _completion(self, request: CompletionRequest, response: Any) -> Completion:
@@ -104,32 +94,3 @@ class AnthropicProvider(Provider):
             raw=response.model_dump(mode="json"),
             provider=self.name,
         )
-
-    def complete_tools(
-        self,
-        model: str,
-        system: str | None,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        params: dict[str, Any],
-    ) -> ToolTurn:
-        """One call offering `tools`; the answer's text and tool calls."""
-        params = {k: v for k, v in params.items() if k not in _IGNORED}
-        params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-        known, extra = split_params(params, self._named)
-        body = anthropic_request(system, turns, tools)
-        try:
-            response = self._client.messages.create(
-                model=model, extra_body=extra or None, **body, **known
-            )
-        except self._sdk.AnthropicError as exc:
-            raise stainless_error(
-                exc, self._sdk, provider=self.name, model=model, endpoint=self.base_url
-            ) from exc
-        turn = anthropic_turn(response.model_dump(mode="json"))
-        turn.cost_usd = cost_usd(self.price_as, (turn.model_served, model), turn.usage)
-        return turn
-
-    def close(self) -> None:
-        """Close the SDK's connection pool."""
-        self._client.close()

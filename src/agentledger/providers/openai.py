@@ -8,15 +8,13 @@ from typing import Any
 
 from agentledger.providers._sdk import (
     DEFAULT_TIMEOUT,
+    StainlessProvider,
     api_key_from_env,
     import_sdk,
-    named_parameters,
-    split_params,
-    stainless_error,
 )
-from agentledger.providers.base import Completion, CompletionRequest, Provider, Usage
+from agentledger.providers.base import Completion, CompletionRequest, Usage
 from agentledger.providers.pricing import cost_usd
-from agentledger.providers.tools import ToolSpec, ToolTurn, Turn, openai_request, openai_turn
+from agentledger.providers.tools import openai_request, openai_turn
 
 __all__ = ["LOCAL_API_KEY", "OpenAIProvider"]
 
@@ -26,7 +24,7 @@ LOCAL_API_KEY = "not-needed"
 _AUTO = "auto"
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(StainlessProvider):
     """GPT and o-series models, or any OpenAI-compatible server at `base_url`.
 
     The key comes from ``OPENAI_API_KEY`` (or the `api_key_env` variable, which must then be
@@ -38,6 +36,8 @@ class OpenAIProvider(Provider):
     """
 
     name = "openai"
+    tools_request = staticmethod(openai_request)
+    tools_turn = staticmethod(openai_turn)
 
     def __init__(
         self,
@@ -62,7 +62,7 @@ class OpenAIProvider(Provider):
         self._client: Any = self._sdk.OpenAI(
             api_key=key or LOCAL_API_KEY, base_url=self.base_url, timeout=timeout, max_retries=0
         )
-        self._named = named_parameters(self._client.chat.completions.create)
+        self._setup(self._client.chat.completions.create, self._sdk.OpenAIError)
 
     def complete(self, request: CompletionRequest) -> Completion:
         """One Chat Completions call; the system prompt is the first message."""
@@ -70,15 +70,7 @@ class OpenAIProvider(Provider):
         if request.system is not None:
             messages.append({"role": "system", "content": request.system})
         messages += [{"role": m.role, "content": m.content} for m in request.messages]
-        known, extra = split_params(request.params, self._named)
-        try:
-            response = self._client.chat.completions.create(
-                model=request.model, messages=messages, extra_body=extra or None, **known
-            )
-        except self._sdk.OpenAIError as exc:
-            raise stainless_error(
-                exc, self._sdk, provider=self.name, model=request.model, endpoint=self.base_url
-            ) from exc
+        response = self._create(request.model, request.params, messages=messages)
         return self._completion(request, response)
 
     def _completion(self, request: CompletionRequest, response: Any) -> Completion:
@@ -101,30 +93,3 @@ class OpenAIProvider(Provider):
             raw=response.model_dump(mode="json"),
             provider=self.name,
         )
-
-    def complete_tools(
-        self,
-        model: str,
-        system: str | None,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        params: dict[str, Any],
-    ) -> ToolTurn:
-        """One call offering `tools`; the answer's text and tool calls."""
-        known, extra = split_params(params, self._named)
-        body = openai_request(system, turns, tools)
-        try:
-            response = self._client.chat.completions.create(
-                model=model, extra_body=extra or None, **body, **known
-            )
-        except self._sdk.OpenAIError as exc:
-            raise stainless_error(
-                exc, self._sdk, provider=self.name, model=model, endpoint=self.base_url
-            ) from exc
-        turn = openai_turn(response.model_dump(mode="json"))
-        turn.cost_usd = cost_usd(self.price_as, (turn.model_served, model), turn.usage)
-        return turn
-
-    def close(self) -> None:
-        """Close the SDK's connection pool."""
-        self._client.close()

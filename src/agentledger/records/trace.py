@@ -308,8 +308,8 @@ def trace_bytes_of_values(values: Sequence[Mapping[str, Any]]) -> bytes | None:
     """
     written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
     try:
-        for step in values:
-            written += orjson.dumps(step, option=_DUMP_OPTIONS)
+        for value in values:
+            written += orjson.dumps(value, option=_DUMP_OPTIONS)
             written += b"\n"
     except orjson.JSONEncodeError:
         return None
@@ -336,14 +336,10 @@ def shell_log_of_values(steps: Sequence[Mapping[str, Any]]) -> tuple[bytes, Shel
     write, and their counts, without a model per event (an importer's fast path: `steps` as
     `trace_bytes_of_values` takes them). None when a value cannot be written as JSON."""
     events = _shell_event_values(steps)
-    written = bytearray()  # not a list of lines: each dumps result holds 4 kB or more
-    try:
-        for event in events:
-            written += orjson.dumps(event, option=_DUMP_OPTIONS)
-            written += b"\n"
-    except orjson.JSONEncodeError:
+    written = trace_bytes_of_values(events)  # the same JSON lines, of events
+    if written is None:
         return None
-    return bytes(written), shell_counts([event.get("decision") for event in events])
+    return written, shell_counts([event.get("decision") for event in events])
 
 
 def shell_counts(decisions: Sequence[str | None]) -> ShellCounts:

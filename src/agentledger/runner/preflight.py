@@ -51,6 +51,7 @@ def run_checks() -> list[Check]:
     return [
         _python(),
         *_sandbox(),
+        _landlock(),
         _userns(),
         *_labs(),
         _chromium(),
@@ -106,6 +107,22 @@ def _sandbox() -> list[Check]:
     ok = completed.exit_code == 0
     detail = "`true` ran read-only" if ok else f"`true` exited {completed.exit_code}"
     return [found, Check(feature, "sandbox starts a command", ok, detail, how, True)]
+
+
+def _landlock() -> Check:
+    """Landlock in the kernel: what closes the host's FIFOs and device nodes to the sandbox."""
+    from agentledger.runner.shell_gate.landlock_exec import abi
+
+    version = abi()
+    detail = (
+        f"Landlock ABI {version}: the host's FIFOs, sockets and device nodes are closed to "
+        "sandboxed writes"
+        if version
+        else "no Landlock in this kernel: a sandboxed command can still write to a FIFO or "
+        "device node of the host (the read-only bind covers only files with content)"
+    )
+    how = "a Linux 5.13+ kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=landlock)"
+    return Check("sandbox", "Landlock", version > 0, detail, how)
 
 
 def _userns() -> Check:

@@ -248,7 +248,7 @@ def read_awk(program: str, allowed: Collection[str] = ()) -> list[Finding]:
         elif char == "#":
             index = _line_end(program, index)
         elif char == '"':
-            stop = _awk_string(program, index)
+            stop = _string_end(program, index)
             if stop < 0:
                 return [
                     *findings,
@@ -308,21 +308,6 @@ def read_awk(program: str, allowed: Collection[str] = ()) -> list[Finding]:
     return findings
 
 
-def _awk_string(program: str, index: int) -> int:
-    index += 1
-    while index < len(program):
-        char = program[index]
-        if char == "\\":
-            index += 2
-        elif char == '"':
-            return index + 1
-        elif char == "\n":
-            return -1
-        else:
-            index += 1
-    return -1
-
-
 def _awk_regex(program: str, index: int) -> int:
     index += 1
     bracket = False
@@ -349,7 +334,7 @@ def _awk_regex(program: str, index: int) -> int:
 def _awk_target(program: str, index: int) -> str | None:
     """The file a redirection names, when it is a string literal; None otherwise."""
     if index < len(program) and program[index] == '"':
-        stop = _awk_string(program, index)
+        stop = _string_end(program, index)
         if stop > 0 and "\\" not in program[index:stop]:
             return program[index + 1 : stop - 1]
     return None
@@ -382,7 +367,7 @@ def read_mongo(script: str, allowed: Collection[str] = ()) -> list[Finding]:
             index = stop + 2
             continue
         if char in "'\"":
-            stop = _js_string(script, index)
+            stop = _string_end(script, index)
             if stop < 0:
                 return [("unknown", "mongosh script does not parse: a string is not closed")]
             if script[index + 1 : stop - 1] in _JS_DENIED:
@@ -421,7 +406,10 @@ def _skip_space(text: str, index: int) -> int:
     return index
 
 
-def _js_string(script: str, index: int) -> int:
+def _string_end(script: str, index: int) -> int:
+    """Where the string literal opened by the quote at `index` ends (after its closing
+    quote, backslash escapes skipped), in an awk program or a script; -1 when a line or the
+    text ends first."""
     quote = script[index]
     index += 1
     while index < len(script):

@@ -8,7 +8,7 @@ a label (`agentledger label`, once per run a person reads) loads none of these r
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentledger.errors import InputError, RecordError, RunNotFoundError
@@ -60,6 +60,7 @@ class ScoreRecords(RecordStore[Score]):
     area = SCORES_DIR
     model = Score
     noun = "score"
+    table = "scores"
     id_names = "run_id and judge_id"
 
     @classmethod
@@ -81,12 +82,6 @@ class ScoreRecords(RecordStore[Score]):
     def row(self, record: Score, accepted_seq: int | None) -> ScoreRow:
         return score_row(record, accepted_seq)
 
-    def _add_rows(self, rows: list[ScoreRow]) -> None:
-        self.ledger.index.add_scores(rows)
-
-    def _rebuild_rows(self, rows: Iterator[ScoreRow]) -> int:
-        return self.ledger.index.rebuild_scores(rows)
-
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.score_keys()
         return {key for key in keys if tuple(key[:-5].split("/")[1:]) in held}
@@ -99,6 +94,7 @@ class DecisionRecords(RecordStore[Decision]):
     area = DECISIONS_DIR
     model = Decision
     noun = "decision"
+    table = "decisions"
     changed_note = "; its outcome cannot be trusted (run `agentledger verify`)"
 
     @classmethod
@@ -143,12 +139,6 @@ class DecisionRecords(RecordStore[Decision]):
     def row(self, record: Decision, accepted_seq: int | None) -> DecisionRow:
         return decision_row(record, accepted_seq)
 
-    def _add_rows(self, rows: list[DecisionRow]) -> None:
-        self.ledger.index.add_decisions(rows)
-
-    def _rebuild_rows(self, rows: Iterator[DecisionRow]) -> int:
-        return self.ledger.index.rebuild_decisions(rows)
-
     def indexed(self, keys: Sequence[str]) -> set[str]:
         held = self.ledger.index.decision_ids()
         return {key for key in keys if key.split("/")[1] in held}
@@ -161,6 +151,7 @@ class OutcomeRecords(RecordStore[Outcome]):
     area = OUTCOMES_DIR
     model = Outcome
     noun = "outcome"
+    table = "outcomes"
     id_names = "run_id and outcome_id"
 
     @classmethod
@@ -182,12 +173,6 @@ class OutcomeRecords(RecordStore[Outcome]):
 
     def row(self, record: Outcome, accepted_seq: int | None) -> OutcomeRow:
         return outcome_row(record, accepted_seq)
-
-    def _add_rows(self, rows: list[OutcomeRow]) -> None:
-        self.ledger.index.add_outcomes(rows)
-
-    def _rebuild_rows(self, rows: Iterator[OutcomeRow]) -> int:
-        return self.ledger.index.rebuild_outcomes(rows)
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         return self.ids_held(keys, self.ledger.index.outcome_ids())

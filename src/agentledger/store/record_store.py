@@ -15,10 +15,10 @@ its index hook. Everything else is done here once, the same way for every kind:
 - **settle after a kill**: `settle(keys)` journals (or removes) what a killed writer stored but
   did not journal, and indexes what it journaled but did not index; `index_missing()` does
   the same for every record of the kind (`gc`);
-- **the index hook**: a kind's `row(record, accepted_seq)` and how its rows are added and
-  rebuilt; `index(records)` and `reindex()` give every row the position of its journal entry,
-  which alone decides a kind's newest record (`journal_order` in the index), so that a time
-  written in a file (a planted score dated 2099) cannot.
+- **the index hook**: a kind's `row(record, accepted_seq)` and the `table` its rows are added
+  to and rebuilt in; `index(records)` and `reindex()` give every row the position of its
+  journal entry, which alone decides a kind's newest record (`journal_order` in the index), so
+  that a time written in a file (a planted score dated 2099) cannot.
 
 A kind is a subclass naming those parts (as outcomes do, below)::
 
@@ -35,7 +35,7 @@ A kind is a subclass naming those parts (as outcomes do, below)::
         def ids_of(cls, outcome: Outcome) -> tuple[str, ...]:
             return (outcome.run_id, outcome.outcome_id)
 
-with `row`, `_add_rows`, `_rebuild_rows` and `indexed` over the index's table of the kind,
+with `row`, `table` and `indexed` over the index's table of the kind,
 and an entry in `RECORD_KINDS` so that `reindex` and `gc` include it.
 """
 
@@ -84,6 +84,9 @@ class RecordStore(Generic[R]):
     id_names: ClassVar[str] = "ids"
     """What the ids of a record are called in messages (``run_id and judge_id``)."""
     changed_note: ClassVar[str] = " (run `agentledger verify`)"
+    table: ClassVar[str | None] = None
+    """The index's name for the kind's rows (``labels``: `RunIndex.add_labels` and
+    `rebuild_labels`); None for a kind the index does not hold."""
 
     def __init__(self, ledger: LedgerParts) -> None:
         self.ledger = ledger
@@ -107,11 +110,14 @@ class RecordStore(Generic[R]):
         return None
 
     def _add_rows(self, rows: list[Any]) -> None:
-        """Add (or replace) the kind's rows in the index."""
+        """Add (or replace) the kind's rows in the index (`RunIndex.add_<table>`)."""
+        if self.table:
+            getattr(self.ledger.index, f"add_{self.table}")(rows)
 
     def _rebuild_rows(self, rows: Iterator[Any]) -> int:
-        """Replace every row of the kind in the index with `rows`; how many."""
-        return 0
+        """Replace every row of the kind in the index with `rows` (`RunIndex.rebuild_<table>`);
+        how many."""
+        return int(getattr(self.ledger.index, f"rebuild_{self.table}")(rows)) if self.table else 0
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         """Those of `keys` whose record the index holds."""
@@ -328,6 +334,7 @@ class LabelRecords(RecordStore[Label]):
     area = LABELS_DIR
     model = Label
     noun = "label"
+    table = "labels"
     id_names = "run_id and label_id"
 
     @classmethod
@@ -348,12 +355,6 @@ class LabelRecords(RecordStore[Label]):
 
     def row(self, record: Label, accepted_seq: int | None) -> LabelRow:
         return label_row(record, accepted_seq)
-
-    def _add_rows(self, rows: list[LabelRow]) -> None:
-        self.ledger.index.add_labels(rows)
-
-    def _rebuild_rows(self, rows: Iterator[LabelRow]) -> int:
-        return self.ledger.index.rebuild_labels(rows)
 
     def indexed(self, keys: Sequence[str]) -> set[str]:
         return self.ids_held(keys, self.ledger.index.label_ids())

@@ -25,6 +25,7 @@ from agentledger.store.index import (
     run_columns,
     score_row,
 )
+from agentledger.store.index.queries import LABEL_FIELDS, SCORE_FIELDS
 
 __all__ = ["check_label_rows", "check_run_row", "check_score_rows", "current_label_ids"]
 
@@ -83,16 +84,9 @@ def _criteria_differences(row: ScoreRow | LabelRow, expected: ScoreRow | LabelRo
     return found
 
 
-_SCORE_COLUMNS = (
-    "kind",
-    "model",
-    "pack",
-    "verdict",
-    "diagnosis",
-    "skipped_reason",
-    "created_at",
-    "score_json",
-)
+_SCORE_COLUMNS = SCORE_FIELDS[2:10]
+"""A score row's columns but its key (the record's place), criteria_packed and accepted_seq,
+which are compared apart."""
 
 
 def check_score_rows(
@@ -127,16 +121,8 @@ def check_score_rows(
     return found
 
 
-_LABEL_COLUMNS = (
-    "run_id",
-    "source_kind",
-    "source_name",
-    "verdict",
-    "diagnosis",
-    "supersedes",
-    "created_at",
-    "label_json",
-)
+_LABEL_COLUMNS = LABEL_FIELDS[1:9]
+"""A label row's columns but its id (the record's place), criteria_packed and accepted_seq."""
 
 
 def _label_order(row: LabelRow) -> tuple[int, str, str]:

@@ -34,6 +34,7 @@ from agentledger.identity import sha256_bytes
 from agentledger.records import Manifest, RunMetadata, RunSummary, parse_record
 from agentledger.store.index import RunColumns
 from agentledger.store.storage import MANIFEST_NAME, NOT_A_FILE, StorageBackend
+from agentledger.store.storage.local.fs import write_fd
 from agentledger.store.verify_index import check_run_row
 from agentledger.store.writer import METADATA, SUMMARY
 
@@ -253,7 +254,7 @@ def _helper(
         _die_with_parent()
         while (number := _take(work)) is not None:
             data = pickle.dumps((number, examine(chunks[number])), pickle.HIGHEST_PROTOCOL)
-            _write_all(out, _FRAME.pack(len(data)) + data)
+            write_fd(out, _FRAME.pack(len(data)) + data)
     except BaseException:
         code = 1
     finally:
@@ -265,12 +266,6 @@ def _take(work: int) -> int | None:
     taken, so a read returns a whole one); None when none is left."""
     data = os.read(work, 4)
     return struct.unpack("<I", data)[0] if len(data) == 4 else None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 class _Helper:
@@ -352,7 +347,7 @@ def examine_runs(
         try:
             # Every chunk number is in the pipe before any helper starts (at most
             # MAX_CHUNKS of 4 bytes: within any pipe's buffer), then it is closed for writing.
-            _write_all(work_w, b"".join(struct.pack("<I", n) for n in range(len(chunks))))
+            write_fd(work_w, b"".join(struct.pack("<I", n) for n in range(len(chunks))))
             os.close(work_w)
             for _ in range(count - 1):
                 out_r, out_w = os.pipe()

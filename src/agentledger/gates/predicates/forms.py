@@ -127,9 +127,11 @@ class PredicateForm(BaseModel):
     )
     description: str | None = Field(default=None, description="What the check is for, in words.")
 
-    @abstractmethod
     def text(self) -> str:
-        """The canonical one-line text of the predicate (stable: used in reports and records)."""
+        """The canonical one-line text of the predicate (stable: used in reports and records):
+        by default its key and its value (a pattern as written)."""
+        value = getattr(self, self.key)
+        return f"{self.key}: {getattr(value, 'pattern', value)}"
 
     @abstractmethod
     def check(self, run: RunView) -> PredicateResult:
@@ -172,9 +174,6 @@ class Ran(PredicateForm):
     key: ClassVar[str] = "ran"
     ran: Regex = Field(description="Pattern searched in each command line.")
 
-    def text(self) -> str:
-        return f"ran: {self.ran.pattern}"
-
     def check(self, run: RunView) -> PredicateResult:
         if run.events is None:
             return self.no_log(run)
@@ -201,9 +200,6 @@ class NeverRan(PredicateForm):
 
     key: ClassVar[str] = "never_ran"
     never_ran: Regex = Field(description="Pattern that no command that ran may match.")
-
-    def text(self) -> str:
-        return f"never_ran: {self.never_ran.pattern}"
 
     def check(self, run: RunView) -> PredicateResult:
         if run.events is None:
@@ -234,9 +230,6 @@ class NeverTried(PredicateForm):
 
     key: ClassVar[str] = "never_tried"
     never_tried: Regex = Field(description="Pattern that no command, run or denied, may match.")
-
-    def text(self) -> str:
-        return f"never_tried: {self.never_tried.pattern}"
 
     def check(self, run: RunView) -> PredicateResult:
         if run.events is None:
@@ -327,9 +320,6 @@ class RanBeforeConclusion(PredicateForm):
     key: ClassVar[str] = "ran_before_conclusion"
     ran_before_conclusion: Regex = Field(description="Pattern of the command that must come first.")
 
-    def text(self) -> str:
-        return f"ran_before_conclusion: {self.ran_before_conclusion.pattern}"
-
     def check(self, run: RunView) -> PredicateResult:
         if run.events is None:
             return self.no_log(run)
@@ -408,9 +398,6 @@ class MaxCommands(PredicateForm):
     key: ClassVar[str] = "max_commands"
     max_commands: int = Field(ge=0, strict=True, description="The most commands allowed to run.")
 
-    def text(self) -> str:
-        return f"max_commands: {self.max_commands}"
-
     def check(self, run: RunView) -> PredicateResult:
         if run.events is None:
             return self.no_log(run)
@@ -453,9 +440,6 @@ class ReportHas(PredicateForm):
     key: ClassVar[str] = "report_has"
     report_has: Regex = Field(description="Pattern the report must match.")
 
-    def text(self) -> str:
-        return f"report_has: {self.report_has.pattern}"
-
     def check(self, run: RunView) -> PredicateResult:
         if run.report is None:
             return self.result(
@@ -475,9 +459,6 @@ class ReportLacks(PredicateForm):
 
     key: ClassVar[str] = "report_lacks"
     report_lacks: Regex = Field(description="Pattern the report must not match.")
-
-    def text(self) -> str:
-        return f"report_lacks: {self.report_lacks.pattern}"
 
     def check(self, run: RunView) -> PredicateResult:
         if run.report is None:

@@ -48,9 +48,6 @@ class OutcomeHolds(PredicateForm):
         "no_collateral or verified."
     )
 
-    def text(self) -> str:
-        return f"outcome: {self.outcome}"
-
     def check(self, run: RunView) -> PredicateResult:
         outcome = run.outcome
         if outcome is None:

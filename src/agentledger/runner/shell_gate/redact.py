@@ -149,6 +149,9 @@ _DENSE = 400
 """...unless they occur more than once in this many characters."""
 
 _compiled: dict[tuple[str, int], re.Pattern[str]] = {}
+_decode: list[Any] = []
+"""The module `redact_argv_decode`, once imported."""
+_last_hidden: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
 _table: list[_Rule] | None = None
 _key: bytes | None = None
 
@@ -185,20 +188,39 @@ class Redactor:
         """The command line `command` as logged: the secrets its tools take as arguments or
         on their input (`redact_argv`: `htpasswd -b F U PASS`, `echo PW | sudo -S ...`)
         replaced, then what the detectors recognise."""
-        if not argv_might_hold(command):
-            return self.redact(command)
-        from agentledger.runner.shell_gate.redact_argv import redact_line
+        hidden = self._hidden(command)
+        if argv_might_hold(command):
+            from agentledger.runner.shell_gate.redact_argv import redact_line
 
-        return self.redact(redact_line(command, _marker)[0])
+            command = redact_line(command, _marker)[0]
+        for typed, mark in hidden:
+            command = command.replace(typed, mark)
+        return self.redact(command)
+
+    def _hidden(self, command: str) -> list[tuple[str, str]]:
+        """The texts of `command` that hide a secret (`redact_argv_decode`), with markers."""
+        if not _decode:
+            from agentledger.runner.shell_gate import redact_argv_decode
+
+            _decode.append(redact_argv_decode)
+        if not _decode[0].may_hide(command):
+            return []
+        key = (command, self.extra)  # the gate asks for the command and for its parts
+        found = _last_hidden.get(key)
+        if found is None:
+            found = _decode[0].hidden_secrets(command, Redactor(self.extra).redact, _marker)
+            _last_hidden.clear()
+            _last_hidden[key] = found
+        return list(found)
 
     def knowing(self, command: str) -> Redactor:
         """This redactor, also replacing wherever they appear the secrets the command line
         `command` holds by their place in it (the event's parts and reason quote it)."""
-        if not argv_might_hold(command):
-            return self
-        from agentledger.runner.shell_gate.redact_argv import redact_line
+        known = self._hidden(command)
+        if argv_might_hold(command):
+            from agentledger.runner.shell_gate.redact_argv import redact_line
 
-        known = redact_line(command, _marker)[1]
+            known += redact_line(command, _marker)[1]
         return Redactor(self.extra, (*self.known, *known)) if known else self
 
     def redact_quoting(self, text: str) -> str:

@@ -53,7 +53,7 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     (
         "netrc-password",
         r"(?:\bmachine\s+\S+|\bdefault\b)(?:\s+(?:login|account|port|protocol)\s+\S+)*"
-        r"\s+password\s+(?P<secret>\S+)",
+        r"\s+password\s+(?P<secret>(?!%[-0-9.]*[sbdq])\S+)",  # not printf's `%s`
         "m",
     ),
     (

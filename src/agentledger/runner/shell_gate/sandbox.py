@@ -9,7 +9,8 @@ what holds does not depend on the classifier being right:
   directory of the command's own (``$TMPDIR``, removed afterwards), never the audit log's;
 - ``/dev`` is a fresh minimal one (null, zero, random, tty, a private pts), so no disk device
   or other terminal can be opened;
-- a PID namespace of its own with a procfs of its own (``--proc /proc``): the host's
+- a PID namespace of its own with a procfs of its own (``--proc /proc``, its kernel
+  settings ``/proc/sys`` and ``sysrq-trigger`` bound read-only over it): the host's
   processes are not there at all, so ``/proc/<pid>/root``, ``cwd`` and ``fd`` of a host
   process (which lead to writable mounts) cannot be reached, nor can a process be signalled
   or traced; IPC and UTS namespaces of its own too;
@@ -20,7 +21,10 @@ what holds does not depend on the classifier being right:
   ``CAP_NET_ADMIN`` (reading netfilter needs it) and ``ping`` ``CAP_NET_RAW``, each run
   alone from its checked words;
 - a new session (no controlling terminal: no keystrokes pushed into one), killed with the
-  gate (``--die-with-parent``).
+  gate (``--die-with-parent``);
+- no file opened for writing, made, removed or renamed outside the scratch and its ``/dev``
+  (Landlock, `landlock_exec`, where the kernel has it): the read-only bind alone leaves the
+  host's FIFOs, socket files and device nodes open to writing.
 
 - no Unix socket (a seccomp filter, `seccomp`): the read-only filesystem does not stop a
   connection to a daemon's socket (``/run/docker.sock``, D-Bus, ``/var/run/postgresql``);
@@ -33,6 +37,7 @@ judges CMD; the log says so in `remote_parts`).
 from __future__ import annotations
 
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,6 +74,31 @@ READER_NAMES = (
 )  # fmt: skip
 """The names of `reader_checks.READERS` (a test holds the two equal), so that a line naming
 none of them is known to need no network without loading the readers' checks."""
+
+_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+_LANDLOCK: dict[int, list[str]] = {}
+
+
+def _landlock_argv() -> list[str]:
+    """How to start `landlock_exec` inside the sandbox: its C build (`make scan`) where
+    there is one this user may run, else an interpreter this user may run
+    (this one, else the system's: a tool installed under a directory only root reads may run
+    as another user) with the module's source as `-c`, so that no file of the package has to
+    be readable there. Empty when no interpreter can be run (the sandbox holds without it,
+    as on a kernel without Landlock)."""
+    uid = os.getuid()
+    if uid not in _LANDLOCK:
+        from agentledger.runner.shell_gate import landlock_exec
+
+        built = os.path.join(os.path.dirname(landlock_exec.__file__), "_landlock_exec")
+        _LANDLOCK[uid] = [built] if os.access(built, os.X_OK) else []
+        for python in () if _LANDLOCK[uid] else (os.path.realpath(sys.executable), *_PYTHONS):
+            if os.access(python, os.X_OK):
+                with open(landlock_exec.__file__, encoding="utf-8") as source:
+                    _LANDLOCK[uid] = [python, "-I", "-S", "-c", source.read()]
+                break
+    return _LANDLOCK[uid]
+
 
 _CANDIDATES = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
 
@@ -136,6 +166,12 @@ class Sandbox:
             "--ro-bind", "/", "/",
             "--dev", "/dev",
             "--proc", "/proc",
+            # bubblewrap leaves the new procfs' kernel settings writable: uid 0 without a
+            # capability could still set vm.*, kernel.core_pattern or trigger sysrq.
+            "--ro-bind", "/proc/sys", "/proc/sys",
+            "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+            "--ro-bind-try", "/proc/irq", "/proc/irq",
+            "--ro-bind-try", "/proc/bus", "/proc/bus",
             "--bind", scratch, scratch,
             "--setenv", "TMPDIR", scratch,
             "--unshare-pid",
@@ -151,8 +187,13 @@ class Sandbox:
             argv += ["--seccomp", str(seccomp_fd)]
         for capability in capabilities:
             argv += ["--cap-add", capability]
-        argv += ["--chdir", cwd, "--json-status-fd", str(status_fd), "--", *command]
-        return argv
+        argv += ["--chdir", cwd, "--json-status-fd", str(status_fd), "--"]
+        # Landlock closes FIFOs, sockets and device nodes of the read-only host to writing
+        # (the read-only bind does not); only the scratch and the sandbox's /dev stay open.
+        landlock = _landlock_argv()
+        return (
+            [*argv, *landlock, scratch, "/dev", "--", *command] if landlock else [*argv, *command]
+        )
 
     @staticmethod
     def started(status: bytes) -> bool:

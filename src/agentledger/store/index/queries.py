@@ -49,7 +49,7 @@ from agentledger.store.index.where import (
     where_sql,
 )
 
-__all__ = ["CHUNK", "SCORE_FIELDS", "SqlQueries", "chunks"]
+__all__ = ["CHUNK", "LABEL_FIELDS", "SCORE_FIELDS", "SqlQueries", "chunks"]
 
 T = TypeVar("T")
 CHUNK = 1000
@@ -76,7 +76,22 @@ SCORE_FIELDS = (
     "criteria_packed",
     "accepted_seq",
 )
+"""The columns of a score's row, as written and read back (`ScoreRow` adds its criteria)."""
 
+LABEL_FIELDS = (
+    "label_id",
+    "run_id",
+    "source_kind",
+    "source_name",
+    "verdict",
+    "diagnosis",
+    "supersedes",
+    "created_at",
+    "label_json",
+    "criteria_packed",
+    "accepted_seq",
+)
+"""The columns of a label's row as written (the index derives ``current`` itself)."""
 
 _LABEL_BRIEF = (
     "SELECT l.run_id, l.label_id, l.source_kind, l.source_name, l.verdict, l.created_at, "
@@ -92,24 +107,10 @@ def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
 
 
 def _to_run(row: Sequence[Any]) -> IndexedRun:
-    return IndexedRun(
-        run_id=row[0],
-        scenario=row[1],
-        model=row[2],
-        model_served=row[3],
-        system_prompt_hash=row[4],
-        variant=row[5],
-        started_at=row[6],
-        backfilled=bool(row[7]),
-        commands_run=row[8],
-        commands_denied=row[9],
-        exit_status=row[10],
-        sealed_at=row[11],
-        manifest_sha256=row[12],
-        metadata_json=row[13],
-        summary_json=row[14],
-        kind=row[15],
-    )
+    """A row of `_COLUMNS` (its fields in IndexedRun's order), backfilled as a bool."""
+    values = list(row)
+    values[7] = bool(values[7])
+    return IndexedRun(*values)
 
 
 def _label_results(rows: list[tuple[Any, ...]]) -> list[LabelResult]:
@@ -268,19 +269,8 @@ class SqlQueries(RecordQueries, RunIndex):
             criteria.setdefault((run_id, judge_id), []).append((criterion, stored_flag(fired)))
         return [
             ScoreRow(
-                run_id=row[0],
-                judge_id=row[1],
-                kind=row[2],
-                model=row[3],
-                pack=row[4],
-                verdict=row[5],
-                diagnosis=stored_flag(row[6]),
-                skipped_reason=row[7],
-                created_at=row[8],
-                score_json=row[9],
-                criteria=tuple(criteria.get((row[0], row[1]), ())),
-                criteria_packed=row[10],
-                accepted_seq=row[11],
+                *[*row[:6], stored_flag(row[6]), *row[7:10]],
+                *[tuple(criteria.get((row[0], row[1]), ())), *row[10:]],
             )
             for row in self._rows(
                 f"SELECT {', '.join(SCORE_FIELDS)} FROM scores ORDER BY run_id, judge_id"

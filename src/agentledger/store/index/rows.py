@@ -225,19 +225,8 @@ def label_rows_from(
         by_label.setdefault(label_id, []).append((criterion, stored_flag(fired)))
     return [
         LabelRow(
-            label_id=row[0],
-            run_id=row[1],
-            source_kind=row[2],
-            source_name=row[3],
-            verdict=row[4],
-            diagnosis=stored_flag(row[5]),
-            supersedes=row[6],
-            created_at=row[7],
-            label_json=row[8],
-            criteria=tuple(by_label.get(row[0], ())),
-            current=stored_flag(row[9]),
-            criteria_packed=row[10],
-            accepted_seq=row[11] if len(row) > 11 else None,
+            *[*row[:5], stored_flag(row[5]), *row[6:9], tuple(by_label.get(row[0], ()))],
+            *[stored_flag(row[9]), row[10], row[11] if len(row) > 11 else None],
         )
         for row in rows
     ]

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from agentledger.errors import IndexVersionError
 from agentledger.store.index.migrations import MIGRATIONS
-from agentledger.store.index.queries import SCORE_FIELDS, SqlQueries, chunks
+from agentledger.store.index.queries import LABEL_FIELDS, SCORE_FIELDS, SqlQueries, chunks
 from agentledger.store.index.rows import (
     DecisionRow,
     IndexEntry,
@@ -36,21 +36,7 @@ from agentledger.store.index.rows import (
 __all__ = ["SqlIndex", "Writer", "first_line"]
 
 T = TypeVar("T")
-_LABEL_FIELDS = (
-    "label_id",
-    "run_id",
-    "source_kind",
-    "source_name",
-    "verdict",
-    "diagnosis",
-    "supersedes",
-    "created_at",
-    "label_json",
-    "criteria_packed",
-    "accepted_seq",
-)
-
-
+R = TypeVar("R")
 _DECISION_FIELDS = (
     "decision_id",
     "kind",
@@ -242,7 +228,7 @@ class SqlIndex(SqlQueries):
         ids, params = d.any_of("label_id", [row.label_id for row in ordered])
         db.execute(f"DELETE FROM label_criteria WHERE {ids}", params)
         db.executemany(
-            d.upsert("labels", _LABEL_FIELDS, ["label_id"]),
+            d.upsert("labels", LABEL_FIELDS, ["label_id"]),
             [
                 (
                     row.label_id,
@@ -333,25 +319,32 @@ class SqlIndex(SqlQueries):
 
         return self._add_each(entries, insert, lambda e: e.metadata.run_id)
 
-    def add_scores(self, rows: Sequence[ScoreRow]) -> None:
+    def _add(self, insert: Callable[[Writer, list[R]], int], rows: Sequence[R]) -> None:
+        """Index `rows` by `insert`, in one transaction."""
         if rows:
             chunk = list(rows)
-            self._transact(lambda db: self._insert_scores(db, chunk))
+            self._transact(lambda db: insert(db, chunk))
+
+    def _rebuild(
+        self, tables: Sequence[str], insert: Callable[[Writer, list[R]], int], rows: Iterable[R]
+    ) -> int:
+        """Replace what `tables` hold with `rows`, indexed by `insert` a chunk at a time."""
+        return self._replace(tables, lambda db: sum(insert(db, chunk) for chunk in chunks(rows)))
+
+    def add_scores(self, rows: Sequence[ScoreRow]) -> None:
+        self._add(self._insert_scores, rows)
 
     def add_scores_each(self, rows: Iterable[ScoreRow]) -> tuple[int, list[tuple[str, str]]]:
         return self._add_each(rows, self._insert_scores, lambda r: f"{r.run_id}/{r.judge_id}")
 
     def rebuild(self, entries: Iterable[IndexEntry]) -> int:
-        def insert(db: Writer) -> int:
-            return sum(self._insert_runs(db, chunk, fresh=True) for chunk in chunks(entries))
+        def insert(db: Writer, chunk: list[IndexEntry]) -> int:
+            return self._insert_runs(db, chunk, fresh=True)
 
-        return self._replace(("run_tags", "runs"), insert)
+        return self._rebuild(("run_tags", "runs"), insert, entries)
 
     def rebuild_scores(self, rows: Iterable[ScoreRow]) -> int:
-        def insert(db: Writer) -> int:
-            return sum(self._insert_scores(db, chunk) for chunk in chunks(rows))
-
-        return self._replace(("score_criteria", "scores"), insert)
+        return self._rebuild(("score_criteria", "scores"), self._insert_scores, rows)
 
     def add_labels(self, rows: Sequence[LabelRow]) -> None:
         if not rows:
@@ -394,15 +387,10 @@ class SqlIndex(SqlQueries):
         return len(ordered)
 
     def add_decisions(self, rows: Sequence[DecisionRow]) -> None:
-        if rows:
-            chunk = list(rows)
-            self._transact(lambda db: self._insert_decisions(db, chunk))
+        self._add(self._insert_decisions, rows)
 
     def rebuild_decisions(self, rows: Iterable[DecisionRow]) -> int:
-        def insert(db: Writer) -> int:
-            return sum(self._insert_decisions(db, chunk) for chunk in chunks(rows))
-
-        return self._replace(("decision_runs", "decisions"), insert)
+        return self._rebuild(("decision_runs", "decisions"), self._insert_decisions, rows)
 
     def _insert_outcomes(self, db: Writer, rows: Sequence[OutcomeRow]) -> int:
         ordered = sorted(rows, key=lambda r: r.outcome_id)
@@ -413,12 +401,7 @@ class SqlIndex(SqlQueries):
         return len(ordered)
 
     def add_outcomes(self, rows: Sequence[OutcomeRow]) -> None:
-        if rows:
-            chunk = list(rows)
-            self._transact(lambda db: self._insert_outcomes(db, chunk))
+        self._add(self._insert_outcomes, rows)
 
     def rebuild_outcomes(self, rows: Iterable[OutcomeRow]) -> int:
-        def insert(db: Writer) -> int:
-            return sum(self._insert_outcomes(db, chunk) for chunk in chunks(rows))
-
-        return self._replace(("outcomes",), insert)
+        return self._rebuild(("outcomes",), self._insert_outcomes, rows)

@@ -31,7 +31,6 @@ cost of a retry when two writers collide.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -47,7 +46,7 @@ from agentledger.errors import (
     RecordExistsError,
     RecordNotFoundError,
 )
-from agentledger.identity import canonical_json, sha256_bytes
+from agentledger.identity import canonical_json, json_text_field, sha256_bytes
 from agentledger.records import utc_now
 from agentledger.records.journal import GENESIS_PREV, JournalEntry, entry_hash
 from agentledger.store.crashpoints import CRASH_AT, crash_point
@@ -151,15 +150,6 @@ def run_intent(runs: Sequence[tuple[str, str]], writer: str | None = None) -> Pe
     return intent_of("run", writer or _WRITER, intends)
 
 
-def _supersedes(data: bytes) -> str | None:
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    named = value.get("supersedes") if isinstance(value, dict) else None
-    return named if isinstance(named, str) else None
-
-
 def record_entry(key: str, values: Mapping[str, bytes]) -> PendingEntry:
     """The entry of a record: a score or label (one key), or a decision (a group of keys).
 
@@ -174,7 +164,8 @@ def record_entry(key: str, values: Mapping[str, bytes]) -> PendingEntry:
         supersedes = None
     else:
         digest = hashes[main]
-        supersedes = _supersedes(values[main]) if area in ("labels", "decisions") else None
+        corrects = area in ("labels", "decisions")
+        supersedes = json_text_field(values[main], "supersedes") if corrects else None
     return PendingEntry(
         _KINDS[area], rest.removesuffix(".json"), dict(sorted(hashes.items())), digest, supersedes
     )

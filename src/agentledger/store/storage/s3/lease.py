@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from agentledger.errors import AgentLedgerError, InputError, StorageAccessError
+from agentledger.identity import json_text_field
 from agentledger.store.storage.s3.client import ObjectStore
 
 __all__ = ["LEASE_ENV", "JournalLease", "Presence", "lease_seconds"]
@@ -68,15 +69,6 @@ def _body(holder: str | None) -> bytes:
     if holder is not None:
         state.update(host=socket.gethostname(), pid=os.getpid())
     return json.dumps(state, sort_keys=True).encode()
-
-
-def _holder(data: bytes) -> str | None:
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None  # not ours: anyone may take it
-    holder = value.get("holder") if isinstance(value, dict) else None
-    return holder if isinstance(holder, str) else None
 
 
 class JournalLease:
@@ -132,7 +124,11 @@ class JournalLease:
             current = self.store.get(self.KEY)
             if current is None:
                 etag = self.store.put(self.KEY, _body(token), if_none_match=True)
-            elif _holder(current.data) is None or current.info.age_seconds > self.seconds:
+            elif (
+                # A lock that names no holder is not ours: anyone may take it.
+                json_text_field(current.data, "holder") is None
+                or current.info.age_seconds > self.seconds
+            ):
                 etag = self.store.put(self.KEY, _body(token), if_match=current.info.etag)
             else:
                 etag = None

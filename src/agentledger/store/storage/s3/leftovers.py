@@ -9,28 +9,18 @@ import secrets
 import threading
 
 from agentledger.errors import InputError
-from agentledger.identity import check_run_id
+from agentledger.identity import check_run_id, json_text_field
 from agentledger.store.storage import Leftover, StorageBackend
 from agentledger.store.storage.s3.client import ObjectStore, S3Location
 from agentledger.store.storage.s3.lease import JournalLease, Presence
 from agentledger.store.storage.s3.staging import S3StagedRun
 
-__all__ = ["CLAIMS", "GROUP_AREAS", "GROUP_SEAL", "STAGING", "S3Leftovers", "claim_writer"]
+__all__ = ["CLAIMS", "GROUP_AREAS", "GROUP_SEAL", "STAGING", "S3Leftovers"]
 
 STAGING = ".staging/"
 CLAIMS = ".claims/"
 GROUP_SEAL = ".group"
 GROUP_AREAS = ("decisions/",)  # the areas whose records are groups (a decision's two files)
-
-
-def claim_writer(data: bytes) -> str | None:
-    """The writer a claim names, if it names one."""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    writer = value.get("writer") if isinstance(value, dict) else None
-    return writer if isinstance(writer, str) else None
 
 
 class S3Leftovers(StorageBackend):
@@ -74,7 +64,7 @@ class S3Leftovers(StorageBackend):
             stored = self.store.get(key)
             if stored is None:
                 continue  # published or discarded since the listing
-            holder = claim_writer(stored.data)
+            holder = json_text_field(stored.data, "writer")
             found.append(
                 Leftover(
                     name=key,
@@ -129,7 +119,7 @@ class S3Leftovers(StorageBackend):
             stored = self.store.get(name)
             if stored is None:
                 return True
-            writer = claim_writer(stored.data)
+            writer = json_text_field(stored.data, "writer")
             if writer is not None and self.presence.alive(writer):
                 return False
             # Taken over first (compare-and-swap), so a writer reclaiming it meanwhile wins.

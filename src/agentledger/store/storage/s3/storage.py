@@ -53,7 +53,7 @@ from agentledger.errors import (
     UnsafeNameError,
     WriteRefusedError,
 )
-from agentledger.identity import check_artifact_name, check_run_id, sha256_bytes
+from agentledger.identity import check_artifact_name, check_run_id, json_text_field, sha256_bytes
 from agentledger.store.crashpoints import crash_point
 from agentledger.store.storage import (
     MANIFEST_NAME,
@@ -67,7 +67,6 @@ from agentledger.store.storage.s3.leftovers import (
     GROUP_SEAL,
     STAGING,
     S3Leftovers,
-    claim_writer,
 )
 from agentledger.store.storage.s3.staging import S3StagedRun
 
@@ -469,7 +468,7 @@ class S3Storage(S3Leftovers):
                 if current is None:
                     attempts += 1
                     continue  # let go meanwhile: try again
-                holder = claim_writer(current.data)
+                holder = json_text_field(current.data, "writer")
                 if holder is not None and self.presence.alive(holder):
                     now = time.monotonic()
                     if waiting_until is None:
