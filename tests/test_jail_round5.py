@@ -415,3 +415,50 @@ def test_a_reader_cannot_send_lines_to_a_line_protocol_daemon() -> None:
     assert received[0].startswith("GET / HTTP/1.1")
     assert "Host: 127.0.0.1:8080" in received and "X-Probe: SET a b" in received
     assert not any(line.startswith(("SET", "DEL")) for line in received)
+
+
+def test_a_login_uid_the_session_leader_does_not_share_names_nobody(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An unset login uid may be set once by a root process: an agent can set its own before
+    # it starts the gate, but not that of the terminal's session leader.
+    from agentledger.runner.shell_gate import ask
+
+    master, slave = os.openpty()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child: a session leader on the terminal
+        os.setsid()
+        import fcntl
+        import termios
+
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        os.read(master, 1)  # hold the session until told
+        os._exit(0)
+    try:
+        import time
+
+        for _ in range(200):  # until the child leads the terminal's session
+            try:
+                import fcntl
+                import struct
+                import termios
+
+                sid = struct.unpack(
+                    "i", fcntl.ioctl(master, getattr(termios, "TIOCGSID", 0x5429), b"\0" * 4)
+                )[0]
+                if sid == pid:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.01)
+        real = {"self": 1001, pid: 4294967295}
+        monkeypatch.setattr(ask, "_read_loginuid", lambda who: real.get(who))
+        assert sid == pid
+        # (the master side answers for the terminal, as /dev/tty does in the gate)
+        assert ask._login_name(master) is None  # this process's 1001 is not the session's
+        real[pid] = 1001
+        assert ask._login_name(master) not in (None, "")  # the same login uid: believed
+    finally:
+        os.write(slave, b"x")
+        os.waitpid(pid, 0)
+        os.close(master), os.close(slave)

@@ -108,7 +108,7 @@ def approver_identity(fd: int | None = None) -> str:
     ``root`` only with where it came from (`fd`: the terminal asked on)."""
     import pwd
 
-    login = _login_name()
+    login = _login_name(fd)
     if login and login != "root":
         return login
     sudo = os.environ.get("SUDO_USER", "")
@@ -170,14 +170,37 @@ def under_sudo() -> bool:
     return False
 
 
-def _login_name() -> str | None:
+def _read_loginuid(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/loginuid", "rb") as handle:
+            return int(handle.read().strip() or _NO_LOGIN_UID)
+    except (OSError, ValueError):
+        return None
+
+
+def _login_name(fd: int | None = None) -> str | None:
+    """The login user of this process's login uid, when the terminal's session leader (`fd`)
+    has the same one: an unset login uid may be set once by a root process, so an agent
+    could set its own before it starts the gate; the session leader's was set at login."""
     import pwd
 
-    try:
-        with open("/proc/self/loginuid", "rb") as handle:
-            uid = int(handle.read().strip() or _NO_LOGIN_UID)
-    except (OSError, ValueError):
+    uid = _read_loginuid("self")
+    if uid is None:
         uid = _NO_LOGIN_UID
+    if uid != _NO_LOGIN_UID and fd is not None:
+        try:
+            import fcntl
+            import struct
+            import termios
+
+            sid = struct.unpack(
+                "i", fcntl.ioctl(fd, getattr(termios, "TIOCGSID", 0x5429), b"\0" * 4)
+            )[0]
+            leader = _read_loginuid(sid)
+        except (ImportError, OSError, AttributeError):
+            leader = None
+        if leader is not None and leader != uid:
+            return None  # set after the session began: not a login
     if uid != _NO_LOGIN_UID:
         try:
             return pwd.getpwuid(uid).pw_name
