@@ -462,3 +462,33 @@ def test_a_login_uid_the_session_leader_does_not_share_names_nobody(
         os.write(slave, b"x")
         os.waitpid(pid, 0)
         os.close(master), os.close(slave)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("npm ls", "read-only"),
+        ("busctl list", "read-only"),
+        ("udevadm info /dev/sda", "read-only"),
+        ("lvs", "read-only"),
+        ("pvs -o+pv_used", "read-only"),
+        ("vgs --noheadings", "read-only"),
+        ("mdadm --detail /dev/md0", "read-only"),
+        ("blockdev --getsize64 /dev/sda", "read-only"),
+        ("tune2fs -l /dev/sda1", "read-only"),
+        ("xfs_info /", "read-only"),
+        ("dumpe2fs -h /dev/sda1", "read-only"),
+        ("ipcs", "read-only"),
+        ("blockdev --setrw /dev/sda", "unknown"),
+        ("tune2fs -O ^has_journal /dev/sda1", "unknown"),
+        ("mdadm --stop /dev/md0", "unknown"),
+        ("udevadm trigger", "mutating"),
+        ("busctl call org.x /x org.x M", "mutating"),
+        ("npm install x", "unknown"),
+        ("lvs --config 'global {locking_type=0}'", "unknown"),
+    ],
+)
+def test_storage_and_system_readers_are_known_by_option(
+    investigate: Gate, line: str, kind: str
+) -> None:
+    assert investigate.decide(line).classification.kind == kind
