@@ -139,7 +139,7 @@ def test_curl_and_wget_are_told_to_follow_nothing_but_http() -> None:
     curl = network_grant("curl -sL http://10.0.0.5/", 0)
     wget = network_grant("wget -qO- http://10.0.0.5/", 0)
     assert not isinstance(curl, str) and curl is not None
-    assert curl.argv[:6] == ["curl", "-q", "--proto", "=http,https", "--proto-redir", "=http,https"]
+    assert curl.argv[:6] == ["curl", "-q", "--globoff", "--proto", "=http,https", "--proto-redir"]
     assert not isinstance(wget, str) and wget is not None and "--no-config" in wget.argv
 
 

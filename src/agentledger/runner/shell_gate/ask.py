@@ -7,7 +7,10 @@ their standard input from /dev/null or a pipe and a session of their own (`execu
 question is drawn by the gate alone: the terminal is reset and the screen cleared first, so
 nothing printed before can pose as part of it, and the command is shown with every control
 character, escape sequence and bidirectional mark as ``\xNN`` / ``\uXXXX``. Input typed
-before the question is thrown away so that it cannot answer it. The person who answered is
+before the question is thrown away so that it cannot answer it. Gates in other processes
+asking on the same terminal wait for its lock (`terminal`), which is also taken to pass a
+command's output to that terminal: one question on the screen at a time, drawn and read by
+the process that holds it, and nothing drawn over it. The person who answered is
 named from what the agent cannot set: the kernel's login uid of the session, then the login
 name of the terminal, then sudo's SUDO_USER; a bare ``root`` is never all the log says.
 """
@@ -105,7 +108,7 @@ def approver_identity(fd: int | None = None) -> str:
     ``root`` only with where it came from (`fd`: the terminal asked on)."""
     import pwd
 
-    login = _login_name()
+    login = _login_name(fd)
     if login and login != "root":
         return login
     sudo = os.environ.get("SUDO_USER", "")
@@ -167,14 +170,37 @@ def under_sudo() -> bool:
     return False
 
 
-def _login_name() -> str | None:
+def _read_loginuid(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/loginuid", "rb") as handle:
+            return int(handle.read().strip() or _NO_LOGIN_UID)
+    except (OSError, ValueError):
+        return None
+
+
+def _login_name(fd: int | None = None) -> str | None:
+    """The login user of this process's login uid, when the terminal's session leader (`fd`)
+    has the same one: an unset login uid may be set once by a root process, so an agent
+    could set its own before it starts the gate; the session leader's was set at login."""
     import pwd
 
-    try:
-        with open("/proc/self/loginuid", "rb") as handle:
-            uid = int(handle.read().strip() or _NO_LOGIN_UID)
-    except (OSError, ValueError):
+    uid = _read_loginuid("self")
+    if uid is None:
         uid = _NO_LOGIN_UID
+    if uid != _NO_LOGIN_UID and fd is not None:
+        try:
+            import fcntl
+            import struct
+            import termios
+
+            sid = struct.unpack(
+                "i", fcntl.ioctl(fd, getattr(termios, "TIOCGSID", 0x5429), b"\0" * 4)
+            )[0]
+            leader = _read_loginuid(sid)
+        except (ImportError, OSError, AttributeError):
+            leader = None
+        if leader is not None and leader != uid:
+            return None  # set after the session began: not a login
     if uid != _NO_LOGIN_UID:
         try:
             return pwd.getpwuid(uid).pw_name
@@ -269,7 +295,8 @@ def terminal_approver(
     the question ends at once as interrupted instead of waiting out the timeout.
     """
     # Agents run side by side (`agentledger run --concurrency`) would otherwise interleave
-    # their questions and read each other's answers.
+    # their questions and read each other's answers; other processes are held off by the
+    # terminal's own lock (`terminal.TerminalLock`).
     with _QUESTION:
         return _ask(decision, timeout, cancel)
 
@@ -280,10 +307,20 @@ _QUESTION = _thread.allocate_lock()
 
 
 def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> Answer:
+    import time
+
+    from agentledger.runner.shell_gate.terminal import TerminalLock
+
+    deadline = time.monotonic() + timeout
     fd = os.open(TERMINAL, os.O_RDWR | os.O_NOCTTY)
+    lock = TerminalLock(fd)
     try:
         who = approver_identity(fd)
         try:
+            # Other gates (other processes) ask on this terminal too: one question at a
+            # time, and the answer typed while another was up is not this one's.
+            if lock.acquire(deadline, None if cancel is None else cancel.is_set) is None:
+                return Answer(False, who, f"no answer within {timeout:g} s (the terminal was busy)")
             _discard_typeahead(fd)
             try:
                 size = os.get_terminal_size(fd)
@@ -291,7 +328,7 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
             except OSError:
                 columns, rows = 80, 24
             _write(fd, CLEAR + question(decision, columns, rows))
-            line = _read_line(fd, timeout, cancel)
+            line = _read_line(fd, max(deadline - time.monotonic(), 0.0), cancel)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")
             return Answer(False, who, "interrupted at the prompt", interrupted=True)
@@ -307,6 +344,8 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
         _write(fd, "refused\n")
         return Answer(False, who, "refused at the prompt")
     finally:
+        lock.release()
+        lock.close()
         os.close(fd)
 
 

@@ -18,7 +18,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from agentledger.runner.shell_gate.netreaders import NetworkGrant
     from agentledger.runner.shell_gate.sandbox import Sandbox
@@ -259,7 +259,11 @@ def _run(
         message = f"agentledger: cannot start {shell}: {failure.strerror or failure}\n".encode()
         code = 127 if isinstance(failure, FileNotFoundError) else 126
         return Completed(code, Spool(), Spool.of(message), (time.monotonic() - started) * 1000)
-    sinks = {out_read: tee[0], err_read: tee[1]} if tee is not None else {}
+    sinks: dict[int, Callable[[bytes], None]] = {}
+    if tee is not None:
+        from agentledger.runner.shell_gate.terminal import writer_for
+
+        sinks = {out_read: writer_for(tee[0]), err_read: writer_for(tee[1])}
     timed_out = interrupted = False
     try:
         timed_out = not _drain(spools, sinks, started + timeout)
@@ -271,6 +275,7 @@ def _run(
             _drain(spools, sinks, time.monotonic() + _KILL_GRACE)
         for fd in spools:
             os.close(fd)
+        _flush(sinks)
     statuses = [_wait(pid) for pid in pids]
     status = statuses[-1]
     duration = (time.monotonic() - started) * 1000
@@ -337,7 +342,9 @@ def _start(job: _Job, actions: list[tuple[object, ...]], pids: list[int], *, ses
     return os.posix_spawn(job.argv[0], job.argv, env, file_actions=actions, setpgroup=group)
 
 
-def _drain(spools: dict[int, Spool], sinks: dict[int, int], deadline: float) -> bool:
+def _drain(
+    spools: dict[int, Spool], sinks: dict[int, Callable[[bytes], None]], deadline: float
+) -> bool:
     """Read both pipes into their spools (and on to `sinks`) until they close (True) or the
     deadline passes (False)."""
     poller = select.poll()
@@ -361,15 +368,25 @@ def _drain(spools: dict[int, Spool], sinks: dict[int, int], deadline: float) -> 
     return True
 
 
-def _pass_on(sinks: dict[int, int], fd: int, data: bytes) -> None:
-    """Write `data` to the caller's descriptor; one that is gone is dropped (the spool and
-    the command go on)."""
-    view = memoryview(data)
+def _pass_on(sinks: dict[int, Callable[[bytes], None]], fd: int, data: bytes) -> None:
+    """Pass `data` on to the caller's descriptor (a terminal gets it escaped, while no
+    question is up: `terminal`); one that is gone is dropped (the spool and the command go
+    on)."""
     try:
-        while view:
-            view = view[os.write(sinks[fd], view) :]
+        sinks[fd](data)
     except OSError:
         del sinks[fd]
+
+
+def _flush(sinks: dict[int, Callable[[bytes], None]]) -> None:
+    """Write what a terminal's writer still holds (a question was up)."""
+    for sink in sinks.values():
+        flush = getattr(sink, "flush", None)
+        if flush is not None:
+            try:
+                flush()
+            except OSError:
+                continue
 
 
 def _kill_group(pid: int) -> None:

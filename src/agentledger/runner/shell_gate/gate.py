@@ -305,6 +305,7 @@ class Gate:
         if sandbox is None:
             decision.network = None
         sandbox_name = sandbox.name if sandbox is not None else "none"
+        env = self._environment(sandbox_name)
         event_id = os.urandom(8).hex()
         intent = self._intent(decision, started, event_id, sandbox_name)
         try:
@@ -312,7 +313,7 @@ class Gate:
                 decision.command,
                 timeout=self.timeout,
                 cwd=self.cwd if decision.host is None else f"/run/lab/{decision.host}",
-                env=self.env,
+                env=env,
                 stdin=self.stdin,
                 sandbox=sandbox,
                 grant=decision.network,
@@ -383,6 +384,15 @@ class Gate:
             return True
         return verdict == "allowed" and decision.classification.kind == "read-only"
 
+    def _environment(self, sandbox: str) -> Mapping[str, str] | None:
+        """What the command starts with: outside the sandbox (and a lab), the clean
+        environment of `environment.clean_environment`, not the agent's."""
+        if sandbox != "none" or self.lab is not None:
+            return self.env
+        from agentledger.runner.shell_gate.environment import clean_environment
+
+        return clean_environment(os.environ if self.env is None else self.env)
+
     def _intent(
         self, decision: CommandDecision, started: float, event_id: str, sandbox: str
     ) -> str | None:
@@ -391,6 +401,8 @@ class Gate:
             return None
         event = self._fields(decision, started)
         event.update(event_id=event_id, state="running", sandbox=sandbox)
+        if sandbox == "none" and self.lab is None:
+            event["environment"] = "reset"
         try:
             check_log(self.audit_path)
             return write_intent(self.audit_path, event)
@@ -543,6 +555,8 @@ class Gate:
                 if remote:
                     event["remote_parts"] = [redact(clean_text(text)) for text in remote]
                 event["network"] = decision.network.tool if decision.network else "none"
+        if sandbox == "none" and self.lab is None:
+            event["environment"] = "reset"
         if self.audit_path is not None:
             try:
                 append_event(self.audit_path, event)

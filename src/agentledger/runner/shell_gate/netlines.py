@@ -30,7 +30,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from agentledger.runner.shell_gate.netreaders import SYSTEM_DIRECTORIES, NetworkGrant
+from agentledger.runner.shell_gate.environment import SYSTEM_DIRECTORIES
+from agentledger.runner.shell_gate.netreaders import NetworkGrant
 from agentledger.runner.shell_gate.reader_checks import READERS
 
 TYPE_CHECKING = False

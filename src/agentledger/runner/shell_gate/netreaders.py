@@ -29,8 +29,11 @@ to follow no scheme but http and https.
 
 from __future__ import annotations
 
-import os
-
+from agentledger.runner.shell_gate.environment import (
+    SYSTEM_DIRECTORIES,
+    SYSTEM_PATH,
+    clean_environment,
+)
 from agentledger.runner.shell_gate.reader_checks import READERS
 from agentledger.runner.shell_gate.reader_options import Shape
 
@@ -49,12 +52,7 @@ __all__ = [
 ]
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-")
-SYSTEM_DIRECTORIES = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
-"""Where a network reader is looked for (PATH is the agent's; it is not used)."""
-_PATH = ":".join(SYSTEM_DIRECTORIES)
-_KEPT_VARIABLES = (
-    "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "SSH_AUTH_SOCK", "PGPASSFILE",
-)  # fmt: skip
+_SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "PGPASSFILE")
 
 
 class NetworkGrant:
@@ -93,21 +91,11 @@ class NetworkGrant:
 
 
 def reader_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment a network reader runs with: the system PATH, the user's own HOME,
-    and the locale; nothing else the agent set (``WGETRC``, ``CURL_HOME``, proxies)."""
-    import pwd
-
-    env = {"PATH": _PATH}
-    try:
-        entry = pwd.getpwuid(os.geteuid())
-        env.update(HOME=entry.pw_dir, USER=entry.pw_name, LOGNAME=entry.pw_name)
-    except KeyError:
-        env["HOME"] = "/"
-    for name in _KEPT_VARIABLES:
-        value = environ.get(name)
-        if value is not None and value.isprintable():
-            env[name] = value
-    return env
+    """The environment a network reader runs with: `environment.clean_environment` (the
+    system PATH, the user's own HOME, the locale) and the ssh agent's socket and the
+    PostgreSQL password file; nothing else the agent set (``WGETRC``, ``CURL_HOME``,
+    proxies)."""
+    return clean_environment(environ, _SOCKET_VARIABLES)
 
 
 def check_reader(words: Sequence[str]) -> str:
@@ -207,7 +195,7 @@ def network_grant(line: str, euid: int) -> NetworkGrant | str | None:
         return None
     name = words[0].rsplit("/", 1)[-1]
     if "/" in words[0] and words[0].rsplit("/", 1)[0] not in SYSTEM_DIRECTORIES:
-        return f"{words[0]} is not the system's {name}: network readers run from {_PATH}"
+        return f"{words[0]} is not the system's {name}: network readers run from {SYSTEM_PATH}"
     reader = READERS[name]
     problem = reader.check(words[1:])
     if problem:

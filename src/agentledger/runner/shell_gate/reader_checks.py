@@ -12,7 +12,6 @@ from agentledger.runner.shell_gate.reader_options import (
     NUM,
     STDOUT_ONLY,
     TABLES,
-    URL,
     ReaderOptions,
     Shape,
     any_text,
@@ -23,6 +22,7 @@ from agentledger.runner.shell_gate.reader_options import (
     one_of,
     positionals,
     selectors,
+    url_problem,
     write_out,
 )
 
@@ -233,8 +233,9 @@ def _fetch(options: ReaderOptions) -> Callable[[list[str]], str]:
         if not urls:
             return "a URL is needed"
         for url in urls:
-            if not URL.fullmatch(url):
-                return f"{url!r}: only http:// and https:// URLs are read"
+            problem = url_problem(url)
+            if problem:
+                return problem
         return ""
 
     return check
@@ -509,7 +510,7 @@ READERS: dict[str, Reader] = {
     # curl: -q (it must come first) skips .curlrc; only http and https, redirects included.
     "curl": Reader(
         _fetch(_CURL_OPTIONS),
-        forced=("-q", "--proto", "=http,https", "--proto-redir", "=http,https"),
+        forced=("-q", "--globoff", "--proto", "=http,https", "--proto-redir", "=http,https"),
     ),
     "wget": Reader(_fetch(_WGET_OPTIONS), forced=("--no-config", "--max-redirect=5")),
     # The agent's key (SSH_AUTH_SOCK) is a Unix socket.

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DESTINATION",
     "HOST",
+    "HTTP_PORTS",
     "INT",
     "INTEGER",
     "NAME",
@@ -30,6 +31,7 @@ __all__ = [
     "one_of",
     "positionals",
     "selectors",
+    "url_problem",
     "write_out",
 ]
 
@@ -59,6 +61,14 @@ NAME = Shape(r"[A-Za-z0-9_.:@%/-]{1,253}")
 HOST = Shape(r"[A-Za-z0-9_.:\[\]-]{1,253}")
 DESTINATION = Shape(r"([A-Za-z0-9_.-]{1,64}@)?[A-Za-z0-9_.:\[\]-]{1,253}")
 URL = Shape(r"(?i)https?://[^\s\x00-\x1f\x7f]+")
+_AUTHORITY = Shape(
+    r"(?i)(https?)://([A-Za-z0-9_.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(:[0-9]{1,5})?([/?#][^\s\x00-\x1f\x7f]*)?"
+)
+HTTP_PORTS = frozenset((80, 443, 3000, 5000, 8000, 8008, 8080, 8081, 8443, 8888, 9090))
+"""The ports a network reader may name in a URL: those HTTP and HTTPS servers listen on. A
+line-protocol daemon (redis, memcached, SMTP) reads each line of a request as a command of
+its own, wherever it runs (loopback, a private address, a name that resolves to one), so
+the port, not the host, is what is checked."""
 
 
 class ReaderOptions:
@@ -166,17 +176,42 @@ _FRAMING = frozenset(
 """Headers that change how a request is framed or turn it into another protocol."""
 
 
+_TOKEN = Shape(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}")
+"""An RFC 7230 token: what a header's name is; no blank or control in it."""
+
+
 def header(value: str) -> bool:
-    """A header a read may send: not one from a file (`@FILE`: lines the check cannot see),
-    nor one that overrides the method or changes the request's framing."""
-    name = value.partition(":")[0].strip().lower()
+    """A header a read may send: ``Name: value`` with a name that is an RFC 7230 token (a
+    line ``SET k: v`` is a command to a line-protocol daemon), not one from a file
+    (`@FILE`), not one that overrides the method or changes the request's framing, and no
+    Host header but one that names a host (``Host:`` and ``Host;`` remove or empty it, and a
+    request without one passes a daemon's guard against HTTP, as redis's)."""
+    name, colon, rest = value.partition(":")
+    lowered = name.lower()
     return (
-        value.isprintable()
-        and not value.lstrip().startswith("@")
-        and "method" not in name
-        and "override" not in name
-        and name not in _FRAMING
+        bool(colon)
+        and _TOKEN.fullmatch(name)
+        and rest.isprintable()
+        and "method" not in lowered
+        and "override" not in lowered
+        and lowered not in _FRAMING
+        and (lowered != "host" or HOST.fullmatch(rest.strip()))
     )
+
+
+def url_problem(url: str) -> str:
+    """Why `url` may not be read ("" when it may): only http and https, a host name or
+    address without user information, and a port of `HTTP_PORTS`."""
+    if not URL.fullmatch(url) or not _AUTHORITY.fullmatch(url):
+        return f"{url!r}: only http:// and https:// URLs of a host name or address are read"
+    scheme, _, rest = url.partition("://")
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    port = authority.rsplit("]", 1)[-1].partition(":")[2]
+    number = int(port) if port else (443 if scheme.lower() == "https" else 80)
+    if number not in HTTP_PORTS:
+        known = ", ".join(str(known) for known in sorted(HTTP_PORTS))
+        return f"{url!r}: port {number} is not one HTTP servers use ({known})"
+    return ""
 
 
 def write_out(value: str) -> bool:
