@@ -283,3 +283,31 @@ def test_the_keyring_probe_adds_a_key_where_nothing_refuses_it(tmp_path: Path) -
         assert _keys_named(description)
     finally:
         _drop_keys(description)
+
+
+VSOCK = """import socket
+try:
+    socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()
+    print("vsock made")
+except OSError as exc:
+    print("vsock", exc.errno)
+"""
+
+
+@pytest.mark.parametrize("reader", [False, True], ids=["command", "unix-socket-reader"])
+def test_no_vsock_socket_from_the_sandbox(sandbox: Sandbox, tmp_path: Path, reader: bool) -> None:
+    """vsock is in no namespace: on a virtual machine a sandboxed command could reach the
+    hypervisor's services through it. Refused (EACCES) for commands and readers alike."""
+    from agentledger.runner.shell_gate.netreaders import NetworkGrant
+
+    script = tmp_path / "vsock.py"
+    script.write_text(VSOCK)
+    script.chmod(0o644)
+    if reader:
+        grant = NetworkGrant(["/usr/bin/python3", str(script)], "reader")
+        grant.host_network, grant.unix_sockets = False, True
+        done = run_shell("", timeout=20, cwd="/", sandbox=sandbox, grant=grant)
+        shown = bytes(done.stdout.head).decode()
+    else:
+        _, shown = jailed(sandbox, f"/usr/bin/python3 {script}")
+    assert shown == "vsock 13\n"

@@ -27,6 +27,7 @@ import sys
 __all__ = ["filter_program", "sandbox_filter_fd"]
 
 _AF_UNIX = 1
+_AF_VSOCK = 40  # not in any namespace: on a virtual machine it reaches the hypervisor's side
 _EACCES = 13
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
@@ -44,18 +45,22 @@ _ARCHITECTURES = {
 
 def filter_program(machine: str | None = None, *, unix_sockets: bool = False) -> bytes | None:
     """The BPF program for `machine` (default: this one's), or None where there is none. It
-    refuses io_uring and the keyring calls, and `socket(AF_UNIX, ...)` unless `unix_sockets`."""
+    refuses io_uring, the keyring calls, `socket(AF_VSOCK, ...)` (no namespace holds it: on
+    a virtual machine it reaches the host's services) and `socket(AF_UNIX, ...)` unless
+    `unix_sockets`."""
     found = _ARCHITECTURES.get(machine or os.uname().machine)
     if found is None:
         return None
     arch, socket_call, refused = found
     deny = _RET_ERRNO | _EACCES
     # Each jump below counts the instructions it skips; `deny` is always the last one.
-    tail = [] if unix_sockets else [
-        (_JEQ, 0, 2, socket_call),  # socket: look at its family, else allow
+    families = (_AF_VSOCK,) if unix_sockets else (_AF_UNIX, _AF_VSOCK)
+    tail = [
+        (_JEQ, 0, len(families) + 1, socket_call),  # socket: look at its family, else allow
         (_LD_ABS, 0, 0, 16),  # args[0], the address family (low word)
-        (_JEQ, 1, 0, _AF_UNIX),  # AF_UNIX: refused
-    ]  # fmt: skip
+    ]
+    # each refused family: to `deny`, past the other families and the allow
+    tail += [(_JEQ, len(families) - index, 0, family) for index, family in enumerate(families)]
     tail += [(_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, deny)]
     program = [
         (_LD_ABS, 0, 0, 4),  # the architecture
