@@ -86,6 +86,27 @@ def test_what_the_clean_environment_keeps(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
+def test_locale_and_zone_that_name_a_file_are_dropped_and_the_umask_is_reset(
+    tmp_path: Path,
+) -> None:
+    # glibc loads a locale or zone from any path such a value names; the agent's umask 000
+    # would leave whatever an approved command writes world-writable.
+    kept = {"TZ": ":Europe/Paris", "LC_TIME": "C.UTF-8", "LANG": "en_US.UTF-8"}
+    dropped = {"TZ": ":/tmp/evil.tz", "LC_ALL": "/tmp/locale", "LC_TIME": "../../tmp/l"}
+    assert {k: v for k, v in clean_environment(kept).items() if k in kept} == kept
+    assert not set(clean_environment(dropped)) & set(dropped)
+    assert clean_environment({"TZ": "Europe/../../tmp/z"}).get("TZ") is None
+    target = tmp_path / "written"
+    old = os.umask(0)
+    try:
+        gate = vouching_gate(tmp_path, f"touch {target}", dict(os.environ))
+        result = gate.run(f"touch {target}")
+    finally:
+        os.umask(old)
+    assert result.decision.decision == "allowed" and result.exit_code == 0, result
+    assert oct(target.stat().st_mode & 0o777) == oct(0o644)
+
+
 def test_a_sandboxed_read_keeps_the_agents_environment(tmp_path: Path) -> None:
     # Inside the sandbox nothing it does can last: the agent's variables still apply there.
     env = {**os.environ, "GATE_VALUE": "kept"}

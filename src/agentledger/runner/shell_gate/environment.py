@@ -7,7 +7,9 @@ runs a file before the command, ``PATH`` finds another program, ``LD_PRELOAD`` l
 library, ``GIT_*``, ``KUBECONFIG``, ``PYTHON*`` or ``PERL5*`` turn a tool elsewhere. Such a
 command therefore starts with only what is listed here (an allowlist, so that no variable
 nobody thought of gets through): the system ``PATH``, the user's own ``HOME``, ``USER`` and
-``LOGNAME`` from the password database, the locale (``LANG``, ``LC_*``), ``TERM`` and ``TZ``.
+``LOGNAME`` from the password database, the locale (``LANG``, ``LC_*``), ``TERM`` and ``TZ``
+(the last two kinds only when they name the system's own locale or zone, not a file), and
+the shell that starts the command sets umask 022 (`execute`).
 Network readers get the same, and what their daemons' sockets need (`netreaders`).
 """
 
@@ -43,5 +45,21 @@ def clean_environment(environ: Mapping[str, str], also: Iterable[str] = ()) -> d
     kept = {*KEPT_VARIABLES, *also}
     for name, value in environ.items():
         if (name in kept or name.startswith("LC_")) and value.isprintable():
+            if name in _NAMED_FILES and not _names_a_system_file(name, value):
+                continue
             env[name] = value
     return env
+
+
+_NAMED_FILES = frozenset(("LANG", "TZ")) | {f"LC_{part}" for part in (
+    "ALL", "CTYPE", "NUMERIC", "TIME", "COLLATE", "MONETARY", "MESSAGES", "PAPER", "NAME",
+    "ADDRESS", "TELEPHONE", "MEASUREMENT", "IDENTIFICATION")}  # fmt: skip
+
+
+def _names_a_system_file(name: str, value: str) -> bool:
+    """glibc reads a locale or time zone from any path such a value names (``TZ=:/tmp/z``,
+    ``LC_ALL=/tmp/l``): only names of the system's own are kept (``Europe/Paris``, ``C.UTF-8``)."""
+    if name == "TZ":
+        zone = value.removeprefix(":")
+        return not zone.startswith("/") and ".." not in zone.split("/")
+    return "/" not in value

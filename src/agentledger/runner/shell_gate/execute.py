@@ -188,11 +188,12 @@ def _reader_jobs(grant: NetworkGrant, env: Mapping[str, str] | None) -> list[_Jo
 
 
 def _shell_argv(command: str, cwd: str | None) -> list[str]:
+    """A command outside the sandbox: started by a first shell that sets the usual umask (the
+    agent's could be 000: an approved `tee /etc/x` would leave a world-writable file) and,
+    since posix_spawn cannot change directory before exec, goes to `cwd`."""
     shell = find_shell()
-    if cwd is None:
-        return [shell, "-c", command]
-    # posix_spawn cannot change directory before exec; a first shell does it.
-    return [shell, "-c", 'cd -- "$1" && exec "$0" -c "$2"', shell, cwd, command]
+    place = "" if cwd is None else 'cd -- "$1" && '
+    return [shell, "-c", f'umask 022 && {place}exec "$0" -c "$2"', shell, cwd or "", command]
 
 
 def _read_ready(fd: int) -> bytes:
