@@ -36,7 +36,10 @@ def test_every_entry_point_group_read_is_named() -> None:
     found = set()
     for path in SRC.rglob("*.py"):
         found.update(re.findall(r"""["'](agentledger\.[a-z_]+)["']""", path.read_text()))
-        assert "entry_points(" not in path.read_text() or path.name in {"backends.py", "custom.py"}
+        # plugin_search.py only stands in for importlib.metadata while pydantic looks for
+        # its own plugins (no group of ours is read there).
+        readers = {"backends.py", "custom.py", "plugin_search.py"}
+        assert "entry_points(" not in path.read_text() or path.name in readers
     groups = {name for name in found if name.endswith(("_backends", "scorers"))}
     assert groups == named
 

@@ -526,3 +526,16 @@ def test_storage_and_system_readers_are_known_by_option(
     investigate: Gate, line: str, kind: str
 ) -> None:
     assert investigate.decide(line).classification.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("port", "allowed"),
+    [(80, True), (443, True), (5050, True), (6060, True), (3000, True), (8080, True),
+     (25, False), (21, False), (110, False), (6379, False), (11211, False), (5432, False),
+     (3306, False), (9092, False), (27017, False), (26379, False)],
+)  # fmt: skip
+def test_a_reader_url_reaches_web_ports_not_known_daemons(port: int, allowed: bool) -> None:
+    from agentledger.runner.shell_gate.reader_options import url_problem
+
+    problem = url_problem(f"http://127.0.0.1:{port}/")
+    assert (problem == "") is allowed, problem

@@ -68,6 +68,8 @@ def unproven_call(tokens: list[Token]) -> str | None:
         before = tokens[index - 1] if index else ("", "")
         if before in (("op", "."), ("op", "::")) or before == ("name", "as"):
             continue  # qualified (pg_catalog.lower) or a type's modifier (varchar(20))
+        if before[1].lower() == "tablesample":
+            continue  # a sampling method (BERNOULLI (10)): a C handler, not a SQL function
         if kind == "quoted" and name not in _signatures():
             # `"Lower"('x')`: a quoted name keeps its case, and no built-in is called so.
             return f'no built-in is named "{name}": only a schema\'s function can answer to it'

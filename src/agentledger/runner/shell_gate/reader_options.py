@@ -12,10 +12,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DESTINATION",
     "HOST",
-    "HTTP_PORTS",
     "INT",
     "INTEGER",
     "NAME",
+    "NOT_HTTP_PORTS",
     "NUM",
     "NUMBER",
     "STDOUT_ONLY",
@@ -64,11 +64,28 @@ URL = Shape(r"(?i)https?://[^\s\x00-\x1f\x7f]+")
 _AUTHORITY = Shape(
     r"(?i)(https?)://([A-Za-z0-9_.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(:[0-9]{1,5})?([/?#][^\s\x00-\x1f\x7f]*)?"
 )
-HTTP_PORTS = frozenset((80, 443, 3000, 5000, 8000, 8008, 8080, 8081, 8443, 8888, 9090))
-"""The ports a network reader may name in a URL: those HTTP and HTTPS servers listen on. A
-line-protocol daemon (redis, memcached, SMTP) reads each line of a request as a command of
-its own, wherever it runs (loopback, a private address, a name that resolves to one), so
-the port, not the host, is what is checked."""
+NOT_HTTP_PORTS = frozenset((
+    1433, 1521, 1883, 2049, 2181, 3260, 3306, 3389, 4369, 5222, 5432, 5433, 5671, 5672, 6000,
+    6379, 6380, 6667, 7000, 7001, 8125, 9042, 9092, 9160, 9300, 11211, 25672, 26379, 27017,
+    27018, 27019, 28015, 61613, 61614, 61616,
+))  # fmt: skip
+"""Ports of daemons a request must not reach even with a read method: line and binary
+protocols that take each line of a request as a command (redis and its sentinel,
+memcached, IRC, MQTT, STOMP, XMPP, statsd, AMQP, Kafka, ZooKeeper, Erlang's epmd),
+databases (PostgreSQL, MySQL, SQL Server, Oracle, MongoDB, Cassandra, RethinkDB,
+Elasticsearch's transport), NFS, iSCSI, X11 and RDP. HTTP APIs on other ports (dashboards,
+metrics, a development server on 5000 or 5050) are read with GET like any web server."""
+
+
+def port_problem(number: int) -> str:
+    """Why a request may not go to TCP port `number` ("" when it may): 80 and 443, and an
+    unprivileged port (1024 and above) that is none of `NOT_HTTP_PORTS`. Below 1024 lie the
+    line protocols of old (SMTP 25, POP 110, IMAP 143, FTP 21, telnet 23, ...)."""
+    if number in (80, 443) or (number >= 1024 and number not in NOT_HTTP_PORTS):
+        return ""
+    if number < 1024:
+        return f"port {number} is below 1024 and not 80 or 443 (a system service's)"
+    return f"port {number} is a known daemon's that is not a web server (NOT_HTTP_PORTS)"
 
 
 class ReaderOptions:
@@ -201,17 +218,15 @@ def header(value: str) -> bool:
 
 def url_problem(url: str) -> str:
     """Why `url` may not be read ("" when it may): only http and https, a host name or
-    address without user information, and a port of `HTTP_PORTS`."""
+    address without user information, and a port `port_problem` allows."""
     if not URL.fullmatch(url) or not _AUTHORITY.fullmatch(url):
         return f"{url!r}: only http:// and https:// URLs of a host name or address are read"
     scheme, _, rest = url.partition("://")
     authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
     port = authority.rsplit("]", 1)[-1].partition(":")[2]
     number = int(port) if port else (443 if scheme.lower() == "https" else 80)
-    if number not in HTTP_PORTS:
-        known = ", ".join(str(known) for known in sorted(HTTP_PORTS))
-        return f"{url!r}: port {number} is not one HTTP servers use ({known})"
-    return ""
+    problem = port_problem(number)
+    return f"{url!r}: {problem}" if problem else ""
 
 
 def write_out(value: str) -> bool:
