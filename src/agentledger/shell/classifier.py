@@ -55,7 +55,7 @@ _SUBSTITUTIONS = ("command_substitution", "process_substitution")
 _DECLARATIONS = ("declaration_command", "unset_command")
 _ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
 _NAME_TESTS = frozenset(["-v", "-R"])
-_OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt"])
+_OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt", "curl", "wget"])
 """Builtins whose words bash may evaluate or read later text by (`differential`)."""
 _parser_lock = allocate_lock()  # a tree-sitter parser parses one text at a time
 
