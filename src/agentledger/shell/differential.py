@@ -161,8 +161,8 @@ def _unparsed_backquote(node: Node) -> bool:
 def option_problem(name: str, words: Sequence[Word]) -> str | None:
     """Why running builtin `name` with `words` makes bash evaluate or read later text in a way
     the gate does not follow, or why the URL reader `name` (curl, wget) may not read with
-    `words` (`fetch_words`, the check the gate's network readers get, here for every place
-    the classifier sees one, a remote command over ssh included), or None."""
+    `words` (`fetch_words`, the check the gate's network readers get, applied by the
+    classifier to a remote command over ssh, which no sandbox holds), or None."""
     if name in ("test", "["):
         return _test_names(words)
     if name == "wait":

@@ -1,7 +1,6 @@
 """The one check of a URL reader's words (`curl`, `wget`): used where the gate gives one the
-host's network (`runner.shell_gate.reader_checks`) and wherever the classifier judges one,
-a remote command over ssh included, so that a line is read-only only when the reader's own
-check passes.
+host's network (`runner.shell_gate.reader_checks`) and where the classifier judges one run
+over ssh (no sandbox holds it), so that such a line is read-only only when this check passes.
 
 Each option exactly as listed, each value of the kind listed (headers with RFC 7230 names,
 no emptied Host, no method override), GET or HEAD only, and URLs of http or https on a port
