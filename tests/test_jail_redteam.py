@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from tests.jail_helpers import need_bwrap
 
-from agentledger.runner.shell_gate.reader_options import header
 from agentledger.shell.classifier import classify
+from agentledger.shell.reader_options import header
 
 
 @pytest.mark.parametrize(

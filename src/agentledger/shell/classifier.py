@@ -55,7 +55,8 @@ _SUBSTITUTIONS = ("command_substitution", "process_substitution")
 _DECLARATIONS = ("declaration_command", "unset_command")
 _ARITHMETIC_TESTS = frozenset(["-eq", "-ne", "-lt", "-le", "-gt", "-ge"])
 _NAME_TESTS = frozenset(["-v", "-R"])
-_OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt"])
+_OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt", "curl", "wget"])
+_URL_READERS = ("curl", "wget")  # checked here over ssh; here, netreaders checks them
 """Builtins whose words bash may evaluate or read later text by (`differential`)."""
 _parser_lock = allocate_lock()  # a tree-sitter parser parses one text at a time
 
@@ -552,7 +553,7 @@ class _Walker:
             why = "an alias defined earlier in the line" if name in self.aliases else "aliases"
             self.own(words, via, text, UNKNOWN, f"{name} may mean anything: {why} changed it")
             return
-        if base in _OPTION_CHECKS:
+        if base in _OPTION_CHECKS and ("ssh" in via or base not in _URL_READERS):
             problem = option_problem(base, words[1:])
             if problem is not None:
                 self.add(text, UNKNOWN, problem, via)

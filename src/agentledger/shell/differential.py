@@ -160,7 +160,9 @@ def _unparsed_backquote(node: Node) -> bool:
 
 def option_problem(name: str, words: Sequence[Word]) -> str | None:
     """Why running builtin `name` with `words` makes bash evaluate or read later text in a way
-    the gate does not follow, or None."""
+    the gate does not follow, or why the URL reader `name` (curl, wget) may not read with
+    `words` (`fetch_words`, the check the gate's network readers get, applied by the
+    classifier to a remote command over ssh, which no sandbox holds), or None."""
     if name in ("test", "["):
         return _test_names(words)
     if name == "wait":
@@ -173,6 +175,18 @@ def option_problem(name: str, words: Sequence[Word]) -> str | None:
         return _set_options(words)
     if name == "shopt":
         return _shopt_options(words)
+    if name in ("curl", "wget"):
+        from agentledger.shell.fetch_words import check_fetch
+
+        values = [word.value for word in words]
+        if None in values:
+            return f"{name}: its words are only known at run time, so not checked as a reader's"
+        problem = check_fetch(name, [value for value in values if value is not None])
+        return (
+            f"{name} reads only with the words a network reader may use: {problem}"
+            if problem
+            else None
+        )
     return None
 
 

@@ -35,7 +35,7 @@ from agentledger.runner.shell_gate.environment import (
     clean_environment,
 )
 from agentledger.runner.shell_gate.reader_checks import READERS
-from agentledger.runner.shell_gate.reader_options import Shape
+from agentledger.shell.reader_options import Shape
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

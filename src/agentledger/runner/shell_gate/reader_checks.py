@@ -4,26 +4,23 @@ what each gets (the host's network, the daemons' sockets, capabilities as root).
 from __future__ import annotations
 
 from agentledger.runner.shell_gate.reader_ip import check_ip
-from agentledger.runner.shell_gate.reader_options import (
+from agentledger.shell.fetch_words import CURL_FORCED, WGET_FORCED, check_curl, check_wget
+from agentledger.shell.reader_options import (
     DESTINATION,
     HOST,
     INT,
     NAME,
     NUM,
-    STDOUT_ONLY,
     TABLES,
     ReaderOptions,
     Shape,
     any_text,
-    header,
     interval,
     matches,
     names,
     one_of,
     positionals,
     selectors,
-    url_problem,
-    write_out,
 )
 
 TYPE_CHECKING = False
@@ -196,49 +193,6 @@ def _nslookup(args: list[str]) -> str:
         elif not HOST.fullmatch(word):
             return f"{word!r}: nslookup takes a name and, optionally, a server"
     return "" if 1 <= sum(not w.startswith("-") for w in args) <= 2 else "nslookup needs a name"
-
-
-_CURL_OPTIONS = ReaderOptions(
-    "-s --silent -S --show-error -f --fail --fail-with-body -L --location -I --head -i "
-    "--include -v --verbose -k --insecure -4 -6 --compressed -N --no-buffer --http1.1 "
-    "--http2 -g --globoff -q",
-    {
-        **dict.fromkeys(("-m", "--max-time", "--connect-timeout"), NUM),
-        **dict.fromkeys(("--retry", "--max-filesize", "--max-redirs"), INT),
-        **dict.fromkeys(("-H", "--header"), header),
-        **dict.fromkeys(("-A", "--user-agent", "-u", "--user", "-r", "--range"), any_text),
-        **dict.fromkeys(("-w", "--write-out"), write_out),
-        **dict.fromkeys(("-X", "--request"), one_of("GET", "HEAD")),
-        **dict.fromkeys(("-o", "--output"), STDOUT_ONLY),
-    },
-)
-_WGET_OPTIONS = ReaderOptions(
-    "-q --quiet -S --server-response --spider --no-check-certificate -4 -6 -nv --no-verbose",
-    {
-        **dict.fromkeys(("-O", "--output-document"), STDOUT_ONLY),
-        **dict.fromkeys(("-T", "--timeout"), NUM),
-        **dict.fromkeys(("-t", "--tries", "--max-redirect"), INT),
-        **dict.fromkeys(("--header",), header),
-        **dict.fromkeys(("-U", "--user-agent"), any_text),
-    },
-)
-
-
-def _fetch(options: ReaderOptions) -> Callable[[list[str]], str]:
-    def check(args: list[str]) -> str:
-        _, _, problem = options.parse(args, stop_at_positional=False)
-        if problem:
-            return problem
-        urls = positionals(args, options)
-        if not urls:
-            return "a URL is needed"
-        for url in urls:
-            problem = url_problem(url)
-            if problem:
-                return problem
-        return ""
-
-    return check
 
 
 _SSH_OPTIONNAMES = names(
@@ -509,10 +463,10 @@ READERS: dict[str, Reader] = {
     "nslookup": Reader(_nslookup),
     # curl: -q (it must come first) skips .curlrc; only http and https, redirects included.
     "curl": Reader(
-        _fetch(_CURL_OPTIONS),
-        forced=("-q", "--globoff", "--proto", "=http,https", "--proto-redir", "=http,https"),
+        check_curl,
+        forced=CURL_FORCED,
     ),
-    "wget": Reader(_fetch(_WGET_OPTIONS), forced=("--no-config", "--max-redirect=5")),
+    "wget": Reader(check_wget, forced=WGET_FORCED),
     # The agent's key (SSH_AUTH_SOCK) is a Unix socket.
     "ssh": Reader(_ssh, unix_sockets=True),
     "systemctl": Reader(_systemctl, host_network=False, unix_sockets=True),

@@ -10,7 +10,7 @@ be `ip link set` (ip takes it so), and is refused; `ip l sh` is `ip link show`.
 
 from __future__ import annotations
 
-from agentledger.runner.shell_gate.reader_options import ReaderOptions, selectors
+from agentledger.shell.reader_options import ReaderOptions, selectors
 
 __all__ = ["check_ip", "ip_command", "ip_object"]
 
