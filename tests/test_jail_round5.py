@@ -535,7 +535,7 @@ def test_storage_and_system_readers_are_known_by_option(
      (3306, False), (9092, False), (27017, False), (26379, False)],
 )  # fmt: skip
 def test_a_reader_url_reaches_web_ports_not_known_daemons(port: int, allowed: bool) -> None:
-    from agentledger.runner.shell_gate.reader_options import url_problem
+    from agentledger.shell.reader_options import url_problem
 
     problem = url_problem(f"http://127.0.0.1:{port}/")
     assert (problem == "") is allowed, problem
