@@ -141,7 +141,8 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("bearer-token", r"\bbearer\s+(?P<secret>(?!X{6,}(?![A-Za-z0-9]))[A-Za-z0-9._~+/=-]{6,})", "i"),
     (
         "api-key-header",
-        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>(?!\$[{(A-Za-z_])[^\s'\"]{6,})",
+        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*"
+        r"(?P<secret>(?!\$[{(A-Za-z_]|\*{3,}(?![^\s'\"]))[^\s'\"]{6,})",
         "i",
     ),
     ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
