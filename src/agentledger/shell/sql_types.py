@@ -86,6 +86,11 @@ def unproven_call(text: str, types: ColumnTypes = frozenset()) -> str | None:
     except (SqlglotError, RecursionError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"the calls could not be checked ({first[:120]}): a syntax the check does not read"
+    if _synthesized_intervals(text, statements):
+        return (
+            "an INTERVAL followed by + or - is read by the parser as one interval "
+            "(`interval '1 day' + 5`), not as PostgreSQL's operator: the call is not proven"
+        )
     typer = _Typer({(relation, column): kind for relation, column, kind in types})
     for statement in statements:
         if statement is None:
@@ -95,6 +100,23 @@ def unproven_call(text: str, types: ColumnTypes = frozenset()) -> str | None:
             if why is not None:
                 return why
     return None
+
+
+def _synthesized_intervals(text: str, statements: list[Any]) -> bool:
+    """True when sqlglot made more intervals than the text writes: it reads `interval '1 day'
+    + 5` as the sum of two intervals, where PostgreSQL calls the operator +(interval, integer)
+    (a schema's, there being no built-in)."""
+    from sqlglot import exp
+    from sqlglot.tokens import TokenType
+
+    written = sum(
+        token.token_type == TokenType.INTERVAL for token in _raw_dialect()().tokenize(text)
+    )
+    made = sum(
+        1 for statement in statements if statement is not None
+        for _ in statement.find_all(exp.Interval)
+    )  # fmt: skip
+    return made > written
 
 
 @lru_cache(maxsize=1)
