@@ -107,7 +107,7 @@ def _synthesized_intervals(text: str, statements: list[Any]) -> bool:
     + 5` as the sum of two intervals, where PostgreSQL calls the operator +(interval, integer)
     (a schema's, there being no built-in)."""
     from sqlglot import exp
-    from sqlglot.tokens import TokenType
+    from sqlglot import TokenType
 
     written = sum(
         token.token_type == TokenType.INTERVAL for token in _raw_dialect()().tokenize(text)
@@ -116,7 +116,7 @@ def _synthesized_intervals(text: str, statements: list[Any]) -> bool:
         1 for statement in statements if statement is not None
         for _ in statement.find_all(exp.Interval)
     )  # fmt: skip
-    return made > written
+    return bool(made > written)
 
 
 @lru_cache(maxsize=1)
