@@ -2,8 +2,9 @@
 
 `CREATE FUNCTION public.lower(int) ... DELETE ...` makes `SELECT lower(5)` and `ORDER BY
 lower(1)` run it: PostgreSQL picks a function whose argument types match exactly before a
-built-in reached by an implicit cast. The guard reads the types of literal arguments and
-refuses a call that no built-in signature of its name takes as written; each case below
+built-in reached by an implicit cast. The guard infers the types of the arguments and
+refuses a call that no built-in signature of its name takes exactly (`sql_types`; the
+generated differential test is tests/test_guard_types_differential.py); each case below
 creates the overload for the literal's own type and runs the call, and whatever the guard
 lets through must not have run it. A column's type the text does not show: a connection in
 a read-only transaction stops such an overload's write, whatever the guard answered.

@@ -6,7 +6,8 @@ A real PostgreSQL gets `public` overloads of built-in names (`lower`, `length`, 
 forms are generated from a pool of argument expressions: literals, casts, typed literals,
 arrays, arithmetic, nested calls, subqueries, CASE, NULL, ROW, declared columns of a table and
 columns of subqueries, named arguments and VARIADIC. Each form is run on the server and checked
-by the guard: "the guard says read-only" must imply "no overload ran". The test also holds that
+by the guard: "the guard says read-only" must imply "no overload ran" (columns of `t` are
+declared with their types, as an expect may). The test also holds that
 the generated forms do reach overloads (so it can fail) and that the guard passes a good part
 of them (so it does not refuse everything).
 """
@@ -169,3 +170,20 @@ def test_a_declared_column_type_is_checked() -> None:
     assert check({"sql": "SELECT lower(n::text) FROM t"}, EXPECT).ok
     # Undeclared, the column's type is assumed: the connection must hold (docs/guard.md).
     assert check({"sql": "SELECT lower(n) FROM t"}, {"sql_read_only": True}).ok
+
+
+@pytest.mark.parametrize("kind", [5, "", None, ["integer"]])
+def test_a_declared_type_that_is_not_a_type_name_is_an_error_naming_the_field(kind: Any) -> None:
+    from agentledger.errors import RecordError
+
+    expect = {"sql_read_only": {"columns": {"t": {"n": kind}}}}
+    with pytest.raises(RecordError) as raised:
+        check({"sql": "SELECT 1"}, expect)
+    assert "sql_read_only.columns.t.n" in str(raised.value)
+
+
+def test_a_declared_type_not_built_in_proves_no_call() -> None:
+    """A column of a type the schema made (an enum, a domain): no built-in takes it exactly."""
+    expect = {"sql_read_only": {"columns": {"t": {"mood": "mood_enum", "n": "int4"}}}}
+    assert not check({"sql": "SELECT lower(mood) FROM t"}, expect).ok
+    assert check({"sql": "SELECT abs(n) FROM t"}, expect).ok  # int4 is integer

@@ -78,14 +78,21 @@ _TYPE_NAMES = {
 def unproven_call(text: str, types: ColumnTypes = frozenset()) -> str | None:
     """Why a call or operator in `text` may run a schema's function in place of the built-in
     of its name, or None. `text` is parsed again with every call kept as written."""
+    import logging
+
     import sqlglot
     from sqlglot.errors import SqlglotError
 
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # "falling back to parsing as a Command": the analysis's
     try:
         statements = sqlglot.parse(text, read=_raw_dialect())
     except (SqlglotError, RecursionError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"the calls could not be checked ({first[:120]}): a syntax the check does not read"
+    finally:
+        logger.setLevel(level)
     if _synthesized_intervals(text, statements):
         return (
             "an INTERVAL followed by + or - is read by the parser as one interval "
@@ -106,8 +113,7 @@ def _synthesized_intervals(text: str, statements: list[Any]) -> bool:
     """True when sqlglot made more intervals than the text writes: it reads `interval '1 day'
     + 5` as the sum of two intervals, where PostgreSQL calls the operator +(interval, integer)
     (a schema's, there being no built-in)."""
-    from sqlglot import exp
-    from sqlglot import TokenType
+    from sqlglot import TokenType, exp
 
     written = sum(
         token.token_type == TokenType.INTERVAL for token in _raw_dialect()().tokenize(text)
@@ -233,6 +239,12 @@ class _Typer:
             return self._column(node)
         if isinstance(node, exp.Anonymous):
             return self._call(node)
+        if isinstance(node, exp.Substring):
+            # `substring(x, 1, 2)` is resolved by the search path (its FROM/FOR form calls
+            # pg_catalog's, but sqlglot reads both alike): checked as a call.
+            parts = [node.this, node.args.get("start"), node.args.get("length")]
+            kinds = [self.type_of(part) for part in parts if part is not None]
+            return self._resolve(node, "substring", kinds, _catalog()[0]["substring"])
         if isinstance(node, exp.Dot):
             self.type_of(node.expression)
             return None  # pg_catalog.lower(...): named, resolved there only
