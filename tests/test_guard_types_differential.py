@@ -214,3 +214,23 @@ def test_plain_reads_are_refused_only_for_what_cannot_be_proven() -> None:
     unexpected = [sql for sql in refused if not any(part in sql for part in REFUSED_PLAIN_READS)]
     assert unexpected == []
     assert len(refused) <= 9, refused
+
+
+def test_explain_of_an_unproven_call_is_not_read_only_to_the_gate(pg_url: str) -> None:
+    """Planning folds an IMMUTABLE function of constant arguments: `EXPLAIN SELECT lower(5)`
+    runs a schema's IMMUTABLE lower(integer) without ANALYZE (shown on the server)."""
+    import psycopg
+
+    from agentledger.shell.classifier import classify
+
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute("CREATE SEQUENCE hits")
+        db.execute(
+            "CREATE FUNCTION public.lower(a integer) RETURNS text IMMUTABLE LANGUAGE plpgsql "
+            "AS $$BEGIN PERFORM nextval('hits'); RETURN 'x'; END$$"
+        )
+        db.execute("EXPLAIN SELECT lower(5)").fetchall()
+        assert db.execute("SELECT is_called FROM hits").fetchone() == (True,)
+    assert classify("psql -c 'EXPLAIN SELECT lower(5)'").kind == "unknown"
+    assert classify("psql -c 'EXPLAIN SELECT wipe(1)'").kind == "unknown"
+    assert classify("psql -c 'EXPLAIN DELETE FROM t'").kind == "read-only"  # planned only

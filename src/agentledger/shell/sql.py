@@ -579,6 +579,11 @@ def _command(
             if runs:
                 why = f"EXPLAIN ANALYZE runs the statement: {finding.why}"
                 analysis.findings.append(SqlFinding(finding.kind, why, finding.sql))
+            elif finding.kind == UNKNOWN:
+                # A function the schema may define (`wipe(1)`, `lower(5)` with a schema's
+                # lower(int)): planning runs an IMMUTABLE one of constant arguments.
+                why = f"EXPLAIN plans the statement, which may run a function: {finding.why}"
+                analysis.findings.append(SqlFinding(UNKNOWN, why, finding.sql))
             else:
                 # Planned, not run: harmless to the gate, still not a plain query.
                 analysis.findings.append(SqlFinding(READ_ONLY, finding.why, finding.sql))
