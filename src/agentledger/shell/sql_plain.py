@@ -393,7 +393,8 @@ class _Reader:
             dependent = self.primary()
         while self.take_op("::"):
             self.type_name()
-            dependent = dependent is True  # a constant cast: of a type this reader leaves be
+            # a cast's type is known, even of a column (`0 + id::text`): sql_types decides
+            dependent = False
         return dependent
 
     def type_name(self) -> None:
