@@ -240,12 +240,13 @@ quotes and comments next to operators, reserved words): run with the generated o
 # Word splitting: an unquoted expansion anywhere in a word may make several words, any of
 # them an option (whatever IFS holds); `~-` and `~+` are $OLDPWD and $PWD.
 IFS_SETUPS = ["", "IFS=,; ", "IFS=-; ", "X=' -o /tmp/w'; ", "X=',-o,/tmp/w'; IFS=,; ",
-              "set -- ' -o' /tmp/w; ", "OLDPWD=-o; ", "IFS=o; "]  # fmt: skip
+              "set -- ' -o' /tmp/w; ", "OLDPWD=-o; ", "IFS=o; ",
+              "set -- x -o /tmp/w; ", "A=(x -o /tmp/w); "]  # fmt: skip
 IFS_WORDS = ["a${IFS}-o${IFS}/tmp/w", "a$X", '"a$X"', '"$X"', "k*$IFS-delete", "x$X",
              "x$BASH_EXECUTION_STRING", "a${IFS:0:1}-o${IFS:0:1}/tmp/w",
              "a$(printf ' -o /tmp/w')", "a$1", "$*", "a$@", "a$IFS--to-command=hidden_cmd",
              "x${IFS}--output=/tmp/w", "~-", "a$((1))-o", "'a'$X", "-$X", "a${X:-b}",
-             "a${X}b", "a`printf ' -o /tmp/w'`"]  # fmt: skip
+             "a${X}b", "a`printf ' -o /tmp/w'`", '"a$@"', '"a${A[@]}"', '"${@:2}"']  # fmt: skip
 WORD_COMMANDS = ["sort /etc/hostname", "find /nonexistent -maxdepth 0", "git log -1",
                  "tar -tf /dev/null", "ls -d /", "echo", "grep -s x /etc/hostname"]  # fmt: skip
 

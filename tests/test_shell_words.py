@@ -34,6 +34,9 @@ SPLIT = {
     "OLDPWD": "find ~- -name x",
     "PWD": "find ~+ -name x",
     "quoted, leading": 'sort "$X"',
+    "quoted $@": 'sort "a$@"',
+    "quoted array": 'sort "a${X[@]}"',
+    "quoted names": 'sort "a${!BASH@}"',
 }
 BRACES = {
     "find -delete": "find /tmp/d/ -{delete,print}",
@@ -80,6 +83,7 @@ def test_brace_expansion_is_classified_as_bash_runs_it(line: str) -> None:
         "grep -r x /etc/{hosts,hostname}",
         "find ~ -maxdepth 1 -name x",
         "echo {} {a} x{}y",
+        'sort "a${#X[@]}" /etc/hosts',
     ],
 )
 def test_ordinary_lines_still_run(line: str) -> None:

@@ -162,11 +162,18 @@ _SPLIT = frozenset(
 
 
 def _splits(node: Node) -> bool:
-    """True when `node` holds an expansion outside double quotes (bash splits its result)."""
+    """True when `node` holds an expansion outside double quotes (bash splits its result),
+    or one that makes several words inside them (`"a$@"`, `"${x[@]}"`, `"${!p@}"`)."""
     if node.type in _SPLIT:
         return True
     if node.type == "concatenation":
         return any(_splits(child) for child in node.named_children)
+    if node.type in ("string", "translated_string"):
+        for child in node.named_children:
+            if child.type in ("simple_expansion", "expansion"):
+                text = node_text(child)
+                if "@" in text and not text.startswith("${#"):
+                    return True
     return False
 
 
