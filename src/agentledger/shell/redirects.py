@@ -1,4 +1,5 @@
-"""File redirections of a command line: which read (`< file`) and what an output one writes."""
+"""File redirections of a command line: which read (`< file`), what a redirection gives a
+command as its standard input, and what an output one writes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
 
     from agentledger.shell.knowledge import Knowledge
 
-__all__ = ["is_input", "redirect_parts"]
+__all__ = ["is_empty_input", "is_input", "redirect_parts"]
 
 
 def is_input(redirect: Node) -> bool:
@@ -20,6 +21,16 @@ def is_input(redirect: Node) -> bool:
         if not child.is_named and child.type.startswith("<") and child.type != "<>":
             return True
     return False
+
+
+def is_empty_input(redirect: Node) -> bool:
+    """True for `< /dev/null` exactly: the command reads nothing."""
+    destination = redirect.child_by_field_name("destination")
+    return (
+        is_input(redirect)
+        and destination is not None
+        and node_word(destination).value == "/dev/null"
+    )
 
 
 def redirect_parts(
