@@ -54,7 +54,9 @@ def brace_words(nodes: list[Node]) -> list[Word] | str:
     one when the parser split a word bash reads as one (`'-'\\delete`)."""
     if len(nodes) == 1:
         raw = node_text(nodes[0])
-        plain = node_word(nodes[0])
+        if "{" not in raw:
+            return [node_word(nodes[0], raw)]
+        plain = node_word(nodes[0], raw)
     else:
         raw = "".join(node_text(node) for node in nodes)
         parts = [node_word(node) for node in nodes]

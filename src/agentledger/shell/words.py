@@ -149,9 +149,11 @@ def node_text(node: Node) -> str:
     return text.decode("utf-8", "surrogateescape") if text is not None else ""
 
 
-def node_word(node: Node) -> Word:
-    """The Word of an argument node (word, quoted string, concatenation, expansion, ...)."""
-    raw = node_text(node)
+def node_word(node: Node, raw: str | None = None) -> Word:
+    """The Word of an argument node (word, quoted string, concatenation, expansion, ...);
+    `raw` is its text, when the caller has it."""
+    if raw is None:
+        raw = node_text(node)
     value = _value(node, raw)
     return Word(raw, value, value is None and _splits(node))
 
