@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import os
+from _thread import allocate_lock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tree_sitter import Parser
+    from tree_sitter import Node, Parser
 
-__all__ = ["bash_parser"]
+__all__ = ["bash_parser", "parse"]
 
 _parser: Parser | None = None
+_lock = allocate_lock()  # a tree-sitter parser parses one text at a time
+
+
+def parse(source: bytes) -> Node:
+    """The root node of `source` parsed as bash."""
+    with _lock:
+        return bash_parser().parse(source).root_node
 
 
 def bash_parser() -> Parser:

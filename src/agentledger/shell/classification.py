@@ -16,15 +16,21 @@ __all__ = ["Classification", "CommandVisitor", "Part"]
 
 
 class Part:
-    """One simple command (or redirection) inside a command line, with its class and why."""
+    """One simple command (or redirection) inside a command line, with its class and why.
 
-    __slots__ = ("command", "kind", "reason", "via")
+    `loose` says why the words bash runs may differ from the text (`x${IFS}--root=/tmp`,
+    `{a,--root=/tmp}`): no allow pattern vouches for such a part; empty when they do not."""
 
-    def __init__(self, command: str, kind: str, reason: str, via: tuple[str, ...] = ()) -> None:
+    __slots__ = ("command", "kind", "loose", "reason", "via")
+
+    def __init__(
+        self, command: str, kind: str, reason: str, via: tuple[str, ...] = (), loose: str = ""
+    ) -> None:
         self.command = command
         self.kind = kind
         self.reason = reason
         self.via = via
+        self.loose = loose
 
     def as_dict(self) -> dict[str, Any]:
         """The part as logged in a ShellEvent's `parts`."""

@@ -13,9 +13,8 @@ which gives the same words and costs nothing to load.
 
 from __future__ import annotations
 
-from _thread import allocate_lock
-
-from agentledger.shell.bash_grammar import bash_parser
+from agentledger.shell.bash_grammar import parse
+from agentledger.shell.braces import brace_words
 from agentledger.shell.classification import Classification, CommandVisitor, Part
 from agentledger.shell.differential import node_problem, option_problem, text_problem
 from agentledger.shell.evaluate import assignment, evaluate
@@ -27,18 +26,18 @@ from agentledger.shell.expansions import (
     is_integer,
 )
 from agentledger.shell.knowledge import (
-    DESTRUCTIVE,
-    MUTATING,
     UNKNOWN,
     Knowledge,
     default_knowledge,
 )
-from agentledger.shell.redirects import is_empty_input, is_input
-from agentledger.shell.words import Word, node_text, node_word, plain_words
+from agentledger.shell.redirects import is_empty_input, is_input, redirect_parts
+from agentledger.shell.words import Word, loose_words, node_text, node_word, plain_words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+    from agentledger.shell.evaluate import Job
 
 __all__ = [
     "MAX_DEPTH",
@@ -59,7 +58,6 @@ _NAME_TESTS = frozenset(["-v", "-R"])
 _OPTION_CHECKS = frozenset(["test", "[", "wait", "set", "shopt", "curl", "wget"])
 _URL_READERS = ("curl", "wget")  # checked here over ssh; here, netreaders checks them
 """Builtins whose words bash may evaluate or read later text by (`differential`)."""
-_parser_lock = allocate_lock()  # a tree-sitter parser parses one text at a time
 
 
 def classify(
@@ -146,8 +144,7 @@ class _Walker:
             source = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
             source = text.encode("utf-8", "replace")
-        with _parser_lock:
-            root = bash_parser().parse(source).root_node
+        root = parse(source)
         errors = self.parse_errors
         problem = None if text.isascii() and text.isprintable() else text_problem(text)
         if problem is not None:
@@ -461,57 +458,28 @@ class _Walker:
             return node_word(child).value
         return None
 
-    def redirect(self, node: Node, via: tuple[str, ...]) -> bool:
-        """Classify a file redirection; True when it is an input redirection."""
-        operator, target = "", None
-        for index, child in enumerate(node.children):
-            field = node.field_name_for_child(index)
-            if field == "destination":
-                if target is None:
-                    target = child
-            elif field != "descriptor" and not child.is_named:
-                operator = child.type
-        if target is None:
-            return False
-        if operator.startswith("<") and operator != "<>":
-            return True
-        destination = node_word(target)
-        shown = f"{operator} {destination.raw}"
-        if operator in (">&", "<&") and (target.type == "number" or destination.value == "-"):
-            # Duplicating (2>&1) or closing (>&-) writes no file; >&3 writes where 3 leads.
-            if operator == ">&" and destination.value not in ("1", "2", "-"):
-                self.add(shown, UNKNOWN, f"output to descriptor {destination.raw}: anywhere", via)
-            return False
-        if destination.value is None:
-            self.add(shown, MUTATING, f"output goes to {destination.raw}, named at run time", via)
-            return False
-        from agentledger.shell.paths import write_target
-
-        path = destination.value
-        destructive = self.knowledge.redirects.get("destructive", ())
-        kind, what = write_target(path, destructive=destructive)
-        if kind is None:
-            return False
-        if kind == DESTRUCTIVE:
-            self.add(shown, DESTRUCTIVE, f"output redirected onto {what}", via)
-        else:
-            self.add(shown, MUTATING, f"output redirected to {path} writes {what}", via)
-        self.visitor.writes(destination.raw.strip("'\""), via)
-        return False
+    def redirect(self, node: Node, via: tuple[str, ...]) -> None:
+        """Classify a file redirection (an output one writes a file)."""
+        found, written = redirect_parts(node, self.knowledge)
+        for shown, kind, why in found:
+            self.add(shown, kind, why, via)
+        if written is not None:
+            self.visitor.writes(written, via)
 
     def command(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
-        words: list[Word] = []
+        arguments: list[list[Node]] = []  # the nodes of each word bash reads
         outputs: list[Node] = []
         empty = self.redirected_empty
         for index, child in enumerate(node.children):
             kind = child.type
-            if kind == "command_name":
-                for name in child.named_children:
-                    words.append(node_word(name))
-                    self.substitutions(name, via, depth)
-            elif node.field_name_for_child(index) == "argument":
-                words.append(node_word(child))
-                self.substitutions(child, via, depth)
+            if kind == "command_name" or node.field_name_for_child(index) == "argument":
+                for item in child.named_children if kind == "command_name" else [child]:
+                    if arguments and arguments[-1][-1].end_byte == item.start_byte:
+                        # The parser split what bash reads as one word (`'-'\delete`).
+                        arguments[-1].append(item)
+                    else:
+                        arguments.append([item])
+                    self.substitutions(item, via, depth)
             elif kind == "file_redirect":
                 outputs.append(child)
                 if is_input(child):
@@ -530,6 +498,7 @@ class _Walker:
                     self.environment(node_text(target), value, via, depth, node_text(child))
             elif child.is_named and kind != "comment":
                 self.substitutions(child, via, depth)
+        words = [word for nodes in arguments for word in self.words(nodes, via)]
         if words:
             self.position = node.start_byte
             self.empty_input = empty
@@ -537,23 +506,51 @@ class _Walker:
         for redirect in outputs:
             self.redirect(redirect, via)
 
+    def words(self, nodes: list[Node], via: tuple[str, ...]) -> list[Word]:
+        """The words bash makes of one word (the parser's nodes of it): brace expansion
+        first (`-{a,b}` is two words); one that makes too many words is refused."""
+        found = brace_words(nodes)
+        if isinstance(found, str):
+            raw = "".join(node_text(node) for node in nodes)
+            self.add(raw, UNKNOWN, found, via)
+            return [Word(raw, None, True)]
+        return found
+
     def argv(
         self, words: list[Word], stdin: str | None, via: tuple[str, ...], depth: int, text: str
     ) -> None:
         """Classify one simple command given as words, then the commands it runs."""
+        start = len(self.parts)
+        jobs = self.simple(words, stdin, via, depth, text)
+        loose = loose_words(words)
+        if loose:
+            for part in self.parts[start:]:
+                part.loose = part.loose or loose
+        inner_via = (*via, (words[0].value or "").rsplit("/", 1)[-1])
+        for payload, job_stdin in jobs:
+            if isinstance(payload, str):
+                self.line(payload, job_stdin, inner_via, depth + 1)
+            else:
+                inner = " ".join(word.raw for word in payload)
+                self.argv(payload, job_stdin, inner_via, depth + 1, inner)
+
+    def simple(
+        self, words: list[Word], stdin: str | None, via: tuple[str, ...], depth: int, text: str
+    ) -> list[Job]:
+        """The class of one simple command (its parts); the commands it runs."""
         if depth > MAX_DEPTH:
             self.own(words, via, text, UNKNOWN, "commands nested too deeply to follow")
-            return
+            return []
         name = words[0].value
         if name is None:
             reason = f"the command {words[0].raw} is only known at run time"
             self.own(words, via, text, UNKNOWN, reason)
-            return
+            return []
         base = name.rsplit("/", 1)[-1] if "/" in name else name
         if self.alias_unknown or name in self.aliases:
             why = "an alias defined earlier in the line" if name in self.aliases else "aliases"
             self.own(words, via, text, UNKNOWN, f"{name} may mean anything: {why} changed it")
-            return
+            return []
         if base in _OPTION_CHECKS and ("ssh" in via or base not in _URL_READERS):
             problem = option_problem(base, words[1:])
             if problem is not None:
@@ -561,7 +558,7 @@ class _Walker:
         entry = self.knowledge.entry(base)
         if entry is None:
             self.own(words, via, text, UNKNOWN, f"{base}: not in the command knowledge")
-            return
+            return []
         spec = self.knowledge.spec(entry)
         if spec.aliases:
             self.define_aliases(words[1:])
@@ -583,13 +580,7 @@ class _Walker:
             self.own(words, via, text, own[0], own[1])
         else:
             self.visitor.command(words, via, text, None, None)
-        inner_via = (*via, base)
-        for payload, job_stdin in jobs:
-            if isinstance(payload, str):
-                self.line(payload, job_stdin, inner_via, depth + 1)
-            else:
-                inner = " ".join(word.raw for word in payload)
-                self.argv(payload, job_stdin, inner_via, depth + 1, inner)
+        return jobs
 
     def define_aliases(self, words: list[Word]) -> None:
         """`alias NAME=VALUE`: from here on NAME may mean anything."""

@@ -19,9 +19,15 @@ lines after it ran unseen). So each of these shapes makes the line unknown, with
   (`"${x:-`cmd`}"`), in the body of a here-document with an unquoted delimiter, and an
   escaped backquote inside a backquoted substitution (a nested one, `` `echo \\`cmd\\`` ``).
 
+Words bash makes that the text does not show are read as bash makes them, not refused:
+brace expansion (`braces`), word splitting of unquoted expansions (`words.Word.split`: such a
+word may be several words, any an option), `~+`/`~-` (run-time words), and a word the parser
+splits in two (`'-'\\delete`: the classifier joins the nodes, as bash reads one word).
+
 The differential test (tests/test_shell_differential.py) runs generated lines through real
 bash in a jail, tracing what it executes, and fails when bash runs a command of a line the
-classifier let through without seeing it.
+classifier let through without seeing it, or gives a command words (options) that, read as
+they are, are not read-only.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from agentledger.shell.knowledge import (
 from agentledger.shell.option_words import cluster, parse_options, unread_cluster
 from agentledger.shell.spec_lookup import abbreviated, named_in, subcommand, verb_of
 from agentledger.shell.sql_args import sql_match, stdin_and_sql
-from agentledger.shell.words import Word
+from agentledger.shell.words import Word, may_be_option
 
 __all__ = ["assignment", "evaluate", "output_kind"]
 
@@ -41,10 +41,6 @@ if TYPE_CHECKING:
     Outcome: TypeAlias = tuple[Match | None, list[Job]]
 
 _STDIN_WORD = Word("{stdin}", None)
-# A word that starts with one of these cannot be an option, whatever its expansions give.
-_LITERAL_START = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~:@%+,="
-)
 
 
 def evaluate(
@@ -139,7 +135,7 @@ def _evaluate(
     if spec.names or spec.arithmetic:
         _names(knowledge, spec, label, positionals, jobs, firm)
     if spec.risky_options and not spec.subs:
-        _dynamic_options(label, positionals, firm)
+        _dynamic_options(label, args, positionals, firm)
     stdin_and_sql(knowledge, spec, label, stdin, options, positionals, matches, jobs)
     if dry is not None and matches:
         matches = [
@@ -372,12 +368,20 @@ def assignment(knowledge: Knowledge, name: str, value: str | None) -> tuple[list
     return [(UNKNOWN, f"setting {name} makes programs load or run what it names")], []
 
 
-def _dynamic_options(label: str, positionals: list[tuple[int, Word]], firm: list[Match]) -> None:
+def _dynamic_options(
+    label: str, args: list[Word], positionals: list[tuple[int, Word]], firm: list[Match]
+) -> None:
     """A word only known at run time (`$X`, a glob) can be any option, when some option
-    writes a file, runs a program or changes something."""
+    writes a file, runs a program or changes something. A word bash splits (an expansion
+    outside quotes anywhere in it: `a${IFS}-o`) may be several words, any of them an option,
+    wherever it stands, an option's value included."""
+    for word in args:
+        if word.split:
+            firm.append((UNKNOWN, f"{label} {word.raw}: bash splits it into words only known "
+                         "at run time, any of which could be an option"))  # fmt: skip
+            return
     for _, word in positionals:
-        raw = word.raw.lstrip("\"'")
-        if word.value is None and (not raw or raw[0] not in _LITERAL_START):
+        if word.value is None and may_be_option(word):
             firm.append(
                 (UNKNOWN, f"{label} {word.raw}: only known at run time, and could be an option")
             )

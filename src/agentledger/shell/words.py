@@ -10,7 +10,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-__all__ = ["Word", "node_text", "node_word", "plain_words", "simple_words"]
+__all__ = [
+    "Word",
+    "loose_words",
+    "may_be_option",
+    "node_text",
+    "node_word",
+    "plain_words",
+    "simple_words",
+]
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,- \t")
 _RESERVED = frozenset(
@@ -41,13 +49,24 @@ _ANSI_C = {
 
 
 class Word:
-    """A word as written (`raw`) and its value after quote removal (None if only known at run)."""
+    """A word as written (`raw`) and its value after quote removal (None if only known at run).
 
-    __slots__ = ("raw", "value")
+    `split` is True when the word holds an expansion outside quotes (`a$X`, `x${IFS}-o`,
+    `a$(cmd)`): bash splits its result at the characters of IFS (which may be anything), so
+    it may be several words, any of them an option, whatever the word starts with.
 
-    def __init__(self, raw: str, value: str | None) -> None:
+    `braced` is True for a word brace expansion made (`-delete` of `-{delete,print}`).
+    """
+
+    __slots__ = ("braced", "raw", "split", "value")
+
+    def __init__(
+        self, raw: str, value: str | None, split: bool = False, braced: bool = False
+    ) -> None:
         self.raw = raw
         self.value = value
+        self.split = split
+        self.braced = braced
 
     def __repr__(self) -> str:
         return f"Word({self.raw!r}, {self.value!r})"
@@ -82,21 +101,89 @@ def plain_words(line: str) -> tuple[list[str], list[str]] | None:
     return words[:start], words[start:]
 
 
+# A word that starts with one of these cannot be an option, whatever its expansions give.
+LITERAL_START = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~:@%+,="
+)
+
+
+def may_be_option(word: Word) -> bool:
+    """True when the run-time word `word` may start with `-` once bash has expanded it."""
+    if word.value is not None:
+        return word.value.startswith("-")
+    if word.split:
+        return True
+    if _stack_tilde(word.raw):
+        return True
+    raw = word.raw.lstrip("\"'")
+    return not raw or raw[0] not in LITERAL_START
+
+
+def _stack_tilde(raw: str) -> bool:
+    """True for `~+`, `~-`, `~N`, `~+N`, `~-N` (up to a `/`): bash puts $PWD, $OLDPWD or a
+    directory of the stack there."""
+    if raw[:1] != "~":
+        return False
+    prefix = raw[1:].split("/", 1)[0]
+    digits = prefix[1:] if prefix[:1] in "+-" else prefix
+    return bool(prefix) and (digits == "" or digits.isdigit())
+
+
+def loose_words(words: list[Word]) -> str:
+    """Why the words bash runs may differ from the text of `words` (an expansion bash
+    splits, one that may start with `-`, brace expansion): no allow pattern vouches for
+    such a command. Empty when they do not."""
+    for word in words:
+        if word.split:
+            return f"bash splits {word.raw} into words only known at run time"
+        if word.braced:
+            return f"brace expansion makes words the text does not show ({word.raw})"
+        if word.value is None and may_be_option(word):
+            return f"{word.raw} is only known at run time and could be an option"
+    return ""
+
+
 def node_text(node: Node) -> str:
     """The source text of a tree-sitter node."""
     text = node.text
     return text.decode("utf-8", "surrogateescape") if text is not None else ""
 
 
-def node_word(node: Node) -> Word:
-    """The Word of an argument node (word, quoted string, concatenation, expansion, ...)."""
-    raw = node_text(node)
-    return Word(raw, _value(node, raw))
+def node_word(node: Node, raw: str | None = None) -> Word:
+    """The Word of an argument node (word, quoted string, concatenation, expansion, ...);
+    `raw` is its text, when the caller has it."""
+    if raw is None:
+        raw = node_text(node)
+    value = _value(node, raw)
+    return Word(raw, value, value is None and _splits(node))
+
+
+_SPLIT = frozenset(
+    ["simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"]
+)
+
+
+def _splits(node: Node) -> bool:
+    """True when `node` holds an expansion outside double quotes (bash splits its result),
+    or one that makes several words inside them (`"a$@"`, `"${x[@]}"`, `"${!p@}"`)."""
+    if node.type in _SPLIT:
+        return True
+    if node.type == "concatenation":
+        return any(_splits(child) for child in node.named_children)
+    if node.type in ("string", "translated_string"):
+        for child in node.named_children:
+            if child.type in ("simple_expansion", "expansion"):
+                text = node_text(child)
+                if "@" in text and not text.startswith("${#"):
+                    return True
+    return False
 
 
 def _value(node: Node, raw: str) -> str | None:
     kind = node.type
     if kind == "word":
+        if _stack_tilde(raw):
+            return None  # $PWD, $OLDPWD, the directory stack: whatever the line made them
         return _unescape(raw) if "\\" in raw else raw
     if kind == "number":
         return raw

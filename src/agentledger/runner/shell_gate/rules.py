@@ -188,6 +188,11 @@ def decide(rules: PolicyRules, classification: Classification, *, ci: bool) -> V
                 "denied", "policy", f"investigate mode runs read-only commands only: {part.reason}"
             )
         unvouched = ""
+        if pattern is not None and part.loose:
+            # `systemctl reload x${IFS}--root=/tmp` matches `systemctl reload *` as text;
+            # bash runs other words than the text shows.
+            unvouched = f" (the allow pattern {pattern!r} does not vouch for it: {part.loose})"
+            pattern = None
         if pattern is not None:
             if setting is None:
                 setting = line_sets_variables(classification.command, rules.knowledge())
