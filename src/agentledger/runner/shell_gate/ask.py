@@ -16,7 +16,7 @@ asking on the same terminal wait for its lock (`terminal`), which is also taken 
 command's output to that terminal: one question on the screen at a time, drawn and read by
 the process that holds it, and nothing drawn over it. The person who answered is
 named from what the agent cannot set: the kernel's login uid of the session, then the login
-name of the terminal, then sudo's SUDO_USER; a bare ``root`` is never all the log says.
+name of the terminal, then the user who ran the system's sudo; a bare ``root`` is never all the log says.
 """
 
 from __future__ import annotations
@@ -108,24 +108,23 @@ def _escape(char: str) -> str:
 
 def approver_identity(fd: int | None = None) -> str:
     """Who is answering: the session's login user (the kernel's loginuid, which no process
-    of the session can change), else the terminal's login name, else SUDO_USER; a plain
-    ``root`` only with where it came from (`fd`: the terminal asked on)."""
-    import pwd
+    of the session can change), else the terminal's login name, else the user who ran the
+    system's sudo above this process (`sudo.sudo_user`: that process's real uid, never
+    SUDO_USER, which the agent can set); a plain ``root`` only with where it came from
+    (`fd`: the terminal asked on)."""
+    from agentledger.runner.shell_gate.sudo import sudo_user
 
     login = _login_name(fd)
     if login and login != "root":
         return login
-    sudo = os.environ.get("SUDO_USER", "")
+    ran_sudo = sudo_user()
+    if ran_sudo is not None:
+        return f"{ran_sudo[0]} (ran sudo)"
+    claimed = os.environ.get("SUDO_USER", "")
     unverified = ""
-    if sudo and sudo != "root":
-        try:
-            pwd.getpwnam(sudo)
-        except KeyError:
-            sudo = ""
-        if sudo and under_sudo():
-            return f"{sudo} (SUDO_USER)"
-        if sudo:  # the agent that started the gate may have set it: said, not believed
-            unverified = f"; SUDO_USER={sudo} set without sudo"
+    if claimed and claimed != "root" and _known_user(claimed):
+        # The agent that started the gate may have set it: said, not believed.
+        unverified = f"; SUDO_USER={claimed} set without sudo"
     owner = _owner(fd) if fd is not None else _user_name(os.getuid())
     where = _terminal_name(fd)
     if login == "root":
@@ -133,45 +132,21 @@ def approver_identity(fd: int | None = None) -> str:
     return f"{owner} (no login or sudo identity{where}{unverified})"
 
 
-def under_sudo() -> bool:
-    """True when a process above this one is the system's sudo: SUDO_USER is an environment
-    variable, which the agent that runs the gate can set, so it names the approver only when
-    sudo really started this session (issue 33, cause 7). A process counts when its program
-    is the sudo found on PATH, a root-owned set-user-ID file, or, where that cannot be read
-    (the gate runs as another user), when it is named sudo and runs as root."""
-    import shutil
+def _known_user(name: str) -> bool:
+    import pwd
 
-    found = shutil.which("sudo")
-    if found is None:
-        return False
-    real = os.path.realpath(found)
     try:
-        info = os.stat(real)
-    except OSError:
+        pwd.getpwnam(name)
+    except (KeyError, ValueError):
         return False
-    if info.st_uid != 0 or not info.st_mode & 0o4000:
-        return False
-    pid = os.getppid()
-    for _ in range(64):
-        if pid <= 1:
-            return False
-        try:
-            with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as handle:
-                status = dict(line.split(":", 1) for line in handle if ":" in line)
-        except OSError:
-            return False
-        try:
-            program = os.readlink(f"/proc/{pid}/exe")
-        except OSError:
-            program = None
-        if program == real or (
-            program is None
-            and status.get("Name", "").strip() == "sudo"
-            and status.get("Uid", "").split()[:1] == ["0"]
-        ):
-            return True
-        pid = int(status.get("PPid", "0").strip() or 0)
-    return False
+    return True
+
+
+def under_sudo() -> bool:
+    """True when a process above this one is the system's sudo run by a person."""
+    from agentledger.runner.shell_gate.sudo import sudo_user
+
+    return sudo_user() is not None
 
 
 def _read_loginuid(pid: int | str) -> int | None:
