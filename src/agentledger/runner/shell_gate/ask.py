@@ -16,7 +16,8 @@ asking on the same terminal wait for its lock (`terminal`), which is also taken 
 command's output to that terminal: one question on the screen at a time, drawn and read by
 the process that holds it, and nothing drawn over it. The person who answered is
 named from what the agent cannot set: the kernel's login uid of the session, then the login
-name of the terminal, then the user who ran the system's sudo; a bare ``root`` is never all the log says.
+name of the terminal, then the user who ran the system's sudo (`sudo`); a bare ``root`` is
+never all the log says.
 """
 
 from __future__ import annotations
