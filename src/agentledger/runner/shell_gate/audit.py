@@ -191,13 +191,23 @@ run as root) or a file replaced is refused, not written to."""
 def _mount_id(fd: int) -> int:
     """The id of the mount `fd` is on (/proc/self/fdinfo), or -1 when it cannot be read."""
     try:
-        with open(f"/proc/self/fdinfo/{fd}", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"mnt_id:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return -1
+        info = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    try:
+        text = os.read(info, 4096)
+    except OSError:
+        return -1
+    finally:
+        os.close(info)
+    start = text.find(b"mnt_id:")
+    if start < 0:
+        return -1
+    end = text.find(b"\n", start)
+    try:
+        return int(text[start + 7 : end if end >= 0 else None])
+    except ValueError:
+        return -1
 
 
 def _same_as_before(key: str, now: tuple[int, ...], shown: str) -> None:
