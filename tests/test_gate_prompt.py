@@ -13,7 +13,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-PROMPT = r"Run it\? \[y/N\] "
+PROMPT = r"To run it type ([a-z]{7}) \(anything else refuses\): "
 REMEDIATE = Path(__file__).parents[1] / "src/agentledger/data/policies/remediate.yaml"
 
 
@@ -62,14 +62,16 @@ def approved_by_me(who: object) -> bool:
     return who.startswith(f"{me()} (no login or sudo identity, at /dev/pts/")
 
 
-def test_yes_runs_the_command_and_logs_who_approved(tmp_path: Path, run_dir: Path) -> None:
+def test_the_word_shown_runs_the_command_and_logs_who_approved(
+    tmp_path: Path, run_dir: Path
+) -> None:
     child = spawn(tmp_path, run_dir, "touch F")
     child.expect(PROMPT)
     shown = child.before
     assert "the agent wants to run" in shown and "    touch F" in shown
     assert "classification: mutating" in shown
     assert "touch is mutating" in shown and "on_mutating is prompt" in shown
-    child.sendline("y")
+    child.sendline(child.match.group(1).upper())  # the case does not matter
     assert finish(child) == 0
     assert (tmp_path / "F").exists()
     event = logged(run_dir)
@@ -89,17 +91,55 @@ def test_the_prompt_shows_every_part_with_its_class(tmp_path: Path, run_dir: Pat
     assert finish(child) == 126
 
 
-@pytest.mark.parametrize("answer", ["n", "", "yes please", "Y E S"])
-def test_anything_but_yes_refuses(tmp_path: Path, run_dir: Path, answer: str) -> None:
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ("n", "refused at the prompt: "),
+        ("", "refused at the prompt: "),
+        ("y", "wrong answer at the prompt (not the word shown): "),
+        ("yes", "wrong answer at the prompt (not the word shown): "),
+        ("WORD", "wrong answer at the prompt (not the word shown): "),
+    ],
+)
+def test_anything_but_the_word_shown_refuses(
+    tmp_path: Path, run_dir: Path, answer: str, why: str
+) -> None:
     child = spawn(tmp_path, run_dir, "touch F")
     child.expect(PROMPT)
+    assert child.match.group(1) != answer.lower()
     child.sendline(answer)
     assert finish(child) == 126
     assert not (tmp_path / "F").exists()
     event = logged(run_dir)
     assert (event["decision"], event["exit_code"]) == ("denied", None)
     assert approved_by_me(event["decided_by"])
-    assert str(event["reason"]).startswith("refused at the prompt: ")
+    assert str(event["reason"]).startswith(why)
+
+
+def test_a_wrong_word_refuses_and_the_word_is_new_each_question(
+    tmp_path: Path, run_dir: Path
+) -> None:
+    words = []
+    for _ in range(2):
+        child = spawn(tmp_path, run_dir, "touch F")
+        child.expect(PROMPT)
+        words.append(child.match.group(1))
+        child.sendline("n")
+        assert finish(child) == 126
+    assert words[0] != words[1]  # 3.6 million words: the same twice is one chance in 3.6 million
+    # The first question's word does not answer the next one.
+    child = spawn(tmp_path, run_dir, "touch F")
+    child.expect(PROMPT)
+    assert child.match.group(1) not in words
+    child.sendline(words[0])
+    assert finish(child) == 126
+    assert not (tmp_path / "F").exists()
+    events = [json.loads(line) for line in (run_dir / "shell_audit.jsonl").read_text().splitlines()]
+    assert [event["decision"] for event in events] == ["denied"] * 3
+    assert str(events[-1]["reason"]).startswith("wrong answer at the prompt")
+    # The word is in nothing the agent's commands can read: not in the audit log.
+    logged_text = (run_dir / "shell_audit.jsonl").read_text()
+    assert not any(word in logged_text for word in words[1:])
 
 
 def test_ctrl_c_refuses_logs_and_exits_130(tmp_path: Path, run_dir: Path) -> None:
@@ -154,7 +194,7 @@ def test_the_agent_cannot_name_the_approver(tmp_path: Path, run_dir: Path) -> No
         cwd=str(tmp_path), env=env, timeout=30, encoding="utf-8",
     )  # fmt: skip
     child.expect(PROMPT)
-    child.sendline("y")
+    child.sendline(child.match.group(1))
     assert finish(child) == 0
     who = logged(run_dir)["decided_by"]
     assert approved_by_me(who) and "mallory" not in str(who)

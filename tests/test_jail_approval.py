@@ -23,7 +23,7 @@ from agentledger.runner.shell_gate.ask import (
 
 pexpect = pytest.importorskip("pexpect")
 
-PROMPT = r"Run it\? \[y/N\] "
+PROMPT = r"To run it type ([a-z]{7}) \(anything else refuses\): "
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def test_the_screen_is_cleared_before_the_question_and_commands_hold_no_terminal
     assert CLEAR in before
     asked = before.split(CLEAR, 1)[1]
     assert "\x1b" not in asked and "./probe '\\x1b[2Jfake'" in asked
-    child.sendline("y")  # type: ignore[attr-defined]
+    child.sendline(child.match.group(1))  # type: ignore[attr-defined]
     child.expect(pexpect.EOF)  # type: ignore[attr-defined]
     output = child.before  # type: ignore[attr-defined]
     assert "not a tty" in output and "WROTE" not in output

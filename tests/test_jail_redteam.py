@@ -164,7 +164,7 @@ def test_a_long_command_cannot_scroll_the_question_off_the_screen() -> None:
     assert len(lines) <= 23 and all(len(line) < 80 for line in lines), shown
     assert "touch /tmp/p" in shown and "more parts not shown" in shown
     assert "/tmp/\u2423\u00d72400" in lines[2]  # the blanks, counted
-    assert lines[-1] == "Run it? [y/N] "
+    assert lines[-1] == "To run it type WORD (anything else refuses): "
 
 
 @pytest.mark.parametrize(

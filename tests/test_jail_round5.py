@@ -183,7 +183,7 @@ def test_a_question_waits_for_another_process_and_drops_the_answer_typed_meanwhi
         holder.stdin.close()
         holder.wait()
         holder.stdout.close()
-    shown = _read_until(master, b"Run it? [y/N] ")
+    shown = _read_until(master, b"(anything else refuses): ")
     assert b"hidden" in shown  # drawn only now, after the other question ended
     os.write(master, b"n\n")
     thread.join(30)

@@ -18,8 +18,8 @@ SCRIPT = Path(sys.executable).parent / "agentledger"
 PLAIN_READS = [
     "curl -s https://host/health",
     "curl -sI https://host/",
-    "curl -fsSL https://example.com/health",
-    "curl -sL --max-redirs 3 http://10.0.0.5:8080/",
+    "curl -fsS https://example.com/health",
+    "curl -s --max-redirs 3 http://10.0.0.5:8080/",
     "wget -qO- http://host:8080/metrics",
     "wget -qO- --max-redirect=0 --header 'Accept: text/plain' http://host:8080/metrics",
     'curl -s -H "Authorization: Bearer abc" https://10.0.0.5/api',
@@ -32,16 +32,19 @@ REMOTE_WRITES = {
     "ssh h 'curl -s --unix-socket /run/docker.sock http://x/containers/json'": "--unix-socket",
     "ssh h 'wget -qO- --header \"Host;\" http://10.0.0.5/'": "Host;",
     "ssh h 'wget -qO- http://10.0.0.5:11211/'": "port 11211",
-    "sudo ssh h \"sudo curl -sL -H 'X-A: b' http://10.0.0.5/\"": "-L with -H",
+    "sudo ssh h \"sudo curl -sL -H 'X-A: b' http://10.0.0.5/\"": "-L (in -sL)",
 }
 REDIRECTS = {
-    "curl -sL -H 'X-A: b' http://10.0.0.5/": "-L with -H",
-    "curl -s --location --header 'X-A: b' http://10.0.0.5/": "-L with -H",
-    "curl -fsSL -u user:pw http://10.0.0.5/": "-L with -H or -u",
-    "curl -sL --max-redirs 50 http://10.0.0.5/": "--max-redirs",
-    "wget -qO- --header 'X-A: b' http://10.0.0.5/": "--max-redirect=0",
-    "wget -qO- --max-redirect=1 --header 'X-A: b' http://10.0.0.5/": "--max-redirect=0",
-    "wget -qO- --max-redirect=20 http://10.0.0.5/": "--max-redirect",
+    "curl -sL -H 'X-A: b' http://10.0.0.5/": "-L (in -sL): a redirect may lead to any port",
+    "curl -s --location --header 'X-A: b' http://10.0.0.5/": "--location: a redirect",
+    "curl -fsSL -u user:pw http://10.0.0.5/": "-L (in -fsSL)",
+    "curl -fsSL https://example.com/health": "-L (in -fsSL)",
+    "curl -L http://10.0.0.5:8080/": "-L: a redirect may lead to any port",
+    "curl -s -m 5 -L https://10.0.0.5/": "-L: a redirect",
+    "curl -sL --max-redirs 50 http://10.0.0.5/": "-L (in -sL)",
+    "wget -qO- --max-redirect=1 --header 'X-A: b' http://10.0.0.5/": "--max-redirect '1'",
+    "wget -qO- --max-redirect=20 http://10.0.0.5/": "wget cannot limit",
+    "wget -qO- --max-redirect 3 http://10.0.0.5/": "it follows none (--max-redirect=0)",
 }
 
 
@@ -63,20 +66,20 @@ def test_a_remote_url_reader_is_judged_by_the_readers_check(line: str, why: str)
 
 
 @pytest.mark.parametrize(("line", "why"), REDIRECTS.items())
-def test_a_redirect_never_carries_the_agents_words(line: str, why: str) -> None:
+def test_no_redirect_is_followed_to_any_port(line: str, why: str) -> None:
     refused = network_grant(line, 0)
     assert isinstance(refused, str) and why in refused, refused
     assert classify(f'ssh h "{line}"').kind != "read-only"
 
 
-def test_redirects_are_capped_before_the_agents_words() -> None:
-    curl = network_grant("curl -sL http://10.0.0.5/", 0)
+def test_no_redirect_is_followed_whatever_the_agents_words() -> None:
+    curl = network_grant("curl -s http://10.0.0.5/", 0)
     wget = network_grant("wget -qO- http://10.0.0.5/", 0)
     assert curl is not None and not isinstance(curl, str)
     assert wget is not None and not isinstance(wget, str)
-    assert curl.argv[curl.argv.index("--max-redirs") + 1] == "5"
-    assert curl.argv.index("--max-redirs") < curl.argv.index("-sL")
-    assert "--max-redirect=5" in wget.argv[: wget.argv.index("-qO-")]
+    assert curl.argv[curl.argv.index("--max-redirs") + 1] == "0"
+    assert curl.argv.index("--max-redirs") < curl.argv.index("-s")
+    assert "--max-redirect=0" in wget.argv[: wget.argv.index("-qO-")]
 
 
 def _dry_run(line: str) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,7 @@ from agentledger.store import Ledger, RunFilter
 
 pexpect = pytest.importorskip("pexpect")
 
-PROMPT = r"Run it\? \[y/N\] "
+PROMPT = r"To run it type ([a-z]{7}) \(anything else refuses\): "
 SCRIPT = Path(sys.executable).parent / "agentledger"
 AGENT = """
     import json
@@ -117,10 +117,10 @@ def asked(child: Any) -> str:
     return shown
 
 
-def test_yes_runs_the_command_and_the_run_logs_who_approved(project: Path) -> None:
+def test_the_word_shown_runs_the_command_and_the_run_logs_who_approved(project: Path) -> None:
     child = spawn(project)
     asked(child)
-    child.sendline("y")
+    child.sendline(child.match.group(1))
     code, shown = finish(child)
     assert code == 0, shown
     assert "approved" in shown and "1 of 1 runs written" in shown
@@ -134,7 +134,7 @@ def test_yes_runs_the_command_and_the_run_logs_who_approved(project: Path) -> No
     assert (summary.commands_run, summary.commands_denied, summary.exit_status) == (1, 0, "ok")
 
 
-@pytest.mark.parametrize("answer", ["n", "", "sure"])
+@pytest.mark.parametrize("answer", ["n", ""])
 def test_no_refuses_and_the_run_goes_on(project: Path, answer: str) -> None:
     child = spawn(project)
     asked(child)

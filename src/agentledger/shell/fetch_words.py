@@ -4,12 +4,13 @@ over ssh (no sandbox holds it), so that such a line is read-only only when this 
 
 Each option exactly as listed, each value of the kind listed (headers with RFC 7230 names,
 no emptied Host, no method override), GET or HEAD only, and URLs of http or https on a port
-HTTP servers use (`reader_options.url_problem`). Redirects: curl cannot limit the port a
-redirect leads to, so a request that carries words of the agent's (`-H`, `-u`) never follows
-one (`-L` with them is refused), and a redirect is followed at most `MAX_REDIRECTS` times,
-over http or https only; after a redirect curl sends its own header lines only (Host among
-them, which line-protocol daemons such as redis refuse). wget follows redirects by itself:
-with `--header` it must be told `--max-redirect=0`."""
+HTTP servers use (`reader_options.url_problem`). Redirects are never followed: a redirect's
+Location may name any port (a redis, a database, a mail server on the host's loopback), and
+neither curl nor wget can limit the port it leads to (curl's --proto-redir limits only the
+scheme), so a reader with the host's network would send its own request lines there. So
+curl's `-L` / `--location` is refused and wget is told `--max-redirect=0` before the agent's
+words (an agent's `--max-redirect` other than 0 is refused). The redirect is shown instead
+(`curl -sI URL`: its Location), and reading the URL it names passes this same check."""
 
 from __future__ import annotations
 
@@ -30,24 +31,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["CURL_FORCED", "MAX_REDIRECTS", "WGET_FORCED", "check_curl", "check_fetch", "check_wget"]
+__all__ = ["CURL_FORCED", "WGET_FORCED", "check_curl", "check_fetch", "check_wget"]
 
-MAX_REDIRECTS = 5
-"""The most redirects a URL reader follows."""
-_REDIRECTS = matches(f"[0-{MAX_REDIRECTS}]")
+_REDIRECTS = matches("[0-5]")  # curl's --max-redirs: no effect, as nothing is followed
 _INT = matches(r"[0-9]{1,9}")
 
 CURL_FORCED = (
     "-q", "--globoff", "--proto", "=http,https", "--proto-redir", "=http,https",
-    "--max-redirs", str(MAX_REDIRECTS),
+    "--max-redirs", "0",
 )  # fmt: skip
 """Words put before the agent's: -q (it must come first) skips .curlrc; no URL globbing;
-only http and https, redirects included, and few of them."""
-WGET_FORCED = ("--no-config", f"--max-redirect={MAX_REDIRECTS}")
-"""Words put before the agent's: no wgetrc, few redirects."""
+only http and https; no redirect followed (-L is refused besides)."""
+WGET_FORCED = ("--no-config", "--max-redirect=0")
+"""Words put before the agent's: no wgetrc, no redirect followed."""
 
 _CURL_OPTIONS = ReaderOptions(
-    "-s --silent -S --show-error -f --fail --fail-with-body -L --location -I --head -i "
+    "-s --silent -S --show-error -f --fail --fail-with-body -I --head -i "
     "--include -v --verbose -k --insecure -4 -6 --compressed -N --no-buffer --http1.1 "
     "--http2 -g --globoff -q",
     {
@@ -67,13 +66,11 @@ _WGET_OPTIONS = ReaderOptions(
         **dict.fromkeys(("-O", "--output-document"), STDOUT_ONLY),
         **dict.fromkeys(("-T", "--timeout"), NUM),
         **dict.fromkeys(("-t", "--tries"), _INT),
-        "--max-redirect": _REDIRECTS,
+        "--max-redirect": matches("0"),
         **dict.fromkeys(("--header",), header),
         **dict.fromkeys(("-U", "--user-agent"), any_text),
     },
 )
-_CURL_OWN_WORDS = ("-H", "--header", "-u", "--user")
-"""curl options whose words a redirect would carry to wherever it leads."""
 
 
 def _fetch(options: ReaderOptions, args: Sequence[str]) -> tuple[list[str], str]:
@@ -90,34 +87,50 @@ def _fetch(options: ReaderOptions, args: Sequence[str]) -> tuple[list[str], str]
     return seen, ""
 
 
+_FOLLOW = frozenset(("-L", "--location"))
+
+
 def check_curl(args: list[str]) -> str:
     """'' when curl may read with `args`, else why not."""
-    seen, problem = _fetch(_CURL_OPTIONS, args)
-    if problem:
-        return problem
-    if ("-L" in seen or "--location" in seen) and any(o in seen for o in _CURL_OWN_WORDS):
+    following = _follows(args)
+    if following:
         return (
-            "-L with -H or -u: a redirect could carry those words to any port (curl cannot "
-            "limit it); drop -L, or read the URL the redirect names"
+            f"{following}: a redirect may lead to any port (a local daemon's), which curl "
+            "cannot limit; read without it (curl -sI shows the Location) and then the URL "
+            "the redirect names"
         )
+    _, problem = _fetch(_CURL_OPTIONS, args)
+    return problem
+
+
+def _follows(args: Sequence[str]) -> str:
+    """The -L of `args` (alone or among combined short flags: `-sL`), or ''."""
+    for word in args:
+        if word == "--":
+            break
+        if word in _FOLLOW:
+            return word
+        if word[:1] == "-" and word[1:2] != "-" and "L" in word[1:]:
+            letters = word[1:]
+            # -sL, -fsSL: flags without a value, then L; a valued flag (-H, -o, -w...) ends
+            # the cluster, and its value may hold an L.
+            for letter in letters:
+                if letter == "L":
+                    return f"-L (in {word})"
+                if f"-{letter}" in _CURL_OPTIONS.valued:
+                    break
     return ""
 
 
 def check_wget(args: list[str]) -> str:
     """'' when wget may read with `args`, else why not."""
-    seen, problem = _fetch(_WGET_OPTIONS, args)
-    if problem:
-        return problem
-    if "--header" in seen and "--max-redirect=0" not in args and not _follows_none(args):
-        return "--header: wget follows redirects to any port by default; add --max-redirect=0"
-    return ""
-
-
-def _follows_none(args: Sequence[str]) -> bool:
-    return any(
-        word == "--max-redirect" and args[index + 1 : index + 2] == ["0"]
-        for index, word in enumerate(args)
-    )
+    _, problem = _fetch(_WGET_OPTIONS, args)
+    if problem and "--max-redirect" in problem:
+        return (
+            f"{problem}: a redirect may lead to any port (a local daemon's), which wget "
+            "cannot limit; it follows none (--max-redirect=0)"
+        )
+    return problem
 
 
 _CHECKS = {"curl": check_curl, "wget": check_wget}

@@ -7,12 +7,17 @@ their standard input from /dev/null or a pipe and a session of their own (`execu
 question is drawn by the gate alone: the terminal is reset and the screen cleared first, so
 nothing printed before can pose as part of it, and the command is shown with every control
 character, escape sequence and bidirectional mark as ``\xNN`` / ``\uXXXX``. Input typed
-before the question is thrown away so that it cannot answer it. Gates in other processes
+before the question is drawn, or while it is, is thrown away so that it cannot answer it, and
+the answer that approves is a word drawn at random for each question and shown only there
+(never in the log, the environment or an argument): keystrokes pushed into the terminal
+(TIOCSTI, by root or where the kernel allows it) cannot know it, and ``y`` approves nothing.
+Gates in other processes
 asking on the same terminal wait for its lock (`terminal`), which is also taken to pass a
 command's output to that terminal: one question on the screen at a time, drawn and read by
 the process that holds it, and nothing drawn over it. The person who answered is
 named from what the agent cannot set: the kernel's login uid of the session, then the login
-name of the terminal, then sudo's SUDO_USER; a bare ``root`` is never all the log says.
+name of the terminal, then the user who ran the system's sudo (`sudo`); a bare ``root`` is
+never all the log says.
 """
 
 from __future__ import annotations
@@ -104,24 +109,23 @@ def _escape(char: str) -> str:
 
 def approver_identity(fd: int | None = None) -> str:
     """Who is answering: the session's login user (the kernel's loginuid, which no process
-    of the session can change), else the terminal's login name, else SUDO_USER; a plain
-    ``root`` only with where it came from (`fd`: the terminal asked on)."""
-    import pwd
+    of the session can change), else the terminal's login name, else the user who ran the
+    system's sudo above this process (`sudo.sudo_user`: that process's real uid, never
+    SUDO_USER, which the agent can set); a plain ``root`` only with where it came from
+    (`fd`: the terminal asked on)."""
+    from agentledger.runner.shell_gate.sudo import sudo_user
 
     login = _login_name(fd)
     if login and login != "root":
         return login
-    sudo = os.environ.get("SUDO_USER", "")
+    ran_sudo = sudo_user()
+    if ran_sudo is not None:
+        return f"{ran_sudo[0]} (ran sudo)"
+    claimed = os.environ.get("SUDO_USER", "")
     unverified = ""
-    if sudo and sudo != "root":
-        try:
-            pwd.getpwnam(sudo)
-        except KeyError:
-            sudo = ""
-        if sudo and under_sudo():
-            return f"{sudo} (SUDO_USER)"
-        if sudo:  # the agent that started the gate may have set it: said, not believed
-            unverified = f"; SUDO_USER={sudo} set without sudo"
+    if claimed and claimed != "root" and _known_user(claimed):
+        # The agent that started the gate may have set it: said, not believed.
+        unverified = f"; SUDO_USER={claimed} set without sudo"
     owner = _owner(fd) if fd is not None else _user_name(os.getuid())
     where = _terminal_name(fd)
     if login == "root":
@@ -129,45 +133,21 @@ def approver_identity(fd: int | None = None) -> str:
     return f"{owner} (no login or sudo identity{where}{unverified})"
 
 
-def under_sudo() -> bool:
-    """True when a process above this one is the system's sudo: SUDO_USER is an environment
-    variable, which the agent that runs the gate can set, so it names the approver only when
-    sudo really started this session (issue 33, cause 7). A process counts when its program
-    is the sudo found on PATH, a root-owned set-user-ID file, or, where that cannot be read
-    (the gate runs as another user), when it is named sudo and runs as root."""
-    import shutil
+def _known_user(name: str) -> bool:
+    import pwd
 
-    found = shutil.which("sudo")
-    if found is None:
-        return False
-    real = os.path.realpath(found)
     try:
-        info = os.stat(real)
-    except OSError:
+        pwd.getpwnam(name)
+    except (KeyError, ValueError):
         return False
-    if info.st_uid != 0 or not info.st_mode & 0o4000:
-        return False
-    pid = os.getppid()
-    for _ in range(64):
-        if pid <= 1:
-            return False
-        try:
-            with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as handle:
-                status = dict(line.split(":", 1) for line in handle if ":" in line)
-        except OSError:
-            return False
-        try:
-            program = os.readlink(f"/proc/{pid}/exe")
-        except OSError:
-            program = None
-        if program == real or (
-            program is None
-            and status.get("Name", "").strip() == "sudo"
-            and status.get("Uid", "").split()[:1] == ["0"]
-        ):
-            return True
-        pid = int(status.get("PPid", "0").strip() or 0)
-    return False
+    return True
+
+
+def under_sudo() -> bool:
+    """True when a process above this one is the system's sudo run by a person."""
+    from agentledger.runner.shell_gate.sudo import sudo_user
+
+    return sudo_user() is not None
 
 
 def _read_loginuid(pid: int | str) -> int | None:
@@ -240,8 +220,11 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
-def question(decision: CommandDecision, columns: int = 80, rows: int = 24) -> str:
-    """The question shown at the prompt: the command, its class, each part and the reason.
+def question(
+    decision: CommandDecision, columns: int = 80, rows: int = 24, word: str = "WORD"
+) -> str:
+    """The question shown at the prompt: the command, its class, each part and the reason,
+    ending with the `word` to type to run it.
 
     It fits a terminal of `columns` x `rows`: every line is cut to the width (saying how
     much was left out) and parts that do not fit are counted, not drawn, so that nothing the
@@ -254,7 +237,7 @@ def question(decision: CommandDecision, columns: int = 80, rows: int = 24) -> st
         _fit(f"    {_shown(decision.command)}", width),
         f"classification: {decision.classification.kind}",
     ]
-    tail = [_fit(f"policy: {_shown(decision.reason)}", width), "Run it? [y/N] "]
+    tail = [_fit(f"policy: {_shown(decision.reason)}", width), _prompt(word)]
     parts = decision.classification.parts
     room = max((rows - 1 - len(head) - len(tail) - 1) // 2, 1)
     body = []
@@ -265,6 +248,25 @@ def question(decision: CommandDecision, columns: int = 80, rows: int = 24) -> st
     if len(parts) > room:
         body.append(f"    ... and {len(parts) - room} more parts not shown: refuse if unsure")
     return "\n".join(head + body + tail)
+
+
+def _prompt(word: str) -> str:
+    return f"To run it type {word} (anything else refuses): "
+
+
+_CONSONANTS = "bdfgkmnprstvz"
+_VOWELS = "aeiou"
+
+
+def answer_word() -> str:
+    """A word of seven letters to type to approve one question, drawn by `secrets` (three
+    consonant-vowel syllables and a consonant, about 21 bits): it is shown only on the
+    terminal, so what pushes keystrokes into it (TIOCSTI, a root agent) cannot know it,
+    and a ``y`` approves nothing."""
+    import secrets
+
+    letters = [secrets.choice(_VOWELS if index % 2 else _CONSONANTS) for index in range(7)]
+    return "".join(letters)
 
 
 def _shown(text: str) -> str:
@@ -287,12 +289,16 @@ def _fit(line: str, width: int) -> str:
 def terminal_approver(
     decision: CommandDecision, *, timeout: float = 300.0, cancel: Cancel | None = None
 ) -> Answer:
-    """Show the command on the terminal and wait up to `timeout` seconds for y or n.
+    """Show the command on the terminal and wait up to `timeout` seconds for the answer.
 
-    Anything but y/yes is a refusal: n, an empty line, end of input (Ctrl-D), Ctrl-C
-    (`interrupted`) and no answer in time. `cancel` is for an approver that runs off the main
-    thread (an agent of `agentledger run`): Ctrl-C reaches the main thread, which sets it, and
-    the question ends at once as interrupted instead of waiting out the timeout.
+    Only the word the question shows (`answer_word`, new for each question) runs the
+    command; anything else is a refusal: ``y``, n, another word, an empty line, end of input
+    (Ctrl-D), Ctrl-C (`interrupted`) and no answer in time. After `WRONG_WORDS_MAX` wrong
+    words in this process (someone guessing, or keystrokes pushed into the terminal) no
+    question is asked any more: every prompt is refused. `cancel` is for an approver that
+    runs off the main thread (an agent of `agentledger run`): Ctrl-C reaches the main
+    thread, which sets it, and the question ends at once as interrupted instead of waiting
+    out the timeout.
     """
     # Agents run side by side (`agentledger run --concurrency`) would otherwise interleave
     # their questions and read each other's answers; other processes are held off by the
@@ -304,6 +310,9 @@ def terminal_approver(
 # `_thread`, not `threading`: it is built in, so importing this module stays free.
 _QUESTION = _thread.allocate_lock()
 """Held while a question is on the terminal."""
+WRONG_WORDS_MAX = 3
+"""Wrong words typed (in this process) after which no more questions are asked."""
+_wrong_words = [0]
 
 
 def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> Answer:
@@ -316,6 +325,9 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
     lock = TerminalLock(fd)
     try:
         who = approver_identity(fd)
+        if _wrong_words[0] >= WRONG_WORDS_MAX:
+            return Answer(False, who, f"{_wrong_words[0]} wrong answers before: asking stopped")
+        word = answer_word()
         try:
             # Other gates (other processes) ask on this terminal too: one question at a
             # time, and the answer typed while another was up is not this one's.
@@ -327,7 +339,10 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
                 columns, rows = size.columns or 80, size.lines or 24
             except OSError:
                 columns, rows = 80, 24
-            _write(fd, CLEAR + question(decision, columns, rows))
+            body, prompt = question(decision, columns, rows, word).rsplit("\n", 1)
+            _write(fd, CLEAR + body + "\n")
+            _discard_typeahead(fd)  # typed (or pushed) while it was drawn: not an answer
+            _write(fd, prompt)
             line = _read_line(fd, max(deadline - time.monotonic(), 0.0), cancel)
         except KeyboardInterrupt:
             _write(fd, "\nrefused (interrupted)\n")
@@ -338,11 +353,16 @@ def _ask(decision: CommandDecision, timeout: float, cancel: Cancel | None) -> An
         if not line.endswith(b"\n") and not line.strip():
             _write(fd, "\nrefused (end of input)\n")
             return Answer(False, who, "no answer (end of input)")
-        if line.strip().lower() in (b"y", b"yes"):
+        typed = line.strip().lower()
+        if typed == word.encode():
             _write(fd, "approved\n")
             return Answer(True, who)
-        _write(fd, "refused\n")
-        return Answer(False, who, "refused at the prompt")
+        if typed in (b"", b"n", b"no"):
+            _write(fd, "refused\n")
+            return Answer(False, who, "refused at the prompt")
+        _wrong_words[0] += 1
+        _write(fd, f"refused: not the word shown ({_wrong_words[0]} of {WRONG_WORDS_MAX})\n")
+        return Answer(False, who, "wrong answer at the prompt (not the word shown)")
     finally:
         lock.release()
         lock.close()

@@ -182,6 +182,74 @@ def open_run_dir(folder: str) -> int:
     return fd
 
 
+_SEEN: dict[str, tuple[int, ...]] = {}
+"""What each run directory (device, inode, mount id) and file (device, inode) this process
+writes in was when it first saw it: a mount over either since (`mount --bind` by a command
+run as root) or a file replaced is refused, not written to."""
+
+
+def _mount_id(fd: int) -> int:
+    """The id of the mount `fd` is on (/proc/self/fdinfo), or -1 when it cannot be read."""
+    try:
+        info = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    try:
+        text = os.read(info, 4096)
+    except OSError:
+        return -1
+    finally:
+        os.close(info)
+    start = text.find(b"mnt_id:")
+    if start < 0:
+        return -1
+    end = text.find(b"\n", start)
+    try:
+        return int(text[start + 7 : end if end >= 0 else None])
+    except ValueError:
+        return -1
+
+
+def _same_as_before(key: str, now: tuple[int, ...], shown: str) -> None:
+    before = _SEEN.setdefault(key, now)
+    if before != now:
+        raise AuditLogError(
+            errno.ESTALE,
+            f"{shown} is not the one the gate began with (something was mounted over it, or "
+            "it was replaced); the gate does not write there",
+        )
+
+
+def _run_dir(folder: str) -> int:
+    """`open_run_dir`, refused when the directory is not the one this process first saw."""
+    path = os.path.abspath(folder)
+    fd = open_run_dir(path)
+    try:
+        info = os.fstat(fd)
+        shown = path if path.isprintable() else repr(path)
+        _same_as_before(
+            path, (info.st_dev, info.st_ino, _mount_id(fd)), f"the run directory {shown}"
+        )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_file(path: str, shown: str, fd: int, folder_mount: int) -> None:
+    """The file opened as `fd` is on its run directory's mount (a file mounted over it is
+    not) and is the file this process first wrote there."""
+    mount = _mount_id(fd)
+    if mount != folder_mount:
+        raise AuditLogError(
+            errno.EXDEV,
+            f"{shown} is not on the run directory's mount (a file is mounted over it); "
+            "the gate does not write to it",
+        )
+    info = os.fstat(fd)
+    _same_as_before(os.path.abspath(path), (info.st_dev, info.st_ino), shown)
+
+
 def _refuse_kind(shown: str, info: os.stat_result) -> None:
     """AuditLogError unless `info` is a regular file with one name."""
     mode = info.st_mode
@@ -208,8 +276,9 @@ def _refuse_kind(shown: str, info: os.stat_result) -> None:
 def _open_append(path: str) -> int:
     """`path` opened to append (created if missing) as the module's docstring says."""
     shown = path if path.isprintable() else repr(path)
-    folder = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    folder = _run_dir(os.path.dirname(os.path.abspath(path)))
     name = os.path.basename(path)
+    folder_mount = _mount_id(folder)
     try:
         # Anything but a regular file is refused before it is opened (opening a device can
         # act on it); the open below refuses one swapped in since, without blocking.
@@ -229,6 +298,7 @@ def _open_append(path: str) -> int:
         os.close(folder)
     try:
         _refuse_kind(shown, os.fstat(fd))
+        _check_file(path, shown, fd, folder_mount)
     except BaseException:
         os.close(fd)
         raise
@@ -243,9 +313,11 @@ def check_log(path: str, *, create: bool = True) -> None:
         os.close(_open_append(path))
         return
     shown = path if path.isprintable() else repr(path)
-    folder = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    folder = _run_dir(os.path.dirname(os.path.abspath(path)))
     try:
-        _refuse_kind(shown, os.stat(os.path.basename(path), dir_fd=folder, follow_symlinks=False))
+        info = os.stat(os.path.basename(path), dir_fd=folder, follow_symlinks=False)
+        _refuse_kind(shown, info)
+        _same_as_before(os.path.abspath(path), (info.st_dev, info.st_ino), shown)
     except FileNotFoundError:
         pass
     finally:
@@ -295,7 +367,7 @@ def write_intent(path: str, event: dict[str, Any]) -> str:
     folder_name = os.path.basename(path) + INTENT_SUFFIX
     name = os.path.join(path + INTENT_SUFFIX, entry)
     data = (encode_json({**event, "gate_pid": os.getpid()}) + "\n").encode("ascii")
-    run = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    run = _run_dir(os.path.dirname(os.path.abspath(path)))
     try:
         for _ in range(3):
             try:  # noqa: SIM105
@@ -326,7 +398,7 @@ def write_intent(path: str, event: dict[str, Any]) -> str:
 def clear_intent(name: str) -> None:
     """The command's event is in the log: its intent is no longer needed."""
     folder_path = os.path.dirname(name)
-    run = open_run_dir(os.path.dirname(os.path.abspath(folder_path)))
+    run = _run_dir(os.path.dirname(os.path.abspath(folder_path)))
     folder_name = os.path.basename(folder_path)
     # try/except rather than contextlib.suppress: contextlib loads functools and collections,
     # which `agentledger exec` otherwise does without.
@@ -351,7 +423,7 @@ def recover_unfinished(path: str) -> int:
     """Append to the log, as `unfinished`, every intent whose gate is no longer alive; how
     many. A command whose gate died has run (or begun to), and the log must say so."""
     folder_path = path + INTENT_SUFFIX
-    run = open_run_dir(os.path.dirname(os.path.abspath(path)))
+    run = _run_dir(os.path.dirname(os.path.abspath(path)))
     try:
         folder = _open_folder(run, os.path.basename(folder_path), os.O_RDONLY)
     except FileNotFoundError:
