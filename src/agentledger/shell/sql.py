@@ -28,6 +28,7 @@ from agentledger.shell.sql_columns import (
     enclosing_cte,
 )
 from agentledger.shell.sql_plain import plain_query
+from agentledger.shell.sql_pragmas import pragma_kind
 from agentledger.shell.sql_rules import (
     EXPLAIN_OPTIONS,
     EXPLAIN_RUNS,
@@ -233,7 +234,7 @@ def _analyse(
             # FLUSH aliased TABLES, `CHECKPOINT` likewise; name it by its first word.
             first = _sql_text(statement, dialect).split(None, 1)[0].upper()
             shown = text.strip() if len(statements) == 1 else _sql_text(statement, dialect)
-            kind = _keyword_kind(first, rules)
+            kind = _keyword_kind(first, rules, dialect)
             analysis.findings.append(
                 SqlFinding(kind, f"{first} is not a read-only query", shown[:300])
             )
@@ -320,8 +321,17 @@ def _overload(analysis: SqlAnalysis, tokens: list[tuple[str, str]], text: str) -
         analysis.opaque.add(why.split("(", 1)[0].rsplit(" ", 1)[-1] + "()")
 
 
-def _keyword_kind(keyword: str, rules: SqlRules) -> str:
+# Keywords that mean something else in one dialect: PostgreSQL's RESET puts a session setting
+# back; MySQL's RESET MASTER / REPLICA / PERSIST deletes binary logs, replication state or
+# persisted settings.
+_DIALECT_KEYWORDS = {"mysql": {"RESET": MUTATING}}
+
+
+def _keyword_kind(keyword: str, rules: SqlRules, dialect: str = "") -> str:
     """The class of a statement known only by its first keyword."""
+    special = _DIALECT_KEYWORDS.get(dialect, {}).get(keyword)
+    if special is not None:
+        return special
     for kind, words in (
         (DESTRUCTIVE, rules.destructive),
         (MUTATING, rules.mutating),
@@ -424,13 +434,15 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         if _SEARCH_PATH.search(node.sql(dialect="postgres")):
             return UNKNOWN, f"{name} {SEARCH_PATH_WHY}"
         scopes = {str(item.args.get("kind") or "").upper() for item in node.expressions}
+        scopes |= {
+            str(parameter.args.get("kind") or "").upper()
+            for parameter in node.find_all(exp.SessionParameter)
+        }  # MySQL's `SET @@global.x = 1`, `@@persist.x`
         if scopes & GLOBAL_SETTINGS:
             return MUTATING, f"{name} changes the server's settings"
         return READ_ONLY, f"{name} changes the session"
     if isinstance(node, exp.Pragma):
-        if isinstance(node.this, exp.EQ) or node.args.get("expression") is not None:
-            return MUTATING, f"{name} changes the database's settings"
-        return READ_ONLY, f"{name} changes the session"
+        return pragma_kind(node, name)
     effects = (
         ((exp.Insert, exp.Update, exp.Merge), MUTATING, "writes rows"),
         ((exp.Create, exp.Alter, exp.Comment), MUTATING, "changes the schema"),
@@ -567,7 +579,7 @@ def _command(
                 analysis.findings.append(SqlFinding(READ_ONLY, finding.why, finding.sql))
         analysis.tables.update(inner.tables)
         return
-    kind = _keyword_kind(keyword, rules)
+    kind = _keyword_kind(keyword, rules, dialect)
     analysis.findings.append(SqlFinding(kind, f"{keyword} is not a read-only query", shown))
 
 
