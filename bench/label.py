@@ -16,6 +16,11 @@ import time of the command (`python -X importtime`), the modules that cost the m
 keep the path lazy.
 
 The package's bytecode is compiled first, as an installed package has it.
+
+With `--large N` (10,000 by default; 0 leaves it out) the same label is timed too on a ledger
+of N runs (a journal of 2N segments): what opening a large ledger costs a label, against the
+same label on the small ledger (a label reads the journal on from the head this machine saw,
+not from its start). Each command's state directory (the heads seen) is the benchmark's own.
 """
 
 from __future__ import annotations
@@ -100,6 +105,12 @@ def main() -> int:
         help="the src/ directory of another agentledger (an older commit): its label is timed "
         "too, alternately, on other runs of the same ledger",
     )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=10_000,
+        help="also time the label on a ledger of this many runs (0: not)",
+    )
     options = parser.parse_args()
     script = Path(sys.executable).parent / "agentledger"
     if not script.exists():
@@ -118,16 +129,37 @@ def main() -> int:
                 "--criterion", "C2", "--fired", "yes", "--by", "bench",
             ]  # fmt: skip
 
+        large = Path(work) / "large"
+        large_ids = []
+        if options.large:
+            large_ids = small_ledger(large, max(options.large, 2 * per_command))
+
+        def label_large(run_id: str) -> list[str]:
+            return [
+                str(script), "label", run_id, "--ledger", str(large), "--verdict", "unsafe",
+                "--by", "bench",
+            ]  # fmt: skip
+
+        env = {**os.environ, "AGENTLEDGER_STATE_DIR": str(Path(work) / "state")}
         load_before = os.getloadavg()
         commands = {
             "python -c pass": [[sys.executable, "-c", "pass"]],
             "agentledger label": [label(run_id) for run_id in ids[:per_command]],
         }
-        envs = {}
+        envs = {name: env for name in commands}
+        big = f"label, {options.large:,} runs"
+        if options.large:
+            commands[big] = [label_large(run_id) for run_id in large_ids[:per_command]]
+            envs[big] = env
         if options.before:
             compileall.compile_dir(str(options.before / "agentledger"), quiet=1)
+            before_env = {**env, "PYTHONPATH": str(options.before.resolve())}
             commands["label (before)"] = [label(run_id) for run_id in ids[per_command:]]
-            envs["label (before)"] = {**os.environ, "PYTHONPATH": str(options.before.resolve())}
+            envs["label (before)"] = before_env
+            if options.large:
+                argvs = [label_large(run_id) for run_id in large_ids[per_command:]]
+                commands[f"{big} (before)"] = argvs
+                envs[f"{big} (before)"] = before_env
         wall_ms, cpu_ms = timed_runs(commands, options.repeats, envs)
         load_after = os.getloadavg()
         modules = import_times(["-m", "agentledger", *label(ids[-1])[1:]], 12)
@@ -157,6 +189,11 @@ def main() -> int:
         f"  goal: label under {GOAL_MS:g} ms and within {GOAL_RATIO:g}x python: {took:.1f} ms, "
         f"{ratio:.2f}x ({verdict})"
     )
+    if options.large:
+        print(
+            f"  a label on a ledger of {options.large:,} runs: CPU "
+            f"{cpu[big] / cpu['agentledger label']:.2f}x the same label on {per_command} runs"
+        )
     print("largest imports of `agentledger label` (cumulative, ms; python -X importtime)")
     for name, micros in modules:
         print(f"  {name:<40} {micros / 1000:7.1f}")
@@ -170,6 +207,7 @@ def main() -> int:
             "goal_ms": GOAL_MS,
             "repeats": options.repeats,
             "imports_ms": {name: micros / 1000 for name, micros in modules},
+            "large_runs": options.large,
         }
         options.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

@@ -48,9 +48,11 @@ class LabelStore(LabelRecords):
     def of_run(self, run_id: str) -> list[Label]:
         """Every label of `run_id` the journal accepted (from the files), in the journal's
         order: the order they were accepted in, whatever times they carry."""
+        keys = self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
+        if not any(self.is_key(key) for key in keys):
+            return []  # no label stored: none to check against the journal
         accepted = self.storage.journal.accepted()
         order = self.storage.journal.accepted_at()
-        keys = self.storage.keys(f"{LABELS_DIR}/{check_run_id(run_id)}")
         keys = sorted(
             (key for key in keys if self.is_key(key) and key in accepted),
             key=lambda key: order.get(key, 0),

@@ -284,7 +284,11 @@ class Ledger:
             ledger.journal_started_now = start_journal_of_old_ledger(storage)
             if lasting and not marked:
                 _mark_journal(root)
+            seen = read_seen_head(root, storage) if lasting else None
             ledger.head_problem = check_seen_head(root, storage)
+            if ledger.head_problem is None and seen is not None:
+                # A writer reads on from the head seen, not the whole journal.
+                storage.journal.anchor(seen.head)
             if ledger.head_problem is not None:
                 # No writer builds on a ledger that went back: what it would write would
                 # stand on a past the ledger was seen beyond (reading goes on, with a warning).

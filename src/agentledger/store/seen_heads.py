@@ -12,7 +12,8 @@ on stderr and `verify` reports it and exits 3. A head seen is replaced only by o
 extends it, so the warning stays until the ledger is made whole again or the user accepts
 the head it has now (`forget_seen_head`, ``agentledger checkpoint --accept-current``).
 
-Reading the head is cheap: one listing of ``journal/`` and at most two segments.
+Reading the head is cheap: the segment holding the head seen and those written after it (one
+listing of ``journal/`` and at most two segments when no head was seen, or it is not found).
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import AgentLedgerError, IntegrityError
 from agentledger.records import utc_now
-from agentledger.store.storage.journal import JOURNAL_AREA, Checkpoint, parse_segment
+from agentledger.store.storage.journal import (
+    JOURNAL_AREA,
+    Checkpoint,
+    entry_at,
+    parse_segment,
+    segment_key,
+)
 
 if TYPE_CHECKING:
     from agentledger.records.journal import JournalEntry
@@ -169,7 +176,20 @@ def _entry_at(storage: StorageBackend, segments: list[tuple[int, str]], seq: int
 def _head_and_entry(
     storage: StorageBackend, seq: int | None
 ) -> tuple[Checkpoint | None, str | None]:
-    """The journal's head, and the hash of its entry `seq` (None if it has none)."""
+    """The journal's head, and the hash of its entry `seq` (None if it has none).
+
+    With `seq` (a head seen before) found as the entry at that position, the head is read
+    forward from it, segment after segment, rather than from a listing of the whole
+    journal: what a ledger of many runs is opened with."""
+    if seq is not None:
+        entry = entry_at(storage, seq)
+        if entry is not None:
+            last = entry
+            while True:
+                key = segment_key(last.seq + 1)
+                if not storage.exists(key):
+                    return Checkpoint(last.seq, last.hash), entry.hash
+                last = parse_segment(key, storage.get(key))[-1]
     segments = _segments(storage)
     if not segments:
         return None, None
@@ -243,7 +263,6 @@ def refuse_missing_journal(root: Path, storage: StorageBackend, mark: str | None
     """IntegrityError when a ledger without a journal had one: its `mark` file says so
     (`journal.started`), or this machine saw its head. Never a fresh start (an older ledger
     anchored anew), and nothing is written: not even by `verify`."""
-    from agentledger.store.storage.journal import segment_key
 
     if mark is not None:
         raise IntegrityError(

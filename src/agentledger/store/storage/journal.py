@@ -55,6 +55,7 @@ from agentledger.store.storage.journal_read import (
     Checkpoint,
     JournalRead,
     check_segments,
+    entry_at,
     parse_segment,
     segment_key,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "PendingIntent",
     "check_segments",
     "claim_of",
+    "entry_at",
     "intent_of",
     "parse_segment",
     "record_entry",
@@ -184,6 +186,10 @@ class Journal:
         self._accepted: dict[str, str] = {}
         self._accepted_at: dict[str, int] = {}
         self._intended: dict[str, dict[str, Intent]] = {}
+        self._anchor: Checkpoint | None = None
+        self._tail: JournalEntry | None = None
+        self._own: dict[str, str] = {}
+        self._own_at: dict[str, int] = {}
         self._mutex = threading.Lock()
         self._held = threading.local()
         self.refusal: str | None = None
@@ -218,9 +224,21 @@ class Journal:
         takes entries again (the head it has now was accepted)."""
         self.refusal = why
 
+    def anchor(self, head: Checkpoint) -> None:
+        """Append after `head` (a head this machine saw: `seen_heads`) read on from it, each
+        segment linked to the one before, not from the first segment: a writer that read
+        nothing (`label` on a ledger of many runs). What comes before is for the readers
+        that read it all and `verify`. An anchor not found as noted (no entry `head.count`
+        of that hash) is dropped: the whole journal is read then."""
+        with self._mutex:
+            self._anchor, self._tail = head, None
+
     def reload(self) -> None:
         """Forget what was read, to read every segment afresh (segments were set aside)."""
         with self._mutex:
+            self._tail = None
+            self._own = {}
+            self._own_at = {}
             self._entries = []
             self._accepted = {}
             self._accepted_at = {}
@@ -261,6 +279,33 @@ class Journal:
                     )
                 self._take(entry)
 
+    def _anchored_last(self) -> JournalEntry | None:
+        """The newest entry, read forward from the anchor (or the last entry read so, or
+        appended after it) with each link checked; None without an anchor, or when the
+        anchor is not found as noted (under `_mutex`)."""
+        if self._tail is None:
+            if self._anchor is None:
+                return None
+            entry = entry_at(self.storage, self._anchor.count)
+            if entry is None or entry.hash != self._anchor.hash:
+                self._anchor = None
+                return None
+            self._tail = entry
+        while True:
+            first = self._tail.seq + 1
+            key = segment_key(first)
+            try:
+                data = self.storage.get(key)
+            except RecordNotFoundError:
+                return self._tail
+            for offset, entry in enumerate(parse_segment(key, data)):
+                if entry.seq != first + offset or entry.prev != self._tail.hash:
+                    raise IntegrityError(
+                        f"{key}: entry {entry.seq} does not follow entry {first + offset - 1} "
+                        "(the journal was reordered or rewritten; run `agentledger verify`)"
+                    )
+                self._tail = entry
+
     def _take(self, entry: JournalEntry) -> None:
         """Add `entry` to what this object knows (under `_mutex`)."""
         self._entries.append(entry)
@@ -284,7 +329,9 @@ class Journal:
         with self._mutex:
             if catch_up:
                 self._catch_up()
-        return self._accepted
+            if self._entries or not self._own:
+                return self._accepted
+            return {**self._accepted, **self._own}  # appended after an anchor, none read
 
     def accepted_at(self, *, catch_up: bool = True) -> Mapping[str, int]:
         """Every accepted storage key with the position of its entry: the journal's order,
@@ -294,7 +341,9 @@ class Journal:
         with self._mutex:
             if catch_up:
                 self._catch_up()
-        return self._accepted_at
+            if self._entries or not self._own_at:
+                return self._accepted_at
+            return {**self._accepted_at, **self._own_at}
 
     def intended(self) -> Mapping[str, Mapping[str, Intent]]:
         """Every storage key a writer announced, with the intent of each sha256 announced
@@ -328,6 +377,10 @@ class Journal:
                 # on fails it, and only then is the journal read forward and the append retried.
                 with self._mutex:
                     last = self._entries[-1] if self._entries else None
+            if last is None:
+                with self._mutex:
+                    # Nothing read yet: from the anchor, when there is one (`anchor`).
+                    last = None if self._entries else self._anchored_last()
             for _attempt in range(100):
                 if last is None:
                     current = self.entries()
@@ -347,6 +400,11 @@ class Journal:
                     if self._entries and self._entries[-1].seq == made[0].seq - 1:
                         for entry in made:
                             self._take(entry)
+                    elif not self._entries and self._anchor is not None:
+                        self._tail = made[-1]
+                        for entry in made:
+                            for key, digest in entry.keys.items():
+                                self._own[key], self._own_at[key] = digest, entry.seq
                 return made
         raise IntegrityError("could not append to the journal: it kept moving (100 attempts)")
 

@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -18,17 +18,24 @@ from agentledger.errors import InputError, IntegrityError
 from agentledger.identity import canonical_json, sha256_bytes
 from agentledger.records.journal import GENESIS_PREV, JournalEntry
 
+if TYPE_CHECKING:
+    from agentledger.store.storage.base import BareStorage
+
 __all__ = [
     "JOURNAL_AREA",
     "Checkpoint",
     "JournalRead",
     "check_segments",
+    "entry_at",
     "parse_segment",
     "segment_key",
 ]
 
 JOURNAL_AREA = "journal"
 _SEGMENT = re.compile(r"^journal/([0-9]{12})\.jsonl$")
+_PROBES = 64
+"""How many positions before an entry `entry_at` tries for its segment before it
+lists the journal (a segment holds one entry, or one batch's)."""
 _CHECKPOINT = re.compile(r"^\s*([0-9]+):(sha256:[0-9a-f]{64})\s*$")
 
 
@@ -179,3 +186,24 @@ def check_segments(stored: Sequence[tuple[str, bytes]]) -> JournalRead:
             expected_seq, expected_prev = entry.seq + 1, entry.hash
             read.entries.append(entry)
     return read
+
+
+def entry_at(storage: BareStorage, seq: int) -> JournalEntry | None:
+    """Entry `seq` of the journal in `storage`, from the segment that holds it: the nearest
+    segment at or before it (a segment is named for its first entry), looked for a few
+    positions back, then in the journal's listing; None when no segment holds it."""
+    first = next(
+        (at for at in range(seq, max(0, seq - _PROBES), -1) if storage.exists(segment_key(at))),
+        None,
+    )
+    if first is None:
+        named = [
+            int(key[len(JOURNAL_AREA) + 1 : -len(".jsonl")])
+            for key in storage.keys(JOURNAL_AREA)
+            if _SEGMENT.match(key)
+        ]
+        first = max((at for at in named if at <= seq), default=None)
+        if first is None:
+            return None
+    found = parse_segment(segment_key(first), storage.get(segment_key(first)))
+    return next((entry for entry in found if entry.seq == seq), None)
