@@ -13,6 +13,11 @@ the script reports it (the steadier figure on a loaded machine), with after / be
 
 The sizes are smaller than the scripts' own defaults (`--scale`, `--runs`): the figures are
 compared with each other, not with the goals. Results: bench/.work/before_after.json.
+
+`--query-cpu N` instead times N `agentledger runs --model X --prompt-hash P` commands of
+each side, alternating command by command, over an index each side's bench/run.py built
+(kept): the CPU time of the command, which bench/run.py does not report (wall only).
+Results: bench/.work/before_after_query.json.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from statistics import median
@@ -132,6 +139,45 @@ def one_side(tree: Path, args: argparse.Namespace, out: Path, log: Path) -> Figu
     return figures
 
 
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def query_cpu(trees: dict[str, Path], args: argparse.Namespace, log: Path) -> list[dict[str, Any]]:
+    """`agentledger runs` over each side's own index, command by command in turn."""
+    sys.path.insert(0, str(HERE))
+    import synth
+
+    ledgers = {}
+    for side, tree in trees.items():
+        work = args.work / side / "query"
+        with log.open("a") as sink:
+            subprocess.run(
+                [str(tree / ".venv/bin/python"), str(tree / "bench/run.py"), "--only", "query",
+                 "--scale", str(args.scale), "--rounds", "1", "--keep", "--keep-page-cache",
+                 "--max-wait", "5", "--work", str(work)],
+                cwd=tree, stdout=sink, stderr=subprocess.STDOUT, check=True,
+            )  # fmt: skip
+        ledgers[side] = next(p.parent for p in work.glob("index-*/ledger.json"))
+    times: dict[str, list[tuple[float, float]]] = {side: [] for side in trees}
+    for number, (model, prefix) in enumerate(synth.query_pairs(args.query_cpu)):
+        for side in sorted(trees, reverse=number % 2 == 1):
+            command = [str(trees[side] / ".venv/bin/agentledger"), "runs", "--ledger",
+                       str(ledgers[side]), "--model", model, "--prompt-hash", prefix]  # fmt: skip
+            cpu, began = _cpu(), time.perf_counter()
+            subprocess.run(command, capture_output=True, check=True)
+            times[side].append((_ms(time.perf_counter() - began), _ms(_cpu() - cpu)))
+    row: dict[str, Any] = {"figure": "query: agentledger runs (CPU measured here)"}
+    for side, values in times.items():
+        row[f"{side}_wall_ms"] = median(wall for wall, _ in values)
+        row[f"{side}_cpu_ms"] = median(cpu for _, cpu in values)
+        row[f"{side}_rounds"] = len(values)
+    row["wall_ratio"] = row["after_wall_ms"] / row["before_wall_ms"]
+    row["cpu_ratio"] = row["after_cpu_ms"] / row["before_cpu_ms"]
+    return [row]
+
+
 def table(collected: dict[str, list[Figures]]) -> list[dict[str, Any]]:
     names = [name for name in collected["before"][0] if name in collected["after"][0]]
     out = []
@@ -176,6 +222,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=0.1, help="bench/run.py's --scale")
     parser.add_argument("--runs", type=int, default=20_000, help="reports, agreement, viewer")
     parser.add_argument("--work", type=Path, default=HERE / ".work" / "before_after")
+    parser.add_argument("--query-cpu", type=int, metavar="N", help="only time N `runs` commands")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     for side, tree in trees.items():
@@ -184,6 +231,11 @@ def main() -> int:
     collected: dict[str, list[Figures]] = {"before": [], "after": []}
     log = args.work / "log.txt"
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.query_cpu:
+        rows_ = query_cpu(trees, args, log)
+        (args.work.parent / "before_after_query.json").write_text(json.dumps(rows_, indent=2))
+        print_table(rows_)
+        return 0
     for number in range(args.rounds):
         order = ("before", "after") if number % 2 == 0 else ("after", "before")
         for side in order:
