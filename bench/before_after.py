@@ -93,6 +93,7 @@ def scripts(args: argparse.Namespace, out: Path) -> Iterator[tuple[list[str], Pa
             "10",
             "--work",
             str(out / "run"),
+            *(["--only", args.run_only] if args.run_only else []),
         ],
         out / "run" / "results.json",
         run_figures,
@@ -121,6 +122,8 @@ def one_side(tree: Path, args: argparse.Namespace, out: Path, log: Path) -> Figu
     python = tree / ".venv" / "bin" / "python"
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     for argv, result, read in scripts(args, out):
+        if args.scripts and argv[0].removesuffix(".py") not in args.scripts.split(","):
+            continue
         out.mkdir(parents=True, exist_ok=True)
         result.unlink(missing_ok=True)
         with log.open("a") as sink:
@@ -222,6 +225,10 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=0.1, help="bench/run.py's --scale")
     parser.add_argument("--runs", type=int, default=20_000, help="reports, agreement, viewer")
     parser.add_argument("--work", type=Path, default=HERE / ".work" / "before_after")
+    parser.add_argument(
+        "--scripts", help="only these, e.g. run,reports [run,reports,agreement,viewer]"
+    )
+    parser.add_argument("--run-only", help="bench/run.py's --only, e.g. import,verify")
     parser.add_argument("--query-cpu", type=int, metavar="N", help="only time N `runs` commands")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
