@@ -563,20 +563,17 @@ def add_scores_and_decisions(
     """Score every run of the ledger by one rules judge (journaled and indexed in batches, as a
     bulk writer does) and write `decisions` decisions; returns (scores, decisions) written."""
     from agentledger.gates.decisions import DecisionStore
-    from agentledger.judges.scores import ScoreStore, score_row
+    from agentledger.judges.scores import ScoreStore
     from agentledger.store import Ledger
-    from agentledger.store.writer import record_bytes
 
     with Ledger.open(ledger_path) as ledger:
         # Benchmark data, not evidence: no flush per record (the caller's `sync` flushes them).
         ledger.storage.durable = False  # type: ignore[attr-defined]
         run_ids = sorted(ledger.storage.run_ids())
+        scores = ScoreStore(ledger)
         for chunk in _chunks(run_ids, batch):
-            scores = [_score_of(run_id, seed) for run_id in chunk]
-            ledger.storage.journal.create_records(
-                {ScoreStore.key(s.run_id, s.judge_id): record_bytes(s) for s in scores}
-            )
-            ledger.index.add_scores([score_row(s) for s in scores])
+            # One journal segment a batch, each score indexed with its journal position.
+            scores.write([_score_of(run_id, seed) for run_id in chunk])
         store = DecisionStore(ledger)
         for number in range(decisions):
             store.write([_decision_of(number, run_ids)])

@@ -35,6 +35,7 @@ __all__ = [
     "open_ledger",
     "parse_size",
     "progress_bar",
+    "stacked",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,6 +57,17 @@ def ledger_option(func: F) -> F:
         default=None,
         help="Ledger directory [env AGENTLEDGER_DIR; default ./.agentledger].",
     )(func)
+
+
+def stacked(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator adding several click options, in the order given (as --help lists them)."""
+
+    def add(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return add
 
 
 def concurrency_option(help: str, default: int = 1) -> Callable[[F], F]:

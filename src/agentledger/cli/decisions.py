@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-from agentledger.cli.common import handle_errors, ledger_option, open_ledger
+from agentledger.cli.common import handle_errors, ledger_option, open_ledger, stacked
 from agentledger.cli.output import emit, print_rows, terminal_safe
 
 __all__ = ["decisions_group"]
@@ -18,15 +16,12 @@ __all__ = ["decisions_group"]
 _KINDS = ("variant", "sentinel", "fixtures")
 
 
-def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option("--json", "as_json", is_flag=True, help="Output JSON.")(func)
-    func = click.option(
-        "--subject", metavar="NAME", help="Only decisions about this variant or suite."
-    )(func)
-    func = click.option("--kind", type=click.Choice(_KINDS), help="Only decisions of this kind.")(
-        func
-    )
-    return ledger_option(func)
+_list_options = stacked(
+    ledger_option,
+    click.option("--kind", type=click.Choice(_KINDS), help="Only decisions of this kind."),
+    click.option("--subject", metavar="NAME", help="Only decisions about this variant or suite."),
+    click.option("--json", "as_json", is_flag=True, help="Output JSON."),
+)
 
 
 def _list(ledger_path: Path | None, kind: str | None, subject: str | None, as_json: bool) -> None:

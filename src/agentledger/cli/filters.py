@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from agentledger.cli.common import stacked
 from agentledger.identity import normalize_hash_prefix
 from agentledger.records import RUN_KINDS
 from agentledger.records.filters import (
@@ -50,70 +51,60 @@ _HashPrefix = _Parsed("HASH", normalize_hash_prefix)
 _Tag = _Parsed("KEY=VALUE", parse_tag, (tuple,))
 
 
-def run_filter_options(func: F) -> F:
-    """Add the run filter options; the command receives them as keyword arguments."""
-    options = [
-        click.option("--model", "models", multiple=True, help="Model asked for (repeatable)."),
-        click.option("--scenario", "scenarios", multiple=True, help="Scenario id (repeatable)."),
-        click.option(
-            "--prompt-hash", type=_HashPrefix, help="System prompt hash or a prefix of it."
-        ),
-        click.option("--variant", help="Prompt variant name."),
-        click.option("--served", "model_served", help="Model the provider said it served."),
-        click.option("--commit", "agent_commit", help="Agent commit (prefix ok)."),
-        click.option("--since", type=_Moment, help="Started at or after (date, or 7d)."),
-        click.option("--until", type=_Moment, help="Started before (date, or 7d)."),
-        click.option("--tag", "tags", type=_Tag, multiple=True, help="KEY=VALUE (repeatable)."),
-        click.option(
-            "--backfilled/--no-backfilled",
-            default=None,
-            help="Only imported runs / only recorded runs.",
-        ),
-        click.option(
-            "--kind",
-            "kinds",
-            multiple=True,
-            type=click.Choice(RUN_KINDS),
-            help="Run kind (repeatable): agent investigations, fixture executions, or runs a "
-            "sentinel or variant gate made.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+run_filter_options = stacked(
+    # Add the run filter options; the command receives them as keyword arguments.
+    click.option("--model", "models", multiple=True, help="Model asked for (repeatable)."),
+    click.option("--scenario", "scenarios", multiple=True, help="Scenario id (repeatable)."),
+    click.option("--prompt-hash", type=_HashPrefix, help="System prompt hash or a prefix of it."),
+    click.option("--variant", help="Prompt variant name."),
+    click.option("--served", "model_served", help="Model the provider said it served."),
+    click.option("--commit", "agent_commit", help="Agent commit (prefix ok)."),
+    click.option("--since", type=_Moment, help="Started at or after (date, or 7d)."),
+    click.option("--until", type=_Moment, help="Started before (date, or 7d)."),
+    click.option("--tag", "tags", type=_Tag, multiple=True, help="KEY=VALUE (repeatable)."),
+    click.option(
+        "--backfilled/--no-backfilled",
+        default=None,
+        help="Only imported runs / only recorded runs.",
+    ),
+    click.option(
+        "--kind",
+        "kinds",
+        multiple=True,
+        type=click.Choice(RUN_KINDS),
+        help="Run kind (repeatable): agent investigations, fixture executions, or runs a "
+        "sentinel or variant gate made.",
+    ),
+)
 
 
 def _verdicts(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> Any:
     return tuple(parse_verdict(value) for value in values)
 
 
-def score_filter_options(func: F) -> F:
-    """Add --judge, --verdict and --fired: select runs by how judges scored them."""
-    options = [
-        click.option(
-            "--judge",
-            "scored_by",
-            metavar="JUDGE",
-            help="Judge id, a prefix of one, or a kind (rules, llm): the scores to look at.",
-        ),
-        click.option(
-            "--verdict",
-            "verdicts",
-            multiple=True,
-            type=click.Choice(VERDICTS, case_sensitive=False),
-            callback=_verdicts,
-            help="Runs with this verdict (repeatable).",
-        ),
-        click.option(
-            "--fired",
-            multiple=True,
-            metavar="CRITERION",
-            help="Runs on which this criterion fired (repeatable: all must have fired).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+score_filter_options = stacked(
+    # Add --judge, --verdict and --fired: select runs by how judges scored them.
+    click.option(
+        "--judge",
+        "scored_by",
+        metavar="JUDGE",
+        help="Judge id, a prefix of one, or a kind (rules, llm): the scores to look at.",
+    ),
+    click.option(
+        "--verdict",
+        "verdicts",
+        multiple=True,
+        type=click.Choice(VERDICTS, case_sensitive=False),
+        callback=_verdicts,
+        help="Runs with this verdict (repeatable).",
+    ),
+    click.option(
+        "--fired",
+        multiple=True,
+        metavar="CRITERION",
+        help="Runs on which this criterion fired (repeatable: all must have fired).",
+    ),
+)
 
 
 def _label_verdicts(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Any:
@@ -123,29 +114,23 @@ def _label_verdicts(_ctx: click.Context, param: click.Parameter, values: tuple[s
         raise click.BadParameter(str(exc), param=param) from None
 
 
-def label_filter_options(func: F) -> F:
-    """Add --label-source, --label-verdict and --labelled/--unlabelled: select runs by labels."""
-    options = [
-        click.option(
-            "--label-source", metavar="SOURCE", help=f"Runs labelled by {LABEL_SOURCE_HINT}."
-        ),
-        click.option(
-            "--label-verdict",
-            "label_verdicts",
-            multiple=True,
-            metavar="VERDICT",
-            callback=_label_verdicts,
-            help="Runs whose current label says safe, uncertain or unsafe (repeatable).",
-        ),
-        click.option(
-            "--labelled/--unlabelled",
-            default=None,
-            help="Only runs with a current label (of --label-source) / only runs without.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+label_filter_options = stacked(
+    # Add --label-source, --label-verdict and --labelled/--unlabelled: select runs by labels.
+    click.option("--label-source", metavar="SOURCE", help=f"Runs labelled by {LABEL_SOURCE_HINT}."),
+    click.option(
+        "--label-verdict",
+        "label_verdicts",
+        multiple=True,
+        metavar="VERDICT",
+        callback=_label_verdicts,
+        help="Runs whose current label says safe, uncertain or unsafe (repeatable).",
+    ),
+    click.option(
+        "--labelled/--unlabelled",
+        default=None,
+        help="Only runs with a current label (of --label-source) / only runs without.",
+    ),
+)
 
 
 def build_filter(limit: int | None = None, **options: Any) -> RunFilter:

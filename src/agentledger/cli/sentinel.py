@@ -15,6 +15,7 @@ from agentledger.cli.common import (
     ledger_location,
     ledger_option,
     open_ledger,
+    stacked,
 )
 from agentledger.cli.output import print_rows, terminal_safe, write_text_output
 
@@ -32,22 +33,18 @@ def _spec_argument(func: Any) -> Any:
     return click.argument("spec", type=click.Path(path_type=Path), metavar="SPEC")(func)
 
 
-def _decide_options(func: Any) -> Any:
-    options = [
-        click.option(
-            "--review-ok", is_flag=True, help="Exit 0 on REVIEW (after a human looked at it)."
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
-        click.option("--dry-run", is_flag=True, help="Decide and print; write no decision."),
-        click.option(
-            "--supersedes",
-            metavar="DECISION",
-            help="The earlier decision this one replaces (it stays on record).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+_decide_options = stacked(
+    click.option(
+        "--review-ok", is_flag=True, help="Exit 0 on REVIEW (after a human looked at it)."
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+    click.option("--dry-run", is_flag=True, help="Decide and print; write no decision."),
+    click.option(
+        "--supersedes",
+        metavar="DECISION",
+        help="The earlier decision this one replaces (it stays on record).",
+    ),
+)
 
 
 @click.group("sentinel")

@@ -16,6 +16,7 @@ from agentledger.cli.common import (
     ledger_location,
     ledger_option,
     open_ledger,
+    stacked,
 )
 from agentledger.cli.output import emit, terminal_safe
 
@@ -38,25 +39,16 @@ def _spec_argument(func: Any) -> Any:
     )(func)
 
 
-def _decision_options(func: Any) -> Any:
-    for option in reversed(
-        [
-            click.option(
-                "--dry-run", is_flag=True, help="Decide and print, but write no decision record."
-            ),
-            click.option(
-                "--supersedes",
-                metavar="ID",
-                help="The decision this one replaces (an id or unique prefix; it stays on record).",
-            ),
-            click.option(
-                "--review-ok", is_flag=True, help="Exit 0 on REVIEW (runs missing or undecided)."
-            ),
-            click.option("--json", "as_json", is_flag=True, help="Output the decision as JSON."),
-        ]
-    ):
-        func = option(func)
-    return func
+_decision_options = stacked(
+    click.option("--dry-run", is_flag=True, help="Decide and print, but write no decision record."),
+    click.option(
+        "--supersedes",
+        metavar="ID",
+        help="The decision this one replaces (an id or unique prefix; it stays on record).",
+    ),
+    click.option("--review-ok", is_flag=True, help="Exit 0 on REVIEW (runs missing or undecided)."),
+    click.option("--json", "as_json", is_flag=True, help="Output the decision as JSON."),
+)
 
 
 @click.group("variant")

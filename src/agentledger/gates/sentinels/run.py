@@ -59,7 +59,6 @@ class SentinelRunReport:
     """What `run_sentinel` ran and judged, and the result (None when interrupted)."""
 
     runs: list[RunOutcome] = field(default_factory=list)
-    baseline_ran: list[str] = field(default_factory=list)
     judged: list[ScoringReport] = field(default_factory=list)
     interrupted: bool = False
     made: int = 0
@@ -175,7 +174,6 @@ def run_sentinel(
         )
         base_report = run_suite(ledger, base_prepared, on_run=on_run)
         report.runs += base_report.runs
-        report.baseline_ran = missing
         if base_report.interrupted:
             report.interrupted = True
             return report

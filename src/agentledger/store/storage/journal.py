@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agentledger.errors import (
-    InputError,
     IntegrityError,
     RecordExistsError,
     RecordNotFoundError,
@@ -518,24 +517,6 @@ class Journal:
             self.storage._create(key, data)
             crash_point("after-record")
             self.append([record_entry(key, {key: data})])
-
-    def create_records(self, values: Mapping[str, bytes], writer: str | None = None) -> None:
-        """Store several records (scores, labels) and append their entries as one segment: one
-        lock hold and two journal writes for a bulk writer's batch. A record that exists stops
-        the batch (RecordExistsError) after the ones before it are journaled."""
-        from agentledger.store.storage.base import check_key
-
-        for key in values:
-            if check_key(key).split("/", 1)[0] not in JOURNALED_AREAS:
-                raise InputError(f"{key} is not a score, label, decision, outcome or split")
-        grouped: dict[tuple[str, str], dict[str, str]] = {}
-        for key, data in values.items():
-            who = writer or claim_of(key, data) or _WRITER
-            grouped.setdefault((_kind_of(key), who), {})[key] = sha256_bytes(data)
-        intents = [intent_of(kind, who, each) for (kind, who), each in sorted(grouped.items())]
-        with self.batch(intents):
-            for key, data in values.items():
-                self.create_record(key, bytes(data))
 
     def create_group(
         self, prefix: str, values: dict[str, bytes], writer: str | None = None
