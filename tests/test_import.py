@@ -1081,6 +1081,27 @@ def test_workers_are_forked_only_while_one_thread_runs(tmp_path: Path) -> None:
             assert one == (tmp_path / "forked/runs" / run / name).read_bytes()
 
 
+def test_the_import_command_ends_with_its_output_and_exit_code(tmp_path: Path) -> None:
+    """The console script ends an import without the interpreter's teardown: what it printed
+    is all there, and the exit code is the command's (0, then 2 for a refused import)."""
+    ledger = tmp_path / "ledger"
+    command = [sys.executable, "-m", "agentledger", "import", "--ledger", str(ledger)]
+    done = subprocess.run([*command, str(sample_runs_dir())], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"Imported 33 runs into {ledger}.\n"
+    assert done.stderr == f"Created a new ledger at {ledger}\n"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "broken.jsonl").write_text("{\n")
+    refused_import = subprocess.run(
+        [*command, "--format", "jsonl", str(bad)], capture_output=True, text=True
+    )
+    assert refused_import.returncode == 2, refused_import.stderr
+    assert refused_import.stdout == ""
+    assert "broken.jsonl" in refused_import.stderr
+    assert len(stored_runs(ledger)) == 33
+
+
 def test_workers_import_into_a_ledger_given_as_a_relative_path(tmp_path: Path) -> None:
     # The tests run in tmp_path, so "rel" is relative to the working directory.
     result = agentledger("import", sample_runs_dir(), "--ledger", "rel", "--workers", "2")
