@@ -6,6 +6,9 @@ import gc
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -936,10 +939,13 @@ def test_records_stay_valid(seed_run: SeedRun, tmp_path: Path) -> None:
 
 
 def test_workers_import_what_one_process_imports(tmp_path: Path) -> None:
-    for ledger, workers in (("one", "1"), ("three", "3")):
-        result = agentledger(
-            "import", sample_runs_dir(), "--ledger", tmp_path / ledger, "--workers", workers
-        )
+    # Forked workers (where this process runs one thread) and new interpreters alike.
+    for ledger, workers, fork in (("one", "1", True), ("three", "3", True), ("new", "3", False)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(import_workers, "_FORK", fork)
+            result = agentledger(
+                "import", sample_runs_dir(), "--ledger", tmp_path / ledger, "--workers", workers
+            )
         assert result.exit_code == 0, result.output
         assert result.stdout == f"Imported 33 runs into {tmp_path / ledger}.\n"
 
@@ -947,6 +953,7 @@ def test_workers_import_what_one_process_imports(tmp_path: Path) -> None:
         for name in ("metadata.json", "run_summary.json", "report.md"):
             one = (tmp_path / "one/runs" / run / name).read_bytes()
             assert one == (tmp_path / "three/runs" / run / name).read_bytes()
+            assert one == (tmp_path / "new/runs" / run / name).read_bytes()
     with Ledger.open(tmp_path / "three") as ledger:
         assert verify_ledger(ledger).ok
     again = agentledger(
@@ -993,8 +1000,8 @@ def test_the_import_help_names_every_artifact_key() -> None:
 def test_workers_started_before_a_refused_import_are_stopped(
     tmp_path: Path, ledger_path: Path
 ) -> None:
-    """The command starts its worker processes first; when it stops before the import (a bad
-    --map key here), none is left behind."""
+    """Where workers are new interpreters, the command starts them first; when it stops
+    before the import (a bad --map key here), none is left behind."""
     runs = tmp_path / "runs"
     runs.mkdir()
     for index in range(1000):
@@ -1009,6 +1016,7 @@ def test_workers_started_before_a_refused_import_are_stopped(
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(import_workers, "start_early", start_early)
+        patch.setattr(import_workers, "_FORK", False)
         result = agentledger("import", runs, "--ledger", ledger_path, "--map", "nope=*.md")
     assert result.exit_code == 2
     assert normalised(result.output, tmp_path) == (
@@ -1022,6 +1030,76 @@ def test_workers_started_before_a_refused_import_are_stopped(
     assert all(worker.process.poll() is not None for worker in started)
     assert import_workers._early == []
     assert not ledger_path.exists()
+
+
+_FORKED_CHECK = """
+import sys
+from pathlib import Path
+from agentledger.importers import workers
+assert workers.forks()
+assert workers.start_early([Path(sys.argv[1])], None) == 0
+worker = workers.Worker()
+assert isinstance(worker.process, workers._Forked)
+worker.close()
+assert worker.process.returncode == 0, worker.process.returncode
+"""
+
+
+def test_workers_are_forked_only_while_one_thread_runs(tmp_path: Path) -> None:
+    """A fork copies only the thread that makes it: with another thread running (a lock it
+    holds would stay held in the copy), workers are new interpreters, started before the
+    library is loaded; in a command (one thread) the loaded process is forked, none early,
+    and what it imports is what one process imports."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for index in range(1000):
+        (runs / f"r{index}").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED_CHECK, str(runs)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not import_workers.forks()
+        assert import_workers.start_early([runs], None) >= 1
+        assert all(isinstance(w.process, subprocess.Popen) for w in import_workers._early)
+    finally:
+        stop.set()
+        other.join()
+        import_workers.close_early()
+    assert import_workers._early == []
+    for ledger, workers in (("one", "1"), ("forked", "3")):
+        command = [sys.executable, "-m", "agentledger", "import", str(sample_runs_dir())]
+        command += ["--ledger", str(tmp_path / ledger), "--workers", workers]
+        done = subprocess.run(command, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    for run in stored_runs(tmp_path / "one"):
+        for name in ("metadata.json", "run_summary.json", "report.md"):
+            one = (tmp_path / "one/runs" / run / name).read_bytes()
+            assert one == (tmp_path / "forked/runs" / run / name).read_bytes()
+
+
+def test_the_import_command_ends_with_its_output_and_exit_code(tmp_path: Path) -> None:
+    """The console script ends an import without the interpreter's teardown: what it printed
+    is all there, and the exit code is the command's (0, then 2 for a refused import)."""
+    ledger = tmp_path / "ledger"
+    command = [sys.executable, "-m", "agentledger", "import", "--ledger", str(ledger)]
+    done = subprocess.run([*command, str(sample_runs_dir())], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"Imported 33 runs into {ledger}.\n"
+    assert done.stderr == f"Created a new ledger at {ledger}\n"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "broken.jsonl").write_text("{\n")
+    refused_import = subprocess.run(
+        [*command, "--format", "jsonl", str(bad)], capture_output=True, text=True
+    )
+    assert refused_import.returncode == 2, refused_import.stderr
+    assert refused_import.stdout == ""
+    assert "broken.jsonl" in refused_import.stderr
+    assert len(stored_runs(ledger)) == 33
 
 
 def test_workers_import_into_a_ledger_given_as_a_relative_path(tmp_path: Path) -> None:

@@ -40,4 +40,35 @@ def main() -> None:
             sys.exit(code)
     from agentledger.cli.app import main as cli_main
 
+    if len(sys.argv) > 1 and sys.argv[1] == "import":
+        try:
+            cli_main()
+        except SystemExit as done:
+            _exit_now(done)
+        _exit_now(SystemExit(0))
     cli_main()
+
+
+def _exit_now(done: SystemExit) -> None:
+    """End an `import` without the interpreter's teardown: once its output is written and the
+    exit handlers have run, freeing what it built object by object (an import's plans, the
+    modules) is work for nothing, 0.1 to 0.5 s of CPU after an import of 300 trajectories.
+    The usual exit when the code is not a number, when a thread still runs, or when the
+    output cannot be written (the interpreter then says why)."""
+    import os
+    import threading
+
+    code = done.code
+    if code is not None and not isinstance(code, int):
+        raise done
+    if threading.active_count() > 1:
+        raise done
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        raise done from None
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(code or 0)

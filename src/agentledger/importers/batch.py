@@ -243,14 +243,15 @@ def _leave_out(plan: ImportPlan, run_ids: set[str]) -> None:
         plan.runs[:] = [run for run in plan.runs if run.run_id not in run_ids]
 
 
-def serve_worker() -> None:
+def serve_worker(inbox: int | None = None, outbox: int | None = None) -> None:
     """Entry point of a worker process (`workers.Worker`): ``python -c ... IN PARENT_OUT PID``
-    (the pipe from the parent, the pipe to it, and the parent's pid, watched from the start)."""
+    (the pipe from the parent, the pipe to it, and the parent's pid, watched from the start),
+    or the two pipes given (a forked worker)."""
     from multiprocessing.connection import Connection
 
-    _worker(
-        Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False)
-    )
+    if inbox is None or outbox is None:
+        inbox, outbox = int(sys.argv[1]), int(sys.argv[2])
+    _worker(Connection(inbox, writable=False), Connection(outbox, readable=False))
     # Everything is reported and the ledger is closed; the parent waits for this process to
     # end, so skip freeing the plan object by object.
     sys.stdout.flush()

@@ -1,9 +1,17 @@
 """The worker processes of a large import, and starting them before the rest is loaded.
 
-A worker is a new interpreter (not multiprocessing: nothing is inherited by fork, and the
-caller's __main__ is never re-imported) that takes about 0.3 s of CPU to import agentledger
-before it can check runs. This module imports nothing of agentledger, so a command can start
-the workers first (`start_early`) and load the library while they load theirs, on the other
+On Linux, in a process running one thread (the `agentledger import` command), a worker is
+this process forked once the library is loaded (`forks`): it starts with every module the
+import uses, where a new interpreter takes about 0.3 s of CPU to import agentledger (1.2 to
+3 s of an import's CPU went there, two workers per folder of five). Only the pipes are
+shared: the child closes the other workers' ends, never returns into the caller's code
+(`os._exit`), and freezes the garbage collector, so nothing the parent holds is finalised
+twice.
+
+Elsewhere (another system, or a process with threads, where a fork could copy a lock held
+mid-use), a worker is a new interpreter (not multiprocessing: the caller's __main__ is never
+re-imported). This module imports nothing of agentledger, so a command can then start the
+workers first (`start_early`) and load the library while they load theirs, on the other
 CPUs; `agentledger.importers.batch` takes them (`take_early`) when the import is prepared.
 """
 
@@ -11,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +34,7 @@ __all__ = [
     "close_early",
     "die_with_parent",
     "entries_at_most",
+    "forks",
     "parallel_from",
     "runs_at_most",
     "start_early",
@@ -152,21 +163,82 @@ def entries_at_most(paths: Sequence[Path], limit: int) -> int:
     return count
 
 
+def forks() -> bool:
+    """Whether a worker is this process forked (on Linux, with one thread running), rather
+    than a new interpreter."""
+    if not _FORK or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
+
+
+# False: workers are always new interpreters (a test of that path).
+_FORK = True
+# This process's ends of the pipes of its forked workers: a worker forked later closes them,
+# so that each worker sees the end of its own pipe when this process closes it.
+_parent_ends: set[int] = set()
+
+
+class _Forked:
+    """A forked worker, as much of `subprocess.Popen` as `Worker` uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is None:
+            if self.returncode is None:
+                try:
+                    _pid, status = os.waitpid(self.pid, 0)
+                    self.returncode = os.waitstatus_to_exitcode(status)
+                except ChildProcessError:  # reaped elsewhere
+                    self.returncode = -1
+            return self.returncode
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        while (code := self.poll()) is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"import worker {self.pid}", timeout)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        return code
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
 class Worker:
     """A worker process and the two pipes to talk with it."""
 
     def __init__(self) -> None:
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE, str(down_r), str(up_w), str(os.getpid())],
-                pass_fds=(down_r, up_w),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                env=env,
-            )
+            if forks():
+                self.process: subprocess.Popen[bytes] | _Forked = _fork(down_r, up_w, down_w, up_r)
+            else:
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", _WORKER_CODE, str(down_r), str(up_w), str(os.getpid())],
+                    pass_fds=(down_r, up_w),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    env=env,
+                )
         except BaseException:
             for fd in (down_r, down_w, up_r, up_w):
                 os.close(fd)
@@ -176,6 +248,8 @@ class Worker:
         # Loaded here, once a worker starts: an import in one process does without it.
         from multiprocessing.connection import Connection
 
+        if isinstance(self.process, _Forked):
+            _parent_ends.update((down_w, up_r))
         self.outbox = Connection(down_w, readable=False)
         self.inbox = Connection(up_r, writable=False)
 
@@ -202,13 +276,52 @@ class Worker:
                 self.process.kill()
         with contextlib.suppress(OSError, ValueError):
             self.outbox.send(("stop",))
-        self.outbox.close()
-        self.inbox.close()
+        for connection in (self.outbox, self.inbox):
+            if not connection.closed:
+                _parent_ends.discard(connection.fileno())
+            connection.close()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _fork(down_r: int, up_w: int, down_w: int, up_r: int) -> _Forked:
+    """This process forked into a worker reading `down_r` and writing `up_w` (the parent
+    keeps `down_w` and `up_r`); the child never returns."""
+    import gc
+
+    for stream in (sys.stdout, sys.stderr):  # what is buffered is written once, by the parent
+        with contextlib.suppress(Exception):
+            stream.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return _Forked(pid)
+    code = 1
+    try:
+        # What the parent holds stays as it is: no collection here finalises its objects.
+        gc.freeze()
+        for fd in (down_w, up_r, *_parent_ends):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
+        die_with_parent(parent)
+        from agentledger.importers.batch import serve_worker
+
+        serve_worker(down_r, up_w)
+        code = 0
+    except BaseException:  # the parent hears of it: the pipe ends without a word
+        with contextlib.suppress(Exception):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        os._exit(code)
 
 
 _early: list[Worker] = []
@@ -222,6 +335,8 @@ def start_early(
 
     For a command that imports the library after this: the workers get ready meanwhile.
     """
+    if forks():
+        return 0  # forked once the library is loaded, when the import is prepared
     limit = parallel_from(import_format)
     runs = runs_at_most(paths, limit, import_format)
     count = worker_count(requested, runs, import_format=import_format) - 1
