@@ -11,6 +11,10 @@ investigator's) that must be logged as typed.
 First run against main (b6066dc; cmdline_redteam7_first_run.txt): 16 of 112 secrets reached
 the log (output 5 of 62, command lines 11 of 50) and 0 of 341 plain lines were changed. A case
 in STILL_LEAKING is expected to fail, strictly: a rule that fixes one must take it off.
+
+After the rules for their causes (network-device configs, LDAP `olc*PW`/`userPassword`,
+ipsec.secrets `: PSK`, `*_AUTH=`, credential pairs in code, a NuGet key; per-tool argument
+positions; secrets fed on standard input or through `<(printf ...)`): 0 of 112 and 0 of 341.
 """
 
 from __future__ import annotations
@@ -32,24 +36,7 @@ BENIGN = [row for row in ROWS if row["kind"] == "fp"]
 FIRST_RUN = {"output": (5, 62), "command": (11, 50), "plain_changed": (0, 341)}
 """The figures of the first run against main (b6066dc)."""
 
-STILL_LEAKING: set[str] = {
-    "out-nuget",
-    "out-rediscli-auth",
-    "out-cisco7",
-    "out-cisco-comm",
-    "out-olc",
-    "cmd-mc",
-    "cmd-python3",
-    "cmd-rediscli",
-    "cmd-printf",
-    "cmd-printf2",
-    "cmd-echo2",
-    "cmd-echo3",
-    "cmd-net",
-    "cmd-curl3",
-    "cmd-openvpn",
-    "cmd-echo4",
-}
+STILL_LEAKING: set[str] = set()
 """Secrets that still reach the log."""
 
 
@@ -97,7 +84,6 @@ def test_the_red_teams_plain_commands_are_logged_as_typed() -> None:
     assert not changed
 
 
-@pytest.mark.xfail(strict=True, reason="16 of 112 on main")
 def test_at_most_five_percent_of_the_red_team_secrets_leak() -> None:
     leaked = [row["source"] for row in SECRETS if leaks(logged(row), row["pieces"])]
     assert len(leaked) <= len(SECRETS) * 0.05, leaked

@@ -268,6 +268,9 @@ def _line_secret(line: str, shape: str) -> str | None:
     if shape == "basic":  # `echo -n user:pw | base64` makes a Basic header
         user, has, secret = line.partition(":")
         return secret if has and user and " " not in line and "//" not in secret else None
+    if shape == "word":  # `echo -n PW | sha256sum`: a lone word that looks like a password
+        mixed = any(c.isdigit() for c in line) and any(c.isalpha() for c in line)
+        return line if len(line) >= 8 and " " not in line and mixed else None
     words = line.split()
     verb = words[0].lower() if words else ""
     if verb == "user" and len(words) == 3:

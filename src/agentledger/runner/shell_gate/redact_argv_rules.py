@@ -411,6 +411,7 @@ for _tool in ("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami",
     TOOLS[_tool] = simple_rule({"-w": "value"}, "-D -H -h -b -s -f")
 
 STDIN: dict[str, Callable[[Sequence[Arg]], str | None]] = {}
+_HASHERS = ("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum")
 """Tools that read a secret from standard input, given their arguments: the shape of each
 line (``line``: the whole line, ``user:pass``, ``ftp``: `user NAME PASS` lines), or None when
 these arguments read no secret."""
@@ -517,5 +518,6 @@ STDIN.update(
             None if any(a.value in ("-d", "--decode") for a in args) else "basic"
         ),
         **dict.fromkeys(("nc", "ncat", "netcat", "telnet", "redis-cli", "socat"), _always("auth")),
+        **dict.fromkeys(_HASHERS, _always("word")),
     }
 )
