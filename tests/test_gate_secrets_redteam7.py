@@ -87,3 +87,48 @@ def test_the_red_teams_plain_commands_are_logged_as_typed() -> None:
 def test_at_most_five_percent_of_the_red_team_secrets_leak() -> None:
     leaked = [row["source"] for row in SECRETS if leaks(logged(row), row["pieces"])]
     assert len(leaked) <= len(SECRETS) * 0.05, leaked
+
+
+def test_the_rules_cover_their_kind_not_only_the_red_teams_lines() -> None:
+    """Each cause's rule on other lines of its kind, and the plain lines next to them."""
+    redactor = Redactor()
+    secret = "Qw7ErT9yUi3"
+    commands = (
+        f"echo 'AUTH default {secret}' | ncat cache.internal 6379",
+        f"printf '%s' {secret} | gcloud secrets versions add db --data-file -",
+        f"mc --insecure admin user add prod alice {secret}",
+        f"redis-cli -h cache ACL SETUSER alice on '>{secret}' '~app:*'",
+        f"python3 -c \"import requests as r; r.get(u, auth=HTTPBasicAuth('al', '{secret}'))\"",
+        f"openvpn --config c.ovpn --auth-user-pass <(printf '%s\\n' alice {secret})",
+        f"printf '{secret}' | sha512sum",
+    )
+    for command in commands:
+        assert secret not in redactor.redact_command(command), command
+    outputs = (
+        f"enable secret 0 {secret}",
+        f"auth = HTTPDigestAuth('al', '{secret}')",
+        f"username ops privilege 15 password {secret}",
+        "tacacs-server key 7 0822455D0A16",
+        "ip ospf message-digest-key 1 md5 7 094F471A1A0A",
+        f"snmp-server community {secret} RW 10",
+        f"olcSyncreplPassword: {secret}",
+        f"userPassword:: {secret}",
+        f'%any : PSK "{secret}"',
+        f"PROXY_AUTH={secret}",
+    )
+    for output in outputs:
+        assert secret not in redactor.redact(output), output
+    for plain in (
+        "echo hello | sha256sum",
+        "echo -n abc123 | md5sum",
+        "printf 'PING\\r\\n' | nc cache 6379",
+        "echo foo | base64",
+        "net user alice /add",
+        "net user alice * /add",
+        "cat <(printf 'a\\nb\\n')",
+        "openvpn --config c.ovpn --auth-user-pass creds.txt",
+        "mc admin user list prod",
+    ):
+        assert redactor.redact_command(plain) == plain
+    for plain in ("the secret 5 times", "SMTP_AUTH=login", "olcRootDN: cn=admin,dc=example,dc=org"):
+        assert redactor.redact(plain) == plain

@@ -198,7 +198,8 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     # `PSCredential('bob', ...)` has its own rule (the password is converted)
     (
         "code-credentials",
-        r"\b(?:auth|BasicAuth|DigestAuth|basic_auth|http_auth|credentials)[ \t]*=?[ \t]*[(\[][ \t]*"
+        r"(?:\bauth|(?:\b|HTTP)(?:Basic|Digest)Auth|\bbasic_auth|\bhttp_auth|\bcredentials)"
+        r"[ \t]*=?[ \t]*[(\[][ \t]*"
         r"(?P<q>['\"])[^'\"\n]*(?P=q)[ \t]*,[ \t]*(?P<p>['\"])(?P<secret>[^'\"\n]+)(?P=p)",
         "i",
     ),
