@@ -70,6 +70,30 @@ NOT_READ_ONLY = [
     "mysql -e 'RESET REPLICA ALL'",
     "mysql -e 'set @@global.general_log=1'",
     "mysql -e 'SET @@persist.max_connections = 10'",
+    # sudo: -k with a command runs it; -K and -v change the cached credentials
+    "sudo -k rm -rf /tmp/x",
+    "sudo -K",
+    "sudo -v",
+    # options handed to another program, or that start a daemon
+    "rsync -n -M--log-file=/tmp/x a h:b",
+    "rsync -n --remote-option=--log-file=/tmp/x a h:b",
+    "rsync -n --daemon --config=/tmp/r.conf",
+    "git push --dry-run --receive-pack='touch /tmp/x; git-receive-pack' /tmp/b.git HEAD:x",
+    "git push -n --exec=/tmp/x origin",
+    "kubectl kustomize --enable-helm --helm-command=/tmp/x .",
+    "aws sts get-caller-identity --endpoint-url http://127.0.0.1:8080/admin/delete",
+    # files written whatever a dry run says, or a log appended to
+    "patch --dry-run -o /tmp/out f.c < fix.patch",
+    "patch --dry-run --reject-file=/tmp/rej f.c < fix.patch",
+    "sshd -t -E /tmp/sshd.log",
+    "kubectl cluster-info dump --output-directory=/tmp/dump",
+    "conntrack -R /tmp/entries",
+    "conntrack --load-file /tmp/entries",
+    # nginx -t creates the logs and loads the modules of the configuration it is given
+    "nginx -t -e /tmp/err.log",
+    "nginx -t -g 'error_log /etc/x;'",
+    "nginx -t -p /tmp/prefix",
+    "nginx -t -c /tmp/x.conf",
 ]
 
 STILL_READ_ONLY = [
@@ -108,6 +132,19 @@ STILL_READ_ONLY = [
     "sqlite3 s.db 'pragma journal_mode'",
     "mysql -e 'show processlist'",
     "mysql -e 'set @@session.sql_mode = \"\"'",
+    "sudo -l",
+    "sudo -k ls /root",
+    "rsync --list-only h:/srv",
+    "patch --dry-run f.c < fix.patch",
+    "sshd -t",
+    "git push -n origin",
+    "kubectl cluster-info",
+    "kubectl cluster-info dump",
+    "kubectl kustomize .",
+    "aws sts get-caller-identity",
+    "conntrack -L",
+    "nginx -t",
+    "nginx -T -c /etc/nginx/nginx.conf",
 ]
 
 

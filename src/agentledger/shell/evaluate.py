@@ -499,7 +499,10 @@ def _wrapper(
                 flag = text
             if flag in no_run or no_run.intersection(given):
                 shown = flag if flag in no_run else next(iter(no_run.intersection(given)))
-                return READ_ONLY, f"{label} {shown} runs no command"
+                kind = spec.flags.get(shown, READ_ONLY)  # `sudo -K` removes the timestamps
+                return kind, f"{label} {shown} runs no command" + (
+                    f" and is {kind}" if kind != READ_ONLY else ""
+                )
             given.append(flag)
             index += 1
             if value is None and (flag in attached or flag in takes_value) and index < end:

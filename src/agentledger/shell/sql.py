@@ -39,6 +39,7 @@ from agentledger.shell.sql_rules import (
     SqlRules,
     sql_rules,
 )
+from agentledger.shell.sql_types import ColumnTypes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -170,6 +171,7 @@ def analyse_sql(
     *,
     with_sqlglot: bool = False,
     columns: Columns = frozenset(),
+    types: ColumnTypes = frozenset(),
 ) -> SqlAnalysis:
     """Parse `text` and find what is not a plain query, and the tables it reads.
 
@@ -178,6 +180,8 @@ def analyse_sql(
     read without sqlglot (`sql_plain`), unless `with_sqlglot`; the answer is the same.
     `columns` are (relation, column) pairs known besides the system catalogs' (`sql_columns`):
     in PostgreSQL `t.name` is read-only only when `name` is known to be a column of `t`.
+    `types` are (relation, column, type) triples declared for the tables' columns: a call
+    on such a column is proven to resolve to a built-in only for its type (`sql_types`).
     """
     analysis = SqlAnalysis()
     if len(text) > MAX_SQL_CHARS:
@@ -192,7 +196,7 @@ def analyse_sql(
             analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
             analysis.opaque.add(f"operator {operator}")
             return analysis
-    plain = None if with_sqlglot else plain_query(text, dialect)
+    plain = None if with_sqlglot or types else plain_query(text, dialect)
     if plain is not None and rules is not None and plain.functions & rules.functions:
         # Knowledge of the caller's own says one of these functions changes state. (The
         # packaged knowledge lists none of sql_plain's pure functions: a test holds it, so
@@ -202,13 +206,9 @@ def analyse_sql(
         # One plain SELECT, read without sqlglot: the answer sqlglot's analysis would give.
         analysis.statements = 1
         analysis.tables.update(plain.tables)
-        if dialect == DEFAULT_DIALECT and plain.literal_calls:
-            from agentledger.shell.sql_plain import name_tokens
-
-            _overload(analysis, name_tokens(text), text)
         return analysis
     rules = rules if rules is not None else _default_rules()
-    return _analysed_in_time(text, dialect, rules, columns)
+    return _analysed_in_time(text, dialect, rules, columns, types)
 
 
 def _default_rules() -> SqlRules:
@@ -218,7 +218,12 @@ def _default_rules() -> SqlRules:
 
 
 def _analyse(
-    text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis, columns: Columns
+    text: str,
+    dialect: str,
+    rules: SqlRules,
+    analysis: SqlAnalysis,
+    columns: Columns,
+    types: ColumnTypes = frozenset(),
 ) -> None:
     if "/*!" in text:
         # MySQL runs the text of /*! ... */ comments: what a parser skips, the server executes.
@@ -241,12 +246,12 @@ def _analyse(
             continue
         _statement(statement, dialect, rules, analysis, 0, columns)
     if dialect in ATTRIBUTE_DIALECTS:
-        from agentledger.shell.sql_literals import sqlglot_tokens
-
-        _overload(analysis, sqlglot_tokens(text, dialect), text)
+        _overload(analysis, text, types)
 
 
-def _analysed_in_time(text: str, dialect: str, rules: SqlRules, columns: Columns) -> SqlAnalysis:
+def _analysed_in_time(
+    text: str, dialect: str, rules: SqlRules, columns: Columns, types: ColumnTypes
+) -> SqlAnalysis:
     """`_analyse` in a worker thread, waited for at most SQL_TIME_LIMIT seconds.
 
     A thread rather than a signal: an exception thrown into sqlglot at an arbitrary point
@@ -262,7 +267,7 @@ def _analysed_in_time(text: str, dialect: str, rules: SqlRules, columns: Columns
 
     def work() -> None:
         try:
-            _analyse(text, dialect, rules, analysis, columns)
+            _analyse(text, dialect, rules, analysis, columns, types)
         except Exception as exc:
             analysis.error = f"the SQL could not be analysed ({type(exc).__name__}: {exc})"
         finally:
@@ -310,12 +315,12 @@ def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
         logger.setLevel(level)
 
 
-def _overload(analysis: SqlAnalysis, tokens: list[tuple[str, str]], text: str) -> None:
-    """A finding when a call of a built-in's name has literal arguments no built-in of that
-    name takes: a schema's overload would run (`sql_literals`)."""
-    from agentledger.shell.sql_literals import unproven_call
+def _overload(analysis: SqlAnalysis, text: str, types: ColumnTypes) -> None:
+    """A finding when a call or operator of a built-in's name is not proven to resolve to a
+    built-in: a schema's overload may run (`sql_types`)."""
+    from agentledger.shell.sql_types import unproven_call
 
-    why = unproven_call(tokens)
+    why = unproven_call(text, types)
     if why is not None:
         analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
         analysis.opaque.add(why.split("(", 1)[0].rsplit(" ", 1)[-1] + "()")
@@ -574,6 +579,11 @@ def _command(
             if runs:
                 why = f"EXPLAIN ANALYZE runs the statement: {finding.why}"
                 analysis.findings.append(SqlFinding(finding.kind, why, finding.sql))
+            elif finding.kind == UNKNOWN:
+                # A function the schema may define (`wipe(1)`, `lower(5)` with a schema's
+                # lower(int)): planning runs an IMMUTABLE one of constant arguments.
+                why = f"EXPLAIN plans the statement, which may run a function: {finding.why}"
+                analysis.findings.append(SqlFinding(UNKNOWN, why, finding.sql))
             else:
                 # Planned, not run: harmless to the gate, still not a plain query.
                 analysis.findings.append(SqlFinding(READ_ONLY, finding.why, finding.sql))
