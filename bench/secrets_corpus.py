@@ -5,7 +5,8 @@ tests/data/secrets/blind_cases.jsonl holds kinds the rules were not written from
 tests/data/secrets/cmdline_cases.jsonl, cmdline_after_cases.jsonl,
 cmdline_kinds_cases.jsonl, cmdline_decode_cases.jsonl (secrets encoded, split or written
 to credential and key files), cmdline_general_cases.jsonl, cmdline_blind4_cases.jsonl
-(all blind) and cmdline_blind5_cases.jsonl (blind, a third held out) hold command lines
+(all blind), cmdline_blind5_cases.jsonl (blind, a third held out) and
+cmdline_redteam7_cases.jsonl (the seventh red team's) hold command lines
 (`"field": "command"`: redacted as the gate logs a command, `Redactor.redact_command`; the
 rest, output, as `Redactor.redact`). A
 case leaks when its secret (or any of its `pieces`, for secrets that reach the output

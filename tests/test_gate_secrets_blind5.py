@@ -47,13 +47,14 @@ STILL_LEAKING = {
     "db-vsql-w",  # Vertica's `vsql -w PASS`
     "db-db2-connect",  # `db2 connect to DB user U using PASS`
     "http-httpie-auth",  # `http -a admin:'PASS'`: the quote inside the word
-    "vpn-ipsec-secrets",  # `A B : PSK "PASS"`
     "vpn-chap-secrets",  # a chap-secrets line (tabs, quoted fields)
     "vpn-ssh-askpass-echo",  # `SSH_ASKPASS=<(echo 'echo PASS')`
     "conf-pgbouncer-userlist",  # a SCRAM verifier in pgbouncer's userlist
     "conf-nginx-proxy-auth",  # `proxy_set_header Authorization "Basic B64"`
 }
-"""Secrets that still reach the log: all of the held-out third (see HELD_OUT_FIGURES)."""
+"""Secrets that still reach the log: all of the held-out third (see HELD_OUT_FIGURES). Later
+rules, for other corpora, took off vpn-ipsec-secrets (`A B : PSK "PASS"`: the seventh red
+team's ipsec.secrets line)."""
 
 STILL_CHANGED = {
     "fp-export-required-var",  # `${DB_PASSWORD:?msg}`: an expansion, not an assignment

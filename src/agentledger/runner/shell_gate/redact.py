@@ -84,26 +84,26 @@ _AS_RUNS = str.maketrans(TOKEN_CHARACTERS, "a" * len(TOKEN_CHARACTERS))
 
 _SEPARATORS = str.maketrans({c: " " for c in "|&;()<>`'\"$/=\n\t\\{}"})
 TOOL_NAMES = frozenset((
-    "aws", "buildah", "bw", "chgpasswd", "chpasswd", "clickhouse-client", "cryptsetup",
-    "curl", "docker", "expect", "ftp", "gh", "helm", "htpasswd", "ipmitool", "kubectl",
-    "ldapadd", "ldapdelete", "ldapmodify", "ldapmodrdn", "ldappasswd", "ldapsearch",
-    "ldapwhoami", "lftp", "mariadb", "mariadb-dump", "mc", "mongo", "mongosh",
-    "mosquitto_pub", "mosquitto_sub", "mysql", "mysqladmin", "mysqlcheck", "mysqldump",
-    "mysqlimport", "nerdctl", "nmcli", "oc", "openssl", "oras", "passwd", "podman", "psql",
-    "rabbitmqctl", "rclone", "rdesktop", "redis-cli", "rpcclient", "sftp", "skopeo",
-    "smbclient", "smbpasswd", "snmpbulkwalk", "snmpget", "snmpgetnext", "snmpset",
-    "snmptable", "snmptrap", "snmpwalk", "sqlcmd", "sqlplus", "ssh-keygen", "sshpass",
-    "sudo", "useradd", "usermod", "valkey-cli", "vault", "wget", "wlfreerdp",
-    "wpa_passphrase", "xfreerdp", "xfreerdp3", "mosquitto_passwd", "mkpasswd", "slappasswd",
-    "doveadm", "unrar", "rar", "net", "ykman", "pkcs11-tool", "az", "etcdctl", "rabbitmqadmin",
-    "kinit", "vncpasswd", "gpg", "gpg2", "openconnect", "cqlsh", "isql", "bcp", "sqsh",
-    "twine", "cargo", "poetry", "doctl", "kadmin", "kadmin.local", "plink", "pscp", "psftp",
-    "racadm", "wpa_cli", "grafana-cli", "ccrypt", "mcrypt", "winexe", "tsql", "freebcp",
-    "nodetool", "skopeo", "npm", "yarn", "pnpm", "iwconfig", "expdp", "impdp", "exp", "imp",
-    "rman", "sqlldr", "dgmgrl", "ab", "security", "oathtool",
+    "aws", "buildah", "bw", "chgpasswd", "chpasswd", "clickhouse-client", "cryptsetup", "curl",
+    "docker", "expect", "ftp", "gh", "helm", "htpasswd", "ipmitool", "kubectl", "ldapadd",
+    "ldapdelete", "ldapmodify", "ldapmodrdn", "ldappasswd", "ldapsearch", "ldapwhoami", "lftp",
+    "mariadb", "mariadb-dump", "mc", "mongo", "mongosh", "mosquitto_pub", "mosquitto_sub", "mysql",
+    "mysqladmin", "mysqlcheck", "mysqldump", "mysqlimport", "nerdctl", "nmcli", "oc", "openssl",
+    "oras", "passwd", "podman", "psql", "rabbitmqctl", "rclone", "rdesktop", "redis-cli",
+    "rpcclient", "sftp", "skopeo", "smbclient", "smbpasswd", "snmpbulkwalk", "snmpget",
+    "snmpgetnext", "snmpset", "snmptable", "snmptrap", "snmpwalk", "sqlcmd", "sqlplus",
+    "ssh-keygen", "sshpass", "sudo", "useradd", "usermod", "valkey-cli", "vault", "wget",
+    "wlfreerdp", "wpa_passphrase", "xfreerdp", "xfreerdp3", "mosquitto_passwd", "mkpasswd",
+    "slappasswd", "doveadm", "unrar", "rar", "net", "ykman", "pkcs11-tool", "az", "etcdctl",
+    "rabbitmqadmin", "kinit", "vncpasswd", "gpg", "gpg2", "openconnect", "cqlsh", "isql", "bcp",
+    "sqsh", "twine", "cargo", "poetry", "doctl", "kadmin", "kadmin.local", "plink", "pscp", "psftp",
+    "racadm", "wpa_cli", "grafana-cli", "ccrypt", "mcrypt", "winexe", "tsql", "freebcp", "nodetool",
+    "npm", "yarn", "pnpm", "iwconfig", "expdp", "impdp", "exp", "imp", "rman", "sqlldr", "dgmgrl",
+    "ab", "security", "oathtool", "gcloud", "vncviewer", "xtightvncviewer", "base64", "nc", "ncat",
+    "netcat", "telnet", "socat", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum",
+    "sha512sum", "b2sum",
 ))  # fmt: skip
-"""The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
-assigns no secret-named variable is not parsed (nor the rules loaded)."""
+"""The tools of `redact_argv_rules` (TOOLS, STDIN): a line naming none is not parsed."""
 SECRET_NAME = (
     "password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key",
     "credential", "sshpass", "pgpass", "mysql_pwd", "_pwd", "_pass", "private_key", "auth_key",

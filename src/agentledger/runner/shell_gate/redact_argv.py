@@ -143,8 +143,14 @@ class _Reader:
         name = node.child_by_field_name("name")
         if name is None:
             return
-        args = [_arg(name), *(_arg(child) for child in node.children_by_field_name("argument"))]
+        children = node.children_by_field_name("argument")
+        args = [_arg(name), *(_arg(child) for child in children)]
         self.command(args, lambda: _stdin_of(node), depth)
+        for index, child in enumerate(children):
+            option = args[index].value if child.type == "process_substitution" else None
+            if option in _SECRET_FILE_OPTIONS:  # `--auth-user-pass <(printf 'u\npw\n')`
+                lines = [ln for arg in _printed(child) for ln in _lines(arg)]
+                self.stdin(lines[_SECRET_FILE_OPTIONS[option] :], "line")
 
     def command(
         self, args: Sequence[Arg], stdin: Callable[[], list[Arg]] | None, depth: int
@@ -243,16 +249,36 @@ class _Reader:
                 self.add(source, secret, "stdin-password")
 
 
+_SECRET_FILE_OPTIONS = {"--auth-user-pass": 1, "--askpass": 0, "--password-file": 0}
+"""Options naming a file of credentials, and the line its secret starts on (openvpn's
+`--auth-user-pass` file holds the user, then the password)."""
+
+
+def _lines(arg: Arg) -> list[Arg]:
+    from agentledger.runner.shell_gate.redact_argv_options import Arg
+
+    return [Arg(line, arg.start, arg.end) for line in (arg.value or "").splitlines()]
+
+
 def _line_secret(line: str, shape: str) -> str | None:
     if shape == "line":
         return line
     if shape == "user:pass":
         return line.partition(":")[2]
+    if shape == "basic":  # `echo -n user:pw | base64` makes a Basic header
+        user, has, secret = line.partition(":")
+        return secret if has and user and " " not in line and "//" not in secret else None
+    if shape == "word":  # `echo -n PW | sha256sum`: a lone word that looks like a password
+        mixed = any(c.isdigit() for c in line) and any(c.isalpha() for c in line)
+        return line if len(line) >= 8 and " " not in line and mixed else None
     words = line.split()
-    if words[:1] == ["user"] and len(words) == 3:
+    verb = words[0].lower() if words else ""
+    if verb == "user" and len(words) == 3:
         return words[2]
-    if words[:1] == ["pass"] and len(words) == 2:
+    if verb == "pass" and len(words) == 2:
         return words[1]
+    if verb == "auth" and len(words) in (2, 3) and shape == "auth":  # redis' `AUTH [user] pw`
+        return words[-1]
     return None
 
 

@@ -97,6 +97,8 @@ def _payload(text: str) -> list[tuple[str, str]]:
             found.append(value)
     for match in pair.finditer(text):
         value = match.group("val")
+        if text[match.end() : match.end() + 1] == "(":
+            continue  # `auth=HTTPBasicAuth(...)`: a call, read below
         strength = name_says_secret(match.group("key"))
         if strength is not None and candidate(value, strength):
             found.append(value)
@@ -130,7 +132,8 @@ _GETTERS = ("get", "read", "load", "fetch", "find", "lookup", "has", "is", "prin
 def _call_secrets(callee: str, text: str, start: int) -> list[str]:
     """The password a call is given by its place: the first argument of a hasher or setter
     (`crypt('x')`, `setPassword("x")`), the third of a connect (`connect(dsn, u, 'x')`),
-    the second of a two-argument login (`ftp.login('u', 'x')`)."""
+    the second of a two-argument login or credential (`ftp.login('u', 'x')`,
+    `HTTPBasicAuth('u', 'x')`)."""
     import re
 
     last = re.split(r"\.|::|->", callee)[-1]
@@ -140,7 +143,7 @@ def _call_secrets(callee: str, text: str, start: int) -> list[str]:
         return []
     if lowered in _CONNECT:
         wanted, place = 3, 2
-    elif lowered.endswith("login"):
+    elif lowered.endswith(("login", "auth", "credential")):  # HTTPBasicAuth('u', 'x')
         wanted, place = 3, 1
     elif _takes_password_first(callee, last, words):
         wanted, place = 1, 0

@@ -121,6 +121,10 @@ def _redis(args: Sequence[Arg]) -> Found:
     verbs = [(w.value or "").lower() for w in words]
     if verbs[:1] == ["auth"] and len(words) >= 2:
         positional(read.found, words, -1)
+    if verbs[:2] == ["acl", "setuser"]:  # `ACL SETUSER bob on >PW`: the rules `>pw`, `#hash`
+        for word in words[3:]:
+            if (word.value or "")[:1] in (">", "#") and len(word.value or "") > 1:
+                add_found(read.found, word, (word.value or "")[1:], "password-flag")
     if verbs[:2] == ["config", "set"] and len(words) >= 4 and secret_name(verbs[2]):
         positional(read.found, words, 3)
     return read.found
@@ -168,6 +172,8 @@ def _mc(args: Sequence[Arg]) -> Found:
         positional(found, words, 5)
     elif verbs == ["config", "host", "add"]:
         positional(found, words, 6)
+    elif verbs == ["admin", "user", "add"]:  # `mc admin user add ALIAS USER PASSWORD`
+        positional(found, words, 5)
     return found
 
 
@@ -300,6 +306,9 @@ def _net(args: Sequence[Arg]) -> Found:
     verbs = [arg.value for arg in read.positionals[:2]]
     if verbs[1:] == ["password"] or verbs[:1] == ["password"]:
         positional(read.found, read.positionals, 3 if verbs[1:] == ["password"] else 2)
+    words = read.positionals
+    if verbs[:1] == ["user"] and len(words) >= 3 and (words[2].value or "/")[:1] not in "/*":
+        positional(read.found, words, 2)  # Windows' `net user NAME PASSWORD [/add]`
     return read.found
 
 
@@ -402,6 +411,7 @@ for _tool in ("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami",
     TOOLS[_tool] = simple_rule({"-w": "value"}, "-D -H -h -b -s -f")
 
 STDIN: dict[str, Callable[[Sequence[Arg]], str | None]] = {}
+_HASHERS = ("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum")
 """Tools that read a secret from standard input, given their arguments: the shape of each
 line (``line``: the whole line, ``user:pass``, ``ftp``: `user NAME PASS` lines), or None when
 these arguments read no secret."""
@@ -464,6 +474,15 @@ def _gpg_stdin(args: Sequence[Arg]) -> str | None:
     return None
 
 
+def _gcloud_stdin(args: Sequence[Arg]) -> str | None:
+    """`gcloud secrets create|versions add ... --data-file=-`: the secret from the input."""
+    values = [arg.value for arg in args]
+    valued = "--data-file" in values[:-1] and values[values.index("--data-file") + 1] == "-"
+    if "secrets" in values and ("--data-file=-" in values or valued):
+        return "line"
+    return None
+
+
 STDIN.update(
     {
         "chpasswd": _always("user:pass"),
@@ -492,5 +511,13 @@ STDIN.update(
         "gpg": _gpg_stdin,
         "gpg2": _gpg_stdin,
         "openconnect": _when_flag(("--passwd-on-stdin",)),
+        "gcloud": _gcloud_stdin,
+        "vncviewer": _when_flag(("-autopass",)),
+        "xtightvncviewer": _when_flag(("-autopass",)),
+        "base64": lambda args: (
+            None if any(a.value in ("-d", "--decode") for a in args) else "basic"
+        ),
+        **dict.fromkeys(("nc", "ncat", "netcat", "telnet", "redis-cli", "socat"), _always("auth")),
+        **dict.fromkeys(_HASHERS, _always("word")),
     }
 )

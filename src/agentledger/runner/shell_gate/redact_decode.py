@@ -32,7 +32,7 @@ __all__ = ["CONTEXT_RULES", "TOKEN_RULES", "rescan", "rescan_lines"]
 # A value that is not a template reference (`${X}`, `{{ x }}`, `$X`, `<x>`, `[value]`, printf's
 # `%s`), a path or a YAML block scalar's indicator (`|`, `>-`: the value is on the next line).
 _VALUE = (
-    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|\"\$[{A-Za-z_(]|\*{3,}(?![^\s,;'\"}&<])|"
+    r"(?P<secret>(?!:[ \t]|\$\{|\{\{|\$[A-Za-z_(]|\"\$[{A-Za-z_(]|\*{3,}(?![^\s,;'\"}&<])|"
     r"<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
     r"\[[\w -]*\](?![^\s,;'\"}&<])|%[-+ #0-9.]*[sdqbiuxX](?:\\[nr])*(?![^\s,;'\"}&<]))"
     r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s,;'\"}&<]+))"
@@ -161,6 +161,48 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
     ),
     ("redis-password", r"^\s*(?:requirepass|masterauth)\s+(?P<secret>\S+)", "im"),
     ("snmp-community", r"^\s*(?:ro|rw)community6?\s+(?P<secret>\S+)", "im"),
+    # network devices: IOS/NX-OS `snmp-server community X RO`, type 7 (reversible) secrets
+    # (`password 7 HEX`, `key 7 HEX`), a user's or enable's password or secret of any type
+    ("snmp-community", r"\bsnmp-server[ \t]+community[ \t]+(?:[0-9][ \t]+)?(?P<secret>\S+)", "i"),
+    (
+        "device-password",
+        r"\b(?:password|secret|key|key-string|md5)[ \t]+7[ \t]+(?P<secret>[0-9A-F]{4,})\b",
+        "i",
+    ),
+    (
+        "device-password",
+        r"^[ \t]*(?:username[ \t]+\S+(?:[ \t]+privilege[ \t]+\d+)?|enable)[ \t]+"
+        r"(?:password|secret)(?:[ \t]+level[ \t]+\d+)?(?:[ \t]+[05789])?[ \t]+(?P<secret>\S+)",
+        "im",
+    ),
+    # OpenLDAP's cn=config and LDIF: `olcRootPW: X`, `userPassword:: B64`
+    (
+        "ldap-password",
+        r"^[ \t]*(?:olc\w*(?:PW|Passwd|Password)|userPassword):{1,2}[ \t]*(?P<secret>\S+)",
+        "im",
+    ),
+    # strongSwan's ipsec.secrets: `[ids] : PSK "X"` (EAP, XAUTH, NTLM the same)
+    (
+        "ipsec-secret",
+        r"(?<![^\s'\"]):[ \t]*(?:PSK|EAP|XAUTH|NTLM)[ \t]+(?P<secret>\"[^\"\n]+\"|[^\s\"']+)",
+        "",
+    ),
+    # `*_AUTH=` variables holding a credential (REDISCLI_AUTH), not a setting (`SMTP_AUTH=login`)
+    (
+        "password-assignment",
+        r"(?<![A-Za-z0-9])[A-Z][A-Z0-9]*_AUTH[ \t]*=[ \t]*[\"']?"
+        r"(?P<secret>(?=[^\s\"']*[0-9])(?=[^\s\"']*[A-Za-z])[^\s\"']{8,})",
+        "",
+    ),
+    # credentials as a pair in code: `auth=('bob', 'PW')`, `HTTPBasicAuth("bob", "PW")`,
+    # `PSCredential('bob', ...)` has its own rule (the password is converted)
+    (
+        "code-credentials",
+        # (`HTTPBasicAuth`, `basic_auth`, `OAuth` end in the same word; no `i`: it is faster)
+        r"(?:[Aa]uth|[Cc]redentials)[ \t]*=?[ \t]*[(\[][ \t]*"
+        r"(?P<q>['\"])[^'\"\n]*(?P=q)[ \t]*,[ \t]*(?P<p>['\"])(?P<secret>[^'\"\n]+)(?P=p)",
+        "",
+    ),
     (
         "kubernetes-secret",
         r"\bget\s+secrets?\b[^\n]*\n\s*(?P<secret>[A-Za-z0-9+/]{8,}={0,2})\s*$",
@@ -203,6 +245,7 @@ TOKEN_RULES: tuple[tuple[str, str, str], ...] = (
     ("huggingface-token", r"\b(?P<secret>api_org_[A-Za-z0-9]{34})\b", ""),
     ("openai-key", r"\b(?P<secret>sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})\b", ""),
     ("gitlab-token", r"\b(?P<secret>glrt-[A-Za-z0-9_-]{20,})", ""),
+    ("nuget-key", r"\b(?P<secret>oy2[a-z0-9]{43})\b", ""),
     (
         "vault-token",
         r"\b(?P<secret>s\.(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[0-9])[A-Za-z0-9]{24})\b",
