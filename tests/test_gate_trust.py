@@ -123,3 +123,80 @@ def test_a_lab_target_of_another_user_is_not_read(tmp_path: Path) -> None:
     os.chown(path, NOBODY, NOBODY)
     with pytest.raises(InputError, match=f"owned by uid {NOBODY}"):
         LabTarget.read(path)
+
+
+def _forged_cache(tmp_path: Path, cache: Path) -> tuple[Path, Path]:
+    """`cache` holding, under the packaged policy's key, a remediate policy with the sandbox
+    off that allows every change (what round 7's B34 planted); (the run dir, that entry)."""
+    from agentledger.data import policies
+
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    loose = tmp_path / "loose.yaml"
+    text = (Path(policies.__path__[0]) / "remediate.yaml").read_text()
+    text = text.replace("on_mutating: prompt", "on_mutating: allow").replace(
+        "sandbox: on", "sandbox: off"
+    )
+    loose.write_text(text)
+    env = {"AGENTLEDGER_CACHE_DIR": str(cache), "AGENTLEDGER_HIDE_BWRAP": "1"}
+    assert gate("--dry-run", "--", "true", env=env).returncode == 0
+    (packaged,) = (cache / "gate").glob("policy-*.marshal")
+    assert gate("--dry-run", "--", "true", env={**env, "AGENTLEDGER_POLICY": str(loose)})
+    (other,) = set((cache / "gate").glob("policy-*.marshal")) - {packaged}
+    packaged.write_bytes(other.read_bytes())
+    return run, packaged
+
+
+def _touch(run: Path, canary: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {"AGENTLEDGER_CACHE_DIR": str(cache)}
+    return gate("--run-dir", str(run), "--", f"touch {canary}", env=env)
+
+
+def test_a_forged_cache_entry_is_used_only_when_this_user_alone_could_have_written_it(
+    tmp_path: Path,
+) -> None:
+    cache, canary = tmp_path / "cache", tmp_path / "pwned"
+    run, entry = _forged_cache(tmp_path, cache)
+    # The cache works: this user's own private entry is what the gate reads (so the forged
+    # one shows it was read: it says remediate, sandbox off).
+    forged = "the policy says `sandbox: off`"
+    assert forged in _touch(run, canary, cache).stderr
+    for loosen in (lambda: (cache / "gate").chmod(0o755), lambda: entry.chmod(0o644)):
+        loosen()
+        done = _touch(run, canary, cache)
+        assert done.returncode == 126 and forged not in done.stderr and not canary.exists()
+        (cache / "gate").chmod(0o700)
+        entry.chmod(0o600)
+    (cache / "gate").chmod(0o700)
+    os.symlink(cache, tmp_path / "link")
+    done = _touch(run, canary, tmp_path / "link")
+    assert done.returncode == 126 and forged not in done.stderr and not canary.exists()
+
+
+def test_a_cache_entry_of_another_user_is_not_read(tmp_path: Path) -> None:
+    need_root()
+    cache, canary = tmp_path / "cache", tmp_path / "pwned"
+    run, entry = _forged_cache(tmp_path, cache)
+    os.chown(entry, NOBODY, NOBODY)
+    done = _touch(run, canary, cache)
+    assert done.returncode == 126 and "sandbox: off" not in done.stderr and not canary.exists()
+
+
+def test_nothing_the_gate_uses_may_lie_in_a_sandbox_scratch(tmp_path: Path) -> None:
+    scratch = tmp_path / "agentledger-scratch-1-abcd"
+    scratch.mkdir()
+    run = tmp_path / "run"
+    run.mkdir()
+    (scratch / "r").mkdir()
+    policy = scratch / "p.yaml"
+    policy.write_text("mode: investigate\n")
+    cases = (
+        ({"AGENTLEDGER_CACHE_DIR": str(scratch / "c")}, run, "cache directory"),
+        ({"AGENTLEDGER_POLICY": str(policy)}, run, "policy file"),
+        ({}, scratch / "r", "run directory"),
+    )
+    for env, where, what in cases:
+        done = gate("--run-dir", str(where), "--", "true", env=env)
+        assert done.returncode == 2, (what, done.stderr)
+        assert f"the {what} lies in a sandbox scratch directory" in done.stderr, done.stderr
+        assert not (where / "shell_audit.jsonl").exists()

@@ -188,7 +188,7 @@ class LabTarget:
         AGENTLEDGER_LAB could fill), and no argv is taken from it: each host's prefix is
         built from its checked `enter` fields and host names (`LabEntry`)."""
         where = f"{path} ({LAB_ENV})"
-        from agentledger.runner.shell_gate.trusted_files import read_trusted
+        from agentledger.shell.trusted_files import read_trusted
 
         try:
             data = json.loads(read_trusted(path, what="lab target file"))

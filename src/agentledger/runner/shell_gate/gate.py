@@ -132,6 +132,11 @@ class Gate:
             folder = os.path.dirname(os.path.abspath(self.audit_path))
             if not os.path.isdir(folder):
                 raise _input_error(f"the audit log's directory {folder} does not exist")
+            from agentledger.shell.trusted_files import refuse_in_scratch
+
+            # A sandboxed command could rewrite the log there (and its pending events), and
+            # the scratch is removed with it.
+            refuse_in_scratch(folder, "run directory")
             try:
                 check_log(self.audit_path, create=False)
                 recover_unfinished(self.audit_path)

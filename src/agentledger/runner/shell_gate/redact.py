@@ -559,14 +559,17 @@ def _redaction_key() -> bytes:
     alone when it cannot be stored."""
     global _key
     if _key is None:
-        from agentledger.shell.validated_cache import cache_dir
+        from agentledger.shell.validated_cache import cache_dir, open_private, trusted_dir
 
         path = os.path.join(cache_dir(), "redaction.key")
-        try:
-            with open(path, "rb") as handle:
+        if trusted_dir(cache_dir()) is not None:
+            _key = os.urandom(32)  # a key others could read or plant is no key
+            return _key
+        fd = open_private(path)
+        _key = b""
+        if fd is not None:
+            with os.fdopen(fd, "rb") as handle:
                 _key = handle.read()
-        except OSError:
-            _key = b""
         if len(_key) < 32:
             _key = _new_key(path)
     return _key
@@ -583,12 +586,13 @@ def _new_key(path: str) -> bytes:
         # A link appears whole or not at all: a gate racing this one reads a full key.
         os.link(temporary, path)
     except FileExistsError:
-        try:
-            with open(path, "rb") as handle:
+        from agentledger.shell.validated_cache import open_private
+
+        fd = open_private(path)
+        if fd is not None:
+            with os.fdopen(fd, "rb") as handle:
                 stored = handle.read()
             key = stored if len(stored) >= 32 else key
-        except OSError:
-            pass
     except OSError:
         pass
     finally:
