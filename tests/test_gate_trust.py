@@ -200,3 +200,37 @@ def test_nothing_the_gate_uses_may_lie_in_a_sandbox_scratch(tmp_path: Path) -> N
         assert done.returncode == 2, (what, done.stderr)
         assert f"the {what} lies in a sandbox scratch directory" in done.stderr, done.stderr
         assert not (where / "shell_audit.jsonl").exists()
+
+
+def test_the_redaction_key_is_not_in_the_sandbox_nor_in_the_log(tmp_path: Path) -> None:
+    from jail_helpers import need_bwrap
+
+    need_bwrap()
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    run.mkdir()
+    env = {"AGENTLEDGER_CACHE_DIR": str(cache)}
+    assert gate("--run-dir", str(run), "--", "echo password=hunter2", env=env).returncode == 0
+    key = (cache / "redaction.key").read_bytes()
+    done = gate(
+        "--run-dir", str(run), "--", f"xxd -p {cache}/redaction.key; ls -A {cache}", env=env
+    )
+    assert done.stdout == "" and "No such file" in done.stderr, done.stderr
+    log = (run / "shell_audit.jsonl").read_text()
+    assert key.hex() not in log and key.hex()[:16] not in log
+
+
+def test_the_keys_bytes_are_taken_out_of_any_text(tmp_path: Path) -> None:
+    import base64
+
+    from agentledger.runner.shell_gate import redact_key
+    from agentledger.runner.shell_gate.redact import Redactor
+
+    key = redact_key.redaction_key()
+    digits = key.hex()
+    folded = f"{digits[:60]}\n{digits[60:]}\n"  # xxd -p
+    spaced = " ".join(digits[i : i + 4] for i in range(0, 64, 4)).upper()  # xxd, upper
+    for shown in (folded, spaced, base64.b64encode(key).decode(), f"k={digits}!"):
+        redacted = Redactor().redact(shown)
+        assert redact_key.KEY_MARK in redacted, shown
+        assert digits[:8] not in redacted.lower().replace(" ", ""), redacted
+    assert Redactor().redact("a" * 64) == "a" * 64
