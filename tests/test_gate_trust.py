@@ -234,3 +234,77 @@ def test_the_keys_bytes_are_taken_out_of_any_text(tmp_path: Path) -> None:
         assert redact_key.KEY_MARK in redacted, shown
         assert digits[:8] not in redacted.lower().replace(" ", ""), redacted
     assert Redactor().redact("a" * 64) == "a" * 64
+
+
+def test_the_gated_shell_obeys_no_python_variable_of_the_agent(tmp_path: Path) -> None:
+    from agentledger.runner.workspace import gate_command
+
+    planted, canary = tmp_path / "planted", tmp_path / "pwned"
+    planted.mkdir()
+    (planted / "sitecustomize.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n")
+    (planted / "startup.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(planted), "PYTHONSTARTUP": str(planted / "startup.py")}
+    argv = [*gate_command(), "--run-dir", str(run), "--", "uname"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "WARNING" not in done.stderr, done.stderr
+    assert not canary.exists()
+    # The console script's own interpreter is not isolated: it says so.
+    done = gate("--run-dir", str(run), "--", "uname", env={"PYTHONPATH": str(tmp_path / "none")})
+    assert "WARNING: PYTHONPATH set and Python not isolated" in done.stderr
+
+
+def _limited(soft: int, hard: int) -> object:
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_a_file_size_limit_cuts_no_event_line(tmp_path: Path) -> None:
+    from agentledger.records import parse_shell_audit
+
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "shell_audit.jsonl"
+    assert gate("--run-dir", str(run), "--", "echo first", env={}).returncode == 0
+    size = log.stat().st_size
+    long = "echo PARTIAL_" + "a" * 1500
+    # A hard limit the gate cannot raise: nothing runs.
+    done = gate(
+        "--run-dir", str(run), "--", long, env={}, preexec_fn=_limited(size + 100, size + 100)
+    )  # fmt: skip
+    assert done.returncode == 2 and "RLIMIT_FSIZE" in done.stderr and "PARTIAL" not in done.stdout
+    assert log.stat().st_size == size
+    # A soft one is raised: the whole event is logged.
+    done = gate("--run-dir", str(run), "--", long, env={}, preexec_fn=_limited(size + 100, -1))
+    assert done.returncode == 0, done.stderr
+    events = parse_shell_audit(log.read_bytes(), str(log))
+    assert len(events) == 2 and "PARTIAL_" + "a" * 1500 in events[1].stdout
+
+
+def test_a_cut_append_is_taken_back_and_a_torn_last_line_cut_off(tmp_path: Path) -> None:
+    from agentledger.runner.shell_gate.audit import append_line
+
+    log = tmp_path / "shell_audit.jsonl"
+    log.write_bytes(b'{"whole": 1}\n{"torn": ')
+    append_line(str(log), b'{"next": 2}\n')
+    assert log.read_bytes() == b'{"whole": 1}\n{"next": 2}\n'
+    size = log.stat().st_size
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size + 5, resource.RLIM_INFINITY))
+        try:
+            append_line(str(log), b'{"cut": "' + b"x" * 100 + b'"}\n')
+            code = 0
+        except OSError:
+            code = 7
+        os._exit(code)
+    os.close(read)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 7
+    assert log.read_bytes() == b'{"whole": 1}\n{"next": 2}\n'

@@ -179,6 +179,7 @@ def _exec(
             "No run directory: pass --run-dir DIR or set AGENTLEDGER_RUN_DIR "
             "(--dry-run needs none)."
         )
+    _warn_unisolated()
     tee = _output_descriptors()
     gate = Gate.for_run_dir(run_dir, policy, timeout=timeout, stdin=_stdin_for_command(), tee=tee)
     if gate.rules.sandbox == "off":
@@ -204,6 +205,25 @@ def _exec(
     if result.timed_out:
         sys.stderr.write(f"agentledger exec: timed out after {gate.timeout:g} s and was killed\n")
     return result.exit_code if result.exit_code is not None else 1
+
+
+PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")
+"""Variables that make an interpreter not started with ``-I`` run code they name."""
+
+
+def _warn_unisolated() -> None:
+    """Say so when this interpreter obeyed the caller's PYTHON* variables: code they name
+    may have run in the gate before any of its own (isolated: ``python3 -I -m agentledger
+    exec``, as the gated shell of `agentledger run` starts it)."""
+    if sys.flags.isolated:
+        return
+    named = [name for name in PYTHON_VARIABLES if os.environ.get(name)]
+    if named:
+        sys.stderr.write(
+            f"agentledger exec: WARNING: {', '.join(named)} set and Python not isolated: "
+            "code they name may have run in the gate; start it as "
+            "`python3 -I -m agentledger exec`\n"
+        )
 
 
 def _batch(gate: Gate, source: IO[str], out: IO[str]) -> int:
