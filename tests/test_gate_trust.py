@@ -308,3 +308,24 @@ def test_a_cut_append_is_taken_back_and_a_torn_last_line_cut_off(tmp_path: Path)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 7
     assert log.read_bytes() == b'{"whole": 1}\n{"next": 2}\n'
+
+
+def test_stdin_opened_for_writing_reaches_the_command_read_only(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    target = tmp_path / "stdin_target"
+    target.write_text("skip\nkept\n")
+    policy = tmp_path / "p.yaml"  # a "read-only" tool that writes to its fd 0
+    policy.write_text("mode: investigate\ncommands:\n  python3: read-only\n")
+    line = 'python3 -c \'import os,sys; print(sys.stdin.read(), end=""); os.write(0, b"pwned")\''
+    fd = os.open(target, os.O_RDWR)
+    try:
+        os.lseek(fd, 5, os.SEEK_SET)  # what the agent had read already stays read
+        done = gate(
+            "--run-dir", str(run), "--policy", str(policy), "--", line, env={}, stdin=fd
+        )  # fmt: skip
+    finally:
+        os.close(fd)
+    assert done.stdout == "kept\n", done.stderr
+    assert "Bad file descriptor" in done.stderr
+    assert target.read_text() == "skip\nkept\n"

@@ -273,12 +273,35 @@ def _output_descriptors() -> tuple[int, int] | None:
 
 
 def _stdin_for_command() -> int | None:
-    """Our stdin for the command when it is a pipe or file; a terminal is not passed on."""
+    """Our stdin for the command when it is a pipe or file, open for reading only; a
+    terminal is not passed on."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
         return None
-    return None if os.isatty(fd) else fd
+    return None if os.isatty(fd) else read_only(fd)
+
+
+def read_only(fd: int) -> int:
+    """`fd`, or when it is open for writing too (the agent's ``0<>FILE``), the same file
+    opened again for reading only, at the same offset (a FIFO too); /dev/null for anything
+    else (a device, a socket): a command that writes to its fd 0 changes nothing."""
+    import fcntl
+    import stat
+
+    if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+        return fd
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        try:
+            again = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError:
+            pass
+        else:
+            if stat.S_ISREG(mode):
+                os.lseek(again, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
+            return again
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _handle_signals() -> dict[int, object]:
