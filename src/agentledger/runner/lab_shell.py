@@ -191,7 +191,7 @@ class LabTarget:
         from agentledger.shell.trusted_files import read_trusted
 
         try:
-            data = json.loads(read_trusted(path, what="lab target file"))
+            data = json.loads(read_trusted(path, what=f"lab target file ({LAB_ENV})"))
             names = data["hosts"]
             if not isinstance(names, list) or not all(isinstance(h, str) for h in names):
                 raise TypeError("hosts: a list of host names")

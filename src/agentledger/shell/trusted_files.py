@@ -10,6 +10,7 @@ directory the gate uses may lie inside a sandbox scratch directory (`refuse_in_s
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -60,7 +61,8 @@ def read_trusted(path: str | os.PathLike[str], *, what: str) -> str:
     try:
         fd = os.open(name, flags)
     except OSError as exc:
-        why = "a symbolic link (or /dev/stdin, /dev/fd/N)" if exc.errno == 40 else exc.strerror
+        why = "it is a symbolic link (as /dev/stdin and /dev/fd/N are)"
+        why = why if exc.errno == errno.ELOOP else str(exc.strerror or exc)
         raise InputError(f"{name}: the {what} cannot be read: {why}") from None
     try:
         why_not = trusted_stat(os.fstat(fd))

@@ -263,7 +263,7 @@ def unlimit_file_size() -> None:
         raise AuditLogError(
             errno.EFBIG,
             f"the file size limit (ulimit -f, RLIMIT_FSIZE) is {hard} bytes, not unlimited: "
-            "an audit event could be cut short, so nothing is run",
+            "an audit event could be cut short",
         )
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
