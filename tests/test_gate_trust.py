@@ -161,7 +161,7 @@ def test_a_forged_cache_entry_is_used_only_when_this_user_alone_could_have_writt
     # one shows it was read: it says remediate, sandbox off).
     forged = "the policy says `sandbox: off`"
     assert forged in _touch(run, canary, cache).stderr
-    for loosen in (lambda: (cache / "gate").chmod(0o755), lambda: entry.chmod(0o644)):
+    for loosen in (lambda: (cache / "gate").chmod(0o775), lambda: entry.chmod(0o644)):
         loosen()
         done = _touch(run, canary, cache)
         assert done.returncode == 126 and forged not in done.stderr and not canary.exists()

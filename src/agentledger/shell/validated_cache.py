@@ -8,10 +8,11 @@ A changed file has a new key, so it is validated again; an unusable cache is ign
 The cache lives in ``$AGENTLEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/agentledger``, else
 ``~/.cache/agentledger``, in a directory only its owner can read or write. The agent that
 starts a gate sets those variables, so the cache is trusted only as the kernel describes it
-(`trusted_dir`): a directory (not a link) this user owns, mode 0700, on a path no one else can
-rename or replace a part of, and each entry a regular file this user owns that no one else can
-read or write; anything else is ignored (the file is validated again from its source, and
-nothing is stored), and a cache in a sandbox scratch directory is refused (exit 2).
+(`trusted_dir`): a directory (not a link) this user owns and alone may write, on a path no
+one else can rename or replace a part of, and each entry a regular file this user owns that
+no one else can read or write; anything else is ignored (the file is validated again from
+its source, and nothing is stored), and a cache in a sandbox scratch directory is refused
+(exit 2).
 """
 
 from __future__ import annotations
@@ -79,10 +80,10 @@ _trusted: dict[str, str | None] = {}
 
 def trusted_dir(folder: str) -> str | None:
     """Why `folder` is no private cache directory of this user (None when it is, made
-    0700 when missing): it must be a directory, not a symbolic link, owned by this user with
-    mode 0700, outside any sandbox scratch (refused: InputError), and each directory above it
-    writable by no one else but root or this user, or sticky (``/tmp``) with the part below
-    it owned by this user or root."""
+    when missing): a directory, not a symbolic link, owned by this user and writable by no
+    one else (its entries are each checked too), outside any sandbox scratch (refused:
+    InputError), and each directory above it writable by no one else but root or this user,
+    or sticky (``/tmp``) with the part below it owned by this user or root."""
     if folder in _trusted:
         return _trusted[folder]
     from agentledger.shell.trusted_files import refuse_in_scratch
@@ -104,7 +105,7 @@ def _why_not_private(folder: str) -> str | None:
     st = os.lstat(folder)
     if not stat.S_ISDIR(st.st_mode):
         return f"{folder} is not a directory (a link?)"
-    if st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o077:
+    if st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o022:
         return f"{folder} is not this user's alone (uid {st.st_uid}, mode {st.st_mode & 0o7777:o})"
     child, parent = folder, os.path.dirname(folder)
     while True:
