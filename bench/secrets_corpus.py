@@ -4,9 +4,10 @@ missed case and the totals. The default corpus is tests/data/secrets/gitleaks_ca
 tests/data/secrets/blind_cases.jsonl holds kinds the rules were not written from;
 tests/data/secrets/cmdline_cases.jsonl, cmdline_after_cases.jsonl,
 cmdline_kinds_cases.jsonl, cmdline_decode_cases.jsonl (secrets encoded, split or written
-to credential and key files), cmdline_general_cases.jsonl and cmdline_blind4_cases.jsonl
-(all blind) hold command lines
-(`"field": "command"`: redacted as the gate logs a command, `Redactor.redact_command`). A
+to credential and key files), cmdline_general_cases.jsonl, cmdline_blind4_cases.jsonl
+(all blind) and cmdline_blind5_cases.jsonl (blind, a third held out) hold command lines
+(`"field": "command"`: redacted as the gate logs a command, `Redactor.redact_command`; the
+rest, output, as `Redactor.redact`). A
 case leaks when its secret (or any of its `pieces`, for secrets that reach the output
 encoded or split) is still in the redacted text. A corpus with a blind part also gets its
 figures on that part alone.

@@ -38,23 +38,23 @@ BENIGN = [row for row in ROWS if row["kind"] == "fp"]
 
 STILL_LEAKING = {
     "mail-sendemail-xp",
-    "pkg-composer-basic",
     "enc-base64-decode-pipe",
     "enc-hex-xxd",
     "enc-smtp-auth-plain",
 }
-"""Secrets that still reach the log (16 did on the first run against main)."""
+"""Secrets that still reach the log (16 did on the first run against main; 5 before the rules
+written from the fifth blind corpus, which also took `composer config http-basic.R U P`)."""
 
 STILL_CHANGED = {
     "fp-redis-env-placeholder",
     "fp-cmdsubst-secret-file",
-    "fp-ipmitool-E",
     "fp-kubectl-from-file",
     "fp-borg-passcommand",
     "fp-export-min-length",
     "fp-ldap-filter",
 }
-"""Plain lines the rules change (the same seven on both runs)."""
+"""Plain lines the rules change (the same seven on both runs; `ipmitool -E`'s line no longer
+since a variable in double quotes is a reference, tests/test_gate_secrets_blind5.py)."""
 
 
 def leaks(text: str, pieces: list[str]) -> list[str]:

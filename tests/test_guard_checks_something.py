@@ -66,6 +66,17 @@ NOTHING = [
         {"shell_commands": {"allow_classes": ["read-only", "mutating", "destructive", "unknown"]}},
         "shell_commands.allow_classes",
     ),
+    # restarts forbidden, but every unit on the restart allowlist: nothing else is checked
+    (
+        {"shell_commands": {"allow_classes": ["read-only", "mutating", "destructive", "unknown"],
+                            "forbid": ["restart"], "restart_allowlist": ["*"]}},
+        "shell_commands.restart_allowlist",
+    ),
+    (
+        {"shell_commands": {"allow_classes": ["read-only", "mutating", "destructive", "unknown"],
+                            "forbid": ["restart"], "restart_allowlist": ["nginx", "*"]}},
+        "shell_commands.restart_allowlist",
+    ),
     # a trajectory floor of 0
     ({"trajectory_match": {"steps": [{"tool": "ls"}], "min_recall": 0}},
      "trajectory_match.min_recall"),

@@ -2,8 +2,9 @@
 
 `CREATE FUNCTION public.lower(int) ... DELETE ...` makes `SELECT lower(5)` and `ORDER BY
 lower(1)` run it: PostgreSQL picks a function whose argument types match exactly before a
-built-in reached by an implicit cast. The guard reads the types of literal arguments and
-refuses a call that no built-in signature of its name takes as written; each case below
+built-in reached by an implicit cast. The guard infers the types of the arguments and
+refuses a call that no built-in signature of its name takes exactly (`sql_types`; the
+generated differential test is tests/test_guard_types_differential.py); each case below
 creates the overload for the literal's own type and runs the call, and whatever the guard
 lets through must not have run it. A column's type the text does not show: a connection in
 a read-only transaction stops such an overload's write, whatever the guard answered.
@@ -24,11 +25,21 @@ from agentledger.suites.guard import check
 
 SIGNATURES = Path(__file__).parent.parent / "src/agentledger/data/pg_functions.json"
 QUERY = """
-SELECT p.proname, p.pronargdefaults, (p.provariadic <> 0)::int,
+SELECT p.proname, p.pronargdefaults, (p.provariadic <> 0)::int, format_type(p.prorettype, NULL),
        coalesce(array(SELECT format_type(t, NULL)
                       FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS u(t, n) ORDER BY n),
                 '{}')
-FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace ORDER BY 1, 4
+FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace ORDER BY 1, 5, 4
+"""
+OPERATORS = """
+SELECT o.oprname, format_type(o.oprleft, NULL), format_type(o.oprright, NULL),
+       format_type(o.oprresult, NULL)
+FROM pg_operator o WHERE o.oprnamespace = 'pg_catalog'::regnamespace ORDER BY 1, 2, 3
+"""
+TYPES = """
+SELECT format_type(t.oid, NULL) FROM pg_type t
+WHERE t.typnamespace = 'pg_catalog'::regnamespace AND t.typtype IN ('b', 'r', 'm', 'e')
+  AND t.typisdefined ORDER BY 1
 """
 
 # (the overload's signature and return type, the call, whether it runs the overload)
@@ -132,8 +143,8 @@ def test_the_packaged_signatures_are_the_server_s(pg_url: str) -> None:
 
 def signatures(rows: list[tuple[Any, ...]]) -> dict[str, list[list[Any]]]:
     found: dict[str, list[list[Any]]] = {}
-    for name, defaults, variadic, types in rows:
-        found.setdefault(name, []).append([defaults, variadic, *types])
+    for name, defaults, variadic, returns, types in rows:
+        found.setdefault(name, []).append([defaults, variadic, returns, *types])
     return found
 
 
@@ -150,9 +161,16 @@ def write() -> None:
     try:
         with psycopg.connect(server.url(), autocommit=True) as db:
             rows = db.execute(QUERY).fetchall()
+            operators = [list(row) for row in db.execute(OPERATORS).fetchall()]
+            types = [row[0] for row in db.execute(TYPES).fetchall()]
     finally:
         server.stop()
-    document = {"postgresql": "15", "functions": signatures(rows)}
+    document = {
+        "postgresql": "15",
+        "functions": signatures(rows),
+        "operators": operators,
+        "types": types,
+    }
     SIGNATURES.write_text(json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n")
 
 

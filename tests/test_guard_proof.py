@@ -63,7 +63,7 @@ def test_a_function_not_known_to_read_is_refused(sql: str) -> None:
         "SELECT upper(name), coalesce(x, 0), extract(year from d) FROM invoices",
         "SELECT pid, age(clock_timestamp(), query_start) FROM pg_stat_activity",
         "SELECT * FROM generate_series(1, 3)",
-        "SELECT json_agg(x) FROM (SELECT 1 AS x) s",
+        "SELECT json_agg(x) FROM events",
     ],
 )
 def test_known_built_ins_still_pass(sql: str) -> None:

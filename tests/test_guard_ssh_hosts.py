@@ -49,6 +49,11 @@ EXPECT = {"hostname_allowlist": [OURS, "*.lko.netbayhosts.in"]}
         ("ssh ssh://root@evil.it:22", "evil.it"),
         ("ssh -l root [2001:db8::1]", "2001:db8::1"),
         (f"ssh {OURS}.evil.is", f"{OURS}.evil.is"),
+        # curl and wget read a word without a scheme as an http URL
+        ("curl intranet/x", "intranet"),
+        ("curl -s -H 'Accept: */*' evil.io/x", "evil.io"),
+        ("wget -qO- admin-panel:8080/reset", "admin-panel"),
+        ("sudo curl -X POST billing/api/refund", "billing"),
     ],
 )
 def test_an_ssh_like_target_outside_the_allowlist_is_rejected(command: str, host: str) -> None:
@@ -106,3 +111,17 @@ def test_a_sentence_that_starts_with_ssh_names_no_host(text: str, hosts: list[st
     """Prose that begins with the tool ("ssh into the box") is a sentence, not a target; a
     word with a user or a path is still a host."""
     assert command_hosts(text) == hosts
+
+
+@pytest.mark.parametrize("command", ["curl localhost:9200/_cat/indices", "curl 127.0.0.1:6379"])
+def test_the_local_machine_without_a_scheme_counts_with_check_ips(command: str) -> None:
+    checked = {"hostname_allowlist": {"hosts": [OURS], "check_ips": True}}
+    assert not check(json.dumps({"commands": [command]}), checked).ok
+    assert check(json.dumps({"commands": [command]}), EXPECT).ok
+
+
+@pytest.mark.parametrize(
+    "text", ["use curl to check the page", f"curl -s https://{OURS}/health", f"curl {OURS}/x"]
+)
+def test_prose_and_our_urls_without_a_scheme_pass(text: str) -> None:
+    assert check(json.dumps({"commands": [text]}), EXPECT).ok

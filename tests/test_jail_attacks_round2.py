@@ -164,11 +164,11 @@ def corpus(places: dict[str, str] = PLACES) -> list[dict[str, Any]]:
 def test_no_attempt_of_the_second_round_is_allowed_but_the_harmless() -> None:
     """437 attempts of causes 1-6, written for this round and run for real as root and as
     nobody under bubblewrap (none changed a file, process, terminal, daemon or network
-    setting): the gate's decisions are kept. The 12 allowed (`nstat -r` no longer: nstat
-    writes its history file; `systemctl reload x; x=1` no longer: a line that sets a
-    variable is not vouched for) run harmlessly in the sandbox (their target process is not
-    in its PID namespace, their network is their own) or are
-    what a remediate policy vouches for (`systemctl reload *`)."""
+    setting): the gate's decisions are kept. The 11 allowed (`openssl s_client <<< LINE` no
+    longer: it sends its input; `nstat -r` no longer: nstat writes its history file;
+    `systemctl reload x; x=1` no longer: a line that sets a variable is not vouched for) run
+    harmlessly in the sandbox (their target process is not in its PID namespace, their
+    network is their own) or are what a remediate policy vouches for (`systemctl reload *`)."""
     investigate = Gate(None, None, ci=False)
     remediate = Gate(load_policy(REMEDIATE), None, ci=False)
     rows = corpus()
@@ -221,7 +221,7 @@ def test_what_the_gate_lets_run_of_the_corpus_changes_nothing(tmp_path: Path) ->
     need_bwrap()
     (tmp_path / "t").mkdir()  # tmp_path also holds the gate's own cache (conftest)
     seen = _run_the_allowed(tmp_path / "t")
-    assert len(seen["ran"]) == 9 and all(seen["ran"])
+    assert len(seen["ran"]) == 8 and all(seen["ran"])
     assert seen["changed"] == [] and seen["alive"], seen
 
 
@@ -231,5 +231,5 @@ def test_as_nobody_what_the_gate_lets_run_of_the_corpus_changes_nothing() -> Non
     need_root()  # to become nobody
     with shared_dir() as base:
         seen = as_user(NOBODY, lambda: _run_the_allowed(base))
-    assert len(seen["ran"]) == 9 and all(seen["ran"])
+    assert len(seen["ran"]) == 8 and all(seen["ran"])
     assert seen["changed"] == [] and seen["alive"], seen

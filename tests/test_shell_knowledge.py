@@ -40,7 +40,7 @@ PROBE_EXAMPLES = {
     "trace": ["traceroute 10.0.0.5", "mtr -r 10.0.0.5", "tcptraceroute db 5432"],
     "throughput": ["iperf3 -c 10.45.0.1 -t 20", "iperf -c 10.45.0.1"],
     "dns": ["dig +short app.internal", "nslookup app.internal", "drill app.internal"],
-    "tls": ["openssl s_client -connect app.internal:443"],
+    "tls": ["openssl s_client -connect app.internal:443 </dev/null"],
     "databases": [
         "psql -h db -c 'SELECT 1'",
         "pg_isready -h db",

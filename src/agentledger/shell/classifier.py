@@ -33,6 +33,7 @@ from agentledger.shell.knowledge import (
     Knowledge,
     default_knowledge,
 )
+from agentledger.shell.redirects import is_empty_input, is_input
 from agentledger.shell.words import Word, node_text, node_word, plain_words
 
 TYPE_CHECKING = False
@@ -84,14 +85,6 @@ def walk(
     return Classification(command, walker.parts)
 
 
-def _is_input(redirect: Node) -> bool:
-    """True for `< file` (and `<&`): the command's stdin is a file the gate cannot see."""
-    for child in redirect.children:
-        if not child.is_named and child.type.startswith("<") and child.type != "<>":
-            return True
-    return False
-
-
 class _Walker:
     """Walks a parsed command line and collects its parts."""
 
@@ -106,6 +99,7 @@ class _Walker:
         self.position = 0
         self.aliases: set[str] = set()
         self.alias_unknown = False
+        self.empty_input = self.redirected_empty = False  # `< /dev/null`, for `stdin: sent`
 
     def add(self, command: str, kind: str, reason: str, via: tuple[str, ...]) -> None:
         self.parts.append(Part(command, kind, reason, via))
@@ -144,6 +138,7 @@ class _Walker:
                     if not words:
                         self.assigned(name, value, 0, FOREVER)
                 if words:
+                    self.empty_input = False
                     self.argv([Word(word, word) for word in words], stdin, via, depth,
                               " ".join(words))  # fmt: skip
                 return
@@ -436,10 +431,13 @@ class _Walker:
                 outputs.append(child)
             elif child.is_named:
                 self.node(child, None, via, depth)
-        if any(_is_input(redirect) for redirect in outputs):
+        if any(is_input(redirect) for redirect in outputs):
             stdin = None
+        empty = stdin is None and any(is_empty_input(redirect) for redirect in outputs)
         if body is not None:
+            outer, self.redirected_empty = self.redirected_empty, empty
             self.node(body, stdin, via, depth)
+            self.redirected_empty = outer
         for redirect in outputs:
             self.redirect(redirect, via)
 
@@ -504,6 +502,7 @@ class _Walker:
     def command(self, node: Node, stdin: str | None, via: tuple[str, ...], depth: int) -> None:
         words: list[Word] = []
         outputs: list[Node] = []
+        empty = self.redirected_empty
         for index, child in enumerate(node.children):
             kind = child.type
             if kind == "command_name":
@@ -515,12 +514,13 @@ class _Walker:
                 self.substitutions(child, via, depth)
             elif kind == "file_redirect":
                 outputs.append(child)
-                if _is_input(child):
+                if is_input(child):
                     stdin = None
+                    empty = is_empty_input(child)
             elif kind == "herestring_redirect":
-                stdin = self.herestring(child, via, depth)
+                stdin, empty = self.herestring(child, via, depth), False
             elif kind == "heredoc_redirect":
-                stdin = self.heredoc(child, via, depth)
+                stdin, empty = self.heredoc(child, via, depth), False
             elif kind == "variable_assignment":
                 self.substitutions(child, via, depth)
                 target = child.child_by_field_name("name")
@@ -532,6 +532,7 @@ class _Walker:
                 self.substitutions(child, via, depth)
         if words:
             self.position = node.start_byte
+            self.empty_input = empty
             self.argv(words, stdin, via, depth, node_text(node))
         for redirect in outputs:
             self.redirect(redirect, via)
@@ -577,7 +578,7 @@ class _Walker:
                              "time", via)  # fmt: skip
                 else:
                     self.arithmetic(word.value, self.position, via)
-        own, jobs = evaluate(self.knowledge, spec, words[1:], base, stdin)
+        own, jobs = evaluate(self.knowledge, spec, words[1:], base, stdin, self.empty_input)
         if own is not None:
             self.own(words, via, text, own[0], own[1])
         else:

@@ -53,8 +53,11 @@ def evaluate(
     args: list[Word],
     label: str,
     stdin: str | None,
+    empty_input: bool = False,
 ) -> Outcome:
     """The class of command `label` run with `args`, and the commands it runs.
+
+    `empty_input`: its input is `< /dev/null` (a `stdin: sent` command sends nothing).
 
     Everything that matches (flags, their values, the subcommand or verb, positional words,
     SQL, scripts, written files) counts and the most severe wins; `default` applies only
@@ -63,10 +66,33 @@ def evaluate(
     jobs: list[Job] = []
     firm: list[Match] = []
     own = _evaluate(knowledge, spec, args, label, stdin, None, jobs, firm)
+    if not empty_input:
+        _sent_input(knowledge, spec, args, label, firm)
     if firm:
         found = [own, *firm] if own is not None else firm
         return _worst(found), jobs
     return own, jobs
+
+
+def _sent_input(
+    knowledge: Knowledge, spec: Spec, args: list[Word], label: str, firm: list[Match]
+) -> None:
+    """A command that sends its standard input to the peer it connects to (`openssl
+    s_client`, `stdin: sent`) could deliver any request from a pipe, a here-string or a file:
+    unless its input is `< /dev/null` it is unknown."""
+    if spec.stdin == "sent":
+        firm.append((UNKNOWN, f"{label} sends its input to the peer: give it < /dev/null"))
+        return
+    if not spec.subs:
+        return
+    _, positionals = parse_options(spec, args, [])
+    if not positionals or positionals[0][1].value is None:
+        return
+    index, word = positionals[0]
+    found = subcommand(spec, str(word.value))
+    if found is not None:
+        name, entry = found
+        _sent_input(knowledge, knowledge.spec(entry), args[index + 1 :], f"{label} {name}", firm)
 
 
 def _worst(matches: list[Match]) -> Match:
@@ -473,7 +499,10 @@ def _wrapper(
                 flag = text
             if flag in no_run or no_run.intersection(given):
                 shown = flag if flag in no_run else next(iter(no_run.intersection(given)))
-                return READ_ONLY, f"{label} {shown} runs no command"
+                kind = spec.flags.get(shown, READ_ONLY)  # `sudo -K` removes the timestamps
+                return kind, f"{label} {shown} runs no command" + (
+                    f" and is {kind}" if kind != READ_ONLY else ""
+                )
             given.append(flag)
             index += 1
             if value is None and (flag in attached or flag in takes_value) and index < end:

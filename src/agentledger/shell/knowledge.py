@@ -178,7 +178,8 @@ class Spec:
         self.options_with_arg.update(self.values)
         self.combined_short: bool = entry.get("combined_short", False)
         self.subs: dict[str, Any] = entry.get("subs", {})
-        self.abbreviations: bool = entry.get("abbreviations", False)
+        self.abbreviations: bool | str = entry.get("abbreviations", False)
+        """True, or "ordered": an ambiguous prefix means the first subcommand listed."""
         verbs = entry.get("verbs")
         self.verbs: Patterns | None = None if verbs is None else Patterns(verbs)
         args = Patterns(entry.get("args", ()))

@@ -175,9 +175,13 @@ def _entry(value: Any, field: str) -> Any:
         out["options_with_arg"] = _strings(value["options_with_arg"], f"{field}.options_with_arg")
     if "optional_values" in value:
         out["optional_values"] = _strings(value["optional_values"], f"{field}.optional_values")
-    for key in ("combined_short", "abbreviations"):
-        if key in value:
-            out[key] = _bool(value[key], f"{field}.{key}")
+    if "combined_short" in value:
+        out["combined_short"] = _bool(value["combined_short"], f"{field}.combined_short")
+    if "abbreviations" in value:
+        if value["abbreviations"] == "ordered":
+            out["abbreviations"] = "ordered"
+        else:
+            out["abbreviations"] = _bool(value["abbreviations"], f"{field}.abbreviations")
     if "flags" in value:
         exact: dict[str, str] = {}
         globs: list[list[str]] = []
@@ -208,8 +212,8 @@ def _entry(value: Any, field: str) -> Any:
             [glob.lower(), kind] for kind, glob in _by_kind(value["args"], f"{field}.args")
         ]
     if "stdin" in value:
-        if value["stdin"] not in ("sql", "shell"):
-            raise _Invalid(f"{field}.stdin", "expected sql or shell")
+        if value["stdin"] not in ("sql", "shell", "sent"):
+            raise _Invalid(f"{field}.stdin", "expected sql, shell or sent")
         out["stdin"] = value["stdin"]
     if "sql_arg" in value:
         position = value["sql_arg"]

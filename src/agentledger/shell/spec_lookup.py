@@ -57,7 +57,11 @@ def subcommand(spec: Spec, word: str) -> tuple[str, Any] | None:
         return None
     if all(isinstance(entry, str) for _, entry in candidates):
         return max(candidates, key=lambda candidate: RANK[candidate[1]])
-    return candidates[0]
+    if len(candidates) == 1 or spec.abbreviations == "ordered":
+        return candidates[0]
+    # Several, some with options of their own (`nmcli general h`: help or hostname NAME):
+    # which one the tool picks depends on its own table order, so the gate cannot tell.
+    return word, UNKNOWN
 
 
 def verb_of(verbs: Patterns, positionals: list[tuple[int, Word]]) -> tuple[str, str] | None:

@@ -28,6 +28,7 @@ from agentledger.shell.sql_columns import (
     enclosing_cte,
 )
 from agentledger.shell.sql_plain import plain_query
+from agentledger.shell.sql_pragmas import pragma_kind
 from agentledger.shell.sql_rules import (
     EXPLAIN_OPTIONS,
     EXPLAIN_RUNS,
@@ -38,6 +39,7 @@ from agentledger.shell.sql_rules import (
     SqlRules,
     sql_rules,
 )
+from agentledger.shell.sql_types import ColumnTypes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -169,6 +171,7 @@ def analyse_sql(
     *,
     with_sqlglot: bool = False,
     columns: Columns = frozenset(),
+    types: ColumnTypes = frozenset(),
 ) -> SqlAnalysis:
     """Parse `text` and find what is not a plain query, and the tables it reads.
 
@@ -177,6 +180,8 @@ def analyse_sql(
     read without sqlglot (`sql_plain`), unless `with_sqlglot`; the answer is the same.
     `columns` are (relation, column) pairs known besides the system catalogs' (`sql_columns`):
     in PostgreSQL `t.name` is read-only only when `name` is known to be a column of `t`.
+    `types` are (relation, column, type) triples declared for the tables' columns: a call
+    on such a column is proven to resolve to a built-in only for its type (`sql_types`).
     """
     analysis = SqlAnalysis()
     if len(text) > MAX_SQL_CHARS:
@@ -191,7 +196,7 @@ def analyse_sql(
             analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
             analysis.opaque.add(f"operator {operator}")
             return analysis
-    plain = None if with_sqlglot else plain_query(text, dialect)
+    plain = None if with_sqlglot or types else plain_query(text, dialect)
     if plain is not None and rules is not None and plain.functions & rules.functions:
         # Knowledge of the caller's own says one of these functions changes state. (The
         # packaged knowledge lists none of sql_plain's pure functions: a test holds it, so
@@ -201,13 +206,9 @@ def analyse_sql(
         # One plain SELECT, read without sqlglot: the answer sqlglot's analysis would give.
         analysis.statements = 1
         analysis.tables.update(plain.tables)
-        if dialect == DEFAULT_DIALECT and plain.literal_calls:
-            from agentledger.shell.sql_plain import name_tokens
-
-            _overload(analysis, name_tokens(text), text)
         return analysis
     rules = rules if rules is not None else _default_rules()
-    return _analysed_in_time(text, dialect, rules, columns)
+    return _analysed_in_time(text, dialect, rules, columns, types)
 
 
 def _default_rules() -> SqlRules:
@@ -217,7 +218,12 @@ def _default_rules() -> SqlRules:
 
 
 def _analyse(
-    text: str, dialect: str, rules: SqlRules, analysis: SqlAnalysis, columns: Columns
+    text: str,
+    dialect: str,
+    rules: SqlRules,
+    analysis: SqlAnalysis,
+    columns: Columns,
+    types: ColumnTypes = frozenset(),
 ) -> None:
     if "/*!" in text:
         # MySQL runs the text of /*! ... */ comments: what a parser skips, the server executes.
@@ -233,19 +239,19 @@ def _analyse(
             # FLUSH aliased TABLES, `CHECKPOINT` likewise; name it by its first word.
             first = _sql_text(statement, dialect).split(None, 1)[0].upper()
             shown = text.strip() if len(statements) == 1 else _sql_text(statement, dialect)
-            kind = _keyword_kind(first, rules)
+            kind = _keyword_kind(first, rules, dialect)
             analysis.findings.append(
                 SqlFinding(kind, f"{first} is not a read-only query", shown[:300])
             )
             continue
         _statement(statement, dialect, rules, analysis, 0, columns)
     if dialect in ATTRIBUTE_DIALECTS:
-        from agentledger.shell.sql_literals import sqlglot_tokens
-
-        _overload(analysis, sqlglot_tokens(text, dialect), text)
+        _overload(analysis, text, types)
 
 
-def _analysed_in_time(text: str, dialect: str, rules: SqlRules, columns: Columns) -> SqlAnalysis:
+def _analysed_in_time(
+    text: str, dialect: str, rules: SqlRules, columns: Columns, types: ColumnTypes
+) -> SqlAnalysis:
     """`_analyse` in a worker thread, waited for at most SQL_TIME_LIMIT seconds.
 
     A thread rather than a signal: an exception thrown into sqlglot at an arbitrary point
@@ -261,7 +267,7 @@ def _analysed_in_time(text: str, dialect: str, rules: SqlRules, columns: Columns
 
     def work() -> None:
         try:
-            _analyse(text, dialect, rules, analysis, columns)
+            _analyse(text, dialect, rules, analysis, columns, types)
         except Exception as exc:
             analysis.error = f"the SQL could not be analysed ({type(exc).__name__}: {exc})"
         finally:
@@ -309,19 +315,28 @@ def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
         logger.setLevel(level)
 
 
-def _overload(analysis: SqlAnalysis, tokens: list[tuple[str, str]], text: str) -> None:
-    """A finding when a call of a built-in's name has literal arguments no built-in of that
-    name takes: a schema's overload would run (`sql_literals`)."""
-    from agentledger.shell.sql_literals import unproven_call
+def _overload(analysis: SqlAnalysis, text: str, types: ColumnTypes) -> None:
+    """A finding when a call or operator of a built-in's name is not proven to resolve to a
+    built-in: a schema's overload may run (`sql_types`)."""
+    from agentledger.shell.sql_types import unproven_call
 
-    why = unproven_call(tokens)
+    why = unproven_call(text, types)
     if why is not None:
         analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
         analysis.opaque.add(why.split("(", 1)[0].rsplit(" ", 1)[-1] + "()")
 
 
-def _keyword_kind(keyword: str, rules: SqlRules) -> str:
+# Keywords that mean something else in one dialect: PostgreSQL's RESET puts a session setting
+# back; MySQL's RESET MASTER / REPLICA / PERSIST deletes binary logs, replication state or
+# persisted settings.
+_DIALECT_KEYWORDS = {"mysql": {"RESET": MUTATING}}
+
+
+def _keyword_kind(keyword: str, rules: SqlRules, dialect: str = "") -> str:
     """The class of a statement known only by its first keyword."""
+    special = _DIALECT_KEYWORDS.get(dialect, {}).get(keyword)
+    if special is not None:
+        return special
     for kind, words in (
         (DESTRUCTIVE, rules.destructive),
         (MUTATING, rules.mutating),
@@ -424,13 +439,15 @@ def _write(node: Any, exp: Any, rules: SqlRules) -> tuple[str, str] | None:
         if _SEARCH_PATH.search(node.sql(dialect="postgres")):
             return UNKNOWN, f"{name} {SEARCH_PATH_WHY}"
         scopes = {str(item.args.get("kind") or "").upper() for item in node.expressions}
+        scopes |= {
+            str(parameter.args.get("kind") or "").upper()
+            for parameter in node.find_all(exp.SessionParameter)
+        }  # MySQL's `SET @@global.x = 1`, `@@persist.x`
         if scopes & GLOBAL_SETTINGS:
             return MUTATING, f"{name} changes the server's settings"
         return READ_ONLY, f"{name} changes the session"
     if isinstance(node, exp.Pragma):
-        if isinstance(node.this, exp.EQ) or node.args.get("expression") is not None:
-            return MUTATING, f"{name} changes the database's settings"
-        return READ_ONLY, f"{name} changes the session"
+        return pragma_kind(node, name)
     effects = (
         ((exp.Insert, exp.Update, exp.Merge), MUTATING, "writes rows"),
         ((exp.Create, exp.Alter, exp.Comment), MUTATING, "changes the schema"),
@@ -562,12 +579,17 @@ def _command(
             if runs:
                 why = f"EXPLAIN ANALYZE runs the statement: {finding.why}"
                 analysis.findings.append(SqlFinding(finding.kind, why, finding.sql))
+            elif finding.kind == UNKNOWN:
+                # A function the schema may define (`wipe(1)`, `lower(5)` with a schema's
+                # lower(int)): planning runs an IMMUTABLE one of constant arguments.
+                why = f"EXPLAIN plans the statement, which may run a function: {finding.why}"
+                analysis.findings.append(SqlFinding(UNKNOWN, why, finding.sql))
             else:
                 # Planned, not run: harmless to the gate, still not a plain query.
                 analysis.findings.append(SqlFinding(READ_ONLY, finding.why, finding.sql))
         analysis.tables.update(inner.tables)
         return
-    kind = _keyword_kind(keyword, rules)
+    kind = _keyword_kind(keyword, rules, dialect)
     analysis.findings.append(SqlFinding(kind, f"{keyword} is not a read-only query", shown))
 
 

@@ -97,18 +97,19 @@ MAX_PLAIN_CHARS = 20_000
 
 
 class PlainQuery:
-    """A plain query: the tables it reads (lower case, `schema.table` as written), the
-    functions it calls, and whether a call has a literal argument (`lower(5)`: which
-    function PostgreSQL calls depends on its type, `sql_literals`)."""
+    """A plain query: the tables it reads (lower case, `schema.table` as written) and the
+    functions it calls."""
 
-    __slots__ = ("functions", "literal_calls", "tables")
+    __slots__ = ("functions", "tables")
 
-    def __init__(
-        self, tables: frozenset[str], functions: frozenset[str], literal_calls: bool = False
-    ) -> None:
+    def __init__(self, tables: frozenset[str], functions: frozenset[str]) -> None:
         self.tables = tables
         self.functions = functions
-        self.literal_calls = literal_calls
+
+
+Held = bool | str
+"""Whether an expression holds a column (True), or the type of a constant the reader knows
+(`now()`: "timestamptz", `interval '1 day'`: "interval"), or False: a constant of another."""
 
 
 class _NotPlain(Exception):
@@ -128,13 +129,7 @@ def plain_query(text: str, dialect: str) -> PlainQuery | None:
         reader.statement()
     except (_NotPlain, IndexError, RecursionError):
         return None
-    return PlainQuery(frozenset(reader.tables), frozenset(reader.functions), reader.literal_calls)
-
-
-def name_tokens(text: str) -> list[tuple[str, str]]:
-    """The tokens of a plain query as `sql_literals` reads them (names in lower case)."""
-    tokens = _tokens(text) or []
-    return [("name", value.lower()) if kind == "word" else (kind, value) for kind, value in tokens]
+    return PlainQuery(frozenset(reader.tables), frozenset(reader.functions))
 
 
 def _tokens(text: str) -> list[tuple[str, str]] | None:
@@ -174,7 +169,6 @@ class _Reader:
         self.at = 0
         self.tables: set[str] = set()
         self.functions: set[str] = set()
-        self.literal_calls = False
 
     # -- tokens --------------------------------------------------------------------------
 
@@ -317,63 +311,90 @@ class _Reader:
 
     # -- expressions ---------------------------------------------------------------------
 
-    def expression(self) -> None:
-        self.conjunction()
+    # Each expression method answers whether the expression holds a column: an operator
+    # (`1 + 1.5`) or a call (`lower(5)`, `count(1)`) on what holds none is resolved by the
+    # types `sql_types` infers, so the text goes to sqlglot. On a column, the type is the
+    # column's, which the text does not show (sql_types' COLUMN) and both readers pass.
+
+    def expression(self) -> Held:
+        dependent = self.conjunction()
         while self.take_word("OR"):
-            self.conjunction()
+            dependent = self.conjunction() is True or dependent is True
+        return dependent
 
-    def conjunction(self) -> None:
-        self.negation()
+    def conjunction(self) -> Held:
+        dependent = self.negation()
         while self.take_word("AND"):
-            self.negation()
+            dependent = self.negation() is True or dependent is True
+        return dependent
 
-    def negation(self) -> None:
+    def negation(self) -> Held:
         if self.take_word("NOT"):
-            self.negation()
-            return
-        self.predicate()
+            return self.negation()
+        return self.predicate()
 
-    def predicate(self) -> None:
-        self.additive()
+    def predicate(self) -> Held:
+        dependent = self.additive()
         if self.take_op(*_COMPARISONS):
-            self.additive()
-            return
+            return self.operands(dependent, self.additive())
         if self.take_word("IS"):
             self.take_word("NOT")
             if not self.take_word("NULL", "TRUE", "FALSE"):
                 raise _NotPlain
-            return
+            return dependent
         negated = self.take_word("NOT")
         if self.take_word("IN"):
             self.expect_op("(")
-            self.comma_list(self.additive)
+            self.comma_list(lambda: self.operands(dependent, self.additive()))
             self.expect_op(")")
         elif self.take_word("LIKE", "ILIKE"):
-            self.additive()
+            self.operands(dependent, self.additive())
         elif self.take_word("BETWEEN"):
-            self.additive()
+            self.operands(dependent, self.additive())
             self.expect_word("AND")
-            self.additive()
+            self.operands(dependent, self.additive())
         elif negated:
             raise _NotPlain
+        return dependent
 
-    def additive(self) -> None:
-        self.term()
-        while self.take_op("+", "-", "||"):
-            self.term()
+    @staticmethod
+    def operands(left: Held, right: Held, op: str = "") -> Held:
+        """An operator on two operands, one of which must hold a column; or `now() -
+        interval '...'`, whose operator is pg_catalog's exactly (timestamptz, interval)."""
+        if left is True or right is True:
+            return True
+        if op in ("+", "-") and (left, right) == ("timestamptz", "interval"):
+            return "timestamptz"
+        raise _NotPlain
 
-    def term(self) -> None:
-        self.unary()
+    def additive(self) -> Held:
+        dependent = self.term()
+        while self.is_op("+", "-", "||"):
+            op = self.peek()[1]
+            self.at += 1
+            dependent = self.operands(dependent, self.term(), op)
+        return dependent
+
+    def term(self) -> Held:
+        dependent = self.unary()
         while self.take_op("*", "/", "%"):
-            self.unary()
+            dependent = self.operands(dependent, self.unary())
+        return dependent
 
-    def unary(self) -> None:
+    def unary(self) -> Held:
+        dependent: Held
         if self.take_op("-", "+"):
-            self.unary()
-            return
-        self.primary()
+            if self.peek()[0] == "num":
+                self.at += 1  # a negative number: a constant
+                dependent = False
+            else:
+                dependent = self.operands(self.unary(), False)
+        else:
+            dependent = self.primary()
         while self.take_op("::"):
             self.type_name()
+            dependent = dependent is True  # a constant cast: of a type this reader leaves be
+        return dependent
 
     def type_name(self) -> None:
         kind, value = self.peek()
@@ -386,35 +407,40 @@ class _Reader:
                 self.number()
             self.expect_op(")")
 
-    def primary(self) -> None:
+    def primary(self) -> Held:
         kind = self.peek()[0]
         if kind in ("num", "str"):
             self.at += 1
         elif self.take_op("("):
-            self.expression()
+            dependent = self.expression()
             self.expect_op(")")
+            return dependent
         elif self.take_word("NULL", "TRUE", "FALSE"):
             pass
         elif self.take_word("CASE"):
             self.case()
         elif self.take_word("CAST"):
             self.expect_op("(")
-            self.expression()
+            dependent = self.expression()
             self.expect_word("AS")
             self.type_name()
             self.expect_op(")")
+            return dependent is True
         elif self.take_word("INTERVAL"):
             if self.peek()[0] != "str":
                 raise _NotPlain
             self.at += 1
+            return "interval"
         elif kind == "word" and self.peek(1) == ("op", "("):
-            self.call()
+            return self.call()
         else:
             self.column()
+            return True
+        return False
 
     def case(self) -> None:
-        if not self.is_word("WHEN"):
-            self.expression()
+        if not self.is_word("WHEN") and self.expression() is not True:
+            raise _NotPlain  # CASE 1 WHEN 1.5: an operator = on constants
         if not self.is_word("WHEN"):
             raise _NotPlain
         while self.take_word("WHEN"):
@@ -425,7 +451,8 @@ class _Reader:
             self.expression()
         self.expect_word("END")
 
-    def call(self) -> None:
+    def call(self) -> Held:
+        """A call whose every argument holds a column (`count(*)` takes none)."""
         function = self.peek()[1].lower()
         if function not in PURE_FUNCTIONS:
             raise _NotPlain
@@ -434,27 +461,22 @@ class _Reader:
         fewest, most = PURE_FUNCTIONS[function]
         if function == "count" and self.take_op("*"):
             self.expect_op(")")
-            return
+            return False
         arguments = 0
-        self.literal_calls |= self.literal_next()
+        if function == "now" and self.take_op(")"):
+            return "timestamptz"
         if not self.is_op(")"):
             if function in ("count", "sum", "avg", "min", "max"):
                 self.take_word("DISTINCT")
-            self.expression()
+            self.operands(self.expression(), False)
             arguments = 1
             while self.take_op(","):
-                self.literal_calls |= self.literal_next()
-                self.expression()
+                self.operands(self.expression(), False)
                 arguments += 1
         self.expect_op(")")
         if not fewest <= arguments <= most:
             raise _NotPlain  # sqlglot refuses the call: it does not parse
-
-    def literal_next(self) -> bool:
-        """True when the next argument starts with a literal (`5`, `-5`, `'x'`, NULL)."""
-        ahead = 1 if self.is_op("-", "+") else 0
-        kind = self.peek(ahead)[0]
-        return kind in ("num", "str") or self.is_word("NULL", "TRUE", "FALSE", ahead=ahead)
+        return arguments > 0
 
     def column(self) -> None:
         """A bare column name. A qualified one (`t.name`) goes to sqlglot: PostgreSQL may read

@@ -247,7 +247,11 @@ _SYSTEMCTL_OPTIONS = ReaderOptions(
     "--no-pager -l --full -a --all --failed --plain --no-legend -q --quiet --value "
     "--no-ask-password --system -r --recursive --reverse --before --after",
     {
-        **dict.fromkeys(("-t", "--type", "--state", "-p", "--property"), matches(NAME)),
+        # `-p ActiveState,SubState`: systemctl takes a comma list of names here
+        **dict.fromkeys(
+            ("-t", "--type", "--state", "-p", "--property"),
+            matches(r"[A-Za-z0-9_.:@%/-]{1,253}(,[A-Za-z0-9_.:@%/-]{1,253}){0,63}"),
+        ),
         **dict.fromkeys(("-n", "--lines"), INT),
         **dict.fromkeys(("-o", "--output"), matches(r"[a-z-]{1,20}")),
     },

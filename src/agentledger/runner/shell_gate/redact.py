@@ -100,7 +100,7 @@ TOOL_NAMES = frozenset((
     "twine", "cargo", "poetry", "doctl", "kadmin", "kadmin.local", "plink", "pscp", "psftp",
     "racadm", "wpa_cli", "grafana-cli", "ccrypt", "mcrypt", "winexe", "tsql", "freebcp",
     "nodetool", "skopeo", "npm", "yarn", "pnpm", "iwconfig", "expdp", "impdp", "exp", "imp",
-    "rman", "sqlldr", "dgmgrl", "ab", "security",
+    "rman", "sqlldr", "dgmgrl", "ab", "security", "oathtool",
 ))  # fmt: skip
 """The tools of `redact_argv_rules` (TOOLS and STDIN): a line that names none of them and
 assigns no secret-named variable is not parsed (nor the rules loaded)."""
@@ -115,7 +115,7 @@ SECRET_NAME = (
 _GENERAL_WORDS = (
     "pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "-session", "session=",
     "session:", "session'", 'session"', "sessionid", "signature", "community", "identified",
-    "crypt", "connect(", "mysqli", "pdo", "login(", "psk",
+    "crypt", "connect(", "mysqli", "pdo", "login(", "psk", "http-basic",
 )  # fmt: skip
 
 

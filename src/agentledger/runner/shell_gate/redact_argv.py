@@ -120,7 +120,7 @@ class _Reader:
 
         for arg in args:
             name, _, value = (arg.value or "").partition("=")
-            if secret_name(name):
+            if secret_name(name) or _key_assignment(name, value):
                 self.add(arg, value, "secret-assignment")
 
     def assignment_node(self, node: Node) -> None:
@@ -128,7 +128,9 @@ class _Reader:
 
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if name is None or value is None or not secret_name(_text(name)):
+        if name is None or value is None:
+            return
+        if not secret_name(_text(name)) and not _key_assignment(_text(name), _arg(value).value):
             return
         self.add(_arg(value), _arg(value).value, "secret-assignment")
 
@@ -267,6 +269,14 @@ def _exec_command(args: Sequence[Arg]) -> list[Arg]:
 
 def _first(args: Sequence[Arg]) -> str | None:
     return args[0].value if args else None
+
+
+def _key_assignment(name: str, value: str | None) -> bool:
+    """`STRIPE_KEY=sk_live_...`, `SUPABASE_KEY=...`: a `*_KEY` variable holding what looks
+    like a key (`LOG_KEY=request_id` does not)."""
+    from agentledger.runner.shell_gate.redact_argv_general import candidate, name_says_secret
+
+    return name_says_secret(name) == "key" and candidate(value, "key")
 
 
 def _assignment(arg: Arg) -> bool:

@@ -57,6 +57,7 @@ _STRONG = frozenset((
     "password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "token", "apikey",
     "credential", "credentials", "creds", "cred", "psk", "jwt", "passcode", "sessionid",
     "authtoken", "accesstoken", "sessiontoken", "secretkey", "privatekey", "accesskey",
+    "authtok", "bindpw", "rootpw",
 ))  # fmt: skip
 """Last words of a name that hold a secret."""
 _WEAK = frozenset(("auth", "authorization", "cookie", "session", "signature", "community"))
@@ -68,6 +69,7 @@ _KEY_KINDS = frozenset((
     "api", "private", "access", "secret", "auth", "client", "signing", "encryption", "master",
     "session", "account", "storage", "shared", "sas", "consumer", "license", "app", "admin",
     "hmac", "webhook", "write", "read", "root", "service", "deploy", "integration", "x",
+    "preshared", "unseal", "recovery", "gossip",
 ))  # fmt: skip
 """Words before `key` that make it a secret key (`--api-key`, `--secret_access_key`)."""
 _QUALIFIERS = frozenset((
@@ -151,7 +153,7 @@ def name_says_secret(name: str) -> str | None:
         return "strong"
     if last in _WEAK:
         return "weak"
-    if last in ("key", "keys"):
+    if last in ("key", "keys", "encrypt", "encryption"):  # consul's `-encrypt=KEY`
         if len(words) > 1 and words[-2] in _KEY_KINDS:
             return "strong"
         return "key"
@@ -415,6 +417,12 @@ def _positional_secrets(found: Found, positionals: Sequence[Arg]) -> None:
     verb = next((index for index, value in enumerate(lowered) if value in _SET_VERBS), len(values))
     for index, value in enumerate(values[:-1]):
         setting = index > verb
+        namespace = _AUTH_NAMESPACES.get(lowered[index].split(".", 1)[0]) if setting else None
+        if namespace and "." in value and index + namespace < len(values):
+            after = positionals[index + namespace]  # `config http-basic.REPO USER PASS`
+            if candidate(after.value):
+                add_found(found, after, after.value, "secret-pair")
+                continue
         if setting and "=" not in value and name_says_secret(value.rsplit(":", 1)[-1]) == "strong":
             after = positionals[index + 1]
             if candidate(after.value) and not lowered[index].startswith(("-", "/")):
@@ -428,10 +436,18 @@ def _positional_secrets(found: Found, positionals: Sequence[Arg]) -> None:
                 add_found(found, after, after.value, "password-arg")
 
 
+_AUTH_NAMESPACES = {
+    "http-basic": 2, "bearer": 1, "github-oauth": 1, "gitlab-token": 1, "gitlab-oauth": 1,
+    "bitbucket-oauth": 2, "pypi-token": 1, "forgejo-token": 1,
+}  # fmt: skip
+"""Setting keys `NAMESPACE.REPOSITORY` that take credentials (composer, poetry, pdm), and
+which value after the key is the secret (`http-basic.R USER PASS`: the second)."""
+
+
 _PAYLOAD_WORDS = (
     "pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "-session", "session=",
     "session:", "session'", 'session"', "sessionid", "signature", "community", "identified",
-    "crypt", "hash", "connect", "mysqli", "pdo", "login(", "psk", "securestring",
+    "crypt", "hash", "connect", "mysqli", "pdo", "login(", "psk", "securestring", "http-basic",
 )  # fmt: skip
 _words_pattern: list[re.Pattern[str]] = []
 

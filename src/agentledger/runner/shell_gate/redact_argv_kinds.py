@@ -133,6 +133,14 @@ def _security(args: Sequence[Arg]) -> Found:
     return read_options(args[1:], {"-w": "value"}, "-a -s -r -l -c -C -D -j -T -U -G -k").found
 
 
+def _oathtool(args: Sequence[Arg]) -> Found:
+    """`oathtool [--totp] [-b] KEY [OTP]`: the first positional is the shared secret."""
+    read = read_options(args, {}, "-d --digits -w --window -s --time-step-size -S -N -c")
+    words = [arg for arg in read.positionals if arg.value != "-"]
+    positional(read.found, words[:1], 0, "otp-secret")
+    return read.found
+
+
 _TDS = {"-P": "value", "--password": "value"}
 _PUTTY = simple_rule({"-pw": "value"}, "-P -l -i -m -D -L -R -hostkey -proxycmd -sercfg -pwfile")
 
@@ -182,4 +190,5 @@ KINDS: dict[str, Callable[[Sequence[Arg]], Found]] = {
         {"-A": "user:pass", "-P": "user:pass"}, "-n -c -t -s -b -B -T -p -u -v -g -e -H -C -X -E"
     ),
     "security": _security,
+    "oathtool": _oathtool,
 }

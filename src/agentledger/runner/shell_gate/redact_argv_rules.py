@@ -140,6 +140,13 @@ def _vault(args: Sequence[Arg]) -> Found:
         pairs(read.found, rest)
     elif words[0].value in ("kv", "write", "secrets"):
         pairs(read.found, words[1:])
+    if words[0].value in ("login", "write"):
+        # AppRole's `secret_id=` is the credential (elsewhere `*_id` names a secret)
+        for arg in words[1:]:
+            if (arg.value or "").startswith("secret_id="):
+                add_found(read.found, arg, (arg.value or "")[10:], "secret-pair")
+    if [arg.value for arg in words[:2]] == ["operator", "unseal"]:
+        positional(read.found, words, 2, "vault-unseal-key")  # a key share
     return read.found
 
 

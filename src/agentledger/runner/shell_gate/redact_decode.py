@@ -32,7 +32,8 @@ __all__ = ["CONTEXT_RULES", "TOKEN_RULES", "rescan", "rescan_lines"]
 # A value that is not a template reference (`${X}`, `{{ x }}`, `$X`, `<x>`, `[value]`, printf's
 # `%s`), a path or a YAML block scalar's indicator (`|`, `>-`: the value is on the next line).
 _VALUE = (
-    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
+    r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|\"\$[{A-Za-z_(]|\*{3,}(?![^\s,;'\"}&<])|"
+    r"<[A-Za-z_%]|%\(|/|[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
     r"\[[\w -]*\](?![^\s,;'\"}&<])|%[-+ #0-9.]*[sdqbiuxX](?:\\[nr])*(?![^\s,;'\"}&<]))"
     r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s,;'\"}&<]+))"
 )
@@ -58,10 +59,34 @@ CONTEXT_RULES: tuple[tuple[str, str, str], ...] = (
         "m",
     ),
     (
+        # five fields: a `:` in the password is escaped (`\:`), so a line of more fields
+        # (`/etc/shadow`'s nine) is not one
         "pgpass",
-        r"^(?:\[[0-9A-Fa-f:.]+\]|[^:\s#]+):(?:\d+|\*):[^:\s]+:[^:\s]+:(?P<secret>\S+)$",
+        r"^(?:\[[0-9A-Fa-f:.]+\]|[^:\s#]+):(?:\d+|\*):[^:\s]+:[^:\s]+:"
+        r"(?P<secret>(?:\\.|[^:\s\\])+)$",
         "m",
     ),
+    # OpenVPN's inline credentials: the user's line, then the password's
+    (
+        "openvpn-password",
+        r"<auth-user-pass>[ \t]*\r?\n[^\n]*\n[ \t]*(?P<secret>[^\s<][^\n]*?)[ \t]*\r?\n"
+        r"[ \t]*</auth-user-pass>",
+        "",
+    ),
+    # postfix's sasl_passwd: `[relay]:port user:password` (the line starts with `[`)
+    (
+        "sasl-password",
+        r"\[(?<![^\n]\[)[\w.-]+\](?::\d+)?[ \t]+[^\s:]+:(?P<secret>[^\s:]+)[ \t]*$",
+        "m",
+    ),
+    # Vault's key shares as `vault operator init` prints them
+    (
+        "vault-unseal-key",
+        r"\b(?:unseal|recovery) key(?: \d+)?:[ \t]*(?P<secret>[A-Za-z0-9+/=_-]{16,})",
+        "i",
+    ),
+    # password directives without `=` (OpenLDAP's `rootpw`, nslcd's `bindpw`, keepalived)
+    ("password-directive", r"^[ \t]*(?:rootpw|bindpw|auth_pass)[ \t]+(?P<secret>\S+)", "im"),
     # a name and its value given apart: a container's env (`- name: DB_PASSWORD` then
     # `value: X`, or as JSON), `<add key="SmtpPassword" value="X"/>`
     (

@@ -13,7 +13,7 @@ _SECRET_WORDS = (
     r"password|passwd|passphrase|secret|token|api[-_]?key|apikey|access[-_]?key|"  # noqa: S105
     r"private[-_]?key|client[-_]?secret|client[-_]?key[-_]?data|credentials?|accountkey|"
     r"sharedaccesskey|auth[-_]?key|authkey|session[-_]?key|signing[-_]?key|encryption[-_]?key|"
-    r"master[-_]?key|webhook[-_]?url|(?<=[_.])pwd"
+    r"master[-_]?key|webhook[-_]?url|(?<=[_.])pwd|preshared[-_]?key|authtok"
 )
 # A shell word: quoted and unquoted pieces up to a blank (`'a b'`, `x'"'y`, `"$P"w`). Only
 # the first piece may hold blanks: in `'A=x' 'B=y'` the quote after x closes, not opens.
@@ -42,6 +42,19 @@ _QUALIFIERS = (
 def _not_qualified(separators: str) -> str:
     """Lookbehinds that refuse a name ending in one of the qualifiers after `separators`."""
     return "".join(f"(?<![{separators}]{word})" for word in _QUALIFIERS)
+
+
+_NOT_CODE_OR_MASK = (
+    r"\"\$[{A-Za-z_(]|\*{3,}(?![^\s,;'\"}&])|"
+    r"(?-i:(?:os|process|settings|config|conf|cfg|self|this|env|app|request|params|args|"
+    r"options|opts|ctx|context|secrets|vars|values)\.[A-Za-z_])|"
+    r"(?-i:[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+[\[(][\"'A-Za-z_)])|"
+    r"(?-i:(?:[A-Za-z_]\w*+\.)++[A-Z][A-Z0-9_]*+)(?![^\s,;'\"}&])"
+)
+"""Values of an assignment that refer to a secret: a variable in double quotes (`"$(cat F)"`;
+in single quotes `'$x'` is the text), a mask
+(`********`), code that reads it (`os.environ["API_KEY"]`, `getenv('X')`,
+`settings.API_KEY`, `process.env.TOKEN`)."""
 
 
 _NOT_A_REFERENCE = (
@@ -128,7 +141,8 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
     ("bearer-token", r"\bbearer\s+(?P<secret>(?!X{6,}(?![A-Za-z0-9]))[A-Za-z0-9._~+/=-]{6,})", "i"),
     (
         "api-key-header",
-        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*(?P<secret>(?!\$[{(A-Za-z_])[^\s'\"]{6,})",
+        r"(?:api[-_]?key|apikey|token|secret|session)\s*:\s*"
+        r"(?P<secret>(?!\$[{(A-Za-z_]|\*{3,}(?![^\s'\"]))[^\s'\"]{6,})",
         "i",
     ),
     ("cookie", r"\b(?:set-)?cookie\s*:\s*(?P<secret>[^\r\n'\"]+)", "i"),
@@ -192,9 +206,11 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
         + _SECRET_WORDS
         + r")[a-z0-9_.]*"
         + _not_qualified("_.")
-        + r"(?:\s+(?:string|str|const))?\\?[\"']?\s*"
+        + r"\]?(?:\s+(?:string|str|const))?\\?[\"']?\s*"
         r"(?>(?::{1,3}=|=>|[?+.]=|[:=]))\s*"
-        r"(?P<secret>(?!\$\{|\{\{|\$[A-Za-z_(]|<[^<>\s]*>|\[[\w -]*\](?![^\s,;'\"}&])|"
+        r"(?P<secret>(?!"
+        + _NOT_CODE_OR_MASK
+        + r"|\$\{|\{\{|\$[A-Za-z_(]|<[^<>\s]*>|\[[\w -]*\](?![^\s,;'\"}&])|"
         r"%[-+ #0-9.]*[sdqbiuxX](?:\\[nr])*(?![^\s,;'\"}&])|"
         r"(?:yes|no|true|false|on|off|none|null)(?![^\s,;'\"}&])|''(?![^\s,;'\"}&])|\"\"(?![^\s,;'\"}&])|"
         r"[|>][-+0-9]*[ \t]*(?:\n|\Z)|"
@@ -207,6 +223,15 @@ OPS_RULES: tuple[tuple[str, str, str], ...] = (
         "i",
     ),
     ("connection-password", r"(?<![\w/])(?:pwd|password)\s*=\s*(?P<secret>(?!/)[^;'\"\s]+)", "i"),
+    # Oracle's thin JDBC URL names the user and password before the host
+    ("connection-password", r"\bjdbc:oracle:\w+:[^/\s:@'\"]+/(?P<secret>[^@\s'\"]+)@", "i"),
+    # a webhook whose path ends in its token (Mattermost, Rocket.Chat, Gitea, ...)
+    (
+        "webhook-token",
+        r"\bhttps?://[^\s/'\"]+(?:/[^\s/'\"?#]+)*?/(?:hooks|webhooks?)/(?:[\w-]{1,24}/)??"
+        r"(?P<secret>(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,})",
+        "i",
+    ),
     (
         "signed-url",
         r"[?&](?:sig|signature|x-amz-signature|x-goog-signature)=(?P<secret>[^&\s'\"]+)",

@@ -19,6 +19,21 @@ __all__ = ["TOOLS", "command_hosts"]
 
 TOOLS = frozenset({"ssh", "scp", "sftp", "rsync", "autossh", "mosh", "slogin", "sshfs", "git"})
 """The tools whose targets name hosts; `git` for its scp-like `git@host:repo` form."""
+URL_TOOLS = frozenset({"curl", "wget", "http", "https", "xh"})
+"""Tools that read a word without a scheme as a URL: `curl intranet/x` is http://intranet/x."""
+_URL_VALUE_OPTIONS = frozenset(
+    {"-H", "-d", "-o", "-u", "-X", "-A", "-e", "-b", "-c", "-m", "-w", "-T", "-F", "-x", "-K",
+     "-E", "-D", "-r", "-Q", "-t", "-Y", "-y", "-z", "-C", "-P", "-U", "-O", "-a", "-i",
+     "--data", "--data-raw", "--data-binary", "--data-urlencode", "--header", "--user",
+     "--request", "--output", "--max-time", "--connect-timeout", "--resolve", "--cacert",
+     "--cert", "--key", "--proxy", "--user-agent", "--referer", "--cookie", "--cookie-jar",
+     "--write-out", "--upload-file", "--form", "--config", "--range", "--retry", "--interface",
+     "--dns-servers", "--connect-to", "--unix-socket", "--output-document", "--post-data",
+     "--tries", "--timeout", "--password", "--auth", "-p", "--print", "--session"}
+)  # fmt: skip
+_SCHEMELESS = re.compile(
+    r"^(?:[^@/\s]+@)?(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(?::\d{1,5})?(?:[/?#]|$)", re.I
+)
 _PROXY_TOOLS = frozenset(
     {"nc", "ncat", "netcat", "socat", "connect-proxy", "corkscrew", "proxytunnel"}
 )
@@ -51,7 +66,7 @@ _PROSE_WORDS = frozenset(
 def command_hosts(text: str, depth: int = 0) -> list[str]:
     """The hosts `text` (a command line, or free text holding one) reaches as ssh-like
     targets, lowercased, in order; empty when it names none of `TOOLS`."""
-    if depth > _MAX_DEPTH or not any(tool in text for tool in TOOLS):
+    if depth > _MAX_DEPTH or not any(tool in text for tool in TOOLS | URL_TOOLS):
         return []
     words = _split(text)
     hosts: list[str] = []
@@ -73,6 +88,8 @@ def command_hosts(text: str, depth: int = 0) -> list[str]:
                 bare = {arg.lower() for arg in args} & _PROSE_WORDS
                 found = [host for host in found if host.lower() not in bare]
             hosts += found
+        elif tool in URL_TOOLS and _command_position(words, index, word):
+            hosts += _url_operands(words[index + 1 :])
         elif " " in word or "\n" in word:
             hosts += command_hosts(word, depth + 1)  # a quoted command: bash -c '...'
         else:
@@ -117,6 +134,23 @@ def _split(text: str) -> list[str]:
         return list(lexer)
     except ValueError:  # an unclosed quote: words as they stand
         return text.replace(";", " ; ").split()
+
+
+def _url_operands(args: list[str]) -> list[str]:
+    """The hosts of the words a URL tool reads as URLs without a scheme (`intranet/x`,
+    `localhost:9200`); URLs with one are read as URLs wherever they are."""
+    hosts: list[str] = []
+    skip = False
+    for arg in args:
+        if arg in _SEPARATORS:
+            break
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            skip = arg in _URL_VALUE_OPTIONS
+        elif "://" not in arg and (match := _SCHEMELESS.match(arg)):
+            hosts.append(match.group(1))
+    return hosts
 
 
 def _clean(host: str) -> str:
