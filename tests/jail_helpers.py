@@ -106,3 +106,26 @@ def hidden_secret(folder: Path, *, userns: bool) -> Iterator[tuple[int, Path]]:
     finally:
         process.kill()
         process.wait()
+
+
+@contextmanager
+def namespaced_process() -> Iterator[int]:
+    """A process (``sleep``) in a mount and network namespace of its own, made here (a user
+    namespace too when not root), killed at the end; yields its pid: a lab's first process
+    as `LabEntry` checks one."""
+    flags = ["-m", "-n", "--propagation", "private"] if os.geteuid() == 0 else ["-Urmn"]
+    process = subprocess.Popen(["unshare", *flags, "sleep", "60"])
+    try:
+        ours = os.stat("/proc/self/ns/net").st_ino
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if os.stat(f"/proc/{process.pid}/ns/net").st_ino != ours:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.02)
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()

@@ -31,9 +31,11 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def scratch_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from agentledger.runner.shell_gate import sandbox
+
     base = tmp_path / "tmp"
     base.mkdir()
-    monkeypatch.setenv("TMPDIR", str(base))
+    monkeypatch.setattr(sandbox, "SCRATCH_BASE", str(base))
     return base
 
 
@@ -167,6 +169,28 @@ def test_the_scratch_directory_is_writable_and_removed_afterwards(
     assert result.exit_code == 0, result.stderr
     assert result.output.splitlines() == ["scratch", str(workdir)]
     assert list(scratch_base.iterdir()) == []
+
+
+def test_the_scratch_is_a_bounded_tmpfs_never_in_the_agents_tmpdir(
+    tmp_path: Path, workdir: Path, scratch_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentledger.runner.shell_gate import sandbox
+
+    webroot = tmp_path / "webroot"
+    webroot.mkdir()
+    monkeypatch.setenv("TMPDIR", str(webroot))  # the agent's: round 7's B32 made it there
+    monkeypatch.setattr(sandbox, "SCRATCH_BYTES", 1024 * 1024)
+    policy = Policy(commands={"tee": "read-only", "head": "read-only", "stat": "read-only"})
+    gate = Gate(policy, tmp_path / "shell_audit.jsonl", cwd=workdir)
+    result = gate.run(
+        'echo "$TMPDIR"; stat -f -c %T "$TMPDIR"; echo x | tee "$TMPDIR/shell.php" >/dev/null; '
+        'ls "$TMPDIR"; head -c 2000000 /dev/zero | tee "$TMPDIR/big" >/dev/null'
+    )
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{scratch_base}/agentledger-scratch-"), lines
+    assert lines[1:3] == ["tmpfs", "shell.php"], lines
+    assert b"No space left on device" in result.stderr and result.exit_code != 0
+    assert list(webroot.iterdir()) == [] and list(scratch_base.iterdir()) == []
 
 
 def test_the_sandbox_sees_no_host_process_and_cannot_signal_one(

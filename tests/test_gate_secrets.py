@@ -308,7 +308,7 @@ def test_a_marker_names_the_kind_and_a_hash_shared_by_the_same_secret() -> None:
 def test_the_fingerprint_is_keyed_per_user(monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
 
-    from agentledger.runner.shell_gate import redact
+    from agentledger.runner.shell_gate import redact_key as redact
 
     monkeypatch.setattr(redact, "_key", None)
     first = fingerprint("hunter2")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from agentledger.cli.app import main
 from agentledger.errors import InputError, RecordError
 from agentledger.labs import load_lab, resolve_labs
-from agentledger.runner.lab_shell import LabTarget
+from agentledger.runner.lab_shell import LabEntry, LabTarget
 from agentledger.runner.shell_gate import Gate, load_policy
 from labs_support import SMALL_LAB, lab_privilege
 
@@ -164,19 +164,31 @@ def test_every_packaged_tool_declares_each_subcommand_of_its_usage_line() -> Non
 
 
 def test_the_target_file_carries_the_tools_and_refuses_bad_ones(tmp_path: Path) -> None:
-    target = _target(OUTCOME_LAB)
-    path = target.write(tmp_path / "lab.json")
-    again = LabTarget.read(path)
+    from jail_helpers import namespaced_process
+
+    decided = _target(OUTCOME_LAB)
+    with namespaced_process() as pid:
+        entry = LabEntry(pid)
+        target = LabTarget.entering("t", entry, list(decided.hosts), "web", decided.tools)
+        path = target.write(tmp_path / "lab.json")
+        again = LabTarget.read(path)
+    assert again.prefix("web") == entry.host_argv("web") and again.entry == entry
     assert again.tools == target.tools and "jailctl" in again.tools["web"]
     assert _decisions(again, ["jailctl status"]) == {"jailctl status": "allowed"}
     data = json.loads(path.read_text())
     data["tools"] = {"nohost": {"x": "read-only"}}
     path.write_text(json.dumps(data))
-    with pytest.raises(InputError, match="tools of 'nohost', which is no host"):
+    with (
+        namespaced_process() as pid,
+        pytest.raises(InputError, match="tools of 'nohost', which is no host"),
+    ):
+        data["enter"]["pid"] = pid
+        path.write_text(json.dumps(data))
         LabTarget.read(path)
     data["tools"] = {"web": {"jailctl": {"subcommands": {"harmless": ["status"]}}}}
-    path.write_text(json.dumps(data))
-    with pytest.raises(RecordError) as caught:
+    with namespaced_process() as pid, pytest.raises(RecordError) as caught:
+        data["enter"]["pid"] = pid
+        path.write_text(json.dumps(data))
         Gate(load_policy(None), None, ci=True, lab=LabTarget.read(path)).decide("jailctl status")
     assert caught.value.field == "tools.jailctl.subcommands.harmless"
 

@@ -179,6 +179,7 @@ def _exec(
             "No run directory: pass --run-dir DIR or set AGENTLEDGER_RUN_DIR "
             "(--dry-run needs none)."
         )
+    _warn_unisolated()
     tee = _output_descriptors()
     gate = Gate.for_run_dir(run_dir, policy, timeout=timeout, stdin=_stdin_for_command(), tee=tee)
     if gate.rules.sandbox == "off":
@@ -204,6 +205,25 @@ def _exec(
     if result.timed_out:
         sys.stderr.write(f"agentledger exec: timed out after {gate.timeout:g} s and was killed\n")
     return result.exit_code if result.exit_code is not None else 1
+
+
+PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")
+"""Variables that make an interpreter not started with ``-I`` run code they name."""
+
+
+def _warn_unisolated() -> None:
+    """Say so when this interpreter obeyed the caller's PYTHON* variables: code they name
+    may have run in the gate before any of its own (isolated: ``python3 -I -m agentledger
+    exec``, as the gated shell of `agentledger run` starts it)."""
+    if sys.flags.isolated:
+        return
+    named = [name for name in PYTHON_VARIABLES if os.environ.get(name)]
+    if named:
+        sys.stderr.write(
+            f"agentledger exec: WARNING: {', '.join(named)} set and Python not isolated: "
+            "code they name may have run in the gate; start it as "
+            "`python3 -I -m agentledger exec`\n"
+        )
 
 
 def _batch(gate: Gate, source: IO[str], out: IO[str]) -> int:
@@ -253,12 +273,35 @@ def _output_descriptors() -> tuple[int, int] | None:
 
 
 def _stdin_for_command() -> int | None:
-    """Our stdin for the command when it is a pipe or file; a terminal is not passed on."""
+    """Our stdin for the command when it is a pipe or file, open for reading only; a
+    terminal is not passed on."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
         return None
-    return None if os.isatty(fd) else fd
+    return None if os.isatty(fd) else read_only(fd)
+
+
+def read_only(fd: int) -> int:
+    """`fd`, or when it is open for writing too (the agent's ``0<>FILE``), the same file
+    opened again for reading only, at the same offset (a FIFO too); /dev/null for anything
+    else (a device, a socket): a command that writes to its fd 0 changes nothing."""
+    import fcntl
+    import stat
+
+    if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+        return fd
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        try:
+            again = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError:
+            pass
+        else:
+            if stat.S_ISREG(mode):
+                os.lseek(again, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
+            return again
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _handle_signals() -> dict[int, object]:

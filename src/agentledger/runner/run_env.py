@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from agentledger.labs import LAB_FILE, Lab, LoadedLab, load_lab, start_lab, take_snapshot
-from agentledger.runner.lab_shell import LAB_TARGET, LabTarget
+from agentledger.runner.lab_shell import LAB_TARGET, LabEntry, LabTarget
 from agentledger.runner.process import run_process
 from agentledger.runner.scenario import LoadedScenario
 from agentledger.runner.shell_gate.execute import find_shell
@@ -57,9 +57,10 @@ def start_run_lab(
         return None
     loaded = load_lab(lab_file)
     running = stack.enter_context(start_lab(loaded, name=f"run-{run_id[-24:]}"))
-    hosts = {host: running.host_argv(host) for host in loaded.spec.host_names()}
-    tools = loaded.spec.tool_knowledge()
-    target = LabTarget(running.name, hosts, _default_host(scenario, loaded), tools)
+    rootless = running.privilege.mode == "rootless"
+    entry = LabEntry(running.pid1, rootless, running.privilege.user)
+    hosts, tools = loaded.spec.host_names(), loaded.spec.tool_knowledge()
+    target = LabTarget.entering(running.name, entry, hosts, _default_host(scenario, loaded), tools)
     target.write(work.input_dir / LAB_TARGET, loaded.spec.model_dump(mode="json"))
     return running, target
 

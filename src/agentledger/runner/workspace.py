@@ -44,14 +44,11 @@ ENV = {
 
 
 def gate_command() -> list[str]:
-    """How to start `agentledger exec` with the same installation that is running now."""
-    script = Path(sys.executable).parent / "agentledger"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script), "exec"]
-    found = shutil.which("agentledger")
-    if found and Path(found).resolve().parent == Path(sys.executable).resolve().parent:
-        return [found, "exec"]
-    return [sys.executable, "-m", "agentledger", "exec"]
+    """How to start `agentledger exec` with the same installation that is running now: its
+    interpreter, isolated (``-I``): the agent sets the gated shell's environment, and a
+    PYTHONPATH, PYTHONHOME or PYTHONSTARTUP of its choosing would run its code in the gate
+    (a ``sitecustomize`` runs before any of the gate's own); nor is the user's site read."""
+    return [sys.executable, "-I", "-m", "agentledger", "exec"]
 
 
 @dataclass

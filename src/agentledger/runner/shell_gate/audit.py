@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import resource
 import stat
 import time
 
@@ -286,7 +287,8 @@ def _open_append(path: str) -> int:
             _refuse_kind(shown, os.stat(name, dir_fd=folder, follow_symlinks=False))
         except FileNotFoundError:
             pass
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY
+        # Read too: `append_line` looks at the log's last line before it appends.
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY
         try:
             fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=folder)
         except OSError as exc:
@@ -324,17 +326,57 @@ def check_log(path: str, *, create: bool = True) -> None:
         os.close(folder)
 
 
+def unlimit_file_size() -> None:
+    """Raise this process's file size limit (RLIMIT_FSIZE, ``ulimit -f``) to its hard limit;
+    AuditLogError when that is not unlimited. The agent that starts the gate sets its
+    limits: one just above the log's size cuts an event line in half (the command has run)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if hard != resource.RLIM_INFINITY:
+        raise AuditLogError(
+            errno.EFBIG,
+            f"the file size limit (ulimit -f, RLIMIT_FSIZE) is {hard} bytes, not unlimited: "
+            "an audit event could be cut short",
+        )
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+
+
 def append_line(path: str, data: bytes) -> None:
-    """Append `data` to the file at `path` (created if missing), locked, in whole."""
+    """Append `data` to the file at `path` (created if missing), locked, in whole or not at
+    all: a write cut short (disk full, a file size limit) is taken back, and a last line
+    left without its newline (a gate that died mid-write) is cut off first: its event's
+    intent is still pending and is logged as `unfinished` (`recover_unfinished`)."""
     fd = _open_append(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        size = _whole_lines(fd)
         view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        except BaseException:
+            os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
+
+
+def _whole_lines(fd: int) -> int:
+    """The size of the log open at `fd` once a last line without its newline is cut off."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            end = start + found + 1
+            break
+        end = start
+    os.ftruncate(fd, end)
+    return end
 
 
 def append_event(path: str, event: dict[str, Any]) -> None:

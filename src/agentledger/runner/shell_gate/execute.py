@@ -108,6 +108,10 @@ def run_shell(
     jobs: list[_Job] = []
     try:
         place = cwd if cwd is not None else os.getcwd()
+        from agentledger.runner.shell_gate.redact_key import hidden_dirs
+
+        # In a lab the command enters the lab's own mounts, where these may not exist.
+        hidden = () if prefix else hidden_dirs()
         if grant is None:
             jobs.append(_Job([find_shell(), "-c", command], env, stdin))
         else:
@@ -127,6 +131,7 @@ def run_shell(
                 host_network=job.host_network,
                 capabilities=job.capabilities,
                 seccomp_fd=job.seccomp,
+                hidden=hidden,
             )
             job.argv = [*prefix, *job.argv]
         completed = _run(jobs, timeout, tee, session=False)

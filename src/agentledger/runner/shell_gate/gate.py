@@ -22,6 +22,7 @@ from agentledger.runner.shell_gate.audit import (
     iso_time,
     recover_unfinished,
     stored_output,
+    unlimit_file_size,
     write_intent,
 )
 from agentledger.runner.shell_gate.decision import CommandDecision, GateResult
@@ -132,7 +133,13 @@ class Gate:
             folder = os.path.dirname(os.path.abspath(self.audit_path))
             if not os.path.isdir(folder):
                 raise _input_error(f"the audit log's directory {folder} does not exist")
+            from agentledger.shell.trusted_files import refuse_in_scratch
+
+            # A sandboxed command could rewrite the log there (and its pending events), and
+            # the scratch is removed with it.
+            refuse_in_scratch(folder, "run directory")
             try:
+                unlimit_file_size()
                 check_log(self.audit_path, create=False)
                 recover_unfinished(self.audit_path)
             except OSError as exc:
@@ -433,10 +440,10 @@ class Gate:
         else:
             event["state"] = "unfinished"
             event["reason"] += f"; the gate failed while it ran: {type(exc).__name__}"
-        import contextlib
-
-        with contextlib.suppress(OSError):
+        try:
             append_event(self.audit_path or "", event)
+        except OSError:
+            return  # the intent stays: the next gate logs it as unfinished
         clear_intent(intent)
 
     def _sandbox_for(self, decision: CommandDecision) -> Sandbox | None:

@@ -165,7 +165,6 @@ _decode: list[Any] = []
 """The module `redact_argv_decode`, once imported."""
 _last_hidden: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
 _table: list[_Rule] | None = None
-_key: bytes | None = None
 
 
 def check_pattern(pattern: str) -> str | None:
@@ -181,9 +180,10 @@ def check_pattern(pattern: str) -> str | None:
 
 def fingerprint(secret: str) -> str:
     """Six hex digits of the keyed sha256 of `secret`: the same secret, the same digits."""
+    from agentledger.runner.shell_gate.redact_key import redaction_key
     from agentledger.shell.validated_cache import sha256_hex
 
-    return sha256_hex(_redaction_key() + secret.encode("utf-8", "surrogatepass"))[:6]
+    return sha256_hex(redaction_key() + secret.encode("utf-8", "surrogatepass"))[:6]
 
 
 class Redactor:
@@ -249,6 +249,9 @@ class Redactor:
         a common word of output as well (`mysql -proot`: `root` stays in a user list)."""
         if not text:
             return text
+        from agentledger.runner.shell_gate.redact_key import strip_key
+
+        text = strip_key(text)
         for secret, mark in self.known:
             if len(secret) >= _SHORTEST_KNOWN and secret in text:
                 text = text.replace(secret, mark)
@@ -552,48 +555,3 @@ def _inside_marker(text: str, position: int) -> bool:
     """True when `position` of `text` falls in a marker an earlier rule wrote."""
     opened = text.rfind(MARK, 0, position + len(MARK))
     return opened >= 0 and text.find("]", opened) >= position
-
-
-def _redaction_key() -> bytes:
-    """The user's private key for fingerprints (made on first use); a key for this process
-    alone when it cannot be stored."""
-    global _key
-    if _key is None:
-        from agentledger.shell.validated_cache import cache_dir
-
-        path = os.path.join(cache_dir(), "redaction.key")
-        try:
-            with open(path, "rb") as handle:
-                _key = handle.read()
-        except OSError:
-            _key = b""
-        if len(_key) < 32:
-            _key = _new_key(path)
-    return _key
-
-
-def _new_key(path: str) -> bytes:
-    key = os.urandom(32)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(key)
-        # A link appears whole or not at all: a gate racing this one reads a full key.
-        os.link(temporary, path)
-    except FileExistsError:
-        try:
-            with open(path, "rb") as handle:
-                stored = handle.read()
-            key = stored if len(stored) >= 32 else key
-        except OSError:
-            pass
-    except OSError:
-        pass
-    finally:
-        import contextlib
-
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-    return key

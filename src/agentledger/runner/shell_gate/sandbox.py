@@ -6,7 +6,11 @@ gate runs such commands under bubblewrap (``bwrap``, Debian package ``bubblewrap
 what holds does not depend on the classifier being right:
 
 - ``/`` is bound read-only, with every mount under it; the only writable place is a scratch
-  directory of the command's own (``$TMPDIR``, removed afterwards), never the audit log's;
+  of the command's own (``$TMPDIR``): a tmpfs of at most SCRATCH_BYTES mounted inside the
+  sandbox on an empty directory the gate makes under /tmp (never in the agent's ``$TMPDIR``),
+  so nothing it writes reaches the host's disk or outlives it, and no later gate can read it;
+- the gate's cache directory (the fingerprint key, the validated policies) shows empty
+  (`redact_key.hidden_dirs`);
 - ``/dev`` is a fresh minimal one (null, zero, random, tty, a private pts), so no disk device
   or other terminal can be opened;
 - a PID namespace of its own with a procfs of its own (``--proc /proc``, its kernel
@@ -75,6 +79,10 @@ READER_NAMES = (
 """The names of `reader_checks.READERS` (a test holds the two equal), so that a line naming
 none of them is known to need no network without loading the readers' checks."""
 
+SCRATCH_BYTES = 128 * 1024 * 1024
+"""The most a sandboxed command can write in its scratch (its tmpfs's size)."""
+SCRATCH_BASE = "/tmp"  # noqa: S108 - a private directory of the gate's own is made in it
+"""Where scratch mount points are made: the system's, not the agent's ``$TMPDIR``."""
 _PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 _LANDLOCK: dict[int, list[str]] = {}
 
@@ -151,6 +159,7 @@ class Sandbox:
         host_network: bool = False,
         capabilities: Sequence[str] = (),
         seccomp_fd: int = -1,
+        hidden: Sequence[str] = (),
     ) -> list[str]:
         """bwrap's command line to run `command` in `cwd`, writable only in `scratch`.
 
@@ -159,7 +168,9 @@ class Sandbox:
         root, or in a lab host, to root of the lab's user namespace); `seccomp_fd`
         holds the seccomp program that refuses Unix sockets (`seccomp`). bwrap reports on
         `status_fd` (JSON lines) once the command has started, which is how a sandbox that
-        could not be set up is told from a command that failed.
+        could not be set up is told from a command that failed. `scratch` is an empty
+        directory the command sees as a fresh tmpfs of SCRATCH_BYTES; each of `hidden` (existing
+        directories) shows as an empty one.
         """
         argv = [
             self.executable,
@@ -172,7 +183,7 @@ class Sandbox:
             "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
             "--ro-bind-try", "/proc/irq", "/proc/irq",
             "--ro-bind-try", "/proc/bus", "/proc/bus",
-            "--bind", scratch, scratch,
+            "--size", str(SCRATCH_BYTES), "--perms", "0700", "--tmpfs", scratch,
             "--setenv", "TMPDIR", scratch,
             "--unshare-pid",
             "--unshare-ipc",
@@ -181,6 +192,8 @@ class Sandbox:
             "--new-session",
             "--cap-drop", "ALL",
         ]  # fmt: skip
+        for place in hidden:
+            argv += ["--perms", "0700", "--tmpfs", place]
         if not host_network:
             argv.append("--unshare-net")
         if seccomp_fd >= 0:
@@ -213,13 +226,13 @@ class Sandbox:
 
 
 def make_scratch() -> str:
-    """A new empty directory for one sandboxed command to write in (only its owner can)."""
-    base = os.environ.get("TMPDIR") or "/tmp"  # noqa: S108 - a private directory is made in it
-    if not os.path.isdir(base):
-        base = "/tmp"  # noqa: S108
+    """A new empty directory (only its owner's) under SCRATCH_BASE, where the sandbox mounts
+    one command's scratch tmpfs; it stays empty on the host."""
+    from agentledger.shell.trusted_files import SCRATCH_PREFIX
+
     stamp = f"{os.getpid()}-{os.urandom(4).hex()}"
-    path = os.path.join(base, f"agentledger-scratch-{stamp}")
-    os.mkdir(path, 0o700)
+    path = os.path.join(SCRATCH_BASE, f"{SCRATCH_PREFIX}{stamp}")
+    os.mkdir(path, 0o700)  # never an existing one: mkdir does not follow a planted link
     return path
 
 
