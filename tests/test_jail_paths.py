@@ -119,7 +119,8 @@ def test_the_null_device_stays_harmless(line: str) -> None:
 # GNU sort -o -, shuf -o - and tee - create a file named `-`; iconv -o - and curl -o - write
 # to standard output. Each line is run for real in an empty directory first.
 DASH_IS_A_FILE = ["sort -o - in", "sort -o- in", "sort --output=- in", "shuf -o - in", "tee - <in"]
-DASH_IS_STDOUT = ["iconv -f utf-8 -t utf-8 -o - in", "curl -s -o - file://$PWD/in"]
+# (`"file://$PWD/in"` quoted: unquoted, $PWD could split into words, options among them)
+DASH_IS_STDOUT = ["iconv -f utf-8 -t utf-8 -o - in", 'curl -s -o - "file://$PWD/in"']
 
 
 @pytest.mark.parametrize("line", DASH_IS_A_FILE + DASH_IS_STDOUT)
@@ -135,4 +136,4 @@ def test_a_dash_is_standard_output_only_where_the_tool_makes_it_so(
     subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, check=True)
     made = (tmp_path / "-").exists()
     assert made == (line in DASH_IS_A_FILE)
-    assert classify(line).kind == ("mutating" if made else "read-only"), classify(line).reason
+    assert classify(line).kind == ("mutating" if made else "read-only"), classify(line)

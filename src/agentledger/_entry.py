@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 
 def main() -> None:
@@ -40,13 +40,19 @@ def main() -> None:
             sys.exit(code)
     from agentledger.cli.app import main as cli_main
 
+    cli_main()
+
+
+def console() -> None:
+    """The console script: `main`, except that an `import` ends without the interpreter's
+    teardown (a caller of `main` in its own process keeps its process)."""
     if len(sys.argv) > 1 and sys.argv[1] == "import":
         try:
-            cli_main()
+            main()
         except SystemExit as done:
             _exit_now(done)
         _exit_now(SystemExit(0))
-    cli_main()
+    main()
 
 
 def _exit_now(done: SystemExit) -> None:

@@ -318,17 +318,16 @@ def _parse(text: str, dialect: str, analysis: SqlAnalysis) -> list[Any] | None:
 def _overload(analysis: SqlAnalysis, text: str, types: ColumnTypes) -> None:
     """A finding when a call or operator of a built-in's name is not proven to resolve to a
     built-in: a schema's overload may run (`sql_types`)."""
+    from agentledger.shell.sql_rules import unproven_name
     from agentledger.shell.sql_types import unproven_call
 
     why = unproven_call(text, types)
     if why is not None:
         analysis.findings.append(SqlFinding(UNKNOWN, why, text[:300]))
-        analysis.opaque.add(why.split("(", 1)[0].rsplit(" ", 1)[-1] + "()")
+        analysis.opaque.add(unproven_name(why))
 
 
-# Keywords that mean something else in one dialect: PostgreSQL's RESET puts a session setting
-# back; MySQL's RESET MASTER / REPLICA / PERSIST deletes binary logs, replication state or
-# persisted settings.
+# Keywords of another meaning in one dialect: MySQL's RESET MASTER/REPLICA/PERSIST deletes.
 _DIALECT_KEYWORDS = {"mysql": {"RESET": MUTATING}}
 
 

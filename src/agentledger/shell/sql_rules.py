@@ -133,3 +133,14 @@ def sql_rules(section: dict[str, Any]) -> SqlRules:
     )
     _RULES[id(section)] = (section, rules)
     return rules
+
+
+def unproven_name(why: str) -> str:
+    """The call (`round()`) or operator (`operator <`) an `unproven_call` answer names."""
+    import re
+
+    call = re.search(r"(?:argument of |built-in )([\w.\"]+)\(", why)
+    if call:
+        return f"{call.group(1)}()"
+    operator = re.search(r"(?:operand of |operator )(\S+) ", why)
+    return f"operator {operator.group(1)}" if operator else why
