@@ -129,3 +129,18 @@ def namespaced_process() -> Iterator[int]:
     finally:
         process.kill()
         process.wait()
+
+
+def over_ssh(line: str, remote: bool) -> str:
+    """`line` itself, or the same line as the remote command of `ssh h` (where no sandbox
+    holds and the classifier alone decides)."""
+    import shlex
+
+    return "ssh h " + shlex.quote(line) if remote else line
+
+
+def assert_refused(gate: Any, line: str) -> None:
+    """The gate classifies `line` as no read and refuses it."""
+    decision = gate.decide(line)
+    assert decision.classification.kind in ("unknown", "mutating", "destructive"), decision
+    assert decision.decision == "denied"

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor
+from secrets_corpus_helpers import leaks, marked
 
 ROWS = [
     json.loads(line)
@@ -57,24 +58,6 @@ STILL_CHANGED = {
 since a variable in double quotes is a reference, tests/test_gate_secrets_blind5.py)."""
 
 
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
-
-
-def marked(rows: list[dict[str, object]], failed: set[str], reason: str) -> list[object]:
-    """The rows as parameters, those in `failed` expected to fail (not strictly)."""
-    return [
-        pytest.param(
-            row,
-            id=str(row["source"]),
-            marks=[pytest.mark.xfail(strict=False, reason=reason)]
-            if row["source"] in failed
-            else [],
-        )
-        for row in rows
-    ]
-
-
 def test_the_corpus_is_labelled_and_all_blind() -> None:
     assert len(SECRETS) >= 100 and len(BENIGN) >= 50
     assert all(row["blind"] and row["field"] == "command" for row in ROWS)
@@ -85,7 +68,9 @@ def test_the_corpus_is_labelled_and_all_blind() -> None:
     assert {row["source"] for row in BENIGN} >= STILL_CHANGED
 
 
-@pytest.mark.parametrize("row", marked(SECRETS, STILL_LEAKING, "still reaches the log"))
+@pytest.mark.parametrize(
+    "row", marked(SECRETS, STILL_LEAKING, "still reaches the log", strict=False)
+)
 def test_a_blind_secret_does_not_reach_the_log(row: dict[str, object]) -> None:
     redacted = Redactor().redact_command(str(row["text"]))
     assert not leaks(redacted, row["pieces"]), redacted  # type: ignore[arg-type]
@@ -105,7 +90,12 @@ def test_at_most_five_percent_of_the_blind_secrets_leak() -> None:
 
 @pytest.mark.parametrize(
     "row",
-    marked(BENIGN, STILL_CHANGED, "the rules change it (a placeholder or a secret-sounding name)"),
+    marked(
+        BENIGN,
+        STILL_CHANGED,
+        "the rules change it (a placeholder or a secret-sounding name)",
+        strict=False,
+    ),
 )
 def test_a_blind_plain_line_is_logged_as_typed(row: dict[str, object]) -> None:
     assert Redactor().redact_command(str(row["text"])) == row["text"]

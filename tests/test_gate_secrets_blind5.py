@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor
+from secrets_corpus_helpers import leaks, marked
 
 DATA = Path(__file__).parent / "data/secrets"
 ROWS = [json.loads(line) for line in (DATA / "cmdline_blind5_cases.jsonl").read_text().splitlines()]
@@ -77,24 +78,6 @@ def logged(row: dict[str, object]) -> str:
     redactor = Redactor()
     text = str(row["text"])
     return redactor.redact_command(text) if row["field"] == "command" else redactor.redact(text)
-
-
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
-
-
-def marked(rows: list[dict[str, object]], failed: set[str], reason: str) -> list[object]:
-    """The rows as parameters, those in `failed` expected to fail (strictly)."""
-    return [
-        pytest.param(
-            row,
-            id=str(row["source"]),
-            marks=[pytest.mark.xfail(strict=True, reason=reason)]
-            if row["source"] in failed
-            else [],
-        )
-        for row in rows
-    ]
 
 
 def test_the_corpus_is_labelled_blind_and_split() -> None:

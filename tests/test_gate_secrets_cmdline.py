@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor
+from secrets_corpus_helpers import leaks
 
 ROWS = [
     json.loads(line)
@@ -63,10 +64,6 @@ general layer, `redact_argv_general`, read code)."""
 AFTER_CHANGED: set[str] = set()
 """Plain lines changed (`export TOKEN_URL=https://...` was, until a name ending in `_url`
 stopped counting as a secret's)."""
-
-
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
 
 
 def test_the_corpus_is_labelled_and_a_third_is_blind() -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor, fingerprint
+from secrets_corpus_helpers import leaks
 
 ROWS = [
     json.loads(line)
@@ -45,10 +46,6 @@ TEXT = {row["source"]: row["text"] for row in ROWS}
 
 def mark(kind: str, secret: str) -> str:
     return f"[REDACTED:{kind}:{fingerprint(secret)}]"
-
-
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
 
 
 def test_the_corpus_is_labelled_and_a_third_is_blind() -> None:

@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor
+from secrets_corpus_helpers import leaks
 
 ROWS = [
     json.loads(line)
@@ -49,10 +50,6 @@ SECRETS = [row for row in ROWS if row["kind"] == "tp"]
 BENIGN = [row for row in ROWS if row["kind"] == "fp"]
 KNOWN_LEAKS: set[str] = set()
 """Lines whose secret still reaches the log (no rule reads them)."""
-
-
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
 
 
 def test_the_corpus_is_labelled_and_a_third_is_blind() -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from agentledger.runner.shell_gate.redact import Redactor
+from secrets_corpus_helpers import leaks
 
 DATA = Path(__file__).parent / "data/secrets"
 ROWS = [
@@ -44,10 +45,6 @@ def logged(row: dict[str, object]) -> str:
     redactor = Redactor()
     text = str(row["text"])
     return redactor.redact_command(text) if row["field"] == "command" else redactor.redact(text)
-
-
-def leaks(text: str, pieces: list[str]) -> list[str]:
-    return [piece for piece in pieces if piece in text]
 
 
 def test_the_corpus_is_the_red_teams() -> None:

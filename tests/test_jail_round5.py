@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import textwrap
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from agentledger.runner.shell_gate import Gate
 from agentledger.runner.shell_gate.environment import SYSTEM_PATH, clean_environment
 from agentledger.runner.shell_gate.rules import load_policy
-from jail_helpers import need_bwrap
+from jail_helpers import assert_refused, need_bwrap, over_ssh
 
 
 def vouching_gate(tmp_path: Path, allowed: str, env: dict[str, str]) -> Gate:
@@ -359,18 +358,13 @@ def investigate() -> Gate:
 def test_a_global_option_that_writes_or_runs_is_seen(
     investigate: Gate, line: str, remote: bool
 ) -> None:
-    if remote:
-        line = "ssh h " + shlex.quote(line)
-    decision = investigate.decide(line)
-    assert decision.classification.kind in ("unknown", "mutating", "destructive"), decision
-    assert decision.decision == "denied"
+    assert_refused(investigate, over_ssh(line, remote))
 
 
 @pytest.mark.parametrize("remote", [False, True], ids=["local", "ssh"])
 @pytest.mark.parametrize("line", STILL_READ_ONLY)
 def test_plain_reads_of_those_tools_still_run(investigate: Gate, line: str, remote: bool) -> None:
-    if remote:
-        line = "ssh h " + shlex.quote(line)
+    line = over_ssh(line, remote)
     decision = investigate.decide(line)
     assert decision.classification.kind == "read-only", decision
 

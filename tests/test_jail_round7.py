@@ -5,12 +5,11 @@ reads of the same tools still run."""
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
 from agentledger.runner.shell_gate import Gate
 from agentledger.shell.classifier import classify
+from jail_helpers import assert_refused, over_ssh
 
 NOT_READ_ONLY = [
     # a bus address that executes a program; another host or container
@@ -158,18 +157,13 @@ def investigate() -> Gate:
 def test_what_writes_runs_or_reaches_a_daemon_is_seen(
     investigate: Gate, line: str, remote: bool
 ) -> None:
-    if remote:
-        line = "ssh h " + shlex.quote(line)
-    decision = investigate.decide(line)
-    assert decision.classification.kind in ("unknown", "mutating", "destructive"), decision
-    assert decision.decision == "denied"
+    assert_refused(investigate, over_ssh(line, remote))
 
 
 @pytest.mark.parametrize("remote", [False, True], ids=["local", "ssh"])
 @pytest.mark.parametrize("line", STILL_READ_ONLY)
 def test_plain_reads_of_those_tools_still_run(investigate: Gate, line: str, remote: bool) -> None:
-    if remote:
-        line = "ssh h " + shlex.quote(line)
+    line = over_ssh(line, remote)
     assert classify(line).kind == "read-only", classify(line)
 
 
